@@ -1,0 +1,245 @@
+//! Command-line interface: argument definitions and their mapping onto the
+//! library's calls.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args, Parser, Subcommand};
+
+use crate::design::{self, BITS};
+use crate::gen::{generate, GenOptions};
+use crate::matching::{check_k, run_match, MatchOptions};
+use crate::parquet_io::input::{open_inputs, Columns};
+use crate::progress::human;
+
+/// Exact near-duplicate detection for 64-bit simhash fingerprints.
+#[derive(Debug, Parser)]
+#[command(name = "neardup", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Find every pair of fingerprints within k bits: B against F, and/or B against itself.
+    #[command(name = "match")]
+    Match(MatchArgs),
+    /// Print the table design `match` would use for a query set, and the alternatives.
+    Plan(PlanArgs),
+    /// Write deterministic synthetic fingerprint shards with planted near-duplicates.
+    Gen(GenArgs),
+}
+
+/// Column names of the input shards.
+#[derive(Debug, Args)]
+pub struct ColumnArgs {
+    /// Name of the INT64 (or UINT64) id column.
+    #[arg(long, default_value = "id")]
+    pub id_column: String,
+    /// Name of the INT64 (or UINT64) simhash column.
+    #[arg(long, default_value = "simhash")]
+    pub simhash_column: String,
+}
+
+impl ColumnArgs {
+    fn columns(&self) -> Columns {
+        Columns { id: self.id_column.clone(), simhash: self.simhash_column.clone() }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct MatchArgs {
+    /// Query set B: Parquet files, directories of them, or globs.
+    #[arg(long, required = true, num_args = 1..)]
+    pub queries: Vec<String>,
+    /// Corpus F: Parquet files, directories of them, or globs.
+    #[arg(long, num_args = 1..)]
+    pub corpus: Vec<String>,
+    /// Output directory.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Largest Hamming distance that counts as a near-duplicate (0 to 10).
+    #[arg(short, default_value_t = 3)]
+    pub k: u32,
+    /// Also find pairs inside B (each unordered pair once, query_id < corpus_id).
+    #[arg(long = "self")]
+    pub self_join: bool,
+    /// Worker threads.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Number of output part files (split by query id).
+    #[arg(long, default_value_t = 1)]
+    pub parts: usize,
+    /// Replace an existing output directory.
+    #[arg(long)]
+    pub overwrite: bool,
+    /// Number of blocks m (k < m <= 64) instead of the automatic choice.
+    #[arg(long)]
+    pub blocks: Option<u32>,
+    /// Memory budget for the tables, in MiB.
+    #[arg(long, default_value_t = design::DEFAULT_TABLE_MEMORY >> 20)]
+    pub table_memory_mib: u64,
+    #[command(flatten)]
+    pub columns: ColumnArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Query set B (its distinct fingerprints are counted).
+    #[arg(long, conflicts_with = "num_queries", required_unless_present = "num_queries", num_args = 1..)]
+    pub queries: Vec<String>,
+    /// Plan for this many distinct query fingerprints instead of reading B.
+    #[arg(long)]
+    pub num_queries: Option<u64>,
+    /// Largest Hamming distance (0 to 10).
+    #[arg(short, default_value_t = 3)]
+    pub k: u32,
+    /// Number of blocks m instead of the automatic choice.
+    #[arg(long)]
+    pub blocks: Option<u32>,
+    /// Memory budget for the tables, in MiB.
+    #[arg(long, default_value_t = design::DEFAULT_TABLE_MEMORY >> 20)]
+    pub table_memory_mib: u64,
+    #[command(flatten)]
+    pub columns: ColumnArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct GenArgs {
+    /// Output directory (gets queries/, corpus/ and planted.parquet).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Rows of B.
+    #[arg(long)]
+    pub queries: u64,
+    /// Rows of F.
+    #[arg(long)]
+    pub corpus: u64,
+    /// Corpus files.
+    #[arg(long, default_value_t = 1)]
+    pub shards: usize,
+    /// Seed: the same seed writes the same data.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Fraction of corpus rows planted as near-copies of a query.
+    #[arg(long, default_value_t = 0.01)]
+    pub plant_rate: f64,
+    /// Fraction of queries planted as near-copies of an earlier query.
+    #[arg(long, default_value_t = 0.01)]
+    pub self_rate: f64,
+    /// Planted distances are uniform in 0..=this.
+    #[arg(long, default_value_t = 5)]
+    pub max_distance: u32,
+    /// Rows per Parquet row group.
+    #[arg(long, default_value_t = 128 * 1024)]
+    pub row_group_rows: usize,
+    /// Replace an existing output directory.
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Match(args) => run_match_command(args),
+        Command::Plan(args) => run_plan_command(args),
+        Command::Gen(args) => run_gen_command(args),
+    }
+}
+
+fn run_match_command(args: MatchArgs) -> Result<()> {
+    let opts = MatchOptions {
+        queries: args.queries,
+        corpus: args.corpus,
+        out: args.out.clone(),
+        k: args.k,
+        self_join: args.self_join,
+        workers: args.workers,
+        parts: args.parts,
+        overwrite: args.overwrite,
+        columns: args.columns.columns(),
+        blocks: args.blocks,
+        table_memory: args.table_memory_mib << 20,
+        progress: true,
+    };
+    let summary = run_match(&opts)?;
+    println!("{}", summary.line(&args.out));
+    Ok(())
+}
+
+fn run_plan_command(args: PlanArgs) -> Result<()> {
+    check_k(args.k)?;
+    if let Some(m) = args.blocks.filter(|&m| m <= args.k || m > BITS) {
+        anyhow::bail!("--blocks {m} is out of range: it must be more than k ({}) and at most 64", args.k);
+    }
+    let stored = match args.num_queries {
+        Some(n) => n,
+        None => count_distinct_fingerprints(&args.queries, &args.columns.columns())?,
+    };
+    let plan = design::plan(stored, args.k, args.table_memory_mib << 20, args.blocks);
+    let d = &plan.design;
+    println!("{} distinct query fingerprints, k = {}", stored, args.k);
+    println!("design: {}", d.describe());
+    println!("expected candidates per probe: {:.3}", d.expected_candidates);
+    println!("table memory: {} bytes ({})", d.memory_bytes, human_bytes(d.memory_bytes));
+    println!("tables (exact blocks -> key bits, bucket index bits):");
+    for (i, t) in d.tables.iter().enumerate() {
+        println!("  {i:>4}: blocks {:?} -> {} key bits, {} index bits", t.blocks, t.key_bits, t.index_bits);
+    }
+    println!("alternatives:");
+    for c in &plan.considered {
+        println!(
+            "  m={:<3} {:>5} tables  {:>12.4} candidates/probe  {:>10}  {}",
+            c.m,
+            c.tables,
+            c.expected_candidates,
+            human_bytes(c.memory_bytes),
+            c.verdict
+        );
+    }
+    Ok(())
+}
+
+fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u64> {
+    let (files, _) = open_inputs(specs, columns)?;
+    let mut all = Vec::new();
+    for file in &files {
+        file.read_all(columns, |_, fingerprints| {
+            all.extend_from_slice(fingerprints);
+            Ok(())
+        })?;
+    }
+    all.sort_unstable();
+    all.dedup();
+    Ok(all.len() as u64)
+}
+
+fn human_bytes(bytes: u64) -> String {
+    format!("{}B", human(bytes as f64))
+}
+
+fn run_gen_command(args: GenArgs) -> Result<()> {
+    let opts = GenOptions {
+        out: args.out.clone(),
+        queries: args.queries,
+        corpus: args.corpus,
+        shards: args.shards,
+        seed: args.seed,
+        plant_rate: args.plant_rate,
+        self_rate: args.self_rate,
+        max_distance: args.max_distance,
+        row_group_rows: args.row_group_rows,
+        overwrite: args.overwrite,
+    };
+    let summary = generate(&opts)?;
+    println!(
+        "generated {} queries and {} corpus rows in {} shard(s), {} planted pairs -> {}",
+        args.queries,
+        args.corpus,
+        args.shards,
+        summary.planted,
+        args.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,240 @@
+//! The `match` dataflow on timely: scan units of F past B's tables, exchange
+//! pairs to their reducer by query-id range, and write each part sorted.
+//!
+//! ```text
+//!   scan (every worker: its share of the units) --exchange by part--> reduce (sort, dedup, write)
+//! ```
+//!
+//! Work is split statically: unit `u` goes to worker `u % peers`, and part
+//! `p` to worker `p % peers`, so the assignment is the same on every run and
+//! the output bytes do not depend on how many workers there are.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, Result};
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::source;
+use timely::dataflow::operators::generic::Operator;
+use timely::container::CapacityContainerBuilder;
+
+use crate::pairs::{sort_and_dedup, Pair, Parts};
+use crate::parquet_io::input::{Columns, FingerprintFile, Unit};
+use crate::parquet_io::output::{part_name, write_pairs};
+use crate::probe::{probe, Match, Scratch};
+use crate::tables::Index;
+
+/// Where a unit's rows come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// A shard of F: every query within k pairs with it.
+    Corpus,
+    /// A shard of B (`--self`): pairs only with smaller query ids.
+    Queries,
+}
+
+/// A row group to scan, and which side it belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct ScanUnit {
+    pub side: Side,
+    pub unit: Unit,
+}
+
+/// Everything the workers of one process share, read-only.
+pub struct Job {
+    pub index: Index,
+    pub parts: Parts,
+    pub corpus_files: Vec<FingerprintFile>,
+    pub query_files: Vec<FingerprintFile>,
+    pub units: Vec<ScanUnit>,
+    pub columns: Columns,
+    /// Directory the parts are written to (the staging directory).
+    pub out_dir: PathBuf,
+}
+
+/// Live counters for progress and the summary.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub units_done: AtomicU64,
+    pub corpus_rows: AtomicU64,
+    pub self_rows: AtomicU64,
+    pub pairs_found: AtomicU64,
+    pub pairs_written: AtomicU64,
+}
+
+/// The first error any worker of this process hit.
+#[derive(Default)]
+pub struct Failure(Mutex<Option<anyhow::Error>>);
+
+impl Failure {
+    fn record(&self, error: anyhow::Error) {
+        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        slot.get_or_insert(error);
+    }
+
+    fn happened(&self) -> bool {
+        self.0.lock().map(|s| s.is_some()).unwrap_or(true)
+    }
+
+    /// The recorded error, if any.
+    pub fn take(&self) -> Option<anyhow::Error> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Runs the dataflow on the workers described by `config` and waits for it.
+pub fn run(job: Arc<Job>, config: timely::Config, counters: Arc<Counters>, failure: Arc<Failure>) -> Result<()> {
+    let guards = {
+        let failure = failure.clone();
+        timely::execute(config, move |worker| {
+            let index = worker.index();
+            let peers = worker.peers();
+            let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());
+            worker.dataflow::<u64, _, _>(move |scope| {
+                let scan_job = job.clone();
+                let scan_counters = counters.clone();
+                let scan_failure = failure.clone();
+                let pairs = source::<_, CapacityContainerBuilder<Vec<Pair>>, _, _>(scope, "Scan", move |cap, info| {
+                    let activator = scope.activator_for(info.address);
+                    let mut cap = Some(cap);
+                    let mut scanner = Scanner::new(scan_job, index, peers);
+                    move |output| {
+                        let Some(time) = cap.as_ref() else { return };
+                        let outcome = {
+                            let mut session = output.session(time);
+                            scanner.next_unit(&scan_counters, &mut |pair| session.give(pair))
+                        };
+                        match outcome {
+                            Ok(true) => activator.activate(),
+                            Ok(false) => cap = None,
+                            Err(error) => {
+                                scan_failure.record(error);
+                                cap = None;
+                            }
+                        }
+                    }
+                });
+                let route_job = job.clone();
+                let route = Exchange::new(move |pair: &Pair| (route_job.parts.part_of(pair.query_id) % peers) as u64);
+                let mut reducer = Reducer::new(job, index, peers);
+                pairs.sink(route, "Reduce", move |(input, frontier)| {
+                    input.for_each(|_time, data| reducer.absorb(data));
+                    if frontier.is_empty() && !reducer.finished {
+                        reducer.finished = true;
+                        if !failure.happened() {
+                            match reducer.write_parts() {
+                                Ok(written) => {
+                                    counters.pairs_written.fetch_add(written, Ordering::Relaxed);
+                                }
+                                Err(error) => failure.record(error),
+                            }
+                        }
+                    }
+                });
+            });
+            while worker.step_or_park(None) {}
+        })
+        .map_err(|e| anyhow!("cannot start timely workers: {e}"))?
+    };
+    for result in guards.join() {
+        result.map_err(|e| anyhow!("a worker failed: {e}"))?;
+    }
+    match failure.take() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// A worker's scan state: its units, in order, and reusable buffers.
+struct Scanner {
+    job: Arc<Job>,
+    next: usize,
+    peers: usize,
+    scratch: Scratch,
+    matches: Vec<Match>,
+}
+
+impl Scanner {
+    fn new(job: Arc<Job>, worker: usize, peers: usize) -> Scanner {
+        Scanner { job, next: worker, peers, scratch: Scratch::default(), matches: Vec::new() }
+    }
+
+    /// Scans this worker's next unit, handing every pair found to `emit`.
+    /// Returns whether units remain.
+    fn next_unit(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) -> Result<bool> {
+        let Some(&ScanUnit { side, unit }) = self.job.units.get(self.next) else {
+            return Ok(false);
+        };
+        self.next += self.peers;
+        let job = self.job.clone();
+        let files = match side {
+            Side::Corpus => &job.corpus_files,
+            Side::Queries => &job.query_files,
+        };
+        let rows_counter = match side {
+            Side::Corpus => &counters.corpus_rows,
+            Side::Queries => &counters.self_rows,
+        };
+        files[unit.file].read_row_group(unit.row_group, &job.columns, |ids, fingerprints| {
+            self.matches.clear();
+            probe(&job.index, fingerprints, &mut self.scratch, &mut self.matches);
+            let mut found = 0;
+            for m in &self.matches {
+                let corpus_id = ids[m.row as usize];
+                let corpus_simhash = fingerprints[m.row as usize];
+                let query_simhash = job.index.queries.fingerprint(m.group);
+                for &query_id in job.index.queries.ids(m.group) {
+                    let keep = match side {
+                        Side::Corpus => query_id != corpus_id,
+                        Side::Queries => query_id < corpus_id,
+                    };
+                    if keep {
+                        emit(Pair { query_id, corpus_id, query_simhash, corpus_simhash, distance: m.distance });
+                        found += 1;
+                    }
+                }
+            }
+            rows_counter.fetch_add(ids.len() as u64, Ordering::Relaxed);
+            counters.pairs_found.fetch_add(found, Ordering::Relaxed);
+            Ok(())
+        })?;
+        counters.units_done.fetch_add(1, Ordering::Relaxed);
+        Ok(self.next < self.job.units.len())
+    }
+}
+
+/// A worker's share of the output: the parts `p` with `p % peers == worker`.
+struct Reducer {
+    job: Arc<Job>,
+    worker: usize,
+    peers: usize,
+    parts: Vec<Vec<Pair>>,
+    finished: bool,
+}
+
+impl Reducer {
+    fn new(job: Arc<Job>, worker: usize, peers: usize) -> Reducer {
+        let parts = (0..job.parts.len()).map(|_| Vec::new()).collect();
+        Reducer { job, worker, peers, parts, finished: false }
+    }
+
+    fn absorb(&mut self, pairs: &mut Vec<Pair>) {
+        for pair in pairs.drain(..) {
+            self.parts[self.job.parts.part_of(pair.query_id)].push(pair);
+        }
+    }
+
+    /// Sorts, de-duplicates and writes every part this worker owns, empty
+    /// ones included, so the output always has all `--parts` files.
+    fn write_parts(&mut self) -> Result<u64> {
+        let mut written = 0;
+        for p in (self.worker..self.parts.len()).step_by(self.peers) {
+            let mut pairs = std::mem::take(&mut self.parts[p]);
+            sort_and_dedup(&mut pairs);
+            write_pairs(&self.job.out_dir.join(part_name(p)), &pairs)?;
+            written += pairs.len() as u64;
+        }
+        Ok(written)
+    }
+}

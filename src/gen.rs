@@ -1,0 +1,183 @@
+//! `neardup gen`: deterministic synthetic fingerprint shards with
+//! near-duplicates planted at known distances.
+//!
+//! Layout of the output directory:
+//! - `queries/part-00000.parquet`: B, ids `0..queries`;
+//! - `corpus/part-NNNNN.parquet`: F in `shards` files, ids `queries..`;
+//! - `planted.parquet`: every planted pair with its exact distance, in the
+//!   same schema and order as `match` output;
+//! - `_SUCCESS`.
+//!
+//! Random fingerprints almost never fall within a small k of each other by
+//! chance (for k = 3, about 2.4e-15 per pair), so the planted pairs are,
+//! up to a handful, the whole answer of a match over the data.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use crate::pairs::{sort_and_dedup, Pair};
+use crate::parquet_io::output::{part_name, write_fingerprints, write_pairs, Staging};
+
+/// Options of `neardup gen`.
+#[derive(Clone, Debug)]
+pub struct GenOptions {
+    pub out: PathBuf,
+    pub queries: u64,
+    pub corpus: u64,
+    pub shards: usize,
+    pub seed: u64,
+    /// Fraction of corpus rows that are copies of a query with a few bits flipped.
+    pub plant_rate: f64,
+    /// Fraction of queries that are copies of an earlier query.
+    pub self_rate: f64,
+    /// Planted distances are drawn uniformly from `0..=max_distance`.
+    pub max_distance: u32,
+    pub row_group_rows: usize,
+    pub overwrite: bool,
+}
+
+impl GenOptions {
+    pub fn new(out: PathBuf, queries: u64, corpus: u64) -> GenOptions {
+        GenOptions {
+            out,
+            queries,
+            corpus,
+            shards: 1,
+            seed: 1,
+            plant_rate: 0.01,
+            self_rate: 0.01,
+            max_distance: 5,
+            row_group_rows: 128 * 1024,
+            overwrite: false,
+        }
+    }
+}
+
+/// What was generated.
+#[derive(Debug)]
+pub struct GenSummary {
+    pub planted: usize,
+}
+
+/// SplitMix64: tiny, fast, and fixed forever, so a seed names the same data
+/// in every version of neardup (a crate's generator may change its stream).
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
+    }
+
+    /// Flips exactly `d` distinct bits of `f`.
+    pub fn flip_bits(&mut self, mut f: u64, d: u32) -> u64 {
+        let mut flipped = 0u64;
+        while flipped.count_ones() < d {
+            flipped |= 1 << self.below(64);
+        }
+        f ^= flipped;
+        f
+    }
+}
+
+/// Writes the synthetic data set.
+pub fn generate(opts: &GenOptions) -> Result<GenSummary> {
+    if opts.shards == 0 {
+        bail!("--shards must be at least 1");
+    }
+    if opts.max_distance > 64 {
+        bail!("--max-distance must be at most 64");
+    }
+    let staging = Staging::create(&opts.out, opts.overwrite)?;
+    let dir = staging.dir();
+    std::fs::create_dir(dir.join("queries"))?;
+    std::fs::create_dir(dir.join("corpus"))?;
+
+    let mut rng = SplitMix64::new(opts.seed);
+    let mut planted = Vec::new();
+    let mut query_fps = Vec::with_capacity(opts.queries as usize);
+    for i in 0..opts.queries {
+        let f = if i > 0 && rng.chance(opts.self_rate) {
+            let j = rng.below(i);
+            let d = rng.below(opts.max_distance as u64 + 1) as u32;
+            let f = rng.flip_bits(query_fps[j as usize], d);
+            planted.push(Pair { query_id: j as i64, corpus_id: i as i64, query_simhash: query_fps[j as usize], corpus_simhash: f, distance: d as u8 });
+            f
+        } else {
+            rng.next_u64()
+        };
+        query_fps.push(f);
+    }
+    let query_ids: Vec<i64> = (0..opts.queries as i64).collect();
+    write_fingerprints(&dir.join("queries").join(part_name(0)), &query_ids, &query_fps, opts.row_group_rows)?;
+
+    let shard_results: Vec<Result<Vec<Pair>>> = std::thread::scope(|scope| {
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                let query_fps = &query_fps;
+                scope.spawn(move || -> Result<Vec<Pair>> {
+                    let mut planted = Vec::new();
+                    for shard in (t..opts.shards).step_by(threads) {
+                        planted.extend(write_corpus_shard(opts, shard, query_fps, dir)?);
+                    }
+                    Ok(planted)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| bail!("a generator thread panicked"))).collect()
+    });
+    for result in shard_results {
+        planted.extend(result?);
+    }
+    sort_and_dedup(&mut planted);
+    write_pairs(&dir.join("planted.parquet"), &planted)?;
+    staging.commit()?;
+    Ok(GenSummary { planted: planted.len() })
+}
+
+/// Generates and writes one corpus shard from its own seeded stream, so the
+/// data does not depend on the number of threads.
+fn write_corpus_shard(opts: &GenOptions, shard: usize, query_fps: &[u64], dir: &std::path::Path) -> Result<Vec<Pair>> {
+    let first = opts.corpus * shard as u64 / opts.shards as u64;
+    let end = opts.corpus * (shard as u64 + 1) / opts.shards as u64;
+    let mut rng = SplitMix64::new(opts.seed ^ (shard as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f));
+    let mut planted = Vec::new();
+    let mut ids = Vec::with_capacity((end - first) as usize);
+    let mut fps = Vec::with_capacity((end - first) as usize);
+    for row in first..end {
+        let id = (opts.queries + row) as i64;
+        let f = if !query_fps.is_empty() && rng.chance(opts.plant_rate) {
+            let q = rng.below(query_fps.len() as u64) as usize;
+            let d = rng.below(opts.max_distance as u64 + 1) as u32;
+            let f = rng.flip_bits(query_fps[q], d);
+            planted.push(Pair { query_id: q as i64, corpus_id: id, query_simhash: query_fps[q], corpus_simhash: f, distance: d as u8 });
+            f
+        } else {
+            rng.next_u64()
+        };
+        ids.push(id);
+        fps.push(f);
+    }
+    write_fingerprints(&dir.join("corpus").join(part_name(shard)), &ids, &fps, opts.row_group_rows)?;
+    Ok(planted)
+}

@@ -1,0 +1,21 @@
+//! neardup: exact batch near-duplicate detection of 64-bit simhash
+//! fingerprints, after Manku, Jain and Das Sarma (WWW 2007), on timely dataflow.
+//!
+//! - [`design`]: how the 64 bits are split into blocks and tables;
+//! - [`tables`]: B's distinct fingerprints and the tables built over them;
+//! - [`probe`]: the kernel that streams corpus fingerprints past the tables;
+//! - [`dataflow`]: the timely job that scans F and reduces pairs into parts;
+//! - [`parquet_io`]: reading shards and writing results atomically;
+//! - [`matching`], [`gen`]: the commands as library calls; [`cli`]: their flags.
+
+pub mod cli;
+pub mod dataflow;
+pub mod design;
+pub mod gen;
+pub mod logging;
+pub mod matching;
+pub mod pairs;
+pub mod parquet_io;
+pub mod probe;
+pub mod progress;
+pub mod tables;

@@ -1,0 +1,4 @@
+//! Parquet in and out.
+
+pub mod input;
+pub mod output;

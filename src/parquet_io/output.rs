@@ -1,0 +1,190 @@
+//! Writing results so that a reader never mistakes a failed run for a
+//! finished one: everything goes to a staging directory beside the target,
+//! each file under a temporary name renamed into place, the directory is
+//! renamed to the target when complete, and `_SUCCESS` comes last.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use arrow_array::{ArrayRef, Int64Array, Int8Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::SortingColumn;
+use parquet::file::properties::WriterProperties;
+
+use crate::pairs::Pair;
+
+/// Rows per row group of the files neardup writes.
+const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Marker written last into a complete output directory.
+pub const SUCCESS: &str = "_SUCCESS";
+
+/// An output directory under construction.
+///
+/// Dropped without [`Staging::commit`], it removes everything it wrote: a
+/// failed run leaves nothing at the target (and an old output replaced with
+/// `--overwrite` stays intact until the new one is complete).
+#[derive(Debug)]
+pub struct Staging {
+    target: PathBuf,
+    staging: PathBuf,
+    committed: bool,
+}
+
+impl Staging {
+    /// Refuses an existing `target` unless `overwrite`, then creates a fresh
+    /// staging directory beside it.
+    pub fn create(target: &Path, overwrite: bool) -> Result<Staging> {
+        if target.exists() && !overwrite {
+            bail!("{}: output directory already exists (use --overwrite to replace it)", target.display());
+        }
+        let name = target
+            .file_name()
+            .with_context(|| format!("{}: not a usable output directory name", target.display()))?;
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).with_context(|| format!("{}: cannot create directory", parent.display()))?;
+        let staging = parent.join(format!(".{}.neardup-staging", name.to_string_lossy()));
+        if staging.exists() {
+            fs::remove_dir_all(&staging).with_context(|| format!("{}: cannot remove stale staging directory", staging.display()))?;
+        }
+        fs::create_dir(&staging).with_context(|| format!("{}: cannot create staging directory", staging.display()))?;
+        Ok(Staging { target: target.to_path_buf(), staging, committed: false })
+    }
+
+    /// Where files are written until commit.
+    pub fn dir(&self) -> &Path {
+        &self.staging
+    }
+
+    /// Moves the staged directory to the target and writes `_SUCCESS` last.
+    pub fn commit(mut self) -> Result<()> {
+        if self.target.exists() {
+            fs::remove_dir_all(&self.target).with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
+        }
+        fs::rename(&self.staging, &self.target)
+            .with_context(|| format!("{}: cannot move output into place", self.target.display()))?;
+        self.committed = true;
+        File::create(self.target.join(SUCCESS)).with_context(|| format!("{}: cannot write {SUCCESS}", self.target.display()))?;
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.staging);
+        }
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary name in the same directory.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = temporary_name(path);
+    fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))
+}
+
+fn temporary_name(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+/// File name of output part `p`.
+pub fn part_name(p: usize) -> String {
+    format!("part-{p:05}.parquet")
+}
+
+/// The schema of a pairs part.
+pub fn pair_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("query_id", DataType::Int64, false),
+        Field::new("corpus_id", DataType::Int64, false),
+        Field::new("query_simhash", DataType::Int64, false),
+        Field::new("corpus_simhash", DataType::Int64, false),
+        Field::new("distance", DataType::Int8, false),
+    ]))
+}
+
+/// Writes sorted, de-duplicated pairs as one zstd Parquet file whose footer
+/// records the sort order (query_id, corpus_id).
+pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
+    let schema = pair_schema();
+    let sorting = vec![
+        SortingColumn { column_idx: 0, descending: false, nulls_first: false },
+        SortingColumn { column_idx: 1, descending: false, nulls_first: false },
+    ];
+    write_parquet(path, schema.clone(), Some(sorting), pairs.len(), |range| {
+        let rows = &pairs[range];
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.query_id))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.corpus_id))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.query_simhash as i64))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.corpus_simhash as i64))),
+            Arc::new(Int8Array::from_iter_values(rows.iter().map(|p| p.distance as i8))),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
+}
+
+/// Writes an `id`, `simhash` fingerprint shard (both INT64, the simhash as the
+/// bit pattern of the u64), with row groups of `row_group_rows`.
+pub fn write_fingerprints(path: &Path, ids: &[i64], fingerprints: &[u64], row_group_rows: usize) -> Result<()> {
+    assert_eq!(ids.len(), fingerprints.len());
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("simhash", DataType::Int64, false),
+    ]));
+    let batch_rows = row_group_rows.max(1);
+    write_parquet_with_groups(path, schema.clone(), None, ids.len(), batch_rows, |range| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(ids[range.clone()].iter().copied())),
+            Arc::new(Int64Array::from_iter_values(fingerprints[range].iter().map(|&f| f as i64))),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
+}
+
+fn write_parquet(
+    path: &Path,
+    schema: SchemaRef,
+    sorting: Option<Vec<SortingColumn>>,
+    rows: usize,
+    batch: impl FnMut(std::ops::Range<usize>) -> Result<RecordBatch>,
+) -> Result<()> {
+    write_parquet_with_groups(path, schema, sorting, rows, ROW_GROUP_ROWS, batch)
+}
+
+/// Writes `rows` rows produced batch by batch, one row group per batch, under
+/// a temporary name renamed into place.
+fn write_parquet_with_groups(
+    path: &Path,
+    schema: SchemaRef,
+    sorting: Option<Vec<SortingColumn>>,
+    rows: usize,
+    group_rows: usize,
+    mut batch: impl FnMut(std::ops::Range<usize>) -> Result<RecordBatch>,
+) -> Result<()> {
+    let props = WriterProperties::builder()
+        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
+        .set_sorting_columns(sorting)
+        .set_max_row_group_row_count(Some(group_rows))
+        .build();
+    let tmp = temporary_name(path);
+    let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let mut writer = ArrowWriter::try_new(file, schema, Some(props))?;
+    let mut start = 0;
+    while start < rows {
+        let end = (start + group_rows).min(rows);
+        writer.write(&batch(start..end)?).with_context(|| format!("{}: cannot write", tmp.display()))?;
+        writer.flush()?;
+        start = end;
+    }
+    writer.close().with_context(|| format!("{}: cannot finish", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))
+}
