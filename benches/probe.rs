@@ -8,7 +8,10 @@ use neardup::probe::{probe, Scratch};
 use neardup::tables::{Index, QuerySet};
 
 fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     let queries = args.first().copied().unwrap_or(1 << 20);
     let corpus = args.get(1).copied().unwrap_or(20_000_000);
     let k = args.get(2).copied().unwrap_or(3) as u32;
@@ -32,7 +35,7 @@ fn main() {
     let mut out = Vec::new();
     let mut scratch = Scratch::default();
     let started = Instant::now();
-    for chunk in fps.chunks(65536) {
+    for chunk in fps.chunks(1 << 20) {
         probe(&index, chunk, &mut scratch, &mut out);
     }
     let secs = started.elapsed().as_secs_f64();

@@ -44,7 +44,10 @@ pub struct ColumnArgs {
 
 impl ColumnArgs {
     fn columns(&self) -> Columns {
-        Columns { id: self.id_column.clone(), simhash: self.simhash_column.clone() }
+        Columns {
+            id: self.id_column.clone(),
+            simhash: self.simhash_column.clone(),
+        }
     }
 }
 
@@ -171,7 +174,10 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
 fn run_plan_command(args: PlanArgs) -> Result<()> {
     check_k(args.k)?;
     if let Some(m) = args.blocks.filter(|&m| m <= args.k || m > BITS) {
-        anyhow::bail!("--blocks {m} is out of range: it must be more than k ({}) and at most 64", args.k);
+        anyhow::bail!(
+            "--blocks {m} is out of range: it must be more than k ({}) and at most 64",
+            args.k
+        );
     }
     let stored = match args.num_queries {
         Some(n) => n,
@@ -181,11 +187,21 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
     let d = &plan.design;
     println!("{} distinct query fingerprints, k = {}", stored, args.k);
     println!("design: {}", d.describe());
-    println!("expected candidates per probe: {:.3}", d.expected_candidates);
-    println!("table memory: {} bytes ({})", d.memory_bytes, human_bytes(d.memory_bytes));
+    println!(
+        "expected candidates per probe: {:.3}",
+        d.expected_candidates
+    );
+    println!(
+        "table memory: {} bytes ({})",
+        d.memory_bytes,
+        human_bytes(d.memory_bytes)
+    );
     println!("tables (exact blocks -> key bits, bucket index bits):");
     for (i, t) in d.tables.iter().enumerate() {
-        println!("  {i:>4}: blocks {:?} -> {} key bits, {} index bits", t.blocks, t.key_bits, t.index_bits);
+        println!(
+            "  {i:>4}: blocks {:?} -> {} key bits, {} index bits",
+            t.blocks, t.key_bits, t.index_bits
+        );
     }
     println!("alternatives:");
     for c in &plan.considered {

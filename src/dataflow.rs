@@ -14,10 +14,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Result};
+use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::source;
 use timely::dataflow::operators::generic::Operator;
-use timely::container::CapacityContainerBuilder;
 
 use crate::pairs::{sort_and_dedup, Pair, Parts};
 use crate::parquet_io::input::{Columns, FingerprintFile, Unit};
@@ -84,7 +84,12 @@ impl Failure {
 }
 
 /// Runs the dataflow on the workers described by `config` and waits for it.
-pub fn run(job: Arc<Job>, config: timely::Config, counters: Arc<Counters>, failure: Arc<Failure>) -> Result<()> {
+pub fn run(
+    job: Arc<Job>,
+    config: timely::Config,
+    counters: Arc<Counters>,
+    failure: Arc<Failure>,
+) -> Result<()> {
     let guards = {
         let failure = failure.clone();
         timely::execute(config, move |worker| {
@@ -95,28 +100,34 @@ pub fn run(job: Arc<Job>, config: timely::Config, counters: Arc<Counters>, failu
                 let scan_job = job.clone();
                 let scan_counters = counters.clone();
                 let scan_failure = failure.clone();
-                let pairs = source::<_, CapacityContainerBuilder<Vec<Pair>>, _, _>(scope, "Scan", move |cap, info| {
-                    let activator = scope.activator_for(info.address);
-                    let mut cap = Some(cap);
-                    let mut scanner = Scanner::new(scan_job, index, peers);
-                    move |output| {
-                        let Some(time) = cap.as_ref() else { return };
-                        let outcome = {
-                            let mut session = output.session(time);
-                            scanner.next_unit(&scan_counters, &mut |pair| session.give(pair))
-                        };
-                        match outcome {
-                            Ok(true) => activator.activate(),
-                            Ok(false) => cap = None,
-                            Err(error) => {
-                                scan_failure.record(error);
-                                cap = None;
+                let pairs = source::<_, CapacityContainerBuilder<Vec<Pair>>, _, _>(
+                    scope,
+                    "Scan",
+                    move |cap, info| {
+                        let activator = scope.activator_for(info.address);
+                        let mut cap = Some(cap);
+                        let mut scanner = Scanner::new(scan_job, index, peers);
+                        move |output| {
+                            let Some(time) = cap.as_ref() else { return };
+                            let outcome = {
+                                let mut session = output.session(time);
+                                scanner.next_unit(&scan_counters, &mut |pair| session.give(pair))
+                            };
+                            match outcome {
+                                Ok(true) => activator.activate(),
+                                Ok(false) => cap = None,
+                                Err(error) => {
+                                    scan_failure.record(error);
+                                    cap = None;
+                                }
                             }
                         }
-                    }
-                });
+                    },
+                );
                 let route_job = job.clone();
-                let route = Exchange::new(move |pair: &Pair| (route_job.parts.part_of(pair.query_id) % peers) as u64);
+                let route = Exchange::new(move |pair: &Pair| {
+                    (route_job.parts.part_of(pair.query_id) % peers) as u64
+                });
                 let mut reducer = Reducer::new(job, index, peers);
                 pairs.sink(route, "Reduce", move |(input, frontier)| {
                     input.for_each(|_time, data| reducer.absorb(data));
@@ -157,7 +168,13 @@ struct Scanner {
 
 impl Scanner {
     fn new(job: Arc<Job>, worker: usize, peers: usize) -> Scanner {
-        Scanner { job, next: worker, peers, scratch: Scratch::default(), matches: Vec::new() }
+        Scanner {
+            job,
+            next: worker,
+            peers,
+            scratch: Scratch::default(),
+            matches: Vec::new(),
+        }
     }
 
     /// Scans this worker's next unit, handing every pair found to `emit`.
@@ -178,7 +195,12 @@ impl Scanner {
         };
         files[unit.file].read_row_group(unit.row_group, &job.columns, |ids, fingerprints| {
             self.matches.clear();
-            probe(&job.index, fingerprints, &mut self.scratch, &mut self.matches);
+            probe(
+                &job.index,
+                fingerprints,
+                &mut self.scratch,
+                &mut self.matches,
+            );
             let mut found = 0;
             for m in &self.matches {
                 let corpus_id = ids[m.row as usize];
@@ -190,7 +212,13 @@ impl Scanner {
                         Side::Queries => query_id < corpus_id,
                     };
                     if keep {
-                        emit(Pair { query_id, corpus_id, query_simhash, corpus_simhash, distance: m.distance });
+                        emit(Pair {
+                            query_id,
+                            corpus_id,
+                            query_simhash,
+                            corpus_simhash,
+                            distance: m.distance,
+                        });
                         found += 1;
                     }
                 }
@@ -216,7 +244,13 @@ struct Reducer {
 impl Reducer {
     fn new(job: Arc<Job>, worker: usize, peers: usize) -> Reducer {
         let parts = (0..job.parts.len()).map(|_| Vec::new()).collect();
-        Reducer { job, worker, peers, parts, finished: false }
+        Reducer {
+            job,
+            worker,
+            peers,
+            parts,
+            finished: false,
+        }
     }
 
     fn absorb(&mut self, pairs: &mut Vec<Pair>) {

@@ -73,7 +73,13 @@ impl TableSpec {
         let key_mask = chosen.iter().fold(0, |m, &b| m | blocks[b].mask());
         let index_bits = index_bits.min(key_bits);
         let segments = index_segments(blocks, &chosen, index_bits);
-        TableSpec { blocks: chosen, key_bits, key_mask, index_bits, segments }
+        TableSpec {
+            blocks: chosen,
+            key_bits,
+            key_mask,
+            index_bits,
+            segments,
+        }
     }
 
     /// The bucket a fingerprint falls in: the first `index_bits` bits of its key.
@@ -113,7 +119,11 @@ fn index_segments(blocks: &[Block], chosen: &[usize], index_bits: u32) -> Vec<Se
     runs.into_iter()
         .map(|(start, len)| {
             out_shift -= len;
-            Segment { shift: BITS - start - len, mask: (1u64 << len) - 1, out_shift }
+            Segment {
+                shift: BITS - start - len,
+                mask: (1u64 << len) - 1,
+                out_shift,
+            }
         })
         .collect()
 }
@@ -139,7 +149,10 @@ pub struct Design {
 impl Design {
     /// Builds the design with `m` blocks for `stored` distinct fingerprints.
     pub fn new(stored: u64, k: u32, m: u32) -> Design {
-        assert!(k <= MAX_K && m > k && m <= BITS, "invalid design k={k} m={m}");
+        assert!(
+            k <= MAX_K && m > k && m <= BITS,
+            "invalid design k={k} m={m}"
+        );
         let blocks = split_bits(m);
         let index_bits = index_bits_for(stored);
         let tables: Vec<TableSpec> = combinations(m as usize, (m - k) as usize)
@@ -155,7 +168,14 @@ impl Design {
             .iter()
             .map(|t| stored * ENTRY_BYTES + 4 * (t.buckets() as u64 + 1))
             .sum();
-        Design { k, blocks, tables, stored, expected_candidates, memory_bytes }
+        Design {
+            k,
+            blocks,
+            tables,
+            stored,
+            expected_candidates,
+            memory_bytes,
+        }
     }
 
     /// Number of blocks.
@@ -175,8 +195,18 @@ impl Design {
     pub fn describe(&self) -> String {
         let sizes: Vec<String> = self.blocks.iter().map(|b| b.len.to_string()).collect();
         let (lo, hi) = self.key_bit_range();
-        let key = if lo == hi { format!("{lo}") } else { format!("{lo}-{hi}") };
-        format!("m={} blocks [{}], {} tables, key {} bits", self.m(), sizes.join(","), self.tables.len(), key)
+        let key = if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}-{hi}")
+        };
+        format!(
+            "m={} blocks [{}], {} tables, key {} bits",
+            self.m(),
+            sizes.join(","),
+            self.tables.len(),
+            key
+        )
     }
 
     /// Smallest and largest key width over the tables.
@@ -248,7 +278,9 @@ pub fn plan(stored: u64, k: u32, memory_budget: u64, forced_m: Option<u32>) -> P
     }
     let design = match forced_m {
         Some(m) => Design::new(stored, k, m),
-        None => chosen.or(best_fitting).unwrap_or_else(|| Design::new(stored, k, k + 1)),
+        None => chosen
+            .or(best_fitting)
+            .unwrap_or_else(|| Design::new(stored, k, k + 1)),
     };
     if forced_m.is_none() {
         for c in considered.iter_mut() {
@@ -279,7 +311,9 @@ pub fn tables_for(m: u32, k: u32) -> u64 {
 /// Buckets are numbered by about log2(stored) key bits, so a bucket holds about
 /// one fingerprint and a probe reads one or two cache lines of entries.
 fn index_bits_for(stored: u64) -> u32 {
-    (BITS - stored.max(1).leading_zeros()).saturating_sub(1).min(MAX_INDEX_BITS)
+    (BITS - stored.max(1).leading_zeros())
+        .saturating_sub(1)
+        .min(MAX_INDEX_BITS)
 }
 
 /// Splits 64 bits into `m` contiguous blocks, the longer blocks first.
@@ -358,7 +392,11 @@ mod tests {
             let x: u64 = 0x0123_4567_89ab_cdef;
             let block = d.blocks[table.blocks[0]];
             let key = (x & block.mask()) >> (BITS - block.start - block.len);
-            assert_eq!(table.bucket(x) as u64, key >> (16 - table.index_bits), "table {t}");
+            assert_eq!(
+                table.bucket(x) as u64,
+                key >> (16 - table.index_bits),
+                "table {t}"
+            );
         }
     }
 
@@ -383,7 +421,11 @@ mod tests {
                 }
                 let owner = design.owner(a ^ b).expect("a pair within k has an owner");
                 let table = &design.tables[owner];
-                assert_eq!(table.bucket(a), table.bucket(b), "k={k} owner shares the bucket");
+                assert_eq!(
+                    table.bucket(a),
+                    table.bucket(b),
+                    "k={k} owner shares the bucket"
+                );
             }
         }
     }
@@ -403,7 +445,11 @@ mod tests {
     #[test]
     fn plan_respects_memory_budget() {
         let p = plan(1 << 20, 3, 50 << 20, None);
-        assert!(p.design.memory_bytes <= 50 << 20, "{}", p.design.memory_bytes);
+        assert!(
+            p.design.memory_bytes <= 50 << 20,
+            "{}",
+            p.design.memory_bytes
+        );
         assert_eq!(p.design.m(), 4);
     }
 }

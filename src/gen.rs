@@ -120,7 +120,13 @@ pub fn generate(opts: &GenOptions) -> Result<GenSummary> {
             let j = rng.below(i);
             let d = rng.below(opts.max_distance as u64 + 1) as u32;
             let f = rng.flip_bits(query_fps[j as usize], d);
-            planted.push(Pair { query_id: j as i64, corpus_id: i as i64, query_simhash: query_fps[j as usize], corpus_simhash: f, distance: d as u8 });
+            planted.push(Pair {
+                query_id: j as i64,
+                corpus_id: i as i64,
+                query_simhash: query_fps[j as usize],
+                corpus_simhash: f,
+                distance: d as u8,
+            });
             f
         } else {
             rng.next_u64()
@@ -128,10 +134,17 @@ pub fn generate(opts: &GenOptions) -> Result<GenSummary> {
         query_fps.push(f);
     }
     let query_ids: Vec<i64> = (0..opts.queries as i64).collect();
-    write_fingerprints(&dir.join("queries").join(part_name(0)), &query_ids, &query_fps, opts.row_group_rows)?;
+    write_fingerprints(
+        &dir.join("queries").join(part_name(0)),
+        &query_ids,
+        &query_fps,
+        opts.row_group_rows,
+    )?;
 
     let shard_results: Vec<Result<Vec<Pair>>> = std::thread::scope(|scope| {
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 let query_fps = &query_fps;
@@ -144,7 +157,13 @@ pub fn generate(opts: &GenOptions) -> Result<GenSummary> {
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| bail!("a generator thread panicked"))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| bail!("a generator thread panicked"))
+            })
+            .collect()
     });
     for result in shard_results {
         planted.extend(result?);
@@ -152,15 +171,23 @@ pub fn generate(opts: &GenOptions) -> Result<GenSummary> {
     sort_and_dedup(&mut planted);
     write_pairs(&dir.join("planted.parquet"), &planted)?;
     staging.commit()?;
-    Ok(GenSummary { planted: planted.len() })
+    Ok(GenSummary {
+        planted: planted.len(),
+    })
 }
 
 /// Generates and writes one corpus shard from its own seeded stream, so the
 /// data does not depend on the number of threads.
-fn write_corpus_shard(opts: &GenOptions, shard: usize, query_fps: &[u64], dir: &std::path::Path) -> Result<Vec<Pair>> {
+fn write_corpus_shard(
+    opts: &GenOptions,
+    shard: usize,
+    query_fps: &[u64],
+    dir: &std::path::Path,
+) -> Result<Vec<Pair>> {
     let first = opts.corpus * shard as u64 / opts.shards as u64;
     let end = opts.corpus * (shard as u64 + 1) / opts.shards as u64;
-    let mut rng = SplitMix64::new(opts.seed ^ (shard as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f));
+    let mut rng =
+        SplitMix64::new(opts.seed ^ (shard as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f));
     let mut planted = Vec::new();
     let mut ids = Vec::with_capacity((end - first) as usize);
     let mut fps = Vec::with_capacity((end - first) as usize);
@@ -170,7 +197,13 @@ fn write_corpus_shard(opts: &GenOptions, shard: usize, query_fps: &[u64], dir: &
             let q = rng.below(query_fps.len() as u64) as usize;
             let d = rng.below(opts.max_distance as u64 + 1) as u32;
             let f = rng.flip_bits(query_fps[q], d);
-            planted.push(Pair { query_id: q as i64, corpus_id: id, query_simhash: query_fps[q], corpus_simhash: f, distance: d as u8 });
+            planted.push(Pair {
+                query_id: q as i64,
+                corpus_id: id,
+                query_simhash: query_fps[q],
+                corpus_simhash: f,
+                distance: d as u8,
+            });
             f
         } else {
             rng.next_u64()
@@ -178,6 +211,11 @@ fn write_corpus_shard(opts: &GenOptions, shard: usize, query_fps: &[u64], dir: &
         ids.push(id);
         fps.push(f);
     }
-    write_fingerprints(&dir.join("corpus").join(part_name(shard)), &ids, &fps, opts.row_group_rows)?;
+    write_fingerprints(
+        &dir.join("corpus").join(part_name(shard)),
+        &ids,
+        &fps,
+        opts.row_group_rows,
+    )?;
     Ok(planted)
 }

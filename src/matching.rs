@@ -57,7 +57,10 @@ impl MatchOptions {
         check_k(self.k)?;
         if let Some(m) = self.blocks {
             if m <= self.k || m > BITS {
-                bail!("--blocks {m} is out of range: it must be more than k ({}) and at most 64", self.k);
+                bail!(
+                    "--blocks {m} is out of range: it must be more than k ({}) and at most 64",
+                    self.k
+                );
             }
         }
         if self.corpus.is_empty() && !self.self_join {
@@ -130,20 +133,41 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         open_inputs(&opts.corpus, &opts.columns)?
     };
     let queries = read_queries(&query_files, &opts.columns)?;
-    tracing::info!(rows = queries.rows(), distinct = queries.groups(), "read queries");
+    tracing::info!(
+        rows = queries.rows(),
+        distinct = queries.groups(),
+        "read queries"
+    );
 
-    let plan = design::plan(queries.groups() as u64, opts.k, opts.table_memory, opts.blocks);
+    let plan = design::plan(
+        queries.groups() as u64,
+        opts.k,
+        opts.table_memory,
+        opts.blocks,
+    );
     tracing::info!(design = %plan.design.describe(), "table design");
     let parts = Parts::from_sorted_ids(&queries.sorted_ids(), opts.parts);
     let index = Index::build(plan.design, queries, opts.workers);
     let build_seconds = started.elapsed().as_secs_f64();
 
-    let mut units: Vec<ScanUnit> = corpus_units.iter().map(|&unit| ScanUnit { side: Side::Corpus, unit }).collect();
+    let mut units: Vec<ScanUnit> = corpus_units
+        .iter()
+        .map(|&unit| ScanUnit {
+            side: Side::Corpus,
+            unit,
+        })
+        .collect();
     if opts.self_join {
-        units.extend(query_units.iter().map(|&unit| ScanUnit { side: Side::Queries, unit }));
+        units.extend(query_units.iter().map(|&unit| ScanUnit {
+            side: Side::Queries,
+            unit,
+        }));
     }
     let total_rows: u64 = units.iter().map(|u| u.unit.rows).sum();
-    let summary_inputs = (InputSummary::of(&query_files, &query_units), InputSummary::of(&corpus_files, &corpus_units));
+    let summary_inputs = (
+        InputSummary::of(&query_files, &query_units),
+        InputSummary::of(&corpus_files, &corpus_units),
+    );
 
     let job = Arc::new(Job {
         index,
@@ -155,14 +179,25 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         out_dir: staging.dir().to_path_buf(),
     });
     let counters = Arc::new(Counters::default());
-    let progress = ScanProgress::start(opts.progress, job.units.len() as u64, total_rows, counters.clone());
+    let progress = ScanProgress::start(
+        opts.progress,
+        job.units.len() as u64,
+        total_rows,
+        counters.clone(),
+    );
     let scan_started = Instant::now();
-    let result = dataflow::run(job.clone(), timely::Config::process(opts.workers), counters.clone(), Arc::new(Failure::default()));
+    let result = dataflow::run(
+        job.clone(),
+        timely::Config::process(opts.workers),
+        counters.clone(),
+        Arc::new(Failure::default()),
+    );
     progress.finish();
     result?;
     let scan_seconds = scan_started.elapsed().as_secs_f64();
 
-    let rows_scanned = counters.corpus_rows.load(Ordering::Relaxed) + counters.self_rows.load(Ordering::Relaxed);
+    let rows_scanned =
+        counters.corpus_rows.load(Ordering::Relaxed) + counters.self_rows.load(Ordering::Relaxed);
     let seconds = started.elapsed().as_secs_f64();
     let summary = MatchSummary {
         queries: summary_inputs.0,
@@ -179,7 +214,10 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         scan_seconds,
         rows_per_second: rows_scanned as f64 / scan_seconds.max(1e-9),
     };
-    write_atomically(&staging.dir().join("_summary.json"), &serde_json::to_vec_pretty(&summary)?)?;
+    write_atomically(
+        &staging.dir().join("_summary.json"),
+        &serde_json::to_vec_pretty(&summary)?,
+    )?;
     staging.commit()?;
     Ok(summary)
 }

@@ -31,7 +31,13 @@ impl Parts {
     /// Splits the ascending, distinct `ids` into `parts` ranges.
     pub fn from_sorted_ids(ids: &[i64], parts: usize) -> Parts {
         let parts = parts.max(1);
-        let starts = (1..parts).map(|p| ids.get((p * ids.len()).div_ceil(parts)).copied().unwrap_or(i64::MAX)).collect();
+        let starts = (1..parts)
+            .map(|p| {
+                ids.get((p * ids.len()).div_ceil(parts))
+                    .copied()
+                    .unwrap_or(i64::MAX)
+            })
+            .collect();
         Parts { starts }
     }
 

@@ -1,10 +1,18 @@
 //! The probe kernel: corpus fingerprints against B's tables.
 //!
 //! This loop is the product's hot path: every corpus fingerprint visits one
-//! bucket in each table. Corpus rows are taken in small batches and each
-//! table's buckets for the whole batch are located before any is read, so the
-//! memory loads of a batch overlap instead of waiting on each other.
+//! bucket in each table. Probed in arrival order, each visit is a random read
+//! into tables far larger than the CPU caches (10 tables of 1M entries for
+//! |B| = 1M, k = 3), and the scan runs at the speed of memory latency.
+//!
+//! So a large batch of corpus rows is first *radix-partitioned* by the leading
+//! bits of a table's first key block: the rows of one partition can only
+//! visit one contiguous slice of that table's buckets, small enough to stay in
+//! the CPU cache while the partition is probed. Tables sharing their first key
+//! block share the partitioning pass. Partitioning changes only the order of
+//! the visits, never which buckets are visited, so the result is the same.
 
+use crate::design::Design;
 use crate::tables::Index;
 
 /// A corpus row within distance k of a group of B.
@@ -18,59 +26,152 @@ pub struct Match {
     pub distance: u8,
 }
 
-/// Rows whose bucket loads are issued together.
-const BATCH: usize = 16;
+/// Entries of a table slice that one partition should visit: small enough
+/// that the slices of a few tables and the partition's rows fit in L2.
+const SLICE_ENTRIES_LOG2: u32 = 13;
+/// Batches smaller than this are probed directly: partitioning would not pay.
+const MIN_PARTITIONED_ROWS: usize = 1 << 14;
+
+/// Tables that share their first key block, and how to partition rows for them.
+#[derive(Clone, Debug)]
+pub struct LeadGroup {
+    /// Partition number of a fingerprint: `(f >> shift) & mask`.
+    shift: u32,
+    mask: u64,
+    tables: Vec<usize>,
+}
+
+/// Groups the design's tables by first key block; a group's partitions cut
+/// its tables into slices of about 2^SLICE_ENTRIES_LOG2 entries.
+pub fn lead_groups(design: &Design) -> Vec<LeadGroup> {
+    let stored_log2 = 63 - design.stored.max(1).leading_zeros();
+    let mut groups: Vec<(usize, LeadGroup)> = Vec::new();
+    for (t, spec) in design.tables.iter().enumerate() {
+        let lead = spec.blocks[0];
+        if let Some((_, g)) = groups.iter_mut().find(|(b, _)| *b == lead) {
+            g.tables.push(t);
+            continue;
+        }
+        let block = design.blocks[lead];
+        let bits = stored_log2
+            .saturating_sub(SLICE_ENTRIES_LOG2)
+            .min(block.len)
+            .min(spec.index_bits)
+            .min(12);
+        let shift = 64 - block.start - bits;
+        groups.push((
+            lead,
+            LeadGroup {
+                shift,
+                mask: (1u64 << bits) - 1,
+                tables: vec![t],
+            },
+        ));
+    }
+    groups.into_iter().map(|(_, g)| g).collect()
+}
 
 /// Reusable buffers of one probing worker.
 #[derive(Default)]
 pub struct Scratch {
-    buckets: Vec<usize>,
+    fingerprints: Vec<u64>,
+    rows: Vec<u32>,
+    starts: Vec<u32>,
     ranges: Vec<(u32, u32)>,
 }
 
 /// Appends to `out` every `(row, group)` of `corpus` within distance k, each
 /// exactly once: a pair seen in several tables is kept only by its owner table.
-///
-/// Group prefetching: for a batch of rows, first every table's bucket number
-/// is computed and its directory entry prefetched, then every directory entry
-/// is read and the bucket's first line prefetched, and only then are the
-/// buckets scanned. The loads of a batch are then in flight together instead
-/// of one after another.
 pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec<Match>) {
-    let k = index.design.k;
-    let tables = index.tables.len();
-    scratch.buckets.resize(tables * BATCH, 0);
-    scratch.ranges.resize(tables * BATCH, (0, 0));
-    for (chunk_no, chunk) in corpus.chunks(BATCH).enumerate() {
-        let base = chunk_no * BATCH;
-        for (t, (spec, table)) in index.design.tables.iter().zip(&index.tables).enumerate() {
-            let buckets = &mut scratch.buckets[t * BATCH..][..chunk.len()];
-            for (slot, &y) in buckets.iter_mut().zip(chunk) {
-                *slot = spec.bucket(y);
-                table.prefetch_bucket(*slot);
+    let partitioned =
+        corpus.len() >= MIN_PARTITIONED_ROWS && index.lead_groups.iter().any(|g| g.mask > 0);
+    if !partitioned {
+        for (row, &f) in corpus.iter().enumerate() {
+            for t in 0..index.tables.len() {
+                probe_table(index, t, f, row as u32, out);
             }
         }
-        for (t, table) in index.tables.iter().enumerate() {
-            let buckets = &scratch.buckets[t * BATCH..][..chunk.len()];
-            let ranges = &mut scratch.ranges[t * BATCH..][..chunk.len()];
-            for (slot, &b) in ranges.iter_mut().zip(buckets) {
-                let r = table.bucket_range(b);
-                table.prefetch_entry(r.start);
-                *slot = (r.start as u32, r.end as u32);
-            }
-        }
-        for (t, table) in index.tables.iter().enumerate() {
-            let ranges = &scratch.ranges[t * BATCH..][..chunk.len()];
-            let entries = table.fingerprints();
-            for (i, (&y, &(start, end))) in chunk.iter().zip(ranges).enumerate() {
-                for e in start as usize..end as usize {
-                    let xor = entries[e] ^ y;
-                    let distance = xor.count_ones();
-                    if distance <= k && index.design.owner(xor) == Some(t) {
-                        out.push(Match { row: (base + i) as u32, group: table.group(e), distance: distance as u8 });
-                    }
+        return;
+    }
+    for group in &index.lead_groups {
+        partition(corpus, group, scratch);
+        for p in 0..scratch.starts.len() - 1 {
+            let range = scratch.starts[p] as usize..scratch.starts[p + 1] as usize;
+            let fingerprints = &scratch.fingerprints[range.clone()];
+            let rows = &scratch.rows[range];
+            for &t in &group.tables {
+                // Locate every bucket first: these loads are independent and
+                // overlap; the scans below then find their entries cached.
+                let spec = &index.design.tables[t];
+                let table = &index.tables[t];
+                scratch.ranges.clear();
+                scratch.ranges.extend(
+                    fingerprints
+                        .iter()
+                        .map(|&f| table.bucket_bounds(spec.bucket(f))),
+                );
+                for ((&f, &row), &(start, end)) in
+                    fingerprints.iter().zip(rows).zip(&scratch.ranges)
+                {
+                    scan_bucket(index, t, f, row, start as usize..end as usize, out);
                 }
             }
+        }
+    }
+}
+
+/// Counting-sort scatter of `corpus` into the group's partitions.
+fn partition(corpus: &[u64], group: &LeadGroup, scratch: &mut Scratch) {
+    let parts = group.mask as usize + 1;
+    let key = |f: u64| ((f >> group.shift) & group.mask) as usize;
+    scratch.starts.clear();
+    scratch.starts.resize(parts + 1, 0);
+    for &f in corpus {
+        scratch.starts[key(f) + 1] += 1;
+    }
+    for p in 0..parts {
+        scratch.starts[p + 1] += scratch.starts[p];
+    }
+    scratch.fingerprints.resize(corpus.len(), 0);
+    scratch.rows.resize(corpus.len(), 0);
+    let mut fill: Vec<u32> = scratch.starts[..parts].to_vec();
+    for (row, &f) in corpus.iter().enumerate() {
+        let slot = &mut fill[key(f)];
+        scratch.fingerprints[*slot as usize] = f;
+        scratch.rows[*slot as usize] = row as u32;
+        *slot += 1;
+    }
+}
+
+/// Scans fingerprint `f`'s bucket in table `t`.
+#[inline(always)]
+fn probe_table(index: &Index, t: usize, f: u64, row: u32, out: &mut Vec<Match>) {
+    let range = index.tables[t].bucket_range(index.design.tables[t].bucket(f));
+    scan_bucket(index, t, f, row, range, out);
+}
+
+/// Checks the entries `range` of table `t` against `f`, keeping the pairs `t` owns.
+#[inline(always)]
+fn scan_bucket(
+    index: &Index,
+    t: usize,
+    f: u64,
+    row: u32,
+    range: std::ops::Range<usize>,
+    out: &mut Vec<Match>,
+) {
+    let k = index.design.k;
+    let table = &index.tables[t];
+    let first = range.start;
+    for (e, &stored) in table.fingerprints()[range].iter().enumerate() {
+        let xor = stored ^ f;
+        let distance = xor.count_ones();
+        if distance <= k && index.design.owner(xor) == Some(t) {
+            out.push(Match {
+                row,
+                group: table.group(first + e),
+                distance: distance as u8,
+            });
         }
     }
 }
@@ -87,7 +188,11 @@ mod tests {
             for g in 0..queries.groups() as u32 {
                 let d = (queries.fingerprint(g) ^ y).count_ones();
                 if d <= k {
-                    out.push(Match { row: row as u32, group: g, distance: d as u8 });
+                    out.push(Match {
+                        row: row as u32,
+                        group: g,
+                        distance: d as u8,
+                    });
                 }
             }
         }
@@ -104,8 +209,12 @@ mod tests {
             state
         };
         let base: Vec<u64> = (0..300).map(|_| next()).collect();
-        let rows: Vec<(u64, i64)> = base.iter().enumerate().map(|(i, &f)| (f, i as i64)).collect();
-        let corpus: Vec<u64> = (0..900)
+        let rows: Vec<(u64, i64)> = base
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| (f, i as i64))
+            .collect();
+        let corpus: Vec<u64> = (0..40_000)
             .map(|i| {
                 let mut f = base[i % base.len()];
                 for _ in 0..(next() % 6) {

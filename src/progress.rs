@@ -26,15 +26,18 @@ impl ScanProgress {
         }
         let bar = ProgressBar::with_draw_target(Some(units), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} row groups  {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} row groups  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let flag = stop.clone();
         let thread = std::thread::spawn(move || {
             let started = std::time::Instant::now();
             loop {
                 let done = flag.load(Ordering::Relaxed);
-                let scanned = counters.corpus_rows.load(Ordering::Relaxed) + counters.self_rows.load(Ordering::Relaxed);
+                let scanned = counters.corpus_rows.load(Ordering::Relaxed)
+                    + counters.self_rows.load(Ordering::Relaxed);
                 let rate = scanned as f64 / started.elapsed().as_secs_f64().max(1e-9);
                 bar.set_position(counters.units_done.load(Ordering::Relaxed));
                 bar.set_message(format!(
@@ -51,7 +54,10 @@ impl ScanProgress {
                 std::thread::sleep(Duration::from_millis(200));
             }
         });
-        ScanProgress { stop, thread: Some(thread) }
+        ScanProgress {
+            stop,
+            thread: Some(thread),
+        }
     }
 
     /// Stops and clears the bar.

@@ -2,6 +2,7 @@
 //! pigeonhole tables built over them once per process.
 
 use crate::design::Design;
+use crate::probe::{lead_groups, LeadGroup};
 
 /// B with every distinct fingerprint stored once.
 ///
@@ -97,7 +98,11 @@ impl Table {
             groups[*slot as usize] = g as u32;
             *slot += 1;
         }
-        Table { offsets, fingerprints, groups }
+        Table {
+            offsets,
+            fingerprints,
+            groups,
+        }
     }
 
     /// Entry range of bucket `b`.
@@ -106,18 +111,10 @@ impl Table {
         self.offsets[b] as usize..self.offsets[b + 1] as usize
     }
 
-    /// Hints the CPU to load bucket `b`'s directory entry.
+    /// Bounds of bucket `b` as `(start, end)`.
     #[inline(always)]
-    pub fn prefetch_bucket(&self, b: usize) {
-        prefetch(&self.offsets[b]);
-    }
-
-    /// Hints the CPU to load the entry at `e` (past the end is ignored).
-    #[inline(always)]
-    pub fn prefetch_entry(&self, e: usize) {
-        if let Some(f) = self.fingerprints.get(e) {
-            prefetch(f);
-        }
+    pub fn bucket_bounds(&self, b: usize) -> (u32, u32) {
+        (self.offsets[b], self.offsets[b + 1])
     }
 
     #[inline(always)]
@@ -131,19 +128,6 @@ impl Table {
     }
 }
 
-/// A cache hint; no effect on results.
-#[inline(always)]
-fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching never faults and reads no memory the program can see.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>(value as *const T as *const i8);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = value;
-}
-
 /// B, its design and its tables: everything a worker probes, shared read-only
 /// by all worker threads of a process.
 #[derive(Debug)]
@@ -151,6 +135,8 @@ pub struct Index {
     pub design: Design,
     pub queries: QuerySet,
     pub tables: Vec<Table>,
+    /// How the probe kernel partitions corpus rows for cache locality.
+    pub lead_groups: Vec<LeadGroup>,
 }
 
 impl Index {
@@ -175,7 +161,13 @@ impl Index {
             }
         });
         let tables = tables.into_iter().flatten().collect();
-        Index { design, queries, tables }
+        let lead_groups = lead_groups(&design);
+        Index {
+            design,
+            queries,
+            tables,
+            lead_groups,
+        }
     }
 }
 
@@ -197,7 +189,12 @@ mod tests {
     #[test]
     fn every_group_sits_in_its_bucket_of_every_table() {
         let rows: Vec<(u64, i64)> = (0..5000u64)
-            .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17), i as i64))
+            .map(|i| {
+                (
+                    i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17),
+                    i as i64,
+                )
+            })
             .collect();
         let queries = QuerySet::from_rows(rows);
         let design = Design::new(queries.groups() as u64, 3, 5);

@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{Array, Int64Array, RecordBatch, UInt64Array};
 use arrow_schema::DataType;
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::ProjectionMask;
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
 /// unit in flight whatever the size of the shard's row groups.
-const BATCH_ROWS: usize = 64 * 1024;
+const BATCH_ROWS: usize = 1 << 20;
 
 /// Names of the two columns neardup reads.
 #[derive(Clone, Debug)]
@@ -23,7 +25,10 @@ pub struct Columns {
 
 impl Default for Columns {
     fn default() -> Self {
-        Columns { id: "id".into(), simhash: "simhash".into() }
+        Columns {
+            id: "id".into(),
+            simhash: "simhash".into(),
+        }
     }
 }
 
@@ -43,7 +48,9 @@ pub fn expand_paths(specs: &[String]) -> Result<Vec<PathBuf>> {
             files.push(path.to_path_buf());
         } else if spec.contains(['*', '?', '[']) {
             let before = files.len();
-            for entry in glob::glob(spec).with_context(|| format!("{spec}: invalid glob pattern"))? {
+            for entry in
+                glob::glob(spec).with_context(|| format!("{spec}: invalid glob pattern"))?
+            {
                 let entry = entry.with_context(|| format!("{spec}: cannot read a match"))?;
                 if entry.is_file() {
                     files.push(entry);
@@ -62,7 +69,8 @@ pub fn expand_paths(specs: &[String]) -> Result<Vec<PathBuf>> {
 }
 
 fn collect_parquet_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
-    let entries = std::fs::read_dir(dir).with_context(|| format!("{}: cannot list directory", dir.display()))?;
+    let entries = std::fs::read_dir(dir)
+        .with_context(|| format!("{}: cannot list directory", dir.display()))?;
     for entry in entries {
         let entry = entry.with_context(|| format!("{}: cannot list directory", dir.display()))?;
         let name = entry.file_name();
@@ -107,17 +115,27 @@ impl FingerprintFile {
             .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
         let schema = metadata.schema();
         let root = |name: &str| -> Result<usize> {
-            let (index, field) = schema
-                .column_with_name(name)
-                .ok_or_else(|| anyhow!("{shown}: no column `{name}` (columns: {})", column_list(schema)))?;
+            let (index, field) = schema.column_with_name(name).ok_or_else(|| {
+                anyhow!(
+                    "{shown}: no column `{name}` (columns: {})",
+                    column_list(schema)
+                )
+            })?;
             match field.data_type() {
                 DataType::Int64 | DataType::UInt64 => Ok(index),
-                other => bail!("{shown}: column `{name}` has type {other}, expected INT64 (or UINT64)"),
+                other => {
+                    bail!("{shown}: column `{name}` has type {other}, expected INT64 (or UINT64)")
+                }
             }
         };
         let id_root = root(&columns.id)?;
         let simhash_root = root(&columns.simhash)?;
-        let shard = FingerprintFile { path: path.to_path_buf(), metadata, id_root, simhash_root };
+        let shard = FingerprintFile {
+            path: path.to_path_buf(),
+            metadata,
+            id_root,
+            simhash_root,
+        };
         shard.check_null_statistics(columns)?;
         Ok(shard)
     }
@@ -126,11 +144,20 @@ impl FingerprintFile {
         let parquet = self.metadata.metadata();
         let schema = parquet.file_metadata().schema_descr();
         for (rg_index, rg) in parquet.row_groups().iter().enumerate() {
-            for (root, name) in [(self.id_root, &columns.id), (self.simhash_root, &columns.simhash)] {
-                let leaf = (0..schema.num_columns()).find(|&c| schema.get_column_root_idx(c) == root);
-                let nulls = leaf.and_then(|c| rg.column(c).statistics()).and_then(|s| s.null_count_opt());
+            for (root, name) in [
+                (self.id_root, &columns.id),
+                (self.simhash_root, &columns.simhash),
+            ] {
+                let leaf =
+                    (0..schema.num_columns()).find(|&c| schema.get_column_root_idx(c) == root);
+                let nulls = leaf
+                    .and_then(|c| rg.column(c).statistics())
+                    .and_then(|s| s.null_count_opt());
                 if let Some(n) = nulls.filter(|&n| n > 0) {
-                    bail!("{}: column `{name}` has {n} null values (row group {rg_index})", self.path.display());
+                    bail!(
+                        "{}: column `{name}` has {n} null values (row group {rg_index})",
+                        self.path.display()
+                    );
                 }
             }
         }
@@ -153,30 +180,49 @@ impl FingerprintFile {
     }
 
     /// Streams row group `rg` in batches of at most [`BATCH_ROWS`] rows.
-    pub fn read_row_group(&self, rg: usize, columns: &Columns, mut each: impl FnMut(&[i64], &[u64]) -> Result<()>) -> Result<()> {
+    pub fn read_row_group(
+        &self,
+        rg: usize,
+        columns: &Columns,
+        mut each: impl FnMut(&[i64], &[u64]) -> Result<()>,
+    ) -> Result<()> {
         let shown = self.path.display();
         let file = File::open(&self.path).with_context(|| format!("{shown}: cannot open"))?;
-        let mask = ProjectionMask::roots(self.metadata.parquet_schema(), [self.id_root, self.simhash_root]);
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
-            .with_row_groups(vec![rg])
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
+        let mask = ProjectionMask::roots(
+            self.metadata.parquet_schema(),
+            [self.id_root, self.simhash_root],
+        );
+        let reader =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
+                .with_row_groups(vec![rg])
+                .with_projection(mask)
+                .with_batch_size(BATCH_ROWS)
+                .build()
+                .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
         let mut ids = Vec::new();
         let mut fingerprints = Vec::new();
         for batch in reader {
             let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
             let location = || format!("{shown} (row group {rg})");
             integer_column(&batch, &columns.id, &location, &mut ids, |v| v)?;
-            integer_column(&batch, &columns.simhash, &location, &mut fingerprints, |v| v as u64)?;
+            integer_column(
+                &batch,
+                &columns.simhash,
+                &location,
+                &mut fingerprints,
+                |v| v as u64,
+            )?;
             each(&ids, &fingerprints)?;
         }
         Ok(())
     }
 
     /// Reads every row of the file.
-    pub fn read_all(&self, columns: &Columns, mut each: impl FnMut(&[i64], &[u64]) -> Result<()>) -> Result<()> {
+    pub fn read_all(
+        &self,
+        columns: &Columns,
+        mut each: impl FnMut(&[i64], &[u64]) -> Result<()>,
+    ) -> Result<()> {
         for rg in 0..self.row_groups() {
             self.read_row_group(rg, columns, &mut each)?;
         }
@@ -192,9 +238,15 @@ fn integer_column<T>(
     out: &mut Vec<T>,
     from_i64: impl Fn(i64) -> T,
 ) -> Result<()> {
-    let column = batch.column_by_name(name).ok_or_else(|| anyhow!("{}: no column `{name}`", location()))?;
+    let column = batch
+        .column_by_name(name)
+        .ok_or_else(|| anyhow!("{}: no column `{name}`", location()))?;
     if column.null_count() > 0 {
-        bail!("{}: column `{name}` has {} null values", location(), column.null_count());
+        bail!(
+            "{}: column `{name}` has {} null values",
+            location(),
+            column.null_count()
+        );
     }
     out.clear();
     if let Some(values) = column.as_any().downcast_ref::<Int64Array>() {
@@ -202,17 +254,29 @@ fn integer_column<T>(
     } else if let Some(values) = column.as_any().downcast_ref::<UInt64Array>() {
         out.extend(values.values().iter().map(|&v| from_i64(v as i64)));
     } else {
-        bail!("{}: column `{name}` has type {}, expected INT64 (or UINT64)", location(), column.data_type());
+        bail!(
+            "{}: column `{name}` has type {}, expected INT64 (or UINT64)",
+            location(),
+            column.data_type()
+        );
     }
     Ok(())
 }
 
 fn column_list(schema: &arrow_schema::Schema) -> String {
-    schema.fields().iter().map(|f| f.name().as_str()).collect::<Vec<_>>().join(", ")
+    schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Opens every file of `specs` and lists their row groups as units, in path order.
-pub fn open_inputs(specs: &[String], columns: &Columns) -> Result<(Vec<FingerprintFile>, Vec<Unit>)> {
+pub fn open_inputs(
+    specs: &[String],
+    columns: &Columns,
+) -> Result<(Vec<FingerprintFile>, Vec<Unit>)> {
     let files: Vec<FingerprintFile> = expand_paths(specs)?
         .iter()
         .map(|p| FingerprintFile::open(p, columns))
@@ -221,7 +285,11 @@ pub fn open_inputs(specs: &[String], columns: &Columns) -> Result<(Vec<Fingerpri
         .iter()
         .enumerate()
         .flat_map(|(file, shard)| {
-            (0..shard.row_groups()).map(move |row_group| Unit { file, row_group, rows: shard.row_group_rows(row_group) })
+            (0..shard.row_groups()).map(move |row_group| Unit {
+                file,
+                row_group,
+                rows: shard.row_group_rows(row_group),
+            })
         })
         .filter(|u| u.rows > 0)
         .collect();

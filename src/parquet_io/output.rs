@@ -39,7 +39,10 @@ impl Staging {
     /// staging directory beside it.
     pub fn create(target: &Path, overwrite: bool) -> Result<Staging> {
         if target.exists() && !overwrite {
-            bail!("{}: output directory already exists (use --overwrite to replace it)", target.display());
+            bail!(
+                "{}: output directory already exists (use --overwrite to replace it)",
+                target.display()
+            );
         }
         let name = target
             .file_name()
@@ -48,13 +51,24 @@ impl Staging {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        fs::create_dir_all(&parent).with_context(|| format!("{}: cannot create directory", parent.display()))?;
+        fs::create_dir_all(&parent)
+            .with_context(|| format!("{}: cannot create directory", parent.display()))?;
         let staging = parent.join(format!(".{}.neardup-staging", name.to_string_lossy()));
         if staging.exists() {
-            fs::remove_dir_all(&staging).with_context(|| format!("{}: cannot remove stale staging directory", staging.display()))?;
+            fs::remove_dir_all(&staging).with_context(|| {
+                format!(
+                    "{}: cannot remove stale staging directory",
+                    staging.display()
+                )
+            })?;
         }
-        fs::create_dir(&staging).with_context(|| format!("{}: cannot create staging directory", staging.display()))?;
-        Ok(Staging { target: target.to_path_buf(), staging, committed: false })
+        fs::create_dir(&staging)
+            .with_context(|| format!("{}: cannot create staging directory", staging.display()))?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            staging,
+            committed: false,
+        })
     }
 
     /// Where files are written until commit.
@@ -65,12 +79,14 @@ impl Staging {
     /// Moves the staged directory to the target and writes `_SUCCESS` last.
     pub fn commit(mut self) -> Result<()> {
         if self.target.exists() {
-            fs::remove_dir_all(&self.target).with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
+            fs::remove_dir_all(&self.target)
+                .with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
         }
         fs::rename(&self.staging, &self.target)
             .with_context(|| format!("{}: cannot move output into place", self.target.display()))?;
         self.committed = true;
-        File::create(self.target.join(SUCCESS)).with_context(|| format!("{}: cannot write {SUCCESS}", self.target.display()))?;
+        File::create(self.target.join(SUCCESS))
+            .with_context(|| format!("{}: cannot write {SUCCESS}", self.target.display()))?;
         Ok(())
     }
 }
@@ -91,7 +107,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 fn temporary_name(path: &Path) -> PathBuf {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     path.with_file_name(format!(".{name}.tmp"))
 }
 
@@ -116,17 +135,35 @@ pub fn pair_schema() -> SchemaRef {
 pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
     let schema = pair_schema();
     let sorting = vec![
-        SortingColumn { column_idx: 0, descending: false, nulls_first: false },
-        SortingColumn { column_idx: 1, descending: false, nulls_first: false },
+        SortingColumn {
+            column_idx: 0,
+            descending: false,
+            nulls_first: false,
+        },
+        SortingColumn {
+            column_idx: 1,
+            descending: false,
+            nulls_first: false,
+        },
     ];
     write_parquet(path, schema.clone(), Some(sorting), pairs.len(), |range| {
         let rows = &pairs[range];
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.query_id))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.corpus_id))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.query_simhash as i64))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|p| p.corpus_simhash as i64))),
-            Arc::new(Int8Array::from_iter_values(rows.iter().map(|p| p.distance as i8))),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.query_id),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.corpus_id),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.query_simhash as i64),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.corpus_simhash as i64),
+            )),
+            Arc::new(Int8Array::from_iter_values(
+                rows.iter().map(|p| p.distance as i8),
+            )),
         ];
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
@@ -134,7 +171,12 @@ pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
 
 /// Writes an `id`, `simhash` fingerprint shard (both INT64, the simhash as the
 /// bit pattern of the u64), with row groups of `row_group_rows`.
-pub fn write_fingerprints(path: &Path, ids: &[i64], fingerprints: &[u64], row_group_rows: usize) -> Result<()> {
+pub fn write_fingerprints(
+    path: &Path,
+    ids: &[i64],
+    fingerprints: &[u64],
+    row_group_rows: usize,
+) -> Result<()> {
     assert_eq!(ids.len(), fingerprints.len());
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
@@ -143,8 +185,12 @@ pub fn write_fingerprints(path: &Path, ids: &[i64], fingerprints: &[u64], row_gr
     let batch_rows = row_group_rows.max(1);
     write_parquet_with_groups(path, schema.clone(), None, ids.len(), batch_rows, |range| {
         let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(ids[range.clone()].iter().copied())),
-            Arc::new(Int64Array::from_iter_values(fingerprints[range].iter().map(|&f| f as i64))),
+            Arc::new(Int64Array::from_iter_values(
+                ids[range.clone()].iter().copied(),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                fingerprints[range].iter().map(|&f| f as i64),
+            )),
         ];
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
@@ -181,10 +227,14 @@ fn write_parquet_with_groups(
     let mut start = 0;
     while start < rows {
         let end = (start + group_rows).min(rows);
-        writer.write(&batch(start..end)?).with_context(|| format!("{}: cannot write", tmp.display()))?;
+        writer
+            .write(&batch(start..end)?)
+            .with_context(|| format!("{}: cannot write", tmp.display()))?;
         writer.flush()?;
         start = end;
     }
-    writer.close().with_context(|| format!("{}: cannot finish", tmp.display()))?;
+    writer
+        .close()
+        .with_context(|| format!("{}: cannot finish", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))
 }

@@ -1,0 +1,406 @@
+//! The `neardup` binary: bad input gets one clear line and a non-zero exit,
+//! and leaves nothing at the output directory.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{Field, Schema};
+use common::*;
+use neardup::gen::SplitMix64;
+use parquet::arrow::ArrowWriter;
+
+fn neardup(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn write_batch(path: &Path, columns: Vec<(&str, ArrayRef)>) {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
+        .collect();
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap();
+    let mut writer =
+        ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// Runs a failing `match` and checks the contract: non-zero exit, one stderr
+/// line naming `needle`, no output directory, no staging leftovers.
+fn assert_fails(dir: &Path, args: &[&str], needle: &str) {
+    let out = dir.join("out");
+    let out_s = out.display().to_string();
+    let mut all = vec!["match"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", &out_s]);
+    let result = neardup(&all);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success(), "{args:?} should fail");
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one line for {args:?}, got: {stderr}"
+    );
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: `{needle}` not in: {stderr}"
+    );
+    assert!(!out.exists(), "{args:?} left {out_s}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().contains("staging"))
+        .collect();
+    assert!(leftovers.is_empty(), "staging left behind: {leftovers:?}");
+}
+
+fn good_shard(dir: &Path) -> String {
+    let mut rng = SplitMix64::new(1);
+    let path = dir.join("good.parquet");
+    write_shard(&path, &random_rows(&mut rng, 20, 0));
+    path.display().to_string()
+}
+
+#[test]
+fn missing_input_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let missing = dir.path().join("nope.parquet").display().to_string();
+    assert_fails(
+        dir.path(),
+        &["--queries", &missing, "--corpus", &good],
+        "nope.parquet: no such file",
+    );
+    let pattern = dir.path().join("none-*.parquet").display().to_string();
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--corpus", &pattern],
+        "no files match",
+    );
+}
+
+#[test]
+fn a_file_that_is_not_parquet_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let bad = dir.path().join("text.parquet");
+    std::fs::write(&bad, "id,simhash\n1,2\n").unwrap();
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--corpus", bad.to_str().unwrap()],
+        "text.parquet: not a readable Parquet file",
+    );
+}
+
+#[test]
+fn missing_and_wrongly_typed_columns_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let no_simhash = dir.path().join("no_simhash.parquet");
+    write_batch(
+        &no_simhash,
+        vec![
+            ("id", Arc::new(Int64Array::from(vec![1, 2])) as ArrayRef),
+            ("fp", Arc::new(Int64Array::from(vec![3, 4]))),
+        ],
+    );
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--corpus", no_simhash.to_str().unwrap()],
+        "no column `simhash`",
+    );
+
+    let text = dir.path().join("text_simhash.parquet");
+    write_batch(
+        &text,
+        vec![
+            ("id", Arc::new(Int64Array::from(vec![1])) as ArrayRef),
+            ("simhash", Arc::new(StringArray::from(vec!["a"]))),
+        ],
+    );
+    assert_fails(
+        dir.path(),
+        &["--queries", text.to_str().unwrap(), "--self"],
+        "column `simhash` has type Utf8",
+    );
+
+    let narrow = dir.path().join("int32_id.parquet");
+    write_batch(
+        &narrow,
+        vec![
+            ("id", Arc::new(Int32Array::from(vec![1])) as ArrayRef),
+            ("simhash", Arc::new(Int64Array::from(vec![5]))),
+        ],
+    );
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--corpus", narrow.to_str().unwrap()],
+        "column `id` has type Int32",
+    );
+
+    // Renamed columns are found with --id-column / --simhash-column.
+    let out = dir.path().join("renamed");
+    let result = neardup(&[
+        "match",
+        "--queries",
+        no_simhash.to_str().unwrap(),
+        "--self",
+        "--simhash-column",
+        "fp",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        result.status.success(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+}
+
+#[test]
+fn nulls_in_id_or_simhash_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let nulls = dir.path().join("nulls.parquet");
+    write_batch(
+        &nulls,
+        vec![
+            (
+                "id",
+                Arc::new(Int64Array::from(vec![Some(1), None])) as ArrayRef,
+            ),
+            ("simhash", Arc::new(Int64Array::from(vec![3, 4]))),
+        ],
+    );
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--corpus", nulls.to_str().unwrap()],
+        "nulls.parquet: column `id` has 1 null values",
+    );
+}
+
+#[test]
+fn k_out_of_range_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--self", "-k", "11"],
+        "-k 11 is out of range",
+    );
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--self", "-k", "3", "--blocks", "3"],
+        "--blocks 3 is out of range",
+    );
+}
+
+#[test]
+fn an_existing_output_directory_is_refused_unless_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let out = dir.path().join("existing");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("keep.txt"), "mine").unwrap();
+    let result = neardup(&[
+        "match",
+        "--queries",
+        &good,
+        "--self",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success());
+    assert!(
+        stderr.contains("existing: output directory already exists"),
+        "{stderr}"
+    );
+    assert!(out.join("keep.txt").exists() && !out.join("_SUCCESS").exists());
+
+    let result = neardup(&[
+        "match",
+        "--queries",
+        &good,
+        "--self",
+        "--out",
+        out.to_str().unwrap(),
+        "--overwrite",
+    ]);
+    assert!(result.status.success());
+    assert!(out.join("_SUCCESS").exists() && !out.join("keep.txt").exists());
+}
+
+#[test]
+fn a_failed_overwrite_keeps_the_old_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let out = dir.path().join("out");
+    assert!(neardup(&[
+        "match",
+        "--queries",
+        &good,
+        "--self",
+        "--out",
+        out.to_str().unwrap()
+    ])
+    .status
+    .success());
+    let missing = dir.path().join("missing.parquet");
+    let result = neardup(&[
+        "match",
+        "--queries",
+        &good,
+        "--corpus",
+        missing.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--overwrite",
+    ]);
+    assert!(!result.status.success());
+    assert!(
+        out.join("_SUCCESS").exists(),
+        "the complete old output is still there"
+    );
+}
+
+#[test]
+fn in_a_pipe_match_prints_only_the_summary_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let out = dir.path().join("out");
+    let result = neardup(&[
+        "match",
+        "--queries",
+        &good,
+        "--corpus",
+        &good,
+        "--out",
+        out.to_str().unwrap(),
+        "--parts",
+        "2",
+    ]);
+    assert!(result.status.success());
+    assert!(
+        result.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.contains("0 pairs in 2 part(s)"),
+        "the same ids are not pairs: {stdout}"
+    );
+    for name in [
+        "part-00000.parquet",
+        "part-00001.parquet",
+        "_summary.json",
+        "_SUCCESS",
+    ] {
+        assert!(out.join(name).exists(), "{name}");
+    }
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["k"], 3);
+    assert_eq!(summary["rows_scanned"], 20);
+    assert_eq!(summary["design"]["tables"].as_array().unwrap().len(), 4);
+}
+
+#[test]
+fn plan_prints_the_design_and_its_alternatives() {
+    let result = neardup(&["plan", "--num-queries", "1000000", "-k", "3"]);
+    assert!(result.status.success());
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(
+        stdout.contains("m=5 blocks [13,13,13,13,12], 10 tables, key 25-26 bits"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("more than one candidate per probe"),
+        "{stdout}"
+    );
+    let bad = neardup(&["plan", "--num-queries", "10", "-k", "12"]);
+    assert!(!bad.status.success());
+}
+
+#[test]
+fn gen_is_deterministic_and_its_planted_pairs_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a");
+    let b = dir.path().join("b");
+    for out in [&a, &b] {
+        let r = neardup(&[
+            "gen",
+            "--out",
+            out.to_str().unwrap(),
+            "--queries",
+            "2000",
+            "--corpus",
+            "20000",
+            "--shards",
+            "3",
+            "--seed",
+            "5",
+        ]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    }
+    for f in [
+        "queries/part-00000.parquet",
+        "corpus/part-00002.parquet",
+        "planted.parquet",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(f)).unwrap(),
+            std::fs::read(b.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let out = dir.path().join("m");
+    let r = neardup(&[
+        "match",
+        "--queries",
+        a.join("queries").to_str().unwrap(),
+        "--corpus",
+        a.join("corpus").to_str().unwrap(),
+        "--self",
+        "-k",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success());
+    let found = read_pairs(&out);
+    let planted_dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        a.join("planted.parquet"),
+        planted_dir.path().join("part-00000.parquet"),
+    )
+    .unwrap();
+    let planted = read_pairs(planted_dir.path());
+    assert!(planted.len() > 100);
+    assert!(planted
+        .iter()
+        .all(|p| (p.query_simhash ^ p.corpus_simhash).count_ones() == p.distance as u32));
+    let missing: Vec<_> = planted
+        .iter()
+        .filter(|p| found.binary_search(p).is_err())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "planted pairs not found: {:?}",
+        &missing[..missing.len().min(5)]
+    );
+}

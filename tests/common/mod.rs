@@ -1,0 +1,189 @@
+//! Shared helpers for the end-to-end tests: data builders, a brute-force
+//! oracle, and readers for what `match` writes.
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use arrow_array::{Array, Int64Array, Int8Array};
+use neardup::gen::SplitMix64;
+use neardup::matching::{run_match, MatchOptions};
+use neardup::pairs::Pair;
+use neardup::parquet_io::output::write_fingerprints;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+pub type Rows = Vec<(i64, u64)>;
+
+/// Writes rows as a shard with small row groups, so every file has several units.
+pub fn write_shard(path: &Path, rows: &[(i64, u64)]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    let fps: Vec<u64> = rows.iter().map(|r| r.1).collect();
+    write_fingerprints(path, &ids, &fps, 97).unwrap();
+}
+
+/// Writes `rows` split into `shards` files under `dir`.
+pub fn write_shards(dir: &Path, rows: &[(i64, u64)], shards: usize) -> Vec<String> {
+    let per = rows.len().div_ceil(shards.max(1)).max(1);
+    let mut paths = Vec::new();
+    for (i, chunk) in rows.chunks(per).enumerate() {
+        let path = dir.join(format!("shard-{i:03}.parquet"));
+        write_shard(&path, chunk);
+        paths.push(path.display().to_string());
+    }
+    if rows.is_empty() {
+        let path = dir.join("shard-000.parquet");
+        write_shard(&path, &[]);
+        paths.push(path.display().to_string());
+    }
+    paths
+}
+
+/// Every pair within k, by comparing all of them.
+pub fn oracle(queries: &[(i64, u64)], corpus: &[(i64, u64)], k: u32, self_join: bool) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for &(qid, qf) in queries {
+        for &(cid, cf) in corpus {
+            let d = (qf ^ cf).count_ones();
+            if d <= k && qid != cid {
+                out.push(Pair {
+                    query_id: qid,
+                    corpus_id: cid,
+                    query_simhash: qf,
+                    corpus_simhash: cf,
+                    distance: d as u8,
+                });
+            }
+        }
+        if self_join {
+            for &(cid, cf) in queries {
+                let d = (qf ^ cf).count_ones();
+                if d <= k && qid < cid {
+                    out.push(Pair {
+                        query_id: qid,
+                        corpus_id: cid,
+                        query_simhash: qf,
+                        corpus_simhash: cf,
+                        distance: d as u8,
+                    });
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Reads `part-*.parquet` of an output directory in part order.
+pub fn read_pairs(dir: &Path) -> Vec<Pair> {
+    let mut out = Vec::new();
+    for part in part_files(dir) {
+        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&part).unwrap())
+            .unwrap()
+            .build()
+            .unwrap();
+        for batch in reader {
+            let batch = batch.unwrap();
+            let col = |i: usize| {
+                batch
+                    .column(i)
+                    .as_any()
+                    .downcast_ref::<Int64Array>()
+                    .unwrap()
+                    .clone()
+            };
+            let (q, c, qs, cs) = (col(0), col(1), col(2), col(3));
+            let d = batch
+                .column(4)
+                .as_any()
+                .downcast_ref::<Int8Array>()
+                .unwrap();
+            for r in 0..batch.num_rows() {
+                out.push(Pair {
+                    query_id: q.value(r),
+                    corpus_id: c.value(r),
+                    query_simhash: qs.value(r) as u64,
+                    corpus_simhash: cs.value(r) as u64,
+                    distance: d.value(r) as u8,
+                });
+            }
+            assert_eq!(d.null_count(), 0);
+        }
+    }
+    out
+}
+
+pub fn part_files(dir: &Path) -> Vec<PathBuf> {
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("part-")
+        })
+        .collect();
+    parts.sort();
+    parts
+}
+
+/// Runs `match` through the library with real Parquet in and out.
+pub fn run(
+    dir: &Path,
+    queries: &[(i64, u64)],
+    corpus: Option<&[(i64, u64)]>,
+    k: u32,
+    self_join: bool,
+    workers: usize,
+    parts: usize,
+) -> PathBuf {
+    let q = write_shards(&dir.join("queries"), queries, 2);
+    let c = corpus
+        .map(|rows| write_shards(&dir.join("corpus"), rows, 3))
+        .unwrap_or_default();
+    let out = dir.join(format!("out-k{k}-w{workers}-p{parts}-s{self_join}"));
+    let mut opts = MatchOptions::new(q, c, out.clone());
+    opts.k = k;
+    opts.self_join = self_join;
+    opts.workers = workers;
+    opts.parts = parts;
+    opts.overwrite = true;
+    run_match(&opts).unwrap();
+    assert!(out.join("_SUCCESS").exists());
+    out
+}
+
+/// Random rows with ids starting at `first_id`.
+pub fn random_rows(rng: &mut SplitMix64, n: usize, first_id: i64) -> Rows {
+    (0..n)
+        .map(|i| (first_id + i as i64, rng.next_u64()))
+        .collect()
+}
+
+/// Corpus rows that copy random queries with exactly `d` bits flipped, for
+/// every `d` in `0..=max_d`, plus unrelated rows.
+pub fn planted_corpus(
+    rng: &mut SplitMix64,
+    queries: &Rows,
+    per_distance: usize,
+    max_d: u32,
+    noise: usize,
+    first_id: i64,
+) -> Rows {
+    let mut rows = Vec::new();
+    let mut id = first_id;
+    for d in 0..=max_d {
+        for _ in 0..per_distance {
+            let q = queries[rng.below(queries.len() as u64) as usize].1;
+            rows.push((id, rng.flip_bits(q, d)));
+            id += 1;
+        }
+    }
+    for _ in 0..noise {
+        rows.push((id, rng.next_u64()));
+        id += 1;
+    }
+    rows
+}

@@ -1,0 +1,117 @@
+//! The real DuckDB reads `match` output: types, row count, sort order, and a
+//! join back to the input shards. The Python package is installed by
+//! `scripts/test.sh` into `.venv/`; `NEARDUP_TEST_PYTHON` names another interpreter.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+
+fn python() -> PathBuf {
+    let candidate = std::env::var_os("NEARDUP_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    let ok = Command::new(&candidate)
+        .args(["-c", "import duckdb"])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "no Python with duckdb at {} (run scripts/test.sh, which installs it)",
+        candidate.display()
+    );
+    candidate
+}
+
+#[test]
+fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
+    let python = python();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let bin = env!("CARGO_BIN_EXE_neardup");
+    let gen = Command::new(bin)
+        .args([
+            "gen",
+            "--out",
+            data.to_str().unwrap(),
+            "--queries",
+            "3000",
+            "--corpus",
+            "60000",
+            "--shards",
+            "3",
+            "--plant-rate",
+            "0.05",
+            "--self-rate",
+            "0.05",
+        ])
+        .output()
+        .unwrap();
+    assert!(gen.status.success());
+    let out = dir.path().join("pairs");
+    let matched = Command::new(bin)
+        .args([
+            "match",
+            "--queries",
+            data.join("queries").to_str().unwrap(),
+            "--corpus",
+            data.join("corpus").to_str().unwrap(),
+            "--self",
+            "--parts",
+            "3",
+            "--workers",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        matched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&matched.stderr)
+    );
+    let ours = read_pairs(&out);
+    assert!(ours.len() > 1000);
+
+    let report = Command::new(&python)
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/duckdb_check.py"))
+        .arg(&out)
+        .arg(data.join("queries/*.parquet"))
+        .arg(data.join("corpus/*.parquet"))
+        .output()
+        .unwrap();
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    for column in ["query_id", "corpus_id", "query_simhash", "corpus_simhash"] {
+        assert_eq!(report["types"][column], "BIGINT", "{column}");
+    }
+    assert_eq!(report["types"]["distance"], "TINYINT");
+    assert_eq!(report["rows"], ours.len() as u64);
+    assert_eq!(report["unsorted"], 0);
+    assert_eq!(report["wrong_distance"], 0);
+    assert_eq!(report["joined"], ours.len() as u64);
+
+    for part in part_files(&out) {
+        let reader = SerializedFileReader::new(std::fs::File::open(&part).unwrap()).unwrap();
+        let meta = reader.metadata();
+        for rg in meta.row_groups() {
+            let sorting = rg.sorting_columns().expect("sorting columns recorded");
+            let columns: Vec<i32> = sorting.iter().map(|s| s.column_idx).collect();
+            assert_eq!(columns, vec![0, 1]);
+            assert!(sorting.iter().all(|s| !s.descending));
+            assert_eq!(
+                rg.column(0).compression(),
+                parquet::basic::Compression::ZSTD(Default::default())
+            );
+        }
+    }
+}

@@ -1,0 +1,196 @@
+//! `match` finds every pair within k and no other, checked against a
+//! brute-force oracle on real Parquet files.
+
+mod common;
+
+use common::*;
+use neardup::gen::SplitMix64;
+
+fn check(
+    name: &str,
+    queries: &Rows,
+    corpus: Option<&Rows>,
+    k: u32,
+    self_join: bool,
+    workers: usize,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        queries,
+        corpus.map(|c| c.as_slice()),
+        k,
+        self_join,
+        workers,
+        3,
+    );
+    let found = read_pairs(&out);
+    let expected = oracle(
+        queries,
+        corpus.map(|c| c.as_slice()).unwrap_or(&[]),
+        k,
+        self_join,
+    );
+    assert!(
+        found.windows(2).all(|w| w[0] < w[1]),
+        "{name}: output not strictly sorted"
+    );
+    if found != expected {
+        let missing: Vec<_> = expected
+            .iter()
+            .filter(|p| !found.contains(p))
+            .take(5)
+            .collect();
+        let extra: Vec<_> = found
+            .iter()
+            .filter(|p| !expected.contains(p))
+            .take(5)
+            .collect();
+        panic!(
+            "{name} k={k}: {} found, {} expected; missing {missing:?}; extra {extra:?}",
+            found.len(),
+            expected.len()
+        );
+    }
+}
+
+#[test]
+fn random_data_with_pairs_planted_at_every_distance_up_to_k_plus_2() {
+    for (i, k) in [0u32, 1, 3, 5, 7].into_iter().enumerate() {
+        let mut rng = SplitMix64::new(100 + k as u64);
+        let queries = random_rows(&mut rng, 400, 0);
+        let corpus = planted_corpus(&mut rng, &queries, 40, k + 2, 2000, 10_000);
+        let expected = oracle(&queries, &corpus, k, false);
+        assert!(
+            expected.len() >= 40 * (k as usize + 1),
+            "the planted pairs are in the oracle"
+        );
+        check("planted", &queries, Some(&corpus), k, false, 1 + i % 3);
+    }
+}
+
+#[test]
+fn skewed_data_where_most_fingerprints_share_blocks() {
+    let mut rng = SplitMix64::new(7);
+    // Top 40 bits shared by everything: every table keyed on the top blocks
+    // puts all rows in one bucket.
+    let skew = |rng: &mut SplitMix64| 0xabcd_ef01_2300_0000u64 | (rng.next_u64() >> 40);
+    let queries: Rows = (0..300).map(|i| (i, skew(&mut rng))).collect();
+    let corpus: Rows = (0..1500)
+        .map(|i| {
+            (
+                1000 + i,
+                if i % 3 == 0 {
+                    rng.next_u64()
+                } else {
+                    skew(&mut rng)
+                },
+            )
+        })
+        .collect();
+    for k in [1, 3, 5] {
+        check("skewed", &queries, Some(&corpus), k, false, 2);
+    }
+    check("skewed self", &queries, Some(&corpus), 3, true, 3);
+}
+
+#[test]
+fn duplicate_fingerprints_expand_to_every_id_pair() {
+    let mut rng = SplitMix64::new(9);
+    let shared = rng.next_u64();
+    let mut queries: Rows = (0..60).map(|i| (i, shared)).collect();
+    queries.extend(random_rows(&mut rng, 100, 100));
+    let mut corpus: Rows = (0..30).map(|i| (1000 + i, shared)).collect();
+    corpus.extend((0..30).map(|i| (2000 + i, shared ^ 0b101)));
+    corpus.extend(random_rows(&mut rng, 300, 5000));
+    check("duplicates", &queries, Some(&corpus), 3, false, 2);
+    check("duplicates self", &queries, Some(&corpus), 3, true, 2);
+}
+
+#[test]
+fn repeated_corpus_rows_across_shards_are_reported_once() {
+    let mut rng = SplitMix64::new(11);
+    let queries = random_rows(&mut rng, 200, 0);
+    let once = planted_corpus(&mut rng, &queries, 20, 4, 200, 10_000);
+    let mut twice = once.clone();
+    twice.extend(once.iter().copied());
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &queries, Some(&twice), 3, false, 2, 2);
+    let found = read_pairs(&out);
+    assert_eq!(found, oracle(&queries, &once, 3, false));
+}
+
+#[test]
+fn the_same_id_in_b_and_f_is_not_a_pair() {
+    let queries: Rows = vec![(1, 42), (2, 43)];
+    let corpus: Rows = vec![(1, 42), (3, 42)];
+    let dir = tempfile::tempdir().unwrap();
+    let found = read_pairs(&run(dir.path(), &queries, Some(&corpus), 3, false, 1, 1));
+    let ids: Vec<(i64, i64)> = found.iter().map(|p| (p.query_id, p.corpus_id)).collect();
+    assert_eq!(ids, vec![(1, 3), (2, 1), (2, 3)]);
+}
+
+#[test]
+fn empty_queries_or_empty_corpus_give_empty_parts() {
+    let mut rng = SplitMix64::new(13);
+    let rows = random_rows(&mut rng, 50, 0);
+    for (queries, corpus) in [(Vec::new(), rows.clone()), (rows.clone(), Vec::new())] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = run(dir.path(), &queries, Some(&corpus), 3, false, 2, 2);
+        assert_eq!(part_files(&out).len(), 2);
+        assert!(read_pairs(&out).is_empty());
+    }
+}
+
+#[test]
+fn self_join_with_and_without_corpus() {
+    let mut rng = SplitMix64::new(17);
+    let mut queries = random_rows(&mut rng, 300, 0);
+    let copies = planted_corpus(&mut rng, &queries, 15, 5, 0, 300);
+    queries.extend(copies);
+    queries.push((2000, queries[0].1)); // an exact copy
+    let corpus = planted_corpus(&mut rng, &queries, 20, 5, 500, 10_000);
+    for k in [0, 3, 4] {
+        check("self only", &queries, None, k, true, 2);
+        check("self and corpus", &queries, Some(&corpus), k, true, 3);
+    }
+}
+
+#[test]
+fn parts_are_byte_identical_for_1_2_and_4_workers() {
+    let mut rng = SplitMix64::new(19);
+    let queries = random_rows(&mut rng, 500, 0);
+    let corpus = planted_corpus(&mut rng, &queries, 100, 5, 3000, 10_000);
+    let dir = tempfile::tempdir().unwrap();
+    let mut outputs = Vec::new();
+    for workers in [1, 2, 4] {
+        let out = run(dir.path(), &queries, Some(&corpus), 3, true, workers, 3);
+        let bytes: Vec<Vec<u8>> = part_files(&out)
+            .iter()
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        assert_eq!(bytes.len(), 3);
+        outputs.push(bytes);
+    }
+    assert!(!read_pairs(&dir.path().join("out-k3-w1-p3-strue")).is_empty());
+    assert_eq!(outputs[0], outputs[1], "1 vs 2 workers");
+    assert_eq!(outputs[0], outputs[2], "1 vs 4 workers");
+}
+
+#[test]
+fn parts_cover_increasing_query_id_ranges() {
+    let mut rng = SplitMix64::new(23);
+    let queries = random_rows(&mut rng, 400, 0);
+    let corpus = planted_corpus(&mut rng, &queries, 80, 3, 100, 10_000);
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &queries, Some(&corpus), 3, false, 2, 4);
+    let mut last_max = i64::MIN;
+    for part in part_files(&out) {
+        let single = tempfile::tempdir().unwrap();
+        std::fs::copy(&part, single.path().join("part-00000.parquet")).unwrap();
+        let pairs = read_pairs(single.path());
+        assert!(!pairs.is_empty());
+        assert!(pairs[0].query_id > last_max, "parts overlap");
+        last_max = pairs.last().unwrap().query_id;
+    }
+}
