@@ -42,31 +42,25 @@ pub fn write_shards(dir: &Path, rows: &[(i64, u64)], shards: usize) -> Vec<Strin
 /// Every pair within k, by comparing all of them.
 pub fn oracle(queries: &[(i64, u64)], corpus: &[(i64, u64)], k: u32, self_join: bool) -> Vec<Pair> {
     let mut out = Vec::new();
-    for &(qid, qf) in queries {
-        for &(cid, cf) in corpus {
-            let d = (qf ^ cf).count_ones();
-            if d <= k && qid != cid {
-                out.push(Pair {
-                    query_id: qid,
-                    corpus_id: cid,
-                    query_simhash: qf,
-                    corpus_simhash: cf,
-                    distance: d as u8,
-                });
-            }
+    let mut consider = |(qid, qf): (i64, u64), (cid, cf): (i64, u64), keep: bool| {
+        let d = (qf ^ cf).count_ones();
+        if d <= k && keep {
+            out.push(Pair {
+                query_id: qid,
+                corpus_id: cid,
+                query_simhash: qf,
+                corpus_simhash: cf,
+                distance: d as u8,
+            });
+        }
+    };
+    for &q in queries {
+        for &c in corpus {
+            consider(q, c, q.0 != c.0);
         }
         if self_join {
-            for &(cid, cf) in queries {
-                let d = (qf ^ cf).count_ones();
-                if d <= k && qid < cid {
-                    out.push(Pair {
-                        query_id: qid,
-                        corpus_id: cid,
-                        query_simhash: qf,
-                        corpus_simhash: cf,
-                        distance: d as u8,
-                    });
-                }
+            for &c in queries {
+                consider(q, c, q.0 < c.0);
             }
         }
     }
