@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::design::{self, BITS};
 use crate::gen::{generate, GenOptions};
-use crate::matching::{check_k, run_match, MatchOptions};
+use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
 
@@ -219,16 +219,7 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
 
 fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u64> {
     let (files, _) = open_inputs(specs, columns)?;
-    let mut all = Vec::new();
-    for file in &files {
-        file.read_all(columns, |_, fingerprints| {
-            all.extend_from_slice(fingerprints);
-            Ok(())
-        })?;
-    }
-    all.sort_unstable();
-    all.dedup();
-    Ok(all.len() as u64)
+    Ok(read_queries(&files, columns)?.groups() as u64)
 }
 
 fn human_bytes(bytes: u64) -> String {

@@ -223,7 +223,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
 }
 
 /// Reads every row of B into memory, grouped by fingerprint.
-fn read_queries(files: &[FingerprintFile], columns: &Columns) -> Result<QuerySet> {
+pub fn read_queries(files: &[FingerprintFile], columns: &Columns) -> Result<QuerySet> {
     let mut rows = Vec::new();
     for file in files {
         file.read_all(columns, |ids, fingerprints| {

@@ -146,27 +146,34 @@ pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
             nulls_first: false,
         },
     ];
-    write_parquet(path, schema.clone(), Some(sorting), pairs.len(), |range| {
-        let rows = &pairs[range];
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.query_id),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.corpus_id),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.query_simhash as i64),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.corpus_simhash as i64),
-            )),
-            Arc::new(Int8Array::from_iter_values(
-                rows.iter().map(|p| p.distance as i8),
-            )),
-        ];
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
-    })
+    write_parquet(
+        path,
+        schema.clone(),
+        Some(sorting),
+        pairs.len(),
+        ROW_GROUP_ROWS,
+        |range| {
+            let rows = &pairs[range];
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|p| p.query_id),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|p| p.corpus_id),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|p| p.query_simhash as i64),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|p| p.corpus_simhash as i64),
+                )),
+                Arc::new(Int8Array::from_iter_values(
+                    rows.iter().map(|p| p.distance as i8),
+                )),
+            ];
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        },
+    )
 }
 
 /// Writes an `id`, `simhash` fingerprint shard (both INT64, the simhash as the
@@ -183,7 +190,7 @@ pub fn write_fingerprints(
         Field::new("simhash", DataType::Int64, false),
     ]));
     let batch_rows = row_group_rows.max(1);
-    write_parquet_with_groups(path, schema.clone(), None, ids.len(), batch_rows, |range| {
+    write_parquet(path, schema.clone(), None, ids.len(), batch_rows, |range| {
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from_iter_values(
                 ids[range.clone()].iter().copied(),
@@ -196,19 +203,9 @@ pub fn write_fingerprints(
     })
 }
 
-fn write_parquet(
-    path: &Path,
-    schema: SchemaRef,
-    sorting: Option<Vec<SortingColumn>>,
-    rows: usize,
-    batch: impl FnMut(std::ops::Range<usize>) -> Result<RecordBatch>,
-) -> Result<()> {
-    write_parquet_with_groups(path, schema, sorting, rows, ROW_GROUP_ROWS, batch)
-}
-
 /// Writes `rows` rows produced batch by batch, one row group per batch, under
 /// a temporary name renamed into place.
-fn write_parquet_with_groups(
+fn write_parquet(
     path: &Path,
     schema: SchemaRef,
     sorting: Option<Vec<SortingColumn>>,
