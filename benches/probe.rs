@@ -1,5 +1,6 @@
 //! Probe kernel throughput on uniform random fingerprints, with no I/O:
-//! `cargo bench --bench probe -- [queries] [corpus] [k]`.
+//! `cargo bench --bench probe -- [queries] [corpus] [k] [blocks] [batch rows]`
+//! (defaults 1048576, 20000000, 3, planned, 4194304 as in `match`).
 
 use std::time::Instant;
 
@@ -32,17 +33,23 @@ fn main() {
     let index = Index::build(design, set, 2);
     println!("build: {:.2}s", started.elapsed().as_secs_f64());
     let fps: Vec<u64> = (0..corpus).map(|_| next()).collect();
-    let mut out = Vec::new();
+    let chunk_rows = args.get(4).copied().unwrap_or(1 << 22) as usize;
     let mut scratch = Scratch::default();
-    let started = Instant::now();
-    for chunk in fps.chunks(1 << 20) {
-        probe(&index, chunk, &mut scratch, &mut out);
+    // The best of three runs: this machine is a shared VM whose timings vary.
+    let mut best = f64::INFINITY;
+    let mut matches = 0;
+    for _ in 0..3 {
+        let mut out = Vec::new();
+        let started = Instant::now();
+        for chunk in fps.chunks(chunk_rows) {
+            probe(&index, chunk, &mut scratch, &mut out);
+        }
+        best = best.min(started.elapsed().as_secs_f64());
+        matches = out.len();
     }
-    let secs = started.elapsed().as_secs_f64();
     println!(
-        "probe: {corpus} fingerprints in {secs:.2}s = {:.1}M/s on one core ({:.1} ns each), {} matches",
-        corpus as f64 / secs / 1e6,
-        secs * 1e9 / corpus as f64,
-        out.len()
+        "probe: {corpus} fingerprints in {best:.2}s (best of 3) = {:.1}M/s on one core ({:.1} ns each), {matches} matches",
+        corpus as f64 / best / 1e6,
+        best * 1e9 / corpus as f64,
     );
 }

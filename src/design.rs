@@ -51,6 +51,13 @@ struct Segment {
     out_shift: u32,
 }
 
+impl Segment {
+    #[inline(always)]
+    fn take(self, fingerprint: u64) -> u64 {
+        ((fingerprint >> self.shift) & self.mask) << self.out_shift
+    }
+}
+
 /// One pigeonhole table: the blocks it requires to match exactly.
 #[derive(Clone, Debug, Serialize)]
 pub struct TableSpec {
@@ -87,9 +94,24 @@ impl TableSpec {
     pub fn bucket(&self, fingerprint: u64) -> usize {
         let mut index = 0u64;
         for s in &self.segments {
-            index |= ((fingerprint >> s.shift) & s.mask) << s.out_shift;
+            index |= s.take(fingerprint);
         }
         index as usize
+    }
+
+    /// Calls `each` with the bucket of every fingerprint, in order. Same
+    /// result as [`TableSpec::bucket`], but the usual one- and two-segment
+    /// indexes get loops without the inner loop over segments: this runs once
+    /// per table for every corpus fingerprint.
+    #[inline(always)]
+    pub fn for_each_bucket(&self, fingerprints: &[u64], mut each: impl FnMut(usize)) {
+        match *self.segments.as_slice() {
+            [a] => fingerprints.iter().for_each(|&f| each(a.take(f) as usize)),
+            [a, b] => fingerprints
+                .iter()
+                .for_each(|&f| each((a.take(f) | b.take(f)) as usize)),
+            _ => fingerprints.iter().for_each(|&f| each(self.bucket(f))),
+        }
     }
 
     /// Number of buckets in the table's directory.
@@ -311,9 +333,7 @@ pub fn tables_for(m: u32, k: u32) -> u64 {
 /// Buckets are numbered by about log2(stored) key bits, so a bucket holds about
 /// one fingerprint and a probe reads one or two cache lines of entries.
 fn index_bits_for(stored: u64) -> u32 {
-    (BITS - stored.max(1).leading_zeros())
-        .saturating_sub(1)
-        .min(MAX_INDEX_BITS)
+    (BITS - stored.saturating_sub(1).leading_zeros()).min(MAX_INDEX_BITS)
 }
 
 /// Splits 64 bits into `m` contiguous blocks, the longer blocks first.

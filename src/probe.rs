@@ -28,7 +28,7 @@ pub struct Match {
 
 /// Entries of a table slice that one partition should visit: small enough
 /// that the slices of a few tables and the partition's rows fit in L2.
-const SLICE_ENTRIES_LOG2: u32 = 13;
+const SLICE_ENTRIES_LOG2: u32 = 15;
 /// Batches smaller than this are probed directly: partitioning would not pay.
 const MIN_PARTITIONED_ROWS: usize = 1 << 14;
 
@@ -44,6 +44,11 @@ pub struct LeadGroup {
 /// Groups the design's tables by first key block; a group's partitions cut
 /// its tables into slices of about 2^SLICE_ENTRIES_LOG2 entries.
 pub fn lead_groups(design: &Design) -> Vec<LeadGroup> {
+    lead_groups_with(design, SLICE_ENTRIES_LOG2)
+}
+
+/// Like [`lead_groups`], with slices of about `2^slice_log2` entries.
+pub fn lead_groups_with(design: &Design, slice_log2: u32) -> Vec<LeadGroup> {
     let stored_log2 = 63 - design.stored.max(1).leading_zeros();
     let mut groups: Vec<(usize, LeadGroup)> = Vec::new();
     for (t, spec) in design.tables.iter().enumerate() {
@@ -54,7 +59,7 @@ pub fn lead_groups(design: &Design) -> Vec<LeadGroup> {
         }
         let block = design.blocks[lead];
         let bits = stored_log2
-            .saturating_sub(SLICE_ENTRIES_LOG2)
+            .saturating_sub(slice_log2)
             .min(block.len)
             .min(spec.index_bits)
             .min(12);
@@ -100,27 +105,68 @@ pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec
             let fingerprints = &scratch.fingerprints[range.clone()];
             let rows = &scratch.rows[range];
             for &t in &group.tables {
-                // Locate every bucket first: these loads are independent and
-                // overlap; the scans below then find their entries cached.
-                let spec = &index.design.tables[t];
-                let table = &index.tables[t];
-                scratch.ranges.clear();
-                scratch.ranges.extend(
-                    fingerprints
-                        .iter()
-                        .map(|&f| table.bucket_bounds(spec.bucket(f))),
-                );
-                for ((&f, &row), &(start, end)) in
-                    fingerprints.iter().zip(rows).zip(&scratch.ranges)
-                {
-                    scan_bucket(index, t, f, row, start as usize..end as usize, out);
-                }
+                probe_slice(index, t, fingerprints, rows, &mut scratch.ranges, out);
             }
         }
     }
 }
 
+/// Probes a partition's rows against table `t`, whose buckets for these rows
+/// all lie in one cache-sized slice. Every bucket is located first: these
+/// loads are independent and overlap, and the window scans that follow find
+/// the slice cached.
+fn probe_slice(
+    index: &Index,
+    t: usize,
+    fingerprints: &[u64],
+    rows: &[u32],
+    ranges: &mut Vec<(u32, u32)>,
+    out: &mut Vec<Match>,
+) {
+    let spec = &index.design.tables[t];
+    let table = &index.tables[t];
+    ranges.clear();
+    spec.for_each_bucket(fingerprints, |b| ranges.push(table.bucket_bounds(b)));
+    for ((&f, &row), &(start, end)) in fingerprints.iter().zip(rows).zip(ranges.iter()) {
+        probe_window(index, t, spec.key_mask, f, row, start, end, out);
+    }
+}
+
+/// Entries compared without a branch per entry: buckets hold about two
+/// entries, so a fixed window covers almost all of them, and a loop whose
+/// length varies per bucket would mispredict its exit about once per probe.
+const WINDOW: usize = 4;
+
+/// Probes the bucket `start..end` of table `t` for `f`. The first `WINDOW`
+/// entries are compared on the table's key with straight-line code; only a
+/// key match (rare: it is the only way to a pair) or a longer bucket takes
+/// the exact, slower path.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn probe_window(
+    index: &Index,
+    t: usize,
+    key_mask: u64,
+    f: u64,
+    row: u32,
+    start: u32,
+    end: u32,
+    out: &mut Vec<Match>,
+) {
+    let (start, end) = (start as usize, end as usize);
+    let window = &index.tables[t].fingerprints()[start..start + WINDOW];
+    // Entries past the bucket's end sit in later buckets, so their key bits
+    // differ from `f`'s and they cannot match: no need to mask them off.
+    let hit = window
+        .iter()
+        .fold(false, |hit, &stored| hit | ((stored ^ f) & key_mask == 0));
+    if hit || end - start > WINDOW {
+        scan_bucket(index, t, f, row, start..end, out);
+    }
+}
+
 /// Counting-sort scatter of `corpus` into the group's partitions.
+#[inline(never)]
 fn partition(corpus: &[u64], group: &LeadGroup, scratch: &mut Scratch) {
     let parts = group.mask as usize + 1;
     let key = |f: u64| ((f >> group.shift) & group.mask) as usize;
@@ -135,11 +181,32 @@ fn partition(corpus: &[u64], group: &LeadGroup, scratch: &mut Scratch) {
     scratch.fingerprints.resize(corpus.len(), 0);
     scratch.rows.resize(corpus.len(), 0);
     let mut fill: Vec<u32> = scratch.starts[..parts].to_vec();
+    scatter(
+        corpus,
+        key,
+        &mut fill,
+        &mut scratch.fingerprints,
+        &mut scratch.rows,
+    );
+}
+
+/// The scatter loop on its own, over disjoint slices, so the compiler keeps
+/// each fill counter in a register between its load and its store instead of
+/// reloading it after every write (it cannot otherwise rule out aliasing).
+#[inline(always)]
+fn scatter(
+    corpus: &[u64],
+    key: impl Fn(u64) -> usize,
+    fill: &mut [u32],
+    fingerprints: &mut [u64],
+    rows: &mut [u32],
+) {
     for (row, &f) in corpus.iter().enumerate() {
-        let slot = &mut fill[key(f)];
-        scratch.fingerprints[*slot as usize] = f;
-        scratch.rows[*slot as usize] = row as u32;
-        *slot += 1;
+        let part = key(f);
+        let slot = fill[part] as usize;
+        fill[part] = slot as u32 + 1;
+        fingerprints[slot] = f;
+        rows[slot] = row as u32;
     }
 }
 
@@ -151,7 +218,7 @@ fn probe_table(index: &Index, t: usize, f: u64, row: u32, out: &mut Vec<Match>) 
 }
 
 /// Checks the entries `range` of table `t` against `f`, keeping the pairs `t` owns.
-#[inline(always)]
+#[inline(never)]
 fn scan_bucket(
     index: &Index,
     t: usize,
@@ -228,11 +295,15 @@ mod tests {
             let expected = brute_force(&queries, &corpus, k);
             for m in [k + 1, k + 2, k + 4] {
                 let design = plan(queries.groups() as u64, k, DEFAULT_TABLE_MEMORY, Some(m)).design;
-                let index = Index::build(design, QuerySet::from_rows(rows.clone()), 2);
-                let mut found = Vec::new();
-                probe(&index, &corpus, &mut Scratch::default(), &mut found);
-                found.sort();
-                assert_eq!(found, expected, "k={k} m={m}");
+                let mut index = Index::build(design, QuerySet::from_rows(rows.clone()), 2);
+                // B is small here, so also force partitioning: slices of 2^2 entries.
+                for slice_log2 in [SLICE_ENTRIES_LOG2, 2] {
+                    index.lead_groups = lead_groups_with(&index.design, slice_log2);
+                    let mut found = Vec::new();
+                    probe(&index, &corpus, &mut Scratch::default(), &mut found);
+                    found.sort();
+                    assert_eq!(found, expected, "k={k} m={m} slice 2^{slice_log2}");
+                }
             }
         }
     }

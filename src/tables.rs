@@ -65,12 +65,17 @@ impl QuerySet {
     }
 }
 
+/// Filler entries after a table's fingerprints; see [`crate::probe`].
+pub const WINDOW_PADDING: usize = 8;
+
 /// One table: B's fingerprints bucketed by the table's key prefix.
 #[derive(Debug)]
 pub struct Table {
     /// `entries[offsets[b]..offsets[b + 1]]` is bucket `b`.
     offsets: Vec<u32>,
-    /// Original (unpermuted) fingerprints, in bucket order.
+    /// Original (unpermuted) fingerprints, in bucket order, followed by
+    /// `WINDOW_PADDING` filler entries so a fixed-width window starting at any
+    /// bucket stays in bounds.
     fingerprints: Vec<u64>,
     /// The group of each entry, parallel to `fingerprints`; read only on a match.
     groups: Vec<u32>,
@@ -90,7 +95,7 @@ impl Table {
         }
         let mut fill = offsets.clone();
         let n = queries.groups();
-        let mut fingerprints = vec![0u64; n];
+        let mut fingerprints = vec![0u64; n + WINDOW_PADDING];
         let mut groups = vec![0u32; n];
         for (g, &f) in queries.fingerprints.iter().enumerate() {
             let slot = &mut fill[spec.bucket(f)];
@@ -117,6 +122,7 @@ impl Table {
         (self.offsets[b], self.offsets[b + 1])
     }
 
+    /// The fingerprints in bucket order, then `WINDOW_PADDING` filler entries.
     #[inline(always)]
     pub fn fingerprints(&self) -> &[u64] {
         &self.fingerprints

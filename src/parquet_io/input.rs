@@ -179,12 +179,14 @@ impl FingerprintFile {
         self.metadata.metadata().row_group(rg).num_rows().max(0) as u64
     }
 
-    /// Streams row group `rg` in batches of at most [`BATCH_ROWS`] rows.
+    /// Appends the ids and fingerprints of row group `rg` to `ids` and
+    /// `fingerprints`, decoding at most [`BATCH_ROWS`] rows at a time.
     pub fn read_row_group(
         &self,
         rg: usize,
         columns: &Columns,
-        mut each: impl FnMut(&[i64], &[u64]) -> Result<()>,
+        ids: &mut Vec<i64>,
+        fingerprints: &mut Vec<u64>,
     ) -> Result<()> {
         let shown = self.path.display();
         let file = File::open(&self.path).with_context(|| format!("{shown}: cannot open"))?;
@@ -199,38 +201,38 @@ impl FingerprintFile {
                 .with_batch_size(BATCH_ROWS)
                 .build()
                 .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
-        let mut ids = Vec::new();
-        let mut fingerprints = Vec::new();
+        let wanted = self.row_group_rows(rg) as usize;
+        ids.reserve(wanted);
+        fingerprints.reserve(wanted);
         for batch in reader {
             let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
             let location = || format!("{shown} (row group {rg})");
-            integer_column(&batch, &columns.id, &location, &mut ids, |v| v)?;
-            integer_column(
-                &batch,
-                &columns.simhash,
-                &location,
-                &mut fingerprints,
-                |v| v as u64,
-            )?;
-            each(&ids, &fingerprints)?;
+            integer_column(&batch, &columns.id, &location, ids, |v| v)?;
+            integer_column(&batch, &columns.simhash, &location, fingerprints, |v| {
+                v as u64
+            })?;
         }
         Ok(())
     }
 
-    /// Reads every row of the file.
+    /// Reads every row of the file, one row group at a time.
     pub fn read_all(
         &self,
         columns: &Columns,
         mut each: impl FnMut(&[i64], &[u64]) -> Result<()>,
     ) -> Result<()> {
+        let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
         for rg in 0..self.row_groups() {
-            self.read_row_group(rg, columns, &mut each)?;
+            ids.clear();
+            fingerprints.clear();
+            self.read_row_group(rg, columns, &mut ids, &mut fingerprints)?;
+            each(&ids, &fingerprints)?;
         }
         Ok(())
     }
 }
 
-/// Copies an INT64 or UINT64 column into `out` as `T`, refusing nulls.
+/// Appends an INT64 or UINT64 column to `out` as `T`, refusing nulls.
 fn integer_column<T>(
     batch: &RecordBatch,
     name: &str,
@@ -248,7 +250,6 @@ fn integer_column<T>(
             column.null_count()
         );
     }
-    out.clear();
     if let Some(values) = column.as_any().downcast_ref::<Int64Array>() {
         out.extend(values.values().iter().map(|&v| from_i64(v)));
     } else if let Some(values) = column.as_any().downcast_ref::<UInt64Array>() {
