@@ -26,8 +26,9 @@ pub struct Match {
     pub distance: u8,
 }
 
-/// Entries of a table slice that one partition should visit: small enough
-/// that the slices of a few tables and the partition's rows fit in L2.
+/// Entries of a table slice that one partition should visit: the tables of a
+/// group are probed one after another, so one table's slice (directory and
+/// entries, about 768 KB at 2^15 entries) must fit in L2 beside the rows.
 const SLICE_ENTRIES_LOG2: u32 = 15;
 /// Batches smaller than this are probed directly: partitioning would not pay.
 const MIN_PARTITIONED_ROWS: usize = 1 << 14;
@@ -48,7 +49,7 @@ pub fn lead_groups(design: &Design) -> Vec<LeadGroup> {
 }
 
 /// Like [`lead_groups`], with slices of about `2^slice_log2` entries.
-pub fn lead_groups_with(design: &Design, slice_log2: u32) -> Vec<LeadGroup> {
+fn lead_groups_with(design: &Design, slice_log2: u32) -> Vec<LeadGroup> {
     let stored_log2 = 63 - design.stored.max(1).leading_zeros();
     let mut groups: Vec<(usize, LeadGroup)> = Vec::new();
     for (t, spec) in design.tables.iter().enumerate() {
@@ -92,8 +93,9 @@ pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec
         corpus.len() >= MIN_PARTITIONED_ROWS && index.lead_groups.iter().any(|g| g.mask > 0);
     if !partitioned {
         for (row, &f) in corpus.iter().enumerate() {
-            for t in 0..index.tables.len() {
-                probe_table(index, t, f, row as u32, out);
+            for (t, spec) in index.design.tables.iter().enumerate() {
+                let (start, end) = index.tables[t].bucket_bounds(spec.bucket(f));
+                probe_window(index, t, spec.key_mask, f, row as u32, start, end, out);
             }
         }
         return;
@@ -132,10 +134,12 @@ fn probe_slice(
     }
 }
 
-/// Entries compared without a branch per entry: buckets hold about two
-/// entries, so a fixed window covers almost all of them, and a loop whose
+/// Entries compared without a branch per entry: buckets hold about one
+/// entry, so a fixed window covers almost all of them, and a loop whose
 /// length varies per bucket would mispredict its exit about once per probe.
-const WINDOW: usize = 4;
+/// Tables keep `WINDOW` filler entries after their last one, so a window
+/// starting at any bucket stays in bounds.
+pub const WINDOW: usize = 4;
 
 /// Probes the bucket `start..end` of table `t` for `f`. The first `WINDOW`
 /// entries are compared on the table's key with straight-line code; only a
@@ -166,7 +170,6 @@ fn probe_window(
 }
 
 /// Counting-sort scatter of `corpus` into the group's partitions.
-#[inline(never)]
 fn partition(corpus: &[u64], group: &LeadGroup, scratch: &mut Scratch) {
     let parts = group.mask as usize + 1;
     let key = |f: u64| ((f >> group.shift) & group.mask) as usize;
@@ -208,13 +211,6 @@ fn scatter(
         fingerprints[slot] = f;
         rows[slot] = row as u32;
     }
-}
-
-/// Scans fingerprint `f`'s bucket in table `t`.
-#[inline(always)]
-fn probe_table(index: &Index, t: usize, f: u64, row: u32, out: &mut Vec<Match>) {
-    let range = index.tables[t].bucket_range(index.design.tables[t].bucket(f));
-    scan_bucket(index, t, f, row, range, out);
 }
 
 /// Checks the entries `range` of table `t` against `f`, keeping the pairs `t` owns.

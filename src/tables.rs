@@ -2,7 +2,7 @@
 //! pigeonhole tables built over them once per process.
 
 use crate::design::Design;
-use crate::probe::{lead_groups, LeadGroup};
+use crate::probe::{lead_groups, LeadGroup, WINDOW};
 
 /// B with every distinct fingerprint stored once.
 ///
@@ -65,17 +65,14 @@ impl QuerySet {
     }
 }
 
-/// Filler entries after a table's fingerprints; see [`crate::probe`].
-pub const WINDOW_PADDING: usize = 8;
-
 /// One table: B's fingerprints bucketed by the table's key prefix.
 #[derive(Debug)]
 pub struct Table {
     /// `entries[offsets[b]..offsets[b + 1]]` is bucket `b`.
     offsets: Vec<u32>,
     /// Original (unpermuted) fingerprints, in bucket order, followed by
-    /// `WINDOW_PADDING` filler entries so a fixed-width window starting at any
-    /// bucket stays in bounds.
+    /// [`WINDOW`] filler entries so the probe's fixed-width window starting at
+    /// any bucket stays in bounds.
     fingerprints: Vec<u64>,
     /// The group of each entry, parallel to `fingerprints`; read only on a match.
     groups: Vec<u32>,
@@ -95,7 +92,7 @@ impl Table {
         }
         let mut fill = offsets.clone();
         let n = queries.groups();
-        let mut fingerprints = vec![0u64; n + WINDOW_PADDING];
+        let mut fingerprints = vec![0u64; n + WINDOW];
         let mut groups = vec![0u32; n];
         for (g, &f) in queries.fingerprints.iter().enumerate() {
             let slot = &mut fill[spec.bucket(f)];
@@ -110,19 +107,13 @@ impl Table {
         }
     }
 
-    /// Entry range of bucket `b`.
-    #[inline(always)]
-    pub fn bucket_range(&self, b: usize) -> std::ops::Range<usize> {
-        self.offsets[b] as usize..self.offsets[b + 1] as usize
-    }
-
     /// Bounds of bucket `b` as `(start, end)`.
     #[inline(always)]
     pub fn bucket_bounds(&self, b: usize) -> (u32, u32) {
         (self.offsets[b], self.offsets[b + 1])
     }
 
-    /// The fingerprints in bucket order, then `WINDOW_PADDING` filler entries.
+    /// The fingerprints in bucket order, then [`WINDOW`] filler entries.
     #[inline(always)]
     pub fn fingerprints(&self) -> &[u64] {
         &self.fingerprints
@@ -209,7 +200,8 @@ mod tests {
             let spec = &index.design.tables[t];
             let mut seen = 0;
             for b in 0..spec.buckets() {
-                for e in table.bucket_range(b) {
+                let (start, end) = table.bucket_bounds(b);
+                for e in start as usize..end as usize {
                     let f = table.fingerprints()[e];
                     assert_eq!(spec.bucket(f), b);
                     assert_eq!(index.queries.fingerprint(table.group(e)), f);
