@@ -23,6 +23,11 @@ const MAX_INDEX_BITS: u32 = 26;
 pub const DEFAULT_TABLE_MEMORY: u64 = 8 << 30;
 /// Bytes a stored fingerprint costs in one table: the fingerprint and its group number.
 const ENTRY_BYTES: u64 = 8 + 4;
+/// Bytes a bucket costs in one table: its directory offset and its filter word.
+const BUCKET_BYTES: u64 = 4 + 8;
+/// Key bits after the bucket index that select a bit of the bucket's filter
+/// word: a `u64` has 2^6 bits.
+pub const FILTER_BITS: u32 = 6;
 
 /// A contiguous run of bits, counted from the most significant bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -70,6 +75,10 @@ pub struct TableSpec {
     pub key_mask: u64,
     /// Leading key bits used to number the buckets.
     pub index_bits: u32,
+    /// Key bits after those that pick the bit of the bucket's filter word
+    /// (fewer than [`FILTER_BITS`] only when the key is that short).
+    pub filter_bits: u32,
+    /// Gather the first `index_bits + filter_bits` key bits (the *probe key*).
     #[serde(skip)]
     segments: Vec<Segment>,
 }
@@ -79,38 +88,57 @@ impl TableSpec {
         let key_bits = chosen.iter().map(|&b| blocks[b].len).sum::<u32>();
         let key_mask = chosen.iter().fold(0, |m, &b| m | blocks[b].mask());
         let index_bits = index_bits.min(key_bits);
-        let segments = index_segments(blocks, &chosen, index_bits);
+        let filter_bits = FILTER_BITS.min(key_bits - index_bits);
+        let segments = index_segments(blocks, &chosen, index_bits + filter_bits);
         TableSpec {
             blocks: chosen,
             key_bits,
             key_mask,
             index_bits,
+            filter_bits,
             segments,
         }
+    }
+
+    /// The first `index_bits + filter_bits` bits of a fingerprint's key.
+    #[inline(always)]
+    pub fn probe_key(&self, fingerprint: u64) -> u64 {
+        let mut key = 0u64;
+        for s in &self.segments {
+            key |= s.take(fingerprint);
+        }
+        key
+    }
+
+    /// The bucket of a probe key: its first `index_bits` bits.
+    #[inline(always)]
+    pub fn bucket_of(&self, probe_key: u64) -> usize {
+        (probe_key >> self.filter_bits) as usize
+    }
+
+    /// The bit of the bucket's filter word a probe key stands for.
+    #[inline(always)]
+    pub fn filter_bit(&self, probe_key: u64) -> u64 {
+        1 << (probe_key & ((1 << self.filter_bits) - 1))
     }
 
     /// The bucket a fingerprint falls in: the first `index_bits` bits of its key.
     #[inline(always)]
     pub fn bucket(&self, fingerprint: u64) -> usize {
-        let mut index = 0u64;
-        for s in &self.segments {
-            index |= s.take(fingerprint);
-        }
-        index as usize
+        self.bucket_of(self.probe_key(fingerprint))
     }
 
-    /// Calls `each` with the bucket of every fingerprint, in order. Same
-    /// result as [`TableSpec::bucket`], but the usual one- and two-segment
-    /// indexes get loops without the inner loop over segments: this runs once
-    /// per table for every corpus fingerprint.
+    /// Calls `each(i, probe_key)` for every fingerprint, in order. Same keys
+    /// as [`TableSpec::probe_key`], but the usual one- and two-segment keys
+    /// get loops without the inner loop over segments: this runs once per
+    /// table for every corpus fingerprint.
     #[inline(always)]
-    pub fn for_each_bucket(&self, fingerprints: &[u64], mut each: impl FnMut(usize)) {
+    pub fn for_each_probe_key(&self, fingerprints: &[u64], mut each: impl FnMut(usize, u64)) {
+        let all = fingerprints.iter().enumerate();
         match *self.segments.as_slice() {
-            [a] => fingerprints.iter().for_each(|&f| each(a.take(f) as usize)),
-            [a, b] => fingerprints
-                .iter()
-                .for_each(|&f| each((a.take(f) | b.take(f)) as usize)),
-            _ => fingerprints.iter().for_each(|&f| each(self.bucket(f))),
+            [a] => all.for_each(|(i, &f)| each(i, a.take(f))),
+            [a, b] => all.for_each(|(i, &f)| each(i, a.take(f) | b.take(f))),
+            _ => all.for_each(|(i, &f)| each(i, self.probe_key(f))),
         }
     }
 
@@ -120,12 +148,12 @@ impl TableSpec {
     }
 }
 
-/// Shift-and-mask pieces that gather the first `index_bits` bits of the key,
+/// Shift-and-mask pieces that gather the first `bits` bits of the key,
 /// merging adjacent blocks into one piece so a key made of neighbouring blocks
 /// costs a single shift.
-fn index_segments(blocks: &[Block], chosen: &[usize], index_bits: u32) -> Vec<Segment> {
+fn index_segments(blocks: &[Block], chosen: &[usize], bits: u32) -> Vec<Segment> {
     let mut runs: Vec<(u32, u32)> = Vec::new(); // (start, len) in fingerprint bits
-    let mut remaining = index_bits;
+    let mut remaining = bits;
     for &b in chosen {
         if remaining == 0 {
             break;
@@ -137,7 +165,7 @@ fn index_segments(blocks: &[Block], chosen: &[usize], index_bits: u32) -> Vec<Se
             _ => runs.push((blocks[b].start, take)),
         }
     }
-    let mut out_shift = index_bits;
+    let mut out_shift = bits;
     runs.into_iter()
         .map(|(start, len)| {
             out_shift -= len;
@@ -188,7 +216,7 @@ impl Design {
             / tables.len() as f64;
         let memory_bytes = tables
             .iter()
-            .map(|t| stored * ENTRY_BYTES + 4 * (t.buckets() as u64 + 1))
+            .map(|t| stored * ENTRY_BYTES + BUCKET_BYTES * (t.buckets() as u64 + 1))
             .sum();
         Design {
             k,
@@ -464,9 +492,9 @@ mod tests {
 
     #[test]
     fn plan_respects_memory_budget() {
-        let p = plan(1 << 20, 3, 50 << 20, None);
+        let p = plan(1 << 20, 3, 60 << 20, None);
         assert!(
-            p.design.memory_bytes <= 50 << 20,
+            p.design.memory_bytes <= 60 << 20,
             "{}",
             p.design.memory_bytes
         );

@@ -27,8 +27,8 @@ pub struct Match {
 }
 
 /// Entries of a table slice that one partition should visit: the tables of a
-/// group are probed one after another, so one table's slice (directory and
-/// entries, about 768 KB at 2^15 entries) must fit in L2 beside the rows.
+/// group are probed one after another, so one table's slice of filter words
+/// (2^15 to 2^16 buckets, 256 to 512 KB) must fit in L2 beside the rows.
 const SLICE_ENTRIES_LOG2: u32 = 15;
 /// Batches smaller than this are probed directly: partitioning would not pay.
 const MIN_PARTITIONED_ROWS: usize = 1 << 14;
@@ -83,7 +83,7 @@ pub struct Scratch {
     fingerprints: Vec<u64>,
     rows: Vec<u32>,
     starts: Vec<u32>,
-    ranges: Vec<(u32, u32)>,
+    hits: Vec<(u32, u32)>,
 }
 
 /// Appends to `out` every `(row, group)` of `corpus` within distance k, each
@@ -92,11 +92,10 @@ pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec
     let partitioned =
         corpus.len() >= MIN_PARTITIONED_ROWS && index.lead_groups.iter().any(|g| g.mask > 0);
     if !partitioned {
-        for (row, &f) in corpus.iter().enumerate() {
-            for (t, spec) in index.design.tables.iter().enumerate() {
-                let (start, end) = index.tables[t].bucket_bounds(spec.bucket(f));
-                probe_window(index, t, spec.key_mask, f, row as u32, start, end, out);
-            }
+        scratch.rows.clear();
+        scratch.rows.extend(0..corpus.len() as u32);
+        for t in 0..index.tables.len() {
+            probe_slice(index, t, corpus, &scratch.rows, &mut scratch.hits, out);
         }
         return;
     }
@@ -107,65 +106,42 @@ pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec
             let fingerprints = &scratch.fingerprints[range.clone()];
             let rows = &scratch.rows[range];
             for &t in &group.tables {
-                probe_slice(index, t, fingerprints, rows, &mut scratch.ranges, out);
+                probe_slice(index, t, fingerprints, rows, &mut scratch.hits, out);
             }
         }
     }
 }
 
-/// Probes a partition's rows against table `t`, whose buckets for these rows
-/// all lie in one cache-sized slice. Every bucket is located first: these
-/// loads are independent and overlap, and the window scans that follow find
-/// the slice cached.
+/// Probes rows against table `t`; for a partition, the buckets of these rows
+/// all lie in one cache-sized slice. A probe is one load of the bucket's
+/// filter word and one bit test, with no branch that depends on the bucket's
+/// length; only a set bit leads to the entries.
 fn probe_slice(
     index: &Index,
     t: usize,
     fingerprints: &[u64],
     rows: &[u32],
-    ranges: &mut Vec<(u32, u32)>,
+    hits: &mut Vec<(u32, u32)>,
     out: &mut Vec<Match>,
 ) {
     let spec = &index.design.tables[t];
     let table = &index.tables[t];
-    ranges.clear();
-    spec.for_each_bucket(fingerprints, |b| ranges.push(table.bucket_bounds(b)));
-    for ((&f, &row), &(start, end)) in fingerprints.iter().zip(rows).zip(ranges.iter()) {
-        probe_window(index, t, spec.key_mask, f, row, start, end, out);
-    }
-}
-
-/// Entries compared without a branch per entry: buckets hold about one
-/// entry, so a fixed window covers almost all of them, and a loop whose
-/// length varies per bucket would mispredict its exit about once per probe.
-/// Tables keep `WINDOW` filler entries after their last one, so a window
-/// starting at any bucket stays in bounds.
-pub const WINDOW: usize = 4;
-
-/// Probes the bucket `start..end` of table `t` for `f`. The first `WINDOW`
-/// entries are compared on the table's key with straight-line code; only a
-/// key match (rare: it is the only way to a pair) or a longer bucket takes
-/// the exact, slower path.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn probe_window(
-    index: &Index,
-    t: usize,
-    key_mask: u64,
-    f: u64,
-    row: u32,
-    start: u32,
-    end: u32,
-    out: &mut Vec<Match>,
-) {
-    let (start, end) = (start as usize, end as usize);
-    let window = &index.tables[t].fingerprints()[start..start + WINDOW];
-    // Entries past the bucket's end sit in later buckets, so their key bits
-    // differ from `f`'s and they cannot match: no need to mask them off.
-    let hit = window
-        .iter()
-        .fold(false, |hit, &stored| hit | ((stored ^ f) & key_mask == 0));
-    if hit || end - start > WINDOW {
-        scan_bucket(index, t, f, row, start..end, out);
+    hits.clear();
+    spec.for_each_probe_key(fingerprints, |i, key| {
+        let b = spec.bucket_of(key);
+        if table.may_hold(spec, b, key) {
+            hits.push((i as u32, b as u32));
+        }
+    });
+    for &(i, b) in hits.iter() {
+        scan_bucket(
+            index,
+            t,
+            fingerprints[i as usize],
+            rows[i as usize],
+            b as usize,
+            out,
+        );
     }
 }
 
@@ -213,26 +189,19 @@ fn scatter(
     }
 }
 
-/// Checks the entries `range` of table `t` against `f`, keeping the pairs `t` owns.
+/// Checks the entries of bucket `b` of table `t` against `f`, keeping the
+/// pairs `t` owns.
 #[inline(never)]
-fn scan_bucket(
-    index: &Index,
-    t: usize,
-    f: u64,
-    row: u32,
-    range: std::ops::Range<usize>,
-    out: &mut Vec<Match>,
-) {
+fn scan_bucket(index: &Index, t: usize, f: u64, row: u32, b: usize, out: &mut Vec<Match>) {
     let k = index.design.k;
     let table = &index.tables[t];
-    let first = range.start;
-    for (e, &stored) in table.fingerprints()[range].iter().enumerate() {
-        let xor = stored ^ f;
+    for e in table.bucket_entries(b) {
+        let xor = table.fingerprint(e) ^ f;
         let distance = xor.count_ones();
         if distance <= k && index.design.owner(xor) == Some(t) {
             out.push(Match {
                 row,
-                group: table.group(first + e),
+                group: table.group(e),
                 distance: distance as u8,
             });
         }

@@ -1,8 +1,8 @@
 //! The query side: B's distinct fingerprints with their ids, and the
 //! pigeonhole tables built over them once per process.
 
-use crate::design::Design;
-use crate::probe::{lead_groups, LeadGroup, WINDOW};
+use crate::design::{Design, TableSpec};
+use crate::probe::{lead_groups, LeadGroup};
 
 /// B with every distinct fingerprint stored once.
 ///
@@ -68,11 +68,15 @@ impl QuerySet {
 /// One table: B's fingerprints bucketed by the table's key prefix.
 #[derive(Debug)]
 pub struct Table {
+    /// One word per bucket: bit `j` is set when some entry of the bucket has
+    /// `j` as the next [`crate::design::FILTER_BITS`] bits of its key. A probe
+    /// reads this word alone, and only a set bit (about one probe in 64 for
+    /// the usual one entry per bucket) goes on to the entries: every pair's
+    /// key matches exactly, so its bit is set.
+    filters: Vec<u64>,
     /// `entries[offsets[b]..offsets[b + 1]]` is bucket `b`.
     offsets: Vec<u32>,
-    /// Original (unpermuted) fingerprints, in bucket order, followed by
-    /// [`WINDOW`] filler entries so the probe's fixed-width window starting at
-    /// any bucket stays in bounds.
+    /// Original (unpermuted) fingerprints, in bucket order.
     fingerprints: Vec<u64>,
     /// The group of each entry, parallel to `fingerprints`; read only on a match.
     groups: Vec<u32>,
@@ -83,16 +87,19 @@ impl Table {
     /// its fingerprints in ascending order and the layout is deterministic.
     fn build(design: &Design, table: usize, queries: &QuerySet) -> Table {
         let spec = &design.tables[table];
+        let mut filters = vec![0u64; spec.buckets()];
         let mut offsets = vec![0u32; spec.buckets() + 1];
         for &f in &queries.fingerprints {
-            offsets[spec.bucket(f) + 1] += 1;
+            let key = spec.probe_key(f);
+            filters[spec.bucket_of(key)] |= spec.filter_bit(key);
+            offsets[spec.bucket_of(key) + 1] += 1;
         }
         for b in 0..spec.buckets() {
             offsets[b + 1] += offsets[b];
         }
         let mut fill = offsets.clone();
         let n = queries.groups();
-        let mut fingerprints = vec![0u64; n + WINDOW];
+        let mut fingerprints = vec![0u64; n];
         let mut groups = vec![0u32; n];
         for (g, &f) in queries.fingerprints.iter().enumerate() {
             let slot = &mut fill[spec.bucket(f)];
@@ -101,22 +108,29 @@ impl Table {
             *slot += 1;
         }
         Table {
+            filters,
             offsets,
             fingerprints,
             groups,
         }
     }
 
-    /// Bounds of bucket `b` as `(start, end)`.
+    /// Whether bucket `b` may hold an entry whose key starts with the probe key
+    /// `probe_key`; false means it certainly does not.
     #[inline(always)]
-    pub fn bucket_bounds(&self, b: usize) -> (u32, u32) {
-        (self.offsets[b], self.offsets[b + 1])
+    pub fn may_hold(&self, spec: &TableSpec, b: usize, probe_key: u64) -> bool {
+        self.filters[b] & spec.filter_bit(probe_key) != 0
     }
 
-    /// The fingerprints in bucket order, then [`WINDOW`] filler entries.
+    /// The entries of bucket `b`.
     #[inline(always)]
-    pub fn fingerprints(&self) -> &[u64] {
-        &self.fingerprints
+    pub fn bucket_entries(&self, b: usize) -> std::ops::Range<usize> {
+        self.offsets[b] as usize..self.offsets[b + 1] as usize
+    }
+
+    #[inline(always)]
+    pub fn fingerprint(&self, entry: usize) -> u64 {
+        self.fingerprints[entry]
     }
 
     #[inline(always)]
@@ -200,10 +214,10 @@ mod tests {
             let spec = &index.design.tables[t];
             let mut seen = 0;
             for b in 0..spec.buckets() {
-                let (start, end) = table.bucket_bounds(b);
-                for e in start as usize..end as usize {
-                    let f = table.fingerprints()[e];
+                for e in table.bucket_entries(b) {
+                    let f = table.fingerprint(e);
                     assert_eq!(spec.bucket(f), b);
+                    assert!(table.may_hold(spec, b, spec.probe_key(f)));
                     assert_eq!(index.queries.fingerprint(table.group(e)), f);
                     seen += 1;
                 }
