@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (DuckDB's Python package, in
-# .venv/), checks formatting and lints, and runs every test in release mode.
+# .venv/) and warcio (an independent WARC writer for the crawl tests), checks formatting and lints, and runs every test in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

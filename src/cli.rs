@@ -6,11 +6,14 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+use crate::crawl::{Format, TextFields};
 use crate::design::{self, BITS};
+use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
+use crate::simhash::{Features, SimhashOptions};
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
 #[derive(Debug, Parser)]
@@ -29,6 +32,8 @@ pub enum Command {
     Plan(PlanArgs),
     /// Write deterministic synthetic fingerprint shards with planted near-duplicates.
     Gen(GenArgs),
+    /// Turn crawl text (WARC, WET, JSONL, Parquet) into simhash fingerprint shards.
+    Fingerprint(FingerprintArgs),
 }
 
 /// Column names of the input shards.
@@ -142,12 +147,50 @@ pub struct GenArgs {
     pub overwrite: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct FingerprintArgs {
+    /// Input files, directories or globs.
+    #[arg(long, required = true, num_args = 1..)]
+    pub input: Vec<String>,
+    /// Output directory: one shard per input file.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Input format (default: from each file's name).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
+    /// Features: words, shingles:N (word N-grams) or chars:N (character N-grams).
+    #[arg(long, default_value = "words")]
+    pub features: String,
+    /// Weight features by 1 + ln(count) instead of their count.
+    #[arg(long)]
+    pub log_weights: bool,
+    /// Keep stop words (by default common English and Chinese function words are dropped).
+    #[arg(long)]
+    pub keep_stop_words: bool,
+    /// Worker threads (input files are spread over them).
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// JSONL field / Parquet column holding the INT64 id (else the URL's hash).
+    #[arg(long, default_value = "id")]
+    pub id_field: String,
+    /// JSONL field / Parquet column holding the URL.
+    #[arg(long, default_value = "url")]
+    pub url_field: String,
+    /// JSONL field / Parquet column holding the text.
+    #[arg(long, default_value = "text")]
+    pub text_field: String,
+    /// Replace an existing output directory.
+    #[arg(long)]
+    pub overwrite: bool,
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Match(args) => run_match_command(args),
         Command::Plan(args) => run_plan_command(args),
         Command::Gen(args) => run_gen_command(args),
+        Command::Fingerprint(args) => run_fingerprint_command(args),
     }
 }
 
@@ -248,5 +291,29 @@ fn run_gen_command(args: GenArgs) -> Result<()> {
         summary.planted,
         args.out.display()
     );
+    Ok(())
+}
+
+fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
+    let opts = FingerprintOptions {
+        inputs: args.input,
+        out: args.out.clone(),
+        format: args.format,
+        fields: TextFields {
+            id: args.id_field,
+            url: args.url_field,
+            text: args.text_field,
+        },
+        simhash: SimhashOptions {
+            features: args.features.parse::<Features>()?,
+            log_weights: args.log_weights,
+            stop_words: !args.keep_stop_words,
+        },
+        workers: args.workers,
+        overwrite: args.overwrite,
+        progress: true,
+    };
+    let summary = run_fingerprint(&opts)?;
+    println!("{}", summary.line(&args.out));
     Ok(())
 }

@@ -68,12 +68,12 @@ pub struct Counters {
 pub struct Failure(Mutex<Option<anyhow::Error>>);
 
 impl Failure {
-    fn record(&self, error: anyhow::Error) {
+    pub fn record(&self, error: anyhow::Error) {
         let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
         slot.get_or_insert(error);
     }
 
-    fn happened(&self) -> bool {
+    pub fn happened(&self) -> bool {
         self.0.lock().map(|s| s.is_some()).unwrap_or(true)
     }
 

@@ -9,8 +9,10 @@
 //! - [`matching`], [`gen`]: the commands as library calls; [`cli`]: their flags.
 
 pub mod cli;
+pub mod crawl;
 pub mod dataflow;
 pub mod design;
+pub mod fingerprinting;
 pub mod gen;
 pub mod logging;
 pub mod matching;
@@ -18,4 +20,5 @@ pub mod pairs;
 pub mod parquet_io;
 pub mod probe;
 pub mod progress;
+pub mod simhash;
 pub mod tables;

@@ -13,7 +13,7 @@ use crate::dataflow::{self, Counters, Failure, Job, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
 use crate::pairs::Parts;
 use crate::parquet_io::input::{open_inputs, Columns, FingerprintFile, Unit};
-use crate::parquet_io::output::{write_atomically, Staging};
+use crate::parquet_io::output::Staging;
 use crate::progress::{human, ScanProgress};
 use crate::tables::{Index, QuerySet};
 
@@ -214,11 +214,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         scan_seconds,
         rows_per_second: rows_scanned as f64 / scan_seconds.max(1e-9),
     };
-    write_atomically(
-        &staging.dir().join("_summary.json"),
-        &serde_json::to_vec_pretty(&summary)?,
-    )?;
-    staging.commit()?;
+    staging.commit_with_summary(&summary)?;
     Ok(summary)
 }
 

@@ -4,57 +4,51 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::dataflow::Counters;
+use crate::fingerprinting::TextCounters;
 
-/// A progress bar over row groups, redrawn from the scan counters by a
-/// background thread so the workers never touch the terminal.
-pub struct ScanProgress {
+/// A progress bar redrawn by a background thread from shared counters, so
+/// the workers never touch the terminal. Draws nothing unless stderr is a
+/// terminal.
+pub struct Progress {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl ScanProgress {
-    /// Starts drawing when `enabled` and stderr is a terminal; otherwise does nothing.
-    pub fn start(enabled: bool, units: u64, rows: u64, counters: Arc<Counters>) -> ScanProgress {
+impl Progress {
+    /// Starts a bar of length `len` when `enabled` and stderr is a terminal;
+    /// every 200 ms `update` gives its position and message.
+    fn start(
+        enabled: bool,
+        len: u64,
+        template: &str,
+        update: impl Fn() -> (u64, String) + Send + 'static,
+    ) -> Progress {
         let stop = Arc::new(AtomicBool::new(false));
         if !enabled || !std::io::stderr().is_terminal() {
-            return ScanProgress { stop, thread: None };
+            return Progress { stop, thread: None };
         }
-        let bar = ProgressBar::with_draw_target(Some(units), ProgressDrawTarget::stderr());
+        let bar = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stderr());
         bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} row groups  {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let flag = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let started = std::time::Instant::now();
-            loop {
-                let done = flag.load(Ordering::Relaxed);
-                let scanned = counters.corpus_rows.load(Ordering::Relaxed)
-                    + counters.self_rows.load(Ordering::Relaxed);
-                let rate = scanned as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                bar.set_position(counters.units_done.load(Ordering::Relaxed));
-                bar.set_message(format!(
-                    "{}/{} rows, {}/s, {} pairs",
-                    human(scanned as f64),
-                    human(rows as f64),
-                    human(rate),
-                    counters.pairs_found.load(Ordering::Relaxed)
-                ));
-                if done {
-                    bar.finish_and_clear();
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(200));
+        let thread = std::thread::spawn(move || loop {
+            let done = flag.load(Ordering::Relaxed);
+            let (position, message) = update();
+            bar.set_position(position);
+            bar.set_message(message);
+            if done {
+                bar.finish_and_clear();
+                return;
             }
+            std::thread::sleep(Duration::from_millis(200));
         });
-        ScanProgress {
+        Progress {
             stop,
             thread: Some(thread),
         }
@@ -66,6 +60,54 @@ impl ScanProgress {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// The `match` scan's bar: row groups, rows, rate, pairs.
+pub struct ScanProgress;
+
+impl ScanProgress {
+    pub fn start(enabled: bool, units: u64, rows: u64, counters: Arc<Counters>) -> Progress {
+        let started = Instant::now();
+        Progress::start(
+            enabled,
+            units,
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} row groups  {msg}",
+            move || {
+                let scanned = counters.corpus_rows.load(Ordering::Relaxed)
+                    + counters.self_rows.load(Ordering::Relaxed);
+                let rate = scanned as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                let message = format!(
+                    "{}/{} rows, {}/s, {} pairs",
+                    human(scanned as f64),
+                    human(rows as f64),
+                    human(rate),
+                    counters.pairs_found.load(Ordering::Relaxed)
+                );
+                (counters.units_done.load(Ordering::Relaxed), message)
+            },
+        )
+    }
+}
+
+/// The `fingerprint` bar: bytes read, documents, rate.
+pub struct BytesProgress;
+
+impl BytesProgress {
+    pub fn start(enabled: bool, bytes: u64, counters: Arc<TextCounters>) -> Progress {
+        let started = Instant::now();
+        Progress::start(
+            enabled,
+            bytes,
+            "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes}  {msg}",
+            move || {
+                let read = counters.bytes.load(Ordering::Relaxed);
+                let documents = counters.documents.load(Ordering::Relaxed);
+                let rate = read as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                let message = format!("{} documents, {}B/s", human(documents as f64), human(rate));
+                (read, message)
+            },
+        )
     }
 }
 

@@ -10,26 +10,9 @@ use std::process::Command;
 use common::*;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-fn python() -> PathBuf {
-    let candidate = std::env::var_os("NEARDUP_TEST_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    let ok = Command::new(&candidate)
-        .args(["-c", "import duckdb"])
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false);
-    assert!(
-        ok,
-        "no Python with duckdb at {} (run scripts/test.sh, which installs it)",
-        candidate.display()
-    );
-    candidate
-}
-
 #[test]
 fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
-    let python = python();
+    let python = python_with("duckdb");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let bin = env!("CARGO_BIN_EXE_neardup");

@@ -35,14 +35,23 @@ impl Default for Columns {
 /// Expands files, directories (every `*.parquet` below, skipping `_` and `.`
 /// entries as Spark and Hadoop do) and glob patterns into a sorted list of files.
 pub fn expand_paths(specs: &[String]) -> Result<Vec<PathBuf>> {
+    expand_paths_with(specs, &["parquet"])
+}
+
+/// Like [`expand_paths`], taking from directories the files whose names end
+/// in `.` and one of `extensions`.
+pub fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for spec in specs {
         let path = Path::new(spec);
         if path.is_dir() {
             let before = files.len();
-            collect_parquet_files(path, &mut files)?;
+            collect_files(path, extensions, &mut files)?;
             if files.len() == before {
-                bail!("{spec}: directory contains no .parquet files");
+                bail!(
+                    "{spec}: directory contains no .{} files",
+                    extensions.join(" or .")
+                );
             }
         } else if path.is_file() {
             files.push(path.to_path_buf());
@@ -68,7 +77,7 @@ pub fn expand_paths(specs: &[String]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-fn collect_parquet_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot list directory", dir.display()))?;
     for entry in entries {
@@ -80,8 +89,10 @@ fn collect_parquet_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
         }
         let path = entry.path();
         if path.is_dir() {
-            collect_parquet_files(&path, out)?;
-        } else if name.ends_with(".parquet") {
+            collect_files(&path, extensions, out)?;
+        } else if extensions.iter().any(|e| {
+            name.len() > e.len() && name.ends_with(e) && name[..name.len() - e.len()].ends_with('.')
+        }) {
             out.push(path);
         }
     }

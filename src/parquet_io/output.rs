@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use arrow_array::{ArrayRef, Int64Array, Int8Array, RecordBatch};
+use arrow_array::{ArrayRef, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -75,6 +75,15 @@ impl Staging {
     /// Where files are written until commit.
     pub fn dir(&self) -> &Path {
         &self.staging
+    }
+
+    /// Writes `summary` as `_summary.json`, then commits.
+    pub fn commit_with_summary(self, summary: &impl serde::Serialize) -> Result<()> {
+        write_atomically(
+            &self.staging.join("_summary.json"),
+            &serde_json::to_vec_pretty(summary)?,
+        )?;
+        self.commit()
     }
 
     /// Moves the staged directory to the target and writes `_SUCCESS` last.
@@ -221,6 +230,47 @@ fn column_layout(name: &str) -> Option<(Encoding, Compression)> {
         "id" => Some((Encoding::DELTA_BINARY_PACKED, Compression::UNCOMPRESSED)),
         _ => None,
     }
+}
+
+/// Fingerprinted documents, in the order they were read.
+#[derive(Debug, Default)]
+pub struct DocumentRows {
+    pub ids: Vec<i64>,
+    pub urls: Vec<Option<String>>,
+    pub simhashes: Vec<u64>,
+    pub n_features: Vec<u32>,
+    pub n_chars: Vec<u32>,
+}
+
+/// Writes a fingerprint shard of documents: `id`, `url` (null when unknown),
+/// `simhash` (INT64, the bit pattern), `n_features`, `n_chars`.
+pub fn write_documents(path: &Path, rows: &DocumentRows) -> Result<()> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("url", DataType::Utf8, true),
+        Field::new("simhash", DataType::Int64, false),
+        Field::new("n_features", DataType::Int32, false),
+        Field::new("n_chars", DataType::Int32, false),
+    ]));
+    let n = rows.ids.len();
+    write_parquet(path, schema.clone(), None, n, ROW_GROUP_ROWS, |range| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
+            Arc::new(StringArray::from_iter(
+                rows.urls[range.clone()].iter().map(|u| u.as_deref()),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.simhashes[range.clone()].iter().map(|&f| f as i64),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                rows.n_features[range.clone()].iter().map(|&x| x as i32),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                rows.n_chars[range].iter().map(|&x| x as i32),
+            )),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
 }
 
 /// Writes `rows` rows produced batch by batch, one row group per batch, under

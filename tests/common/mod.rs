@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use arrow_array::{Array, Int64Array, Int8Array};
 use neardup::gen::SplitMix64;
@@ -180,4 +181,23 @@ pub fn planted_corpus(
         id += 1;
     }
     rows
+}
+
+/// The test Python (`.venv/`, installed by `scripts/test.sh`; or
+/// `NEARDUP_TEST_PYTHON`), checked to have `module`.
+pub fn python_with(module: &str) -> PathBuf {
+    let candidate = std::env::var_os("NEARDUP_TEST_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    let ok = Command::new(&candidate)
+        .args(["-c", &format!("import {module}")])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(
+        ok,
+        "no Python with {module} at {} (run scripts/test.sh, which installs it)",
+        candidate.display()
+    );
+    candidate
 }

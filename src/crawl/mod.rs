@@ -1,0 +1,130 @@
+//! Reading crawl documents: WARC and WET files (plain or gzipped), JSONL, and
+//! Parquet text columns.
+//!
+//! Every reader hands each record to a sink as either a [`Document`] or a
+//! [`BadRecord`]: a record that cannot be read is reported with its file
+//! offset and reading goes on with the next one. Only a file that cannot be
+//! opened at all is an error.
+
+pub mod html;
+pub mod jsonl;
+pub mod table;
+pub mod warc;
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// One document to fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Document {
+    pub id: i64,
+    pub url: Option<String>,
+    pub text: String,
+}
+
+/// A record that could not be read, and where it starts in its file (for a
+/// gzipped WARC/WET file: the offset of its gzip member, as in Common Crawl's
+/// indexes; for JSONL: the line's first byte).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BadRecord {
+    pub offset: u64,
+    pub reason: String,
+}
+
+/// What a reader found at one record.
+#[derive(Debug)]
+pub enum Record {
+    Document(Document),
+    Bad(BadRecord),
+    /// A record that carries no text to fingerprint (warcinfo, request,
+    /// metadata, a non-HTML response).
+    Skipped,
+}
+
+/// The id of a document that has only a URL: xxh3-64 of the URL's UTF-8
+/// bytes, as the INT64 with the same bits. Stable across runs and machines.
+pub fn url_id(url: &str) -> i64 {
+    xxh3_64(url.as_bytes()) as i64
+}
+
+/// Input formats of `fingerprint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// WARC: response records with HTML (markup stripped), and conversion records.
+    Warc,
+    /// WET: Common Crawl's conversion records of extracted text.
+    Wet,
+    /// One JSON object per line.
+    Jsonl,
+    /// A Parquet table with a text column.
+    Parquet,
+}
+
+impl Format {
+    /// The format a file's name suggests (`.warc`, `.wet`, `.jsonl`/`.json`,
+    /// `.parquet`, each optionally `.gz` but Parquet).
+    pub fn from_path(path: &Path) -> Result<Format> {
+        let name = path.to_string_lossy().to_lowercase();
+        let name = name.strip_suffix(".gz").unwrap_or(&name);
+        if name.ends_with(".wet") || name.ends_with(".warc.wet") {
+            Ok(Format::Wet)
+        } else if name.ends_with(".warc") || name.ends_with(".arc") {
+            Ok(Format::Warc)
+        } else if name.ends_with(".jsonl") || name.ends_with(".json") || name.ends_with(".ndjson") {
+            Ok(Format::Jsonl)
+        } else if name.ends_with(".parquet") {
+            Ok(Format::Parquet)
+        } else {
+            bail!(
+                "{}: cannot tell the input format from the name; give --format warc|wet|jsonl|parquet",
+                path.display()
+            )
+        }
+    }
+
+    /// File name endings a directory is searched for.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Warc => &["warc", "warc.gz"],
+            Format::Wet => &["wet", "wet.gz"],
+            Format::Jsonl => &["jsonl", "jsonl.gz", "json", "ndjson"],
+            Format::Parquet => &["parquet"],
+        }
+    }
+}
+
+/// Field and column names of JSONL and Parquet inputs.
+#[derive(Clone, Debug)]
+pub struct TextFields {
+    pub id: String,
+    pub url: String,
+    pub text: String,
+}
+
+impl Default for TextFields {
+    fn default() -> Self {
+        TextFields {
+            id: "id".into(),
+            url: "url".into(),
+            text: "text".into(),
+        }
+    }
+}
+
+/// Reads every record of `path` in `format`, handing each to `sink`.
+pub fn read_file(
+    path: &Path,
+    format: Format,
+    fields: &TextFields,
+    sink: &mut dyn FnMut(Record, u64) -> Result<()>,
+) -> Result<()> {
+    match format {
+        Format::Warc | Format::Wet => warc::read(path, sink),
+        Format::Jsonl => jsonl::read(path, fields, sink),
+        Format::Parquet => table::read(path, fields, sink),
+    }
+}

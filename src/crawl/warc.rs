@@ -1,0 +1,385 @@
+//! WARC and WET files, plain or gzipped (one gzip member per record, as
+//! Common Crawl writes them, or the whole file in one member).
+//!
+//! The record grammar is the `warc` crate's parser; this module adds what a
+//! crawl job needs around it: streaming, gzip members decoded one at a time,
+//! and recovery. A gzip member that does not decode is reported at its offset
+//! and reading resumes at the next gzip member header; a record that does not
+//! parse is reported and reading resumes at the next `WARC/` version line.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use flate2::bufread::GzDecoder;
+
+use super::{html, url_id, BadRecord, Document, Record};
+
+const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
+/// Bytes read at a time from a plain file.
+const CHUNK: usize = 1 << 20;
+
+/// Reads every record of a WARC or WET file.
+pub fn read(path: &Path, sink: &mut dyn FnMut(Record, u64) -> Result<()>) -> Result<()> {
+    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let mut input = BufReader::with_capacity(CHUNK, file);
+    let gzipped = input
+        .fill_buf()
+        .with_context(|| format!("{}: cannot read", path.display()))?
+        .starts_with(&GZIP_MAGIC[..2]);
+    if gzipped {
+        read_members(&mut input, sink).with_context(|| format!("{}: cannot read", path.display()))
+    } else {
+        parse_stream(&mut input, 0, None, sink)
+            .with_context(|| format!("{}: cannot read", path.display()))
+    }
+}
+
+/// Decodes gzip members one after another; records are reported at their
+/// member's offset.
+fn read_members(
+    input: &mut BufReader<File>,
+    sink: &mut dyn FnMut(Record, u64) -> Result<()>,
+) -> Result<()> {
+    loop {
+        if input.fill_buf()?.is_empty() {
+            return Ok(());
+        }
+        let offset = input.stream_position()?;
+        let mut decoder = GzDecoder::new(&mut *input);
+        let mut decoded = Vec::new();
+        match decoder.read_to_end(&mut decoded) {
+            Ok(_) => {
+                let end = input.stream_position()?;
+                parse_stream(&mut decoded.as_slice(), end, Some(offset), sink)?;
+            }
+            Err(error) => {
+                let bad = BadRecord {
+                    offset,
+                    reason: format!("bad gzip member: {error}"),
+                };
+                input.seek(SeekFrom::Start(offset + 1))?;
+                skip_to_gzip_member(input)?;
+                sink(Record::Bad(bad), input.stream_position()?)?;
+            }
+        }
+    }
+}
+
+/// Consumes bytes up to the next gzip member header (or the end).
+fn skip_to_gzip_member(input: &mut BufReader<File>) -> Result<()> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.len() < GZIP_MAGIC.len() {
+            // A header may straddle the buffer's end: seeking drops the
+            // buffer, and the next fill reads on from this very byte.
+            let position = input.stream_position()?;
+            input.seek(SeekFrom::Start(position))?;
+            let refilled = input.fill_buf()?.len();
+            if refilled < GZIP_MAGIC.len() {
+                input.consume(refilled);
+                return Ok(());
+            }
+            continue;
+        }
+        match find(buf, &GZIP_MAGIC) {
+            Some(i) => {
+                input.consume(i);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len() - (GZIP_MAGIC.len() - 1);
+                input.consume(n);
+            }
+        }
+    }
+}
+
+/// Parses records from a stream of WARC bytes starting at file offset
+/// `base`. `member` is the gzip member's offset, reported for every record of
+/// it; `None` for a plain file, whose records are reported at their own offset.
+fn parse_stream(
+    input: &mut dyn Read,
+    base: u64,
+    member: Option<u64>,
+    sink: &mut dyn FnMut(Record, u64) -> Result<()>,
+) -> Result<()> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut start = 0usize; // first unparsed byte of buf
+    let mut consumed = 0u64; // stream bytes before buf[0]
+    let mut eof = false;
+    loop {
+        let pending = &buf[start..];
+        let offset_here = member.unwrap_or(base + consumed + start as u64);
+        let progress = |parsed: usize| match member {
+            Some(_) => base,
+            None => base + consumed + parsed as u64,
+        };
+        if pending.iter().all(u8::is_ascii_whitespace) && eof {
+            return Ok(());
+        }
+        match warc::parser::record(pending) {
+            Ok((rest, (_version, headers, body))) => {
+                let used = pending.len() - rest.len();
+                let record = to_record(&headers, body, offset_here);
+                start += used;
+                sink(record, progress(start))?;
+            }
+            Err(nom::Err::Incomplete(_)) if !eof => {
+                if start > 0 && start >= buf.len() / 2 {
+                    consumed += start as u64;
+                    buf.drain(..start);
+                    start = 0;
+                }
+                let old = buf.len();
+                buf.resize(old + CHUNK, 0);
+                let n = read_some(input, &mut buf[old..])?;
+                buf.truncate(old + n);
+                eof = n == 0;
+            }
+            Err(error) => {
+                let reason = match error {
+                    nom::Err::Incomplete(_) => "truncated record".to_string(),
+                    _ => "malformed record header".to_string(),
+                };
+                // Skip past this record's version line, to the next one.
+                let skip = next_version_line(&buf[start + 1..]).map(|i| i + 1);
+                start = match skip {
+                    Some(i) => start + i,
+                    None if eof => buf.len(),
+                    None => {
+                        // Keep reading until the next version line shows up.
+                        let old = buf.len();
+                        buf.resize(old + CHUNK, 0);
+                        let n = read_some(input, &mut buf[old..])?;
+                        buf.truncate(old + n);
+                        eof = n == 0;
+                        continue;
+                    }
+                };
+                sink(
+                    Record::Bad(BadRecord {
+                        offset: offset_here,
+                        reason,
+                    }),
+                    progress(start),
+                )?;
+            }
+        }
+    }
+}
+
+fn read_some(input: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
+    loop {
+        match input.read(buf) {
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Offset of the next line that starts with `WARC/`.
+fn next_version_line(bytes: &[u8]) -> Option<usize> {
+    let needle = b"\nWARC/";
+    bytes
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|i| i + 1)
+}
+
+fn header<'a>(headers: &'a [(&str, &[u8])], name: &str) -> Option<&'a [u8]> {
+    headers
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .map(|(_, value)| *value)
+}
+
+/// Turns a parsed record into a document: conversion records carry text,
+/// response records carry an HTTP response whose HTML is stripped to text.
+fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
+    let kind = header(headers, "WARC-Type").unwrap_or_default();
+    let url = header(headers, "WARC-Target-URI")
+        .map(|u| String::from_utf8_lossy(u).trim().to_string())
+        .filter(|u| !u.is_empty());
+    let bad = |reason: &str| {
+        Record::Bad(BadRecord {
+            offset,
+            reason: reason.to_string(),
+        })
+    };
+    let text = if kind.eq_ignore_ascii_case(b"conversion") {
+        match std::str::from_utf8(body) {
+            Ok(text) => text.to_string(),
+            Err(_) => return bad("invalid UTF-8 in conversion record"),
+        }
+    } else if kind.eq_ignore_ascii_case(b"response") {
+        let Some(split) = find(body, b"\r\n\r\n") else {
+            return bad("response record without an HTTP header block");
+        };
+        let (http_headers, payload) = (&body[..split], &body[split + 4..]);
+        if !is_html(http_headers) {
+            return Record::Skipped;
+        }
+        match std::str::from_utf8(payload) {
+            Ok(page) => html::to_text(page),
+            Err(_) => return bad("invalid UTF-8 in HTML response"),
+        }
+    } else {
+        return Record::Skipped;
+    };
+    let id = match (&url, header(headers, "WARC-Record-ID")) {
+        (Some(url), _) => url_id(url),
+        (None, Some(record_id)) => url_id(&String::from_utf8_lossy(record_id)),
+        (None, None) => return bad("record without WARC-Target-URI or WARC-Record-ID"),
+    };
+    Record::Document(Document { id, url, text })
+}
+
+fn is_html(http_headers: &[u8]) -> bool {
+    let headers = String::from_utf8_lossy(http_headers).to_ascii_lowercase();
+    headers.lines().any(|line| {
+        line.strip_prefix("content-type:")
+            .is_some_and(|v| v.contains("html"))
+    })
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn record(kind: &str, uri: &str, content_type: &str, body: &[u8]) -> Vec<u8> {
+        let mut out = format!(
+            "WARC/1.0\r\nWARC-Type: {kind}\r\nWARC-Target-URI: {uri}\r\nWARC-Record-ID: <urn:uuid:{uri}>\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        out.extend_from_slice(body);
+        out.extend_from_slice(b"\r\n\r\n");
+        out
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn read_all(bytes: &[u8]) -> Vec<Record> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.warc");
+        std::fs::write(&path, bytes).unwrap();
+        let mut out = Vec::new();
+        read(&path, &mut |r, _| {
+            out.push(r);
+            Ok(())
+        })
+        .unwrap();
+        out
+    }
+
+    fn summary(records: &[Record]) -> Vec<String> {
+        records
+            .iter()
+            .map(|r| match r {
+                Record::Document(d) => format!(
+                    "doc {} {}",
+                    d.url.as_deref().unwrap_or("-"),
+                    d.text.split_whitespace().collect::<Vec<_>>().join(" ")
+                ),
+                Record::Bad(b) => format!("bad {} {}", b.offset, b.reason),
+                Record::Skipped => "skipped".to_string(),
+            })
+            .collect()
+    }
+
+    fn sample() -> Vec<Vec<u8>> {
+        vec![
+            record("warcinfo", "-", "application/warc-fields", b"software: test\r\n"),
+            record("conversion", "http://a/", "text/plain", "plain text é".as_bytes()),
+            record(
+                "response",
+                "http://b/",
+                "application/http; msgtype=response",
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<html><head><style>p{}</style><script>var x=1;</script></head><body><p>Hello <b>web</b></p></body></html>",
+            ),
+            record(
+                "response",
+                "http://c/",
+                "application/http; msgtype=response",
+                b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n\r\n\x89PNG",
+            ),
+        ]
+    }
+
+    #[test]
+    fn plain_and_gzipped_files_give_the_same_documents() {
+        let records = sample();
+        let plain: Vec<u8> = records.concat();
+        let members: Vec<u8> = records.iter().flat_map(|r| gzip(r)).collect();
+        let whole = gzip(&plain);
+        let expected = vec![
+            "skipped".to_string(),
+            "doc http://a/ plain text é".to_string(),
+            "doc http://b/ Hello web".to_string(),
+            "skipped".to_string(),
+        ];
+        assert_eq!(summary(&read_all(&plain)), expected);
+        assert_eq!(summary(&read_all(&members)), expected);
+        assert_eq!(summary(&read_all(&whole)), expected);
+    }
+
+    #[test]
+    fn a_bad_gzip_member_is_reported_and_the_rest_is_read() {
+        let records = sample();
+        let members: Vec<Vec<u8>> = records.iter().map(|r| gzip(r)).collect();
+        let mut file = Vec::new();
+        file.extend_from_slice(&members[0]);
+        let bad_offset = file.len() as u64;
+        let mut broken = members[1].clone();
+        let mid = broken.len() / 2;
+        broken[mid..mid + 4].copy_from_slice(b"XXXX");
+        file.extend_from_slice(&broken);
+        file.extend_from_slice(&members[2]);
+        let got = summary(&read_all(&file));
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(
+            got[1].starts_with(&format!("bad {bad_offset} bad gzip member")),
+            "{got:?}"
+        );
+        assert_eq!(got[2], "doc http://b/ Hello web");
+    }
+
+    #[test]
+    fn truncated_and_invalid_records_are_reported_with_offsets() {
+        let records = sample();
+        let mut file = records[1].clone();
+        let invalid_at = file.len() as u64;
+        file.extend(record(
+            "conversion",
+            "http://bad/",
+            "text/plain",
+            b"caf\xe9",
+        ));
+        let good_again = record("conversion", "http://d/", "text/plain", b"after");
+        file.extend_from_slice(&good_again);
+        let truncated_at = file.len() as u64;
+        file.extend_from_slice(&records[1][..records[1].len() - 10]);
+        let got = summary(&read_all(&file));
+        assert_eq!(
+            got,
+            vec![
+                "doc http://a/ plain text é".to_string(),
+                format!("bad {invalid_at} invalid UTF-8 in conversion record"),
+                "doc http://d/ after".to_string(),
+                format!("bad {truncated_at} truncated record"),
+            ]
+        );
+    }
+}

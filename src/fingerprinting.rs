@@ -1,0 +1,301 @@
+//! The `fingerprint` command as a library call: crawl documents in, one
+//! fingerprint shard per input file out.
+//!
+//! Input files are assigned to timely workers statically (file `i` to worker
+//! `i % workers`), so shard `part-0000i.parquet` always comes from input file
+//! `i` in sorted order, whatever the number of workers.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::crawl::{read_file, BadRecord, Format, Record, TextFields};
+use crate::dataflow::Failure;
+use crate::parquet_io::input::expand_paths_with;
+use crate::parquet_io::output::{part_name, write_documents, DocumentRows, Staging};
+use crate::progress::{human, BytesProgress};
+use crate::simhash::{fingerprint, SimhashOptions};
+
+/// Bad records listed in `_summary.json` (all are counted).
+const LISTED_BAD_RECORDS: usize = 1000;
+
+/// Options of `neardup fingerprint`.
+#[derive(Clone, Debug)]
+pub struct FingerprintOptions {
+    pub inputs: Vec<String>,
+    pub out: PathBuf,
+    /// The input format; `None` tells it from each file's name.
+    pub format: Option<Format>,
+    pub fields: TextFields,
+    pub simhash: SimhashOptions,
+    pub workers: usize,
+    pub overwrite: bool,
+    pub progress: bool,
+}
+
+impl FingerprintOptions {
+    /// Options with the CLI's defaults.
+    pub fn new(inputs: Vec<String>, out: PathBuf) -> FingerprintOptions {
+        FingerprintOptions {
+            inputs,
+            out,
+            format: None,
+            fields: TextFields::default(),
+            simhash: SimhashOptions::default(),
+            workers: 1,
+            overwrite: false,
+            progress: false,
+        }
+    }
+}
+
+/// A bad record with the file it is in.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileBadRecord {
+    pub file: String,
+    #[serde(flatten)]
+    pub record: BadRecord,
+}
+
+/// What one input file gave.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileSummary {
+    pub file: String,
+    pub shard: String,
+    pub format: Format,
+    pub bytes: u64,
+    pub documents: u64,
+    pub bad_records: u64,
+    pub skipped_records: u64,
+}
+
+/// What a run did; written to `_summary.json`.
+#[derive(Debug, Serialize)]
+pub struct FingerprintSummary {
+    pub features: String,
+    pub log_weights: bool,
+    pub stop_words: bool,
+    pub workers: usize,
+    pub files: Vec<FileSummary>,
+    pub documents: u64,
+    pub bad_records: u64,
+    pub skipped_records: u64,
+    /// The first bad records, with file and offset.
+    pub bad: Vec<FileBadRecord>,
+    pub bytes: u64,
+    pub seconds: f64,
+    pub megabytes_per_second: f64,
+    pub documents_per_second: f64,
+}
+
+impl FingerprintSummary {
+    /// The one line printed at the end of a run.
+    pub fn line(&self, out: &Path) -> String {
+        format!(
+            "fingerprinted {} documents from {} file(s), {} ({:.1} MB/s, {} workers, features {}): {} bad and {} skipped records -> {}",
+            self.documents,
+            self.files.len(),
+            human_bytes(self.bytes),
+            self.megabytes_per_second,
+            self.workers,
+            self.features,
+            self.bad_records,
+            self.skipped_records,
+            out.display()
+        )
+    }
+}
+
+fn human_bytes(bytes: u64) -> String {
+    format!("{}B", human(bytes as f64))
+}
+
+/// Live counters for the progress bar.
+#[derive(Debug, Default)]
+pub struct TextCounters {
+    pub bytes: AtomicU64,
+    pub documents: AtomicU64,
+}
+
+/// Runs `fingerprint` end to end and returns its summary.
+pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> {
+    let started = Instant::now();
+    if opts.workers == 0 {
+        bail!("--workers must be at least 1");
+    }
+    let inputs = input_files(opts)?;
+    let staging = Staging::create(&opts.out, opts.overwrite)?;
+    let total_bytes: u64 = inputs.iter().map(|(_, _, bytes)| bytes).sum();
+    let counters = Arc::new(TextCounters::default());
+    let progress = BytesProgress::start(opts.progress, total_bytes, counters.clone());
+
+    let results: Arc<Mutex<Vec<FileResult>>> = Arc::default();
+    let failure = Arc::new(Failure::default());
+    let job = Arc::new((inputs, opts.clone(), staging.dir().to_path_buf()));
+    let guards = {
+        let (results, failure, counters) = (results.clone(), failure.clone(), counters.clone());
+        timely::execute(timely::Config::process(opts.workers), move |worker| {
+            let (inputs, opts, dir) = &*job;
+            let (me, peers) = (worker.index(), worker.peers());
+            for (i, (path, format, bytes)) in inputs.iter().enumerate() {
+                if i % peers != me || failure.happened() {
+                    continue;
+                }
+                let shard = dir.join(part_name(i));
+                match fingerprint_file(path, *format, *bytes, &shard, opts, &counters) {
+                    Ok(result) => results
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(result),
+                    Err(error) => failure.record(error),
+                }
+            }
+        })
+        .map_err(|e| anyhow::anyhow!("cannot start workers: {e}"))?
+    };
+    let joined = guards.join();
+    progress.finish();
+    if let Some(error) = failure.take() {
+        return Err(error);
+    }
+    if let Some(panic) = joined.into_iter().find_map(|r| r.err()) {
+        bail!("a worker failed: {panic}");
+    }
+
+    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|p| p.into_inner()));
+    results.sort_by(|a, b| a.0.shard.cmp(&b.0.shard));
+    let summary = summarize(results, opts, started.elapsed().as_secs_f64());
+    staging.commit_with_summary(&summary)?;
+    Ok(summary)
+}
+
+/// The input files in sorted order, each with its format and size.
+fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, Format, u64)>> {
+    let all_formats = [Format::Warc, Format::Wet, Format::Jsonl, Format::Parquet];
+    let extensions: Vec<&str> = match opts.format {
+        Some(format) => format.extensions().to_vec(),
+        None => all_formats
+            .iter()
+            .flat_map(|f| f.extensions().iter().copied())
+            .collect(),
+    };
+    let files = expand_paths_with(&opts.inputs, &extensions)?;
+    files
+        .into_iter()
+        .map(|path| {
+            let format = match opts.format {
+                Some(format) => format,
+                None => Format::from_path(&path)?,
+            };
+            let bytes = std::fs::metadata(&path)
+                .map(|m| m.len())
+                .map_err(|e| anyhow::anyhow!("{}: cannot open ({e})", path.display()))?;
+            Ok((path, format, bytes))
+        })
+        .collect()
+}
+
+/// One file's summary and its bad records.
+type FileResult = (FileSummary, Vec<BadRecord>);
+
+/// Fingerprints one input file into one shard.
+fn fingerprint_file(
+    path: &Path,
+    format: Format,
+    bytes: u64,
+    shard: &Path,
+    opts: &FingerprintOptions,
+    counters: &TextCounters,
+) -> Result<FileResult> {
+    let mut rows = DocumentRows::default();
+    let mut bad = Vec::new();
+    let mut skipped = 0u64;
+    let mut reported = 0u64;
+    read_file(path, format, &opts.fields, &mut |record, position| {
+        match record {
+            Record::Document(doc) => {
+                let f = fingerprint(&doc.text, &opts.simhash);
+                rows.ids.push(doc.id);
+                rows.urls.push(doc.url);
+                rows.simhashes.push(f.simhash);
+                rows.n_features.push(f.n_features);
+                rows.n_chars.push(f.n_chars);
+                counters.documents.fetch_add(1, Ordering::Relaxed);
+            }
+            Record::Bad(record) => {
+                tracing::warn!(
+                    "{}: bad record at offset {}: {}",
+                    path.display(),
+                    record.offset,
+                    record.reason
+                );
+                bad.push(record);
+            }
+            Record::Skipped => skipped += 1,
+        }
+        let position = position.min(bytes);
+        if position > reported {
+            counters
+                .bytes
+                .fetch_add(position - reported, Ordering::Relaxed);
+            reported = position;
+        }
+        Ok(())
+    })?;
+    counters
+        .bytes
+        .fetch_add(bytes - reported, Ordering::Relaxed);
+    write_documents(shard, &rows)?;
+    let summary = FileSummary {
+        file: path.display().to_string(),
+        shard: shard
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        format,
+        bytes,
+        documents: rows.ids.len() as u64,
+        bad_records: bad.len() as u64,
+        skipped_records: skipped,
+    };
+    Ok((summary, bad))
+}
+
+fn summarize(
+    results: Vec<FileResult>,
+    opts: &FingerprintOptions,
+    seconds: f64,
+) -> FingerprintSummary {
+    let files: Vec<FileSummary> = results.iter().map(|(f, _)| f.clone()).collect();
+    let bad: Vec<FileBadRecord> = results
+        .iter()
+        .flat_map(|(f, bad)| {
+            bad.iter().map(|record| FileBadRecord {
+                file: f.file.clone(),
+                record: record.clone(),
+            })
+        })
+        .take(LISTED_BAD_RECORDS)
+        .collect();
+    let documents = files.iter().map(|f| f.documents).sum::<u64>();
+    let bytes = files.iter().map(|f| f.bytes).sum::<u64>();
+    FingerprintSummary {
+        features: opts.simhash.features.to_string(),
+        log_weights: opts.simhash.log_weights,
+        stop_words: opts.simhash.stop_words,
+        workers: opts.workers,
+        documents,
+        bad_records: files.iter().map(|f| f.bad_records).sum(),
+        skipped_records: files.iter().map(|f| f.skipped_records).sum(),
+        bad,
+        bytes,
+        seconds,
+        megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+        documents_per_second: documents as f64 / seconds.max(1e-9),
+        files,
+    }
+}

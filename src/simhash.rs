@@ -1,0 +1,442 @@
+//! Charikar's simhash (f = 64) over weighted text features.
+//!
+//! The algorithm, fixed so that a fingerprint computed today equals one
+//! computed next year (the golden tests pin it):
+//! 1. normalise: Unicode NFKC, lower case, every run of whitespace one space;
+//! 2. features ([`Features`]): words, word n-grams, or character n-grams;
+//!    stop words are dropped from the words first unless told otherwise;
+//! 3. weight: the feature's count in the document (term frequency), or
+//!    `1 + ln(count)` with log scaling;
+//! 4. hash each feature's UTF-8 bytes with xxh3-64 (seed 0); n-gram parts are
+//!    joined with one space;
+//! 5. for each bit `i` (bit 0 the least significant) add the weight when the
+//!    hash has bit `i` set and subtract it otherwise; the fingerprint has bit
+//!    `i` set when the sum is positive.
+//!
+//! A document without features gets fingerprint 0 and `n_features = 0`.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use anyhow::{bail, Context, Result};
+use jieba_rs::Jieba;
+use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
+use unicode_segmentation::UnicodeSegmentation;
+use xxhash_rust::xxh3::xxh3_64;
+
+/// Which features a document is turned into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Features {
+    /// Words: Unicode word segmentation (UAX #29); runs of Han characters are
+    /// segmented into words by jieba's dictionary.
+    Words,
+    /// Word n-grams (shingles) of `n` consecutive words.
+    Shingles(usize),
+    /// Character n-grams of the normalised text, spaces included.
+    Chars(usize),
+}
+
+impl FromStr for Features {
+    type Err = anyhow::Error;
+
+    /// `words`, `shingles:N` or `chars:N`.
+    fn from_str(s: &str) -> Result<Features> {
+        let (kind, n) = match s.split_once(':') {
+            Some((kind, n)) => {
+                let n: usize = n
+                    .parse()
+                    .with_context(|| format!("--features {s}: `{n}` is not a number"))?;
+                if n == 0 {
+                    bail!("--features {s}: N must be at least 1");
+                }
+                (kind, Some(n))
+            }
+            None => (s, None),
+        };
+        match (kind, n) {
+            ("words", None) => Ok(Features::Words),
+            ("shingles", Some(n)) => Ok(Features::Shingles(n)),
+            ("chars", Some(n)) => Ok(Features::Chars(n)),
+            _ => bail!("--features {s}: expected words, shingles:N or chars:N"),
+        }
+    }
+}
+
+impl fmt::Display for Features {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Features::Words => write!(f, "words"),
+            Features::Shingles(n) => write!(f, "shingles:{n}"),
+            Features::Chars(n) => write!(f, "chars:{n}"),
+        }
+    }
+}
+
+/// How documents are fingerprinted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimhashOptions {
+    pub features: Features,
+    /// Weight `1 + ln(count)` instead of `count`.
+    pub log_weights: bool,
+    /// Drop the built-in English and Chinese stop words before making word
+    /// features (the default: without it, the most frequent words dominate
+    /// every fingerprint and unrelated pages of one genre come out close).
+    pub stop_words: bool,
+}
+
+impl Default for SimhashOptions {
+    fn default() -> Self {
+        SimhashOptions {
+            features: Features::Words,
+            log_weights: false,
+            stop_words: true,
+        }
+    }
+}
+
+/// A document's fingerprint and what it was made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub simhash: u64,
+    /// Features counted with repetition (0 for an empty document).
+    pub n_features: u32,
+    /// Characters of the normalised text.
+    pub n_chars: u32,
+}
+
+/// Fingerprints `text` under `options`.
+pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
+    let text = normalize(text);
+    let n_chars = text.chars().count() as u32;
+    let mut sums = WeightedBits::default();
+    let n_features = match options.features {
+        Features::Chars(n) => add_char_grams(&text, n, options, &mut sums),
+        Features::Words | Features::Shingles(_) => {
+            let mut words = words(&text);
+            if options.stop_words {
+                words.retain(|w| !is_stop_word(w));
+            }
+            let n = match options.features {
+                Features::Shingles(n) => n,
+                _ => 1,
+            };
+            add_word_grams(&words, n, options, &mut sums)
+        }
+    };
+    Fingerprint {
+        simhash: sums.sign_bits(),
+        n_features,
+        n_chars,
+    }
+}
+
+/// NFKC, lower case, whitespace runs collapsed to one space, trimmed.
+pub fn normalize(text: &str) -> String {
+    let mut out = Normalized {
+        text: String::with_capacity(text.len()),
+        pending_space: false,
+    };
+    // Most text is already NFKC (all of ASCII is): the quick check skips the
+    // decomposition and recomposition, which would give the same characters.
+    if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        text.chars().for_each(|c| out.push_lowercase(c));
+    } else {
+        text.nfkc().for_each(|c| out.push_lowercase(c));
+    }
+    out.text
+}
+
+struct Normalized {
+    text: String,
+    pending_space: bool,
+}
+
+impl Normalized {
+    #[inline]
+    fn push_lowercase(&mut self, c: char) {
+        if c.is_ascii() {
+            self.push(c.to_ascii_lowercase());
+        } else {
+            c.to_lowercase().for_each(|l| self.push(l));
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, c: char) {
+        if c.is_whitespace() {
+            self.pending_space = !self.text.is_empty();
+        } else {
+            if self.pending_space {
+                self.text.push(' ');
+                self.pending_space = false;
+            }
+            self.text.push(c);
+        }
+    }
+}
+
+/// The words of normalised text: UAX #29 words (runs of letters, digits and
+/// joiners; punctuation and spaces dropped), with each run of Han characters
+/// replaced by jieba's segmentation of it (UAX #29 would make every Han
+/// character a word of its own).
+pub fn words(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut han_run: Option<(usize, usize)> = None;
+    for (start, word) in text.unicode_word_indices() {
+        if word.chars().all(is_han) {
+            han_run = match han_run {
+                Some((s, e)) if e == start => Some((s, start + word.len())),
+                Some((s, e)) => {
+                    push_han(&text[s..e], &mut out);
+                    Some((start, start + word.len()))
+                }
+                None => Some((start, start + word.len())),
+            };
+            continue;
+        }
+        if let Some((s, e)) = han_run.take() {
+            push_han(&text[s..e], &mut out);
+        }
+        out.push(word);
+    }
+    if let Some((s, e)) = han_run {
+        push_han(&text[s..e], &mut out);
+    }
+    out
+}
+
+fn push_han<'a>(run: &'a str, out: &mut Vec<&'a str>) {
+    static JIEBA: OnceLock<Jieba> = OnceLock::new();
+    let jieba = JIEBA.get_or_init(Jieba::new);
+    // No HMM: only dictionary words, so the segmentation of a text never
+    // depends on a statistical model's guesses for unknown words.
+    out.extend(jieba.cut(run, false).into_iter().map(|t| t.word));
+}
+
+fn is_han(c: char) -> bool {
+    matches!(c as u32,
+        0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0x20000..=0x2FA1F | 0x30000..=0x3134F)
+}
+
+/// Common English and Chinese function words.
+const STOP_WORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "from", "has", "have", "he",
+    "her", "his", "i", "in", "is", "it", "its", "of", "on", "or", "our", "she", "that", "the",
+    "their", "them", "they", "this", "to", "was", "we", "were", "which", "will", "with", "you",
+    "your", "的", "了", "是", "在", "和", "也", "有", "就", "都", "而", "及", "与", "着", "或",
+    "一个", "我们", "你", "我", "他", "她", "它", "这", "那", "之",
+];
+
+fn is_stop_word(word: &str) -> bool {
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(word)
+}
+
+/// Adds every n-gram of `words` (joined by one space); returns how many.
+fn add_word_grams(
+    words: &[&str],
+    n: usize,
+    options: &SimhashOptions,
+    sums: &mut WeightedBits,
+) -> u32 {
+    if n == 1 {
+        return add_features(words.iter().map(|w| xxh3_64(w.as_bytes())), options, sums);
+    }
+    let mut joined = String::new();
+    let hashes = words.windows(n).map(|gram| {
+        joined.clear();
+        for (i, w) in gram.iter().enumerate() {
+            if i > 0 {
+                joined.push(' ');
+            }
+            joined.push_str(w);
+        }
+        xxh3_64(joined.as_bytes())
+    });
+    add_features(hashes, options, sums)
+}
+
+/// Adds every character n-gram of `text`; a text shorter than `n` characters
+/// is one feature.
+fn add_char_grams(text: &str, n: usize, options: &SimhashOptions, sums: &mut WeightedBits) -> u32 {
+    let bounds: Vec<usize> = text
+        .char_indices()
+        .map(|(i, _)| i)
+        .chain(std::iter::once(text.len()))
+        .collect();
+    let chars = bounds.len() - 1;
+    if chars == 0 {
+        return 0;
+    }
+    if chars < n {
+        return add_features(std::iter::once(xxh3_64(text.as_bytes())), options, sums);
+    }
+    let hashes = (0..=chars - n).map(|i| xxh3_64(&text.as_bytes()[bounds[i]..bounds[i + n]]));
+    add_features(hashes, options, sums)
+}
+
+/// Adds feature hashes with their weights; returns how many features there were.
+fn add_features(
+    hashes: impl Iterator<Item = u64>,
+    options: &SimhashOptions,
+    sums: &mut WeightedBits,
+) -> u32 {
+    let mut count = 0u32;
+    if options.log_weights {
+        let mut counts: HashMap<u64, u32> = HashMap::new();
+        for h in hashes {
+            *counts.entry(h).or_default() += 1;
+            count += 1;
+        }
+        for (h, c) in counts {
+            sums.add(h, 1.0 + f64::from(c).ln());
+        }
+    } else {
+        // A weight linear in the count adds the same total one occurrence at
+        // a time, so no counting table is needed.
+        for h in hashes {
+            sums.add(h, 1.0);
+            count += 1;
+        }
+    }
+    count
+}
+
+/// Per-bit sums of signed weights.
+struct WeightedBits([f64; 64]);
+
+impl Default for WeightedBits {
+    fn default() -> Self {
+        WeightedBits([0.0; 64])
+    }
+}
+
+impl WeightedBits {
+    #[inline]
+    fn add(&mut self, hash: u64, weight: f64) {
+        for (i, sum) in self.0.iter_mut().enumerate() {
+            *sum += if (hash >> i) & 1 == 1 {
+                weight
+            } else {
+                -weight
+            };
+        }
+    }
+
+    fn sign_bits(&self) -> u64 {
+        self.0
+            .iter()
+            .enumerate()
+            .fold(0u64, |acc, (i, &s)| acc | (u64::from(s > 0.0) << i))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn distance(a: &str, b: &str, options: &SimhashOptions) -> u32 {
+        (fingerprint(a, options).simhash ^ fingerprint(b, options).simhash).count_ones()
+    }
+
+    #[test]
+    fn normalization_folds_width_case_and_spaces() {
+        assert_eq!(normalize("  Ｈｅｌｌｏ\t\n WORLD  "), "hello world");
+        assert_eq!(normalize(""), "");
+    }
+
+    #[test]
+    fn chinese_runs_are_segmented_into_words() {
+        let w = words("我们在北京大学学习 simhash 算法");
+        assert!(w.contains(&"北京大学"), "{w:?}");
+        assert!(w.contains(&"simhash"), "{w:?}");
+        assert!(w.contains(&"算法"), "{w:?}");
+        assert_eq!(words("the cat, the mat."), vec!["the", "cat", "the", "mat"]);
+    }
+
+    #[test]
+    fn features_parse_and_print() {
+        for s in ["words", "shingles:3", "chars:4"] {
+            assert_eq!(s.parse::<Features>().unwrap().to_string(), s);
+        }
+        assert!("shingles".parse::<Features>().is_err());
+        assert!("chars:0".parse::<Features>().is_err());
+        assert!("letters:2".parse::<Features>().is_err());
+    }
+
+    #[test]
+    fn empty_text_has_no_features() {
+        let f = fingerprint(" \n ", &SimhashOptions::default());
+        assert_eq!((f.simhash, f.n_features, f.n_chars), (0, 0, 0));
+    }
+
+    #[test]
+    fn seed_examples_are_nearer_their_variants() {
+        for features in [Features::Words, Features::Chars(2), Features::Shingles(2)] {
+            let o = SimhashOptions {
+                features,
+                ..Default::default()
+            };
+            let near = distance("the cat sat on the mat", "the cat sat on a mat", &o);
+            let far = distance("the cat sat on the mat", "we all scream for ice cream", &o);
+            assert!(near < far, "{features}: {near} vs {far}");
+            let a = "你妈妈喊你回家吃饭哦，回家罗回家罗";
+            let b = "你妈妈叫你回家吃饭啦，回家罗回家罗";
+            let c = "今天的天气非常好，我们一起去公园散步吧";
+            let near = distance(a, b, &o);
+            assert!(
+                near < distance(a, c, &o) && near < distance(b, c, &o),
+                "{features}"
+            );
+        }
+    }
+
+    /// Pins the algorithm: these values must never change, or fingerprints
+    /// stored in a corpus stop matching new ones.
+    #[test]
+    fn golden_fingerprints() {
+        let texts = [
+            "the cat sat on the mat",
+            "We all scream for ice cream!",
+            "你妈妈喊你回家吃饭哦，回家罗回家罗",
+            "Near-duplicate detection for web crawling, WWW 2007.",
+        ];
+        let options = [
+            SimhashOptions::default(),
+            SimhashOptions {
+                features: Features::Shingles(2),
+                ..Default::default()
+            },
+            SimhashOptions {
+                features: Features::Chars(3),
+                ..Default::default()
+            },
+            SimhashOptions {
+                log_weights: true,
+                stop_words: false,
+                ..Default::default()
+            },
+        ];
+        let got: Vec<String> = options
+            .iter()
+            .flat_map(|o| {
+                texts
+                    .iter()
+                    .map(move |t| format!("{:016x}", fingerprint(t, o).simhash))
+            })
+            .collect();
+        let expected: Vec<&str> = GOLDEN.split_whitespace().collect();
+        assert_eq!(got, expected, "the simhash algorithm changed");
+    }
+
+    /// One line per option set, one value per text, computed 2026-11-22.
+    /// Changing these breaks every stored corpus: only with a new algorithm version.
+    const GOLDEN: &str = "
+        c2d42a80139c062a 0013820ebde42f04 947134dab6f0af7c ea34cd61f7e2b81c
+        c00930010a004002 b3d2c67224373366 1044409766fc6364 76c42d152113e020
+        e3108b410db12c6d 502b01de9127714c 3b0ee250802455b3 53a3d1769187d81d
+        cb542bc311d7346f 40238a86bff63744 9471b4fa97faaf5c ca34c941b7e2b814";
+}

@@ -1,0 +1,337 @@
+//! `neardup fingerprint` end to end: WARC and WET files written by another
+//! tool (warcio) are read record for record, the shards are read back by
+//! DuckDB, broken records are reported without stopping the file, and bad
+//! input gets one clear line.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int64Type;
+use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+
+use common::*;
+use neardup::crawl::{html, url_id};
+use neardup::simhash::{fingerprint, Features, SimhashOptions};
+use serde_json::Value;
+
+fn neardup(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn helper() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/warc_writer.py")
+        .display()
+        .to_string()
+}
+
+/// Writes the warcio sample into `dir/crawl` and returns its manifest.
+fn write_sample(dir: &Path) -> Value {
+    let crawl = dir.join("crawl");
+    std::fs::create_dir_all(&crawl).unwrap();
+    let status = Command::new(python_with("warcio"))
+        .args([&helper(), "write", crawl.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let manifest = std::fs::read_to_string(crawl.join("manifest.json")).unwrap();
+    std::fs::rename(crawl.join("manifest.json"), dir.join("manifest.json")).unwrap();
+    serde_json::from_str(&manifest).unwrap()
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let out = neardup(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn summary(out: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("_summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_sample(dir.path());
+    let out = dir.path().join("fp");
+    let crawl = dir.path().join("crawl");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        crawl.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--workers",
+        "2",
+    ]);
+    assert!(out.join("_SUCCESS").exists());
+    let s = summary(&out);
+    // 40 HTML responses + 30 conversions; 40 requests, 1 image, 2 warcinfo skipped.
+    assert_eq!(s["documents"], 70);
+    assert_eq!(s["skipped_records"], 43);
+    assert_eq!(s["bad_records"], 0);
+
+    let mut expected = std::collections::BTreeMap::new();
+    let options = SimhashOptions::default();
+    for r in manifest["wet"].as_array().unwrap() {
+        let (url, text) = (r["url"].as_str().unwrap(), r["text"].as_str().unwrap());
+        expected.insert(url.to_string(), fingerprint(text, &options));
+    }
+    for r in manifest["warc"].as_array().unwrap() {
+        let (url, page) = (r["url"].as_str().unwrap(), r["html"].as_str().unwrap());
+        expected.insert(url.to_string(), fingerprint(&html::to_text(page), &options));
+    }
+
+    let read = Command::new(python_with("duckdb"))
+        .args([&helper(), "read", &format!("{}/*.parquet", out.display())])
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let table: Value = serde_json::from_slice(&read.stdout).unwrap();
+    assert_eq!(
+        table["types"],
+        serde_json::json!(["BIGINT", "VARCHAR", "BIGINT", "INTEGER", "INTEGER"])
+    );
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), expected.len());
+    for row in rows {
+        let url = row["url"].as_str().unwrap();
+        let f = expected
+            .get(url)
+            .unwrap_or_else(|| panic!("unexpected url {url}"));
+        assert_eq!(row["id"].as_i64().unwrap(), url_id(url), "{url}");
+        assert_eq!(row["simhash"].as_i64().unwrap() as u64, f.simhash, "{url}");
+        assert_eq!(
+            row["n_features"].as_u64().unwrap(),
+            u64::from(f.n_features),
+            "{url}"
+        );
+        assert_eq!(
+            row["n_chars"].as_u64().unwrap(),
+            u64::from(f.n_chars),
+            "{url}"
+        );
+    }
+    // Markup, scripts and styles are gone; the page's words are there.
+    let page0 = html::to_text(manifest["warc"][0]["html"].as_str().unwrap());
+    assert!(
+        page0.contains("Story number 0") && page0.contains("中文内容第0段"),
+        "{page0}"
+    );
+    assert!(
+        !page0.contains("views") && !page0.contains("margin"),
+        "{page0}"
+    );
+}
+
+#[test]
+fn shards_are_identical_for_any_worker_count() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sample(dir.path());
+    let crawl = dir.path().join("crawl");
+    let mut shards = Vec::new();
+    for workers in ["1", "2", "3"] {
+        let out = dir.path().join(format!("fp{workers}"));
+        run_ok(&[
+            "fingerprint",
+            "--input",
+            crawl.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--workers",
+            workers,
+        ]);
+        let bytes: Vec<Vec<u8>> = ["part-00000.parquet", "part-00001.parquet"]
+            .iter()
+            .map(|p| std::fs::read(out.join(p)).unwrap())
+            .collect();
+        shards.push(bytes);
+    }
+    assert_eq!(shards[0], shards[1]);
+    assert_eq!(shards[0], shards[2]);
+}
+
+#[test]
+fn a_corrupt_gzip_member_is_reported_with_its_offset_and_the_rest_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sample(dir.path());
+    let wet = dir.path().join("crawl/sample.wet.gz");
+    let mut bytes = std::fs::read(&wet).unwrap();
+    // Member starts: every gzip header. Break the deflate data of the 6th member.
+    let starts: Vec<usize> = bytes
+        .windows(3)
+        .enumerate()
+        .filter(|(_, w)| *w == [0x1f, 0x8b, 0x08])
+        .map(|(i, _)| i)
+        .collect();
+    let (start, end) = (starts[5], starts[6]);
+    for b in &mut bytes[start + 12..end - 8] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&wet, &bytes).unwrap();
+    let out = dir.path().join("fp");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        wet.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let s = summary(&out);
+    assert_eq!(s["documents"], 29, "{s}");
+    assert_eq!(s["bad_records"], 1);
+    assert_eq!(s["bad"][0]["offset"], start as u64);
+    assert!(s["bad"][0]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("sample.wet.gz"));
+    assert!(
+        s["bad"][0]["reason"].as_str().unwrap().contains("gzip"),
+        "{s}"
+    );
+}
+
+#[test]
+fn jsonl_and_parquet_text_inputs_give_the_same_fingerprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs = [
+        (1i64, "http://a/", "the cat sat on the mat"),
+        (2, "http://b/", "我们在北京大学学习"),
+    ];
+    let jsonl: String = docs
+        .iter()
+        .map(|(id, url, text)| {
+            serde_json::json!({"doc": id, "link": url, "body": text}).to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("docs.jsonl"), jsonl).unwrap();
+    let table = RecordBatch::try_from_iter([
+        (
+            "doc",
+            Arc::new(Int64Array::from_iter_values(docs.iter().map(|d| d.0))) as ArrayRef,
+        ),
+        (
+            "link",
+            Arc::new(StringArray::from_iter_values(docs.iter().map(|d| d.1))),
+        ),
+        (
+            "body",
+            Arc::new(StringArray::from_iter_values(docs.iter().map(|d| d.2))),
+        ),
+    ])
+    .unwrap();
+    let file = std::fs::File::create(dir.path().join("docs.parquet")).unwrap();
+    let mut writer = ArrowWriter::try_new(file, table.schema(), None).unwrap();
+    writer.write(&table).unwrap();
+    writer.close().unwrap();
+
+    let mut outputs = Vec::new();
+    for input in ["docs.jsonl", "docs.parquet"] {
+        let out = dir.path().join(format!("fp-{input}"));
+        run_ok(&[
+            "fingerprint",
+            "--input",
+            dir.path().join(input).to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--id-field",
+            "doc",
+            "--url-field",
+            "link",
+            "--text-field",
+            "body",
+            "--features",
+            "chars:3",
+        ]);
+        outputs.push(std::fs::read(out.join("part-00000.parquet")).unwrap());
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    let options = SimhashOptions {
+        features: Features::Chars(3),
+        ..Default::default()
+    };
+    let rows = read_documents(&dir.path().join("fp-docs.jsonl/part-00000.parquet"));
+    let expected: Vec<(i64, u64)> = docs
+        .iter()
+        .map(|d| (d.0, fingerprint(d.2, &options).simhash))
+        .collect();
+    assert_eq!(rows, expected);
+}
+
+/// `(id, simhash)` of a fingerprint shard.
+fn read_documents(path: &Path) -> Vec<(i64, u64)> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let ids = batch
+            .column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .clone();
+        let fps = batch
+            .column_by_name("simhash")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .clone();
+        out.extend(
+            ids.values()
+                .iter()
+                .zip(fps.values())
+                .map(|(&i, &f)| (i, f as u64)),
+        );
+    }
+    out
+}
+
+#[test]
+fn bad_input_gets_one_line_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--input", "/nonexistent/crawl.warc.gz"],
+            "/nonexistent/crawl.warc.gz: no such file",
+        ),
+        (&["--input", "NOTES"], "cannot tell the input format"),
+        (
+            &["--input", "NOTES", "--features", "letters:3"],
+            "--features letters:3",
+        ),
+    ];
+    let notes = dir.path().join("notes.txt").display().to_string();
+    for (args, needle) in cases {
+        let out = dir.path().join("out");
+        let mut all = vec!["fingerprint", "--out", out.to_str().unwrap()];
+        all.extend(
+            args.iter()
+                .map(|a| if *a == "NOTES" { notes.as_str() } else { a }),
+        );
+        let result = neardup(&all);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(!result.status.success(), "{args:?}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+        assert!(!out.exists());
+    }
+}
