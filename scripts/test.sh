@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (DuckDB's Python package, in
-# .venv/) and warcio (an independent WARC writer for the crawl tests), checks formatting and lints, and runs every test in release mode.
+# .venv/), warcio (an independent WARC writer) and xxhash (for the independent
+# simhash), checks formatting and lints, and runs every test in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -335,3 +335,54 @@ fn bad_input_gets_one_line_and_leaves_nothing() {
         assert!(!out.exists());
     }
 }
+
+/// The README's description of the simhash, implemented independently in
+/// Python, gives the same fingerprints.
+#[test]
+fn an_independent_implementation_of_the_documented_algorithm_agrees() {
+    let texts = [
+        "the cat sat on the mat",
+        "We all scream for ICE CREAM, and the cream is cold",
+        "  Ｆｕｌｌｗｉｄｔｈ letters   and ligatures: ﬁne ﬂour \n\t x",
+        "Near duplicate detection for web crawling in 2007 by Manku Jain and Das Sarma",
+        "a",
+        "",
+        "Ünïcödé wörds àre lówer-cased; ΣΊΣΥΦΟΣ too",
+    ];
+    let mut cases = Vec::new();
+    let mut expected = Vec::new();
+    for features in ["words", "shingles:2", "shingles:3", "chars:3", "chars:5"] {
+        for keep_stop_words in [false, true] {
+            for text in texts {
+                let options = SimhashOptions {
+                    features: features.parse().unwrap(),
+                    stop_words: !keep_stop_words,
+                    ..Default::default()
+                };
+                let f = fingerprint(text, &options);
+                cases.push(serde_json::json!({"text": text, "features": features, "keep_stop_words": keep_stop_words}));
+                expected.push((f.simhash, u64::from(f.n_features), u64::from(f.n_chars)));
+            }
+        }
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/simhash_reference.py");
+    let mut child = Command::new(python_with("xxhash"))
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(&cases).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let got: Vec<(u64, u64, u64)> = serde_json::from_slice(&output.stdout).unwrap();
+    for ((case, e), g) in cases.iter().zip(&expected).zip(&got) {
+        assert_eq!(e, g, "{case}");
+    }
+}

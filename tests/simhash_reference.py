@@ -1,0 +1,48 @@
+"""The simhash as the README describes it, written independently in Python
+(xxhash's xxh3-64, unicodedata's NFKC), for texts whose words are plain
+runs of letters and digits (where UAX #29 and `\\w+` agree) and without Han
+characters (no jieba here).
+
+    simhash_reference.py < texts.json   prints [[simhash, n_features, n_chars], ...]
+
+texts.json: [{"text": ..., "features": "words" | "shingles:N" | "chars:N",
+              "keep_stop_words": bool}, ...]
+"""
+import json
+import re
+import sys
+import unicodedata
+from pathlib import Path
+
+import xxhash
+
+rust = (Path(__file__).resolve().parent.parent / "src" / "simhash.rs").read_text()
+block = re.search(r"const STOP_WORDS: &\[&str\] = &\[(.*?)\];", rust, re.S).group(1)
+STOP_WORDS = set(re.findall(r'"([^"]*)"', block))
+
+
+def simhash(text, features, keep_stop_words):
+    # Lower case one character at a time: no final-sigma rule.
+    text = "".join(c.lower() for c in unicodedata.normalize("NFKC", text))
+    text = " ".join(text.split())
+    kind, _, n = features.partition(":")
+    n = int(n or 1)
+    if kind == "chars":
+        grams = [text[i : i + n] for i in range(len(text) - n + 1)] if len(text) >= n else [text]
+        grams = [g for g in grams if g]
+    else:
+        words = re.findall(r"\w+", text)
+        if not keep_stop_words:
+            words = [w for w in words if w not in STOP_WORDS]
+        grams = [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
+    sums = [0] * 64
+    for g in grams:
+        h = xxhash.xxh3_64_intdigest(g.encode())
+        for i in range(64):
+            sums[i] += 1 if (h >> i) & 1 else -1
+    fingerprint = sum(1 << i for i in range(64) if sums[i] > 0)
+    return [fingerprint, len(grams), len(text)]
+
+
+cases = json.load(sys.stdin)
+print(json.dumps([simhash(c["text"], c["features"], c["keep_stop_words"]) for c in cases]))
