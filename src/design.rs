@@ -359,7 +359,7 @@ pub fn tables_for(m: u32, k: u32) -> u64 {
 }
 
 /// Buckets are numbered by about log2(stored) key bits, so a bucket holds about
-/// one fingerprint and a probe reads one or two cache lines of entries.
+/// one fingerprint and its filter word has about one bit set.
 fn index_bits_for(stored: u64) -> u32 {
     (BITS - stored.saturating_sub(1).leading_zeros()).min(MAX_INDEX_BITS)
 }

@@ -175,14 +175,14 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
 
 /// The input files in sorted order, each with its format and size.
 fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, Format, u64)>> {
-    let all_formats = [Format::Warc, Format::Wet, Format::Jsonl, Format::Parquet];
-    let extensions: Vec<&str> = match opts.format {
-        Some(format) => format.extensions().to_vec(),
-        None => all_formats
-            .iter()
-            .flat_map(|f| f.extensions().iter().copied())
-            .collect(),
+    let formats = match &opts.format {
+        Some(format) => std::slice::from_ref(format),
+        None => <Format as clap::ValueEnum>::value_variants(),
     };
+    let extensions: Vec<&str> = formats
+        .iter()
+        .flat_map(|f| f.extensions().iter().copied())
+        .collect();
     let files = expand_paths_with(&opts.inputs, &extensions)?;
     files
         .into_iter()

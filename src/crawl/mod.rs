@@ -13,9 +13,11 @@ pub mod warc;
 
 use std::path::Path;
 
-use anyhow::{bail, Result};
+use anyhow::{Context, Result};
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_64;
+
+use crate::parquet_io::input::has_extension;
 
 /// One document to fingerprint.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,33 +67,36 @@ pub enum Format {
 }
 
 impl Format {
-    /// The format a file's name suggests (`.warc`, `.wet`, `.jsonl`/`.json`,
-    /// `.parquet`, each optionally `.gz` but Parquet).
+    /// The format a file's name suggests: the first whose
+    /// [`Format::extensions`] the name ends with, in any case.
     pub fn from_path(path: &Path) -> Result<Format> {
         let name = path.to_string_lossy().to_lowercase();
-        let name = name.strip_suffix(".gz").unwrap_or(&name);
-        if name.ends_with(".wet") || name.ends_with(".warc.wet") {
-            Ok(Format::Wet)
-        } else if name.ends_with(".warc") || name.ends_with(".arc") {
-            Ok(Format::Warc)
-        } else if name.ends_with(".jsonl") || name.ends_with(".json") || name.ends_with(".ndjson") {
-            Ok(Format::Jsonl)
-        } else if name.ends_with(".parquet") {
-            Ok(Format::Parquet)
-        } else {
-            bail!(
-                "{}: cannot tell the input format from the name; give --format warc|wet|jsonl|parquet",
-                path.display()
-            )
-        }
+        <Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .copied()
+            .find(|f| f.extensions().iter().any(|e| has_extension(&name, e)))
+            .with_context(|| {
+                format!(
+                    "{}: cannot tell the input format from the name; give --format warc|wet|jsonl|parquet",
+                    path.display()
+                )
+            })
     }
 
-    /// File name endings a directory is searched for.
+    /// File name endings of the format: what a directory is searched for and
+    /// what [`Format::from_path`] recognises.
     pub fn extensions(self) -> &'static [&'static str] {
         match self {
             Format::Warc => &["warc", "warc.gz"],
             Format::Wet => &["wet", "wet.gz"],
-            Format::Jsonl => &["jsonl", "jsonl.gz", "json", "ndjson"],
+            Format::Jsonl => &[
+                "jsonl",
+                "jsonl.gz",
+                "json",
+                "json.gz",
+                "ndjson",
+                "ndjson.gz",
+            ],
             Format::Parquet => &["parquet"],
         }
     }

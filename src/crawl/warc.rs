@@ -132,11 +132,7 @@ fn parse_stream(
                     buf.drain(..start);
                     start = 0;
                 }
-                let old = buf.len();
-                buf.resize(old + CHUNK, 0);
-                let n = read_some(input, &mut buf[old..])?;
-                buf.truncate(old + n);
-                eof = n == 0;
+                eof = read_more(input, &mut buf)?;
             }
             Err(error) => {
                 let reason = match error {
@@ -150,11 +146,7 @@ fn parse_stream(
                     None if eof => buf.len(),
                     None => {
                         // Keep reading until the next version line shows up.
-                        let old = buf.len();
-                        buf.resize(old + CHUNK, 0);
-                        let n = read_some(input, &mut buf[old..])?;
-                        buf.truncate(old + n);
-                        eof = n == 0;
+                        eof = read_more(input, &mut buf)?;
                         continue;
                     }
                 };
@@ -170,14 +162,19 @@ fn parse_stream(
     }
 }
 
-fn read_some(input: &mut dyn Read, buf: &mut [u8]) -> Result<usize> {
-    loop {
-        match input.read(buf) {
-            Ok(n) => return Ok(n),
+/// Appends up to [`CHUNK`] more bytes of `input` to `buf`; true at the end.
+fn read_more(input: &mut dyn Read, buf: &mut Vec<u8>) -> Result<bool> {
+    let old = buf.len();
+    buf.resize(old + CHUNK, 0);
+    let n = loop {
+        match input.read(&mut buf[old..]) {
+            Ok(n) => break n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.into()),
         }
-    }
+    };
+    buf.truncate(old + n);
+    Ok(n == 0)
 }
 
 /// Offset of the next line that starts with `WARC/`.

@@ -77,6 +77,13 @@ pub fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result<Vec<Pa
     Ok(files)
 }
 
+/// Whether a file name ends in `.` and `extension` (which may itself hold
+/// dots, as `warc.gz`).
+pub fn has_extension(name: &str, extension: &str) -> bool {
+    name.strip_suffix(extension)
+        .is_some_and(|stem| stem.ends_with('.'))
+}
+
 fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot list directory", dir.display()))?;
@@ -90,9 +97,7 @@ fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Res
         let path = entry.path();
         if path.is_dir() {
             collect_files(&path, extensions, out)?;
-        } else if extensions.iter().any(|e| {
-            name.len() > e.len() && name.ends_with(e) && name[..name.len() - e.len()].ends_with('.')
-        }) {
+        } else if extensions.iter().any(|e| has_extension(&name, e)) {
             out.push(path);
         }
     }
