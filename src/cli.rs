@@ -2,10 +2,12 @@
 //! library's calls.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
+use crate::cluster::ClusterOptions;
 use crate::crawl::{Format, TextFields};
 use crate::design::{self, BITS};
 use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
@@ -34,6 +36,50 @@ pub enum Command {
     Gen(GenArgs),
     /// Turn crawl text (WARC, WET, JSONL, Parquet) into simhash fingerprint shards.
     Fingerprint(FingerprintArgs),
+}
+
+/// Where the workers run: threads of this process, and the other processes
+/// of a timely cluster.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// Worker threads per process.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Processes in the cluster (default: 1, or the hostfile's length).
+    #[arg(long)]
+    pub processes: Option<usize>,
+    /// This process's index in the hostfile (0 commits the output).
+    #[arg(long, default_value_t = 0)]
+    pub process: usize,
+    /// One host:port per line; line i is process i.
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
+    /// Seconds to wait for every process to connect before giving up.
+    #[arg(long, default_value_t = 60.0)]
+    pub connect_timeout: f64,
+}
+
+impl ClusterArgs {
+    pub fn options(&self) -> Result<ClusterOptions> {
+        let processes = match (self.processes, &self.hostfile) {
+            (Some(n), _) => n,
+            (None, Some(hostfile)) => crate::cluster::read_hostfile(hostfile)?.len(),
+            (None, None) => 1,
+        };
+        if !(self.connect_timeout.is_finite() && self.connect_timeout > 0.0) {
+            anyhow::bail!(
+                "--connect-timeout {} is out of range: give a positive number of seconds",
+                self.connect_timeout
+            );
+        }
+        Ok(ClusterOptions {
+            workers: self.workers,
+            processes,
+            process: self.process,
+            hostfile: self.hostfile.clone(),
+            connect_timeout: Duration::from_secs_f64(self.connect_timeout),
+        })
+    }
 }
 
 /// Column names of the input shards.
@@ -73,9 +119,8 @@ pub struct MatchArgs {
     /// Also find pairs inside B (each unordered pair once, query_id < corpus_id).
     #[arg(long = "self")]
     pub self_join: bool,
-    /// Worker threads.
-    #[arg(long, default_value_t = 1)]
-    pub workers: usize,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Number of output part files (split by query id).
     #[arg(long, default_value_t = 1)]
     pub parts: usize,
@@ -167,9 +212,9 @@ pub struct FingerprintArgs {
     /// Keep stop words (by default common English and Chinese function words are dropped).
     #[arg(long)]
     pub keep_stop_words: bool,
-    /// Worker threads (input files are spread over them).
-    #[arg(long, default_value_t = 1)]
-    pub workers: usize,
+    /// Input files are spread over the workers of every process.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// JSONL field / Parquet column holding the INT64 id (else the URL's hash).
     #[arg(long, default_value = "id")]
     pub id_field: String,
@@ -201,7 +246,7 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
         out: args.out.clone(),
         k: args.k,
         self_join: args.self_join,
-        workers: args.workers,
+        cluster: args.cluster.options()?,
         parts: args.parts,
         overwrite: args.overwrite,
         columns: args.columns.columns(),
@@ -309,7 +354,7 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
             log_weights: args.log_weights,
             stop_words: !args.keep_stop_words,
         },
-        workers: args.workers,
+        cluster: args.cluster.options()?,
         overwrite: args.overwrite,
         progress: true,
     };

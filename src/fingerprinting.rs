@@ -2,18 +2,23 @@
 //! fingerprint shard per input file out.
 //!
 //! Input files are assigned to timely workers statically (file `i` to worker
-//! `i % workers`), so shard `part-0000i.parquet` always comes from input file
-//! `i` in sorted order, whatever the number of workers.
+//! `i % peers`, counting the workers of every process of a cluster), so shard
+//! `part-0000i.parquet` always comes from input file `i` in sorted order,
+//! whatever the number of workers or processes.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Result};
-use serde::Serialize;
+use anyhow::{anyhow, Context, Result};
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::operators::generic::operator::source;
 
+use crate::cluster::{self, ClusterOptions};
 use crate::crawl::{read_file, BadRecord, Format, Record, TextFields};
+use crate::dataflow::commit::{gather_and_commit, Commit, Merge, OutcomeSlot, Report};
 use crate::dataflow::Failure;
 use crate::parquet_io::input::expand_paths_with;
 use crate::parquet_io::output::{part_name, write_documents, DocumentRows, Staging};
@@ -32,7 +37,7 @@ pub struct FingerprintOptions {
     pub format: Option<Format>,
     pub fields: TextFields,
     pub simhash: SimhashOptions,
-    pub workers: usize,
+    pub cluster: ClusterOptions,
     pub overwrite: bool,
     pub progress: bool,
 }
@@ -46,7 +51,7 @@ impl FingerprintOptions {
             format: None,
             fields: TextFields::default(),
             simhash: SimhashOptions::default(),
-            workers: 1,
+            cluster: ClusterOptions::default(),
             overwrite: false,
             progress: false,
         }
@@ -62,7 +67,7 @@ pub struct FileBadRecord {
 }
 
 /// What one input file gave.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FileSummary {
     pub file: String,
     pub shard: String,
@@ -80,6 +85,7 @@ pub struct FingerprintSummary {
     pub log_weights: bool,
     pub stop_words: bool,
     pub workers: usize,
+    pub processes: usize,
     pub files: Vec<FileSummary>,
     pub documents: u64,
     pub bad_records: u64,
@@ -101,7 +107,7 @@ impl FingerprintSummary {
             self.files.len(),
             human_bytes(self.bytes),
             self.megabytes_per_second,
-            self.workers,
+            self.workers * self.processes,
             self.features,
             self.bad_records,
             self.skipped_records,
@@ -121,41 +127,106 @@ pub struct TextCounters {
     pub documents: AtomicU64,
 }
 
-/// Runs `fingerprint` end to end and returns its summary.
+/// Every file's result, gathered from all workers.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct FileResults(Vec<FileResult>);
+
+impl Merge for FileResults {
+    fn merge(&mut self, other: Self) {
+        self.0.extend(other.0);
+    }
+}
+
+/// Runs `fingerprint` end to end and returns its summary. On a cluster every
+/// process calls this; process 0 creates the output and commits it.
 pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> {
     let started = Instant::now();
-    if opts.workers == 0 {
-        bail!("--workers must be at least 1");
-    }
+    opts.cluster.validate()?;
     let inputs = input_files(opts)?;
-    let staging = Staging::create(&opts.out, opts.overwrite)?;
-    let total_bytes: u64 = inputs.iter().map(|(_, _, bytes)| bytes).sum();
+    let staging = match opts.cluster.is_leader() {
+        true => {
+            let staging = Staging::create(&opts.out, opts.overwrite)?;
+            cluster::remove_on_abort(staging.dir());
+            Some(staging)
+        }
+        false => None,
+    };
+    let dir = Staging::dir_for(&opts.out)?;
+    let peers = opts.cluster.peers();
+    let local_bytes: u64 = inputs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (i % peers) / opts.cluster.workers == opts.cluster.process)
+        .map(|(_, (_, _, bytes))| bytes)
+        .sum();
     let counters = Arc::new(TextCounters::default());
-    let progress = BytesProgress::start(opts.progress, total_bytes, counters.clone());
+    let progress = BytesProgress::start(opts.progress, local_bytes, counters.clone());
 
-    let results: Arc<Mutex<Vec<FileResult>>> = Arc::default();
+    let written: Arc<Mutex<Option<FingerprintSummary>>> = Arc::default();
+    let commit: Option<Commit<FileResults>> = staging.map(|staging| {
+        let (opts, written) = (opts.clone(), written.clone());
+        let staging = Mutex::new(Some(staging));
+        let commit: Commit<FileResults> = Arc::new(move |results: &FileResults| {
+            let summary = summarize(results.0.clone(), &opts, started.elapsed().as_secs_f64());
+            let staging = lock(&staging)
+                .take()
+                .context("the output was already committed")?;
+            staging.commit_with_summary(&summary)?;
+            *lock(&written) = Some(summary);
+            Ok(())
+        });
+        commit
+    });
     let failure = Arc::new(Failure::default());
-    let job = Arc::new((inputs, opts.clone(), staging.dir().to_path_buf()));
+    let outcome = Arc::new(OutcomeSlot::default());
+    let job = Arc::new((inputs, opts.clone(), dir));
     let guards = {
-        let (results, failure, counters) = (results.clone(), failure.clone(), counters.clone());
-        timely::execute(timely::Config::process(opts.workers), move |worker| {
-            let (inputs, opts, dir) = &*job;
+        let (failure, outcome, counters) = (failure.clone(), outcome.clone(), counters.clone());
+        cluster::execute(&opts.cluster, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
-            for (i, (path, format, bytes)) in inputs.iter().enumerate() {
-                if i % peers != me || failure.happened() {
-                    continue;
-                }
-                let shard = dir.join(part_name(i));
-                match fingerprint_file(path, *format, *bytes, &shard, opts, &counters) {
-                    Ok(result) => results
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .push(result),
-                    Err(error) => failure.record(error),
-                }
-            }
-        })
-        .map_err(|e| anyhow::anyhow!("cannot start workers: {e}"))?
+            let (job, failure, counters) = (job.clone(), failure.clone(), counters.clone());
+            let (commit, outcome) = (commit.clone(), outcome.clone());
+            worker.dataflow::<u64, _, _>(move |scope| {
+                let reports = source::<_, CapacityContainerBuilder<Vec<Report<FileResults>>>, _, _>(
+                    scope,
+                    "Fingerprint",
+                    move |capability, info| {
+                        let activator = scope.activator_for(info.address);
+                        let mut capability = Some(capability);
+                        let mut next = me;
+                        let mut report = Report {
+                            worker: me,
+                            body: FileResults::default(),
+                            error: None,
+                        };
+                        move |output| {
+                            let (inputs, opts, dir) = &*job;
+                            if let Some((path, format, bytes)) = inputs.get(next) {
+                                if report.error.is_none() {
+                                    let shard = dir.join(part_name(next));
+                                    match fingerprint_file(
+                                        path, *format, *bytes, &shard, opts, &counters,
+                                    ) {
+                                        Ok(result) => report.body.0.push(result),
+                                        Err(error) => {
+                                            report.error = Some(format!("{error:#}"));
+                                            failure.record(error);
+                                        }
+                                    }
+                                }
+                                next += peers;
+                                activator.activate();
+                                return;
+                            }
+                            if let Some(capability) = capability.take() {
+                                output.session(&capability).give(report.clone());
+                            }
+                        }
+                    },
+                );
+                gather_and_commit(reports, me, peers, commit, outcome);
+            });
+        })?
     };
     let joined = guards.join();
     progress.finish();
@@ -163,14 +234,21 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
         return Err(error);
     }
     if let Some(panic) = joined.into_iter().find_map(|r| r.err()) {
-        bail!("a worker failed: {panic}");
+        return Err(anyhow!("a worker failed: {panic}"));
     }
+    let results = match outcome.take() {
+        Some(Ok(results)) => results,
+        Some(Err(error)) => return Err(anyhow!(error)),
+        None => return Err(anyhow!("the job ended without an outcome from worker 0")),
+    };
+    if let Some(summary) = lock(&written).take() {
+        return Ok(summary);
+    }
+    Ok(summarize(results.0, opts, started.elapsed().as_secs_f64()))
+}
 
-    let mut results = std::mem::take(&mut *results.lock().unwrap_or_else(|p| p.into_inner()));
-    results.sort_by(|a, b| a.0.shard.cmp(&b.0.shard));
-    let summary = summarize(results, opts, started.elapsed().as_secs_f64());
-    staging.commit_with_summary(&summary)?;
-    Ok(summary)
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The input files in sorted order, each with its format and size.
@@ -266,10 +344,11 @@ fn fingerprint_file(
 }
 
 fn summarize(
-    results: Vec<FileResult>,
+    mut results: Vec<FileResult>,
     opts: &FingerprintOptions,
     seconds: f64,
 ) -> FingerprintSummary {
+    results.sort_by(|a, b| a.0.shard.cmp(&b.0.shard));
     let files: Vec<FileSummary> = results.iter().map(|(f, _)| f.clone()).collect();
     let bad: Vec<FileBadRecord> = results
         .iter()
@@ -287,7 +366,8 @@ fn summarize(
         features: opts.simhash.features.to_string(),
         log_weights: opts.simhash.log_weights,
         stop_words: opts.simhash.stop_words,
-        workers: opts.workers,
+        workers: opts.cluster.workers,
+        processes: opts.cluster.processes,
         documents,
         bad_records: files.iter().map(|f| f.bad_records).sum(),
         skipped_records: files.iter().map(|f| f.skipped_records).sum(),

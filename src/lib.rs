@@ -5,10 +5,12 @@
 //! - [`tables`]: B's distinct fingerprints and the tables built over them;
 //! - [`probe`]: the kernel that streams corpus fingerprints past the tables;
 //! - [`dataflow`]: the timely job that scans F and reduces pairs into parts;
+//! - [`cluster`]: one process or a timely cluster of them;
 //! - [`parquet_io`]: reading shards and writing results atomically;
 //! - [`matching`], [`gen`]: the commands as library calls; [`cli`]: their flags.
 
 pub mod cli;
+pub mod cluster;
 pub mod crawl;
 pub mod dataflow;
 pub mod design;

@@ -2,14 +2,15 @@
 //! tables, scan F on timely workers, and publish the parts.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use crate::dataflow::{self, Counters, Failure, Job, ScanUnit, Side};
+use crate::cluster::ClusterOptions;
+use crate::dataflow::commit::Commit;
+use crate::dataflow::{self, Counters, Job, MatchTotals, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
 use crate::pairs::Parts;
 use crate::parquet_io::input::{open_inputs, Columns, FingerprintFile, Unit};
@@ -25,7 +26,7 @@ pub struct MatchOptions {
     pub out: PathBuf,
     pub k: u32,
     pub self_join: bool,
-    pub workers: usize,
+    pub cluster: ClusterOptions,
     pub parts: usize,
     pub overwrite: bool,
     pub columns: Columns,
@@ -43,7 +44,7 @@ impl MatchOptions {
             out,
             k: 3,
             self_join: false,
-            workers: 1,
+            cluster: ClusterOptions::default(),
             parts: 1,
             overwrite: false,
             columns: Columns::default(),
@@ -66,9 +67,7 @@ impl MatchOptions {
         if self.corpus.is_empty() && !self.self_join {
             bail!("nothing to match: give --corpus, --self, or both");
         }
-        if self.workers == 0 {
-            bail!("--workers must be at least 1");
-        }
+        self.cluster.validate()?;
         if self.parts == 0 {
             bail!("--parts must be at least 1");
         }
@@ -85,7 +84,7 @@ pub fn check_k(k: u32) -> Result<()> {
 }
 
 /// What a run did; written to `_summary.json`.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct MatchSummary {
     pub queries: InputSummary,
     pub corpus: InputSummary,
@@ -93,6 +92,7 @@ pub struct MatchSummary {
     pub k: u32,
     pub design: Design,
     pub workers: usize,
+    pub processes: usize,
     pub parts: usize,
     pub rows_scanned: u64,
     pub pairs: u64,
@@ -103,7 +103,7 @@ pub struct MatchSummary {
 }
 
 /// One side's inputs.
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub struct InputSummary {
     pub files: Vec<String>,
     pub rows: u64,
@@ -120,11 +120,20 @@ impl InputSummary {
     }
 }
 
-/// Runs `match` end to end and returns its summary.
+/// Runs `match` end to end and returns its summary. On a cluster every
+/// process calls this with its own `--process`; process 0 creates the output
+/// directory and commits it once every worker's parts are written.
 pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let started = Instant::now();
     opts.validate()?;
-    let staging = Staging::create(&opts.out, opts.overwrite)?;
+    let leader = opts.cluster.is_leader();
+    let staging = if leader {
+        let staging = Staging::create(&opts.out, opts.overwrite)?;
+        crate::cluster::remove_on_abort(staging.dir());
+        Some(staging)
+    } else {
+        None
+    };
 
     let (query_files, query_units) = open_inputs(&opts.queries, &opts.columns)?;
     let (corpus_files, corpus_units) = if opts.corpus.is_empty() {
@@ -147,28 +156,21 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     );
     tracing::info!(design = %plan.design.describe(), "table design");
     let parts = Parts::from_sorted_ids(&queries.sorted_ids(), opts.parts);
-    let index = Index::build(plan.design, queries, opts.workers);
+    let index = Index::build(plan.design, queries, opts.cluster.workers);
     let build_seconds = started.elapsed().as_secs_f64();
 
-    let mut units: Vec<ScanUnit> = corpus_units
-        .iter()
-        .map(|&unit| ScanUnit {
-            side: Side::Corpus,
-            unit,
-        })
-        .collect();
-    if opts.self_join {
-        units.extend(query_units.iter().map(|&unit| ScanUnit {
-            side: Side::Queries,
-            unit,
-        }));
-    }
-    let total_rows: u64 = units.iter().map(|u| u.unit.rows).sum();
-    let summary_inputs = (
-        InputSummary::of(&query_files, &query_units),
-        InputSummary::of(&corpus_files, &corpus_units),
-    );
-
+    let units = scan_units(&corpus_units, opts.self_join.then_some(&query_units[..]));
+    let summary = Arc::new(Mutex::new(SummaryDraft {
+        queries: InputSummary::of(&query_files, &query_units),
+        corpus: InputSummary::of(&corpus_files, &corpus_units),
+        design: index.design.clone(),
+        parts: parts.len(),
+        build_seconds,
+        started,
+        scan_started: Instant::now(),
+        written: None,
+    }));
+    let (local_units, local_rows) = local_share(&units, &opts.cluster);
     let job = Arc::new(Job {
         index,
         parts,
@@ -176,46 +178,95 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         query_files,
         units,
         columns: opts.columns.clone(),
-        out_dir: staging.dir().to_path_buf(),
+        out_dir: Staging::dir_for(&opts.out)?,
     });
     let counters = Arc::new(Counters::default());
-    let progress = ScanProgress::start(
-        opts.progress,
-        job.units.len() as u64,
-        total_rows,
-        counters.clone(),
-    );
-    let scan_started = Instant::now();
-    let result = dataflow::run(
-        job.clone(),
-        timely::Config::process(opts.workers),
-        counters.clone(),
-        Arc::new(Failure::default()),
-    );
+    let progress = ScanProgress::start(opts.progress, local_units, local_rows, counters.clone());
+    lock(&summary).scan_started = Instant::now();
+    let commit: Option<Commit<MatchTotals>> = staging.map(|staging| {
+        let (summary, opts) = (summary.clone(), opts.clone());
+        let staging = Mutex::new(Some(staging));
+        let commit: Commit<MatchTotals> = Arc::new(move |totals: &MatchTotals| {
+            let written = lock(&summary).finish(&opts, *totals);
+            let staging = staging
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+                .context("the output was already committed")?;
+            staging.commit_with_summary(&written)?;
+            lock(&summary).written = Some(written);
+            Ok(())
+        });
+        commit
+    });
+    let result = dataflow::run(job, &opts.cluster, counters, commit);
     progress.finish();
-    result?;
-    let scan_seconds = scan_started.elapsed().as_secs_f64();
+    let totals = result?;
+    let mut draft = lock(&summary);
+    Ok(match draft.written.take() {
+        Some(written) => written,
+        None => draft.finish(opts, totals),
+    })
+}
 
-    let rows_scanned =
-        counters.corpus_rows.load(Ordering::Relaxed) + counters.self_rows.load(Ordering::Relaxed);
-    let seconds = started.elapsed().as_secs_f64();
-    let summary = MatchSummary {
-        queries: summary_inputs.0,
-        corpus: summary_inputs.1,
-        self_join: opts.self_join,
-        k: opts.k,
-        design: job.index.design.clone(),
-        workers: opts.workers,
-        parts: job.parts.len(),
-        rows_scanned,
-        pairs: counters.pairs_written.load(Ordering::Relaxed),
-        seconds,
-        build_seconds,
-        scan_seconds,
-        rows_per_second: rows_scanned as f64 / scan_seconds.max(1e-9),
-    };
-    staging.commit_with_summary(&summary)?;
-    Ok(summary)
+/// The corpus units, then (with `--self`) B's own.
+fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
+    let side = |side| move |&unit| ScanUnit { side, unit };
+    let mut units: Vec<ScanUnit> = corpus.iter().map(side(Side::Corpus)).collect();
+    units.extend(queries.unwrap_or_default().iter().map(side(Side::Queries)));
+    units
+}
+
+/// The units and rows this process's workers scan (unit `u` goes to global
+/// worker `u % peers`, and process `p` runs workers `p * workers ..`).
+fn local_share(units: &[ScanUnit], cluster: &ClusterOptions) -> (u64, u64) {
+    let mine = units
+        .iter()
+        .enumerate()
+        .filter(|(u, _)| (u % cluster.peers()) / cluster.workers == cluster.process);
+    mine.fold((0, 0), |(n, rows), (_, unit)| {
+        (n + 1, rows + unit.unit.rows)
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The parts of the summary known before the scan.
+struct SummaryDraft {
+    queries: InputSummary,
+    corpus: InputSummary,
+    design: Design,
+    parts: usize,
+    build_seconds: f64,
+    started: Instant,
+    scan_started: Instant,
+    /// The summary the commit wrote.
+    written: Option<MatchSummary>,
+}
+
+impl SummaryDraft {
+    fn finish(&self, opts: &MatchOptions, totals: MatchTotals) -> MatchSummary {
+        let scan_seconds = self.scan_started.elapsed().as_secs_f64();
+        let rows_scanned = totals.corpus_rows + totals.self_rows;
+        MatchSummary {
+            queries: self.queries.clone(),
+            corpus: self.corpus.clone(),
+            self_join: opts.self_join,
+            k: opts.k,
+            design: self.design.clone(),
+            workers: opts.cluster.workers,
+            processes: opts.cluster.processes,
+            parts: self.parts,
+            rows_scanned,
+            pairs: totals.pairs,
+            seconds: self.started.elapsed().as_secs_f64(),
+            build_seconds: self.build_seconds,
+            scan_seconds,
+            rows_per_second: rows_scanned as f64 / scan_seconds.max(1e-9),
+        }
+    }
 }
 
 /// Reads every row of B into memory, grouped by fingerprint.
@@ -241,7 +292,7 @@ impl MatchSummary {
             self.design.describe(),
             self.seconds,
             human(self.rows_per_second),
-            self.workers,
+            self.workers * self.processes,
             self.pairs,
             self.parts,
             out.display()

@@ -14,7 +14,7 @@ pub mod warc;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::parquet_io::input::has_extension;
@@ -30,7 +30,7 @@ pub struct Document {
 /// A record that could not be read, and where it starts in its file (for a
 /// gzipped WARC/WET file: the offset of its gzip member, as in Common Crawl's
 /// indexes; for JSONL: the line's first byte).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BadRecord {
     pub offset: u64,
     pub reason: String,
@@ -53,7 +53,7 @@ pub fn url_id(url: &str) -> i64 {
 }
 
 /// Input formats of `fingerprint`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// WARC: response records with HTML (markup stripped), and conversion records.

@@ -45,16 +45,11 @@ impl Staging {
                 target.display()
             );
         }
-        let name = target
-            .file_name()
-            .with_context(|| format!("{}: not a usable output directory name", target.display()))?;
-        let parent = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        fs::create_dir_all(&parent)
-            .with_context(|| format!("{}: cannot create directory", parent.display()))?;
-        let staging = parent.join(format!(".{}.neardup-staging", name.to_string_lossy()));
+        let staging = Staging::dir_for(target)?;
+        if let Some(parent) = staging.parent() {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+        }
         if staging.exists() {
             fs::remove_dir_all(&staging).with_context(|| {
                 format!(
@@ -70,6 +65,20 @@ impl Staging {
             staging,
             committed: false,
         })
+    }
+
+    /// The staging directory of `target`: a hidden sibling, so that it is on
+    /// the same file system (the commit is a rename) and every process of a
+    /// cluster finds it without being told.
+    pub fn dir_for(target: &Path) -> Result<PathBuf> {
+        let name = target
+            .file_name()
+            .with_context(|| format!("{}: not a usable output directory name", target.display()))?;
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(parent.join(format!(".{}.neardup-staging", name.to_string_lossy())))
     }
 
     /// Where files are written until commit.

@@ -142,7 +142,7 @@ pub fn run(
     let mut opts = MatchOptions::new(q, c, out.clone());
     opts.k = k;
     opts.self_join = self_join;
-    opts.workers = workers;
+    opts.cluster.workers = workers;
     opts.parts = parts;
     opts.overwrite = true;
     run_match(&opts).unwrap();

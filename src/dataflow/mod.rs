@@ -3,21 +3,31 @@
 //!
 //! ```text
 //!   scan (every worker: its share of the units) --exchange by part--> reduce (sort, dedup, write)
+//!     --> commit (see [`commit`])
 //! ```
 //!
 //! Work is split statically: unit `u` goes to worker `u % peers`, and part
-//! `p` to worker `p % peers`, so the assignment is the same on every run and
-//! the output bytes do not depend on how many workers there are.
+//! `p` to worker `p % peers`, where workers are numbered across all processes
+//! of a cluster, so the assignment is the same on every run and the output
+//! bytes do not depend on how many workers or processes there are.
 
+pub mod commit;
+
+use std::cell::RefCell;
 use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Result};
+use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::source;
 use timely::dataflow::operators::generic::Operator;
+
+use self::commit::{gather_and_commit, Commit, Merge, OutcomeSlot, Report};
+use crate::cluster::{self, ClusterOptions};
 
 use crate::pairs::{sort_and_dedup, Pair, Parts};
 use crate::parquet_io::input::{Columns, FingerprintFile, Unit};
@@ -83,30 +93,61 @@ impl Failure {
     }
 }
 
-/// Runs the dataflow on the workers described by `config` and waits for it.
+/// What the whole job scanned and wrote, summed over every worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchTotals {
+    pub corpus_rows: u64,
+    pub self_rows: u64,
+    pub pairs: u64,
+}
+
+impl Merge for MatchTotals {
+    fn merge(&mut self, other: Self) {
+        self.corpus_rows += other.corpus_rows;
+        self.self_rows += other.self_rows;
+        self.pairs += other.pairs;
+    }
+}
+
+/// A worker's own share of the totals and its first error, shared by its
+/// scan and reduce operators.
+#[derive(Default)]
+struct WorkerState {
+    totals: MatchTotals,
+    error: Option<String>,
+}
+
+/// Runs the dataflow on this process's workers, joined to the rest of the
+/// cluster, and waits until worker 0 has committed (with `commit`, given on
+/// process 0 only) or refused to. Returns the job's totals.
 pub fn run(
     job: Arc<Job>,
-    config: timely::Config,
+    cluster: &ClusterOptions,
     counters: Arc<Counters>,
-    failure: Arc<Failure>,
-) -> Result<()> {
+    commit: Option<Commit<MatchTotals>>,
+) -> Result<MatchTotals> {
+    let failure = Arc::new(Failure::default());
+    let outcome = Arc::new(OutcomeSlot::default());
     let guards = {
-        let failure = failure.clone();
-        timely::execute(config, move |worker| {
+        let (failure, outcome) = (failure.clone(), outcome.clone());
+        cluster::execute(cluster, move |worker| {
             let index = worker.index();
             let peers = worker.peers();
             let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());
+            let (commit, outcome) = (commit.clone(), outcome.clone());
+            let state = Rc::new(RefCell::new(WorkerState::default()));
             worker.dataflow::<u64, _, _>(move |scope| {
                 let scan_job = job.clone();
                 let scan_counters = counters.clone();
                 let scan_failure = failure.clone();
+                let scan_state = state.clone();
                 let pairs = source::<_, CapacityContainerBuilder<Vec<Pair>>, _, _>(
                     scope,
                     "Scan",
                     move |cap, info| {
                         let activator = scope.activator_for(info.address);
                         let mut cap = Some(cap);
-                        let mut scanner = Scanner::new(scan_job, index, peers);
+                        let mut scanner = Scanner::new(scan_job, index, peers, scan_state.clone());
                         move |output| {
                             let Some(time) = cap.as_ref() else { return };
                             let outcome = {
@@ -117,6 +158,7 @@ pub fn run(
                                 Ok(true) => activator.activate(),
                                 Ok(false) => cap = None,
                                 Err(error) => {
+                                    scan_state.borrow_mut().error = Some(format!("{error:#}"));
                                     scan_failure.record(error);
                                     cap = None;
                                 }
@@ -129,31 +171,58 @@ pub fn run(
                     (route_job.parts.part_of(pair.query_id) % peers) as u64
                 });
                 let mut reducer = Reducer::new(job, index, peers);
-                pairs.sink(route, "Reduce", move |(input, frontier)| {
-                    input.for_each(|_time, data| reducer.absorb(data));
-                    if frontier.is_empty() && !reducer.finished {
-                        reducer.finished = true;
-                        if !failure.happened() {
-                            match reducer.write_parts() {
-                                Ok(written) => {
-                                    counters.pairs_written.fetch_add(written, Ordering::Relaxed);
+                let reports = pairs
+                    .unary_frontier::<CapacityContainerBuilder<Vec<Report<MatchTotals>>>, _, _, _>(
+                        route,
+                        "Reduce",
+                        move |capability, _info| {
+                            let mut capability = Some(capability);
+                            move |(input, frontier), output| {
+                                input.for_each(|_time, data| reducer.absorb(data));
+                                if !frontier.is_empty() {
+                                    return;
                                 }
-                                Err(error) => failure.record(error),
+                                let Some(capability) = capability.take() else {
+                                    return;
+                                };
+                                let mut state = state.borrow_mut();
+                                if state.error.is_none() && !failure.happened() {
+                                    match reducer.write_parts() {
+                                        Ok(written) => {
+                                            state.totals.pairs = written;
+                                            counters
+                                                .pairs_written
+                                                .fetch_add(written, Ordering::Relaxed);
+                                        }
+                                        Err(error) => {
+                                            state.error = Some(format!("{error:#}"));
+                                            failure.record(error);
+                                        }
+                                    }
+                                }
+                                output.session(&capability).give(Report {
+                                    worker: index,
+                                    body: state.totals,
+                                    error: state.error.clone(),
+                                });
                             }
-                        }
-                    }
-                });
+                        },
+                    );
+                gather_and_commit(reports, index, peers, commit, outcome);
             });
             while worker.step_or_park(None) {}
-        })
-        .map_err(|e| anyhow!("cannot start timely workers: {e}"))?
+        })?
     };
     for result in guards.join() {
         result.map_err(|e| anyhow!("a worker failed: {e}"))?;
     }
-    match failure.take() {
-        Some(error) => Err(error),
-        None => Ok(()),
+    if let Some(error) = failure.take() {
+        return Err(error);
+    }
+    match outcome.take() {
+        Some(Ok(totals)) => Ok(totals),
+        Some(Err(error)) => Err(anyhow!(error)),
+        None => Err(anyhow!("the job ended without an outcome from worker 0")),
     }
 }
 
@@ -163,12 +232,23 @@ pub fn run(
 /// cost about 100 MB per worker (the rows plus the kernel's scratch copy).
 const PROBE_BATCH_ROWS: usize = 1 << 22;
 
+/// Fault-injection hook for the cluster tests: a pause after every unit, so a
+/// test can kill a process while the others are still scanning.
+const UNIT_DELAY_ENV: &str = "NEARDUP_TEST_UNIT_DELAY_MS";
+
+fn unit_delay() -> Option<std::time::Duration> {
+    let ms: u64 = std::env::var(UNIT_DELAY_ENV).ok()?.parse().ok()?;
+    Some(std::time::Duration::from_millis(ms))
+}
+
 /// A worker's scan state: its units, in order, the rows read but not yet
 /// probed, and reusable buffers.
 struct Scanner {
     job: Arc<Job>,
     next: usize,
     peers: usize,
+    state: Rc<RefCell<WorkerState>>,
+    delay: Option<std::time::Duration>,
     batch: Batch,
     scratch: Scratch,
     matches: Vec<Match>,
@@ -183,11 +263,13 @@ struct Batch {
 }
 
 impl Scanner {
-    fn new(job: Arc<Job>, worker: usize, peers: usize) -> Scanner {
+    fn new(job: Arc<Job>, worker: usize, peers: usize, state: Rc<RefCell<WorkerState>>) -> Scanner {
         Scanner {
             job,
             next: worker,
             peers,
+            state,
+            delay: unit_delay(),
             batch: Batch::default(),
             scratch: Scratch::default(),
             matches: Vec::new(),
@@ -219,6 +301,9 @@ impl Scanner {
             &mut self.batch.fingerprints,
         )?;
         counters.units_done.fetch_add(1, Ordering::Relaxed);
+        if let Some(delay) = self.delay {
+            std::thread::sleep(delay);
+        }
         if self.batch.ids.len() >= PROBE_BATCH_ROWS {
             self.probe_batch(counters, emit);
         }
@@ -266,6 +351,11 @@ impl Scanner {
             Side::Queries => &counters.self_rows,
         };
         rows_counter.fetch_add(ids.len() as u64, Ordering::Relaxed);
+        let totals = &mut self.state.borrow_mut().totals;
+        match side {
+            Side::Corpus => totals.corpus_rows += ids.len() as u64,
+            Side::Queries => totals.self_rows += ids.len() as u64,
+        }
         counters.pairs_found.fetch_add(found, Ordering::Relaxed);
         self.batch.ids.clear();
         self.batch.fingerprints.clear();
@@ -278,7 +368,6 @@ struct Reducer {
     worker: usize,
     peers: usize,
     parts: Vec<Vec<Pair>>,
-    finished: bool,
 }
 
 impl Reducer {
@@ -289,7 +378,6 @@ impl Reducer {
             worker,
             peers,
             parts,
-            finished: false,
         }
     }
 

@@ -1,0 +1,391 @@
+//! Running a dataflow on one process or on a timely cluster of processes.
+//!
+//! A cluster is plain timely: processes joined by a hostfile (one `host:port`
+//! per process), each with `--workers` threads, exchanging data over TCP.
+//! neardup only takes over the start-up handshake, because timely's own waits
+//! forever for a peer that never comes and prints its progress on stdout. The
+//! handshake here is timely's (lower-numbered processes accept, higher ones
+//! connect and send their index as a big-endian u64), with a deadline, and
+//! the connected sockets are handed to timely unchanged.
+//!
+//! A peer that dies mid-run closes its sockets; timely's network threads then
+//! panic with "timely communication error". Workers blocked on that peer
+//! would wait forever, so the process exits at once, naming the peer, without
+//! writing `_SUCCESS`.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::ProcessBuilder;
+use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
+use timely::worker::Worker;
+
+/// Exit status of a process that lost a peer mid-run.
+const LOST_PEER_EXIT: i32 = 3;
+/// How long a connecting peer has to send its index.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause between connection attempts.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Where a job's workers run: threads in this process and, optionally, the
+/// other processes of a cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// Worker threads per process.
+    pub workers: usize,
+    /// Processes in the cluster (1: no networking).
+    pub processes: usize,
+    /// This process's index, 0 to `processes - 1`; process 0 commits the output.
+    pub process: usize,
+    /// One `host:port` per process; needed when `processes > 1`.
+    pub hostfile: Option<PathBuf>,
+    /// How long to wait for every peer to connect.
+    pub connect_timeout: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            workers: 1,
+            processes: 1,
+            process: 0,
+            hostfile: None,
+            connect_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ClusterOptions {
+    /// One process with `workers` threads.
+    pub fn local(workers: usize) -> ClusterOptions {
+        ClusterOptions {
+            workers,
+            ..ClusterOptions::default()
+        }
+    }
+
+    /// Workers across all processes.
+    pub fn peers(&self) -> usize {
+        self.workers * self.processes
+    }
+
+    /// Whether this process gathers the workers' reports and commits the output.
+    pub fn is_leader(&self) -> bool {
+        self.process == 0
+    }
+
+    /// Checks the numbers and that the hostfile lists every process.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 {
+            bail!("--workers must be at least 1");
+        }
+        if self.processes == 0 {
+            bail!("--processes must be at least 1");
+        }
+        if self.process >= self.processes {
+            bail!(
+                "--process {} is out of range: processes are numbered 0 to {}",
+                self.process,
+                self.processes - 1
+            );
+        }
+        if self.processes > 1 {
+            self.addresses()?;
+        }
+        Ok(())
+    }
+
+    /// The first `processes` addresses of the hostfile.
+    fn addresses(&self) -> Result<Vec<String>> {
+        let Some(path) = &self.hostfile else {
+            bail!(
+                "--processes {} needs --hostfile (one host:port per process)",
+                self.processes
+            );
+        };
+        let addresses = read_hostfile(path)?;
+        if addresses.len() < self.processes {
+            bail!(
+                "{}: lists {} address(es) but --processes is {}",
+                path.display(),
+                addresses.len(),
+                self.processes
+            );
+        }
+        Ok(addresses[..self.processes].to_vec())
+    }
+}
+
+/// Reads a hostfile: one `host:port` per line; blank lines and lines starting
+/// with `#` are skipped, so the n-th address is process n.
+pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read hostfile", path.display()))?;
+    let mut addresses = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let valid = line
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !valid {
+            bail!(
+                "{}: line {}: expected host:port, found {line:?}",
+                path.display(),
+                number + 1
+            );
+        }
+        addresses.push(line.to_string());
+    }
+    Ok(addresses)
+}
+
+/// Starts `func` on every worker of this process, joined to the cluster when
+/// there is more than one process, like `timely::execute`.
+pub fn execute<T, F>(cluster: &ClusterOptions, func: F) -> Result<WorkerGuards<T>>
+where
+    T: Send + 'static,
+    F: Fn(&mut Worker) -> T + Send + Sync + 'static,
+{
+    cluster.validate()?;
+    if cluster.processes == 1 {
+        return timely::execute(timely::Config::process(cluster.workers), func)
+            .map_err(|e| anyhow!("cannot start timely workers: {e}"));
+    }
+    let addresses = cluster.addresses()?;
+    let sockets = connect_peers(&addresses, cluster.process, cluster.connect_timeout)?;
+    exit_when_a_peer_is_lost(addresses);
+    let hooks = Hooks::default();
+    let local = ProcessBuilder::new_typed_vector(cluster.workers, hooks.refill.clone(), None);
+    let (builders, guard) =
+        initialize_networking_from_sockets(local, sockets, cluster.process, cluster.workers, hooks)
+            .context("cannot start the cluster's network threads")?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    timely::execute::execute_from(
+        builders,
+        Box::new(guard),
+        timely::WorkerConfig::default(),
+        func,
+    )
+    .map_err(|e| anyhow!("cannot start timely workers: {e}"))
+}
+
+/// Connects this process to every other one: it accepts the higher-numbered
+/// processes on its own address and connects to the lower-numbered ones,
+/// until all are connected or `timeout` has passed.
+fn connect_peers(
+    addresses: &[String],
+    me: usize,
+    timeout: Duration,
+) -> Result<Vec<Option<TcpStream>>> {
+    let deadline = Instant::now() + timeout;
+    let listener = TcpListener::bind(&addresses[me])
+        .with_context(|| format!("process {me}: cannot listen on {}", addresses[me]))?;
+    listener
+        .set_nonblocking(true)
+        .context("cannot configure the listening socket")?;
+    let mut sockets: Vec<Option<TcpStream>> = addresses.iter().map(|_| None).collect();
+    loop {
+        for peer in 0..me {
+            if sockets[peer].is_none() {
+                sockets[peer] = try_connect(&addresses[peer], me);
+            }
+        }
+        accept_waiting(&listener, me, &mut sockets);
+        let missing: Vec<usize> = (0..addresses.len())
+            .filter(|&p| p != me && sockets[p].is_none())
+            .collect();
+        if missing.is_empty() {
+            tracing::info!(process = me, peers = addresses.len(), "cluster connected");
+            return Ok(sockets);
+        }
+        if Instant::now() >= deadline {
+            let names: Vec<String> = missing
+                .iter()
+                .map(|&p| format!("process {p} ({})", addresses[p]))
+                .collect();
+            bail!(
+                "process {me}: gave up after {}s (--connect-timeout): not connected to {}",
+                timeout.as_secs_f64(),
+                names.join(", ")
+            );
+        }
+        std::thread::sleep(RETRY_PAUSE);
+    }
+}
+
+/// One attempt to connect to a lower-numbered peer and introduce ourselves.
+fn try_connect(address: &str, me: usize) -> Option<TcpStream> {
+    let target = address.to_socket_addrs().ok()?.next()?;
+    let mut stream = TcpStream::connect_timeout(&target, Duration::from_secs(1)).ok()?;
+    stream.set_nodelay(true).ok()?;
+    stream.write_all(&(me as u64).to_be_bytes()).ok()?;
+    Some(stream)
+}
+
+/// Accepts every pending connection from a higher-numbered peer. A connection
+/// that does not introduce itself as one (a port scanner, a stray client) is
+/// dropped.
+fn accept_waiting(listener: &TcpListener, me: usize, sockets: &mut [Option<TcpStream>]) {
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) => {
+                tracing::warn!("accepting a peer failed: {e}");
+                return;
+            }
+        };
+        match read_peer_index(stream) {
+            Some((peer, stream)) if peer > me && peer < sockets.len() => {
+                sockets[peer] = Some(stream);
+            }
+            _ => tracing::warn!("dropped a connection that is not a cluster peer"),
+        }
+    }
+}
+
+fn read_peer_index(mut stream: TcpStream) -> Option<(usize, TcpStream)> {
+    stream.set_nonblocking(false).ok()?;
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok()?;
+    let mut index = [0u8; 8];
+    stream.read_exact(&mut index).ok()?;
+    stream.set_read_timeout(None).ok()?;
+    stream.set_nodelay(true).ok()?;
+    Some((u64::from_be_bytes(index) as usize, stream))
+}
+
+/// Directories to remove when the process exits for a lost peer: process 0's
+/// staging directory, so that an aborted run leaves nothing behind.
+static ABORT_CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes `dir` if this process has to stop because a peer was lost.
+pub fn remove_on_abort(dir: &Path) {
+    let mut dirs = ABORT_CLEANUP.lock().unwrap_or_else(|p| p.into_inner());
+    dirs.push(dir.to_path_buf());
+}
+
+/// Installs (once) a panic hook that turns a panic of timely's network
+/// threads (`timely:send-N`, `timely:recv-N`) into an immediate exit naming
+/// process N: its workers could otherwise wait forever for that peer.
+fn exit_when_a_peer_is_lost(addresses: Vec<String>) {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(move || {
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let thread = std::thread::current();
+            let peer = thread.name().and_then(|name| {
+                name.strip_prefix("timely:recv-")
+                    .or_else(|| name.strip_prefix("timely:send-"))
+                    .and_then(|n| n.parse::<usize>().ok())
+            });
+            let Some(peer) = peer else {
+                return default_hook(info);
+            };
+            let cause = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("connection failed");
+            let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
+            eprintln!(
+                "error: lost process {peer} ({address}) of the cluster: {cause}; stopping without _SUCCESS"
+            );
+            if let Ok(dirs) = ABORT_CLEANUP.lock() {
+                for dir in dirs.iter() {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+            }
+            std::process::exit(LOST_PEER_EXIT);
+        }));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hostfile(text: &str) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        file
+    }
+
+    #[test]
+    fn hostfile_skips_comments_and_blank_lines() {
+        let file = hostfile("# cluster\n127.0.0.1:4000\n\n  host-b:4001  \n");
+        let addresses = read_hostfile(file.path()).unwrap();
+        assert_eq!(addresses, vec!["127.0.0.1:4000", "host-b:4001"]);
+    }
+
+    #[test]
+    fn hostfile_names_the_bad_line() {
+        let file = hostfile("127.0.0.1:4000\nhost-b\n");
+        let error = read_hostfile(file.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("line 2") && error.contains("host-b"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn validate_checks_process_numbers_and_hostfile_length() {
+        let file = hostfile("127.0.0.1:4000\n127.0.0.1:4001\n");
+        let mut opts = ClusterOptions {
+            processes: 3,
+            hostfile: Some(file.path().to_path_buf()),
+            ..ClusterOptions::default()
+        };
+        let error = opts.validate().unwrap_err().to_string();
+        assert!(error.contains("lists 2 address(es)"), "{error}");
+        opts.processes = 2;
+        opts.process = 2;
+        let error = opts.validate().unwrap_err().to_string();
+        assert!(error.contains("--process 2 is out of range"), "{error}");
+        opts.process = 1;
+        opts.validate().unwrap();
+        opts.hostfile = None;
+        assert!(opts
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--hostfile"));
+    }
+
+    #[test]
+    fn connect_names_the_peer_that_never_came() {
+        let addresses = vec![free_address(), free_address()];
+        let error = connect_peers(&addresses, 0, Duration::from_millis(300))
+            .unwrap_err()
+            .to_string();
+        let expected = format!("not connected to process 1 ({})", addresses[1]);
+        assert!(error.contains(&expected), "{error}");
+    }
+
+    fn free_address() -> String {
+        let probe = TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().to_string()
+    }
+
+    #[test]
+    fn two_peers_connect_with_the_timely_handshake() {
+        let addresses = vec![free_address(), free_address()];
+        let second = addresses.clone();
+        let joiner = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            connect_peers(&second, 1, Duration::from_secs(10)).unwrap()
+        });
+        let sockets = connect_peers(&addresses, 0, Duration::from_secs(10)).unwrap();
+        let theirs = joiner.join().unwrap();
+        assert!(sockets[0].is_none() && sockets[1].is_some());
+        assert!(theirs[0].is_some() && theirs[1].is_none());
+    }
+}

@@ -1,0 +1,323 @@
+//! Cluster mode with real processes on loopback ports: the same bytes as one
+//! process, a peer killed mid-run, a peer that never starts.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use neardup::gen::SplitMix64;
+
+fn neardup() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+}
+
+/// A hostfile of `n` loopback addresses on ports that were free a moment ago.
+fn hostfile(dir: &Path, n: usize) -> PathBuf {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let path = dir.join(format!("hosts-{n}"));
+    let mut file = std::fs::File::create(&path).unwrap();
+    writeln!(file, "# {n} local processes").unwrap();
+    for l in &listeners {
+        writeln!(file, "{}", l.local_addr().unwrap()).unwrap();
+    }
+    path
+}
+
+/// Starts process `i` of a cluster running `args`.
+fn spawn(args: &[String], hosts: &Path, i: usize, workers: usize, env: &[(&str, &str)]) -> Child {
+    neardup()
+        .args(args)
+        .args(["--hostfile", &hosts.display().to_string()])
+        .args([
+            "--process",
+            &i.to_string(),
+            "--workers",
+            &workers.to_string(),
+        ])
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Runs `args` on `processes` local processes and returns their outputs.
+fn run_cluster(dir: &Path, args: &[String], processes: usize, workers: usize) -> Vec<Output> {
+    let hosts = hostfile(dir, processes);
+    let children: Vec<Child> = (0..processes)
+        .map(|i| spawn(args, &hosts, i, workers, &[]))
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
+fn assert_all_succeeded(outputs: &[Output]) {
+    for (i, o) in outputs.iter().enumerate() {
+        assert!(
+            o.status.success(),
+            "process {i} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// The files of an output directory except the summary (which has timings).
+fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("_summary.json"))
+        .map(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
+/// B and F with planted pairs, as shards with many row groups.
+fn match_inputs(dir: &Path) -> (String, String, usize) {
+    let mut rng = SplitMix64::new(42);
+    let queries = random_rows(&mut rng, 3_000, 0);
+    let mut corpus = planted_corpus(&mut rng, &queries, 300, 5, 20_000, 1_000_000);
+    corpus.extend(queries.iter().take(200).map(|&(id, f)| (id + 5_000_000, f)));
+    let q = dir.join("queries");
+    let c = dir.join("corpus");
+    write_shards(&q, &queries, 2);
+    write_shards(&c, &corpus, 4);
+    let expected = oracle(&queries, &corpus, 3, false).len();
+    (q.display().to_string(), c.display().to_string(), expected)
+}
+
+fn match_args(q: &str, c: Option<&str>, out: &Path, self_join: bool) -> Vec<String> {
+    let mut args = strings(&["match", "--queries", q, "--parts", "3", "--out"]);
+    args.push(out.display().to_string());
+    if let Some(c) = c {
+        args.extend(strings(&["--corpus", c]));
+    }
+    if self_join {
+        args.push("--self".into());
+    }
+    args
+}
+
+#[test]
+fn two_and_three_processes_write_the_bytes_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    for (corpus, self_join) in [
+        (Some(c.as_str()), false),
+        (Some(c.as_str()), true),
+        (None, true),
+    ] {
+        let one = dir.path().join("one");
+        let status = neardup()
+            .args(match_args(&q, corpus, &one, self_join))
+            .args(["--workers", "2", "--overwrite"])
+            .output()
+            .unwrap();
+        assert!(status.status.success());
+        let baseline = data_files(&one);
+        if corpus.is_some() && !self_join {
+            assert_eq!(read_pairs(&one).len(), expected);
+        }
+        for (processes, workers) in [(2, 1), (3, 2)] {
+            let out = dir.path().join(format!(
+                "p{processes}-w{workers}-self{self_join}-c{}",
+                corpus.is_some()
+            ));
+            let outputs = run_cluster(
+                dir.path(),
+                &match_args(&q, corpus, &out, self_join),
+                processes,
+                workers,
+            );
+            assert_all_succeeded(&outputs);
+            assert!(out.join("_SUCCESS").exists());
+            assert_eq!(
+                data_files(&out),
+                baseline,
+                "{processes} processes x {workers} workers, self {self_join}"
+            );
+            // Every process reports the same totals.
+            let lines: Vec<String> = outputs
+                .iter()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .collect();
+            let pairs = |l: &str| l.split(": ").last().unwrap().to_string();
+            assert!(
+                lines.iter().all(|l| pairs(l) == pairs(&lines[0])),
+                "{lines:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn fingerprint_shards_are_the_same_on_two_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl");
+    let crawl = crawl.display().to_string();
+    let one = dir.path().join("one");
+    let two = dir.path().join("two");
+    let status = neardup()
+        .args(["fingerprint", "--input", &crawl, "--out"])
+        .arg(&one)
+        .output()
+        .unwrap();
+    assert!(status.status.success());
+    let mut args = strings(&["fingerprint", "--input", &crawl, "--out"]);
+    args.push(two.display().to_string());
+    let outputs = run_cluster(dir.path(), &args, 2, 1);
+    assert_all_succeeded(&outputs);
+    assert_eq!(data_files(&two), data_files(&one));
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(two.join("_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["processes"], 2);
+    assert_eq!(summary["files"].as_array().unwrap().len(), 2);
+}
+
+/// Waits for a child, killing it if it outlives `limit` (a hang guard, not a
+/// timing check), and returns its output.
+fn wait_or_kill(mut child: Child, limit: Duration) -> (Output, bool) {
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return (child.wait_with_output().unwrap(), false);
+        }
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            return (child.wait_with_output().unwrap(), true);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_peer_killed_mid_run_stops_the_others_and_a_rerun_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let args = match_args(&q, Some(&c), &out, false);
+    let hosts = hostfile(dir.path(), 3);
+    // Every unit takes 100 ms, so the scan outlasts the kill by seconds.
+    let slow = [("NEARDUP_TEST_UNIT_DELAY_MS", "100"), ("RUST_LOG", "info")];
+    let mut children: Vec<Option<Child>> = (0..3)
+        .map(|i| Some(spawn(&args, &hosts, i, 1, &slow)))
+        .collect();
+    // Kill process 1 once process 0 has started scanning (its staging
+    // directory exists and it has connected), well before the scan ends.
+    let staging = dir.path().join(".pairs.neardup-staging");
+    let started = Instant::now();
+    while !staging.exists() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut victim = children[1].take().unwrap();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+    for (i, child) in children.into_iter().enumerate() {
+        let Some(child) = child else { continue };
+        let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !hung,
+            "process {i} did not stop after its peer died: {stderr}"
+        );
+        assert!(!output.status.success(), "process {i} must fail");
+        assert!(
+            stderr.contains("lost process 1"),
+            "process {i} should name the lost peer: {stderr}"
+        );
+    }
+    assert!(!out.join("_SUCCESS").exists());
+    assert!(
+        !out.exists(),
+        "a failed run must not leave the output directory"
+    );
+    assert!(!staging.exists(), "process 0 removes its staging directory");
+
+    let outputs = run_cluster(dir.path(), &args, 3, 1);
+    assert_all_succeeded(&outputs);
+    assert!(out.join("_SUCCESS").exists());
+    assert_eq!(read_pairs(&out).len(), expected);
+}
+
+#[test]
+fn a_peer_that_never_starts_times_out_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let hosts = hostfile(dir.path(), 3);
+    let address = std::fs::read_to_string(&hosts)
+        .unwrap()
+        .lines()
+        .nth(3)
+        .unwrap()
+        .to_string();
+    let mut args = match_args(&q, Some(&c), &out, false);
+    args.extend(strings(&["--connect-timeout", "1"]));
+    let output = neardup()
+        .args(&args)
+        .args(["--hostfile", &hosts.display().to_string(), "--process", "0"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--connect-timeout"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("process 2 ({address})")) && stderr.contains("process 1"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn bad_cluster_flags_get_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let hosts = hostfile(dir.path(), 2);
+    let hosts = hosts.display().to_string();
+    for (extra, needle) in [
+        (vec!["--processes", "2"], "needs --hostfile"),
+        (
+            vec!["--hostfile", &hosts, "--process", "2"],
+            "--process 2 is out of range",
+        ),
+        (
+            vec!["--hostfile", &hosts, "--processes", "3"],
+            "lists 2 address(es)",
+        ),
+        (
+            vec!["--connect-timeout", "0"],
+            "--connect-timeout 0 is out of range",
+        ),
+    ] {
+        let output = neardup()
+            .args(match_args(&q, Some(&c), &out, false))
+            .args(&extra)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{extra:?}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
+        assert!(!out.exists());
+    }
+}
