@@ -12,6 +12,7 @@ use crate::crawl::{Format, TextFields};
 use crate::design::{self, BITS};
 use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
+use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
@@ -36,6 +37,35 @@ pub enum Command {
     Gen(GenArgs),
     /// Turn crawl text (WARC, WET, JSONL, Parquet) into simhash fingerprint shards.
     Fingerprint(FingerprintArgs),
+    /// Run a job spec (TOML): fingerprint, match, append; finished stages are skipped.
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The job spec; relative paths in it are relative to its directory.
+    pub spec: PathBuf,
+    /// Run every stage again, even those whose output has _SUCCESS.
+    #[arg(long)]
+    pub force: bool,
+    /// This process's index in the spec's hostfile (on a cluster).
+    #[arg(long, default_value_t = 0)]
+    pub process: usize,
+    /// The value of {date} in the spec (default: today, UTC).
+    #[arg(long)]
+    pub date: Option<String>,
+    /// Worker threads per process (replaces the spec's [runtime] workers).
+    #[arg(long)]
+    pub workers: Option<usize>,
+    /// Processes in the cluster (replaces [runtime] processes).
+    #[arg(long)]
+    pub processes: Option<usize>,
+    /// Hostfile (replaces [runtime] hostfile).
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
+    /// Seconds to wait for every process to connect (replaces [runtime] connect_timeout).
+    #[arg(long)]
+    pub connect_timeout: Option<f64>,
 }
 
 /// Where the workers run: threads of this process, and the other processes
@@ -236,6 +266,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plan(args) => run_plan_command(args),
         Command::Gen(args) => run_gen_command(args),
         Command::Fingerprint(args) => run_fingerprint_command(args),
+        Command::Run(args) => run_job_command(args),
     }
 }
 
@@ -360,5 +391,31 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
     };
     let summary = run_fingerprint(&opts)?;
     println!("{}", summary.line(&args.out));
+    Ok(())
+}
+
+fn run_job_command(args: RunArgs) -> Result<()> {
+    let date = args.date.unwrap_or_else(job::today);
+    job::check_date(&date)?;
+    let opts = job::RunOptions {
+        spec: args.spec,
+        force: args.force,
+        process: args.process,
+        date,
+        progress: true,
+        overrides: job::RuntimeOverrides {
+            workers: args.workers,
+            processes: args.processes,
+            hostfile: args.hostfile,
+            connect_timeout: args.connect_timeout,
+        },
+    };
+    let spec = job::load(&opts)?;
+    job::run_job(&spec, opts.force, |(name, out, outcome)| match outcome {
+        job::StageOutcome::Ran(line) => println!("{name}: {line}"),
+        job::StageOutcome::Skipped => {
+            println!("{name}: skipped, {} has _SUCCESS", out.display())
+        }
+    })?;
     Ok(())
 }

@@ -7,7 +7,8 @@
 //! - [`dataflow`]: the timely job that scans F and reduces pairs into parts;
 //! - [`cluster`]: one process or a timely cluster of them;
 //! - [`parquet_io`]: reading shards and writing results atomically;
-//! - [`matching`], [`gen`]: the commands as library calls; [`cli`]: their flags.
+//! - [`matching`], [`gen`], [`fingerprinting`]: the commands as library calls;
+//! - [`job`]: job specs and the nightly workflow; [`cli`]: the flags.
 
 pub mod cli;
 pub mod cluster;
@@ -16,6 +17,7 @@ pub mod dataflow;
 pub mod design;
 pub mod fingerprinting;
 pub mod gen;
+pub mod job;
 pub mod logging;
 pub mod matching;
 pub mod pairs;

@@ -1,0 +1,563 @@
+//! `neardup run JOB.toml`: the nightly workflow as one resumable job.
+//!
+//! Stages, in order, each the library call of its command:
+//! 1. `fingerprint` the night's crawl into B;
+//! 2. `match` B against the corpus F and against itself;
+//! 3. `append` B to the corpus as a new batch directory, so the next night
+//!    sees tonight's pages.
+//!
+//! A stage whose output already has `_SUCCESS` is skipped, so a failed night
+//! resumes where it stopped; once one stage runs, every later stage runs too,
+//! since its input changed. `--force` runs them all. On a cluster every
+//! process runs the same job with its own `--process`; stage outputs are
+//! committed by process 0 before any process moves on.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+
+use crate::cluster::ClusterOptions;
+use crate::crawl::{Format, TextFields};
+use crate::design::DEFAULT_TABLE_MEMORY;
+use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
+use crate::matching::{run_match, MatchOptions};
+use crate::parquet_io::input::{expand_paths, Columns};
+use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
+use crate::simhash::{Features, SimhashOptions};
+
+/// A job spec as written in TOML. Unknown keys are errors.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    #[serde(default)]
+    pub runtime: RuntimeSpec,
+    pub fingerprint: Option<FingerprintSpec>,
+    #[serde(rename = "match")]
+    pub match_: MatchSpec,
+    pub append: Option<AppendSpec>,
+}
+
+/// Where the workers run (`[runtime]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeSpec {
+    #[serde(default = "one")]
+    pub workers: usize,
+    pub processes: Option<usize>,
+    pub hostfile: Option<String>,
+    #[serde(default = "default_connect_timeout")]
+    pub connect_timeout: f64,
+}
+
+impl Default for RuntimeSpec {
+    fn default() -> Self {
+        RuntimeSpec {
+            workers: 1,
+            processes: None,
+            hostfile: None,
+            connect_timeout: default_connect_timeout(),
+        }
+    }
+}
+
+/// Stage 1 (`[fingerprint]`): crawl text in, B out.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FingerprintSpec {
+    pub input: Vec<String>,
+    pub out: String,
+    pub format: Option<Format>,
+    #[serde(default = "default_features")]
+    pub features: String,
+    #[serde(default)]
+    pub log_weights: bool,
+    #[serde(default)]
+    pub keep_stop_words: bool,
+    pub id_field: Option<String>,
+    pub url_field: Option<String>,
+    pub text_field: Option<String>,
+}
+
+/// Stage 2 (`[match]`): pairs of B against F, and inside B.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatchSpec {
+    /// B; defaults to the fingerprint stage's output.
+    pub queries: Option<Vec<String>>,
+    /// F: shards, directories or globs. The append stage's corpus directory
+    /// may be listed before it exists.
+    #[serde(default)]
+    pub corpus: Vec<String>,
+    pub out: String,
+    #[serde(default = "default_k")]
+    pub k: u32,
+    #[serde(default = "yes", rename = "self")]
+    pub self_join: bool,
+    #[serde(default = "one")]
+    pub parts: usize,
+    pub blocks: Option<u32>,
+    pub table_memory_mib: Option<u64>,
+    pub id_column: Option<String>,
+    pub simhash_column: Option<String>,
+}
+
+/// Stage 3 (`[append]`): B becomes `corpus/batch/`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppendSpec {
+    pub corpus: String,
+    pub batch: String,
+}
+
+fn one() -> usize {
+    1
+}
+fn yes() -> bool {
+    true
+}
+fn default_k() -> u32 {
+    3
+}
+fn default_features() -> String {
+    "words".to_string()
+}
+fn default_connect_timeout() -> f64 {
+    60.0
+}
+
+/// How to run a job: the spec file and the per-invocation settings.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub spec: PathBuf,
+    /// Run every stage, even those with `_SUCCESS`.
+    pub force: bool,
+    /// This process's index on a cluster.
+    pub process: usize,
+    /// Replaces `{date}` in the spec's strings.
+    pub date: String,
+    pub progress: bool,
+    /// Command-line settings that replace the spec's `[runtime]`.
+    pub overrides: RuntimeOverrides,
+}
+
+/// `[runtime]` settings given on the command line, e.g. by
+/// `scripts/cluster-local.sh`, which picks the ports itself.
+#[derive(Clone, Debug, Default)]
+pub struct RuntimeOverrides {
+    pub workers: Option<usize>,
+    pub processes: Option<usize>,
+    pub hostfile: Option<PathBuf>,
+    pub connect_timeout: Option<f64>,
+}
+
+/// A job with its paths resolved against the spec's directory and `{date}`
+/// filled in.
+#[derive(Debug)]
+pub struct Job {
+    pub spec_path: PathBuf,
+    pub cluster: ClusterOptions,
+    pub fingerprint: Option<FingerprintOptions>,
+    pub matching: MatchOptions,
+    pub append: Option<(PathBuf, String)>,
+}
+
+/// What happened to one stage.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StageOutcome {
+    Ran(String),
+    Skipped,
+}
+
+/// A stage's name and outcome.
+pub type StageReport = (&'static str, PathBuf, StageOutcome);
+
+/// Reads and checks a job spec: the file parses, every key is known, and
+/// every input the spec names (rather than one a stage produces) exists.
+pub fn load(opts: &RunOptions) -> Result<Job> {
+    let shown = opts.spec.display();
+    let text = fs::read_to_string(&opts.spec).with_context(|| format!("{shown}: cannot read"))?;
+    let spec: JobSpec = toml::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{shown}: {}", describe_toml_error(&text, &e)))?;
+    let base = opts
+        .spec
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let resolve = |s: &str| -> PathBuf { clean(&base.join(s.replace("{date}", &opts.date))) };
+    let resolve_all = |specs: &[String]| -> Vec<String> {
+        specs
+            .iter()
+            .map(|s| resolve(s).display().to_string())
+            .collect()
+    };
+
+    let o = &opts.overrides;
+    let runtime = RuntimeSpec {
+        workers: o.workers.unwrap_or(spec.runtime.workers),
+        processes: o.processes.or(spec.runtime.processes),
+        hostfile: None,
+        connect_timeout: o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
+    };
+    let hostfile = match &o.hostfile {
+        Some(h) => Some(h.clone()),
+        None => spec.runtime.hostfile.as_deref().map(&resolve),
+    };
+    let processes = match (runtime.processes, &hostfile) {
+        (Some(n), _) => n,
+        (None, Some(h)) => crate::cluster::read_hostfile(h)
+            .with_context(|| format!("{shown}: [runtime] hostfile"))?
+            .len(),
+        (None, None) => 1,
+    };
+    if !(runtime.connect_timeout.is_finite() && runtime.connect_timeout > 0.0) {
+        bail!("{shown}: [runtime] connect_timeout must be a positive number of seconds");
+    }
+    let cluster = ClusterOptions {
+        workers: runtime.workers,
+        processes,
+        process: opts.process,
+        hostfile,
+        connect_timeout: Duration::from_secs_f64(runtime.connect_timeout),
+    };
+    cluster
+        .validate()
+        .with_context(|| format!("{shown}: [runtime]"))?;
+
+    let fingerprint = match &spec.fingerprint {
+        Some(f) => Some(
+            fingerprint_options(f, &resolve_all(&f.input), resolve(&f.out), opts, &cluster)
+                .with_context(|| format!("{shown}: [fingerprint]"))?,
+        ),
+        None => None,
+    };
+    let append = spec
+        .append
+        .as_ref()
+        .map(|a| (resolve(&a.corpus), a.batch.replace("{date}", &opts.date)));
+    if let Some((_, batch)) = &append {
+        if batch.is_empty() || batch.starts_with(['.', '_']) || batch.contains(['/', '\\']) {
+            bail!("{shown}: [append] batch {batch:?} must be a plain directory name");
+        }
+    }
+    let m = &spec.match_;
+    let queries = match (&m.queries, &fingerprint) {
+        (Some(q), _) => resolve_all(q),
+        (None, Some(f)) => vec![f.out.display().to_string()],
+        (None, None) => {
+            bail!("{shown}: [match] needs queries when the job has no [fingerprint] stage")
+        }
+    };
+    let mut matching = MatchOptions::new(queries, resolve_all(&m.corpus), resolve(&m.out));
+    matching.k = m.k;
+    matching.self_join = m.self_join;
+    matching.parts = m.parts;
+    matching.blocks = m.blocks;
+    matching.table_memory = m
+        .table_memory_mib
+        .map_or(DEFAULT_TABLE_MEMORY, |mib| mib << 20);
+    matching.columns = Columns {
+        id: m.id_column.clone().unwrap_or_else(|| "id".into()),
+        simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),
+    };
+    matching.cluster = cluster.clone();
+    matching.overwrite = true;
+    matching.progress = opts.progress;
+
+    let job = Job {
+        spec_path: opts.spec.clone(),
+        cluster,
+        fingerprint,
+        matching,
+        append,
+    };
+    job.check_inputs()?;
+    Ok(job)
+}
+
+fn fingerprint_options(
+    f: &FingerprintSpec,
+    inputs: &[String],
+    out: PathBuf,
+    opts: &RunOptions,
+    cluster: &ClusterOptions,
+) -> Result<FingerprintOptions> {
+    let mut o = FingerprintOptions::new(inputs.to_vec(), out);
+    o.format = f.format;
+    let defaults = TextFields::default();
+    o.fields = TextFields {
+        id: f.id_field.clone().unwrap_or(defaults.id),
+        url: f.url_field.clone().unwrap_or(defaults.url),
+        text: f.text_field.clone().unwrap_or(defaults.text),
+    };
+    o.simhash = SimhashOptions {
+        features: f.features.parse::<Features>()?,
+        log_weights: f.log_weights,
+        stop_words: !f.keep_stop_words,
+    };
+    o.cluster = cluster.clone();
+    o.overwrite = true;
+    o.progress = opts.progress;
+    Ok(o)
+}
+
+impl Job {
+    /// The append stage's batch directory, if the job has one.
+    fn batch_dir(&self) -> Option<PathBuf> {
+        self.append
+            .as_ref()
+            .map(|(corpus, batch)| corpus.join(batch))
+    }
+
+    /// Checks that the inputs the spec names exist, before any stage runs.
+    fn check_inputs(&self) -> Result<()> {
+        let shown = self.spec_path.display();
+        if let Some(f) = &self.fingerprint {
+            for input in &f.inputs {
+                expand_any(input).with_context(|| format!("{shown}: [fingerprint] input"))?;
+            }
+        }
+        let produced = self
+            .fingerprint
+            .as_ref()
+            .map(|f| f.out.display().to_string());
+        for q in &self.matching.queries {
+            if Some(q) != produced.as_ref() {
+                expand_paths(std::slice::from_ref(q))
+                    .with_context(|| format!("{shown}: [match] queries"))?;
+            }
+        }
+        for c in &self.matching.corpus {
+            if !self.is_growing_corpus(c) {
+                expand_paths(std::slice::from_ref(c))
+                    .with_context(|| format!("{shown}: [match] corpus"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `spec` is the append stage's corpus directory, which the
+    /// first night has not created yet.
+    fn is_growing_corpus(&self, spec: &str) -> bool {
+        self.append
+            .as_ref()
+            .is_some_and(|(corpus, _)| Path::new(spec) == corpus)
+    }
+
+    /// The corpus files for tonight's match: the spec's inputs, without
+    /// tonight's own batch (a rerun after the append must not match B
+    /// against itself as corpus).
+    fn corpus_files(&self) -> Result<Vec<String>> {
+        let tonight = self.batch_dir();
+        let mut files = Vec::new();
+        for spec in &self.matching.corpus {
+            let path = Path::new(spec);
+            if self.is_growing_corpus(spec) && (!path.exists() || !has_parquet(path)) {
+                continue;
+            }
+            for file in expand_paths(std::slice::from_ref(spec))? {
+                if tonight.as_ref().is_some_and(|t| file.starts_with(t)) {
+                    continue;
+                }
+                files.push(file.display().to_string());
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// A TOML error on one line: where it is, the key, and what is wrong.
+fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
+    let message = error.message().trim_end();
+    let Some(span) = error.span() else {
+        return message.to_string();
+    };
+    let start = span.start.min(text.len());
+    let number = text[..start].matches('\n').count() + 1;
+    let line = text.lines().nth(number - 1).unwrap_or_default();
+    match line.split_once('=') {
+        Some((key, _)) if !message.contains("field") => {
+            format!("line {number}, key `{}`: {message}", key.trim())
+        }
+        _ => format!("line {number}: {message}"),
+    }
+}
+
+/// `a/b/../c` as `a/c`, so that paths in messages read as the user means
+/// them (lexically: the spec's paths name directories, not symlinks to climb).
+fn clean(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
+fn expand_any(spec: &str) -> Result<()> {
+    let path = Path::new(spec);
+    if path.exists() || glob::glob(spec).is_ok_and(|mut g| g.next().is_some()) {
+        return Ok(());
+    }
+    bail!("{spec}: no such file or directory")
+}
+
+fn has_parquet(dir: &Path) -> bool {
+    expand_paths(&[dir.display().to_string()]).is_ok()
+}
+
+/// Runs the job's stages, skipping those already complete unless `force`.
+pub fn run_job(
+    job: &Job,
+    force: bool,
+    mut report: impl FnMut(&StageReport),
+) -> Result<Vec<StageReport>> {
+    let mut reports = Vec::new();
+    let mut rerun = force;
+    let mut stage =
+        |name: &'static str, out: PathBuf, run: &mut dyn FnMut() -> Result<String>| -> Result<()> {
+            let outcome = if !rerun && out.join(SUCCESS).exists() {
+                StageOutcome::Skipped
+            } else {
+                rerun = true;
+                tracing::info!(stage = name, out = %out.display(), "running stage");
+                StageOutcome::Ran(run().with_context(|| format!("stage {name}"))?)
+            };
+            let entry = (name, out, outcome);
+            report(&entry);
+            reports.push(entry);
+            Ok(())
+        };
+    if let Some(f) = &job.fingerprint {
+        stage("fingerprint", f.out.clone(), &mut || {
+            Ok(run_fingerprint(f)?.line(&f.out))
+        })?;
+    }
+    stage("match", job.matching.out.clone(), &mut || {
+        let mut opts = job.matching.clone();
+        opts.corpus = job.corpus_files()?;
+        Ok(run_match(&opts)?.line(&opts.out))
+    })?;
+    if let (Some(batch), Some(f)) = (job.batch_dir(), job.append.as_ref()) {
+        let queries = job.matching.queries.clone();
+        stage("append", batch.clone(), &mut || {
+            if !job.cluster.is_leader() {
+                return Ok(format!(
+                    "process {}: appending is process 0's",
+                    job.cluster.process
+                ));
+            }
+            append_batch(&queries, &f.0, &batch)
+        })?;
+    }
+    Ok(reports)
+}
+
+/// Copies B's shards into `batch` (a new directory of the corpus), through a
+/// staging directory, with `_SUCCESS` last: tomorrow's match reads the whole
+/// batch or none of it (directory inputs skip hidden and `_` entries).
+fn append_batch(queries: &[String], corpus: &Path, batch: &Path) -> Result<String> {
+    let files = expand_paths(queries)?;
+    fs::create_dir_all(corpus).with_context(|| format!("{}: cannot create", corpus.display()))?;
+    let staging = Staging::create(batch, true)?;
+    let mut bytes = 0;
+    for (i, file) in files.iter().enumerate() {
+        let target = staging.dir().join(part_name(i));
+        bytes += fs::copy(file, &target)
+            .with_context(|| format!("cannot copy {} to {}", file.display(), target.display()))?;
+    }
+    let manifest: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    write_atomically(
+        &staging.dir().join("_sources.json"),
+        &serde_json::to_vec_pretty(&manifest)?,
+    )?;
+    staging.commit()?;
+    Ok(format!(
+        "appended {} shard(s), {} bytes -> {}",
+        files.len(),
+        bytes,
+        batch.display()
+    ))
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`, the default for `{date}`.
+pub fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0) as i64;
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+/// algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Checks a `--date` value: `YYYY-MM-DD`.
+pub fn check_date(date: &str) -> Result<()> {
+    let parts: Vec<&str> = date.split('-').collect();
+    let ok = parts.len() == 3
+        && [4, 2, 2]
+            .iter()
+            .zip(&parts)
+            .all(|(n, p)| p.len() == *n && p.bytes().all(|b| b.is_ascii_digit()));
+    if !ok {
+        bail!("--date {date:?} must look like 2026-11-22");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_round_known_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+    }
+
+    #[test]
+    fn paths_are_cleaned_lexically() {
+        assert_eq!(clean(Path::new("jobs/../out/x")), Path::new("out/x"));
+        assert_eq!(clean(Path::new("./jobs/./a")), Path::new("jobs/a"));
+        assert_eq!(clean(Path::new("../x")), Path::new("../x"));
+        assert_eq!(clean(Path::new("/a/../b")), Path::new("/b"));
+        assert_eq!(clean(Path::new("jobs/..")), Path::new("."));
+    }
+
+    #[test]
+    fn dates_are_checked() {
+        check_date("2026-11-22").unwrap();
+        for bad in ["2026-1-22", "yesterday", "2026/11/22", ""] {
+            assert!(check_date(bad).is_err(), "{bad}");
+        }
+    }
+}
