@@ -2,7 +2,6 @@
 //! library's calls.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
@@ -91,24 +90,13 @@ pub struct ClusterArgs {
 
 impl ClusterArgs {
     pub fn options(&self) -> Result<ClusterOptions> {
-        let processes = match (self.processes, &self.hostfile) {
-            (Some(n), _) => n,
-            (None, Some(hostfile)) => crate::cluster::read_hostfile(hostfile)?.len(),
-            (None, None) => 1,
-        };
-        if !(self.connect_timeout.is_finite() && self.connect_timeout > 0.0) {
-            anyhow::bail!(
-                "--connect-timeout {} is out of range: give a positive number of seconds",
-                self.connect_timeout
-            );
-        }
-        Ok(ClusterOptions {
-            workers: self.workers,
-            processes,
-            process: self.process,
-            hostfile: self.hostfile.clone(),
-            connect_timeout: Duration::from_secs_f64(self.connect_timeout),
-        })
+        ClusterOptions::from_settings(
+            self.workers,
+            self.processes,
+            self.process,
+            self.hostfile.clone(),
+            self.connect_timeout,
+        )
     }
 }
 

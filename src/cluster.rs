@@ -69,9 +69,46 @@ impl ClusterOptions {
         }
     }
 
+    /// Options from flags or a job spec: `processes` defaults to the
+    /// hostfile's length (else 1), and the timeout is in seconds.
+    pub fn from_settings(
+        workers: usize,
+        processes: Option<usize>,
+        process: usize,
+        hostfile: Option<PathBuf>,
+        connect_timeout_seconds: f64,
+    ) -> Result<ClusterOptions> {
+        let processes = match (processes, &hostfile) {
+            (Some(n), _) => n,
+            (None, Some(hostfile)) => read_hostfile(hostfile)?.len(),
+            (None, None) => 1,
+        };
+        if !(connect_timeout_seconds.is_finite() && connect_timeout_seconds > 0.0) {
+            bail!(
+                "--connect-timeout {connect_timeout_seconds} is out of range: give a positive number of seconds"
+            );
+        }
+        let options = ClusterOptions {
+            workers,
+            processes,
+            process,
+            hostfile,
+            connect_timeout: Duration::from_secs_f64(connect_timeout_seconds),
+        };
+        options.validate()?;
+        Ok(options)
+    }
+
     /// Workers across all processes.
     pub fn peers(&self) -> usize {
         self.workers * self.processes
+    }
+
+    /// Whether work item `i`, given to global worker `i % peers` as every
+    /// neardup dataflow does, runs on this process (whose workers are
+    /// `process * workers ..`).
+    pub fn runs_here(&self, i: usize) -> bool {
+        (i % self.peers()) / self.workers == self.process
     }
 
     /// Whether this process gathers the workers' reports and commits the output.
@@ -358,6 +395,22 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("--hostfile"));
+    }
+
+    #[test]
+    fn every_work_item_runs_on_exactly_one_process() {
+        for (processes, workers) in [(1, 1), (2, 1), (3, 2)] {
+            let on = |process| ClusterOptions {
+                workers,
+                processes,
+                process,
+                ..ClusterOptions::default()
+            };
+            for i in 0..50 {
+                let homes: Vec<usize> = (0..processes).filter(|&p| on(p).runs_here(i)).collect();
+                assert_eq!(homes, vec![(i % (processes * workers)) / workers]);
+            }
+        }
     }
 
     #[test]

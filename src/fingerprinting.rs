@@ -8,17 +8,19 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::generic::operator::source;
 
 use crate::cluster::{self, ClusterOptions};
 use crate::crawl::{read_file, BadRecord, Format, Record, TextFields};
-use crate::dataflow::commit::{gather_and_commit, Commit, Merge, OutcomeSlot, Report};
+use crate::dataflow::commit::{
+    await_outcome, commit_staging, gather_and_commit, lock, Merge, OutcomeSlot, Report,
+};
 use crate::dataflow::Failure;
 use crate::parquet_io::input::expand_paths_with;
 use crate::parquet_io::output::{part_name, write_documents, DocumentRows, Staging};
@@ -152,31 +154,21 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
         false => None,
     };
     let dir = Staging::dir_for(&opts.out)?;
-    let peers = opts.cluster.peers();
     let local_bytes: u64 = inputs
         .iter()
         .enumerate()
-        .filter(|(i, _)| (i % peers) / opts.cluster.workers == opts.cluster.process)
+        .filter(|(i, _)| opts.cluster.runs_here(*i))
         .map(|(_, (_, _, bytes))| bytes)
         .sum();
     let counters = Arc::new(TextCounters::default());
     let progress = BytesProgress::start(opts.progress, local_bytes, counters.clone());
 
-    let written: Arc<Mutex<Option<FingerprintSummary>>> = Arc::default();
-    let commit: Option<Commit<FileResults>> = staging.map(|staging| {
-        let (opts, written) = (opts.clone(), written.clone());
-        let staging = Mutex::new(Some(staging));
-        let commit: Commit<FileResults> = Arc::new(move |results: &FileResults| {
-            let summary = summarize(results.0.clone(), &opts, started.elapsed().as_secs_f64());
-            let staging = lock(&staging)
-                .take()
-                .context("the output was already committed")?;
-            staging.commit_with_summary(&summary)?;
-            *lock(&written) = Some(summary);
-            Ok(())
-        });
-        commit
-    });
+    let (commit, written) = {
+        let opts = opts.clone();
+        commit_staging(staging, move |results: &FileResults| {
+            summarize(results.0.clone(), &opts, started.elapsed().as_secs_f64())
+        })
+    };
     let failure = Arc::new(Failure::default());
     let outcome = Arc::new(OutcomeSlot::default());
     let job = Arc::new((inputs, opts.clone(), dir));
@@ -228,27 +220,13 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
             });
         })?
     };
-    let joined = guards.join();
+    let result = await_outcome(guards, &failure, &outcome);
     progress.finish();
-    if let Some(error) = failure.take() {
-        return Err(error);
-    }
-    if let Some(panic) = joined.into_iter().find_map(|r| r.err()) {
-        return Err(anyhow!("a worker failed: {panic}"));
-    }
-    let results = match outcome.take() {
-        Some(Ok(results)) => results,
-        Some(Err(error)) => return Err(anyhow!(error)),
-        None => return Err(anyhow!("the job ended without an outcome from worker 0")),
-    };
+    let results = result?;
     if let Some(summary) = lock(&written).take() {
         return Ok(summary);
     }
     Ok(summarize(results.0, opts, started.elapsed().as_secs_f64()))
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The input files in sorted order, each with its format and size.

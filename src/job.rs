@@ -14,7 +14,6 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
@@ -195,36 +194,18 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     };
 
     let o = &opts.overrides;
-    let runtime = RuntimeSpec {
-        workers: o.workers.unwrap_or(spec.runtime.workers),
-        processes: o.processes.or(spec.runtime.processes),
-        hostfile: None,
-        connect_timeout: o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
-    };
     let hostfile = match &o.hostfile {
         Some(h) => Some(h.clone()),
         None => spec.runtime.hostfile.as_deref().map(&resolve),
     };
-    let processes = match (runtime.processes, &hostfile) {
-        (Some(n), _) => n,
-        (None, Some(h)) => crate::cluster::read_hostfile(h)
-            .with_context(|| format!("{shown}: [runtime] hostfile"))?
-            .len(),
-        (None, None) => 1,
-    };
-    if !(runtime.connect_timeout.is_finite() && runtime.connect_timeout > 0.0) {
-        bail!("{shown}: [runtime] connect_timeout must be a positive number of seconds");
-    }
-    let cluster = ClusterOptions {
-        workers: runtime.workers,
-        processes,
-        process: opts.process,
+    let cluster = ClusterOptions::from_settings(
+        o.workers.unwrap_or(spec.runtime.workers),
+        o.processes.or(spec.runtime.processes),
+        opts.process,
         hostfile,
-        connect_timeout: Duration::from_secs_f64(runtime.connect_timeout),
-    };
-    cluster
-        .validate()
-        .with_context(|| format!("{shown}: [runtime]"))?;
+        o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
+    )
+    .with_context(|| format!("{shown}: [runtime]"))?;
 
     let fingerprint = match &spec.fingerprint {
         Some(f) => Some(

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::cluster::ClusterOptions;
-use crate::dataflow::commit::Commit;
+use crate::dataflow::commit::{commit_staging, lock};
 use crate::dataflow::{self, Counters, Job, MatchTotals, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
 use crate::pairs::Parts;
@@ -168,7 +168,6 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         build_seconds,
         started,
         scan_started: Instant::now(),
-        written: None,
     }));
     let (local_units, local_rows) = local_share(&units, &opts.cluster);
     let job = Arc::new(Job {
@@ -183,30 +182,17 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let counters = Arc::new(Counters::default());
     let progress = ScanProgress::start(opts.progress, local_units, local_rows, counters.clone());
     lock(&summary).scan_started = Instant::now();
-    let commit: Option<Commit<MatchTotals>> = staging.map(|staging| {
+    let (commit, written) = {
         let (summary, opts) = (summary.clone(), opts.clone());
-        let staging = Mutex::new(Some(staging));
-        let commit: Commit<MatchTotals> = Arc::new(move |totals: &MatchTotals| {
-            let written = lock(&summary).finish(&opts, *totals);
-            let staging = staging
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-                .context("the output was already committed")?;
-            staging.commit_with_summary(&written)?;
-            lock(&summary).written = Some(written);
-            Ok(())
-        });
-        commit
-    });
+        commit_staging(staging, move |totals: &MatchTotals| {
+            lock(&summary).finish(&opts, *totals)
+        })
+    };
     let result = dataflow::run(job, &opts.cluster, counters, commit);
     progress.finish();
     let totals = result?;
-    let mut draft = lock(&summary);
-    Ok(match draft.written.take() {
-        Some(written) => written,
-        None => draft.finish(opts, totals),
-    })
+    let committed = lock(&written).take();
+    Ok(committed.unwrap_or_else(|| lock(&summary).finish(opts, totals)))
 }
 
 /// The corpus units, then (with `--self`) B's own.
@@ -217,20 +203,15 @@ fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
     units
 }
 
-/// The units and rows this process's workers scan (unit `u` goes to global
-/// worker `u % peers`, and process `p` runs workers `p * workers ..`).
+/// The units and rows this process's workers scan, for its progress bar.
 fn local_share(units: &[ScanUnit], cluster: &ClusterOptions) -> (u64, u64) {
     let mine = units
         .iter()
         .enumerate()
-        .filter(|(u, _)| (u % cluster.peers()) / cluster.workers == cluster.process);
+        .filter(|(u, _)| cluster.runs_here(*u));
     mine.fold((0, 0), |(n, rows), (_, unit)| {
         (n + 1, rows + unit.unit.rows)
     })
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The parts of the summary known before the scan.
@@ -242,8 +223,6 @@ struct SummaryDraft {
     build_seconds: f64,
     started: Instant,
     scan_started: Instant,
-    /// The summary the commit wrote.
-    written: Option<MatchSummary>,
 }
 
 impl SummaryDraft {

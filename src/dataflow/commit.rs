@@ -9,14 +9,19 @@
 //!   report (every worker) --exchange to worker 0--> commit --exchange to each worker--> outcome
 //! ```
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
+use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
+use timely::communication::WorkerGuards;
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 use timely::ExchangeData;
+
+use super::Failure;
+use crate::parquet_io::output::Staging;
 
 /// What a worker did, or the error that stopped it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -49,12 +54,72 @@ impl<R> Default for OutcomeSlot<R> {
 
 impl<R> OutcomeSlot<R> {
     fn set(&self, outcome: Outcome<R>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(outcome);
+        *lock(&self.0) = Some(outcome);
     }
 
     /// The outcome, once every worker has finished.
     pub fn take(&self) -> Option<Outcome<R>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        lock(&self.0).take()
+    }
+}
+
+/// Locks a mutex, also after a panic elsewhere: the data here (errors,
+/// summaries) stays meaningful, and the panic is reported on its own.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The summary worker 0 committed, for its process to return.
+pub type Written<S> = Arc<Mutex<Option<S>>>;
+
+/// Worker 0's commit step over `staging` (process 0 only, so `None`
+/// elsewhere): writes `summarize(merged reports)` as `_summary.json`, moves
+/// the directory into place, writes `_SUCCESS`, and keeps the summary.
+pub fn commit_staging<R, S>(
+    staging: Option<Staging>,
+    summarize: impl Fn(&R) -> S + Send + Sync + 'static,
+) -> (Option<Commit<R>>, Written<S>)
+where
+    R: 'static,
+    S: Serialize + Send + 'static,
+{
+    let written: Written<S> = Arc::default();
+    let commit = staging.map(|staging| {
+        let staging = Mutex::new(Some(staging));
+        let keep = written.clone();
+        let commit: Commit<R> = Arc::new(move |merged: &R| {
+            let summary = summarize(merged);
+            let staging = lock(&staging)
+                .take()
+                .context("the output was already committed")?;
+            staging.commit_with_summary(&summary)?;
+            *lock(&keep) = Some(summary);
+            Ok(())
+        });
+        commit
+    });
+    (commit, written)
+}
+
+/// Waits for this process's workers and returns the job's outcome: the
+/// first error of a local worker, a local worker's panic, or else what
+/// worker 0 decided for everyone.
+pub fn await_outcome<T: Send + 'static, R>(
+    guards: WorkerGuards<T>,
+    failure: &Failure,
+    outcome: &OutcomeSlot<R>,
+) -> Result<R> {
+    let joined = guards.join();
+    if let Some(error) = failure.take() {
+        return Err(error);
+    }
+    if let Some(panic) = joined.into_iter().find_map(|r| r.err()) {
+        return Err(anyhow!("a worker failed: {panic}"));
+    }
+    match outcome.take() {
+        Some(Ok(merged)) => Ok(merged),
+        Some(Err(error)) => Err(anyhow!(error)),
+        None => Err(anyhow!("the job ended without an outcome from worker 0")),
     }
 }
 

@@ -19,14 +19,14 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::source;
 use timely::dataflow::operators::generic::Operator;
 
-use self::commit::{gather_and_commit, Commit, Merge, OutcomeSlot, Report};
+use self::commit::{await_outcome, gather_and_commit, lock, Commit, Merge, OutcomeSlot, Report};
 use crate::cluster::{self, ClusterOptions};
 
 use crate::pairs::{sort_and_dedup, Pair, Parts};
@@ -79,17 +79,16 @@ pub struct Failure(Mutex<Option<anyhow::Error>>);
 
 impl Failure {
     pub fn record(&self, error: anyhow::Error) {
-        let mut slot = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        slot.get_or_insert(error);
+        lock(&self.0).get_or_insert(error);
     }
 
     pub fn happened(&self) -> bool {
-        self.0.lock().map(|s| s.is_some()).unwrap_or(true)
+        lock(&self.0).is_some()
     }
 
     /// The recorded error, if any.
     pub fn take(&self) -> Option<anyhow::Error> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).take()
+        lock(&self.0).take()
     }
 }
 
@@ -213,17 +212,7 @@ pub fn run(
             while worker.step_or_park(None) {}
         })?
     };
-    for result in guards.join() {
-        result.map_err(|e| anyhow!("a worker failed: {e}"))?;
-    }
-    if let Some(error) = failure.take() {
-        return Err(error);
-    }
-    match outcome.take() {
-        Some(Ok(totals)) => Ok(totals),
-        Some(Err(error)) => Err(anyhow!(error)),
-        None => Err(anyhow!("the job ended without an outcome from worker 0")),
-    }
+    await_outcome(guards, &failure, &outcome)
 }
 
 /// Corpus rows probed together. The probe kernel partitions each batch so
