@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
 use crate::cluster::ClusterOptions;
+use crate::clustering::{run_cluster, ClusterJobOptions};
 use crate::crawl::{Format, TextFields};
 use crate::design::{self, BITS};
 use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
@@ -36,8 +37,34 @@ pub enum Command {
     Gen(GenArgs),
     /// Turn crawl text (WARC, WET, JSONL, Parquet) into simhash fingerprint shards.
     Fingerprint(FingerprintArgs),
-    /// Run a job spec (TOML): fingerprint, match, append; finished stages are skipped.
+    /// Group `match` pairs into clusters of near-duplicates and list the pages to drop.
+    Cluster(ClusterCommandArgs),
+    /// Run a job spec (TOML): fingerprint, match, cluster, append; finished stages are skipped.
     Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ClusterCommandArgs {
+    /// `match` outputs: directories, part files or globs.
+    #[arg(long, required = true, num_args = 1..)]
+    pub pairs: Vec<String>,
+    /// Output directory (gets clusters/ and drop/).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Keep a page already in the corpus before a new one (then the smallest id).
+    #[arg(long)]
+    pub corpus_wins: bool,
+    /// Warn about, and list, clusters with more pages than this.
+    #[arg(long, default_value_t = 1000)]
+    pub max_cluster_size: u64,
+    /// Number of output part files in clusters/ and drop/ (split by a hash of the id).
+    #[arg(long, default_value_t = 1)]
+    pub parts: usize,
+    /// Replace an existing output directory.
+    #[arg(long)]
+    pub overwrite: bool,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 #[derive(Debug, Args)]
@@ -254,6 +281,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Plan(args) => run_plan_command(args),
         Command::Gen(args) => run_gen_command(args),
         Command::Fingerprint(args) => run_fingerprint_command(args),
+        Command::Cluster(args) => run_cluster_command(args),
         Command::Run(args) => run_job_command(args),
     }
 }
@@ -405,5 +433,20 @@ fn run_job_command(args: RunArgs) -> Result<()> {
             println!("{name}: skipped, {} has _SUCCESS", out.display())
         }
     })?;
+    Ok(())
+}
+
+fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
+    let opts = ClusterJobOptions {
+        pairs: args.pairs,
+        out: args.out.clone(),
+        corpus_wins: args.corpus_wins,
+        max_cluster_size: args.max_cluster_size,
+        parts: args.parts,
+        cluster: args.cluster.options()?,
+        overwrite: args.overwrite,
+    };
+    let summary = run_cluster(&opts)?;
+    println!("{}", summary.line(&args.out));
     Ok(())
 }

@@ -126,6 +126,7 @@ pub fn generate(opts: &GenOptions) -> Result<GenSummary> {
                 query_simhash: query_fps[j as usize],
                 corpus_simhash: f,
                 distance: d as u8,
+                self_pair: true,
             });
             f
         } else {
@@ -203,6 +204,7 @@ fn write_corpus_shard(
                 query_simhash: query_fps[q],
                 corpus_simhash: f,
                 distance: d as u8,
+                self_pair: false,
             });
             f
         } else {

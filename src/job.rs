@@ -3,7 +3,8 @@
 //! Stages, in order, each the library call of its command:
 //! 1. `fingerprint` the night's crawl into B;
 //! 2. `match` B against the corpus F and against itself;
-//! 3. `append` B to the corpus as a new batch directory, so the next night
+//! 3. `cluster` the pairs into clusters and a keep/drop list;
+//! 4. `append` B to the corpus as a new batch directory, so the next night
 //!    sees tonight's pages.
 //!
 //! A stage whose output already has `_SUCCESS` is skipped, so a failed night
@@ -19,6 +20,7 @@ use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
 use crate::cluster::ClusterOptions;
+use crate::clustering::{run_cluster, ClusterJobOptions};
 use crate::crawl::{Format, TextFields};
 use crate::design::DEFAULT_TABLE_MEMORY;
 use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
@@ -36,7 +38,21 @@ pub struct JobSpec {
     pub fingerprint: Option<FingerprintSpec>,
     #[serde(rename = "match")]
     pub match_: MatchSpec,
+    pub cluster: Option<ClusterSpec>,
     pub append: Option<AppendSpec>,
+}
+
+/// Stage 3 (`[cluster]`): the match stage's pairs into clusters.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    pub out: String,
+    #[serde(default = "yes")]
+    pub corpus_wins: bool,
+    #[serde(default = "default_max_cluster_size")]
+    pub max_cluster_size: u64,
+    #[serde(default = "one")]
+    pub parts: usize,
 }
 
 /// Where the workers run (`[runtime]`).
@@ -103,7 +119,7 @@ pub struct MatchSpec {
     pub simhash_column: Option<String>,
 }
 
-/// Stage 3 (`[append]`): B becomes `corpus/batch/`.
+/// Stage 4 (`[append]`): B becomes `corpus/batch/`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AppendSpec {
@@ -122,6 +138,9 @@ fn default_k() -> u32 {
 }
 fn default_features() -> String {
     "words".to_string()
+}
+fn default_max_cluster_size() -> u64 {
+    1000
 }
 fn default_connect_timeout() -> f64 {
     60.0
@@ -160,6 +179,7 @@ pub struct Job {
     pub cluster: ClusterOptions,
     pub fingerprint: Option<FingerprintOptions>,
     pub matching: MatchOptions,
+    pub clustering: Option<ClusterJobOptions>,
     pub append: Option<(PathBuf, String)>,
 }
 
@@ -247,11 +267,22 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     matching.overwrite = true;
     matching.progress = opts.progress;
 
+    let clustering = spec.cluster.as_ref().map(|c| {
+        let mut o =
+            ClusterJobOptions::new(vec![matching.out.display().to_string()], resolve(&c.out));
+        o.corpus_wins = c.corpus_wins;
+        o.max_cluster_size = c.max_cluster_size;
+        o.parts = c.parts;
+        o.cluster = cluster.clone();
+        o.overwrite = true;
+        o
+    });
     let job = Job {
         spec_path: opts.spec.clone(),
         cluster,
         fingerprint,
         matching,
+        clustering,
         append,
     };
     job.check_inputs()?;
@@ -432,6 +463,11 @@ pub fn run_job(
         opts.corpus = job.corpus_files()?;
         Ok(run_match(&opts)?.line(&opts.out))
     })?;
+    if let Some(c) = &job.clustering {
+        stage("cluster", c.out.clone(), &mut || {
+            Ok(run_cluster(c)?.line(&c.out))
+        })?;
+    }
     if let (Some(batch), Some(f)) = (job.batch_dir(), job.append.as_ref()) {
         let queries = job.matching.queries.clone();
         stage("append", batch.clone(), &mut || {

@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod clustering;
 pub mod crawl;
 pub mod dataflow;
 pub mod design;

@@ -15,6 +15,9 @@ pub struct Pair {
     pub query_simhash: u64,
     pub corpus_simhash: u64,
     pub distance: u8,
+    /// Whether the corpus row is a row of B (a `--self` pair): the
+    /// clustering then knows which pages are already in the corpus.
+    pub self_pair: bool,
 }
 
 /// Query-id ranges of the output parts.

@@ -78,6 +78,12 @@ fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
         assert_eq!(report["types"][column], "BIGINT", "{column}");
     }
     assert_eq!(report["types"]["distance"], "TINYINT");
+    assert_eq!(report["types"]["self_pair"], "BOOLEAN");
+    assert!(ours.iter().any(|p| p.self_pair) && ours.iter().any(|p| !p.self_pair));
+    assert_eq!(
+        report["self_pairs"],
+        ours.iter().filter(|p| p.self_pair).count() as u64
+    );
     assert_eq!(report["rows"], ours.len() as u64);
     assert_eq!(report["unsorted"], 0);
     assert_eq!(report["wrong_distance"], 0);

@@ -37,7 +37,9 @@ joined = con.execute(f"""
           UNION SELECT id, simhash FROM read_parquet('{queries}')) c
       ON c.id = p.corpus_id AND c.simhash = p.corpus_simhash
 """).fetchone()[0]
+self_pairs = con.execute(f"SELECT count(*) FROM read_parquet('{parts}') WHERE self_pair").fetchone()[0]
 print(json.dumps({
+    "self_pairs": self_pairs,
     "duckdb": duckdb.__version__,
     "types": types,
     "rows": rows,

@@ -70,6 +70,7 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
         [
             ("fingerprint", "fingerprinted"),
             ("match", "matched"),
+            ("cluster", "clustered"),
             ("append", "appended")
         ]
         .map(|(s, v)| (s.to_string(), v.to_string()))
@@ -97,21 +98,30 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
 
     // Run again: everything is complete.
     let again = run(d, &["jobs/sample.toml", "--date", NIGHT]);
-    assert_eq!(verbs(&again), ["skipped", "skipped", "skipped"]);
+    assert_eq!(verbs(&again), ["skipped", "skipped", "skipped", "skipped"]);
 
     // A night that failed after fingerprinting resumes at match.
     std::fs::remove_file(night.join("pairs/_SUCCESS")).unwrap();
     let resumed = run(d, &["jobs/sample.toml", "--date", NIGHT]);
-    assert_eq!(verbs(&resumed), ["skipped", "matched", "appended"]);
+    assert_eq!(
+        verbs(&resumed),
+        ["skipped", "matched", "clustered", "appended"]
+    );
     // Tonight's own batch is not part of tonight's corpus.
     assert_eq!(read_pairs(&night.join("pairs")), pairs);
 
     let forced = run(d, &["jobs/sample.toml", "--date", NIGHT, "--force"]);
-    assert_eq!(verbs(&forced), ["fingerprinted", "matched", "appended"]);
+    assert_eq!(
+        verbs(&forced),
+        ["fingerprinted", "matched", "clustered", "appended"]
+    );
 
     // The next night sees this night's batch in its corpus.
     let next = run(d, &["jobs/sample.toml", "--date", "2026-11-23"]);
-    assert_eq!(verbs(&next), ["fingerprinted", "matched", "appended"]);
+    assert_eq!(
+        verbs(&next),
+        ["fingerprinted", "matched", "clustered", "appended"]
+    );
     let summary: serde_json::Value = serde_json::from_slice(
         &std::fs::read(d.join("sample-output/2026-11-23/pairs/_summary.json")).unwrap(),
     )
@@ -144,10 +154,17 @@ fn night_files(root: &Path) -> Vec<(String, Vec<u8>)> {
     for stage in [
         format!("{NIGHT}/fingerprints"),
         format!("{NIGHT}/pairs"),
+        format!("{NIGHT}/clusters/clusters"),
+        format!("{NIGHT}/clusters/drop"),
         format!("corpus/{NIGHT}"),
     ] {
         let dir = root.join("sample-output").join(&stage);
-        assert!(dir.join("_SUCCESS").exists(), "{stage}");
+        let done = if stage.contains("clusters/") {
+            dir.parent().unwrap().join("_SUCCESS")
+        } else {
+            dir.join("_SUCCESS")
+        };
+        assert!(done.exists(), "{stage}");
         for part in part_files(&dir) {
             let name = format!("{stage}/{}", part.file_name().unwrap().to_string_lossy());
             files.push((name, std::fs::read(&part).unwrap()));
@@ -160,9 +177,12 @@ fn night_files(root: &Path) -> Vec<(String, Vec<u8>)> {
 fn a_job_on_two_and_three_local_processes_writes_the_bytes_of_one() {
     let one = scratch();
     let output = run(one.path(), &["jobs/sample.toml", "--date", NIGHT]);
-    assert_eq!(verbs(&output), ["fingerprinted", "matched", "appended"]);
+    assert_eq!(
+        verbs(&output),
+        ["fingerprinted", "matched", "clustered", "appended"]
+    );
     let expected = night_files(one.path());
-    assert_eq!(expected.len(), 3);
+    assert_eq!(expected.len(), 5);
     for n in [2, 3] {
         let dir = scratch();
         let output = Command::new(repo().join("scripts/cluster-local.sh"))

@@ -12,6 +12,7 @@
 //! bytes do not depend on how many workers or processes there are.
 
 pub mod commit;
+pub mod components;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -330,6 +331,7 @@ impl Scanner {
                         query_simhash,
                         corpus_simhash,
                         distance: m.distance,
+                        self_pair: side == Side::Queries,
                     });
                     found += 1;
                 }

@@ -5,7 +5,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use arrow_array::{Array, Int64Array, RecordBatch, UInt64Array};
+use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch, UInt64Array};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -311,4 +311,85 @@ pub fn open_inputs(
         .filter(|u| u.rows > 0)
         .collect();
     Ok((files, units))
+}
+
+/// An edge of the pair graph: one row of `match` output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairEdge {
+    pub query_id: i64,
+    pub corpus_id: i64,
+    /// The corpus row is a row of B (both pages are new).
+    pub self_pair: bool,
+}
+
+/// The row groups of `match` outputs (files, directories or globs), as
+/// `(file, row group)` units in path order, each file checked to have the
+/// pair columns.
+pub fn open_pair_inputs(specs: &[String]) -> Result<Vec<(PathBuf, usize)>> {
+    let mut units = Vec::new();
+    for path in expand_paths(specs)? {
+        let shown = path.display();
+        let file = File::open(&path).with_context(|| format!("{shown}: cannot open"))?;
+        let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
+            .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
+        let schema = metadata.schema();
+        for (name, expected) in [
+            ("query_id", DataType::Int64),
+            ("corpus_id", DataType::Int64),
+            ("self_pair", DataType::Boolean),
+        ] {
+            match schema.field_with_name(name) {
+                Ok(field) if *field.data_type() == expected => {}
+                Ok(field) => bail!(
+                    "{shown}: column `{name}` has type {}, expected {expected} (is this `neardup match` output?)",
+                    field.data_type()
+                ),
+                Err(_) => bail!(
+                    "{shown}: no column `{name}` (columns: {}; is this `neardup match` output?)",
+                    column_list(schema)
+                ),
+            }
+        }
+        let groups = metadata.metadata().num_row_groups();
+        units.extend((0..groups).map(|rg| (path.clone(), rg)));
+    }
+    Ok(units)
+}
+
+/// Appends the edges of row group `rg` of a `match` output file to `out`.
+pub fn read_pair_edges(path: &Path, rg: usize, out: &mut Vec<PairEdge>) -> Result<()> {
+    let shown = path.display();
+    let file = File::open(path).with_context(|| format!("{shown}: cannot open"))?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
+        .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
+    let schema = builder.parquet_schema();
+    let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair"]
+        .iter()
+        .filter_map(|name| builder.schema().index_of(name).ok())
+        .collect();
+    let mask = ProjectionMask::roots(schema, roots);
+    let reader = builder
+        .with_row_groups(vec![rg])
+        .with_projection(mask)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
+    for batch in reader {
+        let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
+        let location = || format!("{shown} (row group {rg})");
+        let (mut queries, mut corpus) = (Vec::new(), Vec::new());
+        integer_column(&batch, "query_id", &location, &mut queries, |v| v)?;
+        integer_column(&batch, "corpus_id", &location, &mut corpus, |v| v)?;
+        let flags = batch
+            .column_by_name("self_pair")
+            .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
+            .filter(|c| c.null_count() == 0)
+            .ok_or_else(|| anyhow!("{}: column `self_pair` is missing or has nulls", location()))?;
+        out.extend((0..batch.num_rows()).map(|r| PairEdge {
+            query_id: queries[r],
+            corpus_id: corpus[r],
+            self_pair: flags.value(r),
+        }));
+    }
+    Ok(())
 }

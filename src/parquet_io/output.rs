@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
-use arrow_array::{ArrayRef, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray};
+use arrow_array::{
+    ArrayRef, BooleanArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
+};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
@@ -146,6 +148,7 @@ pub fn pair_schema() -> SchemaRef {
         Field::new("query_simhash", DataType::Int64, false),
         Field::new("corpus_simhash", DataType::Int64, false),
         Field::new("distance", DataType::Int8, false),
+        Field::new("self_pair", DataType::Boolean, false),
     ]))
 }
 
@@ -188,6 +191,9 @@ pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
                 )),
                 Arc::new(Int8Array::from_iter_values(
                     rows.iter().map(|p| p.distance as i8),
+                )),
+                Arc::new(BooleanArray::from_iter(
+                    rows.iter().map(|p| Some(p.self_pair)),
                 )),
             ];
             Ok(RecordBatch::try_new(schema.clone(), columns)?)
@@ -239,6 +245,67 @@ fn column_layout(name: &str) -> Option<(Encoding, Compression)> {
         "id" => Some((Encoding::DELTA_BINARY_PACKED, Compression::UNCOMPRESSED)),
         _ => None,
     }
+}
+
+/// The sort order `id` ascending, recorded in the footer.
+fn sorted_by_first_column() -> Option<Vec<SortingColumn>> {
+    Some(vec![SortingColumn {
+        column_idx: 0,
+        descending: false,
+        nulls_first: false,
+    }])
+}
+
+/// Writes a `clusters/` part: `id`, `cluster_id` (the representative),
+/// `cluster_size`, rows sorted by id.
+pub fn write_clusters(path: &Path, rows: &[(i64, i64, u64)]) -> Result<()> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("cluster_id", DataType::Int64, false),
+        Field::new("cluster_size", DataType::Int64, false),
+    ]));
+    write_parquet(
+        path,
+        schema.clone(),
+        sorted_by_first_column(),
+        rows.len(),
+        ROW_GROUP_ROWS,
+        |range| {
+            let rows = &rows[range];
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+                Arc::new(Int64Array::from_iter_values(
+                    rows.iter().map(|r| r.2 as i64),
+                )),
+            ];
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        },
+    )
+}
+
+/// Writes a `drop/` part: `id` to drop and `keep_id`, the representative it
+/// duplicates, rows sorted by id.
+pub fn write_drops(path: &Path, rows: &[(i64, i64)]) -> Result<()> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("keep_id", DataType::Int64, false),
+    ]));
+    write_parquet(
+        path,
+        schema.clone(),
+        sorted_by_first_column(),
+        rows.len(),
+        ROW_GROUP_ROWS,
+        |range| {
+            let rows = &rows[range];
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            ];
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        },
+    )
 }
 
 /// Fingerprinted documents, in the order they were read.

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use arrow_array::{Array, Int64Array, Int8Array};
+use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
 use neardup::gen::SplitMix64;
 use neardup::matching::{run_match, MatchOptions};
 use neardup::pairs::Pair;
@@ -43,25 +43,27 @@ pub fn write_shards(dir: &Path, rows: &[(i64, u64)], shards: usize) -> Vec<Strin
 /// Every pair within k, by comparing all of them.
 pub fn oracle(queries: &[(i64, u64)], corpus: &[(i64, u64)], k: u32, self_join: bool) -> Vec<Pair> {
     let mut out = Vec::new();
-    let mut consider = |(qid, qf): (i64, u64), (cid, cf): (i64, u64), keep: bool| {
-        let d = (qf ^ cf).count_ones();
-        if d <= k && keep {
-            out.push(Pair {
-                query_id: qid,
-                corpus_id: cid,
-                query_simhash: qf,
-                corpus_simhash: cf,
-                distance: d as u8,
-            });
-        }
-    };
+    let mut consider =
+        |(qid, qf): (i64, u64), (cid, cf): (i64, u64), keep: bool, self_pair: bool| {
+            let d = (qf ^ cf).count_ones();
+            if d <= k && keep {
+                out.push(Pair {
+                    query_id: qid,
+                    corpus_id: cid,
+                    query_simhash: qf,
+                    corpus_simhash: cf,
+                    distance: d as u8,
+                    self_pair,
+                });
+            }
+        };
     for &q in queries {
         for &c in corpus {
-            consider(q, c, q.0 != c.0);
+            consider(q, c, q.0 != c.0, false);
         }
         if self_join {
             for &c in queries {
-                consider(q, c, q.0 < c.0);
+                consider(q, c, q.0 < c.0, true);
             }
         }
     }
@@ -94,6 +96,11 @@ pub fn read_pairs(dir: &Path) -> Vec<Pair> {
                 .as_any()
                 .downcast_ref::<Int8Array>()
                 .unwrap();
+            let s = batch
+                .column(5)
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .unwrap();
             for r in 0..batch.num_rows() {
                 out.push(Pair {
                     query_id: q.value(r),
@@ -101,6 +108,7 @@ pub fn read_pairs(dir: &Path) -> Vec<Pair> {
                     query_simhash: qs.value(r) as u64,
                     corpus_simhash: cs.value(r) as u64,
                     distance: d.value(r) as u8,
+                    self_pair: s.value(r),
                 });
             }
             assert_eq!(d.null_count(), 0);
