@@ -2,10 +2,11 @@
 //! the keep/drop list out.
 //!
 //! Each worker reads its share of the pairs' row groups into a
-//! differential-dataflow collection; [`components::clusters`] labels every page
+//! differential-dataflow collection; [`representatives`] labels every page
 //! with its cluster's representative; pages go to the worker owning their
-//! part (a hash of the id), which writes `clusters/` and `drop/` parts sorted
-//! by id; worker 0 commits once every worker has reported.
+//! cluster's part (a hash of the representative, so a cluster is never split
+//! and its size is counted where it is written), which writes `clusters/` and
+//! `drop/` parts sorted by id; worker 0 commits once every worker has reported.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,7 +26,7 @@ use crate::cluster::{self, ClusterOptions};
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, Merge, OutcomeSlot, Report,
 };
-use crate::dataflow::components::{clusters, Member, PairEdgeRow};
+use crate::dataflow::components::{representatives, Member, PairEdgeRow};
 use crate::dataflow::Failure;
 use crate::parquet_io::input::{open_pair_inputs, read_pair_edges};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
@@ -196,10 +197,10 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let corpus_wins = opts.corpus_wins;
             let mut input = worker.dataflow::<u64, _, _>(move |scope| {
                 let (input, pairs) = scope.new_collection::<PairEdgeRow, isize>();
-                let members = clusters(pairs, corpus_wins);
+                let members = representatives(pairs, corpus_wins);
                 let mut writer = PartWriter::new(dir, parts, max_size, me, peers);
                 let route = Exchange::new(move |(member, _time, _diff): &(Member, u64, isize)| {
-                    (part_of(member.0, parts) % peers) as u64
+                    (part_of((member.1).1, parts) % peers) as u64
                 });
                 let reports = members.inner.unary_frontier::<CapacityContainerBuilder<Vec<Report<ClusterTotals>>>, _, _, _>(
                     route,
@@ -252,8 +253,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summarize(opts, &totals, started))
 }
 
-/// The part a page's rows go to: a hash of its id, so parts do not depend
-/// on the number of workers.
+/// The part a cluster's rows go to: a hash of its representative's id, so
+/// parts do not depend on the number of workers.
 fn part_of(id: i64, parts: usize) -> usize {
     (xxhash_rust::xxh3::xxh3_64(&id.to_le_bytes()) % parts as u64) as usize
 }
@@ -265,7 +266,7 @@ struct PartWriter {
     max_size: u64,
     worker: usize,
     peers: usize,
-    /// Accumulated updates: the final collection is what has a positive count.
+    /// Accumulated updates: the final collection is what has a count of 1.
     members: HashMap<Member, isize>,
 }
 
@@ -291,13 +292,19 @@ impl PartWriter {
     /// they hold into `totals`.
     fn write(&mut self, totals: &mut ClusterTotals) -> Result<()> {
         let mut by_part: Vec<Vec<(i64, i64, u64)>> = vec![Vec::new(); self.parts];
-        for ((id, ((_rank, rep), size)), count) in self.members.drain() {
+        let mut sizes: HashMap<i64, u64> = HashMap::new();
+        let mut pages = Vec::with_capacity(self.members.len());
+        for ((id, (_rank, rep)), count) in self.members.drain() {
             if !(0..=1).contains(&count) {
                 bail!("page {id}: cluster membership counted {count} times (internal error)");
             }
             if count == 1 {
-                by_part[part_of(id, self.parts)].push((id, rep, size));
+                *sizes.entry(rep).or_default() += 1;
+                pages.push((id, rep));
             }
+        }
+        for (id, rep) in pages {
+            by_part[part_of(rep, self.parts)].push((id, rep, sizes[&rep]));
         }
         for p in (self.worker..self.parts).step_by(self.peers) {
             let mut rows = std::mem::take(&mut by_part[p]);

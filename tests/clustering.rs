@@ -70,7 +70,7 @@ impl UnionFind {
 
 /// The expected `clusters/` rows, `(id, cluster_id, cluster_size)` by id,
 /// under the documented policy.
-fn oracle(edges: &[Edge], corpus_wins: bool) -> Vec<(i64, i64, u64)> {
+fn oracle(edges: &[Edge], corpus_wins: bool) -> ClusterRows {
     let mut uf = UnionFind(HashMap::new());
     let mut in_corpus = HashSet::new();
     for &(q, c, self_pair) in edges {
@@ -121,8 +121,13 @@ fn read_columns(dir: &Path) -> Vec<Vec<i64>> {
     columns
 }
 
+/// `clusters/` rows: `(id, cluster_id, cluster_size)`.
+type ClusterRows = Vec<(i64, i64, u64)>;
+/// `drop/` rows: `(id, keep_id)`.
+type DropRows = Vec<(i64, i64)>;
+
 /// `clusters/` rows sorted by id, and `drop/` rows sorted by id.
-fn read_output(out: &Path) -> (Vec<(i64, i64, u64)>, Vec<(i64, i64)>) {
+fn read_output(out: &Path) -> (ClusterRows, DropRows) {
     let c = read_columns(&out.join("clusters"));
     let mut clusters: Vec<(i64, i64, u64)> = if c.is_empty() {
         Vec::new()

@@ -1,5 +1,5 @@
 //! Near-duplicate clusters as differential-dataflow collections: pairs in,
-//! each page with its cluster's representative and the cluster's size out.
+//! each page with its cluster's representative out.
 //!
 //! Clusters are the connected components of the pair graph. Every page gets a
 //! label, `(rank, id)`, and differential's label propagation gives each page
@@ -17,21 +17,8 @@ use crate::parquet_io::input::PairEdge;
 /// (with `corpus_wins`), 1 a new page.
 pub type Label = (u8, i64);
 
-/// One page of the output: `(id, (representative's label, cluster size))`.
-pub type Member = (i64, (Label, u64));
-
-/// Every page of `pairs` with its cluster's representative and size.
-pub fn clusters<'scope>(
-    pairs: VecCollection<'scope, u64, PairEdgeRow>,
-    corpus_wins: bool,
-) -> VecCollection<'scope, u64, Member> {
-    let labels = representatives(pairs, corpus_wins);
-    let sizes = labels.clone().map(|(_, label)| label).count();
-    labels
-        .map(|(id, label)| (label, id))
-        .join(sizes)
-        .map(|(label, (id, size))| (id, (label, size as u64)))
-}
+/// One page of the output: `(id, representative's label)`.
+pub type Member = (i64, Label);
 
 /// A pair as a collection record: `(query_id, corpus_id, self_pair)`.
 pub type PairEdgeRow = (i64, i64, bool);
@@ -42,8 +29,9 @@ impl From<PairEdge> for PairEdgeRow {
     }
 }
 
-/// Each page with the least label of its connected component.
-fn representatives<'scope>(
+/// Each page of `pairs` with the least label of its connected component:
+/// its cluster's representative.
+pub fn representatives<'scope>(
     pairs: VecCollection<'scope, u64, PairEdgeRow>,
     corpus_wins: bool,
 ) -> VecCollection<'scope, u64, (i64, Label)> {
