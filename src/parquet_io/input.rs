@@ -13,8 +13,11 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
-/// unit in flight whatever the size of the shard's row groups.
-const BATCH_ROWS: usize = 1 << 20;
+/// unit in flight whatever the size of the shard's row groups. Small enough
+/// (512 KB per column) that the allocator reuses the decoder's buffers: at
+/// 1M rows each batch mapped and zeroed fresh memory, and page faults were
+/// 10% of a scan (279K faults against 165K for 40M rows).
+const BATCH_ROWS: usize = 1 << 16;
 
 /// Names of the two columns neardup reads.
 #[derive(Clone, Debug)]
