@@ -18,17 +18,16 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use differential_dataflow::input::Input;
 use serde::{Deserialize, Serialize};
-use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::generic::Operator;
 
 use crate::cluster::{self, ClusterOptions};
 use crate::dataflow::commit::{
-    await_outcome, commit_staging, gather_and_commit, lock, Merge, OutcomeSlot, Report,
+    await_outcome, commit_staging, gather_and_commit, lock, report_when_done, FinalStage, Merge,
+    OutcomeSlot, Report,
 };
-use crate::dataflow::components::{representatives, Member, PairEdgeRow};
+use crate::dataflow::components::{representatives, Member};
 use crate::dataflow::Failure;
-use crate::parquet_io::input::{open_pair_inputs, read_pair_edges};
+use crate::parquet_io::input::{open_pair_inputs, read_pair_edges, PairEdge};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::progress::human;
 
@@ -186,45 +185,25 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         cluster::execute(&opts.cluster, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
             let (units, opts, dir) = &*job;
-            let state = Rc::new(RefCell::new(Report {
-                worker: me,
-                body: ClusterTotals::default(),
-                error: None,
-            }));
+            let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let (writer_state, failure_here) = (state.clone(), failure.clone());
             let (commit, outcome) = (commit.clone(), outcome.clone());
             let (parts, max_size, dir) = (opts.parts, opts.max_cluster_size, dir.clone());
             let corpus_wins = opts.corpus_wins;
             let mut input = worker.dataflow::<u64, _, _>(move |scope| {
-                let (input, pairs) = scope.new_collection::<PairEdgeRow, isize>();
+                let (input, pairs) = scope.new_collection::<PairEdge, isize>();
                 let members = representatives(pairs, corpus_wins);
-                let mut writer = PartWriter::new(dir, parts, max_size, me, peers);
+                let writer = PartWriter::new(dir, parts, max_size, me, peers);
                 let route = Exchange::new(move |(member, _time, _diff): &(Member, u64, isize)| {
                     (part_of((member.1).1, parts) % peers) as u64
                 });
-                let reports = members.inner.unary_frontier::<CapacityContainerBuilder<Vec<Report<ClusterTotals>>>, _, _, _>(
+                let reports = report_when_done(
+                    members.inner,
                     route,
                     "WriteClusters",
-                    move |capability, _info| {
-                        let mut capability = Some(capability);
-                        move |(input, frontier), output| {
-                            input.for_each(|_time, data| writer.absorb(data));
-                            if !frontier.is_empty() {
-                                return;
-                            }
-                            let Some(capability) = capability.take() else {
-                                return;
-                            };
-                            let mut report = writer_state.borrow_mut();
-                            if report.error.is_none() && !failure_here.happened() {
-                                if let Err(error) = writer.write(&mut report.body) {
-                                    report.error = Some(format!("{error:#}"));
-                                    failure_here.record(error);
-                                }
-                            }
-                            output.session(&capability).give(report.clone());
-                        }
-                    },
+                    writer_state,
+                    failure_here,
+                    writer,
                 );
                 gather_and_commit(reports, me, peers, commit, outcome);
                 input
@@ -233,13 +212,12 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             for (path, rg) in units.iter().skip(me).step_by(peers) {
                 edges.clear();
                 if let Err(error) = read_pair_edges(path, *rg, &mut edges) {
-                    state.borrow_mut().error = Some(format!("{error:#}"));
-                    failure.record(error);
+                    state.borrow_mut().fail(error, &failure);
                     break;
                 }
                 state.borrow_mut().body.pairs += edges.len() as u64;
                 for &edge in &edges {
-                    input.insert(PairEdgeRow::from(edge));
+                    input.insert(edge);
                 }
             }
             input.close();
@@ -281,7 +259,9 @@ impl PartWriter {
             members: HashMap::new(),
         }
     }
+}
 
+impl FinalStage<(Member, u64, isize), ClusterTotals> for PartWriter {
     fn absorb(&mut self, updates: &mut Vec<(Member, u64, isize)>) {
         for (member, _time, diff) in updates.drain(..) {
             *self.members.entry(member).or_default() += diff;
@@ -290,7 +270,7 @@ impl PartWriter {
 
     /// Writes every part this worker owns (empty ones too) and counts what
     /// they hold into `totals`.
-    fn write(&mut self, totals: &mut ClusterTotals) -> Result<()> {
+    fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
         let mut by_part: Vec<Vec<(i64, i64, u64)>> = vec![Vec::new(); self.parts];
         let mut sizes: HashMap<i64, u64> = HashMap::new();
         let mut pages = Vec::with_capacity(self.members.len());

@@ -186,11 +186,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
                         let activator = scope.activator_for(info.address);
                         let mut capability = Some(capability);
                         let mut next = me;
-                        let mut report = Report {
-                            worker: me,
-                            body: FileResults::default(),
-                            error: None,
-                        };
+                        let mut report = Report::<FileResults>::new(me);
                         move |output| {
                             let (inputs, opts, dir) = &*job;
                             if let Some((path, format, bytes)) = inputs.get(next) {
@@ -201,8 +197,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
                                     ) {
                                         Ok(result) => report.body.0.push(result),
                                         Err(error) => {
-                                            report.error = Some(format!("{error:#}"));
-                                            failure.record(error);
+                                            report.fail(error, &failure);
                                         }
                                     }
                                 }
@@ -230,7 +225,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
 }
 
 /// The input files in sorted order, each with its format and size.
-fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, Format, u64)>> {
+pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, Format, u64)>> {
     let formats = match &opts.format {
         Some(format) => std::slice::from_ref(format),
         None => <Format as clap::ValueEnum>::value_variants(),

@@ -23,7 +23,7 @@ use crate::cluster::ClusterOptions;
 use crate::clustering::{run_cluster, ClusterJobOptions};
 use crate::crawl::{Format, TextFields};
 use crate::design::DEFAULT_TABLE_MEMORY;
-use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
+use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_paths, Columns};
 use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
@@ -327,9 +327,7 @@ impl Job {
     fn check_inputs(&self) -> Result<()> {
         let shown = self.spec_path.display();
         if let Some(f) = &self.fingerprint {
-            for input in &f.inputs {
-                expand_any(input).with_context(|| format!("{shown}: [fingerprint] input"))?;
-            }
+            input_files(f).with_context(|| format!("{shown}: [fingerprint] input"))?;
         }
         let produced = self
             .fingerprint
@@ -365,11 +363,12 @@ impl Job {
         let tonight = self.batch_dir();
         let mut files = Vec::new();
         for spec in &self.matching.corpus {
-            let path = Path::new(spec);
-            if self.is_growing_corpus(spec) && (!path.exists() || !has_parquet(path)) {
-                continue;
-            }
-            for file in expand_paths(std::slice::from_ref(spec))? {
+            let expanded = match expand_paths(std::slice::from_ref(spec)) {
+                // The job's own corpus is missing or empty until the first append.
+                Err(_) if self.is_growing_corpus(spec) => continue,
+                expanded => expanded?,
+            };
+            for file in expanded {
                 if tonight.as_ref().is_some_and(|t| file.starts_with(t)) {
                     continue;
                 }
@@ -417,18 +416,6 @@ fn clean(path: &Path) -> PathBuf {
         out.push(".");
     }
     out
-}
-
-fn expand_any(spec: &str) -> Result<()> {
-    let path = Path::new(spec);
-    if path.exists() || glob::glob(spec).is_ok_and(|mut g| g.next().is_some()) {
-        return Ok(());
-    }
-    bail!("{spec}: no such file or directory")
-}
-
-fn has_parquet(dir: &Path) -> bool {
-    expand_paths(&[dir.display().to_string()]).is_ok()
 }
 
 /// Runs the job's stages, skipping those already complete unless `force`.

@@ -181,7 +181,6 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     });
     let counters = Arc::new(Counters::default());
     let progress = ScanProgress::start(opts.progress, local_units, local_rows, counters.clone());
-    lock(&summary).scan_started = Instant::now();
     let (commit, written) = {
         let (summary, opts) = (summary.clone(), opts.clone());
         commit_staging(staging, move |totals: &MatchTotals| {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use arrow_array::{Array, Int64Array};
@@ -96,14 +96,8 @@ fn oracle(edges: &[Edge], corpus_wins: bool) -> ClusterRows {
 }
 
 fn read_columns(dir: &Path) -> Vec<Vec<i64>> {
-    let mut parts: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
-        .collect();
-    parts.sort();
     let mut columns: Vec<Vec<i64>> = Vec::new();
-    for part in parts {
+    for part in common::part_files(dir) {
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&part).unwrap())
             .unwrap()
             .build()

@@ -9,13 +9,15 @@
 //!   report (every worker) --exchange to worker 0--> commit --exchange to each worker--> outcome
 //! ```
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
 use timely::communication::WorkerGuards;
 use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 use timely::ExchangeData;
@@ -30,6 +32,26 @@ pub struct Report<R> {
     pub worker: usize,
     pub body: R,
     pub error: Option<String>,
+}
+
+impl<R> Report<R> {
+    /// A worker's empty report.
+    pub fn new(worker: usize) -> Report<R>
+    where
+        R: Default,
+    {
+        Report {
+            worker,
+            body: R::default(),
+            error: None,
+        }
+    }
+
+    /// Records the worker's first error, in its report and for its process.
+    pub fn fail(&mut self, error: anyhow::Error, failure: &Failure) {
+        self.error.get_or_insert_with(|| format!("{error:#}"));
+        failure.record(error);
+    }
 }
 
 /// A per-worker report that adds up over workers.
@@ -121,6 +143,56 @@ pub fn await_outcome<T: Send + 'static, R>(
         Some(Err(error)) => Err(anyhow!(error)),
         None => Err(anyhow!("the job ended without an outcome from worker 0")),
     }
+}
+
+/// What a job's last operator does on a worker: take in its share of the
+/// data, then write it out once the data is complete.
+pub trait FinalStage<D, R> {
+    fn absorb(&mut self, data: &mut Vec<D>);
+    /// Writes what was absorbed, adding what it wrote to `totals`.
+    fn finish(&mut self, totals: &mut R) -> Result<()>;
+}
+
+/// The last operator of a job on every worker: hands `input` to `stage`
+/// and, once the input is complete, finishes it once (unless the worker
+/// already failed) and sends the worker's report on, to
+/// [`gather_and_commit`].
+pub fn report_when_done<'scope, D, R, P>(
+    input: Stream<'scope, u64, Vec<D>>,
+    pact: P,
+    name: &str,
+    state: Rc<RefCell<Report<R>>>,
+    failure: Arc<Failure>,
+    mut stage: impl FinalStage<D, R> + 'static,
+) -> Stream<'scope, u64, Vec<Report<R>>>
+where
+    D: 'static,
+    R: Merge,
+    P: ParallelizationContract<u64, Vec<D>>,
+{
+    input.unary_frontier::<CapacityContainerBuilder<Vec<Report<R>>>, _, _, _>(
+        pact,
+        name,
+        move |capability, _info| {
+            let mut capability = Some(capability);
+            move |(input, frontier), output| {
+                input.for_each(|_time, data| stage.absorb(data));
+                if !frontier.is_empty() {
+                    return;
+                }
+                let Some(capability) = capability.take() else {
+                    return;
+                };
+                let mut report = state.borrow_mut();
+                if report.error.is_none() && !failure.happened() {
+                    if let Err(error) = stage.finish(&mut report.body) {
+                        report.fail(error, &failure);
+                    }
+                }
+                output.session(&capability).give(report.clone());
+            }
+        },
+    )
 }
 
 /// Gathers `reports` (one per worker) at worker 0, which calls `commit`

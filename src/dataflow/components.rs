@@ -20,19 +20,10 @@ pub type Label = (u8, i64);
 /// One page of the output: `(id, representative's label)`.
 pub type Member = (i64, Label);
 
-/// A pair as a collection record: `(query_id, corpus_id, self_pair)`.
-pub type PairEdgeRow = (i64, i64, bool);
-
-impl From<PairEdge> for PairEdgeRow {
-    fn from(e: PairEdge) -> Self {
-        (e.query_id, e.corpus_id, e.self_pair)
-    }
-}
-
 /// Each page of `pairs` with the least label of its connected component:
 /// its cluster's representative.
 pub fn representatives<'scope>(
-    pairs: VecCollection<'scope, u64, PairEdgeRow>,
+    pairs: VecCollection<'scope, u64, PairEdge>,
     corpus_wins: bool,
 ) -> VecCollection<'scope, u64, (i64, Label)> {
     // A page is in the corpus when it is the corpus side of a pair that is not

@@ -25,9 +25,11 @@ use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::source;
-use timely::dataflow::operators::generic::Operator;
 
-use self::commit::{await_outcome, gather_and_commit, lock, Commit, Merge, OutcomeSlot, Report};
+use self::commit::{
+    await_outcome, gather_and_commit, lock, report_when_done, Commit, FinalStage, Merge,
+    OutcomeSlot, Report,
+};
 use crate::cluster::{self, ClusterOptions};
 
 use crate::pairs::{sort_and_dedup, Pair, Parts};
@@ -109,14 +111,6 @@ impl Merge for MatchTotals {
     }
 }
 
-/// A worker's own share of the totals and its first error, shared by its
-/// scan and reduce operators.
-#[derive(Default)]
-struct WorkerState {
-    totals: MatchTotals,
-    error: Option<String>,
-}
-
 /// Runs the dataflow on this process's workers, joined to the rest of the
 /// cluster, and waits until worker 0 has committed (with `commit`, given on
 /// process 0 only) or refused to. Returns the job's totals.
@@ -135,7 +129,7 @@ pub fn run(
             let peers = worker.peers();
             let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());
             let (commit, outcome) = (commit.clone(), outcome.clone());
-            let state = Rc::new(RefCell::new(WorkerState::default()));
+            let state = Rc::new(RefCell::new(Report::<MatchTotals>::new(index)));
             worker.dataflow::<u64, _, _>(move |scope| {
                 let scan_job = job.clone();
                 let scan_counters = counters.clone();
@@ -158,8 +152,7 @@ pub fn run(
                                 Ok(true) => activator.activate(),
                                 Ok(false) => cap = None,
                                 Err(error) => {
-                                    scan_state.borrow_mut().error = Some(format!("{error:#}"));
-                                    scan_failure.record(error);
+                                    scan_state.borrow_mut().fail(error, &scan_failure);
                                     cap = None;
                                 }
                             }
@@ -170,44 +163,8 @@ pub fn run(
                 let route = Exchange::new(move |pair: &Pair| {
                     (route_job.parts.part_of(pair.query_id) % peers) as u64
                 });
-                let mut reducer = Reducer::new(job, index, peers);
-                let reports = pairs
-                    .unary_frontier::<CapacityContainerBuilder<Vec<Report<MatchTotals>>>, _, _, _>(
-                        route,
-                        "Reduce",
-                        move |capability, _info| {
-                            let mut capability = Some(capability);
-                            move |(input, frontier), output| {
-                                input.for_each(|_time, data| reducer.absorb(data));
-                                if !frontier.is_empty() {
-                                    return;
-                                }
-                                let Some(capability) = capability.take() else {
-                                    return;
-                                };
-                                let mut state = state.borrow_mut();
-                                if state.error.is_none() && !failure.happened() {
-                                    match reducer.write_parts() {
-                                        Ok(written) => {
-                                            state.totals.pairs = written;
-                                            counters
-                                                .pairs_written
-                                                .fetch_add(written, Ordering::Relaxed);
-                                        }
-                                        Err(error) => {
-                                            state.error = Some(format!("{error:#}"));
-                                            failure.record(error);
-                                        }
-                                    }
-                                }
-                                output.session(&capability).give(Report {
-                                    worker: index,
-                                    body: state.totals,
-                                    error: state.error.clone(),
-                                });
-                            }
-                        },
-                    );
+                let reducer = Reducer::new(job, index, peers, counters);
+                let reports = report_when_done(pairs, route, "Reduce", state, failure, reducer);
                 gather_and_commit(reports, index, peers, commit, outcome);
             });
             while worker.step_or_park(None) {}
@@ -237,7 +194,7 @@ struct Scanner {
     job: Arc<Job>,
     next: usize,
     peers: usize,
-    state: Rc<RefCell<WorkerState>>,
+    state: Rc<RefCell<Report<MatchTotals>>>,
     delay: Option<std::time::Duration>,
     batch: Batch,
     scratch: Scratch,
@@ -253,7 +210,12 @@ struct Batch {
 }
 
 impl Scanner {
-    fn new(job: Arc<Job>, worker: usize, peers: usize, state: Rc<RefCell<WorkerState>>) -> Scanner {
+    fn new(
+        job: Arc<Job>,
+        worker: usize,
+        peers: usize,
+        state: Rc<RefCell<Report<MatchTotals>>>,
+    ) -> Scanner {
         Scanner {
             job,
             next: worker,
@@ -342,7 +304,7 @@ impl Scanner {
             Side::Queries => &counters.self_rows,
         };
         rows_counter.fetch_add(ids.len() as u64, Ordering::Relaxed);
-        let totals = &mut self.state.borrow_mut().totals;
+        let totals = &mut self.state.borrow_mut().body;
         match side {
             Side::Corpus => totals.corpus_rows += ids.len() as u64,
             Side::Queries => totals.self_rows += ids.len() as u64,
@@ -358,20 +320,24 @@ struct Reducer {
     job: Arc<Job>,
     worker: usize,
     peers: usize,
+    counters: Arc<Counters>,
     parts: Vec<Vec<Pair>>,
 }
 
 impl Reducer {
-    fn new(job: Arc<Job>, worker: usize, peers: usize) -> Reducer {
+    fn new(job: Arc<Job>, worker: usize, peers: usize, counters: Arc<Counters>) -> Reducer {
         let parts = (0..job.parts.len()).map(|_| Vec::new()).collect();
         Reducer {
             job,
             worker,
             peers,
+            counters,
             parts,
         }
     }
+}
 
+impl FinalStage<Pair, MatchTotals> for Reducer {
     fn absorb(&mut self, pairs: &mut Vec<Pair>) {
         for pair in pairs.drain(..) {
             self.parts[self.job.parts.part_of(pair.query_id)].push(pair);
@@ -380,14 +346,16 @@ impl Reducer {
 
     /// Sorts, de-duplicates and writes every part this worker owns, empty
     /// ones included, so the output always has all `--parts` files.
-    fn write_parts(&mut self) -> Result<u64> {
-        let mut written = 0;
+    fn finish(&mut self, totals: &mut MatchTotals) -> Result<()> {
         for p in (self.worker..self.parts.len()).step_by(self.peers) {
             let mut pairs = std::mem::take(&mut self.parts[p]);
             sort_and_dedup(&mut pairs);
             write_pairs(&self.job.out_dir.join(part_name(p)), &pairs)?;
-            written += pairs.len() as u64;
+            totals.pairs += pairs.len() as u64;
+            self.counters
+                .pairs_written
+                .fetch_add(pairs.len() as u64, Ordering::Relaxed);
         }
-        Ok(written)
+        Ok(())
     }
 }

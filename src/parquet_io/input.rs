@@ -316,14 +316,9 @@ pub fn open_inputs(
     Ok((files, units))
 }
 
-/// An edge of the pair graph: one row of `match` output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PairEdge {
-    pub query_id: i64,
-    pub corpus_id: i64,
-    /// The corpus row is a row of B (both pages are new).
-    pub self_pair: bool,
-}
+/// An edge of the pair graph, one row of `match` output:
+/// `(query_id, corpus_id, self_pair)`.
+pub type PairEdge = (i64, i64, bool);
 
 /// The row groups of `match` outputs (files, directories or globs), as
 /// `(file, row group)` units in path order, each file checked to have the
@@ -388,11 +383,7 @@ pub fn read_pair_edges(path: &Path, rg: usize, out: &mut Vec<PairEdge>) -> Resul
             .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
             .filter(|c| c.null_count() == 0)
             .ok_or_else(|| anyhow!("{}: column `self_pair` is missing or has nulls", location()))?;
-        out.extend((0..batch.num_rows()).map(|r| PairEdge {
-            query_id: queries[r],
-            corpus_id: corpus[r],
-            self_pair: flags.value(r),
-        }));
+        out.extend((0..batch.num_rows()).map(|r| (queries[r], corpus[r], flags.value(r))));
     }
     Ok(())
 }

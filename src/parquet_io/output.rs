@@ -247,65 +247,56 @@ fn column_layout(name: &str) -> Option<(Encoding, Compression)> {
     }
 }
 
-/// The sort order `id` ascending, recorded in the footer.
-fn sorted_by_first_column() -> Option<Vec<SortingColumn>> {
-    Some(vec![SortingColumn {
+/// Writes rows of INT64 columns named `names`, already sorted by the first
+/// column (recorded in the footer as the sort order).
+fn write_sorted_int64<const N: usize>(
+    path: &Path,
+    names: [&str; N],
+    rows: &[[i64; N]],
+) -> Result<()> {
+    let fields: Vec<Field> = names
+        .iter()
+        .map(|name| Field::new(*name, DataType::Int64, false))
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let sorting = vec![SortingColumn {
         column_idx: 0,
         descending: false,
         nulls_first: false,
-    }])
+    }];
+    write_parquet(
+        path,
+        schema.clone(),
+        Some(sorting),
+        rows.len(),
+        ROW_GROUP_ROWS,
+        |range| {
+            let rows = &rows[range];
+            let columns: Vec<ArrayRef> = (0..N)
+                .map(|c| {
+                    Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r[c]))) as ArrayRef
+                })
+                .collect();
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        },
+    )
 }
 
 /// Writes a `clusters/` part: `id`, `cluster_id` (the representative),
 /// `cluster_size`, rows sorted by id.
 pub fn write_clusters(path: &Path, rows: &[(i64, i64, u64)]) -> Result<()> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("cluster_id", DataType::Int64, false),
-        Field::new("cluster_size", DataType::Int64, false),
-    ]));
-    write_parquet(
-        path,
-        schema.clone(),
-        sorted_by_first_column(),
-        rows.len(),
-        ROW_GROUP_ROWS,
-        |range| {
-            let rows = &rows[range];
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-                Arc::new(Int64Array::from_iter_values(
-                    rows.iter().map(|r| r.2 as i64),
-                )),
-            ];
-            Ok(RecordBatch::try_new(schema.clone(), columns)?)
-        },
-    )
+    let rows: Vec<[i64; 3]> = rows
+        .iter()
+        .map(|&(id, rep, size)| [id, rep, size as i64])
+        .collect();
+    write_sorted_int64(path, ["id", "cluster_id", "cluster_size"], &rows)
 }
 
 /// Writes a `drop/` part: `id` to drop and `keep_id`, the representative it
 /// duplicates, rows sorted by id.
 pub fn write_drops(path: &Path, rows: &[(i64, i64)]) -> Result<()> {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("keep_id", DataType::Int64, false),
-    ]));
-    write_parquet(
-        path,
-        schema.clone(),
-        sorted_by_first_column(),
-        rows.len(),
-        ROW_GROUP_ROWS,
-        |range| {
-            let rows = &rows[range];
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-            ];
-            Ok(RecordBatch::try_new(schema.clone(), columns)?)
-        },
-    )
+    let rows: Vec<[i64; 2]> = rows.iter().map(|&(id, keep)| [id, keep]).collect();
+    write_sorted_int64(path, ["id", "keep_id"], &rows)
 }
 
 /// Fingerprinted documents, in the order they were read.
