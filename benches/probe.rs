@@ -1,14 +1,38 @@
-//! Probe kernel throughput on uniform random fingerprints, with no I/O:
+//! Probe kernel throughput, with no I/O in the timed part:
 //! `cargo bench --bench probe -- [queries] [corpus] [k] [blocks] [batch rows]`
 //! (defaults 1048576, 20000000, 3, planned, 4194304 as in `match`).
+//!
+//! The fingerprints are uniform random, or, with `NEARDUP_BENCH_DATA=DIR`,
+//! read from a `neardup gen` directory (all of `DIR/queries`, the first
+//! `corpus` rows of `DIR/corpus`), whose planted near-duplicates make the
+//! kernel do the work of real matches as well.
 
 use std::time::Instant;
 
+use anyhow::Result;
 use neardup::design::{plan, DEFAULT_TABLE_MEMORY};
+use neardup::parquet_io::input::{expand_paths, Columns, FingerprintFile};
 use neardup::probe::{probe, Scratch};
 use neardup::tables::{Index, QuerySet};
 
-fn main() {
+/// Up to `limit` `(fingerprint, id)` rows of the Parquet files at `path`.
+fn read_rows(path: String, limit: usize) -> Result<Vec<(u64, i64)>> {
+    let columns = Columns::default();
+    let mut rows = Vec::new();
+    for file in expand_paths(&[path])? {
+        FingerprintFile::open(&file, &columns)?.read_all(&columns, |ids, fingerprints| {
+            rows.extend(fingerprints.iter().copied().zip(ids.iter().copied()));
+            Ok(())
+        })?;
+        if rows.len() >= limit {
+            break;
+        }
+    }
+    rows.truncate(limit);
+    Ok(rows)
+}
+
+fn main() -> Result<()> {
     let args: Vec<u64> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())
@@ -24,7 +48,11 @@ fn main() {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let rows: Vec<(u64, i64)> = (0..queries as i64).map(|i| (next(), i)).collect();
+    let data = std::env::var("NEARDUP_BENCH_DATA").ok();
+    let rows: Vec<(u64, i64)> = match &data {
+        Some(dir) => read_rows(format!("{dir}/queries"), usize::MAX)?,
+        None => (0..queries as i64).map(|i| (next(), i)).collect(),
+    };
     let set = QuerySet::from_rows(rows);
     let forced = args.get(3).map(|&m| m as u32);
     let design = plan(set.groups() as u64, k, DEFAULT_TABLE_MEMORY, forced).design;
@@ -32,7 +60,14 @@ fn main() {
     let started = Instant::now();
     let index = Index::build(design, set, 2);
     println!("build: {:.2}s", started.elapsed().as_secs_f64());
-    let fps: Vec<u64> = (0..corpus).map(|_| next()).collect();
+    let fps: Vec<u64> = match &data {
+        Some(dir) => read_rows(format!("{dir}/corpus"), corpus as usize)?
+            .into_iter()
+            .map(|(fingerprint, _)| fingerprint)
+            .collect(),
+        None => (0..corpus).map(|_| next()).collect(),
+    };
+    let corpus = fps.len();
     let chunk_rows = args.get(4).copied().unwrap_or(1 << 22) as usize;
     let mut scratch = Scratch::default();
     // The best of three runs: this machine is a shared VM whose timings vary.
@@ -52,4 +87,5 @@ fn main() {
         corpus as f64 / best / 1e6,
         best * 1e9 / corpus as f64,
     );
+    Ok(())
 }

@@ -122,6 +122,12 @@ impl Table {
         self.filters[b] & spec.filter_bit(probe_key) != 0
     }
 
+    /// The filter word of every bucket, indexed by bucket.
+    #[inline(always)]
+    pub fn filters(&self) -> &[u64] {
+        &self.filters
+    }
+
     /// The entries of bucket `b`.
     #[inline(always)]
     pub fn bucket_entries(&self, b: usize) -> std::ops::Range<usize> {
