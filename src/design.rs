@@ -28,6 +28,9 @@ const BUCKET_BYTES: u64 = 4 + 8;
 /// Key bits after the bucket index that select a bit of the bucket's filter
 /// word: a `u64` has 2^6 bits.
 pub const FILTER_BITS: u32 = 6;
+/// A probe key is at most `MAX_INDEX_BITS + FILTER_BITS` bits, so it fits in
+/// the `u32`s the kernel computes keys into.
+const _: () = assert!(MAX_INDEX_BITS + FILTER_BITS <= 32);
 
 /// A contiguous run of bits, counted from the most significant bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -128,17 +131,16 @@ impl TableSpec {
         self.bucket_of(self.probe_key(fingerprint))
     }
 
-    /// Calls `each(i, probe_key)` for every fingerprint, in order. Same keys
-    /// as [`TableSpec::probe_key`], but the usual one- and two-segment keys
-    /// get loops without the inner loop over segments: this runs once per
-    /// table for every corpus fingerprint.
+    /// Writes the probe key of every fingerprint to `keys`, in order: the
+    /// same keys as [`TableSpec::probe_key`], in a loop with no other work in
+    /// it, so that the compiler computes several keys per vector instruction.
     #[inline(always)]
-    pub fn for_each_probe_key(&self, fingerprints: &[u64], mut each: impl FnMut(usize, u64)) {
-        let all = fingerprints.iter().enumerate();
+    pub fn probe_keys(&self, fingerprints: &[u64], keys: &mut [u32]) {
+        let pairs = fingerprints.iter().zip(keys.iter_mut());
         match *self.segments.as_slice() {
-            [a] => all.for_each(|(i, &f)| each(i, a.take(f))),
-            [a, b] => all.for_each(|(i, &f)| each(i, a.take(f) | b.take(f))),
-            _ => all.for_each(|(i, &f)| each(i, self.probe_key(f))),
+            [a] => pairs.for_each(|(&f, key)| *key = a.take(f) as u32),
+            [a, b] => pairs.for_each(|(&f, key)| *key = (a.take(f) | b.take(f)) as u32),
+            _ => pairs.for_each(|(&f, key)| *key = self.probe_key(f) as u32),
         }
     }
 
@@ -488,6 +490,39 @@ mod tests {
         let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7));
         assert_eq!(forced.design.m(), 7);
         assert_eq!(forced.design.tables.len(), 35);
+    }
+
+    #[test]
+    fn probe_keys_match_probe_key_for_every_segment_count() {
+        let fingerprints: Vec<u64> = (0..1000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i << 40))
+            .collect();
+        let mut segment_counts = std::collections::BTreeSet::new();
+        for (stored, k, m) in [
+            (1 << 20, 3, 5),
+            (1 << 20, 3, 4),
+            (1000, 7, 10),
+            (1 << 24, 10, 16),
+        ] {
+            let design = Design::new(stored, k, m);
+            for spec in &design.tables {
+                segment_counts.insert(spec.segments.len());
+                let mut keys = vec![0u32; fingerprints.len()];
+                spec.probe_keys(&fingerprints, &mut keys);
+                for (&f, &key) in fingerprints.iter().zip(&keys) {
+                    assert_eq!(
+                        u64::from(key),
+                        spec.probe_key(f),
+                        "k={k} m={m} {:?}",
+                        spec.blocks
+                    );
+                }
+            }
+        }
+        assert!(
+            segment_counts.len() >= 3,
+            "segment counts covered: {segment_counts:?}"
+        );
     }
 
     #[test]

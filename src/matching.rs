@@ -125,6 +125,7 @@ impl InputSummary {
 /// directory and commits it once every worker's parts are written.
 pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let started = Instant::now();
+    tracing::info!("match started");
     opts.validate()?;
     let leader = opts.cluster.is_leader();
     let staging = if leader {
@@ -158,6 +159,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let parts = Parts::from_sorted_ids(&queries.sorted_ids(), opts.parts);
     let index = Index::build(plan.design, queries, opts.cluster.workers);
     let build_seconds = started.elapsed().as_secs_f64();
+    tracing::info!(seconds = build_seconds, "tables built");
 
     let units = scan_units(&corpus_units, opts.self_join.then_some(&query_units[..]));
     let summary = Arc::new(Mutex::new(SummaryDraft {

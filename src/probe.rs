@@ -30,6 +30,11 @@ pub struct Match {
 /// group are probed one after another, so one table's slice of filter words
 /// (2^15 to 2^16 buckets, 256 to 512 KB) must fit in L2 beside the rows.
 const SLICE_ENTRIES_LOG2: u32 = 15;
+/// Probe keys computed at a time, on the stack, before their buckets are read.
+const KEY_CHUNK: usize = 256;
+/// How many hits ahead the bucket's entries are prefetched (its directory
+/// entry twice as far ahead).
+const PREFETCH_HITS: usize = 8;
 /// Batches smaller than this are probed directly: partitioning would not pay.
 const MIN_PARTITIONED_ROWS: usize = 1 << 14;
 
@@ -140,11 +145,13 @@ fn probe_batch(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut V
 }
 
 /// Probes rows against table `t`; for a partition, the buckets of these rows
-/// all lie in one cache-sized slice. A probe is one load of the bucket's
-/// filter word and one bit test, and nothing on this path branches on the
-/// data: every probe writes its slot in `hits`, and only a set filter bit
-/// advances past it, so the rare hits cost no mispredicted branches. Only the
-/// hits go on to the bucket's entries.
+/// all lie in one cache-sized slice. Three steps, each a loop doing one thing:
+/// - probe keys for a chunk of rows, computed several per vector instruction;
+/// - per key, one load of the bucket's filter word and one bit test, with no
+///   branch on the data: every probe writes its slot in `hits`, and only a set
+///   filter bit advances past it, so the rare hits cost no mispredictions;
+/// - the hits' buckets, whose directory entries and first entries are
+///   prefetched a few hits ahead so that their cache misses overlap.
 #[inline(always)]
 fn probe_slice(
     index: &Index,
@@ -165,12 +172,25 @@ fn probe_slice(
     let filter_bits = spec.filter_bits;
     let filter_mask = (1u64 << filter_bits) - 1;
     let mut found = 0;
-    spec.for_each_probe_key(fingerprints, |i, key| {
-        let b = (key >> filter_bits) as usize;
-        slots[found] = (i as u32, b as u32);
-        found += ((filters[b] >> (key & filter_mask)) & 1) as usize;
-    });
-    for &(i, b) in &slots[..found] {
+    let mut keys = [0u32; KEY_CHUNK];
+    for (c, chunk) in fingerprints.chunks(KEY_CHUNK).enumerate() {
+        let keys = &mut keys[..chunk.len()];
+        spec.probe_keys(chunk, keys);
+        for (j, &key) in keys.iter().enumerate() {
+            let b = (key >> filter_bits) as usize;
+            slots[found] = ((c * KEY_CHUNK + j) as u32, b as u32);
+            found += ((filters[b] >> (u64::from(key) & filter_mask)) & 1) as usize;
+        }
+    }
+    let hits = &slots[..found];
+    let table = &index.tables[t];
+    for (j, &(i, b)) in hits.iter().enumerate() {
+        if let Some(&(_, ahead)) = hits.get(j + 2 * PREFETCH_HITS) {
+            table.prefetch_directory(ahead as usize);
+        }
+        if let Some(&(_, ahead)) = hits.get(j + PREFETCH_HITS) {
+            table.prefetch_entries(ahead as usize);
+        }
         scan_bucket(
             index,
             t,

@@ -128,6 +128,20 @@ impl Table {
         &self.filters
     }
 
+    /// Asks the CPU to fetch bucket `b`'s directory entry into cache.
+    #[inline(always)]
+    pub fn prefetch_directory(&self, b: usize) {
+        prefetch(&self.offsets[b]);
+    }
+
+    /// Asks the CPU to fetch bucket `b`'s first entry into cache.
+    #[inline(always)]
+    pub fn prefetch_entries(&self, b: usize) {
+        if let Some(f) = self.fingerprints.get(self.offsets[b] as usize) {
+            prefetch(f);
+        }
+    }
+
     /// The entries of bucket `b`.
     #[inline(always)]
     pub fn bucket_entries(&self, b: usize) -> std::ops::Range<usize> {
@@ -142,6 +156,19 @@ impl Table {
     #[inline(always)]
     pub fn group(&self, entry: usize) -> u32 {
         self.groups[entry]
+    }
+}
+
+/// A hint to fetch `value`'s cache line; it never faults and has no effect
+/// on the result.
+#[inline(always)]
+fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads nothing
+    // into the program: it only warms the cache for a valid reference.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
     }
 }
 
