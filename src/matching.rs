@@ -265,7 +265,7 @@ impl MatchSummary {
     /// The one line printed at the end of a run.
     pub fn line(&self, out: &std::path::Path) -> String {
         format!(
-            "matched {} rows against {} queries (k={}, {}) in {:.2}s ({} rows/s, {} workers): {} pairs in {} part(s) -> {}",
+            "matched {} rows against {} queries (k={}, {}) in {:.2}s ({} rows/s, {} worker(s)): {} pairs in {} part(s) -> {}",
             human(self.rows_scanned as f64),
             human(self.queries.rows as f64),
             self.k,
