@@ -162,9 +162,10 @@ fn probe_slice(
     out: &mut Vec<Match>,
 ) {
     let spec = &index.design.tables[t];
+    let table = &index.tables[t];
     // A local slice keeps the filters' address and length in registers: the
     // stores to `slots` would otherwise make the loop reload them per probe.
-    let filters = index.tables[t].filters();
+    let filters = table.filters();
     if hits.len() < fingerprints.len() {
         hits.resize(fingerprints.len(), (0, 0));
     }
@@ -183,7 +184,6 @@ fn probe_slice(
         }
     }
     let hits = &slots[..found];
-    let table = &index.tables[t];
     for (j, &(i, b)) in hits.iter().enumerate() {
         if let Some(&(_, ahead)) = hits.get(j + 2 * PREFETCH_HITS) {
             table.prefetch_directory(ahead as usize);
