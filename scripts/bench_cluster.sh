@@ -1,49 +1,74 @@
 #!/usr/bin/env bash
-# Benchmark of `neardup cluster`: EDGES pairs (default 10M) written by DuckDB
-# into bench-data/ (kept out of git), clustered on every core.
+# Benchmark of `neardup cluster` on four pair graphs written by DuckDB into
+# bench-data/ (kept out of git), clustered with --corpus-wins on every core:
 #
-#   scripts/bench_cluster.sh [EDGES]
+#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small chain star clique (default: all)
 #
-# The graph looks like a night's near-duplicates: most pages sit in small
-# clusters (edges inside blocks of 5 ids), and 1% of edges join random pages,
-# which chains blocks into larger components. A third are `--self` pairs.
+# - small:  10M pairs in small clusters (blocks of 5 ids), 1% of pairs joining
+#           random pages, which chains blocks into larger components;
+# - chain:  one 10M-page chain (ids scattered, so no locality helps);
+# - star:   1M leaves paired with one page;
+# - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
+# A third of the pairs are `--self` pairs; distances are 0 to 3.
+# Each shape runs with both drop policies; the line gives time, pairs/s and
+# peak RSS (/usr/bin/time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-edges=${1:-10000000}
+shapes=("$@")
+if [ ${#shapes[@]} -eq 0 ]; then shapes=(small chain star clique); fi
 cores=$(nproc)
-data=bench-data/pairs-e${edges}
 
 cargo build --release --quiet
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
-if [ ! -f "$data/part-00000.parquet" ]; then
-    mkdir -p "$data"
-    .venv/bin/python - "$edges" "$data/part-00000.parquet" <<'PY'
+
+# A bijection of 0..p-1 (p prime): scatters consecutive ids over the i64 range.
+scatter="((x::HUGEINT * 2862933555777941757) % 9223372036854775783)::BIGINT"
+declare -A sql=(
+  [small]="SELECT (e // 4) * 5 + (hash(e) % 5)::BIGINT AS q,
+                  CASE WHEN e % 100 = 0 THEN (hash(e * 3) % 12500000)::BIGINT
+                       ELSE (e // 4) * 5 + (hash(e + 7) % 5)::BIGINT END AS c, e
+           FROM range(10000000) t(e)"
+  [chain]="SELECT ${scatter//x/e} AS q, ${scatter//x/(e + 1)} AS c, e FROM range(9999999) t(e)"
+  [star]="SELECT ${scatter//x/(e + 1)} AS q, 0::BIGINT AS c, e FROM range(1000000) t(e)"
+  [clique]="WITH sizes AS (SELECT * FROM (VALUES (16, 5550), (64, 330), (256, 20)) v(s, n)),
+                 cliques AS (SELECT s, s * 100000 + i AS k FROM sizes, range(n) r(i)),
+                 pairs AS (SELECT k * 1000 + a AS q, k * 1000 + b AS c
+                           FROM cliques, range(s) x(a), range(s) y(b) WHERE a > b)
+            SELECT q, c, row_number() OVER () AS e FROM pairs"
+)
+
+for shape in "${shapes[@]}"; do
+    data=bench-data/cluster-$shape
+    if [ ! -f "$data/part-00000.parquet" ]; then
+        mkdir -p "$data"
+        .venv/bin/python - "$data/part-00000.parquet" "${sql[$shape]}" <<'PY'
 import sys, duckdb
-edges, path = int(sys.argv[1]), sys.argv[2]
-nodes = edges // 4 * 5
+path, graph = sys.argv[1], sys.argv[2]
 duckdb.connect().execute(f"""
 COPY (
-  SELECT (e // 4) * 5 + (hash(e) % 5)::BIGINT AS query_id,
-         CASE WHEN e % 100 = 0 THEN (hash(e * 3) % {nodes})::BIGINT
-              ELSE (e // 4) * 5 + (hash(e + 7) % 5)::BIGINT END AS corpus_id,
+  SELECT q AS query_id, c AS corpus_id, (hash(e * 5) % 4)::TINYINT AS distance,
          e % 3 = 0 AS self_pair
-  FROM range({edges}) t(e)
+  FROM ({graph})
 ) TO '{path}' (FORMAT parquet, ROW_GROUP_SIZE 1048576)
 """)
 PY
-fi
-
-echo "== neardup cluster, $edges pairs, $cores workers"
-/usr/bin/time -v target/release/neardup cluster --pairs "$data" --out bench-data/clusters \
-    --corpus-wins --workers "$cores" --overwrite 2> bench-data/cluster-time.txt
-peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/cluster-time.txt)
-wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)
-python3 - "$peak_kib" "$wall" <<'PY'
+    fi
+    for policy in direct component; do
+        out=bench-data/clusters-$shape
+        /usr/bin/time -v target/release/neardup cluster --pairs "$data" --out "$out" \
+            --corpus-wins --drop-policy $policy --workers "$cores" --overwrite \
+            > /dev/null 2> bench-data/cluster-time.txt
+        peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/cluster-time.txt)
+        wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)
+        python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" <<'PY'
 import json, sys
-s = json.load(open("bench-data/clusters/_summary.json"))
-print(f"pairs {s['pairs']}, pages {s['pages']}, clusters {s['clusters']}, largest {s['largest_cluster']}, "
-      f"dropped {s['dropped']}")
-print(f"time {s['seconds']:.2f}s (wall {sys.argv[2]}), {s['pairs'] / s['seconds'] / 1e6:.2f}M pairs/s; "
-      f"peak memory {int(sys.argv[1]) / 1024:.0f} MiB")
+shape, policy, peak_kib, wall, summary = sys.argv[1:]
+s = json.load(open(summary))
+print(f"{shape:6} {policy:9} {s['pairs']:>10,} pairs {s['pages']:>10,} pages "
+      f"{s['clusters']:>9,} clusters (largest {s['largest_cluster']:,}) {s['dropped']:>10,} dropped | "
+      f"{s['seconds']:6.2f}s (wall {wall}) {s['pairs'] / s['seconds'] / 1e6:5.2f}M pairs/s "
+      f"peak {int(peak_kib) / 1024:5.0f} MiB")
 PY
+    done
+done

@@ -10,6 +10,7 @@ use crate::cluster::ClusterOptions;
 use crate::clustering::{run_cluster, ClusterJobOptions};
 use crate::crawl::{Format, TextFields};
 use crate::design::{self, BITS};
+use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
 use crate::job;
@@ -54,6 +55,10 @@ pub struct ClusterCommandArgs {
     /// Keep a page already in the corpus before a new one (then the smallest id).
     #[arg(long)]
     pub corpus_wins: bool,
+    /// direct: drop a page only for a kept page it is paired with (the
+    /// nearest); component: drop every page of a cluster for its representative.
+    #[arg(long, value_enum, default_value_t = DropPolicy::Direct)]
+    pub drop_policy: DropPolicy,
     /// Warn about, and list, clusters with more pages than this.
     #[arg(long, default_value_t = 1000)]
     pub max_cluster_size: u64,
@@ -441,6 +446,7 @@ fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
         pairs: args.pairs,
         out: args.out.clone(),
         corpus_wins: args.corpus_wins,
+        drop_policy: args.drop_policy,
         max_cluster_size: args.max_cluster_size,
         parts: args.parts,
         cluster: args.cluster.options()?,

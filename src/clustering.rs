@@ -1,33 +1,36 @@
-//! The `cluster` command as a library call: `match` pairs in, clusters and
-//! the keep/drop list out.
+//! The `cluster` command as a library call: pairs in, clusters and the
+//! keep/drop list out.
 //!
-//! Each worker reads its share of the pairs' row groups into a
-//! differential-dataflow collection; [`representatives`] labels every page
-//! with its cluster's representative; pages go to the worker owning their
-//! cluster's part (a hash of the representative, so a cluster is never split
-//! and its size is counted where it is written), which writes `clusters/` and
-//! `drop/` parts sorted by id; worker 0 commits once every worker has reported.
+//! Each worker streams its share of the pairs' row groups into a union-find;
+//! worker 0 merges the workers' components (see [`crate::dataflow::components`]);
+//! pages go to the worker owning their cluster's part (a hash of the
+//! representative, so a cluster is never split and its size is counted where
+//! it is written), and so do the pairs under `--drop-policy direct`; that
+//! worker writes `clusters/` and `drop/` parts sorted by id, and worker 0
+//! commits once every worker has reported.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use differential_dataflow::input::Input;
 use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::Input;
 
 use crate::cluster::{self, ClusterOptions};
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, report_when_done, FinalStage, Merge,
     OutcomeSlot, Report,
 };
-use crate::dataflow::components::{representatives, Member};
+use crate::dataflow::components::{
+    merge_at_worker_zero, route_pairs, Addressed, LocalPage, Placement, Reread, Routed, WorkerGraph,
+};
 use crate::dataflow::Failure;
-use crate::parquet_io::input::{open_pair_inputs, read_pair_edges, PairEdge};
+use crate::drop_policy::{direct_drops, DropPolicy, WeightedPair};
+use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::progress::human;
 
@@ -42,6 +45,8 @@ pub struct ClusterJobOptions {
     pub out: PathBuf,
     /// Keep a page already in the corpus before a new one.
     pub corpus_wins: bool,
+    /// How pages are chosen for `drop/`.
+    pub drop_policy: DropPolicy,
     /// Warn about clusters with more pages than this.
     pub max_cluster_size: u64,
     pub parts: usize,
@@ -56,6 +61,7 @@ impl ClusterJobOptions {
             pairs,
             out,
             corpus_wins: false,
+            drop_policy: DropPolicy::default(),
             max_cluster_size: 1000,
             parts: 1,
             cluster: ClusterOptions::default(),
@@ -115,6 +121,7 @@ pub struct Oversized {
 pub struct ClusterSummary {
     pub inputs: Vec<String>,
     pub corpus_wins: bool,
+    pub drop_policy: DropPolicy,
     pub workers: usize,
     pub processes: usize,
     pub parts: usize,
@@ -156,7 +163,12 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     if opts.parts == 0 {
         bail!("--parts must be at least 1");
     }
-    let units = open_pair_inputs(&opts.pairs)?;
+    let direct = opts.drop_policy == DropPolicy::Direct;
+    let needs = PairNeeds {
+        self_pair: opts.corpus_wins,
+        distance: direct,
+    };
+    let units = open_pair_inputs(&opts.pairs, needs)?;
     let staging = match opts.cluster.is_leader() {
         true => {
             let staging = Staging::create(&opts.out, opts.overwrite)?;
@@ -185,42 +197,72 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         cluster::execute(&opts.cluster, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
             let (units, opts, dir) = &*job;
+            let mine: Vec<PairUnit> = units.iter().skip(me).step_by(peers).cloned().collect();
+            let placement = Placement {
+                parts: opts.parts,
+                peers,
+            };
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
-            let (writer_state, failure_here) = (state.clone(), failure.clone());
-            let (commit, outcome) = (commit.clone(), outcome.clone());
-            let (parts, max_size, dir) = (opts.parts, opts.max_cluster_size, dir.clone());
-            let corpus_wins = opts.corpus_wins;
-            let mut input = worker.dataflow::<u64, _, _>(move |scope| {
-                let (input, pairs) = scope.new_collection::<PairEdge, isize>();
-                let members = representatives(pairs, corpus_wins);
-                let writer = PartWriter::new(dir, parts, max_size, me, peers);
-                let route = Exchange::new(move |(member, _time, _diff): &(Member, u64, isize)| {
-                    (part_of((member.1).1, parts) % peers) as u64
-                });
+            let graph = Rc::new(RefCell::new(WorkerGraph::new(opts.corpus_wins)));
+            let mut input = worker.dataflow::<u64, _, _>(|scope| {
+                let (input, local) = scope.new_input::<Vec<LocalPage>>();
+                let assigned = merge_at_worker_zero(local, graph.clone(), me, placement, direct);
+                let reread = direct.then(|| reread_pairs(mine.clone()));
+                let fail = {
+                    let (state, failure) = (state.clone(), failure.clone());
+                    move |error| state.borrow_mut().fail(error, &failure)
+                };
+                let routed = route_pairs(assigned, graph.clone(), reread, fail);
+                let writer = PartWriter {
+                    dir: dir.clone(),
+                    placement,
+                    policy: opts.drop_policy,
+                    max_size: opts.max_cluster_size,
+                    worker: me,
+                    members: Vec::new(),
+                    pairs: Vec::new(),
+                };
                 let reports = report_when_done(
-                    members.inner,
-                    route,
+                    routed,
+                    Exchange::new(|(target, _): &Addressed| *target as u64),
                     "WriteClusters",
-                    writer_state,
-                    failure_here,
+                    state.clone(),
+                    failure.clone(),
                     writer,
                 );
-                gather_and_commit(reports, me, peers, commit, outcome);
+                gather_and_commit(reports, me, peers, commit.clone(), outcome.clone());
                 input
             });
-            let mut edges = Vec::new();
-            for (path, rg) in units.iter().skip(me).step_by(peers) {
-                edges.clear();
-                if let Err(error) = read_pair_edges(path, *rg, &mut edges) {
+            let local_started = Instant::now();
+            let mut rows = Vec::new();
+            for unit in &mine {
+                rows.clear();
+                if let Err(error) = read_pair_rows(unit, &mut rows) {
                     state.borrow_mut().fail(error, &failure);
                     break;
                 }
-                state.borrow_mut().body.pairs += edges.len() as u64;
-                for &edge in &edges {
-                    input.insert(edge);
+                state.borrow_mut().body.pairs += rows.len() as u64;
+                let components = &mut graph.borrow_mut().components;
+                for row in &rows {
+                    components.add_pair(row.query, row.corpus, row.corpus_in_corpus);
                 }
             }
-            input.close();
+            tracing::info!(
+                worker = me,
+                pages = graph.borrow().components.len(),
+                seconds = local_started.elapsed().as_secs_f64(),
+                "local union-find done"
+            );
+            if me != 0 {
+                for page in graph.borrow_mut().local_pages(me as u32) {
+                    input.send(page);
+                }
+                if !direct {
+                    // Only the direct policy looks its pairs up again.
+                    *graph.borrow_mut() = WorkerGraph::new(opts.corpus_wins);
+                }
+            }
+            drop(input);
             while worker.step_or_park(None) {}
         })?
     };
@@ -231,90 +273,127 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summarize(opts, &totals, started))
 }
 
-/// The part a cluster's rows go to: a hash of its representative's id, so
-/// parts do not depend on the number of workers.
-fn part_of(id: i64, parts: usize) -> usize {
-    (xxhash_rust::xxh3::xxh3_64(&id.to_le_bytes()) % parts as u64) as usize
+/// Reads `units` again for the direct policy's second pass, a row group at
+/// a time, so pairs are never all held by the reader.
+fn reread_pairs(units: Vec<PairUnit>) -> Reread {
+    Box::new(move |each| {
+        let mut rows = Vec::new();
+        for unit in &units {
+            rows.clear();
+            read_pair_rows(unit, &mut rows)?;
+            each(&rows);
+        }
+        Ok(())
+    })
 }
 
-/// A worker's parts: the members routed to it, written when all have come.
+/// A page as its writer gets it: `(id, cluster, cluster size, ranks first)`.
+type Member = (i64, i64, u32, bool);
+
+/// A worker's parts: the members (and pairs) routed to it, written when all
+/// have come.
 struct PartWriter {
     dir: PathBuf,
-    parts: usize,
+    placement: Placement,
+    policy: DropPolicy,
     max_size: u64,
     worker: usize,
-    peers: usize,
-    /// Accumulated updates: the final collection is what has a count of 1.
-    members: HashMap<Member, isize>,
+    members: Vec<Member>,
+    pairs: Vec<WeightedPair>,
 }
 
-impl PartWriter {
-    fn new(dir: PathBuf, parts: usize, max_size: u64, worker: usize, peers: usize) -> PartWriter {
-        PartWriter {
-            dir,
-            parts,
-            max_size,
-            worker,
-            peers,
-            members: HashMap::new(),
-        }
-    }
-}
-
-impl FinalStage<(Member, u64, isize), ClusterTotals> for PartWriter {
-    fn absorb(&mut self, updates: &mut Vec<(Member, u64, isize)>) {
-        for (member, _time, diff) in updates.drain(..) {
-            *self.members.entry(member).or_default() += diff;
+impl FinalStage<Addressed, ClusterTotals> for PartWriter {
+    fn absorb(&mut self, updates: &mut Vec<Addressed>) {
+        for (_, routed) in updates.drain(..) {
+            match routed {
+                Routed::Member {
+                    id,
+                    cluster,
+                    size,
+                    first,
+                } => self.members.push((id, cluster, size, first)),
+                Routed::Pair(a, b, distance) => self.pairs.push((a, b, distance)),
+                Routed::Owner { .. } => {}
+            }
         }
     }
 
     /// Writes every part this worker owns (empty ones too) and counts what
     /// they hold into `totals`.
     fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
-        let mut by_part: Vec<Vec<(i64, i64, u64)>> = vec![Vec::new(); self.parts];
-        let mut sizes: HashMap<i64, u64> = HashMap::new();
-        let mut pages = Vec::with_capacity(self.members.len());
-        for ((id, (_rank, rep)), count) in self.members.drain() {
-            if !(0..=1).contains(&count) {
-                bail!("page {id}: cluster membership counted {count} times (internal error)");
+        let started = Instant::now();
+        let mut members = std::mem::take(&mut self.members);
+        members.sort_unstable();
+        let drops = self.drops(&members)?;
+        let parts = self.placement.parts;
+        let mut clusters: Vec<Vec<(i64, i64, u64)>> = vec![Vec::new(); parts];
+        let mut dropped: Vec<Vec<(i64, i64, Option<u8>)>> = vec![Vec::new(); parts];
+        let mut next_drop = drops.iter().peekable();
+        for &(id, cluster, size, _) in &members {
+            let part = self.placement.part(cluster);
+            clusters[part].push((id, cluster, size as u64));
+            if let Some(&&drop) = next_drop.peek().filter(|d| d.0 == id) {
+                dropped[part].push(drop);
+                next_drop.next();
             }
-            if count == 1 {
-                *sizes.entry(rep).or_default() += 1;
-                pages.push((id, rep));
-            }
-        }
-        for (id, rep) in pages {
-            by_part[part_of(rep, self.parts)].push((id, rep, sizes[&rep]));
-        }
-        for p in (self.worker..self.parts).step_by(self.peers) {
-            let mut rows = std::mem::take(&mut by_part[p]);
-            rows.sort_unstable();
-            let drops: Vec<(i64, i64)> = rows
-                .iter()
-                .filter(|(id, rep, _)| id != rep)
-                .map(|&(id, rep, _)| (id, rep))
-                .collect();
-            write_clusters(&self.dir.join("clusters").join(part_name(p)), &rows)?;
-            write_drops(&self.dir.join("drop").join(part_name(p)), &drops)?;
-            totals.pages += rows.len() as u64;
-            totals.dropped += drops.len() as u64;
-            for &(id, rep, size) in &rows {
-                if id != rep {
-                    continue;
-                }
-                totals.clusters += 1;
-                totals.largest = totals.largest.max(size);
-                let bucket = (64 - (size.max(1) - 1).leading_zeros()) as usize;
-                if totals.histogram.len() <= bucket {
-                    totals.histogram.resize(bucket + 1, 0);
-                }
-                totals.histogram[bucket] += 1;
-                if size > self.max_size {
-                    totals.oversized.push((size, rep));
-                }
+            if id == cluster {
+                count_cluster(totals, size as u64, cluster, self.max_size);
             }
         }
+        if let Some(drop) = next_drop.next() {
+            bail!(
+                "dropped page {} is not a member here (internal error)",
+                drop.0
+            );
+        }
+        for p in (self.worker..parts).step_by(self.placement.peers) {
+            write_clusters(&self.dir.join("clusters").join(part_name(p)), &clusters[p])?;
+            write_drops(&self.dir.join("drop").join(part_name(p)), &dropped[p])?;
+            totals.pages += clusters[p].len() as u64;
+            totals.dropped += dropped[p].len() as u64;
+        }
+        tracing::info!(
+            worker = self.worker,
+            pages = members.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "parts written"
+        );
         Ok(())
+    }
+}
+
+impl PartWriter {
+    /// The drop rows of this worker's clusters, sorted by id (as `members` is).
+    fn drops(&mut self, members: &[Member]) -> Result<Vec<(i64, i64, Option<u8>)>> {
+        match self.policy {
+            DropPolicy::Component => Ok(members
+                .iter()
+                .filter(|m| m.0 != m.1)
+                .map(|&(id, cluster, _, _)| (id, cluster, None))
+                .collect()),
+            DropPolicy::Direct => {
+                let pages: Vec<(bool, i64)> = members.iter().map(|m| (m.3, m.0)).collect();
+                let pairs = std::mem::take(&mut self.pairs);
+                Ok(direct_drops(&pages, &pairs)?
+                    .into_iter()
+                    .map(|(id, keep, distance)| (id, keep, Some(distance)))
+                    .collect())
+            }
+        }
+    }
+}
+
+/// Adds one cluster to the size counts of `totals`.
+fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
+    totals.clusters += 1;
+    totals.largest = totals.largest.max(size);
+    let bucket = (64 - (size.max(1) - 1).leading_zeros()) as usize;
+    if totals.histogram.len() <= bucket {
+        totals.histogram.resize(bucket + 1, 0);
+    }
+    totals.histogram[bucket] += 1;
+    if size > max_size {
+        totals.oversized.push((size, cluster));
     }
 }
 
@@ -343,6 +422,7 @@ fn summarize(opts: &ClusterJobOptions, totals: &ClusterTotals, started: Instant)
     ClusterSummary {
         inputs: opts.pairs.clone(),
         corpus_wins: opts.corpus_wins,
+        drop_policy: opts.drop_policy,
         workers: opts.cluster.workers,
         processes: opts.cluster.processes,
         parts: opts.parts,

@@ -23,6 +23,7 @@ use crate::cluster::ClusterOptions;
 use crate::clustering::{run_cluster, ClusterJobOptions};
 use crate::crawl::{Format, TextFields};
 use crate::design::DEFAULT_TABLE_MEMORY;
+use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_paths, Columns};
@@ -49,6 +50,8 @@ pub struct ClusterSpec {
     pub out: String,
     #[serde(default = "yes")]
     pub corpus_wins: bool,
+    #[serde(default)]
+    pub drop_policy: DropPolicy,
     #[serde(default = "default_max_cluster_size")]
     pub max_cluster_size: u64,
     #[serde(default = "one")]
@@ -271,6 +274,7 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
         let mut o =
             ClusterJobOptions::new(vec![matching.out.display().to_string()], resolve(&c.out));
         o.corpus_wins = c.corpus_wins;
+        o.drop_policy = c.drop_policy;
         o.max_cluster_size = c.max_cluster_size;
         o.parts = c.parts;
         o.cluster = cluster.clone();

@@ -6,6 +6,8 @@
 //! - [`probe`]: the kernel that streams corpus fingerprints past the tables;
 //! - [`dataflow`]: the timely job that scans F and reduces pairs into parts;
 //! - [`cluster`]: one process or a timely cluster of them;
+//! - [`components`], [`drop_policy`], [`clustering`]: near-duplicate clusters
+//!   by union-find, and the keep/drop list;
 //! - [`parquet_io`]: reading shards and writing results atomically;
 //! - [`matching`], [`gen`], [`fingerprinting`]: the commands as library calls;
 //! - [`job`]: job specs and the nightly workflow; [`cli`]: the flags.
@@ -13,9 +15,11 @@
 pub mod cli;
 pub mod cluster;
 pub mod clustering;
+pub mod components;
 pub mod crawl;
 pub mod dataflow;
 pub mod design;
+pub mod drop_policy;
 pub mod fingerprinting;
 pub mod gen;
 pub mod job;

@@ -10,9 +10,12 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
-use arrow_array::{Array, Int64Array};
+use std::sync::Arc;
+
+use arrow_array::{Array, Int64Array, Int8Array};
 use neardup::cluster::ClusterOptions;
 use neardup::clustering::{run_cluster, ClusterJobOptions};
+use neardup::drop_policy::DropPolicy;
 use neardup::gen::SplitMix64;
 use neardup::pairs::Pair;
 use neardup::parquet_io::output::write_pairs;
@@ -20,6 +23,14 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// A pair-graph edge: (query_id, corpus_id, self_pair).
 type Edge = (i64, i64, bool);
+
+/// The distance a test gives the pair of `a` and `b`: 0 to 3, the same in
+/// both directions, and varied enough that "nearest partner" matters.
+fn distance(a: i64, b: i64) -> u8 {
+    let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
+    let mixed = (lo.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ hi).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (mixed >> 62) as u8
+}
 
 /// Writes edges as `match` output parts (the columns `cluster` reads).
 fn write_edges(dir: &Path, edges: &[Edge], parts: usize) -> String {
@@ -33,7 +44,7 @@ fn write_edges(dir: &Path, edges: &[Edge], parts: usize) -> String {
                 corpus_id: c,
                 query_simhash: 0,
                 corpus_simhash: 0,
-                distance: 0,
+                distance: distance(q, c),
                 self_pair,
             })
             .collect();
@@ -43,7 +54,8 @@ fn write_edges(dir: &Path, edges: &[Edge], parts: usize) -> String {
     dir.display().to_string()
 }
 
-/// Union-find with path halving.
+/// Union-find with path halving, over ids: the oracle's own, sharing no
+/// code with neardup's.
 struct UnionFind(HashMap<i64, i64>);
 
 impl UnionFind {
@@ -68,17 +80,26 @@ impl UnionFind {
     }
 }
 
+/// Pages already in the corpus: the corpus side of a pair that is not a
+/// `--self` pair.
+fn corpus_pages(edges: &[Edge]) -> HashSet<i64> {
+    edges.iter().filter(|e| !e.2).map(|e| e.1).collect()
+}
+
+/// Priority order's key: corpus pages first under `--corpus-wins`, then ids.
+fn priority(corpus_wins: bool, in_corpus: &HashSet<i64>) -> impl Fn(i64) -> (bool, i64) + '_ {
+    move |id| (!(corpus_wins && in_corpus.contains(&id)), id)
+}
+
 /// The expected `clusters/` rows, `(id, cluster_id, cluster_size)` by id,
 /// under the documented policy.
 fn oracle(edges: &[Edge], corpus_wins: bool) -> ClusterRows {
     let mut uf = UnionFind(HashMap::new());
-    let mut in_corpus = HashSet::new();
-    for &(q, c, self_pair) in edges {
+    for &(q, c, _) in edges {
         uf.union(q, c);
-        if !self_pair {
-            in_corpus.insert(c);
-        }
     }
+    let in_corpus = corpus_pages(edges);
+    let rank = priority(corpus_wins, &in_corpus);
     let ids: Vec<i64> = uf.0.keys().copied().collect();
     let mut members: HashMap<i64, Vec<i64>> = HashMap::new();
     for id in ids {
@@ -87,94 +108,217 @@ fn oracle(edges: &[Edge], corpus_wins: bool) -> ClusterRows {
     }
     let mut rows = Vec::new();
     for pages in members.values() {
-        let rank = |id: &i64| (u8::from(!(corpus_wins && in_corpus.contains(id))), *id);
-        let keep = *pages.iter().min_by_key(|id| rank(id)).unwrap();
+        let keep = *pages.iter().min_by_key(|&&id| rank(id)).unwrap();
         rows.extend(pages.iter().map(|&id| (id, keep, pages.len() as u64)));
     }
     rows.sort_unstable();
     rows
 }
 
-fn read_columns(dir: &Path) -> Vec<Vec<i64>> {
-    let mut columns: Vec<Vec<i64>> = Vec::new();
+/// The expected `drop/` rows of `policy`, sorted by id.
+fn drop_oracle(
+    edges: &[Edge],
+    clusters: &ClusterRows,
+    policy: DropPolicy,
+    corpus_wins: bool,
+) -> DropRows {
+    match policy {
+        DropPolicy::Component => clusters
+            .iter()
+            .filter(|(id, keep, _)| id != keep)
+            .map(|&(id, keep, _)| (id, keep, None))
+            .collect(),
+        DropPolicy::Direct => greedy_oracle(edges, corpus_wins),
+    }
+}
+
+/// The direct policy, sequentially: pages in priority order; a page with a
+/// kept partner earlier in the order drops for the nearest one (then the
+/// smallest id); any other page is kept.
+fn greedy_oracle(edges: &[Edge], corpus_wins: bool) -> DropRows {
+    let in_corpus = corpus_pages(edges);
+    let rank = priority(corpus_wins, &in_corpus);
+    let mut partners: HashMap<i64, Vec<i64>> = HashMap::new();
+    for &(q, c, _) in edges {
+        partners.entry(q).or_default().push(c);
+        partners.entry(c).or_default().push(q);
+    }
+    let mut pages: Vec<i64> = partners.keys().copied().collect();
+    pages.sort_by_key(|&id| rank(id));
+    let mut kept = HashSet::new();
+    let mut drops = Vec::new();
+    for id in pages {
+        let best = partners[&id]
+            .iter()
+            .filter(|&&other| rank(other) < rank(id) && kept.contains(&other))
+            .map(|&other| (distance(id, other), other))
+            .min();
+        match best {
+            Some((d, keep)) => drops.push((id, keep, Some(d))),
+            None => {
+                kept.insert(id);
+            }
+        }
+    }
+    drops.sort_unstable();
+    drops
+}
+
+/// What the direct policy promises, checked on the input pairs alone: every
+/// drop names a kept partner, with their distance, and no two kept pages
+/// are paired.
+fn check_direct_invariants(edges: &[Edge], clusters: &ClusterRows, drops: &DropRows, name: &str) {
+    let paired: HashSet<(i64, i64)> = edges
+        .iter()
+        .flat_map(|&(q, c, _)| [(q, c), (c, q)])
+        .collect();
+    let dropped: HashSet<i64> = drops.iter().map(|d| d.0).collect();
+    for &(id, keep, d) in drops {
+        assert!(
+            paired.contains(&(id, keep)),
+            "{name}: ({id}, {keep}) is not a pair"
+        );
+        assert!(
+            !dropped.contains(&keep),
+            "{name}: {id} drops for {keep}, which is dropped"
+        );
+        assert_eq!(
+            d,
+            Some(distance(id, keep)),
+            "{name}: distance of ({id}, {keep})"
+        );
+    }
+    for &(q, c, _) in edges {
+        let both_kept = !dropped.contains(&q) && !dropped.contains(&c);
+        assert!(
+            q == c || !both_kept,
+            "{name}: kept pages {q} and {c} are paired"
+        );
+    }
+    let pages: HashSet<i64> = clusters.iter().map(|c| c.0).collect();
+    assert!(
+        dropped.is_subset(&pages),
+        "{name}: a dropped page is in no cluster"
+    );
+}
+
+fn parquet_batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
+    let mut batches = Vec::new();
     for part in common::part_files(dir) {
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&part).unwrap())
             .unwrap()
             .build()
             .unwrap();
-        for batch in reader {
-            let batch = batch.unwrap();
-            columns.resize(batch.num_columns(), Vec::new());
-            for (i, column) in batch.columns().iter().enumerate() {
-                let values = column.as_any().downcast_ref::<Int64Array>().unwrap();
-                assert_eq!(values.null_count(), 0);
-                columns[i].extend(values.values().iter());
-            }
-        }
+        batches.extend(reader.map(|b| b.unwrap()));
     }
-    columns
+    batches
+}
+
+fn int64s(batch: &arrow_array::RecordBatch, column: usize) -> &[i64] {
+    let values = batch
+        .column(column)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert_eq!(values.null_count(), 0);
+    values.values()
 }
 
 /// `clusters/` rows: `(id, cluster_id, cluster_size)`.
 type ClusterRows = Vec<(i64, i64, u64)>;
-/// `drop/` rows: `(id, keep_id)`.
-type DropRows = Vec<(i64, i64)>;
+/// `drop/` rows: `(id, keep_id, distance)`.
+type DropRows = Vec<(i64, i64, Option<u8>)>;
 
 /// `clusters/` rows sorted by id, and `drop/` rows sorted by id.
 fn read_output(out: &Path) -> (ClusterRows, DropRows) {
-    let c = read_columns(&out.join("clusters"));
-    let mut clusters: Vec<(i64, i64, u64)> = if c.is_empty() {
-        Vec::new()
-    } else {
-        (0..c[0].len())
-            .map(|r| (c[0][r], c[1][r], c[2][r] as u64))
-            .collect()
-    };
+    let mut clusters = Vec::new();
+    for batch in parquet_batches(&out.join("clusters")) {
+        let (id, cluster, size) = (int64s(&batch, 0), int64s(&batch, 1), int64s(&batch, 2));
+        clusters.extend((0..batch.num_rows()).map(|r| (id[r], cluster[r], size[r] as u64)));
+    }
     clusters.sort_unstable();
-    let d = read_columns(&out.join("drop"));
-    let mut drops: Vec<(i64, i64)> = if d.is_empty() {
-        Vec::new()
-    } else {
-        (0..d[0].len()).map(|r| (d[0][r], d[1][r])).collect()
-    };
+    let mut drops = Vec::new();
+    for batch in parquet_batches(&out.join("drop")) {
+        let (id, keep) = (int64s(&batch, 0), int64s(&batch, 1));
+        let d = batch
+            .column(2)
+            .as_any()
+            .downcast_ref::<Int8Array>()
+            .unwrap();
+        drops.extend(
+            (0..batch.num_rows())
+                .map(|r| (id[r], keep[r], d.is_valid(r).then(|| d.value(r) as u8))),
+        );
+    }
     drops.sort_unstable();
     (clusters, drops)
 }
 
-fn cluster(pairs: &str, out: &Path, corpus_wins: bool, workers: usize, parts: usize) {
+fn options(
+    pairs: &str,
+    out: &Path,
+    corpus_wins: bool,
+    policy: DropPolicy,
+    workers: usize,
+    parts: usize,
+) -> ClusterJobOptions {
     let mut opts = ClusterJobOptions::new(vec![pairs.to_string()], out.to_path_buf());
     opts.corpus_wins = corpus_wins;
+    opts.drop_policy = policy;
     opts.cluster = ClusterOptions::local(workers);
     opts.parts = parts;
     opts.overwrite = true;
-    run_cluster(&opts).unwrap();
+    opts
+}
+
+fn cluster(
+    pairs: &str,
+    out: &Path,
+    corpus_wins: bool,
+    policy: DropPolicy,
+    workers: usize,
+    parts: usize,
+) {
+    run_cluster(&options(pairs, out, corpus_wins, policy, workers, parts)).unwrap();
     assert!(out.join("_SUCCESS").exists());
 }
 
+/// Runs both policies, with and without `--corpus-wins`, and compares every
+/// row with the oracles.
 fn check_against_oracle(edges: &[Edge], name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let pairs = write_edges(&dir.path().join("pairs"), edges, 3);
     for corpus_wins in [false, true] {
         let expected = oracle(edges, corpus_wins);
-        let expected_drops: Vec<(i64, i64)> = expected
-            .iter()
-            .filter(|(id, keep, _)| id != keep)
-            .map(|&(id, keep, _)| (id, keep))
-            .collect();
-        let out = dir.path().join(format!("out-{corpus_wins}"));
-        cluster(&pairs, &out, corpus_wins, 2, 3);
-        let (clusters, drops) = read_output(&out);
-        assert_eq!(clusters, expected, "{name}, corpus_wins {corpus_wins}");
-        assert_eq!(drops, expected_drops, "{name}, corpus_wins {corpus_wins}");
-        let summary: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
-        let sizes: BTreeMap<i64, u64> = expected.iter().map(|&(_, k, s)| (k, s)).collect();
-        assert_eq!(summary["clusters"], sizes.len() as u64, "{name}");
-        assert_eq!(
-            summary["largest_cluster"],
-            sizes.values().max().copied().unwrap_or(0)
-        );
-        assert_eq!(summary["pairs"], edges.len() as u64);
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            let case = format!("{name}, corpus_wins {corpus_wins}, {policy}");
+            let out = dir.path().join(format!("out-{corpus_wins}-{policy}"));
+            cluster(&pairs, &out, corpus_wins, policy, 2, 3);
+            let (clusters, drops) = read_output(&out);
+            assert!(
+                clusters == expected,
+                "{case}: clusters differ from the oracle"
+            );
+            let expected_drops = drop_oracle(edges, &expected, policy, corpus_wins);
+            assert!(
+                drops == expected_drops,
+                "{case}: drops differ from the oracle"
+            );
+            if policy == DropPolicy::Direct {
+                check_direct_invariants(edges, &clusters, &drops, &case);
+            }
+            let summary: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+            let sizes: BTreeMap<i64, u64> = expected.iter().map(|&(_, k, s)| (k, s)).collect();
+            assert_eq!(summary["clusters"], sizes.len() as u64, "{case}");
+            assert_eq!(
+                summary["largest_cluster"],
+                sizes.values().max().copied().unwrap_or(0)
+            );
+            assert_eq!(summary["pairs"], edges.len() as u64);
+            assert_eq!(summary["dropped"], drops.len() as u64);
+            assert_eq!(summary["drop_policy"], policy.to_string());
+        }
     }
 }
 
@@ -204,7 +348,44 @@ fn one_giant_component_with_small_ones() {
 }
 
 #[test]
-fn long_chains_self_loops_and_repeated_edges() {
+fn a_100k_page_chain() {
+    // Ids along the chain are shuffled, so the order of priority and the
+    // order of the chain differ; every fifth pair says its corpus side is
+    // in the corpus.
+    let mut rng = SplitMix64::new(4);
+    let mut ids: Vec<i64> = (0..100_001).collect();
+    for i in (1..ids.len()).rev() {
+        ids.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let edges: Vec<Edge> = ids
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| (w[0], w[1], i % 5 != 0))
+        .collect();
+    check_against_oracle(&edges, "chain");
+}
+
+#[test]
+fn a_100k_leaf_star() {
+    let edges: Vec<Edge> = (1..=100_000)
+        .map(|leaf| (leaf * 7, 350_003, leaf % 2 == 0))
+        .collect();
+    check_against_oracle(&edges, "star");
+}
+
+#[test]
+fn a_dense_1000_page_clique() {
+    let mut edges: Vec<Edge> = Vec::new();
+    for a in 0..1_000i64 {
+        for b in a + 1..1_000 {
+            edges.push((b * 3 + 1, a * 3 + 1, (a + b) % 4 != 0));
+        }
+    }
+    check_against_oracle(&edges, "clique");
+}
+
+#[test]
+fn short_chains_self_loops_and_repeated_edges() {
     let mut edges: Vec<Edge> = (0..3_000).map(|i| (i, i + 1, i % 2 == 0)).collect();
     edges.extend((0..500).map(|i| (10_000 + 2 * i, 10_000 + 2 * i + 2, false)));
     edges.extend((0..200).map(|i| (50_000 + i, 50_000 + i, false)));
@@ -222,13 +403,14 @@ fn negative_and_extreme_ids() {
         (-5, 0, true),
         (i64::MAX, i64::MAX - 1, false),
         (-1, 1, true),
+        (i64::MIN, i64::MAX, true),
     ];
     check_against_oracle(&edges, "extreme ids");
 }
 
 #[test]
 fn keep_drop_policy_on_a_hand_made_graph() {
-    // new pages: 2, 4, 5, 7, 10, 20, 50, 55; corpus pages: 9, 30, 40, 50, 60.
+    // new pages: 2, 4, 5, 7, 20, 55; corpus pages: 9, 30, 40, 50, 60.
     let edges = vec![
         (5, 9, false), // new 5 copies corpus 9
         (5, 7, true),  // new 5 and new 7 copy each other
@@ -241,7 +423,7 @@ fn keep_drop_policy_on_a_hand_made_graph() {
     let dir = tempfile::tempdir().unwrap();
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
     let out = dir.path().join("corpus-wins");
-    cluster(&pairs, &out, true, 1, 1);
+    cluster(&pairs, &out, true, DropPolicy::Component, 1, 1);
     let (clusters, drops) = read_output(&out);
     assert_eq!(
         clusters,
@@ -259,8 +441,9 @@ fn keep_drop_policy_on_a_hand_made_graph() {
             (60, 50, 3),
         ]
     );
+    let component: Vec<(i64, i64)> = drops.iter().map(|d| (d.0, d.1)).collect();
     assert_eq!(
-        drops,
+        component,
         vec![
             (4, 2),
             (5, 9),
@@ -271,12 +454,97 @@ fn keep_drop_policy_on_a_hand_made_graph() {
             (60, 50)
         ]
     );
+    assert!(drops.iter().all(|d| d.2.is_none()));
+    // Direct: 7 was paired only with 5, which drops for 9, so 7 is kept.
+    let out = dir.path().join("direct");
+    cluster(&pairs, &out, true, DropPolicy::Direct, 1, 1);
+    let (_, drops) = read_output(&out);
+    let direct: Vec<(i64, i64)> = drops.iter().map(|d| (d.0, d.1)).collect();
+    assert_eq!(direct, vec![(4, 2), (5, 9), (20, 30), (55, 50), (60, 50)]);
     // Without --corpus-wins the smallest id is kept.
     let out = dir.path().join("smallest");
-    cluster(&pairs, &out, false, 1, 1);
+    cluster(&pairs, &out, false, DropPolicy::Component, 1, 1);
     let (clusters, _) = read_output(&out);
     let keep: BTreeMap<i64, i64> = clusters.iter().map(|&(id, k, _)| (id, k)).collect();
     assert_eq!((keep[&9], keep[&40], keep[&60]), (5, 20, 50));
+}
+
+/// Writes a pair file as another tool would: only the id columns and,
+/// optionally, an INT32 `distance`.
+fn write_foreign_pairs(path: &Path, edges: &[Edge], with_distance: bool) {
+    use arrow_array::{ArrayRef, Int32Array, RecordBatch};
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "query_id",
+            Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.0))),
+        ),
+        (
+            "corpus_id",
+            Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.1))),
+        ),
+    ];
+    if with_distance {
+        let d = Int32Array::from_iter_values(edges.iter().map(|e| distance(e.0, e.1) as i32));
+        columns.push(("distance", Arc::new(d)));
+    }
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+#[test]
+fn pairs_made_elsewhere_are_clustered_but_not_with_corpus_wins() {
+    let mut rng = SplitMix64::new(5);
+    let edges = random_edges(&mut rng, 3_000, 2_000, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("join.parquet");
+    write_foreign_pairs(&foreign, &edges, true);
+    let pairs = foreign.display().to_string();
+    let out = dir.path().join("direct");
+    cluster(&pairs, &out, false, DropPolicy::Direct, 2, 2);
+    let (clusters, drops) = read_output(&out);
+    assert!(clusters == oracle(&edges, false));
+    assert!(drops == greedy_oracle(&edges, false));
+
+    let refused = run_cluster(&options(
+        &pairs,
+        &dir.path().join("cw"),
+        true,
+        DropPolicy::Direct,
+        1,
+        1,
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        refused.contains("no column `self_pair`") && refused.contains("--corpus-wins"),
+        "{refused}"
+    );
+    assert!(!dir.path().join("cw").exists());
+
+    let bare = dir.path().join("bare.parquet");
+    write_foreign_pairs(&bare, &edges, false);
+    let bare = bare.display().to_string();
+    let refused = run_cluster(&options(
+        &bare,
+        &dir.path().join("d"),
+        false,
+        DropPolicy::Direct,
+        1,
+        1,
+    ))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        refused.contains("no column `distance`") && refused.contains("--drop-policy component"),
+        "{refused}"
+    );
+    let out = dir.path().join("component");
+    cluster(&bare, &out, false, DropPolicy::Component, 1, 1);
+    assert!(read_output(&out).0 == oracle(&edges, false));
 }
 
 fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -296,42 +564,44 @@ fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn same_bytes_for_1_2_and_4_workers_and_2_processes() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = SplitMix64::new(3);
-    let edges = random_edges(&mut rng, 5_000, 4_000, 0);
+    let mut edges = random_edges(&mut rng, 5_000, 4_000, 0);
+    edges.extend((0..2_000).map(|i| (100_000 + i, 100_001 + i, i % 3 == 0)));
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 4);
-    let base = dir.path().join("w1");
-    cluster(&pairs, &base, true, 1, 3);
-    let expected = data_files(&base);
-    for workers in [2, 4] {
-        let out = dir.path().join(format!("w{workers}"));
-        cluster(&pairs, &out, true, workers, 3);
-        assert_eq!(data_files(&out), expected, "{workers} workers");
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let base = dir.path().join(format!("w1-{policy}"));
+        cluster(&pairs, &base, true, policy, 1, 3);
+        let expected = data_files(&base);
+        for workers in [2, 4] {
+            let out = dir.path().join(format!("w{workers}-{policy}"));
+            cluster(&pairs, &out, true, policy, workers, 3);
+            assert!(data_files(&out) == expected, "{workers} workers, {policy}");
+        }
+        let out = dir.path().join(format!("p2-{policy}"));
+        run_two_processes(&pairs, &out, policy, &dir.path().join("hosts"));
+        assert!(data_files(&out) == expected, "2 processes, {policy}");
     }
-    let hosts = dir.path().join("hosts");
+}
+
+/// `neardup cluster --corpus-wins --parts 3` as 2 processes of 2 workers on
+/// loopback ports.
+fn run_two_processes(pairs: &str, out: &Path, policy: DropPolicy, hosts: &Path) {
     let listeners: Vec<TcpListener> = (0..2)
         .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
         .collect();
-    let mut file = File::create(&hosts).unwrap();
+    let mut file = File::create(hosts).unwrap();
     for l in &listeners {
         writeln!(file, "{}", l.local_addr().unwrap()).unwrap();
     }
     drop(listeners);
-    let out = dir.path().join("p2");
     let spawned: Vec<_> = (0..2)
         .map(|i| {
             Command::new(env!("CARGO_BIN_EXE_neardup"))
-                .args([
-                    "cluster",
-                    "--corpus-wins",
-                    "--parts",
-                    "3",
-                    "--overwrite",
-                    "--pairs",
-                    &pairs,
-                ])
+                .args(["cluster", "--corpus-wins", "--parts", "3", "--overwrite"])
+                .args(["--drop-policy", &policy.to_string(), "--pairs", pairs])
                 .arg("--out")
-                .arg(&out)
+                .arg(out)
                 .arg("--hostfile")
-                .arg(&hosts)
+                .arg(hosts)
                 .args(["--process", &i.to_string(), "--workers", "2"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
@@ -347,7 +617,6 @@ fn same_bytes_for_1_2_and_4_workers_and_2_processes() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    assert_eq!(data_files(&out), expected, "2 processes");
 }
 
 #[test]
@@ -396,4 +665,65 @@ fn input_that_is_not_match_output_gets_one_line() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no column `query_id`"), "{stderr}");
     assert!(!dir.path().join("out").exists());
+}
+
+/// Runs `neardup cluster` on `pairs` and returns its stderr, checking that
+/// it failed with one line and wrote nothing.
+fn one_line_failure(pairs: &Path, extra: &[&str]) -> String {
+    let out = pairs.parent().unwrap().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["cluster", "--pairs"])
+        .arg(pairs)
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(!out.exists(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn missing_columns_and_nulls_get_one_line() {
+    use arrow_array::{ArrayRef, RecordBatch};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, columns: Vec<(&str, ArrayRef)>| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        let file = path.join("part-00000.parquet");
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(
+            File::create(&file).unwrap(),
+            batch.schema(),
+            None,
+        )
+        .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        file
+    };
+    let ids = || Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef;
+    let no_corpus = write("no-corpus", vec![("query_id", ids())]);
+    let stderr = one_line_failure(&no_corpus, &["--drop-policy", "component"]);
+    assert!(stderr.contains("no column `corpus_id`"), "{stderr}");
+    let with_nulls = Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef;
+    let nulls = write(
+        "nulls",
+        vec![("query_id", ids()), ("corpus_id", with_nulls)],
+    );
+    let stderr = one_line_failure(&nulls, &["--drop-policy", "component"]);
+    assert!(
+        stderr.contains("column `corpus_id` has 1 null values"),
+        "{stderr}"
+    );
+    let far = Arc::new(Int64Array::from(vec![0, 65, 1])) as ArrayRef;
+    let bad_distance = write(
+        "far",
+        vec![("query_id", ids()), ("corpus_id", ids()), ("distance", far)],
+    );
+    let stderr = one_line_failure(&bad_distance, &[]);
+    assert!(stderr.contains("column `distance` holds 65"), "{stderr}");
 }

@@ -5,7 +5,13 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
-use arrow_array::{Array, BooleanArray, Int64Array, RecordBatch, UInt64Array};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, Int64Array, RecordBatch, UInt64Array,
+};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
@@ -316,14 +322,42 @@ pub fn open_inputs(
     Ok((files, units))
 }
 
-/// An edge of the pair graph, one row of `match` output:
-/// `(query_id, corpus_id, self_pair)`.
-pub type PairEdge = (i64, i64, bool);
+/// One row of a pair file, as `cluster` needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PairRow {
+    pub query: i64,
+    pub corpus: i64,
+    /// The corpus side is a page already in the corpus: the pair is not a
+    /// `--self` pair. False when the file has no `self_pair` column.
+    pub corpus_in_corpus: bool,
+    /// Bits the fingerprints differ in; 0 when the file has no `distance`
+    /// column and it was not asked for.
+    pub distance: u8,
+}
 
-/// The row groups of `match` outputs (files, directories or globs), as
-/// `(file, row group)` units in path order, each file checked to have the
-/// pair columns.
-pub fn open_pair_inputs(specs: &[String]) -> Result<Vec<(PathBuf, usize)>> {
+/// Which optional columns `cluster` needs from pair files.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PairNeeds {
+    /// `self_pair`, to tell corpus pages from new ones (`--corpus-wins`).
+    pub self_pair: bool,
+    /// `distance`, to drop a page for its nearest kept partner.
+    pub distance: bool,
+}
+
+/// A row group of a pair file, and which optional columns the file has.
+#[derive(Clone, Debug)]
+pub struct PairUnit {
+    pub path: PathBuf,
+    pub row_group: usize,
+    has_self_pair: bool,
+    has_distance: bool,
+}
+
+/// The row groups of pair files (files, directories or globs), in path
+/// order. `neardup match` output has every column; pairs made elsewhere (a
+/// Spark or DuckDB join) need only `query_id` and `corpus_id`, plus what
+/// `needs` asks for.
+pub fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUnit>> {
     let mut units = Vec::new();
     for path in expand_paths(specs)? {
         let shown = path.display();
@@ -331,37 +365,54 @@ pub fn open_pair_inputs(specs: &[String]) -> Result<Vec<(PathBuf, usize)>> {
         let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
             .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
         let schema = metadata.schema();
-        for (name, expected) in [
-            ("query_id", DataType::Int64),
-            ("corpus_id", DataType::Int64),
-            ("self_pair", DataType::Boolean),
-        ] {
-            match schema.field_with_name(name) {
-                Ok(field) if *field.data_type() == expected => {}
-                Ok(field) => bail!(
-                    "{shown}: column `{name}` has type {}, expected {expected} (is this `neardup match` output?)",
-                    field.data_type()
+        let type_of = |name: &str| schema.field_with_name(name).ok().map(|f| f.data_type());
+        for name in ["query_id", "corpus_id"] {
+            match type_of(name) {
+                Some(DataType::Int64 | DataType::UInt64) => {}
+                Some(other) => bail!(
+                    "{shown}: column `{name}` has type {other}, expected INT64 (is this `neardup match` output?)"
                 ),
-                Err(_) => bail!(
+                None => bail!(
                     "{shown}: no column `{name}` (columns: {}; is this `neardup match` output?)",
                     column_list(schema)
                 ),
             }
         }
+        let has_self_pair = match type_of("self_pair") {
+            Some(DataType::Boolean) => true,
+            Some(other) => bail!("{shown}: column `self_pair` has type {other}, expected BOOLEAN"),
+            None if needs.self_pair => bail!(
+                "{shown}: no column `self_pair`, so corpus pages cannot be told from new ones: --corpus-wins needs `neardup match` output; run without it"
+            ),
+            None => false,
+        };
+        let has_distance = match type_of("distance") {
+            Some(t) if t.is_integer() => true,
+            Some(other) => bail!("{shown}: column `distance` has type {other}, expected an integer"),
+            None if needs.distance => bail!(
+                "{shown}: no column `distance`, which --drop-policy direct needs to drop a page for its nearest kept partner; add it or use --drop-policy component"
+            ),
+            None => false,
+        };
         let groups = metadata.metadata().num_row_groups();
-        units.extend((0..groups).map(|rg| (path.clone(), rg)));
+        units.extend((0..groups).map(|row_group| PairUnit {
+            path: path.clone(),
+            row_group,
+            has_self_pair,
+            has_distance,
+        }));
     }
     Ok(units)
 }
 
-/// Appends the edges of row group `rg` of a `match` output file to `out`.
-pub fn read_pair_edges(path: &Path, rg: usize, out: &mut Vec<PairEdge>) -> Result<()> {
-    let shown = path.display();
-    let file = File::open(path).with_context(|| format!("{shown}: cannot open"))?;
+/// Appends the rows of a pair file's row group to `out`.
+pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
+    let (shown, rg) = (unit.path.display(), unit.row_group);
+    let file = File::open(&unit.path).with_context(|| format!("{shown}: cannot open"))?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
     let schema = builder.parquet_schema();
-    let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair"]
+    let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair", "distance"]
         .iter()
         .filter_map(|name| builder.schema().index_of(name).ok())
         .collect();
@@ -372,18 +423,90 @@ pub fn read_pair_edges(path: &Path, rg: usize, out: &mut Vec<PairEdge>) -> Resul
         .with_batch_size(BATCH_ROWS)
         .build()
         .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
+    let (mut queries, mut corpus, mut distances) = (Vec::new(), Vec::new(), Vec::new());
     for batch in reader {
         let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
         let location = || format!("{shown} (row group {rg})");
-        let (mut queries, mut corpus) = (Vec::new(), Vec::new());
+        queries.clear();
+        corpus.clear();
+        distances.clear();
         integer_column(&batch, "query_id", &location, &mut queries, |v| v)?;
         integer_column(&batch, "corpus_id", &location, &mut corpus, |v| v)?;
-        let flags = batch
-            .column_by_name("self_pair")
-            .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
-            .filter(|c| c.null_count() == 0)
-            .ok_or_else(|| anyhow!("{}: column `self_pair` is missing or has nulls", location()))?;
-        out.extend((0..batch.num_rows()).map(|r| (queries[r], corpus[r], flags.value(r))));
+        let flags = match unit.has_self_pair {
+            true => Some(
+                batch
+                    .column_by_name("self_pair")
+                    .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
+                    .filter(|c| c.null_count() == 0)
+                    .ok_or_else(|| anyhow!("{}: column `self_pair` has null values", location()))?,
+            ),
+            false => None,
+        };
+        if unit.has_distance {
+            distance_column(&batch, &location, &mut distances)?;
+        }
+        out.extend((0..batch.num_rows()).map(|r| PairRow {
+            query: queries[r],
+            corpus: corpus[r],
+            corpus_in_corpus: flags.is_some_and(|f| !f.value(r)),
+            distance: distances.get(r).copied().unwrap_or(0),
+        }));
     }
     Ok(())
+}
+
+/// The `distance` column, of whatever integer type the writer chose (INT8
+/// from `match`, INT32 from Spark, BIGINT from DuckDB), checked to be a
+/// distance between 64-bit fingerprints.
+fn distance_column(
+    batch: &RecordBatch,
+    location: &dyn Fn() -> String,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let column = batch
+        .column_by_name("distance")
+        .ok_or_else(|| anyhow!("{}: no column `distance`", location()))?;
+    if column.null_count() > 0 {
+        bail!(
+            "{}: column `distance` has {} null values",
+            location(),
+            column.null_count()
+        );
+    }
+    let wide: Vec<i128> = match column.data_type() {
+        DataType::Int8 => values::<Int8Type>(column),
+        DataType::Int16 => values::<Int16Type>(column),
+        DataType::Int32 => values::<Int32Type>(column),
+        DataType::Int64 => values::<Int64Type>(column),
+        DataType::UInt8 => values::<UInt8Type>(column),
+        DataType::UInt16 => values::<UInt16Type>(column),
+        DataType::UInt32 => values::<UInt32Type>(column),
+        DataType::UInt64 => values::<UInt64Type>(column),
+        other => bail!(
+            "{}: column `distance` has type {other}, expected an integer",
+            location()
+        ),
+    };
+    for value in wide {
+        if !(0..=64).contains(&value) {
+            bail!(
+                "{}: column `distance` holds {value}, not a distance between 64-bit fingerprints",
+                location()
+            );
+        }
+        out.push(value as u8);
+    }
+    Ok(())
+}
+
+fn values<T: ArrowPrimitiveType>(column: &ArrayRef) -> Vec<i128>
+where
+    T::Native: Into<i128>,
+{
+    column
+        .as_primitive::<T>()
+        .values()
+        .iter()
+        .map(|&v| v.into())
+        .collect()
 }

@@ -292,11 +292,39 @@ pub fn write_clusters(path: &Path, rows: &[(i64, i64, u64)]) -> Result<()> {
     write_sorted_int64(path, ["id", "cluster_id", "cluster_size"], &rows)
 }
 
-/// Writes a `drop/` part: `id` to drop and `keep_id`, the representative it
-/// duplicates, rows sorted by id.
-pub fn write_drops(path: &Path, rows: &[(i64, i64)]) -> Result<()> {
-    let rows: Vec<[i64; 2]> = rows.iter().map(|&(id, keep)| [id, keep]).collect();
-    write_sorted_int64(path, ["id", "keep_id"], &rows)
+/// Writes a `drop/` part: `id` to drop, `keep_id` the page kept in its
+/// place, and `distance` between the two when they are a pair (null under
+/// `--drop-policy component`, where they may only be chained); rows sorted
+/// by id.
+pub fn write_drops(path: &Path, rows: &[(i64, i64, Option<u8>)]) -> Result<()> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("keep_id", DataType::Int64, false),
+        Field::new("distance", DataType::Int8, true),
+    ]));
+    let sorting = vec![SortingColumn {
+        column_idx: 0,
+        descending: false,
+        nulls_first: false,
+    }];
+    write_parquet(
+        path,
+        schema.clone(),
+        Some(sorting),
+        rows.len(),
+        ROW_GROUP_ROWS,
+        |range| {
+            let rows = &rows[range];
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+                Arc::new(Int8Array::from_iter(
+                    rows.iter().map(|r| r.2.map(|d| d as i8)),
+                )),
+            ];
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        },
+    )
 }
 
 /// Fingerprinted documents, in the order they were read.
