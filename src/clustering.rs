@@ -2,12 +2,13 @@
 //! keep/drop list out.
 //!
 //! Each worker streams its share of the pairs' row groups into a union-find;
-//! worker 0 merges the workers' components (see [`crate::dataflow::components`]);
-//! pages go to the worker owning their cluster's part (a hash of the
-//! representative, so a cluster is never split and its size is counted where
-//! it is written), and so do the pairs under `--drop-policy direct`; that
-//! worker writes `clusters/` and `drop/` parts sorted by id, and worker 0
-//! commits once every worker has reported.
+//! the workers' components are joined where they share pages (see
+//! [`crate::dataflow::components`]); every page, and under `--drop-policy
+//! direct` every pair, goes to its cluster's owner (a hash of the
+//! representative, so a cluster is never split), which counts the cluster
+//! and chooses its drops; the rows go to their part's writer, which sorts
+//! them by id and writes `clusters/` and `drop/`; worker 0 commits once every
+//! worker has reported.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -19,17 +20,20 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::Input;
+use timely::dataflow::Stream;
 
 use crate::cluster::{self, ClusterOptions};
+use crate::components::Components;
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, report_when_done, FinalStage, Merge,
     OutcomeSlot, Report,
 };
 use crate::dataflow::components::{
-    merge_at_worker_zero, route_pairs, Addressed, LocalPage, Placement, Reread, Routed, WorkerGraph,
+    after_all, assign_pages, describe_joined, find_shared, join_at_worker_zero, owner_of,
+    sightings, Addressed, Assigned, Reread, Sighting,
 };
 use crate::dataflow::Failure;
-use crate::drop_policy::{direct_drops, DropPolicy, WeightedPair};
+use crate::drop_policy::{DirectPass, DropPolicy, WeightedPair};
 use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::progress::human;
@@ -198,34 +202,38 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let (me, peers) = (worker.index(), worker.peers());
             let (units, opts, dir) = &*job;
             let mine: Vec<PairUnit> = units.iter().skip(me).step_by(peers).cloned().collect();
-            let placement = Placement {
-                parts: opts.parts,
-                peers,
-            };
+            let parts = opts.parts;
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
-            let graph = Rc::new(RefCell::new(WorkerGraph::new(opts.corpus_wins)));
+            let graph = Rc::new(RefCell::new(Components::new(opts.corpus_wins)));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
-                let (input, local) = scope.new_input::<Vec<LocalPage>>();
-                let assigned = merge_at_worker_zero(local, graph.clone(), me, placement, direct);
+                let (input, sightings) = scope.new_input::<Vec<Sighting>>();
+                let joins = find_shared(sightings, peers);
+                let resolved = join_at_worker_zero(describe_joined(joins, graph.clone()));
                 let reread = direct.then(|| reread_pairs(mine.clone()));
                 let fail = {
                     let (state, failure) = (state.clone(), failure.clone());
                     move |error| state.borrow_mut().fail(error, &failure)
                 };
-                let routed = route_pairs(assigned, graph.clone(), reread, fail);
+                let assigned = assign_pages(resolved, graph.clone(), peers, reread, fail);
+                let owner = ClusterOwner {
+                    policy: opts.drop_policy,
+                    parts,
+                    max_size: opts.max_cluster_size,
+                    state: state.clone(),
+                    failure: failure.clone(),
+                };
+                let rows = owner.rows(assigned);
                 let writer = PartWriter {
                     dir: dir.clone(),
-                    placement,
-                    policy: opts.drop_policy,
-                    max_size: opts.max_cluster_size,
                     worker: me,
-                    members: Vec::new(),
-                    pairs: Vec::new(),
+                    peers,
+                    clusters: vec![Vec::new(); parts],
+                    drops: vec![Vec::new(); parts],
                 };
                 let reports = report_when_done(
-                    routed,
-                    Exchange::new(|(target, _): &Addressed| *target as u64),
-                    "WriteClusters",
+                    rows,
+                    Exchange::new(move |&(part, _): &PartRow| (part as usize % peers) as u64),
+                    "WriteParts",
                     state.clone(),
                     failure.clone(),
                     writer,
@@ -242,24 +250,23 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     break;
                 }
                 state.borrow_mut().body.pairs += rows.len() as u64;
-                let components = &mut graph.borrow_mut().components;
-                for row in &rows {
-                    components.add_pair(row.query, row.corpus, row.corpus_in_corpus);
-                }
+                let pairs = rows.iter().map(|r| (r.query, r.corpus, r.corpus_in_corpus));
+                graph.borrow_mut().add_pairs(pairs);
             }
-            tracing::info!(
-                worker = me,
-                pages = graph.borrow().components.len(),
-                seconds = local_started.elapsed().as_secs_f64(),
-                "local union-find done"
-            );
-            if me != 0 {
-                for page in graph.borrow_mut().local_pages(me as u32) {
-                    input.send(page);
+            {
+                let components = &mut *graph.borrow_mut();
+                tracing::info!(
+                    worker = me,
+                    pages = components.len(),
+                    seconds = local_started.elapsed().as_secs_f64(),
+                    "local union-find done"
+                );
+                for sighting in sightings(components, me as u32) {
+                    input.send(sighting);
                 }
                 if !direct {
                     // Only the direct policy looks its pairs up again.
-                    *graph.borrow_mut() = WorkerGraph::new(opts.corpus_wins);
+                    components.forget_index();
                 }
             }
             drop(input);
@@ -287,33 +294,161 @@ fn reread_pairs(units: Vec<PairUnit>) -> Reread {
     })
 }
 
-/// A page as its writer gets it: `(id, cluster, cluster size, ranks first)`.
-type Member = (i64, i64, u32, bool);
-
-/// A worker's parts: the members (and pairs) routed to it, written when all
-/// have come.
-struct PartWriter {
-    dir: PathBuf,
-    placement: Placement,
-    policy: DropPolicy,
-    max_size: u64,
-    worker: usize,
-    members: Vec<Member>,
-    pairs: Vec<WeightedPair>,
+/// A row of an output part, and the part: `clusters/` rows carry
+/// `(id, cluster, size)`, `drop/` rows `(id, keep_id, distance)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Row {
+    Member(i64, i64, u32),
+    Drop(i64, i64, Option<u8>),
 }
 
-impl FinalStage<Addressed, ClusterTotals> for PartWriter {
-    fn absorb(&mut self, updates: &mut Vec<Addressed>) {
-        for (_, routed) in updates.drain(..) {
-            match routed {
-                Routed::Member {
-                    id,
-                    cluster,
-                    size,
-                    first,
-                } => self.members.push((id, cluster, size, first)),
-                Routed::Pair(a, b, distance) => self.pairs.push((a, b, distance)),
-                Routed::Owner { .. } => {}
+/// A [`Row`] and the part it goes to.
+pub type PartRow = (u32, Row);
+
+/// The owner of a set of clusters (by a hash of the cluster id): gets every
+/// member and pair of them, counts them, chooses their drops and sends the
+/// rows to the parts' writers.
+struct ClusterOwner {
+    policy: DropPolicy,
+    parts: usize,
+    max_size: u64,
+    state: Rc<RefCell<Report<ClusterTotals>>>,
+    failure: Arc<Failure>,
+}
+
+/// A member as its cluster's owner holds it: `(cluster, id, ranks first)`.
+type Member = (i64, i64, bool);
+
+impl ClusterOwner {
+    fn rows<'scope>(
+        self,
+        assigned: Stream<'scope, u64, Vec<Addressed>>,
+    ) -> Stream<'scope, u64, Vec<PartRow>> {
+        let members = Rc::new(RefCell::new(Vec::<Member>::new()));
+        let pairs = Rc::new(RefCell::new(Vec::<(i64, WeightedPair)>::new()));
+        let (members_in, pairs_in) = (members.clone(), pairs.clone());
+        after_all(
+            assigned,
+            Exchange::new(|&(target, _): &Addressed| target as u64),
+            "OwnClusters",
+            move |data| {
+                let (mut members, mut pairs) = (members_in.borrow_mut(), pairs_in.borrow_mut());
+                for (_, assigned) in data.drain(..) {
+                    match assigned {
+                        Assigned::Member { id, cluster, first } => {
+                            members.push((cluster, id, first))
+                        }
+                        Assigned::Pair(cluster, a, b, d) => pairs.push((cluster, (a, b, d))),
+                    }
+                }
+            },
+            move |give| {
+                let members = std::mem::take(&mut *members.borrow_mut());
+                let pairs = std::mem::take(&mut *pairs.borrow_mut());
+                if self.failure.happened() {
+                    return;
+                }
+                if let Err(error) = self.own(members, pairs, give) {
+                    self.state.borrow_mut().fail(error, &self.failure);
+                }
+            },
+        )
+    }
+
+    /// Counts each cluster and gives its rows: its members, and its drops
+    /// under the policy.
+    fn own(
+        &self,
+        mut members: Vec<Member>,
+        mut pairs: Vec<(i64, WeightedPair)>,
+        give: &mut dyn FnMut(PartRow),
+    ) -> Result<()> {
+        let started = Instant::now();
+        radsort::sort_by_key(&mut members, |&(cluster, ..)| cluster);
+        radsort::sort_by_key(&mut pairs, |&(cluster, _)| cluster);
+        let mut pairs = pairs.as_slice();
+        let (mut pass, mut pages, mut cluster_pairs, mut drops) =
+            (DirectPass::default(), Vec::new(), Vec::new(), Vec::new());
+        let mut cluster_members = Vec::new();
+        let totals = &mut self.state.borrow_mut().body;
+        for arrived in members.chunk_by(|a, b| a.0 == b.0) {
+            let cluster = arrived[0].0;
+            cluster_members.clear();
+            cluster_members.extend_from_slice(arrived);
+            cluster_members.sort_unstable();
+            // A page several workers saw comes once from each: keep one,
+            // ranking first if any of them saw it as a corpus page.
+            cluster_members.dedup_by(|next, kept| {
+                let same = next.1 == kept.1;
+                kept.2 |= same && next.2;
+                same
+            });
+            let size = cluster_members.len() as u32;
+            count_cluster(totals, u64::from(size), cluster, self.max_size);
+            let part = placement_part(cluster, self.parts);
+            for &(_, id, _) in &cluster_members {
+                give((part, Row::Member(id, cluster, size)));
+            }
+            let ends = pairs.partition_point(|&(c, _)| c == cluster);
+            let (own_pairs, rest) = pairs.split_at(ends);
+            pairs = rest;
+            match self.policy {
+                DropPolicy::Component => {
+                    for &(_, id, _) in cluster_members.iter().filter(|m| m.1 != cluster) {
+                        give((part, Row::Drop(id, cluster, None)));
+                    }
+                }
+                DropPolicy::Direct => {
+                    pages.clear();
+                    pages.extend(cluster_members.iter().map(|&(_, id, first)| (first, id)));
+                    cluster_pairs.clear();
+                    cluster_pairs.extend(own_pairs.iter().map(|&(_, pair)| pair));
+                    drops.clear();
+                    pass.drops(&pages, &cluster_pairs, &mut drops)?;
+                    for &(id, keep, distance) in &drops {
+                        give((part, Row::Drop(id, keep, Some(distance))));
+                    }
+                }
+            }
+        }
+        if let Some(&(cluster, (a, b, _))) = pairs.first() {
+            bail!("pair ({a}, {b}) of cluster {cluster} came to its owner without members (internal error)");
+        }
+        tracing::info!(
+            pages = members.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "clusters counted and drops chosen"
+        );
+        Ok(())
+    }
+}
+
+/// The part a cluster's rows go to: a hash of its id, so parts do not
+/// depend on the number of workers.
+fn placement_part(cluster: i64, parts: usize) -> u32 {
+    owner_of(cluster, parts)
+}
+
+/// A worker's parts (part `p` is written by worker `p % peers`): the rows
+/// routed to it, each part sorted by id and written when all have come.
+struct PartWriter {
+    dir: PathBuf,
+    worker: usize,
+    peers: usize,
+    clusters: Vec<Vec<(i64, i64, u64)>>,
+    drops: Vec<Vec<(i64, i64, Option<u8>)>>,
+}
+
+impl FinalStage<PartRow, ClusterTotals> for PartWriter {
+    fn absorb(&mut self, rows: &mut Vec<PartRow>) {
+        for (part, row) in rows.drain(..) {
+            match row {
+                Row::Member(id, cluster, size) => {
+                    self.clusters[part as usize].push((id, cluster, u64::from(size)))
+                }
+                Row::Drop(id, keep, distance) => {
+                    self.drops[part as usize].push((id, keep, distance))
+                }
             }
         }
     }
@@ -322,64 +457,22 @@ impl FinalStage<Addressed, ClusterTotals> for PartWriter {
     /// they hold into `totals`.
     fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
         let started = Instant::now();
-        let mut members = std::mem::take(&mut self.members);
-        members.sort_unstable();
-        let drops = self.drops(&members)?;
-        let parts = self.placement.parts;
-        let mut clusters: Vec<Vec<(i64, i64, u64)>> = vec![Vec::new(); parts];
-        let mut dropped: Vec<Vec<(i64, i64, Option<u8>)>> = vec![Vec::new(); parts];
-        let mut next_drop = drops.iter().peekable();
-        for &(id, cluster, size, _) in &members {
-            let part = self.placement.part(cluster);
-            clusters[part].push((id, cluster, size as u64));
-            if let Some(&&drop) = next_drop.peek().filter(|d| d.0 == id) {
-                dropped[part].push(drop);
-                next_drop.next();
-            }
-            if id == cluster {
-                count_cluster(totals, size as u64, cluster, self.max_size);
-            }
-        }
-        if let Some(drop) = next_drop.next() {
-            bail!(
-                "dropped page {} is not a member here (internal error)",
-                drop.0
-            );
-        }
-        for p in (self.worker..parts).step_by(self.placement.peers) {
-            write_clusters(&self.dir.join("clusters").join(part_name(p)), &clusters[p])?;
-            write_drops(&self.dir.join("drop").join(part_name(p)), &dropped[p])?;
-            totals.pages += clusters[p].len() as u64;
-            totals.dropped += dropped[p].len() as u64;
+        for p in (self.worker..self.clusters.len()).step_by(self.peers) {
+            let mut clusters = std::mem::take(&mut self.clusters[p]);
+            let mut drops = std::mem::take(&mut self.drops[p]);
+            radsort::sort_by_key(&mut clusters, |row| row.0);
+            radsort::sort_by_key(&mut drops, |row| row.0);
+            write_clusters(&self.dir.join("clusters").join(part_name(p)), &clusters)?;
+            write_drops(&self.dir.join("drop").join(part_name(p)), &drops)?;
+            totals.pages += clusters.len() as u64;
+            totals.dropped += drops.len() as u64;
         }
         tracing::info!(
             worker = self.worker,
-            pages = members.len(),
             seconds = started.elapsed().as_secs_f64(),
             "parts written"
         );
         Ok(())
-    }
-}
-
-impl PartWriter {
-    /// The drop rows of this worker's clusters, sorted by id (as `members` is).
-    fn drops(&mut self, members: &[Member]) -> Result<Vec<(i64, i64, Option<u8>)>> {
-        match self.policy {
-            DropPolicy::Component => Ok(members
-                .iter()
-                .filter(|m| m.0 != m.1)
-                .map(|&(id, cluster, _, _)| (id, cluster, None))
-                .collect()),
-            DropPolicy::Direct => {
-                let pages: Vec<(bool, i64)> = members.iter().map(|m| (m.3, m.0)).collect();
-                let pairs = std::mem::take(&mut self.pairs);
-                Ok(direct_drops(&pages, &pairs)?
-                    .into_iter()
-                    .map(|(id, keep, distance)| (id, keep, Some(distance)))
-                    .collect())
-            }
-        }
     }
 }
 

@@ -10,8 +10,9 @@
 use std::fmt;
 
 use anyhow::{bail, Result};
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+
+use crate::components::{IdTable, Page, MISSING};
 
 /// How the keep/drop list is made from the pairs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -45,83 +46,98 @@ pub type WeightedPair = (i64, i64, u8);
 /// A drop row: `(id, keep_id, distance)`.
 pub type Drop = (i64, i64, u8);
 
-/// The [`DropPolicy::Direct`] drops over `pages` and the `pairs` among them,
-/// sorted by id. The greedy pass is the sequential one, so the result is the
-/// same whatever order the pages and pairs come in: it depends on priority
-/// order alone. Time is linear in the pairs after one sort of the pages.
-pub fn direct_drops(pages: &[RankedPage], pairs: &[WeightedPair]) -> Result<Vec<Drop>> {
-    let mut order: Vec<RankedPage> = pages.to_vec();
-    order.sort_unstable_by_key(|&(first, id)| (!first, id));
-    order.dedup();
-    let position: FxHashMap<i64, u32> = order
-        .iter()
-        .enumerate()
-        .map(|(p, &(_, id))| (id, p as u32))
-        .collect();
-    if position.len() != order.len() {
-        bail!("a page was given two ranks (internal error)");
-    }
-    let earlier = earlier_partners(&position, pairs, order.len())?;
-    let mut kept = vec![false; order.len()];
-    let mut drops = Vec::new();
-    for (p, &(_, id)) in order.iter().enumerate() {
-        let best = earlier
-            .of(p)
-            .iter()
-            .filter(|&&(q, _)| kept[q as usize])
-            .map(|&(q, distance)| (distance, order[q as usize].1))
-            .min();
-        match best {
-            Some((distance, keep)) => drops.push((id, keep, distance)),
-            None => kept[p] = true,
-        }
-    }
-    drops.sort_unstable();
-    Ok(drops)
-}
-
-/// Each page's partners that come before it in priority order, as a
-/// compressed adjacency list (one counting pass, one filling pass).
-struct Earlier {
+/// The [`DropPolicy::Direct`] greedy pass, one component at a time, with
+/// its buffers kept between components (most components have a handful of
+/// pages, and there are millions of them).
+#[derive(Debug, Default)]
+pub struct DirectPass {
+    order: Vec<RankedPage>,
+    position: IdTable,
+    ends: Vec<i64>,
+    positions: Vec<Page>,
     starts: Vec<u32>,
     partners: Vec<(u32, u8)>,
+    kept: Vec<bool>,
 }
 
-impl Earlier {
-    fn of(&self, p: usize) -> &[(u32, u8)] {
-        &self.partners[self.starts[p] as usize..self.starts[p + 1] as usize]
+impl DirectPass {
+    /// Appends to `drops` the drops of one component: its `pages` and the
+    /// `pairs` among them. The pass is the sequential one, so the result
+    /// depends on priority order alone, not on the order pages and pairs
+    /// come in. Time is linear in the pairs after one sort of the pages.
+    pub fn drops(
+        &mut self,
+        pages: &[RankedPage],
+        pairs: &[WeightedPair],
+        drops: &mut Vec<Drop>,
+    ) -> Result<()> {
+        self.order.clear();
+        self.order.extend_from_slice(pages);
+        self.order.sort_unstable_by_key(|&(first, id)| (!first, id));
+        self.order.dedup();
+        let order = &self.order;
+        if let Err(id) = self.position.number(order.len(), |p| order[p].1) {
+            bail!("page {id} was given two ranks (internal error)");
+        }
+        self.earlier_partners(pairs)?;
+        self.kept.clear();
+        self.kept.resize(self.order.len(), false);
+        for (p, &(_, id)) in self.order.iter().enumerate() {
+            let partners = &self.partners[self.starts[p] as usize..self.starts[p + 1] as usize];
+            let best = partners
+                .iter()
+                .filter(|&&(q, _)| self.kept[q as usize])
+                .map(|&(q, distance)| (distance, self.order[q as usize].1))
+                .min();
+            match best {
+                Some((distance, keep)) => drops.push((id, keep, distance)),
+                None => self.kept[p] = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// Each page's partners that come before it in priority order, as a
+    /// compressed adjacency list (one counting pass, one filling pass).
+    fn earlier_partners(&mut self, pairs: &[WeightedPair]) -> Result<()> {
+        self.ends.clear();
+        self.ends.extend(pairs.iter().flat_map(|&(a, b, _)| [a, b]));
+        self.position.get_many(&self.ends, &mut self.positions);
+        let pages = self.order.len();
+        self.starts.clear();
+        self.starts.resize(pages + 1, 0);
+        for (ends, &(a, b, _)) in self.positions.chunks_exact(2).zip(pairs) {
+            if ends[0] == MISSING || ends[1] == MISSING {
+                bail!("pair ({a}, {b}) names a page outside its component (internal error)");
+            }
+            if ends[0] != ends[1] {
+                self.starts[ends[0].max(ends[1]) as usize + 1] += 1;
+            }
+        }
+        for p in 0..pages {
+            self.starts[p + 1] += self.starts[p];
+        }
+        self.partners.clear();
+        self.partners.resize(self.starts[pages] as usize, (0, 0));
+        let mut fill = self.starts[..pages].to_vec();
+        for (ends, &(_, _, distance)) in self.positions.chunks_exact(2).zip(pairs) {
+            let (first, later) = (ends[0].min(ends[1]), ends[0].max(ends[1]));
+            if first != later {
+                self.partners[fill[later as usize] as usize] = (first, distance);
+                fill[later as usize] += 1;
+            }
+        }
+        Ok(())
     }
 }
 
-fn earlier_partners(
-    position: &FxHashMap<i64, u32>,
-    pairs: &[WeightedPair],
-    pages: usize,
-) -> Result<Earlier> {
-    let ordered = |&(a, b, distance): &WeightedPair| -> Result<Option<(u32, u32, u8)>> {
-        let (Some(&pa), Some(&pb)) = (position.get(&a), position.get(&b)) else {
-            bail!("pair ({a}, {b}) names a page outside its component (internal error)");
-        };
-        Ok((pa != pb).then(|| (pa.min(pb), pa.max(pb), distance)))
-    };
-    let mut starts = vec![0u32; pages + 1];
-    for pair in pairs {
-        if let Some((_, later, _)) = ordered(pair)? {
-            starts[later as usize + 1] += 1;
-        }
-    }
-    for p in 0..pages {
-        starts[p + 1] += starts[p];
-    }
-    let mut fill = starts.clone();
-    let mut partners = vec![(0u32, 0u8); starts[pages] as usize];
-    for pair in pairs {
-        if let Some((first, later, distance)) = ordered(pair)? {
-            partners[fill[later as usize] as usize] = (first, distance);
-            fill[later as usize] += 1;
-        }
-    }
-    Ok(Earlier { starts, partners })
+/// The [`DropPolicy::Direct`] drops over `pages` and the `pairs` among them,
+/// sorted by id: [`DirectPass`] over one component.
+pub fn direct_drops(pages: &[RankedPage], pairs: &[WeightedPair]) -> Result<Vec<Drop>> {
+    let mut drops = Vec::new();
+    DirectPass::default().drops(pages, pairs, &mut drops)?;
+    drops.sort_unstable();
+    Ok(drops)
 }
 
 #[cfg(test)]

@@ -162,7 +162,7 @@ impl Table {
 /// A hint to fetch `value`'s cache line; it never faults and has no effect
 /// on the result.
 #[inline(always)]
-fn prefetch<T>(value: &T) {
+pub(crate) fn prefetch<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads nothing
     // into the program: it only warms the cache for a valid reference.

@@ -1,18 +1,24 @@
-//! Near-duplicate clusters on timely: every worker's union-find over its
-//! share of the pairs, merged into the global components at worker 0, then
-//! every page (and, for the direct drop policy, every pair) sent to the
-//! worker that writes its cluster's part.
+//! Connected components on timely: every worker's union-find over its share
+//! of the pairs, joined where workers saw the same page, then every page
+//! (and, for the direct drop policy, every pair) sent to the worker that owns
+//! its cluster.
 //!
 //! ```text
-//!   local union-find (every worker: its row groups) --each page and its local root--> merge (worker 0)
-//!     --members to their writers, root owners back to each worker--> route pairs (re-read, direct policy)
-//!     --pairs to their component's writer--> write parts --> commit
+//!   local union-find (every worker: its row groups)
+//!     --each page: (id, worker, local root), by a hash of the id--> find shared pages
+//!     --local roots that share a page, to their worker--> describe them (least label, size)
+//!     --to worker 0--> join them (a union-find over local components)
+//!     --each joined local root's cluster and size, back to its worker--> assign pages
+//!     --members and pairs, by a hash of the cluster--> cluster owners
 //! ```
 //!
-//! Only pages cross the network in the merge: a worker's union-find keeps
-//! one record per page however many pairs it read, so worker 0 receives at
-//! most the pages of each worker, and its time and memory grow with pages,
-//! not with pairs or with the length of a chain.
+//! Every step is parallel but one, and that one sees only the local
+//! components that share a page with another worker's, not the pages: a page
+//! seen by one worker only never leaves it until its cluster is known. Time
+//! and memory grow with pages, never with pairs or the length of a chain.
+//! A page seen by several workers gets a member record from each; the
+//! cluster owner keeps one (they agree: their local components were joined)
+//! and counts the cluster's size from the members it gets.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -21,227 +27,328 @@ use anyhow::Result;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
-use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
-use crate::components::{Components, Page};
+use crate::components::{Components, Label, Page, MISSING};
 use crate::parquet_io::input::PairRow;
 
-/// A page as one worker's union-find left it:
-/// `(id, its local root's id, in the corpus, the worker)`.
-pub type LocalPage = (i64, i64, bool, u32);
+/// A page as one worker's union-find holds it: `(id, worker, local root)`.
+pub type Sighting = (i64, u32, Page);
 
-/// What one worker sends another.
+/// A component of one worker's union-find: `(worker, local root)`.
+pub type Node = (u32, Page);
+
+/// A local component that shares a page with another worker's, sent to its
+/// worker: `(worker, local root, the node it joins)`; the node joined is the
+/// first of the page's sightings.
+pub type Join = (u32, Page, Node);
+
+/// A joined local component as worker 0 needs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Routed {
-    /// A page, its cluster's representative and size, and whether it ranks
-    /// first (a corpus page under `--corpus-wins`).
-    Member {
-        id: i64,
-        cluster: i64,
-        size: u32,
-        first: bool,
-    },
-    /// The worker that owns the component of one of the target's local roots.
-    Owner { root: i64, owner: u32 },
-    /// A pair of a component the target owns: `(id, id, distance)`.
-    Pair(i64, i64, u8),
+pub struct NodeLink {
+    pub node: Node,
+    pub joins: Node,
+    pub least: Label,
 }
 
-/// A [`Routed`] message and the global index of the worker it goes to.
-pub type Addressed = (u32, Routed);
+/// A joined local component's cluster: `(worker, local root, cluster id)`.
+pub type Resolved = (u32, Page, i64);
 
-/// Where a cluster's rows are written: a hash of its representative picks
-/// the part, so parts do not depend on the number of workers, and part `p`
-/// is written by worker `p % peers`.
-#[derive(Clone, Copy, Debug)]
-pub struct Placement {
-    pub parts: usize,
-    pub peers: usize,
+/// What a worker sends a cluster's owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Assigned {
+    /// A page, its cluster's representative, and whether it ranks first (a
+    /// corpus page under `--corpus-wins`).
+    Member { id: i64, cluster: i64, first: bool },
+    /// A pair of the cluster: `(cluster, id, id, distance)`.
+    Pair(i64, i64, i64, u8),
 }
 
-impl Placement {
-    pub fn part(&self, cluster: i64) -> usize {
-        (xxhash_rust::xxh3::xxh3_64(&cluster.to_le_bytes()) % self.parts as u64) as usize
-    }
+/// An [`Assigned`] record and the global index of the worker it goes to.
+pub type Addressed = (u32, Assigned);
 
-    pub fn owner(&self, cluster: i64) -> u32 {
-        (self.part(cluster) % self.peers) as u32
-    }
+/// The worker that owns a key (a page or a cluster id) among `peers`.
+pub fn owner_of(key: i64, peers: usize) -> u32 {
+    (xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes()) % peers as u64) as u32
 }
 
-/// One worker's view of the pair graph: its union-find (at worker 0, after
-/// the merge, the global one) and the owners of its local roots.
-#[derive(Debug)]
-pub struct WorkerGraph {
-    pub components: Components,
-    owners: FxHashMap<Page, u32>,
+/// This worker's pages, as the first step wants them.
+pub fn sightings(components: &mut Components, worker: u32) -> impl Iterator<Item = Sighting> + '_ {
+    (0..components.len() as Page).map(move |page| {
+        let root = components.find(page);
+        (components.id(page), worker, root)
+    })
 }
 
-impl WorkerGraph {
-    pub fn new(corpus_wins: bool) -> WorkerGraph {
-        WorkerGraph {
-            components: Components::new(corpus_wins),
-            owners: FxHashMap::default(),
-        }
-    }
-
-    /// This worker's pages with their local roots, for the merge.
-    pub fn local_pages(&mut self, worker: u32) -> impl Iterator<Item = LocalPage> + '_ {
-        let c = &mut self.components;
-        (0..c.len() as Page).map(move |page| {
-            let root = c.find(page);
-            (c.id(page), c.id(root), c.in_corpus(page), worker)
-        })
-    }
-
-    /// The worker that owns the component of page `id`, which this worker read.
-    fn owner(&mut self, id: i64) -> Option<u32> {
-        let page = self.components.get(id)?;
-        let root = self.components.find(page);
-        self.owners.get(&root).copied()
-    }
-}
-
-/// Merges every worker's local components at worker 0 (`me` is this
-/// worker's index). Once all have come, sends each page to the worker that
-/// writes its cluster's part and, when `owners_back`, tells every worker
-/// which worker owns the component of each of its local roots.
-pub fn merge_at_worker_zero<'scope>(
-    local: Stream<'scope, u64, Vec<LocalPage>>,
-    graph: Rc<RefCell<WorkerGraph>>,
-    me: usize,
-    placement: Placement,
-    owners_back: bool,
-) -> Stream<'scope, u64, Vec<Addressed>> {
-    local.unary_frontier::<CapacityContainerBuilder<Vec<Addressed>>, _, _, _>(
-        Exchange::new(|_: &LocalPage| 0),
-        "MergeComponents",
+/// Absorbs all of `input`, then (once its frontier is empty) calls `finish`
+/// once with a function that gives output: the shape of every step here,
+/// each of which needs all of its input before it can say anything.
+pub fn after_all<'scope, D, O, P>(
+    input: Stream<'scope, u64, Vec<D>>,
+    pact: P,
+    name: &str,
+    mut absorb: impl FnMut(&mut Vec<D>) + 'static,
+    mut finish: impl FnMut(&mut dyn FnMut(O)) + 'static,
+) -> Stream<'scope, u64, Vec<O>>
+where
+    D: 'static,
+    O: Clone + 'static,
+    P: ParallelizationContract<u64, Vec<D>>,
+{
+    input.unary_frontier::<CapacityContainerBuilder<Vec<O>>, _, _, _>(
+        pact,
+        name,
         move |capability, _info| {
             let mut capability = Some(capability);
-            let mut roots_of: Vec<(u32, i64)> = Vec::new();
             move |(input, frontier), output| {
-                input.for_each(|_time, data| {
-                    let c = &mut graph.borrow_mut().components;
-                    for &(id, root, in_corpus, worker) in data.iter() {
-                        let (page, root_page) = (c.page(id), c.page(root));
-                        if in_corpus {
-                            c.mark_in_corpus(page);
-                        }
-                        c.union(page, root_page);
-                        if owners_back && id == root {
-                            roots_of.push((worker, id));
-                        }
-                    }
-                });
+                input.for_each(|_time, data| absorb(data));
                 if !frontier.is_empty() {
                     return;
                 }
-                let Some(capability) = capability.take() else {
-                    return;
-                };
-                if me != 0 {
-                    return;
+                if let Some(capability) = capability.take() {
+                    let mut session = output.session(&capability);
+                    finish(&mut |item| session.give(item));
                 }
-                let started = std::time::Instant::now();
-                let graph = &mut *graph.borrow_mut();
-                let mut session = output.session(&capability);
-                let c = &mut graph.components;
-                for page in 0..c.len() as Page {
-                    let rep = c.representative(page);
-                    let cluster = c.id(rep);
-                    let member = Routed::Member {
-                        id: c.id(page),
-                        cluster,
-                        size: c.component_size(page),
-                        first: c.label(page).0 == 0,
-                    };
-                    session.give((placement.owner(cluster), member));
-                    if owners_back && c.find(page) == page {
-                        graph.owners.insert(page, placement.owner(cluster));
-                    }
-                }
-                for (worker, root) in roots_of.drain(..) {
-                    let page = c.page(root);
-                    let rep = c.representative(page);
-                    let owner = placement.owner(c.id(rep));
-                    session.give((worker, Routed::Owner { root, owner }));
-                }
-                tracing::info!(
-                    pages = c.len(),
-                    seconds = started.elapsed().as_secs_f64(),
-                    "components merged; members sent"
-                );
             }
         },
     )
 }
 
+/// At each page's owner: the pages several workers saw, as joins of their
+/// local components.
+pub fn find_shared<'scope>(
+    sightings: Stream<'scope, u64, Vec<Sighting>>,
+    peers: usize,
+) -> Stream<'scope, u64, Vec<Join>> {
+    let seen = Rc::new(RefCell::new(Vec::<Sighting>::new()));
+    let absorbed = seen.clone();
+    after_all(
+        sightings,
+        Exchange::new(move |&(id, _, _): &Sighting| owner_of(id, peers) as u64),
+        "FindShared",
+        move |data| absorbed.borrow_mut().append(data),
+        move |give| {
+            let mut seen = std::mem::take(&mut *seen.borrow_mut());
+            radsort::sort_by_key(&mut seen, |&(id, ..)| id);
+            for same in seen.chunk_by(|a, b| a.0 == b.0).filter(|s| s.len() > 1) {
+                let head = (same[0].1, same[0].2);
+                for &(_, worker, root) in same {
+                    give((worker, root, head));
+                }
+            }
+        },
+    )
+}
+
+/// At each joined component's worker: its least label, for worker 0.
+pub fn describe_joined<'scope>(
+    joins: Stream<'scope, u64, Vec<Join>>,
+    graph: Rc<RefCell<Components>>,
+) -> Stream<'scope, u64, Vec<NodeLink>> {
+    joins.unary::<CapacityContainerBuilder<Vec<NodeLink>>, _, _, _>(
+        Exchange::new(|&(worker, ..): &Join| worker as u64),
+        "DescribeJoined",
+        move |_capability, _info| {
+            move |input, output| {
+                input.for_each(|time, data| {
+                    let mut session = output.session(&time);
+                    let components = &mut *graph.borrow_mut();
+                    for &(worker, root, joins) in data.iter() {
+                        session.give(NodeLink {
+                            node: (worker, root),
+                            joins,
+                            least: components.least(root),
+                        });
+                    }
+                });
+            }
+        },
+    )
+}
+
+/// At worker 0: the clusters of the joined local components.
+pub fn join_at_worker_zero<'scope>(
+    links: Stream<'scope, u64, Vec<NodeLink>>,
+) -> Stream<'scope, u64, Vec<Resolved>> {
+    let links_in = Rc::new(RefCell::new(Vec::<NodeLink>::new()));
+    let absorbed = links_in.clone();
+    after_all(
+        links,
+        Exchange::new(|_: &NodeLink| 0),
+        "JoinAtWorkerZero",
+        move |data| absorbed.borrow_mut().append(data),
+        move |give| {
+            let links = std::mem::take(&mut *links_in.borrow_mut());
+            let started = std::time::Instant::now();
+            let joined = NodeForest::from_links(&links);
+            for (&node, &index) in &joined.index {
+                give((node.0, node.1, joined.cluster(index)));
+            }
+            if links.is_empty() {
+                return;
+            }
+            tracing::info!(
+                links = links.len(),
+                components = joined.index.len(),
+                seconds = started.elapsed().as_secs_f64(),
+                "local components joined"
+            );
+        },
+    )
+}
+
+/// The union-find over joined local components at worker 0.
+struct NodeForest {
+    index: FxHashMap<Node, u32>,
+    parent: Vec<u32>,
+    least: Vec<Label>,
+    /// Nodes in the set; meaningful at roots.
+    size: Vec<u32>,
+}
+
+impl NodeForest {
+    fn from_links(links: &[NodeLink]) -> NodeForest {
+        let mut forest = NodeForest {
+            index: FxHashMap::default(),
+            parent: Vec::new(),
+            least: Vec::new(),
+            size: Vec::new(),
+        };
+        // Every node's own link carries its least label, and a link may
+        // arrive before the link of the node it joins: add them all first.
+        let nodes: Vec<u32> = links
+            .iter()
+            .map(|link| forest.node(link.node, link.least))
+            .collect();
+        for (link, node) in links.iter().zip(nodes) {
+            let joins = forest.index[&link.joins];
+            forest.union(node, joins);
+        }
+        forest
+    }
+
+    /// The index of `node`, added with its least label when new.
+    fn node(&mut self, node: Node, least: Label) -> u32 {
+        let next = self.parent.len() as u32;
+        let index = *self.index.entry(node).or_insert(next);
+        if index == next {
+            self.parent.push(index);
+            self.least.push(least);
+            self.size.push(1);
+        }
+        index
+    }
+
+    fn find(&mut self, mut node: u32) -> u32 {
+        while self.parent[node as usize] != node {
+            let grand = self.parent[self.parent[node as usize] as usize];
+            self.parent[node as usize] = grand;
+            node = grand;
+        }
+        node
+    }
+
+    fn union(&mut self, a: u32, b: u32) {
+        let (a, b) = (self.find(a), self.find(b));
+        if a == b {
+            return;
+        }
+        let (big, small) = match self.size[a as usize] >= self.size[b as usize] {
+            true => (a, b),
+            false => (b, a),
+        };
+        self.parent[small as usize] = big;
+        self.size[big as usize] += self.size[small as usize];
+        self.least[big as usize] = self.least[big as usize].min(self.least[small as usize]);
+    }
+
+    /// The cluster id of a node's set.
+    fn cluster(&self, mut node: u32) -> i64 {
+        while self.parent[node as usize] != node {
+            node = self.parent[node as usize];
+        }
+        self.least[node as usize].1
+    }
+}
+
 /// Reads this worker's pairs again, handing each batch to the callback.
 pub type Reread = Box<dyn FnMut(&mut dyn FnMut(&[PairRow])) -> Result<()>>;
 
-/// Passes members on to their writers and learns the owners of this
-/// worker's local roots; once all have come, re-reads this worker's pairs
-/// with `reread` (if given) and sends each to the writer of its component.
-/// An error of `reread` goes to `fail`.
-pub fn route_pairs<'scope>(
-    assigned: Stream<'scope, u64, Vec<Addressed>>,
-    graph: Rc<RefCell<WorkerGraph>>,
+/// At every worker, once the clusters of its joined components are known:
+/// sends each of its pages to its cluster's owner and then, with `reread`
+/// (the direct policy), each of its pairs. An error of `reread` goes to `fail`.
+pub fn assign_pages<'scope>(
+    resolved: Stream<'scope, u64, Vec<Resolved>>,
+    graph: Rc<RefCell<Components>>,
+    peers: usize,
     mut reread: Option<Reread>,
     mut fail: impl FnMut(anyhow::Error) + 'static,
 ) -> Stream<'scope, u64, Vec<Addressed>> {
-    assigned.unary_frontier::<CapacityContainerBuilder<Vec<Addressed>>, _, _, _>(
-        Exchange::new(|(target, _): &Addressed| *target as u64),
-        "RoutePairs",
-        move |capability, _info| {
-            let mut capability = Some(capability);
-            move |(input, frontier), output| {
-                input.for_each(|time, data| {
-                    let mut session = output.session(&time);
-                    let graph = &mut *graph.borrow_mut();
-                    for (target, routed) in data.drain(..) {
-                        match routed {
-                            Routed::Owner { root, owner } => {
-                                if let Some(page) = graph.components.get(root) {
-                                    graph.owners.insert(page, owner);
-                                }
-                            }
-                            other => session.give((target, other)),
-                        }
-                    }
-                });
-                if !frontier.is_empty() {
-                    return;
+    let joined = Rc::new(RefCell::new(FxHashMap::<Page, i64>::default()));
+    let absorbed = joined.clone();
+    after_all(
+        resolved,
+        Exchange::new(|&(worker, ..): &Resolved| worker as u64),
+        "AssignPages",
+        move |data| {
+            let mut joined = absorbed.borrow_mut();
+            joined.extend(data.drain(..).map(|(_, root, cluster)| (root, cluster)));
+        },
+        move |give| {
+            let started = std::time::Instant::now();
+            let joined = std::mem::take(&mut *joined.borrow_mut());
+            let components = &mut *graph.borrow_mut();
+            let cluster_owner = |cluster: i64| owner_of(cluster, peers);
+            let cluster_of = |components: &mut Components, page: Page| {
+                let root = components.find(page);
+                match joined.get(&root) {
+                    Some(&cluster) => cluster,
+                    None => components.least(root).1,
                 }
-                let Some(capability) = capability.take() else {
-                    return;
+            };
+            for page in 0..components.len() as Page {
+                let cluster = cluster_of(components, page);
+                let member = Assigned::Member {
+                    id: components.id(page),
+                    cluster,
+                    first: components.ranks_first(page),
                 };
-                let Some(reread) = reread.as_mut() else {
-                    return;
-                };
-                let mut session = output.session(&capability);
-                let graph = &mut *graph.borrow_mut();
-                let mut missing = None;
-                let sent = reread(&mut |rows| {
-                    for row in rows {
-                        match graph.owner(row.query) {
-                            Some(owner) => session.give((
-                                owner,
-                                Routed::Pair(row.query, row.corpus, row.distance),
-                            )),
-                            None => missing = Some((row.query, row.corpus)),
-                        }
-                    }
-                });
-                if let Err(error) = sent {
-                    fail(error);
-                } else if let Some((q, c)) = missing {
-                    fail(anyhow::anyhow!(
-                        "pair ({q}, {c}) was not in this worker's components on the second read (did the input change during the run?)"
-                    ));
-                }
+                give((cluster_owner(cluster), member));
             }
+            let Some(reread) = reread.as_mut() else {
+                return;
+            };
+            let mut missing = None;
+            let mut pages = Vec::new();
+            let mut ids = Vec::new();
+            let sent = reread(&mut |rows| {
+                ids.clear();
+                ids.extend(rows.iter().map(|row| row.query));
+                components.find_pages(&ids, &mut pages);
+                for (row, &page) in rows.iter().zip(&pages) {
+                    if page == MISSING {
+                        missing = Some((row.query, row.corpus));
+                        continue;
+                    }
+                    let cluster = cluster_of(components, page);
+                    let pair = Assigned::Pair(cluster, row.query, row.corpus, row.distance);
+                    give((cluster_owner(cluster), pair));
+                }
+            });
+            if let Err(error) = sent {
+                fail(error);
+            } else if let Some((q, c)) = missing {
+                fail(anyhow::anyhow!(
+                    "pair ({q}, {c}) was not in this worker's components on the second read (did the input change during the run?)"
+                ));
+            }
+            tracing::info!(
+                pages = components.len(),
+                seconds = started.elapsed().as_secs_f64(),
+                "pages assigned to clusters"
+            );
         },
     )
 }
