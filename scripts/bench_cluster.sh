@@ -3,6 +3,7 @@
 # bench-data/ (kept out of git), clustered with --corpus-wins on every core:
 #
 #   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small chain star clique (default: all)
+#   PARTS=1 scripts/bench_cluster.sh         output parts (default: one per core)
 #
 # - small:  10M pairs in small clusters (blocks of 5 ids), 1% of pairs joining
 #           random pages, which chains blocks into larger components;
@@ -17,6 +18,7 @@ cd "$(dirname "$0")/.."
 shapes=("$@")
 if [ ${#shapes[@]} -eq 0 ]; then shapes=(small chain star clique); fi
 cores=$(nproc)
+parts=${PARTS:-$cores}
 
 cargo build --release --quiet
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
@@ -57,7 +59,7 @@ PY
     for policy in direct component; do
         out=bench-data/clusters-$shape
         /usr/bin/time -v target/release/neardup cluster --pairs "$data" --out "$out" \
-            --corpus-wins --drop-policy $policy --workers "$cores" --overwrite \
+            --corpus-wins --drop-policy $policy --workers "$cores" --parts "$parts" --overwrite \
             > /dev/null 2> bench-data/cluster-time.txt
         peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/cluster-time.txt)
         wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)

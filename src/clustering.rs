@@ -364,29 +364,28 @@ impl ClusterOwner {
         give: &mut dyn FnMut(PartRow),
     ) -> Result<()> {
         let started = Instant::now();
+        // By cluster, then id (radix sorts are stable): each cluster's
+        // members in id order, which the direct pass wants.
+        radsort::sort_by_key(&mut members, |&(_, id, _)| id);
         radsort::sort_by_key(&mut members, |&(cluster, ..)| cluster);
+        // A page several workers saw comes once from each: keep one,
+        // ranking first if any of them saw it as a corpus page.
+        members.dedup_by(|next, kept| {
+            let same = (next.0, next.1) == (kept.0, kept.1);
+            kept.2 |= same && next.2;
+            same
+        });
         radsort::sort_by_key(&mut pairs, |&(cluster, _)| cluster);
         let mut pairs = pairs.as_slice();
         let (mut pass, mut pages, mut cluster_pairs, mut drops) =
             (DirectPass::default(), Vec::new(), Vec::new(), Vec::new());
-        let mut cluster_members = Vec::new();
         let totals = &mut self.state.borrow_mut().body;
-        for arrived in members.chunk_by(|a, b| a.0 == b.0) {
-            let cluster = arrived[0].0;
-            cluster_members.clear();
-            cluster_members.extend_from_slice(arrived);
-            cluster_members.sort_unstable();
-            // A page several workers saw comes once from each: keep one,
-            // ranking first if any of them saw it as a corpus page.
-            cluster_members.dedup_by(|next, kept| {
-                let same = next.1 == kept.1;
-                kept.2 |= same && next.2;
-                same
-            });
+        for cluster_members in members.chunk_by(|a, b| a.0 == b.0) {
+            let cluster = cluster_members[0].0;
             let size = cluster_members.len() as u32;
             count_cluster(totals, u64::from(size), cluster, self.max_size);
             let part = placement_part(cluster, self.parts);
-            for &(_, id, _) in &cluster_members {
+            for &(_, id, _) in cluster_members {
                 give((part, Row::Member(id, cluster, size)));
             }
             let ends = pairs.partition_point(|&(c, _)| c == cluster);

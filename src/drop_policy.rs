@@ -46,6 +46,10 @@ pub type WeightedPair = (i64, i64, u8);
 /// A drop row: `(id, keep_id, distance)`.
 pub type Drop = (i64, i64, u8);
 
+/// Components up to this many pages find a page's position by scanning
+/// them, not through a hash table.
+const LINEAR_SEARCH_PAGES: usize = 16;
+
 /// The [`DropPolicy::Direct`] greedy pass, one component at a time, with
 /// its buffers kept between components (most components have a handful of
 /// pages, and there are millions of them).
@@ -56,6 +60,7 @@ pub struct DirectPass {
     ends: Vec<i64>,
     positions: Vec<Page>,
     starts: Vec<u32>,
+    fill: Vec<u32>,
     partners: Vec<(u32, u8)>,
     kept: Vec<bool>,
 }
@@ -71,12 +76,13 @@ impl DirectPass {
         pairs: &[WeightedPair],
         drops: &mut Vec<Drop>,
     ) -> Result<()> {
-        self.order.clear();
-        self.order.extend_from_slice(pages);
-        self.order.sort_unstable_by_key(|&(first, id)| (!first, id));
-        self.order.dedup();
-        let order = &self.order;
-        if let Err(id) = self.position.number(order.len(), |p| order[p].1) {
+        self.put_in_priority_order(pages);
+        if self.order.len() > LINEAR_SEARCH_PAGES {
+            let order = &self.order;
+            if let Err(id) = self.position.number(order.len(), |p| order[p].1) {
+                bail!("page {id} was given two ranks (internal error)");
+            }
+        } else if let Some(id) = self.a_repeated_id() {
             bail!("page {id} was given two ranks (internal error)");
         }
         self.earlier_partners(pairs)?;
@@ -97,12 +103,59 @@ impl DirectPass {
         Ok(())
     }
 
+    /// Fills `order` with `pages` in priority order. Pages come from their
+    /// cluster's owner in id order, and then a stable partition (pages that
+    /// rank first, then the others) is that order without a sort.
+    fn put_in_priority_order(&mut self, pages: &[RankedPage]) {
+        self.order.clear();
+        if pages.is_sorted_by_key(|&(_, id)| id) {
+            self.order.extend(pages.iter().filter(|&&(first, _)| first));
+            self.order
+                .extend(pages.iter().filter(|&&(first, _)| !first));
+        } else {
+            self.order.extend_from_slice(pages);
+            self.order.sort_unstable_by_key(|&(first, id)| (!first, id));
+        }
+        self.order.dedup();
+    }
+
+    /// An id `order` holds twice (with both ranks), in a cluster small
+    /// enough to compare every two pages.
+    fn a_repeated_id(&self) -> Option<i64> {
+        let order = &self.order;
+        (1..order.len()).find_map(|p| {
+            order[..p]
+                .iter()
+                .any(|q| q.1 == order[p].1)
+                .then_some(order[p].1)
+        })
+    }
+
+    /// The positions in priority order of the pairs' ends (into
+    /// `positions`, [`MISSING`] for a page not in `order`): by a scan of
+    /// `order` for the handful of pages most clusters have, else by the
+    /// id table.
+    fn find_positions(&mut self, pairs: &[WeightedPair]) {
+        self.ends.clear();
+        self.ends.extend(pairs.iter().flat_map(|&(a, b, _)| [a, b]));
+        if self.order.len() > LINEAR_SEARCH_PAGES {
+            self.position.get_many(&self.ends, &mut self.positions);
+            return;
+        }
+        self.positions.clear();
+        let order = &self.order;
+        self.positions.extend(self.ends.iter().map(|&end| {
+            order
+                .iter()
+                .position(|&(_, id)| id == end)
+                .map_or(MISSING, |p| p as Page)
+        }));
+    }
+
     /// Each page's partners that come before it in priority order, as a
     /// compressed adjacency list (one counting pass, one filling pass).
     fn earlier_partners(&mut self, pairs: &[WeightedPair]) -> Result<()> {
-        self.ends.clear();
-        self.ends.extend(pairs.iter().flat_map(|&(a, b, _)| [a, b]));
-        self.position.get_many(&self.ends, &mut self.positions);
+        self.find_positions(pairs);
         let pages = self.order.len();
         self.starts.clear();
         self.starts.resize(pages + 1, 0);
@@ -119,7 +172,9 @@ impl DirectPass {
         }
         self.partners.clear();
         self.partners.resize(self.starts[pages] as usize, (0, 0));
-        let mut fill = self.starts[..pages].to_vec();
+        self.fill.clear();
+        self.fill.extend_from_slice(&self.starts[..pages]);
+        let fill = &mut self.fill;
         for (ends, &(_, _, distance)) in self.positions.chunks_exact(2).zip(pairs) {
             let (first, later) = (ends[0].min(ends[1]), ends[0].max(ends[1]));
             if first != later {
@@ -150,6 +205,27 @@ mod tests {
         let pairs: Vec<WeightedPair> = (0..5).map(|i| (i + 1, i, 2)).collect();
         let drops = direct_drops(&pages, &pairs).unwrap();
         assert_eq!(drops, vec![(1, 0, 2), (3, 2, 2), (5, 4, 2)]);
+    }
+
+    #[test]
+    fn a_long_chain_given_out_of_order_alternates_too() {
+        // Past LINEAR_SEARCH_PAGES, positions come from the id table.
+        let n = 3 * LINEAR_SEARCH_PAGES as i64;
+        let pages: Vec<RankedPage> = (0..n).rev().map(|i| (false, i)).collect();
+        let pairs: Vec<WeightedPair> = (0..n - 1).map(|i| (i, i + 1, 1)).collect();
+        let drops = direct_drops(&pages, &pairs).unwrap();
+        let expected: Vec<Drop> = (0..n / 2).map(|i| (2 * i + 1, 2 * i, 1)).collect();
+        assert_eq!(drops, expected);
+    }
+
+    #[test]
+    fn a_page_with_two_ranks_is_an_error_in_small_and_large_components() {
+        for n in [3, 3 * LINEAR_SEARCH_PAGES as i64] {
+            let mut pages: Vec<RankedPage> = (0..n).map(|i| (false, i)).collect();
+            pages.push((true, 1));
+            let error = direct_drops(&pages, &[(0, 1, 0)]).unwrap_err();
+            assert!(error.to_string().contains("page 1 "), "{error}");
+        }
     }
 
     #[test]

@@ -318,6 +318,7 @@ pub fn assign_pages<'scope>(
                 give((cluster_owner(cluster), member));
             }
             let Some(reread) = reread.as_mut() else {
+                *components = Components::new(false);
                 return;
             };
             let mut missing = None;
@@ -349,6 +350,9 @@ pub fn assign_pages<'scope>(
                 seconds = started.elapsed().as_secs_f64(),
                 "pages assigned to clusters"
             );
+            // Every page has gone to its cluster's owner: free the memory
+            // before the owners and writers need theirs.
+            *components = Components::new(false);
         },
     )
 }
