@@ -17,7 +17,7 @@ use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
-use crate::simhash::{Features, SimhashOptions};
+use crate::scheme;
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
 #[derive(Debug, Parser)]
@@ -169,6 +169,10 @@ pub struct MatchArgs {
     /// Also find pairs inside B (each unordered pair once, query_id < corpus_id).
     #[arg(long = "self")]
     pub self_join: bool,
+    /// Match even when B's and F's fingerprint schemes (recorded in each
+    /// shard) differ; by default that is refused.
+    #[arg(long)]
+    pub allow_mixed_schemes: bool,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Number of output part files (split by query id).
@@ -253,9 +257,13 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// Features: words, shingles:N (word N-grams) or chars:N (character N-grams).
-    #[arg(long, default_value = "words")]
-    pub features: String,
+    /// A named fingerprint scheme (v1, the default), fixing features and
+    /// weights: to fingerprint as an older corpus was.
+    #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words"])]
+    pub scheme: Option<String>,
+    /// Features: words (the default), shingles:N (word N-grams) or chars:N (character N-grams).
+    #[arg(long)]
+    pub features: Option<String>,
     /// Weight features by 1 + ln(count) instead of their count.
     #[arg(long)]
     pub log_weights: bool,
@@ -298,6 +306,7 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
         out: args.out.clone(),
         k: args.k,
         self_join: args.self_join,
+        allow_mixed_schemes: args.allow_mixed_schemes,
         cluster: args.cluster.options()?,
         parts: args.parts,
         overwrite: args.overwrite,
@@ -401,11 +410,12 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
             url: args.url_field,
             text: args.text_field,
         },
-        simhash: SimhashOptions {
-            features: args.features.parse::<Features>()?,
-            log_weights: args.log_weights,
-            stop_words: !args.keep_stop_words,
-        },
+        simhash: scheme::options_from_flags(
+            args.scheme.as_deref(),
+            args.features.as_deref(),
+            args.log_weights,
+            args.keep_stop_words,
+        )?,
         cluster: args.cluster.options()?,
         overwrite: args.overwrite,
         progress: true,

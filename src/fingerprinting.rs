@@ -83,6 +83,10 @@ pub struct FileSummary {
 /// What a run did; written to `_summary.json`.
 #[derive(Debug, Serialize)]
 pub struct FingerprintSummary {
+    /// The fingerprint scheme, as every shard's metadata records it.
+    pub scheme: String,
+    /// Its name, when it is a named scheme (`--scheme`).
+    pub scheme_name: Option<String>,
     pub features: String,
     pub log_weights: bool,
     pub stop_words: bool,
@@ -300,7 +304,7 @@ fn fingerprint_file(
     counters
         .bytes
         .fetch_add(bytes - reported, Ordering::Relaxed);
-    write_documents(shard, &rows)?;
+    write_documents(shard, &rows, &crate::scheme::describe(&opts.simhash))?;
     let summary = FileSummary {
         file: path.display().to_string(),
         shard: shard
@@ -336,6 +340,8 @@ fn summarize(
     let documents = files.iter().map(|f| f.documents).sum::<u64>();
     let bytes = files.iter().map(|f| f.bytes).sum::<u64>();
     FingerprintSummary {
+        scheme: crate::scheme::describe(&opts.simhash),
+        scheme_name: crate::scheme::name_of(&opts.simhash).map(str::to_string),
         features: opts.simhash.features.to_string(),
         log_weights: opts.simhash.log_weights,
         stop_words: opts.simhash.stop_words,

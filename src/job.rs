@@ -28,7 +28,7 @@ use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_paths, Columns};
 use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
-use crate::simhash::{Features, SimhashOptions};
+use crate::scheme;
 
 /// A job spec as written in TOML. Unknown keys are errors.
 #[derive(Debug, Deserialize)]
@@ -88,8 +88,9 @@ pub struct FingerprintSpec {
     pub input: Vec<String>,
     pub out: String,
     pub format: Option<Format>,
-    #[serde(default = "default_features")]
-    pub features: String,
+    /// A named fingerprint scheme; excludes the three below.
+    pub scheme: Option<String>,
+    pub features: Option<String>,
     #[serde(default)]
     pub log_weights: bool,
     #[serde(default)]
@@ -114,6 +115,8 @@ pub struct MatchSpec {
     pub k: u32,
     #[serde(default = "yes", rename = "self")]
     pub self_join: bool,
+    #[serde(default)]
+    pub allow_mixed_schemes: bool,
     #[serde(default = "one")]
     pub parts: usize,
     pub blocks: Option<u32>,
@@ -138,9 +141,6 @@ fn yes() -> bool {
 }
 fn default_k() -> u32 {
     3
-}
-fn default_features() -> String {
-    "words".to_string()
 }
 fn default_max_cluster_size() -> u64 {
     1000
@@ -257,6 +257,7 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     let mut matching = MatchOptions::new(queries, resolve_all(&m.corpus), resolve(&m.out));
     matching.k = m.k;
     matching.self_join = m.self_join;
+    matching.allow_mixed_schemes = m.allow_mixed_schemes;
     matching.parts = m.parts;
     matching.blocks = m.blocks;
     matching.table_memory = m
@@ -308,11 +309,12 @@ fn fingerprint_options(
         url: f.url_field.clone().unwrap_or(defaults.url),
         text: f.text_field.clone().unwrap_or(defaults.text),
     };
-    o.simhash = SimhashOptions {
-        features: f.features.parse::<Features>()?,
-        log_weights: f.log_weights,
-        stop_words: !f.keep_stop_words,
-    };
+    o.simhash = scheme::options_from_flags(
+        f.scheme.as_deref(),
+        f.features.as_deref(),
+        f.log_weights,
+        f.keep_stop_words,
+    )?;
     o.cluster = cluster.clone();
     o.overwrite = true;
     o.progress = opts.progress;
@@ -559,6 +561,23 @@ mod tests {
         assert_eq!(clean(Path::new("../x")), Path::new("../x"));
         assert_eq!(clean(Path::new("/a/../b")), Path::new("/b"));
         assert_eq!(clean(Path::new("jobs/..")), Path::new("."));
+    }
+
+    #[test]
+    fn every_shipped_spec_parses_and_builds_its_fingerprint_options() {
+        let jobs = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
+        for name in ["sample.toml", "nightly.toml"] {
+            let text = fs::read_to_string(jobs.join(name)).unwrap();
+            let spec: JobSpec = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let f = spec.fingerprint.as_ref().unwrap();
+            let options = scheme::options_from_flags(
+                f.scheme.as_deref(),
+                f.features.as_deref(),
+                f.log_weights,
+                f.keep_stop_words,
+            );
+            assert!(options.is_ok(), "{name}: {options:?}");
+        }
     }
 
     #[test]

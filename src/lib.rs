@@ -29,5 +29,6 @@ pub mod pairs;
 pub mod parquet_io;
 pub mod probe;
 pub mod progress;
+pub mod scheme;
 pub mod simhash;
 pub mod tables;

@@ -16,6 +16,7 @@ use crate::pairs::Parts;
 use crate::parquet_io::input::{open_inputs, Columns, FingerprintFile, Unit};
 use crate::parquet_io::output::Staging;
 use crate::progress::{human, ScanProgress};
+use crate::scheme;
 use crate::tables::{Index, QuerySet};
 
 /// Options of `neardup match`.
@@ -26,6 +27,8 @@ pub struct MatchOptions {
     pub out: PathBuf,
     pub k: u32,
     pub self_join: bool,
+    /// Match B and F even when their fingerprint schemes differ.
+    pub allow_mixed_schemes: bool,
     pub cluster: ClusterOptions,
     pub parts: usize,
     pub overwrite: bool,
@@ -44,6 +47,7 @@ impl MatchOptions {
             out,
             k: 3,
             self_join: false,
+            allow_mixed_schemes: false,
             cluster: ClusterOptions::default(),
             parts: 1,
             overwrite: false,
@@ -88,6 +92,9 @@ pub fn check_k(k: u32) -> Result<()> {
 pub struct MatchSummary {
     pub queries: InputSummary,
     pub corpus: InputSummary,
+    /// The fingerprint schemes the inputs record (one, or none when no
+    /// input records one; several only with `--allow-mixed-schemes`).
+    pub schemes: Vec<String>,
     pub self_join: bool,
     pub k: u32,
     pub design: Design,
@@ -142,6 +149,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     } else {
         open_inputs(&opts.corpus, &opts.columns)?
     };
+    let schemes = same_schemes(&query_files, &corpus_files, opts.allow_mixed_schemes)?;
     let queries = read_queries(&query_files, &opts.columns)?;
     tracing::info!(
         rows = queries.rows(),
@@ -165,6 +173,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let summary = Arc::new(Mutex::new(SummaryDraft {
         queries: InputSummary::of(&query_files, &query_units),
         corpus: InputSummary::of(&corpus_files, &corpus_units),
+        schemes,
         design: index.design.clone(),
         parts: parts.len(),
         build_seconds,
@@ -196,6 +205,35 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     Ok(committed.unwrap_or_else(|| lock(&summary).finish(opts, totals)))
 }
 
+/// The fingerprint schemes of B and F, refused when they differ (see
+/// [`scheme::check_same`]).
+fn same_schemes(
+    queries: &[FingerprintFile],
+    corpus: &[FingerprintFile],
+    allow_mixed: bool,
+) -> Result<Vec<String>> {
+    let sides = [("B", queries), ("F", corpus)];
+    let files: Vec<scheme::SchemeOf> = sides
+        .iter()
+        .flat_map(|&(side, files)| {
+            files.iter().map(move |f| scheme::SchemeOf {
+                side,
+                path: &f.path,
+                scheme: f.scheme(),
+            })
+        })
+        .collect();
+    let schemes = scheme::check_same(&files, allow_mixed)?;
+    if schemes.len() > 1 {
+        tracing::warn!(
+            "matching fingerprints of {} schemes (--allow-mixed-schemes): {}",
+            schemes.len(),
+            schemes.join(" | ")
+        );
+    }
+    Ok(schemes)
+}
+
 /// The corpus units, then (with `--self`) B's own.
 fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
     let side = |side| move |&unit| ScanUnit { side, unit };
@@ -219,6 +257,7 @@ fn local_share(units: &[ScanUnit], cluster: &ClusterOptions) -> (u64, u64) {
 struct SummaryDraft {
     queries: InputSummary,
     corpus: InputSummary,
+    schemes: Vec<String>,
     design: Design,
     parts: usize,
     build_seconds: f64,
@@ -233,6 +272,7 @@ impl SummaryDraft {
         MatchSummary {
             queries: self.queries.clone(),
             corpus: self.corpus.clone(),
+            schemes: self.schemes.clone(),
             self_join: opts.self_join,
             k: opts.k,
             design: self.design.clone(),

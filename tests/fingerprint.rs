@@ -386,3 +386,147 @@ fn an_independent_implementation_of_the_documented_algorithm_agrees() {
         assert_eq!(e, g, "{case}");
     }
 }
+
+/// The `neardup.scheme` key of a shard's Parquet metadata.
+fn shard_scheme(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let metadata = reader.metadata().file_metadata();
+    metadata
+        .key_value_metadata()?
+        .iter()
+        .find(|kv| kv.key == "neardup.scheme")
+        .and_then(|kv| kv.value.clone())
+}
+
+#[test]
+fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs: String = (0..40)
+        .map(|i| {
+            let text = format!(
+                "page {} about the weather in town number {} today",
+                i % 7,
+                i % 5
+            );
+            serde_json::json!({"id": i, "url": format!("http://x/{i}"), "text": text}).to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("docs.jsonl"), docs).unwrap();
+    let input = dir.path().join("docs.jsonl");
+    let input = input.to_str().unwrap();
+    let out = |name: &str| dir.path().join(name);
+    let path = |name: &str| out(name).display().to_string();
+
+    // The default is the named scheme v1: same bytes, same scheme string.
+    run_ok(&["fingerprint", "--input", input, "--out", &path("default")]);
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        input,
+        "--out",
+        &path("v1"),
+        "--scheme",
+        "v1",
+    ]);
+    let shard = |name: &str| out(name).join("part-00000.parquet");
+    assert_eq!(
+        std::fs::read(shard("default")).unwrap(),
+        std::fs::read(shard("v1")).unwrap()
+    );
+    let v1 = shard_scheme(&shard("v1")).expect("a scheme in the shard's metadata");
+    assert!(
+        v1.starts_with("simhash64/1 ") && v1.contains("features=words"),
+        "{v1}"
+    );
+    assert_eq!(summary(&out("v1"))["scheme"], v1.as_str());
+    assert_eq!(summary(&out("v1"))["scheme_name"], "v1");
+
+    // Another scheme is recorded as such.
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        input,
+        "--out",
+        &path("chars"),
+        "--features",
+        "chars:4",
+    ]);
+    let chars = shard_scheme(&shard("chars")).unwrap();
+    assert!(chars.contains("features=chars:4"), "{chars}");
+    assert_eq!(summary(&out("chars"))["scheme_name"], Value::Null);
+
+    // A scheme and its parts together are refused.
+    let both = neardup(&[
+        "fingerprint",
+        "--input",
+        input,
+        "--out",
+        &path("both"),
+        "--scheme",
+        "v1",
+        "--features",
+        "chars:4",
+    ]);
+    assert!(!both.status.success());
+    assert!(!out("both").exists());
+
+    // match refuses B and F of different schemes, naming a file of each.
+    let pairs = path("pairs");
+    let mixed = neardup(&[
+        "match",
+        "--queries",
+        &path("v1"),
+        "--corpus",
+        &path("chars"),
+        "--out",
+        &pairs,
+    ]);
+    assert_eq!(mixed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&mixed.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    for needle in [
+        shard("v1").display().to_string(),
+        shard("chars").display().to_string(),
+        v1.clone(),
+        chars.clone(),
+    ] {
+        assert!(stderr.contains(&needle), "{needle} not in {stderr}");
+    }
+    assert!(!out("pairs").exists());
+
+    // ... unless told, and the summary says which schemes met.
+    run_ok(&[
+        "match",
+        "--queries",
+        &path("v1"),
+        "--corpus",
+        &path("chars"),
+        "--out",
+        &pairs,
+        "--allow-mixed-schemes",
+    ]);
+    let schemes = summary(&out("pairs"))["schemes"].clone();
+    assert_eq!(schemes.as_array().unwrap().len(), 2, "{schemes}");
+
+    // Shards made by other tools have no scheme and are matched with any.
+    let other = out("other");
+    std::fs::create_dir(&other).unwrap();
+    write_shard(&other.join("part-0.parquet"), &[(1, 5), (2, 7)]);
+    assert_eq!(shard_scheme(&other.join("part-0.parquet")), None);
+    let pairs = path("pairs-other");
+    run_ok(&[
+        "match",
+        "--queries",
+        &path("v1"),
+        "--corpus",
+        other.to_str().unwrap(),
+        "--out",
+        &pairs,
+    ]);
+    assert_eq!(
+        summary(&out("pairs-other"))["schemes"],
+        serde_json::json!([v1])
+    );
+}

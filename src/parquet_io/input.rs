@@ -189,6 +189,16 @@ impl FingerprintFile {
         Ok(())
     }
 
+    /// The fingerprint scheme the file records (`neardup.scheme` in its
+    /// key-value metadata); `None` for files made by other tools.
+    pub fn scheme(&self) -> Option<String> {
+        let file = self.metadata.metadata().file_metadata();
+        file.key_value_metadata()?
+            .iter()
+            .find(|kv| kv.key == crate::scheme::METADATA_KEY)
+            .and_then(|kv| kv.value.clone())
+    }
+
     /// Rows in the file.
     pub fn rows(&self) -> u64 {
         self.metadata.metadata().file_metadata().num_rows().max(0) as u64

@@ -14,7 +14,7 @@ use arrow_array::{
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
-use parquet::file::metadata::SortingColumn;
+use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
@@ -172,6 +172,7 @@ pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
         path,
         schema.clone(),
         Some(sorting),
+        None,
         pairs.len(),
         ROW_GROUP_ROWS,
         |range| {
@@ -215,17 +216,25 @@ pub fn write_fingerprints(
         Field::new("simhash", DataType::Int64, false),
     ]));
     let batch_rows = row_group_rows.max(1);
-    write_parquet(path, schema.clone(), None, ids.len(), batch_rows, |range| {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(
-                ids[range.clone()].iter().copied(),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                fingerprints[range].iter().map(|&f| f as i64),
-            )),
-        ];
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
-    })
+    write_parquet(
+        path,
+        schema.clone(),
+        None,
+        None,
+        ids.len(),
+        batch_rows,
+        |range| {
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from_iter_values(
+                    ids[range.clone()].iter().copied(),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    fingerprints[range].iter().map(|&f| f as i64),
+                )),
+            ];
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        },
+    )
 }
 
 /// How a column is stored when the default (plain, zstd, no dictionary: most
@@ -268,6 +277,7 @@ fn write_sorted_int64<const N: usize>(
         path,
         schema.clone(),
         Some(sorting),
+        None,
         rows.len(),
         ROW_GROUP_ROWS,
         |range| {
@@ -311,6 +321,7 @@ pub fn write_drops(path: &Path, rows: &[(i64, i64, Option<u8>)]) -> Result<()> {
         path,
         schema.clone(),
         Some(sorting),
+        None,
         rows.len(),
         ROW_GROUP_ROWS,
         |range| {
@@ -338,8 +349,9 @@ pub struct DocumentRows {
 }
 
 /// Writes a fingerprint shard of documents: `id`, `url` (null when unknown),
-/// `simhash` (INT64, the bit pattern), `n_features`, `n_chars`.
-pub fn write_documents(path: &Path, rows: &DocumentRows) -> Result<()> {
+/// `simhash` (INT64, the bit pattern), `n_features`, `n_chars`; the
+/// fingerprint scheme goes into the key-value metadata.
+pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str) -> Result<()> {
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("url", DataType::Utf8, true),
@@ -348,24 +360,36 @@ pub fn write_documents(path: &Path, rows: &DocumentRows) -> Result<()> {
         Field::new("n_chars", DataType::Int32, false),
     ]));
     let n = rows.ids.len();
-    write_parquet(path, schema.clone(), None, n, ROW_GROUP_ROWS, |range| {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
-            Arc::new(StringArray::from_iter(
-                rows.urls[range.clone()].iter().map(|u| u.as_deref()),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.simhashes[range.clone()].iter().map(|&f| f as i64),
-            )),
-            Arc::new(Int32Array::from_iter_values(
-                rows.n_features[range.clone()].iter().map(|&x| x as i32),
-            )),
-            Arc::new(Int32Array::from_iter_values(
-                rows.n_chars[range].iter().map(|&x| x as i32),
-            )),
-        ];
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
-    })
+    let key_values = vec![KeyValue::new(
+        crate::scheme::METADATA_KEY.to_string(),
+        scheme.to_string(),
+    )];
+    write_parquet(
+        path,
+        schema.clone(),
+        None,
+        Some(key_values),
+        n,
+        ROW_GROUP_ROWS,
+        |range| {
+            let columns: Vec<ArrayRef> = vec![
+                Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
+                Arc::new(StringArray::from_iter(
+                    rows.urls[range.clone()].iter().map(|u| u.as_deref()),
+                )),
+                Arc::new(Int64Array::from_iter_values(
+                    rows.simhashes[range.clone()].iter().map(|&f| f as i64),
+                )),
+                Arc::new(Int32Array::from_iter_values(
+                    rows.n_features[range.clone()].iter().map(|&x| x as i32),
+                )),
+                Arc::new(Int32Array::from_iter_values(
+                    rows.n_chars[range].iter().map(|&x| x as i32),
+                )),
+            ];
+            Ok(RecordBatch::try_new(schema.clone(), columns)?)
+        },
+    )
 }
 
 /// Writes `rows` rows produced batch by batch, one row group per batch, under
@@ -374,6 +398,7 @@ fn write_parquet(
     path: &Path,
     schema: SchemaRef,
     sorting: Option<Vec<SortingColumn>>,
+    key_values: Option<Vec<KeyValue>>,
     rows: usize,
     group_rows: usize,
     mut batch: impl FnMut(std::ops::Range<usize>) -> Result<RecordBatch>,
@@ -382,6 +407,7 @@ fn write_parquet(
         .set_compression(Compression::ZSTD(ZstdLevel::try_new(3)?))
         .set_dictionary_enabled(false)
         .set_sorting_columns(sorting)
+        .set_key_value_metadata(key_values)
         .set_max_row_group_row_count(Some(group_rows));
     for field in schema.fields() {
         if let Some((encoding, compression)) = column_layout(field.name()) {

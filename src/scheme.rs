@@ -1,0 +1,222 @@
+//! Fingerprint schemes: one string naming everything that decides a page's
+//! fingerprint (the algorithm's version, normalisation, features, weights,
+//! stop words, which text of an HTML page). A corpus holds years of shards;
+//! recording the scheme in every shard lets `match` refuse to compare
+//! fingerprints made under different defaults, which would silently miss
+//! near-duplicates.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{bail, Result};
+
+use crate::simhash::{Features, SimhashOptions};
+
+/// The Parquet key-value metadata key that holds a shard's scheme.
+pub const METADATA_KEY: &str = "neardup.scheme";
+
+/// The version of the fingerprint algorithm itself (hash, bit rule): bumped
+/// whenever a change would move a fingerprint computed with the same options.
+const ALGORITHM: &str = "simhash64/1";
+
+/// Schemes computable by name, oldest first; the last one is the default.
+/// A name, once published, always means the same fingerprints (the golden
+/// tests in `simhash.rs` pin them).
+const NAMED: &[(&str, SimhashOptions)] = &[(
+    "v1",
+    SimhashOptions {
+        features: Features::Words,
+        log_weights: false,
+        stop_words: true,
+    },
+)];
+
+/// The scheme string of fingerprints made with `options`, as stored in
+/// shards and `_summary.json`.
+pub fn describe(options: &SimhashOptions) -> String {
+    let weights = match options.log_weights {
+        true => "log-tf",
+        false => "tf",
+    };
+    let stop_words = match options.stop_words {
+        true => "en+zh",
+        false => "none",
+    };
+    format!(
+        "{ALGORITHM} norm=nfkc-lower-ws features={} weights={weights} stopwords={stop_words} html=all",
+        options.features
+    )
+}
+
+/// The name of the scheme `options` make, when it has one.
+pub fn name_of(options: &SimhashOptions) -> Option<&'static str> {
+    NAMED
+        .iter()
+        .find(|(_, named)| named == options)
+        .map(|&(name, _)| name)
+}
+
+/// The options of a named scheme.
+pub fn named(name: &str) -> Result<SimhashOptions> {
+    match NAMED.iter().find(|(n, _)| *n == name) {
+        Some(&(_, options)) => Ok(options),
+        None => {
+            let names: Vec<&str> = NAMED.iter().map(|&(n, _)| n).collect();
+            bail!(
+                "--scheme {name}: no such scheme (known: {})",
+                names.join(", ")
+            )
+        }
+    }
+}
+
+/// Fingerprint options from the flags of `fingerprint` (or a job spec's
+/// `[fingerprint]`): a named scheme, or features and weights one by one
+/// (the default scheme's where not given), but not both.
+pub fn options_from_flags(
+    scheme: Option<&str>,
+    features: Option<&str>,
+    log_weights: bool,
+    keep_stop_words: bool,
+) -> Result<SimhashOptions> {
+    if let Some(name) = scheme {
+        if features.is_some() || log_weights || keep_stop_words {
+            bail!("--scheme {name} fixes the features and weights: drop --features, --log-weights and --keep-stop-words");
+        }
+        return named(name);
+    }
+    let default = SimhashOptions::default();
+    Ok(SimhashOptions {
+        features: match features {
+            Some(features) => features.parse()?,
+            None => default.features,
+        },
+        log_weights,
+        stop_words: !keep_stop_words,
+    })
+}
+
+/// A fingerprint file and the scheme its metadata records (`None`: made by
+/// another tool, "unknown", accepted with any).
+pub struct SchemeOf<'a> {
+    pub side: &'static str,
+    pub path: &'a Path,
+    pub scheme: Option<String>,
+}
+
+/// The schemes of `match`'s inputs, each with the first file that has it.
+/// More than one is an error unless `allow_mixed`; the error names a file
+/// of each (one of B and one of F when they are where the difference is).
+pub fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<Vec<String>> {
+    let mut first: BTreeMap<&str, &SchemeOf> = BTreeMap::new();
+    for file in files {
+        if let Some(scheme) = &file.scheme {
+            first.entry(scheme.as_str()).or_insert(file);
+        }
+    }
+    if first.len() > 1 && !allow_mixed {
+        let (a, b) = differing_pair(files);
+        bail!(
+            "fingerprint schemes differ: {} ({}) has `{}`, {} ({}) has `{}`; fingerprints made differently are not comparable (re-fingerprint one side, e.g. with --scheme NAME, or pass --allow-mixed-schemes)",
+            a.path.display(),
+            a.side,
+            a.scheme.as_deref().unwrap_or_default(),
+            b.path.display(),
+            b.side,
+            b.scheme.as_deref().unwrap_or_default(),
+        );
+    }
+    Ok(first.into_keys().map(str::to_string).collect())
+}
+
+/// Two files with different known schemes, preferring one of each side.
+fn differing_pair<'f, 'a>(files: &'f [SchemeOf<'a>]) -> (&'f SchemeOf<'a>, &'f SchemeOf<'a>) {
+    let known: Vec<&SchemeOf> = files.iter().filter(|f| f.scheme.is_some()).collect();
+    let differ = |a: &SchemeOf, b: &SchemeOf| a.scheme != b.scheme;
+    let across = known.iter().find_map(|a| {
+        known
+            .iter()
+            .find(|b| b.side != a.side && differ(a, b))
+            .map(|b| (*a, *b))
+    });
+    across.unwrap_or_else(|| {
+        let a = known[0];
+        let b = known.iter().find(|b| differ(a, b)).copied().unwrap_or(a);
+        (a, b)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_options_are_the_last_named_scheme() {
+        let (name, options) = NAMED[NAMED.len() - 1];
+        assert_eq!(options, SimhashOptions::default());
+        assert_eq!(name_of(&SimhashOptions::default()), Some(name));
+    }
+
+    #[test]
+    fn v1_is_pinned() {
+        assert_eq!(
+            describe(&named("v1").unwrap()),
+            "simhash64/1 norm=nfkc-lower-ws features=words weights=tf stopwords=en+zh html=all"
+        );
+    }
+
+    #[test]
+    fn every_option_shows_in_the_scheme() {
+        let base = SimhashOptions::default();
+        let variants = [
+            SimhashOptions {
+                features: Features::Chars(4),
+                ..base
+            },
+            SimhashOptions {
+                log_weights: true,
+                ..base
+            },
+            SimhashOptions {
+                stop_words: false,
+                ..base
+            },
+        ];
+        for variant in variants {
+            assert_ne!(describe(&variant), describe(&base));
+        }
+    }
+
+    #[test]
+    fn a_scheme_and_its_parts_are_not_given_together() {
+        let error = options_from_flags(Some("v1"), Some("chars:4"), false, false).unwrap_err();
+        assert!(error.to_string().contains("--scheme v1"), "{error}");
+        let error = options_from_flags(Some("v9"), None, false, false).unwrap_err();
+        assert!(error.to_string().contains("known: v1"), "{error}");
+        let options = options_from_flags(None, Some("shingles:2"), true, false).unwrap();
+        assert_eq!(options.features, Features::Shingles(2));
+        assert!(options.log_weights && options.stop_words);
+    }
+
+    #[test]
+    fn mixed_schemes_are_refused_naming_a_file_of_each_side() {
+        let file = |side, path: &'static str, scheme: Option<&str>| SchemeOf {
+            side,
+            path: Path::new(path),
+            scheme: scheme.map(str::to_string),
+        };
+        let files = [
+            file("B", "b0", Some("s1")),
+            file("B", "b1", None),
+            file("F", "f0", Some("s1")),
+            file("F", "f1", Some("s2")),
+        ];
+        let error = check_same(&files, false).unwrap_err().to_string();
+        assert!(error.contains("b0 (B) has `s1`"), "{error}");
+        assert!(error.contains("f1 (F) has `s2`"), "{error}");
+        assert_eq!(check_same(&files, true).unwrap(), ["s1", "s2"]);
+        assert_eq!(check_same(&files[..3], false).unwrap(), ["s1"]);
+        let unknown = [file("B", "b", None), file("F", "f", None)];
+        assert!(check_same(&unknown, false).unwrap().is_empty());
+    }
+}
