@@ -474,15 +474,14 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
 
     // match refuses B and F of different schemes, naming a file of each.
     let pairs = path("pairs");
-    let mixed = neardup(&[
-        "match",
-        "--queries",
-        &path("v1"),
-        "--corpus",
-        &path("chars"),
-        "--out",
-        &pairs,
-    ]);
+    let (queries, corpus) = (path("v1"), path("chars"));
+    let match_mixed = |extra: &[&str]| {
+        let mut args = vec!["match", "--queries", &queries, "--corpus", &corpus];
+        args.extend(["--out", &pairs]);
+        args.extend(extra);
+        neardup(&args)
+    };
+    let mixed = match_mixed(&[]);
     assert_eq!(mixed.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&mixed.stderr);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
@@ -497,16 +496,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     assert!(!out("pairs").exists());
 
     // ... unless told, and the summary says which schemes met.
-    run_ok(&[
-        "match",
-        "--queries",
-        &path("v1"),
-        "--corpus",
-        &path("chars"),
-        "--out",
-        &pairs,
-        "--allow-mixed-schemes",
-    ]);
+    assert!(match_mixed(&["--allow-mixed-schemes"]).status.success());
     let schemes = summary(&out("pairs"))["schemes"].clone();
     assert_eq!(schemes.as_array().unwrap().len(), 2, "{schemes}");
 
