@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cluster::ClusterOptions;
 use crate::clustering::{run_cluster, ClusterJobOptions};
+use crate::crawl::html::HtmlText;
 use crate::crawl::{Format, TextFields};
 use crate::design::{self, BITS};
 use crate::drop_policy::DropPolicy;
@@ -17,7 +18,7 @@ use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
-use crate::scheme;
+use crate::scheme::Scheme;
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
 #[derive(Debug, Parser)]
@@ -257,10 +258,14 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// A named fingerprint scheme (v1, the default), fixing features and
-    /// weights: to fingerprint as an older corpus was.
-    #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words"])]
+    /// A named fingerprint scheme (v2, the default; v1), fixing features,
+    /// weights and HTML text: to fingerprint as an older corpus was.
+    #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub scheme: Option<String>,
+    /// Which text of an HTML page (WARC responses) is fingerprinted: its
+    /// main content (default; all its text when none is found) or all of it.
+    #[arg(long, value_enum)]
+    pub html_text: Option<HtmlText>,
     /// Features: words (the default), shingles:N (word N-grams) or chars:N (character N-grams).
     #[arg(long)]
     pub features: Option<String>,
@@ -410,11 +415,12 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
             url: args.url_field,
             text: args.text_field,
         },
-        simhash: scheme::options_from_flags(
+        scheme: Scheme::from_flags(
             args.scheme.as_deref(),
             args.features.as_deref(),
             args.log_weights,
             args.keep_stop_words,
+            args.html_text,
         )?,
         cluster: args.cluster.options()?,
         overwrite: args.overwrite,

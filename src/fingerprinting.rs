@@ -17,6 +17,7 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::generic::operator::source;
 
 use crate::cluster::{self, ClusterOptions};
+use crate::crawl::html::{self, HtmlText};
 use crate::crawl::{read_file, BadRecord, Format, Record, TextFields};
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, Merge, OutcomeSlot, Report,
@@ -25,7 +26,8 @@ use crate::dataflow::Failure;
 use crate::parquet_io::input::expand_paths_with;
 use crate::parquet_io::output::{part_name, write_documents, DocumentRows, Staging};
 use crate::progress::{human, BytesProgress};
-use crate::simhash::{fingerprint, SimhashOptions};
+use crate::scheme::Scheme;
+use crate::simhash::fingerprint;
 
 /// Bad records listed in `_summary.json` (all are counted).
 const LISTED_BAD_RECORDS: usize = 1000;
@@ -38,7 +40,8 @@ pub struct FingerprintOptions {
     /// The input format; `None` tells it from each file's name.
     pub format: Option<Format>,
     pub fields: TextFields,
-    pub simhash: SimhashOptions,
+    /// How documents are fingerprinted, HTML pages' text chosen included.
+    pub scheme: Scheme,
     pub cluster: ClusterOptions,
     pub overwrite: bool,
     pub progress: bool,
@@ -52,7 +55,7 @@ impl FingerprintOptions {
             out,
             format: None,
             fields: TextFields::default(),
-            simhash: SimhashOptions::default(),
+            scheme: Scheme::default(),
             cluster: ClusterOptions::default(),
             overwrite: false,
             progress: false,
@@ -78,6 +81,13 @@ pub struct FileSummary {
     pub documents: u64,
     pub bad_records: u64,
     pub skipped_records: u64,
+    /// HTML pages (WARC responses) among the documents.
+    pub html_pages: u64,
+    /// HTML pages whose main content was empty, fingerprinted on all their
+    /// text (`--html-text main`).
+    pub main_content_fallbacks: u64,
+    /// The fingerprint scheme the shard records.
+    pub scheme: String,
 }
 
 /// What a run did; written to `_summary.json`.
@@ -87,6 +97,10 @@ pub struct FingerprintSummary {
     pub scheme: String,
     /// Its name, when it is a named scheme (`--scheme`).
     pub scheme_name: Option<String>,
+    pub html_text: HtmlText,
+    pub html_pages: u64,
+    /// HTML pages with no main content, fingerprinted on all their text.
+    pub main_content_fallbacks: u64,
     pub features: String,
     pub log_weights: bool,
     pub stop_words: bool,
@@ -270,10 +284,20 @@ fn fingerprint_file(
     let mut bad = Vec::new();
     let mut skipped = 0u64;
     let mut reported = 0u64;
+    let (mut html_pages, mut fallbacks) = (0u64, 0u64);
+    let simhash = &opts.scheme.simhash;
     read_file(path, format, &opts.fields, &mut |record, position| {
         match record {
             Record::Document(doc) => {
-                let f = fingerprint(&doc.text, &opts.simhash);
+                let f = match doc.html {
+                    true => {
+                        let (text, fell_back) = html::page_text(&doc.text, opts.scheme.html);
+                        html_pages += 1;
+                        fallbacks += u64::from(fell_back);
+                        fingerprint(&text, simhash)
+                    }
+                    false => fingerprint(&doc.text, simhash),
+                };
                 rows.ids.push(doc.id);
                 rows.urls.push(doc.url);
                 rows.simhashes.push(f.simhash);
@@ -304,7 +328,10 @@ fn fingerprint_file(
     counters
         .bytes
         .fetch_add(bytes - reported, Ordering::Relaxed);
-    write_documents(shard, &rows, &crate::scheme::describe(&opts.simhash))?;
+    // Only WARC files hold HTML pages; their shards' scheme names the text
+    // chosen from them.
+    let scheme = opts.scheme.describe(format == Format::Warc);
+    write_documents(shard, &rows, &scheme)?;
     let summary = FileSummary {
         file: path.display().to_string(),
         shard: shard
@@ -316,6 +343,9 @@ fn fingerprint_file(
         documents: rows.ids.len() as u64,
         bad_records: bad.len() as u64,
         skipped_records: skipped,
+        html_pages,
+        main_content_fallbacks: fallbacks,
+        scheme,
     };
     Ok((summary, bad))
 }
@@ -340,11 +370,14 @@ fn summarize(
     let documents = files.iter().map(|f| f.documents).sum::<u64>();
     let bytes = files.iter().map(|f| f.bytes).sum::<u64>();
     FingerprintSummary {
-        scheme: crate::scheme::describe(&opts.simhash),
-        scheme_name: crate::scheme::name_of(&opts.simhash).map(str::to_string),
-        features: opts.simhash.features.to_string(),
-        log_weights: opts.simhash.log_weights,
-        stop_words: opts.simhash.stop_words,
+        scheme: opts.scheme.describe(true),
+        scheme_name: opts.scheme.name().map(str::to_string),
+        html_text: opts.scheme.html,
+        html_pages: files.iter().map(|f| f.html_pages).sum(),
+        main_content_fallbacks: files.iter().map(|f| f.main_content_fallbacks).sum(),
+        features: opts.scheme.simhash.features.to_string(),
+        log_weights: opts.scheme.simhash.log_weights,
+        stop_words: opts.scheme.simhash.stop_words,
         workers: opts.cluster.workers,
         processes: opts.cluster.processes,
         documents,

@@ -21,6 +21,7 @@ use serde::Deserialize;
 
 use crate::cluster::ClusterOptions;
 use crate::clustering::{run_cluster, ClusterJobOptions};
+use crate::crawl::html::HtmlText;
 use crate::crawl::{Format, TextFields};
 use crate::design::DEFAULT_TABLE_MEMORY;
 use crate::drop_policy::DropPolicy;
@@ -28,7 +29,7 @@ use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_paths, Columns};
 use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
-use crate::scheme;
+use crate::scheme::Scheme;
 
 /// A job spec as written in TOML. Unknown keys are errors.
 #[derive(Debug, Deserialize)]
@@ -88,9 +89,10 @@ pub struct FingerprintSpec {
     pub input: Vec<String>,
     pub out: String,
     pub format: Option<Format>,
-    /// A named fingerprint scheme; excludes the three below.
+    /// A named fingerprint scheme; excludes the four below.
     pub scheme: Option<String>,
     pub features: Option<String>,
+    pub html_text: Option<HtmlText>,
     #[serde(default)]
     pub log_weights: bool,
     #[serde(default)]
@@ -309,11 +311,12 @@ fn fingerprint_options(
         url: f.url_field.clone().unwrap_or(defaults.url),
         text: f.text_field.clone().unwrap_or(defaults.text),
     };
-    o.simhash = scheme::options_from_flags(
+    o.scheme = Scheme::from_flags(
         f.scheme.as_deref(),
         f.features.as_deref(),
         f.log_weights,
         f.keep_stop_words,
+        f.html_text,
     )?;
     o.cluster = cluster.clone();
     o.overwrite = true;
@@ -570,11 +573,12 @@ mod tests {
             let text = fs::read_to_string(jobs.join(name)).unwrap();
             let spec: JobSpec = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
             let f = spec.fingerprint.as_ref().unwrap();
-            let options = scheme::options_from_flags(
+            let options = Scheme::from_flags(
                 f.scheme.as_deref(),
                 f.features.as_deref(),
                 f.log_weights,
                 f.keep_stop_words,
+                f.html_text,
             );
             assert!(options.is_ok(), "{name}: {options:?}");
         }

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
+use crate::crawl::html::HtmlText;
 use crate::simhash::{Features, SimhashOptions};
 
 /// The Parquet key-value metadata key that holds a shard's scheme.
@@ -19,81 +20,116 @@ pub const METADATA_KEY: &str = "neardup.scheme";
 /// whenever a change would move a fingerprint computed with the same options.
 const ALGORITHM: &str = "simhash64/1";
 
+/// Everything that decides a page's fingerprint.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scheme {
+    pub simhash: SimhashOptions,
+    /// Which text of an HTML page (WARC responses) is fingerprinted.
+    pub html: HtmlText,
+}
+
+const WORDS_TF_STOP_WORDS: SimhashOptions = SimhashOptions {
+    features: Features::Words,
+    log_weights: false,
+    stop_words: true,
+};
+
 /// Schemes computable by name, oldest first; the last one is the default.
 /// A name, once published, always means the same fingerprints (the golden
-/// tests in `simhash.rs` pin them).
-const NAMED: &[(&str, SimhashOptions)] = &[(
-    "v1",
-    SimhashOptions {
-        features: Features::Words,
-        log_weights: false,
-        stop_words: true,
-    },
-)];
-
-/// The scheme string of fingerprints made with `options`, as stored in
-/// shards and `_summary.json`.
-pub fn describe(options: &SimhashOptions) -> String {
-    let weights = match options.log_weights {
-        true => "log-tf",
-        false => "tf",
-    };
-    let stop_words = match options.stop_words {
-        true => "en+zh",
-        false => "none",
-    };
-    format!(
-        "{ALGORITHM} norm=nfkc-lower-ws features={} weights={weights} stopwords={stop_words} html=all",
-        options.features
-    )
-}
-
-/// The name of the scheme `options` make, when it has one.
-pub fn name_of(options: &SimhashOptions) -> Option<&'static str> {
-    NAMED
-        .iter()
-        .find(|(_, named)| named == options)
-        .map(|&(name, _)| name)
-}
-
-/// The options of a named scheme.
-pub fn named(name: &str) -> Result<SimhashOptions> {
-    match NAMED.iter().find(|(n, _)| *n == name) {
-        Some(&(_, options)) => Ok(options),
-        None => {
-            let names: Vec<&str> = NAMED.iter().map(|&(n, _)| n).collect();
-            bail!(
-                "--scheme {name}: no such scheme (known: {})",
-                names.join(", ")
-            )
-        }
-    }
-}
-
-/// Fingerprint options from the flags of `fingerprint` (or a job spec's
-/// `[fingerprint]`): a named scheme, or features and weights one by one
-/// (the default scheme's where not given), but not both.
-pub fn options_from_flags(
-    scheme: Option<&str>,
-    features: Option<&str>,
-    log_weights: bool,
-    keep_stop_words: bool,
-) -> Result<SimhashOptions> {
-    if let Some(name) = scheme {
-        if features.is_some() || log_weights || keep_stop_words {
-            bail!("--scheme {name} fixes the features and weights: drop --features, --log-weights and --keep-stop-words");
-        }
-        return named(name);
-    }
-    let default = SimhashOptions::default();
-    Ok(SimhashOptions {
-        features: match features {
-            Some(features) => features.parse()?,
-            None => default.features,
+/// tests in `simhash.rs` and `crawl/html.rs` pin them).
+const NAMED: &[(&str, Scheme)] = &[
+    (
+        "v1",
+        Scheme {
+            simhash: WORDS_TF_STOP_WORDS,
+            html: HtmlText::All,
         },
-        log_weights,
-        stop_words: !keep_stop_words,
-    })
+    ),
+    (
+        "v2",
+        Scheme {
+            simhash: WORDS_TF_STOP_WORDS,
+            html: HtmlText::Main,
+        },
+    ),
+];
+
+impl Scheme {
+    /// The scheme string of a shard, as stored in its metadata. The HTML
+    /// mode is part of it only for shards of HTML pages (`html_input`), so
+    /// that text shards (WET, JSONL) of two schemes that differ only in it
+    /// stay comparable.
+    pub fn describe(&self, html_input: bool) -> String {
+        let options = &self.simhash;
+        let weights = match options.log_weights {
+            true => "log-tf",
+            false => "tf",
+        };
+        let stop_words = match options.stop_words {
+            true => "en+zh",
+            false => "none",
+        };
+        let mut scheme = format!(
+            "{ALGORITHM} norm=nfkc-lower-ws features={} weights={weights} stopwords={stop_words}",
+            options.features
+        );
+        if html_input {
+            scheme.push_str(&format!(" html={}", self.html));
+        }
+        scheme
+    }
+
+    /// The scheme's name, when it has one.
+    pub fn name(&self) -> Option<&'static str> {
+        NAMED
+            .iter()
+            .find(|(_, named)| named == self)
+            .map(|&(name, _)| name)
+    }
+
+    /// A named scheme.
+    pub fn named(name: &str) -> Result<Scheme> {
+        match NAMED.iter().find(|(n, _)| *n == name) {
+            Some(&(_, scheme)) => Ok(scheme),
+            None => {
+                let names: Vec<&str> = NAMED.iter().map(|&(n, _)| n).collect();
+                bail!(
+                    "--scheme {name}: no such scheme (known: {})",
+                    names.join(", ")
+                )
+            }
+        }
+    }
+
+    /// The scheme from the flags of `fingerprint` (or a job spec's
+    /// `[fingerprint]`): a named scheme, or its parts one by one (the
+    /// default scheme's where not given), but not both.
+    pub fn from_flags(
+        scheme: Option<&str>,
+        features: Option<&str>,
+        log_weights: bool,
+        keep_stop_words: bool,
+        html: Option<HtmlText>,
+    ) -> Result<Scheme> {
+        if let Some(name) = scheme {
+            if features.is_some() || log_weights || keep_stop_words || html.is_some() {
+                bail!("--scheme {name} fixes the features, weights and HTML text: drop --features, --log-weights, --keep-stop-words and --html-text");
+            }
+            return Scheme::named(name);
+        }
+        let default = Scheme::default();
+        Ok(Scheme {
+            simhash: SimhashOptions {
+                features: match features {
+                    Some(features) => features.parse()?,
+                    None => default.simhash.features,
+                },
+                log_weights,
+                stop_words: !keep_stop_words,
+            },
+            html: html.unwrap_or(default.html),
+        })
+    }
 }
 
 /// A fingerprint file and the scheme its metadata records (`None`: made by
@@ -151,51 +187,60 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_default_options_are_the_last_named_scheme() {
-        let (name, options) = NAMED[NAMED.len() - 1];
-        assert_eq!(options, SimhashOptions::default());
-        assert_eq!(name_of(&SimhashOptions::default()), Some(name));
+    fn the_default_is_the_last_named_scheme() {
+        let (name, scheme) = NAMED[NAMED.len() - 1];
+        assert_eq!(scheme, Scheme::default());
+        assert_eq!(scheme.simhash, SimhashOptions::default());
+        assert_eq!(Scheme::default().name(), Some(name));
     }
 
     #[test]
-    fn v1_is_pinned() {
-        assert_eq!(
-            describe(&named("v1").unwrap()),
-            "simhash64/1 norm=nfkc-lower-ws features=words weights=tf stopwords=en+zh html=all"
-        );
+    fn published_schemes_are_pinned() {
+        let v1 = Scheme::named("v1").unwrap();
+        let v2 = Scheme::named("v2").unwrap();
+        let text = "simhash64/1 norm=nfkc-lower-ws features=words weights=tf stopwords=en+zh";
+        assert_eq!(v1.describe(false), text);
+        assert_eq!(v2.describe(false), text);
+        assert_eq!(v1.describe(true), format!("{text} html=all"));
+        assert_eq!(v2.describe(true), format!("{text} html=main"));
     }
 
     #[test]
     fn every_option_shows_in_the_scheme() {
-        let base = SimhashOptions::default();
+        let base = Scheme::default();
         let variants = [
             SimhashOptions {
                 features: Features::Chars(4),
-                ..base
+                ..base.simhash
             },
             SimhashOptions {
                 log_weights: true,
-                ..base
+                ..base.simhash
             },
             SimhashOptions {
                 stop_words: false,
-                ..base
+                ..base.simhash
             },
         ];
-        for variant in variants {
-            assert_ne!(describe(&variant), describe(&base));
+        for simhash in variants {
+            let variant = Scheme { simhash, ..base };
+            assert_ne!(variant.describe(false), base.describe(false));
         }
     }
 
     #[test]
     fn a_scheme_and_its_parts_are_not_given_together() {
-        let error = options_from_flags(Some("v1"), Some("chars:4"), false, false).unwrap_err();
+        let from = Scheme::from_flags;
+        let error = from(Some("v1"), Some("chars:4"), false, false, None).unwrap_err();
         assert!(error.to_string().contains("--scheme v1"), "{error}");
-        let error = options_from_flags(Some("v9"), None, false, false).unwrap_err();
-        assert!(error.to_string().contains("known: v1"), "{error}");
-        let options = options_from_flags(None, Some("shingles:2"), true, false).unwrap();
-        assert_eq!(options.features, Features::Shingles(2));
-        assert!(options.log_weights && options.stop_words);
+        let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
+        assert!(error.to_string().contains("--html-text"), "{error}");
+        let error = from(Some("v9"), None, false, false, None).unwrap_err();
+        assert!(error.to_string().contains("known: v1, v2"), "{error}");
+        let scheme = from(None, Some("shingles:2"), true, false, Some(HtmlText::All)).unwrap();
+        assert_eq!(scheme.simhash.features, Features::Shingles(2));
+        assert!(scheme.simhash.log_weights && scheme.simhash.stop_words);
+        assert_eq!(scheme.html, HtmlText::All);
     }
 
     #[test]

@@ -16,7 +16,8 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
 use common::*;
-use neardup::crawl::{html, url_id};
+use neardup::crawl::html::{self, HtmlText};
+use neardup::crawl::url_id;
 use neardup::simhash::{fingerprint, Features, SimhashOptions};
 use serde_json::Value;
 
@@ -83,6 +84,15 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     assert_eq!(s["documents"], 70);
     assert_eq!(s["skipped_records"], 43);
     assert_eq!(s["bad_records"], 0);
+    assert_eq!(s["html_pages"], 40);
+    assert_eq!(s["main_content_fallbacks"], 0);
+    let warc_shard = s["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["format"] == "warc");
+    let warc_scheme = warc_shard.unwrap()["scheme"].as_str().unwrap();
+    assert!(warc_scheme.ends_with(" html=main"), "{warc_scheme}");
 
     let mut expected = std::collections::BTreeMap::new();
     let options = SimhashOptions::default();
@@ -92,7 +102,8 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     }
     for r in manifest["warc"].as_array().unwrap() {
         let (url, page) = (r["url"].as_str().unwrap(), r["html"].as_str().unwrap());
-        expected.insert(url.to_string(), fingerprint(&html::to_text(page), &options));
+        let (text, _) = html::page_text(page, HtmlText::Main);
+        expected.insert(url.to_string(), fingerprint(&text, &options));
     }
 
     let read = Command::new(python_with("duckdb"))
@@ -129,16 +140,19 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
             "{url}"
         );
     }
-    // Markup, scripts and styles are gone; the page's words are there.
-    let page0 = html::to_text(manifest["warc"][0]["html"].as_str().unwrap());
+    // Markup, scripts and styles are gone, and so are the navigation and
+    // the footer; the page's words are there.
+    let (page0, _) = html::page_text(
+        manifest["warc"][0]["html"].as_str().unwrap(),
+        HtmlText::Main,
+    );
     assert!(
         page0.contains("Story number 0") && page0.contains("中文内容第0段"),
         "{page0}"
     );
-    assert!(
-        !page0.contains("views") && !page0.contains("margin"),
-        "{page0}"
-    );
+    for gone in ["views", "margin", "About us", "Copyright", "Page 0"] {
+        assert!(!page0.contains(gone), "{gone} in {page0}");
+    }
 }
 
 #[test]
@@ -419,7 +433,8 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     let out = |name: &str| dir.path().join(name);
     let path = |name: &str| out(name).display().to_string();
 
-    // The default is the named scheme v1: same bytes, same scheme string.
+    // On text (no HTML), the default scheme v2 and v1 differ in nothing:
+    // same bytes, same scheme string.
     run_ok(&["fingerprint", "--input", input, "--out", &path("default")]);
     run_ok(&[
         "fingerprint",
@@ -440,8 +455,9 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
         v1.starts_with("simhash64/1 ") && v1.contains("features=words"),
         "{v1}"
     );
-    assert_eq!(summary(&out("v1"))["scheme"], v1.as_str());
+    assert_eq!(summary(&out("v1"))["files"][0]["scheme"], v1.as_str());
     assert_eq!(summary(&out("v1"))["scheme_name"], "v1");
+    assert_eq!(summary(&out("default"))["scheme_name"], "v2");
 
     // Another scheme is recorded as such.
     run_ok(&[

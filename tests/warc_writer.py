@@ -25,8 +25,10 @@ def write(out):
             body = (
                 f"<html><head><title>Page {i}</title><style>p {{ margin: 0 }}</style>"
                 f"<script>var views = {i * 7};</script></head><body>"
+                f"<nav><a href='/'>Home</a> <a href='/about'>About us</a></nav>"
                 f"<h1>Story number {i}</h1><p>The crawler fetched this page on day {i % 5}."
-                f" Paragraph with words café, naïve and 中文内容第{i}段。</p></body></html>"
+                f" Paragraph with words café, naïve and 中文内容第{i}段。</p>"
+                f"<footer>Copyright example.org</footer></body></html>"
             ).encode()
             headers = StatusAndHeaders(
                 "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"

@@ -1,43 +1,355 @@
 //! HTML to text: the page's character data, without markup, scripts, styles
-//! or comments. Tokenized by html5gum (WHATWG tokenizer), with its naive state
-//! switching so script and style bodies are read as raw text, not as tags.
+//! or comments, and (by default) only its main content. Tokenized by html5gum
+//! (WHATWG tokenizer), with its naive state switching so script and style
+//! bodies are read as raw text, not as tags.
+//!
+//! Main content, in one pass over the tokens: text inside navigation,
+//! headers, footers, sidebars, menus, banners and forms (by HTML5 element,
+//! ARIA role, or a class or id such as `sidebar` or `menu-bar`) is left out;
+//! if the page marks its content (`main`, `article`, `role="main"`), only that
+//! is kept; and blocks whose text is mostly link text (lists of links that no
+//! element marks as navigation) are dropped. Near-duplicate pages of one site
+//! share their template; without this, the template's text decides the
+//! fingerprints of short pages.
 
-use html5gum::{DefaultEmitter, Token, Tokenizer};
+use html5gum::{DefaultEmitter, HtmlString, Token, Tokenizer};
+use serde::{Deserialize, Serialize};
+
+/// Which text of an HTML page is fingerprinted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum HtmlText {
+    /// The main content: no navigation, headers, footers, sidebars, menus
+    /// or banners (all the text when nothing is left).
+    #[default]
+    Main,
+    /// All the text, the title included.
+    All,
+}
+
+impl std::fmt::Display for HtmlText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HtmlText::Main => "main",
+            HtmlText::All => "all",
+        })
+    }
+}
 
 /// Elements whose content is never page text.
 const HIDDEN: &[&[u8]] = &[b"script", b"style", b"noscript", b"template"];
+
+/// Elements that are not main content wherever they are.
+const BOILERPLATE: &[&[u8]] = &[
+    b"nav", b"aside", b"menu", b"form", b"button", b"select", b"dialog", b"iframe", b"svg",
+    b"footer", b"title",
+];
+
+/// Elements that are not main content outside `main` or `article` (inside,
+/// a header holds the article's title).
+const OUTER_BOILERPLATE: &[&[u8]] = &[b"header"];
+
+/// Elements whose attributes never make them boilerplate.
+const NEVER_BOILERPLATE: &[&[u8]] = &[b"html", b"body", b"main", b"article"];
+
+/// Elements that mark the main content.
+const MAIN: &[&[u8]] = &[b"main", b"article"];
+
+/// ARIA roles of boilerplate.
+const BOILERPLATE_ROLES: &[&str] = &[
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "search",
+    "menu",
+    "menubar",
+    "toolbar",
+    "dialog",
+    "alertdialog",
+];
+
+/// Words of a class or id (split at spaces, `-` and `_`) that mark
+/// boilerplate.
+const BOILERPLATE_WORDS: &[&str] = &[
+    "nav",
+    "navbar",
+    "navigation",
+    "menu",
+    "sidebar",
+    "breadcrumb",
+    "breadcrumbs",
+    "footer",
+    "cookie",
+    "cookies",
+    "share",
+    "social",
+    "toc",
+    "skip",
+    "pagination",
+    "pager",
+    "related",
+    "advert",
+    "ads",
+    "sponsored",
+    "promo",
+    "topbar",
+    "subscribe",
+    "newsletter",
+];
+
+/// Words of a class or id that mark boilerplate outside `main`/`article`.
+const OUTER_BOILERPLATE_WORDS: &[&str] = &["header", "masthead", "banner"];
+
+/// Elements with no end tag.
+const VOID: &[&[u8]] = &[
+    b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta", b"param",
+    b"source", b"track", b"wbr",
+];
+
+/// Elements that end a block of text, for link density.
+const BLOCKS: &[&[u8]] = &[
+    b"p",
+    b"div",
+    b"li",
+    b"ul",
+    b"ol",
+    b"dl",
+    b"dt",
+    b"dd",
+    b"td",
+    b"th",
+    b"tr",
+    b"table",
+    b"h1",
+    b"h2",
+    b"h3",
+    b"h4",
+    b"h5",
+    b"h6",
+    b"section",
+    b"article",
+    b"main",
+    b"pre",
+    b"blockquote",
+    b"figure",
+    b"figcaption",
+    b"header",
+    b"footer",
+    b"nav",
+    b"aside",
+    b"br",
+    b"hr",
+    b"body",
+];
+
+/// A block whose text is more than this share link text is not content.
+const MAX_LINK_DENSITY: f64 = 0.5;
 
 /// The text of an HTML page, words separated by spaces at every tag (so
 /// `a<br>b` and `<p>a</p><p>b</p>` do not glue words together). The title
 /// counts as text.
 pub fn to_text(html: &str) -> String {
+    page_text(html, HtmlText::All).0
+}
+
+/// The text of an HTML page under `mode`, and whether `main` found no main
+/// content and gave all the text instead.
+pub fn page_text(html: &str, mode: HtmlText) -> (String, bool) {
+    let mut reader = PageReader::default();
     let mut emitter = DefaultEmitter::default();
     emitter.naively_switch_states(true);
-    let mut text = String::with_capacity(html.len() / 2);
-    let mut hidden: Vec<Vec<u8>> = Vec::new();
     for token in Tokenizer::new_with_emitter(html, emitter).flatten() {
+        reader.token(token);
+    }
+    reader.end_block();
+    match mode {
+        HtmlText::All => (reader.all, false),
+        HtmlText::Main => match reader.main_content() {
+            Some(text) => (text, false),
+            None => (reader.all, true),
+        },
+    }
+}
+
+/// An open element and what it makes of the text inside it.
+struct Open {
+    name: Vec<u8>,
+    hidden: bool,
+    boilerplate: bool,
+    main: bool,
+    link: bool,
+}
+
+/// A run of text between block boundaries, outside boilerplate.
+struct Block {
+    range: std::ops::Range<usize>,
+    chars: usize,
+    link_chars: usize,
+    in_main: bool,
+}
+
+#[derive(Default)]
+struct PageReader {
+    /// All the text (the `all` mode, and the fallback).
+    all: String,
+    /// The text outside boilerplate, split into `blocks`.
+    content: String,
+    blocks: Vec<Block>,
+    block_start: usize,
+    block_chars: usize,
+    block_link_chars: usize,
+    block_in_main: bool,
+    open: Vec<Open>,
+    hidden: usize,
+    boilerplate: usize,
+    main: usize,
+    links: usize,
+}
+
+impl PageReader {
+    fn token(&mut self, token: Token) {
         match token {
             Token::StartTag(tag) => {
                 let name = tag.name.to_ascii_lowercase();
-                if HIDDEN.contains(&name.as_slice()) && !tag.self_closing {
-                    hidden.push(name);
+                self.all.push(' ');
+                if BLOCKS.contains(&name.as_slice()) {
+                    self.end_block();
                 }
-                text.push(' ');
+                if tag.self_closing || VOID.contains(&name.as_slice()) {
+                    return;
+                }
+                let attributes = Attributes(&tag.attributes);
+                let open = Open {
+                    hidden: HIDDEN.contains(&name.as_slice()),
+                    boilerplate: self.is_boilerplate(&name, &attributes),
+                    main: MAIN.contains(&name.as_slice()) || attributes.get("role") == Some("main"),
+                    // A link to a place in the page (a heading's own
+                    // anchor) is not navigation away from it.
+                    link: name == b"a"
+                        && !attributes.get("href").is_some_and(|h| h.starts_with('#')),
+                    name,
+                };
+                self.enter(&open, 1);
+                self.open.push(open);
             }
             Token::EndTag(tag) => {
                 let name = tag.name.to_ascii_lowercase();
-                if let Some(i) = hidden.iter().rposition(|h| *h == name) {
-                    hidden.truncate(i);
+                self.all.push(' ');
+                if BLOCKS.contains(&name.as_slice()) {
+                    self.end_block();
                 }
-                text.push(' ');
+                if let Some(at) = self.open.iter().rposition(|o| o.name == name) {
+                    for open in self.open.split_off(at) {
+                        self.enter(&open, -1);
+                    }
+                }
             }
-            Token::String(s) if hidden.is_empty() => {
-                text.push_str(&String::from_utf8_lossy(&s));
+            Token::String(text) if self.hidden == 0 => {
+                let text = String::from_utf8_lossy(&text);
+                self.all.push_str(&text);
+                if self.boilerplate == 0 {
+                    let chars = text.chars().filter(|c| !c.is_whitespace()).count();
+                    self.content.push_str(&text);
+                    self.block_chars += chars;
+                    if self.links > 0 {
+                        self.block_link_chars += chars;
+                    }
+                    self.block_in_main |= self.main > 0 && chars > 0;
+                }
             }
             _ => {}
         }
     }
-    text
+
+    /// Counts an element in (`1`) or out (`-1`) of the open ones.
+    fn enter(&mut self, open: &Open, by: isize) {
+        let add = |count: &mut usize, on: bool| {
+            if on {
+                *count = count.saturating_add_signed(by);
+            }
+        };
+        add(&mut self.hidden, open.hidden);
+        add(&mut self.boilerplate, open.boilerplate);
+        add(&mut self.main, open.main);
+        add(&mut self.links, open.link);
+    }
+
+    fn is_boilerplate(&self, name: &[u8], attributes: &Attributes) -> bool {
+        let inside_main = self.main > 0;
+        if BOILERPLATE.contains(&name) || (!inside_main && OUTER_BOILERPLATE.contains(&name)) {
+            return true;
+        }
+        // The page's root elements carry page-wide state (`<html
+        // class="sidebar-visible">`), and a main element is content.
+        if NEVER_BOILERPLATE.contains(&name) || attributes.get("role") == Some("main") {
+            return false;
+        }
+        if attributes.get("hidden").is_some() || attributes.get("aria-hidden") == Some("true") {
+            return true;
+        }
+        if let Some(role) = attributes.get("role") {
+            if BOILERPLATE_ROLES.contains(&role.trim()) {
+                return true;
+            }
+        }
+        ["class", "id"].iter().any(|key| {
+            attributes.get(key).is_some_and(|value| {
+                value
+                    .split(|c: char| c.is_whitespace() || c == '-' || c == '_')
+                    .any(|word| {
+                        let word = word.to_ascii_lowercase();
+                        BOILERPLATE_WORDS.contains(&word.as_str())
+                            || (!inside_main && OUTER_BOILERPLATE_WORDS.contains(&word.as_str()))
+                    })
+            })
+        })
+    }
+
+    fn end_block(&mut self) {
+        if self.block_chars > 0 {
+            self.blocks.push(Block {
+                range: self.block_start..self.content.len(),
+                chars: self.block_chars,
+                link_chars: self.block_link_chars,
+                in_main: self.block_in_main,
+            });
+        }
+        self.content.push(' ');
+        self.block_start = self.content.len();
+        self.block_chars = 0;
+        self.block_link_chars = 0;
+        self.block_in_main = false;
+    }
+
+    /// The main content's text, `None` when nothing is left.
+    fn main_content(&self) -> Option<String> {
+        let marked = self.blocks.iter().any(|b| b.in_main);
+        let mut text = String::new();
+        for block in &self.blocks {
+            let links = block.link_chars as f64 / block.chars as f64;
+            if (marked && !block.in_main) || links > MAX_LINK_DENSITY {
+                continue;
+            }
+            text.push_str(&self.content[block.range.clone()]);
+            text.push(' ');
+        }
+        (!text.trim().is_empty()).then_some(text)
+    }
+}
+
+/// A start tag's attributes, looked up by lower-case name.
+struct Attributes<'a>(
+    &'a std::collections::BTreeMap<HtmlString, html5gum::Spanned<HtmlString, ()>>,
+);
+
+impl Attributes<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(key.as_bytes()))
+            .and_then(|(_, value)| std::str::from_utf8(&value.value).ok())
+    }
 }
 
 #[cfg(test)]
@@ -71,5 +383,92 @@ mod tests {
             "one two three four"
         );
         assert_eq!(words("plain text"), "plain text");
+    }
+}
+
+#[cfg(test)]
+mod main_content_tests {
+    use super::*;
+
+    fn main_words(html: &str) -> (String, bool) {
+        let (text, fell_back) = page_text(html, HtmlText::Main);
+        (
+            text.split_whitespace().collect::<Vec<_>>().join(" "),
+            fell_back,
+        )
+    }
+
+    const TEMPLATE: &str = r#"<html><head><title>Site - Page</title></head><body>
+        <header class="site-header"><a href="/">Home</a> Welcome to the site</header>
+        <nav><ul><li><a href="/a">Alpha</a></li><li><a href="/b">Beta</a></li></ul></nav>
+        <div id="menu-bar" class="menu-bar">Menu Search</div>
+        {BODY}
+        <aside>Popular posts and tags</aside>
+        <div class="links"><a href="/x">Privacy</a> <a href="/y">Terms</a> <a href="/z">Contact us</a></div>
+        <footer>Copyright 2026 Site</footer></body></html>"#;
+
+    #[test]
+    fn navigation_headers_footers_and_sidebars_are_left_out() {
+        let page = TEMPLATE.replace(
+            "{BODY}",
+            "<div><h1>The article</h1><p>Its first paragraph, with <a href=\"/q\">a link</a> inside.</p></div>",
+        );
+        assert_eq!(
+            main_words(&page),
+            (
+                "The article Its first paragraph, with a link inside.".to_string(),
+                false
+            )
+        );
+    }
+
+    #[test]
+    fn a_marked_main_element_is_all_that_is_kept() {
+        let page = TEMPLATE.replace(
+            "{BODY}",
+            "<div class=\"intro\">Unmarked text beside the content</div>\
+             <main><header><h1>Title in main</h1></header><p>Body text.</p>\
+             <div class=\"share-buttons\">Share this</div><footer>Posted in news</footer></main>",
+        );
+        assert_eq!(
+            main_words(&page),
+            ("Title in main Body text.".to_string(), false)
+        );
+    }
+
+    #[test]
+    fn a_page_with_only_boilerplate_falls_back_to_all_its_text() {
+        let page =
+            "<html><body><nav><a href=\"/\">Home</a></nav><footer>Bye</footer></body></html>";
+        assert_eq!(main_words(page), ("Home Bye".to_string(), true));
+        assert_eq!(main_words("plain text"), ("plain text".to_string(), false));
+    }
+
+    #[test]
+    fn headings_that_link_to_themselves_are_kept() {
+        let page = "<body><h2 id=\"x\"><a class=\"anchor\" href=\"#x\">A heading</a></h2>\
+                    <p><a href=\"/elsewhere\">Only a link</a></p><p>Text</p></body>";
+        assert_eq!(main_words(page), ("A heading Text".to_string(), false));
+    }
+
+    #[test]
+    fn classes_of_the_root_elements_do_not_hide_the_page() {
+        let page = "<html class=\"light sidebar-visible\"><body class=\"nav-open\">\
+                    <main class=\"menu-shown\"><p>Kept</p></main></body></html>";
+        assert_eq!(main_words(page), ("Kept".to_string(), false));
+    }
+
+    #[test]
+    fn hidden_and_role_marked_elements_are_left_out() {
+        let page = "<body><div role=\"navigation\">Go there</div><p>Kept</p>\
+                    <div aria-hidden=\"true\">Invisible</div><p hidden>Hidden</p></body>";
+        assert_eq!(main_words(page), ("Kept".to_string(), false));
+    }
+
+    #[test]
+    fn all_mode_is_unchanged_by_extraction() {
+        let page = TEMPLATE.replace("{BODY}", "<p>Body</p>");
+        assert_eq!(page_text(&page, HtmlText::All).0, to_text(&page));
+        assert!(to_text(&page).contains("Copyright"));
     }
 }

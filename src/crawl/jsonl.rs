@@ -80,7 +80,12 @@ fn parse_line(line: &[u8], fields: &TextFields) -> Result<Record, String> {
             ))
         }
     };
-    Ok(Record::Document(Document { id, url, text }))
+    Ok(Record::Document(Document {
+        id,
+        url,
+        text,
+        html: false,
+    }))
 }
 
 #[cfg(test)]

@@ -24,7 +24,10 @@ use crate::parquet_io::input::has_extension;
 pub struct Document {
     pub id: i64,
     pub url: Option<String>,
+    /// The text, or with `html` the page's HTML, whose text is chosen when
+    /// it is fingerprinted (`--html-text`).
     pub text: String,
+    pub html: bool,
 }
 
 /// A record that could not be read, and where it starts in its file (for a

@@ -131,5 +131,10 @@ fn document(
         (None, Some(url)) => url_id(url),
         (None, None) => return Err("null id and no url".into()),
     };
-    Ok(Document { id, url, text })
+    Ok(Document {
+        id,
+        url,
+        text,
+        html: false,
+    })
 }

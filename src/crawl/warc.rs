@@ -14,7 +14,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use flate2::bufread::GzDecoder;
 
-use super::{html, url_id, BadRecord, Document, Record};
+use super::{url_id, BadRecord, Document, Record};
 
 const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// Bytes read at a time from a plain file.
@@ -206,9 +206,9 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
             reason: reason.to_string(),
         })
     };
-    let text = if kind.eq_ignore_ascii_case(b"conversion") {
+    let (text, html) = if kind.eq_ignore_ascii_case(b"conversion") {
         match std::str::from_utf8(body) {
-            Ok(text) => text.to_string(),
+            Ok(text) => (text.to_string(), false),
             Err(_) => return bad("invalid UTF-8 in conversion record"),
         }
     } else if kind.eq_ignore_ascii_case(b"response") {
@@ -220,7 +220,7 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
             return Record::Skipped;
         }
         match std::str::from_utf8(payload) {
-            Ok(page) => html::to_text(page),
+            Ok(page) => (page.to_string(), true),
             Err(_) => return bad("invalid UTF-8 in HTML response"),
         }
     } else {
@@ -231,7 +231,12 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
         (None, Some(record_id)) => url_id(&String::from_utf8_lossy(record_id)),
         (None, None) => return bad("record without WARC-Target-URI or WARC-Record-ID"),
     };
-    Record::Document(Document { id, url, text })
+    Record::Document(Document {
+        id,
+        url,
+        text,
+        html,
+    })
 }
 
 fn is_html(http_headers: &[u8]) -> bool {
@@ -285,11 +290,19 @@ mod tests {
         records
             .iter()
             .map(|r| match r {
-                Record::Document(d) => format!(
-                    "doc {} {}",
-                    d.url.as_deref().unwrap_or("-"),
-                    d.text.split_whitespace().collect::<Vec<_>>().join(" ")
-                ),
+                Record::Document(d) => {
+                    // Response records carry the page's HTML, for
+                    // fingerprinting to choose its text.
+                    let text = match d.html {
+                        true => crate::crawl::html::to_text(&d.text),
+                        false => d.text.clone(),
+                    };
+                    format!(
+                        "doc {} {}",
+                        d.url.as_deref().unwrap_or("-"),
+                        text.split_whitespace().collect::<Vec<_>>().join(" ")
+                    )
+                }
                 Record::Bad(b) => format!("bad {} {}", b.offset, b.reason),
                 Record::Skipped => "skipped".to_string(),
             })
