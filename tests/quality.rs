@@ -295,6 +295,11 @@ fn planted_edits_stay_within_k_and_unrelated_pages_do_not() {
             features: Features::Chars(5),
             ..Default::default()
         },
+        SimhashOptions {
+            features: Features::Chars(5),
+            log_weights: true,
+            ..Default::default()
+        },
     ];
     let mut failures = Vec::new();
     println!("fraction of pairs within k = {K} ({PAIRS} pairs each)");

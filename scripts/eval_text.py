@@ -1,0 +1,83 @@
+"""Quality of `neardup fingerprint` on real plain text: the Debian copyright
+files of the packages installed on this machine (/usr/share/doc/*/copyright),
+full of licences quoted whole or in part, with each package's own names,
+years and file lists.
+
+Truth: word 5-shingle Jaccard over every pair of files (exact, all pairs).
+Recall: of the pairs with J >= 0.9, the share within k = 3; precision: of
+the pairs within k, the share with J >= 0.8. By length in words.
+
+    .venv/bin/python scripts/eval_text.py ["--flags=--features chars:5 --log-weights"]
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+import duckdb
+
+
+def shingles(words, n=5):
+    if len(words) < n:
+        return frozenset([hash(" ".join(words))]) if words else frozenset()
+    return frozenset(hash(" ".join(words[i:i + n])) for i in range(len(words) - n + 1))
+
+
+def bucket(words):
+    return "<200" if words < 200 else ("200-1000" if words <= 1000 else ">1000")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--k", type=int, default=3)
+    ap.add_argument("--neardup", default="target/release/neardup")
+    ap.add_argument("--flags", default="", help="more `fingerprint` flags")
+    args = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="neardup-eval-text-")
+    docs = {}
+    with open(os.path.join(work, "docs.jsonl"), "w") as out:
+        for i, path in enumerate(sorted(glob.glob("/usr/share/doc/*/copyright"))):
+            text = open(path, encoding="utf-8", errors="replace").read()
+            words = re.findall(r"\w+", text.lower())
+            if not words:
+                continue
+            docs[i] = (path, shingles(words), len(words))
+            out.write(json.dumps({"id": i, "url": path, "text": text}) + "\n")
+    fp, pairs = os.path.join(work, "fp"), os.path.join(work, "pairs")
+    subprocess.run([args.neardup, "fingerprint", "--input", os.path.join(work, "docs.jsonl"),
+                    "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([args.neardup, "match", "--queries", fp, "--self", "-k", str(args.k),
+                    "--out", pairs], check=True, stdout=subprocess.DEVNULL)
+    found = {(q, c) for q, c in duckdb.sql(
+        f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id) "
+        f"FROM read_parquet('{pairs}/*.parquet')").fetchall()}
+
+    def jaccard(a, b):
+        sa, sb = docs[a][1], docs[b][1]
+        return len(sa & sb) / len(sa | sb)
+
+    ids = sorted(docs)
+    positives = set()
+    for x, a in enumerate(ids):
+        for b in ids[x + 1:]:
+            na, nb = len(docs[a][1]), len(docs[b][1])
+            if min(na, nb) >= 0.9 * max(na, nb) and jaccard(a, b) >= 0.9:
+                positives.add((a, b))
+    print(f"{len(docs)} files, {len(positives)} pairs with J >= 0.9, "
+          f"{len(found)} pairs within k={args.k} ({args.flags or 'defaults'})")
+    for b in ["<200", "200-1000", ">1000", "all"]:
+        def shorter(p):
+            return bucket(min(docs[p[0]][2], docs[p[1]][2]))
+        pos = [p for p in positives if b == "all" or shorter(p) == b]
+        got = [p for p in found if b == "all" or shorter(p) == b]
+        recall = sum(p in found for p in pos) / max(1, len(pos))
+        precision = sum(jaccard(*p) >= 0.8 for p in got) / max(1, len(got))
+        print(f"{b:9} recall {recall:6.3f} of {len(pos):5}  precision {precision:6.3f} of {len(got):5}")
+
+
+if __name__ == "__main__":
+    main()
