@@ -15,7 +15,7 @@
 //!
 //! A document without features gets fingerprint 0 and `n_features = 0`.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
@@ -284,28 +284,36 @@ fn add_features(
     options: &SimhashOptions,
     sums: &mut WeightedBits,
 ) -> u32 {
-    let mut count = 0u32;
     if options.log_weights {
-        let mut counts: HashMap<u64, u32> = HashMap::new();
-        for h in hashes {
-            *counts.entry(h).or_default() += 1;
-            count += 1;
+        // Distinct features in the order of their hashes, so the weights are
+        // summed in one order on every run (float addition is not
+        // associative, and a sum near zero decides a bit).
+        let mut sorted: Vec<u64> = hashes.collect();
+        sorted.sort_unstable();
+        for run in sorted.chunk_by(|a, b| a == b) {
+            sums.add(run[0], 1.0 + (run.len() as f64).ln());
         }
-        for (h, c) in counts {
-            sums.add(h, 1.0 + f64::from(c).ln());
+        return sorted.len() as u32;
+    }
+    // A weight linear in the count adds the same total one occurrence at a
+    // time: count each bit's ones in integers (exact, and vectorised), and
+    // add `ones - zeros` to the sums once.
+    let mut ones = [0u32; 64];
+    let mut count = 0u32;
+    for h in hashes {
+        for (i, n) in ones.iter_mut().enumerate() {
+            *n += ((h >> i) & 1) as u32;
         }
-    } else {
-        // A weight linear in the count adds the same total one occurrence at
-        // a time, so no counting table is needed.
-        for h in hashes {
-            sums.add(h, 1.0);
-            count += 1;
-        }
+        count += 1;
+    }
+    for (sum, &n) in sums.0.iter_mut().zip(&ones) {
+        *sum += f64::from(n) * 2.0 - f64::from(count);
     }
     count
 }
 
-/// Per-bit sums of signed weights.
+/// Per-bit sums of the features' weights: `+w` where a feature's hash has
+/// the bit set, `-w` where not.
 struct WeightedBits([f64; 64]);
 
 impl Default for WeightedBits {
