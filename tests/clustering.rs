@@ -495,6 +495,13 @@ fn write_foreign_pairs(path: &Path, edges: &[Edge], with_distance: bool) {
     writer.close().unwrap();
 }
 
+/// The error of a one-worker `direct` run that must refuse its input.
+fn refusal(pairs: &str, out: &Path, corpus_wins: bool) -> String {
+    run_cluster(&options(pairs, out, corpus_wins, DropPolicy::Direct, 1, 1))
+        .unwrap_err()
+        .to_string()
+}
+
 #[test]
 fn pairs_made_elsewhere_are_clustered_but_not_with_corpus_wins() {
     let mut rng = SplitMix64::new(5);
@@ -509,16 +516,7 @@ fn pairs_made_elsewhere_are_clustered_but_not_with_corpus_wins() {
     assert!(clusters == oracle(&edges, false));
     assert!(drops == greedy_oracle(&edges, false));
 
-    let refused = run_cluster(&options(
-        &pairs,
-        &dir.path().join("cw"),
-        true,
-        DropPolicy::Direct,
-        1,
-        1,
-    ))
-    .unwrap_err()
-    .to_string();
+    let refused = refusal(&pairs, &dir.path().join("cw"), true);
     assert!(
         refused.contains("no column `self_pair`") && refused.contains("--corpus-wins"),
         "{refused}"
@@ -528,16 +526,7 @@ fn pairs_made_elsewhere_are_clustered_but_not_with_corpus_wins() {
     let bare = dir.path().join("bare.parquet");
     write_foreign_pairs(&bare, &edges, false);
     let bare = bare.display().to_string();
-    let refused = run_cluster(&options(
-        &bare,
-        &dir.path().join("d"),
-        false,
-        DropPolicy::Direct,
-        1,
-        1,
-    ))
-    .unwrap_err()
-    .to_string();
+    let refused = refusal(&bare, &dir.path().join("d"), false);
     assert!(
         refused.contains("no column `distance`") && refused.contains("--drop-policy component"),
         "{refused}"

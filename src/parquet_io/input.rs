@@ -275,16 +275,7 @@ fn integer_column<T>(
     out: &mut Vec<T>,
     from_i64: impl Fn(i64) -> T,
 ) -> Result<()> {
-    let column = batch
-        .column_by_name(name)
-        .ok_or_else(|| anyhow!("{}: no column `{name}`", location()))?;
-    if column.null_count() > 0 {
-        bail!(
-            "{}: column `{name}` has {} null values",
-            location(),
-            column.null_count()
-        );
-    }
+    let column = non_null_column(batch, name, location)?;
     if let Some(values) = column.as_any().downcast_ref::<Int64Array>() {
         out.extend(values.values().iter().map(|&v| from_i64(v)));
     } else if let Some(values) = column.as_any().downcast_ref::<UInt64Array>() {
@@ -465,6 +456,25 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
     Ok(())
 }
 
+/// A batch's column `name`, which must be there without nulls.
+fn non_null_column<'b>(
+    batch: &'b RecordBatch,
+    name: &str,
+    location: &dyn Fn() -> String,
+) -> Result<&'b ArrayRef> {
+    let column = batch
+        .column_by_name(name)
+        .ok_or_else(|| anyhow!("{}: no column `{name}`", location()))?;
+    if column.null_count() > 0 {
+        bail!(
+            "{}: column `{name}` has {} null values",
+            location(),
+            column.null_count()
+        );
+    }
+    Ok(column)
+}
+
 /// The `distance` column, of whatever integer type the writer chose (INT8
 /// from `match`, INT32 from Spark, BIGINT from DuckDB), checked to be a
 /// distance between 64-bit fingerprints.
@@ -473,16 +483,7 @@ fn distance_column(
     location: &dyn Fn() -> String,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let column = batch
-        .column_by_name("distance")
-        .ok_or_else(|| anyhow!("{}: no column `distance`", location()))?;
-    if column.null_count() > 0 {
-        bail!(
-            "{}: column `distance` has {} null values",
-            location(),
-            column.null_count()
-        );
-    }
+    let column = non_null_column(batch, "distance", location)?;
     let wide: Vec<i128> = match column.data_type() {
         DataType::Int8 => values::<Int8Type>(column),
         DataType::Int16 => values::<Int16Type>(column),

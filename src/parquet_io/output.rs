@@ -256,17 +256,14 @@ fn column_layout(name: &str) -> Option<(Encoding, Compression)> {
     }
 }
 
-/// Writes rows of INT64 columns named `names`, already sorted by the first
-/// column (recorded in the footer as the sort order).
-fn write_sorted_int64<const N: usize>(
+/// Writes `rows` rows already sorted by the first column (recorded in the
+/// footer as the sort order), `columns` giving a row range's arrays.
+fn write_sorted_by_first(
     path: &Path,
-    names: [&str; N],
-    rows: &[[i64; N]],
+    fields: Vec<Field>,
+    rows: usize,
+    columns: impl Fn(std::ops::Range<usize>) -> Vec<ArrayRef>,
 ) -> Result<()> {
-    let fields: Vec<Field> = names
-        .iter()
-        .map(|name| Field::new(*name, DataType::Int64, false))
-        .collect();
     let schema = Arc::new(Schema::new(fields));
     let sorting = vec![SortingColumn {
         column_idx: 0,
@@ -278,28 +275,28 @@ fn write_sorted_int64<const N: usize>(
         schema.clone(),
         Some(sorting),
         None,
-        rows.len(),
+        rows,
         ROW_GROUP_ROWS,
-        |range| {
-            let rows = &rows[range];
-            let columns: Vec<ArrayRef> = (0..N)
-                .map(|c| {
-                    Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r[c]))) as ArrayRef
-                })
-                .collect();
-            Ok(RecordBatch::try_new(schema.clone(), columns)?)
-        },
+        |range| Ok(RecordBatch::try_new(schema.clone(), columns(range))?),
     )
 }
 
 /// Writes a `clusters/` part: `id`, `cluster_id` (the representative),
 /// `cluster_size`, rows sorted by id.
 pub fn write_clusters(path: &Path, rows: &[(i64, i64, u64)]) -> Result<()> {
-    let rows: Vec<[i64; 3]> = rows
-        .iter()
-        .map(|&(id, rep, size)| [id, rep, size as i64])
-        .collect();
-    write_sorted_int64(path, ["id", "cluster_id", "cluster_size"], &rows)
+    let fields = ["id", "cluster_id", "cluster_size"]
+        .map(|name| Field::new(name, DataType::Int64, false))
+        .to_vec();
+    write_sorted_by_first(path, fields, rows.len(), |range| {
+        let rows = &rows[range];
+        vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|r| r.2 as i64),
+            )),
+        ]
+    })
 }
 
 /// Writes a `drop/` part: `id` to drop, `keep_id` the page kept in its
@@ -307,35 +304,21 @@ pub fn write_clusters(path: &Path, rows: &[(i64, i64, u64)]) -> Result<()> {
 /// `--drop-policy component`, where they may only be chained); rows sorted
 /// by id.
 pub fn write_drops(path: &Path, rows: &[(i64, i64, Option<u8>)]) -> Result<()> {
-    let schema = Arc::new(Schema::new(vec![
+    let fields = vec![
         Field::new("id", DataType::Int64, false),
         Field::new("keep_id", DataType::Int64, false),
         Field::new("distance", DataType::Int8, true),
-    ]));
-    let sorting = vec![SortingColumn {
-        column_idx: 0,
-        descending: false,
-        nulls_first: false,
-    }];
-    write_parquet(
-        path,
-        schema.clone(),
-        Some(sorting),
-        None,
-        rows.len(),
-        ROW_GROUP_ROWS,
-        |range| {
-            let rows = &rows[range];
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-                Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-                Arc::new(Int8Array::from_iter(
-                    rows.iter().map(|r| r.2.map(|d| d as i8)),
-                )),
-            ];
-            Ok(RecordBatch::try_new(schema.clone(), columns)?)
-        },
-    )
+    ];
+    write_sorted_by_first(path, fields, rows.len(), |range| {
+        let rows = &rows[range];
+        vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Int8Array::from_iter(
+                rows.iter().map(|r| r.2.map(|d| d as i8)),
+            )),
+        ]
+    })
 }
 
 /// Fingerprinted documents, in the order they were read.
