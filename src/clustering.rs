@@ -19,7 +19,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::Input;
+use timely::dataflow::operators::core::OkErr;
+use timely::dataflow::operators::{Concat, Input};
 use timely::dataflow::Stream;
 
 use crate::cluster::{self, ClusterOptions};
@@ -29,11 +30,12 @@ use crate::dataflow::commit::{
     OutcomeSlot, Report,
 };
 use crate::dataflow::components::{
-    after_all, assign_pages, describe_joined, find_shared, join_at_worker_zero, owner_of,
-    sightings, Addressed, Assigned, Reread, Sighting,
+    after_all, after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, sightings,
+    Sighting,
 };
 use crate::dataflow::Failure;
 use crate::drop_policy::{DirectPass, DropPolicy, WeightedPair};
+use crate::local_clusters::{Addressed, Assigned, PairLog, Routed, Router};
 use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::progress::human;
@@ -205,16 +207,39 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let parts = opts.parts;
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let graph = Rc::new(RefCell::new(Components::new(opts.corpus_wins)));
+            let log = Rc::new(RefCell::new(PairLog::default()));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
                 let (input, sightings) = scope.new_input::<Vec<Sighting>>();
                 let joins = find_shared(sightings, peers);
                 let resolved = join_at_worker_zero(describe_joined(joins, graph.clone()));
-                let reread = direct.then(|| reread_pairs(mine.clone()));
-                let fail = {
-                    let (state, failure) = (state.clone(), failure.clone());
-                    move |error| state.borrow_mut().fail(error, &failure)
+                let routed = {
+                    let (graph, log, state) = (graph.clone(), log.clone(), state.clone());
+                    let (policy, max_size) = (opts.drop_policy, opts.max_cluster_size);
+                    after_joins(resolved, "RoutePages", move |joined, give| {
+                        let started = Instant::now();
+                        let components = &mut *graph.borrow_mut();
+                        let log = std::mem::take(&mut *log.borrow_mut());
+                        Router {
+                            components: &mut *components,
+                            joined,
+                            pairs: direct.then_some(&log),
+                            policy,
+                            parts,
+                            peers,
+                            max_size,
+                        }
+                        .route(&mut state.borrow_mut().body, give);
+                        tracing::info!(
+                            pages = components.len(),
+                            seconds = started.elapsed().as_secs_f64(),
+                            "pages routed"
+                        );
+                        // Every page has gone to its owner or its part:
+                        // free the memory before they need theirs.
+                        *components = Components::new(false);
+                    })
                 };
-                let assigned = assign_pages(resolved, graph.clone(), peers, reread, fail);
+                let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
                 let owner = ClusterOwner {
                     policy: opts.drop_policy,
                     parts,
@@ -222,7 +247,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     state: state.clone(),
                     failure: failure.clone(),
                 };
-                let rows = owner.rows(assigned);
+                let rows = owner.rows(to_owners).concat(decided);
                 let writer = PartWriter {
                     dir: dir.clone(),
                     worker: me,
@@ -242,7 +267,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 input
             });
             let local_started = Instant::now();
-            let mut rows = Vec::new();
+            let (mut rows, mut ends) = (Vec::new(), Vec::new());
             for unit in &mine {
                 rows.clear();
                 if let Err(error) = read_pair_rows(unit, &mut rows) {
@@ -251,7 +276,11 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 }
                 state.borrow_mut().body.pairs += rows.len() as u64;
                 let pairs = rows.iter().map(|r| (r.query, r.corpus, r.corpus_in_corpus));
-                graph.borrow_mut().add_pairs(pairs);
+                graph.borrow_mut().add_pairs(pairs, &mut ends);
+                if direct {
+                    log.borrow_mut()
+                        .extend(&ends, rows.iter().map(|r| r.distance));
+                }
             }
             {
                 let components = &mut *graph.borrow_mut();
@@ -264,10 +293,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 for sighting in sightings(components, me as u32) {
                     input.send(sighting);
                 }
-                if !direct {
-                    // Only the direct policy looks its pairs up again.
-                    components.forget_index();
-                }
+                // No more lookups by id: pairs are kept as page indexes.
+                components.forget_index();
             }
             drop(input);
             while worker.step_or_park(None) {}
@@ -278,20 +305,6 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         return Ok(summary);
     }
     Ok(summarize(opts, &totals, started))
-}
-
-/// Reads `units` again for the direct policy's second pass, a row group at
-/// a time, so pairs are never all held by the reader.
-fn reread_pairs(units: Vec<PairUnit>) -> Reread {
-    Box::new(move |each| {
-        let mut rows = Vec::new();
-        for unit in &units {
-            rows.clear();
-            read_pair_rows(unit, &mut rows)?;
-            each(&rows);
-        }
-        Ok(())
-    })
 }
 
 /// A row of an output part, and the part: `clusters/` rows carry
@@ -424,7 +437,7 @@ impl ClusterOwner {
 
 /// The part a cluster's rows go to: a hash of its id, so parts do not
 /// depend on the number of workers.
-fn placement_part(cluster: i64, parts: usize) -> u32 {
+pub(crate) fn placement_part(cluster: i64, parts: usize) -> u32 {
     owner_of(cluster, parts)
 }
 
@@ -476,7 +489,7 @@ impl FinalStage<PartRow, ClusterTotals> for PartWriter {
 }
 
 /// Adds one cluster to the size counts of `totals`.
-fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
+pub(crate) fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
     totals.clusters += 1;
     totals.largest = totals.largest.max(size);
     let bucket = (64 - (size.max(1) - 1).leading_zeros()) as usize;

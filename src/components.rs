@@ -66,7 +66,6 @@ pub struct Components {
     ids: Vec<i64>,
     nodes: Vec<Node>,
     in_corpus: Vec<bool>,
-    scratch: Vec<Page>,
 }
 
 impl Components {
@@ -78,7 +77,6 @@ impl Components {
             ids: Vec::new(),
             nodes: Vec::new(),
             in_corpus: Vec::new(),
-            scratch: Vec::new(),
         }
     }
 
@@ -168,14 +166,15 @@ impl Components {
     }
 
     /// Adds a batch of pairs: `(query, corpus, corpus side is in the
-    /// corpus)`. Returns how many joined two components.
+    /// corpus)`, leaving their pages in `ends` (two per pair). Returns how
+    /// many joined two components.
     pub fn add_pairs(
         &mut self,
         pairs: impl ExactSizeIterator<Item = (i64, i64, bool)> + Clone,
+        ends: &mut Vec<Page>,
     ) -> usize {
-        let mut ends = std::mem::take(&mut self.scratch);
         let ids: Vec<i64> = pairs.clone().flat_map(|(q, c, _)| [q, c]).collect();
-        self.pages(&ids, &mut ends);
+        self.pages(&ids, ends);
         let mut joined = 0;
         for (pair, (_, _, corpus_in_corpus)) in ends.chunks_exact(2).zip(pairs) {
             if corpus_in_corpus {
@@ -183,13 +182,13 @@ impl Components {
             }
             joined += usize::from(self.union(pair[0], pair[1]));
         }
-        self.scratch = ends;
         joined
     }
 
     /// Adds one pair; returns whether it joined two components.
     pub fn add_pair(&mut self, query: i64, corpus: i64, corpus_in_corpus: bool) -> bool {
-        self.add_pairs([(query, corpus, corpus_in_corpus)].into_iter()) == 1
+        let mut ends = Vec::with_capacity(2);
+        self.add_pairs([(query, corpus, corpus_in_corpus)].into_iter(), &mut ends) == 1
     }
 
     /// Records that `page` is already in the corpus; its label may now be

@@ -46,6 +46,10 @@ pub type WeightedPair = (i64, i64, u8);
 /// A drop row: `(id, keep_id, distance)`.
 pub type Drop = (i64, i64, u8);
 
+/// A drop as [`Sweep`] gives it: `(position in priority order, keep_id,
+/// distance)`.
+pub type SweptDrop = (Page, i64, u8);
+
 /// Components up to this many pages find a page's position by scanning
 /// them, not through a hash table.
 const LINEAR_SEARCH_PAGES: usize = 16;
@@ -59,10 +63,8 @@ pub struct DirectPass {
     position: IdTable,
     ends: Vec<i64>,
     positions: Vec<Page>,
-    starts: Vec<u32>,
-    fill: Vec<u32>,
-    partners: Vec<(u32, u8)>,
-    kept: Vec<bool>,
+    sweep: Sweep,
+    dropped: Vec<SweptDrop>,
 }
 
 impl DirectPass {
@@ -85,21 +87,27 @@ impl DirectPass {
         } else if let Some(id) = self.a_repeated_id() {
             bail!("page {id} was given two ranks (internal error)");
         }
-        self.earlier_partners(pairs)?;
-        self.kept.clear();
-        self.kept.resize(self.order.len(), false);
-        for (p, &(_, id)) in self.order.iter().enumerate() {
-            let partners = &self.partners[self.starts[p] as usize..self.starts[p + 1] as usize];
-            let best = partners
-                .iter()
-                .filter(|&&(q, _)| self.kept[q as usize])
-                .map(|&(q, distance)| (distance, self.order[q as usize].1))
-                .min();
-            match best {
-                Some((distance, keep)) => drops.push((id, keep, distance)),
-                None => self.kept[p] = true,
+        self.find_positions(pairs);
+        for (ends, &(a, b, _)) in self.positions.chunks_exact(2).zip(pairs) {
+            if ends[0] == MISSING || ends[1] == MISSING {
+                bail!("pair ({a}, {b}) names a page outside its component (internal error)");
             }
         }
+        let ranked = self
+            .positions
+            .chunks_exact(2)
+            .zip(pairs)
+            .map(|(ends, &(_, _, distance))| (ends[0], ends[1], distance));
+        let order = &self.order;
+        let id_of = |p: Page| order[p as usize].1;
+        self.dropped.clear();
+        self.sweep
+            .run(order.len(), ranked, id_of, &mut self.dropped);
+        drops.extend(
+            self.dropped
+                .iter()
+                .map(|&(p, keep, distance)| (id_of(p), keep, distance)),
+        );
         Ok(())
     }
 
@@ -151,20 +159,59 @@ impl DirectPass {
                 .map_or(MISSING, |p| p as Page)
         }));
     }
+}
 
-    /// Each page's partners that come before it in priority order, as a
-    /// compressed adjacency list (one counting pass, one filling pass).
-    fn earlier_partners(&mut self, pairs: &[WeightedPair]) -> Result<()> {
-        self.find_positions(pairs);
-        let pages = self.order.len();
+/// The greedy sweep itself, over pages named by their position in priority
+/// order: each page's earlier partners as a compressed adjacency list (one
+/// counting pass, one filling pass), then one pass in order. Its buffers are
+/// kept between calls.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    starts: Vec<u32>,
+    fill: Vec<u32>,
+    partners: Vec<(u32, u8)>,
+    kept: Vec<bool>,
+}
+
+impl Sweep {
+    /// Appends to `drops` the drops among `pages` pages in priority order,
+    /// paired by `pairs` (`(position, position, distance)`, every position
+    /// below `pages`; self-pairs and repeats are harmless); `id_of` names a
+    /// position's page (ties in distance go to the smallest id).
+    pub fn run(
+        &mut self,
+        pages: usize,
+        pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
+        id_of: impl Fn(Page) -> i64,
+        drops: &mut Vec<SweptDrop>,
+    ) {
+        self.earlier_partners(pages, pairs);
+        self.kept.clear();
+        self.kept.resize(pages, false);
+        for p in 0..pages {
+            let partners = &self.partners[self.starts[p] as usize..self.starts[p + 1] as usize];
+            let best = partners
+                .iter()
+                .filter(|&&(q, _)| self.kept[q as usize])
+                .map(|&(q, distance)| (distance, id_of(q)))
+                .min();
+            match best {
+                Some((distance, keep)) => drops.push((p as Page, keep, distance)),
+                None => self.kept[p] = true,
+            }
+        }
+    }
+
+    fn earlier_partners(
+        &mut self,
+        pages: usize,
+        pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
+    ) {
         self.starts.clear();
         self.starts.resize(pages + 1, 0);
-        for (ends, &(a, b, _)) in self.positions.chunks_exact(2).zip(pairs) {
-            if ends[0] == MISSING || ends[1] == MISSING {
-                bail!("pair ({a}, {b}) names a page outside its component (internal error)");
-            }
-            if ends[0] != ends[1] {
-                self.starts[ends[0].max(ends[1]) as usize + 1] += 1;
+        for (a, b, _) in pairs.clone() {
+            if a != b {
+                self.starts[a.max(b) as usize + 1] += 1;
             }
         }
         for p in 0..pages {
@@ -174,15 +221,13 @@ impl DirectPass {
         self.partners.resize(self.starts[pages] as usize, (0, 0));
         self.fill.clear();
         self.fill.extend_from_slice(&self.starts[..pages]);
-        let fill = &mut self.fill;
-        for (ends, &(_, _, distance)) in self.positions.chunks_exact(2).zip(pairs) {
-            let (first, later) = (ends[0].min(ends[1]), ends[0].max(ends[1]));
+        for (a, b, distance) in pairs {
+            let (first, later) = (a.min(b), a.max(b));
             if first != later {
-                self.partners[fill[later as usize] as usize] = (first, distance);
-                fill[later as usize] += 1;
+                self.partners[self.fill[later as usize] as usize] = (first, distance);
+                self.fill[later as usize] += 1;
             }
         }
-        Ok(())
     }
 }
 

@@ -23,6 +23,7 @@ pub mod drop_policy;
 pub mod fingerprinting;
 pub mod gen;
 pub mod job;
+pub mod local_clusters;
 pub mod logging;
 pub mod matching;
 pub mod pairs;

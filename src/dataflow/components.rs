@@ -1,29 +1,23 @@
 //! Connected components on timely: every worker's union-find over its share
-//! of the pairs, joined where workers saw the same page, then every page
-//! (and, for the direct drop policy, every pair) sent to the worker that owns
-//! its cluster.
+//! of the pairs, joined where workers saw the same page; each worker then
+//! learns which of its local components were joined, and into which cluster.
 //!
 //! ```text
 //!   local union-find (every worker: its row groups)
 //!     --each page: (id, worker, local root), by a hash of the id--> find shared pages
-//!     --local roots that share a page, to their worker--> describe them (least label, size)
+//!     --local roots that share a page, to their worker--> describe them (least label)
 //!     --to worker 0--> join them (a union-find over local components)
-//!     --each joined local root's cluster and size, back to its worker--> assign pages
-//!     --members and pairs, by a hash of the cluster--> cluster owners
+//!     --each joined local root's cluster, back to its worker--> after_joins
 //! ```
 //!
 //! Every step is parallel but one, and that one sees only the local
 //! components that share a page with another worker's, not the pages: a page
-//! seen by one worker only never leaves it until its cluster is known. Time
-//! and memory grow with pages, never with pairs or the length of a chain.
-//! A page seen by several workers gets a member record from each; the
-//! cluster owner keeps one (they agree: their local components were joined)
-//! and counts the cluster's size from the members it gets.
+//! seen by one worker only never leaves it. Time and memory grow with pages,
+//! never with pairs or the length of a chain.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use anyhow::Result;
 use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
@@ -31,8 +25,7 @@ use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
-use crate::components::{Components, Label, Page, MISSING};
-use crate::parquet_io::input::PairRow;
+use crate::components::{Components, Label, Page};
 
 /// A page as one worker's union-find holds it: `(id, worker, local root)`.
 pub type Sighting = (i64, u32, Page);
@@ -55,19 +48,6 @@ pub struct NodeLink {
 
 /// A joined local component's cluster: `(worker, local root, cluster id)`.
 pub type Resolved = (u32, Page, i64);
-
-/// What a worker sends a cluster's owner.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Assigned {
-    /// A page, its cluster's representative, and whether it ranks first (a
-    /// corpus page under `--corpus-wins`).
-    Member { id: i64, cluster: i64, first: bool },
-    /// A pair of the cluster: `(cluster, id, id, distance)`.
-    Pair(i64, i64, i64, u8),
-}
-
-/// An [`Assigned`] record and the global index of the worker it goes to.
-pub type Addressed = (u32, Assigned);
 
 /// The worker that owns a key (a page or a cluster id) among `peers`.
 pub fn owner_of(key: i64, peers: usize) -> u32 {
@@ -273,86 +253,28 @@ impl NodeForest {
     }
 }
 
-/// Reads this worker's pairs again, handing each batch to the callback.
-pub type Reread = Box<dyn FnMut(&mut dyn FnMut(&[PairRow])) -> Result<()>>;
+/// The clusters of this worker's joined local components: local root to
+/// cluster id. A root not in it is a cluster this worker saw whole.
+pub type JoinedRoots = FxHashMap<Page, i64>;
 
 /// At every worker, once the clusters of its joined components are known:
-/// sends each of its pages to its cluster's owner and then, with `reread`
-/// (the direct policy), each of its pairs. An error of `reread` goes to `fail`.
-pub fn assign_pages<'scope>(
+/// calls `finish` once with them (the rest of this worker's roots are whole
+/// clusters of their own) and a function that gives output.
+pub fn after_joins<'scope, O: Clone + 'static>(
     resolved: Stream<'scope, u64, Vec<Resolved>>,
-    graph: Rc<RefCell<Components>>,
-    peers: usize,
-    mut reread: Option<Reread>,
-    mut fail: impl FnMut(anyhow::Error) + 'static,
-) -> Stream<'scope, u64, Vec<Addressed>> {
-    let joined = Rc::new(RefCell::new(FxHashMap::<Page, i64>::default()));
+    name: &str,
+    mut finish: impl FnMut(&JoinedRoots, &mut dyn FnMut(O)) + 'static,
+) -> Stream<'scope, u64, Vec<O>> {
+    let joined = Rc::new(RefCell::new(JoinedRoots::default()));
     let absorbed = joined.clone();
     after_all(
         resolved,
         Exchange::new(|&(worker, ..): &Resolved| worker as u64),
-        "AssignPages",
+        name,
         move |data| {
             let mut joined = absorbed.borrow_mut();
             joined.extend(data.drain(..).map(|(_, root, cluster)| (root, cluster)));
         },
-        move |give| {
-            let started = std::time::Instant::now();
-            let joined = std::mem::take(&mut *joined.borrow_mut());
-            let components = &mut *graph.borrow_mut();
-            let cluster_owner = |cluster: i64| owner_of(cluster, peers);
-            let cluster_of = |components: &mut Components, page: Page| {
-                let root = components.find(page);
-                match joined.get(&root) {
-                    Some(&cluster) => cluster,
-                    None => components.least(root).1,
-                }
-            };
-            for page in 0..components.len() as Page {
-                let cluster = cluster_of(components, page);
-                let member = Assigned::Member {
-                    id: components.id(page),
-                    cluster,
-                    first: components.ranks_first(page),
-                };
-                give((cluster_owner(cluster), member));
-            }
-            let Some(reread) = reread.as_mut() else {
-                *components = Components::new(false);
-                return;
-            };
-            let mut missing = None;
-            let mut pages = Vec::new();
-            let mut ids = Vec::new();
-            let sent = reread(&mut |rows| {
-                ids.clear();
-                ids.extend(rows.iter().map(|row| row.query));
-                components.find_pages(&ids, &mut pages);
-                for (row, &page) in rows.iter().zip(&pages) {
-                    if page == MISSING {
-                        missing = Some((row.query, row.corpus));
-                        continue;
-                    }
-                    let cluster = cluster_of(components, page);
-                    let pair = Assigned::Pair(cluster, row.query, row.corpus, row.distance);
-                    give((cluster_owner(cluster), pair));
-                }
-            });
-            if let Err(error) = sent {
-                fail(error);
-            } else if let Some((q, c)) = missing {
-                fail(anyhow::anyhow!(
-                    "pair ({q}, {c}) was not in this worker's components on the second read (did the input change during the run?)"
-                ));
-            }
-            tracing::info!(
-                pages = components.len(),
-                seconds = started.elapsed().as_secs_f64(),
-                "pages assigned to clusters"
-            );
-            // Every page has gone to its cluster's owner: free the memory
-            // before the owners and writers need theirs.
-            *components = Components::new(false);
-        },
+        move |give| finish(&std::mem::take(&mut *joined.borrow_mut()), give),
     )
 }
