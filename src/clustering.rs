@@ -21,21 +21,21 @@ use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::core::OkErr;
 use timely::dataflow::operators::{Concat, Input};
-use timely::dataflow::Stream;
 
 use crate::cluster::{self, ClusterOptions};
+use crate::cluster_owner::ClusterOwner;
 use crate::components::Components;
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, report_when_done, FinalStage, Merge,
     OutcomeSlot, Report,
 };
 use crate::dataflow::components::{
-    after_all, after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, sightings,
-    Sighting,
+    after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, sightings,
+    SharedPages, Sighting,
 };
 use crate::dataflow::Failure;
-use crate::drop_policy::{DirectPass, DropPolicy, WeightedPair};
-use crate::local_clusters::{Addressed, Assigned, PairLog, Routed, Router};
+use crate::drop_policy::DropPolicy;
+use crate::local_clusters::{PairLog, Routed, Router, RouterInput};
 use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::progress::human;
@@ -211,32 +211,43 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
                 let (input, sightings) = scope.new_input::<Vec<Sighting>>();
                 let joins = find_shared(sightings, peers);
-                let resolved = join_at_worker_zero(describe_joined(joins, graph.clone()));
+                let shared = Rc::new(RefCell::new(SharedPages::default()));
+                let links = describe_joined(joins, graph.clone(), shared.clone());
+                let resolved = join_at_worker_zero(links);
                 let routed = {
                     let (graph, log, state) = (graph.clone(), log.clone(), state.clone());
+                    let shared = shared.clone();
                     let (policy, max_size) = (opts.drop_policy, opts.max_cluster_size);
-                    after_joins(resolved, "RoutePages", move |joined, give| {
+                    after_joins(resolved, "RoutePages", move |joined| {
                         let started = Instant::now();
-                        let components = &mut *graph.borrow_mut();
-                        let log = std::mem::take(&mut *log.borrow_mut());
-                        Router {
-                            components: &mut *components,
+                        let components =
+                            std::mem::replace(&mut *graph.borrow_mut(), Components::new(false));
+                        let pages = components.len();
+                        let mut router = Router::new(RouterInput {
+                            worker: me as u32,
+                            components,
                             joined,
-                            pairs: direct.then_some(&log),
+                            shared: std::mem::take(&mut *shared.borrow_mut()),
+                            pairs: direct.then(|| std::mem::take(&mut *log.borrow_mut())),
                             policy,
                             parts,
                             peers,
                             max_size,
+                        });
+                        move |give: &mut dyn FnMut(Routed)| {
+                            if router.next_slice(give) {
+                                return true;
+                            }
+                            let totals = std::mem::take(&mut router.totals);
+                            state.borrow_mut().body.merge(totals);
+                            tracing::info!(
+                                pages,
+                                seconds = started.elapsed().as_secs_f64(),
+                                rss_mib = ?crate::logging::resident_mib(),
+                                "pages routed"
+                            );
+                            false
                         }
-                        .route(&mut state.borrow_mut().body, give);
-                        tracing::info!(
-                            pages = components.len(),
-                            seconds = started.elapsed().as_secs_f64(),
-                            "pages routed"
-                        );
-                        // Every page has gone to its owner or its part:
-                        // free the memory before they need theirs.
-                        *components = Components::new(false);
                     })
                 };
                 let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
@@ -288,6 +299,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     worker = me,
                     pages = components.len(),
                     seconds = local_started.elapsed().as_secs_f64(),
+                    rss_mib = ?crate::logging::resident_mib(),
                     "local union-find done"
                 );
                 for sighting in sightings(components, me as u32) {
@@ -317,123 +329,6 @@ pub enum Row {
 
 /// A [`Row`] and the part it goes to.
 pub type PartRow = (u32, Row);
-
-/// The owner of a set of clusters (by a hash of the cluster id): gets every
-/// member and pair of them, counts them, chooses their drops and sends the
-/// rows to the parts' writers.
-struct ClusterOwner {
-    policy: DropPolicy,
-    parts: usize,
-    max_size: u64,
-    state: Rc<RefCell<Report<ClusterTotals>>>,
-    failure: Arc<Failure>,
-}
-
-/// A member as its cluster's owner holds it: `(cluster, id, ranks first)`.
-type Member = (i64, i64, bool);
-
-impl ClusterOwner {
-    fn rows<'scope>(
-        self,
-        assigned: Stream<'scope, u64, Vec<Addressed>>,
-    ) -> Stream<'scope, u64, Vec<PartRow>> {
-        let members = Rc::new(RefCell::new(Vec::<Member>::new()));
-        let pairs = Rc::new(RefCell::new(Vec::<(i64, WeightedPair)>::new()));
-        let (members_in, pairs_in) = (members.clone(), pairs.clone());
-        after_all(
-            assigned,
-            Exchange::new(|&(target, _): &Addressed| target as u64),
-            "OwnClusters",
-            move |data| {
-                let (mut members, mut pairs) = (members_in.borrow_mut(), pairs_in.borrow_mut());
-                for (_, assigned) in data.drain(..) {
-                    match assigned {
-                        Assigned::Member { id, cluster, first } => {
-                            members.push((cluster, id, first))
-                        }
-                        Assigned::Pair(cluster, a, b, d) => pairs.push((cluster, (a, b, d))),
-                    }
-                }
-            },
-            move |give| {
-                let members = std::mem::take(&mut *members.borrow_mut());
-                let pairs = std::mem::take(&mut *pairs.borrow_mut());
-                if self.failure.happened() {
-                    return;
-                }
-                if let Err(error) = self.own(members, pairs, give) {
-                    self.state.borrow_mut().fail(error, &self.failure);
-                }
-            },
-        )
-    }
-
-    /// Counts each cluster and gives its rows: its members, and its drops
-    /// under the policy.
-    fn own(
-        &self,
-        mut members: Vec<Member>,
-        mut pairs: Vec<(i64, WeightedPair)>,
-        give: &mut dyn FnMut(PartRow),
-    ) -> Result<()> {
-        let started = Instant::now();
-        // By cluster, then id (radix sorts are stable): each cluster's
-        // members in id order, which the direct pass wants.
-        radsort::sort_by_key(&mut members, |&(_, id, _)| id);
-        radsort::sort_by_key(&mut members, |&(cluster, ..)| cluster);
-        // A page several workers saw comes once from each: keep one,
-        // ranking first if any of them saw it as a corpus page.
-        members.dedup_by(|next, kept| {
-            let same = (next.0, next.1) == (kept.0, kept.1);
-            kept.2 |= same && next.2;
-            same
-        });
-        radsort::sort_by_key(&mut pairs, |&(cluster, _)| cluster);
-        let mut pairs = pairs.as_slice();
-        let (mut pass, mut pages, mut cluster_pairs, mut drops) =
-            (DirectPass::default(), Vec::new(), Vec::new(), Vec::new());
-        let totals = &mut self.state.borrow_mut().body;
-        for cluster_members in members.chunk_by(|a, b| a.0 == b.0) {
-            let cluster = cluster_members[0].0;
-            let size = cluster_members.len() as u32;
-            count_cluster(totals, u64::from(size), cluster, self.max_size);
-            let part = placement_part(cluster, self.parts);
-            for &(_, id, _) in cluster_members {
-                give((part, Row::Member(id, cluster, size)));
-            }
-            let ends = pairs.partition_point(|&(c, _)| c == cluster);
-            let (own_pairs, rest) = pairs.split_at(ends);
-            pairs = rest;
-            match self.policy {
-                DropPolicy::Component => {
-                    for &(_, id, _) in cluster_members.iter().filter(|m| m.1 != cluster) {
-                        give((part, Row::Drop(id, cluster, None)));
-                    }
-                }
-                DropPolicy::Direct => {
-                    pages.clear();
-                    pages.extend(cluster_members.iter().map(|&(_, id, first)| (first, id)));
-                    cluster_pairs.clear();
-                    cluster_pairs.extend(own_pairs.iter().map(|&(_, pair)| pair));
-                    drops.clear();
-                    pass.drops(&pages, &cluster_pairs, &mut drops)?;
-                    for &(id, keep, distance) in &drops {
-                        give((part, Row::Drop(id, keep, Some(distance))));
-                    }
-                }
-            }
-        }
-        if let Some(&(cluster, (a, b, _))) = pairs.first() {
-            bail!("pair ({a}, {b}) of cluster {cluster} came to its owner without members (internal error)");
-        }
-        tracing::info!(
-            pages = members.len(),
-            seconds = started.elapsed().as_secs_f64(),
-            "clusters counted and drops chosen"
-        );
-        Ok(())
-    }
-}
 
 /// The part a cluster's rows go to: a hash of its id, so parts do not
 /// depend on the number of workers.
@@ -482,6 +377,7 @@ impl FinalStage<PartRow, ClusterTotals> for PartWriter {
         tracing::info!(
             worker = self.worker,
             seconds = started.elapsed().as_secs_f64(),
+            rss_mib = ?crate::logging::resident_mib(),
             "parts written"
         );
         Ok(())

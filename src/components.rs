@@ -139,12 +139,6 @@ impl Components {
         self.index.get(id)
     }
 
-    /// The pages of `ids` ([`MISSING`] for ids not seen) into `pages`,
-    /// cleared first, with the lookups' cache misses overlapped.
-    pub fn find_pages(&self, ids: &[i64], pages: &mut Vec<Page>) {
-        self.index.get_many(ids, pages);
-    }
-
     /// Frees the id-to-page index once no more lookups by id will come.
     pub fn forget_index(&mut self) {
         self.index = IdTable::default();
@@ -275,39 +269,10 @@ pub(crate) struct IdTable {
 
 const EMPTY: Page = Page::MAX;
 
-/// What [`IdTable::get_many`] gives for an id it does not hold.
+/// No page: a marker in arrays of pages.
 pub const MISSING: Page = EMPTY;
 
 impl IdTable {
-    /// Empties the table and sizes it for `expected` ids, reusing its
-    /// memory when the size is right.
-    pub(crate) fn reset(&mut self, expected: usize) {
-        let capacity = Self::capacity_for(expected);
-        if self.slots.len() == capacity {
-            self.slots.fill((0, EMPTY));
-        } else {
-            self.slots = vec![(0, EMPTY); capacity];
-        }
-        self.shift = 64 - capacity.trailing_zeros();
-        self.len = 0;
-    }
-
-    /// Fills the table with the `n` ids `id_at(0..n)` as pages `0..n`;
-    /// a repeated id is returned as the error.
-    pub(crate) fn number(&mut self, n: usize, id_at: impl Fn(usize) -> i64) -> Result<(), i64> {
-        self.reset(n);
-        for p in 0..n {
-            if p + LOOKAHEAD < n {
-                self.prefetch(id_at(p + LOOKAHEAD));
-            }
-            let id = id_at(p);
-            if self.get_or_insert(id, p as Page) != p as Page {
-                return Err(id);
-            }
-        }
-        Ok(())
-    }
-
     fn capacity_for(ids: usize) -> usize {
         (ids * 4 / 3 + 1).next_power_of_two().max(8)
     }
@@ -369,22 +334,6 @@ impl IdTable {
         }
         let page = self.slots[self.find_slot(id)].1;
         (page != EMPTY).then_some(page)
-    }
-
-    /// The pages of `ids`, [`MISSING`] for those absent, into `pages`
-    /// (cleared first), with the lookups' cache misses overlapped.
-    pub(crate) fn get_many(&self, ids: &[i64], pages: &mut Vec<Page>) {
-        pages.clear();
-        if self.slots.is_empty() {
-            pages.resize(ids.len(), MISSING);
-            return;
-        }
-        for (at, &id) in ids.iter().enumerate() {
-            if let Some(&ahead) = ids.get(at + LOOKAHEAD) {
-                self.prefetch(ahead);
-            }
-            pages.push(self.slots[self.find_slot(id)].1);
-        }
     }
 }
 

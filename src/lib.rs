@@ -14,6 +14,7 @@
 
 pub mod cli;
 pub mod cluster;
+pub mod cluster_owner;
 pub mod clustering;
 pub mod components;
 pub mod crawl;

@@ -9,25 +9,11 @@
 //! cluster's owner. On 10M pairs in small clusters that is under 2% of the
 //! pages.
 
-use serde::{Deserialize, Serialize};
-
+use crate::cluster_owner::{Addressed, Assigned, Member};
 use crate::clustering::{count_cluster, placement_part, ClusterTotals, PartRow, Row};
 use crate::components::{Components, Page, MISSING};
-use crate::dataflow::components::{owner_of, JoinedRoots};
-use crate::drop_policy::{DropPolicy, Sweep};
-
-/// What a worker sends a joined cluster's owner.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Assigned {
-    /// A page, its cluster's representative, and whether it ranks first (a
-    /// corpus page under `--corpus-wins`).
-    Member { id: i64, cluster: i64, first: bool },
-    /// A pair of the cluster: `(cluster, id, id, distance)`.
-    Pair(i64, i64, i64, u8),
-}
-
-/// An [`Assigned`] record and the global index of the worker it goes to.
-pub type Addressed = (u32, Assigned);
+use crate::dataflow::components::{owner_of, JoinedRoots, SharedPages};
+use crate::drop_policy::{positions, priority_order, DropPolicy, Sweep};
 
 /// A record for a joined cluster's owner, or a row decided here.
 pub type Routed = Result<Addressed, PartRow>;
@@ -60,117 +46,216 @@ impl PairLog {
     }
 
     fn pairs(&self) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
-        self.ends
+        self.pairs_in(0..self.len())
+    }
+
+    fn pairs_in(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
+        self.ends[range.clone()]
             .iter()
-            .zip(&self.distances)
+            .zip(&self.distances[range])
             .map(|(&[a, b], &distance)| (a, b, distance))
     }
 }
 
-/// How this worker's pages and pairs are routed.
-pub struct Router<'a> {
-    pub components: &'a mut Components,
-    pub joined: &'a JoinedRoots,
+/// Pages or pairs routed per slice: small enough that a slice's records
+/// flow on before the next is made, large enough that slices cost nothing.
+const SLICE: usize = 1 << 18;
+
+/// What this worker knows when its joined components are resolved.
+pub struct RouterInput {
+    pub worker: u32,
+    pub components: Components,
+    pub joined: JoinedRoots,
+    pub shared: SharedPages,
     /// The pairs, under the direct policy.
-    pub pairs: Option<&'a PairLog>,
+    pub pairs: Option<PairLog>,
     pub policy: DropPolicy,
     pub parts: usize,
     pub peers: usize,
     pub max_size: u64,
 }
 
-impl Router<'_> {
-    /// Gives every page (and under the direct policy every pair): a member
-    /// or pair record to a joined cluster's owner, or the rows of a cluster
-    /// this worker saw whole, counted into `totals`.
-    pub fn route(&mut self, totals: &mut ClusterTotals, give: &mut dyn FnMut(Routed)) {
-        let roots = self.roots();
-        for page in 0..self.components.len() as Page {
-            let root = roots[page as usize];
-            let id = self.components.id(page);
-            let (cluster, joined) = self.cluster_of(root);
-            if joined {
-                let first = self.components.ranks_first(page);
-                let member = Assigned::Member { id, cluster, first };
-                give(Ok((owner_of(cluster, self.peers), member)));
-                continue;
-            }
-            let size = self.components.component_size(root);
-            if page == root {
-                count_cluster(totals, u64::from(size), cluster, self.max_size);
-            }
-            let part = placement_part(cluster, self.parts);
-            give(Err((part, Row::Member(id, cluster, size))));
-            if self.policy == DropPolicy::Component && id != cluster {
-                give(Err((part, Row::Drop(id, cluster, None))));
-            }
-        }
-        if let Some(pairs) = self.pairs {
-            self.route_pairs(pairs, &roots, give);
+/// Routes every page (and under the direct policy every pair), a slice at
+/// a time: a member or pair record to a joined cluster's owner, or the rows
+/// of a cluster this worker saw whole, counted into `totals`.
+pub struct Router {
+    input: RouterInput,
+    roots: Vec<Page>,
+    /// A page of a joined cluster: its slot among those sent its owner.
+    slots: Vec<Page>,
+    sent: Vec<u32>,
+    stage: Stage,
+    pub totals: ClusterTotals,
+}
+
+/// Where a [`Router`] is.
+enum Stage {
+    Pages {
+        next: usize,
+    },
+    LocalDrops {
+        drops: Vec<(Page, i64, u8)>,
+        next: usize,
+    },
+    JoinedPairs {
+        next: usize,
+    },
+    Done,
+}
+
+impl Router {
+    pub fn new(mut input: RouterInput) -> Router {
+        let components = &mut input.components;
+        let roots = (0..components.len() as Page)
+            .map(|page| components.find(page))
+            .collect();
+        Router {
+            slots: vec![MISSING; input.components.len()],
+            sent: vec![0; input.peers],
+            input,
+            roots,
+            stage: Stage::Pages { next: 0 },
+            totals: ClusterTotals::default(),
         }
     }
 
-    /// Each page's root, found once.
-    fn roots(&mut self) -> Vec<Page> {
-        (0..self.components.len() as Page)
-            .map(|page| self.components.find(page))
-            .collect()
+    /// Gives the next slice; false once everything is given (and the
+    /// memory freed).
+    pub fn next_slice(&mut self, give: &mut dyn FnMut(Routed)) -> bool {
+        let pages = self.input.components.len();
+        let pairs = self.input.pairs.as_ref().map_or(0, PairLog::len);
+        self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Pages { next } if next < pages => {
+                let end = (next + SLICE).min(pages);
+                (next..end).for_each(|page| self.route_page(page as Page, give));
+                Stage::Pages { next: end }
+            }
+            Stage::Pages { .. } if self.input.pairs.is_some() => Stage::LocalDrops {
+                drops: self.local_drops(),
+                next: 0,
+            },
+            Stage::LocalDrops { drops, next } if next < drops.len() => {
+                let end = (next + SLICE).min(drops.len());
+                for &(page, keep, distance) in &drops[next..end] {
+                    let cluster = self.input.components.representative(self.root(page));
+                    let part = placement_part(cluster, self.input.parts);
+                    let id = self.input.components.id(page);
+                    give(Err((part, Row::Drop(id, keep, Some(distance)))));
+                }
+                Stage::LocalDrops { drops, next: end }
+            }
+            Stage::LocalDrops { .. } => Stage::JoinedPairs { next: 0 },
+            Stage::JoinedPairs { next } if next < pairs => {
+                let end = (next + SLICE).min(pairs);
+                self.route_joined_pairs(next..end, give);
+                Stage::JoinedPairs { next: end }
+            }
+            _ => Stage::Done,
+        };
+        if matches!(self.stage, Stage::Done) {
+            self.free();
+            return false;
+        }
+        true
     }
 
-    /// A root's cluster id, and whether it was joined with other workers'.
-    fn cluster_of(&mut self, root: Page) -> (i64, bool) {
-        match self.joined.get(&root) {
-            Some(&cluster) => (cluster, true),
-            None => (self.components.representative(root), false),
+    fn root(&self, page: Page) -> Page {
+        self.roots[page as usize]
+    }
+
+    /// A page's member record for its joined cluster's owner, or its rows.
+    fn route_page(&mut self, page: Page, give: &mut dyn FnMut(Routed)) {
+        let input = &mut self.input;
+        let root = self.roots[page as usize];
+        let id = input.components.id(page);
+        if let Some(&cluster) = input.joined.get(&root) {
+            let owner = owner_of(cluster, input.peers);
+            let slot = self.sent[owner as usize];
+            self.sent[owner as usize] += 1;
+            self.slots[page as usize] = slot;
+            let member = Assigned::Member(Member {
+                source: input.worker,
+                slot,
+                id,
+                cluster,
+                first: input.components.ranks_first(page),
+                shared: input.shared.contains(&id),
+            });
+            give(Ok((owner, member)));
+            return;
+        }
+        let cluster = input.components.representative(root);
+        let size = input.components.component_size(root);
+        if page == root {
+            count_cluster(&mut self.totals, u64::from(size), cluster, input.max_size);
+        }
+        let part = placement_part(cluster, input.parts);
+        give(Err((part, Row::Member(id, cluster, size))));
+        if input.policy == DropPolicy::Component && id != cluster {
+            give(Err((part, Row::Drop(id, cluster, None))));
         }
     }
 
-    /// Pairs of joined clusters go to their owners; the drops of the
-    /// others come from one greedy sweep over all of them at once (clusters
-    /// do not interact, so one pass in priority order over every page is
-    /// each cluster's pass).
-    fn route_pairs(&mut self, pairs: &PairLog, roots: &[Page], give: &mut dyn FnMut(Routed)) {
-        let is_local = |page: Page| !self.joined.contains_key(&roots[page as usize]);
-        let order = self.local_pages_in_priority_order(&is_local);
-        let mut position = vec![MISSING; self.components.len()];
-        for (at, &page) in order.iter().enumerate() {
-            position[page as usize] = at as Page;
-        }
+    /// The drops of the clusters seen whole here, `(page, keep_id,
+    /// distance)`: one greedy sweep over all of them at once (clusters do
+    /// not interact, so one pass in priority order over every page is each
+    /// cluster's pass).
+    fn local_drops(&self) -> Vec<(Page, i64, u8)> {
+        let Some(pairs) = self.input.pairs.as_ref() else {
+            return Vec::new();
+        };
+        let components = &self.input.components;
+        let is_local = |page: Page| self.slots[page as usize] == MISSING;
+        let local = (0..components.len() as Page)
+            .filter(|&page| is_local(page))
+            .map(|page| (components.id(page), page));
+        let order = priority_order(local, |page| components.ranks_first(page));
+        let position = positions(&order, components.len());
         let local = pairs
             .pairs()
             .filter(|&(a, _, _)| position[a as usize] != MISSING)
             .map(|(a, b, distance)| (position[a as usize], position[b as usize], distance));
-        let components = &*self.components;
         let id_of = |at: Page| components.id(order[at as usize]);
         let mut drops = Vec::new();
         Sweep::default().run(order.len(), local, id_of, &mut drops);
-        for (at, keep, distance) in drops {
-            let page = order[at as usize];
-            let cluster = self.components.representative(roots[page as usize]);
-            let part = placement_part(cluster, self.parts);
-            let id = self.components.id(page);
-            give(Err((part, Row::Drop(id, keep, Some(distance)))));
-        }
-        for (a, b, distance) in pairs.pairs().filter(|&(a, _, _)| !is_local(a)) {
-            let cluster = self.joined[&roots[a as usize]];
-            let (a, b) = (self.components.id(a), self.components.id(b));
-            let pair = Assigned::Pair(cluster, a, b, distance);
-            give(Ok((owner_of(cluster, self.peers), pair)));
+        drops
+            .into_iter()
+            .map(|(at, keep, distance)| (order[at as usize], keep, distance))
+            .collect()
+    }
+
+    /// Pairs `range` of the log that belong to joined clusters, to their
+    /// owners, by their ends' slots.
+    fn route_joined_pairs(&self, range: std::ops::Range<usize>, give: &mut dyn FnMut(Routed)) {
+        let Some(pairs) = self.input.pairs.as_ref() else {
+            return;
+        };
+        for (a, b, distance) in pairs.pairs_in(range) {
+            if self.slots[a as usize] == MISSING {
+                continue;
+            }
+            let cluster = self.input.joined[&self.root(a)];
+            let pair = Assigned::Pair {
+                source: self.input.worker,
+                a: self.slots[a as usize],
+                b: self.slots[b as usize],
+                distance,
+            };
+            give(Ok((owner_of(cluster, self.input.peers), pair)));
         }
     }
 
-    /// The pages of clusters seen whole here, in priority order: those that
-    /// rank first, then the rest, each by id.
-    fn local_pages_in_priority_order(&self, is_local: &dyn Fn(Page) -> bool) -> Vec<Page> {
-        let components = &*self.components;
-        let mut by_id: Vec<(i64, Page)> = (0..components.len() as Page)
-            .filter(|&page| is_local(page))
-            .map(|page| (components.id(page), page))
-            .collect();
-        radsort::sort_by_key(&mut by_id, |&(id, _)| id);
-        let first = |&&(_, page): &&(i64, Page)| components.ranks_first(page);
-        let ranked_first = by_id.iter().filter(first);
-        let others = by_id.iter().filter(|entry| !first(entry));
-        ranked_first.chain(others).map(|&(_, page)| page).collect()
+    /// Everything is routed: frees the memory before the owners and the
+    /// writers need theirs.
+    fn free(&mut self) {
+        self.input.components = Components::new(false);
+        self.input.pairs = None;
+        self.input.joined = JoinedRoots::default();
+        self.input.shared = SharedPages::default();
+        self.roots = Vec::new();
+        self.slots = Vec::new();
     }
 }

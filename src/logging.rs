@@ -11,3 +11,18 @@ pub fn init() {
         .with_target(false)
         .try_init();
 }
+
+/// The process's resident and peak resident memory in MiB (Linux; zeros
+/// elsewhere), for the stage logs: which stage holds the memory is the
+/// first question a run that peaks too high raises.
+pub fn resident_mib() -> (u64, u64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kib| kib / 1024)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}

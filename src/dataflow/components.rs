@@ -34,9 +34,9 @@ pub type Sighting = (i64, u32, Page);
 pub type Node = (u32, Page);
 
 /// A local component that shares a page with another worker's, sent to its
-/// worker: `(worker, local root, the node it joins)`; the node joined is the
-/// first of the page's sightings.
-pub type Join = (u32, Page, Node);
+/// worker: `(worker, local root, the node it joins, the page's id)`; the
+/// node joined is the first of the page's sightings.
+pub type Join = (u32, Page, Node, i64);
 
 /// A joined local component as worker 0 needs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +45,9 @@ pub struct NodeLink {
     pub joins: Node,
     pub least: Label,
 }
+
+/// The ids of a worker's pages that other workers saw too.
+pub type SharedPages = rustc_hash::FxHashSet<i64>;
 
 /// A joined local component's cluster: `(worker, local root, cluster id)`.
 pub type Resolved = (u32, Page, i64);
@@ -69,7 +72,7 @@ pub fn after_all<'scope, D, O, P>(
     input: Stream<'scope, u64, Vec<D>>,
     pact: P,
     name: &str,
-    mut absorb: impl FnMut(&mut Vec<D>) + 'static,
+    absorb: impl FnMut(&mut Vec<D>) + 'static,
     mut finish: impl FnMut(&mut dyn FnMut(O)) + 'static,
 ) -> Stream<'scope, u64, Vec<O>>
 where
@@ -77,19 +80,74 @@ where
     O: Clone + 'static,
     P: ParallelizationContract<u64, Vec<D>>,
 {
+    after_all_in_slices(input, pact, name, absorb, move || {
+        move |give: &mut dyn FnMut(O)| {
+            finish(give);
+            false
+        }
+    })
+}
+
+/// Work that gives its output a slice at a time: called until it returns
+/// false (no more to give).
+pub trait Slices<O> {
+    fn next_slice(&mut self, give: &mut dyn FnMut(O)) -> bool;
+}
+
+impl<O, F: FnMut(&mut dyn FnMut(O)) -> bool> Slices<O> for F {
+    fn next_slice(&mut self, give: &mut dyn FnMut(O)) -> bool {
+        self(give)
+    }
+}
+
+/// [`after_all`] for output too large to hold twice: once the input is all
+/// in, `start` makes the work, whose slices are given one per activation of
+/// the operator, so that each slice flows on to the operators downstream
+/// (and their workers) before the next is made, instead of every record
+/// waiting in a channel at once.
+pub fn after_all_in_slices<'scope, D, O, P, S>(
+    input: Stream<'scope, u64, Vec<D>>,
+    pact: P,
+    name: &str,
+    mut absorb: impl FnMut(&mut Vec<D>) + 'static,
+    start: impl FnOnce() -> S + 'static,
+) -> Stream<'scope, u64, Vec<O>>
+where
+    D: 'static,
+    O: Clone + 'static,
+    P: ParallelizationContract<u64, Vec<D>>,
+    S: Slices<O> + 'static,
+{
+    let scope = input.scope();
     input.unary_frontier::<CapacityContainerBuilder<Vec<O>>, _, _, _>(
         pact,
         name,
-        move |capability, _info| {
+        move |capability, info| {
+            let activator = scope.activator_for(info.address);
             let mut capability = Some(capability);
+            let (mut start, mut work) = (Some(start), None);
             move |(input, frontier), output| {
                 input.for_each(|_time, data| absorb(data));
                 if !frontier.is_empty() {
                     return;
                 }
-                if let Some(capability) = capability.take() {
-                    let mut session = output.session(&capability);
-                    finish(&mut |item| session.give(item));
+                let Some(held) = capability.as_ref() else {
+                    return;
+                };
+                if let Some(start) = start.take() {
+                    work = Some(start());
+                }
+                let Some(work) = work.as_mut() else {
+                    return;
+                };
+                let more = {
+                    let mut session = output.session(held);
+                    work.next_slice(&mut |item| session.give(item))
+                };
+                if more {
+                    activator.activate();
+                } else {
+                    capability = None;
                 }
             }
         },
@@ -114,18 +172,20 @@ pub fn find_shared<'scope>(
             radsort::sort_by_key(&mut seen, |&(id, ..)| id);
             for same in seen.chunk_by(|a, b| a.0 == b.0).filter(|s| s.len() > 1) {
                 let head = (same[0].1, same[0].2);
-                for &(_, worker, root) in same {
-                    give((worker, root, head));
+                for &(id, worker, root) in same {
+                    give((worker, root, head, id));
                 }
             }
         },
     )
 }
 
-/// At each joined component's worker: its least label, for worker 0.
+/// At each joined component's worker: its least label, for worker 0. The
+/// ids of the worker's pages that other workers saw too go to `shared`.
 pub fn describe_joined<'scope>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
+    shared: Rc<RefCell<SharedPages>>,
 ) -> Stream<'scope, u64, Vec<NodeLink>> {
     joins.unary::<CapacityContainerBuilder<Vec<NodeLink>>, _, _, _>(
         Exchange::new(|&(worker, ..): &Join| worker as u64),
@@ -135,7 +195,9 @@ pub fn describe_joined<'scope>(
                 input.for_each(|time, data| {
                     let mut session = output.session(&time);
                     let components = &mut *graph.borrow_mut();
-                    for &(worker, root, joins) in data.iter() {
+                    let mut shared = shared.borrow_mut();
+                    for &(worker, root, joins, id) in data.iter() {
+                        shared.insert(id);
                         session.give(NodeLink {
                             node: (worker, root),
                             joins,
@@ -258,16 +320,21 @@ impl NodeForest {
 pub type JoinedRoots = FxHashMap<Page, i64>;
 
 /// At every worker, once the clusters of its joined components are known:
-/// calls `finish` once with them (the rest of this worker's roots are whole
-/// clusters of their own) and a function that gives output.
-pub fn after_joins<'scope, O: Clone + 'static>(
+/// `start` makes the work that follows from them (the rest of this
+/// worker's roots are whole clusters of their own), given a slice at a time
+/// (see [`after_all_in_slices`]).
+pub fn after_joins<'scope, O, S>(
     resolved: Stream<'scope, u64, Vec<Resolved>>,
     name: &str,
-    mut finish: impl FnMut(&JoinedRoots, &mut dyn FnMut(O)) + 'static,
-) -> Stream<'scope, u64, Vec<O>> {
+    start: impl FnOnce(JoinedRoots) -> S + 'static,
+) -> Stream<'scope, u64, Vec<O>>
+where
+    O: Clone + 'static,
+    S: Slices<O> + 'static,
+{
     let joined = Rc::new(RefCell::new(JoinedRoots::default()));
     let absorbed = joined.clone();
-    after_all(
+    after_all_in_slices(
         resolved,
         Exchange::new(|&(worker, ..): &Resolved| worker as u64),
         name,
@@ -275,6 +342,6 @@ pub fn after_joins<'scope, O: Clone + 'static>(
             let mut joined = absorbed.borrow_mut();
             joined.extend(data.drain(..).map(|(_, root, cluster)| (root, cluster)));
         },
-        move |give| finish(&std::mem::take(&mut *joined.borrow_mut()), give),
+        move || start(std::mem::take(&mut *joined.borrow_mut())),
     )
 }

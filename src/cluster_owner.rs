@@ -1,0 +1,300 @@
+//! The owner of joined clusters: the clusters whose pages several workers
+//! saw, each sent whole to one worker (a hash of its id) that counts it and
+//! chooses its drops.
+//!
+//! A sender numbers the pages it sends each owner densely (its *slots*
+//! there) and names a pair's ends by those slots, so the owner places pages
+//! in arrays by `(sender, slot)` and never looks an id up: only a page that
+//! several workers saw comes more than once, flagged by its senders, and
+//! only those are matched by id. All the owner's clusters then share one
+//! greedy sweep in priority order, as a worker's own clusters do: a 10M-page
+//! chain costs one radix sort and a pass, not a hash lookup per pair end.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use rustc_hash::FxHashMap;
+use serde::{Deserialize, Serialize};
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::Stream;
+
+use crate::clustering::{count_cluster, placement_part, ClusterTotals, PartRow, Row};
+use crate::components::Page;
+use crate::dataflow::commit::Report;
+use crate::dataflow::components::after_all_in_slices;
+use crate::dataflow::Failure;
+use crate::drop_policy::{positions, priority_order, DropPolicy, Sweep};
+
+/// What a worker sends a joined cluster's owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Assigned {
+    Member(Member),
+    /// A pair, by its ends' slots from `source`.
+    Pair {
+        source: u32,
+        a: u32,
+        b: u32,
+        distance: u8,
+    },
+}
+
+/// An [`Assigned`] record and the global index of the worker it goes to.
+pub type Addressed = (u32, Assigned);
+
+/// A page of a joined cluster: its slot among those `source` sends this
+/// owner, its cluster's representative, whether it ranks first (a corpus
+/// page under `--corpus-wins`) and whether other workers saw it too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Member {
+    pub source: u32,
+    pub slot: u32,
+    pub id: i64,
+    pub cluster: i64,
+    pub first: bool,
+    pub shared: bool,
+}
+
+/// The owner's side of the dataflow.
+pub struct ClusterOwner {
+    pub policy: DropPolicy,
+    pub parts: usize,
+    pub max_size: u64,
+    pub state: Rc<RefCell<Report<ClusterTotals>>>,
+    pub failure: Arc<Failure>,
+}
+
+impl ClusterOwner {
+    /// Takes every record of this worker's joined clusters; once all have
+    /// come, gives their rows.
+    pub fn rows<'scope>(
+        self,
+        assigned: Stream<'scope, u64, Vec<Addressed>>,
+    ) -> Stream<'scope, u64, Vec<PartRow>> {
+        type Inbox = (Vec<Member>, Vec<(u32, u32, u32, u8)>);
+        let inbox = Rc::new(RefCell::new(Inbox::default()));
+        let absorbed = inbox.clone();
+        after_all_in_slices(
+            assigned,
+            Exchange::new(|&(target, _): &Addressed| target as u64),
+            "OwnClusters",
+            move |data| {
+                let (members, pairs) = &mut *absorbed.borrow_mut();
+                for (_, assigned) in data.drain(..) {
+                    match assigned {
+                        Assigned::Member(member) => members.push(member),
+                        Assigned::Pair {
+                            source,
+                            a,
+                            b,
+                            distance,
+                        } => pairs.push((source, a, b, distance)),
+                    }
+                }
+            },
+            move || {
+                let (members, pairs) = std::mem::take(&mut *inbox.borrow_mut());
+                let mut work = (!self.failure.happened() && !members.is_empty())
+                    .then(|| OwnerWork::start(&self, members, &pairs));
+                move |give: &mut dyn FnMut(PartRow)| match work.as_mut() {
+                    Some(Ok(work)) => work.next_slice(give),
+                    Some(Err(_)) => {
+                        if let Some(Err(error)) = work.take() {
+                            self.state.borrow_mut().fail(error, &self.failure);
+                        }
+                        false
+                    }
+                    None => false,
+                }
+            },
+        )
+    }
+}
+
+/// Rows given per slice (see [`after_all_in_slices`]).
+const SLICE: usize = 1 << 18;
+
+/// An owner's clusters, counted and their drops chosen, given as rows a
+/// slice at a time.
+struct OwnerWork {
+    pages: Pages,
+    sizes: FxHashMap<i64, u32>,
+    policy: DropPolicy,
+    parts: usize,
+    /// Distinct pages given so far (by index), then drops.
+    next_page: usize,
+    drops: Vec<(usize, i64, u8)>,
+    next_drop: usize,
+}
+
+impl OwnerWork {
+    /// Places the pages, counts the clusters into the totals, and under the
+    /// direct policy chooses the drops.
+    fn start(
+        owner: &ClusterOwner,
+        members: Vec<Member>,
+        pairs: &[(u32, u32, u32, u8)],
+    ) -> Result<OwnerWork> {
+        let started = Instant::now();
+        let pages = Pages::place(members)?;
+        let mut sizes = FxHashMap::<i64, u32>::default();
+        for x in pages.distinct() {
+            *sizes.entry(pages.held[x].cluster).or_default() += 1;
+        }
+        {
+            let totals = &mut owner.state.borrow_mut().body;
+            for (&cluster, &size) in &sizes {
+                count_cluster(totals, u64::from(size), cluster, owner.max_size);
+            }
+        }
+        let drops = match owner.policy {
+            DropPolicy::Direct => direct_drops(&pages, pairs)?,
+            DropPolicy::Component => Vec::new(),
+        };
+        tracing::info!(
+            pages = sizes.values().map(|&n| n as usize).sum::<usize>(),
+            clusters = sizes.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            rss_mib = ?crate::logging::resident_mib(),
+            "joined clusters counted and drops chosen"
+        );
+        Ok(OwnerWork {
+            pages,
+            sizes,
+            policy: owner.policy,
+            parts: owner.parts,
+            next_page: 0,
+            drops,
+            next_drop: 0,
+        })
+    }
+
+    /// Gives the next slice of rows: members (and under `component` their
+    /// drops), then the direct drops; false once all are given.
+    fn next_slice(&mut self, give: &mut dyn FnMut(PartRow)) -> bool {
+        let held = &self.pages.held;
+        if self.next_page < held.len() {
+            let end = (self.next_page + SLICE).min(held.len());
+            for x in (self.next_page..end).filter(|&x| self.pages.is_distinct(x)) {
+                let Member { id, cluster, .. } = held[x];
+                let part = placement_part(cluster, self.parts);
+                give((part, Row::Member(id, cluster, self.sizes[&cluster])));
+                if self.policy == DropPolicy::Component && id != cluster {
+                    give((part, Row::Drop(id, cluster, None)));
+                }
+            }
+            self.next_page = end;
+            return true;
+        }
+        let end = (self.next_drop + SLICE).min(self.drops.len());
+        for &(x, keep, distance) in &self.drops[self.next_drop..end] {
+            let Member { id, cluster, .. } = held[x];
+            let part = placement_part(cluster, self.parts);
+            give((part, Row::Drop(id, keep, Some(distance))));
+        }
+        self.next_drop = end;
+        end < self.drops.len()
+    }
+}
+
+/// One greedy sweep over every page of an owner's clusters: the drops as
+/// `(index, keep_id, distance)`.
+fn direct_drops(pages: &Pages, pairs: &[(u32, u32, u32, u8)]) -> Result<Vec<(usize, i64, u8)>> {
+    let mut ends = Vec::with_capacity(pairs.len());
+    for &(source, a, b, distance) in pairs {
+        match (pages.index(source, a), pages.index(source, b)) {
+            (Some(a), Some(b)) => ends.push((a, b, distance)),
+            _ => bail!("a pair from worker {source} names a page it did not send (internal error)"),
+        }
+    }
+    let distinct = pages.distinct().map(|x| (pages.held[x].id, x as Page));
+    let order = priority_order(distinct, |x| pages.held[x as usize].first);
+    let position = positions(&order, pages.held.len());
+    let ranked = ends
+        .iter()
+        .map(|&(a, b, distance)| (position[a as usize], position[b as usize], distance));
+    let id_of = |at: Page| pages.held[order[at as usize] as usize].id;
+    let mut drops = Vec::new();
+    Sweep::default().run(order.len(), ranked, id_of, &mut drops);
+    Ok(drops
+        .into_iter()
+        .map(|(at, keep, distance)| (order[at as usize] as usize, keep, distance))
+        .collect())
+}
+
+/// An owner's pages, at `base[source] + slot`, with the pages several
+/// workers sent joined into one.
+struct Pages {
+    held: Vec<Member>,
+    base: Vec<usize>,
+    /// The index standing for each index: itself, or the first copy of a
+    /// page several workers sent.
+    canonical: Vec<Page>,
+}
+
+impl Pages {
+    fn place(members: Vec<Member>) -> Result<Pages> {
+        let sources = members
+            .iter()
+            .map(|m| m.source as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut base = vec![0usize; sources + 1];
+        for m in &members {
+            base[m.source as usize + 1] += 1;
+        }
+        for s in 0..sources {
+            base[s + 1] += base[s];
+        }
+        let n = members.len();
+        let mut held: Vec<Option<Member>> = vec![None; n];
+        for m in members {
+            let at = base[m.source as usize] + m.slot as usize;
+            match held.get_mut(at) {
+                Some(place @ None) => *place = Some(m),
+                _ => bail!(
+                    "worker {} sent slot {} twice or out of range (internal error)",
+                    m.source,
+                    m.slot
+                ),
+            }
+        }
+        let mut held: Vec<Member> = held.into_iter().flatten().collect();
+        base.truncate(sources);
+        let mut canonical: Vec<Page> = (0..n as Page).collect();
+        let mut first_copy = FxHashMap::<i64, Page>::default();
+        for x in 0..n {
+            if held[x].shared {
+                let kept = *first_copy.entry(held[x].id).or_insert(x as Page);
+                canonical[x] = kept;
+                held[kept as usize].first |= held[x].first;
+            }
+        }
+        Ok(Pages {
+            held,
+            base,
+            canonical,
+        })
+    }
+
+    /// The canonical index of `slot` from `source`.
+    fn index(&self, source: u32, slot: u32) -> Option<Page> {
+        let base = *self.base.get(source as usize)?;
+        let at = base + slot as usize;
+        let next = self.base.get(source as usize + 1).copied();
+        let end = next.unwrap_or(self.held.len());
+        (at < end).then(|| self.canonical[at])
+    }
+
+    /// The index of every distinct page.
+    fn distinct(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.held.len()).filter(|&x| self.is_distinct(x))
+    }
+
+    /// Whether `x` is a page's first copy.
+    fn is_distinct(&self, x: usize) -> bool {
+        self.canonical[x] as usize == x
+    }
+}
