@@ -11,8 +11,9 @@
 # - star:   1M leaves paired with one page;
 # - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
 # A third of the pairs are `--self` pairs; distances are 0 to 3.
-# Each shape runs with both drop policies; the line gives time, pairs/s and
-# peak RSS (/usr/bin/time).
+# Each shape runs with both drop policies; the line gives time, pairs/s,
+# peak RSS and CPU time (/usr/bin/time): on a VM whose host backs memory
+# lazily, system time (first touches of memory) swings run to run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
@@ -63,14 +64,15 @@ PY
             > /dev/null 2> bench-data/cluster-time.txt
         peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/cluster-time.txt)
         wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)
-        python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" <<'PY'
+        cpu=$(awk '/User time/ {u=$4} /System time/ {s=$4} END {print "user " u " s, sys " s " s"}' bench-data/cluster-time.txt)
+        python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" "$cpu" <<'PY'
 import json, sys
-shape, policy, peak_kib, wall, summary = sys.argv[1:]
+shape, policy, peak_kib, wall, summary, cpu = sys.argv[1:]
 s = json.load(open(summary))
 print(f"{shape:6} {policy:9} {s['pairs']:>10,} pairs {s['pages']:>10,} pages "
       f"{s['clusters']:>9,} clusters (largest {s['largest_cluster']:,}) {s['dropped']:>10,} dropped | "
       f"{s['seconds']:6.2f}s (wall {wall}) {s['pairs'] / s['seconds'] / 1e6:5.2f}M pairs/s "
-      f"peak {int(peak_kib) / 1024:5.0f} MiB")
+      f"peak {int(peak_kib) / 1024:5.0f} MiB ({cpu})")
 PY
     done
 done
