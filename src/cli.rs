@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use crate::cluster::ClusterOptions;
 use crate::clustering::{run_cluster, ClusterJobOptions};
 use crate::crawl::html::HtmlText;
 use crate::crawl::{Format, TextFields};
@@ -18,6 +17,7 @@ use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
+use crate::runtime::RuntimeOptions;
 use crate::scheme::Scheme;
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
@@ -70,7 +70,7 @@ pub struct ClusterCommandArgs {
     #[arg(long)]
     pub overwrite: bool,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub runtime: RuntimeArgs,
 }
 
 #[derive(Debug, Args)]
@@ -103,7 +103,7 @@ pub struct RunArgs {
 /// Where the workers run: threads of this process, and the other processes
 /// of a timely cluster.
 #[derive(Debug, Args)]
-pub struct ClusterArgs {
+pub struct RuntimeArgs {
     /// Worker threads per process.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
@@ -121,9 +121,9 @@ pub struct ClusterArgs {
     pub connect_timeout: f64,
 }
 
-impl ClusterArgs {
-    pub fn options(&self) -> Result<ClusterOptions> {
-        ClusterOptions::from_settings(
+impl RuntimeArgs {
+    pub fn options(&self) -> Result<RuntimeOptions> {
+        RuntimeOptions::from_settings(
             self.workers,
             self.processes,
             self.process,
@@ -175,7 +175,7 @@ pub struct MatchArgs {
     #[arg(long)]
     pub allow_mixed_schemes: bool,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub runtime: RuntimeArgs,
     /// Number of output part files (split by query id).
     #[arg(long, default_value_t = 1)]
     pub parts: usize,
@@ -277,7 +277,7 @@ pub struct FingerprintArgs {
     pub keep_stop_words: bool,
     /// Input files are spread over the workers of every process.
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub runtime: RuntimeArgs,
     /// JSONL field / Parquet column holding the INT64 id (else the URL's hash).
     #[arg(long, default_value = "id")]
     pub id_field: String,
@@ -312,7 +312,7 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
         k: args.k,
         self_join: args.self_join,
         allow_mixed_schemes: args.allow_mixed_schemes,
-        cluster: args.cluster.options()?,
+        runtime: args.runtime.options()?,
         parts: args.parts,
         overwrite: args.overwrite,
         columns: args.columns.columns(),
@@ -422,7 +422,7 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
             args.keep_stop_words,
             args.html_text,
         )?,
-        cluster: args.cluster.options()?,
+        runtime: args.runtime.options()?,
         overwrite: args.overwrite,
         progress: true,
     };
@@ -465,7 +465,7 @@ fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
         drop_policy: args.drop_policy,
         max_cluster_size: args.max_cluster_size,
         parts: args.parts,
-        cluster: args.cluster.options()?,
+        runtime: args.runtime.options()?,
         overwrite: args.overwrite,
     };
     let summary = run_cluster(&opts)?;

@@ -22,7 +22,6 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::core::OkErr;
 use timely::dataflow::operators::{Concat, Input};
 
-use crate::cluster::{self, ClusterOptions};
 use crate::cluster_owner::ClusterOwner;
 use crate::components::Components;
 use crate::dataflow::commit::{
@@ -39,6 +38,7 @@ use crate::local_clusters::{PairLog, Routed, Router, RouterInput};
 use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::progress::human;
+use crate::runtime::{self, RuntimeOptions};
 
 /// Representatives of oversized clusters listed in `_summary.json`.
 const LISTED_OVERSIZED: usize = 1000;
@@ -56,7 +56,7 @@ pub struct ClusterJobOptions {
     /// Warn about clusters with more pages than this.
     pub max_cluster_size: u64,
     pub parts: usize,
-    pub cluster: ClusterOptions,
+    pub runtime: RuntimeOptions,
     pub overwrite: bool,
 }
 
@@ -70,7 +70,7 @@ impl ClusterJobOptions {
             drop_policy: DropPolicy::default(),
             max_cluster_size: 1000,
             parts: 1,
-            cluster: ClusterOptions::default(),
+            runtime: RuntimeOptions::default(),
             overwrite: false,
         }
     }
@@ -165,7 +165,7 @@ impl ClusterSummary {
 /// Runs `cluster` end to end; on a cluster every process calls this.
 pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
-    opts.cluster.validate()?;
+    opts.runtime.validate()?;
     if opts.parts == 0 {
         bail!("--parts must be at least 1");
     }
@@ -175,10 +175,10 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         distance: direct,
     };
     let units = open_pair_inputs(&opts.pairs, needs)?;
-    let staging = match opts.cluster.is_leader() {
+    let staging = match opts.runtime.is_leader() {
         true => {
             let staging = Staging::create(&opts.out, opts.overwrite)?;
-            cluster::remove_on_abort(staging.dir());
+            runtime::remove_on_abort(staging.dir());
             for sub in ["clusters", "drop"] {
                 let dir = staging.dir().join(sub);
                 std::fs::create_dir(&dir)
@@ -200,7 +200,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let job = Arc::new((units, opts.clone(), dir));
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
-        cluster::execute(&opts.cluster, move |worker| {
+        runtime::execute(&opts.runtime, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
             let (units, opts, dir) = &*job;
             let mine: Vec<PairUnit> = units.iter().skip(me).step_by(peers).cloned().collect();
@@ -424,8 +424,8 @@ fn summarize(opts: &ClusterJobOptions, totals: &ClusterTotals, started: Instant)
         inputs: opts.pairs.clone(),
         corpus_wins: opts.corpus_wins,
         drop_policy: opts.drop_policy,
-        workers: opts.cluster.workers,
-        processes: opts.cluster.processes,
+        workers: opts.runtime.workers,
+        processes: opts.runtime.processes,
         parts: opts.parts,
         pairs: totals.pairs,
         pages: totals.pages,

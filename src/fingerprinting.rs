@@ -16,7 +16,6 @@ use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::operators::generic::operator::source;
 
-use crate::cluster::{self, ClusterOptions};
 use crate::crawl::html::{self, HtmlText};
 use crate::crawl::{read_file, BadRecord, Format, Record, TextFields};
 use crate::dataflow::commit::{
@@ -26,6 +25,7 @@ use crate::dataflow::Failure;
 use crate::parquet_io::input::expand_paths_with;
 use crate::parquet_io::output::{part_name, write_documents, DocumentRows, Staging};
 use crate::progress::{human, BytesProgress};
+use crate::runtime::{self, RuntimeOptions};
 use crate::scheme::Scheme;
 use crate::simhash::fingerprint;
 
@@ -42,7 +42,7 @@ pub struct FingerprintOptions {
     pub fields: TextFields,
     /// How documents are fingerprinted, HTML pages' text chosen included.
     pub scheme: Scheme,
-    pub cluster: ClusterOptions,
+    pub runtime: RuntimeOptions,
     pub overwrite: bool,
     pub progress: bool,
 }
@@ -56,7 +56,7 @@ impl FingerprintOptions {
             format: None,
             fields: TextFields::default(),
             scheme: Scheme::default(),
-            cluster: ClusterOptions::default(),
+            runtime: RuntimeOptions::default(),
             overwrite: false,
             progress: false,
         }
@@ -161,12 +161,12 @@ impl Merge for FileResults {
 /// process calls this; process 0 creates the output and commits it.
 pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> {
     let started = Instant::now();
-    opts.cluster.validate()?;
+    opts.runtime.validate()?;
     let inputs = input_files(opts)?;
-    let staging = match opts.cluster.is_leader() {
+    let staging = match opts.runtime.is_leader() {
         true => {
             let staging = Staging::create(&opts.out, opts.overwrite)?;
-            cluster::remove_on_abort(staging.dir());
+            runtime::remove_on_abort(staging.dir());
             Some(staging)
         }
         false => None,
@@ -175,7 +175,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
     let local_bytes: u64 = inputs
         .iter()
         .enumerate()
-        .filter(|(i, _)| opts.cluster.runs_here(*i))
+        .filter(|(i, _)| opts.runtime.runs_here(*i))
         .map(|(_, (_, _, bytes))| bytes)
         .sum();
     let counters = Arc::new(TextCounters::default());
@@ -192,7 +192,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
     let job = Arc::new((inputs, opts.clone(), dir));
     let guards = {
         let (failure, outcome, counters) = (failure.clone(), outcome.clone(), counters.clone());
-        cluster::execute(&opts.cluster, move |worker| {
+        runtime::execute(&opts.runtime, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
             let (job, failure, counters) = (job.clone(), failure.clone(), counters.clone());
             let (commit, outcome) = (commit.clone(), outcome.clone());
@@ -378,8 +378,8 @@ fn summarize(
         features: opts.scheme.simhash.features.to_string(),
         log_weights: opts.scheme.simhash.log_weights,
         stop_words: opts.scheme.simhash.stop_words,
-        workers: opts.cluster.workers,
-        processes: opts.cluster.processes,
+        workers: opts.runtime.workers,
+        processes: opts.runtime.processes,
         documents,
         bad_records: files.iter().map(|f| f.bad_records).sum(),
         skipped_records: files.iter().map(|f| f.skipped_records).sum(),

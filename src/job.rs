@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-use crate::cluster::ClusterOptions;
 use crate::clustering::{run_cluster, ClusterJobOptions};
 use crate::crawl::html::HtmlText;
 use crate::crawl::{Format, TextFields};
@@ -29,6 +28,7 @@ use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_paths, Columns};
 use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
+use crate::runtime::RuntimeOptions;
 use crate::scheme::Scheme;
 
 /// A job spec as written in TOML. Unknown keys are errors.
@@ -181,7 +181,7 @@ pub struct RuntimeOverrides {
 #[derive(Debug)]
 pub struct Job {
     pub spec_path: PathBuf,
-    pub cluster: ClusterOptions,
+    pub runtime: RuntimeOptions,
     pub fingerprint: Option<FingerprintOptions>,
     pub matching: MatchOptions,
     pub clustering: Option<ClusterJobOptions>,
@@ -223,7 +223,7 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
         Some(h) => Some(h.clone()),
         None => spec.runtime.hostfile.as_deref().map(&resolve),
     };
-    let cluster = ClusterOptions::from_settings(
+    let runtime = RuntimeOptions::from_settings(
         o.workers.unwrap_or(spec.runtime.workers),
         o.processes.or(spec.runtime.processes),
         opts.process,
@@ -234,7 +234,7 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
 
     let fingerprint = match &spec.fingerprint {
         Some(f) => Some(
-            fingerprint_options(f, &resolve_all(&f.input), resolve(&f.out), opts, &cluster)
+            fingerprint_options(f, &resolve_all(&f.input), resolve(&f.out), opts, &runtime)
                 .with_context(|| format!("{shown}: [fingerprint]"))?,
         ),
         None => None,
@@ -269,7 +269,7 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
         id: m.id_column.clone().unwrap_or_else(|| "id".into()),
         simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),
     };
-    matching.cluster = cluster.clone();
+    matching.runtime = runtime.clone();
     matching.overwrite = true;
     matching.progress = opts.progress;
 
@@ -280,13 +280,13 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
         o.drop_policy = c.drop_policy;
         o.max_cluster_size = c.max_cluster_size;
         o.parts = c.parts;
-        o.cluster = cluster.clone();
+        o.runtime = runtime.clone();
         o.overwrite = true;
         o
     });
     let job = Job {
         spec_path: opts.spec.clone(),
-        cluster,
+        runtime,
         fingerprint,
         matching,
         clustering,
@@ -301,7 +301,7 @@ fn fingerprint_options(
     inputs: &[String],
     out: PathBuf,
     opts: &RunOptions,
-    cluster: &ClusterOptions,
+    runtime: &RuntimeOptions,
 ) -> Result<FingerprintOptions> {
     let mut o = FingerprintOptions::new(inputs.to_vec(), out);
     o.format = f.format;
@@ -318,7 +318,7 @@ fn fingerprint_options(
         f.keep_stop_words,
         f.html_text,
     )?;
-    o.cluster = cluster.clone();
+    o.runtime = runtime.clone();
     o.overwrite = true;
     o.progress = opts.progress;
     Ok(o)
@@ -467,10 +467,10 @@ pub fn run_job(
     if let (Some(batch), Some(f)) = (job.batch_dir(), job.append.as_ref()) {
         let queries = job.matching.queries.clone();
         stage("append", batch.clone(), &mut || {
-            if !job.cluster.is_leader() {
+            if !job.runtime.is_leader() {
                 return Ok(format!(
                     "process {}: appending is process 0's",
-                    job.cluster.process
+                    job.runtime.process
                 ));
             }
             append_batch(&queries, &f.0, &batch)

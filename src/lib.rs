@@ -13,7 +13,6 @@
 //! - [`job`]: job specs and the nightly workflow; [`cli`]: the flags.
 
 pub mod cli;
-pub mod cluster;
 pub mod cluster_owner;
 pub mod clustering;
 pub mod components;
@@ -31,6 +30,7 @@ pub mod pairs;
 pub mod parquet_io;
 pub mod probe;
 pub mod progress;
+pub mod runtime;
 pub mod scheme;
 pub mod simhash;
 pub mod tables;

@@ -8,7 +8,6 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
-use crate::cluster::ClusterOptions;
 use crate::dataflow::commit::{commit_staging, lock};
 use crate::dataflow::{self, Counters, Job, MatchTotals, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
@@ -16,6 +15,7 @@ use crate::pairs::Parts;
 use crate::parquet_io::input::{open_inputs, Columns, FingerprintFile, Unit};
 use crate::parquet_io::output::Staging;
 use crate::progress::{human, ScanProgress};
+use crate::runtime::RuntimeOptions;
 use crate::scheme;
 use crate::tables::{Index, QuerySet};
 
@@ -29,7 +29,7 @@ pub struct MatchOptions {
     pub self_join: bool,
     /// Match B and F even when their fingerprint schemes differ.
     pub allow_mixed_schemes: bool,
-    pub cluster: ClusterOptions,
+    pub runtime: RuntimeOptions,
     pub parts: usize,
     pub overwrite: bool,
     pub columns: Columns,
@@ -48,7 +48,7 @@ impl MatchOptions {
             k: 3,
             self_join: false,
             allow_mixed_schemes: false,
-            cluster: ClusterOptions::default(),
+            runtime: RuntimeOptions::default(),
             parts: 1,
             overwrite: false,
             columns: Columns::default(),
@@ -71,7 +71,7 @@ impl MatchOptions {
         if self.corpus.is_empty() && !self.self_join {
             bail!("nothing to match: give --corpus, --self, or both");
         }
-        self.cluster.validate()?;
+        self.runtime.validate()?;
         if self.parts == 0 {
             bail!("--parts must be at least 1");
         }
@@ -134,10 +134,10 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let started = Instant::now();
     tracing::info!("match started");
     opts.validate()?;
-    let leader = opts.cluster.is_leader();
+    let leader = opts.runtime.is_leader();
     let staging = if leader {
         let staging = Staging::create(&opts.out, opts.overwrite)?;
-        crate::cluster::remove_on_abort(staging.dir());
+        crate::runtime::remove_on_abort(staging.dir());
         Some(staging)
     } else {
         None
@@ -165,7 +165,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     );
     tracing::info!(design = %plan.design.describe(), "table design");
     let parts = Parts::from_sorted_ids(&queries.sorted_ids(), opts.parts);
-    let index = Index::build(plan.design, queries, opts.cluster.workers);
+    let index = Index::build(plan.design, queries, opts.runtime.workers);
     let build_seconds = started.elapsed().as_secs_f64();
     tracing::info!(seconds = build_seconds, "tables built");
 
@@ -180,7 +180,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         started,
         scan_started: Instant::now(),
     }));
-    let (local_units, local_rows) = local_share(&units, &opts.cluster);
+    let (local_units, local_rows) = local_share(&units, &opts.runtime);
     let job = Arc::new(Job {
         index,
         parts,
@@ -198,7 +198,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
             lock(&summary).finish(&opts, *totals)
         })
     };
-    let result = dataflow::run(job, &opts.cluster, counters, commit);
+    let result = dataflow::run(job, &opts.runtime, counters, commit);
     progress.finish();
     let totals = result?;
     let committed = lock(&written).take();
@@ -243,7 +243,7 @@ fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
 }
 
 /// The units and rows this process's workers scan, for its progress bar.
-fn local_share(units: &[ScanUnit], cluster: &ClusterOptions) -> (u64, u64) {
+fn local_share(units: &[ScanUnit], cluster: &RuntimeOptions) -> (u64, u64) {
     let mine = units
         .iter()
         .enumerate()
@@ -276,8 +276,8 @@ impl SummaryDraft {
             self_join: opts.self_join,
             k: opts.k,
             design: self.design.clone(),
-            workers: opts.cluster.workers,
-            processes: opts.cluster.processes,
+            workers: opts.runtime.workers,
+            processes: opts.runtime.processes,
             parts: self.parts,
             rows_scanned,
             pairs: totals.pairs,

@@ -13,12 +13,12 @@ use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::{Array, Int64Array, Int8Array};
-use neardup::cluster::ClusterOptions;
 use neardup::clustering::{run_cluster, ClusterJobOptions};
 use neardup::drop_policy::DropPolicy;
 use neardup::gen::SplitMix64;
 use neardup::pairs::Pair;
 use neardup::parquet_io::output::write_pairs;
+use neardup::runtime::RuntimeOptions;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// A pair-graph edge: (query_id, corpus_id, self_pair).
@@ -265,7 +265,7 @@ fn options(
     let mut opts = ClusterJobOptions::new(vec![pairs.to_string()], out.to_path_buf());
     opts.corpus_wins = corpus_wins;
     opts.drop_policy = policy;
-    opts.cluster = ClusterOptions::local(workers);
+    opts.runtime = RuntimeOptions::local(workers);
     opts.parts = parts;
     opts.overwrite = true;
     opts

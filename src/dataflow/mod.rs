@@ -30,7 +30,7 @@ use self::commit::{
     await_outcome, gather_and_commit, lock, report_when_done, Commit, FinalStage, Merge,
     OutcomeSlot, Report,
 };
-use crate::cluster::{self, ClusterOptions};
+use crate::runtime::{self, RuntimeOptions};
 
 use crate::pairs::{sort_and_dedup, Pair, Parts};
 use crate::parquet_io::input::{Columns, FingerprintFile, Unit};
@@ -116,7 +116,7 @@ impl Merge for MatchTotals {
 /// process 0 only) or refused to. Returns the job's totals.
 pub fn run(
     job: Arc<Job>,
-    cluster: &ClusterOptions,
+    cluster: &RuntimeOptions,
     counters: Arc<Counters>,
     commit: Option<Commit<MatchTotals>>,
 ) -> Result<MatchTotals> {
@@ -124,7 +124,7 @@ pub fn run(
     let outcome = Arc::new(OutcomeSlot::default());
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
-        cluster::execute(cluster, move |worker| {
+        runtime::execute(cluster, move |worker| {
             let index = worker.index();
             let peers = worker.peers();
             let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());

@@ -150,7 +150,7 @@ pub fn run(
     let mut opts = MatchOptions::new(q, c, out.clone());
     opts.k = k;
     opts.self_join = self_join;
-    opts.cluster.workers = workers;
+    opts.runtime.workers = workers;
     opts.parts = parts;
     opts.overwrite = true;
     run_match(&opts).unwrap();

@@ -1,4 +1,5 @@
-//! Running a dataflow on one process or on a timely cluster of processes.
+//! The runtime: a dataflow on one process or on a timely cluster of processes
+//! (named `runtime`, as "cluster" names near-duplicate clusters here).
 //!
 //! A cluster is plain timely: processes joined by a hostfile (one `host:port`
 //! per process), each with `--workers` threads, exchanging data over TCP.
@@ -35,7 +36,7 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Where a job's workers run: threads in this process and, optionally, the
 /// other processes of a cluster.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClusterOptions {
+pub struct RuntimeOptions {
     /// Worker threads per process.
     pub workers: usize,
     /// Processes in the cluster (1: no networking).
@@ -48,9 +49,9 @@ pub struct ClusterOptions {
     pub connect_timeout: Duration,
 }
 
-impl Default for ClusterOptions {
+impl Default for RuntimeOptions {
     fn default() -> Self {
-        ClusterOptions {
+        RuntimeOptions {
             workers: 1,
             processes: 1,
             process: 0,
@@ -60,12 +61,12 @@ impl Default for ClusterOptions {
     }
 }
 
-impl ClusterOptions {
+impl RuntimeOptions {
     /// One process with `workers` threads.
-    pub fn local(workers: usize) -> ClusterOptions {
-        ClusterOptions {
+    pub fn local(workers: usize) -> RuntimeOptions {
+        RuntimeOptions {
             workers,
-            ..ClusterOptions::default()
+            ..RuntimeOptions::default()
         }
     }
 
@@ -77,7 +78,7 @@ impl ClusterOptions {
         process: usize,
         hostfile: Option<PathBuf>,
         connect_timeout_seconds: f64,
-    ) -> Result<ClusterOptions> {
+    ) -> Result<RuntimeOptions> {
         let processes = match (processes, &hostfile) {
             (Some(n), _) => n,
             (None, Some(hostfile)) => read_hostfile(hostfile)?.len(),
@@ -88,7 +89,7 @@ impl ClusterOptions {
                 "--connect-timeout {connect_timeout_seconds} is out of range: give a positive number of seconds"
             );
         }
-        let options = ClusterOptions {
+        let options = RuntimeOptions {
             workers,
             processes,
             process,
@@ -186,23 +187,23 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
 
 /// Starts `func` on every worker of this process, joined to the cluster when
 /// there is more than one process, like `timely::execute`.
-pub fn execute<T, F>(cluster: &ClusterOptions, func: F) -> Result<WorkerGuards<T>>
+pub fn execute<T, F>(runtime: &RuntimeOptions, func: F) -> Result<WorkerGuards<T>>
 where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
-    cluster.validate()?;
-    if cluster.processes == 1 {
-        return timely::execute(timely::Config::process(cluster.workers), func)
+    runtime.validate()?;
+    if runtime.processes == 1 {
+        return timely::execute(timely::Config::process(runtime.workers), func)
             .map_err(|e| anyhow!("cannot start timely workers: {e}"));
     }
-    let addresses = cluster.addresses()?;
-    let sockets = connect_peers(&addresses, cluster.process, cluster.connect_timeout)?;
+    let addresses = runtime.addresses()?;
+    let sockets = connect_peers(&addresses, runtime.process, runtime.connect_timeout)?;
     exit_when_a_peer_is_lost(addresses);
     let hooks = Hooks::default();
-    let local = ProcessBuilder::new_typed_vector(cluster.workers, hooks.refill.clone(), None);
+    let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
     let (builders, guard) =
-        initialize_networking_from_sockets(local, sockets, cluster.process, cluster.workers, hooks)
+        initialize_networking_from_sockets(local, sockets, runtime.process, runtime.workers, hooks)
             .context("cannot start the cluster's network threads")?;
     let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
     timely::execute::execute_from(
@@ -376,10 +377,10 @@ mod tests {
     #[test]
     fn validate_checks_process_numbers_and_hostfile_length() {
         let file = hostfile("127.0.0.1:4000\n127.0.0.1:4001\n");
-        let mut opts = ClusterOptions {
+        let mut opts = RuntimeOptions {
             processes: 3,
             hostfile: Some(file.path().to_path_buf()),
-            ..ClusterOptions::default()
+            ..RuntimeOptions::default()
         };
         let error = opts.validate().unwrap_err().to_string();
         assert!(error.contains("lists 2 address(es)"), "{error}");
@@ -400,11 +401,11 @@ mod tests {
     #[test]
     fn every_work_item_runs_on_exactly_one_process() {
         for (processes, workers) in [(1, 1), (2, 1), (3, 2)] {
-            let on = |process| ClusterOptions {
+            let on = |process| RuntimeOptions {
                 workers,
                 processes,
                 process,
-                ..ClusterOptions::default()
+                ..RuntimeOptions::default()
             };
             for i in 0..50 {
                 let homes: Vec<usize> = (0..processes).filter(|&p| on(p).runs_here(i)).collect();
