@@ -21,12 +21,12 @@ use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use crate::clustering::{count_cluster, placement_part, ClusterTotals, PartRow, Row};
+use crate::clustering::{count_cluster, member_rows, placement_part, ClusterTotals, PartRow, Row};
 use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
-use crate::drop_policy::{positions, priority_order, DropPolicy, Sweep};
+use crate::drop_policy::DropPolicy;
 
 /// What a worker sends a joined cluster's owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -150,7 +150,7 @@ impl OwnerWork {
             }
         }
         let drops = match owner.policy {
-            DropPolicy::Direct => direct_drops(&pages, pairs)?,
+            DropPolicy::Direct => owner_drops(&pages, pairs)?,
             DropPolicy::Component => Vec::new(),
         };
         tracing::info!(
@@ -179,11 +179,8 @@ impl OwnerWork {
             let end = (self.next_page + SLICE).min(held.len());
             for x in (self.next_page..end).filter(|&x| self.pages.is_distinct(x)) {
                 let Member { id, cluster, .. } = held[x];
-                let part = placement_part(cluster, self.parts);
-                give((part, Row::Member(id, cluster, self.sizes[&cluster])));
-                if self.policy == DropPolicy::Component && id != cluster {
-                    give((part, Row::Drop(id, cluster, None)));
-                }
+                let member = (id, cluster, self.sizes[&cluster]);
+                member_rows(self.policy, self.parts, member, give);
             }
             self.next_page = end;
             return true;
@@ -201,7 +198,7 @@ impl OwnerWork {
 
 /// One greedy sweep over every page of an owner's clusters: the drops as
 /// `(index, keep_id, distance)`.
-fn direct_drops(pages: &Pages, pairs: &[(u32, u32, u32, u8)]) -> Result<Vec<(usize, i64, u8)>> {
+fn owner_drops(pages: &Pages, pairs: &[(u32, u32, u32, u8)]) -> Result<Vec<(usize, i64, u8)>> {
     let mut ends = Vec::with_capacity(pairs.len());
     for &(source, a, b, distance) in pairs {
         match (pages.index(source, a), pages.index(source, b)) {
@@ -209,18 +206,16 @@ fn direct_drops(pages: &Pages, pairs: &[(u32, u32, u32, u8)]) -> Result<Vec<(usi
             _ => bail!("a pair from worker {source} names a page it did not send (internal error)"),
         }
     }
-    let distinct = pages.distinct().map(|x| (pages.held[x].id, x as Page));
-    let order = priority_order(distinct, |x| pages.held[x as usize].first);
-    let position = positions(&order, pages.held.len());
-    let ranked = ends
-        .iter()
-        .map(|&(a, b, distance)| (position[a as usize], position[b as usize], distance));
-    let id_of = |at: Page| pages.held[order[at as usize] as usize].id;
-    let mut drops = Vec::new();
-    Sweep::default().run(order.len(), ranked, id_of, &mut drops);
+    let drops = crate::drop_policy::direct_drops(
+        pages.distinct().map(|x| x as Page),
+        pages.held.len(),
+        |x| pages.held[x as usize].id,
+        |x| pages.held[x as usize].first,
+        ends.into_iter(),
+    );
     Ok(drops
         .into_iter()
-        .map(|(at, keep, distance)| (order[at as usize] as usize, keep, distance))
+        .map(|(x, keep, distance)| (x as usize, keep, distance))
         .collect())
 }
 

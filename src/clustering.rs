@@ -384,6 +384,21 @@ impl FinalStage<PartRow, ClusterTotals> for PartWriter {
     }
 }
 
+/// A page's rows: its `clusters/` row and, under `component`, its drop for
+/// the representative.
+pub(crate) fn member_rows(
+    policy: DropPolicy,
+    parts: usize,
+    (id, cluster, size): (i64, i64, u32),
+    give: &mut dyn FnMut(PartRow),
+) {
+    let part = placement_part(cluster, parts);
+    give((part, Row::Member(id, cluster, size)));
+    if policy == DropPolicy::Component && id != cluster {
+        give((part, Row::Drop(id, cluster, None)));
+    }
+}
+
 /// Adds one cluster to the size counts of `totals`.
 pub(crate) fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
     totals.clusters += 1;

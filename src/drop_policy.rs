@@ -45,8 +45,8 @@ pub type WeightedPair = (i64, i64, u8);
 /// A drop row: `(id, keep_id, distance)`.
 pub type Drop = (i64, i64, u8);
 
-/// A drop as [`Sweep`] gives it: `(position in priority order, keep_id,
-/// distance)`.
+/// A drop as [`Sweep`] gives it: `(position in priority order, or index,
+/// keep_id, distance)`.
 pub type SweptDrop = (Page, i64, u8);
 
 /// Pages (`(id, index)`) in priority order, as their indexes: those that
@@ -69,6 +69,36 @@ pub fn positions(order: &[Page], n: usize) -> Vec<Page> {
         position[page as usize] = at as Page;
     }
     position
+}
+
+/// The [`DropPolicy::Direct`] drops among `pages` (indexes below `n`, named
+/// by `id_of`), paired by `pairs` (by index; a pair whose first end is not
+/// among `pages` is skipped): one sweep in priority order over all of them,
+/// as `(index, keep_id, distance)`. Clusters do not interact, so one sweep
+/// over many clusters is each cluster's pass.
+pub fn direct_drops(
+    pages: impl Iterator<Item = Page>,
+    n: usize,
+    id_of: impl Fn(Page) -> i64,
+    ranks_first: impl Fn(Page) -> bool,
+    pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
+) -> Vec<SweptDrop> {
+    let order = priority_order(pages.map(|page| (id_of(page), page)), ranks_first);
+    let position = positions(&order, n);
+    let ranked = pairs
+        .filter(|&(a, _, _)| position[a as usize] != MISSING)
+        .map(|(a, b, distance)| (position[a as usize], position[b as usize], distance));
+    let mut drops = Vec::new();
+    Sweep::default().run(
+        order.len(),
+        ranked,
+        |at| id_of(order[at as usize]),
+        &mut drops,
+    );
+    for drop in &mut drops {
+        drop.0 = order[drop.0 as usize];
+    }
+    drops
 }
 
 /// The greedy sweep itself, over pages named by their position in priority
@@ -147,20 +177,20 @@ mod tests {
 
     /// The drops over `pages` (`(ranks first, id)`) and the `pairs` among
     /// them, sorted by id.
-    fn direct_drops(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
+    fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
-        let indexed = pages.iter().enumerate().map(|(at, p)| (p.1, at as Page));
-        let order = priority_order(indexed, |page| pages[page as usize].0);
-        let position = positions(&order, pages.len());
-        let ranked = pairs
-            .iter()
-            .map(|&(a, b, d)| (position[index(a) as usize], position[index(b) as usize], d));
-        let mut swept = Vec::new();
-        let id_of = |at: Page| pages[order[at as usize] as usize].1;
-        Sweep::default().run(order.len(), ranked, id_of, &mut swept);
+        let id_of = |page: Page| pages[page as usize].1;
+        let indexed = pairs.iter().map(|&(a, b, d)| (index(a), index(b), d));
+        let swept = direct_drops(
+            0..pages.len() as Page,
+            pages.len(),
+            id_of,
+            |page| pages[page as usize].0,
+            indexed,
+        );
         let mut drops: Vec<Drop> = swept
             .into_iter()
-            .map(|(at, keep, d)| (id_of(at), keep, d))
+            .map(|(page, keep, d)| (id_of(page), keep, d))
             .collect();
         drops.sort_unstable();
         drops
@@ -170,7 +200,7 @@ mod tests {
     fn a_chain_alternates_keep_and_drop() {
         let pages: Vec<RankedPage> = (0..6).map(|i| (false, i)).collect();
         let pairs: Vec<WeightedPair> = (0..5).map(|i| (i + 1, i, 2)).collect();
-        let drops = direct_drops(&pages, &pairs);
+        let drops = drops_of(&pages, &pairs);
         assert_eq!(drops, vec![(1, 0, 2), (3, 2, 2), (5, 4, 2)]);
     }
 
@@ -179,7 +209,7 @@ mod tests {
         let n = 48;
         let pages: Vec<RankedPage> = (0..n).rev().map(|i| (false, i)).collect();
         let pairs: Vec<WeightedPair> = (0..n - 1).map(|i| (i, i + 1, 1)).collect();
-        let drops = direct_drops(&pages, &pairs);
+        let drops = drops_of(&pages, &pairs);
         let expected: Vec<Drop> = (0..n / 2).map(|i| (2 * i + 1, 2 * i, 1)).collect();
         assert_eq!(drops, expected);
     }
@@ -189,7 +219,7 @@ mod tests {
         // 10 and 20 are corpus pages (first); 5 is paired with both.
         let pages = vec![(true, 20), (true, 10), (false, 5), (false, 6)];
         let pairs = vec![(5, 10, 3), (5, 20, 1), (6, 10, 2), (6, 20, 2)];
-        let drops = direct_drops(&pages, &pairs);
+        let drops = drops_of(&pages, &pairs);
         assert_eq!(drops, vec![(5, 20, 1), (6, 10, 2)]);
     }
 
@@ -197,7 +227,7 @@ mod tests {
     fn a_page_whose_earlier_partners_are_all_dropped_is_kept() {
         // 1 is kept, 2 drops for 1, and 3 (paired only with 2) is kept.
         let pages = vec![(false, 1), (false, 2), (false, 3)];
-        let drops = direct_drops(&pages, &[(1, 2, 1), (2, 3, 1), (3, 3, 0)]);
+        let drops = drops_of(&pages, &[(1, 2, 1), (2, 3, 1), (3, 3, 0)]);
         assert_eq!(drops, vec![(2, 1, 1)]);
     }
 

@@ -10,10 +10,10 @@
 //! pages.
 
 use crate::cluster_owner::{Addressed, Assigned, Member};
-use crate::clustering::{count_cluster, placement_part, ClusterTotals, PartRow, Row};
+use crate::clustering::{count_cluster, member_rows, placement_part, ClusterTotals, PartRow, Row};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, JoinedRoots, SharedPages};
-use crate::drop_policy::{positions, priority_order, DropPolicy, Sweep};
+use crate::drop_policy::{direct_drops, DropPolicy};
 
 /// A record for a joined cluster's owner, or a row decided here.
 pub type Routed = Result<Addressed, PartRow>;
@@ -192,11 +192,8 @@ impl Router {
         if page == root {
             count_cluster(&mut self.totals, u64::from(size), cluster, input.max_size);
         }
-        let part = placement_part(cluster, input.parts);
-        give(Err((part, Row::Member(id, cluster, size))));
-        if input.policy == DropPolicy::Component && id != cluster {
-            give(Err((part, Row::Drop(id, cluster, None))));
-        }
+        let member = (id, cluster, size);
+        member_rows(input.policy, input.parts, member, &mut |row| give(Err(row)));
     }
 
     /// The drops of the clusters seen whole here, `(page, keep_id,
@@ -208,23 +205,15 @@ impl Router {
             return Vec::new();
         };
         let components = &self.input.components;
-        let is_local = |page: Page| self.slots[page as usize] == MISSING;
-        let local = (0..components.len() as Page)
-            .filter(|&page| is_local(page))
-            .map(|page| (components.id(page), page));
-        let order = priority_order(local, |page| components.ranks_first(page));
-        let position = positions(&order, components.len());
-        let local = pairs
-            .pairs()
-            .filter(|&(a, _, _)| position[a as usize] != MISSING)
-            .map(|(a, b, distance)| (position[a as usize], position[b as usize], distance));
-        let id_of = |at: Page| components.id(order[at as usize]);
-        let mut drops = Vec::new();
-        Sweep::default().run(order.len(), local, id_of, &mut drops);
-        drops
-            .into_iter()
-            .map(|(at, keep, distance)| (order[at as usize], keep, distance))
-            .collect()
+        let local =
+            (0..components.len() as Page).filter(|&page| self.slots[page as usize] == MISSING);
+        direct_drops(
+            local,
+            components.len(),
+            |page| components.id(page),
+            |page| components.ranks_first(page),
+            pairs.pairs(),
+        )
     }
 
     /// Pairs `range` of the log that belong to joined clusters, to their
