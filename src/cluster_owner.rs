@@ -21,12 +21,13 @@ use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use crate::clustering::{count_cluster, member_rows, placement_part, ClusterTotals, PartRow, Row};
+use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
-use crate::drop_policy::DropPolicy;
+use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy};
+use crate::part_runs::{RunBuilder, RunSlice};
 
 /// What a worker sends a joined cluster's owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +60,8 @@ pub struct Member {
 
 /// The owner's side of the dataflow.
 pub struct ClusterOwner {
+    /// The run its rows form (unique among the producers of rows).
+    pub run: u32,
     pub policy: DropPolicy,
     pub parts: usize,
     pub max_size: u64,
@@ -72,7 +75,7 @@ impl ClusterOwner {
     pub fn rows<'scope>(
         self,
         assigned: Stream<'scope, u64, Vec<Addressed>>,
-    ) -> Stream<'scope, u64, Vec<PartRow>> {
+    ) -> Stream<'scope, u64, Vec<RunSlice>> {
         type Inbox = (Vec<Member>, Vec<(u32, u32, u32, u8)>);
         let inbox = Rc::new(RefCell::new(Inbox::default()));
         let absorbed = inbox.clone();
@@ -98,7 +101,7 @@ impl ClusterOwner {
                 let (members, pairs) = std::mem::take(&mut *inbox.borrow_mut());
                 let mut work = (!self.failure.happened() && !members.is_empty())
                     .then(|| OwnerWork::start(&self, members, &pairs));
-                move |give: &mut dyn FnMut(PartRow)| match work.as_mut() {
+                move |give: &mut dyn FnMut(RunSlice)| match work.as_mut() {
                     Some(Ok(work)) => work.next_slice(give),
                     Some(Err(_)) => {
                         if let Some(Err(error)) = work.take() {
@@ -113,20 +116,20 @@ impl ClusterOwner {
     }
 }
 
-/// Rows given per slice (see [`after_all_in_slices`]).
+/// Pages given per slice (see [`after_all_in_slices`]).
 const SLICE: usize = 1 << 18;
 
-/// An owner's clusters, counted and their drops chosen, given as rows a
-/// slice at a time.
+/// An owner's clusters, counted and their drops chosen, given as rows in
+/// id order a slice at a time.
 struct OwnerWork {
     pages: Pages,
     sizes: FxHashMap<i64, u32>,
     policy: DropPolicy,
-    parts: usize,
-    /// Distinct pages given so far (by index), then drops.
-    next_page: usize,
-    drops: Vec<(usize, i64, u8)>,
-    next_drop: usize,
+    /// The distinct pages `(id, index)` in id order, and the next to give.
+    by_id: Vec<(i64, Page)>,
+    next: usize,
+    drops: DirectDrops,
+    rows: RunBuilder,
 }
 
 impl OwnerWork {
@@ -149,12 +152,13 @@ impl OwnerWork {
                 count_cluster(totals, u64::from(size), cluster, owner.max_size);
             }
         }
+        let by_id = sorted_by_id(pages.distinct().map(|x| (pages.held[x].id, x as Page)));
         let drops = match owner.policy {
-            DropPolicy::Direct => owner_drops(&pages, pairs)?,
-            DropPolicy::Component => Vec::new(),
+            DropPolicy::Direct => owner_drops(&pages, &by_id, pairs)?,
+            DropPolicy::Component => DirectDrops::default(),
         };
         tracing::info!(
-            pages = sizes.values().map(|&n| n as usize).sum::<usize>(),
+            pages = by_id.len(),
             clusters = sizes.len(),
             seconds = started.elapsed().as_secs_f64(),
             rss_mib = ?crate::logging::resident_mib(),
@@ -164,41 +168,38 @@ impl OwnerWork {
             pages,
             sizes,
             policy: owner.policy,
-            parts: owner.parts,
-            next_page: 0,
+            by_id,
+            next: 0,
             drops,
-            next_drop: 0,
+            rows: RunBuilder::new(owner.run, owner.parts),
         })
     }
 
-    /// Gives the next slice of rows: members (and under `component` their
-    /// drops), then the direct drops; false once all are given.
-    fn next_slice(&mut self, give: &mut dyn FnMut(PartRow)) -> bool {
-        let held = &self.pages.held;
-        if self.next_page < held.len() {
-            let end = (self.next_page + SLICE).min(held.len());
-            for x in (self.next_page..end).filter(|&x| self.pages.is_distinct(x)) {
-                let Member { id, cluster, .. } = held[x];
-                let member = (id, cluster, self.sizes[&cluster]);
-                member_rows(self.policy, self.parts, member, give);
-            }
-            self.next_page = end;
+    /// Gives the next slice of pages' rows; false once all are given.
+    fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
+        let end = (self.next + SLICE).min(self.by_id.len());
+        for &(id, x) in &self.by_id[self.next..end] {
+            let cluster = self.pages.held[x as usize].cluster;
+            let drop = drop_of(self.policy, (id, cluster), self.drops.of(x));
+            self.rows
+                .page((id, cluster, self.sizes[&cluster]), drop, give);
+        }
+        self.next = end;
+        if end < self.by_id.len() {
             return true;
         }
-        let end = (self.next_drop + SLICE).min(self.drops.len());
-        for &(x, keep, distance) in &self.drops[self.next_drop..end] {
-            let Member { id, cluster, .. } = held[x];
-            let part = placement_part(cluster, self.parts);
-            give((part, Row::Drop(id, keep, Some(distance))));
-        }
-        self.next_drop = end;
-        end < self.drops.len()
+        self.rows.finish(give);
+        false
     }
 }
 
-/// One greedy sweep over every page of an owner's clusters: the drops as
-/// `(index, keep_id, distance)`.
-fn owner_drops(pages: &Pages, pairs: &[(u32, u32, u32, u8)]) -> Result<Vec<(usize, i64, u8)>> {
+/// One greedy sweep over every page of an owner's clusters (`by_id`, the
+/// distinct pages in id order).
+fn owner_drops(
+    pages: &Pages,
+    by_id: &[(i64, Page)],
+    pairs: &[(u32, u32, u32, u8)],
+) -> Result<DirectDrops> {
     let mut ends = Vec::with_capacity(pairs.len());
     for &(source, a, b, distance) in pairs {
         match (pages.index(source, a), pages.index(source, b)) {
@@ -206,17 +207,12 @@ fn owner_drops(pages: &Pages, pairs: &[(u32, u32, u32, u8)]) -> Result<Vec<(usiz
             _ => bail!("a pair from worker {source} names a page it did not send (internal error)"),
         }
     }
-    let drops = crate::drop_policy::direct_drops(
-        pages.distinct().map(|x| x as Page),
+    Ok(direct_drops(
+        by_id,
         pages.held.len(),
-        |x| pages.held[x as usize].id,
         |x| pages.held[x as usize].first,
         ends.into_iter(),
-    );
-    Ok(drops
-        .into_iter()
-        .map(|(x, keep, distance)| (x as usize, keep, distance))
-        .collect())
+    ))
 }
 
 /// An owner's pages, at `base[source] + slot`, with the pages several

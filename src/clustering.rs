@@ -37,6 +37,7 @@ use crate::drop_policy::DropPolicy;
 use crate::local_clusters::{PairLog, Routed, Router, RouterInput};
 use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
+use crate::part_runs::{PartRuns, RunSlice};
 use crate::progress::human;
 use crate::runtime::{self, RuntimeOptions};
 
@@ -252,6 +253,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 };
                 let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
                 let owner = ClusterOwner {
+                    run: 2 * me as u32 + 1,
                     policy: opts.drop_policy,
                     parts,
                     max_size: opts.max_cluster_size,
@@ -263,12 +265,11 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     dir: dir.clone(),
                     worker: me,
                     peers,
-                    clusters: vec![Vec::new(); parts],
-                    drops: vec![Vec::new(); parts],
+                    parts: (0..parts).map(|_| PartRuns::default()).collect(),
                 };
                 let reports = report_when_done(
                     rows,
-                    Exchange::new(move |&(part, _): &PartRow| (part as usize % peers) as u64),
+                    Exchange::new(move |slice: &RunSlice| (slice.part as usize % peers) as u64),
                     "WriteParts",
                     state.clone(),
                     failure.clone(),
@@ -319,44 +320,26 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summarize(opts, &totals, started))
 }
 
-/// A row of an output part, and the part: `clusters/` rows carry
-/// `(id, cluster, size)`, `drop/` rows `(id, keep_id, distance)`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Row {
-    Member(i64, i64, u32),
-    Drop(i64, i64, Option<u8>),
-}
-
-/// A [`Row`] and the part it goes to.
-pub type PartRow = (u32, Row);
-
 /// The part a cluster's rows go to: a hash of its id, so parts do not
 /// depend on the number of workers.
 pub(crate) fn placement_part(cluster: i64, parts: usize) -> u32 {
     owner_of(cluster, parts)
 }
 
-/// A worker's parts (part `p` is written by worker `p % peers`): the rows
-/// routed to it, each part sorted by id and written when all have come.
+/// A worker's parts (part `p` is written by worker `p % peers`): the runs
+/// of rows sent to it, merged into id order as each part is written once
+/// all have come.
 struct PartWriter {
     dir: PathBuf,
     worker: usize,
     peers: usize,
-    clusters: Vec<Vec<(i64, i64, u64)>>,
-    drops: Vec<Vec<(i64, i64, Option<u8>)>>,
+    parts: Vec<PartRuns>,
 }
 
-impl FinalStage<PartRow, ClusterTotals> for PartWriter {
-    fn absorb(&mut self, rows: &mut Vec<PartRow>) {
-        for (part, row) in rows.drain(..) {
-            match row {
-                Row::Member(id, cluster, size) => {
-                    self.clusters[part as usize].push((id, cluster, u64::from(size)))
-                }
-                Row::Drop(id, keep, distance) => {
-                    self.drops[part as usize].push((id, keep, distance))
-                }
-            }
+impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
+    fn absorb(&mut self, slices: &mut Vec<RunSlice>) {
+        for slice in slices.drain(..) {
+            self.parts[slice.part as usize].add(slice);
         }
     }
 
@@ -364,15 +347,19 @@ impl FinalStage<PartRow, ClusterTotals> for PartWriter {
     /// they hold into `totals`.
     fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
         let started = Instant::now();
-        for p in (self.worker..self.clusters.len()).step_by(self.peers) {
-            let mut clusters = std::mem::take(&mut self.clusters[p]);
-            let mut drops = std::mem::take(&mut self.drops[p]);
-            radsort::sort_by_key(&mut clusters, |row| row.0);
-            radsort::sort_by_key(&mut drops, |row| row.0);
-            write_clusters(&self.dir.join("clusters").join(part_name(p)), &clusters)?;
-            write_drops(&self.dir.join("drop").join(part_name(p)), &drops)?;
-            totals.pages += clusters.len() as u64;
+        for p in (self.worker..self.parts.len()).step_by(self.peers) {
+            let runs = &mut self.parts[p];
+            let members = runs.members();
+            totals.pages += members.len() as u64;
+            let path = self.dir.join("clusters").join(part_name(p));
+            write_clusters(&path, members.len(), members)?;
+            let drops = runs.drops();
             totals.dropped += drops.len() as u64;
+            write_drops(
+                &self.dir.join("drop").join(part_name(p)),
+                drops.len(),
+                drops,
+            )?;
         }
         tracing::info!(
             worker = self.worker,
@@ -384,18 +371,16 @@ impl FinalStage<PartRow, ClusterTotals> for PartWriter {
     }
 }
 
-/// A page's rows: its `clusters/` row and, under `component`, its drop for
-/// the representative.
-pub(crate) fn member_rows(
+/// A page's drop under `policy`: for its kept partner under `direct` (as
+/// `direct` found it), for its representative under `component`.
+pub(crate) fn drop_of(
     policy: DropPolicy,
-    parts: usize,
-    (id, cluster, size): (i64, i64, u32),
-    give: &mut dyn FnMut(PartRow),
-) {
-    let part = placement_part(cluster, parts);
-    give((part, Row::Member(id, cluster, size)));
-    if policy == DropPolicy::Component && id != cluster {
-        give((part, Row::Drop(id, cluster, None)));
+    (id, cluster): (i64, i64),
+    direct: Option<(i64, u8)>,
+) -> Option<(i64, Option<u8>)> {
+    match policy {
+        DropPolicy::Direct => direct.map(|(keep, distance)| (keep, Some(distance))),
+        DropPolicy::Component => (id != cluster).then_some((cluster, None)),
     }
 }
 

@@ -35,70 +35,87 @@ impl fmt::Display for DropPolicy {
     }
 }
 
-/// A page in priority order's terms: `(first, id)`, where `first` marks a
-/// page that ranks before all others (a corpus page under `--corpus-wins`).
-pub type RankedPage = (bool, i64);
-
-/// A pair: `(id, id, distance)`, in either direction.
-pub type WeightedPair = (i64, i64, u8);
-
-/// A drop row: `(id, keep_id, distance)`.
-pub type Drop = (i64, i64, u8);
-
-/// A drop as [`Sweep`] gives it: `(position in priority order, or index,
-/// keep_id, distance)`.
-pub type SweptDrop = (Page, i64, u8);
-
-/// Pages (`(id, index)`) in priority order, as their indexes: those that
-/// `rank_first`, then the others, each by id (one radix sort).
-pub fn priority_order(
-    pages: impl Iterator<Item = (i64, Page)>,
-    ranks_first: impl Fn(Page) -> bool,
-) -> Vec<Page> {
+/// Pages `(id, index)` sorted by id (one radix sort): the order rows are
+/// written in, and the order [`direct_drops`] ranks pages by.
+pub fn sorted_by_id(pages: impl Iterator<Item = (i64, Page)>) -> Vec<(i64, Page)> {
     let mut by_id: Vec<(i64, Page)> = pages.collect();
     radsort::sort_by_key(&mut by_id, |&(id, _)| id);
-    let first = by_id.iter().filter(|&&(_, page)| ranks_first(page));
-    let others = by_id.iter().filter(|&&(_, page)| !ranks_first(page));
-    first.chain(others).map(|&(_, page)| page).collect()
+    by_id
 }
 
-/// Each of `n` indexes' position in `order` ([`MISSING`] if not in it).
-pub fn positions(order: &[Page], n: usize) -> Vec<Page> {
-    let mut position = vec![MISSING; n];
-    for (at, &page) in order.iter().enumerate() {
-        position[page as usize] = at as Page;
+/// The [`DropPolicy::Direct`] drops of a set of pages, looked up by page
+/// index: `(keep_id, distance)` for a dropped page.
+#[derive(Debug, Default)]
+pub struct DirectDrops {
+    /// Per index: its drop's place in `drops`, or [`MISSING`] (kept, or not
+    /// among the pages).
+    at: Vec<Page>,
+    drops: Vec<(i64, u8)>,
+}
+
+impl DirectDrops {
+    /// The drop of `page`, if it is dropped.
+    pub fn of(&self, page: Page) -> Option<(i64, u8)> {
+        let at = *self.at.get(page as usize)?;
+        (at != MISSING).then(|| self.drops[at as usize])
     }
-    position
+
+    /// How many pages are dropped.
+    pub fn len(&self) -> usize {
+        self.drops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.drops.is_empty()
+    }
 }
 
-/// The [`DropPolicy::Direct`] drops among `pages` (indexes below `n`, named
-/// by `id_of`), paired by `pairs` (by index; a pair whose first end is not
-/// among `pages` is skipped): one sweep in priority order over all of them,
-/// as `(index, keep_id, distance)`. Clusters do not interact, so one sweep
-/// over many clusters is each cluster's pass.
+/// The [`DropPolicy::Direct`] drops among `by_id` (pages `(id, index)`,
+/// indexes below `n`, sorted by id), paired by `pairs` (by index; a pair
+/// whose first end is not among the pages is skipped): one sweep in
+/// priority order (those that `rank_first`, then the others, each by id)
+/// over all of them. Clusters do not interact, so one sweep over many
+/// clusters is each cluster's pass.
 pub fn direct_drops(
-    pages: impl Iterator<Item = Page>,
+    by_id: &[(i64, Page)],
     n: usize,
-    id_of: impl Fn(Page) -> i64,
     ranks_first: impl Fn(Page) -> bool,
     pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
-) -> Vec<SweptDrop> {
-    let order = priority_order(pages.map(|page| (id_of(page), page)), ranks_first);
-    let position = positions(&order, n);
+) -> DirectDrops {
+    let first = (0..by_id.len() as Page).filter(|&at| ranks_first(by_id[at as usize].1));
+    let others = (0..by_id.len() as Page).filter(|&at| !ranks_first(by_id[at as usize].1));
+    // Positions in priority order, as places in `by_id`.
+    let order: Vec<Page> = first.chain(others).collect();
+    let mut position = vec![MISSING; n];
+    for (at, &place) in order.iter().enumerate() {
+        position[by_id[place as usize].1 as usize] = at as Page;
+    }
     let ranked = pairs
         .filter(|&(a, _, _)| position[a as usize] != MISSING)
         .map(|(a, b, distance)| (position[a as usize], position[b as usize], distance));
+    let mut sweep = Sweep::default();
     let mut drops = Vec::new();
-    Sweep::default().run(
+    sweep.run(
         order.len(),
         ranked,
-        |at| id_of(order[at as usize]),
+        |at| by_id[order[at as usize] as usize].0,
         &mut drops,
     );
-    for drop in &mut drops {
-        drop.0 = order[drop.0 as usize];
+    // The position array becomes the lookup: a page's drop is the how-many-th
+    // dropped position it holds.
+    let mut at = position;
+    let mut next = 0;
+    for (p, &place) in order.iter().enumerate() {
+        let page = by_id[place as usize].1 as usize;
+        at[page] = match sweep.kept[p] {
+            true => MISSING,
+            false => {
+                next += 1;
+                next - 1
+            }
+        };
     }
-    drops
+    DirectDrops { at, drops }
 }
 
 /// The greedy sweep itself, over pages named by their position in priority
@@ -114,7 +131,8 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// Appends to `drops` the drops among `pages` pages in priority order,
+    /// Appends to `drops` the drops (`(keep_id, distance)`, in order) among
+    /// `pages` pages in priority order,
     /// paired by `pairs` (`(position, position, distance)`, every position
     /// below `pages`; self-pairs and repeats are harmless); `id_of` names a
     /// position's page (ties in distance go to the smallest id).
@@ -123,7 +141,7 @@ impl Sweep {
         pages: usize,
         pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
         id_of: impl Fn(Page) -> i64,
-        drops: &mut Vec<SweptDrop>,
+        drops: &mut Vec<(i64, u8)>,
     ) {
         self.earlier_partners(pages, pairs);
         self.kept.clear();
@@ -136,7 +154,7 @@ impl Sweep {
                 .map(|&(q, distance)| (distance, id_of(q)))
                 .min();
             match best {
-                Some((distance, keep)) => drops.push((p as Page, keep, distance)),
+                Some((distance, keep)) => drops.push((keep, distance)),
                 None => self.kept[p] = true,
             }
         }
@@ -175,25 +193,27 @@ impl Sweep {
 mod tests {
     use super::*;
 
+    /// A page: `(ranks first, id)`.
+    type RankedPage = (bool, i64);
+    /// A pair: `(id, id, distance)`, in either direction.
+    type WeightedPair = (i64, i64, u8);
+    /// A drop row: `(id, keep_id, distance)`.
+    type Drop = (i64, i64, u8);
+
     /// The drops over `pages` (`(ranks first, id)`) and the `pairs` among
     /// them, sorted by id.
     fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
-        let id_of = |page: Page| pages[page as usize].1;
         let indexed = pairs.iter().map(|&(a, b, d)| (index(a), index(b), d));
-        let swept = direct_drops(
-            0..pages.len() as Page,
-            pages.len(),
-            id_of,
-            |page| pages[page as usize].0,
-            indexed,
-        );
-        let mut drops: Vec<Drop> = swept
-            .into_iter()
-            .map(|(page, keep, d)| (id_of(page), keep, d))
+        let by_id =
+            sorted_by_id((0..pages.len() as Page).map(|page| (pages[page as usize].1, page)));
+        let drops = direct_drops(&by_id, pages.len(), |page| pages[page as usize].0, indexed);
+        let found: Vec<Drop> = by_id
+            .iter()
+            .filter_map(|&(id, page)| drops.of(page).map(|(keep, d)| (id, keep, d)))
             .collect();
-        drops.sort_unstable();
-        drops
+        assert_eq!(found.len(), drops.len());
+        found
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod logging;
 pub mod matching;
 pub mod pairs;
 pub mod parquet_io;
+pub mod part_runs;
 pub mod probe;
 pub mod progress;
 pub mod runtime;

@@ -10,13 +10,14 @@
 //! pages.
 
 use crate::cluster_owner::{Addressed, Assigned, Member};
-use crate::clustering::{count_cluster, member_rows, placement_part, ClusterTotals, PartRow, Row};
+use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, JoinedRoots, SharedPages};
-use crate::drop_policy::{direct_drops, DropPolicy};
+use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy};
+use crate::part_runs::{RunBuilder, RunSlice};
 
 /// A record for a joined cluster's owner, or a row decided here.
-pub type Routed = Result<Addressed, PartRow>;
+pub type Routed = Result<Addressed, RunSlice>;
 
 /// A worker's pairs as page indexes of its [`Components`], kept for the
 /// direct policy's pass: 9 bytes a pair, instead of reading the pairs again
@@ -87,19 +88,24 @@ pub struct Router {
     /// A page of a joined cluster: its slot among those sent its owner.
     slots: Vec<Page>,
     sent: Vec<u32>,
+    rows: RunBuilder,
     stage: Stage,
     pub totals: ClusterTotals,
 }
 
 /// Where a [`Router`] is.
 enum Stage {
-    Pages {
+    /// Joined clusters' pages, to their owners.
+    JoinedPages {
         next: usize,
     },
-    LocalDrops {
-        drops: Vec<(Page, i64, u8)>,
+    /// Local clusters' pages in id order, to the part writers.
+    LocalPages {
+        by_id: Vec<(i64, Page)>,
+        drops: DirectDrops,
         next: usize,
     },
+    /// Joined clusters' pairs, to their owners.
     JoinedPairs {
         next: usize,
     },
@@ -115,9 +121,10 @@ impl Router {
         Router {
             slots: vec![MISSING; input.components.len()],
             sent: vec![0; input.peers],
+            rows: RunBuilder::new(2 * input.worker, input.parts),
             input,
             roots,
-            stage: Stage::Pages { next: 0 },
+            stage: Stage::JoinedPages { next: 0 },
             totals: ClusterTotals::default(),
         }
     }
@@ -128,26 +135,34 @@ impl Router {
         let pages = self.input.components.len();
         let pairs = self.input.pairs.as_ref().map_or(0, PairLog::len);
         self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::Pages { next } if next < pages => {
+            Stage::JoinedPages { next } if next < pages => {
                 let end = (next + SLICE).min(pages);
-                (next..end).for_each(|page| self.route_page(page as Page, give));
-                Stage::Pages { next: end }
+                (next..end).for_each(|page| self.route_joined_page(page as Page, give));
+                Stage::JoinedPages { next: end }
             }
-            Stage::Pages { .. } if self.input.pairs.is_some() => Stage::LocalDrops {
-                drops: self.local_drops(),
-                next: 0,
-            },
-            Stage::LocalDrops { drops, next } if next < drops.len() => {
-                let end = (next + SLICE).min(drops.len());
-                for &(page, keep, distance) in &drops[next..end] {
-                    let cluster = self.input.components.representative(self.root(page));
-                    let part = placement_part(cluster, self.input.parts);
-                    let id = self.input.components.id(page);
-                    give(Err((part, Row::Drop(id, keep, Some(distance)))));
+            Stage::JoinedPages { .. } => {
+                let (by_id, drops) = self.local_pages();
+                Stage::LocalPages {
+                    by_id,
+                    drops,
+                    next: 0,
                 }
-                Stage::LocalDrops { drops, next: end }
             }
-            Stage::LocalDrops { .. } => Stage::JoinedPairs { next: 0 },
+            Stage::LocalPages { by_id, drops, next } if next < by_id.len() => {
+                let end = (next + SLICE).min(by_id.len());
+                for &(id, page) in &by_id[next..end] {
+                    self.local_page_rows(id, page, &drops, give);
+                }
+                Stage::LocalPages {
+                    by_id,
+                    drops,
+                    next: end,
+                }
+            }
+            Stage::LocalPages { .. } => {
+                self.rows.finish(&mut |slice| give(Err(slice)));
+                Stage::JoinedPairs { next: 0 }
+            }
             Stage::JoinedPairs { next } if next < pairs => {
                 let end = (next + SLICE).min(pairs);
                 self.route_joined_pairs(next..end, give);
@@ -166,54 +181,74 @@ impl Router {
         self.roots[page as usize]
     }
 
-    /// A page's member record for its joined cluster's owner, or its rows.
-    fn route_page(&mut self, page: Page, give: &mut dyn FnMut(Routed)) {
+    /// A joined cluster's page: its member record, to the cluster's owner.
+    fn route_joined_page(&mut self, page: Page, give: &mut dyn FnMut(Routed)) {
         let input = &mut self.input;
-        let root = self.roots[page as usize];
-        let id = input.components.id(page);
-        if let Some(&cluster) = input.joined.get(&root) {
-            let owner = owner_of(cluster, input.peers);
-            let slot = self.sent[owner as usize];
-            self.sent[owner as usize] += 1;
-            self.slots[page as usize] = slot;
-            let member = Assigned::Member(Member {
-                source: input.worker,
-                slot,
-                id,
-                cluster,
-                first: input.components.ranks_first(page),
-                shared: input.shared.contains(&id),
-            });
-            give(Ok((owner, member)));
+        let Some(&cluster) = input.joined.get(&self.roots[page as usize]) else {
             return;
-        }
-        let cluster = input.components.representative(root);
-        let size = input.components.component_size(root);
-        if page == root {
-            count_cluster(&mut self.totals, u64::from(size), cluster, input.max_size);
-        }
-        let member = (id, cluster, size);
-        member_rows(input.policy, input.parts, member, &mut |row| give(Err(row)));
+        };
+        let id = input.components.id(page);
+        let owner = owner_of(cluster, input.peers);
+        let slot = self.sent[owner as usize];
+        self.sent[owner as usize] += 1;
+        self.slots[page as usize] = slot;
+        let member = Assigned::Member(Member {
+            source: input.worker,
+            slot,
+            id,
+            cluster,
+            first: input.components.ranks_first(page),
+            shared: input.shared.contains(&id),
+        });
+        give(Ok((owner, member)));
     }
 
-    /// The drops of the clusters seen whole here, `(page, keep_id,
-    /// distance)`: one greedy sweep over all of them at once (clusters do
-    /// not interact, so one pass in priority order over every page is each
-    /// cluster's pass).
-    fn local_drops(&self) -> Vec<(Page, i64, u8)> {
-        let Some(pairs) = self.input.pairs.as_ref() else {
-            return Vec::new();
-        };
+    /// The pages of the clusters seen whole here, in id order, and under
+    /// the direct policy their drops: one greedy sweep over all of them at
+    /// once (clusters do not interact, so one pass in priority order over
+    /// every page is each cluster's pass).
+    fn local_pages(&self) -> (Vec<(i64, Page)>, DirectDrops) {
         let components = &self.input.components;
-        let local =
-            (0..components.len() as Page).filter(|&page| self.slots[page as usize] == MISSING);
-        direct_drops(
-            local,
-            components.len(),
-            |page| components.id(page),
-            |page| components.ranks_first(page),
-            pairs.pairs(),
-        )
+        let local = (0..components.len() as Page)
+            .filter(|&page| self.slots[page as usize] == MISSING)
+            .map(|page| (components.id(page), page));
+        let by_id = sorted_by_id(local);
+        let drops = match self.input.pairs.as_ref() {
+            Some(pairs) => direct_drops(
+                &by_id,
+                components.len(),
+                |page| components.ranks_first(page),
+                pairs.pairs(),
+            ),
+            None => DirectDrops::default(),
+        };
+        (by_id, drops)
+    }
+
+    /// A page of a cluster seen whole here: its rows, and its cluster
+    /// counted once.
+    fn local_page_rows(
+        &mut self,
+        id: i64,
+        page: Page,
+        drops: &DirectDrops,
+        give: &mut dyn FnMut(Routed),
+    ) {
+        let root = self.roots[page as usize];
+        let components = &mut self.input.components;
+        let cluster = components.representative(root);
+        let size = components.component_size(root);
+        if page == root {
+            count_cluster(
+                &mut self.totals,
+                u64::from(size),
+                cluster,
+                self.input.max_size,
+            );
+        }
+        let drop = drop_of(self.input.policy, (id, cluster), drops.of(page));
+        self.rows
+            .page((id, cluster, size), drop, &mut |slice| give(Err(slice)));
     }
 
     /// Pairs `range` of the log that belong to joined clusters, to their

@@ -256,13 +256,13 @@ fn column_layout(name: &str) -> Option<(Encoding, Compression)> {
     }
 }
 
-/// Writes `rows` rows already sorted by the first column (recorded in the
-/// footer as the sort order), `columns` giving a row range's arrays.
+/// Writes `rows` rows in order of the first column (recorded in the footer
+/// as the sort order), `columns` giving the next `n` rows' arrays.
 fn write_sorted_by_first(
     path: &Path,
     fields: Vec<Field>,
     rows: usize,
-    columns: impl Fn(std::ops::Range<usize>) -> Vec<ArrayRef>,
+    mut columns: impl FnMut(usize) -> Result<Vec<ArrayRef>>,
 ) -> Result<()> {
     let schema = Arc::new(Schema::new(fields));
     let sorting = vec![SortingColumn {
@@ -277,47 +277,97 @@ fn write_sorted_by_first(
         None,
         rows,
         ROW_GROUP_ROWS,
-        |range| Ok(RecordBatch::try_new(schema.clone(), columns(range))?),
+        |range| Ok(RecordBatch::try_new(schema.clone(), columns(range.len())?)?),
     )
 }
 
-/// Writes a `clusters/` part: `id`, `cluster_id` (the representative),
-/// `cluster_size`, rows sorted by id.
-pub fn write_clusters(path: &Path, rows: &[(i64, i64, u64)]) -> Result<()> {
+/// The next `n` rows of `rows`, each split by `split` into its columns,
+/// checking that the ids (the first column) strictly increase: rows come
+/// from merged runs, and a part out of order must never be written as
+/// sorted.
+fn next_sorted<T, A, B>(
+    path: &Path,
+    rows: &mut impl Iterator<Item = T>,
+    last: &mut Option<i64>,
+    n: usize,
+    split: impl Fn(T) -> (i64, A, B),
+) -> Result<(Vec<i64>, Vec<A>, Vec<B>)> {
+    let (mut ids, mut a, mut b) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for row in rows.by_ref().take(n) {
+        let (id, x, y) = split(row);
+        if last.is_some_and(|last| id <= last) {
+            bail!(
+                "{}: id {id} out of order or repeated (internal error)",
+                path.display()
+            );
+        }
+        *last = Some(id);
+        ids.push(id);
+        a.push(x);
+        b.push(y);
+    }
+    if ids.len() != n {
+        bail!(
+            "{}: fewer rows than announced (internal error)",
+            path.display()
+        );
+    }
+    Ok((ids, a, b))
+}
+
+/// Writes a `clusters/` part of `n` rows: `id`, `cluster_id` (the
+/// representative), `cluster_size`, rows given in id order.
+pub fn write_clusters(
+    path: &Path,
+    n: usize,
+    mut rows: impl Iterator<Item = (i64, i64, u32)>,
+) -> Result<()> {
     let fields = ["id", "cluster_id", "cluster_size"]
         .map(|name| Field::new(name, DataType::Int64, false))
         .to_vec();
-    write_sorted_by_first(path, fields, rows.len(), |range| {
-        let rows = &rows[range];
-        vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|r| r.2 as i64),
-            )),
-        ]
+    let mut last = None;
+    write_sorted_by_first(path, fields, n, |n| {
+        let (ids, clusters, sizes) =
+            next_sorted(path, &mut rows, &mut last, n, |(id, cluster, size)| {
+                (id, cluster, i64::from(size))
+            })?;
+        Ok(vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(Int64Array::from(clusters)),
+            Arc::new(Int64Array::from(sizes)),
+        ])
     })
 }
 
-/// Writes a `drop/` part: `id` to drop, `keep_id` the page kept in its
-/// place, and `distance` between the two when they are a pair (null under
-/// `--drop-policy component`, where they may only be chained); rows sorted
-/// by id.
-pub fn write_drops(path: &Path, rows: &[(i64, i64, Option<u8>)]) -> Result<()> {
+/// Writes a `drop/` part of `n` rows: `id` to drop, `keep_id` the page kept
+/// in its place, and `distance` between the two when they are a pair (null
+/// under `--drop-policy component`, where they may only be chained); rows
+/// given in id order.
+pub fn write_drops(
+    path: &Path,
+    n: usize,
+    mut rows: impl Iterator<Item = (i64, i64, Option<u8>)>,
+) -> Result<()> {
     let fields = vec![
         Field::new("id", DataType::Int64, false),
         Field::new("keep_id", DataType::Int64, false),
         Field::new("distance", DataType::Int8, true),
     ];
-    write_sorted_by_first(path, fields, rows.len(), |range| {
-        let rows = &rows[range];
-        vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(Int8Array::from_iter(
-                rows.iter().map(|r| r.2.map(|d| d as i8)),
-            )),
-        ]
+    let mut last = None;
+    write_sorted_by_first(path, fields, n, |n| {
+        let (ids, keeps, distances) =
+            next_sorted(path, &mut rows, &mut last, n, |(id, keep, distance)| {
+                (id, keep, distance.map(|d| d as i8))
+            })?;
+        Ok(vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(Int64Array::from(keeps)),
+            Arc::new(Int8Array::from(distances)),
+        ])
     })
 }
 

@@ -1,0 +1,322 @@
+//! The rows of `cluster`'s output parts, travelling as sorted runs.
+//!
+//! Every part is written sorted by id. Rather than have each part's writer
+//! gather its rows and sort them all (holding them twice, for the sort's
+//! scratch), every producer (a worker's router, a worker's cluster owner)
+//! gives its rows in id order: a *run* per part, cut into slices so that
+//! rows flow to the writers while they are made, and sent a slice, not a
+//! row, at a time. The writer then merges its few runs per part as it
+//! writes: no sort, no second copy.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::clustering::placement_part;
+
+/// A `clusters/` row: `(id, cluster_id, cluster_size)`.
+pub type MemberRow = (i64, i64, u32);
+
+/// A `drop/` row: `(id, keep_id, distance)`; no distance under
+/// `--drop-policy component`.
+pub type DropRow = (i64, i64, Option<u8>);
+
+/// Consecutive rows of one run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Rows {
+    Members(Vec<MemberRow>),
+    Drops(Vec<DropRow>),
+}
+
+/// A slice of a run: the `seq`-th slice of the rows that producer `run`
+/// gives part `part`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSlice {
+    pub part: u32,
+    pub run: u32,
+    pub seq: u32,
+    pub rows: Rows,
+}
+
+/// One producer's rows for every part, taken in id order and given as
+/// slices.
+pub struct RunBuilder {
+    run: u32,
+    slice_rows: usize,
+    members: Vec<Vec<MemberRow>>,
+    drops: Vec<Vec<DropRow>>,
+    /// Slices given so far, per part.
+    seq: Vec<u32>,
+}
+
+impl RunBuilder {
+    /// A builder for producer `run` (unique among all producers) over
+    /// `parts` parts. A slice holds up to 64Ki rows, fewer with many parts,
+    /// so that all the buffers together stay near 1Mi rows.
+    pub fn new(run: u32, parts: usize) -> RunBuilder {
+        RunBuilder {
+            run,
+            slice_rows: ((1 << 20) / parts.max(1)).clamp(1 << 10, 1 << 16),
+            members: vec![Vec::new(); parts],
+            drops: vec![Vec::new(); parts],
+            seq: vec![0; parts],
+        }
+    }
+
+    /// A page's rows, pages being taken in id order: its `clusters/` row
+    /// and its drop if it has one, in its cluster's part.
+    pub fn page(
+        &mut self,
+        member: MemberRow,
+        drop: Option<(i64, Option<u8>)>,
+        give: &mut dyn FnMut(RunSlice),
+    ) {
+        let (id, cluster, _) = member;
+        let part = placement_part(cluster, self.members.len()) as usize;
+        self.members[part].push(member);
+        if self.members[part].len() >= self.slice_rows {
+            self.give_members(part, give);
+        }
+        if let Some((keep, distance)) = drop {
+            self.drops[part].push((id, keep, distance));
+            if self.drops[part].len() >= self.slice_rows {
+                self.give_drops(part, give);
+            }
+        }
+    }
+
+    /// Gives every part's last slices.
+    pub fn finish(&mut self, give: &mut dyn FnMut(RunSlice)) {
+        for part in 0..self.members.len() {
+            self.give_members(part, give);
+            self.give_drops(part, give);
+        }
+    }
+
+    fn give_members(&mut self, part: usize, give: &mut dyn FnMut(RunSlice)) {
+        if !self.members[part].is_empty() {
+            let rows = std::mem::take(&mut self.members[part]);
+            give(self.slice(part, Rows::Members(rows)));
+        }
+    }
+
+    fn give_drops(&mut self, part: usize, give: &mut dyn FnMut(RunSlice)) {
+        if !self.drops[part].is_empty() {
+            let rows = std::mem::take(&mut self.drops[part]);
+            give(self.slice(part, Rows::Drops(rows)));
+        }
+    }
+
+    fn slice(&mut self, part: usize, rows: Rows) -> RunSlice {
+        let seq = self.seq[part];
+        self.seq[part] += 1;
+        RunSlice {
+            part: part as u32,
+            run: self.run,
+            seq,
+            rows,
+        }
+    }
+}
+
+/// The slices one part's writer received, by kind: `(run, seq, rows)`.
+#[derive(Debug, Default)]
+pub struct PartRuns {
+    members: Vec<(u32, u32, Vec<MemberRow>)>,
+    drops: Vec<(u32, u32, Vec<DropRow>)>,
+}
+
+impl PartRuns {
+    pub fn add(&mut self, slice: RunSlice) {
+        match slice.rows {
+            Rows::Members(rows) => self.members.push((slice.run, slice.seq, rows)),
+            Rows::Drops(rows) => self.drops.push((slice.run, slice.seq, rows)),
+        }
+    }
+
+    /// The `clusters/` rows, merged into id order.
+    pub fn members(&mut self) -> Merged<MemberRow> {
+        Merged::new(std::mem::take(&mut self.members), |row| row.0)
+    }
+
+    /// The `drop/` rows, merged into id order.
+    pub fn drops(&mut self) -> Merged<DropRow> {
+        Merged::new(std::mem::take(&mut self.drops), |row| row.0)
+    }
+}
+
+/// Sorted runs merged into one sorted sequence, freeing each slice once
+/// read.
+pub struct Merged<T> {
+    runs: Vec<Run<T>>,
+    /// The runs' next keys, least on top.
+    heads: BinaryHeap<Reverse<(i64, usize)>>,
+    key: fn(&T) -> i64,
+    len: usize,
+}
+
+/// A run's slices, in order, the current one being read.
+struct Run<T> {
+    slices: std::vec::IntoIter<Vec<T>>,
+    current: std::vec::IntoIter<T>,
+}
+
+impl<T> Merged<T> {
+    fn new(mut slices: Vec<(u32, u32, Vec<T>)>, key: fn(&T) -> i64) -> Merged<T> {
+        let len = slices.iter().map(|(_, _, rows)| rows.len()).sum();
+        slices.sort_unstable_by_key(|&(run, seq, _)| (run, seq));
+        let mut runs: Vec<Run<T>> = Vec::new();
+        let mut last_run = None;
+        let mut grouped: Vec<Vec<T>> = Vec::new();
+        for (run, _, rows) in slices {
+            if last_run.is_some_and(|last| last != run) {
+                runs.push(Run::of(std::mem::take(&mut grouped)));
+            }
+            last_run = Some(run);
+            grouped.push(rows);
+        }
+        if !grouped.is_empty() {
+            runs.push(Run::of(grouped));
+        }
+        Merged {
+            runs,
+            heads: BinaryHeap::new(),
+            key,
+            len,
+        }
+        .primed()
+    }
+
+    /// Rows in all.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn primed(mut self) -> Merged<T> {
+        for r in 0..self.runs.len() {
+            if let Some(key) = self.runs[r].peek_key(self.key) {
+                self.heads.push(Reverse((key, r)));
+            }
+        }
+        self
+    }
+}
+
+impl<T> Run<T> {
+    fn of(slices: Vec<Vec<T>>) -> Run<T> {
+        Run {
+            slices: slices.into_iter(),
+            current: Vec::new().into_iter(),
+        }
+    }
+
+    /// The key of the next row, loading the next slice if need be.
+    fn peek_key(&mut self, key: fn(&T) -> i64) -> Option<i64> {
+        loop {
+            if let Some(row) = self.current.as_slice().first() {
+                return Some(key(row));
+            }
+            self.current = self.slices.next()?.into_iter();
+        }
+    }
+
+    fn next(&mut self) -> Option<T> {
+        loop {
+            if let Some(row) = self.current.next() {
+                return Some(row);
+            }
+            self.current = self.slices.next()?.into_iter();
+        }
+    }
+}
+
+impl<T> Iterator for Merged<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        let mut top = self.heads.peek_mut()?;
+        let Reverse((_, r)) = *top;
+        let run = &mut self.runs[r];
+        let row = run.next();
+        match run.peek_key(self.key) {
+            Some(key) => *top = Reverse((key, r)),
+            None => {
+                std::collections::binary_heap::PeekMut::pop(top);
+            }
+        }
+        row
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Gives `rows` (each `(id, cluster)`) through a builder as run `run`.
+    fn slices_of(run: u32, parts: usize, ids: &[(i64, i64)]) -> Vec<RunSlice> {
+        let mut builder = RunBuilder::new(run, parts);
+        let mut out = Vec::new();
+        for &(id, cluster) in ids {
+            let drop = (id != cluster).then_some((cluster, None));
+            builder.page((id, cluster, 1), drop, &mut |s| out.push(s));
+        }
+        builder.finish(&mut |s| out.push(s));
+        out
+    }
+
+    #[test]
+    fn runs_sent_in_any_order_merge_into_id_order() {
+        // Three producers, each in id order; many slices each (1Ki rows).
+        let parts = 1 << 10;
+        let runs: Vec<Vec<(i64, i64)>> = (0..3i64)
+            .map(|r| (0..5000i64).map(|i| (i * 3 + r, 0)).collect())
+            .collect();
+        let mut slices: Vec<RunSlice> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(r, rows)| slices_of(r as u32, parts, rows))
+            .collect();
+        assert!(slices.len() >= 30, "{} slices", slices.len());
+        // Arrival order is not run order.
+        slices.reverse();
+        slices.rotate_left(7);
+        let mut part = PartRuns::default();
+        let target = placement_part(0, parts);
+        for slice in slices {
+            assert_eq!(slice.part, target);
+            part.add(slice);
+        }
+        let members = part.members();
+        assert_eq!(members.len(), 15_000);
+        let ids: Vec<i64> = members.map(|row| row.0).collect();
+        assert_eq!(ids, (0..15_000).collect::<Vec<i64>>());
+        let drops: Vec<i64> = part.drops().map(|row| row.0).collect();
+        assert_eq!(drops, (1..15_000).collect::<Vec<i64>>());
+    }
+
+    #[test]
+    fn rows_go_to_their_clusters_part() {
+        let parts = 4;
+        let rows: Vec<(i64, i64)> = (0..200).map(|i| (i, i / 10 * 10)).collect();
+        let mut by_part: Vec<PartRuns> = (0..parts).map(|_| PartRuns::default()).collect();
+        for slice in slices_of(0, parts, &rows) {
+            by_part[slice.part as usize].add(slice);
+        }
+        let mut seen = 0;
+        for (p, part) in by_part.iter_mut().enumerate() {
+            let mut last = i64::MIN;
+            for (id, cluster, _) in part.members() {
+                assert_eq!(placement_part(cluster, parts), p as u32);
+                assert!(id > last);
+                last = id;
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, 200);
+    }
+}
