@@ -35,7 +35,7 @@ use crate::dataflow::components::{
 use crate::dataflow::Failure;
 use crate::drop_policy::DropPolicy;
 use crate::local_clusters::{PairLog, Routed, Router, RouterInput};
-use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairUnit};
+use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::part_runs::{PartRuns, RunSlice};
 use crate::progress::human;
@@ -280,7 +280,11 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             });
             let local_started = Instant::now();
             let (mut rows, mut ends) = (Vec::new(), Vec::new());
-            for unit in &mine {
+            let expected_pairs: usize = mine.iter().map(|unit| unit.rows).sum();
+            if direct {
+                log.borrow_mut().reserve(expected_pairs);
+            }
+            for (n, unit) in mine.iter().enumerate() {
                 rows.clear();
                 if let Err(error) = read_pair_rows(unit, &mut rows) {
                     state.borrow_mut().fail(error, &failure);
@@ -292,6 +296,10 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 if direct {
                     log.borrow_mut()
                         .extend(&ends, rows.iter().map(|r| r.distance));
+                }
+                if n == 0 {
+                    let components = &mut *graph.borrow_mut();
+                    components.reserve(expected_pages(components.len(), &rows, expected_pairs));
                 }
             }
             {
@@ -318,6 +326,14 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         return Ok(summary);
     }
     Ok(summarize(opts, &totals, started))
+}
+
+/// The pages a worker will likely see in all, from the first of its row
+/// groups: as many per pair as in it (dense graphs see fewer later, as
+/// pages repeat), and a tenth more.
+fn expected_pages(pages: usize, first: &[PairRow], all_pairs: usize) -> usize {
+    let per_pair = pages as f64 / first.len().max(1) as f64;
+    (per_pair * all_pairs as f64 * 1.1) as usize
 }
 
 /// The part a cluster's rows go to: a hash of its id, so parts do not

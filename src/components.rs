@@ -66,6 +66,8 @@ pub struct Components {
     ids: Vec<i64>,
     nodes: Vec<Node>,
     in_corpus: Vec<bool>,
+    /// A batch's ids, kept for the next batch.
+    batch_ids: Vec<i64>,
 }
 
 impl Components {
@@ -77,6 +79,7 @@ impl Components {
             ids: Vec::new(),
             nodes: Vec::new(),
             in_corpus: Vec::new(),
+            batch_ids: Vec::new(),
         }
     }
 
@@ -87,6 +90,16 @@ impl Components {
 
     pub fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    /// Makes room for `pages` pages in all, at once rather than by doubling
+    /// (each doubling of the index touches a new table and rehashes it).
+    pub fn reserve(&mut self, pages: usize) {
+        let more = pages.saturating_sub(self.len());
+        self.index.reserve(more);
+        self.ids.reserve(more);
+        self.nodes.reserve(more);
+        self.in_corpus.reserve(more);
     }
 
     /// The dense index of page `id`, added as a set of its own if new.
@@ -142,6 +155,7 @@ impl Components {
     /// Frees the id-to-page index once no more lookups by id will come.
     pub fn forget_index(&mut self) {
         self.index = IdTable::default();
+        self.batch_ids = Vec::new();
     }
 
     /// The id of a page.
@@ -167,8 +181,11 @@ impl Components {
         pairs: impl ExactSizeIterator<Item = (i64, i64, bool)> + Clone,
         ends: &mut Vec<Page>,
     ) -> usize {
-        let ids: Vec<i64> = pairs.clone().flat_map(|(q, c, _)| [q, c]).collect();
+        let mut ids = std::mem::take(&mut self.batch_ids);
+        ids.clear();
+        ids.extend(pairs.clone().flat_map(|(q, c, _)| [q, c]));
         self.pages(&ids, ends);
+        self.batch_ids = ids;
         let mut joined = 0;
         for (pair, (_, _, corpus_in_corpus)) in ends.chunks_exact(2).zip(pairs) {
             if corpus_in_corpus {

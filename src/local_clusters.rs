@@ -38,6 +38,12 @@ impl PairLog {
         debug_assert_eq!(self.ends.len(), self.distances.len());
     }
 
+    /// Makes room for `pairs` pairs in all.
+    pub fn reserve(&mut self, pairs: usize) {
+        self.ends.reserve(pairs.saturating_sub(self.len()));
+        self.distances.reserve(pairs.saturating_sub(self.len()));
+    }
+
     pub fn len(&self) -> usize {
         self.ends.len()
     }
@@ -140,8 +146,15 @@ impl Router {
                 (next..end).for_each(|page| self.route_joined_page(page as Page, give));
                 Stage::JoinedPages { next: end }
             }
-            Stage::JoinedPages { .. } => {
+            Stage::JoinedPages { .. } => Stage::JoinedPairs { next: 0 },
+            Stage::JoinedPairs { next } if next < pairs => {
+                let end = (next + SLICE).min(pairs);
+                self.route_joined_pairs(next..end, give);
+                Stage::JoinedPairs { next: end }
+            }
+            Stage::JoinedPairs { .. } => {
                 let (by_id, drops) = self.local_pages();
+                self.free_joined();
                 Stage::LocalPages {
                     by_id,
                     drops,
@@ -161,12 +174,7 @@ impl Router {
             }
             Stage::LocalPages { .. } => {
                 self.rows.finish(&mut |slice| give(Err(slice)));
-                Stage::JoinedPairs { next: 0 }
-            }
-            Stage::JoinedPairs { next } if next < pairs => {
-                let end = (next + SLICE).min(pairs);
-                self.route_joined_pairs(next..end, give);
-                Stage::JoinedPairs { next: end }
+                Stage::Done
             }
             _ => Stage::Done,
         };
@@ -272,14 +280,20 @@ impl Router {
         }
     }
 
-    /// Everything is routed: frees the memory before the owners and the
-    /// writers need theirs.
-    fn free(&mut self) {
-        self.input.components = Components::new(false);
+    /// Joined clusters are routed and local drops chosen: frees what only
+    /// they needed before the local rows fill the writers.
+    fn free_joined(&mut self) {
         self.input.pairs = None;
         self.input.joined = JoinedRoots::default();
         self.input.shared = SharedPages::default();
-        self.roots = Vec::new();
         self.slots = Vec::new();
+    }
+
+    /// Everything is routed: frees the memory before the owners and the
+    /// writers need theirs.
+    fn free(&mut self) {
+        self.free_joined();
+        self.input.components = Components::new(false);
+        self.roots = Vec::new();
     }
 }

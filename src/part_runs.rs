@@ -96,16 +96,24 @@ impl RunBuilder {
 
     fn give_members(&mut self, part: usize, give: &mut dyn FnMut(RunSlice)) {
         if !self.members[part].is_empty() {
-            let rows = std::mem::take(&mut self.members[part]);
+            let fresh = self.fresh();
+            let rows = std::mem::replace(&mut self.members[part], fresh);
             give(self.slice(part, Rows::Members(rows)));
         }
     }
 
     fn give_drops(&mut self, part: usize, give: &mut dyn FnMut(RunSlice)) {
         if !self.drops[part].is_empty() {
-            let rows = std::mem::take(&mut self.drops[part]);
+            let fresh = self.fresh();
+            let rows = std::mem::replace(&mut self.drops[part], fresh);
             give(self.slice(part, Rows::Drops(rows)));
         }
+    }
+
+    /// A buffer for the next slice, at its full size at once: grown by
+    /// doubling, every slice would be copied (into fresh memory) on the way.
+    fn fresh<T>(&self) -> Vec<T> {
+        Vec::with_capacity(self.slice_rows)
     }
 
     fn slice(&mut self, part: usize, rows: Rows) -> RunSlice {

@@ -350,6 +350,8 @@ pub struct PairNeeds {
 pub struct PairUnit {
     pub path: PathBuf,
     pub row_group: usize,
+    /// Rows in the row group, as its footer says.
+    pub rows: usize,
     has_self_pair: bool,
     has_distance: bool,
 }
@@ -395,13 +397,19 @@ pub fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUn
             ),
             None => false,
         };
-        let groups = metadata.metadata().num_row_groups();
-        units.extend((0..groups).map(|row_group| PairUnit {
-            path: path.clone(),
-            row_group,
-            has_self_pair,
-            has_distance,
-        }));
+        let groups = metadata.metadata().row_groups();
+        units.extend(
+            groups
+                .iter()
+                .enumerate()
+                .map(|(row_group, group)| PairUnit {
+                    path: path.clone(),
+                    row_group,
+                    rows: usize::try_from(group.num_rows()).unwrap_or(0),
+                    has_self_pair,
+                    has_distance,
+                }),
+        );
     }
     Ok(units)
 }
