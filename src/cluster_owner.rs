@@ -26,7 +26,7 @@ use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
-use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy};
+use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy, KeyedPage};
 use crate::part_runs::{RunBuilder, RunSlice};
 
 /// What a worker sends a joined cluster's owner.
@@ -122,11 +122,12 @@ const SLICE: usize = 1 << 18;
 /// An owner's clusters, counted and their drops chosen, given as rows in
 /// id order a slice at a time.
 struct OwnerWork {
-    pages: Pages,
-    sizes: FxHashMap<i64, u32>,
     policy: DropPolicy,
-    /// The distinct pages `(id, index)` in id order, and the next to give.
-    by_id: Vec<(i64, Page)>,
+    /// `(cluster id, size)` of each cluster, by a dense index.
+    clusters: Vec<(i64, u32)>,
+    /// The distinct pages `(id, index, cluster's dense index)` in id order,
+    /// and the next to give.
+    by_id: Vec<KeyedPage>,
     next: usize,
     drops: DirectDrops,
     rows: RunBuilder,
@@ -142,32 +143,38 @@ impl OwnerWork {
     ) -> Result<OwnerWork> {
         let started = Instant::now();
         let pages = Pages::place(members)?;
-        let mut sizes = FxHashMap::<i64, u32>::default();
-        for x in pages.distinct() {
-            *sizes.entry(pages.held[x].cluster).or_default() += 1;
-        }
+        let mut dense = FxHashMap::<i64, u32>::default();
+        let mut clusters: Vec<(i64, u32)> = Vec::new();
+        let keyed = pages.distinct().map(|x| {
+            let Member { id, cluster, .. } = pages.held[x];
+            let c = *dense.entry(cluster).or_insert_with(|| {
+                clusters.push((cluster, 0));
+                clusters.len() as u32 - 1
+            });
+            clusters[c as usize].1 += 1;
+            (id, x as Page, c)
+        });
+        let by_id = sorted_by_id(keyed);
         {
             let totals = &mut owner.state.borrow_mut().body;
-            for (&cluster, &size) in &sizes {
+            for &(cluster, size) in &clusters {
                 count_cluster(totals, u64::from(size), cluster, owner.max_size);
             }
         }
-        let by_id = sorted_by_id(pages.distinct().map(|x| (pages.held[x].id, x as Page)));
         let drops = match owner.policy {
             DropPolicy::Direct => owner_drops(&pages, &by_id, pairs)?,
             DropPolicy::Component => DirectDrops::default(),
         };
         tracing::info!(
             pages = by_id.len(),
-            clusters = sizes.len(),
+            clusters = clusters.len(),
             seconds = started.elapsed().as_secs_f64(),
             rss_mib = ?crate::logging::resident_mib(),
             "joined clusters counted and drops chosen"
         );
         Ok(OwnerWork {
-            pages,
-            sizes,
             policy: owner.policy,
+            clusters,
             by_id,
             next: 0,
             drops,
@@ -178,11 +185,10 @@ impl OwnerWork {
     /// Gives the next slice of pages' rows; false once all are given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
         let end = (self.next + SLICE).min(self.by_id.len());
-        for &(id, x) in &self.by_id[self.next..end] {
-            let cluster = self.pages.held[x as usize].cluster;
-            let drop = drop_of(self.policy, (id, cluster), self.drops.of(x));
-            self.rows
-                .page((id, cluster, self.sizes[&cluster]), drop, give);
+        for &(id, x, c) in &self.by_id[self.next..end] {
+            let (cluster, size) = self.clusters[c as usize];
+            let drop = drop_of(self.policy, (id, cluster), self.drops.take(x));
+            self.rows.page((id, cluster, size), drop, give);
         }
         self.next = end;
         if end < self.by_id.len() {
@@ -197,7 +203,7 @@ impl OwnerWork {
 /// distinct pages in id order).
 fn owner_drops(
     pages: &Pages,
-    by_id: &[(i64, Page)],
+    by_id: &[KeyedPage],
     pairs: &[(u32, u32, u32, u8)],
 ) -> Result<DirectDrops> {
     let mut ends = Vec::with_capacity(pairs.len());

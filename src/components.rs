@@ -229,6 +229,14 @@ impl Components {
         }
     }
 
+    /// Asks the CPU to fetch a page's node (at a root: its set's size and
+    /// least label) into cache ahead of its use.
+    pub fn prefetch_node(&self, page: Page) {
+        if let Some(node) = self.nodes.get(page as usize) {
+            prefetch(node);
+        }
+    }
+
     /// Joins the sets of `a` and `b`; returns whether they were apart.
     pub fn union(&mut self, a: Page, b: Page) -> bool {
         let (mut ra, mut rb) = (self.find(a), self.find(b));

@@ -35,31 +35,33 @@ impl fmt::Display for DropPolicy {
     }
 }
 
-/// Pages `(id, index)` sorted by id (one radix sort): the order rows are
-/// written in, and the order [`direct_drops`] ranks pages by.
-pub fn sorted_by_id(pages: impl Iterator<Item = (i64, Page)>) -> Vec<(i64, Page)> {
-    let mut by_id: Vec<(i64, Page)> = pages.collect();
-    radsort::sort_by_key(&mut by_id, |&(id, _)| id);
+/// A page as the output needs it: `(id, index, what the caller carries
+/// along)`; the third field fills what would be padding.
+pub type KeyedPage = (i64, Page, u32);
+
+/// Pages sorted by id (one radix sort): the order rows are written in, and
+/// the order [`direct_drops`] ranks pages by.
+pub fn sorted_by_id(pages: impl Iterator<Item = KeyedPage>) -> Vec<KeyedPage> {
+    let mut by_id: Vec<KeyedPage> = pages.collect();
+    radsort::sort_by_key(&mut by_id, |&(id, ..)| id);
     by_id
 }
 
-/// The [`DropPolicy::Direct`] drops of a set of pages, looked up by page
-/// index: `(keep_id, distance)` for a dropped page.
+/// The [`DropPolicy::Direct`] drops of a set of pages, `(index, keep_id,
+/// distance)`, in priority order: those of pages that rank first, by id,
+/// then those of the others, by id. They are taken page by page in id
+/// order ([`DirectDrops::take`]) with a cursor into each of the two runs:
+/// no lookup table, no random access.
 #[derive(Debug, Default)]
 pub struct DirectDrops {
-    /// Per index: its drop's place in `drops`, or [`MISSING`] (kept, or not
-    /// among the pages).
-    at: Vec<Page>,
-    drops: Vec<(i64, u8)>,
+    drops: Vec<(Page, i64, u8)>,
+    /// How many of `drops` are of pages that rank first.
+    first: usize,
+    /// The next drop of each run.
+    next: [usize; 2],
 }
 
 impl DirectDrops {
-    /// The drop of `page`, if it is dropped.
-    pub fn of(&self, page: Page) -> Option<(i64, u8)> {
-        let at = *self.at.get(page as usize)?;
-        (at != MISSING).then(|| self.drops[at as usize])
-    }
-
     /// How many pages are dropped.
     pub fn len(&self) -> usize {
         self.drops.len()
@@ -68,16 +70,30 @@ impl DirectDrops {
     pub fn is_empty(&self) -> bool {
         self.drops.is_empty()
     }
+
+    /// The drop of `page`, if it is dropped; pages must come in id order.
+    pub fn take(&mut self, page: Page) -> Option<(i64, u8)> {
+        let ends = [self.first, self.drops.len()];
+        for (next, end) in self.next.iter_mut().zip(ends) {
+            let at = *next;
+            if at < end && self.drops[at].0 == page {
+                *next += 1;
+                let (_, keep, distance) = self.drops[at];
+                return Some((keep, distance));
+            }
+        }
+        None
+    }
 }
 
-/// The [`DropPolicy::Direct`] drops among `by_id` (pages `(id, index)`,
-/// indexes below `n`, sorted by id), paired by `pairs` (by index; a pair
-/// whose first end is not among the pages is skipped): one sweep in
-/// priority order (those that `rank_first`, then the others, each by id)
-/// over all of them. Clusters do not interact, so one sweep over many
-/// clusters is each cluster's pass.
+/// The [`DropPolicy::Direct`] drops among `by_id` (pages with indexes
+/// below `n`, sorted by id), paired by `pairs` (by index; a pair whose
+/// first end is not among the pages is skipped): one sweep in priority
+/// order (those that `rank_first`, then the others, each by id) over all
+/// of them. Clusters do not interact, so one sweep over many clusters is
+/// each cluster's pass.
 pub fn direct_drops(
-    by_id: &[(i64, Page)],
+    by_id: &[KeyedPage],
     n: usize,
     ranks_first: impl Fn(Page) -> bool,
     pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
@@ -86,6 +102,10 @@ pub fn direct_drops(
     let others = (0..by_id.len() as Page).filter(|&at| !ranks_first(by_id[at as usize].1));
     // Positions in priority order, as places in `by_id`.
     let order: Vec<Page> = first.chain(others).collect();
+    let first_positions = order
+        .iter()
+        .take_while(|&&place| ranks_first(by_id[place as usize].1))
+        .count();
     let mut position = vec![MISSING; n];
     for (at, &place) in order.iter().enumerate() {
         position[by_id[place as usize].1 as usize] = at as Page;
@@ -93,29 +113,22 @@ pub fn direct_drops(
     let ranked = pairs
         .filter(|&(a, _, _)| position[a as usize] != MISSING)
         .map(|(a, b, distance)| (position[a as usize], position[b as usize], distance));
-    let mut sweep = Sweep::default();
     let mut drops = Vec::new();
-    sweep.run(
+    Sweep::default().run(
         order.len(),
         ranked,
         |at| by_id[order[at as usize] as usize].0,
         &mut drops,
     );
-    // The position array becomes the lookup: a page's drop is the how-many-th
-    // dropped position it holds.
-    let mut at = position;
-    let mut next = 0;
-    for (p, &place) in order.iter().enumerate() {
-        let page = by_id[place as usize].1 as usize;
-        at[page] = match sweep.kept[p] {
-            true => MISSING,
-            false => {
-                next += 1;
-                next - 1
-            }
-        };
+    let first = drops.partition_point(|&(at, ..)| (at as usize) < first_positions);
+    for drop in &mut drops {
+        drop.0 = by_id[order[drop.0 as usize] as usize].1;
     }
-    DirectDrops { at, drops }
+    DirectDrops {
+        next: [0, first],
+        drops,
+        first,
+    }
 }
 
 /// The greedy sweep itself, over pages named by their position in priority
@@ -131,8 +144,8 @@ pub struct Sweep {
 }
 
 impl Sweep {
-    /// Appends to `drops` the drops (`(keep_id, distance)`, in order) among
-    /// `pages` pages in priority order,
+    /// Appends to `drops` the drops (`(position, keep_id, distance)`, in
+    /// order) among `pages` pages in priority order,
     /// paired by `pairs` (`(position, position, distance)`, every position
     /// below `pages`; self-pairs and repeats are harmless); `id_of` names a
     /// position's page (ties in distance go to the smallest id).
@@ -141,7 +154,7 @@ impl Sweep {
         pages: usize,
         pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
         id_of: impl Fn(Page) -> i64,
-        drops: &mut Vec<(i64, u8)>,
+        drops: &mut Vec<(Page, i64, u8)>,
     ) {
         self.earlier_partners(pages, pairs);
         self.kept.clear();
@@ -154,7 +167,7 @@ impl Sweep {
                 .map(|&(q, distance)| (distance, id_of(q)))
                 .min();
             match best {
-                Some((distance, keep)) => drops.push((keep, distance)),
+                Some((distance, keep)) => drops.push((p as Page, keep, distance)),
                 None => self.kept[p] = true,
             }
         }
@@ -206,11 +219,11 @@ mod tests {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
         let indexed = pairs.iter().map(|&(a, b, d)| (index(a), index(b), d));
         let by_id =
-            sorted_by_id((0..pages.len() as Page).map(|page| (pages[page as usize].1, page)));
-        let drops = direct_drops(&by_id, pages.len(), |page| pages[page as usize].0, indexed);
+            sorted_by_id((0..pages.len() as Page).map(|page| (pages[page as usize].1, page, 0)));
+        let mut drops = direct_drops(&by_id, pages.len(), |page| pages[page as usize].0, indexed);
         let found: Vec<Drop> = by_id
             .iter()
-            .filter_map(|&(id, page)| drops.of(page).map(|(keep, d)| (id, keep, d)))
+            .filter_map(|&(id, page, _)| drops.take(page).map(|(keep, d)| (id, keep, d)))
             .collect();
         assert_eq!(found.len(), drops.len());
         found

@@ -13,7 +13,7 @@ use crate::cluster_owner::{Addressed, Assigned, Member};
 use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, JoinedRoots, SharedPages};
-use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy};
+use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy, KeyedPage};
 use crate::part_runs::{RunBuilder, RunSlice};
 
 /// A record for a joined cluster's owner, or a row decided here.
@@ -71,6 +71,10 @@ impl PairLog {
 /// flow on before the next is made, large enough that slices cost nothing.
 const SLICE: usize = 1 << 18;
 
+/// How far ahead of the page being written its cluster's root is fetched:
+/// pages come in id order, their roots anywhere in memory.
+const LOOKAHEAD: usize = 16;
+
 /// What this worker knows when its joined components are resolved.
 pub struct RouterInput {
     pub worker: u32,
@@ -107,7 +111,7 @@ enum Stage {
     },
     /// Local clusters' pages in id order, to the part writers.
     LocalPages {
-        by_id: Vec<(i64, Page)>,
+        by_id: Vec<KeyedPage>,
         drops: DirectDrops,
         next: usize,
     },
@@ -161,10 +165,17 @@ impl Router {
                     next: 0,
                 }
             }
-            Stage::LocalPages { by_id, drops, next } if next < by_id.len() => {
+            Stage::LocalPages {
+                by_id,
+                mut drops,
+                next,
+            } if next < by_id.len() => {
                 let end = (next + SLICE).min(by_id.len());
-                for &(id, page) in &by_id[next..end] {
-                    self.local_page_rows(id, page, &drops, give);
+                for at in next..end {
+                    if let Some(&(_, _, root)) = by_id.get(at + LOOKAHEAD) {
+                        self.input.components.prefetch_node(root);
+                    }
+                    self.local_page_rows(by_id[at], &mut drops, give);
                 }
                 Stage::LocalPages {
                     by_id,
@@ -215,11 +226,11 @@ impl Router {
     /// the direct policy their drops: one greedy sweep over all of them at
     /// once (clusters do not interact, so one pass in priority order over
     /// every page is each cluster's pass).
-    fn local_pages(&self) -> (Vec<(i64, Page)>, DirectDrops) {
+    fn local_pages(&self) -> (Vec<KeyedPage>, DirectDrops) {
         let components = &self.input.components;
         let local = (0..components.len() as Page)
             .filter(|&page| self.slots[page as usize] == MISSING)
-            .map(|page| (components.id(page), page));
+            .map(|page| (components.id(page), page, self.root(page)));
         let by_id = sorted_by_id(local);
         let drops = match self.input.pairs.as_ref() {
             Some(pairs) => direct_drops(
@@ -237,12 +248,10 @@ impl Router {
     /// counted once.
     fn local_page_rows(
         &mut self,
-        id: i64,
-        page: Page,
-        drops: &DirectDrops,
+        (id, page, root): KeyedPage,
+        drops: &mut DirectDrops,
         give: &mut dyn FnMut(Routed),
     ) {
-        let root = self.roots[page as usize];
         let components = &mut self.input.components;
         let cluster = components.representative(root);
         let size = components.component_size(root);
@@ -254,7 +263,7 @@ impl Router {
                 self.input.max_size,
             );
         }
-        let drop = drop_of(self.input.policy, (id, cluster), drops.of(page));
+        let drop = drop_of(self.input.policy, (id, cluster), drops.take(page));
         self.rows
             .page((id, cluster, size), drop, &mut |slice| give(Err(slice)));
     }

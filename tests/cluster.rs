@@ -239,10 +239,13 @@ fn a_peer_killed_mid_run_stops_the_others_and_a_rerun_is_complete() {
             "process {i} did not stop after its peer died: {stderr}"
         );
         assert!(!output.status.success(), "process {i} must fail");
-        assert!(
-            stderr.contains("lost process 1"),
-            "process {i} should name the lost peer: {stderr}"
-        );
+        // Process 1 is lost first, but a survivor may hear first that the
+        // other survivor stopped (having lost process 1 itself): either is
+        // a lost peer, named.
+        let named = (0..3)
+            .filter(|&p| p != i)
+            .any(|p| stderr.contains(&format!("lost process {p} ")));
+        assert!(named, "process {i} should name a lost peer: {stderr}");
     }
     assert!(!out.join("_SUCCESS").exists());
     assert!(
