@@ -3,12 +3,13 @@
 //!
 //! Each worker streams its share of the pairs' row groups into a union-find;
 //! the workers' components are joined where they share pages (see
-//! [`crate::dataflow::components`]); every page, and under `--drop-policy
-//! direct` every pair, goes to its cluster's owner (a hash of the
-//! representative, so a cluster is never split), which counts the cluster
-//! and chooses its drops; the rows go to their part's writer, which sorts
-//! them by id and writes `clusters/` and `drop/`; worker 0 commits once every
-//! worker has reported.
+//! [`crate::dataflow::components`]). A cluster one worker saw whole is
+//! counted and its drops chosen there ([`crate::local_clusters`]); the
+//! pages (and under `--drop-policy direct` the pairs) of a joined cluster
+//! go to its owner, a hash of the representative, which does the same
+//! ([`crate::cluster_owner`]). The rows go to their part's writer as runs sorted
+//! by id (see [`crate::part_runs`]), merged as `clusters/` and `drop/` are
+//! written; worker 0 commits once every worker has reported.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
