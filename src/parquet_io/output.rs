@@ -498,4 +498,32 @@ mod tests {
         }
         Ok(())
     }
+
+    #[test]
+    fn a_part_out_of_id_order_is_refused_and_never_left_in_place() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let sorted = dir.path().join("sorted.parquet");
+        write_clusters(&sorted, 3, [(1, 1, 2), (2, 1, 2), (7, 7, 1)].into_iter())?;
+        let reader = SerializedFileReader::new(File::open(&sorted)?)?;
+        assert_eq!(reader.metadata().file_metadata().num_rows(), 3);
+        for (name, rows) in [
+            ("backwards", vec![(5, 5, None), (4, 5, Some(1))]),
+            ("repeated", vec![(5, 6, Some(1)), (5, 6, Some(1))]),
+        ] {
+            let path = dir.path().join(format!("{name}.parquet"));
+            let error = write_drops(&path, rows.len(), rows.into_iter()).unwrap_err();
+            assert!(
+                format!("{error:#}").contains("out of order or repeated"),
+                "{error:#}"
+            );
+            assert!(
+                !path.exists(),
+                "{name}: a refused part must not be in place"
+            );
+        }
+        let short = dir.path().join("short.parquet");
+        let error = write_drops(&short, 3, [(1, 2, None)].into_iter()).unwrap_err();
+        assert!(format!("{error:#}").contains("fewer rows"), "{error:#}");
+        Ok(())
+    }
 }
