@@ -98,14 +98,14 @@ pub fn direct_drops(
     ranks_first: impl Fn(Page) -> bool,
     pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
 ) -> DirectDrops {
-    let first = (0..by_id.len() as Page).filter(|&at| ranks_first(by_id[at as usize].1));
-    let others = (0..by_id.len() as Page).filter(|&at| !ranks_first(by_id[at as usize].1));
+    let places = 0..by_id.len() as Page;
     // Positions in priority order, as places in `by_id`.
-    let order: Vec<Page> = first.chain(others).collect();
-    let first_positions = order
-        .iter()
-        .take_while(|&&place| ranks_first(by_id[place as usize].1))
-        .count();
+    let mut order: Vec<Page> = places
+        .clone()
+        .filter(|&at| ranks_first(by_id[at as usize].1))
+        .collect();
+    let first_positions = order.len();
+    order.extend(places.filter(|&at| !ranks_first(by_id[at as usize].1)));
     let mut position = vec![MISSING; n];
     for (at, &place) in order.iter().enumerate() {
         position[by_id[place as usize].1 as usize] = at as Page;

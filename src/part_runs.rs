@@ -55,11 +55,12 @@ impl RunBuilder {
     /// `parts` parts. A slice holds up to 64Ki rows, fewer with many parts,
     /// so that all the buffers together stay near 1Mi rows.
     pub fn new(run: u32, parts: usize) -> RunBuilder {
+        let slice_rows = ((1 << 20) / parts.max(1)).clamp(1 << 10, 1 << 16);
         RunBuilder {
             run,
-            slice_rows: ((1 << 20) / parts.max(1)).clamp(1 << 10, 1 << 16),
-            members: vec![Vec::new(); parts],
-            drops: vec![Vec::new(); parts],
+            slice_rows,
+            members: (0..parts).map(|_| Vec::with_capacity(slice_rows)).collect(),
+            drops: (0..parts).map(|_| Vec::with_capacity(slice_rows)).collect(),
             seq: vec![0; parts],
         }
     }
@@ -110,8 +111,9 @@ impl RunBuilder {
         }
     }
 
-    /// A buffer for the next slice, at its full size at once: grown by
-    /// doubling, every slice would be copied (into fresh memory) on the way.
+    /// A buffer for the next slice, at its full size at once (as the first
+    /// ones are): grown by doubling, every slice would be copied (into fresh
+    /// memory) on the way. Memory is only touched as rows are written.
     fn fresh<T>(&self) -> Vec<T> {
         Vec::with_capacity(self.slice_rows)
     }
