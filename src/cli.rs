@@ -63,7 +63,7 @@ pub struct ClusterCommandArgs {
     /// Warn about, and list, clusters with more pages than this.
     #[arg(long, default_value_t = 1000)]
     pub max_cluster_size: u64,
-    /// Number of output part files in clusters/ and drop/ (split by a hash of the cluster id, so a cluster is in one part).
+    /// Number of output part files in clusters/ and drop/ (split by a hash of the page id, so a giant cluster spreads over all).
     #[arg(long, default_value_t = 1)]
     pub parts: usize,
     /// Replace an existing output directory.

@@ -1,14 +1,15 @@
-//! The owner of joined clusters: the clusters whose pages several workers
-//! saw, each sent whole to one worker (a hash of its id) that counts it and
-//! chooses its drops.
+//! The owner of joined clusters under `--drop-policy direct`: the clusters
+//! whose pairs several workers read, each sent to one worker (a hash of its
+//! id) that chooses its drops. Their `clusters/` rows need no owner: every
+//! worker writes its own pages' (see [`crate::local_clusters`]).
 //!
-//! A sender numbers the pages it sends each owner densely (its *slots*
-//! there) and names a pair's ends by those slots, so the owner places pages
-//! in arrays by `(sender, slot)` and never looks an id up: only a page that
-//! several workers saw comes more than once, flagged by its senders, and
-//! only those are matched by id. All the owner's clusters then share one
-//! greedy sweep in priority order, as a worker's own clusters do: a 10M-page
-//! chain costs one radix sort and a pass, not a hash lookup per pair end.
+//! A sender gives its pages in id order and numbers them densely (their
+//! *slots* here), and names a pair's ends by those slots: the owner merges
+//! the senders' runs into id order (a page several workers saw comes once
+//! from each, adjacent in the merge) and never looks an id up. All the
+//! owner's clusters then share one greedy sweep in priority order, as a
+//! worker's own clusters do: a 10M-page chain costs a merge and a pass, not
+//! a sort or a hash lookup per pair end.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -16,67 +17,91 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use crate::clustering::{count_cluster, drop_of, ClusterTotals};
+use crate::clustering::ClusterTotals;
 use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
-use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy, KeyedPage};
+use crate::drop_policy::Sweep;
 use crate::part_runs::{RunBuilder, RunSlice};
+
+/// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
+/// slots from its source (and once placed, their positions).
+pub type SlotPair = (Page, Page, u8);
 
 /// What a worker sends a joined cluster's owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Assigned {
-    Member(Member),
-    /// A pair, by its ends' slots from `source`.
-    Pair {
+    /// The ids of pages that rank `first` (or not) in id order, the first
+    /// at slot `first_slot` of `source`.
+    Pages {
         source: u32,
-        a: u32,
-        b: u32,
-        distance: u8,
+        first_slot: u32,
+        first: bool,
+        ids: Vec<i64>,
     },
+    /// Pairs `(slot, slot, distance)` by their ends' slots from `source`.
+    Pairs { source: u32, pairs: Vec<SlotPair> },
 }
 
 /// An [`Assigned`] record and the global index of the worker it goes to.
 pub type Addressed = (u32, Assigned);
 
-/// A page of a joined cluster: its slot among those `source` sends this
-/// owner, its cluster's representative, whether it ranks first (a corpus
-/// page under `--corpus-wins`) and whether other workers saw it too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Member {
-    pub source: u32,
-    pub slot: u32,
-    pub id: i64,
-    pub cluster: i64,
-    pub first: bool,
-    pub shared: bool,
-}
-
 /// The owner's side of the dataflow.
 pub struct ClusterOwner {
     /// The run its rows form (unique among the producers of rows).
     pub run: u32,
-    pub policy: DropPolicy,
     pub parts: usize,
-    pub max_size: u64,
     pub state: Rc<RefCell<Report<ClusterTotals>>>,
     pub failure: Arc<Failure>,
 }
 
+/// Consecutive pages of one source: `(first slot, rank first, ids)`.
+type PageSlice = (u32, bool, Vec<i64>);
+
+/// What an owner received, per source: slices of pages and of pairs.
+#[derive(Default)]
+struct Inbox {
+    pages: Vec<Vec<PageSlice>>,
+    pairs: Vec<Vec<Vec<SlotPair>>>,
+}
+
+impl Inbox {
+    fn add(&mut self, assigned: Assigned) {
+        let source = match &assigned {
+            Assigned::Pages { source, .. } | Assigned::Pairs { source, .. } => *source as usize,
+        };
+        if self.pages.len() <= source {
+            self.pages.resize_with(source + 1, Vec::new);
+            self.pairs.resize_with(source + 1, Vec::new);
+        }
+        match assigned {
+            Assigned::Pages {
+                first_slot,
+                first,
+                ids,
+                ..
+            } => self.pages[source].push((first_slot, first, ids)),
+            Assigned::Pairs { pairs, .. } => self.pairs[source].push(pairs),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.pages.iter().all(Vec::is_empty)
+    }
+}
+
 impl ClusterOwner {
     /// Takes every record of this worker's joined clusters; once all have
-    /// come, gives their rows.
+    /// come, gives their drop rows.
     pub fn rows<'scope>(
         self,
         assigned: Stream<'scope, u64, Vec<Addressed>>,
     ) -> Stream<'scope, u64, Vec<RunSlice>> {
-        type Inbox = (Vec<Member>, Vec<(u32, u32, u32, u8)>);
         let inbox = Rc::new(RefCell::new(Inbox::default()));
         let absorbed = inbox.clone();
         after_all_in_slices(
@@ -84,23 +109,13 @@ impl ClusterOwner {
             Exchange::new(|&(target, _): &Addressed| target as u64),
             "OwnClusters",
             move |data| {
-                let (members, pairs) = &mut *absorbed.borrow_mut();
-                for (_, assigned) in data.drain(..) {
-                    match assigned {
-                        Assigned::Member(member) => members.push(member),
-                        Assigned::Pair {
-                            source,
-                            a,
-                            b,
-                            distance,
-                        } => pairs.push((source, a, b, distance)),
-                    }
-                }
+                let inbox = &mut *absorbed.borrow_mut();
+                data.drain(..).for_each(|(_, assigned)| inbox.add(assigned));
             },
             move || {
-                let (members, pairs) = std::mem::take(&mut *inbox.borrow_mut());
-                let mut work = (!self.failure.happened() && !members.is_empty())
-                    .then(|| OwnerWork::start(&self, members, &pairs));
+                let inbox = std::mem::take(&mut *inbox.borrow_mut());
+                let mut work = (!self.failure.happened() && !inbox.is_empty())
+                    .then(|| OwnerWork::start(&self, inbox));
                 move |give: &mut dyn FnMut(RunSlice)| match work.as_mut() {
                     Some(Ok(work)) => work.next_slice(give),
                     Some(Err(_)) => {
@@ -116,182 +131,246 @@ impl ClusterOwner {
     }
 }
 
-/// Pages given per slice (see [`after_all_in_slices`]).
+/// Drop rows given per slice (see [`after_all_in_slices`]).
 const SLICE: usize = 1 << 18;
 
-/// An owner's clusters, counted and their drops chosen, given as rows in
-/// id order a slice at a time.
+/// An owner's drops, chosen, given as rows in id order a slice at a time.
 struct OwnerWork {
-    policy: DropPolicy,
-    /// `(cluster id, size)` of each cluster, by a dense index.
-    clusters: Vec<(i64, u32)>,
-    /// The distinct pages `(id, index, cluster's dense index)` in id order,
-    /// and the next to give.
-    by_id: Vec<KeyedPage>,
-    next: usize,
-    drops: DirectDrops,
+    /// The distinct pages' ids, in priority order (a page's *position*).
+    ids: Vec<i64>,
+    /// The drops `(position, keep_id, distance)` of the pages that rank
+    /// first and of the others: two runs, each in id order.
+    drops: Vec<(Page, i64, u8)>,
+    /// Where the second run starts, and the next drop of each run.
+    first: usize,
+    next: [usize; 2],
     rows: RunBuilder,
 }
 
 impl OwnerWork {
-    /// Places the pages, counts the clusters into the totals, and under the
-    /// direct policy chooses the drops.
-    fn start(
-        owner: &ClusterOwner,
-        members: Vec<Member>,
-        pairs: &[(u32, u32, u32, u8)],
-    ) -> Result<OwnerWork> {
+    /// Merges the pages into priority order and chooses the drops.
+    fn start(owner: &ClusterOwner, inbox: Inbox) -> Result<OwnerWork> {
         let started = Instant::now();
-        let pages = Pages::place(members)?;
-        let mut dense = FxHashMap::<i64, u32>::default();
-        let mut clusters: Vec<(i64, u32)> = Vec::new();
-        let keyed = pages.distinct().map(|x| {
-            let Member { id, cluster, .. } = pages.held[x];
-            let c = *dense.entry(cluster).or_insert_with(|| {
-                clusters.push((cluster, 0));
-                clusters.len() as u32 - 1
-            });
-            clusters[c as usize].1 += 1;
-            (id, x as Page, c)
-        });
-        let by_id = sorted_by_id(keyed);
-        {
-            let totals = &mut owner.state.borrow_mut().body;
-            for &(cluster, size) in &clusters {
-                count_cluster(totals, u64::from(size), cluster, owner.max_size);
-            }
-        }
-        let drops = match owner.policy {
-            DropPolicy::Direct => owner_drops(&pages, &by_id, pairs)?,
-            DropPolicy::Component => DirectDrops::default(),
-        };
+        let Inbox { pages, mut pairs } = inbox;
+        let runs = pages
+            .into_iter()
+            .enumerate()
+            .map(|(source, slices)| SourceRun::new(source, slices))
+            .collect::<Result<Vec<_>>>()?;
+        let merged = merge_in_priority_order(runs)?;
+        to_positions(&mut pairs, &merged.positions)?;
+        drop(merged.positions);
+        let ids = merged.ids;
+        let mut drops = Vec::new();
+        Sweep::default().run(
+            ids.len(),
+            pairs.into_iter().flatten().flatten(),
+            |at| ids[at as usize],
+            &mut drops,
+        );
+        let first = drops.partition_point(|&(at, ..)| (at as usize) < merged.first);
         tracing::info!(
-            pages = by_id.len(),
-            clusters = clusters.len(),
+            pages = ids.len(),
             seconds = started.elapsed().as_secs_f64(),
             rss_mib = ?crate::logging::resident_mib(),
-            "joined clusters counted and drops chosen"
+            "joined clusters' drops chosen"
         );
         Ok(OwnerWork {
-            policy: owner.policy,
-            clusters,
-            by_id,
-            next: 0,
+            ids,
             drops,
+            first,
+            next: [0, first],
             rows: RunBuilder::new(owner.run, owner.parts),
         })
     }
 
-    /// Gives the next slice of pages' rows; false once all are given.
+    /// Gives the next slice of drop rows, merging the two runs by id; false
+    /// once all are given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
-        let end = (self.next + SLICE).min(self.by_id.len());
-        for &(id, x, c) in &self.by_id[self.next..end] {
-            let (cluster, size) = self.clusters[c as usize];
-            let drop = drop_of(self.policy, (id, cluster), self.drops.take(x));
-            self.rows.page((id, cluster, size), drop, give);
+        let ends = [self.first, self.drops.len()];
+        for _ in 0..SLICE {
+            let id_at = |run: usize| {
+                let at = self.next[run];
+                (at < ends[run]).then(|| self.ids[self.drops[at].0 as usize])
+            };
+            let run = match (id_at(0), id_at(1)) {
+                (Some(a), Some(b)) => usize::from(b < a),
+                (Some(_), None) => 0,
+                (None, Some(_)) => 1,
+                (None, None) => {
+                    self.rows.finish(give);
+                    return false;
+                }
+            };
+            let (at, keep, distance) = self.drops[self.next[run]];
+            self.next[run] += 1;
+            self.rows
+                .drop((self.ids[at as usize], keep, Some(distance)), give);
         }
-        self.next = end;
-        if end < self.by_id.len() {
-            return true;
-        }
-        self.rows.finish(give);
-        false
+        true
     }
 }
 
-/// One greedy sweep over every page of an owner's clusters (`by_id`, the
-/// distinct pages in id order).
-fn owner_drops(
-    pages: &Pages,
-    by_id: &[KeyedPage],
-    pairs: &[(u32, u32, u32, u8)],
-) -> Result<DirectDrops> {
-    let mut ends = Vec::with_capacity(pairs.len());
-    for &(source, a, b, distance) in pairs {
-        match (pages.index(source, a), pages.index(source, b)) {
-            (Some(a), Some(b)) => ends.push((a, b, distance)),
-            _ => bail!("a pair from worker {source} names a page it did not send (internal error)"),
-        }
-    }
-    Ok(direct_drops(
-        by_id,
-        pages.held.len(),
-        |x| pages.held[x as usize].first,
-        ends.into_iter(),
-    ))
+/// One source's pages in slot order (so in priority order), read once,
+/// each slice freed once read.
+struct SourceRun {
+    source: usize,
+    slices: std::vec::IntoIter<PageSlice>,
+    current: (bool, std::vec::IntoIter<i64>),
+    /// Slots in all.
+    len: usize,
 }
 
-/// An owner's pages, at `base[source] + slot`, with the pages several
-/// workers sent joined into one.
-struct Pages {
-    held: Vec<Member>,
-    base: Vec<usize>,
-    /// The index standing for each index: itself, or the first copy of a
-    /// page several workers sent.
-    canonical: Vec<Page>,
-}
-
-impl Pages {
-    fn place(members: Vec<Member>) -> Result<Pages> {
-        let sources = members
-            .iter()
-            .map(|m| m.source as usize + 1)
-            .max()
-            .unwrap_or(0);
-        let mut base = vec![0usize; sources + 1];
-        for m in &members {
-            base[m.source as usize + 1] += 1;
-        }
-        for s in 0..sources {
-            base[s + 1] += base[s];
-        }
-        let n = members.len();
-        let mut held: Vec<Option<Member>> = vec![None; n];
-        for m in members {
-            let at = base[m.source as usize] + m.slot as usize;
-            match held.get_mut(at) {
-                Some(place @ None) => *place = Some(m),
-                _ => bail!(
-                    "worker {} sent slot {} twice or out of range (internal error)",
-                    m.source,
-                    m.slot
-                ),
+impl SourceRun {
+    /// The slices put end to end, which must cover the slots from 0
+    /// without a gap or an overlap.
+    fn new(source: usize, mut slices: Vec<PageSlice>) -> Result<SourceRun> {
+        slices.sort_unstable_by_key(|&(first_slot, ..)| first_slot);
+        let mut slots = 0;
+        for &(first_slot, _, ref ids) in &slices {
+            if first_slot as usize != slots {
+                bail!("worker {source} sent slot {first_slot} out of place (internal error)");
             }
+            slots += ids.len();
         }
-        let mut held: Vec<Member> = held.into_iter().flatten().collect();
-        base.truncate(sources);
-        let mut canonical: Vec<Page> = (0..n as Page).collect();
-        let mut first_copy = FxHashMap::<i64, Page>::default();
-        for x in 0..n {
-            if held[x].shared {
-                let kept = *first_copy.entry(held[x].id).or_insert(x as Page);
-                canonical[x] = kept;
-                held[kept as usize].first |= held[x].first;
-            }
-        }
-        Ok(Pages {
-            held,
-            base,
-            canonical,
+        Ok(SourceRun {
+            source,
+            slices: slices.into_iter(),
+            current: (false, Vec::new().into_iter()),
+            len: slots,
         })
     }
 
-    /// The canonical index of `slot` from `source`.
-    fn index(&self, source: u32, slot: u32) -> Option<Page> {
-        let base = *self.base.get(source as usize)?;
-        let at = base + slot as usize;
-        let next = self.base.get(source as usize + 1).copied();
-        let end = next.unwrap_or(self.held.len());
-        (at < end).then(|| self.canonical[at])
+    /// The next page's key in priority order: `(ranks later, id)`.
+    fn peek(&mut self) -> Option<(bool, i64)> {
+        loop {
+            if let Some(&id) = self.current.1.as_slice().first() {
+                return Some((!self.current.0, id));
+            }
+            let (_, first, ids) = self.slices.next()?;
+            self.current = (first, ids.into_iter());
+        }
     }
 
-    /// The index of every distinct page.
-    fn distinct(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..self.held.len()).filter(|&x| self.is_distinct(x))
+    fn advance(&mut self) {
+        self.current.1.next();
+    }
+}
+
+/// The sources' pages merged into priority order.
+struct Merged {
+    /// The distinct pages' ids, by position.
+    ids: Vec<i64>,
+    /// How many positions rank first.
+    first: usize,
+    /// Each source's slots' positions.
+    positions: Vec<Vec<Page>>,
+}
+
+/// Merges the sources' runs (each in priority order: those that rank first,
+/// by id, then the others) into one; a page several sources sent (ranked
+/// alike by all, see [`crate::dataflow::components::Join`]) is one
+/// position. A source's run is taken for as long as it stays at or below
+/// the others' heads, so two sources cost little more than a copy.
+fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
+    let mut ids: Vec<i64> = Vec::with_capacity(runs.iter().map(|run| run.len).sum());
+    let mut first = 0;
+    let mut positions: Vec<Vec<Page>> =
+        runs.iter().map(|run| Vec::with_capacity(run.len)).collect();
+    let mut heads: Vec<Option<(bool, i64)>> = runs.iter_mut().map(SourceRun::peek).collect();
+    let mut last: Option<(bool, i64)> = None;
+    loop {
+        // The least head: sources are few (the workers), and a scan of a
+        // handful of keys in cache beats a heap's pop and push per page.
+        let least = heads
+            .iter()
+            .enumerate()
+            .filter_map(|(r, head)| head.map(|key| (key, r)))
+            .min();
+        let Some((key, r)) = least else {
+            break;
+        };
+        match last {
+            Some(last) if last == key => {}
+            Some(last) if last > key => {
+                bail!(
+                    "worker {} sent its pages out of order (internal error)",
+                    runs[r].source
+                )
+            }
+            _ => {
+                ids.push(key.1);
+                first += usize::from(!key.0);
+                last = Some(key);
+            }
+        }
+        positions[r].push(ids.len() as Page - 1);
+        runs[r].advance();
+        heads[r] = runs[r].peek();
+    }
+    Ok(Merged {
+        ids,
+        first,
+        positions,
+    })
+}
+
+/// Every pair's ends, slots of its source, turned into positions in place.
+fn to_positions(pairs: &mut [Vec<Vec<SlotPair>>], positions: &[Vec<Page>]) -> Result<()> {
+    for (source, slices) in pairs.iter_mut().enumerate() {
+        let positions = positions.get(source).map_or(&[][..], Vec::as_slice);
+        for (a, b, _) in slices.iter_mut().flatten() {
+            match (positions.get(*a as usize), positions.get(*b as usize)) {
+                (Some(&at_a), Some(&at_b)) => (*a, *b) = (at_a, at_b),
+                _ => bail!(
+                    "a pair from worker {source} names a page it did not send (internal error)"
+                ),
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(source: usize, slices: Vec<PageSlice>) -> SourceRun {
+        SourceRun::new(source, slices).unwrap()
     }
 
-    /// Whether `x` is a page's first copy.
-    fn is_distinct(&self, x: usize) -> bool {
-        self.canonical[x] as usize == x
+    #[test]
+    fn runs_merge_into_priority_order_with_shared_pages_once() {
+        // Source 0: corpus pages 4, 9, then 1, 7, 8; source 1: corpus page
+        // 9 (shared), then 2, 7 (shared), 10, in slices given out of order.
+        let runs = vec![
+            run(0, vec![(2, false, vec![1, 7, 8]), (0, true, vec![4, 9])]),
+            run(
+                1,
+                vec![
+                    (1, false, vec![2]),
+                    (0, true, vec![9]),
+                    (2, false, vec![7, 10]),
+                ],
+            ),
+        ];
+        let merged = merge_in_priority_order(runs).unwrap();
+        assert_eq!(merged.ids, vec![4, 9, 1, 2, 7, 8, 10]);
+        assert_eq!(merged.first, 2);
+        assert_eq!(
+            merged.positions,
+            vec![vec![0, 1, 2, 4, 5], vec![1, 3, 4, 6]]
+        );
+    }
+
+    #[test]
+    fn a_gap_in_slots_or_pages_out_of_order_is_an_internal_error() {
+        assert!(SourceRun::new(0, vec![(0, false, vec![1]), (2, false, vec![3])]).is_err());
+        let unordered = vec![run(0, vec![(0, false, vec![5, 3])])];
+        assert!(merge_in_priority_order(unordered).is_err());
+        let mut pairs = vec![vec![vec![(0, 1, 2)]]];
+        assert!(to_positions(&mut pairs, &[vec![7]]).is_err());
+        assert!(to_positions(&mut pairs, &[vec![7, 3]]).is_ok());
+        assert_eq!(pairs, vec![vec![vec![(7, 3, 2)]]]);
     }
 }

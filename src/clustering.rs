@@ -255,9 +255,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
                 let owner = ClusterOwner {
                     run: 2 * me as u32 + 1,
-                    policy: opts.drop_policy,
                     parts,
-                    max_size: opts.max_cluster_size,
                     state: state.clone(),
                     failure: failure.clone(),
                 };
@@ -337,10 +335,11 @@ fn expected_pages(pages: usize, first: &[PairRow], all_pairs: usize) -> usize {
     (per_pair * all_pairs as f64 * 1.1) as usize
 }
 
-/// The part a cluster's rows go to: a hash of its id, so parts do not
-/// depend on the number of workers.
-pub(crate) fn placement_part(cluster: i64, parts: usize) -> u32 {
-    owner_of(cluster, parts)
+/// The part a page's rows go to: a hash of its id, so parts do not depend
+/// on the number of workers, and a giant cluster's rows are spread over
+/// every part (and writer) rather than all in one.
+pub(crate) fn placement_part(id: i64, parts: usize) -> u32 {
+    owner_of(id, parts)
 }
 
 /// A worker's parts (part `p` is written by worker `p % peers`): the runs

@@ -87,25 +87,26 @@ impl DirectDrops {
 }
 
 /// The [`DropPolicy::Direct`] drops among `by_id` (pages with indexes
-/// below `n`, sorted by id), paired by `pairs` (by index; a pair whose
-/// first end is not among the pages is skipped): one sweep in priority
-/// order (those that `rank_first`, then the others, each by id) over all
-/// of them. Clusters do not interact, so one sweep over many clusters is
-/// each cluster's pass.
+/// below `n`, sorted by id) whose `rank` is known, paired by `pairs` (by
+/// index; a pair whose first end is not swept is skipped): one sweep in
+/// priority order (those that rank first, then the others, each by id)
+/// over all of them. Clusters do not interact, so one sweep over many
+/// clusters is each cluster's pass; a cluster decided elsewhere is left out
+/// by ranking its pages `None`.
 pub fn direct_drops(
     by_id: &[KeyedPage],
     n: usize,
-    ranks_first: impl Fn(Page) -> bool,
-    pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
+    rank: impl Fn(Page) -> Option<bool>,
+    pairs: impl Iterator<Item = (Page, Page, u8)>,
 ) -> DirectDrops {
-    let places = 0..by_id.len() as Page;
+    let rank = &rank;
+    let ranked = |first: bool| {
+        (0..by_id.len() as Page).filter(move |&at| rank(by_id[at as usize].1) == Some(first))
+    };
     // Positions in priority order, as places in `by_id`.
-    let mut order: Vec<Page> = places
-        .clone()
-        .filter(|&at| ranks_first(by_id[at as usize].1))
-        .collect();
+    let mut order: Vec<Page> = ranked(true).collect();
     let first_positions = order.len();
-    order.extend(places.filter(|&at| !ranks_first(by_id[at as usize].1)));
+    order.extend(ranked(false));
     let mut position = vec![MISSING; n];
     for (at, &place) in order.iter().enumerate() {
         position[by_id[place as usize].1 as usize] = at as Page;
@@ -132,14 +133,13 @@ pub fn direct_drops(
 }
 
 /// The greedy sweep itself, over pages named by their position in priority
-/// order: each page's earlier partners as a compressed adjacency list (one
-/// counting pass, one filling pass), then one pass in order. Its buffers are
-/// kept between calls.
+/// order: every pair as `(later position, earlier position, distance)`,
+/// radix-sorted by its later end (a few streaming passes: building
+/// adjacency lists instead costs a random access per pair end, and for a
+/// chain of scattered ids each is a cache miss), then one pass in order.
 #[derive(Debug, Default)]
 pub struct Sweep {
-    starts: Vec<u32>,
-    fill: Vec<u32>,
-    partners: Vec<(u32, u8)>,
+    oriented: Vec<(Page, Page, u8)>,
     kept: Vec<bool>,
 }
 
@@ -152,51 +152,31 @@ impl Sweep {
     pub fn run(
         &mut self,
         pages: usize,
-        pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
+        pairs: impl Iterator<Item = (Page, Page, u8)>,
         id_of: impl Fn(Page) -> i64,
         drops: &mut Vec<(Page, i64, u8)>,
     ) {
-        self.earlier_partners(pages, pairs);
+        self.oriented.clear();
+        self.oriented.extend(
+            pairs
+                .filter(|&(a, b, _)| a != b)
+                .map(|(a, b, distance)| (a.max(b), a.min(b), distance)),
+        );
+        radsort::sort_by_key(&mut self.oriented, |&(later, ..)| later);
         self.kept.clear();
         self.kept.resize(pages, false);
-        for p in 0..pages {
-            let partners = &self.partners[self.starts[p] as usize..self.starts[p + 1] as usize];
-            let best = partners
-                .iter()
-                .filter(|&&(q, _)| self.kept[q as usize])
-                .map(|&(q, distance)| (distance, id_of(q)))
-                .min();
+        let mut partners = self.oriented.iter().peekable();
+        for p in 0..pages as Page {
+            let mut best: Option<(u8, i64)> = None;
+            while let Some(&(_, q, distance)) = partners.next_if(|&&(later, ..)| later == p) {
+                if self.kept[q as usize] {
+                    let candidate = (distance, id_of(q));
+                    best = Some(best.map_or(candidate, |best| best.min(candidate)));
+                }
+            }
             match best {
-                Some((distance, keep)) => drops.push((p as Page, keep, distance)),
-                None => self.kept[p] = true,
-            }
-        }
-    }
-
-    fn earlier_partners(
-        &mut self,
-        pages: usize,
-        pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
-    ) {
-        self.starts.clear();
-        self.starts.resize(pages + 1, 0);
-        for (a, b, _) in pairs.clone() {
-            if a != b {
-                self.starts[a.max(b) as usize + 1] += 1;
-            }
-        }
-        for p in 0..pages {
-            self.starts[p + 1] += self.starts[p];
-        }
-        self.partners.clear();
-        self.partners.resize(self.starts[pages] as usize, (0, 0));
-        self.fill.clear();
-        self.fill.extend_from_slice(&self.starts[..pages]);
-        for (a, b, distance) in pairs {
-            let (first, later) = (a.min(b), a.max(b));
-            if first != later {
-                self.partners[self.fill[later as usize] as usize] = (first, distance);
-                self.fill[later as usize] += 1;
+                Some((distance, keep)) => drops.push((p, keep, distance)),
+                None => self.kept[p as usize] = true,
             }
         }
     }
@@ -220,7 +200,8 @@ mod tests {
         let indexed = pairs.iter().map(|&(a, b, d)| (index(a), index(b), d));
         let by_id =
             sorted_by_id((0..pages.len() as Page).map(|page| (pages[page as usize].1, page, 0)));
-        let mut drops = direct_drops(&by_id, pages.len(), |page| pages[page as usize].0, indexed);
+        let rank = |page: Page| Some(pages[page as usize].0);
+        let mut drops = direct_drops(&by_id, pages.len(), rank, indexed);
         let found: Vec<Drop> = by_id
             .iter()
             .filter_map(|&(id, page, _)| drops.take(page).map(|(keep, d)| (id, keep, d)))
@@ -262,6 +243,20 @@ mod tests {
         let pages = vec![(false, 1), (false, 2), (false, 3)];
         let drops = drops_of(&pages, &[(1, 2, 1), (2, 3, 1), (3, 3, 0)]);
         assert_eq!(drops, vec![(2, 1, 1)]);
+    }
+
+    #[test]
+    fn pages_without_a_rank_are_left_to_others() {
+        // 0-1-2 is decided here; 3-4 is another's (no rank): no drop of 4.
+        let pages: Vec<RankedPage> = (0..5).map(|i| (false, i)).collect();
+        let pairs = [(0, 1, 1), (1, 2, 1), (3, 4, 1)];
+        let by_id = sorted_by_id((0..5).map(|page| (i64::from(page), page, 0)));
+        let rank = |page: Page| (page < 3).then_some(pages[page as usize].0);
+        let mut drops = direct_drops(&by_id, 5, rank, pairs.into_iter());
+        let found: Vec<(Page, i64)> = (0..5)
+            .filter_map(|page| drops.take(page).map(|(keep, _)| (page, keep)))
+            .collect();
+        assert_eq!(found, vec![(1, 0)]);
     }
 
     #[test]

@@ -1,18 +1,22 @@
 //! What a worker does with its pages once it knows which of its local
 //! components were joined with another worker's.
 //!
-//! Most clusters of a night's pairs are small and read by one worker: every
-//! pair of such a cluster, so every page, is in that worker's union-find, and
-//! nothing another worker holds can change it. Those clusters are counted
-//! and their drops chosen where they are, and their rows go straight to the
-//! part writers; only the pages and pairs of joined clusters travel to the
-//! cluster's owner. On 10M pairs in small clusters that is under 2% of the
-//! pages.
+//! Every worker writes the `clusters/` rows of its own pages (a page
+//! several workers saw, by the least of them), each page's cluster and size
+//! being its local component's or, if that was joined, the joined
+//! cluster's: no page travels to be written, however large its cluster.
+//!
+//! Drops are chosen where a cluster's pairs are. Most clusters of a night's
+//! pairs are small and read by one worker: every pair of such a cluster is in
+//! that worker's log, and nothing another worker holds can change its drops,
+//! so they are chosen here. Under the direct policy the pages and pairs of a
+//! joined cluster travel to its owner, which chooses its drops; on 10M pairs
+//! in small clusters that is under 2% of the pages.
 
-use crate::cluster_owner::{Addressed, Assigned, Member};
+use crate::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
-use crate::dataflow::components::{owner_of, JoinedRoots, SharedPages};
+use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy, KeyedPage};
 use crate::part_runs::{RunBuilder, RunSlice};
 
@@ -71,6 +75,9 @@ impl PairLog {
 /// flow on before the next is made, large enough that slices cost nothing.
 const SLICE: usize = 1 << 18;
 
+/// Pages or pairs per record sent to an owner.
+const BATCH: usize = 1 << 14;
+
 /// How far ahead of the page being written its cluster's root is fetched:
 /// pages come in id order, their roots anywhere in memory.
 const LOOKAHEAD: usize = 16;
@@ -89,14 +96,21 @@ pub struct RouterInput {
     pub max_size: u64,
 }
 
-/// Routes every page (and under the direct policy every pair), a slice at
-/// a time: a member or pair record to a joined cluster's owner, or the rows
-/// of a cluster this worker saw whole, counted into `totals`.
+/// Routes every page, a slice at a time: under the direct policy, the
+/// pages and pairs of joined clusters to their owners; then the rows of
+/// every page this worker writes (and the drops of the clusters it saw
+/// whole), counted into `totals`.
 pub struct Router {
     input: RouterInput,
+    /// Every page `(id, page, root)`, in id order.
+    by_id: Vec<KeyedPage>,
     roots: Vec<Page>,
     /// A page of a joined cluster: its slot among those sent its owner.
     slots: Vec<Page>,
+    /// Joined pages that do not rank first: `(place in by_id, owner)`.
+    later: Vec<(u32, u32)>,
+    /// Page ids and pairs waiting to be sent, per owner.
+    outbox: Vec<(Vec<i64>, Vec<SlotPair>)>,
     sent: Vec<u32>,
     rows: RunBuilder,
     stage: Stage,
@@ -105,18 +119,23 @@ pub struct Router {
 
 /// Where a [`Router`] is.
 enum Stage {
-    /// Joined clusters' pages, to their owners.
+    /// Joined clusters' pages, in id order: those that rank first to
+    /// their owners, the others set aside (`later`), so that each owner
+    /// gets a worker's pages in priority order.
     JoinedPages {
         next: usize,
     },
-    /// Local clusters' pages in id order, to the part writers.
-    LocalPages {
-        by_id: Vec<KeyedPage>,
-        drops: DirectDrops,
+    /// The pages set aside, to their owners.
+    LaterPages {
         next: usize,
     },
     /// Joined clusters' pairs, to their owners.
     JoinedPairs {
+        next: usize,
+    },
+    /// Every page's rows in id order, to the part writers.
+    Rows {
+        drops: DirectDrops,
         next: usize,
     },
     Done,
@@ -125,16 +144,34 @@ enum Stage {
 impl Router {
     pub fn new(mut input: RouterInput) -> Router {
         let components = &mut input.components;
-        let roots = (0..components.len() as Page)
+        let roots: Vec<Page> = (0..components.len() as Page)
             .map(|page| components.find(page))
             .collect();
+        let by_id = sorted_by_id(
+            (0..components.len() as Page)
+                .map(|page| (components.id(page), page, roots[page as usize])),
+        );
+        let sends = input.policy == DropPolicy::Direct && !input.joined.is_empty();
         Router {
-            slots: vec![MISSING; input.components.len()],
+            slots: if sends {
+                vec![MISSING; by_id.len()]
+            } else {
+                Vec::new()
+            },
+            later: Vec::new(),
+            outbox: (0..input.peers).map(|_| Default::default()).collect(),
             sent: vec![0; input.peers],
             rows: RunBuilder::new(2 * input.worker, input.parts),
+            stage: match sends {
+                true => Stage::JoinedPages { next: 0 },
+                false => Stage::Rows {
+                    drops: DirectDrops::default(),
+                    next: 0,
+                },
+            },
             input,
+            by_id,
             roots,
-            stage: Stage::JoinedPages { next: 0 },
             totals: ClusterTotals::default(),
         }
     }
@@ -142,52 +179,64 @@ impl Router {
     /// Gives the next slice; false once everything is given (and the
     /// memory freed).
     pub fn next_slice(&mut self, give: &mut dyn FnMut(Routed)) -> bool {
-        let pages = self.input.components.len();
+        let pages = self.by_id.len();
         let pairs = self.input.pairs.as_ref().map_or(0, PairLog::len);
         self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::JoinedPages { next } if next < pages => {
                 let end = (next + SLICE).min(pages);
-                (next..end).for_each(|page| self.route_joined_page(page as Page, give));
+                (next..end).for_each(|at| self.route_joined_page(at, give));
                 Stage::JoinedPages { next: end }
             }
-            Stage::JoinedPages { .. } => Stage::JoinedPairs { next: 0 },
+            Stage::JoinedPages { .. } => {
+                self.flush(true, give);
+                Stage::LaterPages { next: 0 }
+            }
+            Stage::LaterPages { next } if next < self.later.len() => {
+                let end = (next + SLICE).min(self.later.len());
+                for at in next..end {
+                    let (place, owner) = self.later[at];
+                    let (id, page, _) = self.by_id[place as usize];
+                    self.send_page(id, page, owner as usize, false, give);
+                }
+                Stage::LaterPages { next: end }
+            }
+            Stage::LaterPages { .. } => {
+                self.later = Vec::new();
+                self.flush(false, give);
+                Stage::JoinedPairs { next: 0 }
+            }
             Stage::JoinedPairs { next } if next < pairs => {
                 let end = (next + SLICE).min(pairs);
                 self.route_joined_pairs(next..end, give);
                 Stage::JoinedPairs { next: end }
             }
             Stage::JoinedPairs { .. } => {
-                let (by_id, drops) = self.local_pages();
-                self.free_joined();
-                Stage::LocalPages {
-                    by_id,
-                    drops,
+                self.flush(false, give);
+                Stage::Rows {
+                    drops: DirectDrops::default(),
                     next: 0,
                 }
             }
-            Stage::LocalPages {
-                by_id,
-                mut drops,
-                next,
-            } if next < by_id.len() => {
-                let end = (next + SLICE).min(by_id.len());
+            Stage::Rows { drops, next: 0 } if drops.is_empty() && self.input.pairs.is_some() => {
+                let drops = self.local_drops();
+                self.free_joined();
+                Stage::Rows { drops, next: 0 }
+            }
+            Stage::Rows { mut drops, next } if next < pages => {
+                let end = (next + SLICE).min(pages);
                 for at in next..end {
-                    if let Some(&(_, _, root)) = by_id.get(at + LOOKAHEAD) {
+                    if let Some(&(_, _, root)) = self.by_id.get(at + LOOKAHEAD) {
                         self.input.components.prefetch_node(root);
                     }
-                    self.local_page_rows(by_id[at], &mut drops, give);
+                    self.page_rows(self.by_id[at], &mut drops, give);
                 }
-                Stage::LocalPages {
-                    by_id,
-                    drops,
-                    next: end,
-                }
+                Stage::Rows { drops, next: end }
             }
-            Stage::LocalPages { .. } => {
+            Stage::Rows { .. } => {
                 self.rows.finish(&mut |slice| give(Err(slice)));
                 Stage::Done
             }
-            _ => Stage::Done,
+            Stage::Done => Stage::Done,
         };
         if matches!(self.stage, Stage::Done) {
             self.free();
@@ -196,113 +245,172 @@ impl Router {
         true
     }
 
-    fn root(&self, page: Page) -> Page {
-        self.roots[page as usize]
+    /// The cluster of a joined component's root.
+    fn joined(&self, root: Page) -> Option<ClusterOf> {
+        match self.input.joined.is_empty() {
+            true => None,
+            false => self.input.joined.get(&root).copied(),
+        }
     }
 
-    /// A joined cluster's page: its member record, to the cluster's owner.
-    fn route_joined_page(&mut self, page: Page, give: &mut dyn FnMut(Routed)) {
-        let input = &mut self.input;
-        let Some(&cluster) = input.joined.get(&self.roots[page as usize]) else {
+    /// The page at `place` in id order, if of a joined cluster: to the
+    /// cluster's owner if it ranks first, else set aside for the second pass.
+    fn route_joined_page(&mut self, place: usize, give: &mut dyn FnMut(Routed)) {
+        let (id, page, root) = self.by_id[place];
+        let Some((cluster, _)) = self.joined(root) else {
             return;
         };
-        let id = input.components.id(page);
-        let owner = owner_of(cluster, input.peers);
-        let slot = self.sent[owner as usize];
-        self.sent[owner as usize] += 1;
-        self.slots[page as usize] = slot;
-        let member = Assigned::Member(Member {
-            source: input.worker,
-            slot,
-            id,
-            cluster,
-            first: input.components.ranks_first(page),
-            shared: input.shared.contains(&id),
-        });
-        give(Ok((owner, member)));
-    }
-
-    /// The pages of the clusters seen whole here, in id order, and under
-    /// the direct policy their drops: one greedy sweep over all of them at
-    /// once (clusters do not interact, so one pass in priority order over
-    /// every page is each cluster's pass).
-    fn local_pages(&self) -> (Vec<KeyedPage>, DirectDrops) {
-        let components = &self.input.components;
-        let local = (0..components.len() as Page)
-            .filter(|&page| self.slots[page as usize] == MISSING)
-            .map(|page| (components.id(page), page, self.root(page)));
-        let by_id = sorted_by_id(local);
-        let drops = match self.input.pairs.as_ref() {
-            Some(pairs) => direct_drops(
-                &by_id,
-                components.len(),
-                |page| components.ranks_first(page),
-                pairs.pairs(),
-            ),
-            None => DirectDrops::default(),
+        let owner = owner_of(cluster, self.input.peers) as usize;
+        let ranks_first = match self.input.shared.get(&id) {
+            Some(shared) => shared.first,
+            None => self.input.components.ranks_first(page),
         };
-        (by_id, drops)
+        match ranks_first {
+            true => self.send_page(id, page, owner, true, give),
+            false => self.later.push((place as u32, owner as u32)),
+        }
     }
 
-    /// A page of a cluster seen whole here: its rows, and its cluster
-    /// counted once.
-    fn local_page_rows(
+    /// A joined cluster's page, to its owner, numbered by its slot there
+    /// (pages go in priority order, so slots are in priority order too).
+    fn send_page(
         &mut self,
-        (id, page, root): KeyedPage,
-        drops: &mut DirectDrops,
+        id: i64,
+        page: Page,
+        owner: usize,
+        first: bool,
         give: &mut dyn FnMut(Routed),
     ) {
-        let components = &mut self.input.components;
-        let cluster = components.representative(root);
-        let size = components.component_size(root);
-        if page == root {
-            count_cluster(
-                &mut self.totals,
-                u64::from(size),
-                cluster,
-                self.input.max_size,
-            );
+        self.slots[page as usize] = self.sent[owner];
+        self.sent[owner] += 1;
+        self.outbox[owner].0.push(id);
+        if self.outbox[owner].0.len() >= BATCH {
+            self.send_pages(owner, first, give);
         }
-        let drop = drop_of(self.input.policy, (id, cluster), drops.take(page));
-        self.rows
-            .page((id, cluster, size), drop, &mut |slice| give(Err(slice)));
     }
 
     /// Pairs `range` of the log that belong to joined clusters, to their
     /// owners, by their ends' slots.
-    fn route_joined_pairs(&self, range: std::ops::Range<usize>, give: &mut dyn FnMut(Routed)) {
-        let Some(pairs) = self.input.pairs.as_ref() else {
+    fn route_joined_pairs(&mut self, range: std::ops::Range<usize>, give: &mut dyn FnMut(Routed)) {
+        let Some(pairs) = self.input.pairs.take() else {
             return;
         };
         for (a, b, distance) in pairs.pairs_in(range) {
             if self.slots[a as usize] == MISSING {
                 continue;
             }
-            let cluster = self.input.joined[&self.root(a)];
-            let pair = Assigned::Pair {
-                source: self.input.worker,
-                a: self.slots[a as usize],
-                b: self.slots[b as usize],
-                distance,
+            let Some((cluster, _)) = self.joined(self.roots[a as usize]) else {
+                continue;
             };
-            give(Ok((owner_of(cluster, self.input.peers), pair)));
+            let owner = owner_of(cluster, self.input.peers) as usize;
+            let ends = (self.slots[a as usize], self.slots[b as usize], distance);
+            self.outbox[owner].1.push(ends);
+            if self.outbox[owner].1.len() >= BATCH {
+                self.send_pairs(owner, give);
+            }
+        }
+        self.input.pairs = Some(pairs);
+    }
+
+    /// Sends the ids waiting for `owner`, all of pages that rank `first`
+    /// (or not).
+    fn send_pages(&mut self, owner: usize, first: bool, give: &mut dyn FnMut(Routed)) {
+        let ids = std::mem::take(&mut self.outbox[owner].0);
+        if !ids.is_empty() {
+            let pages = Assigned::Pages {
+                source: self.input.worker,
+                first_slot: self.sent[owner] - ids.len() as u32,
+                first,
+                ids,
+            };
+            give(Ok((owner as u32, pages)));
+        }
+    }
+
+    fn send_pairs(&mut self, owner: usize, give: &mut dyn FnMut(Routed)) {
+        let pairs = std::mem::take(&mut self.outbox[owner].1);
+        if !pairs.is_empty() {
+            let source = self.input.worker;
+            give(Ok((owner as u32, Assigned::Pairs { source, pairs })));
+        }
+    }
+
+    /// Sends what waits in every owner's outbox (pages that rank `first`,
+    /// or not).
+    fn flush(&mut self, first: bool, give: &mut dyn FnMut(Routed)) {
+        for owner in 0..self.outbox.len() {
+            self.send_pages(owner, first, give);
+            self.send_pairs(owner, give);
+        }
+    }
+
+    /// The drops of the clusters seen whole here: one greedy sweep over all
+    /// of their pages at once (clusters do not interact, so one pass in
+    /// priority order over every page is each cluster's pass). Pages of
+    /// joined clusters (those with a slot) are their owners' to decide.
+    fn local_drops(&self) -> DirectDrops {
+        let Some(pairs) = self.input.pairs.as_ref() else {
+            return DirectDrops::default();
+        };
+        let components = &self.input.components;
+        let slots = &self.slots;
+        let rank = |page: Page| match slots.get(page as usize) {
+            Some(&slot) if slot != MISSING => None,
+            _ => Some(components.ranks_first(page)),
+        };
+        direct_drops(&self.by_id, components.len(), rank, pairs.pairs())
+    }
+
+    /// A page's rows, if this worker writes it: its cluster's (counted once,
+    /// at its representative's row), and its drop if chosen here.
+    fn page_rows(
+        &mut self,
+        (id, page, root): KeyedPage,
+        drops: &mut DirectDrops,
+        give: &mut dyn FnMut(Routed),
+    ) {
+        let joined = self.joined(root);
+        let copy = |shared: &SharedPage| !shared.writes;
+        if joined.is_some() && self.input.shared.get(&id).is_some_and(copy) {
+            return;
+        }
+        let components = &mut self.input.components;
+        let (cluster, size) = joined.unwrap_or_else(|| {
+            (
+                components.representative(root),
+                components.component_size(root),
+            )
+        });
+        if id == cluster {
+            let max_size = self.input.max_size;
+            count_cluster(&mut self.totals, u64::from(size), cluster, max_size);
+        }
+        let give = &mut |slice| give(Err(slice));
+        self.rows.member((id, cluster, size), give);
+        let direct = match joined {
+            Some(_) => None,
+            None => drops.take(page),
+        };
+        if let Some((keep, distance)) = drop_of(self.input.policy, (id, cluster), direct) {
+            self.rows.drop((id, keep, distance), give);
         }
     }
 
     /// Joined clusters are routed and local drops chosen: frees what only
-    /// they needed before the local rows fill the writers.
+    /// they needed before the rows fill the writers.
     fn free_joined(&mut self) {
         self.input.pairs = None;
-        self.input.joined = JoinedRoots::default();
-        self.input.shared = SharedPages::default();
         self.slots = Vec::new();
+        self.roots = Vec::new();
     }
 
     /// Everything is routed: frees the memory before the owners and the
     /// writers need theirs.
     fn free(&mut self) {
         self.free_joined();
+        self.input.joined = JoinedRoots::default();
+        self.input.shared = SharedPages::default();
         self.input.components = Components::new(false);
-        self.roots = Vec::new();
+        self.by_id = Vec::new();
     }
 }

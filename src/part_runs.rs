@@ -65,25 +65,21 @@ impl RunBuilder {
         }
     }
 
-    /// A page's rows, pages being taken in id order: its `clusters/` row
-    /// and its drop if it has one, in its cluster's part.
-    pub fn page(
-        &mut self,
-        member: MemberRow,
-        drop: Option<(i64, Option<u8>)>,
-        give: &mut dyn FnMut(RunSlice),
-    ) {
-        let (id, cluster, _) = member;
-        let part = placement_part(cluster, self.members.len()) as usize;
-        self.members[part].push(member);
+    /// A page's `clusters/` row, in its part; pages come in id order.
+    pub fn member(&mut self, row: MemberRow, give: &mut dyn FnMut(RunSlice)) {
+        let part = placement_part(row.0, self.members.len()) as usize;
+        self.members[part].push(row);
         if self.members[part].len() >= self.slice_rows {
             self.give_members(part, give);
         }
-        if let Some((keep, distance)) = drop {
-            self.drops[part].push((id, keep, distance));
-            if self.drops[part].len() >= self.slice_rows {
-                self.give_drops(part, give);
-            }
+    }
+
+    /// A page's `drop/` row, in its part; drops come in id order.
+    pub fn drop(&mut self, row: DropRow, give: &mut dyn FnMut(RunSlice)) {
+        let part = placement_part(row.0, self.drops.len()) as usize;
+        self.drops[part].push(row);
+        if self.drops[part].len() >= self.slice_rows {
+            self.give_drops(part, give);
         }
     }
 
@@ -272,8 +268,10 @@ mod tests {
         let mut builder = RunBuilder::new(run, parts);
         let mut out = Vec::new();
         for &(id, cluster) in ids {
-            let drop = (id != cluster).then_some((cluster, None));
-            builder.page((id, cluster, 1), drop, &mut |s| out.push(s));
+            builder.member((id, cluster, 1), &mut |s| out.push(s));
+            if id != cluster {
+                builder.drop((id, cluster, None), &mut |s| out.push(s));
+            }
         }
         builder.finish(&mut |s| out.push(s));
         out
@@ -281,10 +279,22 @@ mod tests {
 
     #[test]
     fn runs_sent_in_any_order_merge_into_id_order() {
-        // Three producers, each in id order; many slices each (1Ki rows).
+        // Three producers, each in id order, of the ids of one part of
+        // 1Ki; many slices each (1Ki rows).
         let parts = 1 << 10;
-        let runs: Vec<Vec<(i64, i64)>> = (0..3i64)
-            .map(|r| (0..5000i64).map(|i| (i * 3 + r, 0)).collect())
+        let target = placement_part(0, parts);
+        let ours: Vec<i64> = (0..)
+            .filter(|&id| placement_part(id, parts) == target)
+            .take(15_000)
+            .collect();
+        let runs: Vec<Vec<(i64, i64)>> = (0..3)
+            .map(|r| {
+                ours.iter()
+                    .skip(r)
+                    .step_by(3)
+                    .map(|&id| (id, ours[0]))
+                    .collect()
+            })
             .collect();
         let mut slices: Vec<RunSlice> = runs
             .iter()
@@ -296,7 +306,6 @@ mod tests {
         slices.reverse();
         slices.rotate_left(7);
         let mut part = PartRuns::default();
-        let target = placement_part(0, parts);
         for slice in slices {
             assert_eq!(slice.part, target);
             part.add(slice);
@@ -304,29 +313,34 @@ mod tests {
         let members = part.members();
         assert_eq!(members.len(), 15_000);
         let ids: Vec<i64> = members.map(|row| row.0).collect();
-        assert_eq!(ids, (0..15_000).collect::<Vec<i64>>());
+        assert_eq!(ids, ours);
         let drops: Vec<i64> = part.drops().map(|row| row.0).collect();
-        assert_eq!(drops, (1..15_000).collect::<Vec<i64>>());
+        assert_eq!(drops, ours[1..]);
     }
 
     #[test]
-    fn rows_go_to_their_clusters_part() {
+    fn rows_go_to_their_pages_part() {
         let parts = 4;
         let rows: Vec<(i64, i64)> = (0..200).map(|i| (i, i / 10 * 10)).collect();
         let mut by_part: Vec<PartRuns> = (0..parts).map(|_| PartRuns::default()).collect();
         for slice in slices_of(0, parts, &rows) {
             by_part[slice.part as usize].add(slice);
         }
-        let mut seen = 0;
+        let (mut members, mut drops) = (0, 0);
         for (p, part) in by_part.iter_mut().enumerate() {
             let mut last = i64::MIN;
-            for (id, cluster, _) in part.members() {
-                assert_eq!(placement_part(cluster, parts), p as u32);
+            for (id, _, _) in part.members() {
+                assert_eq!(placement_part(id, parts), p as u32);
                 assert!(id > last);
                 last = id;
-                seen += 1;
+                members += 1;
+            }
+            for (id, keep, _) in part.drops() {
+                assert_eq!(placement_part(id, parts), p as u32);
+                assert_eq!(keep, id / 10 * 10);
+                drops += 1;
             }
         }
-        assert_eq!(seen, 200);
+        assert_eq!((members, drops), (200, 180));
     }
 }

@@ -397,6 +397,26 @@ fn short_chains_self_loops_and_repeated_edges() {
 }
 
 #[test]
+fn a_page_only_one_worker_knows_is_in_the_corpus() {
+    // One pair per file, file i read by worker i % 2: page 5 is a corpus
+    // page only by the pair in file 1, yet worker 0 holds it too; both must
+    // rank it first, before page 3 (so 5 is kept, and 3, 20 and 30 drop
+    // for it; ranked by worker 0 alone, 3 would be kept and 5 dropped).
+    let edges = vec![(3, 5, true), (30, 5, false), (5, 20, true)];
+    check_against_oracle(&edges, "corpus page seen as such by one worker");
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let out = dir.path().join("out");
+    cluster(&pairs, &out, true, DropPolicy::Direct, 2, 2);
+    let (clusters, drops) = read_output(&out);
+    assert!(clusters
+        .iter()
+        .all(|&(_, keep, size)| keep == 5 && size == 4));
+    let keeps: Vec<(i64, i64)> = drops.iter().map(|&(id, keep, _)| (id, keep)).collect();
+    assert_eq!(keeps, vec![(3, 5), (20, 5), (30, 5)]);
+}
+
+#[test]
 fn negative_and_extreme_ids() {
     let edges = vec![
         (i64::MIN, -5, false),

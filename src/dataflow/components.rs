@@ -5,10 +5,14 @@
 //! ```text
 //!   local union-find (every worker: its row groups)
 //!     --each page: (id, worker, local root), by a hash of the id--> find shared pages
-//!     --local roots that share a page, to their worker--> describe them (least label)
+//!     --local roots that share a page, to their worker--> describe them (least label, pages)
 //!     --to worker 0--> join them (a union-find over local components)
-//!     --each joined local root's cluster, back to its worker--> after_joins
+//!     --each joined local root's cluster and size, back to its worker--> after_joins
 //! ```
+//!
+//! A page several workers saw is *written* by one of them (the least
+//! worker): only that one gives its `clusters/` row, and the others' copies
+//! are taken off the joined cluster's size.
 //!
 //! Every step is parallel but one, and that one sees only the local
 //! components that share a page with another worker's, not the pages: a page
@@ -27,30 +31,51 @@ use timely::dataflow::Stream;
 
 use crate::components::{Components, Label, Page};
 
-/// A page as one worker's union-find holds it: `(id, worker, local root)`.
+/// A page as one worker's union-find holds it: `(id, worker and rank,
+/// local root)`, the rank (whether the page ranks first, as that worker
+/// saw it) in the lowest bit, to keep the record at 16 bytes.
 pub type Sighting = (i64, u32, Page);
 
 /// A component of one worker's union-find: `(worker, local root)`.
 pub type Node = (u32, Page);
 
 /// A local component that shares a page with another worker's, sent to its
-/// worker: `(worker, local root, the node it joins, the page's id)`; the
-/// node joined is the first of the page's sightings.
-pub type Join = (u32, Page, Node, i64);
+/// worker: `(worker, local root, the node it joins, the page's id, whether
+/// the page ranks first)`; the node joined is the least of the page's
+/// sightings, and the page ranks first if any worker saw it so (only one
+/// may have seen the pair that makes it a corpus page).
+pub type Join = (u32, Page, Node, i64, bool);
 
-/// A joined local component as worker 0 needs it.
+/// A joined local component as worker 0 needs it: one per page it shares.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeLink {
     pub node: Node,
     pub joins: Node,
     pub least: Label,
+    /// The local component's pages.
+    pub pages: u32,
+    /// Whether the shared page is written by another worker (so it is
+    /// counted there, not here).
+    pub copy: bool,
 }
 
-/// The ids of a worker's pages that other workers saw too.
-pub type SharedPages = rustc_hash::FxHashSet<i64>;
+/// A page other workers saw too, as this worker needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedPage {
+    /// This worker writes the page's rows (it is the least that saw it).
+    pub writes: bool,
+    /// The page ranks first, as all the workers that saw it know together.
+    pub first: bool,
+}
 
-/// A joined local component's cluster: `(worker, local root, cluster id)`.
-pub type Resolved = (u32, Page, i64);
+/// The pages of a worker that other workers saw too, by id.
+pub type SharedPages = FxHashMap<i64, SharedPage>;
+
+/// A cluster as the workers that hold its pages need it: `(id, pages)`.
+pub type ClusterOf = (i64, u32);
+
+/// A joined local component's cluster: `(worker, local root, cluster)`.
+pub type Resolved = (u32, Page, ClusterOf);
 
 /// The worker that owns a key (a page or a cluster id) among `peers`.
 pub fn owner_of(key: i64, peers: usize) -> u32 {
@@ -61,7 +86,8 @@ pub fn owner_of(key: i64, peers: usize) -> u32 {
 pub fn sightings(components: &mut Components, worker: u32) -> impl Iterator<Item = Sighting> + '_ {
     (0..components.len() as Page).map(move |page| {
         let root = components.find(page);
-        (components.id(page), worker, root)
+        let rank = u32::from(components.ranks_first(page));
+        (components.id(page), worker << 1 | rank, root)
     })
 }
 
@@ -170,18 +196,24 @@ pub fn find_shared<'scope>(
         move |give| {
             let mut seen = std::mem::take(&mut *seen.borrow_mut());
             radsort::sort_by_key(&mut seen, |&(id, ..)| id);
+            let node = |&(_, worker, root): &Sighting| (worker >> 1, root);
             for same in seen.chunk_by(|a, b| a.0 == b.0).filter(|s| s.len() > 1) {
-                let head = (same[0].1, same[0].2);
-                for &(id, worker, root) in same {
-                    give((worker, root, head, id));
+                // The least worker, not the first to arrive: who writes the
+                // page must not depend on timing.
+                let head = same.iter().map(node).min().unwrap_or(node(&same[0]));
+                let first = same.iter().any(|&(_, worker, _)| worker & 1 == 1);
+                for sighting in same {
+                    let (worker, root) = node(sighting);
+                    give((worker, root, head, sighting.0, first));
                 }
             }
         },
     )
 }
 
-/// At each joined component's worker: its least label, for worker 0. The
-/// ids of the worker's pages that other workers saw too go to `shared`.
+/// At each joined component's worker: its least label and size, for worker
+/// 0. The ids of the worker's pages that other workers saw too go to
+/// `shared`, marked when this worker writes them.
 pub fn describe_joined<'scope>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
@@ -196,12 +228,15 @@ pub fn describe_joined<'scope>(
                     let mut session = output.session(&time);
                     let components = &mut *graph.borrow_mut();
                     let mut shared = shared.borrow_mut();
-                    for &(worker, root, joins, id) in data.iter() {
-                        shared.insert(id);
+                    for &(worker, root, joins, id, first) in data.iter() {
+                        let writes = (worker, root) == joins;
+                        shared.insert(id, SharedPage { writes, first });
                         session.give(NodeLink {
                             node: (worker, root),
                             joins,
                             least: components.least(root),
+                            pages: components.component_size(root),
+                            copy: !writes,
                         });
                     }
                 });
@@ -210,7 +245,7 @@ pub fn describe_joined<'scope>(
     )
 }
 
-/// At worker 0: the clusters of the joined local components.
+/// At worker 0: the clusters (id and size) of the joined local components.
 pub fn join_at_worker_zero<'scope>(
     links: Stream<'scope, u64, Vec<NodeLink>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
@@ -248,6 +283,8 @@ struct NodeForest {
     least: Vec<Label>,
     /// Nodes in the set; meaningful at roots.
     size: Vec<u32>,
+    /// Distinct pages in the set; meaningful at roots.
+    pages: Vec<u64>,
 }
 
 impl NodeForest {
@@ -257,12 +294,18 @@ impl NodeForest {
             parent: Vec::new(),
             least: Vec::new(),
             size: Vec::new(),
+            pages: Vec::new(),
         };
         // Every node's own link carries its least label, and a link may
         // arrive before the link of the node it joins: add them all first.
+        // A page's copies held by other workers are taken off their nodes.
         let nodes: Vec<u32> = links
             .iter()
-            .map(|link| forest.node(link.node, link.least))
+            .map(|link| {
+                let node = forest.node(link.node, link.least, link.pages);
+                forest.pages[node as usize] -= u64::from(link.copy);
+                node
+            })
             .collect();
         for (link, node) in links.iter().zip(nodes) {
             let joins = forest.index[&link.joins];
@@ -271,14 +314,15 @@ impl NodeForest {
         forest
     }
 
-    /// The index of `node`, added with its least label when new.
-    fn node(&mut self, node: Node, least: Label) -> u32 {
+    /// The index of `node`, added with its least label and pages when new.
+    fn node(&mut self, node: Node, least: Label, pages: u32) -> u32 {
         let next = self.parent.len() as u32;
         let index = *self.index.entry(node).or_insert(next);
         if index == next {
             self.parent.push(index);
             self.least.push(least);
             self.size.push(1);
+            self.pages.push(u64::from(pages));
         }
         index
     }
@@ -303,21 +347,24 @@ impl NodeForest {
         };
         self.parent[small as usize] = big;
         self.size[big as usize] += self.size[small as usize];
+        self.pages[big as usize] += self.pages[small as usize];
         self.least[big as usize] = self.least[big as usize].min(self.least[small as usize]);
     }
 
-    /// The cluster id of a node's set.
-    fn cluster(&self, mut node: u32) -> i64 {
+    /// The cluster of a node's set: its id and pages (a `clusters/` row's
+    /// size is 32 bits, as a worker's own are).
+    fn cluster(&self, mut node: u32) -> ClusterOf {
         while self.parent[node as usize] != node {
             node = self.parent[node as usize];
         }
-        self.least[node as usize].1
+        let pages = u32::try_from(self.pages[node as usize]).unwrap_or(u32::MAX);
+        (self.least[node as usize].1, pages)
     }
 }
 
-/// The clusters of this worker's joined local components: local root to
-/// cluster id. A root not in it is a cluster this worker saw whole.
-pub type JoinedRoots = FxHashMap<Page, i64>;
+/// The clusters of this worker's joined local components, by local root.
+/// A root not in it is a cluster this worker saw whole.
+pub type JoinedRoots = FxHashMap<Page, ClusterOf>;
 
 /// At every worker, once the clusters of its joined components are known:
 /// `start` makes the work that follows from them (the rest of this
