@@ -42,6 +42,10 @@ use crate::part_runs::{PartRuns, RunSlice};
 use crate::progress::human;
 use crate::runtime::{self, RuntimeOptions};
 
+/// Pages one worker's union-find may hold (page indexes are 32 bits, and
+/// the router marks joined clusters with the top bit).
+pub(crate) const MAX_WORKER_PAGES: usize = 1 << 31;
+
 /// Representatives of oversized clusters listed in `_summary.json`.
 const LISTED_OVERSIZED: usize = 1000;
 
@@ -286,6 +290,15 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             for (n, unit) in mine.iter().enumerate() {
                 rows.clear();
                 if let Err(error) = read_pair_rows(unit, &mut rows) {
+                    state.borrow_mut().fail(error, &failure);
+                    break;
+                }
+                let held = graph.borrow().len();
+                if held + 2 * rows.len() >= MAX_WORKER_PAGES {
+                    let error = anyhow::anyhow!(
+                        "{}: worker {me} would hold more than 2^31 pages ({held} so far): run with more workers",
+                        unit.path.display()
+                    );
                     state.borrow_mut().fail(error, &failure);
                     break;
                 }

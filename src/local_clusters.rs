@@ -15,6 +15,8 @@
 
 use crate::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::clustering::{count_cluster, drop_of, ClusterTotals};
+use rustc_hash::FxHashMap;
+
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy, KeyedPage};
@@ -82,6 +84,10 @@ const BATCH: usize = 1 << 14;
 /// pages come in id order, their roots anywhere in memory.
 const LOOKAHEAD: usize = 16;
 
+/// Marks a page's tag as naming a joined cluster: a worker's pages are
+/// fewer than 2^31 ([`crate::clustering::MAX_WORKER_PAGES`]).
+const JOINED: u32 = 1 << 31;
+
 /// What this worker knows when its joined components are resolved.
 pub struct RouterInput {
     pub worker: u32,
@@ -102,9 +108,14 @@ pub struct RouterInput {
 /// whole), counted into `totals`.
 pub struct Router {
     input: RouterInput,
-    /// Every page `(id, page, root)`, in id order.
+    /// Every page `(id, page, tag)`, in id order; the tag is the page's
+    /// local root, or [`JOINED`] and the index of its joined cluster.
     by_id: Vec<KeyedPage>,
     roots: Vec<Page>,
+    /// The joined clusters `(cluster, owner)`, and their indexes by local
+    /// root.
+    clusters: Vec<(ClusterOf, u32)>,
+    joined_index: FxHashMap<Page, u32>,
     /// A page of a joined cluster: its slot among those sent its owner.
     slots: Vec<Page>,
     /// Joined pages that do not rank first: `(place in by_id, owner)`.
@@ -144,14 +155,26 @@ enum Stage {
 impl Router {
     pub fn new(mut input: RouterInput) -> Router {
         let components = &mut input.components;
+        debug_assert!(components.len() < crate::clustering::MAX_WORKER_PAGES);
         let roots: Vec<Page> = (0..components.len() as Page)
             .map(|page| components.find(page))
             .collect();
+        let mut clusters = Vec::with_capacity(input.joined.len());
+        let mut joined_index = FxHashMap::default();
+        for (&root, &cluster) in &input.joined {
+            joined_index.insert(root, clusters.len() as u32);
+            clusters.push((cluster, owner_of(cluster.0, input.peers)));
+        }
+        input.joined = JoinedRoots::default();
+        let tag = |root: Page| match joined_index.is_empty() {
+            true => root,
+            false => joined_index.get(&root).map_or(root, |&c| JOINED | c),
+        };
         let by_id = sorted_by_id(
             (0..components.len() as Page)
-                .map(|page| (components.id(page), page, roots[page as usize])),
+                .map(|page| (components.id(page), page, tag(roots[page as usize]))),
         );
-        let sends = input.policy == DropPolicy::Direct && !input.joined.is_empty();
+        let sends = input.policy == DropPolicy::Direct && !clusters.is_empty();
         Router {
             slots: if sends {
                 vec![MISSING; by_id.len()]
@@ -172,6 +195,8 @@ impl Router {
             input,
             by_id,
             roots,
+            clusters,
+            joined_index,
             totals: ClusterTotals::default(),
         }
     }
@@ -225,8 +250,11 @@ impl Router {
             Stage::Rows { mut drops, next } if next < pages => {
                 let end = (next + SLICE).min(pages);
                 for at in next..end {
-                    if let Some(&(_, _, root)) = self.by_id.get(at + LOOKAHEAD) {
-                        self.input.components.prefetch_node(root);
+                    match self.by_id.get(at + LOOKAHEAD) {
+                        Some(&(_, _, tag)) if tag & JOINED == 0 => {
+                            self.input.components.prefetch_node(tag)
+                        }
+                        _ => {}
                     }
                     self.page_rows(self.by_id[at], &mut drops, give);
                 }
@@ -245,22 +273,22 @@ impl Router {
         true
     }
 
-    /// The cluster of a joined component's root.
-    fn joined(&self, root: Page) -> Option<ClusterOf> {
-        match self.input.joined.is_empty() {
-            true => None,
-            false => self.input.joined.get(&root).copied(),
+    /// The joined cluster (and its owner) of a page's tag (see `by_id`).
+    fn joined(&self, tag: u32) -> Option<(ClusterOf, u32)> {
+        match tag & JOINED {
+            0 => None,
+            _ => Some(self.clusters[(tag & !JOINED) as usize]),
         }
     }
 
     /// The page at `place` in id order, if of a joined cluster: to the
     /// cluster's owner if it ranks first, else set aside for the second pass.
     fn route_joined_page(&mut self, place: usize, give: &mut dyn FnMut(Routed)) {
-        let (id, page, root) = self.by_id[place];
-        let Some((cluster, _)) = self.joined(root) else {
+        let (id, page, tag) = self.by_id[place];
+        let Some((_, owner)) = self.joined(tag) else {
             return;
         };
-        let owner = owner_of(cluster, self.input.peers) as usize;
+        let owner = owner as usize;
         let ranks_first = match self.input.shared.get(&id) {
             Some(shared) => shared.first,
             None => self.input.components.ranks_first(page),
@@ -299,10 +327,10 @@ impl Router {
             if self.slots[a as usize] == MISSING {
                 continue;
             }
-            let Some((cluster, _)) = self.joined(self.roots[a as usize]) else {
+            let Some(&c) = self.joined_index.get(&self.roots[a as usize]) else {
                 continue;
             };
-            let owner = owner_of(cluster, self.input.peers) as usize;
+            let owner = self.clusters[c as usize].1 as usize;
             let ends = (self.slots[a as usize], self.slots[b as usize], distance);
             self.outbox[owner].1.push(ends);
             if self.outbox[owner].1.len() >= BATCH {
@@ -365,11 +393,11 @@ impl Router {
     /// at its representative's row), and its drop if chosen here.
     fn page_rows(
         &mut self,
-        (id, page, root): KeyedPage,
+        (id, page, tag): KeyedPage,
         drops: &mut DirectDrops,
         give: &mut dyn FnMut(Routed),
     ) {
-        let joined = self.joined(root);
+        let joined = self.joined(tag).map(|(cluster, _)| cluster);
         let copy = |shared: &SharedPage| !shared.writes;
         if joined.is_some() && self.input.shared.get(&id).is_some_and(copy) {
             return;
@@ -377,8 +405,8 @@ impl Router {
         let components = &mut self.input.components;
         let (cluster, size) = joined.unwrap_or_else(|| {
             (
-                components.representative(root),
-                components.component_size(root),
+                components.representative(tag),
+                components.component_size(tag),
             )
         });
         if id == cluster {
@@ -408,7 +436,8 @@ impl Router {
     /// writers need theirs.
     fn free(&mut self) {
         self.free_joined();
-        self.input.joined = JoinedRoots::default();
+        self.clusters = Vec::new();
+        self.joined_index = FxHashMap::default();
         self.input.shared = SharedPages::default();
         self.input.components = Components::new(false);
         self.by_id = Vec::new();
