@@ -13,10 +13,10 @@
 //! joined cluster travel to its owner, which chooses its drops; on 10M pairs
 //! in small clusters that is under 2% of the pages.
 
-use crate::cluster_owner::{Addressed, Assigned, SlotPair};
-use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use rustc_hash::FxHashMap;
 
+use crate::cluster_owner::{Addressed, Assigned, SlotPair};
+use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy, KeyedPage};
