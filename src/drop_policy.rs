@@ -96,17 +96,23 @@ impl DirectDrops {
 pub fn direct_drops(
     by_id: &[KeyedPage],
     n: usize,
-    rank: impl Fn(Page) -> Option<bool>,
+    rank: impl Fn(&KeyedPage) -> Option<bool>,
     pairs: impl Iterator<Item = (Page, Page, u8)>,
 ) -> DirectDrops {
-    let rank = &rank;
-    let ranked = |first: bool| {
-        (0..by_id.len() as Page).filter(move |&at| rank(by_id[at as usize].1) == Some(first))
-    };
-    // Positions in priority order, as places in `by_id`.
-    let mut order: Vec<Page> = ranked(true).collect();
+    // Positions in priority order, as places in `by_id`: one pass, each
+    // page ranked once.
+    let mut order: Vec<Page> = Vec::with_capacity(by_id.len());
+    let mut later: Vec<Page> = Vec::new();
+    for (at, page) in by_id.iter().enumerate() {
+        match rank(page) {
+            Some(true) => order.push(at as Page),
+            Some(false) => later.push(at as Page),
+            None => {}
+        }
+    }
     let first_positions = order.len();
-    order.extend(ranked(false));
+    order.append(&mut later);
+    drop(later);
     let mut position = vec![MISSING; n];
     for (at, &place) in order.iter().enumerate() {
         position[by_id[place as usize].1 as usize] = at as Page;
@@ -157,6 +163,7 @@ impl Sweep {
         drops: &mut Vec<(Page, i64, u8)>,
     ) {
         self.oriented.clear();
+        self.oriented.reserve(pairs.size_hint().1.unwrap_or(0));
         self.oriented.extend(
             pairs
                 .filter(|&(a, b, _)| a != b)
@@ -167,15 +174,22 @@ impl Sweep {
         self.kept.resize(pages, false);
         let mut partners = self.oriented.iter().peekable();
         for p in 0..pages as Page {
-            let mut best: Option<(u8, i64)> = None;
+            // The nearest kept partner; ids are looked up only to break a
+            // tie in distance (positions are not in id order across ranks).
+            let mut best: Option<(u8, Page)> = None;
             while let Some(&(_, q, distance)) = partners.next_if(|&&(later, ..)| later == p) {
-                if self.kept[q as usize] {
-                    let candidate = (distance, id_of(q));
-                    best = Some(best.map_or(candidate, |best| best.min(candidate)));
+                if !self.kept[q as usize] {
+                    continue;
                 }
+                best = match best {
+                    Some((d, b)) if d < distance || (d == distance && id_of(b) <= id_of(q)) => {
+                        Some((d, b))
+                    }
+                    _ => Some((distance, q)),
+                };
             }
             match best {
-                Some((distance, keep)) => drops.push((p, keep, distance)),
+                Some((distance, keep)) => drops.push((p, id_of(keep), distance)),
                 None => self.kept[p as usize] = true,
             }
         }
@@ -200,7 +214,7 @@ mod tests {
         let indexed = pairs.iter().map(|&(a, b, d)| (index(a), index(b), d));
         let by_id =
             sorted_by_id((0..pages.len() as Page).map(|page| (pages[page as usize].1, page, 0)));
-        let rank = |page: Page| Some(pages[page as usize].0);
+        let rank = |&(_, page, _): &KeyedPage| Some(pages[page as usize].0);
         let mut drops = direct_drops(&by_id, pages.len(), rank, indexed);
         let found: Vec<Drop> = by_id
             .iter()
@@ -251,7 +265,7 @@ mod tests {
         let pages: Vec<RankedPage> = (0..5).map(|i| (false, i)).collect();
         let pairs = [(0, 1, 1), (1, 2, 1), (3, 4, 1)];
         let by_id = sorted_by_id((0..5).map(|page| (i64::from(page), page, 0)));
-        let rank = |page: Page| (page < 3).then_some(pages[page as usize].0);
+        let rank = |&(_, page, _): &KeyedPage| (page < 3).then_some(pages[page as usize].0);
         let mut drops = direct_drops(&by_id, 5, rank, pairs.into_iter());
         let found: Vec<(Page, i64)> = (0..5)
             .filter_map(|page| drops.take(page).map(|(keep, _)| (page, keep)))

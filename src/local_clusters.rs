@@ -375,17 +375,14 @@ impl Router {
     /// The drops of the clusters seen whole here: one greedy sweep over all
     /// of their pages at once (clusters do not interact, so one pass in
     /// priority order over every page is each cluster's pass). Pages of
-    /// joined clusters (those with a slot) are their owners' to decide.
+    /// joined clusters (tagged [`JOINED`]) are their owners' to decide.
     fn local_drops(&self) -> DirectDrops {
         let Some(pairs) = self.input.pairs.as_ref() else {
             return DirectDrops::default();
         };
         let components = &self.input.components;
-        let slots = &self.slots;
-        let rank = |page: Page| match slots.get(page as usize) {
-            Some(&slot) if slot != MISSING => None,
-            _ => Some(components.ranks_first(page)),
-        };
+        let rank =
+            |&(_, page, tag): &KeyedPage| (tag & JOINED == 0).then(|| components.ranks_first(page));
         direct_drops(&self.by_id, components.len(), rank, pairs.pairs())
     }
 
