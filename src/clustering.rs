@@ -214,9 +214,10 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let graph = Rc::new(RefCell::new(Components::new(opts.corpus_wins)));
             let log = Rc::new(RefCell::new(PairLog::default()));
+            let expected_sightings = Rc::new(std::cell::Cell::new(0));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
                 let (input, sightings) = scope.new_input::<Vec<Sighting>>();
-                let joins = find_shared(sightings, peers);
+                let joins = find_shared(sightings, peers, expected_sightings.clone());
                 let shared = Rc::new(RefCell::new(SharedPages::default()));
                 let links = describe_joined(joins, graph.clone(), shared.clone());
                 let resolved = join_at_worker_zero(links);
@@ -323,6 +324,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     rss_mib = ?crate::logging::resident_mib(),
                     "local union-find done"
                 );
+                expected_sightings.set(components.len() + components.len() / 8);
                 for sighting in sightings(components, me as u32) {
                     input.send(sighting);
                 }

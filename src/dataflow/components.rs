@@ -181,10 +181,14 @@ where
 }
 
 /// At each page's owner: the pages several workers saw, as joins of their
-/// local components.
+/// local components. `expected` is how many sightings this worker will
+/// likely get (its own page count, as ids hash evenly), set before they
+/// come: the buffer is sized once instead of doubling (and copying) its
+/// way up to ten million records.
 pub fn find_shared<'scope>(
     sightings: Stream<'scope, u64, Vec<Sighting>>,
     peers: usize,
+    expected: Rc<std::cell::Cell<usize>>,
 ) -> Stream<'scope, u64, Vec<Join>> {
     let seen = Rc::new(RefCell::new(Vec::<Sighting>::new()));
     let absorbed = seen.clone();
@@ -192,7 +196,13 @@ pub fn find_shared<'scope>(
         sightings,
         Exchange::new(move |&(id, _, _): &Sighting| owner_of(id, peers) as u64),
         "FindShared",
-        move |data| absorbed.borrow_mut().append(data),
+        move |data| {
+            let mut seen = absorbed.borrow_mut();
+            if seen.capacity() == 0 {
+                seen.reserve(expected.get());
+            }
+            seen.append(data)
+        },
         move |give| {
             let mut seen = std::mem::take(&mut *seen.borrow_mut());
             radsort::sort_by_key(&mut seen, |&(id, ..)| id);
