@@ -4,7 +4,7 @@
 //!
 //! ```text
 //!   local union-find (every worker: its row groups)
-//!     --each page: (id, worker, local root), by a hash of the id--> find shared pages
+//!     --each page: (id, worker, rank, local root), by a hash of the id--> find shared pages
 //!     --local roots that share a page, to their worker--> describe them (least label, pages)
 //!     --to worker 0--> join them (a union-find over local components)
 //!     --each joined local root's cluster and size, back to its worker--> after_joins
