@@ -26,7 +26,7 @@ use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
-use crate::drop_policy::Sweep;
+use crate::drop_policy::{greedy_sweep, DirectDrops};
 use crate::part_runs::{RunBuilder, RunSlice};
 
 /// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
@@ -138,12 +138,8 @@ const SLICE: usize = 1 << 18;
 struct OwnerWork {
     /// The distinct pages' ids, in priority order (a page's *position*).
     ids: Vec<i64>,
-    /// The drops `(position, keep_id, distance)` of the pages that rank
-    /// first and of the others: two runs, each in id order.
-    drops: Vec<(Page, i64, u8)>,
-    /// Where the second run starts, and the next drop of each run.
-    first: usize,
-    next: [usize; 2],
+    /// The drops, by position.
+    drops: DirectDrops,
     rows: RunBuilder,
 }
 
@@ -161,14 +157,12 @@ impl OwnerWork {
         to_positions(&mut pairs, &merged.positions)?;
         drop(merged.positions);
         let ids = merged.ids;
-        let mut drops = Vec::new();
-        Sweep::default().run(
+        let drops = greedy_sweep(
             ids.len(),
+            merged.first,
             pairs.into_iter().flatten().flatten(),
             |at| ids[at as usize],
-            &mut drops,
         );
-        let first = drops.partition_point(|&(at, ..)| (at as usize) < merged.first);
         tracing::info!(
             pages = ids.len(),
             seconds = started.elapsed().as_secs_f64(),
@@ -178,34 +172,21 @@ impl OwnerWork {
         Ok(OwnerWork {
             ids,
             drops,
-            first,
-            next: [0, first],
             rows: RunBuilder::new(owner.run, owner.parts),
         })
     }
 
-    /// Gives the next slice of drop rows, merging the two runs by id; false
-    /// once all are given.
+    /// Gives the next slice of drop rows in id order; false once all are
+    /// given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
-        let ends = [self.first, self.drops.len()];
+        let ids = &self.ids;
         for _ in 0..SLICE {
-            let id_at = |run: usize| {
-                let at = self.next[run];
-                (at < ends[run]).then(|| self.ids[self.drops[at].0 as usize])
+            let Some((at, keep, distance)) = self.drops.next_by_id(|at| ids[at as usize]) else {
+                self.rows.finish(give);
+                return false;
             };
-            let run = match (id_at(0), id_at(1)) {
-                (Some(a), Some(b)) => usize::from(b < a),
-                (Some(_), None) => 0,
-                (None, Some(_)) => 1,
-                (None, None) => {
-                    self.rows.finish(give);
-                    return false;
-                }
-            };
-            let (at, keep, distance) = self.drops[self.next[run]];
-            self.next[run] += 1;
             self.rows
-                .drop((self.ids[at as usize], keep, Some(distance)), give);
+                .drop((ids[at as usize], keep, Some(distance)), give);
         }
         true
     }
@@ -270,8 +251,7 @@ struct Merged {
 /// Merges the sources' runs (each in priority order: those that rank first,
 /// by id, then the others) into one; a page several sources sent (ranked
 /// alike by all, see [`crate::dataflow::components::Join`]) is one
-/// position. A source's run is taken for as long as it stays at or below
-/// the others' heads, so two sources cost little more than a copy.
+/// position.
 fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
     let mut ids: Vec<i64> = Vec::with_capacity(runs.iter().map(|run| run.len).sum());
     let mut first = 0;

@@ -71,6 +71,35 @@ impl DirectDrops {
         self.drops.is_empty()
     }
 
+    /// The drops the sweep found, `(position, keep_id, distance)` in
+    /// position order; positions below `first_positions` rank first.
+    fn from_sweep(drops: Vec<(Page, i64, u8)>, first_positions: usize) -> DirectDrops {
+        let first = drops.partition_point(|&(at, ..)| (at as usize) < first_positions);
+        DirectDrops {
+            next: [0, first],
+            drops,
+            first,
+        }
+    }
+
+    /// The next drop in id order (`id_of` names a page), whichever run it
+    /// is in: for a caller that walks the drops rather than its pages.
+    pub fn next_by_id(&mut self, id_of: impl Fn(Page) -> i64) -> Option<(Page, i64, u8)> {
+        let ends = [self.first, self.drops.len()];
+        let id_at = |run: usize| {
+            let at = self.next[run];
+            (at < ends[run]).then(|| id_of(self.drops[at].0))
+        };
+        let run = match (id_at(0), id_at(1)) {
+            (Some(a), Some(b)) => usize::from(b < a),
+            (Some(_), None) => 0,
+            (None, Some(_)) => 1,
+            (None, None) => return None,
+        };
+        self.next[run] += 1;
+        Some(self.drops[self.next[run] - 1])
+    }
+
     /// The drop of `page`, if it is dropped; pages must come in id order.
     pub fn take(&mut self, page: Page) -> Option<(i64, u8)> {
         let ends = [self.first, self.drops.len()];
@@ -120,80 +149,60 @@ pub fn direct_drops(
     let ranked = pairs
         .filter(|&(a, _, _)| position[a as usize] != MISSING)
         .map(|(a, b, distance)| (position[a as usize], position[b as usize], distance));
-    let mut drops = Vec::new();
-    Sweep::default().run(
-        order.len(),
-        ranked,
-        |at| by_id[order[at as usize] as usize].0,
-        &mut drops,
-    );
-    let first = drops.partition_point(|&(at, ..)| (at as usize) < first_positions);
-    for drop in &mut drops {
+    let id_of = |at: Page| by_id[order[at as usize] as usize].0;
+    let mut drops = greedy_sweep(order.len(), first_positions, ranked, id_of);
+    for drop in &mut drops.drops {
         drop.0 = by_id[order[drop.0 as usize] as usize].1;
     }
-    DirectDrops {
-        next: [0, first],
-        drops,
-        first,
-    }
+    drops
 }
 
-/// The greedy sweep itself, over pages named by their position in priority
-/// order: every pair as `(later position, earlier position, distance)`,
-/// radix-sorted by its later end (a few streaming passes: building
-/// adjacency lists instead costs a random access per pair end, and for a
-/// chain of scattered ids each is a cache miss), then one pass in order.
-#[derive(Debug, Default)]
-pub struct Sweep {
-    oriented: Vec<(Page, Page, u8)>,
-    kept: Vec<bool>,
-}
-
-impl Sweep {
-    /// Appends to `drops` the drops (`(position, keep_id, distance)`, in
-    /// order) among `pages` pages in priority order,
-    /// paired by `pairs` (`(position, position, distance)`, every position
-    /// below `pages`; self-pairs and repeats are harmless); `id_of` names a
-    /// position's page (ties in distance go to the smallest id).
-    pub fn run(
-        &mut self,
-        pages: usize,
-        pairs: impl Iterator<Item = (Page, Page, u8)>,
-        id_of: impl Fn(Page) -> i64,
-        drops: &mut Vec<(Page, i64, u8)>,
-    ) {
-        self.oriented.clear();
-        self.oriented.reserve(pairs.size_hint().1.unwrap_or(0));
-        self.oriented.extend(
-            pairs
-                .filter(|&(a, b, _)| a != b)
-                .map(|(a, b, distance)| (a.max(b), a.min(b), distance)),
-        );
-        radsort::sort_by_key(&mut self.oriented, |&(later, ..)| later);
-        self.kept.clear();
-        self.kept.resize(pages, false);
-        let mut partners = self.oriented.iter().peekable();
-        for p in 0..pages as Page {
-            // The nearest kept partner; ids are looked up only to break a
-            // tie in distance (positions are not in id order across ranks).
-            let mut best: Option<(u8, Page)> = None;
-            while let Some(&(_, q, distance)) = partners.next_if(|&&(later, ..)| later == p) {
-                if !self.kept[q as usize] {
-                    continue;
+/// The greedy sweep itself, over `pages` pages named by their position in
+/// priority order (the first `first_positions` rank first), paired by
+/// `pairs` (`(position, position, distance)`, every position below
+/// `pages`; self-pairs and repeats are harmless); `id_of` names a
+/// position's page (ties in distance go to the smallest id). Every pair
+/// becomes `(later position, earlier position, distance)`, radix-sorted by
+/// its later end (a few streaming passes: building adjacency lists instead
+/// costs a random access per pair end, and for a chain of scattered ids
+/// each is a cache miss), then one pass in order.
+pub fn greedy_sweep(
+    pages: usize,
+    first_positions: usize,
+    pairs: impl Iterator<Item = (Page, Page, u8)>,
+    id_of: impl Fn(Page) -> i64,
+) -> DirectDrops {
+    let mut oriented: Vec<(Page, Page, u8)> = Vec::with_capacity(pairs.size_hint().1.unwrap_or(0));
+    oriented.extend(
+        pairs
+            .filter(|&(a, b, _)| a != b)
+            .map(|(a, b, distance)| (a.max(b), a.min(b), distance)),
+    );
+    radsort::sort_by_key(&mut oriented, |&(later, ..)| later);
+    let mut kept = vec![false; pages];
+    let mut drops = Vec::new();
+    let mut partners = oriented.iter().peekable();
+    for p in 0..pages as Page {
+        // The nearest kept partner; ids are looked up only to break a tie
+        // in distance (positions are not in id order across ranks).
+        let mut best: Option<(u8, Page)> = None;
+        while let Some(&(_, q, distance)) = partners.next_if(|&&(later, ..)| later == p) {
+            if !kept[q as usize] {
+                continue;
+            }
+            best = match best {
+                Some((d, b)) if d < distance || (d == distance && id_of(b) <= id_of(q)) => {
+                    Some((d, b))
                 }
-                best = match best {
-                    Some((d, b)) if d < distance || (d == distance && id_of(b) <= id_of(q)) => {
-                        Some((d, b))
-                    }
-                    _ => Some((distance, q)),
-                };
-            }
-            match best {
-                Some((distance, keep)) => drops.push((p, id_of(keep), distance)),
-                None => self.kept[p as usize] = true,
-            }
+                _ => Some((distance, q)),
+            };
+        }
+        match best {
+            Some((distance, keep)) => drops.push((p, id_of(keep), distance)),
+            None => kept[p as usize] = true,
         }
     }
+    DirectDrops::from_sweep(drops, first_positions)
 }
 
 #[cfg(test)]

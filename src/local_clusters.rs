@@ -108,14 +108,13 @@ pub struct RouterInput {
 /// whole), counted into `totals`.
 pub struct Router {
     input: RouterInput,
-    /// Every page `(id, page, tag)`, in id order; the tag is the page's
-    /// local root, or [`JOINED`] and the index of its joined cluster.
+    /// Every page's tag: its local root, or [`JOINED`] and the index of
+    /// its joined cluster in `clusters`.
+    tags: Vec<u32>,
+    /// Every page `(id, page, tag)`, in id order.
     by_id: Vec<KeyedPage>,
-    roots: Vec<Page>,
-    /// The joined clusters `(cluster, owner)`, and their indexes by local
-    /// root.
+    /// The joined clusters `(cluster, owner)`.
     clusters: Vec<(ClusterOf, u32)>,
-    joined_index: FxHashMap<Page, u32>,
     /// A page of a joined cluster: its slot among those sent its owner.
     slots: Vec<Page>,
     /// Joined pages that do not rank first: `(place in by_id, owner)`.
@@ -144,6 +143,8 @@ enum Stage {
     JoinedPairs {
         next: usize,
     },
+    /// Under the direct policy, the drops of the clusters seen whole here.
+    LocalDrops,
     /// Every page's rows in id order, to the part writers.
     Rows {
         drops: DirectDrops,
@@ -156,9 +157,6 @@ impl Router {
     pub fn new(mut input: RouterInput) -> Router {
         let components = &mut input.components;
         debug_assert!(components.len() < crate::clustering::MAX_WORKER_PAGES);
-        let roots: Vec<Page> = (0..components.len() as Page)
-            .map(|page| components.find(page))
-            .collect();
         let mut clusters = Vec::with_capacity(input.joined.len());
         let mut joined_index = FxHashMap::default();
         for (&root, &cluster) in &input.joined {
@@ -166,13 +164,18 @@ impl Router {
             clusters.push((cluster, owner_of(cluster.0, input.peers)));
         }
         input.joined = JoinedRoots::default();
-        let tag = |root: Page| match joined_index.is_empty() {
-            true => root,
-            false => joined_index.get(&root).map_or(root, |&c| JOINED | c),
-        };
+        let tags: Vec<u32> = (0..components.len() as Page)
+            .map(|page| {
+                let root = components.find(page);
+                match joined_index.is_empty() {
+                    true => root,
+                    false => joined_index.get(&root).map_or(root, |&c| JOINED | c),
+                }
+            })
+            .collect();
         let by_id = sorted_by_id(
             (0..components.len() as Page)
-                .map(|page| (components.id(page), page, tag(roots[page as usize]))),
+                .map(|page| (components.id(page), page, tags[page as usize])),
         );
         let sends = input.policy == DropPolicy::Direct && !clusters.is_empty();
         Router {
@@ -187,16 +190,12 @@ impl Router {
             rows: RunBuilder::new(2 * input.worker, input.parts),
             stage: match sends {
                 true => Stage::JoinedPages { next: 0 },
-                false => Stage::Rows {
-                    drops: DirectDrops::default(),
-                    next: 0,
-                },
+                false => Stage::LocalDrops,
             },
             input,
+            tags,
             by_id,
-            roots,
             clusters,
-            joined_index,
             totals: ClusterTotals::default(),
         }
     }
@@ -237,12 +236,9 @@ impl Router {
             }
             Stage::JoinedPairs { .. } => {
                 self.flush(false, give);
-                Stage::Rows {
-                    drops: DirectDrops::default(),
-                    next: 0,
-                }
+                Stage::LocalDrops
             }
-            Stage::Rows { drops, next: 0 } if drops.is_empty() && self.input.pairs.is_some() => {
+            Stage::LocalDrops => {
                 let drops = self.local_drops();
                 self.free_joined();
                 Stage::Rows { drops, next: 0 }
@@ -324,13 +320,10 @@ impl Router {
             return;
         };
         for (a, b, distance) in pairs.pairs_in(range) {
-            if self.slots[a as usize] == MISSING {
-                continue;
-            }
-            let Some(&c) = self.joined_index.get(&self.roots[a as usize]) else {
+            let Some((_, owner)) = self.joined(self.tags[a as usize]) else {
                 continue;
             };
-            let owner = self.clusters[c as usize].1 as usize;
+            let owner = owner as usize;
             let ends = (self.slots[a as usize], self.slots[b as usize], distance);
             self.outbox[owner].1.push(ends);
             if self.outbox[owner].1.len() >= BATCH {
@@ -426,7 +419,7 @@ impl Router {
     fn free_joined(&mut self) {
         self.input.pairs = None;
         self.slots = Vec::new();
-        self.roots = Vec::new();
+        self.tags = Vec::new();
     }
 
     /// Everything is routed: frees the memory before the owners and the
@@ -434,7 +427,6 @@ impl Router {
     fn free(&mut self) {
         self.free_joined();
         self.clusters = Vec::new();
-        self.joined_index = FxHashMap::default();
         self.input.shared = SharedPages::default();
         self.input.components = Components::new(false);
         self.by_id = Vec::new();
