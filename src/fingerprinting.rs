@@ -4,30 +4,34 @@
 //! Input files are assigned to timely workers statically (file `i` to worker
 //! `i % peers`, counting the workers of every process of a cluster), so shard
 //! `part-0000i.parquet` always comes from input file `i` in sorted order,
-//! whatever the number of workers or processes.
+//! whatever the number of workers or processes. That worker reads the file;
+//! all workers fingerprint its documents (see [`crate::dataflow::fingerprint`]).
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::rc::Rc;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::operators::generic::operator::source;
 
-use crate::crawl::html::{self, HtmlText};
-use crate::crawl::{read_file, BadRecord, Format, Record, TextFields};
+use crate::crawl::html::HtmlText;
+use crate::crawl::{BadRecord, Format, TextFields};
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, Merge, OutcomeSlot, Report,
 };
+use crate::dataflow::fingerprint::{
+    fingerprint_batches, in_reading_order, read_documents, write_shards, FileRead, FilesRead,
+    InputFile, ReadState, RowBatch,
+};
 use crate::dataflow::Failure;
 use crate::parquet_io::input::expand_paths_with;
-use crate::parquet_io::output::{part_name, write_documents, DocumentRows, Staging};
+use crate::parquet_io::output::{part_name, write_documents, Staging};
 use crate::progress::{human, BytesProgress};
 use crate::runtime::{self, RuntimeOptions};
 use crate::scheme::Scheme;
-use crate::simhash::fingerprint;
 
 /// Bad records listed in `_summary.json` (all are counted).
 const LISTED_BAD_RECORDS: usize = 1000;
@@ -149,7 +153,7 @@ pub struct TextCounters {
 
 /// Every file's result, gathered from all workers.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-struct FileResults(Vec<FileResult>);
+pub struct FileResults(Vec<FileResult>);
 
 impl Merge for FileResults {
     fn merge(&mut self, other: Self) {
@@ -194,41 +198,41 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
         let (failure, outcome, counters) = (failure.clone(), outcome.clone(), counters.clone());
         runtime::execute(&opts.runtime, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
-            let (job, failure, counters) = (job.clone(), failure.clone(), counters.clone());
+            let (job, counters) = (job.clone(), counters.clone());
             let (commit, outcome) = (commit.clone(), outcome.clone());
+            let state = ReadState {
+                report: Rc::new(RefCell::new(Report::new(me))),
+                failure: failure.clone(),
+                read: FilesRead::default(),
+                in_flight: Rc::default(),
+                wake_reader: Rc::default(),
+            };
             worker.dataflow::<u64, _, _>(move |scope| {
-                let reports = source::<_, CapacityContainerBuilder<Vec<Report<FileResults>>>, _, _>(
-                    scope,
-                    "Fingerprint",
-                    move |capability, info| {
-                        let activator = scope.activator_for(info.address);
-                        let mut capability = Some(capability);
-                        let mut next = me;
-                        let mut report = Report::<FileResults>::new(me);
-                        move |output| {
-                            let (inputs, opts, dir) = &*job;
-                            if let Some((path, format, bytes)) = inputs.get(next) {
-                                if report.error.is_none() {
-                                    let shard = dir.join(part_name(next));
-                                    match fingerprint_file(
-                                        path, *format, *bytes, &shard, opts, &counters,
-                                    ) {
-                                        Ok(result) => report.body.0.push(result),
-                                        Err(error) => {
-                                            report.fail(error, &failure);
-                                        }
-                                    }
-                                }
-                                next += peers;
-                                activator.activate();
-                                return;
-                            }
-                            if let Some(capability) = capability.take() {
-                                output.session(&capability).give(report.clone());
-                            }
-                        }
-                    },
-                );
+                let (inputs, opts, _) = &*job;
+                let mine: Vec<InputFile> = inputs
+                    .iter()
+                    .enumerate()
+                    .skip(me)
+                    .step_by(peers)
+                    .map(|(i, (path, format, bytes))| (i, path.clone(), *format, *bytes))
+                    .collect();
+                let window = (2 * peers).clamp(4, 32);
+                let fields = opts.fields.clone();
+                let batches = read_documents(scope, mine, fields, counters.clone(), window, &state);
+                let rows = fingerprint_batches(batches, opts.scheme, counters);
+                let write = {
+                    let (job, report) = (job.clone(), state.report.clone());
+                    Box::new(move |file: u32, found: FileRead, batches| {
+                        let (inputs, opts, dir) = &*job;
+                        let (path, format, bytes) = &inputs[file as usize];
+                        let shard = dir.join(part_name(file as usize));
+                        let result =
+                            write_shard(path, *format, *bytes, &shard, opts, found, batches)?;
+                        report.borrow_mut().body.0.push(result);
+                        Ok(())
+                    })
+                };
+                let reports = write_shards(rows, peers, &state, write);
                 gather_and_commit(reports, me, peers, commit, outcome);
             });
         })?
@@ -271,63 +275,19 @@ pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, For
 /// One file's summary and its bad records.
 type FileResult = (FileSummary, Vec<BadRecord>);
 
-/// Fingerprints one input file into one shard.
-fn fingerprint_file(
+/// Writes one input file's shard from its rows, gathered from the workers
+/// that fingerprinted them.
+fn write_shard(
     path: &Path,
     format: Format,
     bytes: u64,
     shard: &Path,
     opts: &FingerprintOptions,
-    counters: &TextCounters,
+    found: FileRead,
+    batches: Vec<RowBatch>,
 ) -> Result<FileResult> {
-    let mut rows = DocumentRows::default();
-    let mut bad = Vec::new();
-    let mut skipped = 0u64;
-    let mut reported = 0u64;
-    let (mut html_pages, mut fallbacks) = (0u64, 0u64);
-    let simhash = &opts.scheme.simhash;
-    read_file(path, format, &opts.fields, &mut |record, position| {
-        match record {
-            Record::Document(doc) => {
-                let f = match doc.html {
-                    true => {
-                        let (text, fell_back) = html::page_text(&doc.text, opts.scheme.html);
-                        html_pages += 1;
-                        fallbacks += u64::from(fell_back);
-                        fingerprint(&text, simhash)
-                    }
-                    false => fingerprint(&doc.text, simhash),
-                };
-                rows.ids.push(doc.id);
-                rows.urls.push(doc.url);
-                rows.simhashes.push(f.simhash);
-                rows.n_features.push(f.n_features);
-                rows.n_chars.push(f.n_chars);
-                counters.documents.fetch_add(1, Ordering::Relaxed);
-            }
-            Record::Bad(record) => {
-                tracing::warn!(
-                    "{}: bad record at offset {}: {}",
-                    path.display(),
-                    record.offset,
-                    record.reason
-                );
-                bad.push(record);
-            }
-            Record::Skipped => skipped += 1,
-        }
-        let position = position.min(bytes);
-        if position > reported {
-            counters
-                .bytes
-                .fetch_add(position - reported, Ordering::Relaxed);
-            reported = position;
-        }
-        Ok(())
-    })?;
-    counters
-        .bytes
-        .fetch_add(bytes - reported, Ordering::Relaxed);
+    let (rows, html_pages, fallbacks) = in_reading_order(&found, batches)
+        .with_context(|| format!("{}: cannot gather its rows", path.display()))?;
     // Only WARC files hold HTML pages; their shards' scheme names the text
     // chosen from them.
     let scheme = opts.scheme.describe(format == Format::Warc);
@@ -341,13 +301,13 @@ fn fingerprint_file(
         format,
         bytes,
         documents: rows.ids.len() as u64,
-        bad_records: bad.len() as u64,
-        skipped_records: skipped,
+        bad_records: found.bad.len() as u64,
+        skipped_records: found.skipped,
         html_pages,
         main_content_fallbacks: fallbacks,
         scheme,
     };
-    Ok((summary, bad))
+    Ok((summary, found.bad))
 }
 
 fn summarize(

@@ -182,6 +182,54 @@ fn shards_are_identical_for_any_worker_count() {
     assert_eq!(shards[0], shards[2]);
 }
 
+/// The ids of a shard, in row order.
+fn shard_ids(path: &Path) -> Vec<i64> {
+    read_documents(path).into_iter().map(|(id, _)| id).collect()
+}
+
+#[test]
+fn one_big_file_is_shared_by_every_worker_and_its_shard_is_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/pages.warc.gz");
+    let copy = std::fs::read(&sample).unwrap();
+    // Gzip members concatenate: six copies are one valid WARC of ~18 MB of
+    // records, read in many batches.
+    let (one, big) = (dir.path().join("one"), dir.path().join("big"));
+    std::fs::create_dir_all(&one).unwrap();
+    std::fs::create_dir_all(&big).unwrap();
+    std::fs::write(one.join("pages.warc.gz"), &copy).unwrap();
+    std::fs::write(big.join("pages.warc.gz"), copy.repeat(6)).unwrap();
+    let fingerprint = |input: &Path, out: &Path, workers: &str| {
+        run_ok(&[
+            "fingerprint",
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--workers",
+            workers,
+        ]);
+        std::fs::read(out.join("part-00000.parquet")).unwrap()
+    };
+    fingerprint(&one, &dir.path().join("fp-one"), "1");
+    let once = shard_ids(&dir.path().join("fp-one/part-00000.parquet"));
+    assert!(once.len() > 100, "{} documents", once.len());
+    let shards: Vec<Vec<u8>> = ["1", "2", "3"]
+        .iter()
+        .map(|workers| fingerprint(&big, &dir.path().join(format!("fp{workers}")), workers))
+        .collect();
+    assert_eq!(shards[0], shards[1], "1 and 2 workers");
+    assert_eq!(shards[0], shards[2], "1 and 3 workers");
+    // Rows are in reading order: the copy's rows, six times over.
+    assert_eq!(
+        shard_ids(&dir.path().join("fp2/part-00000.parquet")),
+        once.repeat(6)
+    );
+    let summary = summary(&dir.path().join("fp2"));
+    assert_eq!(summary["documents"], 6 * once.len());
+    assert_eq!(summary["files"].as_array().unwrap().len(), 1);
+}
+
 #[test]
 fn a_corrupt_gzip_member_is_reported_with_its_offset_and_the_rest_is_read() {
     let dir = tempfile::tempdir().unwrap();

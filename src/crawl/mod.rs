@@ -20,7 +20,7 @@ use xxhash_rust::xxh3::xxh3_64;
 use crate::parquet_io::input::has_extension;
 
 /// One document to fingerprint.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Document {
     pub id: i64,
     pub url: Option<String>,

@@ -31,7 +31,7 @@ pub fn read(path: &Path, sink: &mut dyn FnMut(Record, u64) -> Result<()>) -> Res
     if gzipped {
         read_members(&mut input, sink).with_context(|| format!("{}: cannot read", path.display()))
     } else {
-        parse_stream(&mut input, 0, None, sink)
+        parse_stream(Some(&mut input), &mut Vec::new(), 0, None, sink)
             .with_context(|| format!("{}: cannot read", path.display()))
     }
 }
@@ -42,17 +42,19 @@ fn read_members(
     input: &mut BufReader<File>,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
+    // One buffer for every member (a record each, in Common Crawl's files).
+    let mut decoded = Vec::new();
     loop {
         if input.fill_buf()?.is_empty() {
             return Ok(());
         }
         let offset = input.stream_position()?;
         let mut decoder = GzDecoder::new(&mut *input);
-        let mut decoded = Vec::new();
+        decoded.clear();
         match decoder.read_to_end(&mut decoded) {
             Ok(_) => {
                 let end = input.stream_position()?;
-                parse_stream(&mut decoded.as_slice(), end, Some(offset), sink)?;
+                parse_stream(None, &mut decoded, end, Some(offset), sink)?;
             }
             Err(error) => {
                 let bad = BadRecord {
@@ -97,18 +99,20 @@ fn skip_to_gzip_member(input: &mut BufReader<File>) -> Result<()> {
 }
 
 /// Parses records from a stream of WARC bytes starting at file offset
-/// `base`. `member` is the gzip member's offset, reported for every record of
-/// it; `None` for a plain file, whose records are reported at their own offset.
+/// `base`: those already in `buf`, then those read from `input` (`None` for
+/// a gzip member, decoded whole into `buf`). `member` is the gzip member's
+/// offset, reported for every record of it; `None` for a plain file, whose
+/// records are reported at their own offset.
 fn parse_stream(
-    input: &mut dyn Read,
+    mut input: Option<&mut dyn Read>,
+    buf: &mut Vec<u8>,
     base: u64,
     member: Option<u64>,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
-    let mut buf: Vec<u8> = Vec::new();
     let mut start = 0usize; // first unparsed byte of buf
     let mut consumed = 0u64; // stream bytes before buf[0]
-    let mut eof = false;
+    let mut eof = input.is_none();
     loop {
         let pending = &buf[start..];
         let offset_here = member.unwrap_or(base + consumed + start as u64);
@@ -132,7 +136,7 @@ fn parse_stream(
                     buf.drain(..start);
                     start = 0;
                 }
-                eof = read_more(input, &mut buf)?;
+                eof = read_more(&mut input, buf)?;
             }
             Err(error) => {
                 let reason = match error {
@@ -146,7 +150,7 @@ fn parse_stream(
                     None if eof => buf.len(),
                     None => {
                         // Keep reading until the next version line shows up.
-                        eof = read_more(input, &mut buf)?;
+                        eof = read_more(&mut input, buf)?;
                         continue;
                     }
                 };
@@ -163,7 +167,10 @@ fn parse_stream(
 }
 
 /// Appends up to [`CHUNK`] more bytes of `input` to `buf`; true at the end.
-fn read_more(input: &mut dyn Read, buf: &mut Vec<u8>) -> Result<bool> {
+fn read_more(input: &mut Option<&mut dyn Read>, buf: &mut Vec<u8>) -> Result<bool> {
+    let Some(input) = input else {
+        return Ok(true);
+    };
     let old = buf.len();
     buf.resize(old + CHUNK, 0);
     let n = loop {

@@ -13,6 +13,7 @@
 
 pub mod commit;
 pub mod components;
+pub mod fingerprint;
 
 use std::cell::RefCell;
 use std::path::PathBuf;

@@ -398,13 +398,24 @@ pub fn write_drops(
 }
 
 /// Fingerprinted documents, in the order they were read.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct DocumentRows {
     pub ids: Vec<i64>,
     pub urls: Vec<Option<String>>,
     pub simhashes: Vec<u64>,
     pub n_features: Vec<u32>,
     pub n_chars: Vec<u32>,
+}
+
+impl DocumentRows {
+    /// Moves `other`'s rows after these.
+    pub fn append(&mut self, mut other: DocumentRows) {
+        self.ids.append(&mut other.ids);
+        self.urls.append(&mut other.urls);
+        self.simhashes.append(&mut other.simhashes);
+        self.n_features.append(&mut other.n_features);
+        self.n_chars.append(&mut other.n_chars);
+    }
 }
 
 /// Writes a fingerprint shard of documents: `id`, `url` (null when unknown),

@@ -1,0 +1,424 @@
+//! The `fingerprint` dataflow on timely: every file is read by one worker,
+//! and its documents are fingerprinted by all of them, so that one large
+//! WARC (a Common Crawl file is about 1 GB) keeps every core busy.
+//!
+//! ```text
+//!   read (file i's worker, by a reader thread: batches of documents)
+//!     --round robin--> fingerprint (every worker)
+//!     --back to the file's worker--> write shard i once all its rows are in
+//!     --> commit (see [`super::commit`])
+//! ```
+//!
+//! A batch's timestamp is its file's index, so a file's shard is written as
+//! soon as the frontier passes it, its rows put back in reading order: the
+//! shard is the same, byte for byte, for any number of workers. Reading is
+//! throttled: a worker keeps at most a few batches per peer in flight, so
+//! memory holds a few megabytes of text per worker however fast the reader.
+
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Result};
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::source;
+use timely::dataflow::operators::generic::Operator;
+use timely::dataflow::operators::Capability;
+use timely::dataflow::{Scope, Stream};
+use timely::scheduling::{Activator, SyncActivator};
+
+use super::commit::Report;
+use super::Failure;
+use crate::crawl::html;
+use crate::crawl::{read_file, BadRecord, Document, Format, Record, TextFields};
+use crate::fingerprinting::{FileResults, TextCounters};
+use crate::parquet_io::output::DocumentRows;
+use crate::scheme::Scheme;
+use crate::simhash::fingerprint;
+
+/// A batch is sent on once its text reaches this many bytes...
+const BATCH_BYTES: usize = 1 << 20;
+/// ...or it holds this many documents.
+const BATCH_DOCUMENTS: usize = 1024;
+
+/// An input file: its index (its shard's number), path, format and size.
+pub type InputFile = (usize, PathBuf, Format, u64);
+
+/// Consecutive documents of one file: the `seq`-th batch read from it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DocumentBatch {
+    pub file: u32,
+    pub seq: u32,
+    pub documents: Vec<Document>,
+}
+
+/// The rows of one [`DocumentBatch`], in its order.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RowBatch {
+    pub file: u32,
+    pub seq: u32,
+    pub rows: DocumentRows,
+    pub html_pages: u64,
+    /// HTML pages whose main content was empty.
+    pub fallbacks: u64,
+}
+
+/// What reading a file found besides its documents.
+#[derive(Debug, Default)]
+pub struct FileRead {
+    pub bad: Vec<BadRecord>,
+    pub skipped: u64,
+    /// Batches its documents were sent in.
+    pub batches: u32,
+}
+
+/// What the reader thread hands the dataflow.
+enum Reading {
+    Batch(u32, Vec<Document>),
+    /// A file read to its end, or the error that stopped it.
+    Done(u32, Result<FileRead>),
+}
+
+/// Files read to their end on a worker, for its shard writer.
+pub type FilesRead = Rc<RefCell<BTreeMap<u32, FileRead>>>;
+
+/// What the operators of one worker share.
+pub struct ReadState {
+    pub report: Rc<RefCell<Report<FileResults>>>,
+    pub failure: Arc<Failure>,
+    pub read: FilesRead,
+    /// Batches sent and not yet back as rows.
+    pub in_flight: Rc<Cell<usize>>,
+    /// Wakes the reading operator when rows come back.
+    pub wake_reader: Rc<RefCell<Option<Activator>>>,
+}
+
+/// Reads this worker's `files` (in order) on a thread of its own and gives
+/// their documents in batches, each at its file's index as timestamp; no
+/// more than `window` batches are in flight at once.
+pub fn read_documents<'scope>(
+    scope: Scope<'scope, u64>,
+    files: Vec<InputFile>,
+    fields: TextFields,
+    counters: Arc<TextCounters>,
+    window: usize,
+    state: &ReadState,
+) -> Stream<'scope, u64, Vec<DocumentBatch>> {
+    let (report, failure) = (state.report.clone(), state.failure.clone());
+    let (read, in_flight, wake) = (
+        state.read.clone(),
+        state.in_flight.clone(),
+        state.wake_reader.clone(),
+    );
+    source::<_, CapacityContainerBuilder<Vec<DocumentBatch>>, _, _>(
+        scope,
+        "ReadDocuments",
+        move |capability, info| {
+            *wake.borrow_mut() = Some(scope.activator_for(info.address.clone()));
+            let activator = scope.worker().sync_activator_for(info.address.to_vec());
+            let mut capability = first_capability(capability, &files);
+            let mut reading = capability
+                .is_some()
+                .then(|| spawn_reader(files.clone(), fields, counters, activator));
+            let next_file =
+                move |done: u32| files.iter().find(|f| f.0 > done as usize).map(|f| f.0);
+            let mut seq = 0u32;
+            move |output| {
+                let Some(receiver) = reading.as_ref() else {
+                    return;
+                };
+                let stop = |reading: &mut Option<Receiver<Reading>>, cap: &mut Option<_>| {
+                    *reading = None;
+                    *cap = None;
+                };
+                if failure.happened() {
+                    return stop(&mut reading, &mut capability);
+                }
+                while in_flight.get() < window {
+                    let Some(held) = capability.as_mut() else {
+                        return stop(&mut reading, &mut capability);
+                    };
+                    match receiver.try_recv() {
+                        Ok(Reading::Batch(file, documents)) => {
+                            output.session(held).give(DocumentBatch {
+                                file,
+                                seq,
+                                documents,
+                            });
+                            seq += 1;
+                            in_flight.set(in_flight.get() + 1);
+                        }
+                        Ok(Reading::Done(file, Ok(mut done))) => {
+                            done.batches = seq;
+                            seq = 0;
+                            read.borrow_mut().insert(file, done);
+                            match next_file(file) {
+                                Some(next) => held.downgrade(&(next as u64)),
+                                None => return stop(&mut reading, &mut capability),
+                            }
+                        }
+                        Ok(Reading::Done(_, Err(error))) => {
+                            report.borrow_mut().fail(error, &failure);
+                            return stop(&mut reading, &mut capability);
+                        }
+                        Err(TryRecvError::Empty) => return,
+                        Err(TryRecvError::Disconnected) => {
+                            let error =
+                                anyhow!("the reader thread stopped before the end of its files");
+                            report.borrow_mut().fail(error, &failure);
+                            return stop(&mut reading, &mut capability);
+                        }
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// The source's capability, moved to its first file (none if it has none).
+fn first_capability(capability: Capability<u64>, files: &[InputFile]) -> Option<Capability<u64>> {
+    let first = files.first()?.0 as u64;
+    let mut capability = capability;
+    capability.downgrade(&first);
+    Some(capability)
+}
+
+/// Starts the thread that reads `files` in order into batches; it stops
+/// when the dataflow drops the receiver.
+fn spawn_reader(
+    files: Vec<InputFile>,
+    fields: TextFields,
+    counters: Arc<TextCounters>,
+    activator: SyncActivator,
+) -> Receiver<Reading> {
+    let (sender, receiver) = sync_channel(2);
+    std::thread::Builder::new()
+        .name("neardup:read".into())
+        .spawn(move || {
+            for (index, path, format, bytes) in files {
+                let file = index as u32;
+                let outcome =
+                    read_into_batches(&path, format, bytes, &fields, &counters, &mut |documents| {
+                        send(&sender, &activator, Reading::Batch(file, documents))
+                    });
+                let failed = outcome.is_err();
+                if send(&sender, &activator, Reading::Done(file, outcome)).is_err() || failed {
+                    return;
+                }
+            }
+        })
+        .map(|_| ())
+        .unwrap_or_else(|error| tracing::error!("cannot start a reader thread: {error}"));
+    receiver
+}
+
+fn send(sender: &SyncSender<Reading>, activator: &SyncActivator, reading: Reading) -> Result<()> {
+    sender
+        .send(reading)
+        .map_err(|_| anyhow!("the job stopped reading"))?;
+    activator
+        .activate()
+        .map_err(|_| anyhow!("the job stopped reading"))
+}
+
+/// Reads one file, giving its documents in batches to `give`.
+fn read_into_batches(
+    path: &Path,
+    format: Format,
+    bytes: u64,
+    fields: &TextFields,
+    counters: &TextCounters,
+    give: &mut dyn FnMut(Vec<Document>) -> Result<()>,
+) -> Result<FileRead> {
+    let mut found = FileRead::default();
+    let (mut batch, mut batch_bytes) = (Vec::new(), 0);
+    let mut reported = 0u64;
+    read_file(path, format, fields, &mut |record, position| {
+        match record {
+            Record::Document(document) => {
+                batch_bytes += document.text.len();
+                batch.push(document);
+                if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_DOCUMENTS {
+                    give(std::mem::take(&mut batch))?;
+                    batch_bytes = 0;
+                }
+            }
+            Record::Bad(record) => {
+                tracing::warn!(
+                    "{}: bad record at offset {}: {}",
+                    path.display(),
+                    record.offset,
+                    record.reason
+                );
+                found.bad.push(record);
+            }
+            Record::Skipped => found.skipped += 1,
+        }
+        let position = position.min(bytes);
+        if position > reported {
+            counters
+                .bytes
+                .fetch_add(position - reported, Ordering::Relaxed);
+            reported = position;
+        }
+        Ok(())
+    })?;
+    if !batch.is_empty() {
+        give(batch)?;
+    }
+    counters
+        .bytes
+        .fetch_add(bytes - reported, Ordering::Relaxed);
+    Ok(found)
+}
+
+/// Fingerprints every batch, on whichever worker it was sent to (round
+/// robin over the batches of each file), and sends the rows back to the
+/// file's worker.
+pub fn fingerprint_batches<'scope>(
+    batches: Stream<'scope, u64, Vec<DocumentBatch>>,
+    scheme: Scheme,
+    counters: Arc<TextCounters>,
+) -> Stream<'scope, u64, Vec<RowBatch>> {
+    batches.unary::<CapacityContainerBuilder<Vec<RowBatch>>, _, _, _>(
+        Exchange::new(|b: &DocumentBatch| u64::from(b.file) + u64::from(b.seq)),
+        "Fingerprint",
+        move |_capability, _info| {
+            move |input, output| {
+                input.for_each(|time, data| {
+                    let mut session = output.session(&time);
+                    for batch in data.drain(..) {
+                        let rows = fingerprint_batch(batch, &scheme);
+                        counters
+                            .documents
+                            .fetch_add(rows.rows.ids.len() as u64, Ordering::Relaxed);
+                        session.give(rows);
+                    }
+                });
+            }
+        },
+    )
+}
+
+/// The rows of a batch's documents, HTML pages by the text `scheme` chooses.
+pub fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
+    let mut rows = DocumentRows::default();
+    let (mut html_pages, mut fallbacks) = (0, 0);
+    for document in batch.documents {
+        let f = match document.html {
+            true => {
+                let (text, fell_back) = html::page_text(&document.text, scheme.html);
+                html_pages += 1;
+                fallbacks += u64::from(fell_back);
+                fingerprint(&text, &scheme.simhash)
+            }
+            false => fingerprint(&document.text, &scheme.simhash),
+        };
+        rows.ids.push(document.id);
+        rows.urls.push(document.url);
+        rows.simhashes.push(f.simhash);
+        rows.n_features.push(f.n_features);
+        rows.n_chars.push(f.n_chars);
+    }
+    RowBatch {
+        file: batch.file,
+        seq: batch.seq,
+        rows,
+        html_pages,
+        fallbacks,
+    }
+}
+
+/// A file whose rows are all in: its shard is written by `write`, which
+/// adds the file's result to the worker's report.
+pub type WriteShard = Box<dyn FnMut(u32, FileRead, Vec<RowBatch>) -> Result<()>>;
+
+/// At each file's worker: gathers the file's rows and, once the frontier
+/// has passed the file, calls `write` with them in reading order; once all
+/// files are written, sends the worker's report on.
+pub fn write_shards<'scope>(
+    rows: Stream<'scope, u64, Vec<RowBatch>>,
+    peers: usize,
+    state: &ReadState,
+    mut write: WriteShard,
+) -> Stream<'scope, u64, Vec<Report<FileResults>>> {
+    let (report, failure, read) = (
+        state.report.clone(),
+        state.failure.clone(),
+        state.read.clone(),
+    );
+    let (in_flight, wake) = (state.in_flight.clone(), state.wake_reader.clone());
+    rows.unary_frontier::<CapacityContainerBuilder<Vec<Report<FileResults>>>, _, _, _>(
+        Exchange::new(move |b: &RowBatch| u64::from(b.file) % peers as u64),
+        "WriteShards",
+        move |capability, _info| {
+            let mut capability = Some(capability);
+            let mut pending: BTreeMap<u32, Vec<RowBatch>> = BTreeMap::new();
+            move |(input, frontier), output| {
+                let mut back = 0;
+                input.for_each(|_time, data| {
+                    for batch in data.drain(..) {
+                        back += 1;
+                        pending.entry(batch.file).or_default().push(batch);
+                    }
+                });
+                if back > 0 {
+                    in_flight.set(in_flight.get().saturating_sub(back));
+                    if let Some(wake) = wake.borrow().as_ref() {
+                        wake.activate();
+                    }
+                }
+                loop {
+                    let next = read.borrow().keys().next().copied();
+                    let Some(file) = next.filter(|&f| !frontier.less_equal(&u64::from(f))) else {
+                        break;
+                    };
+                    let found = read.borrow_mut().remove(&file).unwrap_or_default();
+                    let batches = pending.remove(&file).unwrap_or_default();
+                    let failed = report.borrow().error.is_some() || failure.happened();
+                    if !failed {
+                        if let Err(error) = write(file, found, batches) {
+                            report.borrow_mut().fail(error, &failure);
+                        }
+                    }
+                }
+                if frontier.is_empty() {
+                    if let Some(capability) = capability.take() {
+                        output.session(&capability).give(report.borrow().clone());
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// A file's rows in reading order, checking that every batch came back.
+pub fn in_reading_order(
+    found: &FileRead,
+    mut batches: Vec<RowBatch>,
+) -> Result<(DocumentRows, u64, u64)> {
+    batches.sort_unstable_by_key(|b| b.seq);
+    let complete = batches.len() == found.batches as usize
+        && batches.iter().enumerate().all(|(i, b)| b.seq as usize == i);
+    if !complete {
+        bail!(
+            "{} of {} batches of rows came back (internal error)",
+            batches.len(),
+            found.batches
+        );
+    }
+    let mut rows = DocumentRows::default();
+    let (mut html_pages, mut fallbacks) = (0, 0);
+    for batch in batches {
+        rows.append(batch.rows);
+        html_pages += batch.html_pages;
+        fallbacks += batch.fallbacks;
+    }
+    Ok((rows, html_pages, fallbacks))
+}
