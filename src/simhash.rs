@@ -15,13 +15,13 @@
 //!
 //! A document without features gets fingerprint 0 and `n_features = 0`.
 
-use std::collections::HashSet;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 use jieba_rs::Jieba;
+use rustc_hash::FxHashSet;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 use unicode_segmentation::UnicodeSegmentation;
 use xxhash_rust::xxh3::xxh3_64;
@@ -229,10 +229,16 @@ const STOP_WORDS: &[&str] = &[
     "一个", "我们", "你", "我", "他", "她", "它", "这", "那", "之",
 ];
 
+/// Bytes in the longest stop word: a longer word (most of a page's words)
+/// is told apart by its length alone, without hashing it.
+const LONGEST_STOP_WORD: usize = 6;
+
 fn is_stop_word(word: &str) -> bool {
-    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
-    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
-        .contains(word)
+    static SET: OnceLock<FxHashSet<&'static str>> = OnceLock::new();
+    word.len() <= LONGEST_STOP_WORD
+        && SET
+            .get_or_init(|| STOP_WORDS.iter().copied().collect())
+            .contains(word)
 }
 
 /// Adds every n-gram of `words` (joined by one space); returns how many.
@@ -345,6 +351,15 @@ impl WeightedBits {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_stop_word_is_longer_than_the_length_check_lets_through() {
+        for word in STOP_WORDS {
+            assert!(word.len() <= LONGEST_STOP_WORD, "{word}");
+            assert!(is_stop_word(word), "{word}");
+        }
+        assert!(!is_stop_word("thee"));
+    }
 
     fn distance(a: &str, b: &str, options: &SimhashOptions) -> u32 {
         (fingerprint(a, options).simhash ^ fingerprint(b, options).simhash).count_ones()
