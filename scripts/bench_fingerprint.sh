@@ -6,7 +6,7 @@
 # with 1 worker and with every core. Each line gives wall time, the rate in
 # MB/s of gzip and of uncompressed WARC, and CPU time.
 #
-#   scripts/bench_fingerprint.sh            COPIES=300 (about 110 MB gzipped, 930 MB of WARC)
+#   scripts/bench_fingerprint.sh            COPIES=300 (110 MB gzipped, 310 MB of WARC)
 #   COPIES=30 scripts/bench_fingerprint.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
