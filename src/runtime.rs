@@ -12,7 +12,9 @@
 //! A peer that dies mid-run closes its sockets; timely's network threads then
 //! panic with "timely communication error". Workers blocked on that peer
 //! would wait forever, so the process exits at once, naming the peer, without
-//! writing `_SUCCESS`.
+//! writing `_SUCCESS`. A worker thread that panics (a bug) leaves the other
+//! workers of its process waiting just as long for its progress, on one
+//! process as on many: that too ends the process at once, with one line.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -28,6 +30,11 @@ use timely::worker::Worker;
 
 /// Exit status of a process that lost a peer mid-run.
 const LOST_PEER_EXIT: i32 = 3;
+/// Exit status of a process one of whose worker threads panicked.
+const WORKER_PANIC_EXIT: i32 = 4;
+/// Names a worker (its index among all workers) that panics as it starts:
+/// fault injection for the tests of the hook above.
+const PANIC_FAULT_VAR: &str = "NEARDUP_FAULT_PANIC_WORKER";
 /// How long a connecting peer has to send its index.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause between connection attempts.
@@ -193,13 +200,23 @@ where
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
     runtime.validate()?;
+    exit_on_a_failed_thread();
+    let faulty: Option<usize> = std::env::var(PANIC_FAULT_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let func = move |worker: &mut Worker| {
+        if faulty == Some(worker.index()) {
+            panic!("{PANIC_FAULT_VAR}: injected fault");
+        }
+        func(worker)
+    };
     if runtime.processes == 1 {
         return timely::execute(timely::Config::process(runtime.workers), func)
             .map_err(|e| anyhow!("cannot start timely workers: {e}"));
     }
     let addresses = runtime.addresses()?;
     let sockets = connect_peers(&addresses, runtime.process, runtime.connect_timeout)?;
-    exit_when_a_peer_is_lost(addresses);
+    *lock_or_recover(&PEER_ADDRESSES) = (addresses, runtime.process);
     let hooks = Hooks::default();
     let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
     let (builders, guard) =
@@ -300,31 +317,55 @@ fn read_peer_index(mut stream: TcpStream) -> Option<(usize, TcpStream)> {
     Some((u64::from_be_bytes(index) as usize, stream))
 }
 
-/// Directories to remove when the process exits for a lost peer: process 0's
-/// staging directory, so that an aborted run leaves nothing behind.
+/// Directories to remove when the process exits for a lost peer or a failed
+/// worker: process 0's staging directory, so that an aborted run leaves
+/// nothing behind.
 static ABORT_CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Removes `dir` if this process has to stop because a peer was lost.
+/// Removes `dir` if this process has to stop because a peer was lost or a
+/// worker failed.
 pub fn remove_on_abort(dir: &Path) {
-    let mut dirs = ABORT_CLEANUP.lock().unwrap_or_else(|p| p.into_inner());
-    dirs.push(dir.to_path_buf());
+    lock_or_recover(&ABORT_CLEANUP).push(dir.to_path_buf());
 }
 
-/// Installs (once) a panic hook that turns a panic of timely's network
-/// threads (`timely:send-N`, `timely:recv-N`) into an immediate exit naming
-/// process N: its workers could otherwise wait forever for that peer.
-fn exit_when_a_peer_is_lost(addresses: Vec<String>) {
+/// The cluster's addresses, to name a lost peer, and this process's index
+/// (no addresses: a single process).
+static PEER_ADDRESSES: Mutex<(Vec<String>, usize)> = Mutex::new((Vec::new(), 0));
+
+fn lock_or_recover<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A thread of timely whose panic ends the process: a network thread
+/// (`timely:send-N`, `timely:recv-N`: process N is lost) or a worker
+/// (`timely:work-N`).
+#[derive(Debug, PartialEq, Eq)]
+enum FailedThread {
+    Network { peer: usize },
+    Worker { index: usize },
+}
+
+impl FailedThread {
+    fn of(name: &str) -> Option<FailedThread> {
+        let number = |prefix: &str| name.strip_prefix(prefix)?.parse::<usize>().ok();
+        if let Some(peer) = number("timely:recv-").or_else(|| number("timely:send-")) {
+            return Some(FailedThread::Network { peer });
+        }
+        number("timely:work-").map(|index| FailedThread::Worker { index })
+    }
+}
+
+/// Installs (once) a panic hook that turns the panic of a timely thread
+/// into an immediate exit with one line, removing process 0's staging: the
+/// other workers would otherwise wait forever for the lost peer or the
+/// failed worker.
+fn exit_on_a_failed_thread() {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(move || {
         let default_hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             let thread = std::thread::current();
-            let peer = thread.name().and_then(|name| {
-                name.strip_prefix("timely:recv-")
-                    .or_else(|| name.strip_prefix("timely:send-"))
-                    .and_then(|n| n.parse::<usize>().ok())
-            });
-            let Some(peer) = peer else {
+            let Some(failed) = thread.name().and_then(FailedThread::of) else {
                 return default_hook(info);
             };
             let cause = info
@@ -332,17 +373,36 @@ fn exit_when_a_peer_is_lost(addresses: Vec<String>) {
                 .downcast_ref::<String>()
                 .map(String::as_str)
                 .or_else(|| info.payload().downcast_ref::<&str>().copied())
-                .unwrap_or("connection failed");
-            let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
-            eprintln!(
-                "error: lost process {peer} ({address}) of the cluster: {cause}; stopping without _SUCCESS"
-            );
-            if let Ok(dirs) = ABORT_CLEANUP.lock() {
-                for dir in dirs.iter() {
-                    let _ = std::fs::remove_dir_all(dir);
+                .unwrap_or("no message");
+            let (addresses, process) = lock_or_recover(&PEER_ADDRESSES).clone();
+            let code = match failed {
+                FailedThread::Network { peer } => {
+                    let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
+                    eprintln!(
+                        "error: lost process {peer} ({address}) of the cluster: {cause}; stopping without _SUCCESS"
+                    );
+                    LOST_PEER_EXIT
                 }
+                FailedThread::Worker { index } => {
+                    let place = info
+                        .location()
+                        .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                        .unwrap_or_default();
+                    // Thread names count this process's workers only.
+                    let worker = match addresses.is_empty() {
+                        true => format!("worker {index}"),
+                        false => format!("process {process}'s worker {index}"),
+                    };
+                    eprintln!(
+                        "error: {worker} failed ({cause}{place}), a bug in neardup; stopping without _SUCCESS"
+                    );
+                    WORKER_PANIC_EXIT
+                }
+            };
+            for dir in lock_or_recover(&ABORT_CLEANUP).iter() {
+                let _ = std::fs::remove_dir_all(dir);
             }
-            std::process::exit(LOST_PEER_EXIT);
+            std::process::exit(code);
         }));
     });
 }
@@ -350,6 +410,25 @@ fn exit_when_a_peer_is_lost(addresses: Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timely_threads_are_told_apart_by_name() {
+        assert_eq!(
+            FailedThread::of("timely:recv-2"),
+            Some(FailedThread::Network { peer: 2 })
+        );
+        assert_eq!(
+            FailedThread::of("timely:send-0"),
+            Some(FailedThread::Network { peer: 0 })
+        );
+        assert_eq!(
+            FailedThread::of("timely:work-13"),
+            Some(FailedThread::Worker { index: 13 })
+        );
+        assert_eq!(FailedThread::of("neardup:read"), None);
+        assert_eq!(FailedThread::of("timely:work-x"), None);
+        assert_eq!(FailedThread::of("main"), None);
+    }
 
     fn hostfile(text: &str) -> tempfile::NamedTempFile {
         let mut file = tempfile::NamedTempFile::new().unwrap();

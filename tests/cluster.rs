@@ -324,3 +324,57 @@ fn bad_cluster_flags_get_one_line() {
         assert!(!out.exists());
     }
 }
+
+#[test]
+fn a_worker_that_panics_stops_every_process_with_one_line_and_a_rerun_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let args = match_args(&q, Some(&c), &out, false);
+    let staging = dir.path().join(".pairs.neardup-staging");
+    let fault = [("NEARDUP_FAULT_PANIC_WORKER", "1")];
+    let stopped = |output: &Output, hung: bool| {
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(!hung, "a run with a failed worker hung: {stderr}");
+        (output.status.code(), stderr)
+    };
+    // One process of two workers: worker 0 would wait for worker 1 forever.
+    let child = neardup()
+        .args(&args)
+        .args(["--workers", "2"])
+        .envs(fault)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
+    let (code, stderr) = stopped(&output, hung);
+    assert_eq!(code, Some(4), "{stderr}");
+    assert!(
+        stderr.contains("error: worker 1 failed (NEARDUP_FAULT_PANIC_WORKER"),
+        "{stderr}"
+    );
+    assert!(!out.exists() && !staging.exists(), "nothing is left behind");
+    // Two processes of one worker: process 1's worker fails, process 0 then
+    // loses process 1.
+    let hosts = hostfile(dir.path(), 2);
+    let children: Vec<Child> = (0..2).map(|i| spawn(&args, &hosts, i, 1, &fault)).collect();
+    let mut lines = Vec::new();
+    for child in children {
+        let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
+        lines.push(stopped(&output, hung));
+    }
+    assert_eq!(lines[1].0, Some(4), "{}", lines[1].1);
+    assert!(
+        lines[1].1.contains("process 1's worker 0 failed"),
+        "{}",
+        lines[1].1
+    );
+    assert_eq!(lines[0].0, Some(3), "{}", lines[0].1);
+    assert!(lines[0].1.contains("lost process 1 "), "{}", lines[0].1);
+    assert!(!out.exists() && !staging.exists(), "nothing is left behind");
+
+    let outputs = run_cluster(dir.path(), &args, 2, 1);
+    assert_all_succeeded(&outputs);
+    assert_eq!(read_pairs(&out).len(), expected);
+}
