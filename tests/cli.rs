@@ -404,3 +404,60 @@ fn gen_is_deterministic_and_its_planted_pairs_are_found() {
         &missing[..missing.len().min(5)]
     );
 }
+
+/// Unmounts a test's tmpfs when the test ends, whatever its outcome.
+struct Mounted(std::path::PathBuf);
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_gets_one_line_naming_the_file_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = dir.path().join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
+        .arg(&disk)
+        .output();
+    if !mounted.as_ref().is_ok_and(|out| out.status.success()) {
+        eprintln!("skipped: cannot mount a 16 KiB tmpfs here (the test needs root): {mounted:?}");
+        return;
+    }
+    let _unmount = Mounted(disk.clone());
+    // A WARC of 900 real pages: its shard is larger than the disk.
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/pages.warc.gz");
+    let input = dir.path().join("input");
+    std::fs::create_dir_all(&input).unwrap();
+    let warc = std::fs::read(sample).unwrap();
+    std::fs::write(input.join("pages.warc.gz"), warc.repeat(6)).unwrap();
+    let out = disk.join("fp");
+    let run = |out: &Path| {
+        neardup(&[
+            "fingerprint",
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    let failed = run(&out);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains("part-00000.parquet: cannot write: No space left on device"),
+        "{stderr}"
+    );
+    assert_eq!(lines[0].matches("No space left").count(), 1, "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(&disk).unwrap().collect();
+    assert!(left.is_empty(), "a failed run leaves nothing: {left:?}");
+    // The same run on a disk with room completes.
+    let roomy = dir.path().join("fp");
+    assert!(run(&roomy).status.success());
+    assert!(roomy.join("_SUCCESS").exists());
+}

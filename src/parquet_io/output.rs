@@ -7,13 +7,14 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{
     ArrayRef, BooleanArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::errors::ParquetError;
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
@@ -498,20 +499,27 @@ fn write_parquet(
     let props = props.build();
     let tmp = temporary_name(path);
     let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
-    let mut writer = ArrowWriter::try_new(file, schema, Some(props))?;
+    let failed = |error| writing_error(path, error);
+    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(failed)?;
     let mut start = 0;
     while start < rows {
         let end = (start + group_rows).min(rows);
-        writer
-            .write(&batch(start..end)?)
-            .with_context(|| format!("{}: cannot write", tmp.display()))?;
-        writer.flush()?;
+        writer.write(&batch(start..end)?).map_err(failed)?;
+        writer.flush().map_err(failed)?;
         start = end;
     }
-    writer
-        .close()
-        .with_context(|| format!("{}: cannot finish", tmp.display()))?;
+    writer.close().map_err(failed)?;
     fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))
+}
+
+/// A Parquet writer's error as one line naming the file: an I/O failure (a
+/// full disk) is the OS error once, where the writer's own error would show
+/// it twice and name no file.
+fn writing_error(path: &Path, error: ParquetError) -> anyhow::Error {
+    match error {
+        ParquetError::External(cause) => anyhow!("{}: cannot write: {cause}", path.display()),
+        other => anyhow!("{}: cannot write: {other}", path.display()),
+    }
 }
 
 #[cfg(test)]
