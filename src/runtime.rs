@@ -28,6 +28,8 @@ use timely::communication::allocator::ProcessBuilder;
 use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
 use timely::worker::Worker;
 
+use crate::dataflow::commit::lock;
+
 /// Exit status of a process that lost a peer mid-run.
 const LOST_PEER_EXIT: i32 = 3;
 /// Exit status of a process one of whose worker threads panicked.
@@ -216,7 +218,7 @@ where
     }
     let addresses = runtime.addresses()?;
     let sockets = connect_peers(&addresses, runtime.process, runtime.connect_timeout)?;
-    *lock_or_recover(&PEER_ADDRESSES) = (addresses, runtime.process);
+    *lock(&PEER_ADDRESSES) = (addresses, runtime.process);
     let hooks = Hooks::default();
     let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
     let (builders, guard) =
@@ -325,16 +327,12 @@ static ABORT_CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Removes `dir` if this process has to stop because a peer was lost or a
 /// worker failed.
 pub fn remove_on_abort(dir: &Path) {
-    lock_or_recover(&ABORT_CLEANUP).push(dir.to_path_buf());
+    lock(&ABORT_CLEANUP).push(dir.to_path_buf());
 }
 
 /// The cluster's addresses, to name a lost peer, and this process's index
 /// (no addresses: a single process).
 static PEER_ADDRESSES: Mutex<(Vec<String>, usize)> = Mutex::new((Vec::new(), 0));
-
-fn lock_or_recover<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// A thread of timely whose panic ends the process: a network thread
 /// (`timely:send-N`, `timely:recv-N`: process N is lost) or a worker
@@ -374,7 +372,7 @@ fn exit_on_a_failed_thread() {
                 .map(String::as_str)
                 .or_else(|| info.payload().downcast_ref::<&str>().copied())
                 .unwrap_or("no message");
-            let (addresses, process) = lock_or_recover(&PEER_ADDRESSES).clone();
+            let (addresses, process) = lock(&PEER_ADDRESSES).clone();
             let code = match failed {
                 FailedThread::Network { peer } => {
                     let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
@@ -399,7 +397,7 @@ fn exit_on_a_failed_thread() {
                     WORKER_PANIC_EXIT
                 }
             };
-            for dir in lock_or_recover(&ABORT_CLEANUP).iter() {
+            for dir in lock(&ABORT_CLEANUP).iter() {
                 let _ = std::fs::remove_dir_all(dir);
             }
             std::process::exit(code);

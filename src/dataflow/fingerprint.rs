@@ -307,7 +307,7 @@ pub fn fingerprint_batches<'scope>(
 }
 
 /// The rows of a batch's documents, HTML pages by the text `scheme` chooses.
-pub fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
+fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     let mut rows = DocumentRows::default();
     let (mut html_pages, mut fallbacks) = (0, 0);
     for document in batch.documents {
