@@ -26,7 +26,7 @@ use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
-use crate::drop_policy::{greedy_sweep, DirectDrops};
+use crate::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops};
 use crate::part_runs::{RunBuilder, RunSlice};
 
 /// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
@@ -157,12 +157,9 @@ impl OwnerWork {
         to_positions(&mut pairs, &merged.positions)?;
         drop(merged.positions);
         let ids = merged.ids;
-        let drops = greedy_sweep(
-            ids.len(),
-            merged.first,
-            pairs.into_iter().flatten().flatten(),
-            |at| ids[at as usize],
-        );
+        let oriented = sorted_by_later_end(ids.len(), pairs.iter().flatten().flatten().copied());
+        drop(pairs);
+        let drops = greedy_sweep(ids.len(), merged.first, &oriented, |at| ids[at as usize]);
         tracing::info!(
             pages = ids.len(),
             seconds = started.elapsed().as_secs_f64(),

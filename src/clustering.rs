@@ -30,12 +30,12 @@ use crate::dataflow::commit::{
     OutcomeSlot, Report,
 };
 use crate::dataflow::components::{
-    after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, sightings,
-    SharedPages, Sighting,
+    after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, pages_by_id,
+    sightings, SharedPages, Sighting,
 };
 use crate::dataflow::Failure;
-use crate::drop_policy::DropPolicy;
-use crate::local_clusters::{PairLog, Routed, Router, RouterInput};
+use crate::drop_policy::{DropPolicy, PairLog};
+use crate::local_clusters::{Routed, Router, RouterInput};
 use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::part_runs::{PartRuns, RunSlice};
@@ -214,6 +214,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let graph = Rc::new(RefCell::new(Components::new(opts.corpus_wins)));
             let log = Rc::new(RefCell::new(PairLog::default()));
+            let by_id = Rc::new(RefCell::new(Vec::new()));
             let expected_sightings = Rc::new(std::cell::Cell::new(0));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
                 let (input, sightings) = scope.new_input::<Vec<Sighting>>();
@@ -223,6 +224,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 let resolved = join_at_worker_zero(links);
                 let routed = {
                     let (graph, log, state) = (graph.clone(), log.clone(), state.clone());
+                    let by_id = by_id.clone();
                     let shared = shared.clone();
                     let (policy, max_size) = (opts.drop_policy, opts.max_cluster_size);
                     after_joins(resolved, "RoutePages", move |joined| {
@@ -233,6 +235,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                         let mut router = Router::new(RouterInput {
                             worker: me as u32,
                             components,
+                            by_id: std::mem::take(&mut *by_id.borrow_mut()),
                             joined,
                             shared: std::mem::take(&mut *shared.borrow_mut()),
                             pairs: direct.then(|| std::mem::take(&mut *log.borrow_mut())),
@@ -324,12 +327,14 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     rss_mib = ?crate::logging::resident_mib(),
                     "local union-find done"
                 );
-                expected_sightings.set(components.len() + components.len() / 8);
-                for sighting in sightings(components, me as u32) {
-                    input.send(sighting);
-                }
                 // No more lookups by id: pairs are kept as page indexes.
                 components.forget_index();
+                let mut by_id = by_id.borrow_mut();
+                *by_id = pages_by_id(components);
+                expected_sightings.set(components.len() + components.len() / 8);
+                for sighting in sightings(components, &by_id, me as u32) {
+                    input.send(sighting);
+                }
             }
             drop(input);
             while worker.step_or_park(None) {}

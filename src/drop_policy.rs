@@ -35,6 +35,67 @@ impl fmt::Display for DropPolicy {
     }
 }
 
+/// A worker's pairs as page indexes of its [`crate::components::Components`], kept for the
+/// direct policy's pass: 9 bytes a pair, instead of reading the pairs again
+/// and looking every id up a second time.
+#[derive(Debug, Default)]
+pub struct PairLog {
+    ends: Vec<[Page; 2]>,
+    distances: Vec<u8>,
+}
+
+impl PairLog {
+    /// Appends a batch: `ends` two pages per pair, as
+    /// [`crate::components::Components::add_pairs`] leaves them.
+    pub fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = u8>) {
+        self.ends
+            .extend(ends.chunks_exact(2).map(|pair| [pair[0], pair[1]]));
+        self.distances.extend(distances);
+        debug_assert_eq!(self.ends.len(), self.distances.len());
+    }
+
+    /// Makes room for `pairs` pairs in all.
+    pub fn reserve(&mut self, pairs: usize) {
+        self.ends.reserve(pairs.saturating_sub(self.len()));
+        self.distances.reserve(pairs.saturating_sub(self.len()));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn pairs(&self) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
+        self.pairs_in(0..self.len())
+    }
+
+    /// Renames both ends of every pair by `position`, in place; a pair
+    /// whose first end has no position (it is not swept) becomes a
+    /// self-pair, which the sweep ignores.
+    fn rename_by(&mut self, position: &[Page]) {
+        for ends in &mut self.ends {
+            let [a, b] = *ends;
+            *ends = match position[a as usize] {
+                MISSING => [MISSING; 2],
+                at => [at, position[b as usize]],
+            };
+        }
+    }
+
+    pub(crate) fn pairs_in(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
+        self.ends[range.clone()]
+            .iter()
+            .zip(&self.distances[range])
+            .map(|(&[a, b], &distance)| (a, b, distance))
+    }
+}
+
 /// A page as the output needs it: `(id, index, what the caller carries
 /// along)`; the third field fills what would be padding.
 pub type KeyedPage = (i64, Page, u32);
@@ -126,7 +187,7 @@ pub fn direct_drops(
     by_id: &[KeyedPage],
     n: usize,
     rank: impl Fn(&KeyedPage) -> Option<bool>,
-    pairs: impl Iterator<Item = (Page, Page, u8)>,
+    mut pairs: PairLog,
 ) -> DirectDrops {
     // Positions in priority order, as places in `by_id`: one pass, each
     // page ranked once.
@@ -146,39 +207,74 @@ pub fn direct_drops(
     for (at, &place) in order.iter().enumerate() {
         position[by_id[place as usize].1 as usize] = at as Page;
     }
-    let ranked = pairs
-        .filter(|&(a, _, _)| position[a as usize] != MISSING)
-        .map(|(a, b, distance)| (position[a as usize], position[b as usize], distance));
+    pairs.rename_by(&position);
+    drop(position);
+    let oriented = sorted_by_later_end(order.len(), pairs.pairs());
+    drop(pairs);
     let id_of = |at: Page| by_id[order[at as usize] as usize].0;
-    let mut drops = greedy_sweep(order.len(), first_positions, ranked, id_of);
+    let mut drops = greedy_sweep(order.len(), first_positions, &oriented, id_of);
     for drop in &mut drops.drops {
         drop.0 = by_id[order[drop.0 as usize] as usize].1;
     }
     drops
 }
 
+/// A pair as the sweep takes it: `(later position, earlier position,
+/// distance)`.
+pub type OrientedPair = (Page, Page, u8);
+
+/// Positions per bucket of [`sorted_by_later_end`]'s first pass: a bucket's
+/// pairs sort in the cache.
+const POSITIONS_PER_BUCKET: usize = 1 << 11;
+
+/// Every pair among `pages` positions (self-pairs left out) as
+/// `(later, earlier, distance)`, sorted by its later end, for
+/// [`greedy_sweep`]. `pairs` is read twice (to count, then to place), and
+/// its memory can go before the sort: the pairs are placed by buckets of
+/// later ends, and each bucket is radix-sorted on its own, so the only
+/// memory besides the result is one bucket's scratch, not a second copy of
+/// every pair. Sorting rather than building adjacency lists keeps every
+/// pass streaming: for a chain of scattered ids, each adjacency append
+/// would be a cache miss.
+pub fn sorted_by_later_end(
+    pages: usize,
+    pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
+) -> Vec<OrientedPair> {
+    let bucket_of = |later: Page| later as usize / POSITIONS_PER_BUCKET;
+    let oriented = pairs
+        .filter(|&(a, b, _)| a != b)
+        .map(|(a, b, distance)| (a.max(b), a.min(b), distance));
+    let mut starts = vec![0usize; pages.div_ceil(POSITIONS_PER_BUCKET) + 1];
+    for (later, ..) in oriented.clone() {
+        starts[bucket_of(later) + 1] += 1;
+    }
+    for bucket in 1..starts.len() {
+        starts[bucket] += starts[bucket - 1];
+    }
+    let mut sorted = vec![(0, 0, 0); starts[starts.len() - 1]];
+    let mut next = starts.clone();
+    for pair in oriented {
+        let at = &mut next[bucket_of(pair.0)];
+        sorted[*at] = pair;
+        *at += 1;
+    }
+    for bucket in starts.windows(2) {
+        radsort::sort_by_key(&mut sorted[bucket[0]..bucket[1]], |&(later, ..)| later);
+    }
+    sorted
+}
+
 /// The greedy sweep itself, over `pages` pages named by their position in
 /// priority order (the first `first_positions` rank first), paired by
-/// `pairs` (`(position, position, distance)`, every position below
-/// `pages`; self-pairs and repeats are harmless); `id_of` names a
-/// position's page (ties in distance go to the smallest id). Every pair
-/// becomes `(later position, earlier position, distance)`, radix-sorted by
-/// its later end (a few streaming passes: building adjacency lists instead
-/// costs a random access per pair end, and for a chain of scattered ids
-/// each is a cache miss), then one pass in order.
+/// `oriented` (from [`sorted_by_later_end`]; repeats are harmless);
+/// `id_of` names a position's page (ties in distance go to the smallest
+/// id). One pass in priority order.
 pub fn greedy_sweep(
     pages: usize,
     first_positions: usize,
-    pairs: impl Iterator<Item = (Page, Page, u8)>,
+    oriented: &[OrientedPair],
     id_of: impl Fn(Page) -> i64,
 ) -> DirectDrops {
-    let mut oriented: Vec<(Page, Page, u8)> = Vec::with_capacity(pairs.size_hint().1.unwrap_or(0));
-    oriented.extend(
-        pairs
-            .filter(|&(a, b, _)| a != b)
-            .map(|(a, b, distance)| (a.max(b), a.min(b), distance)),
-    );
-    radsort::sort_by_key(&mut oriented, |&(later, ..)| later);
     let mut kept = vec![false; pages];
     let mut drops = Vec::new();
     let mut partners = oriented.iter().peekable();
@@ -216,11 +312,19 @@ mod tests {
     /// A drop row: `(id, keep_id, distance)`.
     type Drop = (i64, i64, u8);
 
+    fn pair_log(pairs: impl Iterator<Item = (Page, Page, u8)>) -> PairLog {
+        let mut log = PairLog::default();
+        for (a, b, distance) in pairs {
+            log.extend(&[a, b], std::iter::once(distance));
+        }
+        log
+    }
+
     /// The drops over `pages` (`(ranks first, id)`) and the `pairs` among
     /// them, sorted by id.
     fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
-        let indexed = pairs.iter().map(|&(a, b, d)| (index(a), index(b), d));
+        let indexed = pair_log(pairs.iter().map(|&(a, b, d)| (index(a), index(b), d)));
         let by_id =
             sorted_by_id((0..pages.len() as Page).map(|page| (pages[page as usize].1, page, 0)));
         let rank = |&(_, page, _): &KeyedPage| Some(pages[page as usize].0);
@@ -243,7 +347,8 @@ mod tests {
 
     #[test]
     fn a_long_chain_given_out_of_order_alternates_too() {
-        let n = 48;
+        // Longer than a bucket of `sorted_by_later_end`.
+        let n = 3 * POSITIONS_PER_BUCKET as i64 + 5;
         let pages: Vec<RankedPage> = (0..n).rev().map(|i| (false, i)).collect();
         let pairs: Vec<WeightedPair> = (0..n - 1).map(|i| (i, i + 1, 1)).collect();
         let drops = drops_of(&pages, &pairs);
@@ -275,11 +380,38 @@ mod tests {
         let pairs = [(0, 1, 1), (1, 2, 1), (3, 4, 1)];
         let by_id = sorted_by_id((0..5).map(|page| (i64::from(page), page, 0)));
         let rank = |&(_, page, _): &KeyedPage| (page < 3).then_some(pages[page as usize].0);
-        let mut drops = direct_drops(&by_id, 5, rank, pairs.into_iter());
+        let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()));
         let found: Vec<(Page, i64)> = (0..5)
             .filter_map(|page| drops.take(page).map(|(keep, _)| (page, keep)))
             .collect();
         assert_eq!(found, vec![(1, 0)]);
+    }
+
+    #[test]
+    fn pairs_sorted_bucket_by_bucket_are_sorted_by_their_later_end() {
+        let pages = 5 * POSITIONS_PER_BUCKET + 17;
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % pages as u64) as Page
+        };
+        let pairs: Vec<(Page, Page, u8)> = (0..20_000)
+            .map(|i| (next(), next(), (i % 4) as u8))
+            .chain([(7, 7, 0), (pages as Page - 1, 0, 3)])
+            .collect();
+        let sorted = sorted_by_later_end(pages, pairs.iter().copied());
+        assert!(sorted.is_sorted_by_key(|&(later, ..)| later));
+        let mut expected: Vec<OrientedPair> = pairs
+            .iter()
+            .filter(|&&(a, b, _)| a != b)
+            .map(|&(a, b, d)| (a.max(b), a.min(b), d))
+            .collect();
+        expected.sort_unstable();
+        let mut found = sorted;
+        found.sort_unstable();
+        assert_eq!(found, expected);
     }
 
     #[test]

@@ -19,59 +19,11 @@ use crate::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
-use crate::drop_policy::{direct_drops, sorted_by_id, DirectDrops, DropPolicy, KeyedPage};
+use crate::drop_policy::{direct_drops, DirectDrops, DropPolicy, KeyedPage, PairLog};
 use crate::part_runs::{RunBuilder, RunSlice};
 
 /// A record for a joined cluster's owner, or a row decided here.
 pub type Routed = Result<Addressed, RunSlice>;
-
-/// A worker's pairs as page indexes of its [`Components`], kept for the
-/// direct policy's pass: 9 bytes a pair, instead of reading the pairs again
-/// and looking every id up a second time.
-#[derive(Debug, Default)]
-pub struct PairLog {
-    ends: Vec<[Page; 2]>,
-    distances: Vec<u8>,
-}
-
-impl PairLog {
-    /// Appends a batch: `ends` two pages per pair, as
-    /// [`Components::add_pairs`] leaves them.
-    pub fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = u8>) {
-        self.ends
-            .extend(ends.chunks_exact(2).map(|pair| [pair[0], pair[1]]));
-        self.distances.extend(distances);
-        debug_assert_eq!(self.ends.len(), self.distances.len());
-    }
-
-    /// Makes room for `pairs` pairs in all.
-    pub fn reserve(&mut self, pairs: usize) {
-        self.ends.reserve(pairs.saturating_sub(self.len()));
-        self.distances.reserve(pairs.saturating_sub(self.len()));
-    }
-
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    fn pairs(&self) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
-        self.pairs_in(0..self.len())
-    }
-
-    fn pairs_in(
-        &self,
-        range: std::ops::Range<usize>,
-    ) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
-        self.ends[range.clone()]
-            .iter()
-            .zip(&self.distances[range])
-            .map(|(&[a, b], &distance)| (a, b, distance))
-    }
-}
 
 /// Pages or pairs routed per slice: small enough that a slice's records
 /// flow on before the next is made, large enough that slices cost nothing.
@@ -92,6 +44,8 @@ const JOINED: u32 = 1 << 31;
 pub struct RouterInput {
     pub worker: u32,
     pub components: Components,
+    /// Every page `(id, page, local root)`, in id order.
+    pub by_id: Vec<KeyedPage>,
     pub joined: JoinedRoots,
     pub shared: SharedPages,
     /// The pairs, under the direct policy.
@@ -108,10 +62,12 @@ pub struct RouterInput {
 /// whole), counted into `totals`.
 pub struct Router {
     input: RouterInput,
-    /// Every page's tag: its local root, or [`JOINED`] and the index of
-    /// its joined cluster in `clusters`.
+    /// Every page's tag, by page, for routing joined clusters' pairs (only
+    /// then): as in `by_id`.
     tags: Vec<u32>,
-    /// Every page `(id, page, tag)`, in id order.
+    /// Every page `(id, page, tag)`, in id order; the tag is the page's
+    /// local root, or [`JOINED`] and the index of its joined cluster in
+    /// `clusters`.
     by_id: Vec<KeyedPage>,
     /// The joined clusters `(cluster, owner)`.
     clusters: Vec<(ClusterOf, u32)>,
@@ -155,8 +111,7 @@ enum Stage {
 
 impl Router {
     pub fn new(mut input: RouterInput) -> Router {
-        let components = &mut input.components;
-        debug_assert!(components.len() < crate::clustering::MAX_WORKER_PAGES);
+        debug_assert!(input.components.len() < crate::clustering::MAX_WORKER_PAGES);
         let mut clusters = Vec::with_capacity(input.joined.len());
         let mut joined_index = FxHashMap::default();
         for (&root, &cluster) in &input.joined {
@@ -164,20 +119,23 @@ impl Router {
             clusters.push((cluster, owner_of(cluster.0, input.peers)));
         }
         input.joined = JoinedRoots::default();
-        let tags: Vec<u32> = (0..components.len() as Page)
-            .map(|page| {
-                let root = components.find(page);
-                match joined_index.is_empty() {
-                    true => root,
-                    false => joined_index.get(&root).map_or(root, |&c| JOINED | c),
+        // Tags are local roots so far.
+        let mut by_id = std::mem::take(&mut input.by_id);
+        if !joined_index.is_empty() {
+            for (_, _, tag) in &mut by_id {
+                if let Some(&c) = joined_index.get(tag) {
+                    *tag = JOINED | c;
                 }
-            })
-            .collect();
-        let by_id = sorted_by_id(
-            (0..components.len() as Page)
-                .map(|page| (components.id(page), page, tags[page as usize])),
-        );
+            }
+        }
         let sends = input.policy == DropPolicy::Direct && !clusters.is_empty();
+        let mut tags = Vec::new();
+        if sends {
+            tags.resize(by_id.len(), 0);
+            for &(_, page, tag) in &by_id {
+                tags[page as usize] = tag;
+            }
+        }
         Router {
             slots: if sends {
                 vec![MISSING; by_id.len()]
@@ -239,8 +197,10 @@ impl Router {
                 Stage::LocalDrops
             }
             Stage::LocalDrops => {
-                let drops = self.local_drops();
+                let pairs = self.input.pairs.take();
                 self.free_joined();
+                let drops =
+                    pairs.map_or_else(DirectDrops::default, |pairs| self.local_drops(pairs));
                 Stage::Rows { drops, next: 0 }
             }
             Stage::Rows { mut drops, next } if next < pages => {
@@ -369,14 +329,11 @@ impl Router {
     /// of their pages at once (clusters do not interact, so one pass in
     /// priority order over every page is each cluster's pass). Pages of
     /// joined clusters (tagged [`JOINED`]) are their owners' to decide.
-    fn local_drops(&self) -> DirectDrops {
-        let Some(pairs) = self.input.pairs.as_ref() else {
-            return DirectDrops::default();
-        };
+    fn local_drops(&self, pairs: PairLog) -> DirectDrops {
         let components = &self.input.components;
         let rank =
             |&(_, page, tag): &KeyedPage| (tag & JOINED == 0).then(|| components.ranks_first(page));
-        direct_drops(&self.by_id, components.len(), rank, pairs.pairs())
+        direct_drops(&self.by_id, components.len(), rank, pairs)
     }
 
     /// A page's rows, if this worker writes it: its cluster's (counted once,
@@ -414,8 +371,8 @@ impl Router {
         }
     }
 
-    /// Joined clusters are routed and local drops chosen: frees what only
-    /// they needed before the rows fill the writers.
+    /// Joined clusters are routed: frees what only that needed before the
+    /// local drops' sweep and the rows need theirs.
     fn free_joined(&mut self) {
         self.input.pairs = None;
         self.slots = Vec::new();

@@ -30,6 +30,7 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
 use crate::components::{Components, Label, Page};
+use crate::drop_policy::{sorted_by_id, KeyedPage};
 
 /// A page as one worker's union-find holds it: `(id, worker and rank,
 /// local root)`, the rank (whether the page ranks first, as that worker
@@ -82,12 +83,26 @@ pub fn owner_of(key: i64, peers: usize) -> u32 {
     (xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes()) % peers as u64) as u32
 }
 
-/// This worker's pages, as the first step wants them.
-pub fn sightings(components: &mut Components, worker: u32) -> impl Iterator<Item = Sighting> + '_ {
-    (0..components.len() as Page).map(move |page| {
+/// This worker's pages `(id, page, local root)`, sorted by id once the
+/// union-find is done: the order its sightings go in (so each page's owner
+/// merges sorted runs instead of sorting them), and the order its rows are
+/// written in.
+pub fn pages_by_id(components: &mut Components) -> Vec<KeyedPage> {
+    sorted_by_id((0..components.len() as Page).map(|page| {
         let root = components.find(page);
+        (components.id(page), page, root)
+    }))
+}
+
+/// The sightings of `by_id`'s pages (from [`pages_by_id`]), in id order.
+pub fn sightings<'a>(
+    components: &'a Components,
+    by_id: &'a [KeyedPage],
+    worker: u32,
+) -> impl Iterator<Item = Sighting> + 'a {
+    by_id.iter().map(move |&(id, page, root)| {
         let rank = u32::from(components.ranks_first(page));
-        (components.id(page), worker << 1 | rank, root)
+        (id, worker << 1 | rank, root)
     })
 }
 
@@ -181,33 +196,44 @@ where
 }
 
 /// At each page's owner: the pages several workers saw, as joins of their
-/// local components. `expected` is how many sightings this worker will
+/// local components. Each worker sends its sightings in id order, so they
+/// arrive as one sorted run per worker, and the pages seen twice are found
+/// by merging the runs. `expected` is how many sightings this worker will
 /// likely get (its own page count, as ids hash evenly), set before they
-/// come: the buffer is sized once instead of doubling (and copying) its
+/// come: the runs are sized once instead of doubling (and copying) their
 /// way up to ten million records.
 pub fn find_shared<'scope>(
     sightings: Stream<'scope, u64, Vec<Sighting>>,
     peers: usize,
     expected: Rc<std::cell::Cell<usize>>,
 ) -> Stream<'scope, u64, Vec<Join>> {
-    let seen = Rc::new(RefCell::new(Vec::<Sighting>::new()));
-    let absorbed = seen.clone();
+    let runs = Rc::new(RefCell::new(Vec::<Vec<Sighting>>::new()));
+    let absorbed = runs.clone();
     after_all(
         sightings,
         Exchange::new(move |&(id, _, _): &Sighting| owner_of(id, peers) as u64),
         "FindShared",
         move |data| {
-            let mut seen = absorbed.borrow_mut();
-            if seen.capacity() == 0 {
-                seen.reserve(expected.get());
+            let mut runs = absorbed.borrow_mut();
+            if runs.is_empty() {
+                let each = expected.get() / peers + expected.get() / 16;
+                runs.extend((0..peers).map(|_| Vec::with_capacity(each)));
             }
-            seen.append(data)
+            for sighting in data.drain(..) {
+                runs[(sighting.1 >> 1) as usize].push(sighting);
+            }
         },
         move |give| {
-            let mut seen = std::mem::take(&mut *seen.borrow_mut());
-            radsort::sort_by_key(&mut seen, |&(id, ..)| id);
+            let mut runs = std::mem::take(&mut *runs.borrow_mut());
+            for run in &mut runs {
+                // Timely delivers a sender's records in order; sorting is
+                // only a guard, and costs nothing on a sorted run but a pass.
+                if !run.is_sorted_by_key(|&(id, ..)| id) {
+                    radsort::sort_by_key(run, |&(id, ..)| id);
+                }
+            }
             let node = |&(_, worker, root): &Sighting| (worker >> 1, root);
-            for same in seen.chunk_by(|a, b| a.0 == b.0).filter(|s| s.len() > 1) {
+            for_each_shared(&runs, |same| {
                 // The least worker, not the first to arrive: who writes the
                 // page must not depend on timing.
                 let head = same.iter().map(node).min().unwrap_or(node(&same[0]));
@@ -216,9 +242,42 @@ pub fn find_shared<'scope>(
                     let (worker, root) = node(sighting);
                     give((worker, root, head, sighting.0, first));
                 }
-            }
+            });
         },
     )
+}
+
+/// Calls `shared` with the sightings of each id that is in more than one
+/// of `runs` (each sorted by id, an id at most once per run), in id order:
+/// a merge of the runs' heads, one sift of a heap per sighting.
+fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) {
+    use std::cmp::Reverse;
+    use std::collections::binary_heap::{BinaryHeap, PeekMut};
+    let mut heads: BinaryHeap<Reverse<(i64, usize, usize)>> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(run, sightings)| Some(Reverse((sightings.first()?.0, run, 0))))
+        .collect();
+    let mut same: Vec<Sighting> = Vec::new();
+    let mut current = None;
+    while let Some(mut top) = heads.peek_mut() {
+        let Reverse((id, run, at)) = *top;
+        if current != Some(id) {
+            if same.len() > 1 {
+                shared(&same);
+            }
+            same.clear();
+            current = Some(id);
+        }
+        same.push(runs[run][at]);
+        match runs[run].get(at + 1) {
+            Some(next) => *top = Reverse((next.0, run, at + 1)),
+            None => drop(PeekMut::pop(top)),
+        }
+    }
+    if same.len() > 1 {
+        shared(&same);
+    }
 }
 
 /// At each joined component's worker: its least label and size, for worker
@@ -401,4 +460,43 @@ where
         },
         move || start(std::mem::take(&mut *joined.borrow_mut())),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_in_several_runs_are_found_once_each_with_every_sighting() {
+        // Run w: multiples of w + 2 below 600 (run 3 is empty), so an id is
+        // shared when two or more of 2, 3, 4 divide it.
+        let runs: Vec<Vec<Sighting>> = (0..4u32)
+            .map(|w| match w {
+                3 => Vec::new(),
+                _ => (0..600i64)
+                    .filter(|id| id % i64::from(w + 2) == 0)
+                    .map(|id| (id, w << 1, id as Page))
+                    .collect(),
+            })
+            .collect();
+        let mut found = Vec::new();
+        for_each_shared(&runs, |same| {
+            let workers: Vec<u32> = same.iter().map(|s| s.1 >> 1).collect();
+            assert!(same.iter().all(|s| s.0 == same[0].0));
+            found.push((same[0].0, workers));
+        });
+        let expected: Vec<(i64, Vec<u32>)> = (0..600i64)
+            .map(|id| {
+                (
+                    id,
+                    (0..3u32).filter(|w| id % i64::from(w + 2) == 0).collect(),
+                )
+            })
+            .filter(|(_, workers): &(i64, Vec<u32>)| workers.len() > 1)
+            .collect();
+        let mut sorted_found = found.clone();
+        sorted_found.iter_mut().for_each(|(_, w)| w.sort_unstable());
+        assert_eq!(sorted_found, expected);
+        assert!(found.is_sorted_by_key(|(id, _)| *id));
+    }
 }
