@@ -4,6 +4,7 @@
 #
 #   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small chain star clique (default: all)
 #   PARTS=1 scripts/bench_cluster.sh         output parts (default: one per core)
+#   PAUSE=5 scripts/bench_cluster.sh         seconds idle before each run (default 0)
 #
 # - small:  10M pairs in small clusters (blocks of 5 ids), 1% of pairs joining
 #           random pages, which chains blocks into larger components;
@@ -12,8 +13,11 @@
 # - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
 # A third of the pairs are `--self` pairs; distances are 0 to 3.
 # Each shape runs with both drop policies; the line gives time, pairs/s,
-# peak RSS and CPU time (/usr/bin/time): on a VM whose host backs memory
-# lazily, system time (first touches of memory) swings run to run.
+# peak RSS and CPU time (/usr/bin/time). On a VM whose host backs memory
+# lazily, system time (first touches of memory) depends on what ran just
+# before: memory a previous run freed seconds ago is still backed, memory
+# idle for a few seconds is handed back to the host (free page reporting)
+# and costs a host fault to touch again. PAUSE=5 makes every run start cold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
@@ -59,6 +63,7 @@ PY
     fi
     for policy in direct component; do
         out=bench-data/clusters-$shape
+        sleep "${PAUSE:-0}"
         /usr/bin/time -v target/release/neardup cluster --pairs "$data" --out "$out" \
             --corpus-wins --drop-policy $policy --workers "$cores" --parts "$parts" --overwrite \
             > /dev/null 2> bench-data/cluster-time.txt
