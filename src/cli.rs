@@ -17,7 +17,7 @@ use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
-use crate::runtime::RuntimeOptions;
+use crate::runtime::{RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
@@ -98,6 +98,9 @@ pub struct RunArgs {
     /// Seconds to wait for every process to connect (replaces [runtime] connect_timeout).
     #[arg(long)]
     pub connect_timeout: Option<f64>,
+    /// Seconds a process may send nothing before the others stop (replaces [runtime] peer_timeout).
+    #[arg(long)]
+    pub peer_timeout: Option<f64>,
 }
 
 /// Where the workers run: threads of this process, and the other processes
@@ -119,6 +122,10 @@ pub struct RuntimeArgs {
     /// Seconds to wait for every process to connect before giving up.
     #[arg(long, default_value_t = 60.0)]
     pub connect_timeout: f64,
+    /// Seconds a process may send nothing (not even a heartbeat) before the
+    /// others stop, naming it.
+    #[arg(long, default_value_t = 60.0)]
+    pub peer_timeout: f64,
 }
 
 impl RuntimeArgs {
@@ -128,7 +135,10 @@ impl RuntimeArgs {
             self.processes,
             self.process,
             self.hostfile.clone(),
-            self.connect_timeout,
+            Timeouts {
+                connect: self.connect_timeout,
+                peer: self.peer_timeout,
+            },
         )
     }
 }
@@ -445,6 +455,7 @@ fn run_job_command(args: RunArgs) -> Result<()> {
             processes: args.processes,
             hostfile: args.hostfile,
             connect_timeout: args.connect_timeout,
+            peer_timeout: args.peer_timeout,
         },
     };
     let spec = job::load(&opts)?;

@@ -28,7 +28,7 @@ use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_paths, Columns};
 use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
-use crate::runtime::RuntimeOptions;
+use crate::runtime::{RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 
 /// A job spec as written in TOML. Unknown keys are errors.
@@ -67,8 +67,10 @@ pub struct RuntimeSpec {
     pub workers: usize,
     pub processes: Option<usize>,
     pub hostfile: Option<String>,
-    #[serde(default = "default_connect_timeout")]
+    #[serde(default = "default_timeout")]
     pub connect_timeout: f64,
+    #[serde(default = "default_timeout")]
+    pub peer_timeout: f64,
 }
 
 impl Default for RuntimeSpec {
@@ -77,7 +79,8 @@ impl Default for RuntimeSpec {
             workers: 1,
             processes: None,
             hostfile: None,
-            connect_timeout: default_connect_timeout(),
+            connect_timeout: default_timeout(),
+            peer_timeout: default_timeout(),
         }
     }
 }
@@ -147,7 +150,7 @@ fn default_k() -> u32 {
 fn default_max_cluster_size() -> u64 {
     1000
 }
-fn default_connect_timeout() -> f64 {
+fn default_timeout() -> f64 {
     60.0
 }
 
@@ -174,6 +177,7 @@ pub struct RuntimeOverrides {
     pub processes: Option<usize>,
     pub hostfile: Option<PathBuf>,
     pub connect_timeout: Option<f64>,
+    pub peer_timeout: Option<f64>,
 }
 
 /// A job with its paths resolved against the spec's directory and `{date}`
@@ -228,7 +232,10 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
         o.processes.or(spec.runtime.processes),
         opts.process,
         hostfile,
-        o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
+        Timeouts {
+            connect: o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
+            peer: o.peer_timeout.unwrap_or(spec.runtime.peer_timeout),
+        },
     )
     .with_context(|| format!("{shown}: [runtime]"))?;
 

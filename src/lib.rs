@@ -5,7 +5,8 @@
 //! - [`tables`]: B's distinct fingerprints and the tables built over them;
 //! - [`probe`]: the kernel that streams corpus fingerprints past the tables;
 //! - [`dataflow`]: the timely job that scans F and reduces pairs into parts;
-//! - [`cluster`]: one process or a timely cluster of them;
+//! - [`runtime`]: one process or a timely cluster of them, and the
+//!   [`liveness`] of its processes;
 //! - [`components`], [`drop_policy`], [`clustering`]: near-duplicate clusters
 //!   by union-find, and the keep/drop list;
 //! - [`parquet_io`]: reading shards and writing results atomically;
@@ -23,6 +24,7 @@ pub mod drop_policy;
 pub mod fingerprinting;
 pub mod gen;
 pub mod job;
+pub mod liveness;
 pub mod local_clusters;
 pub mod logging;
 pub mod matching;

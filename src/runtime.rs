@@ -9,6 +9,12 @@
 //! connect and send their index as a big-endian u64), with a deadline, and
 //! the connected sockets are handed to timely unchanged.
 //!
+//! A peer that goes silent without closing its sockets (frozen, or its host
+//! gone) is noticed by [`crate::liveness`]: beside each timely connection is
+//! a heartbeat connection, and a peer silent for `--peer-timeout` ends the
+//! process with one line naming it. The kernel's TCP keepalive is on for
+//! both, so a dead host's connections also fail at the socket.
+//!
 //! A peer that dies mid-run closes its sockets; timely's network threads then
 //! panic with "timely communication error". Workers blocked on that peer
 //! would wait forever, so the process exits at once, naming the peer, without
@@ -23,14 +29,16 @@ use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
+use socket2::{SockRef, TcpKeepalive};
 use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
 use timely::communication::allocator::ProcessBuilder;
 use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
 use timely::worker::Worker;
 
 use crate::dataflow::commit::lock;
+use crate::liveness::Heartbeats;
 
-/// Exit status of a process that lost a peer mid-run.
+/// Exit status of a process that lost a peer mid-run (closed or silent).
 const LOST_PEER_EXIT: i32 = 3;
 /// Exit status of a process one of whose worker threads panicked.
 const WORKER_PANIC_EXIT: i32 = 4;
@@ -41,6 +49,14 @@ const PANIC_FAULT_VAR: &str = "NEARDUP_FAULT_PANIC_WORKER";
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Pause between connection attempts.
 const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// Marks, in the handshake, a peer's heartbeat connection (as opposed to
+/// its timely connection).
+const HEARTBEAT_CONNECTION: u64 = 1 << 63;
+/// TCP keepalive: probes after this long idle, every `KEEPALIVE_INTERVAL`,
+/// `KEEPALIVE_RETRIES` times, before the kernel fails the connection.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_RETRIES: u32 = 3;
 
 /// Where a job's workers run: threads in this process and, optionally, the
 /// other processes of a cluster.
@@ -56,6 +72,9 @@ pub struct RuntimeOptions {
     pub hostfile: Option<PathBuf>,
     /// How long to wait for every peer to connect.
     pub connect_timeout: Duration,
+    /// How long a peer may send nothing, not even a heartbeat, before this
+    /// process stops.
+    pub peer_timeout: Duration,
 }
 
 impl Default for RuntimeOptions {
@@ -66,6 +85,7 @@ impl Default for RuntimeOptions {
             process: 0,
             hostfile: None,
             connect_timeout: Duration::from_secs(60),
+            peer_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -80,30 +100,26 @@ impl RuntimeOptions {
     }
 
     /// Options from flags or a job spec: `processes` defaults to the
-    /// hostfile's length (else 1), and the timeout is in seconds.
+    /// hostfile's length (else 1), and the timeouts are in seconds.
     pub fn from_settings(
         workers: usize,
         processes: Option<usize>,
         process: usize,
         hostfile: Option<PathBuf>,
-        connect_timeout_seconds: f64,
+        timeouts: Timeouts,
     ) -> Result<RuntimeOptions> {
         let processes = match (processes, &hostfile) {
             (Some(n), _) => n,
             (None, Some(hostfile)) => read_hostfile(hostfile)?.len(),
             (None, None) => 1,
         };
-        if !(connect_timeout_seconds.is_finite() && connect_timeout_seconds > 0.0) {
-            bail!(
-                "--connect-timeout {connect_timeout_seconds} is out of range: give a positive number of seconds"
-            );
-        }
         let options = RuntimeOptions {
             workers,
             processes,
             process,
             hostfile,
-            connect_timeout: Duration::from_secs_f64(connect_timeout_seconds),
+            connect_timeout: seconds("--connect-timeout", timeouts.connect)?,
+            peer_timeout: seconds("--peer-timeout", timeouts.peer)?,
         };
         options.validate()?;
         Ok(options)
@@ -168,6 +184,32 @@ impl RuntimeOptions {
     }
 }
 
+/// The cluster's timeouts as given, in seconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// `--connect-timeout`: for every peer to connect.
+    pub connect: f64,
+    /// `--peer-timeout`: for a connected peer's silence.
+    pub peer: f64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: 60.0,
+            peer: 60.0,
+        }
+    }
+}
+
+/// A flag's positive number of seconds as a duration.
+fn seconds(flag: &str, value: f64) -> Result<Duration> {
+    match value.is_finite() && value > 0.0 {
+        true => Ok(Duration::from_secs_f64(value)),
+        false => bail!("{flag} {value} is out of range: give a positive number of seconds"),
+    }
+}
+
 /// Reads a hostfile: one `host:port` per line; blank lines and lines starting
 /// with `#` are skipped, so the n-th address is process n.
 pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
@@ -217,8 +259,14 @@ where
             .map_err(|e| anyhow!("cannot start timely workers: {e}"));
     }
     let addresses = runtime.addresses()?;
-    let sockets = connect_peers(&addresses, runtime.process, runtime.connect_timeout)?;
+    // A job's stages each connect anew: the previous stage's beats end.
+    if let Some(previous) = lock(&HEARTBEATS).take() {
+        previous.stop();
+    }
+    let (sockets, heartbeats) =
+        connect_peers(&addresses, runtime.process, runtime.connect_timeout)?;
     *lock(&PEER_ADDRESSES) = (addresses, runtime.process);
+    *lock(&HEARTBEATS) = Some(watch_peers(heartbeats, runtime.peer_timeout)?);
     let hooks = Hooks::default();
     let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
     let (builders, guard) =
@@ -234,34 +282,42 @@ where
     .map_err(|e| anyhow!("cannot start timely workers: {e}"))
 }
 
-/// Connects this process to every other one: it accepts the higher-numbered
-/// processes on its own address and connects to the lower-numbered ones,
-/// until all are connected or `timeout` has passed.
+/// A process's connections to its peers, by peer index (none to itself).
+type PeerSockets = Vec<Option<TcpStream>>;
+
+/// Connects this process to every other one, twice (timely's connection
+/// and a heartbeat connection): it accepts the higher-numbered processes on
+/// its own address and connects to the lower-numbered ones, until all are
+/// connected or `timeout` has passed.
 fn connect_peers(
     addresses: &[String],
     me: usize,
     timeout: Duration,
-) -> Result<Vec<Option<TcpStream>>> {
+) -> Result<(PeerSockets, PeerSockets)> {
     let deadline = Instant::now() + timeout;
     let listener = TcpListener::bind(&addresses[me])
         .with_context(|| format!("process {me}: cannot listen on {}", addresses[me]))?;
     listener
         .set_nonblocking(true)
         .context("cannot configure the listening socket")?;
-    let mut sockets: Vec<Option<TcpStream>> = addresses.iter().map(|_| None).collect();
+    let mut sockets: PeerSockets = addresses.iter().map(|_| None).collect();
+    let mut heartbeats: PeerSockets = addresses.iter().map(|_| None).collect();
     loop {
         for peer in 0..me {
-            if sockets[peer].is_none() {
-                sockets[peer] = try_connect(&addresses[peer], me);
+            if sockets[peer].is_none() || heartbeats[peer].is_none() {
+                if let Some((timely, heartbeat)) = try_connect(&addresses[peer], me) {
+                    sockets[peer] = Some(timely);
+                    heartbeats[peer] = Some(heartbeat);
+                }
             }
         }
-        accept_waiting(&listener, me, &mut sockets);
+        accept_waiting(&listener, me, &mut sockets, &mut heartbeats);
         let missing: Vec<usize> = (0..addresses.len())
-            .filter(|&p| p != me && sockets[p].is_none())
+            .filter(|&p| p != me && (sockets[p].is_none() || heartbeats[p].is_none()))
             .collect();
         if missing.is_empty() {
             tracing::info!(process = me, peers = addresses.len(), "cluster connected");
-            return Ok(sockets);
+            return Ok((sockets, heartbeats));
         }
         if Instant::now() >= deadline {
             let names: Vec<String> = missing
@@ -278,19 +334,40 @@ fn connect_peers(
     }
 }
 
-/// One attempt to connect to a lower-numbered peer and introduce ourselves.
-fn try_connect(address: &str, me: usize) -> Option<TcpStream> {
+/// One attempt to connect to a lower-numbered peer and introduce ourselves,
+/// on timely's connection and then on the heartbeat connection.
+fn try_connect(address: &str, me: usize) -> Option<(TcpStream, TcpStream)> {
     let target = address.to_socket_addrs().ok()?.next()?;
-    let mut stream = TcpStream::connect_timeout(&target, Duration::from_secs(1)).ok()?;
-    stream.set_nodelay(true).ok()?;
-    stream.write_all(&(me as u64).to_be_bytes()).ok()?;
-    Some(stream)
+    let introduce = |index: u64| -> Option<TcpStream> {
+        let mut stream = TcpStream::connect_timeout(&target, Duration::from_secs(1)).ok()?;
+        configure(&stream).ok()?;
+        stream.write_all(&index.to_be_bytes()).ok()?;
+        Some(stream)
+    };
+    let timely = introduce(me as u64)?;
+    let heartbeat = introduce(me as u64 | HEARTBEAT_CONNECTION)?;
+    Some((timely, heartbeat))
+}
+
+/// No Nagle delay (timely's messages are latency-bound), and TCP keepalive.
+fn configure(stream: &TcpStream) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let keepalive = TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL)
+        .with_retries(KEEPALIVE_RETRIES);
+    SockRef::from(stream).set_tcp_keepalive(&keepalive)
 }
 
 /// Accepts every pending connection from a higher-numbered peer. A connection
 /// that does not introduce itself as one (a port scanner, a stray client) is
 /// dropped.
-fn accept_waiting(listener: &TcpListener, me: usize, sockets: &mut [Option<TcpStream>]) {
+fn accept_waiting(
+    listener: &TcpListener,
+    me: usize,
+    sockets: &mut [Option<TcpStream>],
+    heartbeats: &mut [Option<TcpStream>],
+) {
     loop {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
@@ -300,23 +377,64 @@ fn accept_waiting(listener: &TcpListener, me: usize, sockets: &mut [Option<TcpSt
                 return;
             }
         };
-        match read_peer_index(stream) {
-            Some((peer, stream)) if peer > me && peer < sockets.len() => {
-                sockets[peer] = Some(stream);
-            }
-            _ => tracing::warn!("dropped a connection that is not a cluster peer"),
+        let Some((index, stream)) = read_peer_index(stream) else {
+            tracing::warn!("dropped a connection that is not a cluster peer");
+            continue;
+        };
+        let peer = (index & !HEARTBEAT_CONNECTION) as usize;
+        if peer <= me || peer >= sockets.len() {
+            tracing::warn!("dropped a connection that is not a cluster peer");
+            continue;
+        }
+        match index & HEARTBEAT_CONNECTION {
+            0 => sockets[peer] = Some(stream),
+            _ => heartbeats[peer] = Some(stream),
         }
     }
 }
 
-fn read_peer_index(mut stream: TcpStream) -> Option<(usize, TcpStream)> {
+fn read_peer_index(mut stream: TcpStream) -> Option<(u64, TcpStream)> {
     stream.set_nonblocking(false).ok()?;
     stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok()?;
     let mut index = [0u8; 8];
     stream.read_exact(&mut index).ok()?;
     stream.set_read_timeout(None).ok()?;
-    stream.set_nodelay(true).ok()?;
-    Some((u64::from_be_bytes(index) as usize, stream))
+    configure(&stream).ok()?;
+    Some((u64::from_be_bytes(index), stream))
+}
+
+/// The heartbeats of the running dataflow, if on a cluster.
+static HEARTBEATS: Mutex<Option<Heartbeats>> = Mutex::new(None);
+
+/// Beats to every peer and watches them: a peer silent for `timeout` ends
+/// this process with one line naming it.
+fn watch_peers(heartbeats: PeerSockets, timeout: Duration) -> Result<Heartbeats> {
+    let peers = heartbeats
+        .into_iter()
+        .enumerate()
+        .filter_map(|(peer, socket)| Some((peer, socket?)))
+        .collect();
+    Heartbeats::start(peers, timeout, move |peer| {
+        let (addresses, _) = lock(&PEER_ADDRESSES).clone();
+        let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
+        abort(
+            LOST_PEER_EXIT,
+            &format!(
+                "error: process {peer} ({address}) sent nothing for {}s (--peer-timeout); stopping without _SUCCESS",
+                timeout.as_secs_f64()
+            ),
+        );
+    })
+}
+
+/// Ends the process at once with `line` and `code`, removing what
+/// [`remove_on_abort`] named: the other threads may be waiting forever.
+fn abort(code: i32, line: &str) -> ! {
+    eprintln!("{line}");
+    for dir in lock(&ABORT_CLEANUP).iter() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    std::process::exit(code);
 }
 
 /// Directories to remove when the process exits for a lost peer or a failed
@@ -373,13 +491,13 @@ fn exit_on_a_failed_thread() {
                 .or_else(|| info.payload().downcast_ref::<&str>().copied())
                 .unwrap_or("no message");
             let (addresses, process) = lock(&PEER_ADDRESSES).clone();
-            let code = match failed {
+            let (code, line) = match failed {
                 FailedThread::Network { peer } => {
                     let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
-                    eprintln!(
+                    let line = format!(
                         "error: lost process {peer} ({address}) of the cluster: {cause}; stopping without _SUCCESS"
                     );
-                    LOST_PEER_EXIT
+                    (LOST_PEER_EXIT, line)
                 }
                 FailedThread::Worker { index } => {
                     let place = info
@@ -391,16 +509,13 @@ fn exit_on_a_failed_thread() {
                         true => format!("worker {index}"),
                         false => format!("process {process}'s worker {index}"),
                     };
-                    eprintln!(
+                    let line = format!(
                         "error: {worker} failed ({cause}{place}), a bug in neardup; stopping without _SUCCESS"
                     );
-                    WORKER_PANIC_EXIT
+                    (WORKER_PANIC_EXIT, line)
                 }
             };
-            for dir in lock(&ABORT_CLEANUP).iter() {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-            std::process::exit(code);
+            abort(code, &line);
         }));
     });
 }
@@ -507,16 +622,31 @@ mod tests {
     }
 
     #[test]
-    fn two_peers_connect_with_the_timely_handshake() {
+    fn two_peers_connect_with_the_timely_handshake_and_a_heartbeat_connection() {
         let addresses = vec![free_address(), free_address()];
         let second = addresses.clone();
         let joiner = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
             connect_peers(&second, 1, Duration::from_secs(10)).unwrap()
         });
-        let sockets = connect_peers(&addresses, 0, Duration::from_secs(10)).unwrap();
-        let theirs = joiner.join().unwrap();
+        let (sockets, heartbeats) = connect_peers(&addresses, 0, Duration::from_secs(10)).unwrap();
+        let (their_sockets, their_heartbeats) = joiner.join().unwrap();
         assert!(sockets[0].is_none() && sockets[1].is_some());
-        assert!(theirs[0].is_some() && theirs[1].is_none());
+        assert!(their_sockets[0].is_some() && their_sockets[1].is_none());
+        // The two connections are told apart: a byte on one side's timely
+        // socket arrives on the other's timely socket, not its heartbeat.
+        let mut theirs = their_sockets[0].as_ref().unwrap();
+        theirs.write_all(b"t").unwrap();
+        let mut heartbeat = their_heartbeats[0].as_ref().unwrap();
+        heartbeat.write_all(b"h").unwrap();
+        let mut byte = [0u8; 1];
+        sockets[1].as_ref().unwrap().read_exact(&mut byte).unwrap();
+        assert_eq!(&byte, b"t");
+        heartbeats[1]
+            .as_ref()
+            .unwrap()
+            .read_exact(&mut byte)
+            .unwrap();
+        assert_eq!(&byte, b"h");
     }
 }

@@ -414,10 +414,10 @@ impl Drop for Mounted {
     }
 }
 
-#[test]
-fn a_full_disk_gets_one_line_naming_the_file_and_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let disk = dir.path().join("disk");
+/// A 16 KiB tmpfs at `dir/disk`, unmounted when dropped; None (with the
+/// reason printed) where this test cannot mount one (it needs root).
+fn small_disk(dir: &Path) -> Option<(std::path::PathBuf, Mounted)> {
+    let disk = dir.join("disk");
     std::fs::create_dir_all(&disk).unwrap();
     let mounted = Command::new("mount")
         .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
@@ -425,9 +425,33 @@ fn a_full_disk_gets_one_line_naming_the_file_and_leaves_nothing() {
         .output();
     if !mounted.as_ref().is_ok_and(|out| out.status.success()) {
         eprintln!("skipped: cannot mount a 16 KiB tmpfs here (the test needs root): {mounted:?}");
-        return;
+        return None;
     }
-    let _unmount = Mounted(disk.clone());
+    Some((disk.clone(), Mounted(disk)))
+}
+
+/// A run that filled the disk: exit 1, one error line naming `file` and the
+/// OS error once, and nothing left on the disk.
+fn assert_failed_cleanly(failed: &Output, file: &str, disk: &Path) {
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(
+        lines[0].contains(&format!("{file}: cannot write: No space left on device")),
+        "{stderr}"
+    );
+    assert_eq!(lines[0].matches("No space left").count(), 1, "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(disk).unwrap().collect();
+    assert!(left.is_empty(), "a failed run leaves nothing: {left:?}");
+}
+
+#[test]
+fn a_full_disk_gets_one_line_naming_the_file_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((disk, _unmount)) = small_disk(dir.path()) else {
+        return;
+    };
     // A WARC of 900 real pages: its shard is larger than the disk.
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/pages.warc.gz");
     let input = dir.path().join("input");
@@ -444,20 +468,61 @@ fn a_full_disk_gets_one_line_naming_the_file_and_leaves_nothing() {
             out.to_str().unwrap(),
         ])
     };
-    let failed = run(&out);
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert_eq!(failed.status.code(), Some(1), "{stderr}");
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
-    assert_eq!(lines.len(), 1, "{stderr}");
-    assert!(
-        lines[0].contains("part-00000.parquet: cannot write: No space left on device"),
-        "{stderr}"
-    );
-    assert_eq!(lines[0].matches("No space left").count(), 1, "{stderr}");
-    let left: Vec<_> = std::fs::read_dir(&disk).unwrap().collect();
-    assert!(left.is_empty(), "a failed run leaves nothing: {left:?}");
+    assert_failed_cleanly(&run(&out), "part-00000.parquet", &disk);
     // The same run on a disk with room completes.
     let roomy = dir.path().join("fp");
     assert!(run(&roomy).status.success());
     assert!(roomy.join("_SUCCESS").exists());
+}
+
+#[test]
+fn match_and_cluster_on_a_full_disk_fail_cleanly_and_complete_with_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((disk, _unmount)) = small_disk(dir.path()) else {
+        return;
+    };
+    // 20,000 queries, a fifth of 100,000 corpus rows planted near them: the
+    // pairs, and the clusters of their pages, are larger than the disk.
+    let data = dir.path().join("data");
+    let generated = neardup(&[
+        "gen",
+        "--out",
+        data.to_str().unwrap(),
+        "--queries",
+        "20000",
+        "--corpus",
+        "100000",
+        "--plant-rate",
+        "0.2",
+    ]);
+    assert!(generated.status.success());
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    let (queries, corpus) = (path(&data.join("queries")), path(&data.join("corpus")));
+    let matching = |out: &Path| {
+        let out = path(out);
+        neardup(&[
+            "match",
+            "--queries",
+            &queries,
+            "--corpus",
+            &corpus,
+            "--out",
+            &out,
+        ])
+    };
+    assert_failed_cleanly(&matching(&disk.join("pairs")), "part-00000.parquet", &disk);
+    let pairs = dir.path().join("pairs");
+    assert!(matching(&pairs).status.success());
+    let clustering = |out: &Path| {
+        let out = path(out);
+        neardup(&["cluster", "--pairs", &path(&pairs), "--out", &out])
+    };
+    assert_failed_cleanly(
+        &clustering(&disk.join("clusters")),
+        "part-00000.parquet",
+        &disk,
+    );
+    let clusters = dir.path().join("clusters");
+    assert!(clustering(&clusters).status.success());
+    assert!(clusters.join("_SUCCESS").exists());
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use neardup::gen::SplitMix64;
+use neardup::parquet_io::output::write_fingerprints;
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -377,4 +378,99 @@ fn a_worker_that_panics_stops_every_process_with_one_line_and_a_rerun_is_complet
     let outputs = run_cluster(dir.path(), &args, 2, 1);
     assert_all_succeeded(&outputs);
     assert_eq!(read_pairs(&out).len(), expected);
+}
+
+/// Sends `signal` (`-STOP`, `-KILL`) to a child with the system's `kill`.
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} failed");
+}
+
+#[test]
+fn a_frozen_peer_stops_the_others_after_the_peer_timeout_and_a_rerun_is_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let mut args = match_args(&q, Some(&c), &out, false);
+    args.extend(strings(&["--peer-timeout", "3"]));
+    let hosts = hostfile(dir.path(), 2);
+    let address = std::fs::read_to_string(&hosts)
+        .unwrap()
+        .lines()
+        .nth(2)
+        .unwrap()
+        .to_string();
+    let slow = [("NEARDUP_TEST_UNIT_DELAY_MS", "100")];
+    let leader = spawn(&args, &hosts, 0, 1, &slow);
+    let frozen = spawn(&args, &hosts, 1, 1, &slow);
+    let staging = dir.path().join(".pairs.neardup-staging");
+    let started = Instant::now();
+    while !staging.exists() && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    // SIGSTOP: the process holds its sockets open and sends nothing, as a
+    // host that lost power or a machine swapping would.
+    signal(&frozen, "-STOP");
+    let (output, hung) = wait_or_kill(leader, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    signal(&frozen, "-KILL");
+    let _ = frozen.wait_with_output();
+    assert!(!hung, "process 0 waited for a frozen peer: {stderr}");
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "error: process 1 ({address}) sent nothing for 3s (--peer-timeout); stopping without _SUCCESS"
+        )),
+        "{stderr}"
+    );
+    assert!(!out.exists() && !staging.exists(), "nothing is left behind");
+
+    let outputs = run_cluster(dir.path(), &args, 2, 1);
+    assert_all_succeeded(&outputs);
+    assert_eq!(read_pairs(&out).len(), expected);
+}
+
+#[test]
+fn a_slow_but_live_peer_does_not_trip_the_peer_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    // Four row groups: a unit or two per process.
+    let mut rng = SplitMix64::new(7);
+    let rows = random_rows(&mut rng, 800, 0);
+    let (ids, fps): (Vec<i64>, Vec<u64>) = rows.into_iter().unzip();
+    let shard = dir.path().join("queries").join("shard-000.parquet");
+    std::fs::create_dir_all(shard.parent().unwrap()).unwrap();
+    write_fingerprints(&shard, &ids, &fps, 200).unwrap();
+    let q = shard.display().to_string();
+    let out = dir.path().join("pairs");
+    let mut args = match_args(&q, None, &out, true);
+    args.extend(strings(&["--peer-timeout", "1"]));
+    let hosts = hostfile(dir.path(), 2);
+    // Process 1 spends 2.5 s on each of its units, sending nothing on
+    // timely's connection meanwhile: longer than the timeout, which only
+    // silence on the heartbeat connection trips.
+    let leader = spawn(&args, &hosts, 0, 1, &[]);
+    let slow = spawn(
+        &args,
+        &hosts,
+        1,
+        1,
+        &[("NEARDUP_TEST_UNIT_DELAY_MS", "2500")],
+    );
+    let mut outputs = Vec::new();
+    for child in [leader, slow] {
+        let (output, hung) = wait_or_kill(child, Duration::from_secs(120));
+        assert!(!hung, "{}", String::from_utf8_lossy(&output.stderr));
+        outputs.push(output);
+    }
+    assert_all_succeeded(&outputs);
+    let single = dir.path().join("single");
+    let single_args = match_args(&q, None, &single, true);
+    let output = neardup().args(&single_args).output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(data_files(&out), data_files(&single));
 }
