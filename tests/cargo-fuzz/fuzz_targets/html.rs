@@ -1,0 +1,12 @@
+//! Main-content extraction and plain text of arbitrary HTML: never panics.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use neardup::crawl::html::{page_text, to_text, HtmlText};
+
+fuzz_target!(|data: &[u8]| {
+    let html = String::from_utf8_lossy(data);
+    let _ = page_text(&html, HtmlText::Main);
+    let _ = page_text(&html, HtmlText::All);
+    let _ = to_text(&html);
+});

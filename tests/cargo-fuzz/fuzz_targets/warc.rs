@@ -1,0 +1,18 @@
+//! The WARC/WET reader on arbitrary bytes, plain and as one gzip member:
+//! it may report bad records, or fail with an error, but never panic.
+#![no_main]
+
+use std::io::Write;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let dir = std::env::temp_dir();
+    let plain = dir.join(format!("neardup-fuzz-{}.warc", std::process::id()));
+    std::fs::write(&plain, data).unwrap();
+    let _ = neardup::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(data).unwrap();
+    std::fs::write(&plain, gz.finish().unwrap()).unwrap();
+    let _ = neardup::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
+});
