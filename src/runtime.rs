@@ -633,6 +633,16 @@ mod tests {
         let (their_sockets, their_heartbeats) = joiner.join().unwrap();
         assert!(sockets[0].is_none() && sockets[1].is_some());
         assert!(their_sockets[0].is_some() && their_sockets[1].is_none());
+        // Keepalive is on for both connections, on both sides.
+        for socket in [
+            &sockets[1],
+            &heartbeats[1],
+            &their_sockets[0],
+            &their_heartbeats[0],
+        ] {
+            let socket = socket.as_ref().unwrap();
+            assert!(SockRef::from(socket).keepalive().unwrap());
+        }
         // The two connections are told apart: a byte on one side's timely
         // socket arrives on the other's timely socket, not its heartbeat.
         let mut theirs = their_sockets[0].as_ref().unwrap();
