@@ -193,15 +193,6 @@ pub struct Timeouts {
     pub peer: f64,
 }
 
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            connect: 60.0,
-            peer: 60.0,
-        }
-    }
-}
-
 /// A flag's positive number of seconds as a duration.
 fn seconds(flag: &str, value: f64) -> Result<Duration> {
     match value.is_finite() && value > 0.0 {

@@ -312,6 +312,10 @@ fn bad_cluster_flags_get_one_line() {
             vec!["--connect-timeout", "0"],
             "--connect-timeout 0 is out of range",
         ),
+        (
+            vec!["--peer-timeout", "0"],
+            "--peer-timeout 0 is out of range",
+        ),
     ] {
         let output = neardup()
             .args(match_args(&q, Some(&c), &out, false))
