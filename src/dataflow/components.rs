@@ -216,7 +216,8 @@ pub fn find_shared<'scope>(
         move |data| {
             let mut runs = absorbed.borrow_mut();
             if runs.is_empty() {
-                let each = expected.get() / peers + expected.get() / 16;
+                // A worker's share of this owner's sightings, and an eighth more.
+                let each = (expected.get() / peers) * 9 / 8;
                 runs.extend((0..peers).map(|_| Vec::with_capacity(each)));
             }
             for sighting in data.drain(..) {
