@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use neardup::gen::SplitMix64;
 use neardup::parquet_io::output::write_fingerprints;
+use neardup::runtime::read_hostfile;
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
@@ -267,12 +268,7 @@ fn a_peer_that_never_starts_times_out_with_its_name() {
     let (q, c, _) = match_inputs(dir.path());
     let out = dir.path().join("pairs");
     let hosts = hostfile(dir.path(), 3);
-    let address = std::fs::read_to_string(&hosts)
-        .unwrap()
-        .lines()
-        .nth(3)
-        .unwrap()
-        .to_string();
+    let address = read_hostfile(&hosts).unwrap()[2].clone();
     let mut args = match_args(&q, Some(&c), &out, false);
     args.extend(strings(&["--connect-timeout", "1"]));
     let output = neardup()
@@ -401,12 +397,7 @@ fn a_frozen_peer_stops_the_others_after_the_peer_timeout_and_a_rerun_is_complete
     let mut args = match_args(&q, Some(&c), &out, false);
     args.extend(strings(&["--peer-timeout", "3"]));
     let hosts = hostfile(dir.path(), 2);
-    let address = std::fs::read_to_string(&hosts)
-        .unwrap()
-        .lines()
-        .nth(2)
-        .unwrap()
-        .to_string();
+    let address = read_hostfile(&hosts).unwrap()[1].clone();
     let slow = [("NEARDUP_TEST_UNIT_DELAY_MS", "100")];
     let leader = spawn(&args, &hosts, 0, 1, &slow);
     let frozen = spawn(&args, &hosts, 1, 1, &slow);
