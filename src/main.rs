@@ -11,20 +11,44 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// before it goes back to the kernel.
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
+/// Turns transparent huge pages off and sets mimalloc's purge delay, each
+/// unless the environment (`MIMALLOC_ALLOW_THP`, `MIMALLOC_PURGE_DELAY`)
+/// speaks for it, so both stay tunable per run.
+fn tune_allocator(command: &neardup::cli::Command) {
+    use neardup::cli::Command;
+    let unset = |name: &str| std::env::var_os(name).is_none();
+    if unset("MIMALLOC_ALLOW_THP") {
+        // Huge pages buy nothing measurable here (the same user time on
+        // `match` and `cluster`) and cost much on a VM whose host backs
+        // memory lazily: each first touch clears and backs 2 MiB, freed
+        // ones are split and faulted again. Cold, 2 cores: `cluster` on
+        // 10M pairs spent 2.6-3.5 s of system time with them, 0.8-1.4 s
+        // without; `match` on 60M rows 1.7-2.4 s against 0.6 s.
+        // mimalloc asks for them (`MADV_HUGEPAGE`) on the arena it maps at
+        // its first allocation, before `main`, so its own option is too
+        // late: the process-wide switch is the kernel's.
+        #[cfg(target_os = "linux")]
+        // SAFETY: prctl with integer arguments touches no memory of ours.
+        unsafe {
+            libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0)
+        };
+    }
+    if matches!(command, Command::Cluster(_) | Command::Run(_)) && unset("MIMALLOC_PURGE_DELAY") {
+        // `cluster` frees each step's buffers (gigabytes at crawl scale)
+        // as the next step allocates others of other sizes. Kept 250 ms
+        // rather than mimalloc's 1 s, they mostly stop counting twice in
+        // the peak (1.0-1.16 GiB instead of 1.05-1.23 on 10M pairs), and
+        // most are still reused rather than faulted again, as they were
+        // at 50 ms (system time 0.9-1.2 s against 1.2-1.6 s).
+        // SAFETY: called before any other thread exists.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 250) };
+    }
+}
+
 fn main() -> ExitCode {
     neardup::logging::init();
     let cli = neardup::cli::Cli::parse();
-    use neardup::cli::Command;
-    if matches!(cli.command, Command::Cluster(_) | Command::Run(_)) {
-        // `cluster` frees each step's buffers (gigabytes at crawl scale)
-        // as the next step allocates others of other sizes: returned after
-        // 50 ms rather than mimalloc's 1 s, they stop counting twice in
-        // the peak (1.18-1.31 GiB instead of 1.55-1.64 on 10M pairs), at
-        // no measurable cost in time. `match` alone keeps the default
-        // (a stage of `run` reuses its buffers well within 50 ms).
-        // SAFETY: called before any other thread exists.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 50) };
-    }
+    tune_allocator(&cli.command);
     match neardup::cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
