@@ -22,7 +22,7 @@ fn tune_allocator(command: &neardup::cli::Command) {
         // `match` and `cluster`) and cost much on a VM whose host backs
         // memory lazily: each first touch clears and backs 2 MiB, freed
         // ones are split and faulted again. Cold, 2 cores: `cluster` on
-        // 10M pairs spent 2.6-3.5 s of system time with them, 0.8-1.4 s
+        // 10M pairs spent 2.6-3.6 s of system time with them, 1.0-1.2 s
         // without; `match` on 60M rows 1.7-2.4 s against 0.6 s.
         // mimalloc asks for them (`MADV_HUGEPAGE`) on the arena it maps at
         // its first allocation, before `main`, so its own option is too
@@ -37,7 +37,7 @@ fn tune_allocator(command: &neardup::cli::Command) {
         // `cluster` frees each step's buffers (gigabytes at crawl scale)
         // as the next step allocates others of other sizes. Kept 250 ms
         // rather than mimalloc's 1 s, they mostly stop counting twice in
-        // the peak (1.0-1.16 GiB instead of 1.05-1.23 on 10M pairs), and
+        // the peak (0.97-1.14 GiB instead of 1.01-1.20 on 10M pairs), and
         // most are still reused rather than faulted again, as they were
         // at 50 ms (system time 0.9-1.2 s against 1.2-1.6 s).
         // SAFETY: called before any other thread exists.
