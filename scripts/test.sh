@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (DuckDB's Python package, in
-# .venv/), warcio (an independent WARC writer) and xxhash (for the independent
-# simhash), checks formatting and lints, and runs every test in release mode.
+# .venv/), warcio (an independent WARC writer), xxhash (for the independent
+# simhash) and PyYAML (to read jobs/kubernetes.yaml), checks formatting and
+# lints, and runs every test in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

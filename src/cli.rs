@@ -17,7 +17,7 @@ use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
-use crate::runtime::{RuntimeOptions, Timeouts};
+use crate::runtime::{process_env, Cluster, RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
@@ -80,21 +80,16 @@ pub struct RunArgs {
     /// Run every stage again, even those whose output has _SUCCESS.
     #[arg(long)]
     pub force: bool,
-    /// This process's index in the spec's hostfile (on a cluster).
-    #[arg(long, default_value_t = 0)]
-    pub process: usize,
     /// The value of {date} in the spec (default: today, UTC).
     #[arg(long)]
     pub date: Option<String>,
     /// Worker threads per process (replaces the spec's [runtime] workers).
     #[arg(long)]
     pub workers: Option<usize>,
-    /// Processes in the cluster (replaces [runtime] processes).
-    #[arg(long)]
-    pub processes: Option<usize>,
-    /// Hostfile (replaces [runtime] hostfile).
-    #[arg(long)]
-    pub hostfile: Option<PathBuf>,
+    /// The processes and their peers (each replaces the spec's [runtime] key
+    /// of the same name).
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Seconds to wait for every process to connect (replaces [runtime] connect_timeout).
     #[arg(long)]
     pub connect_timeout: Option<f64>,
@@ -110,15 +105,8 @@ pub struct RuntimeArgs {
     /// Worker threads per process.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
-    /// Processes in the cluster (default: 1, or the hostfile's length).
-    #[arg(long)]
-    pub processes: Option<usize>,
-    /// This process's index in the hostfile (0 commits the output).
-    #[arg(long, default_value_t = 0)]
-    pub process: usize,
-    /// One host:port per line; line i is process i.
-    #[arg(long)]
-    pub hostfile: Option<PathBuf>,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Seconds to wait for every process to connect before giving up.
     #[arg(long, default_value_t = 60.0)]
     pub connect_timeout: f64,
@@ -128,18 +116,51 @@ pub struct RuntimeArgs {
     pub peer_timeout: f64,
 }
 
+/// The processes of a cluster and how they find each other; what is left
+/// out comes from a scheduler's environment ([`crate::scheduler`]).
+#[derive(Clone, Debug, Args)]
+pub struct ClusterArgs {
+    /// Processes in the cluster (default: the hostfile's length, Slurm's
+    /// task count, else 1).
+    #[arg(long)]
+    pub processes: Option<usize>,
+    /// This process's index; 0 commits the output (default: the
+    /// scheduler's, JOB_COMPLETION_INDEX or SLURM_PROCID, else 0).
+    #[arg(long)]
+    pub process: Option<usize>,
+    /// One host:port per line; line i is process i.
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
+    /// Every process's host:port, with {i} for its index, e.g. a Kubernetes
+    /// headless Service's 'neardup-{i}.neardup:4100'.
+    #[arg(long)]
+    pub hostfile_pattern: Option<String>,
+    /// First port on each node for peers from Slurm's node list; a node's
+    /// k-th task listens on it + k (default 4100).
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+}
+
+impl From<ClusterArgs> for Cluster {
+    fn from(args: ClusterArgs) -> Cluster {
+        Cluster {
+            processes: args.processes,
+            process: args.process,
+            hostfile: args.hostfile,
+            hostfile_pattern: args.hostfile_pattern,
+            port: args.port,
+        }
+    }
+}
+
 impl RuntimeArgs {
     pub fn options(&self) -> Result<RuntimeOptions> {
-        RuntimeOptions::from_settings(
-            self.workers,
-            self.processes,
-            self.process,
-            self.hostfile.clone(),
-            Timeouts {
-                connect: self.connect_timeout,
-                peer: self.peer_timeout,
-            },
-        )
+        let cluster = Cluster::from(self.cluster.clone());
+        let timeouts = Timeouts {
+            connect: self.connect_timeout,
+            peer: self.peer_timeout,
+        };
+        RuntimeOptions::from_settings(self.workers, &cluster, timeouts, &process_env)
     }
 }
 
@@ -447,13 +468,11 @@ fn run_job_command(args: RunArgs) -> Result<()> {
     let opts = job::RunOptions {
         spec: args.spec,
         force: args.force,
-        process: args.process,
         date,
         progress: true,
         overrides: job::RuntimeOverrides {
             workers: args.workers,
-            processes: args.processes,
-            hostfile: args.hostfile,
+            cluster: args.cluster.into(),
             connect_timeout: args.connect_timeout,
             peer_timeout: args.peer_timeout,
         },

@@ -28,7 +28,7 @@ use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_paths, Columns};
 use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
-use crate::runtime::{RuntimeOptions, Timeouts};
+use crate::runtime::{process_env, Cluster, RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 
 /// A job spec as written in TOML. Unknown keys are errors.
@@ -67,6 +67,8 @@ pub struct RuntimeSpec {
     pub workers: usize,
     pub processes: Option<usize>,
     pub hostfile: Option<String>,
+    pub hostfile_pattern: Option<String>,
+    pub port: Option<u16>,
     #[serde(default = "default_timeout")]
     pub connect_timeout: f64,
     #[serde(default = "default_timeout")]
@@ -79,6 +81,8 @@ impl Default for RuntimeSpec {
             workers: 1,
             processes: None,
             hostfile: None,
+            hostfile_pattern: None,
+            port: None,
             connect_timeout: default_timeout(),
             peer_timeout: default_timeout(),
         }
@@ -160,8 +164,6 @@ pub struct RunOptions {
     pub spec: PathBuf,
     /// Run every stage, even those with `_SUCCESS`.
     pub force: bool,
-    /// This process's index on a cluster.
-    pub process: usize,
     /// Replaces `{date}` in the spec's strings.
     pub date: String,
     pub progress: bool,
@@ -174,8 +176,9 @@ pub struct RunOptions {
 #[derive(Clone, Debug, Default)]
 pub struct RuntimeOverrides {
     pub workers: Option<usize>,
-    pub processes: Option<usize>,
-    pub hostfile: Option<PathBuf>,
+    /// The process index and the peers; a hostfile or a pattern here
+    /// replaces both of the spec's.
+    pub cluster: Cluster,
     pub connect_timeout: Option<f64>,
     pub peer_timeout: Option<f64>,
 }
@@ -223,19 +226,30 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     };
 
     let o = &opts.overrides;
-    let hostfile = match &o.hostfile {
-        Some(h) => Some(h.clone()),
-        None => spec.runtime.hostfile.as_deref().map(&resolve),
+    let flags = &o.cluster;
+    let (hostfile, hostfile_pattern) = match (&flags.hostfile, &flags.hostfile_pattern) {
+        (None, None) => (
+            spec.runtime.hostfile.as_deref().map(&resolve),
+            spec.runtime.hostfile_pattern.clone(),
+        ),
+        (file, pattern) => (file.clone(), pattern.clone()),
+    };
+    let cluster = Cluster {
+        processes: flags.processes.or(spec.runtime.processes),
+        process: flags.process,
+        hostfile,
+        hostfile_pattern,
+        port: flags.port.or(spec.runtime.port),
+    };
+    let timeouts = Timeouts {
+        connect: o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
+        peer: o.peer_timeout.unwrap_or(spec.runtime.peer_timeout),
     };
     let runtime = RuntimeOptions::from_settings(
         o.workers.unwrap_or(spec.runtime.workers),
-        o.processes.or(spec.runtime.processes),
-        opts.process,
-        hostfile,
-        Timeouts {
-            connect: o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
-            peer: o.peer_timeout.unwrap_or(spec.runtime.peer_timeout),
-        },
+        &cluster,
+        timeouts,
+        &process_env,
     )
     .with_context(|| format!("{shown}: [runtime]"))?;
 

@@ -5,8 +5,8 @@
 //! - [`tables`]: B's distinct fingerprints and the tables built over them;
 //! - [`probe`]: the kernel that streams corpus fingerprints past the tables;
 //! - [`dataflow`]: the timely job that scans F and reduces pairs into parts;
-//! - [`runtime`]: one process or a timely cluster of them, and the
-//!   [`liveness`] of its processes;
+//! - [`runtime`]: one process or a timely cluster of them, the
+//!   [`liveness`] of its processes, and the [`scheduler`] that launched them;
 //! - [`components`], [`drop_policy`], [`clustering`]: near-duplicate clusters
 //!   by union-find, and the keep/drop list;
 //! - [`parquet_io`]: reading shards and writing results atomically;
@@ -34,6 +34,7 @@ pub mod part_runs;
 pub mod probe;
 pub mod progress;
 pub mod runtime;
+pub mod scheduler;
 pub mod scheme;
 pub mod simhash;
 pub mod tables;

@@ -1,8 +1,10 @@
 //! The runtime: a dataflow on one process or on a timely cluster of processes
 //! (named `runtime`, as "cluster" names near-duplicate clusters here).
 //!
-//! A cluster is plain timely: processes joined by a hostfile (one `host:port`
-//! per process), each with `--workers` threads, exchanging data over TCP.
+//! A cluster is plain timely: processes joined by a list of `host:port`
+//! addresses (a hostfile, a pattern, or a scheduler's node list: see
+//! [`crate::scheduler`]), each with `--workers` threads, exchanging data
+//! over TCP.
 //! neardup only takes over the start-up handshake, because timely's own waits
 //! forever for a peer that never comes and prints its progress on stdout. The
 //! handshake here is timely's (lower-numbered processes accept, higher ones
@@ -37,6 +39,7 @@ use timely::worker::Worker;
 
 use crate::dataflow::commit::lock;
 use crate::liveness::Heartbeats;
+use crate::scheduler::{Env, Scheduler};
 
 /// Exit status of a process that lost a peer mid-run (closed or silent).
 const LOST_PEER_EXIT: i32 = 3;
@@ -68,8 +71,9 @@ pub struct RuntimeOptions {
     pub processes: usize,
     /// This process's index, 0 to `processes - 1`; process 0 commits the output.
     pub process: usize,
-    /// One `host:port` per process; needed when `processes > 1`.
-    pub hostfile: Option<PathBuf>,
+    /// Where the processes' `host:port` addresses come from; needed when
+    /// `processes > 1`.
+    pub peers: Option<Peers>,
     /// How long to wait for every peer to connect.
     pub connect_timeout: Duration,
     /// How long a peer may send nothing, not even a heartbeat, before this
@@ -83,7 +87,7 @@ impl Default for RuntimeOptions {
             workers: 1,
             processes: 1,
             process: 0,
-            hostfile: None,
+            peers: None,
             connect_timeout: Duration::from_secs(60),
             peer_timeout: Duration::from_secs(60),
         }
@@ -99,25 +103,21 @@ impl RuntimeOptions {
         }
     }
 
-    /// Options from flags or a job spec: `processes` defaults to the
-    /// hostfile's length (else 1), and the timeouts are in seconds.
+    /// Options from flags or a job spec, completed from a scheduler's
+    /// environment (`env`) where they are silent: see [`Cluster::resolve`].
+    /// The timeouts are in seconds.
     pub fn from_settings(
         workers: usize,
-        processes: Option<usize>,
-        process: usize,
-        hostfile: Option<PathBuf>,
+        cluster: &Cluster,
         timeouts: Timeouts,
+        env: Env,
     ) -> Result<RuntimeOptions> {
-        let processes = match (processes, &hostfile) {
-            (Some(n), _) => n,
-            (None, Some(hostfile)) => read_hostfile(hostfile)?.len(),
-            (None, None) => 1,
-        };
+        let (process, processes, peers) = cluster.resolve(env)?;
         let options = RuntimeOptions {
             workers,
             processes,
             process,
-            hostfile,
+            peers,
             connect_timeout: seconds("--connect-timeout", timeouts.connect)?,
             peer_timeout: seconds("--peer-timeout", timeouts.peer)?,
         };
@@ -163,24 +163,130 @@ impl RuntimeOptions {
         Ok(())
     }
 
-    /// The first `processes` addresses of the hostfile.
+    /// Every process's address, by index.
     fn addresses(&self) -> Result<Vec<String>> {
-        let Some(path) = &self.hostfile else {
-            bail!(
-                "--processes {} needs --hostfile (one host:port per process)",
-                self.processes
-            );
+        let n = self.processes;
+        let addresses = match &self.peers {
+            None => bail!(
+                "--processes {n} needs --hostfile or --hostfile-pattern (one host:port per process)"
+            ),
+            Some(Peers::Hostfile(path)) => {
+                let addresses = read_hostfile(path)?;
+                if addresses.len() < n {
+                    bail!(
+                        "{}: lists {} address(es) but --processes is {n}",
+                        path.display(),
+                        addresses.len(),
+                    );
+                }
+                addresses[..n].to_vec()
+            }
+            Some(Peers::Pattern(pattern)) => {
+                if !pattern.contains("{i}") {
+                    bail!("--hostfile-pattern {pattern:?} has no {{i}}: every process would get the same address");
+                }
+                let addresses: Vec<String> = (0..n)
+                    .map(|i| pattern.replace("{i}", &i.to_string()))
+                    .collect();
+                if let Some(bad) = addresses.iter().find(|a| !is_host_port(a)) {
+                    bail!("--hostfile-pattern {pattern:?} gives {bad:?}, not host:port");
+                }
+                addresses
+            }
+            Some(Peers::Slurm(addresses)) => {
+                if addresses.len() != n {
+                    bail!(
+                        "Slurm's node list lays out {} task(s) but --processes is {n}",
+                        addresses.len()
+                    );
+                }
+                addresses.clone()
+            }
         };
-        let addresses = read_hostfile(path)?;
-        if addresses.len() < self.processes {
-            bail!(
-                "{}: lists {} address(es) but --processes is {}",
-                path.display(),
-                addresses.len(),
-                self.processes
-            );
-        }
-        Ok(addresses[..self.processes].to_vec())
+        Ok(addresses)
+    }
+}
+
+/// Where the processes' addresses come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Peers {
+    /// One `host:port` per line; line i is process i.
+    Hostfile(PathBuf),
+    /// `{i}` replaced by each process's index: for a Kubernetes Indexed
+    /// Job, its pods' DNS names under a headless Service.
+    Pattern(String),
+    /// Laid out from a Slurm step's node list.
+    Slurm(Vec<String>),
+}
+
+/// What the flags or a job spec say about the processes, before a
+/// scheduler's environment fills in what they leave out.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    pub processes: Option<usize>,
+    pub process: Option<usize>,
+    pub hostfile: Option<PathBuf>,
+    pub hostfile_pattern: Option<String>,
+    /// The first port on each node for peers from a Slurm node list.
+    pub port: Option<u16>,
+}
+
+/// The default base port for peers from a Slurm node list.
+pub const DEFAULT_PORT: u16 = 4100;
+
+impl Cluster {
+    /// `(process, processes, peers)`. Flags win; what they leave out comes
+    /// from a scheduler (Kubernetes' `JOB_COMPLETION_INDEX`, Slurm's
+    /// `SLURM_PROCID`, task count and node list), else from the defaults:
+    /// the hostfile's length, process 0. A scheduler's index is taken only
+    /// for a run of several processes, so a single-process run is the same
+    /// wherever it runs.
+    pub fn resolve(&self, env: Env) -> Result<(usize, usize, Option<Peers>)> {
+        let scheduler = Scheduler::detect(env)?;
+        let slurm = match &scheduler {
+            Some(Scheduler::Slurm(step)) => Some(step),
+            _ => None,
+        };
+        let peers = match (&self.hostfile, &self.hostfile_pattern, slurm) {
+            (Some(_), Some(_), _) => bail!("give --hostfile or --hostfile-pattern, not both"),
+            (Some(path), None, _) => Some(Peers::Hostfile(path.clone())),
+            (None, Some(pattern), _) => Some(Peers::Pattern(pattern.clone())),
+            (None, None, Some(step)) if step.tasks > 1 => Some(Peers::Slurm(
+                step.addresses(self.port.unwrap_or(DEFAULT_PORT))?,
+            )),
+            (None, None, _) => None,
+        };
+        let processes = match (self.processes, &peers) {
+            (Some(n), _) => n,
+            (None, Some(Peers::Hostfile(path))) => read_hostfile(path)?.len(),
+            (None, Some(Peers::Slurm(addresses))) => addresses.len(),
+            (None, Some(Peers::Pattern(_))) => match slurm {
+                Some(step) => step.tasks,
+                None => bail!("--hostfile-pattern needs --processes (how many processes to name)"),
+            },
+            (None, None) => 1,
+        };
+        let process = match (self.process, &scheduler) {
+            (Some(i), _) => i,
+            (None, Some(scheduler)) if processes > 1 => {
+                if scheduler.process() >= processes {
+                    bail!(
+                        "{}={} is out of range: there are {processes} processes",
+                        scheduler.index_variable(),
+                        scheduler.process()
+                    );
+                }
+                tracing::info!(
+                    process = scheduler.process(),
+                    processes,
+                    "process index from {}",
+                    scheduler.index_variable()
+                );
+                scheduler.process()
+            }
+            (None, _) => 0,
+        };
+        Ok((process, processes, peers))
     }
 }
 
@@ -212,10 +318,7 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let valid = line
-            .rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-        if !valid {
+        if !is_host_port(line) {
             bail!(
                 "{}: line {}: expected host:port, found {line:?}",
                 path.display(),
@@ -225,6 +328,17 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
         addresses.push(line.to_string());
     }
     Ok(addresses)
+}
+
+/// The process's own environment, for [`RuntimeOptions::from_settings`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn is_host_port(address: &str) -> bool {
+    address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
 }
 
 /// Starts `func` on every worker of this process, joined to the cluster when
@@ -562,7 +676,7 @@ mod tests {
         let file = hostfile("127.0.0.1:4000\n127.0.0.1:4001\n");
         let mut opts = RuntimeOptions {
             processes: 3,
-            hostfile: Some(file.path().to_path_buf()),
+            peers: Some(Peers::Hostfile(file.path().to_path_buf())),
             ..RuntimeOptions::default()
         };
         let error = opts.validate().unwrap_err().to_string();
@@ -573,12 +687,70 @@ mod tests {
         assert!(error.contains("--process 2 is out of range"), "{error}");
         opts.process = 1;
         opts.validate().unwrap();
-        opts.hostfile = None;
+        opts.peers = None;
         assert!(opts
             .validate()
             .unwrap_err()
             .to_string()
             .contains("--hostfile"));
+    }
+
+    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn flags_win_over_a_scheduler_and_fill_from_it_where_silent() {
+        const SLURM: &[(&str, &str)] = &[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_NODELIST", "n[1-2]"),
+        ];
+        let from_slurm = Cluster::default().resolve(&env_of(SLURM)).unwrap();
+        let peers = Peers::Slurm(vec!["n1:4100".into(), "n2:4100".into()]);
+        assert_eq!(from_slurm, (1, 2, Some(peers)));
+        let port = Cluster {
+            port: Some(9),
+            ..Cluster::default()
+        };
+        let peers = Peers::Slurm(vec!["n1:9".into(), "n2:9".into()]);
+        assert_eq!(port.resolve(&env_of(SLURM)).unwrap(), (1, 2, Some(peers)));
+        let flagged = Cluster {
+            process: Some(0),
+            hostfile_pattern: Some("h{i}:1".into()),
+            ..Cluster::default()
+        };
+        let pattern = Some(Peers::Pattern("h{i}:1".into()));
+        assert_eq!(flagged.resolve(&env_of(SLURM)).unwrap(), (0, 2, pattern));
+        // One process: the scheduler's index is not taken.
+        let alone = Cluster {
+            processes: Some(1),
+            ..Cluster::default()
+        };
+        assert_eq!(alone.resolve(&env_of(SLURM)).unwrap().0, 0);
+        const POD: &[(&str, &str)] = &[("JOB_COMPLETION_INDEX", "3")];
+        let pods = Cluster {
+            processes: Some(4),
+            hostfile_pattern: Some("neardup-{i}.neardup:4100".into()),
+            ..Cluster::default()
+        };
+        let (process, processes, peers) = pods.resolve(&env_of(POD)).unwrap();
+        assert_eq!((process, processes), (3, 4));
+        let opts = RuntimeOptions {
+            processes,
+            process,
+            peers,
+            ..RuntimeOptions::default()
+        };
+        assert_eq!(opts.addresses().unwrap()[3], "neardup-3.neardup:4100");
+        assert_eq!(
+            Cluster::default().resolve(&env_of(&[])).unwrap(),
+            (0, 1, None)
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Cluster mode with real processes on loopback ports: the same bytes as one
-//! process, a peer killed mid-run, a peer that never starts.
+//! process (placed by flags, or by Kubernetes' and Slurm's variables), a
+//! peer killed mid-run, a peer that never starts.
 
 mod common;
 
@@ -169,6 +170,146 @@ fn two_and_three_processes_write_the_bytes_of_one() {
     }
 }
 
+/// A port free on every one of `hosts` a moment ago.
+fn port_free_on(hosts: &[&str]) -> u16 {
+    loop {
+        let first = TcpListener::bind((hosts[0], 0)).unwrap();
+        let port = first.local_addr().unwrap().port();
+        if hosts[1..]
+            .iter()
+            .all(|h| TcpListener::bind((*h, port)).is_ok())
+        {
+            return port;
+        }
+    }
+}
+
+/// Starts `processes` processes of `args` with no placement flags, each
+/// told its place only by the environment `env_of(i)` gives it, logging
+/// how they connect.
+fn run_placed_by_env(
+    args: &[String],
+    processes: usize,
+    env_of: impl Fn(usize) -> Vec<(String, String)>,
+) -> Vec<Output> {
+    let children: Vec<Child> = (0..processes)
+        .map(|i| {
+            neardup()
+                .args(args)
+                .env_remove("JOB_COMPLETION_INDEX")
+                .env_remove("SLURM_PROCID")
+                .env("RUST_LOG", "neardup=info")
+                .envs(env_of(i))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
+/// Every process succeeded, took its index from `variable`, and joined
+/// the others (rather than running alone).
+fn assert_all_placed(outputs: &[Output], variable: &str) {
+    assert_all_succeeded(outputs);
+    for (i, o) in outputs.iter().enumerate() {
+        let log = String::from_utf8_lossy(&o.stderr);
+        let from = format!("process index from {variable}");
+        assert!(log.contains(&from), "process {i}: {log}");
+        assert!(log.contains("cluster connected"), "process {i}: {log}");
+    }
+}
+
+#[test]
+fn processes_placed_by_kubernetes_and_slurm_variables_write_the_bytes_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let one = dir.path().join("one");
+    let status = neardup()
+        .args(match_args(&q, Some(&c), &one, true))
+        .args(["--workers", "2"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let baseline = data_files(&one);
+
+    // Kubernetes: an Indexed Job's index, peers by a pattern (two loopback
+    // addresses standing for a headless Service's pod names).
+    let port = port_free_on(&["127.0.0.10", "127.0.0.11"]);
+    let out = dir.path().join("kubernetes");
+    let mut args = match_args(&q, Some(&c), &out, true);
+    let pattern = format!("127.0.0.1{{i}}:{port}");
+    args.extend(strings(&[
+        "--hostfile-pattern",
+        &pattern,
+        "--processes",
+        "2",
+    ]));
+    let outputs = run_placed_by_env(&args, 2, |i| {
+        vec![("JOB_COMPLETION_INDEX".into(), i.to_string())]
+    });
+    assert_all_placed(&outputs, "JOB_COMPLETION_INDEX");
+    assert_eq!(data_files(&out), baseline);
+
+    // Slurm: rank, task count, node list and tasks per node, nothing else.
+    let port = port_free_on(&["127.0.0.1", "127.0.0.2"]);
+    let out = dir.path().join("slurm");
+    let mut args = match_args(&q, Some(&c), &out, true);
+    args.extend(strings(&["--port", &port.to_string()]));
+    let outputs = run_placed_by_env(&args, 2, |i| {
+        [
+            ("SLURM_PROCID", i.to_string()),
+            ("SLURM_NTASKS", "2".into()),
+            ("SLURM_JOB_NODELIST", "127.0.0.[1-2]".into()),
+            ("SLURM_TASKS_PER_NODE", "1(x2)".into()),
+        ]
+        .map(|(k, v)| (k.to_string(), v))
+        .to_vec()
+    });
+    assert_all_placed(&outputs, "SLURM_PROCID");
+    assert_eq!(data_files(&out), baseline);
+
+    // A flag wins over the environment: told it is process 0 of one, a
+    // Slurm task runs alone.
+    let out = dir.path().join("alone");
+    let mut args = match_args(&q, Some(&c), &out, true);
+    args.extend(strings(&["--workers", "2", "--processes", "1"]));
+    let outputs = run_placed_by_env(&args, 1, |_| {
+        vec![
+            ("SLURM_PROCID".into(), "1".into()),
+            ("SLURM_NTASKS".into(), "2".into()),
+            ("SLURM_JOB_NODELIST".into(), "127.0.0.[1-2]".into()),
+        ]
+    });
+    assert_all_succeeded(&outputs);
+    assert_eq!(data_files(&out), baseline);
+
+    // An index out of range gets one line naming its variable.
+    let out = dir.path().join("bad");
+    let mut args = match_args(&q, Some(&c), &out, true);
+    args.extend(strings(&[
+        "--hostfile-pattern",
+        &pattern,
+        "--processes",
+        "2",
+    ]));
+    let outputs = run_placed_by_env(&args, 1, |_| {
+        vec![("JOB_COMPLETION_INDEX".into(), "2".into())]
+    });
+    let stderr = String::from_utf8_lossy(&outputs[0].stderr);
+    assert!(!outputs[0].status.success());
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("JOB_COMPLETION_INDEX=2 is out of range"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
 #[test]
 fn fingerprint_shards_are_the_same_on_two_processes() {
     let dir = tempfile::tempdir().unwrap();
@@ -295,7 +436,26 @@ fn bad_cluster_flags_get_one_line() {
     let hosts = hostfile(dir.path(), 2);
     let hosts = hosts.display().to_string();
     for (extra, needle) in [
-        (vec!["--processes", "2"], "needs --hostfile"),
+        (
+            vec!["--processes", "2"],
+            "needs --hostfile or --hostfile-pattern",
+        ),
+        (
+            vec!["--hostfile-pattern", "127.0.0.1:4100", "--processes", "2"],
+            "has no {i}",
+        ),
+        (
+            vec!["--hostfile-pattern", "127.0.0.{i}"],
+            "needs --processes",
+        ),
+        (
+            vec!["--hostfile-pattern", "h{i}", "--processes", "2"],
+            "gives \"h0\", not host:port",
+        ),
+        (
+            vec!["--hostfile", &hosts, "--hostfile-pattern", "h{i}:1"],
+            "not both",
+        ),
         (
             vec!["--hostfile", &hosts, "--process", "2"],
             "--process 2 is out of range",

@@ -1,5 +1,6 @@
 //! `neardup run JOB.toml`: the sample job end to end, resuming, the next
-//! night, cluster runs through scripts/cluster-local.sh, and bad specs.
+//! night, cluster runs through scripts/cluster-local.sh, the Slurm and
+//! Kubernetes launch examples, and bad specs.
 
 mod common;
 
@@ -251,6 +252,13 @@ fn bad_job_specs_get_one_line() {
             good.replace("workers = 2", "workers = 0"),
             "--workers must be at least 1",
         ),
+        (
+            good.replace(
+                "workers = 2",
+                "workers = 2\nprocesses = 2\nhostfile_pattern = \"h:1\"",
+            ),
+            "--hostfile-pattern \"h:1\" has no {i}",
+        ),
     ];
     for (text, needle) in cases {
         let spec = write_spec(d, &text);
@@ -264,4 +272,169 @@ fn bad_job_specs_get_one_line() {
     }
     let output = run(d, &["jobs/sample.toml", "--date", "22/11/2026"]);
     assert!(String::from_utf8_lossy(&output.stderr).contains("--date"));
+}
+
+/// A stand-in for Slurm's `srun` in a test: starts `FAKE_SRUN_TASKS` copies
+/// of its command, one task per node of `FAKE_SRUN_NODES`, each with the
+/// variables a step's tasks get, and fails if any task fails.
+const FAKE_SRUN: &str = r#"#!/usr/bin/env bash
+n=$FAKE_SRUN_TASKS
+pids=()
+for ((i = 0; i < n; i++)); do
+    SLURM_PROCID=$i SLURM_STEP_NUM_TASKS=$n SLURM_STEP_NODELIST=$FAKE_SRUN_NODES \
+    SLURM_STEP_TASKS_PER_NODE="1(x$n)" SLURM_CPUS_PER_TASK=1 \
+        "$@" > "task-$i.log" 2>&1 &
+    pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+exit $status
+"#;
+
+/// Two loopback addresses standing for two nodes, `127.x.y.[1-2]`, whose
+/// port 4100 (the example's) was free a moment ago.
+fn two_nodes_with_port_4100_free() -> String {
+    let mut rng = neardup::gen::SplitMix64::new(std::process::id() as u64);
+    loop {
+        let (x, y) = (rng.next_u64() % 200 + 20, rng.next_u64() % 250);
+        let free =
+            |node: u64| std::net::TcpListener::bind(format!("127.{x}.{y}.{node}:4100")).is_ok();
+        if free(1) && free(2) {
+            return format!("127.{x}.{y}.[1-2]");
+        }
+    }
+}
+
+#[test]
+fn the_slurm_example_runs_a_night_on_two_tasks_with_the_bytes_of_one() {
+    let one = scratch();
+    let output = run(one.path(), &["jobs/sample.toml", "--date", NIGHT]);
+    assert!(output.status.success());
+    let expected = night_files(one.path());
+
+    // The example runs jobs/nightly.toml: here, the sample night.
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::copy(d.join("jobs/sample.toml"), d.join("jobs/nightly.toml")).unwrap();
+    let bin = d.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_neardup"), bin.join("neardup")).unwrap();
+    std::fs::write(bin.join("srun"), FAKE_SRUN).unwrap();
+    let mut mode = std::fs::metadata(bin.join("srun")).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut mode, 0o755);
+    std::fs::set_permissions(bin.join("srun"), mode).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let output = Command::new("bash")
+        .current_dir(d)
+        .arg(repo().join("jobs/slurm.sbatch"))
+        .args(["--date", NIGHT])
+        .env("PATH", path)
+        .env("FAKE_SRUN_TASKS", "2")
+        .env("FAKE_SRUN_NODES", two_nodes_with_port_4100_free())
+        .env("RUST_LOG", "neardup=info")
+        .output()
+        .unwrap();
+    let logs: Vec<String> = (0..2)
+        .map(|i| std::fs::read_to_string(d.join(format!("task-{i}.log"))).unwrap_or_default())
+        .collect();
+    assert!(output.status.success(), "{logs:?}");
+    for log in &logs {
+        assert!(log.contains("process index from SLURM_PROCID"), "{log}");
+        assert!(log.contains("cluster connected"), "{log}");
+    }
+    assert_eq!(night_files(d), expected);
+}
+
+/// The fields of `jobs/kubernetes.yaml` that must agree with each other
+/// and with neardup, as JSON, read by PyYAML.
+fn kubernetes_example() -> serde_json::Value {
+    let python = python_with("yaml");
+    let script = r#"
+import json, sys, yaml
+docs = {d["kind"]: d for d in yaml.safe_load_all(open(sys.argv[1]))}
+service, job = docs["Service"], docs["Job"]
+pod = job["spec"]["template"]["spec"]
+container = pod["containers"][0]
+print(json.dumps({
+    "service": service["metadata"]["name"],
+    "cluster_ip": service["spec"]["clusterIP"],
+    "service_port": service["spec"]["ports"][0]["port"],
+    "not_ready": service["spec"].get("publishNotReadyAddresses", False),
+    "selector": service["spec"]["selector"],
+    "job": job["metadata"]["name"],
+    "mode": job["spec"]["completionMode"],
+    "completions": job["spec"]["completions"],
+    "parallelism": job["spec"]["parallelism"],
+    "subdomain": pod["subdomain"],
+    "args": container["args"],
+    "container_port": container["ports"][0]["containerPort"],
+}))
+"#;
+    let output = Command::new(python)
+        .args(["-c", script])
+        .arg(repo().join("jobs/kubernetes.yaml"))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn the_kubernetes_example_names_its_pods_as_neardup_expects() {
+    let k = kubernetes_example();
+    let args: Vec<String> = k["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    let flag = |name: &str| {
+        let at = args.iter().position(|a| a == name).unwrap();
+        args[at + 1].clone()
+    };
+    // A pod's DNS name under a headless Service is <hostname>.<subdomain>,
+    // and an Indexed Job's pod is named <job>-<index>.
+    assert_eq!(k["mode"], "Indexed");
+    assert_eq!(k["cluster_ip"], "None");
+    assert_eq!(k["not_ready"], true);
+    assert_eq!(k["subdomain"], k["service"]);
+    assert_eq!(k["selector"]["job-name"], k["job"]);
+    let processes: u64 = flag("--processes").parse().unwrap();
+    assert_eq!(k["completions"], processes);
+    assert_eq!(k["parallelism"], processes);
+    let port = k["service_port"].as_u64().unwrap();
+    assert_eq!(k["container_port"], port);
+    let pattern = format!(
+        "{}-{{i}}.{}:{port}",
+        k["job"].as_str().unwrap(),
+        k["service"].as_str().unwrap()
+    );
+    assert_eq!(flag("--hostfile-pattern"), pattern);
+
+    // The container's arguments, on the spec the ConfigMap holds: the last
+    // pod's index is in range, one past it is refused with one line.
+    assert_eq!(args[..2], ["run", "/etc/neardup/nightly.toml"]);
+    let spec = repo().join("jobs/nightly.toml");
+    let run_as = |index: u64| {
+        Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .arg("run")
+            .arg(&spec)
+            .args(&args[2..])
+            .env("JOB_COMPLETION_INDEX", index.to_string())
+            .output()
+            .unwrap()
+    };
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    let last = run_as(processes - 1);
+    // It gets past its placement to the spec's inputs (absent here).
+    assert!(stderr(&last).contains("/crawl/"), "{}", stderr(&last));
+    let past = run_as(processes);
+    assert!(!past.status.success());
+    let expected = format!("JOB_COMPLETION_INDEX={processes} is out of range");
+    assert!(stderr(&past).contains(&expected), "{}", stderr(&past));
+    assert_eq!(stderr(&past).trim_end().lines().count(), 1);
 }
