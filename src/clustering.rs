@@ -301,7 +301,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 if held + 2 * rows.len() >= MAX_WORKER_PAGES {
                     let error = anyhow::anyhow!(
                         "{}: worker {me} would hold more than 2^31 pages ({held} so far): run with more workers",
-                        unit.path.display()
+                        unit.path
                     );
                     state.borrow_mut().fail(error, &failure);
                     break;

@@ -26,10 +26,11 @@ use crate::design::DEFAULT_TABLE_MEMORY;
 use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
-use crate::parquet_io::input::{expand_paths, Columns};
+use crate::parquet_io::input::{expand_locations, expand_paths, Columns};
 use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
 use crate::runtime::{process_env, Cluster, RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
+use crate::storage::is_url;
 
 /// A job spec as written in TOML. Unknown keys are errors.
 #[derive(Debug, Deserialize)]
@@ -218,10 +219,14 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let resolve = |s: &str| -> PathBuf { clean(&base.join(s.replace("{date}", &opts.date))) };
+    // Inputs may be objects: their URLs are taken as they are.
     let resolve_all = |specs: &[String]| -> Vec<String> {
         specs
             .iter()
-            .map(|s| resolve(s).display().to_string())
+            .map(|s| match is_url(s) {
+                true => s.replace("{date}", &opts.date),
+                false => resolve(s).display().to_string(),
+            })
             .collect()
     };
 
@@ -253,6 +258,20 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     )
     .with_context(|| format!("{shown}: [runtime]"))?;
 
+    let outputs = [
+        (
+            "[fingerprint] out",
+            spec.fingerprint.as_ref().map(|f| &f.out),
+        ),
+        ("[match] out", Some(&spec.match_.out)),
+        ("[cluster] out", spec.cluster.as_ref().map(|c| &c.out)),
+        ("[append] corpus", spec.append.as_ref().map(|a| &a.corpus)),
+    ];
+    for (key, out) in outputs {
+        if let Some(url) = out.filter(|out| is_url(out)) {
+            bail!("{shown}: {key}: {url}: outputs go to local or shared file systems; writing to object stores is not supported yet");
+        }
+    }
     let fingerprint = match &spec.fingerprint {
         Some(f) => Some(
             fingerprint_options(f, &resolve_all(&f.input), resolve(&f.out), opts, &runtime)
@@ -365,13 +384,13 @@ impl Job {
             .map(|f| f.out.display().to_string());
         for q in &self.matching.queries {
             if Some(q) != produced.as_ref() {
-                expand_paths(std::slice::from_ref(q))
+                expand_locations(std::slice::from_ref(q))
                     .with_context(|| format!("{shown}: [match] queries"))?;
             }
         }
         for c in &self.matching.corpus {
             if !self.is_growing_corpus(c) {
-                expand_paths(std::slice::from_ref(c))
+                expand_locations(std::slice::from_ref(c))
                     .with_context(|| format!("{shown}: [match] corpus"))?;
             }
         }
@@ -393,16 +412,19 @@ impl Job {
         let tonight = self.batch_dir();
         let mut files = Vec::new();
         for spec in &self.matching.corpus {
-            let expanded = match expand_paths(std::slice::from_ref(spec)) {
+            let expanded = match expand_locations(std::slice::from_ref(spec)) {
                 // The job's own corpus is missing or empty until the first append.
                 Err(_) if self.is_growing_corpus(spec) => continue,
                 expanded => expanded?,
             };
             for file in expanded {
-                if tonight.as_ref().is_some_and(|t| file.starts_with(t)) {
-                    continue;
+                let local = file.as_local();
+                if let (Some(t), Some(local)) = (&tonight, local) {
+                    if local.starts_with(t) {
+                        continue;
+                    }
                 }
-                files.push(file.display().to_string());
+                files.push(file.to_string());
             }
         }
         Ok(files)

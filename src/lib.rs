@@ -9,7 +9,8 @@
 //!   [`liveness`] of its processes, and the [`scheduler`] that launched them;
 //! - [`components`], [`drop_policy`], [`clustering`]: near-duplicate clusters
 //!   by union-find, and the keep/drop list;
-//! - [`parquet_io`]: reading shards and writing results atomically;
+//! - [`parquet_io`]: reading shards and writing results atomically, from
+//!   local files or object stores ([`storage`]);
 //! - [`matching`], [`gen`], [`fingerprinting`]: the commands as library calls;
 //! - [`job`]: job specs and the nightly workflow; [`cli`]: the flags.
 
@@ -37,4 +38,5 @@ pub mod runtime;
 pub mod scheduler;
 pub mod scheme;
 pub mod simhash;
+pub mod storage;
 pub mod tables;

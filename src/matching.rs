@@ -120,7 +120,7 @@ pub struct InputSummary {
 impl InputSummary {
     fn of(files: &[FingerprintFile], units: &[Unit]) -> InputSummary {
         InputSummary {
-            files: files.iter().map(|f| f.path.display().to_string()).collect(),
+            files: files.iter().map(|f| f.path.to_string()).collect(),
             rows: files.iter().map(|f| f.rows()).sum(),
             row_groups: units.len(),
         }
@@ -218,7 +218,7 @@ fn same_schemes(
         .flat_map(|&(side, files)| {
             files.iter().map(move |f| scheme::SchemeOf {
                 side,
-                path: &f.path,
+                path: f.path.to_string(),
                 scheme: f.scheme(),
             })
         })

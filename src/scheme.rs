@@ -6,7 +6,6 @@
 //! near-duplicates.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use anyhow::{bail, Result};
 
@@ -134,9 +133,9 @@ impl Scheme {
 
 /// A fingerprint file and the scheme its metadata records (`None`: made by
 /// another tool, "unknown", accepted with any).
-pub struct SchemeOf<'a> {
+pub struct SchemeOf {
     pub side: &'static str,
-    pub path: &'a Path,
+    pub path: String,
     pub scheme: Option<String>,
 }
 
@@ -154,10 +153,10 @@ pub fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<Vec<String>> 
         let (a, b) = differing_pair(files);
         bail!(
             "fingerprint schemes differ: {} ({}) has `{}`, {} ({}) has `{}`; fingerprints made differently are not comparable (re-fingerprint one side, e.g. with --scheme NAME, or pass --allow-mixed-schemes)",
-            a.path.display(),
+            a.path,
             a.side,
             a.scheme.as_deref().unwrap_or_default(),
-            b.path.display(),
+            b.path,
             b.side,
             b.scheme.as_deref().unwrap_or_default(),
         );
@@ -166,7 +165,7 @@ pub fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<Vec<String>> 
 }
 
 /// Two files with different known schemes, preferring one of each side.
-fn differing_pair<'f, 'a>(files: &'f [SchemeOf<'a>]) -> (&'f SchemeOf<'a>, &'f SchemeOf<'a>) {
+fn differing_pair(files: &[SchemeOf]) -> (&SchemeOf, &SchemeOf) {
     let known: Vec<&SchemeOf> = files.iter().filter(|f| f.scheme.is_some()).collect();
     let differ = |a: &SchemeOf, b: &SchemeOf| a.scheme != b.scheme;
     let across = known.iter().find_map(|a| {
@@ -247,7 +246,7 @@ mod tests {
     fn mixed_schemes_are_refused_naming_a_file_of_each_side() {
         let file = |side, path: &'static str, scheme: Option<&str>| SchemeOf {
             side,
-            path: Path::new(path),
+            path: path.to_string(),
             scheme: scheme.map(str::to_string),
         };
         let files = [

@@ -1,7 +1,6 @@
 //! Reading fingerprint shards: path expansion, schema checks, and row-group
 //! units streamed one at a time.
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -17,6 +16,8 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
 };
 use parquet::arrow::ProjectionMask;
+
+use crate::storage::{expand_remote, is_url, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
 /// unit in flight whatever the size of the shard's row groups. Small enough
@@ -41,17 +42,39 @@ impl Default for Columns {
     }
 }
 
-/// Expands files, directories (every `*.parquet` below, skipping `_` and `.`
-/// entries as Spark and Hadoop do) and glob patterns into a sorted list of files.
+/// Expands local files, directories (every `*.parquet` below, skipping `_`
+/// and `.` entries as Spark and Hadoop do) and glob patterns into a sorted
+/// list of files.
 pub fn expand_paths(specs: &[String]) -> Result<Vec<PathBuf>> {
     expand_paths_with(specs, &["parquet"])
 }
 
+/// Like [`expand_paths`] for Parquet files that may also be objects
+/// (`s3://`, `gs://`, `az://`, `http(s)://`; see [`crate::storage`]):
+/// in the order of `specs`, each spec's files sorted.
+pub fn expand_locations(specs: &[String]) -> Result<Vec<Location>> {
+    let mut files = Vec::new();
+    for spec in specs {
+        match is_url(spec) {
+            true => files.extend(expand_remote(spec, &["parquet"])?),
+            false => files.extend(
+                expand_paths(std::slice::from_ref(spec))?
+                    .into_iter()
+                    .map(Location::Local),
+            ),
+        }
+    }
+    Ok(files)
+}
+
 /// Like [`expand_paths`], taking from directories the files whose names end
-/// in `.` and one of `extensions`.
+/// in `.` and one of `extensions`. Local only: an object URL is refused.
 pub fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for spec in specs {
+        if is_url(spec) {
+            bail!("{spec}: only local files can be read here, not objects");
+        }
         let path = Path::new(spec);
         if path.is_dir() {
             let before = files.len();
@@ -116,7 +139,7 @@ fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Res
 /// A validated fingerprint shard whose footer has been read once.
 #[derive(Clone, Debug)]
 pub struct FingerprintFile {
-    pub path: PathBuf,
+    pub path: Location,
     metadata: ArrowReaderMetadata,
     id_root: usize,
     simhash_root: usize,
@@ -133,11 +156,9 @@ pub struct Unit {
 impl FingerprintFile {
     /// Reads the footer and checks that both columns exist with an integer
     /// 64-bit type and, where statistics say so, hold no nulls.
-    pub fn open(path: &Path, columns: &Columns) -> Result<FingerprintFile> {
-        let shown = path.display();
-        let file = File::open(path).with_context(|| format!("{shown}: cannot open"))?;
-        let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
-            .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
+    pub fn open(path: &Location, columns: &Columns) -> Result<FingerprintFile> {
+        let shown = path;
+        let metadata = read_footer(path)?;
         let schema = metadata.schema();
         let root = |name: &str| -> Result<usize> {
             let (index, field) = schema.column_with_name(name).ok_or_else(|| {
@@ -156,7 +177,7 @@ impl FingerprintFile {
         let id_root = root(&columns.id)?;
         let simhash_root = root(&columns.simhash)?;
         let shard = FingerprintFile {
-            path: path.to_path_buf(),
+            path: path.clone(),
             metadata,
             id_root,
             simhash_root,
@@ -181,7 +202,7 @@ impl FingerprintFile {
                 if let Some(n) = nulls.filter(|&n| n > 0) {
                     bail!(
                         "{}: column `{name}` has {n} null values (row group {rg_index})",
-                        self.path.display()
+                        self.path
                     );
                 }
             }
@@ -223,12 +244,10 @@ impl FingerprintFile {
         ids: &mut Vec<i64>,
         fingerprints: &mut Vec<u64>,
     ) -> Result<()> {
-        let shown = self.path.display();
-        let file = File::open(&self.path).with_context(|| format!("{shown}: cannot open"))?;
-        let mask = ProjectionMask::roots(
-            self.metadata.parquet_schema(),
-            [self.id_root, self.simhash_root],
-        );
+        let shown = &self.path;
+        let roots = [self.id_root, self.simhash_root];
+        let file = open_row_group(&self.path, &self.metadata, rg, &roots)?;
+        let mask = ProjectionMask::roots(self.metadata.parquet_schema(), roots);
         let reader =
             ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
                 .with_row_groups(vec![rg])
@@ -304,7 +323,7 @@ pub fn open_inputs(
     specs: &[String],
     columns: &Columns,
 ) -> Result<(Vec<FingerprintFile>, Vec<Unit>)> {
-    let files: Vec<FingerprintFile> = expand_paths(specs)?
+    let files: Vec<FingerprintFile> = expand_locations(specs)?
         .iter()
         .map(|p| FingerprintFile::open(p, columns))
         .collect::<Result<_>>()?;
@@ -348,7 +367,8 @@ pub struct PairNeeds {
 /// A row group of a pair file, and which optional columns the file has.
 #[derive(Clone, Debug)]
 pub struct PairUnit {
-    pub path: PathBuf,
+    pub path: Location,
+    metadata: ArrowReaderMetadata,
     pub row_group: usize,
     /// Rows in the row group, as its footer says.
     pub rows: usize,
@@ -362,11 +382,9 @@ pub struct PairUnit {
 /// `needs` asks for.
 pub fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUnit>> {
     let mut units = Vec::new();
-    for path in expand_paths(specs)? {
-        let shown = path.display();
-        let file = File::open(&path).with_context(|| format!("{shown}: cannot open"))?;
-        let metadata = ArrowReaderMetadata::load(&file, ArrowReaderOptions::new())
-            .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
+    for path in expand_locations(specs)? {
+        let shown = &path;
+        let metadata = read_footer(&path)?;
         let schema = metadata.schema();
         let type_of = |name: &str| schema.field_with_name(name).ok().map(|f| f.data_type());
         for name in ["query_id", "corpus_id"] {
@@ -404,6 +422,7 @@ pub fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUn
                 .enumerate()
                 .map(|(row_group, group)| PairUnit {
                     path: path.clone(),
+                    metadata: metadata.clone(),
                     row_group,
                     rows: usize::try_from(group.num_rows()).unwrap_or(0),
                     has_self_pair,
@@ -416,16 +435,14 @@ pub fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUn
 
 /// Appends the rows of a pair file's row group to `out`.
 pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
-    let (shown, rg) = (unit.path.display(), unit.row_group);
-    let file = File::open(&unit.path).with_context(|| format!("{shown}: cannot open"))?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
-    let schema = builder.parquet_schema();
+    let (shown, rg) = (&unit.path, unit.row_group);
     let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair", "distance"]
         .iter()
-        .filter_map(|name| builder.schema().index_of(name).ok())
+        .filter_map(|name| unit.metadata.schema().index_of(name).ok())
         .collect();
-    let mask = ProjectionMask::roots(schema, roots);
+    let file = open_row_group(&unit.path, &unit.metadata, rg, &roots)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, unit.metadata.clone());
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     let reader = builder
         .with_row_groups(vec![rg])
         .with_projection(mask)
@@ -462,6 +479,40 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
         }));
     }
     Ok(())
+}
+
+/// Reads and parses a Parquet file's footer (for an object: its last bytes,
+/// in one request for most files).
+fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
+    let source = path.open()?;
+    source.prefetch_footer()?;
+    ArrowReaderMetadata::load(&source, ArrowReaderOptions::new())
+        .map_err(|e| anyhow!("{path}: not a readable Parquet file ({e})"))
+}
+
+/// Opens a file to read row group `rg`'s columns under `roots`; for an
+/// object, their column chunks are fetched now, together, and nothing else
+/// of the file is.
+fn open_row_group(
+    path: &Location,
+    metadata: &ArrowReaderMetadata,
+    rg: usize,
+    roots: &[usize],
+) -> Result<Source> {
+    let source = path.open()?;
+    if path.as_local().is_none() {
+        let schema = metadata.parquet_schema();
+        let group = metadata.metadata().row_group(rg);
+        let ranges: Vec<std::ops::Range<u64>> = (0..schema.num_columns())
+            .filter(|&c| roots.contains(&schema.get_column_root_idx(c)))
+            .map(|c| {
+                let (start, length) = group.column(c).byte_range();
+                start..start + length
+            })
+            .collect();
+        source.prefetch(&ranges, &format!("row group {rg}"))?;
+    }
+    Ok(source)
 }
 
 /// A batch's column `name`, which must be there without nulls.

@@ -74,6 +74,10 @@ impl Staging {
     /// the same file system (the commit is a rename) and every process of a
     /// cluster finds it without being told.
     pub fn dir_for(target: &Path) -> Result<PathBuf> {
+        let shown = target.to_string_lossy();
+        if crate::storage::is_url(&shown) {
+            bail!("{shown}: outputs go to local or shared file systems; writing to object stores is not supported yet");
+        }
         let name = target
             .file_name()
             .with_context(|| format!("{}: not a usable output directory name", target.display()))?;

@@ -1,0 +1,402 @@
+//! Where input files live: on a local (or shared) file system, or as objects
+//! in S3, Google Cloud Storage, Azure Blob Storage or behind HTTP(S), read
+//! through the Apache Arrow project's `object_store`.
+//!
+//! A remote Parquet file is read the way its layout invites: the footer
+//! first, then, per row group, only the byte ranges of the column chunks
+//! the reader projects, fetched together before decoding
+//! ([`Source::prefetch`]). `object_store` retries transient failures with
+//! exponential backoff. Its calls are async; neardup's workers are plain
+//! threads, so each call blocks on one shared tokio runtime.
+//!
+//! Credentials and endpoints come from each cloud's usual environment
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`; `GOOGLE_APPLICATION_CREDENTIALS`;
+//! `AZURE_STORAGE_*`), as `object_store`'s builders read it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{Cursor, Read};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::http::HttpBuilder;
+use object_store::path::Path as ObjectPath;
+use object_store::{ObjectStore, ObjectStoreExt};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+use url::Url;
+
+use crate::dataflow::commit::lock;
+
+/// URL schemes read through `object_store`.
+const REMOTE_SCHEMES: &[&str] = &[
+    "s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "adl", "http", "https",
+];
+
+/// Whether `spec` names an object by URL (`s3://bucket/key`, ...) rather
+/// than a local path.
+pub fn is_url(spec: &str) -> bool {
+    spec.split_once("://")
+        .is_some_and(|(scheme, _)| REMOTE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
+}
+
+/// An input file: a local path, or an object with its size.
+#[derive(Clone, Debug)]
+pub enum Location {
+    Local(PathBuf),
+    Remote(RemoteObject),
+}
+
+/// An object of a store, as listed (its size known, so reading its footer
+/// takes no extra request).
+#[derive(Clone)]
+pub struct RemoteObject {
+    store: Arc<dyn ObjectStore>,
+    url: Url,
+    path: ObjectPath,
+    size: u64,
+}
+
+impl fmt::Debug for RemoteObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.url)
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Local(path) => write!(f, "{}", path.display()),
+            Location::Remote(object) => write!(f, "{}", object.url),
+        }
+    }
+}
+
+impl Location {
+    /// The local path, if the file is local.
+    pub fn as_local(&self) -> Option<&Path> {
+        match self {
+            Location::Local(path) => Some(path),
+            Location::Remote(_) => None,
+        }
+    }
+
+    /// Opens the file for Parquet's readers.
+    pub fn open(&self) -> Result<Source> {
+        match self {
+            Location::Local(path) => {
+                let file =
+                    File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+                Ok(Source::Local(file))
+            }
+            Location::Remote(object) => Ok(Source::Remote(RemoteSource {
+                object: object.clone(),
+                fetched: Mutex::new(Vec::new()),
+            })),
+        }
+    }
+}
+
+/// Expands URLs and local specs (files, directories, globs) into files, in
+/// order; see [`crate::parquet_io::input::expand_paths_with`] for the local
+/// rules, which objects follow too: a prefix is a directory (its objects
+/// below it whose names end in one of `extensions`, skipping names that
+/// start with `_` or `.` at any level), and a glob is matched against the
+/// keys listed under its literal prefix.
+pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
+    let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
+    let store = store_for(&url)?;
+    let key = ObjectPath::from_url_path(url.path())
+        .with_context(|| format!("{spec}: not a valid object path"))?;
+    let object = |path: ObjectPath, size: u64| -> Result<Location> {
+        let mut object_url = url.clone();
+        object_url.set_path(&format!("/{path}"));
+        Ok(Location::Remote(RemoteObject {
+            store: store.clone(),
+            url: object_url,
+            path,
+            size,
+        }))
+    };
+    let http = matches!(url.scheme(), "http" | "https");
+    if spec.contains(['*', '?', '[']) {
+        if http {
+            bail!("{spec}: an HTTP server cannot be listed: name each file");
+        }
+        let literal = spec[..spec.find(['*', '?', '[']).unwrap_or(spec.len())]
+            .rsplit_once('/')
+            .map_or("", |(before, _)| before);
+        let prefix_url = Url::parse(literal).with_context(|| format!("{spec}: not a valid URL"))?;
+        let prefix = ObjectPath::from_url_path(prefix_url.path())
+            .with_context(|| format!("{spec}: not a valid object path"))?;
+        let pattern = glob::Pattern::new(url.path().trim_start_matches('/'))
+            .with_context(|| format!("{spec}: invalid glob pattern"))?;
+        let mut found = Vec::new();
+        for meta in list(&store, &prefix, spec)? {
+            if pattern.matches(meta.location.as_ref()) {
+                found.push(object(meta.location, meta.size)?);
+            }
+        }
+        if found.is_empty() {
+            bail!("{spec}: no objects match this pattern");
+        }
+        return Ok(found);
+    }
+    match block_on(store.head(&key)) {
+        Ok(meta) => return Ok(vec![object(meta.location, meta.size)?]),
+        Err(object_store::Error::NotFound { .. }) => {}
+        Err(error) => bail!("{spec}: {}", one_line(&error)),
+    }
+    if http {
+        bail!("{spec}: no such object");
+    }
+    let mut found = Vec::new();
+    for meta in list(&store, &key, spec)? {
+        let below = meta.location.as_ref()[key.as_ref().len()..].split('/');
+        let skipped = below.clone().any(|part| part.starts_with(['_', '.']));
+        let name = meta.location.filename().unwrap_or("");
+        if !skipped
+            && extensions
+                .iter()
+                .any(|e| crate::parquet_io::input::has_extension(name, e))
+        {
+            found.push(object(meta.location, meta.size)?);
+        }
+    }
+    if found.is_empty() {
+        bail!(
+            "{spec}: no such object, and no .{} objects under it",
+            extensions.join(" or .")
+        );
+    }
+    Ok(found)
+}
+
+/// Every object under `prefix`, sorted by key.
+fn list(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &ObjectPath,
+    spec: &str,
+) -> Result<Vec<object_store::ObjectMeta>> {
+    let mut listed: Vec<object_store::ObjectMeta> =
+        block_on(store.list(Some(prefix)).try_collect())
+            .map_err(|error| anyhow::anyhow!("{spec}: cannot list ({})", one_line(&error)))?;
+    listed.sort_by(|a, b| a.location.cmp(&b.location));
+    Ok(listed)
+}
+
+/// An `object_store` error on one line: its messages nest the HTTP
+/// client's, which may hold line breaks.
+fn one_line(error: &object_store::Error) -> String {
+    error
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The runtime every `object_store` call runs on.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("neardup:io")
+            .enable_all()
+            .build()
+            .expect("cannot start the I/O runtime")
+    })
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    runtime().block_on(future)
+}
+
+/// The store for a URL's scheme and bucket (or host), made once and
+/// shared: its client keeps connections open across files.
+fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let root = format!("{}://{}", url.scheme(), url.authority());
+    let mut stores = lock(STORES.get_or_init(Default::default));
+    if let Some(store) = stores.get(&root) {
+        return Ok(store.clone());
+    }
+    let built: object_store::Result<Arc<dyn ObjectStore>> = match url.scheme() {
+        "s3" | "s3a" => AmazonS3Builder::from_env()
+            .with_url(url.as_str())
+            .build()
+            .map(|s| Arc::new(s) as _),
+        "gs" => GoogleCloudStorageBuilder::from_env()
+            .with_url(url.as_str())
+            .build()
+            .map(|s| Arc::new(s) as _),
+        // A plain-HTTP URL is the user's explicit choice of transport.
+        "http" | "https" => HttpBuilder::new()
+            .with_url(root.as_str())
+            .with_client_options(
+                object_store::ClientOptions::new().with_allow_http(url.scheme() == "http"),
+            )
+            .build()
+            .map(|s| Arc::new(s) as _),
+        _ => MicrosoftAzureBuilder::from_env()
+            .with_url(url.as_str())
+            .build()
+            .map(|s| Arc::new(s) as _),
+    };
+    let store = built.map_err(|e| anyhow::anyhow!("{root}: cannot set up ({})", one_line(&e)))?;
+    stores.insert(root, store.clone());
+    Ok(store)
+}
+
+/// A file's bytes for Parquet's readers.
+pub enum Source {
+    Local(File),
+    Remote(RemoteSource),
+}
+
+/// A remote object's bytes: ranges fetched ahead ([`Source::prefetch`])
+/// are served from memory; anything else is one ranged request.
+pub struct RemoteSource {
+    object: RemoteObject,
+    fetched: Mutex<Vec<(u64, Bytes)>>,
+}
+
+/// Bytes fetched from a file's end before its footer is parsed: enough
+/// for the footer of most shards, in one request.
+const FOOTER_GUESS: u64 = 64 * 1024;
+
+impl Source {
+    /// Fetches the end of a remote file, where its footer is.
+    pub fn prefetch_footer(&self) -> Result<()> {
+        let size = self.len();
+        let tail = size.saturating_sub(FOOTER_GUESS)..size;
+        self.prefetch(std::slice::from_ref(&tail), "its footer")
+    }
+
+    /// Fetches `ranges` of a remote object at once (`object_store` merges
+    /// close ones into fewer requests), so that decoding them makes none;
+    /// `what` they are names them in an error.
+    pub fn prefetch(&self, ranges: &[Range<u64>], what: &str) -> Result<()> {
+        let Source::Remote(remote) = self else {
+            return Ok(());
+        };
+        let object = &remote.object;
+        let parts = block_on(object.store.get_ranges(&object.path, ranges)).map_err(|e| {
+            anyhow::anyhow!("{}: cannot read {what} ({})", object.url, one_line(&e))
+        })?;
+        let mut fetched = lock(&remote.fetched);
+        fetched.extend(ranges.iter().map(|r| r.start).zip(parts));
+        Ok(())
+    }
+}
+
+impl RemoteSource {
+    /// `length` bytes at `start`: from a prefetched range holding them,
+    /// else fetched now.
+    fn bytes(&self, start: u64, length: u64) -> parquet::errors::Result<Bytes> {
+        let end = start + length;
+        for (at, bytes) in lock(&self.fetched).iter() {
+            if *at <= start && end <= at + bytes.len() as u64 {
+                return Ok(bytes.slice((start - at) as usize..(end - at) as usize));
+            }
+        }
+        let object = &self.object;
+        block_on(object.store.get_range(&object.path, start..end)).map_err(|e| {
+            ParquetError::General(format!("{}: cannot read ({})", object.url, one_line(&e)))
+        })
+    }
+
+    /// The prefetched bytes from `start` to the end of their range, if
+    /// `start` is in one: where a page header is read from.
+    fn rest_of_range(&self, start: u64) -> Option<Bytes> {
+        lock(&self.fetched).iter().find_map(|(at, bytes)| {
+            let end = at + bytes.len() as u64;
+            (*at <= start && start < end).then(|| bytes.slice((start - at) as usize..))
+        })
+    }
+}
+
+impl Length for Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Local(file) => file.len(),
+            Source::Remote(remote) => remote.object.size,
+        }
+    }
+}
+
+/// A sequential reader over a [`Source`].
+pub enum SourceRead {
+    Local(<File as ChunkReader>::T),
+    Remote(Cursor<Bytes>),
+}
+
+impl Read for SourceRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            SourceRead::Local(read) => read.read(buf),
+            SourceRead::Remote(read) => read.read(buf),
+        }
+    }
+}
+
+impl ChunkReader for Source {
+    type T = SourceRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<SourceRead> {
+        match self {
+            Source::Local(file) => file.get_read(start).map(SourceRead::Local),
+            Source::Remote(remote) => {
+                let rest = match remote.rest_of_range(start) {
+                    Some(rest) => rest,
+                    None => remote.bytes(start, remote.object.size.saturating_sub(start))?,
+                };
+                Ok(SourceRead::Remote(Cursor::new(rest)))
+            }
+        }
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self {
+            Source::Local(file) => file.get_bytes(start, length),
+            Source::Remote(remote) => remote.bytes(start, length as u64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_told_from_paths() {
+        for url in [
+            "s3://b/k",
+            "gs://b/k",
+            "az://c/k",
+            "abfss://c@a/k",
+            "https://h/f.parquet",
+            "S3://b/k",
+        ] {
+            assert!(is_url(url), "{url}");
+        }
+        for path in [
+            "/data/x.parquet",
+            "data/s3://x",
+            "file.parquet",
+            "ftp://h/f",
+            "C:/x",
+        ] {
+            assert!(!is_url(path), "{path}");
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! Inputs in object storage, against real servers on loopback: moto's S3
+//! server (`moto[server]`, installed by scripts/test.sh) and an HTTP server
+//! that answers byte ranges. Reading `s3://` and `http://` gives the bytes
+//! of reading the same files locally; failures get one line.
+
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use neardup::gen::SplitMix64;
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server process on a loopback port, killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(mut command: Command, port: u16) -> Server {
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut server = Server { child, port };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "server on {port} did not start");
+            assert!(server.child.try_wait().unwrap().is_none(), "server exited");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        server
+    }
+
+    /// moto's S3 server; `env` configures it (e.g. to check credentials).
+    fn s3(env: &[(&str, &str)]) -> Server {
+        let port = free_port();
+        let mut command = Command::new(python_with("moto"));
+        command
+            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p"])
+            .arg(port.to_string())
+            .envs(env.iter().copied());
+        Server::start(command, port)
+    }
+
+    /// A static HTTP server of `dir` that answers byte ranges.
+    fn http(dir: &Path) -> Server {
+        let port = free_port();
+        let mut command = Command::new(python_with("http.server"));
+        command
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/range_http_server.py"))
+            .arg(dir)
+            .arg(port.to_string());
+        Server::start(command, port)
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Uploads every file under `dir` to `s3://bucket/prefix/...` (making the
+/// bucket), with boto3, as another tool would have written them.
+fn upload(server: &Server, bucket: &str, dir: &Path, prefix: &str) {
+    let script = r#"
+import os, sys, boto3
+endpoint, bucket, root, prefix = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                  aws_secret_access_key="test", region_name="us-east-1")
+if bucket not in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+    s3.create_bucket(Bucket=bucket)
+for dirpath, _, files in os.walk(root):
+    for name in files:
+        path = os.path.join(dirpath, name)
+        s3.upload_file(path, bucket, prefix + "/" + os.path.relpath(path, root))
+"#;
+    let status = Command::new(python_with("boto3"))
+        .args(["-c", script, &server.endpoint(), bucket])
+        .arg(dir)
+        .arg(prefix)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// `neardup` with the S3 credentials and endpoint of `server`.
+fn neardup_on(server: &Server) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    command
+        .env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", server.endpoint())
+        .env("AWS_ALLOW_HTTP", "true");
+    command
+}
+
+fn succeeded(output: &Output) -> bool {
+    if !output.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
+    }
+    output.status.success()
+}
+
+/// The data files of an output directory (its parts, not the summary).
+fn parts_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    part_files(dir)
+        .into_iter()
+        .map(|p| {
+            let name = p.strip_prefix(dir).unwrap().display().to_string();
+            (name, std::fs::read(&p).unwrap())
+        })
+        .collect()
+}
+
+/// B (2 shards) and F (4 shards, with planted pairs) under `dir`, with a
+/// `_SUCCESS` marker and a `_temporary/` shard in F that readers must skip.
+fn inputs(dir: &Path) -> (PathBuf, PathBuf) {
+    let mut rng = SplitMix64::new(7);
+    let queries = random_rows(&mut rng, 2_000, 0);
+    let corpus = planted_corpus(&mut rng, &queries, 200, 5, 8_000, 1_000_000);
+    let (q, c) = (dir.join("queries"), dir.join("corpus"));
+    write_shards(&q, &queries, 2);
+    write_shards(&c, &corpus, 4);
+    std::fs::write(c.join("_SUCCESS"), b"").unwrap();
+    write_shard(&c.join("_temporary/shard-x.parquet"), &queries[..10]);
+    (q, c)
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn match_cluster_and_a_job_read_s3_with_the_bytes_of_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, c) = inputs(d);
+    let server = Server::s3(&[]);
+    upload(&server, "crawl", &q, "night/queries");
+    upload(&server, "crawl", &c, "corpus");
+
+    let local = d.join("local");
+    let mut command = neardup_on(&server);
+    command.args(["match", "--self", "--parts", "3", "--workers", "2"]);
+    let output = command
+        .args(["--queries", &q.display().to_string()])
+        .args(["--corpus", &c.display().to_string()])
+        .args(["--out", &local.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(succeeded(&output));
+    let baseline = parts_of(&local);
+    assert_eq!(baseline.len(), 3);
+
+    // A glob for B, a prefix (a "directory", with entries to skip) for F.
+    let remote_args = |out: &Path| {
+        let mut list = args(&["match", "--self", "--parts", "3"]);
+        list.extend(args(&[
+            "--queries",
+            "s3://crawl/night/queries/shard-*.parquet",
+        ]));
+        list.extend(args(&["--corpus", "s3://crawl/corpus", "--out"]));
+        list.push(out.display().to_string());
+        list
+    };
+    let remote = d.join("remote");
+    let output = neardup_on(&server)
+        .args(remote_args(&remote))
+        .args(["--workers", "2"])
+        .output()
+        .unwrap();
+    assert!(succeeded(&output));
+    assert_eq!(parts_of(&remote), baseline);
+
+    // Two processes, each reading its share of the row groups from S3.
+    let two = d.join("two");
+    let hosts = d.join("hosts");
+    let addresses = format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port());
+    std::fs::write(&hosts, addresses).unwrap();
+    let children: Vec<Child> = (0..2)
+        .map(|i| {
+            neardup_on(&server)
+                .args(remote_args(&two))
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        assert!(succeeded(&child.wait_with_output().unwrap()));
+    }
+    assert_eq!(parts_of(&two), baseline);
+
+    // `cluster` on the pairs as a Spark job would find them: a prefix with
+    // `_SUCCESS` and `_summary.json` beside the parts.
+    upload(&server, "crawl", &local, "pairs");
+    let cluster = |pairs: &str, out: &Path| {
+        neardup_on(&server)
+            .args(["cluster", "--corpus-wins", "--parts", "2", "--pairs", pairs])
+            .args(["--out", &out.display().to_string()])
+            .output()
+            .unwrap()
+    };
+    let (from_disk, from_s3) = (d.join("clusters-local"), d.join("clusters-s3"));
+    assert!(succeeded(&cluster(
+        &local.display().to_string(),
+        &from_disk
+    )));
+    assert!(succeeded(&cluster("s3://crawl/pairs", &from_s3)));
+    assert!(!parts_of(&from_disk.join("clusters")).is_empty());
+    for sub in ["clusters", "drop"] {
+        assert_eq!(parts_of(&from_s3.join(sub)), parts_of(&from_disk.join(sub)));
+    }
+
+    // A job spec whose inputs are objects.
+    std::fs::write(
+        d.join("night.toml"),
+        "[match]\nqueries = [\"s3://crawl/night/queries\"]\ncorpus = [\"s3://crawl/corpus\"]\n\
+         out = \"job/pairs\"\nself = true\nparts = 3\n\n[cluster]\nout = \"job/clusters\"\n",
+    )
+    .unwrap();
+    let output = neardup_on(&server)
+        .args(["run", &d.join("night.toml").display().to_string()])
+        .output()
+        .unwrap();
+    assert!(succeeded(&output));
+    assert_eq!(parts_of(&d.join("job/pairs")), baseline);
+    assert!(d.join("job/clusters/_SUCCESS").exists());
+}
+
+/// Runs `command`, which must fail with one line holding every one of
+/// `needles`, and write nothing at `out`.
+fn assert_fails_with(mut command: Command, out: &Path, needles: &[&str]) {
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{needle}: {stderr}");
+    }
+    assert!(!out.exists(), "{stderr}");
+}
+
+#[test]
+fn object_store_failures_get_one_line_naming_the_url_and_leave_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, c) = inputs(d);
+    let mut server = Server::s3(&[]);
+    upload(&server, "crawl", &q, "queries");
+    upload(&server, "crawl", &c, "corpus");
+    let out = d.join("pairs");
+    let out_arg = out.display().to_string();
+    let matching_to = |server: &Server, queries: &str, out: &str| {
+        let mut command = neardup_on(server);
+        command.args(["match", "--self", "--queries", queries, "--out", out]);
+        command
+    };
+    let matching = |server: &Server, queries: &str| matching_to(server, queries, &out_arg);
+    assert_fails_with(
+        matching(&server, "s3://no-bucket/queries"),
+        &out,
+        &["s3://no-bucket/queries", "NoSuchBucket"],
+    );
+    assert_fails_with(
+        matching(&server, "s3://crawl/nothing-here"),
+        &out,
+        &["s3://crawl/nothing-here: no such object"],
+    );
+    assert_fails_with(
+        matching(&server, "s3://crawl/que*/none-*.parquet"),
+        &out,
+        &["no objects match this pattern"],
+    );
+    let to_s3 = matching_to(&server, "s3://crawl/queries", "s3://crawl/out");
+    assert_fails_with(to_s3, &out, &["s3://crawl/out", "not supported yet"]);
+
+    // Wrong credentials, on a server that checks them.
+    let strict = Server::s3(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")]);
+    assert_fails_with(
+        matching(&strict, "s3://crawl/queries"),
+        &out,
+        &["s3://crawl/queries", "403 Forbidden"],
+    );
+
+    // The server stops mid-scan: footers were read, row groups are not.
+    let mut slow = matching(&server, "s3://crawl/queries");
+    slow.args(["--corpus", "s3://crawl/corpus"])
+        .env("NEARDUP_TEST_UNIT_DELAY_MS", "50")
+        .stderr(Stdio::piped());
+    let child = slow.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.stop();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("s3://crawl/"), "{stderr}");
+    assert!(stderr.contains("cannot read row group"), "{stderr}");
+    assert!(!out.exists(), "{stderr}");
+}
+
+#[test]
+fn http_inputs_are_read_by_byte_ranges_with_the_bytes_of_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, c) = inputs(d);
+    let server = Server::http(d);
+    let local = d.join("local");
+    let status = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["match", "--self", "--queries", &q.display().to_string()])
+        .args(["--corpus", &c.display().to_string()])
+        .args(["--out", &local.display().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let url = |path: &Path| {
+        format!(
+            "{}/{}",
+            server.endpoint(),
+            path.strip_prefix(d).unwrap().display()
+        )
+    };
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    command.args(["match", "--self"]);
+    for shard in part_like(&q) {
+        command.args(["--queries", &url(&shard)]);
+    }
+    for shard in part_like(&c) {
+        command.args(["--corpus", &url(&shard)]);
+    }
+    let remote = d.join("remote");
+    let output = command
+        .args(["--out", &remote.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(succeeded(&output));
+    assert_eq!(parts_of(&remote), parts_of(&local));
+
+    let missing = format!("{}/queries/none.parquet", server.endpoint());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    command.args(["match", "--self", "--queries", &missing, "--out"]);
+    command.arg(d.join("x"));
+    assert_fails_with(
+        command,
+        &d.join("x"),
+        &[&format!("{missing}: no such object")],
+    );
+    let listing = format!("{}/queries/*.parquet", server.endpoint());
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    command.args(["match", "--self", "--queries", &listing, "--out"]);
+    command.arg(d.join("x"));
+    assert_fails_with(command, &d.join("x"), &["cannot be listed"]);
+}
+
+/// The shards directly in `dir` (not below), sorted.
+fn part_like(dir: &Path) -> Vec<PathBuf> {
+    let mut shards: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .collect();
+    shards.sort();
+    shards
+}

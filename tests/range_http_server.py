@@ -1,0 +1,58 @@
+"""A static HTTP server that answers byte-range requests (206), as object
+stores' HTTP front ends and CDNs do, for neardup's HTTP input tests.
+Python's own http.server ignores Range.
+
+    python range_http_server.py DIR PORT
+"""
+import http.server
+import os
+import re
+import sys
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    def send_head(self):
+        path = self.translate_path(self.path)
+        if not os.path.isfile(path):
+            self.send_error(404, "not found")
+            return None
+        size = os.path.getsize(path)
+        match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", ""))
+        f = open(path, "rb")
+        if match is None:
+            self.send_response(200)
+            start, end = 0, size - 1
+        else:
+            start = int(match.group(1))
+            end = min(int(match.group(2)), size - 1) if match.group(2) else size - 1
+            if start >= size:
+                f.close()
+                self.send_error(416, "range not satisfiable")
+                return None
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(end - start + 1))
+        self.send_header("Accept-Ranges", "bytes")
+        self.send_header("Last-Modified", self.date_time_string(int(os.path.getmtime(path))))
+        self.end_headers()
+        f.seek(start)
+        self.remaining = end - start + 1
+        return f
+
+    def copyfile(self, source, outputfile):
+        while self.remaining > 0:
+            chunk = source.read(min(65536, self.remaining))
+            if not chunk:
+                break
+            outputfile.write(chunk)
+            self.remaining -= len(chunk)
+
+    def log_message(self, *args):
+        pass
+
+
+if __name__ == "__main__":
+    directory, port = sys.argv[1], int(sys.argv[2])
+    handler = lambda *a, **k: RangeHandler(*a, directory=directory, **k)
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), handler).serve_forever()
