@@ -5,7 +5,8 @@
 //! A remote Parquet file is read the way its layout invites: the footer
 //! first, then, per row group, only the byte ranges of the column chunks
 //! the reader projects, fetched together before decoding
-//! ([`Source::prefetch`]). `object_store` retries transient failures with
+//! ([`Location::fetch`], which a scan starts for its next row group while
+//! it decodes the current one). `object_store` retries transient failures with
 //! exponential backoff. Its calls are async; neardup's workers are plain
 //! threads, so each call blocks on one shared tokio runtime.
 //!
@@ -282,20 +283,55 @@ impl Source {
         self.prefetch(std::slice::from_ref(&tail), "its footer")
     }
 
-    /// Fetches `ranges` of a remote object at once (`object_store` merges
-    /// close ones into fewer requests), so that decoding them makes none;
-    /// `what` they are names them in an error.
+    /// Fetches `ranges` of a remote object at once, so that decoding them
+    /// makes no request; `what` they are names them in an error.
     pub fn prefetch(&self, ranges: &[Range<u64>], what: &str) -> Result<()> {
         let Source::Remote(remote) = self else {
             return Ok(());
         };
-        let object = &remote.object;
-        let parts = block_on(object.store.get_ranges(&object.path, ranges)).map_err(|e| {
-            anyhow::anyhow!("{}: cannot read {what} ({})", object.url, one_line(&e))
-        })?;
+        let location = Location::Remote(remote.object.clone());
+        match location.fetch(ranges.to_vec(), what.to_string()) {
+            Some(pending) => self.receive(pending),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for a [`Location::fetch`] of this file and keeps its bytes.
+    pub fn receive(&self, pending: Fetch) -> Result<()> {
+        let Source::Remote(remote) = self else {
+            return Ok(());
+        };
+        let Fetch { ranges, what, task } = pending;
+        let url = &remote.object.url;
+        let parts = block_on(task)
+            .map_err(|e| anyhow::anyhow!("{url}: cannot read {what} ({e})"))?
+            .map_err(|e| anyhow::anyhow!("{url}: cannot read {what} ({})", one_line(&e)))?;
         let mut fetched = lock(&remote.fetched);
         fetched.extend(ranges.iter().map(|r| r.start).zip(parts));
         Ok(())
+    }
+}
+
+/// Byte ranges of an object on their way, fetched by the I/O runtime while
+/// the caller does other work.
+pub struct Fetch {
+    ranges: Vec<Range<u64>>,
+    what: String,
+    task: tokio::task::JoinHandle<object_store::Result<Vec<Bytes>>>,
+}
+
+impl Location {
+    /// Starts fetching `ranges` of an object in the background, in as few
+    /// requests as `object_store` can merge them into; `None` for a local
+    /// file (the kernel reads ahead for those). `what` names them in an
+    /// error.
+    pub fn fetch(&self, ranges: Vec<Range<u64>>, what: String) -> Option<Fetch> {
+        let Location::Remote(object) = self else {
+            return None;
+        };
+        let (store, path, wanted) = (object.store.clone(), object.path.clone(), ranges.clone());
+        let task = runtime().spawn(async move { store.get_ranges(&path, &wanted).await });
+        Some(Fetch { ranges, what, task })
     }
 }
 

@@ -34,7 +34,7 @@ use self::commit::{
 use crate::runtime::{self, RuntimeOptions};
 
 use crate::pairs::{sort_and_dedup, Pair, Parts};
-use crate::parquet_io::input::{Columns, FingerprintFile, Unit};
+use crate::parquet_io::input::{Columns, FingerprintFile, RowGroupFetch, Unit};
 use crate::parquet_io::output::{part_name, write_pairs};
 use crate::probe::{probe, Match, Scratch};
 use crate::tables::Index;
@@ -65,6 +65,16 @@ pub struct Job {
     pub columns: Columns,
     /// Directory the parts are written to (the staging directory).
     pub out_dir: PathBuf,
+}
+
+impl Job {
+    /// The file a unit of `side` is a row group of.
+    fn file(&self, side: Side, unit: Unit) -> &FingerprintFile {
+        match side {
+            Side::Corpus => &self.corpus_files[unit.file],
+            Side::Queries => &self.query_files[unit.file],
+        }
+    }
 }
 
 /// Live counters for progress and the summary.
@@ -198,6 +208,8 @@ struct Scanner {
     state: Rc<RefCell<Report<MatchTotals>>>,
     delay: Option<std::time::Duration>,
     batch: Batch,
+    /// The fetch already started for the unit at this index of the job's.
+    ahead: Option<(usize, RowGroupFetch)>,
     scratch: Scratch,
     matches: Vec<Match>,
 }
@@ -224,6 +236,7 @@ impl Scanner {
             state,
             delay: unit_delay(),
             batch: Batch::default(),
+            ahead: None,
             scratch: Scratch::default(),
             matches: Vec::new(),
         }
@@ -243,12 +256,18 @@ impl Scanner {
             self.batch.side = Some(side);
         }
         let job = self.job.clone();
-        let files = match side {
-            Side::Corpus => &job.corpus_files,
-            Side::Queries => &job.query_files,
+        let fetched = match self.ahead.take() {
+            Some((at, fetched)) if at == self.next - self.peers => fetched,
+            _ => job.file(side, unit).fetch_row_group(unit.row_group),
         };
-        files[unit.file].read_row_group(
-            unit.row_group,
+        // The next unit's bytes (from an object store) come while this one
+        // is decoded and probed.
+        if let Some(&ScanUnit { side, unit }) = job.units.get(self.next) {
+            let ahead = job.file(side, unit).fetch_row_group(unit.row_group);
+            self.ahead = Some((self.next, ahead));
+        }
+        job.file(side, unit).read_fetched(
+            fetched,
             &job.columns,
             &mut self.batch.ids,
             &mut self.batch.fingerprints,

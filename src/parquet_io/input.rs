@@ -17,7 +17,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::storage::{expand_remote, is_url, Location, Source};
+use crate::storage::{expand_remote, is_url, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
 /// unit in flight whatever the size of the shard's row groups. Small enough
@@ -235,6 +235,17 @@ impl FingerprintFile {
         self.metadata.metadata().row_group(rg).num_rows().max(0) as u64
     }
 
+    /// Starts fetching row group `rg`'s two columns if the file is an
+    /// object, for a later [`Self::read_fetched`]: a scan asks for its next
+    /// row group before it decodes the current one.
+    pub fn fetch_row_group(&self, rg: usize) -> RowGroupFetch {
+        let roots = [self.id_root, self.simhash_root];
+        RowGroupFetch {
+            row_group: rg,
+            fetch: fetch_row_group(&self.path, &self.metadata, rg, &roots),
+        }
+    }
+
     /// Appends the ids and fingerprints of row group `rg` to `ids` and
     /// `fingerprints`, decoding at most [`BATCH_ROWS`] rows at a time.
     pub fn read_row_group(
@@ -244,9 +255,23 @@ impl FingerprintFile {
         ids: &mut Vec<i64>,
         fingerprints: &mut Vec<u64>,
     ) -> Result<()> {
-        let shown = &self.path;
+        self.read_fetched(self.fetch_row_group(rg), columns, ids, fingerprints)
+    }
+
+    /// [`Self::read_row_group`] for a row group whose fetch has started.
+    pub fn read_fetched(
+        &self,
+        fetched: RowGroupFetch,
+        columns: &Columns,
+        ids: &mut Vec<i64>,
+        fingerprints: &mut Vec<u64>,
+    ) -> Result<()> {
+        let (shown, rg) = (&self.path, fetched.row_group);
         let roots = [self.id_root, self.simhash_root];
-        let file = open_row_group(&self.path, &self.metadata, rg, &roots)?;
+        let file = self.path.open()?;
+        if let Some(fetch) = fetched.fetch {
+            file.receive(fetch)?;
+        }
         let mask = ProjectionMask::roots(self.metadata.parquet_schema(), roots);
         let reader =
             ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
@@ -490,9 +515,36 @@ fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
         .map_err(|e| anyhow!("{path}: not a readable Parquet file ({e})"))
 }
 
-/// Opens a file to read row group `rg`'s columns under `roots`; for an
-/// object, their column chunks are fetched now, together, and nothing else
-/// of the file is.
+/// A row group of a fingerprint file whose bytes (for an object) are on
+/// their way.
+pub struct RowGroupFetch {
+    row_group: usize,
+    fetch: Option<Fetch>,
+}
+
+/// Starts fetching row group `rg`'s column chunks under `roots`, together,
+/// if the file is an object: nothing else of the file is read.
+fn fetch_row_group(
+    path: &Location,
+    metadata: &ArrowReaderMetadata,
+    rg: usize,
+    roots: &[usize],
+) -> Option<Fetch> {
+    path.as_local().is_none().then_some(())?;
+    let schema = metadata.parquet_schema();
+    let group = metadata.metadata().row_group(rg);
+    let ranges: Vec<std::ops::Range<u64>> = (0..schema.num_columns())
+        .filter(|&c| roots.contains(&schema.get_column_root_idx(c)))
+        .map(|c| {
+            let (start, length) = group.column(c).byte_range();
+            start..start + length
+        })
+        .collect();
+    path.fetch(ranges, format!("row group {rg}"))
+}
+
+/// Opens a file to read row group `rg`'s columns under `roots`, their
+/// column chunks fetched first if the file is an object.
 fn open_row_group(
     path: &Location,
     metadata: &ArrowReaderMetadata,
@@ -500,17 +552,8 @@ fn open_row_group(
     roots: &[usize],
 ) -> Result<Source> {
     let source = path.open()?;
-    if path.as_local().is_none() {
-        let schema = metadata.parquet_schema();
-        let group = metadata.metadata().row_group(rg);
-        let ranges: Vec<std::ops::Range<u64>> = (0..schema.num_columns())
-            .filter(|&c| roots.contains(&schema.get_column_root_idx(c)))
-            .map(|c| {
-                let (start, length) = group.column(c).byte_range();
-                start..start + length
-            })
-            .collect();
-        source.prefetch(&ranges, &format!("row group {rg}"))?;
+    if let Some(fetch) = fetch_row_group(path, metadata, rg, roots) {
+        source.receive(fetch)?;
     }
     Ok(source)
 }
