@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use neardup::crawl::{warc, Record};
 use neardup::simhash::{fingerprint, Features, SimhashOptions};
+use neardup::storage::Location;
 
 fn main() {
     let megabytes: usize = std::env::args()
@@ -20,7 +21,7 @@ fn main() {
     let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/text.wet.gz");
     let mut english = Vec::new();
     let mut chinese = Vec::new();
-    warc::read(&sample, &mut |record, _| {
+    warc::read(&Location::Local(sample), &mut |record, _| {
         if let Record::Document(doc) = record {
             let han = doc
                 .text

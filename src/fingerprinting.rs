@@ -27,11 +27,12 @@ use crate::dataflow::fingerprint::{
     InputFile, ReadState, RowBatch,
 };
 use crate::dataflow::Failure;
-use crate::parquet_io::input::expand_paths_with;
+use crate::parquet_io::input::expand_locations_with;
 use crate::parquet_io::output::{part_name, write_documents, Staging};
 use crate::progress::{human, BytesProgress};
 use crate::runtime::{self, RuntimeOptions};
 use crate::scheme::Scheme;
+use crate::storage::Location;
 
 /// Bad records listed in `_summary.json` (all are counted).
 const LISTED_BAD_RECORDS: usize = 1000;
@@ -247,7 +248,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
 }
 
 /// The input files in sorted order, each with its format and size.
-pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, Format, u64)>> {
+pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(Location, Format, u64)>> {
     let formats = match &opts.format {
         Some(format) => std::slice::from_ref(format),
         None => <Format as clap::ValueEnum>::value_variants(),
@@ -256,7 +257,7 @@ pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, For
         .iter()
         .flat_map(|f| f.extensions().iter().copied())
         .collect();
-    let files = expand_paths_with(&opts.inputs, &extensions)?;
+    let files = expand_locations_with(&opts.inputs, &extensions)?;
     files
         .into_iter()
         .map(|path| {
@@ -264,9 +265,7 @@ pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(PathBuf, For
                 Some(format) => format,
                 None => Format::from_path(&path)?,
             };
-            let bytes = std::fs::metadata(&path)
-                .map(|m| m.len())
-                .map_err(|e| anyhow::anyhow!("{}: cannot open ({e})", path.display()))?;
+            let bytes = path.size()?;
             Ok((path, format, bytes))
         })
         .collect()
@@ -278,7 +277,7 @@ type FileResult = (FileSummary, Vec<BadRecord>);
 /// Writes one input file's shard from its rows, gathered from the workers
 /// that fingerprinted them.
 fn write_shard(
-    path: &Path,
+    path: &Location,
     format: Format,
     bytes: u64,
     shard: &Path,
@@ -287,13 +286,13 @@ fn write_shard(
     batches: Vec<RowBatch>,
 ) -> Result<FileResult> {
     let (rows, html_pages, fallbacks) = in_reading_order(&found, batches)
-        .with_context(|| format!("{}: cannot gather its rows", path.display()))?;
+        .with_context(|| format!("{path}: cannot gather its rows"))?;
     // Only WARC files hold HTML pages; their shards' scheme names the text
     // chosen from them.
     let scheme = opts.scheme.describe(format == Format::Warc);
     write_documents(shard, &rows, &scheme)?;
     let summary = FileSummary {
-        file: path.display().to_string(),
+        file: path.to_string(),
         shard: shard
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

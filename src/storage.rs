@@ -258,6 +258,154 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     Ok(store)
 }
 
+/// Bytes of an object read per request by an [`InputReader`]: large enough
+/// that a request's latency is small beside its transfer.
+const WINDOW: u64 = 8 << 20;
+
+/// A file read from its start, seekable: crawl files (WARC, WET, JSONL) are
+/// streamed, and a damaged gzip member is skipped by seeking back to just
+/// after its start. An object is read a window at a time by ranged
+/// requests, the next window fetched while the current one is consumed.
+pub enum InputReader {
+    Local(File),
+    Remote(Box<ObjectReader>),
+}
+
+/// An object as a `Read + Seek`: see [`InputReader`].
+pub struct ObjectReader {
+    location: Location,
+    size: u64,
+    /// Bytes per request ([`WINDOW`]).
+    window_size: u64,
+    /// The bytes at `window_start..`.
+    window: Bytes,
+    window_start: u64,
+    position: u64,
+    /// The next window, on its way.
+    ahead: Option<(u64, Fetch)>,
+}
+
+impl Location {
+    /// The file's bytes, from its start.
+    pub fn reader(&self) -> Result<InputReader> {
+        self.reader_by_windows_of(WINDOW)
+    }
+
+    fn reader_by_windows_of(&self, window_size: u64) -> Result<InputReader> {
+        match self {
+            Location::Local(path) => File::open(path)
+                .map(InputReader::Local)
+                .with_context(|| format!("{}: cannot open", path.display())),
+            Location::Remote(object) => Ok(InputReader::Remote(Box::new(ObjectReader {
+                location: self.clone(),
+                size: object.size,
+                window_size,
+                window: Bytes::new(),
+                window_start: 0,
+                position: 0,
+                ahead: None,
+            }))),
+        }
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> Result<u64> {
+        match self {
+            Location::Local(path) => std::fs::metadata(path)
+                .map(|m| m.len())
+                .with_context(|| format!("{}: cannot open", path.display())),
+            Location::Remote(object) => Ok(object.size),
+        }
+    }
+}
+
+impl ObjectReader {
+    /// Starts fetching the window at `start` (nothing past the end).
+    fn fetch_window(&self, start: u64) -> Option<(u64, Fetch)> {
+        let end = (start + self.window_size).min(self.size);
+        (start < end)
+            .then(|| {
+                let range = std::iter::once(start..end).collect();
+                self.location.fetch(range, format!("bytes {start}..{end}"))
+            })
+            .flatten()
+            .map(|fetch| (start, fetch))
+    }
+
+    /// Makes the window hold `position`, from the fetch ahead if it is
+    /// that window's, and starts fetching the one after.
+    fn load_window(&mut self) -> std::io::Result<()> {
+        let fetch = match self.ahead.take() {
+            Some((start, fetch)) if start == self.position => fetch,
+            _ => match self.fetch_window(self.position) {
+                Some((_, fetch)) => fetch,
+                None => return Ok(()),
+            },
+        };
+        let Fetch { what, task, .. } = fetch;
+        let url = self.location.to_string();
+        let mut parts = block_on(task)
+            .map_err(|e| std::io::Error::other(format!("{url}: cannot read {what} ({e})")))?
+            .map_err(|e| {
+                std::io::Error::other(format!("{url}: cannot read {what} ({})", one_line(&e)))
+            })?;
+        self.window = parts.pop().unwrap_or_default();
+        self.window_start = self.position;
+        self.ahead = self.fetch_window(self.window_start + self.window.len() as u64);
+        Ok(())
+    }
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let window_end = self.window_start + self.window.len() as u64;
+        if self.position < self.window_start || self.position >= window_end {
+            if self.position >= self.size {
+                return Ok(0);
+            }
+            self.load_window()?;
+        }
+        let at = (self.position - self.window_start) as usize;
+        let available = &self.window[at.min(self.window.len())..];
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for ObjectReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::Current(d) => self.position.checked_add_signed(d),
+            std::io::SeekFrom::End(d) => self.size.checked_add_signed(d),
+        };
+        self.position = target.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start")
+        })?;
+        Ok(self.position)
+    }
+}
+
+impl Read for InputReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            InputReader::Local(file) => file.read(buf),
+            InputReader::Remote(object) => object.read(buf),
+        }
+    }
+}
+
+impl std::io::Seek for InputReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        match self {
+            InputReader::Local(file) => file.seek(to),
+            InputReader::Remote(object) => object.seek(to),
+        }
+    }
+}
+
 /// A file's bytes for Parquet's readers.
 pub enum Source {
     Local(File),
@@ -412,6 +560,58 @@ impl ChunkReader for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An object of `bytes` in an in-memory store.
+    fn in_memory(bytes: &[u8]) -> Location {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let path = ObjectPath::from("x/y.warc");
+        block_on(store.put(&path, bytes.to_vec().into())).unwrap();
+        Location::Remote(RemoteObject {
+            store,
+            url: Url::parse("memory:///x/y.warc").unwrap(),
+            path,
+            size: bytes.len() as u64,
+        })
+    }
+
+    #[test]
+    fn an_object_reads_and_seeks_by_windows_as_a_file_does() {
+        use std::io::{Seek, SeekFrom};
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let object = in_memory(&bytes);
+        for window in [1, 7, 64, 999, 1000, 5000] {
+            let mut reader = object.reader_by_windows_of(window).unwrap();
+            let mut expected = Cursor::new(&bytes);
+            // Reads of odd sizes across windows, seeks back and forward,
+            // and past the end.
+            let steps: [(SeekFrom, usize); 6] = [
+                (SeekFrom::Start(0), 333),
+                (SeekFrom::Current(-100), 50),
+                (SeekFrom::Start(990), 40),
+                (SeekFrom::Start(3), 1000),
+                (SeekFrom::End(-1), 5),
+                (SeekFrom::Start(2000), 5),
+            ];
+            for (to, want) in steps {
+                assert_eq!(reader.seek(to).unwrap(), expected.seek(to).unwrap());
+                let (mut got, mut wanted) = (vec![0; want], vec![0; want]);
+                let n = read_fully(&mut reader, &mut got);
+                let m = read_fully(&mut expected, &mut wanted);
+                assert_eq!(got[..n], wanted[..m], "window {window}, {to:?}");
+            }
+        }
+    }
+
+    fn read_fully(reader: &mut impl Read, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            match reader.read(&mut buf[n..]).unwrap() {
+                0 => break,
+                k => n += k,
+            }
+        }
+        n
+    }
 
     #[test]
     fn urls_are_told_from_paths() {

@@ -255,6 +255,60 @@ fn match_cluster_and_a_job_read_s3_with_the_bytes_of_local_files() {
     assert!(d.join("job/clusters/_SUCCESS").exists());
 }
 
+#[test]
+fn fingerprint_streams_warc_wet_and_jsonl_objects_with_the_bytes_of_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawl = d.join("crawl");
+    std::fs::create_dir(&crawl).unwrap();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl");
+    for name in ["pages.warc.gz", "text.wet.gz"] {
+        std::fs::copy(samples.join(name), crawl.join(name)).unwrap();
+    }
+    // A WARC with a damaged gzip member in the middle: reading it seeks back
+    // to just after the member's start, which an object reader must do too.
+    let mut damaged = std::fs::read(samples.join("pages.warc.gz")).unwrap();
+    let middle = damaged.len() / 2;
+    for byte in &mut damaged[middle..middle + 64] {
+        *byte ^= 0x5a;
+    }
+    std::fs::write(crawl.join("damaged.warc.gz"), damaged).unwrap();
+    let jsonl: Vec<String> = (0..300)
+        .map(|i| {
+            format!(
+                r#"{{"id": {i}, "text": "page {} of a site about {} things"}}"#,
+                i / 3,
+                i % 7
+            )
+        })
+        .collect();
+    std::fs::write(crawl.join("docs.jsonl"), jsonl.join("\n")).unwrap();
+
+    let server = Server::s3(&[]);
+    upload(&server, "crawl", &crawl, "2026-11-22");
+    let fingerprint = |input: &str, out: &Path| {
+        neardup_on(&server)
+            .args(["fingerprint", "--workers", "2", "--input", input, "--out"])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let (local, remote) = (d.join("fp-local"), d.join("fp-s3"));
+    let output = fingerprint(&crawl.display().to_string(), &local);
+    assert!(succeeded(&output));
+    let bad = |out: &Path| {
+        let summary = std::fs::read_to_string(out.join("_summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+        summary["bad_records"].as_u64()
+    };
+    assert!(bad(&local) > Some(0), "the damaged member is reported");
+    assert!(succeeded(&fingerprint("s3://crawl/2026-11-22", &remote)));
+    let shards = parts_of(&local);
+    assert_eq!(shards.len(), 4);
+    assert_eq!(parts_of(&remote), shards);
+    assert_eq!(bad(&remote), bad(&local));
+}
+
 /// Runs `command`, which must fail with one line holding every one of
 /// `needles`, and write nothing at `out`.
 fn assert_fails_with(mut command: Command, out: &Path, needles: &[&str]) {

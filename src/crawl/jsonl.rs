@@ -1,28 +1,28 @@
 //! JSONL: one JSON object per line, with configurable id, url and text fields
 //! (gzipped files are read too).
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
 use anyhow::{Context, Result};
 use flate2::read::MultiGzDecoder;
 use serde_json::Value;
 
 use super::{url_id, BadRecord, Document, Record, TextFields};
+use crate::storage::Location;
 
 /// Reads every line of a JSONL file; a line that is not a JSON object with a
 /// string text field and an id (an integer id field, or a url to hash) is a
 /// bad record at the line's offset.
 pub fn read(
-    path: &Path,
+    path: &Location,
     fields: &TextFields,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
-    let mut file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let mut file = path.reader()?;
     let mut magic = [0u8; 2];
-    let gzipped = file.read(&mut magic).is_ok_and(|n| n == 2) && magic == [0x1f, 0x8b];
-    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+    let gzipped = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+    file.seek(SeekFrom::Start(0))
+        .with_context(|| format!("{path}: cannot read"))?;
     let input: Box<dyn Read> = if gzipped {
         Box::new(MultiGzDecoder::new(file))
     } else {
@@ -35,7 +35,7 @@ pub fn read(
         line.clear();
         let n = input
             .read_until(b'\n', &mut line)
-            .with_context(|| format!("{}: cannot read at offset {offset}", path.display()))?;
+            .with_context(|| format!("{path}: cannot read at offset {offset}"))?;
         if n == 0 {
             return Ok(());
         }
@@ -106,10 +106,14 @@ mod tests {
         ];
         std::fs::write(&path, lines.join("\n")).unwrap();
         let mut got = Vec::new();
-        read(&path, &TextFields::default(), &mut |r, _| {
-            got.push(r);
-            Ok(())
-        })
+        read(
+            &Location::Local(path),
+            &TextFields::default(),
+            &mut |r, _| {
+                got.push(r);
+                Ok(())
+            },
+        )
         .unwrap();
         let Record::Document(a) = &got[0] else {
             panic!("{got:?}")

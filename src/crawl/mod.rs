@@ -11,13 +11,12 @@ pub mod jsonl;
 pub mod table;
 pub mod warc;
 
-use std::path::Path;
-
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::parquet_io::input::has_extension;
+use crate::storage::Location;
 
 /// One document to fingerprint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,16 +71,15 @@ pub enum Format {
 impl Format {
     /// The format a file's name suggests: the first whose
     /// [`Format::extensions`] the name ends with, in any case.
-    pub fn from_path(path: &Path) -> Result<Format> {
-        let name = path.to_string_lossy().to_lowercase();
+    pub fn from_path(path: &Location) -> Result<Format> {
+        let name = path.to_string().to_lowercase();
         <Format as clap::ValueEnum>::value_variants()
             .iter()
             .copied()
             .find(|f| f.extensions().iter().any(|e| has_extension(&name, e)))
             .with_context(|| {
                 format!(
-                    "{}: cannot tell the input format from the name; give --format warc|wet|jsonl|parquet",
-                    path.display()
+                    "{path}: cannot tell the input format from the name; give --format warc|wet|jsonl|parquet"
                 )
             })
     }
@@ -125,7 +123,7 @@ impl Default for TextFields {
 
 /// Reads every record of `path` in `format`, handing each to `sink`.
 pub fn read_file(
-    path: &Path,
+    path: &Location,
     format: Format,
     fields: &TextFields,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,

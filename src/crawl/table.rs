@@ -1,8 +1,5 @@
 //! Parquet tables of documents: a text column, and optional id and url columns.
 
-use std::fs::File;
-use std::path::Path;
-
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef};
@@ -11,16 +8,18 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
 
 use super::{url_id, BadRecord, Document, Record, TextFields};
+use crate::storage::Location;
 
 /// Reads every row; a row with a null text, or with neither an id nor a url,
 /// is a bad record whose offset is its row number.
 pub fn read(
-    path: &Path,
+    path: &Location,
     fields: &TextFields,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
-    let shown = path.display();
-    let file = File::open(path).with_context(|| format!("{shown}: cannot open"))?;
+    let shown = path;
+    let file = path.open()?;
+    file.prefetch_footer()?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)
         .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
     let schema = builder.schema().clone();

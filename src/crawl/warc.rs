@@ -7,39 +7,37 @@
 //! and reading resumes at the next gzip member header; a record that does not
 //! parse is reported and reading resumes at the next `WARC/` version line.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::Path;
 
 use anyhow::{Context, Result};
 use flate2::bufread::GzDecoder;
 
 use super::{url_id, BadRecord, Document, Record};
+use crate::storage::{InputReader, Location};
 
 const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// Bytes read at a time from a plain file.
 const CHUNK: usize = 1 << 20;
 
 /// Reads every record of a WARC or WET file.
-pub fn read(path: &Path, sink: &mut dyn FnMut(Record, u64) -> Result<()>) -> Result<()> {
-    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    let mut input = BufReader::with_capacity(CHUNK, file);
+pub fn read(path: &Location, sink: &mut dyn FnMut(Record, u64) -> Result<()>) -> Result<()> {
+    let mut input = BufReader::with_capacity(CHUNK, path.reader()?);
     let gzipped = input
         .fill_buf()
-        .with_context(|| format!("{}: cannot read", path.display()))?
+        .with_context(|| format!("{path}: cannot read"))?
         .starts_with(&GZIP_MAGIC[..2]);
     if gzipped {
-        read_members(&mut input, sink).with_context(|| format!("{}: cannot read", path.display()))
+        read_members(&mut input, sink).with_context(|| format!("{path}: cannot read"))
     } else {
         parse_stream(Some(&mut input), &mut Vec::new(), 0, None, sink)
-            .with_context(|| format!("{}: cannot read", path.display()))
+            .with_context(|| format!("{path}: cannot read"))
     }
 }
 
 /// Decodes gzip members one after another; records are reported at their
 /// member's offset.
 fn read_members(
-    input: &mut BufReader<File>,
+    input: &mut BufReader<InputReader>,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
     // One buffer for every member (a record each, in Common Crawl's files).
@@ -70,7 +68,7 @@ fn read_members(
 }
 
 /// Consumes bytes up to the next gzip member header (or the end).
-fn skip_to_gzip_member(input: &mut BufReader<File>) -> Result<()> {
+fn skip_to_gzip_member(input: &mut BufReader<InputReader>) -> Result<()> {
     loop {
         let buf = input.fill_buf()?;
         if buf.len() < GZIP_MAGIC.len() {
@@ -285,7 +283,7 @@ mod tests {
         let path = dir.path().join("x.warc");
         std::fs::write(&path, bytes).unwrap();
         let mut out = Vec::new();
-        read(&path, &mut |r, _| {
+        read(&Location::Local(path), &mut |r, _| {
             out.push(r);
             Ok(())
         })

@@ -17,13 +17,14 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
+
+use crate::storage::Location;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
@@ -48,7 +49,7 @@ const BATCH_BYTES: usize = 1 << 20;
 const BATCH_DOCUMENTS: usize = 1024;
 
 /// An input file: its index (its shard's number), path, format and size.
-pub type InputFile = (usize, PathBuf, Format, u64);
+pub type InputFile = (usize, Location, Format, u64);
 
 /// Consecutive documents of one file: the `seq`-th batch read from it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -229,7 +230,7 @@ fn send(sender: &SyncSender<Reading>, activator: &SyncActivator, reading: Readin
 
 /// Reads one file, giving its documents in batches to `give`.
 fn read_into_batches(
-    path: &Path,
+    path: &Location,
     format: Format,
     bytes: u64,
     fields: &TextFields,
@@ -252,7 +253,7 @@ fn read_into_batches(
             Record::Bad(record) => {
                 tracing::warn!(
                     "{}: bad record at offset {}: {}",
-                    path.display(),
+                    path,
                     record.offset,
                     record.reason
                 );

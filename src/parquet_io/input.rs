@@ -53,12 +53,18 @@ pub fn expand_paths(specs: &[String]) -> Result<Vec<PathBuf>> {
 /// (`s3://`, `gs://`, `az://`, `http(s)://`; see [`crate::storage`]):
 /// in the order of `specs`, each spec's files sorted.
 pub fn expand_locations(specs: &[String]) -> Result<Vec<Location>> {
+    expand_locations_with(specs, &["parquet"])
+}
+
+/// Like [`expand_locations`], taking from directories and prefixes the
+/// files whose names end in `.` and one of `extensions`.
+pub fn expand_locations_with(specs: &[String], extensions: &[&str]) -> Result<Vec<Location>> {
     let mut files = Vec::new();
     for spec in specs {
         match is_url(spec) {
-            true => files.extend(expand_remote(spec, &["parquet"])?),
+            true => files.extend(expand_remote(spec, extensions)?),
             false => files.extend(
-                expand_paths(std::slice::from_ref(spec))?
+                expand_paths_with(std::slice::from_ref(spec), extensions)?
                     .into_iter()
                     .map(Location::Local),
             ),

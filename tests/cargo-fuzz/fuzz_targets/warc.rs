@@ -10,9 +10,11 @@ fuzz_target!(|data: &[u8]| {
     let dir = std::env::temp_dir();
     let plain = dir.join(format!("neardup-fuzz-{}.warc", std::process::id()));
     std::fs::write(&plain, data).unwrap();
+    let plain = neardup::storage::Location::Local(plain);
     let _ = neardup::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(data).unwrap();
-    std::fs::write(&plain, gz.finish().unwrap()).unwrap();
+    let path = plain.as_local().unwrap();
+    std::fs::write(path, gz.finish().unwrap()).unwrap();
     let _ = neardup::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
 });
