@@ -184,7 +184,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let staging = match opts.runtime.is_leader() {
         true => {
             let staging = Staging::create(&opts.out, opts.overwrite)?;
-            runtime::remove_on_abort(staging.dir());
+            staging.remove_on_abort();
             for sub in ["clusters", "drop"] {
                 let dir = staging.dir().join(sub);
                 std::fs::create_dir(&dir)

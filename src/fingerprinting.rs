@@ -171,7 +171,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
     let staging = match opts.runtime.is_leader() {
         true => {
             let staging = Staging::create(&opts.out, opts.overwrite)?;
-            runtime::remove_on_abort(staging.dir());
+            staging.remove_on_abort();
             Some(staging)
         }
         false => None,

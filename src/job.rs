@@ -27,7 +27,7 @@ use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
 use crate::parquet_io::input::{expand_locations, expand_paths, Columns};
-use crate::parquet_io::output::{part_name, write_atomically, Staging, SUCCESS};
+use crate::parquet_io::output::{is_complete, part_name, write_atomically, Staging};
 use crate::runtime::{process_env, Cluster, RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 use crate::storage::is_url;
@@ -218,15 +218,18 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let resolve = |s: &str| -> PathBuf { clean(&base.join(s.replace("{date}", &opts.date))) };
-    // Inputs may be objects: their URLs are taken as they are.
+    // An output may be an object-store prefix: its URL is taken as it is.
+    let resolve = |s: &str| -> PathBuf {
+        let s = s.replace("{date}", &opts.date);
+        match is_url(&s) {
+            true => PathBuf::from(s),
+            false => clean(&base.join(s)),
+        }
+    };
     let resolve_all = |specs: &[String]| -> Vec<String> {
         specs
             .iter()
-            .map(|s| match is_url(s) {
-                true => s.replace("{date}", &opts.date),
-                false => resolve(s).display().to_string(),
-            })
+            .map(|s| resolve(s).display().to_string())
             .collect()
     };
 
@@ -258,18 +261,18 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     )
     .with_context(|| format!("{shown}: [runtime]"))?;
 
-    let outputs = [
-        (
-            "[fingerprint] out",
-            spec.fingerprint.as_ref().map(|f| &f.out),
-        ),
-        ("[match] out", Some(&spec.match_.out)),
-        ("[cluster] out", spec.cluster.as_ref().map(|c| &c.out)),
-        ("[append] corpus", spec.append.as_ref().map(|a| &a.corpus)),
-    ];
-    for (key, out) in outputs {
-        if let Some(url) = out.filter(|out| is_url(out)) {
-            bail!("{shown}: {key}: {url}: outputs go to local or shared file systems; writing to object stores is not supported yet");
+    // The append stage copies files: its corpus, and the fingerprints it
+    // copies, are on a file system.
+    if let Some(a) = &spec.append {
+        let fingerprints = spec.fingerprint.as_ref().map(|f| &f.out);
+        let remote = [
+            ("[append] corpus", Some(&a.corpus)),
+            ("[fingerprint] out", fingerprints),
+        ]
+        .into_iter()
+        .find_map(|(key, path)| path.filter(|p| is_url(p)).map(|p| (key, p)));
+        if let Some((key, url)) = remote {
+            bail!("{shown}: {key}: {url}: [append] copies files on a file system; it cannot use an object store");
         }
     }
     let fingerprint = match &spec.fingerprint {
@@ -480,7 +483,7 @@ pub fn run_job(
     let mut rerun = force;
     let mut stage =
         |name: &'static str, out: PathBuf, run: &mut dyn FnMut() -> Result<String>| -> Result<()> {
-            let outcome = if !rerun && out.join(SUCCESS).exists() {
+            let outcome = if !rerun && is_complete(&out)? {
                 StageOutcome::Skipped
             } else {
                 rerun = true;

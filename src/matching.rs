@@ -137,7 +137,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let leader = opts.runtime.is_leader();
     let staging = if leader {
         let staging = Staging::create(&opts.out, opts.overwrite)?;
-        crate::runtime::remove_on_abort(staging.dir());
+        staging.remove_on_abort();
         Some(staging)
     } else {
         None

@@ -532,12 +532,12 @@ fn watch_peers(heartbeats: PeerSockets, timeout: Duration) -> Result<Heartbeats>
     })
 }
 
-/// Ends the process at once with `line` and `code`, removing what
-/// [`remove_on_abort`] named: the other threads may be waiting forever.
+/// Ends the process at once with `line` and `code`, after the clean-ups
+/// [`on_abort`] named: the other threads may be waiting forever.
 fn abort(code: i32, line: &str) -> ! {
     eprintln!("{line}");
-    for dir in lock(&ABORT_CLEANUP).iter() {
-        let _ = std::fs::remove_dir_all(dir);
+    for cleanup in lock(&ABORT_CLEANUP).iter() {
+        cleanup();
     }
     std::process::exit(code);
 }
@@ -545,12 +545,12 @@ fn abort(code: i32, line: &str) -> ! {
 /// Directories to remove when the process exits for a lost peer or a failed
 /// worker: process 0's staging directory, so that an aborted run leaves
 /// nothing behind.
-static ABORT_CLEANUP: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static ABORT_CLEANUP: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
 
-/// Removes `dir` if this process has to stop because a peer was lost or a
-/// worker failed.
-pub fn remove_on_abort(dir: &Path) {
-    lock(&ABORT_CLEANUP).push(dir.to_path_buf());
+/// Runs `cleanup` (best effort) if this process has to stop because a peer
+/// was lost or a worker failed.
+pub fn on_abort(cleanup: impl Fn() + Send + 'static) {
+    lock(&ABORT_CLEANUP).push(Box::new(cleanup));
 }
 
 /// The cluster's addresses, to name a lost peer, and this process's index

@@ -31,7 +31,7 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt};
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 use url::Url;
@@ -257,6 +257,150 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     stores.insert(root, store.clone());
     Ok(store)
 }
+
+/// An output prefix in an object store (`s3://bucket/nights/pairs`).
+/// Object stores have no atomic rename, so an output there is committed
+/// the way Hadoop and Spark commit theirs: every file is written under its
+/// final name, `_SUCCESS` last, once every part is durable; readers trust
+/// only a prefix with `_SUCCESS`.
+#[derive(Clone)]
+pub struct OutputPrefix {
+    store: Arc<dyn ObjectStore>,
+    url: String,
+    prefix: ObjectPath,
+}
+
+impl fmt::Debug for OutputPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.url)
+    }
+}
+
+impl OutputPrefix {
+    /// The prefix a URL names.
+    pub fn parse(spec: &str) -> Result<OutputPrefix> {
+        let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
+        if matches!(url.scheme(), "http" | "https") {
+            bail!("{spec}: HTTP URLs are read-only: write to a file system or an object store");
+        }
+        let prefix = ObjectPath::from_url_path(url.path())
+            .with_context(|| format!("{spec}: not a valid object path"))?;
+        if prefix.as_ref().is_empty() {
+            bail!("{spec}: name a prefix inside the bucket, not the bucket itself");
+        }
+        Ok(OutputPrefix {
+            store: store_for(&url)?,
+            url: spec.trim_end_matches('/').to_string(),
+            prefix,
+        })
+    }
+
+    fn child(&self, relative: &str) -> ObjectPath {
+        relative
+            .split('/')
+            .filter(|part| !part.is_empty())
+            .fold(self.prefix.clone(), |path, part| path.join(part))
+    }
+
+    /// A prefix in a fresh in-memory store, for tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory(url: &str) -> OutputPrefix {
+        OutputPrefix {
+            store: Arc::new(object_store::memory::InMemory::new()),
+            url: url.to_string(),
+            prefix: ObjectPath::from("out"),
+        }
+    }
+
+    /// Whether any object is under the prefix.
+    pub fn exists(&self) -> Result<bool> {
+        let mut listing = self.store.list(Some(&self.prefix));
+        match block_on(listing.try_next()) {
+            Ok(first) => Ok(first.is_some()),
+            Err(e) => bail!("{}: cannot list ({})", self.url, one_line(&e)),
+        }
+    }
+
+    /// Whether the object `relative` (e.g. `_SUCCESS`) is under the prefix.
+    pub fn has(&self, relative: &str) -> Result<bool> {
+        match block_on(self.store.head(&self.child(relative))) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => bail!("{}/{relative}: {}", self.url, one_line(&e)),
+        }
+    }
+
+    /// Deletes every object under the prefix, `_SUCCESS` first, so that no
+    /// reader takes a half-deleted output for a complete one.
+    pub fn delete_all(&self) -> Result<()> {
+        let failed = |e: object_store::Error| {
+            anyhow::anyhow!("{}: cannot delete ({})", self.url, one_line(&e))
+        };
+        match block_on(
+            self.store
+                .delete(&self.child(crate::parquet_io::output::SUCCESS)),
+        ) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(failed(e)),
+        }
+        let listed: Vec<object_store::ObjectMeta> =
+            block_on(self.store.list(Some(&self.prefix)).try_collect()).map_err(failed)?;
+        for meta in listed {
+            match block_on(self.store.delete(&meta.location)) {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads `bytes` as the object `relative`.
+    pub fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
+        block_on(self.store.put(&self.child(relative), bytes.into()))
+            .map(|_| ())
+            .map_err(|e| {
+                anyhow::anyhow!("{}/{relative}: cannot write ({})", self.url, one_line(&e))
+            })
+    }
+
+    /// Uploads the local file `path` as the object `relative`, in parts
+    /// for a large file.
+    pub fn upload(&self, path: &Path, relative: &str) -> Result<()> {
+        let shown = format!("{}/{relative}", self.url);
+        let mut file =
+            File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if size <= UPLOAD_PART {
+            let mut bytes = Vec::with_capacity(size as usize);
+            file.read_to_end(&mut bytes)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            return self.put(relative, bytes.into());
+        }
+        let failed =
+            |e: object_store::Error| anyhow::anyhow!("{shown}: cannot write ({})", one_line(&e));
+        let mut upload =
+            block_on(self.store.put_multipart(&self.child(relative))).map_err(failed)?;
+        loop {
+            let mut part = Vec::with_capacity(UPLOAD_PART as usize);
+            (&mut file)
+                .take(UPLOAD_PART)
+                .read_to_end(&mut part)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            if part.is_empty() {
+                break;
+            }
+            if let Err(e) = block_on(upload.put_part(part.into())) {
+                let _ = block_on(upload.abort());
+                return Err(failed(e));
+            }
+        }
+        block_on(upload.complete()).map(|_| ()).map_err(failed)
+    }
+}
+
+/// Bytes per part of a multipart upload (S3 needs at least 5 MiB but the
+/// last).
+const UPLOAD_PART: u64 = 16 << 20;
 
 /// Bytes of an object read per request by an [`InputReader`]: large enough
 /// that a request's latency is small beside its transfer.

@@ -2,6 +2,11 @@
 //! finished one: everything goes to a staging directory beside the target,
 //! each file under a temporary name renamed into place, the directory is
 //! renamed to the target when complete, and `_SUCCESS` comes last.
+//!
+//! An object store has no rename: there, each file is uploaded under its
+//! final name as soon as it is complete (from a local staging directory,
+//! by the worker that wrote it), `_SUCCESS` is written last by process 0
+//! once every worker has reported, and a failed run deletes what it wrote.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -19,7 +24,9 @@ use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
+use crate::dataflow::commit::lock;
 use crate::pairs::Pair;
+use crate::storage::{is_url, OutputPrefix};
 
 /// Rows per row group of the files neardup writes.
 const ROW_GROUP_ROWS: usize = 1 << 20;
@@ -36,12 +43,72 @@ pub struct Staging {
     target: PathBuf,
     staging: PathBuf,
     committed: bool,
+    /// The object-store prefix the output goes to, if it does.
+    remote: Option<OutputPrefix>,
+}
+
+/// Local staging directories of outputs bound for an object store, with
+/// their prefixes: a file placed in one is uploaded under its final name.
+static REMOTE_STAGING: std::sync::Mutex<Vec<(PathBuf, OutputPrefix)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The object-store prefix of an output directory (`None`: local).
+fn remote_target(target: &Path) -> Result<Option<OutputPrefix>> {
+    let shown = target.to_string_lossy();
+    match is_url(&shown) {
+        true => OutputPrefix::parse(&shown).map(Some),
+        false => Ok(None),
+    }
+}
+
+/// Whether the output at `target` is complete (has `_SUCCESS`).
+pub fn is_complete(target: &Path) -> Result<bool> {
+    match remote_target(target)? {
+        Some(prefix) => prefix.has(SUCCESS),
+        None => Ok(target.join(SUCCESS).exists()),
+    }
+}
+
+/// The object-store prefix and the path below it of a file in the local
+/// staging directory of an output bound for one.
+fn remote_file(path: &Path) -> Option<(OutputPrefix, String)> {
+    lock(&REMOTE_STAGING).iter().find_map(|(dir, prefix)| {
+        let relative = path.strip_prefix(dir).ok()?;
+        Some((prefix.clone(), relative.to_string_lossy().into_owned()))
+    })
+}
+
+/// Renames a finished file from its temporary name into place; in the
+/// staging directory of an output bound for an object store, it is then
+/// uploaded under its final name and its local copy removed.
+fn place(tmp: &Path, path: &Path) -> Result<()> {
+    fs::rename(tmp, path)
+        .with_context(|| format!("{}: cannot rename into place", path.display()))?;
+    if let Some((prefix, relative)) = remote_file(path) {
+        prefix.upload(path, &relative)?;
+        let _ = fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Creates the directory a file is about to be written in, when it is in
+/// the local staging of an output bound for an object store: there, each
+/// process has its own, and only process 0 made the subdirectories.
+fn prepare_parent(path: &Path) -> Result<()> {
+    match (remote_file(path), path.parent()) {
+        (Some(_), Some(parent)) => fs::create_dir_all(parent)
+            .with_context(|| format!("{}: cannot create directory", parent.display())),
+        _ => Ok(()),
+    }
 }
 
 impl Staging {
     /// Refuses an existing `target` unless `overwrite`, then creates a fresh
     /// staging directory beside it.
     pub fn create(target: &Path, overwrite: bool) -> Result<Staging> {
+        if let Some(prefix) = remote_target(target)? {
+            return Staging::create_for_object_store(target, prefix, overwrite);
+        }
         if target.exists() && !overwrite {
             bail!(
                 "{}: output directory already exists (use --overwrite to replace it)",
@@ -67,16 +134,54 @@ impl Staging {
             target: target.to_path_buf(),
             staging,
             committed: false,
+            remote: None,
+        })
+    }
+
+    /// [`Staging::create`] for an output in an object store: an existing
+    /// prefix is refused unless `overwrite`, and then deleted now (files
+    /// are written under their final names, so the old ones cannot stay
+    /// until the commit).
+    fn create_for_object_store(
+        target: &Path,
+        prefix: OutputPrefix,
+        overwrite: bool,
+    ) -> Result<Staging> {
+        if prefix.exists()? {
+            if !overwrite {
+                bail!(
+                    "{}: output prefix already exists (use --overwrite to replace it)",
+                    target.display()
+                );
+            }
+            prefix.delete_all()?;
+        }
+        let staging = Staging::dir_for(target)?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            staging,
+            committed: false,
+            remote: Some(prefix),
         })
     }
 
     /// The staging directory of `target`: a hidden sibling, so that it is on
     /// the same file system (the commit is a rename) and every process of a
-    /// cluster finds it without being told.
+    /// cluster finds it without being told. For an output in an object
+    /// store, this process's own local directory, made here, whose files
+    /// are uploaded as they are placed.
     pub fn dir_for(target: &Path) -> Result<PathBuf> {
-        let shown = target.to_string_lossy();
-        if crate::storage::is_url(&shown) {
-            bail!("{shown}: outputs go to local or shared file systems; writing to object stores is not supported yet");
+        if let Some(prefix) = remote_target(target)? {
+            let key = xxhash_rust::xxh3::xxh3_64(target.to_string_lossy().as_bytes());
+            let name = format!("neardup-staging-{key:016x}-{}", std::process::id());
+            let dir = std::env::temp_dir().join(name);
+            fs::create_dir_all(&dir)
+                .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+            let mut remote = lock(&REMOTE_STAGING);
+            if !remote.iter().any(|(known, _)| *known == dir) {
+                remote.push((dir.clone(), prefix));
+            }
+            return Ok(dir);
         }
         let name = target
             .file_name()
@@ -86,6 +191,19 @@ impl Staging {
             _ => PathBuf::from("."),
         };
         Ok(parent.join(format!(".{}.neardup-staging", name.to_string_lossy())))
+    }
+
+    /// Removes what this output wrote if the process has to stop at once (a
+    /// lost peer, a failed worker): its staging directory, and for an
+    /// object store, the objects under its prefix.
+    pub fn remove_on_abort(&self) {
+        let (dir, remote) = (self.staging.clone(), self.remote.clone());
+        crate::runtime::on_abort(move || {
+            let _ = fs::remove_dir_all(&dir);
+            if let Some(prefix) = &remote {
+                let _ = prefix.delete_all();
+            }
+        });
     }
 
     /// Where files are written until commit.
@@ -104,6 +222,13 @@ impl Staging {
 
     /// Moves the staged directory to the target and writes `_SUCCESS` last.
     pub fn commit(mut self) -> Result<()> {
+        if let Some(prefix) = &self.remote {
+            // Every part was uploaded by its writer before it reported.
+            prefix.put(SUCCESS, Default::default())?;
+            self.committed = true;
+            let _ = fs::remove_dir_all(&self.staging);
+            return Ok(());
+        }
         if self.target.exists() {
             fs::remove_dir_all(&self.target)
                 .with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
@@ -121,6 +246,9 @@ impl Drop for Staging {
     fn drop(&mut self) {
         if !self.committed {
             let _ = fs::remove_dir_all(&self.staging);
+            if let Some(prefix) = &self.remote {
+                let _ = prefix.delete_all();
+            }
         }
     }
 }
@@ -128,8 +256,9 @@ impl Drop for Staging {
 /// Writes `bytes` to `path` through a temporary name in the same directory.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_name(path);
+    prepare_parent(path)?;
     fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))
+    place(&tmp, path)
 }
 
 fn temporary_name(path: &Path) -> PathBuf {
@@ -502,6 +631,7 @@ fn write_parquet(
     }
     let props = props.build();
     let tmp = temporary_name(path);
+    prepare_parent(path)?;
     let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
     let failed = |error| writing_error(path, error);
     let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(failed)?;
@@ -513,7 +643,7 @@ fn write_parquet(
         start = end;
     }
     writer.close().map_err(failed)?;
-    fs::rename(&tmp, path).with_context(|| format!("{}: cannot rename into place", path.display()))
+    place(&tmp, path)
 }
 
 /// A Parquet writer's error as one line naming the file: an I/O failure (a
@@ -530,6 +660,54 @@ fn writing_error(path: &Path, error: ParquetError) -> anyhow::Error {
 mod tests {
     use super::*;
     use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    /// A staging directory bound for `prefix`, as [`Staging::create`] makes
+    /// it for a URL.
+    fn staging_for(prefix: &OutputPrefix, dir: &Path) -> Staging {
+        lock(&REMOTE_STAGING).push((dir.to_path_buf(), prefix.clone()));
+        Staging {
+            target: PathBuf::from("memory:///out"),
+            staging: dir.to_path_buf(),
+            committed: false,
+            remote: Some(prefix.clone()),
+        }
+    }
+
+    #[test]
+    fn an_object_store_output_uploads_files_as_placed_and_a_failed_run_deletes_them() {
+        let pair = Pair {
+            query_id: 1,
+            corpus_id: 2,
+            query_simhash: 3,
+            corpus_simhash: 7,
+            distance: 1,
+            self_pair: false,
+        };
+        let prefix = OutputPrefix::in_memory("memory:///out");
+        let dir = tempfile::tempdir().unwrap();
+        let staging = staging_for(&prefix, dir.path());
+        let part = staging.dir().join("part-00000.parquet");
+        write_pairs(&part, &[pair]).unwrap();
+        // Uploaded under its final name, and the local copy gone.
+        assert!(prefix.has("part-00000.parquet").unwrap());
+        assert!(!part.exists());
+        // A subdirectory only process 0 made locally is made where needed.
+        write_atomically(&staging.dir().join("drop/x.json"), b"{}").unwrap();
+        assert!(prefix.has("drop/x.json").unwrap());
+        assert!(!prefix.has(SUCCESS).unwrap());
+        drop(staging);
+        assert!(!prefix.exists().unwrap(), "a failed run leaves nothing");
+
+        let prefix = OutputPrefix::in_memory("memory:///out");
+        let dir = tempfile::tempdir().unwrap();
+        let staging = staging_for(&prefix, dir.path());
+        write_pairs(&staging.dir().join("part-00000.parquet"), &[pair]).unwrap();
+        staging.commit_with_summary(&"done").unwrap();
+        for name in ["part-00000.parquet", "_summary.json", SUCCESS] {
+            assert!(prefix.has(name).unwrap(), "{name}");
+        }
+        assert!(!dir.path().exists(), "the local staging is removed");
+    }
 
     #[test]
     fn shards_store_simhash_plain_and_ids_delta_encoded() -> Result<()> {
