@@ -26,8 +26,10 @@ use crate::design::DEFAULT_TABLE_MEMORY;
 use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
-use crate::parquet_io::input::{expand_locations, expand_paths, Columns};
-use crate::parquet_io::output::{is_complete, part_name, write_atomically, Staging};
+use crate::parquet_io::input::{expand_locations, Columns};
+use crate::parquet_io::output::{
+    copy_into_place, is_complete, part_name, write_atomically, Staging,
+};
 use crate::runtime::{process_env, Cluster, RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 use crate::storage::is_url;
@@ -261,20 +263,6 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     )
     .with_context(|| format!("{shown}: [runtime]"))?;
 
-    // The append stage copies files: its corpus, and the fingerprints it
-    // copies, are on a file system.
-    if let Some(a) = &spec.append {
-        let fingerprints = spec.fingerprint.as_ref().map(|f| &f.out);
-        let remote = [
-            ("[append] corpus", Some(&a.corpus)),
-            ("[fingerprint] out", fingerprints),
-        ]
-        .into_iter()
-        .find_map(|(key, path)| path.filter(|p| is_url(p)).map(|p| (key, p)));
-        if let Some((key, url)) = remote {
-            bail!("{shown}: {key}: {url}: [append] copies files on a file system; it cannot use an object store");
-        }
-    }
     let fingerprint = match &spec.fingerprint {
         Some(f) => Some(
             fingerprint_options(f, &resolve_all(&f.input), resolve(&f.out), opts, &runtime)
@@ -412,7 +400,7 @@ impl Job {
     /// tonight's own batch (a rerun after the append must not match B
     /// against itself as corpus).
     fn corpus_files(&self) -> Result<Vec<String>> {
-        let tonight = self.batch_dir();
+        let tonight = self.batch_dir().map(|t| format!("{}/", t.display()));
         let mut files = Vec::new();
         for spec in &self.matching.corpus {
             let expanded = match expand_locations(std::slice::from_ref(spec)) {
@@ -420,14 +408,10 @@ impl Job {
                 Err(_) if self.is_growing_corpus(spec) => continue,
                 expanded => expanded?,
             };
-            for file in expanded {
-                let local = file.as_local();
-                if let (Some(t), Some(local)) = (&tonight, local) {
-                    if local.starts_with(t) {
-                        continue;
-                    }
+            for file in expanded.iter().map(|f| f.to_string()) {
+                if !tonight.as_ref().is_some_and(|t| file.starts_with(t)) {
+                    files.push(file);
                 }
-                files.push(file.to_string());
             }
         }
         Ok(files)
@@ -525,20 +509,22 @@ pub fn run_job(
     Ok(reports)
 }
 
-/// Copies B's shards into `batch` (a new directory of the corpus), through a
-/// staging directory, with `_SUCCESS` last: tomorrow's match reads the whole
-/// batch or none of it (directory inputs skip hidden and `_` entries).
+/// Copies B's shards into `batch` (a new directory, or prefix, of the
+/// corpus), committed as any output is, with `_SUCCESS` last: tomorrow's
+/// match reads the whole batch or none of it (directory inputs skip hidden
+/// and `_` entries).
 fn append_batch(queries: &[String], corpus: &Path, batch: &Path) -> Result<String> {
-    let files = expand_paths(queries)?;
-    fs::create_dir_all(corpus).with_context(|| format!("{}: cannot create", corpus.display()))?;
+    let files = expand_locations(queries)?;
+    if !is_url(&corpus.to_string_lossy()) {
+        fs::create_dir_all(corpus)
+            .with_context(|| format!("{}: cannot create", corpus.display()))?;
+    }
     let staging = Staging::create(batch, true)?;
     let mut bytes = 0;
     for (i, file) in files.iter().enumerate() {
-        let target = staging.dir().join(part_name(i));
-        bytes += fs::copy(file, &target)
-            .with_context(|| format!("cannot copy {} to {}", file.display(), target.display()))?;
+        bytes += copy_into_place(file, &staging.dir().join(part_name(i)))?;
     }
-    let manifest: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let manifest: Vec<String> = files.iter().map(|f| f.to_string()).collect();
     write_atomically(
         &staging.dir().join("_sources.json"),
         &serde_json::to_vec_pretty(&manifest)?,

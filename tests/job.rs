@@ -253,10 +253,6 @@ fn bad_job_specs_get_one_line() {
             "--workers must be at least 1",
         ),
         (
-            good.replace("\"../sample-output/corpus\"", "\"s3://crawl/corpus\""),
-            "[append] corpus: s3://crawl/corpus: [append] copies files on a file system",
-        ),
-        (
             good.replace(
                 "workers = 2",
                 "workers = 2\nprocesses = 2\nhostfile_pattern = \"h:1\"",

@@ -55,14 +55,16 @@ impl Server {
         Server::start(command, port)
     }
 
-    /// A static HTTP server of `dir` that answers byte ranges.
-    fn http(dir: &Path) -> Server {
+    /// A static HTTP server of `dir` that answers byte ranges, and fails
+    /// every `fail_every`-th request with 503 (0: none).
+    fn http(dir: &Path, fail_every: usize) -> Server {
         let port = free_port();
         let mut command = Command::new(python_with("http.server"));
         command
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/range_http_server.py"))
             .arg(dir)
-            .arg(port.to_string());
+            .arg(port.to_string())
+            .arg(fail_every.to_string());
         Server::start(command, port)
     }
 
@@ -474,6 +476,79 @@ fn fingerprint_streams_warc_wet_and_jsonl_objects_with_the_bytes_of_local_files(
     assert_eq!(bad(&remote), bad(&local));
 }
 
+/// A nightly job (fingerprint, match, cluster, append) with every path in
+/// `root` (a directory or an `s3://` prefix), over the sample crawl.
+fn nightly_spec(root: &str) -> String {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl");
+    format!(
+        "[fingerprint]\ninput = [\"{}\"]\nout = \"{root}/{{date}}/fingerprints\"\n\n\
+         [match]\ncorpus = [\"{root}/corpus\"]\nout = \"{root}/{{date}}/pairs\"\nself = true\n\n\
+         [cluster]\nout = \"{root}/{{date}}/clusters\"\ncorpus_wins = true\n\n\
+         [append]\ncorpus = \"{root}/corpus\"\nbatch = \"{{date}}\"\n",
+        samples.join("text.wet.gz").display()
+    )
+}
+
+#[test]
+fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = Server::s3(&[]);
+    // The corpus before neardup ran nightly.
+    let base = d.join("base");
+    std::fs::create_dir(&base).unwrap();
+    let fingerprints =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl-fingerprints");
+    std::fs::copy(
+        fingerprints.join("part-00000.parquet"),
+        base.join("part-00000.parquet"),
+    )
+    .unwrap();
+    upload(&server, "crawl", &base, "jobs/corpus/base");
+    let disk = d.join("disk");
+    std::fs::create_dir_all(disk.join("corpus/base")).unwrap();
+    std::fs::copy(
+        base.join("part-00000.parquet"),
+        disk.join("corpus/base/part-00000.parquet"),
+    )
+    .unwrap();
+
+    for (name, root) in [
+        ("disk.toml", disk.display().to_string()),
+        ("s3.toml", "s3://crawl/jobs".into()),
+    ] {
+        std::fs::write(d.join(name), nightly_spec(&root)).unwrap();
+        for date in ["2026-11-22", "2026-11-23"] {
+            let output = neardup_on(&server)
+                .args(["run", &d.join(name).display().to_string(), "--date", date])
+                .output()
+                .unwrap();
+            assert!(succeeded(&output), "{name} {date}");
+        }
+    }
+    let got = d.join("got");
+    download(&server, "crawl", "jobs", &got);
+    for stage in [
+        "2026-11-23/fingerprints",
+        "2026-11-23/pairs",
+        "2026-11-23/clusters/clusters",
+        "2026-11-23/clusters/drop",
+        "corpus/2026-11-22",
+        "corpus/2026-11-23",
+    ] {
+        let parts = parts_of(&disk.join(stage));
+        assert!(!parts.is_empty(), "{stage}");
+        assert_eq!(parts_of(&got.join(stage)), parts, "{stage}");
+    }
+    assert!(got.join("corpus/2026-11-23/_SUCCESS").exists());
+    // The second night matched against the first night's batch too.
+    let rows = |root: &Path, date: &str| {
+        let summary = std::fs::read_to_string(root.join(date).join("pairs/_summary.json")).unwrap();
+        serde_json::from_str::<serde_json::Value>(&summary).unwrap()["rows_scanned"].as_u64()
+    };
+    assert!(rows(&got, "2026-11-23") > rows(&got, "2026-11-22"));
+}
+
 /// Runs `command`, which must fail with one line holding every one of
 /// `needles`, and write nothing at `out`.
 fn assert_fails_with(mut command: Command, out: &Path, needles: &[&str]) {
@@ -545,11 +620,12 @@ fn object_store_failures_get_one_line_naming_the_url_and_leave_nothing() {
 }
 
 #[test]
-fn http_inputs_are_read_by_byte_ranges_with_the_bytes_of_local_files() {
+fn http_inputs_are_read_by_byte_ranges_through_transient_errors_with_the_bytes_of_local_files() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let (q, c) = inputs(d);
-    let server = Server::http(d);
+    // Every fifth request fails with 503: object_store retries them.
+    let server = Server::http(d, 5);
     let local = d.join("local");
     let status = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["match", "--self", "--queries", &q.display().to_string()])

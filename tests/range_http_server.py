@@ -2,16 +2,30 @@
 stores' HTTP front ends and CDNs do, for neardup's HTTP input tests.
 Python's own http.server ignores Range.
 
-    python range_http_server.py DIR PORT
+    python range_http_server.py DIR PORT [FAIL_EVERY]
+
+With FAIL_EVERY = n, every n-th request gets 503 Service Unavailable, a
+transient error a client must retry.
 """
 import http.server
 import os
 import re
 import sys
+import threading
 
 
 class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    fail_every = 0
+    requests = 0
+    lock = threading.Lock()
+
     def send_head(self):
+        with RangeHandler.lock:
+            RangeHandler.requests += 1
+            failing = self.fail_every and RangeHandler.requests % self.fail_every == 0
+        if failing:
+            self.send_error(503, "try again")
+            return None
         path = self.translate_path(self.path)
         if not os.path.isfile(path):
             self.send_error(404, "not found")
@@ -54,5 +68,6 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
 
 if __name__ == "__main__":
     directory, port = sys.argv[1], int(sys.argv[2])
+    RangeHandler.fail_every = int(sys.argv[3]) if len(sys.argv) > 3 else 0
     handler = lambda *a, **k: RangeHandler(*a, directory=directory, **k)
     http.server.ThreadingHTTPServer(("127.0.0.1", port), handler).serve_forever()

@@ -253,6 +253,20 @@ impl Drop for Staging {
     }
 }
 
+/// Copies a file (local, or an object) to `path` through a temporary name,
+/// as every output file is placed; returns the bytes copied.
+pub fn copy_into_place(source: &crate::storage::Location, path: &Path) -> Result<u64> {
+    let tmp = temporary_name(path);
+    prepare_parent(path)?;
+    let mut target =
+        File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let bytes = std::io::copy(&mut source.reader()?, &mut target)
+        .with_context(|| format!("cannot copy {source} to {}", path.display()))?;
+    drop(target);
+    place(&tmp, path)?;
+    Ok(bytes)
+}
+
 /// Writes `bytes` to `path` through a temporary name in the same directory.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_name(path);
