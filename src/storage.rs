@@ -118,15 +118,15 @@ pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
     let store = store_for(&url)?;
     let key = ObjectPath::from_url_path(url.path())
         .with_context(|| format!("{spec}: not a valid object path"))?;
-    let object = |path: ObjectPath, size: u64| -> Result<Location> {
+    let object = |path: ObjectPath, size: u64| {
         let mut object_url = url.clone();
         object_url.set_path(&format!("/{path}"));
-        Ok(Location::Remote(RemoteObject {
+        Location::Remote(RemoteObject {
             store: store.clone(),
             url: object_url,
             path,
             size,
-        }))
+        })
     };
     let http = matches!(url.scheme(), "http" | "https");
     if spec.contains(['*', '?', '[']) {
@@ -144,7 +144,7 @@ pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
         let mut found = Vec::new();
         for meta in list(&store, &prefix, spec)? {
             if pattern.matches(meta.location.as_ref()) {
-                found.push(object(meta.location, meta.size)?);
+                found.push(object(meta.location, meta.size));
             }
         }
         if found.is_empty() {
@@ -153,7 +153,7 @@ pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
         return Ok(found);
     }
     match block_on(store.head(&key)) {
-        Ok(meta) => return Ok(vec![object(meta.location, meta.size)?]),
+        Ok(meta) => return Ok(vec![object(meta.location, meta.size)]),
         Err(object_store::Error::NotFound { .. }) => {}
         Err(error) => bail!("{spec}: {}", one_line(&error)),
     }
@@ -162,7 +162,12 @@ pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
     }
     let mut found = Vec::new();
     for meta in list(&store, &key, spec)? {
-        let below = meta.location.as_ref()[key.as_ref().len()..].split('/');
+        let below = meta
+            .location
+            .as_ref()
+            .get(key.as_ref().len()..)
+            .unwrap_or("");
+        let below = below.split('/');
         let skipped = below.clone().any(|part| part.starts_with(['_', '.']));
         let name = meta.location.filename().unwrap_or("");
         if !skipped
@@ -170,7 +175,7 @@ pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
                 .iter()
                 .any(|e| crate::parquet_io::input::has_extension(name, e))
         {
-            found.push(object(meta.location, meta.size)?);
+            found.push(object(meta.location, meta.size));
         }
     }
     if found.is_empty() {
