@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use neardup::design::{plan, DEFAULT_TABLE_MEMORY};
-use neardup::parquet_io::input::{expand_locations, Columns, FingerprintFile};
+use neardup::parquet_io::input::{expand_locations, read_files, Columns, FingerprintFile};
 use neardup::probe::{probe, Scratch};
 use neardup::tables::{Index, QuerySet};
 
@@ -20,7 +20,8 @@ fn read_rows(path: String, limit: usize) -> Result<Vec<(u64, i64)>> {
     let columns = Columns::default();
     let mut rows = Vec::new();
     for file in expand_locations(&[path])? {
-        FingerprintFile::open(&file, &columns)?.read_all(&columns, |ids, fingerprints| {
+        let file = [FingerprintFile::open(&file, &columns)?];
+        read_files(&file, &columns, |ids, fingerprints| {
             rows.extend(fingerprints.iter().copied().zip(ids.iter().copied()));
             Ok(())
         })?;

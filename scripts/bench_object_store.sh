@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Benchmark of `neardup match` reading its inputs from an S3 API on loopback
 # (moto's server, from the tests' requirements) against reading the same
-# files from local disk, alternating, on every core:
+# files from local disk, alternating:
 #
 #   scripts/bench_object_store.sh [CORPUS_ROWS] [ROUNDS]
 #
 # Generates |B| = 1M queries and CORPUS_ROWS (default 20M) corpus rows with
 # `neardup gen` into bench-data/ (kept out of git), uploads them to a fresh
 # moto server, and prints, per run, the scan rate (corpus rows per second per
-# core) and the time end to end. moto is a Python server: what it measures
-# is neardup's object-store path (footer, ranged reads of the column chunks,
-# the I/O runtime) plus moto's own cost, an upper bound on the path's.
+# core) and the time end to end, in two settings:
+# - "own core": the server pinned to the last core, neardup (one worker, its
+#   I/O threads too) pinned to the first, as a store on other machines would
+#   be: what neardup's object-store path (footers, ranged reads of the column
+#   chunks, the I/O runtime) costs it;
+# - "all cores": neardup on every core, one of them shared with the server, a
+#   Python process whose CPU time then comes out of neardup's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus_rows=${1:-20000000}
@@ -27,7 +31,9 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-.venv/bin/python -m moto.server -H 127.0.0.1 -p "$port" > bench-data/moto.log 2>&1 &
+server_core=()
+if [ "$cores" -gt 1 ]; then server_core=(taskset -c $((cores - 1))); fi
+"${server_core[@]}" .venv/bin/python -m moto.server -H 127.0.0.1 -p "$port" > bench-data/moto.log 2>&1 &
 moto=$!
 trap 'kill $moto 2> /dev/null' EXIT
 until python3 -c "import socket; socket.create_connection(('127.0.0.1', $port))" 2> /dev/null; do sleep 0.2; done
@@ -43,20 +49,30 @@ for sub in ("queries", "corpus"):
         s3.upload_file(os.path.join(root, sub, name), "bench", f"{sub}/{name}")
 PY
 
+# neardup match with its figures under LABEL: `run_match LABEL WORKERS
+# PREFIX... -- QUERIES CORPUS`, PREFIX the command it runs under.
 run_match() {
-    local label=$1 queries=$2 corpus=$3
-    "$bin" match --queries "$queries" --corpus "$corpus" --out bench-data/pairs-os \
-        --workers "$cores" --overwrite > /dev/null
-    python3 - "$label" "$cores" <<'PY'
+    local label=$1 workers=$2
+    shift 2
+    local prefix=()
+    while [ "$1" != -- ]; do prefix+=("$1"); shift; done
+    "${prefix[@]}" "$bin" match --queries "$2" --corpus "$3" --out bench-data/pairs-os \
+        --workers "$workers" --overwrite > /dev/null
+    python3 - "$label" "$workers" <<'PY'
 import json, sys
 label, cores = sys.argv[1], int(sys.argv[2])
 s = json.load(open("bench-data/pairs-os/_summary.json"))
-print(f"{label:5} {s['rows_scanned']:,} rows, {s['pairs']:,} pairs: total {s['seconds']:.2f}s "
+print(f"{label:15} {s['rows_scanned']:,} rows, {s['pairs']:,} pairs: total {s['seconds']:.2f}s "
       f"(build {s['build_seconds']:.2f}s, scan {s['scan_seconds']:.2f}s), "
       f"scan {s['rows_per_second'] / cores / 1e6:.2f}M rows/s per core")
 PY
 }
+first_core=(taskset -c 0)
 for _ in $(seq "$rounds"); do
-    run_match local "$data/queries" "$data/corpus"
-    run_match s3 s3://bench/queries s3://bench/corpus
+    if [ "$cores" -gt 1 ]; then
+        run_match "local own core" 1 "${first_core[@]}" -- "$data/queries" "$data/corpus"
+        run_match "s3 own core" 1 "${first_core[@]}" -- s3://bench/queries s3://bench/corpus
+    fi
+    run_match "local all cores" "$cores" -- "$data/queries" "$data/corpus"
+    run_match "s3 all cores" "$cores" -- s3://bench/queries s3://bench/corpus
 done

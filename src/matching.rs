@@ -12,7 +12,7 @@ use crate::dataflow::commit::{commit_staging, lock};
 use crate::dataflow::{self, Counters, Job, MatchTotals, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
 use crate::pairs::Parts;
-use crate::parquet_io::input::{open_inputs, Columns, FingerprintFile, Unit};
+use crate::parquet_io::input::{open_inputs, read_files, Columns, FingerprintFile, Unit};
 use crate::parquet_io::output::Staging;
 use crate::progress::{human, ScanProgress};
 use crate::runtime::RuntimeOptions;
@@ -292,12 +292,10 @@ impl SummaryDraft {
 /// Reads every row of B into memory, grouped by fingerprint.
 pub fn read_queries(files: &[FingerprintFile], columns: &Columns) -> Result<QuerySet> {
     let mut rows = Vec::new();
-    for file in files {
-        file.read_all(columns, |ids, fingerprints| {
-            rows.extend(fingerprints.iter().copied().zip(ids.iter().copied()));
-            Ok(())
-        })?;
-    }
+    read_files(files, columns, |ids, fingerprints| {
+        rows.extend(fingerprints.iter().copied().zip(ids.iter().copied()));
+        Ok(())
+    })?;
     Ok(QuerySet::from_rows(rows))
 }
 

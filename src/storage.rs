@@ -107,6 +107,47 @@ impl Location {
     }
 }
 
+/// How many objects are opened (their footers read) at once.
+const CONCURRENT_OPENS: usize = 16;
+
+/// `open` applied to every location, results in their order; the first
+/// error in that order wins. Objects are opened up to [`CONCURRENT_OPENS`]
+/// at a time: a store's first byte takes tens of milliseconds, and a corpus
+/// of thousands of shards would otherwise wait minutes for its footers one
+/// after another. Local files are opened in turn (the page cache answers).
+pub fn open_all<T: Send>(
+    locations: &[Location],
+    open: impl Fn(&Location) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let remote = locations.iter().filter(|l| l.as_local().is_none()).count();
+    let threads = remote.min(CONCURRENT_OPENS);
+    if threads <= 1 {
+        return locations.iter().map(&open).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let opened: Mutex<Vec<(usize, Result<T>)>> = Mutex::new(Vec::with_capacity(locations.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                use std::sync::atomic::Ordering::Relaxed;
+                while !failed.load(Relaxed) {
+                    let at = next.fetch_add(1, Relaxed);
+                    let Some(location) = locations.get(at) else {
+                        break;
+                    };
+                    let result = open(location);
+                    failed.fetch_or(result.is_err(), Relaxed);
+                    lock(&opened).push((at, result));
+                }
+            });
+        }
+    });
+    let mut opened = opened.into_inner().unwrap_or_else(|e| e.into_inner());
+    opened.sort_unstable_by_key(|&(at, _)| at);
+    opened.into_iter().map(|(_, result)| result).collect()
+}
+
 /// Expands URLs and local specs (files, directories, globs) into files, in
 /// order; see [`crate::parquet_io::input::expand_paths_with`] for the local
 /// rules, which objects follow too: a prefix is a directory (its objects
@@ -709,6 +750,43 @@ impl ChunkReader for Source {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_are_opened_at_once_in_order_and_the_first_error_in_order_wins() {
+        let objects: Vec<Location> = (0..40u8).map(|n| in_memory(&[n; 3])).collect();
+        // Each open waits until another is under way, so a one-at-a-time
+        // opener would wait out every timeout.
+        let in_flight = std::sync::atomic::AtomicUsize::new(0);
+        let most = std::sync::atomic::AtomicUsize::new(0);
+        let first_bytes = |location: &Location| -> Result<u8> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = in_flight.fetch_add(1, SeqCst) + 1;
+            most.fetch_max(now, SeqCst);
+            let waited = std::time::Instant::now();
+            while in_flight.load(SeqCst) < 2 && waited.elapsed().as_millis() < 200 {
+                std::thread::yield_now();
+            }
+            let mut first = [0u8];
+            location.reader()?.read_exact(&mut first)?;
+            in_flight.fetch_sub(1, SeqCst);
+            Ok(first[0])
+        };
+        let opened = open_all(&objects, first_bytes).unwrap();
+        assert_eq!(opened, (0..40u8).collect::<Vec<_>>());
+        assert!(most.load(std::sync::atomic::Ordering::SeqCst) > 1);
+
+        // Failures at 7 and 30: whatever ran first, the error is 7's.
+        let failing = |location: &Location| -> Result<u8> {
+            let mut first = [0u8];
+            location.reader()?.read_exact(&mut first)?;
+            match first[0] {
+                7 | 30 => bail!("object {} failed", first[0]),
+                n => Ok(n),
+            }
+        };
+        let error = open_all(&objects, failing).unwrap_err();
+        assert_eq!(error.to_string(), "object 7 failed");
+    }
 
     /// An object of `bytes` in an in-memory store.
     fn in_memory(bytes: &[u8]) -> Location {

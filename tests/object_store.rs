@@ -149,6 +149,31 @@ fn succeeded(output: &Output) -> bool {
     output.status.success()
 }
 
+/// Runs `neardup args` as two processes joined by a loopback hostfile
+/// written in `dir`; true when both succeed.
+fn two_processes_succeed(server: &Server, args: &[String], dir: &Path) -> bool {
+    let hosts = dir.join("hosts");
+    let addresses = format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port());
+    std::fs::write(&hosts, addresses).unwrap();
+    let children: Vec<Child> = (0..2)
+        .map(|i| {
+            neardup_on(server)
+                .args(args)
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    outputs.iter().all(succeeded)
+}
+
 /// The data files of an output directory (its parts, not the summary).
 fn parts_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
     part_files(dir)
@@ -222,24 +247,7 @@ fn match_cluster_and_a_job_read_s3_with_the_bytes_of_local_files() {
 
     // Two processes, each reading its share of the row groups from S3.
     let two = d.join("two");
-    let hosts = d.join("hosts");
-    let addresses = format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port());
-    std::fs::write(&hosts, addresses).unwrap();
-    let children: Vec<Child> = (0..2)
-        .map(|i| {
-            neardup_on(&server)
-                .args(remote_args(&two))
-                .args(["--hostfile", &hosts.display().to_string()])
-                .args(["--process", &i.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        assert!(succeeded(&child.wait_with_output().unwrap()));
-    }
+    assert!(two_processes_succeed(&server, &remote_args(&two), d));
     assert_eq!(parts_of(&two), baseline);
 
     // `cluster` on the pairs as a Spark job would find them: a prefix with
@@ -332,24 +340,11 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
     assert_eq!(parts_of(&got), baseline);
     assert!(got.join("_SUCCESS").exists() && got.join("_summary.json").exists());
 
-    let hosts = d.join("hosts");
-    let addresses = format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port());
-    std::fs::write(&hosts, addresses).unwrap();
-    let children: Vec<Child> = (0..2)
-        .map(|i| {
-            neardup_on(&server)
-                .args(matching("s3://results/two"))
-                .args(["--hostfile", &hosts.display().to_string()])
-                .args(["--process", &i.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for child in children {
-        assert!(succeeded(&child.wait_with_output().unwrap()));
-    }
+    assert!(two_processes_succeed(
+        &server,
+        &matching("s3://results/two"),
+        d
+    ));
     let two = d.join("two");
     download(&server, "results", "two", &two);
     assert_eq!(parts_of(&two), baseline);

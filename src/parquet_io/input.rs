@@ -17,7 +17,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::storage::{expand_remote, is_url, Fetch, Location, Source};
+use crate::storage::{expand_remote, is_url, open_all, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
 /// unit in flight whatever the size of the shard's row groups. Small enough
@@ -299,22 +299,33 @@ impl FingerprintFile {
         }
         Ok(())
     }
+}
 
-    /// Reads every row of the file, one row group at a time.
-    pub fn read_all(
-        &self,
-        columns: &Columns,
-        mut each: impl FnMut(&[i64], &[u64]) -> Result<()>,
-    ) -> Result<()> {
-        let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
-        for rg in 0..self.row_groups() {
-            ids.clear();
-            fingerprints.clear();
-            self.read_row_group(rg, columns, &mut ids, &mut fingerprints)?;
-            each(&ids, &fingerprints)?;
-        }
-        Ok(())
+/// Reads every row of `files`, one row group at a time and in order, the
+/// next row group's bytes (from an object store) on their way while the
+/// current one is decoded and handed to `each`.
+pub fn read_files(
+    files: &[FingerprintFile],
+    columns: &Columns,
+    mut each: impl FnMut(&[i64], &[u64]) -> Result<()>,
+) -> Result<()> {
+    let mut groups = files
+        .iter()
+        .flat_map(|file| (0..file.row_groups()).map(move |rg| (file, rg)));
+    let mut ahead = groups
+        .next()
+        .map(|(file, rg)| (file, file.fetch_row_group(rg)));
+    let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
+    while let Some((file, fetched)) = ahead.take() {
+        ahead = groups
+            .next()
+            .map(|(file, rg)| (file, file.fetch_row_group(rg)));
+        ids.clear();
+        fingerprints.clear();
+        file.read_fetched(fetched, columns, &mut ids, &mut fingerprints)?;
+        each(&ids, &fingerprints)?;
     }
+    Ok(())
 }
 
 /// Appends an INT64 or UINT64 column to `out` as `T`, refusing nulls.
@@ -354,10 +365,9 @@ pub fn open_inputs(
     specs: &[String],
     columns: &Columns,
 ) -> Result<(Vec<FingerprintFile>, Vec<Unit>)> {
-    let files: Vec<FingerprintFile> = expand_locations(specs)?
-        .iter()
-        .map(|p| FingerprintFile::open(p, columns))
-        .collect::<Result<_>>()?;
+    let files = open_all(&expand_locations(specs)?, |p| {
+        FingerprintFile::open(p, columns)
+    })?;
     let units = files
         .iter()
         .enumerate()
@@ -412,56 +422,59 @@ pub struct PairUnit {
 /// Spark or DuckDB join) need only `query_id` and `corpus_id`, plus what
 /// `needs` asks for.
 pub fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUnit>> {
-    let mut units = Vec::new();
-    for path in expand_locations(specs)? {
-        let shown = &path;
-        let metadata = read_footer(&path)?;
-        let schema = metadata.schema();
-        let type_of = |name: &str| schema.field_with_name(name).ok().map(|f| f.data_type());
-        for name in ["query_id", "corpus_id"] {
-            match type_of(name) {
-                Some(DataType::Int64 | DataType::UInt64) => {}
-                Some(other) => bail!(
-                    "{shown}: column `{name}` has type {other}, expected INT64 (is this `neardup match` output?)"
-                ),
-                None => bail!(
-                    "{shown}: no column `{name}` (columns: {}; is this `neardup match` output?)",
-                    column_list(schema)
-                ),
-            }
+    let files = open_all(&expand_locations(specs)?, |path| {
+        pair_file_units(path, needs)
+    })?;
+    Ok(files.into_iter().flatten().collect())
+}
+
+/// The row groups of one pair file, once its columns are checked.
+fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<PairUnit>> {
+    let shown = path;
+    let metadata = read_footer(path)?;
+    let schema = metadata.schema();
+    let type_of = |name: &str| schema.field_with_name(name).ok().map(|f| f.data_type());
+    for name in ["query_id", "corpus_id"] {
+        match type_of(name) {
+            Some(DataType::Int64 | DataType::UInt64) => {}
+            Some(other) => bail!(
+                "{shown}: column `{name}` has type {other}, expected INT64 (is this `neardup match` output?)"
+            ),
+            None => bail!(
+                "{shown}: no column `{name}` (columns: {}; is this `neardup match` output?)",
+                column_list(schema)
+            ),
         }
-        let has_self_pair = match type_of("self_pair") {
-            Some(DataType::Boolean) => true,
-            Some(other) => bail!("{shown}: column `self_pair` has type {other}, expected BOOLEAN"),
-            None if needs.self_pair => bail!(
-                "{shown}: no column `self_pair`, so corpus pages cannot be told from new ones: --corpus-wins needs `neardup match` output; run without it"
-            ),
-            None => false,
-        };
-        let has_distance = match type_of("distance") {
-            Some(t) if t.is_integer() => true,
-            Some(other) => bail!("{shown}: column `distance` has type {other}, expected an integer"),
-            None if needs.distance => bail!(
-                "{shown}: no column `distance`, which --drop-policy direct needs to drop a page for its nearest kept partner; add it or use --drop-policy component"
-            ),
-            None => false,
-        };
-        let groups = metadata.metadata().row_groups();
-        units.extend(
-            groups
-                .iter()
-                .enumerate()
-                .map(|(row_group, group)| PairUnit {
-                    path: path.clone(),
-                    metadata: metadata.clone(),
-                    row_group,
-                    rows: usize::try_from(group.num_rows()).unwrap_or(0),
-                    has_self_pair,
-                    has_distance,
-                }),
-        );
     }
-    Ok(units)
+    let has_self_pair = match type_of("self_pair") {
+        Some(DataType::Boolean) => true,
+        Some(other) => bail!("{shown}: column `self_pair` has type {other}, expected BOOLEAN"),
+        None if needs.self_pair => bail!(
+            "{shown}: no column `self_pair`, so corpus pages cannot be told from new ones: --corpus-wins needs `neardup match` output; run without it"
+        ),
+        None => false,
+    };
+    let has_distance = match type_of("distance") {
+        Some(t) if t.is_integer() => true,
+        Some(other) => bail!("{shown}: column `distance` has type {other}, expected an integer"),
+        None if needs.distance => bail!(
+            "{shown}: no column `distance`, which --drop-policy direct needs to drop a page for its nearest kept partner; add it or use --drop-policy component"
+        ),
+        None => false,
+    };
+    let groups = metadata.metadata().row_groups();
+    Ok(groups
+        .iter()
+        .enumerate()
+        .map(|(row_group, group)| PairUnit {
+            path: path.clone(),
+            metadata: metadata.clone(),
+            row_group,
+            rows: usize::try_from(group.num_rows()).unwrap_or(0),
+            has_self_pair,
+            has_distance,
+        })
+        .collect())
 }
 
 /// Appends the rows of a pair file's row group to `out`.
