@@ -2,12 +2,15 @@
 # Benchmark of `neardup cluster` on four pair graphs written by DuckDB into
 # bench-data/ (kept out of git), clustered with --corpus-wins on every core:
 #
-#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small chain star clique (default: all)
+#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed chain star clique (default: all)
 #   PARTS=1 scripts/bench_cluster.sh         output parts (default: one per core)
 #   PAUSE=5 scripts/bench_cluster.sh         seconds idle before each run (default 0)
 #
 # - small:  10M pairs in small clusters (blocks of 5 ids), 1% of pairs joining
 #           random pages, which chains blocks into larger components;
+# - hashed: the same graph with its ids scattered over the i64 range, as page
+#           ids (hashes of URLs) are: no two pages of a cluster are near in id
+#           order, so every per-page array is read at random;
 # - chain:  one 10M-page chain (ids scattered, so no locality helps);
 # - star:   1M leaves paired with one page;
 # - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
@@ -21,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
-if [ ${#shapes[@]} -eq 0 ]; then shapes=(small chain star clique); fi
+if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed chain star clique); fi
 cores=$(nproc)
 parts=${PARTS:-$cores}
 
@@ -31,11 +34,13 @@ if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
 
 # A bijection of 0..p-1 (p prime): scatters consecutive ids over the i64 range.
 scatter="((x::HUGEINT * 2862933555777941757) % 9223372036854775783)::BIGINT"
+small_q="(e // 4) * 5 + (hash(e) % 5)::BIGINT"
+small_c="CASE WHEN e % 100 = 0 THEN (hash(e * 3) % 12500000)::BIGINT
+              ELSE (e // 4) * 5 + (hash(e + 7) % 5)::BIGINT END"
 declare -A sql=(
-  [small]="SELECT (e // 4) * 5 + (hash(e) % 5)::BIGINT AS q,
-                  CASE WHEN e % 100 = 0 THEN (hash(e * 3) % 12500000)::BIGINT
-                       ELSE (e // 4) * 5 + (hash(e + 7) % 5)::BIGINT END AS c, e
-           FROM range(10000000) t(e)"
+  [small]="SELECT $small_q AS q, $small_c AS c, e FROM range(10000000) t(e)"
+  [hashed]="SELECT ${scatter//x/($small_q)} AS q, ${scatter//x/($small_c)} AS c, e
+            FROM range(10000000) t(e)"
   [chain]="SELECT ${scatter//x/e} AS q, ${scatter//x/(e + 1)} AS c, e FROM range(9999999) t(e)"
   [star]="SELECT ${scatter//x/(e + 1)} AS q, 0::BIGINT AS c, e FROM range(1000000) t(e)"
   [clique]="WITH sizes AS (SELECT * FROM (VALUES (16, 5550), (64, 330), (256, 20)) v(s, n)),

@@ -31,7 +31,7 @@ use crate::dataflow::commit::{
 };
 use crate::dataflow::components::{
     after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, pages_by_id,
-    sightings, SharedPages, Sighting,
+    seen_twice, shared_sightings, sightings, FilterChunk, SharedFilter, SharedPages, Sighting,
 };
 use crate::dataflow::Failure;
 use crate::drop_policy::{DropPolicy, PairLog};
@@ -210,6 +210,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let (me, peers) = (worker.index(), worker.peers());
             let (units, opts, dir) = &*job;
             let mine: Vec<PairUnit> = units.iter().skip(me).step_by(peers).cloned().collect();
+            let filter = SharedFilter::new(units.iter().map(|unit| unit.rows as u64).sum(), peers);
             let parts = opts.parts;
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let graph = Rc::new(RefCell::new(Components::new(opts.corpus_wins)));
@@ -217,8 +218,21 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let by_id = Rc::new(RefCell::new(Vec::new()));
             let expected_sightings = Rc::new(std::cell::Cell::new(0));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
-                let (input, sightings) = scope.new_input::<Vec<Sighting>>();
-                let joins = find_shared(sightings, peers, expected_sightings.clone());
+                let (input, bitmaps) = scope.new_input::<Vec<FilterChunk>>();
+                let twice = seen_twice(bitmaps, peers);
+                let sighted = {
+                    let (graph, by_id) = (graph.clone(), by_id.clone());
+                    let expected = expected_sightings.clone();
+                    shared_sightings(twice, filter, peers, move |twice, give| {
+                        let (components, by_id) = (graph.borrow(), by_id.borrow());
+                        let passing = filter.passing(twice, &by_id);
+                        let mine: Vec<Sighting> =
+                            sightings(&components, passing, me as u32).collect();
+                        expected.set(mine.len());
+                        mine.into_iter().for_each(give);
+                    })
+                };
+                let joins = find_shared(sighted, peers, expected_sightings.clone());
                 let shared = Rc::new(RefCell::new(SharedPages::default()));
                 let links = describe_joined(joins, graph.clone(), shared.clone());
                 let resolved = join_at_worker_zero(links);
@@ -331,9 +345,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 components.forget_index();
                 let mut by_id = by_id.borrow_mut();
                 *by_id = pages_by_id(components);
-                expected_sightings.set(components.len() + components.len() / 8);
-                for sighting in sightings(components, &by_id, me as u32) {
-                    input.send(sighting);
+                for chunk in filter.chunks(&by_id, peers) {
+                    input.send(chunk);
                 }
             }
             drop(input);

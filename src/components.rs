@@ -281,6 +281,19 @@ impl Components {
     }
 }
 
+/// A page id's bits mixed so that every bit of the result depends on every
+/// bit of the id (SplitMix64's finalizer): the top bits index tables and
+/// bitmaps. A single multiply (Fibonacci hashing) is not enough: ids with
+/// multiplicative structure of their own (`x * A mod p`, as one tool
+/// scatters ids) left 84% of a table's slots empty and up to 7 ids on one,
+/// and the lookups four times slower.
+pub fn mix(id: i64) -> u64 {
+    let mut z = id as u64;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Ids to pages: open addressing with linear probing, a slot being the id
 /// and its page (one cache line holds four slots), grown to twice the size
 /// once three quarters are full. Simpler and, with batched prefetches,
@@ -303,9 +316,7 @@ impl IdTable {
     }
 
     fn slot_of(&self, id: i64) -> usize {
-        // Fibonacci hashing: the top bits of a multiply mix every bit of the
-        // id, so sequential and strided ids spread evenly.
-        ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+        (mix(id) >> self.shift) as usize
     }
 
     fn prefetch(&self, id: i64) {
@@ -407,6 +418,29 @@ mod tests {
         let min = c.get(i64::MIN).unwrap();
         assert_eq!(c.representative(min), i64::MIN);
         assert_eq!(c.get(3), None);
+    }
+
+    #[test]
+    fn ids_with_structure_spread_over_the_table() {
+        // Sequential, shifted, and multiplied by a constant modulo a prime
+        // (the ids that left 84% of the slots empty under a single
+        // multiply): each fills about as many slots as random keys would.
+        let n = 1 << 18;
+        let families: [&dyn Fn(i64) -> i64; 3] = [&|i| i, &|i| i << 40, &|i| {
+            ((i as i128 * 2_862_933_555_777_941_757) % 9_223_372_036_854_775_783) as i64
+        }];
+        for family in families {
+            let mut table = IdTable::default();
+            table.reserve(n);
+            let mut home = vec![false; table.slots.len()];
+            for i in 0..n as i64 {
+                home[table.slot_of(family(i))] = true;
+            }
+            // n keys in 2n slots: 1 - e^(-1/2) = 39% of them, at random (a
+            // single multiply fills 32% for the third family, 10% at n = 2^20).
+            let used = home.iter().filter(|&&h| h).count() as f64 / home.len() as f64;
+            assert!(used > 0.36, "{used}");
+        }
     }
 
     #[test]
