@@ -2,7 +2,7 @@
 # Benchmark of `neardup cluster` on four pair graphs written by DuckDB into
 # bench-data/ (kept out of git), clustered with --corpus-wins on every core:
 #
-#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed chain star clique (default: all)
+#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed night chain star clique (default: all)
 #   PARTS=1 scripts/bench_cluster.sh         output parts (default: one per core)
 #   PAUSE=5 scripts/bench_cluster.sh         seconds idle before each run (default 0)
 #
@@ -11,6 +11,10 @@
 # - hashed: the same graph with its ids scattered over the i64 range, as page
 #           ids (hashes of URLs) are: no two pages of a cluster are near in id
 #           order, so every per-page array is read at random;
+# - night:  the hashed graph in the order `match` writes pairs (by query id):
+#           a cluster's pairs are in different row groups, so most clusters
+#           span workers and go through the joined path (worker 0's join,
+#           the owners' sweep), as a real night's pairs do;
 # - chain:  one 10M-page chain (ids scattered, so no locality helps);
 # - star:   1M leaves paired with one page;
 # - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
@@ -24,7 +28,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
-if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed chain star clique); fi
+if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed night chain star clique); fi
 cores=$(nproc)
 parts=${PARTS:-$cores}
 
@@ -41,6 +45,8 @@ declare -A sql=(
   [small]="SELECT $small_q AS q, $small_c AS c, e FROM range(10000000) t(e)"
   [hashed]="SELECT ${scatter//x/($small_q)} AS q, ${scatter//x/($small_c)} AS c, e
             FROM range(10000000) t(e)"
+  [night]="SELECT ${scatter//x/($small_q)} AS q, ${scatter//x/($small_c)} AS c, e
+           FROM range(10000000) t(e) ORDER BY q, c"
   [chain]="SELECT ${scatter//x/e} AS q, ${scatter//x/(e + 1)} AS c, e FROM range(9999999) t(e)"
   [star]="SELECT ${scatter//x/(e + 1)} AS q, 0::BIGINT AS c, e FROM range(1000000) t(e)"
   [clique]="WITH sizes AS (SELECT * FROM (VALUES (16, 5550), (64, 330), (256, 20)) v(s, n)),

@@ -13,8 +13,6 @@
 //! joined cluster travel to its owner, which chooses its drops; on 10M pairs
 //! in small clusters that is under 2% of the pages.
 
-use rustc_hash::FxHashMap;
-
 use crate::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
@@ -112,18 +110,21 @@ enum Stage {
 impl Router {
     pub fn new(mut input: RouterInput) -> Router {
         debug_assert!(input.components.len() < crate::clustering::MAX_WORKER_PAGES);
-        let mut clusters = Vec::with_capacity(input.joined.len());
-        let mut joined_index = FxHashMap::default();
-        for (&root, &cluster) in &input.joined {
-            joined_index.insert(root, clusters.len() as u32);
-            clusters.push((cluster, owner_of(cluster.0, input.peers)));
-        }
-        input.joined = JoinedRoots::default();
+        let joined = std::mem::take(&mut input.joined);
+        let clusters: Vec<(ClusterOf, u32)> = joined
+            .clusters()
+            .iter()
+            .map(|&cluster| (cluster, owner_of(cluster.0, input.peers)))
+            .collect();
         // Tags are local roots so far.
         let mut by_id = std::mem::take(&mut input.by_id);
-        if !joined_index.is_empty() {
-            for (_, _, tag) in &mut by_id {
-                if let Some(&c) = joined_index.get(tag) {
+        if !clusters.is_empty() {
+            for at in 0..by_id.len() {
+                if let Some(&(_, _, ahead)) = by_id.get(at + LOOKAHEAD) {
+                    joined.prefetch(ahead);
+                }
+                let tag = &mut by_id[at].2;
+                if let Some(c) = joined.get(*tag) {
                     *tag = JOINED | c;
                 }
             }
@@ -245,7 +246,7 @@ impl Router {
             return;
         };
         let owner = owner as usize;
-        let ranks_first = match self.input.shared.get(&id) {
+        let ranks_first = match self.input.shared.get(page) {
             Some(shared) => shared.first,
             None => self.input.components.ranks_first(page),
         };
@@ -345,8 +346,8 @@ impl Router {
         give: &mut dyn FnMut(Routed),
     ) {
         let joined = self.joined(tag).map(|(cluster, _)| cluster);
-        let copy = |shared: &SharedPage| !shared.writes;
-        if joined.is_some() && self.input.shared.get(&id).is_some_and(copy) {
+        let copy = |shared: SharedPage| !shared.writes;
+        if joined.is_some() && self.input.shared.get(page).is_some_and(copy) {
             return;
         }
         let components = &mut self.input.components;

@@ -27,31 +27,31 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
-use crate::components::{mix, Components, Label, Page};
+use crate::components::{mix, Components, Label, Page, MISSING};
 use crate::drop_policy::{sorted_by_id, KeyedPage};
 use crate::tables::prefetch;
 
 /// A page as one worker's union-find holds it: `(id, worker and rank,
-/// local root)`, the rank (whether the page ranks first, as that worker
-/// saw it) in the lowest bit, to keep the record at 16 bytes.
-pub type Sighting = (i64, u32, Page);
+/// local root, page)`, the rank (whether the page ranks first, as that
+/// worker saw it) in the lowest bit. The page comes back with its joins, so
+/// that its worker marks it by index rather than looking its id up.
+pub type Sighting = (i64, u32, Page, Page);
 
 /// A component of one worker's union-find: `(worker, local root)`.
 pub type Node = (u32, Page);
 
 /// A local component that shares a page with another worker's, sent to its
-/// worker: `(worker, local root, the node it joins, the page's id, whether
-/// the page ranks first)`; the node joined is the least of the page's
+/// worker: `(worker, local root, the page, the node it joins, whether the
+/// page ranks first)`; the node joined is the least of the page's
 /// sightings, and the page ranks first if any worker saw it so (only one
 /// may have seen the pair that makes it a corpus page).
-pub type Join = (u32, Page, Node, i64, bool);
+pub type Join = (u32, Page, Page, Node, bool);
 
 /// A joined local component as worker 0 needs it: one per page it shares.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,8 +75,38 @@ pub struct SharedPage {
     pub first: bool,
 }
 
-/// The pages of a worker that other workers saw too, by id.
-pub type SharedPages = FxHashMap<i64, SharedPage>;
+/// The pages of a worker that other workers saw too: a byte of flags per
+/// page, read by index as pages are routed (a hash map by id was most of
+/// the routing's time when most clusters span workers).
+#[derive(Debug, Default)]
+pub struct SharedPages {
+    flags: Vec<u8>,
+}
+
+const SEEN_ELSEWHERE: u8 = 1;
+const WRITES: u8 = 2;
+const RANKS_FIRST: u8 = 4;
+
+impl SharedPages {
+    /// Marks `page` (of `pages` in all) as seen by other workers too.
+    fn mark(&mut self, page: Page, pages: usize, shared: SharedPage) {
+        if self.flags.is_empty() {
+            self.flags = vec![0; pages];
+        }
+        self.flags[page as usize] = SEEN_ELSEWHERE
+            | if shared.writes { WRITES } else { 0 }
+            | if shared.first { RANKS_FIRST } else { 0 };
+    }
+
+    /// The page, if other workers saw it too.
+    pub fn get(&self, page: Page) -> Option<SharedPage> {
+        let flags = *self.flags.get(page as usize)?;
+        (flags & SEEN_ELSEWHERE != 0).then_some(SharedPage {
+            writes: flags & WRITES != 0,
+            first: flags & RANKS_FIRST != 0,
+        })
+    }
+}
 
 /// A cluster as the workers that hold its pages need it: `(id, pages)`.
 pub type ClusterOf = (i64, u32);
@@ -109,7 +139,7 @@ pub fn sightings<'a>(
 ) -> impl Iterator<Item = Sighting> + 'a {
     pages.map(move |&(id, page, root)| {
         let rank = u32::from(components.ranks_first(page));
-        (id, worker << 1 | rank, root)
+        (id, worker << 1 | rank, root, page)
     })
 }
 
@@ -379,7 +409,7 @@ pub fn find_shared<'scope>(
     let absorbed = runs.clone();
     after_all(
         sightings,
-        Exchange::new(move |&(id, _, _): &Sighting| owner_of(id, peers) as u64),
+        Exchange::new(move |&(id, ..): &Sighting| owner_of(id, peers) as u64),
         "FindShared",
         move |data| {
             let mut runs = absorbed.borrow_mut();
@@ -401,15 +431,15 @@ pub fn find_shared<'scope>(
                     radsort::sort_by_key(run, |&(id, ..)| id);
                 }
             }
-            let node = |&(_, worker, root): &Sighting| (worker >> 1, root);
+            let node = |&(_, worker, root, _): &Sighting| (worker >> 1, root);
             for_each_shared(&runs, |same| {
                 // The least worker, not the first to arrive: who writes the
                 // page must not depend on timing.
                 let head = same.iter().map(node).min().unwrap_or(node(&same[0]));
-                let first = same.iter().any(|&(_, worker, _)| worker & 1 == 1);
+                let first = same.iter().any(|&(_, worker, ..)| worker & 1 == 1);
                 for sighting in same {
                     let (worker, root) = node(sighting);
-                    give((worker, root, head, sighting.0, first));
+                    give((worker, root, sighting.3, head, first));
                 }
             });
         },
@@ -450,8 +480,8 @@ fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) 
 }
 
 /// At each joined component's worker: its least label and size, for worker
-/// 0. The ids of the worker's pages that other workers saw too go to
-/// `shared`, marked when this worker writes them.
+/// 0. The worker's pages that other workers saw too are marked in
+/// `shared`, with whether this worker writes them.
 pub fn describe_joined<'scope>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
@@ -466,9 +496,9 @@ pub fn describe_joined<'scope>(
                     let mut session = output.session(&time);
                     let components = &mut *graph.borrow_mut();
                     let mut shared = shared.borrow_mut();
-                    for &(worker, root, joins, id, first) in data.iter() {
+                    for &(worker, root, page, joins, first) in data.iter() {
                         let writes = (worker, root) == joins;
-                        shared.insert(id, SharedPage { writes, first });
+                        shared.mark(page, components.len(), SharedPage { writes, first });
                         session.give(NodeLink {
                             node: (worker, root),
                             joins,
@@ -498,15 +528,15 @@ pub fn join_at_worker_zero<'scope>(
             let links = std::mem::take(&mut *links_in.borrow_mut());
             let started = std::time::Instant::now();
             let joined = NodeForest::from_links(&links);
-            for (&node, &index) in &joined.index {
-                give((node.0, node.1, joined.cluster(index)));
+            for (index, &(worker, root)) in joined.nodes.iter().enumerate() {
+                give((worker, root, joined.cluster(index as u32)));
             }
             if links.is_empty() {
                 return;
             }
             tracing::info!(
                 links = links.len(),
-                components = joined.index.len(),
+                components = joined.nodes.len(),
                 seconds = started.elapsed().as_secs_f64(),
                 "local components joined"
             );
@@ -514,9 +544,14 @@ pub fn join_at_worker_zero<'scope>(
     )
 }
 
-/// The union-find over joined local components at worker 0.
+/// The union-find over joined local components at worker 0, over dense
+/// node indexes: a node's index is found in an array per worker, indexed
+/// by local root (a hash map of millions of nodes, and then sorting their
+/// keys, were most of the one sequential step's time when most clusters
+/// span workers).
 struct NodeForest {
-    index: FxHashMap<Node, u32>,
+    /// Each node's `(worker, local root)`, by index.
+    nodes: Vec<Node>,
     parent: Vec<u32>,
     least: Vec<Label>,
     /// Nodes in the set; meaningful at roots.
@@ -527,42 +562,50 @@ struct NodeForest {
 
 impl NodeForest {
     fn from_links(links: &[NodeLink]) -> NodeForest {
+        // Local roots are below their worker's page count: an array per
+        // worker, as long as its greatest root, numbers its nodes.
+        let mut index_of: Vec<Vec<u32>> = Vec::new();
+        for link in links {
+            let (worker, root) = (link.node.0 as usize, link.node.1 as usize);
+            if index_of.len() <= worker {
+                index_of.resize_with(worker + 1, Vec::new);
+            }
+            if index_of[worker].len() <= root {
+                index_of[worker].resize(root + 1, MISSING);
+            }
+        }
         let mut forest = NodeForest {
-            index: FxHashMap::default(),
+            nodes: Vec::new(),
             parent: Vec::new(),
             least: Vec::new(),
             size: Vec::new(),
             pages: Vec::new(),
         };
-        // Every node's own link carries its least label, and a link may
-        // arrive before the link of the node it joins: add them all first.
-        // A page's copies held by other workers are taken off their nodes.
-        let nodes: Vec<u32> = links
+        // Every node's own link carries its least label and pages, and a
+        // link may name a node it joins before that node's own link: number
+        // them all first. A page's copies held by other workers are taken
+        // off their nodes.
+        let own: Vec<u32> = links
             .iter()
             .map(|link| {
-                let node = forest.node(link.node, link.least, link.pages);
-                forest.pages[node as usize] -= u64::from(link.copy);
-                node
+                let index = &mut index_of[link.node.0 as usize][link.node.1 as usize];
+                if *index == MISSING {
+                    *index = forest.nodes.len() as u32;
+                    forest.nodes.push(link.node);
+                    forest.parent.push(*index);
+                    forest.least.push(link.least);
+                    forest.size.push(1);
+                    forest.pages.push(u64::from(link.pages));
+                }
+                forest.pages[*index as usize] -= u64::from(link.copy);
+                *index
             })
             .collect();
-        for (link, node) in links.iter().zip(nodes) {
-            let joins = forest.index[&link.joins];
+        for (link, node) in links.iter().zip(own) {
+            let joins = index_of[link.joins.0 as usize][link.joins.1 as usize];
             forest.union(node, joins);
         }
         forest
-    }
-
-    /// The index of `node`, added with its least label and pages when new.
-    fn node(&mut self, node: Node, least: Label, pages: u32) -> u32 {
-        let next = self.parent.len() as u32;
-        let index = *self.index.entry(node).or_insert(next);
-        if index == next {
-            self.parent.push(index);
-            self.least.push(least);
-            self.size.push(1);
-            self.pages.push(u64::from(pages));
-        }
-        index
     }
 
     fn find(&mut self, mut node: u32) -> u32 {
@@ -600,9 +643,44 @@ impl NodeForest {
     }
 }
 
-/// The clusters of this worker's joined local components, by local root.
-/// A root not in it is a cluster this worker saw whole.
-pub type JoinedRoots = FxHashMap<Page, ClusterOf>;
+/// The clusters of this worker's joined local components, by local root:
+/// an index per root into the clusters, as they arrived. A root not in it
+/// is a cluster this worker saw whole.
+#[derive(Debug, Default)]
+pub struct JoinedRoots {
+    index: Vec<Page>,
+    clusters: Vec<ClusterOf>,
+}
+
+impl JoinedRoots {
+    fn insert(&mut self, root: Page, cluster: ClusterOf) {
+        if self.index.len() <= root as usize {
+            self.index.resize(root as usize + 1, MISSING);
+        }
+        self.index[root as usize] = self.clusters.len() as Page;
+        self.clusters.push(cluster);
+    }
+
+    /// The index of the cluster of a local root, if it was joined.
+    pub fn get(&self, root: Page) -> Option<u32> {
+        self.index
+            .get(root as usize)
+            .copied()
+            .filter(|&index| index != MISSING)
+    }
+
+    /// Asks the CPU to fetch a root's entry ahead of [`Self::get`].
+    pub fn prefetch(&self, root: Page) {
+        if let Some(entry) = self.index.get(root as usize) {
+            prefetch(entry);
+        }
+    }
+
+    /// The joined clusters, by index.
+    pub fn clusters(&self) -> &[ClusterOf] {
+        &self.clusters
+    }
+}
 
 /// At every worker, once the clusters of its joined components are known:
 /// `start` makes the work that follows from them (the rest of this
@@ -625,7 +703,9 @@ where
         name,
         move |data| {
             let mut joined = absorbed.borrow_mut();
-            joined.extend(data.drain(..).map(|(_, root, cluster)| (root, cluster)));
+            for (_, root, cluster) in data.drain(..) {
+                joined.insert(root, cluster);
+            }
         },
         move || start(std::mem::take(&mut *joined.borrow_mut())),
     )
@@ -697,6 +777,42 @@ mod tests {
     }
 
     #[test]
+    fn joined_nodes_get_their_cluster_whatever_order_their_links_come_in() {
+        let link = |node: Node, joins: Node, least: i64, pages: u32, copy: bool| NodeLink {
+            node,
+            joins,
+            least: (true, least),
+            pages,
+            copy,
+        };
+        // Nodes (0, 7) and (1, 2) share a page written by worker 0; (1, 2)
+        // and (2, 900) share one written by worker 1; (0, 3) and (2, 5)
+        // share one written by worker 0. A link may name a node before that
+        // node's own link.
+        let links = [
+            link((1, 2), (0, 7), 40, 3, true),
+            link((2, 900), (1, 2), 10, 2, true),
+            link((0, 7), (0, 7), 30, 4, false),
+            link((1, 2), (1, 2), 40, 3, false),
+            link((2, 5), (0, 3), 60, 2, true),
+            link((0, 3), (0, 3), 50, 1, false),
+        ];
+        let joined = NodeForest::from_links(&links);
+        let cluster_of = |node: Node| {
+            let index = joined.nodes.iter().position(|&n| n == node).unwrap();
+            joined.cluster(index as u32)
+        };
+        // 4 + 3 + 2 pages, less the two copies.
+        for node in [(0, 7), (1, 2), (2, 900)] {
+            assert_eq!(cluster_of(node), (10, 7), "{node:?}");
+        }
+        for node in [(0, 3), (2, 5)] {
+            assert_eq!(cluster_of(node), (50, 2), "{node:?}");
+        }
+        assert_eq!(joined.nodes.len(), 5);
+    }
+
+    #[test]
     fn a_filter_has_about_eight_bits_a_pair_and_at_most_thirty_two_a_worker() {
         let bits = |pairs, peers| 1u64 << SharedFilter::new(pairs, peers).log2_bits;
         assert_eq!(bits(10_000_000, 2), 1 << 27);
@@ -719,7 +835,7 @@ mod tests {
                 3 => Vec::new(),
                 _ => (0..600i64)
                     .filter(|id| id % i64::from(w + 2) == 0)
-                    .map(|id| (id, w << 1, id as Page))
+                    .map(|id| (id, w << 1, id as Page, id as Page))
                     .collect(),
             })
             .collect();
