@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (DuckDB's Python package, in
 # .venv/), warcio (an independent WARC writer), xxhash (for the independent
-# simhash) and PyYAML (to read jobs/kubernetes.yaml), checks formatting and
-# lints, and runs every test in release mode.
+# simhash), PyYAML (to read jobs/kubernetes.yaml), moto's S3 server and the
+# Azure Blob client, and Azurite (npm, into scripts/azurite/), checks
+# formatting and lints, and runs every test in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +12,11 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
 export NEARDUP_TEST_PYTHON="$PWD/.venv/bin/python"
+# Azurite (Azure Blob Storage's emulator), pinned by its lockfile.
+if [ ! -x scripts/azurite/node_modules/.bin/azurite-blob ]; then
+    (cd scripts/azurite && npm ci --silent --no-audit --no-fund)
+fi
+export NEARDUP_TEST_AZURITE="$PWD/scripts/azurite/node_modules/.bin/azurite-blob"
 
 cargo fmt --all -- --check
 cargo clippy --release --all-targets -- -D warnings

@@ -223,8 +223,8 @@ fn same_schemes(
             })
         })
         .collect();
-    let schemes = scheme::check_same(&files, allow_mixed)?;
-    if schemes.len() > 1 {
+    let (schemes, mixed) = scheme::check_same(&files, allow_mixed)?;
+    if mixed {
         tracing::warn!(
             "matching fingerprints of {} schemes (--allow-mixed-schemes): {}",
             schemes.len(),

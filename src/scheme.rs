@@ -139,17 +139,22 @@ pub struct SchemeOf {
     pub scheme: Option<String>,
 }
 
-/// The schemes of `match`'s inputs, each with the first file that has it.
-/// More than one is an error unless `allow_mixed`; the error names a file
-/// of each (one of B and one of F when they are where the difference is).
-pub fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<Vec<String>> {
+/// The schemes of `match`'s inputs, and whether any two are not
+/// [`comparable`]: an error unless `allow_mixed`, naming a file of each
+/// (one of B and one of F when they are where the difference is).
+pub fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<(Vec<String>, bool)> {
     let mut first: BTreeMap<&str, &SchemeOf> = BTreeMap::new();
     for file in files {
         if let Some(scheme) = &file.scheme {
             first.entry(scheme.as_str()).or_insert(file);
         }
     }
-    if first.len() > 1 && !allow_mixed {
+    let schemes: Vec<&str> = first.keys().copied().collect();
+    let mixed = schemes
+        .iter()
+        .enumerate()
+        .any(|(i, a)| schemes[i + 1..].iter().any(|b| !comparable(a, b)));
+    if mixed && !allow_mixed {
         let (a, b) = differing_pair(files);
         bail!(
             "fingerprint schemes differ: {} ({}) has `{}`, {} ({}) has `{}`; fingerprints made differently are not comparable (re-fingerprint one side, e.g. with --scheme NAME, or pass --allow-mixed-schemes)",
@@ -161,13 +166,33 @@ pub fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<Vec<String>> 
             b.scheme.as_deref().unwrap_or_default(),
         );
     }
-    Ok(first.into_keys().map(str::to_string).collect())
+    Ok((schemes.into_iter().map(str::to_string).collect(), mixed))
 }
 
-/// Two files with different known schemes, preferring one of each side.
+/// Whether fingerprints of two scheme strings may be compared: the same
+/// but for the HTML mode, which only shards of HTML pages record (it says
+/// which text of a page was fingerprinted, and text without HTML has only
+/// one). A shard of text (WET, JSONL) meets an HTML shard of the same
+/// scheme; two HTML shards must agree on it too.
+fn comparable(a: &str, b: &str) -> bool {
+    let split = |scheme: &str| match scheme.rsplit_once(" html=") {
+        Some((base, html)) => (base.to_string(), Some(html.to_string())),
+        None => (scheme.to_string(), None),
+    };
+    let ((base_a, html_a), (base_b, html_b)) = (split(a), split(b));
+    base_a == base_b && (html_a.is_none() || html_b.is_none() || html_a == html_b)
+}
+
+/// Two files with known schemes that are not comparable, preferring one of
+/// each side.
 fn differing_pair(files: &[SchemeOf]) -> (&SchemeOf, &SchemeOf) {
     let known: Vec<&SchemeOf> = files.iter().filter(|f| f.scheme.is_some()).collect();
-    let differ = |a: &SchemeOf, b: &SchemeOf| a.scheme != b.scheme;
+    let differ = |a: &SchemeOf, b: &SchemeOf| {
+        !comparable(
+            a.scheme.as_deref().unwrap_or_default(),
+            b.scheme.as_deref().unwrap_or_default(),
+        )
+    };
     let across = known.iter().find_map(|a| {
         known
             .iter()
@@ -258,9 +283,30 @@ mod tests {
         let error = check_same(&files, false).unwrap_err().to_string();
         assert!(error.contains("b0 (B) has `s1`"), "{error}");
         assert!(error.contains("f1 (F) has `s2`"), "{error}");
-        assert_eq!(check_same(&files, true).unwrap(), ["s1", "s2"]);
-        assert_eq!(check_same(&files[..3], false).unwrap(), ["s1"]);
+        let same = |files| check_same(files, false).unwrap();
+        assert_eq!(
+            check_same(&files, true).unwrap(),
+            (vec!["s1".into(), "s2".into()], true)
+        );
+        assert_eq!(same(&files[..3]), (vec!["s1".into()], false));
+        // A text shard meets an HTML shard of its scheme; two HTML shards
+        // must agree on the HTML mode.
+        let text_and_html = [
+            file("B", "wet", Some("s1")),
+            file("B", "warc", Some("s1 html=main")),
+            file("F", "old", Some("s1 html=main")),
+        ];
+        assert_eq!(same(&text_and_html).0.len(), 2);
+        assert!(!same(&text_and_html).1);
+        let modes = [
+            file("B", "warc", Some("s1 html=main")),
+            file("F", "wet", Some("s1")),
+            file("F", "old", Some("s1 html=all")),
+        ];
+        let error = check_same(&modes, false).unwrap_err().to_string();
+        assert!(error.contains("warc (B) has `s1 html=main`"), "{error}");
+        assert!(error.contains("old (F) has `s1 html=all`"), "{error}");
         let unknown = [file("B", "b", None), file("F", "f", None)];
-        assert!(check_same(&unknown, false).unwrap().is_empty());
+        assert!(same(&unknown).0.is_empty());
     }
 }

@@ -584,3 +584,41 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
         serde_json::json!([v1])
     );
 }
+
+/// A WARC's shard records its HTML mode and a WET's does not: the two are
+/// of one scheme, and `match` takes them together without a word.
+#[test]
+fn html_and_text_shards_of_one_scheme_are_matched_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (fp, pairs) = (dir.path().join("fp"), dir.path().join("pairs"));
+    let crawl = root.join("data-samples/crawl").display().to_string();
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        &crawl,
+        "--out",
+        &fp.display().to_string(),
+    ]);
+    let schemes: Vec<String> = part_files(&fp)
+        .iter()
+        .map(|shard| shard_scheme(shard).unwrap())
+        .collect();
+    assert_eq!(schemes.len(), 2);
+    assert!(schemes[0].ends_with(" html=main") != schemes[1].ends_with(" html=main"));
+    let matched = neardup(&[
+        "match",
+        "--queries",
+        &fp.display().to_string(),
+        "--self",
+        "--out",
+        &pairs.display().to_string(),
+    ]);
+    assert!(
+        matched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&matched.stderr)
+    );
+    assert!(String::from_utf8_lossy(&matched.stderr).trim().is_empty());
+    assert!(pairs.join("_SUCCESS").exists());
+}

@@ -1,7 +1,8 @@
-//! Inputs in object storage, against real servers on loopback: moto's S3
-//! server (`moto[server]`, installed by scripts/test.sh) and an HTTP server
-//! that answers byte ranges. Reading `s3://` and `http://` gives the bytes
-//! of reading the same files locally; failures get one line.
+//! Inputs and outputs in object storage, against real servers on loopback:
+//! moto's S3 server (`moto[server]`, installed by scripts/test.sh),
+//! Azurite (Azure Blob Storage's emulator, likewise) and an HTTP server that
+//! answers byte ranges. Reading and writing `s3://`, `az://` and `http://`
+//! gives the bytes of the same runs on local files; failures get one line.
 
 mod common;
 
@@ -677,4 +678,107 @@ fn part_like(dir: &Path) -> Vec<PathBuf> {
         .collect();
     shards.sort();
     shards
+}
+
+/// The Azurite account's well-known key (Azure's documentation publishes it).
+const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// Azurite, Azure Blob Storage's emulator (installed by scripts/test.sh
+/// into scripts/azurite/), in memory on a loopback port.
+fn azurite() -> Server {
+    let program = std::env::var_os("NEARDUP_TEST_AZURITE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("scripts/azurite/node_modules/.bin/azurite-blob")
+        });
+    assert!(
+        program.exists(),
+        "no Azurite at {} (run scripts/test.sh, which installs it)",
+        program.display()
+    );
+    let port = free_port();
+    let mut command = Command::new(program);
+    command
+        .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+        .args(["--inMemoryPersistence", "--disableTelemetry", "--loose"])
+        .arg("--skipApiVersionCheck");
+    Server::start(command, port)
+}
+
+/// Runs a Python `script` against Azurite's account with
+/// azure-storage-blob, a client other tools use: `blobs` is the account's
+/// service client, `args` the script's arguments.
+fn azure_client(server: &Server, script: &str, args: &[&str]) {
+    let prelude = format!(
+        "import os, sys\nfrom azure.storage.blob import BlobServiceClient\n\
+         blobs = BlobServiceClient.from_connection_string(\
+         'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE_KEY};\
+         BlobEndpoint={}/devstoreaccount1;')\n",
+        server.endpoint()
+    );
+    let status = Command::new(python_with("azure.storage.blob"))
+        .args(["-c", &format!("{prelude}{script}")])
+        .args(args)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The crawl sample through `fingerprint`, `match --self` and `cluster`,
+/// every input and output in Azure Blob Storage (Azurite) as `az://`
+/// URLs: what a reader downloads is what the same runs write to disk.
+#[test]
+fn the_crawl_pipeline_in_azure_blob_storage_writes_the_bytes_of_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = azurite();
+    azure_client(&server, "blobs.create_container('crawl')", &[]);
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data-samples/crawl")
+        .display()
+        .to_string();
+    let run = |root: &str| {
+        let steps = [
+            vec!["fingerprint", "--input", &samples],
+            vec!["match", "--queries", "{root}/fp", "--self"],
+            vec!["cluster", "--pairs", "{root}/pairs"],
+        ];
+        for (step, out) in steps.iter().zip(["fp", "pairs", "clusters"]) {
+            let args: Vec<String> = step.iter().map(|a| a.replace("{root}", root)).collect();
+            let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .env("AZURE_STORAGE_USE_EMULATOR", "true")
+                .env("AZURITE_BLOB_STORAGE_URL", server.endpoint())
+                .args(&args)
+                .args(["--workers", "2", "--out", &format!("{root}/{out}")])
+                .output()
+                .unwrap();
+            assert!(succeeded(&output), "{args:?}");
+        }
+    };
+    let local = d.join("local");
+    run(&local.display().to_string());
+    run("az://crawl/night");
+    let downloaded = d.join("downloaded");
+    let script = "
+container = blobs.get_container_client('crawl')
+for blob in container.list_blobs(name_starts_with='night/'):
+    path = os.path.join(sys.argv[1], os.path.relpath(blob.name, 'night'))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as f:
+        f.write(container.download_blob(blob.name).readall())
+";
+    azure_client(&server, script, &[&downloaded.display().to_string()]);
+    for parts in ["fp", "pairs", "clusters/clusters", "clusters/drop"] {
+        let (mine, theirs) = (
+            parts_of(&local.join(parts)),
+            parts_of(&downloaded.join(parts)),
+        );
+        assert!(!mine.is_empty(), "{parts}");
+        assert_eq!(mine, theirs, "{parts}");
+    }
+    for out in ["fp", "pairs", "clusters"] {
+        assert!(downloaded.join(out).join("_SUCCESS").exists(), "{out}");
+    }
 }
