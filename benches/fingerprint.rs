@@ -38,6 +38,13 @@ fn main() {
     })
     .expect("read the crawl sample");
     let options = [
+        (
+            "script (default)",
+            SimhashOptions {
+                features: Features::Script,
+                ..Default::default()
+            },
+        ),
         ("words", SimhashOptions::default()),
         (
             "words, keep stop words",
@@ -64,6 +71,14 @@ fn main() {
             "chars:5",
             SimhashOptions {
                 features: Features::Chars(5),
+                ..Default::default()
+            },
+        ),
+        (
+            "chars:5, log weights",
+            SimhashOptions {
+                features: Features::Chars(5),
+                log_weights: true,
                 ..Default::default()
             },
         ),

@@ -7,7 +7,7 @@ Truth: word 5-shingle Jaccard over every pair of files (exact, all pairs).
 Recall: of the pairs with J >= 0.9, the share within k = 3; precision: of
 the pairs within k, the share with J >= 0.8. By length in words.
 
-    .venv/bin/python scripts/eval_text.py ["--flags=--features chars:5 --log-weights"]
+    .venv/bin/python scripts/eval_text.py ["--flags=--features words"] [--json FILE]
 """
 
 import argparse
@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--neardup", default="target/release/neardup")
     ap.add_argument("--flags", default="", help="more `fingerprint` flags")
+    ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-text-")
     docs = {}
@@ -69,6 +70,7 @@ def main():
                 positives.add((a, b))
     print(f"{len(docs)} files, {len(positives)} pairs with J >= 0.9, "
           f"{len(found)} pairs within k={args.k} ({args.flags or 'defaults'})")
+    figures = {}
     for b in ["<200", "200-1000", ">1000", "all"]:
         def shorter(p):
             return bucket(min(docs[p[0]][2], docs[p[1]][2]))
@@ -76,7 +78,11 @@ def main():
         got = [p for p in found if b == "all" or shorter(p) == b]
         recall = sum(p in found for p in pos) / max(1, len(pos))
         precision = sum(jaccard(*p) >= 0.8 for p in got) / max(1, len(got))
+        figures[b] = {"recall": recall, "positives": len(pos),
+                      "precision": precision, "found": len(got)}
         print(f"{b:9} recall {recall:6.3f} of {len(pos):5}  precision {precision:6.3f} of {len(got):5}")
+    if args.json:
+        json.dump(figures, open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

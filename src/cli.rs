@@ -289,7 +289,7 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// A named fingerprint scheme (v2, the default; v1), fixing features,
+    /// A named fingerprint scheme (v3, the default; v2, v1), fixing features,
     /// weights and HTML text: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub scheme: Option<String>,
@@ -297,7 +297,10 @@ pub struct FingerprintArgs {
     /// main content (default; all its text when none is found) or all of it.
     #[arg(long, value_enum)]
     pub html_text: Option<HtmlText>,
-    /// Features: words (the default), shingles:N (word N-grams) or chars:N (character N-grams).
+    /// Features: script (the default: words with term-frequency weights for
+    /// text mostly of Han characters, character 5-grams with log weights
+    /// for other text), words, shingles:N (word N-grams) or chars:N
+    /// (character N-grams).
     #[arg(long)]
     pub features: Option<String>,
     /// Weight features by 1 + ln(count) instead of their count.

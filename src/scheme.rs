@@ -20,7 +20,7 @@ pub const METADATA_KEY: &str = "neardup.scheme";
 const ALGORITHM: &str = "simhash64/1";
 
 /// Everything that decides a page's fingerprint.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scheme {
     pub simhash: SimhashOptions,
     /// Which text of an HTML page (WARC responses) is fingerprinted.
@@ -51,7 +51,25 @@ const NAMED: &[(&str, Scheme)] = &[
             html: HtmlText::Main,
         },
     ),
+    (
+        "v3",
+        Scheme {
+            simhash: SimhashOptions {
+                features: Features::Script,
+                log_weights: false,
+                stop_words: true,
+            },
+            html: HtmlText::Main,
+        },
+    ),
 ];
+
+impl Default for Scheme {
+    /// The newest named scheme.
+    fn default() -> Scheme {
+        NAMED[NAMED.len() - 1].1
+    }
+}
 
 impl Scheme {
     /// The scheme string of a shard, as stored in its metadata. The HTML
@@ -60,17 +78,21 @@ impl Scheme {
     /// stay comparable.
     pub fn describe(&self, html_input: bool) -> String {
         let options = &self.simhash;
-        let weights = match options.log_weights {
-            true => "log-tf",
-            false => "tf",
+        let weights = match (options.features, options.log_weights) {
+            (Features::Script, _) => "script(han:tf,other:log-tf)",
+            (_, true) => "log-tf",
+            (_, false) => "tf",
         };
         let stop_words = match options.stop_words {
             true => "en+zh",
             false => "none",
         };
+        let features = match options.features {
+            Features::Script => "script(han:words,other:chars:5)".to_string(),
+            other => other.to_string(),
+        };
         let mut scheme = format!(
-            "{ALGORITHM} norm=nfkc-lower-ws features={} weights={weights} stopwords={stop_words}",
-            options.features
+            "{ALGORITHM} norm=nfkc-lower-ws features={features} weights={weights} stopwords={stop_words}"
         );
         if html_input {
             scheme.push_str(&format!(" html={}", self.html));
@@ -117,12 +139,16 @@ impl Scheme {
             return Scheme::named(name);
         }
         let default = Scheme::default();
+        let features = match features {
+            Some(features) => features.parse()?,
+            None => default.simhash.features,
+        };
+        if features == Features::Script && log_weights {
+            bail!("--log-weights: the `script` features (the default) choose their own weights; give --features too (e.g. --features words --log-weights)");
+        }
         Ok(Scheme {
             simhash: SimhashOptions {
-                features: match features {
-                    Some(features) => features.parse()?,
-                    None => default.simhash.features,
-                },
+                features,
                 log_weights,
                 stop_words: !keep_stop_words,
             },
@@ -214,8 +240,8 @@ mod tests {
     fn the_default_is_the_last_named_scheme() {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
-        assert_eq!(scheme.simhash, SimhashOptions::default());
         assert_eq!(Scheme::default().name(), Some(name));
+        assert_eq!(name, "v3");
     }
 
     #[test]
@@ -227,14 +253,22 @@ mod tests {
         assert_eq!(v2.describe(false), text);
         assert_eq!(v1.describe(true), format!("{text} html=all"));
         assert_eq!(v2.describe(true), format!("{text} html=main"));
+        let v3 = Scheme::named("v3").unwrap();
+        let text = "simhash64/1 norm=nfkc-lower-ws features=script(han:words,other:chars:5) weights=script(han:tf,other:log-tf) stopwords=en+zh";
+        assert_eq!(v3.describe(false), text);
+        assert_eq!(v3.describe(true), format!("{text} html=main"));
     }
 
     #[test]
     fn every_option_shows_in_the_scheme() {
-        let base = Scheme::default();
+        let base = Scheme::named("v2").unwrap();
         let variants = [
             SimhashOptions {
                 features: Features::Chars(4),
+                ..base.simhash
+            },
+            SimhashOptions {
+                features: Features::Script,
                 ..base.simhash
             },
             SimhashOptions {
@@ -260,7 +294,12 @@ mod tests {
         let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
         assert!(error.to_string().contains("--html-text"), "{error}");
         let error = from(Some("v9"), None, false, false, None).unwrap_err();
-        assert!(error.to_string().contains("known: v1, v2"), "{error}");
+        assert!(error.to_string().contains("known: v1, v2, v3"), "{error}");
+        let error = from(None, None, true, false, None).unwrap_err();
+        assert!(error.to_string().contains("--features too"), "{error}");
+        let scheme = from(None, None, false, true, None).unwrap();
+        assert_eq!(scheme.simhash.features, Features::Script);
+        assert!(!scheme.simhash.stop_words);
         let scheme = from(None, Some("shingles:2"), true, false, Some(HtmlText::All)).unwrap();
         assert_eq!(scheme.simhash.features, Features::Shingles(2));
         assert!(scheme.simhash.log_weights && scheme.simhash.stop_words);

@@ -18,6 +18,7 @@ use parquet::arrow::ArrowWriter;
 use common::*;
 use neardup::crawl::html::{self, HtmlText};
 use neardup::crawl::url_id;
+use neardup::scheme::Scheme;
 use neardup::simhash::{fingerprint, Features, SimhashOptions};
 use serde_json::Value;
 
@@ -95,7 +96,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     assert!(warc_scheme.ends_with(" html=main"), "{warc_scheme}");
 
     let mut expected = std::collections::BTreeMap::new();
-    let options = SimhashOptions::default();
+    let options = Scheme::default().simhash;
     for r in manifest["wet"].as_array().unwrap() {
         let (url, text) = (r["url"].as_str().unwrap(), r["text"].as_str().unwrap());
         expected.insert(url.to_string(), fingerprint(text, &options));
@@ -413,16 +414,20 @@ fn an_independent_implementation_of_the_documented_algorithm_agrees() {
     ];
     let mut cases = Vec::new();
     let mut expected = Vec::new();
-    for features in ["words", "shingles:2", "shingles:3", "chars:3", "chars:5"] {
+    let variants = ["words", "shingles:2", "shingles:3", "chars:3", "chars:5"]
+        .into_iter()
+        .map(|features| (features, false))
+        .chain([("words", true), ("chars:5", true), ("script", false)]);
+    for (features, log_weights) in variants {
         for keep_stop_words in [false, true] {
             for text in texts {
                 let options = SimhashOptions {
                     features: features.parse().unwrap(),
+                    log_weights,
                     stop_words: !keep_stop_words,
-                    ..Default::default()
                 };
                 let f = fingerprint(text, &options);
-                cases.push(serde_json::json!({"text": text, "features": features, "keep_stop_words": keep_stop_words}));
+                cases.push(serde_json::json!({"text": text, "features": features, "log_weights": log_weights, "keep_stop_words": keep_stop_words}));
                 expected.push((f.simhash, u64::from(f.n_features), u64::from(f.n_chars)));
             }
         }
@@ -481,23 +486,31 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     let out = |name: &str| dir.path().join(name);
     let path = |name: &str| out(name).display().to_string();
 
-    // On text (no HTML), the default scheme v2 and v1 differ in nothing:
-    // same bytes, same scheme string.
+    // On text (no HTML), the schemes v2 and v1 differ in nothing: same
+    // bytes, same scheme string. The default, v3, is another scheme.
+    let by_scheme = |name: &str| {
+        run_ok(&[
+            "fingerprint",
+            "--input",
+            input,
+            "--out",
+            &path(name),
+            "--scheme",
+            name,
+        ])
+    };
+    by_scheme("v1");
+    by_scheme("v2");
     run_ok(&["fingerprint", "--input", input, "--out", &path("default")]);
-    run_ok(&[
-        "fingerprint",
-        "--input",
-        input,
-        "--out",
-        &path("v1"),
-        "--scheme",
-        "v1",
-    ]);
     let shard = |name: &str| out(name).join("part-00000.parquet");
     assert_eq!(
-        std::fs::read(shard("default")).unwrap(),
+        std::fs::read(shard("v2")).unwrap(),
         std::fs::read(shard("v1")).unwrap()
     );
+    let default = shard_scheme(&shard("default")).unwrap();
+    assert!(default.contains("features=script("), "{default}");
+    assert_eq!(summary(&out("default"))["scheme_name"], "v3");
+    assert_eq!(summary(&out("v2"))["scheme_name"], "v2");
     let v1 = shard_scheme(&shard("v1")).expect("a scheme in the shard's metadata");
     assert!(
         v1.starts_with("simhash64/1 ") && v1.contains("features=words"),
@@ -505,7 +518,6 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     );
     assert_eq!(summary(&out("v1"))["files"][0]["scheme"], v1.as_str());
     assert_eq!(summary(&out("v1"))["scheme_name"], "v1");
-    assert_eq!(summary(&out("default"))["scheme_name"], "v2");
 
     // Another scheme is recorded as such.
     run_ok(&[

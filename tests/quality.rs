@@ -1,8 +1,11 @@
 //! Simhash quality on planted edits: near-copies of longer documents (English
 //! and Chinese) should land within k = 3 of the original, and unrelated
 //! documents should not. Prints the figures per edit kind and feature option
-//! (`cargo test --release --test quality -- --nocapture`) and asserts the
-//! issue's floor for the default features.
+//! (`cargo test --release --test quality -- --nocapture`) and asserts floors
+//! for the named schemes' features; and the default scheme's floors on real
+//! plain text.
+
+mod common;
 
 use neardup::simhash::{fingerprint, Features, SimhashOptions};
 
@@ -257,6 +260,60 @@ fn rates(
     (near.into_iter().map(frac).collect(), frac(unrelated))
 }
 
+/// The least share of pairs within k per edit (ad, counter, frame, words)
+/// asserted for the schemes' features: `script` (v3, the default) and
+/// `words` (v1 and v2).
+///
+/// On English, `script` is character 5-grams with log weights, which lose
+/// pairs on these synthetic pages when their header and footer change
+/// (0.66 within k, against 0.99 for `words`): a guard against regression,
+/// not the goal. The goal is met where it was chosen, on real pages
+/// (`real_text_meets_the_quality_floors` below, and README, "Quality"),
+/// where main-content extraction drops an HTML page's frame before it is
+/// fingerprinted and where `words` lets shared boilerplate pair unrelated
+/// pages (precision 0.31 on real HTML, against 0.92).
+fn floors(language: &str, options: &SimhashOptions) -> Option<[f64; 4]> {
+    let words = SimhashOptions::default();
+    let script = SimhashOptions {
+        features: Features::Script,
+        ..words
+    };
+    match language {
+        _ if *options == words => Some([0.95; 4]),
+        "english" if *options == script => Some([0.85, 0.93, 0.60, 0.95]),
+        _ if *options == script => Some([0.95; 4]),
+        _ => None,
+    }
+}
+
+/// The default scheme on real plain text (`scripts/eval_text.py`: the
+/// Debian copyright files of this machine's packages, exact word 5-shingle
+/// Jaccard over all pairs) meets issue 13's floors: recall >= 0.97 of the
+/// pairs with J >= 0.9, precision >= 0.97 (pairs within k with J >= 0.8).
+#[test]
+fn real_text_meets_the_quality_floors() {
+    let dir = tempfile::tempdir().unwrap();
+    let figures = dir.path().join("figures.json");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let status = std::process::Command::new(common::python_with("duckdb"))
+        .arg(root.join("scripts/eval_text.py"))
+        .args(["--neardup", env!("CARGO_BIN_EXE_neardup"), "--json"])
+        .arg(&figures)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let figures: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&figures).unwrap()).unwrap();
+    let all = &figures["all"];
+    assert!(all["positives"].as_u64().unwrap() >= 100, "{figures}");
+    let (recall, precision) = (
+        all["recall"].as_f64().unwrap(),
+        all["precision"].as_f64().unwrap(),
+    );
+    assert!(recall >= 0.97 && precision >= 0.97, "{figures}");
+}
+
 #[test]
 fn planted_edits_stay_within_k_and_unrelated_pages_do_not() {
     let mut rng = Rng(2026);
@@ -270,6 +327,10 @@ fn planted_edits_stay_within_k_and_unrelated_pages_do_not() {
         ("chinese", Language::chinese(&mut rng), 1000),
     ];
     let options = [
+        SimhashOptions {
+            features: Features::Script,
+            ..Default::default()
+        },
         SimhashOptions::default(),
         SimhashOptions {
             log_weights: true,
@@ -320,10 +381,12 @@ fn planted_edits_stay_within_k_and_unrelated_pages_do_not() {
                 "{name:<8} {label:<24} {:>6.3} {:>8.3} {:>6.3} {:>6.3} {:>10.3}",
                 near[0], near[1], near[2], near[3], unrelated
             );
-            if *o == SimhashOptions::default() {
-                for (e, rate) in EDITS.iter().zip(&near) {
-                    if *rate < 0.95 {
-                        failures.push(format!("{name} {label} {e:?}: only {rate:.3} within k"));
+            if let Some(floors) = floors(name, o) {
+                for ((e, rate), floor) in EDITS.iter().zip(&near).zip(floors) {
+                    if *rate < floor {
+                        failures.push(format!(
+                            "{name} {label} {e:?}: only {rate:.3} within k (floor {floor})"
+                        ));
                     }
                 }
                 if unrelated >= 0.01 {

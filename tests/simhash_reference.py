@@ -5,10 +5,14 @@ characters (no jieba here).
 
     simhash_reference.py < texts.json   prints [[simhash, n_features, n_chars], ...]
 
-texts.json: [{"text": ..., "features": "words" | "shingles:N" | "chars:N",
-              "keep_stop_words": bool}, ...]
+texts.json: [{"text": ..., "features": "script" | "words" | "shingles:N" | "chars:N",
+              "log_weights": bool, "keep_stop_words": bool}, ...]
+
+`script` (the default features) on text without Han characters is
+character 5-grams with log weights.
 """
 import json
+import math
 import re
 import sys
 import unicodedata
@@ -21,10 +25,12 @@ block = re.search(r"const STOP_WORDS: &\[&str\] = &\[(.*?)\];", rust, re.S).grou
 STOP_WORDS = set(re.findall(r'"([^"]*)"', block))
 
 
-def simhash(text, features, keep_stop_words):
+def simhash(text, features, log_weights, keep_stop_words):
     # Lower case one character at a time: no final-sigma rule.
     text = "".join(c.lower() for c in unicodedata.normalize("NFKC", text))
     text = " ".join(text.split())
+    if features == "script":
+        features, log_weights = "chars:5", True
     kind, _, n = features.partition(":")
     n = int(n or 1)
     if kind == "chars":
@@ -36,13 +42,22 @@ def simhash(text, features, keep_stop_words):
             words = [w for w in words if w not in STOP_WORDS]
         grams = [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
     sums = [0] * 64
-    for g in grams:
-        h = xxhash.xxh3_64_intdigest(g.encode())
+    hashes = [xxhash.xxh3_64_intdigest(g.encode()) for g in grams]
+    if log_weights:
+        # Each distinct feature once, weighted 1 + ln(count), in the order
+        # of their hashes (the order decides the float sums' rounding).
+        counts = {}
+        for h in hashes:
+            counts[h] = counts.get(h, 0) + 1
+        weighted = [(h, 1.0 + math.log(counts[h])) for h in sorted(counts)]
+    else:
+        weighted = [(h, 1) for h in hashes]
+    for h, w in weighted:
         for i in range(64):
-            sums[i] += 1 if (h >> i) & 1 else -1
+            sums[i] += w if (h >> i) & 1 else -w
     fingerprint = sum(1 << i for i in range(64) if sums[i] > 0)
     return [fingerprint, len(grams), len(text)]
 
 
 cases = json.load(sys.stdin)
-print(json.dumps([simhash(c["text"], c["features"], c["keep_stop_words"]) for c in cases]))
+print(json.dumps([simhash(c["text"], c["features"], c["log_weights"], c["keep_stop_words"]) for c in cases]))
