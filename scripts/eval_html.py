@@ -12,7 +12,7 @@ Recall: of the pairs of the same page in both releases with J >= 0.9, the
 share within k = 3. Precision: of the pairs within k, the share with
 J >= 0.8. By length of the main content in words.
 
-    .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3]
+    .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3] [--json FILE]
 """
 
 import argparse
@@ -123,6 +123,7 @@ def main():
     ap.add_argument("--k", type=int, default=3)
     ap.add_argument("--neardup", default="target/release/neardup")
     ap.add_argument("--flags", default="", help="more `fingerprint` flags, e.g. '--log-weights'")
+    ap.add_argument("--json", help="also write the figures here, by mode and length")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-")
     warc = os.path.join(work, "docs.warc.gz")
@@ -157,6 +158,7 @@ def main():
     positives = {p for p in same_page if p in truth and truth[p] >= 0.9}
 
     buckets = ["<200", "200-1000", ">1000", "all"]
+    figures = {}
     print(f"\n{'mode':6} {'bucket':9} {'recall':>14} {'precision':>14}")
     for mode, pairs in found.items():
         for b in buckets:
@@ -167,6 +169,10 @@ def main():
             recall = sum(p in pairs for p in pos) / max(1, len(pos))
             precision = sum(truth[p] >= 0.8 for p in got) / max(1, len(got))
             print(f"{mode:6} {b:9} {recall:6.3f} of {len(pos):5} {precision:6.3f} of {len(got):5}")
+            figures.setdefault(mode, {})[b] = {"recall": recall, "positives": len(pos),
+                                               "precision": precision, "within_k": len(got)}
+    if args.json:
+        json.dump(figures, open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -217,7 +217,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
                     .step_by(peers)
                     .map(|(i, (path, format, bytes))| (i, path.clone(), *format, *bytes))
                     .collect();
-                let window = (2 * peers).clamp(4, 32);
+                let window = (4 * peers).clamp(8, 64);
                 let fields = opts.fields.clone();
                 let batches = read_documents(scope, mine, fields, counters.clone(), window, &state);
                 let rows = fingerprint_batches(batches, opts.scheme, counters);

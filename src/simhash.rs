@@ -26,6 +26,10 @@ use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 use unicode_segmentation::UnicodeSegmentation;
 use xxhash_rust::xxh3::xxh3_64;
 
+use sums::simhash_of;
+
+mod sums;
+
 /// Which features a document is turned into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Features {
@@ -158,10 +162,9 @@ fn mostly_han(text: &str) -> bool {
 pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
     let text = normalize(text);
     let n_chars = text.chars().count() as u32;
-    let mut sums = WeightedBits::default();
     let options = &options.for_text(&text);
-    let n_features = match options.features {
-        Features::Chars(n) => add_char_grams(&text, n, options, &mut sums),
+    let (simhash, n_features) = match options.features {
+        Features::Chars(n) => char_grams(&text, n, options),
         Features::Words | Features::Shingles(_) | Features::Script => {
             let mut words = words(&text);
             if options.stop_words {
@@ -171,11 +174,11 @@ pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
                 Features::Shingles(n) => n,
                 _ => 1,
             };
-            add_word_grams(&words, n, options, &mut sums)
+            word_grams(&words, n, options)
         }
     };
     Fingerprint {
-        simhash: sums.sign_bits(),
+        simhash,
         n_features,
         n_chars,
     }
@@ -183,12 +186,40 @@ pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
 
 /// NFKC, lower case, whitespace runs collapsed to one space, trimmed.
 pub fn normalize(text: &str) -> String {
+    if text.is_ascii() {
+        normalize_ascii(text.as_bytes())
+    } else {
+        normalize_unicode(text)
+    }
+}
+
+/// [`normalize`] for ASCII (most text), byte by byte: ASCII is NFKC, and
+/// its lower case and white space (`char::is_whitespace`: tab to carriage
+/// return, and space) are bytes'.
+fn normalize_ascii(text: &[u8]) -> String {
+    let mut out = Vec::with_capacity(text.len());
+    let mut pending_space = false;
+    for &b in text {
+        if matches!(b, b'\t'..=b'\r' | b' ') {
+            pending_space = !out.is_empty();
+            continue;
+        }
+        if pending_space {
+            out.push(b' ');
+            pending_space = false;
+        }
+        out.push(b.to_ascii_lowercase());
+    }
+    String::from_utf8(out).expect("ASCII is UTF-8")
+}
+
+fn normalize_unicode(text: &str) -> String {
     let mut out = Normalized {
         text: String::with_capacity(text.len()),
         pending_space: false,
     };
-    // Most text is already NFKC (all of ASCII is): the quick check skips the
-    // decomposition and recomposition, which would give the same characters.
+    // Most text is already NFKC: the quick check skips the decomposition
+    // and recomposition, which would give the same characters.
     if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
         text.chars().for_each(|c| out.push_lowercase(c));
     } else {
@@ -290,15 +321,14 @@ fn is_stop_word(word: &str) -> bool {
             .contains(word)
 }
 
-/// Adds every n-gram of `words` (joined by one space); returns how many.
-fn add_word_grams(
-    words: &[&str],
-    n: usize,
-    options: &SimhashOptions,
-    sums: &mut WeightedBits,
-) -> u32 {
+/// The simhash of every n-gram of `words` (joined by one space), and how
+/// many there were.
+fn word_grams(words: &[&str], n: usize, options: &SimhashOptions) -> (u64, u32) {
     if n == 1 {
-        return add_features(words.iter().map(|w| xxh3_64(w.as_bytes())), options, sums);
+        return simhash_of(
+            words.iter().map(|w| xxh3_64(w.as_bytes())),
+            options.log_weights,
+        );
     }
     let mut joined = String::new();
     let hashes = words.windows(n).map(|gram| {
@@ -311,92 +341,31 @@ fn add_word_grams(
         }
         xxh3_64(joined.as_bytes())
     });
-    add_features(hashes, options, sums)
+    simhash_of(hashes, options.log_weights)
 }
 
-/// Adds every character n-gram of `text`; a text shorter than `n` characters
-/// is one feature.
-fn add_char_grams(text: &str, n: usize, options: &SimhashOptions, sums: &mut WeightedBits) -> u32 {
-    let bounds: Vec<usize> = text
-        .char_indices()
-        .map(|(i, _)| i)
-        .chain(std::iter::once(text.len()))
-        .collect();
-    let chars = bounds.len() - 1;
+/// The simhash of every character n-gram of `text`, and how many there
+/// were; a text shorter than `n` characters is one feature.
+fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
+    let bytes = text.as_bytes();
+    // The byte offset of each character and of the end; none are needed
+    // for ASCII (most text), where characters are bytes.
+    let bounds: Option<Vec<usize>> = (!text.is_ascii()).then(|| {
+        text.char_indices()
+            .map(|(i, _)| i)
+            .chain(std::iter::once(text.len()))
+            .collect()
+    });
+    let offset = |i: usize| bounds.as_ref().map_or(i, |b| b[i]);
+    let chars = bounds.as_ref().map_or(bytes.len(), |b| b.len() - 1);
     if chars == 0 {
-        return 0;
+        return (0, 0);
     }
     if chars < n {
-        return add_features(std::iter::once(xxh3_64(text.as_bytes())), options, sums);
+        return simhash_of(std::iter::once(xxh3_64(bytes)), options.log_weights);
     }
-    let hashes = (0..=chars - n).map(|i| xxh3_64(&text.as_bytes()[bounds[i]..bounds[i + n]]));
-    add_features(hashes, options, sums)
-}
-
-/// Adds feature hashes with their weights; returns how many features there were.
-fn add_features(
-    hashes: impl Iterator<Item = u64>,
-    options: &SimhashOptions,
-    sums: &mut WeightedBits,
-) -> u32 {
-    if options.log_weights {
-        // Distinct features in the order of their hashes, so the weights are
-        // summed in one order on every run (float addition is not
-        // associative, and a sum near zero decides a bit).
-        let mut sorted: Vec<u64> = hashes.collect();
-        sorted.sort_unstable();
-        for run in sorted.chunk_by(|a, b| a == b) {
-            sums.add(run[0], 1.0 + (run.len() as f64).ln());
-        }
-        return sorted.len() as u32;
-    }
-    // A weight linear in the count adds the same total one occurrence at a
-    // time: count each bit's ones in integers (exact, and vectorised), and
-    // add `ones - zeros` to the sums once.
-    let mut ones = [0u32; 64];
-    let mut count = 0u32;
-    for h in hashes {
-        for (i, n) in ones.iter_mut().enumerate() {
-            *n += ((h >> i) & 1) as u32;
-        }
-        count += 1;
-    }
-    for (sum, &n) in sums.0.iter_mut().zip(&ones) {
-        *sum += f64::from(n) * 2.0 - f64::from(count);
-    }
-    count
-}
-
-/// Per-bit sums of the features' weights: `+w` where a feature's hash has
-/// the bit set, `-w` where not.
-struct WeightedBits([f64; 64]);
-
-impl Default for WeightedBits {
-    fn default() -> Self {
-        WeightedBits([0.0; 64])
-    }
-}
-
-impl WeightedBits {
-    /// Adds `weight` where `hash` has a bit set and `-weight` where not:
-    /// the sign bit flipped for the zeros, without a branch, so that the
-    /// 64 independent sums vectorise (the same additions, in the same
-    /// order per bit, as a branch would make).
-    #[inline]
-    fn add(&mut self, hash: u64, weight: f64) {
-        let weight = weight.to_bits();
-        for (i, sum) in self.0.iter_mut().enumerate() {
-            let zero = !(hash >> i) & 1;
-            *sum += f64::from_bits(weight ^ (zero << 63));
-        }
-    }
-
-    fn sign_bits(&self) -> u64 {
-        self.0
-            .iter()
-            .enumerate()
-            .fold(0u64, |acc, (i, &s)| acc | (u64::from(s > 0.0) << i))
-    }
+    let hashes = (0..=chars - n).map(|i| xxh3_64(&bytes[offset(i)..offset(i + n)]));
+    simhash_of(hashes, options.log_weights)
 }
 
 #[cfg(test)]
@@ -414,6 +383,25 @@ mod tests {
 
     fn distance(a: &str, b: &str, options: &SimhashOptions) -> u32 {
         (fingerprint(a, options).simhash ^ fingerprint(b, options).simhash).count_ones()
+    }
+
+    #[test]
+    fn ascii_is_normalised_as_any_other_text() {
+        let all: String = (0u8..128).map(char::from).collect();
+        let mut texts = vec![
+            all.clone(),
+            format!("  {all}  "),
+            String::new(),
+            " \x0b\t".into(),
+        ];
+        texts.extend((0..200).map(|i| {
+            (0..40)
+                .map(|j| char::from(((i * 7919 + j * 104_729) % 128) as u8))
+                .collect::<String>()
+        }));
+        for text in texts {
+            assert_eq!(normalize(&text), normalize_unicode(&text), "{text:?}");
+        }
     }
 
     #[test]

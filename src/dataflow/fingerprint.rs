@@ -44,7 +44,7 @@ use crate::scheme::Scheme;
 use crate::simhash::fingerprint;
 
 /// A batch is sent on once its text reaches this many bytes...
-const BATCH_BYTES: usize = 1 << 20;
+const BATCH_BYTES: usize = 1 << 18;
 /// ...or it holds this many documents.
 const BATCH_DOCUMENTS: usize = 1024;
 
