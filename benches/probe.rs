@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::Result;
 use neardup::design::{plan, DEFAULT_TABLE_MEMORY};
 use neardup::parquet_io::input::{expand_locations, read_files, Columns, FingerprintFile};
-use neardup::probe::{probe, Scratch};
+use neardup::probe::{candidates_per_probe, kernel_name, probe, Scratch};
 use neardup::tables::{Index, QuerySet};
 
 /// Up to `limit` `(fingerprint, id)` rows of the Parquet files at `path`.
@@ -56,8 +56,19 @@ fn main() -> Result<()> {
     };
     let set = QuerySet::from_rows(rows);
     let forced = args.get(3).map(|&m| m as u32);
-    let design = plan(set.groups() as u64, k, DEFAULT_TABLE_MEMORY, forced).design;
-    println!("design: {}", design.describe());
+    let design = plan(
+        set.groups() as u64,
+        k,
+        DEFAULT_TABLE_MEMORY,
+        forced,
+        candidates_per_probe(),
+    )
+    .design;
+    println!(
+        "design: {} (kernel: {})",
+        design.describe(),
+        kernel_name(&design)
+    );
     let started = Instant::now();
     let index = Index::build(design, set, 2);
     println!("build: {:.2}s", started.elapsed().as_secs_f64());

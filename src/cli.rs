@@ -371,13 +371,20 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
         Some(n) => n,
         None => count_distinct_fingerprints(&args.queries, &args.columns.columns())?,
     };
-    let plan = design::plan(stored, args.k, args.table_memory_mib << 20, args.blocks);
+    let plan = design::plan(
+        stored,
+        args.k,
+        args.table_memory_mib << 20,
+        args.blocks,
+        crate::probe::candidates_per_probe(),
+    );
     let d = &plan.design;
     println!("{} distinct query fingerprints, k = {}", stored, args.k);
     println!("design: {}", d.describe());
     println!(
-        "expected candidates per probe: {:.3}",
-        d.expected_candidates
+        "expected candidates per probe: {:.3} (kernel: {})",
+        d.expected_candidates,
+        crate::probe::kernel_name(d)
     );
     println!(
         "table memory: {} bytes ({})",

@@ -288,12 +288,19 @@ pub struct Plan {
 /// Chooses `m` for `stored` distinct fingerprints and threshold `k`.
 ///
 /// More blocks mean longer keys and so fewer candidates per probe, but
-/// `C(m, k)` tables. The rule: the fewest blocks whose probes return about
-/// one candidate or fewer, as long as the tables fit in `memory_budget`; when
-/// no such design fits, the most blocks that do fit (fewest candidates); when
-/// nothing fits, `m = k + 1` (the fewest tables possible).
-/// `forced_m` overrides the choice.
-pub fn plan(stored: u64, k: u32, memory_budget: u64, forced_m: Option<u32>) -> Plan {
+/// `C(m, k)` tables. The rule: the fewest blocks whose probes return at most
+/// `max_candidates` candidates (what the probe kernel checks cheaply: see
+/// [`crate::probe::candidates_per_probe`]), as long as the tables fit in
+/// `memory_budget`; when no such design fits, the most blocks that do fit
+/// (fewest candidates); when nothing fits, `m = k + 1` (the fewest tables
+/// possible). `forced_m` overrides the choice.
+pub fn plan(
+    stored: u64,
+    k: u32,
+    memory_budget: u64,
+    forced_m: Option<u32>,
+    max_candidates: f64,
+) -> Plan {
     let mut considered = Vec::new();
     let mut chosen: Option<Design> = None;
     let mut best_fitting: Option<Design> = None;
@@ -304,13 +311,16 @@ pub fn plan(stored: u64, k: u32, memory_budget: u64, forced_m: Option<u32>) -> P
         }
         let design = Design::new(stored, k, m);
         let fits = design.memory_bytes <= memory_budget;
-        let few = design.expected_candidates <= 1.0;
+        let few = design.expected_candidates <= max_candidates;
         let verdict = match (forced_m, chosen.is_some()) {
             (Some(f), _) if f == m => "chosen (--blocks)".to_string(),
             (Some(_), _) => "not requested (--blocks)".to_string(),
             (None, true) => "more tables than needed".to_string(),
             (None, false) if !fits => "over the memory budget".to_string(),
-            (None, false) if !few => "more than one candidate per probe".to_string(),
+            (None, false) if !few && max_candidates == 1.0 => {
+                "more than one candidate per probe".to_string()
+            }
+            (None, false) if !few => format!("more than {max_candidates} candidates per probe"),
             (None, false) => "chosen".to_string(),
         };
         considered.push(Considered {
@@ -461,7 +471,7 @@ mod tests {
             z ^ (z >> 31)
         };
         for k in 0..=MAX_K {
-            let plan = plan(1 << 20, k, DEFAULT_TABLE_MEMORY, None);
+            let plan = plan(1 << 20, k, DEFAULT_TABLE_MEMORY, None, 1.0);
             let design = plan.design;
             for _ in 0..2000 {
                 let a = next();
@@ -482,14 +492,20 @@ mod tests {
 
     #[test]
     fn plan_picks_fewest_blocks_with_at_most_one_candidate() {
-        let p = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, None);
+        let p = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, None, 1.0);
         assert_eq!(p.design.m(), 5);
         assert!(p.design.expected_candidates <= 1.0);
-        let small = plan(1000, 3, DEFAULT_TABLE_MEMORY, None);
+        let small = plan(1000, 3, DEFAULT_TABLE_MEMORY, None, 1.0);
         assert_eq!(small.design.m(), 4);
-        let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7));
+        let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7), 1.0);
         assert_eq!(forced.design.m(), 7);
         assert_eq!(forced.design.tables.len(), 35);
+        // A kernel that checks 16 candidates per probe cheaply takes the
+        // paper's |B| = 2^20 with 4 tables, and twice that with 10.
+        let wide = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, None, 16.0);
+        assert_eq!(wide.design.m(), 4);
+        let twice = plan(2 << 20, 3, DEFAULT_TABLE_MEMORY, None, 16.0);
+        assert_eq!(twice.design.m(), 5);
     }
 
     #[test]
@@ -527,7 +543,7 @@ mod tests {
 
     #[test]
     fn plan_respects_memory_budget() {
-        let p = plan(1 << 20, 3, 60 << 20, None);
+        let p = plan(1 << 20, 3, 60 << 20, None, 1.0);
         assert!(
             p.design.memory_bytes <= 60 << 20,
             "{}",

@@ -14,6 +14,7 @@ use crate::design::{self, Design, BITS, MAX_K};
 use crate::pairs::Parts;
 use crate::parquet_io::input::{open_inputs, read_files, Columns, FingerprintFile, Unit};
 use crate::parquet_io::output::Staging;
+use crate::probe;
 use crate::progress::{human, ScanProgress};
 use crate::runtime::RuntimeOptions;
 use crate::scheme;
@@ -162,12 +163,18 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         opts.k,
         opts.table_memory,
         opts.blocks,
+        probe::candidates_per_probe(),
     );
     tracing::info!(design = %plan.design.describe(), "table design");
     let parts = Parts::from_sorted_ids(&queries.sorted_ids(), opts.parts);
+    let building = Instant::now();
     let index = Index::build(plan.design, queries, opts.runtime.workers);
     let build_seconds = started.elapsed().as_secs_f64();
-    tracing::info!(seconds = build_seconds, "tables built");
+    tracing::info!(
+        seconds = build_seconds,
+        tables_alone = building.elapsed().as_secs_f64(),
+        "tables built"
+    );
 
     let units = scan_units(&corpus_units, opts.self_join.then_some(&query_units[..]));
     let summary = Arc::new(Mutex::new(SummaryDraft {
