@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use std::fmt::Write as _;
+
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
@@ -378,38 +380,59 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
         args.blocks,
         crate::probe::candidates_per_probe(),
     );
+    print_all(&plan_report(stored, args.k, &plan)?)
+}
+
+/// What `neardup plan` prints for `plan` over `stored` fingerprints at `k`.
+fn plan_report(stored: u64, k: u32, plan: &design::Plan) -> Result<String, std::fmt::Error> {
     let d = &plan.design;
-    println!("{} distinct query fingerprints, k = {}", stored, args.k);
-    println!("design: {}", d.describe());
-    println!(
+    let mut out = String::new();
+    writeln!(out, "{} distinct query fingerprints, k = {}", stored, k)?;
+    writeln!(out, "design: {}", d.describe())?;
+    writeln!(
+        out,
         "expected candidates per probe: {:.3} (kernel: {})",
         d.expected_candidates,
         crate::probe::kernel_name(d)
-    );
-    println!(
+    )?;
+    writeln!(
+        out,
         "table memory: {} bytes ({})",
         d.memory_bytes,
         human_bytes(d.memory_bytes)
-    );
-    println!("tables (exact blocks -> key bits, bucket index bits):");
+    )?;
+    writeln!(out, "tables (exact blocks -> key bits, bucket index bits):")?;
     for (i, t) in d.tables.iter().enumerate() {
-        println!(
+        writeln!(
+            out,
             "  {i:>4}: blocks {:?} -> {} key bits, {} index bits",
             t.blocks, t.key_bits, t.index_bits
-        );
+        )?;
     }
-    println!("alternatives:");
+    writeln!(out, "alternatives:")?;
     for c in &plan.considered {
-        println!(
+        writeln!(
+            out,
             "  m={:<3} {:>5} tables  {:>12.4} candidates/probe  {:>10}  {}",
             c.m,
             c.tables,
             c.expected_candidates,
             human_bytes(c.memory_bytes),
             c.verdict
-        );
+        )?;
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Writes `text` to stdout. A reader that stopped early (`neardup plan |
+/// head`) is not an error: the process keeps ignoring SIGPIPE, which timely's
+/// sockets rely on, so the closed pipe arrives here as `BrokenPipe`.
+fn print_all(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => Ok(result?),
+    }
 }
 
 fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u64> {

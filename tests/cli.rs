@@ -319,6 +319,23 @@ fn in_a_pipe_match_prints_only_the_summary_line() {
     assert_eq!(summary["design"]["tables"].as_array().unwrap().len(), 4);
 }
 
+/// `neardup plan | head`: a reader that closes the pipe early ends the
+/// output quietly, not with a panic.
+#[test]
+fn plan_into_a_closed_pipe_exits_quietly() {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["plan", "--num-queries", "1000000", "-k", "3"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let result = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 #[test]
 fn plan_prints_the_design_and_its_alternatives() {
     // 4M queries: too many candidates per probe for 4 tables with either
