@@ -91,12 +91,13 @@ pub struct Scratch {
     hits: Vec<(u32, u32)>,
 }
 
-/// Candidates per probe the kernel on this CPU checks cheaply: 16 with
+/// Candidates per probe the kernel on this CPU checks cheaply: 32 with
 /// AVX-512's population count (the [`wide`] kernel scans a bucket 8 entries
 /// per instruction), else 1 (one filter word per probe, then a scalar check).
-/// On this project's machine, |B| = 2^20 and k = 3, 1 core: 4 tables of 16
-/// candidates took 40.5-41.3 ns per corpus row, 10 tables of 0.02 took
-/// 47.3-48.0 (README, Benchmark).
+/// On this project's machine, k = 3, 1 core: 4 tables took 39.0-39.2 ns per
+/// corpus row against 47.3-53.5 for 10 tables at |B| = 2^20 (15 candidates),
+/// 63.8-64.9 against 67.9 at 2^21 (31), 80.7 against 82.7 at 2^22 (61), in a
+/// fifth of the memory (README, Benchmark).
 pub fn candidates_per_probe() -> f64 {
     #[cfg(target_arch = "x86_64")]
     if wide::available() {
@@ -107,17 +108,24 @@ pub fn candidates_per_probe() -> f64 {
 
 /// The kernel [`probe`] runs for `design` on this CPU, for `neardup plan`.
 pub fn kernel_name(design: &Design) -> &'static str {
-    #[cfg(target_arch = "x86_64")]
     if uses_wide(design) {
-        return "wide buckets, AVX-512";
+        "wide buckets, AVX-512"
+    } else {
+        "filter words"
     }
-    "filter words"
 }
 
-/// Whether [`probe`] runs the [`wide`] kernel for `design`.
-#[cfg(target_arch = "x86_64")]
+/// Whether [`probe`] runs the wide kernel for `design`.
 fn uses_wide(design: &Design) -> bool {
-    design.expected_candidates > 1.0 && wide::available()
+    #[cfg(target_arch = "x86_64")]
+    {
+        design.expected_candidates > 1.0 && wide::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = design;
+        false
+    }
 }
 
 /// Appends to `out` every `(row, group)` of `corpus` within distance k, each
@@ -338,7 +346,7 @@ mod wide {
     const PREFETCH_ROWS: usize = 16;
 
     /// Mean bucket length the design may have for this kernel.
-    pub const MAX_CANDIDATES: f64 = 16.0;
+    pub const MAX_CANDIDATES: f64 = 32.0;
 
     /// Whether this CPU runs [`probe`].
     pub fn available() -> bool {
