@@ -1,9 +1,8 @@
 //! Command-line interface: argument definitions and their mapping onto the
 //! library's calls.
 
-use std::path::PathBuf;
-
 use std::fmt::Write as _;
+use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};

@@ -30,6 +30,7 @@ pub mod local_clusters;
 pub mod logging;
 pub mod matching;
 pub mod pairs;
+pub mod parallel;
 pub mod parquet_io;
 pub mod part_runs;
 pub mod probe;

@@ -47,6 +47,13 @@ pub struct LeadGroup {
     tables: Vec<usize>,
 }
 
+impl LeadGroup {
+    /// The group's tables, ascending.
+    pub fn tables(&self) -> &[usize] {
+        &self.tables
+    }
+}
+
 /// Groups the design's tables by first key block; a group's partitions cut
 /// its tables into slices of about 2^SLICE_ENTRIES_LOG2 entries.
 pub fn lead_groups(design: &Design) -> Vec<LeadGroup> {

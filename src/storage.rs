@@ -124,28 +124,19 @@ pub fn open_all<T: Send>(
     if threads <= 1 {
         return locations.iter().map(&open).collect();
     }
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    // After a failure the tasks not yet started are skipped (`None`): the
+    // first error in order is among those that ran.
     let failed = std::sync::atomic::AtomicBool::new(false);
-    let opened: Mutex<Vec<(usize, Result<T>)>> = Mutex::new(Vec::with_capacity(locations.len()));
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                use std::sync::atomic::Ordering::Relaxed;
-                while !failed.load(Relaxed) {
-                    let at = next.fetch_add(1, Relaxed);
-                    let Some(location) = locations.get(at) else {
-                        break;
-                    };
-                    let result = open(location);
-                    failed.fetch_or(result.is_err(), Relaxed);
-                    lock(&opened).push((at, result));
-                }
-            });
+    let opened = crate::parallel::in_parallel(locations.len(), threads, |at| {
+        use std::sync::atomic::Ordering::Relaxed;
+        if failed.load(Relaxed) {
+            return None;
         }
+        let result = open(&locations[at]);
+        failed.fetch_or(result.is_err(), Relaxed);
+        Some(result)
     });
-    let mut opened = opened.into_inner().unwrap_or_else(|e| e.into_inner());
-    opened.sort_unstable_by_key(|&(at, _)| at);
-    opened.into_iter().map(|(_, result)| result).collect()
+    opened.into_iter().flatten().collect()
 }
 
 /// Expands URLs and local specs (files, directories, globs) into files, in

@@ -1,9 +1,8 @@
 //! The query side: B's distinct fingerprints with their ids, and the
 //! pigeonhole tables built over them once per process.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use crate::design::{Block, Design, TableSpec, BITS};
+use crate::parallel::in_parallel;
 use crate::probe::{lead_groups, LeadGroup};
 
 /// B with every distinct fingerprint stored once.
@@ -270,35 +269,30 @@ pub struct Index {
 
 impl Index {
     /// Builds every table of `design` over `queries` on up to `threads`
-    /// threads: first one [`LeadOrder`] per distinct lead block, then the
-    /// tables, each from its lead block's order.
+    /// threads: first one [`LeadOrder`] per lead group (the tables sharing
+    /// their first key block), then the tables, each from its group's order.
     pub fn build(design: Design, queries: QuerySet, threads: usize) -> Index {
-        let mut leads: Vec<(usize, u32)> = Vec::new(); // (block, bits)
-        let mut lead_of_table = Vec::with_capacity(design.tables.len());
-        for spec in &design.tables {
-            let block = spec.blocks[0];
-            let bits = spec.index_bits.min(design.blocks[block].len);
-            let lead = match leads.iter().position(|&(b, _)| b == block) {
-                Some(lead) => {
-                    leads[lead].1 = leads[lead].1.min(bits);
-                    lead
-                }
-                None => {
-                    leads.push((block, bits));
-                    leads.len() - 1
-                }
-            };
-            lead_of_table.push(lead);
-        }
-        let orders = in_parallel(leads.len(), threads, |lead| {
-            let (block, bits) = leads[lead];
-            LeadOrder::new(&queries, design.blocks[block], bits)
+        let lead_groups = lead_groups(&design);
+        let orders = in_parallel(lead_groups.len(), threads, |g| {
+            let tables = lead_groups[g].tables();
+            let block = design.blocks[design.tables[tables[0]].blocks[0]];
+            let bits = tables
+                .iter()
+                .map(|&t| design.tables[t].index_bits.min(block.len))
+                .min()
+                .unwrap_or(0);
+            LeadOrder::new(&queries, block, bits)
         });
+        let mut group_of_table = vec![0; design.tables.len()];
+        for (g, group) in lead_groups.iter().enumerate() {
+            for &t in group.tables() {
+                group_of_table[t] = g;
+            }
+        }
         let tables = in_parallel(design.tables.len(), threads, |t| {
-            Table::build(&design.tables[t], &orders[lead_of_table[t]])
+            Table::build(&design.tables[t], &orders[group_of_table[t]])
         });
         drop(orders);
-        let lead_groups = lead_groups(&design);
         Index {
             design,
             queries,
@@ -306,34 +300,6 @@ impl Index {
             lead_groups,
         }
     }
-}
-
-/// `task(0..n)` on up to `threads` scoped threads, each taking the next task
-/// as it finishes one; the results in task order.
-fn in_parallel<T: Send>(n: usize, threads: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let next = AtomicUsize::new(0);
-    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.clamp(1, n.max(1)))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            return done;
-                        }
-                        done.push((i, task(i)));
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    done.sort_unstable_by_key(|&(i, _)| i);
-    done.into_iter().map(|(_, t)| t).collect()
 }
 
 #[cfg(test)]
