@@ -356,8 +356,7 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
         progress: true,
     };
     let summary = run_match(&opts)?;
-    println!("{}", summary.line(&args.out));
-    Ok(())
+    print_line(&summary.line(&args.out))
 }
 
 fn run_plan_command(args: PlanArgs) -> Result<()> {
@@ -423,9 +422,16 @@ fn plan_report(stored: u64, k: u32, plan: &design::Plan) -> Result<String, std::
     Ok(out)
 }
 
+/// Prints one line of a command's summary; see [`print_all`].
+fn print_line(line: &str) -> Result<()> {
+    print_all(&format!("{line}\n"))
+}
+
 /// Writes `text` to stdout. A reader that stopped early (`neardup plan |
-/// head`) is not an error: the process keeps ignoring SIGPIPE, which timely's
-/// sockets rely on, so the closed pipe arrives here as `BrokenPipe`.
+/// head`, or a job's summary into a closed pipe) is not an error: the work
+/// is done and its output committed. The process keeps ignoring SIGPIPE,
+/// which timely's sockets rely on, so the closed pipe arrives here as
+/// `BrokenPipe` instead of killing the process.
 fn print_all(text: &str) -> Result<()> {
     use std::io::Write;
     match std::io::stdout().lock().write_all(text.as_bytes()) {
@@ -457,15 +463,14 @@ fn run_gen_command(args: GenArgs) -> Result<()> {
         overwrite: args.overwrite,
     };
     let summary = generate(&opts)?;
-    println!(
+    print_line(&format!(
         "generated {} queries and {} corpus rows in {} shard(s), {} planted pairs -> {}",
         args.queries,
         args.corpus,
         args.shards,
         summary.planted,
         args.out.display()
-    );
-    Ok(())
+    ))
 }
 
 fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
@@ -490,8 +495,7 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
         progress: true,
     };
     let summary = run_fingerprint(&opts)?;
-    println!("{}", summary.line(&args.out));
-    Ok(())
+    print_line(&summary.line(&args.out))
 }
 
 fn run_job_command(args: RunArgs) -> Result<()> {
@@ -510,13 +514,21 @@ fn run_job_command(args: RunArgs) -> Result<()> {
         },
     };
     let spec = job::load(&opts)?;
-    job::run_job(&spec, opts.force, |(name, out, outcome)| match outcome {
-        job::StageOutcome::Ran(line) => println!("{name}: {line}"),
-        job::StageOutcome::Skipped => {
-            println!("{name}: skipped, {} has _SUCCESS", out.display())
+    let mut printed = Ok(());
+    job::run_job(&spec, opts.force, |(name, out, outcome)| {
+        let line = match outcome {
+            job::StageOutcome::Ran(line) => format!("{name}: {line}"),
+            job::StageOutcome::Skipped => {
+                format!("{name}: skipped, {} has _SUCCESS", out.display())
+            }
+        };
+        // A stage's line that cannot be printed must not stop the stages
+        // after it: the first such error is reported once they are done.
+        if printed.is_ok() {
+            printed = print_line(&line);
         }
     })?;
-    Ok(())
+    printed
 }
 
 fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
@@ -531,6 +543,5 @@ fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
         overwrite: args.overwrite,
     };
     let summary = run_cluster(&opts)?;
-    println!("{}", summary.line(&args.out));
-    Ok(())
+    print_line(&summary.line(&args.out))
 }

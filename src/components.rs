@@ -237,6 +237,14 @@ impl Components {
         }
     }
 
+    /// Asks the CPU to fetch a page's corpus flag ahead of
+    /// [`Self::ranks_first`].
+    pub fn prefetch_corpus_flag(&self, page: Page) {
+        if let Some(flag) = self.in_corpus.get(page as usize) {
+            prefetch(flag);
+        }
+    }
+
     /// Joins the sets of `a` and `b`; returns whether they were apart.
     pub fn union(&mut self, a: Page, b: Page) -> bool {
         let (mut ra, mut rb) = (self.find(a), self.find(b));

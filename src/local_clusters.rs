@@ -19,6 +19,7 @@ use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::drop_policy::{direct_drops, DirectDrops, DropPolicy, KeyedPage, PairLog};
 use crate::part_runs::{RunBuilder, RunSlice};
+use crate::tables::prefetch;
 
 /// A record for a joined cluster's owner, or a row decided here.
 pub type Routed = Result<Addressed, RunSlice>;
@@ -60,9 +61,10 @@ pub struct RouterInput {
 /// whole), counted into `totals`.
 pub struct Router {
     input: RouterInput,
-    /// Every page's tag, by page, for routing joined clusters' pairs (only
-    /// then): as in `by_id`.
-    tags: Vec<u32>,
+    /// Every page's joined cluster's owner (or [`MISSING`]), by page, for
+    /// routing joined clusters' pairs (only then): one random read a pair
+    /// instead of the page's tag and then its cluster.
+    owners: Vec<u32>,
     /// Every page `(id, page, tag)`, in id order; the tag is the page's
     /// local root, or [`JOINED`] and the index of its joined cluster in
     /// `clusters`.
@@ -130,11 +132,20 @@ impl Router {
             }
         }
         let sends = input.policy == DropPolicy::Direct && !clusters.is_empty();
-        let mut tags = Vec::new();
+        let mut owners = Vec::new();
         if sends {
-            tags.resize(by_id.len(), 0);
-            for &(_, page, tag) in &by_id {
-                tags[page as usize] = tag;
+            owners.resize(by_id.len(), MISSING);
+            for (at, &(_, page, tag)) in by_id.iter().enumerate() {
+                match by_id.get(at + LOOKAHEAD) {
+                    Some(&(_, page, tag)) if tag & JOINED != 0 => {
+                        prefetch(&clusters[(tag & !JOINED) as usize]);
+                        prefetch(&owners[page as usize]);
+                    }
+                    _ => {}
+                }
+                if tag & JOINED != 0 {
+                    owners[page as usize] = clusters[(tag & !JOINED) as usize].1;
+                }
             }
         }
         Router {
@@ -152,7 +163,7 @@ impl Router {
                 false => Stage::LocalDrops,
             },
             input,
-            tags,
+            owners,
             by_id,
             clusters,
             totals: ClusterTotals::default(),
@@ -167,7 +178,10 @@ impl Router {
         self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::JoinedPages { next } if next < pages => {
                 let end = (next + SLICE).min(pages);
-                (next..end).for_each(|at| self.route_joined_page(at, give));
+                for at in next..end {
+                    self.prefetch_joined_page(at + LOOKAHEAD);
+                    self.route_joined_page(at, give);
+                }
                 Stage::JoinedPages { next: end }
             }
             Stage::JoinedPages { .. } => {
@@ -211,7 +225,11 @@ impl Router {
                         Some(&(_, _, tag)) if tag & JOINED == 0 => {
                             self.input.components.prefetch_node(tag)
                         }
-                        _ => {}
+                        Some(&(_, page, tag)) => {
+                            prefetch(&self.clusters[(tag & !JOINED) as usize]);
+                            self.input.shared.prefetch(page);
+                        }
+                        None => {}
                     }
                     self.page_rows(self.by_id[at], &mut drops, give);
                 }
@@ -235,6 +253,21 @@ impl Router {
         match tag & JOINED {
             0 => None,
             _ => Some(self.clusters[(tag & !JOINED) as usize]),
+        }
+    }
+
+    /// Asks the CPU to fetch what routing the page at `place` in id order
+    /// reads, if it is of a joined cluster: its cluster, flags and slot are
+    /// random places in arrays far larger than the cache.
+    fn prefetch_joined_page(&self, place: usize) {
+        let Some(&(_, page, tag)) = self.by_id.get(place) else {
+            return;
+        };
+        if tag & JOINED != 0 {
+            prefetch(&self.clusters[(tag & !JOINED) as usize]);
+            self.input.shared.prefetch(page);
+            self.input.components.prefetch_corpus_flag(page);
+            prefetch(&self.slots[page as usize]);
         }
     }
 
@@ -280,15 +313,26 @@ impl Router {
         let Some(pairs) = self.input.pairs.take() else {
             return;
         };
-        for (a, b, distance) in pairs.pairs_in(range) {
-            let Some((_, owner)) = self.joined(self.tags[a as usize]) else {
-                continue;
-            };
-            let owner = owner as usize;
-            let ends = (self.slots[a as usize], self.slots[b as usize], distance);
-            self.outbox[owner].1.push(ends);
-            if self.outbox[owner].1.len() >= BATCH {
-                self.send_pairs(owner, give);
+        {
+            let mut ahead = pairs
+                .pairs_in((range.start + LOOKAHEAD).min(range.end)..range.end)
+                .fuse();
+            for (a, b, distance) in pairs.pairs_in(range) {
+                // The ends' owners and slots are random places in memory.
+                if let Some((a, b, _)) = ahead.next() {
+                    prefetch(&self.owners[a as usize]);
+                    prefetch(&self.slots[a as usize]);
+                    prefetch(&self.slots[b as usize]);
+                }
+                let owner = match self.owners[a as usize] {
+                    MISSING => continue,
+                    owner => owner as usize,
+                };
+                let ends = (self.slots[a as usize], self.slots[b as usize], distance);
+                self.outbox[owner].1.push(ends);
+                if self.outbox[owner].1.len() >= BATCH {
+                    self.send_pairs(owner, give);
+                }
             }
         }
         self.input.pairs = Some(pairs);
@@ -377,7 +421,7 @@ impl Router {
     fn free_joined(&mut self) {
         self.input.pairs = None;
         self.slots = Vec::new();
-        self.tags = Vec::new();
+        self.owners = Vec::new();
     }
 
     /// Everything is routed: frees the memory before the owners and the

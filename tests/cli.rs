@@ -337,6 +337,43 @@ fn plan_into_a_closed_pipe_exits_quietly() {
 }
 
 #[test]
+fn a_job_whose_summary_meets_a_closed_pipe_still_succeeds() {
+    // The summary line is printed after the output is committed: a reader
+    // gone by then (a pipe into `head` that ended) must neither panic the
+    // job nor make its exit status a failure.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let r = neardup(&[
+        "gen",
+        "--out",
+        data.to_str().unwrap(),
+        "--queries",
+        "500",
+        "--corpus",
+        "5000",
+    ]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let out = dir.path().join("m");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["match", "--queries"])
+        .arg(data.join("queries"))
+        .arg("--corpus")
+        .arg(data.join("corpus"))
+        .arg("--out")
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let result = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(result.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.join("_SUCCESS").exists());
+}
+
+#[test]
 fn plan_prints_the_design_and_its_alternatives() {
     // 4M queries: too many candidates per probe for 4 tables with either
     // kernel (61 a probe), so the design is the same on every CPU.

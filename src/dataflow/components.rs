@@ -98,6 +98,13 @@ impl SharedPages {
             | if shared.first { RANKS_FIRST } else { 0 };
     }
 
+    /// Asks the CPU to fetch a page's flags ahead of [`Self::get`].
+    pub fn prefetch(&self, page: Page) {
+        if let Some(flags) = self.flags.get(page as usize) {
+            prefetch(flags);
+        }
+    }
+
     /// The page, if other workers saw it too.
     pub fn get(&self, page: Page) -> Option<SharedPage> {
         let flags = *self.flags.get(page as usize)?;
@@ -496,7 +503,12 @@ pub fn describe_joined<'scope>(
                     let mut session = output.session(&time);
                     let components = &mut *graph.borrow_mut();
                     let mut shared = shared.borrow_mut();
-                    for &(worker, root, page, joins, first) in data.iter() {
+                    for (at, &(worker, root, page, joins, first)) in data.iter().enumerate() {
+                        // Roots and pages are random places in this worker's arrays.
+                        if let Some(&(_, root, page, ..)) = data.get(at + LOOKAHEAD) {
+                            components.prefetch_node(root);
+                            shared.prefetch(page);
+                        }
                         let writes = (worker, root) == joins;
                         shared.mark(page, components.len(), SharedPage { writes, first });
                         session.give(NodeLink {
@@ -527,16 +539,17 @@ pub fn join_at_worker_zero<'scope>(
         move |give| {
             let links = std::mem::take(&mut *links_in.borrow_mut());
             let started = std::time::Instant::now();
-            let joined = NodeForest::from_links(&links);
-            for (index, &(worker, root)) in joined.nodes.iter().enumerate() {
-                give((worker, root, joined.cluster(index as u32)));
+            let mut joined = NodeForest::from_links(&links);
+            let components = joined.nodes.len();
+            for ((worker, root), cluster) in joined.clusters() {
+                give((worker, root, cluster));
             }
             if links.is_empty() {
                 return;
             }
             tracing::info!(
                 links = links.len(),
-                components = joined.nodes.len(),
+                components,
                 seconds = started.elapsed().as_secs_f64(),
                 "local components joined"
             );
@@ -548,17 +561,28 @@ pub fn join_at_worker_zero<'scope>(
 /// node indexes: a node's index is found in an array per worker, indexed
 /// by local root (a hash map of millions of nodes, and then sorting their
 /// keys, were most of the one sequential step's time when most clusters
-/// span workers).
+/// span workers). A set's fields are one record, so a union touches one
+/// cache line per root, and every random access is fetched a few links
+/// ahead: this is the one step no other worker shares.
 struct NodeForest {
     /// Each node's `(worker, local root)`, by index.
     nodes: Vec<Node>,
-    parent: Vec<u32>,
-    least: Vec<Label>,
-    /// Nodes in the set; meaningful at roots.
-    size: Vec<u32>,
-    /// Distinct pages in the set; meaningful at roots.
-    pages: Vec<u64>,
+    sets: Vec<NodeSet>,
 }
+
+/// A node of [`NodeForest`]; the sizes and least label are its set's at a root.
+#[derive(Clone, Copy, Debug)]
+struct NodeSet {
+    parent: u32,
+    /// Nodes in the set.
+    size: u32,
+    /// Distinct pages in the set.
+    pages: u64,
+    least: Label,
+}
+
+/// How many links ahead a node's entries are fetched.
+const JOIN_LOOKAHEAD: usize = 16;
 
 impl NodeForest {
     fn from_links(links: &[NodeLink]) -> NodeForest {
@@ -574,44 +598,60 @@ impl NodeForest {
                 index_of[worker].resize(root + 1, MISSING);
             }
         }
+        let entry = |index_of: &[Vec<u32>], (worker, root): Node| -> usize {
+            index_of[worker as usize][root as usize] as usize
+        };
         let mut forest = NodeForest {
             nodes: Vec::new(),
-            parent: Vec::new(),
-            least: Vec::new(),
-            size: Vec::new(),
-            pages: Vec::new(),
+            sets: Vec::new(),
         };
         // Every node's own link carries its least label and pages, and a
         // link may name a node it joins before that node's own link: number
         // them all first. A page's copies held by other workers are taken
         // off their nodes.
-        let own: Vec<u32> = links
-            .iter()
-            .map(|link| {
-                let index = &mut index_of[link.node.0 as usize][link.node.1 as usize];
-                if *index == MISSING {
-                    *index = forest.nodes.len() as u32;
-                    forest.nodes.push(link.node);
-                    forest.parent.push(*index);
-                    forest.least.push(link.least);
-                    forest.size.push(1);
-                    forest.pages.push(u64::from(link.pages));
-                }
-                forest.pages[*index as usize] -= u64::from(link.copy);
-                *index
-            })
-            .collect();
-        for (link, node) in links.iter().zip(own) {
-            let joins = index_of[link.joins.0 as usize][link.joins.1 as usize];
+        let mut own = Vec::with_capacity(links.len());
+        for (at, link) in links.iter().enumerate() {
+            if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
+                prefetch(&index_of[ahead.node.0 as usize][ahead.node.1 as usize]);
+            }
+            let index = &mut index_of[link.node.0 as usize][link.node.1 as usize];
+            if *index == MISSING {
+                *index = forest.nodes.len() as u32;
+                forest.nodes.push(link.node);
+                forest.sets.push(NodeSet {
+                    parent: *index,
+                    size: 1,
+                    pages: u64::from(link.pages),
+                    least: link.least,
+                });
+            }
+            forest.sets[*index as usize].pages -= u64::from(link.copy);
+            own.push(*index);
+        }
+        for (at, (link, &node)) in links.iter().zip(&own).enumerate() {
+            if let Some(ahead) = links.get(at + 2 * JOIN_LOOKAHEAD) {
+                prefetch(&index_of[ahead.joins.0 as usize][ahead.joins.1 as usize]);
+            }
+            if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
+                let joins = entry(&index_of, ahead.joins);
+                forest.prefetch_parent(joins);
+                forest.prefetch_parent(own[at + JOIN_LOOKAHEAD] as usize);
+            }
+            let joins = entry(&index_of, link.joins) as u32;
             forest.union(node, joins);
         }
         forest
     }
 
+    /// Asks the CPU to fetch a node's parent's entry.
+    fn prefetch_parent(&self, node: usize) {
+        prefetch(&self.sets[self.sets[node].parent as usize]);
+    }
+
     fn find(&mut self, mut node: u32) -> u32 {
-        while self.parent[node as usize] != node {
-            let grand = self.parent[self.parent[node as usize] as usize];
-            self.parent[node as usize] = grand;
+        while self.sets[node as usize].parent != node {
+            let grand = self.sets[self.sets[node as usize].parent as usize].parent;
+            self.sets[node as usize].parent = grand;
             node = grand;
         }
         node
@@ -622,24 +662,36 @@ impl NodeForest {
         if a == b {
             return;
         }
-        let (big, small) = match self.size[a as usize] >= self.size[b as usize] {
+        let (sa, sb) = (self.sets[a as usize], self.sets[b as usize]);
+        let (big, small) = match sa.size >= sb.size {
             true => (a, b),
             false => (b, a),
         };
-        self.parent[small as usize] = big;
-        self.size[big as usize] += self.size[small as usize];
-        self.pages[big as usize] += self.pages[small as usize];
-        self.least[big as usize] = self.least[big as usize].min(self.least[small as usize]);
+        self.sets[small as usize].parent = big;
+        self.sets[big as usize] = NodeSet {
+            parent: big,
+            size: sa.size + sb.size,
+            pages: sa.pages + sb.pages,
+            least: sa.least.min(sb.least),
+        };
     }
 
-    /// The cluster of a node's set: its id and pages (a `clusters/` row's
-    /// size is 32 bits, as a worker's own are).
-    fn cluster(&self, mut node: u32) -> ClusterOf {
-        while self.parent[node as usize] != node {
-            node = self.parent[node as usize];
-        }
-        let pages = u32::try_from(self.pages[node as usize]).unwrap_or(u32::MAX);
-        (self.least[node as usize].1, pages)
+    /// Every node's cluster, by index: its set's id and pages (a
+    /// `clusters/` row's size is 32 bits, as a worker's own are).
+    fn clusters(&mut self) -> impl Iterator<Item = (Node, ClusterOf)> + '_ {
+        let roots: Vec<u32> = (0..self.sets.len())
+            .map(|node| {
+                if node + JOIN_LOOKAHEAD < self.sets.len() {
+                    self.prefetch_parent(node + JOIN_LOOKAHEAD);
+                }
+                self.find(node as u32)
+            })
+            .collect();
+        self.nodes.iter().zip(roots).map(|(&node, root)| {
+            let root = &self.sets[root as usize];
+            let pages = u32::try_from(root.pages).unwrap_or(u32::MAX);
+            (node, (root.least.1, pages))
+        })
     }
 }
 
@@ -797,11 +849,9 @@ mod tests {
             link((2, 5), (0, 3), 60, 2, true),
             link((0, 3), (0, 3), 50, 1, false),
         ];
-        let joined = NodeForest::from_links(&links);
-        let cluster_of = |node: Node| {
-            let index = joined.nodes.iter().position(|&n| n == node).unwrap();
-            joined.cluster(index as u32)
-        };
+        let mut joined = NodeForest::from_links(&links);
+        let clusters: Vec<(Node, ClusterOf)> = joined.clusters().collect();
+        let cluster_of = |node: Node| clusters.iter().find(|(n, _)| *n == node).unwrap().1;
         // 4 + 3 + 2 pages, less the two copies.
         for node in [(0, 7), (1, 2), (2, 900)] {
             assert_eq!(cluster_of(node), (10, 7), "{node:?}");
@@ -809,7 +859,84 @@ mod tests {
         for node in [(0, 3), (2, 5)] {
             assert_eq!(cluster_of(node), (50, 2), "{node:?}");
         }
-        assert_eq!(joined.nodes.len(), 5);
+        assert_eq!(clusters.len(), 5);
+    }
+
+    #[test]
+    fn every_node_gets_its_sets_cluster_on_deep_random_forests() {
+        // Random links among 2,000 nodes of 3 workers, many joining long
+        // paths (each node to the next of a shuffled order): every node's
+        // cluster must be its whole set's least label and pages, however deep
+        // the forest (path halving leaves a node's parent short of its root).
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) % n
+        };
+        let nodes: Vec<Node> = (0..2_000u32).map(|i| (i % 3, i * 7)).collect();
+        let least = |i: usize| (i.is_multiple_of(5), 10_000 - i as i64);
+        let mut links = Vec::new();
+        for (i, &node) in nodes.iter().enumerate() {
+            links.push(NodeLink {
+                node,
+                joins: node,
+                least: least(i),
+                pages: 3,
+                copy: false,
+            });
+        }
+        let mut pairs = Vec::new();
+        for i in 0..1_900usize {
+            let j = if i % 4 == 0 {
+                next(2_000) as usize
+            } else {
+                i + 1
+            };
+            pairs.push((i, j));
+            links.push(NodeLink {
+                node: nodes[i],
+                joins: nodes[j],
+                least: least(i),
+                pages: 3,
+                copy: true,
+            });
+        }
+        // Shuffle, so that unions come in no helpful order.
+        for at in (1..links.len()).rev() {
+            links.swap(at, next(at as u64 + 1) as usize);
+        }
+        // Oracle: labels spread along the pairs until nothing changes.
+        let mut label: Vec<usize> = (0..nodes.len()).collect();
+        loop {
+            let mut changed = false;
+            for &(i, j) in &pairs {
+                let min = label[i].min(label[j]);
+                for end in [i, j] {
+                    if label[end] != min {
+                        label[end] = min;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        let mut expected = std::collections::HashMap::new();
+        for (i, &set) in label.iter().enumerate() {
+            let copies = pairs.iter().filter(|&&(a, _)| a == i).count() as i64;
+            let entry = expected.entry(set).or_insert(((true, i64::MAX), 0i64));
+            entry.0 = entry.0.min(least(i));
+            entry.1 += 3 - copies;
+        }
+        let mut joined = NodeForest::from_links(&links);
+        let clusters: std::collections::HashMap<Node, ClusterOf> = joined.clusters().collect();
+        for (i, node) in nodes.iter().enumerate() {
+            let ((_, id), pages) = expected[&label[i]];
+            assert_eq!(clusters[node], (id, pages as u32), "node {i}");
+        }
     }
 
     #[test]
