@@ -145,15 +145,32 @@ impl SimhashOptions {
 const SCRIPT_CHAR_GRAMS: usize = 5;
 
 /// Whether at least half of the letters and digits of `text` are Han
-/// characters.
+/// characters. Asked of every document, so ASCII (no Han character at all,
+/// most pages) is answered by one vectorised check, and ASCII bytes among
+/// other text are counted without decoding: going char by char through
+/// `is_alphanumeric` was a tenth of fingerprinting's time on WET text.
 fn mostly_han(text: &str) -> bool {
+    if text.is_ascii() {
+        return false;
+    }
+    let bytes = text.as_bytes();
     let (mut han, mut other) = (0usize, 0usize);
-    for c in text.chars() {
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at].is_ascii() {
+            other += usize::from(bytes[at].is_ascii_alphanumeric());
+            at += 1;
+            continue;
+        }
+        let Some(c) = text[at..].chars().next() else {
+            break;
+        };
         if is_han(c) {
             han += 1;
         } else if c.is_alphanumeric() {
             other += 1;
         }
+        at += c.len_utf8();
     }
     han > 0 && han >= other
 }
@@ -371,6 +388,33 @@ fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mostly_han_counts_as_the_char_by_char_definition_does() {
+        let by_chars = |text: &str| {
+            let han = text.chars().filter(|&c| is_han(c)).count();
+            let other = text
+                .chars()
+                .filter(|&c| !is_han(c) && c.is_alphanumeric())
+                .count();
+            han > 0 && han >= other
+        };
+        for text in [
+            "",
+            "plain ascii text, 42 words",
+            "中文",
+            "中文 ab",
+            "中文 abc",
+            "ab 中 é",
+            "日本語のテキスト and English",
+            "Ünïcödé café 中",
+            "𠀀𠀁 ab",
+            "１２３ 中文",
+            "中文中文 a1b2",
+        ] {
+            assert_eq!(mostly_han(text), by_chars(text), "{text:?}");
+        }
+    }
 
     #[test]
     fn no_stop_word_is_longer_than_the_length_check_lets_through() {
