@@ -313,28 +313,28 @@ impl Router {
         let Some(pairs) = self.input.pairs.take() else {
             return;
         };
-        {
-            let mut ahead = pairs
-                .pairs_in((range.start + LOOKAHEAD).min(range.end)..range.end)
-                .fuse();
-            for (a, b, distance) in pairs.pairs_in(range) {
-                // The ends' owners and slots are random places in memory.
-                if let Some((a, b, _)) = ahead.next() {
-                    prefetch(&self.owners[a as usize]);
-                    prefetch(&self.slots[a as usize]);
-                    prefetch(&self.slots[b as usize]);
-                }
-                let owner = match self.owners[a as usize] {
-                    MISSING => continue,
-                    owner => owner as usize,
-                };
-                let ends = (self.slots[a as usize], self.slots[b as usize], distance);
-                self.outbox[owner].1.push(ends);
-                if self.outbox[owner].1.len() >= BATCH {
-                    self.send_pairs(owner, give);
-                }
+        let mut ahead = pairs
+            .pairs_in((range.start + LOOKAHEAD).min(range.end)..range.end)
+            .fuse();
+        for (a, b, distance) in pairs.pairs_in(range) {
+            // The ends' owners and slots are random places in memory.
+            if let Some((a, b, _)) = ahead.next() {
+                prefetch(&self.owners[a as usize]);
+                prefetch(&self.slots[a as usize]);
+                prefetch(&self.slots[b as usize]);
+            }
+            let owner = match self.owners[a as usize] {
+                MISSING => continue,
+                owner => owner as usize,
+            };
+            let ends = (self.slots[a as usize], self.slots[b as usize], distance);
+            self.outbox[owner].1.push(ends);
+            if self.outbox[owner].1.len() >= BATCH {
+                self.send_pairs(owner, give);
             }
         }
+        // The iterator borrows the log, which goes back to its place.
+        drop(ahead);
         self.input.pairs = Some(pairs);
     }
 

@@ -584,6 +584,11 @@ struct NodeSet {
 /// How many links ahead a node's entries are fetched.
 const JOIN_LOOKAHEAD: usize = 16;
 
+/// A node's index in [`NodeForest::from_links`]' arrays per worker.
+fn index_entry(index_of: &[Vec<u32>], (worker, root): Node) -> &u32 {
+    &index_of[worker as usize][root as usize]
+}
+
 impl NodeForest {
     fn from_links(links: &[NodeLink]) -> NodeForest {
         // Local roots are below their worker's page count: an array per
@@ -598,9 +603,6 @@ impl NodeForest {
                 index_of[worker].resize(root + 1, MISSING);
             }
         }
-        let entry = |index_of: &[Vec<u32>], (worker, root): Node| -> usize {
-            index_of[worker as usize][root as usize] as usize
-        };
         let mut forest = NodeForest {
             nodes: Vec::new(),
             sets: Vec::new(),
@@ -612,7 +614,7 @@ impl NodeForest {
         let mut own = Vec::with_capacity(links.len());
         for (at, link) in links.iter().enumerate() {
             if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
-                prefetch(&index_of[ahead.node.0 as usize][ahead.node.1 as usize]);
+                prefetch(index_entry(&index_of, ahead.node));
             }
             let index = &mut index_of[link.node.0 as usize][link.node.1 as usize];
             if *index == MISSING {
@@ -630,22 +632,20 @@ impl NodeForest {
         }
         for (at, (link, &node)) in links.iter().zip(&own).enumerate() {
             if let Some(ahead) = links.get(at + 2 * JOIN_LOOKAHEAD) {
-                prefetch(&index_of[ahead.joins.0 as usize][ahead.joins.1 as usize]);
+                prefetch(index_entry(&index_of, ahead.joins));
             }
             if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
-                let joins = entry(&index_of, ahead.joins);
-                forest.prefetch_parent(joins);
-                forest.prefetch_parent(own[at + JOIN_LOOKAHEAD] as usize);
+                forest.prefetch_parent(*index_entry(&index_of, ahead.joins));
+                forest.prefetch_parent(own[at + JOIN_LOOKAHEAD]);
             }
-            let joins = entry(&index_of, link.joins) as u32;
-            forest.union(node, joins);
+            forest.union(node, *index_entry(&index_of, link.joins));
         }
         forest
     }
 
     /// Asks the CPU to fetch a node's parent's entry.
-    fn prefetch_parent(&self, node: usize) {
-        prefetch(&self.sets[self.sets[node].parent as usize]);
+    fn prefetch_parent(&self, node: u32) {
+        prefetch(&self.sets[self.sets[node as usize].parent as usize]);
     }
 
     fn find(&mut self, mut node: u32) -> u32 {
@@ -682,7 +682,7 @@ impl NodeForest {
         let roots: Vec<u32> = (0..self.sets.len())
             .map(|node| {
                 if node + JOIN_LOOKAHEAD < self.sets.len() {
-                    self.prefetch_parent(node + JOIN_LOOKAHEAD);
+                    self.prefetch_parent((node + JOIN_LOOKAHEAD) as u32);
                 }
                 self.find(node as u32)
             })
