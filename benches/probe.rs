@@ -1,6 +1,6 @@
 //! Probe kernel throughput, with no I/O in the timed part:
 //! `cargo bench --bench probe -- [queries] [corpus] [k] [blocks] [batch rows]`
-//! (defaults 1048576, 20000000, 3, planned, 4194304 as in `match`).
+//! (defaults 1048576, 20000000, 3, planned, 1048576 as in `match`).
 //!
 //! The fingerprints are uniform random, or, with `NEARDUP_BENCH_DATA=DIR`,
 //! read from a `neardup gen` directory (all of `DIR/queries`, the first
@@ -80,7 +80,7 @@ fn main() -> Result<()> {
         None => (0..corpus).map(|_| next()).collect(),
     };
     let corpus = fps.len();
-    let chunk_rows = args.get(4).copied().unwrap_or(1 << 22) as usize;
+    let chunk_rows = args.get(4).copied().unwrap_or(1 << 20) as usize;
     let mut scratch = Scratch::default();
     // The best of three runs: this machine is a shared VM whose timings vary.
     let mut best = f64::INFINITY;

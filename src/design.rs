@@ -21,7 +21,8 @@ pub const MAX_K: u32 = 10;
 const MAX_INDEX_BITS: u32 = 26;
 /// Default ceiling for the tables' memory, in bytes.
 pub const DEFAULT_TABLE_MEMORY: u64 = 8 << 30;
-/// Bytes a stored fingerprint costs in one table: the fingerprint and its group number.
+/// Bytes a stored fingerprint costs in one table: its two 32-bit halves (the
+/// residue the kernels compare, and the rest) and its group number.
 const ENTRY_BYTES: u64 = 8 + 4;
 /// Bytes a bucket costs in one table: its directory offset and its filter word.
 const BUCKET_BYTES: u64 = 4 + 8;

@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::dataflow::commit::{commit_staging, lock};
-use crate::dataflow::{self, Counters, Job, MatchTotals, ScanUnit, Side};
+use crate::dataflow::{self, assign_units, Counters, Job, MatchTotals, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
 use crate::pairs::Parts;
 use crate::parquet_io::input::{open_inputs, read_files, Columns, FingerprintFile, Unit};
@@ -251,11 +251,12 @@ fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
 
 /// The units and rows this process's workers scan, for its progress bar.
 fn local_share(units: &[ScanUnit], cluster: &RuntimeOptions) -> (u64, u64) {
+    let workers = assign_units(units, cluster.peers());
     let mine = units
         .iter()
-        .enumerate()
-        .filter(|(u, _)| cluster.runs_here(*u));
-    mine.fold((0, 0), |(n, rows), (_, unit)| {
+        .zip(workers)
+        .filter(|&(_, worker)| cluster.runs_here(worker));
+    mine.fold((0, 0), |(n, rows), (unit, _)| {
         (n + 1, rows + unit.unit.rows)
     })
 }
@@ -298,7 +299,11 @@ impl SummaryDraft {
 
 /// Reads every row of B into memory, grouped by fingerprint.
 pub fn read_queries(files: &[FingerprintFile], columns: &Columns) -> Result<QuerySet> {
+    // Sized once from the footers (growing by doubling touched twice the
+    // memory); a footer claiming absurd counts only loses the reservation.
+    let total: u64 = files.iter().map(FingerprintFile::rows).sum();
     let mut rows = Vec::new();
+    let _ = rows.try_reserve_exact(usize::try_from(total).unwrap_or(0));
     read_files(files, columns, |ids, fingerprints| {
         rows.extend(fingerprints.iter().copied().zip(ids.iter().copied()));
         Ok(())

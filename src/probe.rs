@@ -2,8 +2,8 @@
 //!
 //! This loop is the product's hot path: every corpus fingerprint visits one
 //! bucket in each table. Probed in arrival order, each visit is a random read
-//! into tables far larger than the CPU caches (10 tables of 1M entries for
-//! |B| = 1M, k = 3), and the scan runs at the speed of memory latency.
+//! into tables far larger than the CPU caches (4 to 10 tables of 1M entries
+//! for |B| = 1M, k = 3), and the scan runs at the speed of memory latency.
 //!
 //! So a large batch of corpus rows is first *radix-partitioned* by the leading
 //! bits of a table's first key block: the rows of one partition can only
@@ -99,7 +99,7 @@ pub struct Scratch {
 }
 
 /// Candidates per probe the kernel on this CPU checks cheaply: 32 with
-/// AVX-512's population count (the [`wide`] kernel scans a bucket 8 entries
+/// AVX-512's population count (the [`wide`] kernel scans a bucket 16 residues
 /// per instruction), else 1 (one filter word per probe, then a scalar check).
 /// On this project's machine, k = 3, 1 core: 4 tables took 39.0-39.2 ns per
 /// corpus row against 47.3-53.5 for 10 tables at |B| = 2^20 (15 candidates),
@@ -212,7 +212,7 @@ fn probe_partitioned(
 /// - per key, one load of the bucket's filter word and one bit test, with no
 ///   branch on the data: every probe writes its slot in `hits`, and only a set
 ///   filter bit advances past it, so the rare hits cost no mispredictions;
-/// - the hits' buckets, whose directory entries and first entries are
+/// - the hits' buckets, whose directory entries and first residues are
 ///   prefetched a few hits ahead so that their cache misses overlap.
 #[inline(always)]
 fn probe_slice(
@@ -251,7 +251,7 @@ fn probe_slice(
             table.prefetch_directory(ahead as usize);
         }
         if let Some(&(_, ahead)) = hits.get(j + PREFETCH_HITS) {
-            table.prefetch_entries(ahead as usize);
+            table.prefetch_residues(ahead as usize);
         }
         scan_bucket(
             index,
@@ -315,13 +315,18 @@ fn scatter(
 /// pairs `t` owns.
 #[inline(never)]
 fn scan_bucket(index: &Index, t: usize, f: u64, row: u32, b: usize, out: &mut Vec<Match>) {
-    for e in index.tables[t].bucket_entries(b) {
-        keep_if_owned(index, t, e, f, row, out);
+    let table = &index.tables[t];
+    let residue = table.residue(f);
+    let bucket = table.bucket_entries(b);
+    for (e, &r) in bucket.clone().zip(table.residues_of(bucket)) {
+        if (r ^ residue).count_ones() <= index.design.k {
+            keep_if_owned(index, t, e, f, row, out);
+        }
     }
 }
 
-/// Keeps entry `e` of table `t` as a match of row `row` (fingerprint `f`)
-/// when it is within k and `t` owns the pair.
+/// Keeps entry `e` of table `t` (within k of `f` on its residue) as a match
+/// of row `row` when its whole fingerprint is within k and `t` owns the pair.
 #[inline(always)]
 fn keep_if_owned(index: &Index, t: usize, e: usize, f: u64, row: u32, out: &mut Vec<Match>) {
     let table = &index.tables[t];
@@ -339,8 +344,8 @@ fn keep_if_owned(index: &Index, t: usize, e: usize, f: u64, row: u32, out: &mut 
 /// The kernel for designs with several candidates per probe (fewer, wider
 /// tables: for |B| = 1M and k = 3, 4 tables of 16-bit keys and about 16
 /// entries a bucket, against 10 tables of one): no filter word, every
-/// bucket's entries compared with the row 8 at a time by AVX-512 (XOR,
-/// VPOPCNTQ, compare), the first few vectors of every bucket unconditionally
+/// bucket's residues compared with the row's 16 at a time by AVX-512 (XOR,
+/// VPOPCNTD, compare), the first few vectors of every bucket unconditionally
 /// under a length mask, so that no branch depends on a bucket's length.
 #[cfg(target_arch = "x86_64")]
 mod wide {
@@ -361,12 +366,15 @@ mod wide {
             && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
     }
 
-    /// Vectors of 8 entries compared for every bucket before its length is
-    /// looked at: the mean bucket plus two standard deviations (Poisson), so
-    /// that about 2% of buckets need more.
+    /// Entries one vector compares: 16 residues of 32 bits.
+    const LANES: usize = 16;
+
+    /// Vectors compared for every bucket before its length is looked at: the
+    /// mean bucket plus two standard deviations (Poisson), so that about 2%
+    /// of buckets need more.
     fn vectors_for(expected_candidates: f64) -> usize {
         let c = expected_candidates.max(0.0);
-        ((c + 2.0 * c.sqrt()) / 8.0).ceil().clamp(1.0, 4.0) as usize
+        ((c + 2.0 * c.sqrt()) / LANES as f64).ceil().clamp(1.0, 4.0) as usize
     }
 
     /// [`super::probe`] for CPUs with AVX-512F and VPOPCNTDQ.
@@ -409,7 +417,9 @@ mod wide {
         });
     }
 
-    /// Compares each row with every entry of its bucket of table `t`.
+    /// Compares each row with every entry of its bucket of table `t`: first
+    /// the residues (32 bits of each, 16 entries a vector), then the whole
+    /// fingerprint of those within k on their residue.
     #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
     unsafe fn probe_slice<const VECTORS: usize>(
         index: &Index,
@@ -420,38 +430,31 @@ mod wide {
     ) {
         let spec = &index.design.tables[t];
         let table = &index.tables[t];
-        let k = _mm512_set1_epi64(index.design.k as i64);
+        let k = _mm512_set1_epi32(index.design.k as i32);
         let mut keys = [0u32; KEY_CHUNK];
         for (c, chunk) in fingerprints.chunks(KEY_CHUNK).enumerate() {
             let keys = &mut keys[..chunk.len()];
             spec.probe_keys(chunk, keys);
             for (j, (&key, &f)) in keys.iter().zip(chunk).enumerate() {
                 if let Some(&ahead) = keys.get(j + PREFETCH_ROWS) {
-                    table.prefetch_entries((ahead >> spec.filter_bits) as usize);
+                    table.prefetch_residues((ahead >> spec.filter_bits) as usize);
                 }
                 let bucket = table.bucket_entries((key >> spec.filter_bits) as usize);
-                let entries = table.fingerprints_of(bucket.clone());
-                let row = _mm512_set1_epi64(f as i64);
-                let mut found = 0u32;
+                let residues = table.residues_of(bucket.clone());
+                let row = _mm512_set1_epi32(table.residue(f) as i32);
+                let mut found = 0u64;
                 for v in 0..VECTORS {
-                    found |= (near(entries, 8 * v, row, k) as u32) << (8 * v);
+                    found |= u64::from(near(residues, LANES * v, row, k)) << (LANES * v);
                 }
                 if found != 0 {
-                    keep_found(
-                        index,
-                        t,
-                        bucket.start,
-                        found,
-                        f,
-                        rows[c * KEY_CHUNK + j],
-                        out,
-                    );
+                    let row = rows[c * KEY_CHUNK + j];
+                    keep_found(index, t, bucket.start, found, f, row, out);
                 }
                 let mut v = VECTORS;
-                while 8 * v < entries.len() {
-                    let found = near(entries, 8 * v, row, k) as u32;
+                while LANES * v < residues.len() {
+                    let found = u64::from(near(residues, LANES * v, row, k));
                     if found != 0 {
-                        let first = bucket.start + 8 * v;
+                        let first = bucket.start + LANES * v;
                         keep_found(index, t, first, found, f, rows[c * KEY_CHUNK + j], out);
                     }
                     v += 1;
@@ -460,28 +463,29 @@ mod wide {
         }
     }
 
-    /// A mask of the entries `from..from + 8` (those that exist) within k of
-    /// `row`. The load is masked, so it reads nothing past the bucket's end.
+    /// A mask of the residues `from..from + 16` (those that exist) within k
+    /// of `row`. The load is masked, so it reads nothing past the bucket's end.
     #[inline]
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    fn near(entries: &[u64], from: usize, row: __m512i, k: __m512i) -> u8 {
-        let present = entries.len().saturating_sub(from).min(8);
-        let mask = ((1u32 << present) - 1) as u8;
-        let at = entries.as_ptr().wrapping_add(from);
-        // SAFETY: only the `present` lanes are read, all inside `entries`;
+    fn near(residues: &[u32], from: usize, row: __m512i, k: __m512i) -> u16 {
+        let present = residues.len().saturating_sub(from).min(LANES);
+        let mask = ((1u32 << present) - 1) as u16;
+        let at = residues.as_ptr().wrapping_add(from);
+        // SAFETY: only the `present` lanes are read, all inside `residues`;
         // masked-out lanes are not accessed and cannot fault.
-        let entries = unsafe { _mm512_maskz_loadu_epi64(mask, at.cast()) };
-        let distance = _mm512_popcnt_epi64(_mm512_xor_si512(entries, row));
-        _mm512_mask_cmple_epu64_mask(mask, distance, k)
+        let residues = unsafe { _mm512_maskz_loadu_epi32(mask, at.cast()) };
+        let distance = _mm512_popcnt_epi32(_mm512_xor_si512(residues, row));
+        _mm512_mask_cmple_epu32_mask(mask, distance, k)
     }
 
-    /// Keeps the entries `first + i` for each bit `i` of `found`.
+    /// Keeps the entries `first + i` for each bit `i` of `found` that are
+    /// within k on their whole fingerprint.
     #[cold]
     fn keep_found(
         index: &Index,
         t: usize,
         first: usize,
-        mut found: u32,
+        mut found: u64,
         f: u64,
         row: u32,
         out: &mut Vec<Match>,
