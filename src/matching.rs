@@ -187,13 +187,15 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         started,
         scan_started: Instant::now(),
     }));
-    let (local_units, local_rows) = local_share(&units, &opts.runtime);
+    let worker_of = assign_units(&units, opts.runtime.peers());
+    let (local_units, local_rows) = local_share(&units, &worker_of, &opts.runtime);
     let job = Arc::new(Job {
         index,
         parts,
         corpus_files,
         query_files,
         units,
+        worker_of,
         columns: opts.columns.clone(),
         out_dir: Staging::dir_for(&opts.out)?,
     });
@@ -249,13 +251,13 @@ fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
     units
 }
 
-/// The units and rows this process's workers scan, for its progress bar.
-fn local_share(units: &[ScanUnit], cluster: &RuntimeOptions) -> (u64, u64) {
-    let workers = assign_units(units, cluster.peers());
+/// The units and rows this process's workers scan (`worker_of`: the worker
+/// of each unit), for its progress bar.
+fn local_share(units: &[ScanUnit], worker_of: &[usize], cluster: &RuntimeOptions) -> (u64, u64) {
     let mine = units
         .iter()
-        .zip(workers)
-        .filter(|&(_, worker)| cluster.runs_here(worker));
+        .zip(worker_of)
+        .filter(|&(_, &worker)| cluster.runs_here(worker));
     mine.fold((0, 0), |(n, rows), (unit, _)| {
         (n + 1, rows + unit.unit.rows)
     })

@@ -83,6 +83,8 @@ pub struct Job {
     pub corpus_files: Vec<FingerprintFile>,
     pub query_files: Vec<FingerprintFile>,
     pub units: Vec<ScanUnit>,
+    /// The worker that scans each unit ([`assign_units`]).
+    pub worker_of: Vec<usize>,
     pub columns: Columns,
     /// Directory the parts are written to (the staging directory).
     pub out_dir: PathBuf,
@@ -173,7 +175,7 @@ pub fn run(
                     move |cap, info| {
                         let activator = scope.activator_for(info.address);
                         let mut cap = Some(cap);
-                        let mut scanner = Scanner::new(scan_job, index, peers, scan_state.clone());
+                        let mut scanner = Scanner::new(scan_job, index, scan_state.clone());
                         move |output| {
                             let Some(time) = cap.as_ref() else { return };
                             let outcome = {
@@ -249,15 +251,10 @@ struct Batch {
 }
 
 impl Scanner {
-    fn new(
-        job: Arc<Job>,
-        worker: usize,
-        peers: usize,
-        state: Rc<RefCell<Report<MatchTotals>>>,
-    ) -> Scanner {
+    fn new(job: Arc<Job>, worker: usize, state: Rc<RefCell<Report<MatchTotals>>>) -> Scanner {
         Scanner {
-            mine: (assign_units(&job.units, peers).into_iter().enumerate())
-                .filter_map(|(u, w)| (w == worker).then_some(u))
+            mine: (job.worker_of.iter().enumerate())
+                .filter_map(|(u, &w)| (w == worker).then_some(u))
                 .collect(),
             job,
             next: 0,
