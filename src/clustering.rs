@@ -1,9 +1,10 @@
 //! The `cluster` command as a library call: pairs in, clusters and the
 //! keep/drop list out.
 //!
-//! Each worker streams its share of the pairs' row groups into a union-find;
-//! the workers' components are joined where they share pages (see
-//! [`crate::dataflow::components`]). A cluster one worker saw whole is
+//! The workers of a process stream their shares of the pairs' row groups
+//! into one union-find ([`crate::components`]) and split its components
+//! among themselves; the components of different processes are joined
+//! where they share pages (see [`crate::dataflow::components`]). A cluster one worker saw whole is
 //! counted and its drops chosen there ([`crate::local_clusters`]); the
 //! pages (and under `--drop-policy direct` the pairs) of a joined cluster
 //! go to its owner, a hash of the representative, which does the same
@@ -24,14 +25,14 @@ use timely::dataflow::operators::core::OkErr;
 use timely::dataflow::operators::{Concat, Input};
 
 use crate::cluster_owner::ClusterOwner;
-use crate::components::Components;
+use crate::components::{Components, SharedGraph, MAX_PROCESS_PAGES};
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, report_when_done, FinalStage, Merge,
     OutcomeSlot, Report,
 };
 use crate::dataflow::components::{
-    after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, pages_by_id,
-    seen_twice, shared_sightings, sightings, FilterChunk, SharedFilter, SharedPages, Sighting,
+    after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, seen_twice,
+    shared_sightings, sightings, FilterChunk, SharedFilter, SharedPages, Sighting,
 };
 use crate::dataflow::Failure;
 use crate::drop_policy::{DropPolicy, PairLog};
@@ -41,10 +42,6 @@ use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging}
 use crate::part_runs::{PartRuns, RunSlice};
 use crate::progress::human;
 use crate::runtime::{self, RuntimeOptions};
-
-/// Pages one worker's union-find may hold (page indexes are 32 bits, and
-/// the router marks joined clusters with the top bit).
-pub(crate) const MAX_WORKER_PAGES: usize = 1 << 31;
 
 /// Representatives of oversized clusters listed in `_summary.json`.
 const LISTED_OVERSIZED: usize = 1000;
@@ -203,17 +200,28 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let dir = Staging::dir_for(&opts.out)?;
     let failure = Arc::new(Failure::default());
     let outcome = Arc::new(OutcomeSlot::default());
-    let job = Arc::new((units, opts.clone(), dir));
+    let process_pairs: usize = units
+        .iter()
+        .enumerate()
+        .filter(|&(u, _)| opts.runtime.runs_here(u))
+        .map(|(_, unit)| unit.rows)
+        .sum();
+    let process_graph = SharedGraph::new(opts.corpus_wins, opts.runtime.workers);
+    let job = Arc::new((units, opts.clone(), dir, process_graph));
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
         runtime::execute(&opts.runtime, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
-            let (units, opts, dir) = &*job;
+            let (units, opts, dir, process_graph) = &*job;
             let mine: Vec<PairUnit> = units.iter().skip(me).step_by(peers).cloned().collect();
-            let filter = SharedFilter::new(units.iter().map(|unit| unit.rows as u64).sum(), peers);
+            let filter = SharedFilter::new(
+                units.iter().map(|unit| unit.rows as u64).sum(),
+                peers,
+                opts.runtime.processes,
+            );
             let parts = opts.parts;
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
-            let graph = Rc::new(RefCell::new(Components::new(opts.corpus_wins)));
+            let graph = Rc::new(RefCell::new(Components::default()));
             let log = Rc::new(RefCell::new(PairLog::default()));
             let by_id = Rc::new(RefCell::new(Vec::new()));
             let expected_sightings = Rc::new(std::cell::Cell::new(0));
@@ -243,8 +251,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     let (policy, max_size) = (opts.drop_policy, opts.max_cluster_size);
                     after_joins(resolved, "RoutePages", move |joined| {
                         let started = Instant::now();
-                        let components =
-                            std::mem::replace(&mut *graph.borrow_mut(), Components::new(false));
+                        let components = std::mem::take(&mut *graph.borrow_mut());
                         let pages = components.len();
                         let mut router = Router::new(RouterInput {
                             worker: me as u32,
@@ -300,55 +307,33 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 input
             });
             let local_started = Instant::now();
-            let (mut rows, mut ends) = (Vec::new(), Vec::new());
-            let expected_pairs: usize = mine.iter().map(|unit| unit.rows).sum();
-            if direct {
-                log.borrow_mut().reserve(expected_pairs);
+            let mut pairs = direct.then(PairLog::default);
+            if let Err(error) = add_pairs(process_graph, &mine, process_pairs, &mut pairs, &state) {
+                state.borrow_mut().fail(error, &failure);
             }
-            for (n, unit) in mine.iter().enumerate() {
-                rows.clear();
-                if let Err(error) = read_pair_rows(unit, &mut rows) {
-                    state.borrow_mut().fail(error, &failure);
-                    break;
-                }
-                let held = graph.borrow().len();
-                if held + 2 * rows.len() >= MAX_WORKER_PAGES {
-                    let error = anyhow::anyhow!(
-                        "{}: worker {me} would hold more than 2^31 pages ({held} so far): run with more workers",
-                        unit.path
-                    );
-                    state.borrow_mut().fail(error, &failure);
-                    break;
-                }
-                state.borrow_mut().body.pairs += rows.len() as u64;
-                let pairs = rows.iter().map(|r| (r.query, r.corpus, r.corpus_in_corpus));
-                graph.borrow_mut().add_pairs(pairs, &mut ends);
-                if direct {
-                    log.borrow_mut()
-                        .extend(&ends, rows.iter().map(|r| r.distance));
-                }
-                if n == 0 {
-                    let components = &mut *graph.borrow_mut();
-                    components.reserve(expected_pages(components.len(), &rows, expected_pairs));
-                }
+            tracing::info!(
+                worker = me,
+                pages = process_graph.pages(),
+                seconds = local_started.elapsed().as_secs_f64(),
+                rss_mib = ?crate::logging::resident_mib(),
+                "pairs read into the process's union-find"
+            );
+            // Every local worker comes here, even after a failure: the
+            // others wait for it.
+            let share = process_graph.split(me % opts.runtime.workers, pairs);
+            tracing::info!(
+                worker = me,
+                pages = share.by_id.len(),
+                seconds = local_started.elapsed().as_secs_f64(),
+                rss_mib = ?crate::logging::resident_mib(),
+                "components split among the process's workers"
+            );
+            for chunk in filter.chunks(&share.by_id, peers) {
+                input.send(chunk);
             }
-            {
-                let components = &mut *graph.borrow_mut();
-                tracing::info!(
-                    worker = me,
-                    pages = components.len(),
-                    seconds = local_started.elapsed().as_secs_f64(),
-                    rss_mib = ?crate::logging::resident_mib(),
-                    "local union-find done"
-                );
-                // No more lookups by id: pairs are kept as page indexes.
-                components.forget_index();
-                let mut by_id = by_id.borrow_mut();
-                *by_id = pages_by_id(components);
-                for chunk in filter.chunks(&by_id, peers) {
-                    input.send(chunk);
-                }
-            }
+            *graph.borrow_mut() = share.components;
+            *by_id.borrow_mut() = share.by_id;
+            *log.borrow_mut() = share.pairs.unwrap_or_default();
             drop(input);
             while worker.step_or_park(None) {}
         })?
@@ -360,12 +345,55 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summarize(opts, &totals, started))
 }
 
-/// The pages a worker will likely see in all, from the first of its row
-/// groups: as many per pair as in it (dense graphs see fewer later, as
-/// pages repeat), and a tenth more.
-fn expected_pages(pages: usize, first: &[PairRow], all_pairs: usize) -> usize {
-    let per_pair = pages as f64 / first.len().max(1) as f64;
-    (per_pair * all_pairs as f64 * 1.1) as usize
+/// Reads this worker's row groups (`units`) into its process's union-find,
+/// and under the direct policy their pairs into `log` as page numbers.
+fn add_pairs(
+    graph: &SharedGraph,
+    units: &[PairUnit],
+    process_pairs: usize,
+    log: &mut Option<PairLog>,
+    state: &RefCell<Report<ClusterTotals>>,
+) -> Result<()> {
+    let mut writer = graph.writer();
+    let (mut rows, mut ends) = (Vec::new(), Vec::new());
+    if let Some(log) = log.as_mut() {
+        log.reserve(units.iter().map(|unit| unit.rows).sum());
+    }
+    for (n, unit) in units.iter().enumerate() {
+        rows.clear();
+        read_pair_rows(unit, &mut rows)?;
+        if n == 0 {
+            graph.reserve(expected_pages(&rows, process_pairs));
+        }
+        let held = graph.pages();
+        // Every worker of the process may be adding a row group as large.
+        if held + 2 * rows.len() * graph.workers() >= MAX_PROCESS_PAGES {
+            bail!(
+                "{}: a process would hold more than 2^31 pages ({held} so far): run on more processes",
+                unit.path
+            );
+        }
+        state.borrow_mut().body.pairs += rows.len() as u64;
+        let pairs = rows.iter().map(|r| (r.query, r.corpus, r.corpus_in_corpus));
+        writer.add_pairs(pairs, &mut ends);
+        if let Some(log) = log.as_mut() {
+            log.extend(&ends, rows.iter().map(|r| r.distance));
+        }
+    }
+    Ok(())
+}
+
+/// The pages a process will likely see in all, from a worker's first row
+/// group, before any is added (growing the table on the way stops every
+/// worker while one rehashes it): as many per pair as the row group has
+/// distinct pages (dense graphs see fewer later, as pages repeat), and a
+/// tenth more.
+fn expected_pages(first: &[PairRow], process_pairs: usize) -> usize {
+    let mut ids: Vec<i64> = first.iter().flat_map(|r| [r.query, r.corpus]).collect();
+    radsort::sort(&mut ids);
+    ids.dedup();
+    let per_pair = ids.len() as f64 / first.len().max(1) as f64;
+    (per_pair * process_pairs as f64 * 1.1) as usize
 }
 
 /// The part a page's rows go to: a hash of its id, so parts do not depend

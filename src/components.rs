@@ -1,4 +1,5 @@
-//! Connected components of the pair graph by union-find.
+//! Connected components of the pair graph by union-find: one per process,
+//! built by all of its workers at once.
 //!
 //! Label propagation needs one round per hop of a component's longest path,
 //! and crawl data has long chains (a page edited a little every day). A
@@ -6,18 +7,38 @@
 //! chains, and its memory is per page, never per pair: McSherry, Isard and
 //! Murray's "Scalability! But at what COST?" (HotOS 2015) is the argument.
 //!
-//! Page ids are interned to dense `u32` indexes by an open-addressing table
-//! whose lookups are issued a batch at a time, so that their cache misses
+//! Why one per process rather than one per worker: `match` writes pairs
+//! sorted by query id and page ids are hashes of URLs, so the pairs of a
+//! small cluster lie in different row groups, read by different workers.
+//! With a union-find per worker nearly every cluster of a night spanned
+//! workers and had to be joined afterwards (5M links at one worker for 10M
+//! pairs). The workers of a process now intern ids into one table and link
+//! one forest (compare-and-swap, as in Jayanti and Tarjan's concurrent
+//! union-find), so joins happen only between processes.
+//!
+//! Once every worker has read its pairs, each worker takes the components
+//! whose root falls to it ([`SharedGraph::split`]): the rest of the job sees
+//! a worker's share as whole components of its own, disjoint from the other
+//! local workers' shares.
+//!
+//! Ids are interned to dense `u32` pages by an open-addressing table whose
+//! lookups are issued a batch at a time, so that their cache misses
 //! overlap (interning is most of the time: a page's slot is a random place
-//! in a table far larger than the cache). The forest uses union by size and
-//! path halving. Every root also keeps the least label of its set, updated
-//! at every union and whenever a page turns out to be a corpus page, so the
-//! representative policy costs nothing extra; a node holds all of that in
-//! 16 bytes, so a union touches one cache line per root.
+//! in a table far larger than the cache). Pages are handed out to workers in
+//! blocks, so a worker's new pages cost no shared counter. Roots are linked
+//! by a random priority (a hash of the page) and paths halved as they are
+//! walked; each root's size and least label are counted once the forest is
+//! done, by the worker the root falls to.
 
+use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
+
+use crate::dataflow::commit::lock;
+use crate::drop_policy::{sorted_by_id, KeyedPage, PairLog};
 use crate::tables::prefetch;
 
-/// A page's dense index in one [`Components`].
+/// A page's dense index in its process's [`SharedGraph`].
 pub type Page = u32;
 
 /// A page's label: the lower one is the representative. `false` ranks first:
@@ -25,267 +46,687 @@ pub type Page = u32;
 /// smallest id.
 pub type Label = (bool, i64);
 
+/// No page: a marker in arrays of pages.
+pub const MISSING: Page = Page::MAX;
+
+/// Pages one process may hold: page numbers are 32 bits, and the router
+/// marks joined clusters with the top bit.
+pub const MAX_PROCESS_PAGES: usize = 1 << 31;
+
 /// How many lookups of a batch are in flight at once.
 const LOOKAHEAD: usize = 16;
 
-/// Ids interned between two checks of the table's load.
-const RESERVE_CHUNK: usize = 4096;
+/// Ids interned between two checks of the table's room (even: a chunk holds
+/// whole pairs).
+const CHUNK: usize = 4096;
 
-/// A forest node: the parent, and at a root the set's size and least label.
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    parent: Page,
-    /// The set's size, with [`LEAST_RANKS_FIRST`] set when the least label
-    /// ranks first.
-    size_and_rank: u32,
-    least: i64,
+/// Page numbers a worker takes from the shared count at once: at least a
+/// chunk's, so a chunk needs at most one new block.
+const BLOCK: usize = CHUNK;
+
+/// A table slot's page word while another worker fills the slot (an empty
+/// slot's is 0, a full one's its page plus one).
+const BUSY: u64 = u64::MAX;
+
+/// A page's flags: its number is in use (some are handed out in a block
+/// and never used), and it is a corpus page.
+const USED: u8 = 1;
+const IN_CORPUS: u8 = 2;
+
+/// Zeroed memory from the allocator: nothing is written before it is used,
+/// and what is never used is never backed.
+fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Box<[T]> {
+    bytemuck::allocation::zeroed_slice_box(n)
 }
 
-const LEAST_RANKS_FIRST: u32 = 1 << 31;
+/// Pages per segment of a [`Segmented`] array.
+const SEGMENT_BITS: u32 = 20;
 
-impl Node {
-    fn size(&self) -> u32 {
-        self.size_and_rank & !LEAST_RANKS_FIRST
+/// An array by page, in segments of 2^20 pages: it grows by a segment
+/// without copying what it holds or stopping the workers for long, and
+/// never holds more than the pages handed out and a segment.
+#[derive(Debug, Default)]
+struct Segmented<T>(Vec<Box<[T]>>);
+
+impl<T: bytemuck::Zeroable> Segmented<T> {
+    fn len(&self) -> usize {
+        self.0.len() << SEGMENT_BITS
     }
 
-    fn least(&self) -> Label {
-        (self.size_and_rank & LEAST_RANKS_FIRST == 0, self.least)
-    }
-
-    fn set_least(&mut self, (later, id): Label) {
-        self.least = id;
-        self.size_and_rank = self.size() | if later { 0 } else { LEAST_RANKS_FIRST };
-    }
-}
-
-/// The pages seen so far and the components that join them.
-#[derive(Debug)]
-pub struct Components {
-    corpus_wins: bool,
-    index: IdTable,
-    ids: Vec<i64>,
-    nodes: Vec<Node>,
-    in_corpus: Vec<bool>,
-    /// A batch's ids, kept for the next batch.
-    batch_ids: Vec<i64>,
-}
-
-impl Components {
-    /// Empty components; with `corpus_wins`, corpus pages rank first.
-    pub fn new(corpus_wins: bool) -> Components {
-        Components {
-            corpus_wins,
-            index: IdTable::default(),
-            ids: Vec::new(),
-            nodes: Vec::new(),
-            in_corpus: Vec::new(),
-            batch_ids: Vec::new(),
+    fn grow_to(&mut self, pages: usize) {
+        while self.len() < pages {
+            self.0.push(zeroed(1 << SEGMENT_BITS));
         }
     }
 
-    /// Number of distinct pages.
-    pub fn len(&self) -> usize {
-        self.ids.len()
+    fn get(&self, page: usize) -> &T {
+        &self.0[page >> SEGMENT_BITS][page & ((1 << SEGMENT_BITS) - 1)]
+    }
+}
+
+/// What the workers fill: the id table and the arrays by page. Grown (by
+/// one worker, the others waiting) only between chunks.
+#[derive(Debug, Default)]
+struct Arrays {
+    /// Open addressing with linear probing: a slot is the id and its page
+    /// plus one (0 while empty), so four slots share a cache line.
+    slots: Box<[[AtomicU64; 2]]>,
+    shift: u32,
+    ids: Segmented<AtomicI64>,
+    nodes: Nodes,
+    /// [`USED`] and [`IN_CORPUS`].
+    flags: Segmented<AtomicU8>,
+}
+
+impl Arrays {
+    /// Whether `ids` ids and pages numbered below `pages` fit.
+    fn has_room(&self, ids: usize, pages: usize) -> bool {
+        ids * 4 <= self.slots.len() * 3 && pages <= self.ids.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
-
-    /// Makes room for `pages` pages in all, at once rather than by doubling
-    /// (each doubling of the index touches a new table and rehashes it).
-    pub fn reserve(&mut self, pages: usize) {
-        let more = pages.saturating_sub(self.len());
-        self.index.reserve(more);
-        self.ids.reserve(more);
-        self.nodes.reserve(more);
-        self.in_corpus.reserve(more);
-    }
-
-    /// The dense index of page `id`, added as a set of its own if new.
-    pub fn page(&mut self, id: i64) -> Page {
-        self.index.reserve(1);
-        let page = self.index.get_or_insert(id, self.ids.len() as Page);
-        self.push_if_new(id, page);
-        page
-    }
-
-    /// The dense indexes of `ids`, in order, into `pages` (cleared first);
-    /// new pages are added as sets of their own. Faster than [`Self::page`]
-    /// per id: the table's cache misses overlap.
-    pub fn pages(&mut self, ids: &[i64], pages: &mut Vec<Page>) {
-        pages.clear();
-        for (chunk, start) in ids.chunks(RESERVE_CHUNK).zip((0..).step_by(RESERVE_CHUNK)) {
-            // Room for a chunk at a time: reserving for all of a large batch
-            // would size the table for ids that are mostly seen already.
-            self.index.reserve(chunk.len());
-            for (at, &id) in chunk.iter().enumerate() {
-                if let Some(&ahead) = ids.get(start + at + LOOKAHEAD) {
-                    self.index.prefetch(ahead);
-                }
-                let page = self.index.get_or_insert(id, self.ids.len() as Page);
-                self.push_if_new(id, page);
-                pages.push(page);
+    /// Grows the table to `slots` slots (a power of two) if it is smaller.
+    fn grow_table(&mut self, slots: usize) {
+        if slots <= self.slots.len() {
+            return;
+        }
+        tracing::debug!(slots, "union-find id table grown");
+        let old = std::mem::replace(&mut self.slots, zeroed(slots));
+        self.shift = 64 - slots.trailing_zeros();
+        for [id, page] in old.iter() {
+            let page = page.load(Relaxed);
+            if page != 0 {
+                let id = id.load(Relaxed) as i64;
+                let [key, value] = &self.slots[self.find_slot(id)];
+                key.store(id as u64, Relaxed);
+                value.store(page, Relaxed);
             }
         }
     }
 
-    fn push_if_new(&mut self, id: i64, page: Page) {
-        if page as usize == self.ids.len() {
-            assert!(
-                page < LEAST_RANKS_FIRST,
-                "more than 2^31 pages in one process"
-            );
-            self.ids.push(id);
-            self.nodes.push(Node {
-                parent: page,
-                size_and_rank: 1,
-                least: id,
-            });
-            self.in_corpus.push(false);
+    /// Numbers `pages` pages in the arrays by page.
+    fn grow_arrays(&mut self, pages: usize) {
+        self.ids.grow_to(pages);
+        self.nodes.0.grow_to(pages);
+        self.flags.grow_to(pages);
+    }
+
+    fn slot_of(&self, id: i64) -> usize {
+        (mix(id) >> self.shift) as usize
+    }
+
+    /// The slot holding `id`, or the empty slot where it would go (while no
+    /// other worker inserts).
+    fn find_slot(&self, id: i64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = self.slot_of(id);
+        loop {
+            let [key, page] = &self.slots[at];
+            if page.load(Relaxed) == 0 || key.load(Relaxed) as i64 == id {
+                return at;
+            }
+            at = (at + 1) & mask;
         }
     }
 
-    /// The dense index of `id`, if the page was seen (and the index was not
-    /// forgotten).
-    pub fn get(&self, id: i64) -> Option<Page> {
-        self.index.get(id)
+    fn prefetch(&self, id: i64) {
+        prefetch(&self.slots[self.slot_of(id)]);
     }
 
-    /// Frees the id-to-page index once no more lookups by id will come.
-    pub fn forget_index(&mut self) {
-        self.index = IdTable::default();
-        self.batch_ids = Vec::new();
+    /// The page of `id`, or a new one from `block` (its slot claimed first,
+    /// so two workers meeting a new id agree on its page); counts new pages
+    /// in `fresh`.
+    fn get_or_insert(&self, id: i64, block: &mut Block, fresh: &mut usize) -> Page {
+        let mask = self.slots.len() - 1;
+        let mut at = self.slot_of(id);
+        loop {
+            let [key, page] = &self.slots[at];
+            match page.load(Acquire) {
+                0 => {
+                    if page.compare_exchange(0, BUSY, Acquire, Relaxed).is_err() {
+                        continue;
+                    }
+                    let new = block.next(self);
+                    key.store(id as u64, Relaxed);
+                    self.ids.get(new as usize).store(id, Relaxed);
+                    self.nodes.set_parent(new, new);
+                    self.flags.get(new as usize).store(USED, Relaxed);
+                    page.store(u64::from(new) + 1, Release);
+                    *fresh += 1;
+                    return new;
+                }
+                BUSY => std::hint::spin_loop(),
+                found if key.load(Relaxed) as i64 == id => return (found - 1) as Page,
+                _ => at = (at + 1) & mask,
+            }
+        }
     }
 
-    /// The id of a page.
-    pub fn id(&self, page: Page) -> i64 {
-        self.ids[page as usize]
+    /// Joins the sets of `a` and `b`; returns whether they were apart. The
+    /// root of lower priority is linked under the other, by compare-and-swap
+    /// on its parent (it may have stopped being a root meanwhile).
+    fn union(&self, a: Page, b: Page) -> bool {
+        loop {
+            let (ra, rb) = (self.nodes.find(a), self.nodes.find(b));
+            if ra == rb {
+                return false;
+            }
+            let (child, root) = match priority(ra) < priority(rb) {
+                true => (ra, rb),
+                false => (rb, ra),
+            };
+            if self.nodes.move_parent(child, child, root) {
+                return true;
+            }
+        }
     }
 
-    /// Whether the page was seen as the corpus side of a non-self pair.
-    pub fn in_corpus(&self, page: Page) -> bool {
-        self.in_corpus[page as usize]
+    fn mark_in_corpus(&self, page: Page) {
+        let flags = self.flags.get(page as usize);
+        // Read first: a star's centre is marked by every pair. The page's
+        // flags were set before its page was given out, and only this flag
+        // is set since, so a plain store (no locked instruction) loses
+        // nothing.
+        let now = flags.load(Relaxed);
+        if now & IN_CORPUS == 0 {
+            flags.store(now | IN_CORPUS, Relaxed);
+        }
+    }
+}
+
+/// The forest: by page, its parent (the low 32 bits of the first word)
+/// and, once the forest is done, at a root its set's size (the high 32
+/// bits, with [`LEAST_RANKS_FIRST`] when the least label ranks first) and
+/// least label's id (the second word). A root's counts share its parent's
+/// cache line, touched as the page came.
+#[derive(Debug, Default)]
+struct Nodes(Segmented<[AtomicU64; 2]>);
+
+/// In a node's first word: the set's least label ranks first.
+const LEAST_RANKS_FIRST: u64 = 1 << 63;
+
+impl Nodes {
+    fn parent(&self, page: Page) -> Page {
+        self.0.get(page as usize)[0].load(Relaxed) as Page
     }
 
-    /// Whether the page ranks first under the representative policy.
-    pub fn ranks_first(&self, page: Page) -> bool {
-        self.corpus_wins && self.in_corpus(page)
+    fn set_parent(&self, page: Page, parent: Page) {
+        self.0.get(page as usize)[0].store(u64::from(parent), Relaxed);
     }
 
+    /// Moves the page's parent from `from` to `to` unless another worker
+    /// moved it first; whether it did.
+    fn move_parent(&self, page: Page, from: Page, to: Page) -> bool {
+        self.0.get(page as usize)[0]
+            .compare_exchange(u64::from(from), u64::from(to), AcqRel, Relaxed)
+            .is_ok()
+    }
+
+    /// The root of the page's set, halving the path on the way, while
+    /// workers link sets. Every parent has a higher priority than its child
+    /// (links go that way, and a halving skips to a parent's parent), and
+    /// only a root is ever linked: so a plain store of a grandparent, even
+    /// one read before another worker's halving moved the page higher,
+    /// keeps the page in its set and makes no cycle. No locked instruction,
+    /// which would stop the cache misses around it from overlapping.
+    fn find(&self, mut page: Page) -> Page {
+        loop {
+            let up = self.parent(page);
+            if up == page {
+                return page;
+            }
+            let grand = self.parent(up);
+            if grand != up {
+                self.set_parent(page, grand);
+            }
+            page = grand;
+        }
+    }
+
+    /// The root of the page's set, writing nothing: once the forest is
+    /// done, the workers point their pages at their roots at once, and a
+    /// halving's stale grandparent could overwrite a root just written.
+    fn root_of(&self, mut page: Page) -> Page {
+        loop {
+            let up = self.parent(page);
+            if up == page {
+                return page;
+            }
+            page = up;
+        }
+    }
+
+    /// A root's `(size, least label)`.
+    fn counts(&self, root: Page) -> (u32, Label) {
+        let [word, least] = self.0.get(root as usize);
+        let word = word.load(Relaxed);
+        let size = ((word & !LEAST_RANKS_FIRST) >> 32) as u32;
+        (
+            size,
+            (word & LEAST_RANKS_FIRST == 0, least.load(Relaxed) as i64),
+        )
+    }
+
+    fn set_counts(&self, root: Page, size: u32, (later, least): Label) {
+        let rank = if later { 0 } else { LEAST_RANKS_FIRST };
+        let [word, least_id] = self.0.get(root as usize);
+        word.store(u64::from(root) | u64::from(size) << 32 | rank, Relaxed);
+        least_id.store(least as u64, Relaxed);
+    }
+
+    fn prefetch(&self, page: Page) {
+        prefetch(self.0.get(page as usize));
+    }
+}
+
+/// A root's priority when two are linked: a random order, whatever the
+/// order pages came in. A root is the page of highest priority in its set,
+/// so the worker a set falls to ([`Forest::owner_of_root`]) must not be
+/// told by the same bits: this hash is of the page's complement.
+fn priority(page: Page) -> u64 {
+    mix(i64::from(!page))
+}
+
+/// A worker's current block of page numbers.
+#[derive(Debug, Default)]
+struct Block {
+    next: usize,
+    end: usize,
+    /// The process's count of page numbers handed out.
+    counter: Arc<AtomicUsize>,
+}
+
+impl Block {
+    fn next(&mut self, arrays: &Arrays) -> Page {
+        if self.next == self.end {
+            self.next = self.counter.fetch_add(BLOCK, Relaxed);
+            self.end = self.next + BLOCK;
+            assert!(
+                self.end <= arrays.ids.len(),
+                "a block of pages beyond the arrays"
+            );
+        }
+        self.next += 1;
+        (self.next - 1) as Page
+    }
+}
+
+/// The pages and components of one process, built by its `workers` at once
+/// ([`SharedGraph::writer`]), then split among them
+/// ([`SharedGraph::split`]).
+#[derive(Debug)]
+pub struct SharedGraph {
+    corpus_wins: bool,
+    workers: usize,
+    barrier: Barrier,
+    building: RwLock<Arrays>,
+    /// Page numbers handed out (in blocks).
+    pages: Arc<AtomicUsize>,
+    /// Ids interned, as workers report them chunk by chunk.
+    interned: AtomicUsize,
+    /// The finished forest, while the workers take their shares.
+    done: Mutex<Option<Arc<Forest>>>,
+    /// Pair logs on their way to the worker whose components they join:
+    /// `mailbox[to][from]`.
+    mailbox: Mutex<Vec<Vec<PairLog>>>,
+}
+
+impl SharedGraph {
+    /// An empty graph for a process of `workers` workers; with
+    /// `corpus_wins`, corpus pages rank first.
+    pub fn new(corpus_wins: bool, workers: usize) -> SharedGraph {
+        SharedGraph {
+            corpus_wins,
+            workers,
+            barrier: Barrier::new(workers),
+            building: RwLock::new(Arrays::default()),
+            pages: Arc::new(AtomicUsize::new(0)),
+            interned: AtomicUsize::new(0),
+            done: Mutex::new(None),
+            mailbox: Mutex::new(
+                (0..workers)
+                    .map(|_| (0..workers).map(|_| PairLog::default()).collect())
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A worker's handle to add its pairs.
+    pub fn writer(&self) -> GraphWriter<'_> {
+        GraphWriter {
+            graph: self,
+            block: Block {
+                counter: self.pages.clone(),
+                ..Block::default()
+            },
+            ids: Vec::new(),
+        }
+    }
+
+    /// Page numbers handed out so far (distinct pages, and the unused rest
+    /// of each worker's block).
+    pub fn pages(&self) -> usize {
+        self.pages.load(Relaxed)
+    }
+
+    /// The workers of the process.
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// Sizes the id table for an estimate of the process's pages, at once
+    /// rather than by doubling (each doubling stops every worker while one
+    /// rehashes the table). Estimates run high (pages repeat more as more
+    /// pairs come), so the table is the least power of two above the
+    /// estimate, not the 4/3 of it a table 3/4 full would need: a table
+    /// twice too large costs more in cache and TLB misses than the doubling
+    /// an estimate too low costs once.
+    pub fn reserve(&self, pages: usize) {
+        let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
+        arrays.grow_table((pages + self.margin()).next_power_of_two());
+    }
+
+    /// Ids and page numbers the workers may take beyond what was counted
+    /// when one checked for room: a chunk and a block each, twice over.
+    fn margin(&self) -> usize {
+        2 * self.workers * CHUNK.max(BLOCK)
+    }
+
+    /// A read guard on the arrays with room for a chunk of new ids from
+    /// every worker, growing them first if needed.
+    fn room_for_a_chunk(&self) -> RwLockReadGuard<'_, Arrays> {
+        let needed = || {
+            let margin = self.margin();
+            let ids = self.interned.load(Relaxed) + margin;
+            (ids, self.pages.load(Relaxed) + margin)
+        };
+        loop {
+            let (ids, pages) = needed();
+            {
+                let arrays = self.building.read().unwrap_or_else(|e| e.into_inner());
+                if arrays.has_room(ids, pages) {
+                    return arrays;
+                }
+            }
+            let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
+            // Another worker may have grown them meanwhile.
+            let (ids, pages) = needed();
+            let slots = arrays.slots.len();
+            if ids * 4 > slots * 3 {
+                let needed = (ids * 4 / 3 + 1).next_power_of_two();
+                arrays.grow_table(needed.max(2 * slots));
+            }
+            arrays.grow_arrays(pages);
+        }
+    }
+
+    /// Called by each of the process's workers, `worker` its index among
+    /// them, once it has added all its pairs (`pairs`, under the direct
+    /// policy, as page numbers): waits for the others, then gives this
+    /// worker's share, the components whose root falls to it, with its
+    /// pages `(id, page, root)` sorted by id and the pairs of its
+    /// components from every worker's log.
+    pub fn split(&self, worker: usize, pairs: Option<PairLog>) -> WorkerShare {
+        self.barrier.wait();
+        if worker == 0 {
+            let arrays =
+                std::mem::take(&mut *self.building.write().unwrap_or_else(|e| e.into_inner()));
+            let pages = self.pages().min(arrays.ids.len());
+            *lock(&self.done) = Some(Arc::new(Forest::new(arrays, pages, self.corpus_wins)));
+        }
+        self.barrier.wait();
+        let forest = lock(&self.done)
+            .clone()
+            .expect("worker 0 has frozen the forest");
+        forest.flatten(share_of(forest.pages, worker, self.workers));
+        self.barrier.wait();
+        if worker == 0 {
+            // Every worker holds the forest now: it goes with the last share.
+            *lock(&self.done) = None;
+        }
+        let pairs = pairs.map(|log| self.exchange_pairs(&forest, worker, log));
+        let by_id = forest.pages_of(worker, self.workers);
+        forest.count_roots(&by_id);
+        WorkerShare {
+            components: Components { forest },
+            by_id,
+            pairs,
+        }
+    }
+
+    /// Sends each pair of this worker's log to the worker its components
+    /// fall to, and gathers the pairs of this worker's components.
+    fn exchange_pairs(&self, forest: &Forest, worker: usize, log: PairLog) -> PairLog {
+        if self.workers == 1 {
+            return log;
+        }
+        let owner = |a: Page| forest.owner_of_root(forest.root(a), self.workers);
+        let logs = log.split_by(self.workers, owner, |a| forest.nodes.prefetch(a));
+        {
+            let mut mailbox = lock(&self.mailbox);
+            for (to, log) in logs.into_iter().enumerate() {
+                mailbox[to][worker] = log;
+            }
+        }
+        self.barrier.wait();
+        // In the senders' order, whatever order they came in.
+        let mine = std::mem::take(&mut lock(&self.mailbox)[worker]);
+        PairLog::concat(mine)
+    }
+}
+
+/// Pages `worker` of `workers` flattens: an even range.
+fn share_of(pages: usize, worker: usize, workers: usize) -> std::ops::Range<usize> {
+    pages * worker / workers..pages * (worker + 1) / workers
+}
+
+/// One worker's handle on a [`SharedGraph`] being built.
+#[derive(Debug)]
+pub struct GraphWriter<'a> {
+    graph: &'a SharedGraph,
+    block: Block,
+    /// A batch's ids, kept for the next batch.
+    ids: Vec<i64>,
+}
+
+impl GraphWriter<'_> {
     /// Adds a batch of pairs: `(query, corpus, corpus side is in the
     /// corpus)`, leaving their pages in `ends` (two per pair). Returns how
     /// many joined two components.
     pub fn add_pairs(
         &mut self,
-        pairs: impl ExactSizeIterator<Item = (i64, i64, bool)> + Clone,
+        pairs: impl Iterator<Item = (i64, i64, bool)> + Clone,
         ends: &mut Vec<Page>,
     ) -> usize {
-        let mut ids = std::mem::take(&mut self.batch_ids);
+        let mut ids = std::mem::take(&mut self.ids);
         ids.clear();
         ids.extend(pairs.clone().flat_map(|(q, c, _)| [q, c]));
-        self.pages(&ids, ends);
-        self.batch_ids = ids;
+        ends.clear();
         let mut joined = 0;
-        for (pair, (_, _, corpus_in_corpus)) in ends.chunks_exact(2).zip(pairs) {
-            if corpus_in_corpus {
-                self.mark_in_corpus(pair[1]);
+        let mut in_corpus = pairs.map(|(_, _, in_corpus)| in_corpus);
+        for chunk in ids.chunks(CHUNK) {
+            let arrays = self.graph.room_for_a_chunk();
+            let mut fresh = 0;
+            let start = ends.len();
+            for (at, &id) in chunk.iter().enumerate() {
+                if let Some(&ahead) = chunk.get(at + LOOKAHEAD) {
+                    arrays.prefetch(ahead);
+                }
+                ends.push(arrays.get_or_insert(id, &mut self.block, &mut fresh));
             }
-            joined += usize::from(self.union(pair[0], pair[1]));
+            for pair in ends[start..].chunks_exact(2) {
+                if in_corpus.next().unwrap_or(false) {
+                    arrays.mark_in_corpus(pair[1]);
+                }
+                joined += usize::from(arrays.union(pair[0], pair[1]));
+            }
+            self.graph.interned.fetch_add(fresh, Relaxed);
         }
+        self.ids = ids;
         joined
     }
+}
 
-    /// Adds one pair; returns whether it joined two components.
-    pub fn add_pair(&mut self, query: i64, corpus: i64, corpus_in_corpus: bool) -> bool {
-        let mut ends = Vec::with_capacity(2);
-        self.add_pairs([(query, corpus, corpus_in_corpus)].into_iter(), &mut ends) == 1
+/// The forest once every pair is in: read-only but for the flattening of
+/// paths and each root's counts, which only the worker the root falls to
+/// writes.
+#[derive(Debug, Default)]
+struct Forest {
+    corpus_wins: bool,
+    /// Page numbers handed out (those without [`USED`] are not pages).
+    pages: usize,
+    ids: Segmented<AtomicI64>,
+    nodes: Nodes,
+    flags: Segmented<AtomicU8>,
+}
+
+impl Forest {
+    fn new(arrays: Arrays, pages: usize, corpus_wins: bool) -> Forest {
+        let Arrays {
+            ids, nodes, flags, ..
+        } = arrays;
+        Forest {
+            corpus_wins,
+            pages,
+            ids,
+            nodes,
+            flags,
+        }
     }
 
-    /// Records that `page` is already in the corpus; its label may now be
-    /// the least of its set.
-    pub fn mark_in_corpus(&mut self, page: Page) {
-        if self.in_corpus[page as usize] {
-            return;
-        }
-        self.in_corpus[page as usize] = true;
-        if self.corpus_wins {
-            let root = self.find(page) as usize;
-            let least = self.nodes[root].least().min((false, self.id(page)));
-            self.nodes[root].set_least(least);
-        }
+    fn used(&self, page: usize) -> bool {
+        self.flags.get(page).load(Relaxed) & USED != 0
     }
 
-    /// The root of the page's set, halving the path on the way.
-    pub fn find(&mut self, mut page: Page) -> Page {
-        loop {
-            let parent = self.nodes[page as usize].parent;
-            if parent == page {
-                return page;
+    fn id(&self, page: Page) -> i64 {
+        self.ids.get(page as usize).load(Relaxed)
+    }
+
+    /// Points every page of `range` at its root.
+    fn flatten(&self, range: std::ops::Range<usize>) {
+        for page in range {
+            if self.used(page) {
+                let root = self.nodes.root_of(page as Page);
+                self.nodes.set_parent(page as Page, root);
             }
-            let grand = self.nodes[parent as usize].parent;
-            self.nodes[page as usize].parent = grand;
-            page = grand;
         }
     }
 
-    /// Asks the CPU to fetch a page's node (at a root: its set's size and
-    /// least label) into cache ahead of its use.
-    pub fn prefetch_node(&self, page: Page) {
-        if let Some(node) = self.nodes.get(page as usize) {
-            prefetch(node);
+    /// A page's root, once flattened.
+    fn root(&self, page: Page) -> Page {
+        self.nodes.parent(page)
+    }
+
+    /// The local worker a component falls to, by its root.
+    fn owner_of_root(&self, root: Page, workers: usize) -> usize {
+        (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize
+    }
+
+    /// The pages `(id, page, root)` of the components that fall to `worker`,
+    /// sorted by id.
+    fn pages_of(&self, worker: usize, workers: usize) -> Vec<KeyedPage> {
+        let mut mine = Vec::with_capacity(self.pages / workers + self.pages / workers / 8);
+        mine.extend((0..self.pages as Page).filter_map(|page| {
+            let root = self.root(page);
+            (self.used(page as usize) && self.owner_of_root(root, workers) == worker)
+                .then(|| (self.id(page), page, root))
+        }));
+        sorted_by_id(mine)
+    }
+
+    /// Counts the size and least label of every root of `by_id` (pages of
+    /// whole components, by id: a root's first page is its least id).
+    fn count_roots(&self, by_id: &[KeyedPage]) {
+        for (at, &(id, page, root)) in by_id.iter().enumerate() {
+            if let Some(&(_, page, root)) = by_id.get(at + LOOKAHEAD) {
+                self.nodes.prefetch(root);
+                prefetch(self.flags.get(page as usize));
+            }
+            let (size, least) = self.nodes.counts(root);
+            let label = (!self.ranks_first(page), id);
+            let least = match size == 0 || label < least {
+                true => label,
+                false => least,
+            };
+            self.nodes.set_counts(root, size + 1, least);
         }
+    }
+
+    fn in_corpus(&self, page: Page) -> bool {
+        self.flags.get(page as usize).load(Relaxed) & IN_CORPUS != 0
+    }
+
+    fn ranks_first(&self, page: Page) -> bool {
+        self.corpus_wins && self.in_corpus(page)
+    }
+}
+
+/// One worker's share of its process's graph, from [`SharedGraph::split`].
+#[derive(Debug, Default)]
+pub struct WorkerShare {
+    pub components: Components,
+    /// The share's pages `(id, page, root)`, sorted by id.
+    pub by_id: Vec<KeyedPage>,
+    /// Under the direct policy, the pairs of the share's components.
+    pub pairs: Option<PairLog>,
+}
+
+/// The components of one worker's share: what the rest of the job asks of
+/// pages (numbered in the process) and of roots (of this share only).
+#[derive(Debug, Default)]
+pub struct Components {
+    forest: Arc<Forest>,
+}
+
+impl Components {
+    /// Page numbers of the process: arrays by page are this long.
+    pub fn len(&self) -> usize {
+        self.forest.pages
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.forest.pages == 0
+    }
+
+    /// The id of a page.
+    pub fn id(&self, page: Page) -> i64 {
+        self.forest.id(page)
+    }
+
+    /// Whether the page was seen as the corpus side of a non-self pair.
+    pub fn in_corpus(&self, page: Page) -> bool {
+        self.forest.in_corpus(page)
+    }
+
+    /// Whether the page ranks first under the representative policy.
+    pub fn ranks_first(&self, page: Page) -> bool {
+        self.forest.ranks_first(page)
+    }
+
+    /// The least label of a root's set: its representative's.
+    pub fn least(&self, root: Page) -> Label {
+        self.forest.nodes.counts(root).1
+    }
+
+    /// The id of a root's representative.
+    pub fn representative(&self, root: Page) -> i64 {
+        self.least(root).1
+    }
+
+    /// Pages in a root's set.
+    pub fn component_size(&self, root: Page) -> u32 {
+        self.forest.nodes.counts(root).0
+    }
+
+    /// Asks the CPU to fetch a root's size and least label ahead of their
+    /// use.
+    pub fn prefetch_node(&self, root: Page) {
+        self.forest.nodes.prefetch(root);
     }
 
     /// Asks the CPU to fetch a page's corpus flag ahead of
     /// [`Self::ranks_first`].
     pub fn prefetch_corpus_flag(&self, page: Page) {
-        if let Some(flag) = self.in_corpus.get(page as usize) {
-            prefetch(flag);
-        }
-    }
-
-    /// Joins the sets of `a` and `b`; returns whether they were apart.
-    pub fn union(&mut self, a: Page, b: Page) -> bool {
-        let (mut ra, mut rb) = (self.find(a), self.find(b));
-        if ra == rb {
-            return false;
-        }
-        let (na, nb) = (self.nodes[ra as usize], self.nodes[rb as usize]);
-        if na.size() < nb.size() {
-            std::mem::swap(&mut ra, &mut rb);
-        }
-        let least = na.least().min(nb.least());
-        self.nodes[rb as usize].parent = ra;
-        let root = &mut self.nodes[ra as usize];
-        root.size_and_rank = na.size() + nb.size();
-        root.set_least(least);
-        true
-    }
-
-    /// The least label of the page's set: its representative's.
-    pub fn least(&mut self, page: Page) -> Label {
-        let root = self.find(page);
-        self.nodes[root as usize].least()
-    }
-
-    /// The id of the set's representative.
-    pub fn representative(&mut self, page: Page) -> i64 {
-        self.least(page).1
-    }
-
-    /// Pages in the page's set.
-    pub fn component_size(&mut self, page: Page) -> u32 {
-        let root = self.find(page);
-        self.nodes[root as usize].size()
-    }
-
-    /// Heap bytes held per page, for the README's memory figure: the id,
-    /// the node, the corpus flag, and the index's slots (16 bytes each, 1.33
-    /// to 2.67 of them per page).
-    pub fn bytes_per_page() -> (usize, usize) {
-        let fixed = 8 + std::mem::size_of::<Node>() + 1;
-        (fixed + 16 * 4 / 3, fixed + 16 * 8 / 3)
+        prefetch(self.forest.flags.get(page as usize));
     }
 }
 
@@ -302,130 +743,198 @@ pub fn mix(id: i64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Ids to pages: open addressing with linear probing, a slot being the id
-/// and its page (one cache line holds four slots), grown to twice the size
-/// once three quarters are full. Simpler and, with batched prefetches,
-/// faster here than a general hash map: keys are never removed.
-#[derive(Debug, Default)]
-pub(crate) struct IdTable {
-    slots: Vec<(i64, Page)>,
-    len: usize,
-    shift: u32,
-}
-
-const EMPTY: Page = Page::MAX;
-
-/// No page: a marker in arrays of pages.
-pub const MISSING: Page = EMPTY;
-
-impl IdTable {
-    fn capacity_for(ids: usize) -> usize {
-        (ids * 4 / 3 + 1).next_power_of_two().max(8)
-    }
-
-    fn slot_of(&self, id: i64) -> usize {
-        (mix(id) >> self.shift) as usize
-    }
-
-    fn prefetch(&self, id: i64) {
-        prefetch(&self.slots[self.slot_of(id)]);
-    }
-
-    /// Grows the table so that `more` inserts keep it at most 3/4 full.
-    pub(crate) fn reserve(&mut self, more: usize) {
-        let needed = self.len + more;
-        if needed * 4 <= self.slots.len() * 3 {
-            return;
-        }
-        let capacity = Self::capacity_for(needed);
-        let old = std::mem::replace(&mut self.slots, vec![(0, EMPTY); capacity]);
-        self.shift = 64 - capacity.trailing_zeros();
-        for (id, page) in old {
-            if page != EMPTY {
-                let slot = self.find_slot(id);
-                self.slots[slot] = (id, page);
-            }
-        }
-    }
-
-    /// The slot holding `id`, or the empty slot where it would go.
-    fn find_slot(&self, id: i64) -> usize {
-        let mask = self.slots.len() - 1;
-        let mut slot = self.slot_of(id);
-        loop {
-            let (key, page) = self.slots[slot];
-            if page == EMPTY || key == id {
-                return slot;
-            }
-            slot = (slot + 1) & mask;
-        }
-    }
-
-    /// The page of `id`, inserting `next` for it if absent. The caller has
-    /// reserved room.
-    pub(crate) fn get_or_insert(&mut self, id: i64, next: Page) -> Page {
-        let slot = self.find_slot(id);
-        if self.slots[slot].1 == EMPTY {
-            self.slots[slot] = (id, next);
-            self.len += 1;
-        }
-        self.slots[slot].1
-    }
-
-    fn get(&self, id: i64) -> Option<Page> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let page = self.slots[self.find_slot(id)].1;
-        (page != EMPTY).then_some(page)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The shares of `workers` threads that each add every `workers`-th
+    /// batch of `pairs` (batches of `batch` pairs) to one graph.
+    fn shares(
+        pairs: &[(i64, i64, bool)],
+        corpus_wins: bool,
+        workers: usize,
+        batch: usize,
+    ) -> Vec<WorkerShare> {
+        let graph = SharedGraph::new(corpus_wins, workers);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|w| {
+                    let graph = &graph;
+                    scope.spawn(move || {
+                        let mut writer = graph.writer();
+                        let mut log = PairLog::default();
+                        let mut ends = Vec::new();
+                        for (n, chunk) in pairs.chunks(batch).enumerate() {
+                            if n % workers == w {
+                                writer.add_pairs(chunk.iter().copied(), &mut ends);
+                                log.extend(&ends, chunk.iter().map(|_| 1));
+                            }
+                        }
+                        graph.split(w, Some(log))
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        })
+    }
+
+    /// Every page's `(id, representative, size)` from the shares, by id.
+    fn clusters_of(shares: &[WorkerShare]) -> Vec<(i64, i64, u32)> {
+        let mut rows: Vec<(i64, i64, u32)> = shares
+            .iter()
+            .flat_map(|share| {
+                let c = &share.components;
+                share
+                    .by_id
+                    .iter()
+                    .map(move |&(id, _, root)| (id, c.representative(root), c.component_size(root)))
+            })
+            .collect();
+        rows.sort_unstable();
+        rows
+    }
+
+    /// The oracle: a sequential union-find over ids, labels by priority.
+    fn oracle(pairs: &[(i64, i64, bool)], corpus_wins: bool) -> Vec<(i64, i64, u32)> {
+        use std::collections::{BTreeMap, HashMap, HashSet};
+        let mut parent: HashMap<i64, i64> = HashMap::new();
+        fn find(parent: &mut HashMap<i64, i64>, x: i64) -> i64 {
+            let mut root = x;
+            while let Some(&p) = parent.get(&root).filter(|&&p| p != root) {
+                root = p;
+            }
+            parent.entry(x).or_insert(x);
+            let mut at = x;
+            while at != root {
+                let next = parent[&at];
+                parent.insert(at, root);
+                at = next;
+            }
+            root
+        }
+        let corpus: HashSet<i64> = pairs.iter().filter(|p| p.2).map(|p| p.1).collect();
+        for &(a, b, _) in pairs {
+            let (ra, rb) = (find(&mut parent, a), find(&mut parent, b));
+            parent.insert(ra, rb);
+        }
+        let ids: Vec<i64> = parent.keys().copied().collect();
+        let mut sets: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+        for id in ids {
+            let root = find(&mut parent, id);
+            sets.entry(root).or_default().push(id);
+        }
+        let label = |id: i64| (!(corpus_wins && corpus.contains(&id)), id);
+        let mut rows = Vec::new();
+        for members in sets.values() {
+            let least = members.iter().map(|&id| label(id)).min().unwrap().1;
+            rows.extend(members.iter().map(|&id| (id, least, members.len() as u32)));
+        }
+        rows.sort_unstable();
+        rows
+    }
+
+    fn random_pairs(n: usize, ids: u64, seed: u64) -> Vec<(i64, i64, bool)> {
+        let mut state = seed;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state >> 20
+        };
+        (0..n)
+            .map(|_| {
+                let (a, b) = (next() % ids, next() % ids);
+                (mix(a as i64) as i64, mix(b as i64) as i64, next() % 3 == 0)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shares_of_concurrent_workers_match_a_sequential_union_find() {
+        // Sparse and dense graphs, small batches (so the workers interleave
+        // and the table grows while they do), 1 to 4 workers.
+        for (pairs, ids) in [(20_000, 30_000), (30_000, 2_000), (5_000, 200_000)] {
+            let edges = random_pairs(pairs, ids, pairs as u64 ^ ids);
+            for corpus_wins in [false, true] {
+                let expected = oracle(&edges, corpus_wins);
+                for workers in 1..=4 {
+                    let found = clusters_of(&shares(&edges, corpus_wins, workers, 97));
+                    assert!(
+                        found == expected,
+                        "{pairs} pairs over {ids} ids, {workers} workers, corpus_wins {corpus_wins}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn shares_are_disjoint_whole_components_with_their_own_pairs() {
+        let edges = random_pairs(40_000, 50_000, 7);
+        let shares = shares(&edges, true, 3, 1000);
+        let mut owner = std::collections::HashMap::new();
+        for (w, share) in shares.iter().enumerate() {
+            assert!(share.by_id.is_sorted_by_key(|&(id, ..)| id));
+            for &(id, page, _) in &share.by_id {
+                assert_eq!(
+                    owner.insert(page, (w, id)),
+                    None,
+                    "page {page} in two shares"
+                );
+            }
+        }
+        // Every pair is in the log of the share that holds its ends, once.
+        let mut pairs = 0;
+        for (w, share) in shares.iter().enumerate() {
+            let log = share.pairs.as_ref().unwrap();
+            for (a, b, _) in log.pairs_in(0..log.len()) {
+                assert_eq!(owner[&a].0, w);
+                assert_eq!(owner[&b].0, w);
+            }
+            pairs += log.len();
+        }
+        assert_eq!(pairs, edges.len());
+    }
+
     #[test]
     fn a_long_chain_is_one_component_with_the_least_id() {
-        let mut c = Components::new(false);
-        for i in (0..100_000i64).rev() {
-            c.add_pair(i + 1, i, false);
+        let pairs: Vec<(i64, i64, bool)> =
+            (0..100_000i64).rev().map(|i| (i + 1, i, false)).collect();
+        for workers in [1, 2] {
+            let found = clusters_of(&shares(&pairs, false, workers, 4096));
+            assert_eq!(found.len(), 100_001);
+            assert!(found
+                .iter()
+                .all(|&(_, rep, size)| rep == 0 && size == 100_001));
         }
-        let last = c.get(100_000).unwrap();
-        assert_eq!(c.component_size(last), 100_001);
-        assert_eq!(c.representative(last), 0);
     }
 
     #[test]
     fn corpus_pages_rank_first_even_when_marked_late() {
-        let mut c = Components::new(true);
-        c.add_pair(1, 5, true);
-        c.add_pair(1, 3, false);
-        let one = c.get(1).unwrap();
-        assert_eq!(c.representative(one), 5);
-        // A later pair shows 3 is a corpus page too: the least corpus id wins.
-        c.add_pair(2, 3, true);
-        assert_eq!(c.representative(one), 3);
-        assert_eq!(c.least(one), (false, 3));
-        assert_eq!(c.component_size(one), 4);
-        let mut plain = Components::new(false);
-        plain.add_pair(9, 2, true);
-        let nine = plain.get(9).unwrap();
-        assert_eq!(plain.representative(nine), 2);
-        assert_eq!(plain.least(nine), (true, 2));
+        // 5 and 3 are corpus pages (3 only by the last pair): 3 wins.
+        let pairs = [(1, 5, true), (1, 3, false), (2, 3, true)];
+        let found = clusters_of(&shares(&pairs, true, 1, 1));
+        assert!(found.iter().all(|&(_, rep, size)| rep == 3 && size == 4));
+        let plain = clusters_of(&shares(&[(9, 2, true)], false, 1, 1));
+        assert_eq!(plain, vec![(2, 2, 2), (9, 2, 2)]);
     }
 
     #[test]
-    fn union_reports_only_joins() {
-        let mut c = Components::new(false);
-        assert!(c.add_pair(1, 2, false));
-        assert!(!c.add_pair(2, 1, false));
-        assert!(!c.add_pair(7, 7, false));
-        assert!(c.add_pair(7, i64::MIN, false));
-        assert_eq!(c.len(), 4);
-        let min = c.get(i64::MIN).unwrap();
-        assert_eq!(c.representative(min), i64::MIN);
-        assert_eq!(c.get(3), None);
+    fn self_loops_repeats_and_extreme_ids() {
+        let pairs = [
+            (1, 2, false),
+            (2, 1, false),
+            (7, 7, false),
+            (7, i64::MIN, false),
+            (i64::MAX, -1, false),
+            (0, 0, false),
+        ];
+        for workers in [1, 3] {
+            assert_eq!(
+                clusters_of(&shares(&pairs, false, workers, 1)),
+                oracle(&pairs, false)
+            );
+        }
     }
 
     #[test]
@@ -438,11 +947,11 @@ mod tests {
             ((i as i128 * 2_862_933_555_777_941_757) % 9_223_372_036_854_775_783) as i64
         }];
         for family in families {
-            let mut table = IdTable::default();
-            table.reserve(n);
-            let mut home = vec![false; table.slots.len()];
+            let mut arrays = Arrays::default();
+            arrays.grow_table(2 * n);
+            let mut home = vec![false; arrays.slots.len()];
             for i in 0..n as i64 {
-                home[table.slot_of(family(i))] = true;
+                home[arrays.slot_of(family(i))] = true;
             }
             // n keys in 2n slots: 1 - e^(-1/2) = 39% of them, at random (a
             // single multiply fills 32% for the third family, 10% at n = 2^20).
@@ -452,22 +961,13 @@ mod tests {
     }
 
     #[test]
-    fn the_index_finds_every_id_through_growth() {
-        let mut c = Components::new(false);
-        // Ids that collide in their low bits, and both extremes.
-        let ids: Vec<i64> = (0..50_000i64)
-            .map(|i| i << 40)
-            .chain([i64::MIN, i64::MAX, 0, -1])
+    fn ids_that_collide_in_their_low_bits_keep_their_pages_through_growth() {
+        // The table starts empty and grows many times while two workers add.
+        let pairs: Vec<(i64, i64, bool)> = (0..50_000i64)
+            .map(|i| (i << 40, (i + 1) << 40, false))
+            .chain([(i64::MIN, i64::MAX, false), (0, -1, false)])
             .collect();
-        let mut pages = Vec::new();
-        c.pages(&ids, &mut pages);
-        assert_eq!(c.len(), 50_003);
-        for (&id, &page) in ids.iter().zip(&pages) {
-            assert_eq!(c.get(id), Some(page));
-            assert_eq!(c.id(page), id);
-        }
-        let mut again = Vec::new();
-        c.pages(&ids, &mut again);
-        assert_eq!(pages, again);
+        let found = clusters_of(&shares(&pairs, false, 2, 333));
+        assert_eq!(found, oracle(&pairs, false));
     }
 }

@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::components::{Page, MISSING};
 
+/// How many pairs ahead [`PairLog::split_by`] fetches an owner's data.
+const LOOKAHEAD: usize = 16;
+
 /// How the keep/drop list is made from the pairs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -35,9 +38,10 @@ impl fmt::Display for DropPolicy {
     }
 }
 
-/// A worker's pairs as page indexes of its [`crate::components::Components`], kept for the
-/// direct policy's pass: 9 bytes a pair, instead of reading the pairs again
-/// and looking every id up a second time.
+/// A worker's pairs as page numbers of its process's
+/// [`crate::components::SharedGraph`], kept for the direct policy's pass: 9
+/// bytes a pair, instead of reading the pairs again and looking every id up
+/// a second time.
 #[derive(Debug, Default)]
 pub struct PairLog {
     ends: Vec<[Page; 2]>,
@@ -46,7 +50,7 @@ pub struct PairLog {
 
 impl PairLog {
     /// Appends a batch: `ends` two pages per pair, as
-    /// [`crate::components::Components::add_pairs`] leaves them.
+    /// [`crate::components::GraphWriter::add_pairs`] leaves them.
     pub fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = u8>) {
         self.ends
             .extend(ends.chunks_exact(2).map(|pair| [pair[0], pair[1]]));
@@ -62,6 +66,47 @@ impl PairLog {
 
     pub fn len(&self) -> usize {
         self.ends.len()
+    }
+
+    /// The log cut into `n` logs by `owner` of a pair's first end (whose
+    /// data `prefetch` fetches a few pairs ahead), each in this log's order.
+    pub fn split_by(
+        self,
+        n: usize,
+        owner: impl Fn(Page) -> usize,
+        prefetch: impl Fn(Page),
+    ) -> Vec<PairLog> {
+        // Room for an even split and a little more: growing by doubling
+        // would copy and touch each log's memory again.
+        let each = self.len() / n + self.len() / n / 8 + 16;
+        let mut logs: Vec<PairLog> = (0..n)
+            .map(|_| {
+                let mut log = PairLog::default();
+                log.reserve(each);
+                log
+            })
+            .collect();
+        for (at, (&[a, b], &distance)) in self.ends.iter().zip(&self.distances).enumerate() {
+            if let Some(&[ahead, _]) = self.ends.get(at + LOOKAHEAD) {
+                prefetch(ahead);
+            }
+            let log = &mut logs[owner(a)];
+            log.ends.push([a, b]);
+            log.distances.push(distance);
+        }
+        logs
+    }
+
+    /// The logs one after the other.
+    pub fn concat(logs: Vec<PairLog>) -> PairLog {
+        let pairs = logs.iter().map(PairLog::len).sum();
+        let mut all = PairLog::default();
+        all.reserve(pairs);
+        for log in logs {
+            all.ends.extend_from_slice(&log.ends);
+            all.distances.extend_from_slice(&log.distances);
+        }
+        all
     }
 
     pub fn is_empty(&self) -> bool {
@@ -102,10 +147,9 @@ pub type KeyedPage = (i64, Page, u32);
 
 /// Pages sorted by id (one radix sort): the order rows are written in, and
 /// the order [`direct_drops`] ranks pages by.
-pub fn sorted_by_id(pages: impl Iterator<Item = KeyedPage>) -> Vec<KeyedPage> {
-    let mut by_id: Vec<KeyedPage> = pages.collect();
-    radsort::sort_by_key(&mut by_id, |&(id, ..)| id);
-    by_id
+pub fn sorted_by_id(mut pages: Vec<KeyedPage>) -> Vec<KeyedPage> {
+    radsort::sort_by_key(&mut pages, |&(id, ..)| id);
+    pages
 }
 
 /// The [`DropPolicy::Direct`] drops of a set of pages, `(index, keep_id,
@@ -325,8 +369,11 @@ mod tests {
     fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
         let indexed = pair_log(pairs.iter().map(|&(a, b, d)| (index(a), index(b), d)));
-        let by_id =
-            sorted_by_id((0..pages.len() as Page).map(|page| (pages[page as usize].1, page, 0)));
+        let by_id = sorted_by_id(
+            (0..pages.len() as Page)
+                .map(|page| (pages[page as usize].1, page, 0))
+                .collect(),
+        );
         let rank = |&(_, page, _): &KeyedPage| Some(pages[page as usize].0);
         let mut drops = direct_drops(&by_id, pages.len(), rank, indexed);
         let found: Vec<Drop> = by_id
@@ -378,7 +425,7 @@ mod tests {
         // 0-1-2 is decided here; 3-4 is another's (no rank): no drop of 4.
         let pages: Vec<RankedPage> = (0..5).map(|i| (false, i)).collect();
         let pairs = [(0, 1, 1), (1, 2, 1), (3, 4, 1)];
-        let by_id = sorted_by_id((0..5).map(|page| (i64::from(page), page, 0)));
+        let by_id = sorted_by_id((0..5).map(|page| (i64::from(page), page, 0)).collect());
         let rank = |&(_, page, _): &KeyedPage| (page < 3).then_some(pages[page as usize].0);
         let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()));
         let found: Vec<(Page, i64)> = (0..5)

@@ -36,7 +36,7 @@ const BATCH: usize = 1 << 14;
 const LOOKAHEAD: usize = 16;
 
 /// Marks a page's tag as naming a joined cluster: a worker's pages are
-/// fewer than 2^31 ([`crate::clustering::MAX_WORKER_PAGES`]).
+/// fewer than 2^31 ([`crate::components::MAX_PROCESS_PAGES`]).
 const JOINED: u32 = 1 << 31;
 
 /// What this worker knows when its joined components are resolved.
@@ -111,7 +111,7 @@ enum Stage {
 
 impl Router {
     pub fn new(mut input: RouterInput) -> Router {
-        debug_assert!(input.components.len() < crate::clustering::MAX_WORKER_PAGES);
+        debug_assert!(input.components.len() < crate::components::MAX_PROCESS_PAGES);
         let joined = std::mem::take(&mut input.joined);
         let clusters: Vec<(ClusterOf, u32)> = joined
             .clusters()
@@ -134,7 +134,7 @@ impl Router {
         let sends = input.policy == DropPolicy::Direct && !clusters.is_empty();
         let mut owners = Vec::new();
         if sends {
-            owners.resize(by_id.len(), MISSING);
+            owners.resize(input.components.len(), MISSING);
             for (at, &(_, page, tag)) in by_id.iter().enumerate() {
                 match by_id.get(at + LOOKAHEAD) {
                     Some(&(_, page, tag)) if tag & JOINED != 0 => {
@@ -150,7 +150,7 @@ impl Router {
         }
         Router {
             slots: if sends {
-                vec![MISSING; by_id.len()]
+                vec![MISSING; input.components.len()]
             } else {
                 Vec::new()
             },
@@ -430,7 +430,7 @@ impl Router {
         self.free_joined();
         self.clusters = Vec::new();
         self.input.shared = SharedPages::default();
-        self.input.components = Components::new(false);
+        self.input.components = Components::default();
         self.by_id = Vec::new();
     }
 }

@@ -284,10 +284,13 @@ fn cluster(
 }
 
 /// Runs both policies, with and without `--corpus-wins`, and compares every
-/// row with the oracles.
+/// row with the oracles; the same job as 2 processes of 2 workers (whose
+/// components are joined across processes, where one process's workers
+/// share one union-find) must write the same bytes.
 fn check_against_oracle(edges: &[Edge], name: &str) {
     let dir = tempfile::tempdir().unwrap();
     let pairs = write_edges(&dir.path().join("pairs"), edges, 3);
+    let hosts = dir.path().join("hosts");
     for corpus_wins in [false, true] {
         let expected = oracle(edges, corpus_wins);
         for policy in [DropPolicy::Direct, DropPolicy::Component] {
@@ -318,6 +321,12 @@ fn check_against_oracle(edges: &[Edge], name: &str) {
             assert_eq!(summary["pairs"], edges.len() as u64);
             assert_eq!(summary["dropped"], drops.len() as u64);
             assert_eq!(summary["drop_policy"], policy.to_string());
+            let processes = dir.path().join(format!("p2-{corpus_wins}-{policy}"));
+            run_processes(&pairs, &processes, corpus_wins, policy, [2, 2, 3], &hosts);
+            assert!(
+                data_files(&processes) == data_files(&out),
+                "{case}: 2 processes wrote other bytes"
+            );
         }
     }
 }
@@ -397,17 +406,19 @@ fn short_chains_self_loops_and_repeated_edges() {
 }
 
 #[test]
-fn a_page_only_one_worker_knows_is_in_the_corpus() {
-    // One pair per file, file i read by worker i % 2: page 5 is a corpus
-    // page only by the pair in file 1, yet worker 0 holds it too; both must
-    // rank it first, before page 3 (so 5 is kept, and 3, 20 and 30 drop
-    // for it; ranked by worker 0 alone, 3 would be kept and 5 dropped).
+fn a_page_only_one_process_knows_is_in_the_corpus() {
+    // One pair per file, file i read by worker i % 2, each worker a
+    // process of its own: page 5 is a corpus page only by the pair in file
+    // 1, yet process 0 holds it too; both must rank it first, before page
+    // 3 (so 5 is kept, and 3, 20 and 30 drop for it; ranked by process 0
+    // alone, 3 would be kept and 5 dropped).
     let edges = vec![(3, 5, true), (30, 5, false), (5, 20, true)];
     check_against_oracle(&edges, "corpus page seen as such by one worker");
     let dir = tempfile::tempdir().unwrap();
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
     let out = dir.path().join("out");
-    cluster(&pairs, &out, true, DropPolicy::Direct, 2, 2);
+    let hosts = dir.path().join("hosts");
+    run_processes(&pairs, &out, true, DropPolicy::Direct, [2, 1, 2], &hosts);
     let (clusters, drops) = read_output(&out);
     assert!(clusters
         .iter()
@@ -586,15 +597,28 @@ fn same_bytes_for_1_2_and_4_workers_and_2_processes() {
             assert!(data_files(&out) == expected, "{workers} workers, {policy}");
         }
         let out = dir.path().join(format!("p2-{policy}"));
-        run_two_processes(&pairs, &out, policy, &dir.path().join("hosts"));
+        run_processes(
+            &pairs,
+            &out,
+            true,
+            policy,
+            [2, 2, 3],
+            &dir.path().join("hosts"),
+        );
         assert!(data_files(&out) == expected, "2 processes, {policy}");
     }
 }
 
-/// `neardup cluster --corpus-wins --parts 3` as 2 processes of 2 workers on
-/// loopback ports.
-fn run_two_processes(pairs: &str, out: &Path, policy: DropPolicy, hosts: &Path) {
-    let listeners: Vec<TcpListener> = (0..2)
+/// `neardup cluster` as `[processes, workers, parts]` on loopback ports.
+fn run_processes(
+    pairs: &str,
+    out: &Path,
+    corpus_wins: bool,
+    policy: DropPolicy,
+    [processes, workers, parts]: [usize; 3],
+    hosts: &Path,
+) {
+    let listeners: Vec<TcpListener> = (0..processes)
         .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
         .collect();
     let mut file = File::create(hosts).unwrap();
@@ -602,16 +626,18 @@ fn run_two_processes(pairs: &str, out: &Path, policy: DropPolicy, hosts: &Path) 
         writeln!(file, "{}", l.local_addr().unwrap()).unwrap();
     }
     drop(listeners);
-    let spawned: Vec<_> = (0..2)
+    let spawned: Vec<_> = (0..processes)
         .map(|i| {
             Command::new(env!("CARGO_BIN_EXE_neardup"))
-                .args(["cluster", "--corpus-wins", "--parts", "3", "--overwrite"])
+                .args(["cluster", "--parts", &parts.to_string(), "--overwrite"])
+                .args(corpus_wins.then_some("--corpus-wins"))
                 .args(["--drop-policy", &policy.to_string(), "--pairs", pairs])
                 .arg("--out")
                 .arg(out)
                 .arg("--hostfile")
                 .arg(hosts)
-                .args(["--process", &i.to_string(), "--workers", "2"])
+                .args(["--process", &i.to_string()])
+                .args(["--workers", &workers.to_string()])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()

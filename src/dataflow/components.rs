@@ -34,7 +34,7 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
 use crate::components::{mix, Components, Label, Page, MISSING};
-use crate::drop_policy::{sorted_by_id, KeyedPage};
+use crate::drop_policy::KeyedPage;
 use crate::tables::prefetch;
 
 /// A page as one worker's union-find holds it: `(id, worker and rank,
@@ -126,19 +126,9 @@ pub fn owner_of(key: i64, peers: usize) -> u32 {
     (xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes()) % peers as u64) as u32
 }
 
-/// This worker's pages `(id, page, local root)`, sorted by id once the
-/// union-find is done: the order its sightings go in (so each page's owner
-/// merges sorted runs instead of sorting them), and the order its rows are
-/// written in.
-pub fn pages_by_id(components: &mut Components) -> Vec<KeyedPage> {
-    sorted_by_id((0..components.len() as Page).map(|page| {
-        let root = components.find(page);
-        (components.id(page), page, root)
-    }))
-}
-
-/// The sightings of `pages` (of [`pages_by_id`], those that pass the
-/// [`SharedFilter`]), in id order.
+/// The sightings of `pages` (a worker's share of its process's pages, in
+/// id order (so each page's owner merges sorted runs instead of sorting
+/// them), those that pass the [`SharedFilter`]), in id order.
 pub fn sightings<'a>(
     components: &'a Components,
     pages: impl Iterator<Item = &'a KeyedPage> + 'a,
@@ -163,25 +153,32 @@ pub fn sightings<'a>(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SharedFilter {
     log2_bits: u32,
+    /// Whether pages can be shared at all: the workers of one process
+    /// share one union-find and split its components, so only workers of
+    /// different processes see the same page.
+    shares: bool,
 }
 
 /// Words of a filter's bitmap given to one worker: `(worker, range, words)`.
 pub type FilterChunk = (u32, u32, Vec<u64>);
 
 impl SharedFilter {
-    /// A filter for a job of `pairs` pairs on `peers` workers: about 8 bits
-    /// per pair (pages are at most two per pair, so at most a quarter of
-    /// the bits are set), and at most 32 bits per pair a worker (the bitmap
-    /// is held by every worker: it must not outgrow a worker's own share).
-    /// One worker shares nothing, and gets the least bitmap.
-    pub fn new(pairs: u64, peers: usize) -> SharedFilter {
-        let bits = match peers {
-            0 | 1 => 0,
-            _ => (8 * pairs).min(32 * pairs / peers as u64),
+    /// A filter for a job of `pairs` pairs on `peers` workers in
+    /// `processes` processes: about 8 bits per pair (pages are at most two
+    /// per pair, so at most a quarter of the bits are set), and at most 32
+    /// bits per pair a worker (the bitmap is held by every worker: it must
+    /// not outgrow a worker's own share). One process shares nothing, and
+    /// gets the least bitmap, which lets nothing through.
+    pub fn new(pairs: u64, peers: usize, processes: usize) -> SharedFilter {
+        let shares = processes > 1;
+        let bits = match shares {
+            false => 0,
+            true => (8 * pairs).min(32 * pairs / peers as u64),
         };
         let log2_bits = bits.max(1).next_power_of_two().trailing_zeros();
         SharedFilter {
             log2_bits: log2_bits.clamp(MIN_FILTER_LOG2, MAX_FILTER_LOG2),
+            shares,
         }
     }
 
@@ -205,6 +202,7 @@ impl SharedFilter {
     /// larger than the cache, so each is fetched a few pages ahead.
     pub fn chunks(&self, pages: &[KeyedPage], peers: usize) -> Vec<FilterChunk> {
         let mut words = vec![0u64; self.words()];
+        let pages = if self.shares { pages } else { &[] };
         for (at, &(id, ..)) in pages.iter().enumerate() {
             if let Some(&(ahead, ..)) = pages.get(at + LOOKAHEAD) {
                 prefetch(&words[self.bit(ahead) / 64]);
@@ -224,6 +222,7 @@ impl SharedFilter {
         twice: &'a [u64],
         pages: &'a [KeyedPage],
     ) -> impl Iterator<Item = &'a KeyedPage> + 'a {
+        let pages = if self.shares { pages } else { &[] };
         pages.iter().enumerate().filter_map(move |(at, page)| {
             if let Some(&(ahead, ..)) = pages.get(at + LOOKAHEAD) {
                 prefetch(&twice[self.bit(ahead) / 64]);
@@ -501,7 +500,7 @@ pub fn describe_joined<'scope>(
             move |input, output| {
                 input.for_each(|time, data| {
                     let mut session = output.session(&time);
-                    let components = &mut *graph.borrow_mut();
+                    let components = &*graph.borrow();
                     let mut shared = shared.borrow_mut();
                     for (at, &(worker, root, page, joins, first)) in data.iter().enumerate() {
                         // Roots and pages are random places in this worker's arrays.
@@ -807,7 +806,7 @@ mod tests {
             }
         }
         let pairs = 40_000;
-        let filter = SharedFilter::new(pairs, 3);
+        let filter = SharedFilter::new(pairs, 3, 3);
         let twice = twice_of(filter, &workers);
         for pages in &workers {
             let passing: Vec<i64> = filter.passing(&twice, pages).map(|p| p.0).collect();
@@ -823,9 +822,16 @@ mod tests {
             );
         }
         // One worker shares nothing: nothing passes.
-        let one = SharedFilter::new(pairs, 1);
+        let one = SharedFilter::new(pairs, 1, 1);
         let twice = twice_of(one, &workers[..1]);
         assert_eq!(one.passing(&twice, &workers[0]).count(), 0);
+        // Nor do the workers of one process (they split one union-find),
+        // even where their pages' bits meet.
+        let process = SharedFilter::new(pairs, 3, 1);
+        let twice = twice_of(process, &workers);
+        for pages in &workers {
+            assert_eq!(process.passing(&twice, pages).count(), 0);
+        }
     }
 
     #[test]
@@ -941,14 +947,14 @@ mod tests {
 
     #[test]
     fn a_filter_has_about_eight_bits_a_pair_and_at_most_thirty_two_a_worker() {
-        let bits = |pairs, peers| 1u64 << SharedFilter::new(pairs, peers).log2_bits;
+        let bits = |pairs, peers| 1u64 << SharedFilter::new(pairs, peers, peers).log2_bits;
         assert_eq!(bits(10_000_000, 2), 1 << 27);
         assert_eq!(bits(10_000_000, 64), 1 << 23);
         assert_eq!(bits(10_000_000, 1), 64);
         assert_eq!(bits(0, 4), 64);
         assert_eq!(bits(u64::MAX / 64, 2), 1 << MAX_FILTER_LOG2);
         // More workers than words: some ranges are empty, and that is fine.
-        let filter = SharedFilter::new(1, 200);
+        let filter = SharedFilter::new(1, 200, 200);
         let total: usize = (0..200).map(|r| filter.range(r, 200).len()).sum();
         assert_eq!(total, filter.words());
     }
