@@ -31,11 +31,11 @@
 //! done, by the worker the root falls to.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicI64, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
 use crate::dataflow::commit::lock;
-use crate::drop_policy::{sorted_by_id, KeyedPage, PairLog};
+use crate::drop_policy::{sorted_runs_by_id, KeyedPage, PairLog};
 use crate::tables::prefetch;
 
 /// A page's dense index in its process's [`SharedGraph`].
@@ -52,6 +52,9 @@ pub const MISSING: Page = Page::MAX;
 /// Pages one process may hold: page numbers are 32 bits, and the router
 /// marks joined clusters with the top bit.
 pub const MAX_PROCESS_PAGES: usize = 1 << 31;
+
+/// Workers one process may have: a page's worker is two bytes.
+pub const MAX_WORKERS: usize = 1 << 16;
 
 /// How many lookups of a batch are in flight at once.
 const LOOKAHEAD: usize = 16;
@@ -73,10 +76,25 @@ const BUSY: u64 = u64::MAX;
 const USED: u8 = 1;
 const IN_CORPUS: u8 = 2;
 
-/// Zeroed memory from the allocator: nothing is written before it is used,
-/// and what is never used is never backed.
+/// Zeroed memory from the allocator.
 fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Box<[T]> {
     bytemuck::allocation::zeroed_slice_box(n)
+}
+
+/// `memory` with every 4 KiB page of it written once, in order, by this
+/// thread. Memory fresh from the system is backed on first touch; touched
+/// at random (a table slot is read before it is written) each page would
+/// fault twice, once for the shared zero page and once to copy it, at
+/// random and on whichever worker got there first.
+fn touched<T: bytemuck::Zeroable>(mut memory: Box<[T]>) -> Box<[T]> {
+    let step = (4096 / std::mem::size_of::<T>()).max(1);
+    for item in memory.iter_mut().step_by(step) {
+        // SAFETY: `item` is a valid, aligned and exclusive reference. The
+        // write is volatile because the compiler knows the allocator's
+        // memory is zero and would drop a plain write of zero.
+        unsafe { std::ptr::write_volatile(item, T::zeroed()) };
+    }
+    memory
 }
 
 /// Pages per segment of a [`Segmented`] array.
@@ -104,14 +122,69 @@ impl<T: bytemuck::Zeroable> Segmented<T> {
     }
 }
 
+/// A slot of the id table: an id and its page plus one (0 while empty), so
+/// four slots share a cache line.
+type Slot = [AtomicU64; 2];
+
+/// The id table: open addressing with linear probing, in parts of equal
+/// size (a slot's part is the top bits of its hash, and probing wraps
+/// within the part), so that the workers allocate and first touch the parts
+/// at once.
+#[derive(Debug, Default)]
+struct IdTable {
+    parts: Vec<Box<[Slot]>>,
+    part_bits: u32,
+    shift: u32,
+}
+
+impl IdTable {
+    /// Parts of a table of `slots` slots (a power of two): up to 64, of at
+    /// least 2^16 slots.
+    fn parts_for(slots: usize) -> usize {
+        (slots >> 16).clamp(1, 64)
+    }
+
+    /// A part of `slots` slots, touched by this thread.
+    fn part(slots: usize) -> Box<[Slot]> {
+        touched(zeroed(slots))
+    }
+
+    /// A table of `parts` (of one power-of-two size).
+    fn from_parts(parts: Vec<Box<[Slot]>>) -> IdTable {
+        let part_bits = parts[0].len().trailing_zeros();
+        let slots = parts.len() << part_bits;
+        IdTable {
+            parts,
+            part_bits,
+            shift: 64 - slots.trailing_zeros(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.parts.len() << self.part_bits
+    }
+
+    fn home(&self, id: i64) -> usize {
+        (mix(id) >> self.shift) as usize
+    }
+
+    fn slot(&self, at: usize) -> &Slot {
+        &self.parts[at >> self.part_bits][at & ((1 << self.part_bits) - 1)]
+    }
+
+    /// The slot probed after `at`: the next in its part.
+    fn next(&self, at: usize) -> usize {
+        let mask = (1 << self.part_bits) - 1;
+        (at & !mask) | ((at + 1) & mask)
+    }
+}
+
 /// What the workers fill: the id table and the arrays by page. Grown (by
-/// one worker, the others waiting) only between chunks.
+/// one worker, the others waiting) only between chunks, and only if the
+/// estimate they were made for ([`SharedGraph::prepare`]) was short.
 #[derive(Debug, Default)]
 struct Arrays {
-    /// Open addressing with linear probing: a slot is the id and its page
-    /// plus one (0 while empty), so four slots share a cache line.
-    slots: Box<[[AtomicU64; 2]]>,
-    shift: u32,
+    table: IdTable,
     ids: Segmented<AtomicI64>,
     nodes: Nodes,
     /// [`USED`] and [`IN_CORPUS`].
@@ -121,22 +194,23 @@ struct Arrays {
 impl Arrays {
     /// Whether `ids` ids and pages numbered below `pages` fit.
     fn has_room(&self, ids: usize, pages: usize) -> bool {
-        ids * 4 <= self.slots.len() * 3 && pages <= self.ids.len()
+        ids * 4 <= self.table.len() * 3 && pages <= self.ids.len()
     }
 
     /// Grows the table to `slots` slots (a power of two) if it is smaller.
     fn grow_table(&mut self, slots: usize) {
-        if slots <= self.slots.len() {
+        if slots <= self.table.len() {
             return;
         }
         tracing::debug!(slots, "union-find id table grown");
-        let old = std::mem::replace(&mut self.slots, zeroed(slots));
-        self.shift = 64 - slots.trailing_zeros();
-        for [id, page] in old.iter() {
+        let parts = IdTable::parts_for(slots);
+        let parts = (0..parts).map(|_| IdTable::part(slots / parts)).collect();
+        let old = std::mem::replace(&mut self.table, IdTable::from_parts(parts));
+        for [id, page] in old.parts.iter().flat_map(|part| part.iter()) {
             let page = page.load(Relaxed);
             if page != 0 {
                 let id = id.load(Relaxed) as i64;
-                let [key, value] = &self.slots[self.find_slot(id)];
+                let [key, value] = self.table.slot(self.find_slot(id));
                 key.store(id as u64, Relaxed);
                 value.store(page, Relaxed);
             }
@@ -150,36 +224,30 @@ impl Arrays {
         self.flags.grow_to(pages);
     }
 
-    fn slot_of(&self, id: i64) -> usize {
-        (mix(id) >> self.shift) as usize
-    }
-
     /// The slot holding `id`, or the empty slot where it would go (while no
     /// other worker inserts).
     fn find_slot(&self, id: i64) -> usize {
-        let mask = self.slots.len() - 1;
-        let mut at = self.slot_of(id);
+        let mut at = self.table.home(id);
         loop {
-            let [key, page] = &self.slots[at];
+            let [key, page] = self.table.slot(at);
             if page.load(Relaxed) == 0 || key.load(Relaxed) as i64 == id {
                 return at;
             }
-            at = (at + 1) & mask;
+            at = self.table.next(at);
         }
     }
 
     fn prefetch(&self, id: i64) {
-        prefetch(&self.slots[self.slot_of(id)]);
+        prefetch(self.table.slot(self.table.home(id)));
     }
 
     /// The page of `id`, or a new one from `block` (its slot claimed first,
     /// so two workers meeting a new id agree on its page); counts new pages
     /// in `fresh`.
     fn get_or_insert(&self, id: i64, block: &mut Block, fresh: &mut usize) -> Page {
-        let mask = self.slots.len() - 1;
-        let mut at = self.slot_of(id);
+        let mut at = self.table.home(id);
         loop {
-            let [key, page] = &self.slots[at];
+            let [key, page] = self.table.slot(at);
             match page.load(Acquire) {
                 0 => {
                     if page.compare_exchange(0, BUSY, Acquire, Relaxed).is_err() {
@@ -196,7 +264,7 @@ impl Arrays {
                 }
                 BUSY => std::hint::spin_loop(),
                 found if key.load(Relaxed) as i64 == id => return (found - 1) as Page,
-                _ => at = (at + 1) & mask,
+                _ => at = self.table.next(at),
             }
         }
     }
@@ -363,17 +431,25 @@ pub struct SharedGraph {
     pages: Arc<AtomicUsize>,
     /// Ids interned, as workers report them chunk by chunk.
     interned: AtomicUsize,
+    /// The workers' largest estimate of the process's pages.
+    estimate: AtomicUsize,
+    /// The parts of the table the workers made, by index, for worker 0 to
+    /// put together.
+    prepared: Mutex<Vec<(usize, Box<[Slot]>)>>,
     /// The finished forest, while the workers take their shares.
     done: Mutex<Option<Arc<Forest>>>,
-    /// Pair logs on their way to the worker whose components they join:
-    /// `mailbox[to][from]`.
-    mailbox: Mutex<Vec<Vec<PairLog>>>,
+    /// Pages `(id, page, root)` on their way to the worker their
+    /// components fall to.
+    pages_out: Mailbox<Vec<KeyedPage>>,
+    /// Pairs on their way to the worker their components fall to.
+    pairs_out: Mailbox<PairLog>,
 }
 
 impl SharedGraph {
     /// An empty graph for a process of `workers` workers; with
     /// `corpus_wins`, corpus pages rank first.
     pub fn new(corpus_wins: bool, workers: usize) -> SharedGraph {
+        assert!(workers <= MAX_WORKERS, "more than {MAX_WORKERS} workers");
         SharedGraph {
             corpus_wins,
             workers,
@@ -381,12 +457,11 @@ impl SharedGraph {
             building: RwLock::new(Arrays::default()),
             pages: Arc::new(AtomicUsize::new(0)),
             interned: AtomicUsize::new(0),
+            estimate: AtomicUsize::new(0),
+            prepared: Mutex::default(),
             done: Mutex::new(None),
-            mailbox: Mutex::new(
-                (0..workers)
-                    .map(|_| (0..workers).map(|_| PairLog::default()).collect())
-                    .collect(),
-            ),
+            pages_out: Mailbox::new(workers),
+            pairs_out: Mailbox::new(workers),
         }
     }
 
@@ -413,16 +488,40 @@ impl SharedGraph {
         self.workers
     }
 
-    /// Sizes the id table for an estimate of the process's pages, at once
-    /// rather than by doubling (each doubling stops every worker while one
-    /// rehashes the table). Estimates run high (pages repeat more as more
-    /// pairs come), so the table is the least power of two above the
-    /// estimate, not the 4/3 of it a table 3/4 full would need: a table
-    /// twice too large costs more in cache and TLB misses than the doubling
-    /// an estimate too low costs once.
-    pub fn reserve(&self, pages: usize) {
-        let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
-        arrays.grow_table((pages + self.margin()).next_power_of_two());
+    /// Called by each of the process's workers (`worker` its index among
+    /// them) before it adds pairs, with its estimate of the process's
+    /// pages: sizes the id table and the arrays by page for the largest
+    /// estimate, every worker allocating and first touching its share of
+    /// the table, rather than one worker growing it by doubling while the
+    /// others wait (each doubling rehashes the table). The arrays by page
+    /// are written in order of page number, as pages come: their memory is
+    /// left to be backed then.
+    ///
+    /// Estimates run high (pages repeat more as more pairs come), so the
+    /// table is the least power of two above the estimate, not the 4/3 of
+    /// it a table 3/4 full needs: a table twice too large cost more in cache
+    /// and TLB misses than the one doubling an estimate too low costs.
+    pub fn prepare(&self, worker: usize, pages: usize) {
+        self.estimate.fetch_max(pages, Relaxed);
+        self.barrier.wait();
+        let pages = self.estimate.load(Relaxed) + self.margin();
+        let slots = pages.next_power_of_two().max(8);
+        let parts = IdTable::parts_for(slots);
+        let table: Vec<(usize, Box<[Slot]>)> = (worker..parts)
+            .step_by(self.workers)
+            .map(|p| (p, IdTable::part(slots / parts)))
+            .collect();
+        lock(&self.prepared).extend(table);
+        self.barrier.wait();
+        if worker == 0 {
+            let mut table = std::mem::take(&mut *lock(&self.prepared));
+            table.sort_unstable_by_key(|&(p, _)| p);
+            let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
+            arrays.table = IdTable::from_parts(table.into_iter().map(|(_, part)| part).collect());
+            arrays.grow_arrays(pages);
+            tracing::debug!(slots, pages, "union-find prepared");
+        }
+        self.barrier.wait();
     }
 
     /// Ids and page numbers the workers may take beyond what was counted
@@ -450,7 +549,7 @@ impl SharedGraph {
             let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
             // Another worker may have grown them meanwhile.
             let (ids, pages) = needed();
-            let slots = arrays.slots.len();
+            let slots = arrays.table.len();
             if ids * 4 > slots * 3 {
                 let needed = (ids * 4 / 3 + 1).next_power_of_two();
                 arrays.grow_table(needed.max(2 * slots));
@@ -477,40 +576,61 @@ impl SharedGraph {
         let forest = lock(&self.done)
             .clone()
             .expect("worker 0 has frozen the forest");
-        forest.flatten(share_of(forest.pages, worker, self.workers));
+        let range = share_of(forest.pages, worker, self.workers);
+        self.pages_out
+            .post(worker, forest.flatten(range, self.workers));
         self.barrier.wait();
         if worker == 0 {
             // Every worker holds the forest now: it goes with the last share.
             *lock(&self.done) = None;
         }
-        let pairs = pairs.map(|log| self.exchange_pairs(&forest, worker, log));
-        let by_id = forest.pages_of(worker, self.workers);
+        let pairs = pairs.map(|log| {
+            let owner = |a: Page| forest.owner(a);
+            let prefetch = |a: Page| prefetch(forest.owners.get(a as usize));
+            self.pairs_out
+                .post(worker, log.split_by(self.workers, owner, prefetch));
+        });
+        let by_id = sorted_runs_by_id(self.pages_out.collect(worker));
         forest.count_roots(&by_id);
+        if pairs.is_some() {
+            self.barrier.wait();
+        }
         WorkerShare {
             components: Components { forest },
             by_id,
-            pairs,
+            pairs: pairs.map(|()| PairLog::concat(self.pairs_out.collect(worker))),
+        }
+    }
+}
+
+/// What the workers of a process hand each other, one item from each worker
+/// to each: `slots[to][from]`.
+#[derive(Debug)]
+struct Mailbox<T>(Mutex<Vec<Vec<T>>>);
+
+impl<T: Default> Mailbox<T> {
+    fn new(workers: usize) -> Mailbox<T> {
+        Mailbox(Mutex::new(
+            (0..workers)
+                .map(|_| (0..workers).map(|_| T::default()).collect())
+                .collect(),
+        ))
+    }
+
+    /// `from`'s items, by the worker each goes to.
+    fn post(&self, from: usize, items: Vec<T>) {
+        let mut slots = lock(&self.0);
+        for (to, item) in items.into_iter().enumerate() {
+            slots[to][from] = item;
         }
     }
 
-    /// Sends each pair of this worker's log to the worker its components
-    /// fall to, and gathers the pairs of this worker's components.
-    fn exchange_pairs(&self, forest: &Forest, worker: usize, log: PairLog) -> PairLog {
-        if self.workers == 1 {
-            return log;
-        }
-        let owner = |a: Page| forest.owner_of_root(forest.root(a), self.workers);
-        let logs = log.split_by(self.workers, owner, |a| forest.nodes.prefetch(a));
-        {
-            let mut mailbox = lock(&self.mailbox);
-            for (to, log) in logs.into_iter().enumerate() {
-                mailbox[to][worker] = log;
-            }
-        }
-        self.barrier.wait();
-        // In the senders' order, whatever order they came in.
-        let mine = std::mem::take(&mut lock(&self.mailbox)[worker]);
-        PairLog::concat(mine)
+    /// The items for `to`, in the senders' order (whatever order they came
+    /// in), once every worker has posted.
+    fn collect(&self, to: usize) -> Vec<T> {
+        let mut slots = lock(&self.0);
+        let senders = slots[to].len();
+        std::mem::replace(&mut slots[to], (0..senders).map(|_| T::default()).collect())
     }
 }
 
@@ -577,6 +697,10 @@ struct Forest {
     ids: Segmented<AtomicI64>,
     nodes: Nodes,
     flags: Segmented<AtomicU8>,
+    /// The worker of the process each page's component falls to: two bytes
+    /// a page, read at random as pairs are sent where they belong (their
+    /// roots would be sixteen).
+    owners: Segmented<AtomicU16>,
 }
 
 impl Forest {
@@ -584,12 +708,15 @@ impl Forest {
         let Arrays {
             ids, nodes, flags, ..
         } = arrays;
+        let mut owners = Segmented::default();
+        owners.grow_to(pages);
         Forest {
             corpus_wins,
             pages,
             ids,
             nodes,
             flags,
+            owners,
         }
     }
 
@@ -601,36 +728,28 @@ impl Forest {
         self.ids.get(page as usize).load(Relaxed)
     }
 
-    /// Points every page of `range` at its root.
-    fn flatten(&self, range: std::ops::Range<usize>) {
+    /// Points every page of `range` at its root and notes the worker its
+    /// component falls to (of `workers`, by a hash of the root); gives the
+    /// pages `(id, page, root)` by that worker.
+    fn flatten(&self, range: std::ops::Range<usize>, workers: usize) -> Vec<Vec<KeyedPage>> {
+        let each = range.len() / workers + range.len() / workers / 8;
+        let mut pages: Vec<Vec<KeyedPage>> =
+            (0..workers).map(|_| Vec::with_capacity(each)).collect();
         for page in range {
             if self.used(page) {
                 let root = self.nodes.root_of(page as Page);
                 self.nodes.set_parent(page as Page, root);
+                let owner = (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize;
+                self.owners.get(page).store(owner as u16, Relaxed);
+                pages[owner].push((self.id(page as Page), page as Page, root));
             }
         }
+        pages
     }
 
-    /// A page's root, once flattened.
-    fn root(&self, page: Page) -> Page {
-        self.nodes.parent(page)
-    }
-
-    /// The local worker a component falls to, by its root.
-    fn owner_of_root(&self, root: Page, workers: usize) -> usize {
-        (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize
-    }
-
-    /// The pages `(id, page, root)` of the components that fall to `worker`,
-    /// sorted by id.
-    fn pages_of(&self, worker: usize, workers: usize) -> Vec<KeyedPage> {
-        let mut mine = Vec::with_capacity(self.pages / workers + self.pages / workers / 8);
-        mine.extend((0..self.pages as Page).filter_map(|page| {
-            let root = self.root(page);
-            (self.used(page as usize) && self.owner_of_root(root, workers) == worker)
-                .then(|| (self.id(page), page, root))
-        }));
-        sorted_by_id(mine)
+    /// The worker of the process a page's component falls to.
+    fn owner(&self, page: Page) -> usize {
+        usize::from(self.owners.get(page as usize).load(Relaxed))
     }
 
     /// Counts the size and least label of every root of `by_id` (pages of
@@ -761,6 +880,8 @@ mod tests {
                 .map(|w| {
                     let graph = &graph;
                     scope.spawn(move || {
+                        // No estimate: the table and arrays grow as pairs come.
+                        graph.prepare(w, 0);
                         let mut writer = graph.writer();
                         let mut log = PairLog::default();
                         let mut ends = Vec::new();
@@ -949,9 +1070,9 @@ mod tests {
         for family in families {
             let mut arrays = Arrays::default();
             arrays.grow_table(2 * n);
-            let mut home = vec![false; arrays.slots.len()];
+            let mut home = vec![false; arrays.table.len()];
             for i in 0..n as i64 {
-                home[arrays.slot_of(family(i))] = true;
+                home[arrays.table.home(family(i))] = true;
             }
             // n keys in 2n slots: 1 - e^(-1/2) = 39% of them, at random (a
             // single multiply fills 32% for the third family, 10% at n = 2^20).

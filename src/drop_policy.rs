@@ -12,6 +12,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::components::{Page, MISSING};
+use crate::sorting::{ordered, scatter_sorted_runs};
 
 /// How many pairs ahead [`PairLog::split_by`] fetches an owner's data.
 const LOOKAHEAD: usize = 16;
@@ -76,6 +77,9 @@ impl PairLog {
         owner: impl Fn(Page) -> usize,
         prefetch: impl Fn(Page),
     ) -> Vec<PairLog> {
+        if n == 1 {
+            return vec![self];
+        }
         // Room for an even split and a little more: growing by doubling
         // would copy and touch each log's memory again.
         let each = self.len() / n + self.len() / n / 8 + 16;
@@ -98,7 +102,10 @@ impl PairLog {
     }
 
     /// The logs one after the other.
-    pub fn concat(logs: Vec<PairLog>) -> PairLog {
+    pub fn concat(mut logs: Vec<PairLog>) -> PairLog {
+        if logs.len() == 1 {
+            return logs.pop().unwrap_or_default();
+        }
         let pairs = logs.iter().map(PairLog::len).sum();
         let mut all = PairLog::default();
         all.reserve(pairs);
@@ -145,11 +152,21 @@ impl PairLog {
 /// along)`; the third field fills what would be padding.
 pub type KeyedPage = (i64, Page, u32);
 
-/// Pages sorted by id (one radix sort): the order rows are written in, and
-/// the order [`direct_drops`] ranks pages by.
-pub fn sorted_by_id(mut pages: Vec<KeyedPage>) -> Vec<KeyedPage> {
-    radsort::sort_by_key(&mut pages, |&(id, ..)| id);
-    pages
+/// Pages sorted by id (a scatter, then buckets of about 1,024 pages by
+/// radix sort in the cache): the order rows are written in, and the order
+/// [`direct_drops`] ranks pages by.
+pub fn sorted_by_id(pages: Vec<KeyedPage>) -> Vec<KeyedPage> {
+    sorted_runs_by_id(vec![pages])
+}
+
+/// The pages of several runs, sorted by id as one (see [`sorted_by_id`]).
+pub fn sorted_runs_by_id(runs: Vec<Vec<KeyedPage>>) -> Vec<KeyedPage> {
+    scatter_sorted_runs(
+        runs,
+        |&(id, ..)| ordered(id),
+        1 << 10,
+        |bucket| radsort::sort_by_key(bucket, |&(id, ..)| id),
+    )
 }
 
 /// The [`DropPolicy::Direct`] drops of a set of pages, `(index, keep_id,

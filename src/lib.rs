@@ -39,5 +39,6 @@ pub mod runtime;
 pub mod scheduler;
 pub mod scheme;
 pub mod simhash;
+pub mod sorting;
 pub mod storage;
 pub mod tables;

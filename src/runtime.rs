@@ -147,6 +147,12 @@ impl RuntimeOptions {
         if self.workers == 0 {
             bail!("--workers must be at least 1");
         }
+        if self.workers > crate::components::MAX_WORKERS {
+            bail!(
+                "--workers must be at most {}",
+                crate::components::MAX_WORKERS
+            );
+        }
         if self.processes == 0 {
             bail!("--processes must be at least 1");
         }
