@@ -12,9 +12,10 @@
 #           ids (hashes of URLs) are: no two pages of a cluster are near in id
 #           order, so every per-page array is read at random;
 # - night:  the hashed graph in the order `match` writes pairs (by query id):
-#           a cluster's pairs are in different row groups, so most clusters
-#           span workers and go through the joined path (worker 0's join,
-#           the owners' sweep), as a real night's pairs do;
+#           a cluster's pairs are in different row groups, read by
+#           different workers, as a real night's pairs are (the workers of
+#           a process share one union-find, so this costs what `hashed`
+#           does; with a union-find per worker it cost twice as much);
 # - chain:  one 10M-page chain (ids scattered, so no locality helps);
 # - star:   1M leaves paired with one page;
 # - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
