@@ -26,8 +26,11 @@
 //! overlap (interning is most of the time: a page's slot is a random place
 //! in a table far larger than the cache). Pages are handed out to workers in
 //! blocks, so a worker's new pages cost no shared counter. Roots are linked
-//! by a random priority (a hash of the page) and paths halved as they are
-//! walked; each root's size and least label are counted once the forest is
+//! by a random priority (a hash of the page), which needs no size or rank
+//! kept at the root by a second compare-and-swap, and with path halving has
+//! the bounds of union by rank in expectation (Goel, Khanna, Larkin and
+//! Tarjan, "Disjoint Set Union with Randomized Linking", SODA 2014); each
+//! root's size and least label are counted once the forest is
 //! done, by the worker the root falls to.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
