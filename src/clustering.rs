@@ -4,8 +4,9 @@
 //! The workers of a process stream their shares of the pairs' row groups
 //! into one union-find ([`crate::components`]) and split its components
 //! among themselves; the components of different processes are joined
-//! where they share pages (see [`crate::dataflow::components`]). A cluster one worker saw whole is
-//! counted and its drops chosen there ([`crate::local_clusters`]); the
+//! where they share pages (see [`crate::dataflow::components`]). A cluster
+//! one worker holds whole is counted and its drops chosen there
+//! ([`crate::local_clusters`]); the
 //! pages (and under `--drop-policy direct` the pairs) of a joined cluster
 //! go to its owner, a hash of the representative, which does the same
 //! ([`crate::cluster_owner`]). The rows go to their part's writer as runs sorted

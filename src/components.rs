@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
 use crate::dataflow::commit::lock;
-use crate::drop_policy::{sorted_runs_by_id, KeyedPage, PairLog};
+use crate::drop_policy::{sorted_by_id, KeyedPage, PairLog};
 use crate::tables::prefetch;
 
 /// A page's dense index in its process's [`SharedGraph`].
@@ -391,8 +391,9 @@ impl Nodes {
 
 /// A root's priority when two are linked: a random order, whatever the
 /// order pages came in. A root is the page of highest priority in its set,
-/// so the worker a set falls to ([`Forest::owner_of_root`]) must not be
-/// told by the same bits: this hash is of the page's complement.
+/// so the worker a set falls to (a hash of its root, [`Forest::flatten`])
+/// must not be told by the same bits: this hash is of the page's
+/// complement.
 fn priority(page: Page) -> u64 {
     mix(i64::from(!page))
 }
@@ -587,21 +588,24 @@ impl SharedGraph {
             // Every worker holds the forest now: it goes with the last share.
             *lock(&self.done) = None;
         }
-        let pairs = pairs.map(|log| {
+        let direct = pairs.is_some();
+        if let Some(log) = pairs {
             let owner = |a: Page| forest.owner(a);
             let prefetch = |a: Page| prefetch(forest.owners.get(a as usize));
-            self.pairs_out
-                .post(worker, log.split_by(self.workers, owner, prefetch));
-        });
-        let by_id = sorted_runs_by_id(self.pages_out.collect(worker));
-        forest.count_roots(&by_id);
-        if pairs.is_some() {
-            self.barrier.wait();
+            let logs = log.split_by(self.workers, owner, prefetch);
+            self.pairs_out.post(worker, logs);
         }
+        let by_id = sorted_by_id(self.pages_out.collect(worker));
+        forest.count_roots(&by_id);
+        let pairs = direct.then(|| {
+            // Every worker has posted its pairs.
+            self.barrier.wait();
+            PairLog::concat(self.pairs_out.collect(worker))
+        });
         WorkerShare {
             components: Components { forest },
             by_id,
-            pairs: pairs.map(|()| PairLog::concat(self.pairs_out.collect(worker))),
+            pairs,
         }
     }
 }

@@ -152,15 +152,10 @@ impl PairLog {
 /// along)`; the third field fills what would be padding.
 pub type KeyedPage = (i64, Page, u32);
 
-/// Pages sorted by id (a scatter, then buckets of about 1,024 pages by
-/// radix sort in the cache): the order rows are written in, and the order
-/// [`direct_drops`] ranks pages by.
-pub fn sorted_by_id(pages: Vec<KeyedPage>) -> Vec<KeyedPage> {
-    sorted_runs_by_id(vec![pages])
-}
-
-/// The pages of several runs, sorted by id as one (see [`sorted_by_id`]).
-pub fn sorted_runs_by_id(runs: Vec<Vec<KeyedPage>>) -> Vec<KeyedPage> {
+/// The pages of several runs sorted by id as one (a scatter, then buckets
+/// of about 1,024 pages by radix sort in the cache): the order rows are
+/// written in, and the order [`direct_drops`] ranks pages by.
+pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>) -> Vec<KeyedPage> {
     scatter_sorted_runs(
         runs,
         |&(id, ..)| ordered(id),
@@ -386,11 +381,9 @@ mod tests {
     fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
         let indexed = pair_log(pairs.iter().map(|&(a, b, d)| (index(a), index(b), d)));
-        let by_id = sorted_by_id(
-            (0..pages.len() as Page)
-                .map(|page| (pages[page as usize].1, page, 0))
-                .collect(),
-        );
+        let by_id = sorted_by_id(vec![(0..pages.len() as Page)
+            .map(|page| (pages[page as usize].1, page, 0))
+            .collect()]);
         let rank = |&(_, page, _): &KeyedPage| Some(pages[page as usize].0);
         let mut drops = direct_drops(&by_id, pages.len(), rank, indexed);
         let found: Vec<Drop> = by_id
@@ -442,7 +435,9 @@ mod tests {
         // 0-1-2 is decided here; 3-4 is another's (no rank): no drop of 4.
         let pages: Vec<RankedPage> = (0..5).map(|i| (false, i)).collect();
         let pairs = [(0, 1, 1), (1, 2, 1), (3, 4, 1)];
-        let by_id = sorted_by_id((0..5).map(|page| (i64::from(page), page, 0)).collect());
+        let by_id = sorted_by_id(vec![(0..5)
+            .map(|page| (i64::from(page), page, 0))
+            .collect()]);
         let rank = |&(_, page, _): &KeyedPage| (page < 3).then_some(pages[page as usize].0);
         let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()));
         let found: Vec<(Page, i64)> = (0..5)

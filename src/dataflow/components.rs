@@ -126,9 +126,9 @@ pub fn owner_of(key: i64, peers: usize) -> u32 {
     (xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes()) % peers as u64) as u32
 }
 
-/// The sightings of `pages` (a worker's share of its process's pages, in
-/// id order (so each page's owner merges sorted runs instead of sorting
-/// them), those that pass the [`SharedFilter`]), in id order.
+/// The sightings of `pages`: those of a worker's share of its process's
+/// pages that pass the [`SharedFilter`], in id order, so that each page's
+/// owner merges sorted runs instead of sorting them.
 pub fn sightings<'a>(
     components: &'a Components,
     pages: impl Iterator<Item = &'a KeyedPage> + 'a,
