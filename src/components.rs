@@ -141,10 +141,11 @@ struct IdTable {
 }
 
 impl IdTable {
-    /// Parts of a table of `slots` slots (a power of two): up to 64, of at
-    /// least 2^16 slots.
-    fn parts_for(slots: usize) -> usize {
-        (slots >> 16).clamp(1, 64)
+    /// The parts of a table of `slots` slots (a power of two): up to 64, of
+    /// at least 2^16 slots; `(how many, slots each)`.
+    fn parts_for(slots: usize) -> (usize, usize) {
+        let parts = (slots >> 16).clamp(1, 64);
+        (parts, slots / parts)
     }
 
     /// A part of `slots` slots, touched by this thread.
@@ -206,8 +207,8 @@ impl Arrays {
             return;
         }
         tracing::debug!(slots, "union-find id table grown");
-        let parts = IdTable::parts_for(slots);
-        let parts = (0..parts).map(|_| IdTable::part(slots / parts)).collect();
+        let (parts, each) = IdTable::parts_for(slots);
+        let parts = (0..parts).map(|_| IdTable::part(each)).collect();
         let old = std::mem::replace(&mut self.table, IdTable::from_parts(parts));
         for [id, page] in old.parts.iter().flat_map(|part| part.iter()) {
             let page = page.load(Relaxed);
@@ -247,7 +248,7 @@ impl Arrays {
     /// The page of `id`, or a new one from `block` (its slot claimed first,
     /// so two workers meeting a new id agree on its page); counts new pages
     /// in `fresh`.
-    fn get_or_insert(&self, id: i64, block: &mut Block, fresh: &mut usize) -> Page {
+    fn get_or_insert(&self, id: i64, block: &mut Block<'_>, fresh: &mut usize) -> Page {
         let mut at = self.table.home(id);
         loop {
             let [key, page] = self.table.slot(at);
@@ -399,15 +400,15 @@ fn priority(page: Page) -> u64 {
 }
 
 /// A worker's current block of page numbers.
-#[derive(Debug, Default)]
-struct Block {
+#[derive(Debug)]
+struct Block<'a> {
     next: usize,
     end: usize,
     /// The process's count of page numbers handed out.
-    counter: Arc<AtomicUsize>,
+    counter: &'a AtomicUsize,
 }
 
-impl Block {
+impl Block<'_> {
     fn next(&mut self, arrays: &Arrays) -> Page {
         if self.next == self.end {
             self.next = self.counter.fetch_add(BLOCK, Relaxed);
@@ -432,7 +433,7 @@ pub struct SharedGraph {
     barrier: Barrier,
     building: RwLock<Arrays>,
     /// Page numbers handed out (in blocks).
-    pages: Arc<AtomicUsize>,
+    pages: AtomicUsize,
     /// Ids interned, as workers report them chunk by chunk.
     interned: AtomicUsize,
     /// The workers' largest estimate of the process's pages.
@@ -459,7 +460,7 @@ impl SharedGraph {
             workers,
             barrier: Barrier::new(workers),
             building: RwLock::new(Arrays::default()),
-            pages: Arc::new(AtomicUsize::new(0)),
+            pages: AtomicUsize::new(0),
             interned: AtomicUsize::new(0),
             estimate: AtomicUsize::new(0),
             prepared: Mutex::default(),
@@ -474,8 +475,9 @@ impl SharedGraph {
         GraphWriter {
             graph: self,
             block: Block {
-                counter: self.pages.clone(),
-                ..Block::default()
+                next: 0,
+                end: 0,
+                counter: &self.pages,
             },
             ids: Vec::new(),
         }
@@ -510,10 +512,10 @@ impl SharedGraph {
         self.barrier.wait();
         let pages = self.estimate.load(Relaxed) + self.margin();
         let slots = pages.next_power_of_two().max(8);
-        let parts = IdTable::parts_for(slots);
+        let (parts, each) = IdTable::parts_for(slots);
         let table: Vec<(usize, Box<[Slot]>)> = (worker..parts)
             .step_by(self.workers)
-            .map(|p| (p, IdTable::part(slots / parts)))
+            .map(|p| (p, IdTable::part(each)))
             .collect();
         lock(&self.prepared).extend(table);
         self.barrier.wait();
@@ -650,7 +652,7 @@ fn share_of(pages: usize, worker: usize, workers: usize) -> std::ops::Range<usiz
 #[derive(Debug)]
 pub struct GraphWriter<'a> {
     graph: &'a SharedGraph,
-    block: Block,
+    block: Block<'a>,
     /// A batch's ids, kept for the next batch.
     ids: Vec<i64>,
 }
