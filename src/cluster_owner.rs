@@ -159,7 +159,7 @@ impl OwnerWork {
         let ids = merged.ids;
         let oriented = sorted_by_later_end(ids.len(), pairs.iter().flatten().flatten().copied());
         drop(pairs);
-        let drops = greedy_sweep(ids.len(), merged.first, &oriented, |at| ids[at as usize]);
+        let drops = greedy_sweep(merged.first, &oriented, &ids);
         tracing::info!(
             pages = ids.len(),
             seconds = started.elapsed().as_secs_f64(),

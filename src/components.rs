@@ -682,7 +682,12 @@ impl GraphWriter<'_> {
                 }
                 ends.push(arrays.get_or_insert(id, &mut self.block, &mut fresh));
             }
-            for pair in ends[start..].chunks_exact(2) {
+            let pages = &ends[start..];
+            for (at, pair) in pages.chunks_exact(2).enumerate() {
+                if let Some(ahead) = pages.get(2 * (at + LOOKAHEAD)..2 * (at + LOOKAHEAD) + 2) {
+                    arrays.nodes.prefetch(ahead[0]);
+                    arrays.nodes.prefetch(ahead[1]);
+                }
                 if in_corpus.next().unwrap_or(false) {
                     arrays.mark_in_corpus(pair[1]);
                 }
@@ -744,7 +749,13 @@ impl Forest {
         let each = range.len() / workers + range.len() / workers / 8;
         let mut pages: Vec<Vec<KeyedPage>> =
             (0..workers).map(|_| Vec::with_capacity(each)).collect();
+        let end = range.end;
         for page in range {
+            if page + LOOKAHEAD < end {
+                // A page's parent is anywhere in memory.
+                self.nodes
+                    .prefetch(self.nodes.parent((page + LOOKAHEAD) as Page));
+            }
             if self.used(page) {
                 let root = self.nodes.root_of(page as Page);
                 self.nodes.set_parent(page as Page, root);

@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::components::{Page, MISSING};
 use crate::sorting::{ordered, scatter_sorted_runs};
+use crate::tables::prefetch;
 
-/// How many pairs ahead [`PairLog::split_by`] fetches an owner's data.
+/// How many pairs (or pages) ahead a random read is fetched.
 const LOOKAHEAD: usize = 16;
 
 /// How the keep/drop list is made from the pairs.
@@ -233,7 +234,8 @@ impl DirectDrops {
 }
 
 /// The [`DropPolicy::Direct`] drops among `by_id` (pages with indexes
-/// below `n`, sorted by id) whose `rank` is known, paired by `pairs` (by
+/// below `n`, sorted by id) whose `rank` (by place in `by_id`, asked in
+/// order) is known, paired by `pairs` (by
 /// index; a pair whose first end is not swept is skipped): one sweep in
 /// priority order (those that rank first, then the others, each by id)
 /// over all of them. Clusters do not interact, so one sweep over many
@@ -242,35 +244,44 @@ impl DirectDrops {
 pub fn direct_drops(
     by_id: &[KeyedPage],
     n: usize,
-    rank: impl Fn(&KeyedPage) -> Option<bool>,
+    rank: impl Fn(usize) -> Option<bool>,
     mut pairs: PairLog,
 ) -> DirectDrops {
-    // Positions in priority order, as places in `by_id`: one pass, each
-    // page ranked once.
-    let mut order: Vec<Page> = Vec::with_capacity(by_id.len());
-    let mut later: Vec<Page> = Vec::new();
-    for (at, page) in by_id.iter().enumerate() {
-        match rank(page) {
-            Some(true) => order.push(at as Page),
-            Some(false) => later.push(at as Page),
+    // The swept pages in priority order, their ids and indexes: one pass,
+    // each page ranked once. The sweep reads an id at random for each
+    // drop; one array by position is one cache miss where a position's
+    // place in `by_id` and then its page were two.
+    let mut ids: Vec<i64> = Vec::with_capacity(by_id.len());
+    let mut pages: Vec<Page> = Vec::with_capacity(by_id.len());
+    let mut later: Vec<(i64, Page)> = Vec::new();
+    for (at, &(id, index, _)) in by_id.iter().enumerate() {
+        match rank(at) {
+            Some(true) => {
+                ids.push(id);
+                pages.push(index);
+            }
+            Some(false) => later.push((id, index)),
             None => {}
         }
     }
-    let first_positions = order.len();
-    order.append(&mut later);
+    let first_positions = ids.len();
+    ids.extend(later.iter().map(|&(id, _)| id));
+    pages.extend(later.iter().map(|&(_, index)| index));
     drop(later);
     let mut position = vec![MISSING; n];
-    for (at, &place) in order.iter().enumerate() {
-        position[by_id[place as usize].1 as usize] = at as Page;
+    for (at, &page) in pages.iter().enumerate() {
+        if let Some(&ahead) = pages.get(at + LOOKAHEAD) {
+            prefetch(&position[ahead as usize]);
+        }
+        position[page as usize] = at as Page;
     }
     pairs.rename_by(&position);
     drop(position);
-    let oriented = sorted_by_later_end(order.len(), pairs.pairs());
+    let oriented = sorted_by_later_end(ids.len(), pairs.pairs());
     drop(pairs);
-    let id_of = |at: Page| by_id[order[at as usize] as usize].0;
-    let mut drops = greedy_sweep(order.len(), first_positions, &oriented, id_of);
+    let mut drops = greedy_sweep(first_positions, &oriented, &ids);
     for drop in &mut drops.drops {
-        drop.0 = by_id[order[drop.0 as usize] as usize].1;
+        drop.0 = pages[drop.0 as usize];
     }
     drops
 }
@@ -320,37 +331,43 @@ pub fn sorted_by_later_end(
     sorted
 }
 
-/// The greedy sweep itself, over `pages` pages named by their position in
-/// priority order (the first `first_positions` rank first), paired by
-/// `oriented` (from [`sorted_by_later_end`]; repeats are harmless);
-/// `id_of` names a position's page (ties in distance go to the smallest
-/// id). One pass in priority order.
-pub fn greedy_sweep(
-    pages: usize,
-    first_positions: usize,
-    oriented: &[OrientedPair],
-    id_of: impl Fn(Page) -> i64,
-) -> DirectDrops {
-    let mut kept = vec![false; pages];
-    let mut drops = Vec::new();
-    let mut partners = oriented.iter().peekable();
-    for p in 0..pages as Page {
-        // The nearest kept partner; ids are looked up only to break a tie
-        // in distance (positions are not in id order across ranks).
+/// The greedy sweep itself, over pages named by their position in
+/// priority order (the first `first_positions` rank first; `ids` their ids,
+/// by position), paired by `oriented` (from [`sorted_by_later_end`];
+/// repeats are harmless); ties in distance go to the smallest id. One pass
+/// in priority order; the ids of the earlier ends, at random places, are
+/// fetched a few pairs ahead.
+pub fn greedy_sweep(first_positions: usize, oriented: &[OrientedPair], ids: &[i64]) -> DirectDrops {
+    let mut kept = vec![false; ids.len()];
+    // Room for every page (only what is written is backed): grown by
+    // doubling, the drops would be copied into fresh memory on the way.
+    let mut drops = Vec::with_capacity(ids.len());
+    let mut next = 0;
+    for p in 0..ids.len() as Page {
+        // The nearest kept partner.
         let mut best: Option<(u8, Page)> = None;
-        while let Some(&(_, q, distance)) = partners.next_if(|&&(later, ..)| later == p) {
+        while let Some(&(later, q, distance)) = oriented.get(next) {
+            if later != p {
+                break;
+            }
+            if let Some(&(_, ahead, _)) = oriented.get(next + LOOKAHEAD) {
+                prefetch(&ids[ahead as usize]);
+            }
+            next += 1;
             if !kept[q as usize] {
                 continue;
             }
             best = match best {
-                Some((d, b)) if d < distance || (d == distance && id_of(b) <= id_of(q)) => {
+                Some((d, b))
+                    if d < distance || (d == distance && ids[b as usize] <= ids[q as usize]) =>
+                {
                     Some((d, b))
                 }
                 _ => Some((distance, q)),
             };
         }
         match best {
-            Some((distance, keep)) => drops.push((p, id_of(keep), distance)),
+            Some((distance, keep)) => drops.push((p, ids[keep as usize], distance)),
             None => kept[p as usize] = true,
         }
     }
@@ -384,7 +401,7 @@ mod tests {
         let by_id = sorted_by_id(vec![(0..pages.len() as Page)
             .map(|page| (pages[page as usize].1, page, 0))
             .collect()]);
-        let rank = |&(_, page, _): &KeyedPage| Some(pages[page as usize].0);
+        let rank = |at: usize| Some(pages[by_id[at].1 as usize].0);
         let mut drops = direct_drops(&by_id, pages.len(), rank, indexed);
         let found: Vec<Drop> = by_id
             .iter()
@@ -438,7 +455,10 @@ mod tests {
         let by_id = sorted_by_id(vec![(0..5)
             .map(|page| (i64::from(page), page, 0))
             .collect()]);
-        let rank = |&(_, page, _): &KeyedPage| (page < 3).then_some(pages[page as usize].0);
+        let rank = |at: usize| {
+            let page = by_id[at].1;
+            (page < 3).then_some(pages[page as usize].0)
+        };
         let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()));
         let found: Vec<(Page, i64)> = (0..5)
             .filter_map(|page| drops.take(page).map(|(keep, _)| (page, keep)))

@@ -375,10 +375,16 @@ impl Router {
     /// priority order over every page is each cluster's pass). Pages of
     /// joined clusters (tagged [`JOINED`]) are their owners' to decide.
     fn local_drops(&self, pairs: PairLog) -> DirectDrops {
-        let components = &self.input.components;
-        let rank =
-            |&(_, page, tag): &KeyedPage| (tag & JOINED == 0).then(|| components.ranks_first(page));
-        direct_drops(&self.by_id, components.len(), rank, pairs)
+        let (components, by_id) = (&self.input.components, &self.by_id);
+        let rank = |at: usize| {
+            // Pages come in id order, their flags anywhere in memory.
+            if let Some(&(_, ahead, _)) = by_id.get(at + LOOKAHEAD) {
+                components.prefetch_corpus_flag(ahead);
+            }
+            let (_, page, tag) = by_id[at];
+            (tag & JOINED == 0).then(|| components.ranks_first(page))
+        };
+        direct_drops(by_id, components.len(), rank, pairs)
     }
 
     /// A page's rows, if this worker writes it: its cluster's (counted once,
