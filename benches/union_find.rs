@@ -1,9 +1,10 @@
 //! The process's union-find alone, with no Parquet and no dataflow:
 //! `cargo bench --bench union_find -- [million pairs]` (default 10).
 //!
-//! The graph is `scripts/bench_cluster.sh`'s `hashed` shape: blocks of five
-//! pages in small clusters, 1% of the pairs joining random pages, ids
-//! scattered over the i64 range as URL hashes are. For 1 and 2 workers it
+//! The graph is shaped like `scripts/bench_cluster.sh`'s `hashed` one, not
+//! the same pairs: blocks of five pages (here each paired with its block's
+//! first), 1% of the pairs joining random pages, ids scattered over the i64
+//! range as URL hashes are. For 1 and 2 workers it
 //! times the three things `cluster` does with a pair before the shares:
 //! interning new ids (each a random slot of the id table, and a new page),
 //! looking up ids already interned (the same pairs added again: no new

@@ -398,7 +398,8 @@ pub fn write_fingerprints(
 ///   cheaper than zstd (measured: zstd on ids was 9% of a scan);
 /// - a page's representative or kept partner is another page's id, in no
 ///   order a row's neighbours share: zstd kept 97-100% of those columns'
-///   bytes (10M pairs of small clusters), for a tenth of the write's time;
+///   bytes (10M pairs of small clusters), and without it `cluster` wrote
+///   its parts in 0.31-0.37 s a worker instead of 0.44-0.48 s;
 /// - a cluster's size and a pair's distance take few values: a dictionary
 ///   stores each in a few bits, before zstd, in less time than zstd alone
 ///   (on 10M pairs of small clusters, `clusters/` and `drop/` parts came out
