@@ -368,13 +368,13 @@ fn add_pairs(
 ) -> Result<()> {
     let mut rows = Vec::new();
     let first = units.first().map(|unit| read_pair_rows(unit, &mut rows));
-    let estimate = match first {
-        Some(Ok(_)) => expected_pages(&rows, process_pairs),
-        _ => 0,
+    let (estimate, range) = match first {
+        Some(Ok(_)) => (expected_pages(&rows, process_pairs), id_range(&rows)),
+        _ => (0, None),
     };
     // Every worker prepares, even one with nothing to read or a bad file:
     // the others wait for it.
-    graph.prepare(worker, estimate);
+    graph.prepare(worker, estimate, range);
     first.transpose()?;
     let mut writer = graph.writer();
     let mut ends = Vec::new();
@@ -402,6 +402,13 @@ fn add_pairs(
         }
     }
     Ok(())
+}
+
+/// The least and greatest id of some pairs (none if there are none).
+fn id_range(rows: &[PairRow]) -> Option<(i64, i64)> {
+    let ids = rows.iter().flat_map(|r| [r.query, r.corpus]);
+    let least = ids.clone().min()?;
+    Some((least, ids.max()?))
 }
 
 /// The pages a process will likely see in all, from a worker's first row

@@ -70,6 +70,23 @@ const CHUNK: usize = 4096;
 /// chunk's, so a chunk needs at most one new block.
 const BLOCK: usize = CHUNK;
 
+/// Slots one lookup may probe past its home while homes are in id order
+/// ([`Placement::Ordered`]) before the table is rebuilt hashed. Crowded
+/// homes can fill a part, and probing wraps within it: the limit is what
+/// ends such a probe (a table of several parts has parts of 2^16 slots or
+/// more; a table of one part is at most 3/4 full). Evenly spread ids in a
+/// table at most 3/4 full all but never probe this far.
+const CROWDED_PROBES: usize = 1 << 10;
+
+/// Slots probed past their homes per id, over a chunk, above which homes in
+/// id order are given up for hashed ones. Linear probing at load `a`
+/// probes `(1 + 1/(1-a)^2)/2` slots on a miss: in a table 3/4 full (the
+/// most it gets before it grows; 77% where the ids in range are, less the
+/// headroom) a new id probes 7.5-9 slots past its home on average, and
+/// chunks of new ids did reach 8 (10M hashed ids, the table sized for
+/// them). Crowded homes probe hundreds.
+const CROWDED_CHUNK_PROBES: usize = 32;
+
 /// A table slot's page word while another worker fills the slot (an empty
 /// slot's is 0, a full one's its page plus one).
 const BUSY: u64 = u64::MAX;
@@ -130,14 +147,110 @@ impl<T: bytemuck::Zeroable> Segmented<T> {
 type Slot = [AtomicU64; 2];
 
 /// The id table: open addressing with linear probing, in parts of equal
-/// size (a slot's part is the top bits of its hash, and probing wraps
+/// size (a slot's part is the top bits of its home, and probing wraps
 /// within the part), so that the workers allocate and first touch the parts
 /// at once.
 #[derive(Debug, Default)]
 struct IdTable {
     parts: Vec<Box<[Slot]>>,
     part_bits: u32,
-    shift: u32,
+    placement: Placement,
+}
+
+/// Where an id's probing starts: its *home* slot.
+///
+/// `match` writes pairs sorted by query id, and page ids are hashes of
+/// URLs, spread evenly over their range. Placed in id order, the query
+/// side of each row group walks the table from one end to the other: its
+/// slots are neighbours, in cache lines and pages the hardware has just
+/// fetched, where hashed homes make every id a cache and TLB miss (on 10M
+/// pairs in `match`'s order, reading them into the union-find took 0.67-0.80
+/// s a worker instead of 0.94-1.38). Ids that are not spread evenly over
+/// the range (a narrow band, a range the sample missed) would crowd some
+/// slots: long probes are caught ([`Arrays::get_or_insert`],
+/// [`GraphWriter::add_pairs`]) and the table is rebuilt hashed, as it is
+/// when it grows.
+#[derive(Clone, Copy, Debug)]
+enum Placement {
+    /// The top bits of the id's [`mix`]: any ids, spread at random.
+    Hashed { shift: u32 },
+    /// The id's place in its range scaled to the table: ids in the
+    /// sampled range `[least, least + span]` (as ordered keys,
+    /// [`ordered_key`]) fill all but a [`HEADROOM`] of the slots at each
+    /// end, which take, at the same scale, ids a little below or above it
+    /// (a sample's least and greatest id are near its range's ends, not at
+    /// them). Ids further out share the end slots.
+    Ordered {
+        least: u64,
+        span: u64,
+        /// `(slots - 2 * headroom) * 2^64 / (span + 1)`.
+        scale: u128,
+        headroom: usize,
+        last: usize,
+    },
+}
+
+/// The share of an ordered table's slots kept at each end for ids beyond
+/// the sampled range: 1/64.
+const HEADROOM: usize = 64;
+
+impl Default for Placement {
+    fn default() -> Placement {
+        Placement::Hashed { shift: 63 }
+    }
+}
+
+impl Placement {
+    /// Hashed homes in a table of `slots` (a power of two).
+    fn hashed(slots: usize) -> Placement {
+        Placement::Hashed {
+            shift: 64 - slots.trailing_zeros(),
+        }
+    }
+
+    /// Homes in id order for ids in `range`, in a table of `slots`.
+    fn ordered((least, most): (i64, i64), slots: usize) -> Placement {
+        let (least, most) = (ordered_key(least), ordered_key(most.max(least)));
+        let span = most - least;
+        let headroom = slots / HEADROOM;
+        Placement::Ordered {
+            least,
+            span,
+            scale: (((slots - 2 * headroom) as u128) << 64) / (u128::from(span) + 1),
+            headroom,
+            last: slots - 1,
+        }
+    }
+
+    fn is_ordered(&self) -> bool {
+        matches!(self, Placement::Ordered { .. })
+    }
+
+    fn home(&self, id: i64) -> usize {
+        match *self {
+            Placement::Hashed { shift } => (mix(id) >> shift) as usize,
+            Placement::Ordered {
+                least,
+                span,
+                scale,
+                headroom,
+                last,
+            } => {
+                // Bounded so that the product fits: ids that far out are at
+                // an end slot anyway.
+                let reach = i128::from(span) + 1;
+                let offset =
+                    (i128::from(ordered_key(id)) - i128::from(least)).clamp(-reach, 2 * reach);
+                let at = headroom as i128 + ((offset * scale as i128) >> 64);
+                at.clamp(0, last as i128) as usize
+            }
+        }
+    }
+}
+
+/// An id as an unsigned key in the same order.
+fn ordered_key(id: i64) -> u64 {
+    (id as u64) ^ (1 << 63)
 }
 
 impl IdTable {
@@ -153,14 +266,18 @@ impl IdTable {
         touched(zeroed(slots))
     }
 
-    /// A table of `parts` (of one power-of-two size).
-    fn from_parts(parts: Vec<Box<[Slot]>>) -> IdTable {
+    /// A table of `parts` (of one power-of-two size), its homes placed in
+    /// id order for ids in `range` if one is given, else hashed.
+    fn from_parts(parts: Vec<Box<[Slot]>>, range: Option<(i64, i64)>) -> IdTable {
         let part_bits = parts[0].len().trailing_zeros();
         let slots = parts.len() << part_bits;
         IdTable {
             parts,
             part_bits,
-            shift: 64 - slots.trailing_zeros(),
+            placement: match range {
+                Some(range) => Placement::ordered(range, slots),
+                None => Placement::hashed(slots),
+            },
         }
     }
 
@@ -169,7 +286,7 @@ impl IdTable {
     }
 
     fn home(&self, id: i64) -> usize {
-        (mix(id) >> self.shift) as usize
+        self.placement.home(id)
     }
 
     fn slot(&self, at: usize) -> &Slot {
@@ -202,14 +319,30 @@ impl Arrays {
     }
 
     /// Grows the table to `slots` slots (a power of two) if it is smaller.
+    /// A grown table is hashed: the range its homes were placed by was a
+    /// sample's, and the sample was short.
     fn grow_table(&mut self, slots: usize) {
-        if slots <= self.table.len() {
-            return;
+        if slots > self.table.len() {
+            tracing::debug!(slots, "union-find id table grown");
+            self.rebuild_hashed(slots);
         }
-        tracing::debug!(slots, "union-find id table grown");
+    }
+
+    /// Rebuilds the table hashed, at the same size, if its homes are
+    /// placed in id order (the ids crowd some slots).
+    fn spread_by_hash(&mut self) {
+        if self.table.placement.is_ordered() {
+            tracing::debug!("union-find ids crowd their slots in id order: table rebuilt hashed");
+            self.rebuild_hashed(self.table.len());
+        }
+    }
+
+    /// The table rebuilt with `slots` slots and hashed homes. Pages keep
+    /// their numbers: only the table maps ids to them.
+    fn rebuild_hashed(&mut self, slots: usize) {
         let (parts, each) = IdTable::parts_for(slots);
         let parts = (0..parts).map(|_| IdTable::part(each)).collect();
-        let old = std::mem::replace(&mut self.table, IdTable::from_parts(parts));
+        let old = std::mem::replace(&mut self.table, IdTable::from_parts(parts, None));
         for [id, page] in old.parts.iter().flat_map(|part| part.iter()) {
             let page = page.load(Relaxed);
             if page != 0 {
@@ -247,9 +380,18 @@ impl Arrays {
 
     /// The page of `id`, or a new one from `block` (its slot claimed first,
     /// so two workers meeting a new id agree on its page); counts new pages
-    /// in `fresh`.
-    fn get_or_insert(&self, id: i64, block: &mut Block<'_>, fresh: &mut usize) -> Page {
+    /// in `fresh` and slots probed past the home in `probes`. `None` when
+    /// homes are in id order and the probe ran past [`CROWDED_PROBES`]
+    /// slots: the table must be rebuilt hashed ([`Arrays::spread_by_hash`]).
+    fn get_or_insert(
+        &self,
+        id: i64,
+        block: &mut Block<'_>,
+        fresh: &mut usize,
+        probes: &mut usize,
+    ) -> Option<Page> {
         let mut at = self.table.home(id);
+        let mut probed = 0;
         loop {
             let [key, page] = self.table.slot(at);
             match page.load(Acquire) {
@@ -264,11 +406,21 @@ impl Arrays {
                     self.flags.get(new as usize).store(USED, Relaxed);
                     page.store(u64::from(new) + 1, Release);
                     *fresh += 1;
-                    return new;
+                    *probes += probed;
+                    return Some(new);
                 }
                 BUSY => std::hint::spin_loop(),
-                found if key.load(Relaxed) as i64 == id => return (found - 1) as Page,
-                _ => at = self.table.next(at),
+                found if key.load(Relaxed) as i64 == id => {
+                    *probes += probed;
+                    return Some((found - 1) as Page);
+                }
+                _ => {
+                    probed += 1;
+                    if probed > CROWDED_PROBES && self.table.placement.is_ordered() {
+                        return None;
+                    }
+                    at = self.table.next(at);
+                }
             }
         }
     }
@@ -438,6 +590,10 @@ pub struct SharedGraph {
     interned: AtomicUsize,
     /// The workers' largest estimate of the process's pages.
     estimate: AtomicUsize,
+    /// The least and greatest id the workers sampled (the least above the
+    /// greatest: none yet).
+    least_id: AtomicI64,
+    greatest_id: AtomicI64,
     /// The parts of the table the workers made, by index, for worker 0 to
     /// put together.
     prepared: Mutex<Vec<(usize, Box<[Slot]>)>>,
@@ -463,6 +619,8 @@ impl SharedGraph {
             pages: AtomicUsize::new(0),
             interned: AtomicUsize::new(0),
             estimate: AtomicUsize::new(0),
+            least_id: AtomicI64::new(i64::MAX),
+            greatest_id: AtomicI64::new(i64::MIN),
             prepared: Mutex::default(),
             done: Mutex::new(None),
             pages_out: Mailbox::new(workers),
@@ -507,8 +665,17 @@ impl SharedGraph {
     /// table is the least power of two above the estimate, not the 4/3 of
     /// it a table 3/4 full needs: a table twice too large cost more in cache
     /// and TLB misses than the one doubling an estimate too low costs.
-    pub fn prepare(&self, worker: usize, pages: usize) {
+    ///
+    /// `range` is the least and greatest id the worker has seen (in its
+    /// first row group, as `pages` is estimated from): with every worker's,
+    /// the range the table's homes are placed by, in id order
+    /// ([`Placement`]). No range from any worker: homes are hashed.
+    pub fn prepare(&self, worker: usize, pages: usize, range: Option<(i64, i64)>) {
         self.estimate.fetch_max(pages, Relaxed);
+        if let Some((least, most)) = range {
+            self.least_id.fetch_min(least, Relaxed);
+            self.greatest_id.fetch_max(most, Relaxed);
+        }
         self.barrier.wait();
         let pages = self.estimate.load(Relaxed) + self.margin();
         let slots = pages.next_power_of_two().max(8);
@@ -523,7 +690,10 @@ impl SharedGraph {
             let mut table = std::mem::take(&mut *lock(&self.prepared));
             table.sort_unstable_by_key(|&(p, _)| p);
             let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
-            arrays.table = IdTable::from_parts(table.into_iter().map(|(_, part)| part).collect());
+            let (least, most) = (self.least_id.load(Relaxed), self.greatest_id.load(Relaxed));
+            let range = (least <= most).then_some((least, most));
+            let parts = table.into_iter().map(|(_, part)| part).collect();
+            arrays.table = IdTable::from_parts(parts, range);
             arrays.grow_arrays(pages);
             tracing::debug!(slots, pages, "union-find prepared");
         }
@@ -562,6 +732,14 @@ impl SharedGraph {
             }
             arrays.grow_arrays(pages);
         }
+    }
+
+    /// Rebuilds the id table hashed if its homes are in id order: the ids
+    /// crowd some of its slots. The other workers finish their chunks
+    /// first.
+    fn spread_by_hash(&self) {
+        let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
+        arrays.spread_by_hash();
     }
 
     /// Called by each of the process's workers, `worker` its index among
@@ -673,15 +851,20 @@ impl GraphWriter<'_> {
         let mut joined = 0;
         let mut in_corpus = pairs.map(|(_, _, in_corpus)| in_corpus);
         for chunk in ids.chunks(CHUNK) {
-            let arrays = self.graph.room_for_a_chunk();
-            let mut fresh = 0;
             let start = ends.len();
-            for (at, &id) in chunk.iter().enumerate() {
-                if let Some(&ahead) = chunk.get(at + LOOKAHEAD) {
-                    arrays.prefetch(ahead);
+            let (arrays, crowded) = loop {
+                let arrays = self.graph.room_for_a_chunk();
+                match self.intern(&arrays, chunk, ends) {
+                    Some(probes) => break (arrays, probes > CROWDED_CHUNK_PROBES * chunk.len()),
+                    None => {
+                        // Interned again once the table is hashed: the ids
+                        // interned so far keep their pages.
+                        ends.truncate(start);
+                        drop(arrays);
+                        self.graph.spread_by_hash();
+                    }
                 }
-                ends.push(arrays.get_or_insert(id, &mut self.block, &mut fresh));
-            }
+            };
             let pages = &ends[start..];
             for (at, pair) in pages.chunks_exact(2).enumerate() {
                 if let Some(ahead) = pages.get(2 * (at + LOOKAHEAD)..2 * (at + LOOKAHEAD) + 2) {
@@ -693,10 +876,35 @@ impl GraphWriter<'_> {
                 }
                 joined += usize::from(arrays.union(pair[0], pair[1]));
             }
-            self.graph.interned.fetch_add(fresh, Relaxed);
+            if crowded && arrays.table.placement.is_ordered() {
+                drop(arrays);
+                self.graph.spread_by_hash();
+            }
         }
         self.ids = ids;
         joined
+    }
+
+    /// Appends the pages of a chunk's ids to `ends`; gives the slots probed
+    /// past their homes, or `None` if homes in id order crowd (the ids
+    /// before are interned, and counted).
+    fn intern(&mut self, arrays: &Arrays, chunk: &[i64], ends: &mut Vec<Page>) -> Option<usize> {
+        let (mut fresh, mut probes) = (0, 0);
+        let mut crowded = false;
+        for (at, &id) in chunk.iter().enumerate() {
+            if let Some(&ahead) = chunk.get(at + LOOKAHEAD) {
+                arrays.prefetch(ahead);
+            }
+            match arrays.get_or_insert(id, &mut self.block, &mut fresh, &mut probes) {
+                Some(page) => ends.push(page),
+                None => {
+                    crowded = true;
+                    break;
+                }
+            }
+        }
+        self.graph.interned.fetch_add(fresh, Relaxed);
+        (!crowded).then_some(probes)
     }
 }
 
@@ -894,14 +1102,48 @@ mod tests {
         workers: usize,
         batch: usize,
     ) -> Vec<WorkerShare> {
+        // No estimate: the table and arrays grow (hashed) as pairs come.
+        shares_prepared(pairs, corpus_wins, workers, batch, |_| (0, None))
+    }
+
+    /// [`shares`], each worker preparing the graph as a job does: for the
+    /// pages it will hold (exactly, so that the table does not grow) and
+    /// the range of its first batch's ids (homes in id order).
+    fn shares_sized(
+        pairs: &[(i64, i64, bool)],
+        corpus_wins: bool,
+        workers: usize,
+        batch: usize,
+    ) -> Vec<WorkerShare> {
+        let pages = ids_of(pairs).len();
+        shares_prepared(pairs, corpus_wins, workers, batch, |w| {
+            let first = pairs.chunks(batch).nth(w).unwrap_or_default();
+            let ids = first.iter().flat_map(|&(a, b, _)| [a, b]);
+            (pages, ids.clone().min().zip(ids.max()))
+        })
+    }
+
+    fn ids_of(pairs: &[(i64, i64, bool)]) -> std::collections::HashSet<i64> {
+        pairs.iter().flat_map(|&(a, b, _)| [a, b]).collect()
+    }
+
+    /// [`shares`], worker `w` preparing with `prepared(w)`: `(pages, id
+    /// range)`.
+    fn shares_prepared(
+        pairs: &[(i64, i64, bool)],
+        corpus_wins: bool,
+        workers: usize,
+        batch: usize,
+        prepared: impl Fn(usize) -> (usize, Option<(i64, i64)>) + Sync,
+    ) -> Vec<WorkerShare> {
         let graph = SharedGraph::new(corpus_wins, workers);
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|w| {
-                    let graph = &graph;
+                    let (graph, prepared) = (&graph, &prepared);
                     scope.spawn(move || {
-                        // No estimate: the table and arrays grow as pairs come.
-                        graph.prepare(w, 0);
+                        let (pages, range) = prepared(w);
+                        graph.prepare(w, pages, range);
                         let mut writer = graph.writer();
                         let mut log = PairLog::default();
                         let mut ends = Vec::new();
@@ -1003,6 +1245,11 @@ mod tests {
                     assert!(
                         found == expected,
                         "{pairs} pairs over {ids} ids, {workers} workers, corpus_wins {corpus_wins}"
+                    );
+                    let found = clusters_of(&shares_sized(&edges, corpus_wins, workers, 97));
+                    assert!(
+                        found == expected,
+                        "sized: {pairs} pairs over {ids} ids, {workers} workers, corpus_wins {corpus_wins}"
                     );
                 }
             }
@@ -1110,5 +1357,146 @@ mod tests {
             .collect();
         let found = clusters_of(&shares(&pairs, false, 2, 333));
         assert_eq!(found, oracle(&pairs, false));
+    }
+
+    #[test]
+    fn homes_in_id_order_ascend_with_the_ids_and_spread_even_ones() {
+        let slots = 1 << 20;
+        for (least, most) in [(i64::MIN, i64::MAX), (0, 12_500_000), (-5, 5), (7, 7)] {
+            let placement = Placement::ordered((least, most), slots);
+            let ids = [
+                i64::MIN,
+                least.saturating_sub(1),
+                least,
+                (i128::from(least) + (i128::from(most) - i128::from(least)) / 2) as i64,
+                most,
+                most.saturating_add(1),
+            ];
+            let homes: Vec<usize> = ids.iter().map(|&id| placement.home(id)).collect();
+            assert!(homes.windows(2).all(|w| w[0] <= w[1]), "{homes:?}");
+            assert!(homes.iter().all(|&h| h < slots), "{homes:?}");
+            // Ids in the range keep off the end slots, kept for ids beyond.
+            assert!(placement.home(least) >= slots / HEADROOM, "{homes:?}");
+            assert!(placement.home(most) < slots - slots / HEADROOM, "{homes:?}");
+            // Ids far beyond it share the end slots.
+            if most < i64::MAX / 2 {
+                assert_eq!(placement.home(i64::MAX), slots - 1);
+            }
+            if least > i64::MIN / 2 {
+                assert_eq!(placement.home(i64::MIN), 0);
+            }
+        }
+        // Ids spread evenly over their range (here hashes, as page ids
+        // are) fill about as many slots as random keys: n keys in 2n slots.
+        let n = 1 << 18;
+        let ids: Vec<i64> = (0..n as i64).map(|i| mix(i) as i64).collect();
+        let range = (*ids.iter().min().unwrap(), *ids.iter().max().unwrap());
+        let placement = Placement::ordered(range, 2 * n);
+        let mut home = vec![false; 2 * n];
+        ids.iter().for_each(|&id| home[placement.home(id)] = true);
+        let used = home.iter().filter(|&&h| h).count() as f64 / home.len() as f64;
+        assert!(used > 0.36, "{used}");
+        // Consecutive ids over a range as long as the table less its
+        // headroom: one slot each, and a slot each for ids just beyond
+        // either end.
+        let edge = 2 * n / HEADROOM;
+        let inner = (2 * n - 2 * edge) as i64;
+        let placement = Placement::ordered((1_000, 1_000 + inner - 1), 2 * n);
+        let homes: Vec<usize> = (-(edge as i64) / 2..inner + edge as i64 / 2)
+            .map(|i| placement.home(1_000 + i))
+            .collect();
+        assert!(homes.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    /// Adds `pairs` on one worker to a graph prepared for `pages` pages
+    /// with homes in id order over `range`; whether the table is still in
+    /// id order, and the clusters.
+    fn one_worker_with_range(
+        pairs: &[(i64, i64, bool)],
+        pages: usize,
+        range: (i64, i64),
+    ) -> (bool, Vec<(i64, i64, u32)>) {
+        let graph = SharedGraph::new(false, 1);
+        graph.prepare(0, pages, Some(range));
+        let mut writer = graph.writer();
+        let mut ends = Vec::new();
+        for batch in pairs.chunks(1_000) {
+            writer.add_pairs(batch.iter().copied(), &mut ends);
+        }
+        let ordered = graph.building.read().unwrap().table.placement.is_ordered();
+        (ordered, clusters_of(&[graph.split(0, None)]))
+    }
+
+    #[test]
+    fn ids_spread_over_the_sampled_range_keep_their_homes_in_id_order() {
+        // A chain, and pairs of new ids filling the table to 3/4 (the most
+        // before it grows, and grown it is hashed), where linear probing
+        // is at its longest: neither is taken for crowded homes.
+        let chain: Vec<(i64, i64, bool)> = (0..50_000i64)
+            .map(|i| (mix(i) as i64, mix(i + 1) as i64, false))
+            .collect();
+        let fill: Vec<(i64, i64, bool)> = (0..390_000i64)
+            .map(|i| (mix(2 * i) as i64, mix(2 * i + 1) as i64, false))
+            .collect();
+        for (pairs, pages) in [(chain, 100_000), (fill, 786_000)] {
+            let (ordered, found) = one_worker_with_range(&pairs, pages, (i64::MIN, i64::MAX));
+            assert!(ordered, "even ids must not be taken for crowded ones");
+            assert_eq!(found, oracle(&pairs, false));
+        }
+    }
+
+    #[test]
+    fn ids_crowding_their_homes_in_id_order_rebuild_the_table_hashed() {
+        // The sample promised ids over 2^40, the pairs come in a band of
+        // 100,000 consecutive ids: all of them homed on a few slots.
+        let band = 1i64 << 39;
+        let pairs: Vec<(i64, i64, bool)> = (0..50_000i64)
+            .map(|i| (band + 2 * i, band + 2 * i + 1, i % 3 == 0))
+            .collect();
+        let (ordered, found) = one_worker_with_range(&pairs, 100_000, (0, 1 << 40));
+        assert!(!ordered, "crowded homes must be given up");
+        assert_eq!(found, oracle(&pairs, false));
+        // Ids beyond the sampled range, on both sides, are homed at its ends.
+        let pairs: Vec<(i64, i64, bool)> = (0..50_000i64)
+            .map(|i| (-1 - i, 1_000_000 + i, false))
+            .chain([(i64::MIN, i64::MAX, false), (500, 501, false)])
+            .collect();
+        let (ordered, found) = one_worker_with_range(&pairs, 100_004, (0, 1_000));
+        assert!(!ordered, "crowded homes must be given up");
+        assert_eq!(found, oracle(&pairs, false));
+    }
+
+    #[test]
+    fn ids_filling_half_the_sampled_range_nearly_full_give_up_their_order() {
+        // Random ids in the lower half of the sampled range, as many as
+        // 95% of that half's slots: no probe need be very long, but they
+        // are long on average.
+        let pairs: Vec<(i64, i64, bool)> = (0..31_000i64)
+            .map(|i| {
+                let id = |x: i64| (mix(x) >> 28) as i64;
+                (id(2 * i), id(2 * i + 1), false)
+            })
+            .collect();
+        assert!(ids_of(&pairs).len() > 61_000);
+        let (ordered, found) = one_worker_with_range(&pairs, 100_000, (0, 1 << 37));
+        assert!(!ordered, "crowded homes must be given up");
+        assert_eq!(found, oracle(&pairs, false));
+    }
+
+    #[test]
+    fn concurrent_workers_crowding_their_homes_agree_on_every_page() {
+        // Two to four workers, each sampled a wide range, all adding ids
+        // of one narrow band: whichever finds the homes crowded first
+        // rebuilds the table while the others finish their chunks.
+        let pairs: Vec<(i64, i64, bool)> = (0..60_000i64)
+            .map(|i| (i * 7 % 90_001, (i * 13 + 1) % 90_001, i % 2 == 0))
+            .collect();
+        let expected = oracle(&pairs, true);
+        for workers in 2..=4 {
+            let found = clusters_of(&shares_prepared(&pairs, true, workers, 500, |_| {
+                (100_000, Some((i64::MIN / 2, i64::MAX / 2)))
+            }));
+            assert!(found == expected, "{workers} workers");
+        }
     }
 }

@@ -247,27 +247,7 @@ pub fn direct_drops(
     rank: impl Fn(usize) -> Option<bool>,
     mut pairs: PairLog,
 ) -> DirectDrops {
-    // The swept pages in priority order, their ids and indexes: one pass,
-    // each page ranked once. The sweep reads an id at random for each
-    // drop; one array by position is one cache miss where a position's
-    // place in `by_id` and then its page were two.
-    let mut ids: Vec<i64> = Vec::with_capacity(by_id.len());
-    let mut pages: Vec<Page> = Vec::with_capacity(by_id.len());
-    let mut later: Vec<(i64, Page)> = Vec::new();
-    for (at, &(id, index, _)) in by_id.iter().enumerate() {
-        match rank(at) {
-            Some(true) => {
-                ids.push(id);
-                pages.push(index);
-            }
-            Some(false) => later.push((id, index)),
-            None => {}
-        }
-    }
-    let first_positions = ids.len();
-    ids.extend(later.iter().map(|&(id, _)| id));
-    pages.extend(later.iter().map(|&(_, index)| index));
-    drop(later);
+    let (ids, pages, first_positions) = in_priority_order(by_id, rank);
     let mut position = vec![MISSING; n];
     for (at, &page) in pages.iter().enumerate() {
         if let Some(&ahead) = pages.get(at + LOOKAHEAD) {
@@ -284,6 +264,42 @@ pub fn direct_drops(
         drop.0 = pages[drop.0 as usize];
     }
     drops
+}
+
+/// The pages of `by_id` whose `rank` is known, in priority order: their ids
+/// and indexes by position, and how many rank first. The sweep reads an id
+/// at random for each drop; one array by position is one cache miss where
+/// a position's place in `by_id` and then its page were two. Each page is
+/// ranked once (its flag is a random read), into a byte per page; the
+/// arrays are then filled from two cursors, with no buffer for the pages
+/// that rank later: grown by doubling, that buffer was copied into fresh
+/// memory several times over (a nightly run's pages mostly rank later).
+fn in_priority_order(
+    by_id: &[KeyedPage],
+    rank: impl Fn(usize) -> Option<bool>,
+) -> (Vec<i64>, Vec<Page>, usize) {
+    const FIRST: u8 = 1;
+    const LATER: u8 = 2;
+    let ranks: Vec<u8> = (0..by_id.len())
+        .map(|at| match rank(at) {
+            Some(true) => FIRST,
+            Some(false) => LATER,
+            None => 0,
+        })
+        .collect();
+    let first = ranks.iter().filter(|&&r| r == FIRST).count();
+    let swept = first + ranks.iter().filter(|&&r| r == LATER).count();
+    let (mut ids, mut pages) = (vec![0i64; swept], vec![0 as Page; swept]);
+    let mut next = [0, first];
+    for (&(id, index, _), &r) in by_id.iter().zip(&ranks) {
+        if r != 0 {
+            let at = &mut next[usize::from(r - 1)];
+            ids[*at] = id;
+            pages[*at] = index;
+            *at += 1;
+        }
+    }
+    (ids, pages, first)
 }
 
 /// A pair as the sweep takes it: `(later position, earlier position,
