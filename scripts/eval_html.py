@@ -16,11 +16,13 @@ J >= 0.8. By length of the main content in words.
 """
 
 import argparse
+import atexit
 import glob
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -126,6 +128,7 @@ def main():
     ap.add_argument("--json", help="also write the figures here, by mode and length")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     warc = os.path.join(work, "docs.warc.gz")
     pages = write_warc(warc)
     print(f"{len(pages)} pages from {', '.join(SITES)} in {', '.join(RELEASES)}")

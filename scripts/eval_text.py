@@ -11,10 +11,12 @@ the pairs within k, the share with J >= 0.8. By length in words.
 """
 
 import argparse
+import atexit
 import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 
@@ -39,6 +41,7 @@ def main():
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-text-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     docs = {}
     with open(os.path.join(work, "docs.jsonl"), "w") as out:
         for i, path in enumerate(sorted(glob.glob("/usr/share/doc/*/copyright"))):

@@ -22,10 +22,12 @@ share with J >= 0.8. By length in characters.
 """
 
 import argparse
+import atexit
 import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -127,6 +129,7 @@ def main():
     texts += ["\n".join(p) for p in pages]
     texts += [edited(p, pages, rng) for p in pages]
     work = tempfile.mkdtemp(prefix="neardup-eval-zh-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     with open(os.path.join(work, "docs.jsonl"), "w", encoding="utf-8") as out:
         for i, text in enumerate(texts):
             out.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")

@@ -163,13 +163,13 @@ struct IdTable {
 /// URLs, spread evenly over their range. Placed in id order, the query
 /// side of each row group walks the table from one end to the other: its
 /// slots are neighbours, in cache lines and pages the hardware has just
-/// fetched, where hashed homes make every id a cache and TLB miss (on 10M
-/// pairs in `match`'s order, reading them into the union-find took 0.67-0.80
-/// s a worker instead of 0.94-1.38). Ids that are not spread evenly over
-/// the range (a narrow band, a range the sample missed) would crowd some
-/// slots: long probes are caught ([`Arrays::get_or_insert`],
-/// [`GraphWriter::add_pairs`]) and the table is rebuilt hashed, as it is
-/// when it grows.
+/// fetched, where hashed homes put every id at a random place in a table
+/// far larger than the cache (on 10M pairs in `match`'s order, reading
+/// them into the union-find took 0.68-0.87 s a worker instead of
+/// 0.82-1.45). Ids that are not spread evenly over the range (a narrow
+/// band, a range the sample missed) would crowd some slots: long probes
+/// are caught ([`Arrays::get_or_insert`], [`GraphWriter::add_pairs`]) and
+/// the table is rebuilt hashed, as it is when it grows.
 #[derive(Clone, Copy, Debug)]
 enum Placement {
     /// The top bits of the id's [`mix`]: any ids, spread at random.
