@@ -329,14 +329,16 @@ pub struct FingerprintArgs {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
-    match cli.command {
+    let result = match cli.command {
         Command::Match(args) => run_match_command(args),
         Command::Plan(args) => run_plan_command(args),
         Command::Gen(args) => run_gen_command(args),
         Command::Fingerprint(args) => run_fingerprint_command(args),
         Command::Cluster(args) => run_cluster_command(args),
         Command::Run(args) => run_job_command(args),
-    }
+    };
+    crate::parquet_io::output::remove_local_staging();
+    result
 }
 
 fn run_match_command(args: MatchArgs) -> Result<()> {

@@ -151,14 +151,19 @@ fn succeeded(output: &Output) -> bool {
 }
 
 /// Runs `neardup args` as two processes joined by a loopback hostfile
-/// written in `dir`; true when both succeed.
+/// written in `dir`; true when both succeed. Each process's local staging
+/// (for an output in an object store) is under `dir/tmp`, which must be
+/// empty again once they have succeeded.
 fn two_processes_succeed(server: &Server, args: &[String], dir: &Path) -> bool {
     let hosts = dir.join("hosts");
     let addresses = format!("127.0.0.1:{}\n127.0.0.1:{}\n", free_port(), free_port());
     std::fs::write(&hosts, addresses).unwrap();
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let children: Vec<Child> = (0..2)
         .map(|i| {
             neardup_on(server)
+                .env("TMPDIR", &tmp)
                 .args(args)
                 .args(["--hostfile", &hosts.display().to_string()])
                 .args(["--process", &i.to_string()])
@@ -172,7 +177,12 @@ fn two_processes_succeed(server: &Server, args: &[String], dir: &Path) -> bool {
         .into_iter()
         .map(|c| c.wait_with_output().unwrap())
         .collect();
-    outputs.iter().all(succeeded)
+    let ok = outputs.iter().all(succeeded);
+    if ok {
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+    ok
 }
 
 /// The data files of an output directory (its parts, not the summary).

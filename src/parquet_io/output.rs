@@ -78,6 +78,17 @@ fn remote_file(path: &Path) -> Option<(OutputPrefix, String)> {
     })
 }
 
+/// Removes this process's local staging directories of outputs bound for
+/// an object store, once its command is over: every file in them was
+/// uploaded and removed as it was placed, and process 0's commit removes
+/// its own, but every other process of a run made one too (in the
+/// system's temporary directory) and would leave it there.
+pub fn remove_local_staging() {
+    for (dir, _) in lock(&REMOTE_STAGING).drain(..) {
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
+
 /// Renames a finished file from its temporary name into place; in the
 /// staging directory of an output bound for an object store, it is then
 /// uploaded under its final name and its local copy removed.
