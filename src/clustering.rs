@@ -223,7 +223,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let parts = opts.parts;
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let graph = Rc::new(RefCell::new(Components::default()));
-            let log = Rc::new(RefCell::new(PairLog::default()));
+            let direct_share = Rc::new(RefCell::new(None));
             let by_id = Rc::new(RefCell::new(Vec::new()));
             let expected_sightings = Rc::new(std::cell::Cell::new(0));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
@@ -246,7 +246,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 let links = describe_joined(joins, graph.clone(), shared.clone());
                 let resolved = join_at_worker_zero(links);
                 let routed = {
-                    let (graph, log, state) = (graph.clone(), log.clone(), state.clone());
+                    let (graph, direct_share, state) =
+                        (graph.clone(), direct_share.clone(), state.clone());
                     let by_id = by_id.clone();
                     let shared = shared.clone();
                     let (policy, max_size) = (opts.drop_policy, opts.max_cluster_size);
@@ -260,7 +261,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                             by_id: std::mem::take(&mut *by_id.borrow_mut()),
                             joined,
                             shared: std::mem::take(&mut *shared.borrow_mut()),
-                            pairs: direct.then(|| std::mem::take(&mut *log.borrow_mut())),
+                            direct: direct_share.borrow_mut().take(),
                             policy,
                             parts,
                             peers,
@@ -342,7 +343,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             }
             *graph.borrow_mut() = share.components;
             *by_id.borrow_mut() = share.by_id;
-            *log.borrow_mut() = share.pairs.unwrap_or_default();
+            *direct_share.borrow_mut() = share.direct;
             drop(input);
             while worker.step_or_park(None) {}
         })?

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
 use crate::dataflow::commit::lock;
-use crate::drop_policy::{sorted_by_id, KeyedPage, PairLog};
+use crate::drop_policy::{sorted_by_id, DirectShare, KeyedPage, PairLog};
 use crate::tables::prefetch;
 
 /// A page's dense index in its process's [`SharedGraph`].
@@ -776,16 +776,19 @@ impl SharedGraph {
             self.pairs_out.post(worker, logs);
         }
         let by_id = sorted_by_id(self.pages_out.collect(worker));
-        forest.count_roots(&by_id);
-        let pairs = direct.then(|| {
+        let ranks_first = forest.count_roots(&by_id, direct);
+        let direct = direct.then(|| {
             // Every worker has posted its pairs.
             self.barrier.wait();
-            PairLog::concat(self.pairs_out.collect(worker))
+            DirectShare {
+                pairs: PairLog::concat(self.pairs_out.collect(worker)),
+                ranks_first,
+            }
         });
         WorkerShare {
             components: Components { forest },
             by_id,
-            pairs,
+            direct,
         }
     }
 }
@@ -981,21 +984,30 @@ impl Forest {
     }
 
     /// Counts the size and least label of every root of `by_id` (pages of
-    /// whole components, by id: a root's first page is its least id).
-    fn count_roots(&self, by_id: &[KeyedPage]) {
+    /// whole components, by id: a root's first page is its least id). With
+    /// `keep_ranks`, also gives whether each page ranks first, by place in
+    /// `by_id`: read here anyway, and the direct policy's sweep would read
+    /// it again at random.
+    fn count_roots(&self, by_id: &[KeyedPage], keep_ranks: bool) -> Vec<bool> {
+        let mut ranks = Vec::with_capacity(if keep_ranks { by_id.len() } else { 0 });
         for (at, &(id, page, root)) in by_id.iter().enumerate() {
             if let Some(&(_, page, root)) = by_id.get(at + LOOKAHEAD) {
                 self.nodes.prefetch(root);
                 prefetch(self.flags.get(page as usize));
             }
             let (size, least) = self.nodes.counts(root);
-            let label = (!self.ranks_first(page), id);
+            let first = self.ranks_first(page);
+            if keep_ranks {
+                ranks.push(first);
+            }
+            let label = (!first, id);
             let least = match size == 0 || label < least {
                 true => label,
                 false => least,
             };
             self.nodes.set_counts(root, size + 1, least);
         }
+        ranks
     }
 
     fn in_corpus(&self, page: Page) -> bool {
@@ -1013,8 +1025,8 @@ pub struct WorkerShare {
     pub components: Components,
     /// The share's pages `(id, page, root)`, sorted by id.
     pub by_id: Vec<KeyedPage>,
-    /// Under the direct policy, the pairs of the share's components.
-    pub pairs: Option<PairLog>,
+    /// What the direct policy needs, under it.
+    pub direct: Option<DirectShare>,
 }
 
 /// The components of one worker's share: what the rest of the job asks of
@@ -1068,12 +1080,6 @@ impl Components {
     /// use.
     pub fn prefetch_node(&self, root: Page) {
         self.forest.nodes.prefetch(root);
-    }
-
-    /// Asks the CPU to fetch a page's corpus flag ahead of
-    /// [`Self::ranks_first`].
-    pub fn prefetch_corpus_flag(&self, page: Page) {
-        prefetch(self.forest.flags.get(page as usize));
     }
 }
 
@@ -1274,7 +1280,13 @@ mod tests {
         // Every pair is in the log of the share that holds its ends, once.
         let mut pairs = 0;
         for (w, share) in shares.iter().enumerate() {
-            let log = share.pairs.as_ref().unwrap();
+            let direct = share.direct.as_ref().unwrap();
+            // The ranks kept while counting are the pages' own, by place.
+            assert_eq!(direct.ranks_first.len(), share.by_id.len());
+            for (&(_, page, _), &first) in share.by_id.iter().zip(&direct.ranks_first) {
+                assert_eq!(first, share.components.ranks_first(page));
+            }
+            let log = &direct.pairs;
             for (a, b, _) in log.pairs_in(0..log.len()) {
                 assert_eq!(owner[&a].0, w);
                 assert_eq!(owner[&b].0, w);

@@ -17,7 +17,7 @@ use crate::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
-use crate::drop_policy::{direct_drops, DirectDrops, DropPolicy, KeyedPage, PairLog};
+use crate::drop_policy::{direct_drops, DirectDrops, DirectShare, DropPolicy, KeyedPage};
 use crate::part_runs::{RunBuilder, RunSlice};
 use crate::tables::prefetch;
 
@@ -47,8 +47,8 @@ pub struct RouterInput {
     pub by_id: Vec<KeyedPage>,
     pub joined: JoinedRoots,
     pub shared: SharedPages,
-    /// The pairs, under the direct policy.
-    pub pairs: Option<PairLog>,
+    /// The pairs and pages' ranks, under the direct policy.
+    pub direct: Option<DirectShare>,
     pub policy: DropPolicy,
     pub parts: usize,
     pub peers: usize,
@@ -174,7 +174,7 @@ impl Router {
     /// memory freed).
     pub fn next_slice(&mut self, give: &mut dyn FnMut(Routed)) -> bool {
         let pages = self.by_id.len();
-        let pairs = self.input.pairs.as_ref().map_or(0, PairLog::len);
+        let pairs = self.input.direct.as_ref().map_or(0, |d| d.pairs.len());
         self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::JoinedPages { next } if next < pages => {
                 let end = (next + SLICE).min(pages);
@@ -212,10 +212,10 @@ impl Router {
                 Stage::LocalDrops
             }
             Stage::LocalDrops => {
-                let pairs = self.input.pairs.take();
+                let direct = self.input.direct.take();
                 self.free_joined();
                 let drops =
-                    pairs.map_or_else(DirectDrops::default, |pairs| self.local_drops(pairs));
+                    direct.map_or_else(DirectDrops::default, |direct| self.local_drops(direct));
                 Stage::Rows { drops, next: 0 }
             }
             Stage::Rows { mut drops, next } if next < pages => {
@@ -266,7 +266,6 @@ impl Router {
         if tag & JOINED != 0 {
             prefetch(&self.clusters[(tag & !JOINED) as usize]);
             self.input.shared.prefetch(page);
-            self.input.components.prefetch_corpus_flag(page);
             prefetch(&self.slots[page as usize]);
         }
     }
@@ -281,7 +280,11 @@ impl Router {
         let owner = owner as usize;
         let ranks_first = match self.input.shared.get(page) {
             Some(shared) => shared.first,
-            None => self.input.components.ranks_first(page),
+            None => self
+                .input
+                .direct
+                .as_ref()
+                .is_some_and(|d| d.ranks_first[place]),
         };
         match ranks_first {
             true => self.send_page(id, page, owner, true, give),
@@ -310,9 +313,10 @@ impl Router {
     /// Pairs `range` of the log that belong to joined clusters, to their
     /// owners, by their ends' slots.
     fn route_joined_pairs(&mut self, range: std::ops::Range<usize>, give: &mut dyn FnMut(Routed)) {
-        let Some(pairs) = self.input.pairs.take() else {
+        let Some(direct) = self.input.direct.take() else {
             return;
         };
+        let pairs = &direct.pairs;
         let mut ahead = pairs
             .pairs_in((range.start + LOOKAHEAD).min(range.end)..range.end)
             .fuse();
@@ -335,7 +339,7 @@ impl Router {
         }
         // The iterator borrows the log, which goes back to its place.
         drop(ahead);
-        self.input.pairs = Some(pairs);
+        self.input.direct = Some(direct);
     }
 
     /// Sends the ids waiting for `owner`, all of pages that rank `first`
@@ -374,17 +378,11 @@ impl Router {
     /// of their pages at once (clusters do not interact, so one pass in
     /// priority order over every page is each cluster's pass). Pages of
     /// joined clusters (tagged [`JOINED`]) are their owners' to decide.
-    fn local_drops(&self, pairs: PairLog) -> DirectDrops {
-        let (components, by_id) = (&self.input.components, &self.by_id);
-        let rank = |at: usize| {
-            // Pages come in id order, their flags anywhere in memory.
-            if let Some(&(_, ahead, _)) = by_id.get(at + LOOKAHEAD) {
-                components.prefetch_corpus_flag(ahead);
-            }
-            let (_, page, tag) = by_id[at];
-            (tag & JOINED == 0).then(|| components.ranks_first(page))
-        };
-        direct_drops(by_id, components.len(), rank, pairs)
+    fn local_drops(&self, direct: DirectShare) -> DirectDrops {
+        let DirectShare { pairs, ranks_first } = direct;
+        let by_id = &self.by_id;
+        let rank = |at: usize| (by_id[at].2 & JOINED == 0).then(|| ranks_first[at]);
+        direct_drops(by_id, self.input.components.len(), rank, pairs)
     }
 
     /// A page's rows, if this worker writes it: its cluster's (counted once,
@@ -425,7 +423,7 @@ impl Router {
     /// Joined clusters are routed: frees what only that needed before the
     /// local drops' sweep and the rows need theirs.
     fn free_joined(&mut self) {
-        self.input.pairs = None;
+        self.input.direct = None;
         self.slots = Vec::new();
         self.owners = Vec::new();
     }

@@ -143,12 +143,12 @@ impl PartRuns {
 
     /// The `clusters/` rows, merged into id order.
     pub fn members(&mut self) -> Merged<MemberRow> {
-        Merged::new(std::mem::take(&mut self.members), |row| row.0)
+        Merged::new(std::mem::take(&mut self.members))
     }
 
     /// The `drop/` rows, merged into id order.
     pub fn drops(&mut self) -> Merged<DropRow> {
-        Merged::new(std::mem::take(&mut self.drops), |row| row.0)
+        Merged::new(std::mem::take(&mut self.drops))
     }
 }
 
@@ -158,7 +158,6 @@ pub struct Merged<T> {
     runs: Vec<Run<T>>,
     /// The runs' next keys, least on top.
     heads: BinaryHeap<Reverse<(i64, usize)>>,
-    key: fn(&T) -> i64,
     len: usize,
 }
 
@@ -168,8 +167,19 @@ struct Run<T> {
     current: std::vec::IntoIter<T>,
 }
 
-impl<T> Merged<T> {
-    fn new(mut slices: Vec<(u32, u32, Vec<T>)>, key: fn(&T) -> i64) -> Merged<T> {
+/// A row of a part: its id comes first.
+pub trait Row {
+    fn id(&self) -> i64;
+}
+
+impl<A, B> Row for (i64, A, B) {
+    fn id(&self) -> i64 {
+        self.0
+    }
+}
+
+impl<T: Row> Merged<T> {
+    fn new(mut slices: Vec<(u32, u32, Vec<T>)>) -> Merged<T> {
         let len = slices.iter().map(|(_, _, rows)| rows.len()).sum();
         slices.sort_unstable_by_key(|&(run, seq, _)| (run, seq));
         let mut runs: Vec<Run<T>> = Vec::new();
@@ -188,7 +198,6 @@ impl<T> Merged<T> {
         Merged {
             runs,
             heads: BinaryHeap::new(),
-            key,
             len,
         }
         .primed()
@@ -205,7 +214,7 @@ impl<T> Merged<T> {
 
     fn primed(mut self) -> Merged<T> {
         for r in 0..self.runs.len() {
-            if let Some(key) = self.runs[r].peek_key(self.key) {
+            if let Some(key) = self.runs[r].peek_key() {
                 self.heads.push(Reverse((key, r)));
             }
         }
@@ -213,7 +222,7 @@ impl<T> Merged<T> {
     }
 }
 
-impl<T> Run<T> {
+impl<T: Row> Run<T> {
     fn of(slices: Vec<Vec<T>>) -> Run<T> {
         Run {
             slices: slices.into_iter(),
@@ -222,10 +231,10 @@ impl<T> Run<T> {
     }
 
     /// The key of the next row, loading the next slice if need be.
-    fn peek_key(&mut self, key: fn(&T) -> i64) -> Option<i64> {
+    fn peek_key(&mut self) -> Option<i64> {
         loop {
             if let Some(row) = self.current.as_slice().first() {
-                return Some(key(row));
+                return Some(row.id());
             }
             self.current = self.slices.next()?.into_iter();
         }
@@ -241,7 +250,7 @@ impl<T> Run<T> {
     }
 }
 
-impl<T> Iterator for Merged<T> {
+impl<T: Row> Iterator for Merged<T> {
     type Item = T;
 
     fn next(&mut self) -> Option<T> {
@@ -249,7 +258,7 @@ impl<T> Iterator for Merged<T> {
         let Reverse((_, r)) = *top;
         let run = &mut self.runs[r];
         let row = run.next();
-        match run.peek_key(self.key) {
+        match run.peek_key() {
             Some(key) => *top = Reverse((key, r)),
             None => {
                 std::collections::binary_heap::PeekMut::pop(top);
