@@ -96,6 +96,10 @@ const BUSY: u64 = u64::MAX;
 const USED: u8 = 1;
 const IN_CORPUS: u8 = 2;
 
+/// Marks a root in [`Forest::flatten`]'s pages as that of a page that ranks
+/// first: a process's pages are fewer than 2^31 ([`MAX_PROCESS_PAGES`]).
+const RANKS_FIRST: Page = 1 << 31;
+
 /// Zeroed memory from the allocator.
 fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Box<[T]> {
     bytemuck::allocation::zeroed_slice_box(n)
@@ -775,8 +779,8 @@ impl SharedGraph {
             let logs = log.split_by(self.workers, owner, prefetch);
             self.pairs_out.post(worker, logs);
         }
-        let by_id = sorted_by_id(self.pages_out.collect(worker));
-        let ranks_first = forest.count_roots(&by_id, direct);
+        let mut by_id = sorted_by_id(self.pages_out.collect(worker));
+        let ranks_first = forest.count_roots(&mut by_id, direct);
         let direct = direct.then(|| {
             // Every worker has posted its pairs.
             self.barrier.wait();
@@ -945,17 +949,15 @@ impl Forest {
         }
     }
 
-    fn used(&self, page: usize) -> bool {
-        self.flags.get(page).load(Relaxed) & USED != 0
-    }
-
     fn id(&self, page: Page) -> i64 {
         self.ids.get(page as usize).load(Relaxed)
     }
 
     /// Points every page of `range` at its root and notes the worker its
     /// component falls to (of `workers`, by a hash of the root); gives the
-    /// pages `(id, page, root)` by that worker.
+    /// pages `(id, page, root)` by that worker, the root marked
+    /// [`RANKS_FIRST`] if the page ranks first (its flags are read here in
+    /// page order, where [`Self::count_roots`] would read them at random).
     fn flatten(&self, range: std::ops::Range<usize>, workers: usize) -> Vec<Vec<KeyedPage>> {
         let each = range.len() / workers + range.len() / workers / 8;
         let mut pages: Vec<Vec<KeyedPage>> =
@@ -967,12 +969,15 @@ impl Forest {
                 self.nodes
                     .prefetch(self.nodes.parent((page + LOOKAHEAD) as Page));
             }
-            if self.used(page) {
+            let flags = self.flags.get(page).load(Relaxed);
+            if flags & USED != 0 {
                 let root = self.nodes.root_of(page as Page);
                 self.nodes.set_parent(page as Page, root);
                 let owner = (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize;
                 self.owners.get(page).store(owner as u16, Relaxed);
-                pages[owner].push((self.id(page as Page), page as Page, root));
+                let first = self.corpus_wins && flags & IN_CORPUS != 0;
+                let tag = root | if first { RANKS_FIRST } else { 0 };
+                pages[owner].push((self.id(page as Page), page as Page, tag));
             }
         }
         pages
@@ -984,19 +989,20 @@ impl Forest {
     }
 
     /// Counts the size and least label of every root of `by_id` (pages of
-    /// whole components, by id: a root's first page is its least id). With
-    /// `keep_ranks`, also gives whether each page ranks first, by place in
-    /// `by_id`: read here anyway, and the direct policy's sweep would read
-    /// it again at random.
-    fn count_roots(&self, by_id: &[KeyedPage], keep_ranks: bool) -> Vec<bool> {
+    /// whole components, by id: a root's first page is its least id), and
+    /// clears the [`RANKS_FIRST`] marks of [`Self::flatten`]. With
+    /// `keep_ranks`, gives those marks by place in `by_id`, for the direct
+    /// policy's sweep.
+    fn count_roots(&self, by_id: &mut [KeyedPage], keep_ranks: bool) -> Vec<bool> {
         let mut ranks = Vec::with_capacity(if keep_ranks { by_id.len() } else { 0 });
-        for (at, &(id, page, root)) in by_id.iter().enumerate() {
-            if let Some(&(_, page, root)) = by_id.get(at + LOOKAHEAD) {
-                self.nodes.prefetch(root);
-                prefetch(self.flags.get(page as usize));
+        for at in 0..by_id.len() {
+            if let Some(&(_, _, tag)) = by_id.get(at + LOOKAHEAD) {
+                self.nodes.prefetch(tag & !RANKS_FIRST);
             }
+            let (id, _, tag) = &mut by_id[at];
+            let (id, first, root) = (*id, *tag & RANKS_FIRST != 0, *tag & !RANKS_FIRST);
+            *tag = root;
             let (size, least) = self.nodes.counts(root);
-            let first = self.ranks_first(page);
             if keep_ranks {
                 ranks.push(first);
             }

@@ -69,6 +69,70 @@ pub fn scatter_sorted_runs<T: Copy + Default>(
     sorted
 }
 
+/// Most items per slot of [`sort_spread_by_key`]'s counting pass before it
+/// leaves the sort to another.
+const MOST_PER_SLOT: u32 = 16;
+
+/// Sorts `items` by `key` (not stably) if the keys are spread evenly, as
+/// hashed ids are: a counting scatter into about two slots an item by the
+/// keys' leading bits, then an insertion sort that only orders the few
+/// items sharing a slot. Three passes over `items`, where a radix sort of
+/// 64-bit keys makes one per byte that varies. Gives false, leaving
+/// `items` as they were, if some slot would hold more than
+/// [`MOST_PER_SLOT`] items (bunched or repeated keys), for the caller to
+/// sort otherwise. `scratch` and `counts` are kept between calls.
+pub fn sort_spread_by_key<T: Copy>(
+    items: &mut [T],
+    key: impl Fn(&T) -> u64,
+    scratch: &mut Vec<T>,
+    counts: &mut Vec<u32>,
+) -> bool {
+    let Some((least, most)) = items
+        .iter()
+        .map(&key)
+        .fold(None, |range: Option<(u64, u64)>, k| match range {
+            None => Some((k, k)),
+            Some((lo, hi)) => Some((lo.min(k), hi.max(k))),
+        })
+    else {
+        return true;
+    };
+    let slot_bits = (2 * items.len()).next_power_of_two().trailing_zeros();
+    let span_bits = 64 - (most - least).leading_zeros();
+    let shift = span_bits.saturating_sub(slot_bits);
+    let slot = |item: &T| ((key(item) - least) >> shift) as usize;
+    counts.clear();
+    counts.resize((1 << slot_bits) + 1, 0);
+    for item in items.iter() {
+        counts[slot(item) + 1] += 1;
+    }
+    if counts.iter().any(|&c| c > MOST_PER_SLOT) {
+        return false;
+    }
+    for at in 1..counts.len() {
+        counts[at] += counts[at - 1];
+    }
+    scratch.clear();
+    scratch.extend_from_slice(items);
+    for item in scratch.iter() {
+        let at = &mut counts[slot(item)];
+        items[*at as usize] = *item;
+        *at += 1;
+    }
+    // Items are in order of their slots; order within each.
+    for at in 1..items.len() {
+        let item = items[at];
+        let k = key(&item);
+        let mut to = at;
+        while to > 0 && key(&items[to - 1]) > k {
+            items[to] = items[to - 1];
+            to -= 1;
+        }
+        items[to] = item;
+    }
+    true
+}
+
 /// An `i64`'s bits as a `u64` in the same order.
 pub fn ordered(key: i64) -> u64 {
     (key as u64) ^ (1 << 63)
@@ -77,6 +141,56 @@ pub fn ordered(key: i64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spread_keys_sort_by_counting_and_bunched_ones_are_left_alone() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let (mut scratch, mut counts) = (Vec::new(), Vec::new());
+        let key = |&(k, _): &(u64, u32)| k;
+        // Spread: hashed keys, and consecutive ones (a bucket of small ids).
+        let spread: Vec<Vec<(u64, u32)>> = vec![
+            (0..1024).map(|i| (next(), i)).collect(),
+            (0..1000).map(|i| (u64::from(5000 - i), i)).collect(),
+            (0..3).map(|i| (next(), i)).collect(),
+            Vec::new(),
+        ];
+        for items in spread {
+            let mut sorted = items.clone();
+            assert!(sort_spread_by_key(
+                &mut sorted,
+                key,
+                &mut scratch,
+                &mut counts
+            ));
+            let mut expected = items;
+            expected.sort_unstable();
+            assert!(sorted == expected);
+        }
+        // Bunched: one key repeated, or most keys in a sliver of the range.
+        let bunched: Vec<Vec<(u64, u32)>> = vec![
+            (0..100).map(|i| (7, i)).collect(),
+            (0..1000)
+                .map(|i| (u64::from(i % 50), i))
+                .chain([(u64::MAX, 1000)])
+                .collect(),
+        ];
+        for items in bunched {
+            let mut left = items.clone();
+            assert!(!sort_spread_by_key(
+                &mut left,
+                key,
+                &mut scratch,
+                &mut counts
+            ));
+            assert!(left == items);
+        }
+    }
 
     #[test]
     fn keys_spread_bunched_and_repeated_sort_as_a_comparison_sort_would() {
