@@ -156,9 +156,21 @@ impl PartRuns {
 /// read.
 pub struct Merged<T> {
     runs: Vec<Run<T>>,
-    /// The runs' next keys, least on top.
-    heads: BinaryHeap<Reverse<(i64, usize)>>,
+    heads: Heads,
     len: usize,
+}
+
+/// Runs up to which [`Heads::Few`] is used.
+const FEW_RUNS: usize = 8;
+
+/// The runs' next keys `(key, run)`.
+enum Heads {
+    /// A list scanned for its least: a compare and a select per run a row,
+    /// where a heap's sift mispredicts a branch on about every other row of
+    /// runs whose ids interleave (as hashed ids do).
+    Few(Vec<(i64, usize)>),
+    /// Least on top.
+    Many(BinaryHeap<Reverse<(i64, usize)>>),
 }
 
 /// A run's slices, in order, the current one being read.
@@ -195,12 +207,11 @@ impl<T: Row> Merged<T> {
         if !grouped.is_empty() {
             runs.push(Run::of(grouped));
         }
-        Merged {
-            runs,
-            heads: BinaryHeap::new(),
-            len,
-        }
-        .primed()
+        let heads = match runs.len() {
+            0..=FEW_RUNS => Heads::Few(Vec::new()),
+            _ => Heads::Many(BinaryHeap::new()),
+        };
+        Merged { runs, heads, len }.primed()
     }
 
     /// Rows in all.
@@ -215,7 +226,10 @@ impl<T: Row> Merged<T> {
     fn primed(mut self) -> Merged<T> {
         for r in 0..self.runs.len() {
             if let Some(key) = self.runs[r].peek_key() {
-                self.heads.push(Reverse((key, r)));
+                match &mut self.heads {
+                    Heads::Few(heads) => heads.push((key, r)),
+                    Heads::Many(heads) => heads.push(Reverse((key, r))),
+                }
             }
         }
         self
@@ -254,7 +268,29 @@ impl<T: Row> Iterator for Merged<T> {
     type Item = T;
 
     fn next(&mut self) -> Option<T> {
-        let mut top = self.heads.peek_mut()?;
+        let heads = match &mut self.heads {
+            Heads::Few(heads) => {
+                let least = (1..heads.len()).fold(0, |least, at| {
+                    if heads[at].0 < heads[least].0 {
+                        at
+                    } else {
+                        least
+                    }
+                });
+                let &(_, r) = heads.get(least)?;
+                let run = &mut self.runs[r];
+                let row = run.next();
+                match run.peek_key() {
+                    Some(key) => heads[least].0 = key,
+                    None => {
+                        heads.swap_remove(least);
+                    }
+                }
+                return row;
+            }
+            Heads::Many(heads) => heads,
+        };
+        let mut top = heads.peek_mut()?;
         let Reverse((_, r)) = *top;
         let run = &mut self.runs[r];
         let row = run.next();
@@ -288,43 +324,46 @@ mod tests {
 
     #[test]
     fn runs_sent_in_any_order_merge_into_id_order() {
-        // Three producers, each in id order, of the ids of one part of
-        // 1Ki; many slices each (1Ki rows).
+        // A few producers and more than `FEW_RUNS` (the two ways of
+        // finding the least head), each in id order, of the ids of one
+        // part of 1Ki; many slices each (1Ki rows).
         let parts = 1 << 10;
         let target = placement_part(0, parts);
         let ours: Vec<i64> = (0..)
             .filter(|&id| placement_part(id, parts) == target)
             .take(15_000)
             .collect();
-        let runs: Vec<Vec<(i64, i64)>> = (0..3)
-            .map(|r| {
-                ours.iter()
-                    .skip(r)
-                    .step_by(3)
-                    .map(|&id| (id, ours[0]))
-                    .collect()
-            })
-            .collect();
-        let mut slices: Vec<RunSlice> = runs
-            .iter()
-            .enumerate()
-            .flat_map(|(r, rows)| slices_of(r as u32, parts, rows))
-            .collect();
-        assert!(slices.len() >= 30, "{} slices", slices.len());
-        // Arrival order is not run order.
-        slices.reverse();
-        slices.rotate_left(7);
-        let mut part = PartRuns::default();
-        for slice in slices {
-            assert_eq!(slice.part, target);
-            part.add(slice);
+        for producers in [3, FEW_RUNS + 4] {
+            let runs: Vec<Vec<(i64, i64)>> = (0..producers)
+                .map(|r| {
+                    ours.iter()
+                        .skip(r)
+                        .step_by(producers)
+                        .map(|&id| (id, ours[0]))
+                        .collect()
+                })
+                .collect();
+            let mut slices: Vec<RunSlice> = runs
+                .iter()
+                .enumerate()
+                .flat_map(|(r, rows)| slices_of(r as u32, parts, rows))
+                .collect();
+            assert!(slices.len() >= 30, "{} slices", slices.len());
+            // Arrival order is not run order.
+            slices.reverse();
+            slices.rotate_left(7);
+            let mut part = PartRuns::default();
+            for slice in slices {
+                assert_eq!(slice.part, target);
+                part.add(slice);
+            }
+            let members = part.members();
+            assert_eq!(members.len(), 15_000);
+            let ids: Vec<i64> = members.map(|row| row.0).collect();
+            assert_eq!(ids, ours, "{producers} producers");
+            let drops: Vec<i64> = part.drops().map(|row| row.0).collect();
+            assert_eq!(drops, ours[1..], "{producers} producers");
         }
-        let members = part.members();
-        assert_eq!(members.len(), 15_000);
-        let ids: Vec<i64> = members.map(|row| row.0).collect();
-        assert_eq!(ids, ours);
-        let drops: Vec<i64> = part.drops().map(|row| row.0).collect();
-        assert_eq!(drops, ours[1..]);
     }
 
     #[test]
