@@ -101,23 +101,8 @@ pub fn sort_spread_by_key<T: Copy>(
     let span_bits = 64 - (most - least).leading_zeros();
     let shift = span_bits.saturating_sub(slot_bits);
     let slot = |item: &T| ((key(item) - least) >> shift) as usize;
-    counts.clear();
-    counts.resize((1 << slot_bits) + 1, 0);
-    for item in items.iter() {
-        counts[slot(item) + 1] += 1;
-    }
-    if counts.iter().any(|&c| c > MOST_PER_SLOT) {
+    if !sort_by_slot(items, 1 << slot_bits, slot, MOST_PER_SLOT, scratch, counts) {
         return false;
-    }
-    for at in 1..counts.len() {
-        counts[at] += counts[at - 1];
-    }
-    scratch.clear();
-    scratch.extend_from_slice(items);
-    for item in scratch.iter() {
-        let at = &mut counts[slot(item)];
-        items[*at as usize] = *item;
-        *at += 1;
     }
     // Items are in order of their slots; order within each.
     for at in 1..items.len() {
@@ -133,6 +118,42 @@ pub fn sort_spread_by_key<T: Copy>(
     true
 }
 
+/// Sorts `items` by `slot` (each below `slots`), stably, by counting
+/// through `scratch`, unless some slot would hold more than `most` items:
+/// then gives false and leaves them as they were. A bucket small enough for
+/// the cache sorts in two passes over it; `scratch` and `counts` are kept
+/// between calls, so that sorting bucket after bucket allocates nothing.
+pub fn sort_by_slot<T: Copy>(
+    items: &mut [T],
+    slots: usize,
+    slot: impl Fn(&T) -> usize,
+    most: u32,
+    scratch: &mut Vec<T>,
+    counts: &mut Vec<u32>,
+) -> bool {
+    counts.clear();
+    counts.resize(slots + 1, 0);
+    for item in items.iter() {
+        counts[slot(item) + 1] += 1;
+    }
+    let mut crowded = false;
+    for at in 1..counts.len() {
+        crowded |= counts[at] > most;
+        counts[at] += counts[at - 1];
+    }
+    if crowded {
+        return false;
+    }
+    scratch.clear();
+    scratch.extend_from_slice(items);
+    for item in scratch.iter() {
+        let at = &mut counts[slot(item)];
+        items[*at as usize] = *item;
+        *at += 1;
+    }
+    true
+}
+
 /// An `i64`'s bits as a `u64` in the same order.
 pub fn ordered(key: i64) -> u64 {
     (key as u64) ^ (1 << 63)
@@ -142,15 +163,19 @@ pub fn ordered(key: i64) -> u64 {
 mod tests {
     use super::*;
 
-    #[test]
-    fn spread_keys_sort_by_counting_and_bunched_ones_are_left_alone() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
+    /// A xorshift generator of spread keys.
+    fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    #[test]
+    fn spread_keys_sort_by_counting_and_bunched_ones_are_left_alone() {
+        let mut next = xorshift(0x2545_f491_4f6c_dd1du64);
         let (mut scratch, mut counts) = (Vec::new(), Vec::new());
         let key = |&(k, _): &(u64, u32)| k;
         // Spread: hashed keys, and consecutive ones (a bucket of small ids).
@@ -194,13 +219,7 @@ mod tests {
 
     #[test]
     fn keys_spread_bunched_and_repeated_sort_as_a_comparison_sort_would() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15u64);
         let n = 300_000;
         let families: Vec<Vec<(i64, u32)>> = vec![
             // Spread over the i64 range, negative ones among them.
