@@ -105,22 +105,6 @@ fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Box<[T]> {
     bytemuck::allocation::zeroed_slice_box(n)
 }
 
-/// `memory` with every 4 KiB page of it written once, in order, by this
-/// thread. Memory fresh from the system is backed on first touch; touched
-/// at random (a table slot is read before it is written) each page would
-/// fault twice, once for the shared zero page and once to copy it, at
-/// random and on whichever worker got there first.
-fn touched<T: bytemuck::Zeroable>(mut memory: Box<[T]>) -> Box<[T]> {
-    let step = (4096 / std::mem::size_of::<T>()).max(1);
-    for item in memory.iter_mut().step_by(step) {
-        // SAFETY: `item` is a valid, aligned and exclusive reference. The
-        // write is volatile because the compiler knows the allocator's
-        // memory is zero and would drop a plain write of zero.
-        unsafe { std::ptr::write_volatile(item, T::zeroed()) };
-    }
-    memory
-}
-
 /// Pages per segment of a [`Segmented`] array.
 const SEGMENT_BITS: u32 = 20;
 
@@ -152,11 +136,13 @@ type Slot = [AtomicU64; 2];
 
 /// The id table: open addressing with linear probing, in parts of equal
 /// size (a slot's part is the top bits of its home, and probing wraps
-/// within the part), so that the workers allocate and first touch the parts
-/// at once.
+/// within the part), so that the workers first touch the parts at once.
+/// One allocation, not one per part: once the forest is done, the table's
+/// memory is freed in one piece, which the split's arrays then reuse
+/// without touching fresh memory.
 #[derive(Debug, Default)]
 struct IdTable {
-    parts: Vec<Box<[Slot]>>,
+    slots: Box<[Slot]>,
     part_bits: u32,
     placement: Placement,
 }
@@ -265,19 +251,14 @@ impl IdTable {
         (parts, slots / parts)
     }
 
-    /// A part of `slots` slots, touched by this thread.
-    fn part(slots: usize) -> Box<[Slot]> {
-        touched(zeroed(slots))
-    }
-
-    /// A table of `parts` (of one power-of-two size), its homes placed in
-    /// id order for ids in `range` if one is given, else hashed.
-    fn from_parts(parts: Vec<Box<[Slot]>>, range: Option<(i64, i64)>) -> IdTable {
-        let part_bits = parts[0].len().trailing_zeros();
-        let slots = parts.len() << part_bits;
+    /// A table of `slots` slots (a power of two), not yet touched, its
+    /// homes placed in id order for ids in `range` if one is given, else
+    /// hashed.
+    fn new(slots: usize, range: Option<(i64, i64)>) -> IdTable {
+        let (_, each) = IdTable::parts_for(slots);
         IdTable {
-            parts,
-            part_bits,
+            slots: zeroed(slots),
+            part_bits: each.trailing_zeros(),
             placement: match range {
                 Some(range) => Placement::ordered(range, slots),
                 None => Placement::hashed(slots),
@@ -285,8 +266,23 @@ impl IdTable {
         }
     }
 
+    /// Writes every 4 KiB page of the parts `worker` of `workers` touches,
+    /// once and in order. Memory fresh from the system is backed on first
+    /// touch; touched at random (a slot is read before it is written) each
+    /// page would fault twice, once for the shared zero page and once to
+    /// copy it, at random and on whichever worker got there first.
+    fn touch_parts(&self, worker: usize, workers: usize) {
+        let each = 1 << self.part_bits;
+        let step = (4096 / std::mem::size_of::<Slot>()).max(1);
+        for part in self.slots.chunks(each).skip(worker).step_by(workers) {
+            for slot in part.iter().step_by(step) {
+                slot[0].store(0, Relaxed);
+            }
+        }
+    }
+
     fn len(&self) -> usize {
-        self.parts.len() << self.part_bits
+        self.slots.len()
     }
 
     fn home(&self, id: i64) -> usize {
@@ -294,7 +290,7 @@ impl IdTable {
     }
 
     fn slot(&self, at: usize) -> &Slot {
-        &self.parts[at >> self.part_bits][at & ((1 << self.part_bits) - 1)]
+        &self.slots[at]
     }
 
     /// The slot probed after `at`: the next in its part.
@@ -344,10 +340,10 @@ impl Arrays {
     /// The table rebuilt with `slots` slots and hashed homes. Pages keep
     /// their numbers: only the table maps ids to them.
     fn rebuild_hashed(&mut self, slots: usize) {
-        let (parts, each) = IdTable::parts_for(slots);
-        let parts = (0..parts).map(|_| IdTable::part(each)).collect();
-        let old = std::mem::replace(&mut self.table, IdTable::from_parts(parts, None));
-        for [id, page] in old.parts.iter().flat_map(|part| part.iter()) {
+        let table = IdTable::new(slots, None);
+        table.touch_parts(0, 1);
+        let old = std::mem::replace(&mut self.table, table);
+        for [id, page] in old.slots.iter() {
             let page = page.load(Relaxed);
             if page != 0 {
                 let id = id.load(Relaxed) as i64;
@@ -598,9 +594,6 @@ pub struct SharedGraph {
     /// greatest: none yet).
     least_id: AtomicI64,
     greatest_id: AtomicI64,
-    /// The parts of the table the workers made, by index, for worker 0 to
-    /// put together.
-    prepared: Mutex<Vec<(usize, Box<[Slot]>)>>,
     /// The finished forest, while the workers take their shares.
     done: Mutex<Option<Arc<Forest>>>,
     /// Pages `(id, page, root)` on their way to the worker their
@@ -625,7 +618,6 @@ impl SharedGraph {
             estimate: AtomicUsize::new(0),
             least_id: AtomicI64::new(i64::MAX),
             greatest_id: AtomicI64::new(i64::MIN),
-            prepared: Mutex::default(),
             done: Mutex::new(None),
             pages_out: Mailbox::new(workers),
             pairs_out: Mailbox::new(workers),
@@ -659,9 +651,9 @@ impl SharedGraph {
     /// Called by each of the process's workers (`worker` its index among
     /// them) before it adds pairs, with its estimate of the process's
     /// pages: sizes the id table and the arrays by page for the largest
-    /// estimate, every worker allocating and first touching its share of
-    /// the table, rather than one worker growing it by doubling while the
-    /// others wait (each doubling rehashes the table). The arrays by page
+    /// estimate, worker 0 allocating the table and every worker first
+    /// touching its share of it, rather than one worker growing it by
+    /// doubling while the others wait (each doubling rehashes the table). The arrays by page
     /// are written in order of page number, as pages come: their memory is
     /// left to be backed then.
     ///
@@ -681,26 +673,22 @@ impl SharedGraph {
             self.greatest_id.fetch_max(most, Relaxed);
         }
         self.barrier.wait();
-        let pages = self.estimate.load(Relaxed) + self.margin();
-        let slots = pages.next_power_of_two().max(8);
-        let (parts, each) = IdTable::parts_for(slots);
-        let table: Vec<(usize, Box<[Slot]>)> = (worker..parts)
-            .step_by(self.workers)
-            .map(|p| (p, IdTable::part(each)))
-            .collect();
-        lock(&self.prepared).extend(table);
-        self.barrier.wait();
         if worker == 0 {
-            let mut table = std::mem::take(&mut *lock(&self.prepared));
-            table.sort_unstable_by_key(|&(p, _)| p);
+            let pages = self.estimate.load(Relaxed) + self.margin();
+            let slots = pages.next_power_of_two().max(8);
             let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
             let (least, most) = (self.least_id.load(Relaxed), self.greatest_id.load(Relaxed));
             let range = (least <= most).then_some((least, most));
-            let parts = table.into_iter().map(|(_, part)| part).collect();
-            arrays.table = IdTable::from_parts(parts, range);
+            arrays.table = IdTable::new(slots, range);
             arrays.grow_arrays(pages);
             tracing::debug!(slots, pages, "union-find prepared");
         }
+        self.barrier.wait();
+        self.building
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .table
+            .touch_parts(worker, self.workers);
         self.barrier.wait();
     }
 
