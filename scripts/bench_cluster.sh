@@ -21,7 +21,7 @@
 # - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
 # A third of the pairs are `--self` pairs; distances are 0 to 3.
 # Each shape runs with both drop policies; the line gives time, pairs/s,
-# peak RSS and CPU time (/usr/bin/time). On a VM whose host backs memory
+# peak RSS, CPU time and minor page faults (/usr/bin/time). On a VM whose host backs memory
 # lazily, system time (first touches of memory) depends on what ran just
 # before: memory a previous run freed seconds ago is still backed, memory
 # idle for a few seconds is handed back to the host (free page reporting)
@@ -81,7 +81,8 @@ PY
             > /dev/null 2> bench-data/cluster-time.txt
         peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/cluster-time.txt)
         wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)
-        cpu=$(awk '/User time/ {u=$4} /System time/ {s=$4} END {print "user " u " s, sys " s " s"}' bench-data/cluster-time.txt)
+        cpu=$(awk '/User time/ {u=$4} /System time/ {s=$4} /Minor .* page faults/ {f=$NF}
+                   END {print "user " u " s, sys " s " s, " f " minor faults"}' bench-data/cluster-time.txt)
         python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" "$cpu" <<'PY'
 import json, sys
 shape, policy, peak_kib, wall, summary, cpu = sys.argv[1:]
