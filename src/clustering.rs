@@ -38,7 +38,9 @@ use crate::dataflow::components::{
 use crate::dataflow::Failure;
 use crate::drop_policy::{DropPolicy, PairLog};
 use crate::local_clusters::{Routed, Router, RouterInput};
-use crate::parquet_io::input::{open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit};
+use crate::parquet_io::input::{
+    into_pieces, open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit,
+};
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
 use crate::part_runs::{PartRuns, RunSlice};
 use crate::progress::human;
@@ -178,7 +180,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         self_pair: opts.corpus_wins,
         distance: direct,
     };
-    let units = open_pair_inputs(&opts.pairs, needs)?;
+    let peers = opts.runtime.workers * opts.runtime.processes;
+    let units = into_pieces(open_pair_inputs(&opts.pairs, needs)?, peers);
     let staging = match opts.runtime.is_leader() {
         true => {
             let staging = Staging::create(&opts.out, opts.overwrite)?;

@@ -609,6 +609,34 @@ fn same_bytes_for_1_2_and_4_workers_and_2_processes() {
     }
 }
 
+/// A file of one large row group (as pyarrow or Spark write them) is cut
+/// into pieces that every worker reads: the rows are each read once, and the
+/// bytes are those of one worker reading it whole.
+#[test]
+fn one_large_row_group_is_shared_by_the_workers_with_the_bytes_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(8);
+    let mut edges = random_edges(&mut rng, 150_000, 200_000, 0);
+    edges.extend((1..=100_000).map(|leaf| (leaf * 5 + 1, -7, leaf % 2 == 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
+    let expected = oracle(&edges, true);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let base = dir.path().join(format!("w1-{policy}"));
+        cluster(&pairs, &base, true, policy, 1, 2);
+        let (clusters, drops) = read_output(&base);
+        assert!(clusters == expected, "{policy}: clusters differ from the oracle");
+        assert!(
+            drops == drop_oracle(&edges, &expected, policy, true),
+            "{policy}: drops differ from the oracle"
+        );
+        for workers in [2, 4] {
+            let out = dir.path().join(format!("w{workers}-{policy}"));
+            cluster(&pairs, &out, true, policy, workers, 2);
+            assert!(data_files(&out) == data_files(&base), "{workers} workers, {policy}");
+        }
+    }
+}
+
 /// `neardup cluster` as `[processes, workers, parts]` on loopback ports.
 fn run_processes(
     pairs: &str,

@@ -13,7 +13,8 @@ use arrow_array::{
 };
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+    RowSelector,
 };
 use parquet::arrow::ProjectionMask;
 
@@ -405,16 +406,74 @@ pub struct PairNeeds {
     pub distance: bool,
 }
 
-/// A row group of a pair file, and which optional columns the file has.
+/// A row group of a pair file, or a piece of one ([`into_pieces`]), and
+/// which optional columns the file has.
 #[derive(Clone, Debug)]
 pub struct PairUnit {
     pub path: Location,
     metadata: ArrowReaderMetadata,
     pub row_group: usize,
-    /// Rows in the row group, as its footer says.
+    /// The first row of the piece within its row group.
+    pub offset: usize,
+    /// Rows in the piece (the whole row group's, as its footer says, until
+    /// it is cut).
     pub rows: usize,
     has_self_pair: bool,
     has_distance: bool,
+}
+
+/// The fewest rows a piece of a row group is cut to: below this, setting up
+/// a reader and skipping to the piece would cost more than the balance is
+/// worth.
+const MIN_PIECE_ROWS: usize = 1 << 16;
+
+/// The pair units cut so that `workers` (every worker of every process)
+/// share the reading evenly: row groups of local files larger than a
+/// quarter of a worker's share of all rows (and than [`MIN_PIECE_ROWS`])
+/// become pieces of about that size. A writer that makes few, large row
+/// groups (a 1M-pair file from pyarrow is one, Spark cuts them at 128 MB)
+/// would otherwise leave all but a few workers nothing to read. Pieces of
+/// an object's row group are not cut: each would fetch the whole row group.
+pub fn into_pieces(units: Vec<PairUnit>, workers: usize) -> Vec<PairUnit> {
+    let total: usize = units.iter().map(|unit| unit.rows).sum();
+    let most = piece_rows(total, workers);
+    units
+        .into_iter()
+        .flat_map(|unit| {
+            let cuts = match unit.path.as_local() {
+                Some(_) => cuts(unit.rows, most),
+                None => vec![(0, unit.rows)],
+            };
+            cuts.into_iter().map(move |(offset, rows)| PairUnit {
+                offset: unit.offset + offset,
+                rows,
+                ..unit.clone()
+            })
+        })
+        .collect()
+}
+
+/// The most rows a piece may hold for `workers` sharing `total` rows (no
+/// limit for one worker).
+fn piece_rows(total: usize, workers: usize) -> usize {
+    match workers {
+        0 | 1 => usize::MAX,
+        _ => total.div_ceil(4 * workers).max(MIN_PIECE_ROWS),
+    }
+}
+
+/// `rows` cut into pieces `(offset, rows)` of at most `most` rows and of
+/// sizes within one of each other.
+fn cuts(rows: usize, most: usize) -> Vec<(usize, usize)> {
+    let pieces = rows.div_ceil(most.max(1)).max(1);
+    (0..pieces)
+        .map(|p| {
+            (
+                rows * p / pieces,
+                rows * (p + 1) / pieces - rows * p / pieces,
+            )
+        })
+        .collect()
 }
 
 /// The row groups of pair files (files, directories or globs), in path
@@ -470,6 +529,7 @@ fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<PairUnit>> {
             path: path.clone(),
             metadata: metadata.clone(),
             row_group,
+            offset: 0,
             rows: usize::try_from(group.num_rows()).unwrap_or(0),
             has_self_pair,
             has_distance,
@@ -477,7 +537,7 @@ fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<PairUnit>> {
         .collect())
 }
 
-/// Appends the rows of a pair file's row group to `out`.
+/// Appends the rows of a pair unit (a row group or a piece of one) to `out`.
 pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
     let (shown, rg) = (&unit.path, unit.row_group);
     let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair", "distance"]
@@ -487,10 +547,18 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
     let file = open_row_group(&unit.path, &unit.metadata, rg, &roots)?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, unit.metadata.clone());
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let reader = builder
+    let mut builder = builder
         .with_row_groups(vec![rg])
         .with_projection(mask)
-        .with_batch_size(BATCH_ROWS)
+        .with_batch_size(BATCH_ROWS);
+    let group_rows = unit.metadata.metadata().row_group(rg).num_rows();
+    if unit.offset > 0 || i64::try_from(unit.rows).ok() != Some(group_rows) {
+        builder = builder.with_row_selection(RowSelection::from(vec![
+            RowSelector::skip(unit.offset),
+            RowSelector::select(unit.rows),
+        ]));
+    }
+    let reader = builder
         .build()
         .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
     let (mut queries, mut corpus, mut distances) = (Vec::new(), Vec::new(), Vec::new());
@@ -641,4 +709,103 @@ where
         .iter()
         .map(|&v| v.into())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pairs::Pair;
+
+    #[test]
+    fn cuts_cover_the_rows_in_order_in_near_equal_pieces() {
+        for (rows, most) in [
+            (0, 5),
+            (1, 5),
+            (10, 5),
+            (11, 5),
+            (1_000_000, 125_000),
+            (7, 100),
+        ] {
+            let pieces = cuts(rows, most);
+            let mut next = 0;
+            for &(offset, len) in &pieces {
+                assert_eq!(offset, next, "{rows} rows, at most {most}");
+                assert!(len <= most, "{rows} rows: a piece of {len} > {most}");
+                next += len;
+            }
+            assert_eq!(next, rows);
+            let sizes: Vec<usize> = pieces.iter().map(|&(_, len)| len).collect();
+            let (least, largest) = (sizes.iter().min(), sizes.iter().max());
+            assert!(largest.unwrap() - least.unwrap() <= 1, "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn one_worker_reads_whole_row_groups_and_more_share_large_ones() {
+        assert_eq!(piece_rows(10_000_000, 1), usize::MAX);
+        assert_eq!(piece_rows(10_000_000, 2), 1_250_000);
+        assert_eq!(piece_rows(1_000_000, 2), 125_000);
+        assert_eq!(piece_rows(100_000, 4), MIN_PIECE_ROWS);
+    }
+
+    /// Pairs whose every column tells its row apart.
+    fn pairs(n: i64) -> Vec<Pair> {
+        (0..n)
+            .map(|i| Pair {
+                query_id: i,
+                corpus_id: -3 * i - 1,
+                query_simhash: 0,
+                corpus_simhash: 0,
+                distance: (i % 4) as u8,
+                self_pair: i % 3 == 0,
+            })
+            .collect()
+    }
+
+    fn rows_of(units: &[PairUnit]) -> Vec<(i64, i64, bool, u8)> {
+        let mut out = Vec::new();
+        for unit in units {
+            read_pair_rows(unit, &mut out).unwrap();
+        }
+        out.iter()
+            .map(|r| (r.query, r.corpus, r.corpus_in_corpus, r.distance))
+            .collect()
+    }
+
+    #[test]
+    fn pieces_of_a_row_group_read_its_rows_once_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pairs.parquet");
+        // More rows than a batch, so that pieces start and end mid-batch.
+        crate::parquet_io::output::write_pairs(&path, &pairs(200_003)).unwrap();
+        let needs = PairNeeds {
+            self_pair: true,
+            distance: true,
+        };
+        let whole = open_pair_inputs(&[path.display().to_string()], needs).unwrap();
+        assert_eq!(whole.len(), 1, "one row group");
+        let expected = rows_of(&whole);
+        assert_eq!(expected.len(), 200_003);
+        assert_eq!(expected[3], (3, -10, false, 3));
+        let pieces = into_pieces(whole.clone(), 2);
+        assert_eq!(pieces.len(), 4, "pieces of at least {MIN_PIECE_ROWS} rows");
+        assert_eq!(rows_of(&pieces), expected);
+        for most in [1, 999, 65_537] {
+            let small: Vec<PairUnit> = cuts(whole[0].rows, most)
+                .into_iter()
+                .map(|(offset, rows)| PairUnit {
+                    offset,
+                    rows,
+                    ..whole[0].clone()
+                })
+                .collect();
+            if most > 1 {
+                assert_eq!(rows_of(&small), expected, "pieces of {most}");
+            } else {
+                // Single rows: check a stretch that crosses a batch.
+                let stretch = &small[BATCH_ROWS - 2..BATCH_ROWS + 2];
+                assert_eq!(rows_of(stretch), expected[BATCH_ROWS - 2..BATCH_ROWS + 2]);
+            }
+        }
+    }
 }
