@@ -624,7 +624,10 @@ fn one_large_row_group_is_shared_by_the_workers_with_the_bytes_of_one() {
         let base = dir.path().join(format!("w1-{policy}"));
         cluster(&pairs, &base, true, policy, 1, 2);
         let (clusters, drops) = read_output(&base);
-        assert!(clusters == expected, "{policy}: clusters differ from the oracle");
+        assert!(
+            clusters == expected,
+            "{policy}: clusters differ from the oracle"
+        );
         assert!(
             drops == drop_oracle(&edges, &expected, policy, true),
             "{policy}: drops differ from the oracle"
@@ -632,7 +635,10 @@ fn one_large_row_group_is_shared_by_the_workers_with_the_bytes_of_one() {
         for workers in [2, 4] {
             let out = dir.path().join(format!("w{workers}-{policy}"));
             cluster(&pairs, &out, true, policy, workers, 2);
-            assert!(data_files(&out) == data_files(&base), "{workers} workers, {policy}");
+            assert!(
+                data_files(&out) == data_files(&base),
+                "{workers} workers, {policy}"
+            );
         }
     }
 }

@@ -5,6 +5,8 @@ mod common;
 
 use common::*;
 use neardup::gen::SplitMix64;
+use neardup::matching::{run_match, MatchOptions};
+use neardup::parquet_io::output::write_fingerprints;
 
 fn check(
     name: &str,
@@ -193,4 +195,47 @@ fn parts_cover_increasing_query_id_ranges() {
         assert!(pairs[0].query_id > last_max, "parts overlap");
         last_max = pairs.last().unwrap().query_id;
     }
+}
+
+/// A corpus shard of one row group larger than a probe batch (old pyarrow
+/// wrote 64Mi rows to a group, Spark cuts them at 128 MB) is read in
+/// pieces: still every pair, on 1 and 2 workers, with the same bytes.
+#[test]
+fn a_corpus_row_group_larger_than_a_batch_is_read_in_pieces() {
+    let mut rng = SplitMix64::new(29);
+    let queries = random_rows(&mut rng, 300, 0);
+    let mut corpus = planted_corpus(&mut rng, &queries, 60, 4, 1_150_000, 10_000_000);
+    // The planted rows spread over both pieces.
+    for i in (1..corpus.len()).rev() {
+        corpus.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let q = write_shards(&dir.path().join("queries"), &queries, 1);
+    let shard = dir.path().join("corpus").join("one-group.parquet");
+    std::fs::create_dir_all(shard.parent().unwrap()).unwrap();
+    let ids: Vec<i64> = corpus.iter().map(|r| r.0).collect();
+    let fps: Vec<u64> = corpus.iter().map(|r| r.1).collect();
+    write_fingerprints(&shard, &ids, &fps, corpus.len()).unwrap();
+    let expected = oracle(&queries, &corpus, 3, false);
+    assert!(!expected.is_empty());
+    let mut outputs = Vec::new();
+    for workers in [1, 2] {
+        let out = dir.path().join(format!("out-w{workers}"));
+        let mut opts = MatchOptions::new(q.clone(), vec![shard.display().to_string()], out.clone());
+        opts.k = 3;
+        opts.runtime.workers = workers;
+        opts.parts = 2;
+        opts.overwrite = true;
+        run_match(&opts).unwrap();
+        assert!(
+            read_pairs(&out) == expected,
+            "{workers} workers: not the oracle's pairs"
+        );
+        let bytes: Vec<Vec<u8>> = part_files(&out)
+            .iter()
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        outputs.push(bytes);
+    }
+    assert!(outputs[0] == outputs[1], "1 vs 2 workers");
 }

@@ -284,13 +284,13 @@ impl Scanner {
         let job = self.job.clone();
         let fetched = match self.ahead.take() {
             Some((ahead, fetched)) if ahead == at => fetched,
-            _ => job.file(side, unit).fetch_row_group(unit.row_group),
+            _ => job.file(side, unit).fetch_unit(&unit),
         };
         // The next unit's bytes (from an object store) come while this one
         // is decoded and probed.
         if let Some(&ahead) = self.mine.get(self.next) {
             let ScanUnit { side, unit } = job.units[ahead];
-            let fetch = job.file(side, unit).fetch_row_group(unit.row_group);
+            let fetch = job.file(side, unit).fetch_unit(&unit);
             self.ahead = Some((ahead, fetch));
         }
         job.file(side, unit).read_fetched(
@@ -415,6 +415,7 @@ mod tests {
         let unit = Unit {
             file,
             row_group,
+            offset: 0,
             rows,
         };
         ScanUnit {

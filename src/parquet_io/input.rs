@@ -152,13 +152,23 @@ pub struct FingerprintFile {
     simhash_root: usize,
 }
 
-/// One row group of one file: the unit of work a worker streams.
+/// One row group of one file, or a piece of one: the unit of work a worker
+/// streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Unit {
     pub file: usize,
     pub row_group: usize,
+    /// The unit's first row within its row group.
+    pub offset: u64,
     pub rows: u64,
 }
+
+/// The most rows a unit of a local file holds: a worker's probe batch.
+/// Larger row groups (old pyarrow wrote 64Mi rows to a group, Spark cuts
+/// them at 128 MB) are cut into pieces, so that no worker decodes a whole
+/// such group into memory while the others wait. An object's row groups are
+/// not cut: each piece would fetch the whole row group.
+const MAX_UNIT_ROWS: usize = 1 << 20;
 
 impl FingerprintFile {
     /// Reads the footer and checks that both columns exist with an integer
@@ -249,7 +259,18 @@ impl FingerprintFile {
         let roots = [self.id_root, self.simhash_root];
         RowGroupFetch {
             row_group: rg,
+            piece: None,
             fetch: fetch_row_group(&self.path, &self.metadata, rg, &roots),
+        }
+    }
+
+    /// [`Self::fetch_row_group`] for a unit of this file: only its rows are
+    /// read.
+    pub fn fetch_unit(&self, unit: &Unit) -> RowGroupFetch {
+        let whole = unit.offset == 0 && unit.rows == self.row_group_rows(unit.row_group);
+        RowGroupFetch {
+            piece: (!whole).then_some((unit.offset as usize, unit.rows as usize)),
+            ..self.fetch_row_group(unit.row_group)
         }
     }
 
@@ -280,14 +301,19 @@ impl FingerprintFile {
             file.receive(fetch)?;
         }
         let mask = ProjectionMask::roots(self.metadata.parquet_schema(), roots);
-        let reader =
+        let mut builder =
             ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
                 .with_row_groups(vec![rg])
                 .with_projection(mask)
-                .with_batch_size(BATCH_ROWS)
-                .build()
-                .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
-        let wanted = self.row_group_rows(rg) as usize;
+                .with_batch_size(BATCH_ROWS);
+        let mut wanted = self.row_group_rows(rg) as usize;
+        if let Some((offset, rows)) = fetched.piece {
+            builder = builder.with_row_selection(piece_selection(offset, rows));
+            wanted = rows;
+        }
+        let reader = builder
+            .build()
+            .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
         ids.reserve(wanted);
         fingerprints.reserve(wanted);
         for batch in reader {
@@ -373,10 +399,20 @@ pub fn open_inputs(
         .iter()
         .enumerate()
         .flat_map(|(file, shard)| {
-            (0..shard.row_groups()).map(move |row_group| Unit {
-                file,
-                row_group,
-                rows: shard.row_group_rows(row_group),
+            let most = match shard.path.as_local() {
+                Some(_) => MAX_UNIT_ROWS,
+                None => usize::MAX,
+            };
+            (0..shard.row_groups()).flat_map(move |row_group| {
+                let rows = shard.row_group_rows(row_group) as usize;
+                cuts(rows, most)
+                    .into_iter()
+                    .map(move |(offset, rows)| Unit {
+                        file,
+                        row_group,
+                        offset: offset as u64,
+                        rows: rows as u64,
+                    })
             })
         })
         .filter(|u| u.rows > 0)
@@ -553,10 +589,7 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
         .with_batch_size(BATCH_ROWS);
     let group_rows = unit.metadata.metadata().row_group(rg).num_rows();
     if unit.offset > 0 || i64::try_from(unit.rows).ok() != Some(group_rows) {
-        builder = builder.with_row_selection(RowSelection::from(vec![
-            RowSelector::skip(unit.offset),
-            RowSelector::select(unit.rows),
-        ]));
+        builder = builder.with_row_selection(piece_selection(unit.offset, unit.rows));
     }
     let reader = builder
         .build()
@@ -606,7 +639,14 @@ fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
 /// their way.
 pub struct RowGroupFetch {
     row_group: usize,
+    /// `(offset, rows)` of a piece of the row group; `None`: all of it.
+    piece: Option<(usize, usize)>,
     fetch: Option<Fetch>,
+}
+
+/// The rows `offset..offset + rows` of a row group.
+fn piece_selection(offset: usize, rows: usize) -> RowSelection {
+    RowSelection::from(vec![RowSelector::skip(offset), RowSelector::select(rows)])
 }
 
 /// Starts fetching row group `rg`'s column chunks under `roots`, together,
@@ -746,6 +786,47 @@ mod tests {
         assert_eq!(piece_rows(10_000_000, 2), 1_250_000);
         assert_eq!(piece_rows(1_000_000, 2), 125_000);
         assert_eq!(piece_rows(100_000, 4), MIN_PIECE_ROWS);
+    }
+
+    #[test]
+    fn a_large_row_group_of_fingerprints_is_read_in_units_of_a_probe_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shard.parquet");
+        // One row group of 2.5 probe batches, one small one after it.
+        let n = MAX_UNIT_ROWS * 5 / 2 + 1_000;
+        let ids: Vec<i64> = (0..n as i64).map(|i| i * 7 - 3).collect();
+        let fingerprints: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9E37_79B9)).collect();
+        let group = MAX_UNIT_ROWS * 5 / 2;
+        crate::parquet_io::output::write_fingerprints(&path, &ids, &fingerprints, group).unwrap();
+        let columns = Columns::default();
+        let (files, units) = open_inputs(&[path.display().to_string()], &columns).unwrap();
+        let shape: Vec<(usize, u64, u64)> = units
+            .iter()
+            .map(|u| (u.row_group, u.offset, u.rows))
+            .collect();
+        let third = (group / 3) as u64;
+        assert_eq!(
+            shape,
+            [
+                (0, 0, third),
+                (0, third, third),
+                (0, 2 * third, group as u64 - 2 * third),
+                (1, 0, 1_000)
+            ]
+        );
+        let (mut got_ids, mut got_fingerprints) = (Vec::new(), Vec::new());
+        for unit in &units {
+            let file = &files[unit.file];
+            file.read_fetched(
+                file.fetch_unit(unit),
+                &columns,
+                &mut got_ids,
+                &mut got_fingerprints,
+            )
+            .unwrap();
+        }
+        assert!(got_ids == ids, "every row once, in order");
+        assert!(got_fingerprints == fingerprints);
     }
 
     /// Pairs whose every column tells its row apart.
