@@ -18,7 +18,11 @@
 #           does; with a union-find per worker it cost twice as much);
 # - chain:  one 10M-page chain (ids scattered, so no locality helps);
 # - star:   1M leaves paired with one page;
-# - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each).
+# - clique: 2M pairs in cliques of 16, 64 and 256 pages (a third each);
+# - onegroup: the hashed graph rewritten by pyarrow as one row group of 10M
+#           pairs (snappy), as Spark's 128 MB row groups or a pyarrow
+#           `write_table` with a large `row_group_size` hold a night's pairs:
+#           cut into pieces so that every worker reads.
 # A third of the pairs are `--self` pairs; distances are 0 to 3.
 # Each shape runs with both drop policies; the line gives time, pairs/s,
 # peak RSS, CPU time and minor page faults (/usr/bin/time). On a VM whose host backs memory
@@ -29,13 +33,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
-if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed night chain star clique); fi
+if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed night chain star clique onegroup); fi
 cores=$(nproc)
 parts=${PARTS:-$cores}
 
 cargo build --release --quiet
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-test.txt
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-bench.txt
 
 # A bijection of 0..p-1 (p prime): scatters consecutive ids over the i64 range.
 scatter="((x::HUGEINT * 2862933555777941757) % 9223372036854775783)::BIGINT"
@@ -59,6 +63,19 @@ declare -A sql=(
 
 for shape in "${shapes[@]}"; do
     data=bench-data/cluster-$shape
+    if [ "$shape" = onegroup ] && [ ! -f "$data/part-00000.parquet" ]; then
+        if [ ! -f bench-data/cluster-hashed/part-00000.parquet ]; then
+            echo "onegroup is made from hashed: run scripts/bench_cluster.sh hashed first" >&2
+            exit 1
+        fi
+        mkdir -p "$data"
+        .venv/bin/python - bench-data/cluster-hashed "$data/part-00000.parquet" <<'PY'
+import sys
+import pyarrow.parquet as pq
+table = pq.read_table(sys.argv[1])
+pq.write_table(table, sys.argv[2], row_group_size=table.num_rows, compression="snappy")
+PY
+    fi
     if [ ! -f "$data/part-00000.parquet" ]; then
         mkdir -p "$data"
         .venv/bin/python - "$data/part-00000.parquet" "${sql[$shape]}" <<'PY'
