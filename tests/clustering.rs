@@ -283,6 +283,29 @@ fn cluster(
     assert!(out.join("_SUCCESS").exists());
 }
 
+/// The output in `out` against both oracles: its clusters are `expected`
+/// (the union-find oracle's) and its drops the drop oracle's.
+fn assert_oracles_agree(
+    out: &Path,
+    edges: &[Edge],
+    expected: &ClusterRows,
+    policy: DropPolicy,
+    corpus_wins: bool,
+    case: &str,
+) -> (ClusterRows, DropRows) {
+    let (clusters, drops) = read_output(out);
+    assert!(
+        clusters == *expected,
+        "{case}: clusters differ from the oracle"
+    );
+    let expected_drops = drop_oracle(edges, expected, policy, corpus_wins);
+    assert!(
+        drops == expected_drops,
+        "{case}: drops differ from the oracle"
+    );
+    (clusters, drops)
+}
+
 /// Runs both policies, with and without `--corpus-wins`, and compares every
 /// row with the oracles; the same job as 2 processes of 2 workers (whose
 /// components are joined across processes, where one process's workers
@@ -297,16 +320,8 @@ fn check_against_oracle(edges: &[Edge], name: &str) {
             let case = format!("{name}, corpus_wins {corpus_wins}, {policy}");
             let out = dir.path().join(format!("out-{corpus_wins}-{policy}"));
             cluster(&pairs, &out, corpus_wins, policy, 2, 3);
-            let (clusters, drops) = read_output(&out);
-            assert!(
-                clusters == expected,
-                "{case}: clusters differ from the oracle"
-            );
-            let expected_drops = drop_oracle(edges, &expected, policy, corpus_wins);
-            assert!(
-                drops == expected_drops,
-                "{case}: drops differ from the oracle"
-            );
+            let (clusters, drops) =
+                assert_oracles_agree(&out, edges, &expected, policy, corpus_wins, &case);
             if policy == DropPolicy::Direct {
                 check_direct_invariants(edges, &clusters, &drops, &case);
             }
@@ -623,15 +638,7 @@ fn one_large_row_group_is_shared_by_the_workers_with_the_bytes_of_one() {
     for policy in [DropPolicy::Direct, DropPolicy::Component] {
         let base = dir.path().join(format!("w1-{policy}"));
         cluster(&pairs, &base, true, policy, 1, 2);
-        let (clusters, drops) = read_output(&base);
-        assert!(
-            clusters == expected,
-            "{policy}: clusters differ from the oracle"
-        );
-        assert!(
-            drops == drop_oracle(&edges, &expected, policy, true),
-            "{policy}: drops differ from the oracle"
-        );
+        assert_oracles_agree(&base, &edges, &expected, policy, true, &policy.to_string());
         for workers in [2, 4] {
             let out = dir.path().join(format!("w{workers}-{policy}"));
             cluster(&pairs, &out, true, policy, workers, 2);

@@ -165,9 +165,8 @@ pub struct Unit {
 
 /// The most rows a unit of a local file holds: a worker's probe batch.
 /// Larger row groups (old pyarrow wrote 64Mi rows to a group, Spark cuts
-/// them at 128 MB) are cut into pieces, so that no worker decodes a whole
-/// such group into memory while the others wait. An object's row groups are
-/// not cut: each piece would fetch the whole row group.
+/// them at 128 MB) are cut into pieces ([`cuts_of`]), so that no worker
+/// decodes a whole such group into memory while the others wait.
 const MAX_UNIT_ROWS: usize = 1 << 20;
 
 impl FingerprintFile {
@@ -267,9 +266,9 @@ impl FingerprintFile {
     /// [`Self::fetch_row_group`] for a unit of this file: only its rows are
     /// read.
     pub fn fetch_unit(&self, unit: &Unit) -> RowGroupFetch {
-        let whole = unit.offset == 0 && unit.rows == self.row_group_rows(unit.row_group);
+        let (offset, rows) = (unit.offset as usize, unit.rows as usize);
         RowGroupFetch {
-            piece: (!whole).then_some((unit.offset as usize, unit.rows as usize)),
+            piece: piece_selection(&self.metadata, unit.row_group, offset, rows),
             ..self.fetch_row_group(unit.row_group)
         }
     }
@@ -307,9 +306,9 @@ impl FingerprintFile {
                 .with_projection(mask)
                 .with_batch_size(BATCH_ROWS);
         let mut wanted = self.row_group_rows(rg) as usize;
-        if let Some((offset, rows)) = fetched.piece {
-            builder = builder.with_row_selection(piece_selection(offset, rows));
-            wanted = rows;
+        if let Some(piece) = fetched.piece {
+            wanted = piece.row_count();
+            builder = builder.with_row_selection(piece);
         }
         let reader = builder
             .build()
@@ -399,13 +398,9 @@ pub fn open_inputs(
         .iter()
         .enumerate()
         .flat_map(|(file, shard)| {
-            let most = match shard.path.as_local() {
-                Some(_) => MAX_UNIT_ROWS,
-                None => usize::MAX,
-            };
             (0..shard.row_groups()).flat_map(move |row_group| {
                 let rows = shard.row_group_rows(row_group) as usize;
-                cuts(rows, most)
+                cuts_of(&shard.path, rows, MAX_UNIT_ROWS)
                     .into_iter()
                     .map(move |(offset, rows)| Unit {
                         file,
@@ -466,20 +461,17 @@ const MIN_PIECE_ROWS: usize = 1 << 16;
 /// The pair units cut so that `workers` (every worker of every process)
 /// share the reading evenly: row groups of local files larger than a
 /// quarter of a worker's share of all rows (and than [`MIN_PIECE_ROWS`])
-/// become pieces of about that size. A writer that makes few, large row
-/// groups (a 1M-pair file from pyarrow is one, Spark cuts them at 128 MB)
-/// would otherwise leave all but a few workers nothing to read. Pieces of
-/// an object's row group are not cut: each would fetch the whole row group.
+/// become pieces of about that size ([`cuts_of`]). A writer that makes
+/// few, large row groups (a 1M-pair file from pyarrow is one, Spark cuts
+/// them at 128 MB) would otherwise leave all but a few workers nothing to
+/// read.
 pub fn into_pieces(units: Vec<PairUnit>, workers: usize) -> Vec<PairUnit> {
     let total: usize = units.iter().map(|unit| unit.rows).sum();
     let most = piece_rows(total, workers);
     units
         .into_iter()
         .flat_map(|unit| {
-            let cuts = match unit.path.as_local() {
-                Some(_) => cuts(unit.rows, most),
-                None => vec![(0, unit.rows)],
-            };
+            let cuts = cuts_of(&unit.path, unit.rows, most);
             cuts.into_iter().map(move |(offset, rows)| PairUnit {
                 offset: unit.offset + offset,
                 rows,
@@ -495,6 +487,16 @@ fn piece_rows(total: usize, workers: usize) -> usize {
     match workers {
         0 | 1 => usize::MAX,
         _ => total.div_ceil(4 * workers).max(MIN_PIECE_ROWS),
+    }
+}
+
+/// A row group of `rows` rows of the file at `path`, cut as [`cuts`] cuts
+/// it if the file is local. An object's row groups stay whole: each piece
+/// would fetch the whole row group.
+fn cuts_of(path: &Location, rows: usize, most: usize) -> Vec<(usize, usize)> {
+    match path.as_local() {
+        Some(_) => cuts(rows, most),
+        None => vec![(0, rows)],
     }
 }
 
@@ -587,9 +589,8 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
         .with_row_groups(vec![rg])
         .with_projection(mask)
         .with_batch_size(BATCH_ROWS);
-    let group_rows = unit.metadata.metadata().row_group(rg).num_rows();
-    if unit.offset > 0 || i64::try_from(unit.rows).ok() != Some(group_rows) {
-        builder = builder.with_row_selection(piece_selection(unit.offset, unit.rows));
+    if let Some(piece) = piece_selection(&unit.metadata, rg, unit.offset, unit.rows) {
+        builder = builder.with_row_selection(piece);
     }
     let reader = builder
         .build()
@@ -639,14 +640,22 @@ fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
 /// their way.
 pub struct RowGroupFetch {
     row_group: usize,
-    /// `(offset, rows)` of a piece of the row group; `None`: all of it.
-    piece: Option<(usize, usize)>,
+    /// The rows of a piece of the row group; `None`: all of it.
+    piece: Option<RowSelection>,
     fetch: Option<Fetch>,
 }
 
-/// The rows `offset..offset + rows` of a row group.
-fn piece_selection(offset: usize, rows: usize) -> RowSelection {
-    RowSelection::from(vec![RowSelector::skip(offset), RowSelector::select(rows)])
+/// The rows `offset..offset + rows` of row group `rg`, or `None` if they are
+/// all of it.
+fn piece_selection(
+    metadata: &ArrowReaderMetadata,
+    rg: usize,
+    offset: usize,
+    rows: usize,
+) -> Option<RowSelection> {
+    let whole = metadata.metadata().row_group(rg).num_rows();
+    (offset > 0 || i64::try_from(rows).ok() != Some(whole))
+        .then(|| RowSelection::from(vec![RowSelector::skip(offset), RowSelector::select(rows)]))
 }
 
 /// Starts fetching row group `rg`'s column chunks under `roots`, together,
