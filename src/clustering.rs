@@ -38,6 +38,7 @@ use crate::dataflow::components::{
 use crate::dataflow::Failure;
 use crate::drop_policy::{DropPolicy, PairLog};
 use crate::local_clusters::{Routed, Router, RouterInput};
+use crate::parallel::{balance, largest_first, Tickets};
 use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit,
 };
@@ -204,25 +205,16 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let dir = Staging::dir_for(&opts.out)?;
     let failure = Arc::new(Failure::default());
     let outcome = Arc::new(OutcomeSlot::default());
-    let process_pairs: usize = units
-        .iter()
-        .enumerate()
-        .filter(|&(u, _)| opts.runtime.runs_here(u))
-        .map(|(_, unit)| unit.rows)
-        .sum();
+    let total_pairs: u64 = units.iter().map(|unit| unit.rows as u64).sum();
+    let process_units = ProcessUnits::of(units, &opts.runtime);
     let process_graph = SharedGraph::new(opts.corpus_wins, opts.runtime.workers);
-    let job = Arc::new((units, opts.clone(), dir, process_graph));
+    let job = Arc::new((process_units, opts.clone(), dir, process_graph));
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
         runtime::execute(&opts.runtime, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
             let (units, opts, dir, process_graph) = &*job;
-            let mine: Vec<PairUnit> = units.iter().skip(me).step_by(peers).cloned().collect();
-            let filter = SharedFilter::new(
-                units.iter().map(|unit| unit.rows as u64).sum(),
-                peers,
-                opts.runtime.processes,
-            );
+            let filter = SharedFilter::new(total_pairs, peers, opts.runtime.processes);
             let parts = opts.parts;
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let graph = Rc::new(RefCell::new(Components::default()));
@@ -314,14 +306,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let local_started = Instant::now();
             let mut pairs = direct.then(PairLog::default);
             let local = me % opts.runtime.workers;
-            if let Err(error) = add_pairs(
-                process_graph,
-                local,
-                &mine,
-                process_pairs,
-                &mut pairs,
-                &state,
-            ) {
+            if let Err(error) = add_pairs(process_graph, local, units, &mut pairs, &state) {
                 state.borrow_mut().fail(error, &failure);
             }
             tracing::info!(
@@ -358,37 +343,91 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summarize(opts, &totals, started))
 }
 
-/// Reads this worker's row groups (`units`) into its process's union-find
-/// (`worker` its index in the process), and under the direct policy their
-/// pairs into `log` as page numbers. The union-find is sized from every
-/// worker's first row group before any pair is added.
+/// The pair units one process reads: placed among processes balanced by
+/// rows, and taken by the process's workers one at a time, largest first,
+/// as each finishes the last. Handed out statically (round robin), one
+/// worker of `night` read 10% more rows than the other (its row groups of
+/// 1Mi pairs and one short one), and whichever worker the VM slowed held
+/// the other up at the split.
+struct ProcessUnits {
+    /// Largest first.
+    units: Vec<PairUnit>,
+    tickets: Tickets,
+}
+
+impl ProcessUnits {
+    fn of(units: Vec<PairUnit>, runtime: &RuntimeOptions) -> ProcessUnits {
+        let rows: Vec<u64> = units.iter().map(|unit| unit.rows as u64).collect();
+        let units: Vec<PairUnit> = share_of_process(&rows, runtime.processes, runtime.process)
+            .into_iter()
+            .map(|u| units[u].clone())
+            .collect();
+        ProcessUnits {
+            tickets: Tickets::new(units.len()),
+            units,
+        }
+    }
+
+    /// The next unit for whichever worker asks.
+    fn take(&self) -> Option<&PairUnit> {
+        self.tickets.take().map(|u| &self.units[u])
+    }
+
+    fn pairs(&self) -> usize {
+        self.units.iter().map(|unit| unit.rows).sum()
+    }
+}
+
+/// The units (indexes of `rows`) that process `process` of `processes`
+/// reads, largest first, placed by [`balance`]: every process computes
+/// the same placement.
+fn share_of_process(rows: &[u64], processes: usize, process: usize) -> Vec<usize> {
+    let process_of = balance(rows, processes);
+    largest_first(rows)
+        .into_iter()
+        .filter(|&u| process_of[u] == process)
+        .collect()
+}
+
+/// Reads row groups of its process (`units`, as many as this worker gets
+/// to) into the process's union-find (`worker` its index in the process),
+/// and under the direct policy their pairs into `log` as page numbers. The
+/// union-find is sized from every worker's first row group before any pair
+/// is added.
 fn add_pairs(
     graph: &SharedGraph,
     worker: usize,
-    units: &[PairUnit],
-    process_pairs: usize,
+    units: &ProcessUnits,
     log: &mut Option<PairLog>,
     state: &RefCell<Report<ClusterTotals>>,
 ) -> Result<()> {
     let mut rows = Vec::new();
-    let first = units.first().map(|unit| read_pair_rows(unit, &mut rows));
-    let (estimate, range) = match first {
+    let first = units.take();
+    let read = first.map(|unit| read_pair_rows(unit, &mut rows));
+    let process_pairs = units.pairs();
+    let (estimate, range) = match read {
         Some(Ok(_)) => (expected_pages(&rows, process_pairs), id_range(&rows)),
         _ => (0, None),
     };
     // Every worker prepares, even one with nothing to read or a bad file:
     // the others wait for it.
     graph.prepare(worker, estimate, range);
-    first.transpose()?;
+    read.transpose()?;
     let mut writer = graph.writer();
     let mut ends = Vec::new();
-    if let Some(log) = log.as_mut() {
-        log.reserve(units.iter().map(|unit| unit.rows).sum());
-    }
-    for (n, unit) in units.iter().enumerate() {
+    // An even share in one chunk; more in chunks of an eighth of it.
+    let share = process_pairs.div_ceil(graph.workers());
+    for (n, unit) in first
+        .into_iter()
+        .chain(std::iter::from_fn(|| units.take()))
+        .enumerate()
+    {
         if n > 0 {
             rows.clear();
             read_pair_rows(unit, &mut rows)?;
+        }
+        if let Some(log) = log.as_mut() {
+            log.make_room(rows.len(), if n == 0 { share } else { share / 8 });
         }
         let held = graph.pages();
         // Every worker of the process may be adding a row group as large.
@@ -404,6 +443,12 @@ fn add_pairs(
         if let Some(log) = log.as_mut() {
             log.extend(&ends, rows.iter().map(|r| r.distance));
         }
+        tracing::debug!(
+            worker,
+            rows = rows.len(),
+            offset = unit.offset,
+            "pair unit read"
+        );
     }
     Ok(())
 }
@@ -556,5 +601,33 @@ fn summarize(opts: &ClusterJobOptions, totals: &ClusterTotals, started: Instant)
             .map(|(size, cluster_id)| Oversized { cluster_id, size })
             .collect(),
         seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unit_is_read_by_one_process_largest_first_and_loads_balance() {
+        let mut rng = crate::gen::SplitMix64::new(12);
+        for processes in [1, 2, 3, 5] {
+            let rows: Vec<u64> = (0..23).map(|_| 1 + rng.below(1 << 20)).collect();
+            let shares: Vec<Vec<usize>> = (0..processes)
+                .map(|p| share_of_process(&rows, processes, p))
+                .collect();
+            let mut all: Vec<usize> = shares.concat();
+            all.sort_unstable();
+            assert_eq!(all, (0..rows.len()).collect::<Vec<_>>(), "{processes}");
+            for share in &shares {
+                assert!(share.windows(2).all(|w| rows[w[0]] >= rows[w[1]]));
+            }
+            let loads: Vec<u64> = shares
+                .iter()
+                .map(|share| share.iter().map(|&u| rows[u]).sum())
+                .collect();
+            let spread = loads.iter().max().unwrap() - loads.iter().min().unwrap();
+            assert!(spread <= *rows.iter().max().unwrap(), "{loads:?}");
+        }
     }
 }

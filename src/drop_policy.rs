@@ -89,12 +89,19 @@ impl PairLog {
         debug_assert_eq!(chunk.ends.len(), chunk.distances.len());
     }
 
-    /// Makes room for `pairs` pairs in all.
-    pub fn reserve(&mut self, pairs: usize) {
-        let more = pairs.saturating_sub(self.len());
-        let chunk = self.last_chunk();
-        chunk.ends.reserve(more);
-        chunk.distances.reserve(more);
+    /// Makes room for `pairs` more pairs: if the last chunk has not that
+    /// much room left, in a new chunk of `pairs` or `chunk` pairs, whichever
+    /// is more, so that nothing logged is ever copied (a worker does not
+    /// know ahead how many pairs it will read: its process's workers take
+    /// row groups as they finish the last).
+    pub fn make_room(&mut self, pairs: usize, chunk: usize) {
+        let room = self
+            .chunks
+            .last()
+            .map_or(0, |last| last.ends.capacity() - last.ends.len());
+        if room < pairs {
+            self.chunks.push(PairChunk::with_capacity(pairs.max(chunk)));
+        }
     }
 
     fn last_chunk(&mut self) -> &mut PairChunk {

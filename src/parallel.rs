@@ -1,25 +1,48 @@
-//! One small work queue for the few places that fan a list of independent
-//! tasks out over threads outside the dataflow (table builds, object opens).
+//! Sharing work out: a ticket counter that hands tasks to whichever thread
+//! asks next (table builds, object opens, the pair units a process's
+//! workers read), and a static balance of items by size for work that must
+//! be placed before it starts (units among workers or processes).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Hands out `0..n`, each once, to whichever thread asks first: a thread
+/// that finishes early takes more, so none waits for a slower one (a
+/// worker whose core the VM slows, a unit of more rows).
+#[derive(Debug)]
+pub struct Tickets {
+    next: AtomicUsize,
+    n: usize,
+}
+
+impl Tickets {
+    pub fn new(n: usize) -> Tickets {
+        Tickets {
+            next: AtomicUsize::new(0),
+            n,
+        }
+    }
+
+    /// The next task, if any is left.
+    pub fn take(&self) -> Option<usize> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        (i < self.n).then_some(i)
+    }
+}
 
 /// `task(0..n)` on up to `threads` scoped threads, each taking the next task
 /// as it finishes one; the results in task order. A panic in a task is
 /// raised again here.
 pub fn in_parallel<T: Send>(n: usize, threads: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
-    let next = AtomicUsize::new(0);
+    let tickets = Tickets::new(n);
     let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads.clamp(1, n.max(1)))
             .map(|_| {
                 scope.spawn(|| {
                     let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
-                            return done;
-                        }
+                    while let Some(i) = tickets.take() {
                         done.push((i, task(i)));
                     }
+                    done
                 })
             })
             .collect();
@@ -30,4 +53,62 @@ pub fn in_parallel<T: Send>(n: usize, threads: usize, task: impl Fn(usize) -> T 
     });
     done.sort_unstable_by_key(|&(i, _)| i);
     done.into_iter().map(|(_, t)| t).collect()
+}
+
+/// The bin of each item (of `sizes`) among `bins`: items largest first,
+/// each to the bin with the least so far (the lowest-numbered on a tie).
+/// No bin trails another by more than the largest item; deterministic, so
+/// every process of a job computes the same placement.
+pub fn balance(sizes: &[u64], bins: usize) -> Vec<usize> {
+    let mut load = vec![0u64; bins.max(1)];
+    let mut bin_of = vec![0; sizes.len()];
+    for i in largest_first(sizes) {
+        let least = (0..load.len()).min_by_key(|&b| (load[b], b)).unwrap_or(0);
+        load[least] += sizes[i];
+        bin_of[i] = least;
+    }
+    bin_of
+}
+
+/// Indexes of `sizes`, largest first (in index order among equals).
+pub fn largest_first(sizes: &[u64]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tickets_hand_out_every_task_once_across_threads() {
+        let tickets = Tickets::new(10_000);
+        let taken: Vec<Vec<usize>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| std::iter::from_fn(|| tickets.take()).collect()))
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let mut all: Vec<usize> = taken.into_iter().flatten().collect();
+        all.sort_unstable();
+        assert_eq!(all, (0..10_000).collect::<Vec<_>>());
+        assert_eq!(tickets.take(), None);
+    }
+
+    #[test]
+    fn in_parallel_gives_results_in_task_order() {
+        assert_eq!(
+            in_parallel(100, 3, |i| i * 2),
+            (0..100).map(|i| i * 2).collect::<Vec<_>>()
+        );
+        assert!(in_parallel(0, 3, |i| i).is_empty());
+    }
+
+    #[test]
+    fn balance_puts_largest_first_on_the_least_loaded_bin() {
+        assert_eq!(balance(&[5, 1, 4, 3, 3], 2), vec![0, 1, 1, 1, 0]);
+        assert_eq!(balance(&[7, 7], 1), vec![0, 0]);
+        assert_eq!(largest_first(&[1, 5, 5, 2]), vec![1, 2, 3, 0]);
+    }
 }

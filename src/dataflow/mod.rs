@@ -64,16 +64,8 @@ pub struct ScanUnit {
 /// worker, which then had a whole probe batch less to do than the others
 /// while the job waited for the slowest.
 pub fn assign_units(units: &[ScanUnit], peers: usize) -> Vec<usize> {
-    let mut by_size: Vec<usize> = (0..units.len()).collect();
-    by_size.sort_by_key(|&u| std::cmp::Reverse(units[u].unit.rows));
-    let mut load = vec![0u64; peers.max(1)];
-    let mut worker_of = vec![0; units.len()];
-    for u in by_size {
-        let least = (0..load.len()).min_by_key(|&w| (load[w], w)).unwrap_or(0);
-        load[least] += units[u].unit.rows;
-        worker_of[u] = least;
-    }
-    worker_of
+    let rows: Vec<u64> = units.iter().map(|unit| unit.unit.rows).collect();
+    crate::parallel::balance(&rows, peers)
 }
 
 /// Everything the workers of one process share, read-only.
