@@ -5,6 +5,9 @@
 #   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed night chain star clique (default: all)
 #   PARTS=1 scripts/bench_cluster.sh         output parts (default: one per core)
 #   PAUSE=5 scripts/bench_cluster.sh         seconds idle before each run (default 0)
+#   PROCESSES=2 scripts/bench_cluster.sh     a timely cluster of that many processes on
+#                                            loopback ports, sharing the cores (time,
+#                                            RSS and CPU are process 0's)
 #
 # - small:  10M pairs in small clusters (blocks of 5 ids), 1% of pairs joining
 #           random pages, which chains blocks into larger components;
@@ -36,6 +39,11 @@ shapes=("$@")
 if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed night chain star clique onegroup); fi
 cores=$(nproc)
 parts=${PARTS:-$cores}
+processes=${PROCESSES:-1}
+workers=$(( cores / processes > 0 ? cores / processes : 1 ))
+hosts=bench-data/bench-cluster-hosts
+mkdir -p bench-data
+for i in $(seq 0 $((processes - 1))); do echo "127.0.0.1:$((4700 + i))"; done > "$hosts"
 
 cargo build --release --quiet
 if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
@@ -93,9 +101,19 @@ PY
     for policy in direct component; do
         out=bench-data/clusters-$shape
         sleep "${PAUSE:-0}"
-        /usr/bin/time -v target/release/neardup cluster --pairs "$data" --out "$out" \
-            --corpus-wins --drop-policy $policy --workers "$cores" --parts "$parts" --overwrite \
-            > /dev/null 2> bench-data/cluster-time.txt
+        run=(target/release/neardup cluster --pairs "$data" --out "$out" --corpus-wins
+             --drop-policy $policy --workers "$workers" --parts "$parts" --overwrite)
+        peers=()
+        if [ "$processes" -gt 1 ]; then
+            run+=(--hostfile "$hosts")
+            for i in $(seq 1 $((processes - 1))); do
+                "${run[@]}" --process "$i" > /dev/null 2>&1 &
+                peers+=($!)
+            done
+            run+=(--process 0)
+        fi
+        /usr/bin/time -v "${run[@]}" > /dev/null 2> bench-data/cluster-time.txt
+        for peer in "${peers[@]}"; do wait "$peer"; done
         peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/cluster-time.txt)
         wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)
         cpu=$(awk '/User time/ {u=$4} /System time/ {s=$4} /Minor .* page faults/ {f=$NF}
@@ -104,7 +122,7 @@ PY
 import json, sys
 shape, policy, peak_kib, wall, summary, cpu = sys.argv[1:]
 s = json.load(open(summary))
-print(f"{shape:6} {policy:9} {s['pairs']:>10,} pairs {s['pages']:>10,} pages "
+print(f"{shape:6} {policy:9} {s['processes']}x{s['workers']} {s['pairs']:>10,} pairs {s['pages']:>10,} pages "
       f"{s['clusters']:>9,} clusters (largest {s['largest_cluster']:,}) {s['dropped']:>10,} dropped | "
       f"{s['seconds']:6.2f}s (wall {wall}) {s['pairs'] / s['seconds'] / 1e6:5.2f}M pairs/s "
       f"peak {int(peak_kib) / 1024:5.0f} MiB ({cpu})")

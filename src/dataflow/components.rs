@@ -528,22 +528,25 @@ pub fn describe_joined<'scope>(
 pub fn join_at_worker_zero<'scope>(
     links: Stream<'scope, u64, Vec<NodeLink>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
-    let links_in = Rc::new(RefCell::new(Vec::<NodeLink>::new()));
-    let absorbed = links_in.clone();
+    // Kept as the batches came: gathered into one vector, millions of
+    // links were copied as it doubled, and first-touched twice over.
+    let batches_in = Rc::new(RefCell::new(Vec::<Vec<NodeLink>>::new()));
+    let absorbed = batches_in.clone();
     after_all(
         links,
         Exchange::new(|_: &NodeLink| 0),
         "JoinAtWorkerZero",
-        move |data| absorbed.borrow_mut().append(data),
+        move |data| absorbed.borrow_mut().push(std::mem::take(data)),
         move |give| {
-            let links = std::mem::take(&mut *links_in.borrow_mut());
+            let batches = std::mem::take(&mut *batches_in.borrow_mut());
+            let links = Links(&batches);
             let started = std::time::Instant::now();
-            let mut joined = NodeForest::from_links(&links);
+            let mut joined = NodeForest::from_links(links);
             let components = joined.nodes.len();
             for ((worker, root), cluster) in joined.clusters() {
                 give((worker, root, cluster));
             }
-            if links.is_empty() {
+            if links.len() == 0 {
                 return;
             }
             tracing::info!(
@@ -583,36 +586,60 @@ struct NodeSet {
 /// How many links ahead a node's entries are fetched.
 const JOIN_LOOKAHEAD: usize = 16;
 
+/// The links worker 0 received, in the batches they came in.
+#[derive(Clone, Copy)]
+struct Links<'a>(&'a [Vec<NodeLink>]);
+
+impl<'a> Links<'a> {
+    fn len(self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+
+    fn iter(self) -> impl Iterator<Item = &'a NodeLink> + Clone {
+        self.0.iter().flatten()
+    }
+
+    /// Each link with the one `ahead` links after it, if any.
+    fn with_ahead(
+        self,
+        ahead: usize,
+    ) -> impl Iterator<Item = (&'a NodeLink, Option<&'a NodeLink>)> {
+        let mut later = self.iter().skip(ahead);
+        self.iter().map(move |link| (link, later.next()))
+    }
+}
+
 /// A node's index in [`NodeForest::from_links`]' arrays per worker.
 fn index_entry(index_of: &[Vec<u32>], (worker, root): Node) -> &u32 {
     &index_of[worker as usize][root as usize]
 }
 
 impl NodeForest {
-    fn from_links(links: &[NodeLink]) -> NodeForest {
+    fn from_links(links: Links) -> NodeForest {
         // Local roots are below their worker's page count: an array per
-        // worker, as long as its greatest root, numbers its nodes.
-        let mut index_of: Vec<Vec<u32>> = Vec::new();
-        for link in links {
+        // worker, as long as its greatest root, numbers its nodes (each
+        // allocated once, at its length).
+        let mut roots: Vec<usize> = Vec::new();
+        for link in links.iter() {
             let (worker, root) = (link.node.0 as usize, link.node.1 as usize);
-            if index_of.len() <= worker {
-                index_of.resize_with(worker + 1, Vec::new);
+            if roots.len() <= worker {
+                roots.resize(worker + 1, 0);
             }
-            if index_of[worker].len() <= root {
-                index_of[worker].resize(root + 1, MISSING);
-            }
+            roots[worker] = roots[worker].max(root + 1);
         }
+        let mut index_of: Vec<Vec<u32>> = roots.iter().map(|&n| vec![MISSING; n]).collect();
+        // At most a node per link; memory is touched only as nodes come.
         let mut forest = NodeForest {
-            nodes: Vec::new(),
-            sets: Vec::new(),
+            nodes: Vec::with_capacity(links.len()),
+            sets: Vec::with_capacity(links.len()),
         };
         // Every node's own link carries its least label and pages, and a
         // link may name a node it joins before that node's own link: number
         // them all first. A page's copies held by other workers are taken
         // off their nodes.
         let mut own = Vec::with_capacity(links.len());
-        for (at, link) in links.iter().enumerate() {
-            if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
+        for (link, ahead) in links.with_ahead(JOIN_LOOKAHEAD) {
+            if let Some(ahead) = ahead {
                 prefetch(index_entry(&index_of, ahead.node));
             }
             let index = &mut index_of[link.node.0 as usize][link.node.1 as usize];
@@ -629,15 +656,16 @@ impl NodeForest {
             forest.sets[*index as usize].pages -= u64::from(link.copy);
             own.push(*index);
         }
-        for (at, (link, &node)) in links.iter().zip(&own).enumerate() {
-            if let Some(ahead) = links.get(at + 2 * JOIN_LOOKAHEAD) {
-                prefetch(index_entry(&index_of, ahead.joins));
+        let mut further = links.iter().skip(2 * JOIN_LOOKAHEAD);
+        for (at, (link, ahead)) in links.with_ahead(JOIN_LOOKAHEAD).enumerate() {
+            if let Some(further) = further.next() {
+                prefetch(index_entry(&index_of, further.joins));
             }
-            if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
+            if let Some(ahead) = ahead {
                 forest.prefetch_parent(*index_entry(&index_of, ahead.joins));
                 forest.prefetch_parent(own[at + JOIN_LOOKAHEAD]);
             }
-            forest.union(node, *index_entry(&index_of, link.joins));
+            forest.union(own[at], *index_entry(&index_of, link.joins));
         }
         forest
     }
@@ -855,7 +883,9 @@ mod tests {
             link((2, 5), (0, 3), 60, 2, true),
             link((0, 3), (0, 3), 50, 1, false),
         ];
-        let mut joined = NodeForest::from_links(&links);
+        // In two batches, as they come from different workers.
+        let batches = [links[..2].to_vec(), links[2..].to_vec()];
+        let mut joined = NodeForest::from_links(Links(&batches));
         let clusters: Vec<(Node, ClusterOf)> = joined.clusters().collect();
         let cluster_of = |node: Node| clusters.iter().find(|(n, _)| *n == node).unwrap().1;
         // 4 + 3 + 2 pages, less the two copies.
@@ -937,7 +967,19 @@ mod tests {
             entry.0 = entry.0.min(least(i));
             entry.1 += 3 - copies;
         }
-        let mut joined = NodeForest::from_links(&links);
+        // In batches of uneven sizes (some shorter than the lookahead, one
+        // empty), as timely delivers them.
+        let mut batches: Vec<Vec<NodeLink>> = Vec::new();
+        let mut rest = &links[..];
+        for size in [5, 0, 1, 40].into_iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (batch, after) = rest.split_at(size.min(rest.len()));
+            batches.push(batch.to_vec());
+            rest = after;
+        }
+        let mut joined = NodeForest::from_links(Links(&batches));
         let clusters: std::collections::HashMap<Node, ClusterOf> = joined.clusters().collect();
         for (i, node) in nodes.iter().enumerate() {
             let ((_, id), pages) = expected[&label[i]];
