@@ -587,6 +587,24 @@ mod tests {
     }
 
     #[test]
+    fn room_is_made_in_a_new_chunk_and_nothing_logged_moves() {
+        let mut log = PairLog::default();
+        log.make_room(3, 4);
+        log.extend(&[1, 2, 3, 4, 5, 6], [0, 1, 2].into_iter());
+        let first = log.chunks[0].ends.as_ptr();
+        // One pair's room is left: enough for one, not for two.
+        log.make_room(1, 4);
+        assert_eq!(log.chunks.len(), 1);
+        log.make_room(2, 4);
+        assert_eq!(log.chunks.len(), 2);
+        assert_eq!(log.chunks[1].ends.capacity(), 4);
+        log.extend(&[7, 8, 9, 10], [3, 0].into_iter());
+        assert_eq!(log.chunks[0].ends.as_ptr(), first);
+        let pairs: Vec<_> = log.pairs_in(0..log.len()).collect();
+        assert_eq!(pairs, vec![(1, 2, 0), (3, 4, 1), (5, 6, 2), (7, 8, 3), (9, 10, 0)]);
+    }
+
+    #[test]
     fn logs_put_together_read_as_one_across_their_chunks() {
         let all: Vec<(Page, Page, u8)> = (0..1000)
             .map(|i| (i, i * 7 % 1000, (i % 4) as u8))

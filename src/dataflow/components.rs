@@ -364,6 +364,7 @@ where
     S: Slices<O> + 'static,
 {
     let scope = input.scope();
+    let step = name.to_string();
     input.unary_frontier::<CapacityContainerBuilder<Vec<O>>, _, _, _>(
         pact,
         name,
@@ -371,6 +372,7 @@ where
             let activator = scope.activator_for(info.address);
             let mut capability = Some(capability);
             let (mut start, mut work) = (Some(start), None);
+            let mut started = None;
             move |(input, frontier), output| {
                 input.for_each(|_time, data| absorb(data));
                 if !frontier.is_empty() {
@@ -380,6 +382,8 @@ where
                     return;
                 };
                 if let Some(start) = start.take() {
+                    tracing::debug!(step, "all input in");
+                    started = Some(std::time::Instant::now());
                     work = Some(start());
                 }
                 let Some(work) = work.as_mut() else {
@@ -393,6 +397,8 @@ where
                     activator.activate();
                 } else {
                     capability = None;
+                    let seconds = started.map(|t| t.elapsed().as_secs_f64());
+                    tracing::debug!(step, seconds, "all output given");
                 }
             }
         },
