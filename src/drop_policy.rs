@@ -601,7 +601,10 @@ mod tests {
         log.extend(&[7, 8, 9, 10], [3, 0].into_iter());
         assert_eq!(log.chunks[0].ends.as_ptr(), first);
         let pairs: Vec<_> = log.pairs_in(0..log.len()).collect();
-        assert_eq!(pairs, vec![(1, 2, 0), (3, 4, 1), (5, 6, 2), (7, 8, 3), (9, 10, 0)]);
+        assert_eq!(
+            pairs,
+            vec![(1, 2, 0), (3, 4, 1), (5, 6, 2), (7, 8, 3), (9, 10, 0)]
+        );
     }
 
     #[test]
