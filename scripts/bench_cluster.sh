@@ -2,7 +2,7 @@
 # Benchmark of `neardup cluster` on four pair graphs written by DuckDB into
 # bench-data/ (kept out of git), clustered with --corpus-wins on every core:
 #
-#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed night chain star clique (default: all)
+#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed night chain star clique onegroup (default: all)
 #   PARTS=1 scripts/bench_cluster.sh         output parts (default: one per core)
 #   PAUSE=5 scripts/bench_cluster.sh         seconds idle before each run (default 0)
 #   PROCESSES=2 scripts/bench_cluster.sh     a timely cluster of that many processes on

@@ -516,7 +516,7 @@ pub fn describe_joined<'scope>(
             let batches = std::mem::take(&mut *batches_in.borrow_mut());
             let components = &*graph.borrow();
             let mut shared = shared.borrow_mut();
-            for link in links_of(&batches, components, &mut shared) {
+            for link in links_of(Batches(&batches), components, &mut shared) {
                 give(link);
             }
         },
@@ -528,23 +528,18 @@ pub fn describe_joined<'scope>(
 /// a root that joins several nodes (rare) gives a link for each further
 /// join, not merged.
 fn links_of(
-    batches: &[Vec<Join>],
+    received: Batches<Join>,
     components: &Components,
     shared: &mut SharedPages,
 ) -> Vec<NodeLink> {
-    let mut first_link = vec![
-        MISSING;
-        if batches.iter().all(Vec::is_empty) {
-            0
-        } else {
-            components.len()
-        }
-    ];
     let mut links: Vec<NodeLink> = Vec::new();
-    let mut ahead = batches.iter().flatten().skip(LOOKAHEAD);
-    for &(worker, root, page, joins, first) in batches.iter().flatten() {
+    if received.is_empty() {
+        return links;
+    }
+    let mut first_link = vec![MISSING; components.len()];
+    for (&(worker, root, page, joins, first), ahead) in received.with_ahead(LOOKAHEAD) {
         // Roots and pages are random places in this worker's arrays.
-        if let Some(&(_, root, page, ..)) = ahead.next() {
+        if let Some(&(_, root, page, ..)) = ahead {
             components.prefetch_node(root);
             shared.prefetch(page);
             prefetch(&first_link[root as usize]);
@@ -575,8 +570,6 @@ fn links_of(
 pub fn join_at_worker_zero<'scope>(
     links: Stream<'scope, u64, Vec<NodeLink>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
-    // Kept as the batches came: gathered into one vector, millions of
-    // links were copied as it doubled, and first-touched twice over.
     let batches_in = Rc::new(RefCell::new(Vec::<Vec<NodeLink>>::new()));
     let absorbed = batches_in.clone();
     after_all(
@@ -586,14 +579,14 @@ pub fn join_at_worker_zero<'scope>(
         move |data| absorbed.borrow_mut().push(std::mem::take(data)),
         move |give| {
             let batches = std::mem::take(&mut *batches_in.borrow_mut());
-            let links = Links(&batches);
+            let links = Batches(&batches);
             let started = std::time::Instant::now();
             let mut joined = NodeForest::from_links(links);
             let components = joined.nodes.len();
             for ((worker, root), cluster) in joined.clusters() {
                 give((worker, root, cluster));
             }
-            if links.len() == 0 {
+            if links.is_empty() {
                 return;
             }
             tracing::info!(
@@ -633,26 +626,37 @@ struct NodeSet {
 /// How many links ahead a node's entries are fetched.
 const JOIN_LOOKAHEAD: usize = 16;
 
-/// The links worker 0 received, in the batches they came in.
-#[derive(Clone, Copy)]
-struct Links<'a>(&'a [Vec<NodeLink>]);
+/// Records an operator received, kept in the batches they came in: read
+/// as one sequence, never gathered into one vector (which doubled its way
+/// up, copying millions of records and first-touching them twice over).
+struct Batches<'a, T>(&'a [Vec<T>]);
 
-impl<'a> Links<'a> {
+impl<T> Clone for Batches<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Batches<'_, T> {}
+
+impl<'a, T> Batches<'a, T> {
     fn len(self) -> usize {
         self.0.iter().map(Vec::len).sum()
     }
 
-    fn iter(self) -> impl Iterator<Item = &'a NodeLink> + Clone {
+    fn is_empty(self) -> bool {
+        self.0.iter().all(Vec::is_empty)
+    }
+
+    fn iter(self) -> impl Iterator<Item = &'a T> + Clone {
         self.0.iter().flatten()
     }
 
-    /// Each link with the one `ahead` links after it, if any.
-    fn with_ahead(
-        self,
-        ahead: usize,
-    ) -> impl Iterator<Item = (&'a NodeLink, Option<&'a NodeLink>)> {
+    /// Each record with the one `ahead` records after it, if any: what to
+    /// fetch while the record is worked on.
+    fn with_ahead(self, ahead: usize) -> impl Iterator<Item = (&'a T, Option<&'a T>)> {
         let mut later = self.iter().skip(ahead);
-        self.iter().map(move |link| (link, later.next()))
+        self.iter().map(move |record| (record, later.next()))
     }
 }
 
@@ -662,7 +666,7 @@ fn index_entry(index_of: &[Vec<u32>], (worker, root): Node) -> &u32 {
 }
 
 impl NodeForest {
-    fn from_links(links: Links) -> NodeForest {
+    fn from_links(links: Batches<NodeLink>) -> NodeForest {
         // Local roots are below their worker's page count: an array per
         // worker, as long as its greatest root, numbers its nodes (each
         // allocated once, at its length).
@@ -867,7 +871,7 @@ mod tests {
             ],
         ];
         let mut shared = SharedPages::default();
-        let mut links = links_of(&batches, components, &mut shared);
+        let mut links = links_of(Batches(&batches), components, &mut shared);
         links.sort_by_key(|link| (link.node, link.joins));
         let summary: Vec<(Node, Node, u32, u32)> = links
             .iter()
@@ -989,7 +993,7 @@ mod tests {
         ];
         // In two batches, as they come from different workers.
         let batches = [links[..2].to_vec(), links[2..].to_vec()];
-        let mut joined = NodeForest::from_links(Links(&batches));
+        let mut joined = NodeForest::from_links(Batches(&batches));
         let clusters: Vec<(Node, ClusterOf)> = joined.clusters().collect();
         let cluster_of = |node: Node| clusters.iter().find(|(n, _)| *n == node).unwrap().1;
         // 4 + 3 + 2 pages, less the two copies.
@@ -1083,7 +1087,7 @@ mod tests {
             batches.push(batch.to_vec());
             rest = after;
         }
-        let mut joined = NodeForest::from_links(Links(&batches));
+        let mut joined = NodeForest::from_links(Batches(&batches));
         let clusters: std::collections::HashMap<Node, ClusterOf> = joined.clusters().collect();
         for (i, node) in nodes.iter().enumerate() {
             let ((_, id), pages) = expected[&label[i]];
