@@ -18,7 +18,7 @@ use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
-use crate::runtime::{process_env, Cluster, RuntimeOptions, Timeouts};
+use crate::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
@@ -103,9 +103,9 @@ pub struct RunArgs {
 /// of a timely cluster.
 #[derive(Debug, Args)]
 pub struct RuntimeArgs {
-    /// Worker threads per process.
-    #[arg(long, default_value_t = 1)]
-    pub workers: usize,
+    /// Worker threads per process (default: every core this process may use).
+    #[arg(long)]
+    pub workers: Option<usize>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     /// Seconds to wait for every process to connect before giving up.
@@ -161,7 +161,8 @@ impl RuntimeArgs {
             connect: self.connect_timeout,
             peer: self.peer_timeout,
         };
-        RuntimeOptions::from_settings(self.workers, &cluster, timeouts, &process_env)
+        let workers = self.workers.unwrap_or_else(default_workers);
+        RuntimeOptions::from_settings(workers, &cluster, timeouts, &process_env)
     }
 }
 

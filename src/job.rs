@@ -30,7 +30,7 @@ use crate::parquet_io::input::{expand_locations, Columns};
 use crate::parquet_io::output::{
     copy_into_place, is_complete, part_name, write_atomically, Staging,
 };
-use crate::runtime::{process_env, Cluster, RuntimeOptions, Timeouts};
+use crate::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
 use crate::scheme::Scheme;
 use crate::storage::is_url;
 
@@ -66,7 +66,7 @@ pub struct ClusterSpec {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeSpec {
-    #[serde(default = "one")]
+    #[serde(default = "default_workers")]
     pub workers: usize,
     pub processes: Option<usize>,
     pub hostfile: Option<String>,
@@ -81,7 +81,7 @@ pub struct RuntimeSpec {
 impl Default for RuntimeSpec {
     fn default() -> Self {
         RuntimeSpec {
-            workers: 1,
+            workers: default_workers(),
             processes: None,
             hostfile: None,
             hostfile_pattern: None,
@@ -613,6 +613,25 @@ mod tests {
                 f.html_text,
             );
             assert!(options.is_ok(), "{name}: {options:?}");
+        }
+    }
+
+    #[test]
+    fn workers_default_to_every_core_with_or_without_a_runtime_table() {
+        let cores = std::thread::available_parallelism().unwrap().get();
+        let stages = "[match]\nqueries = [\"q\"]\ncorpus = [\"c\"]\nout = \"o\"\n";
+        for runtime in [
+            "",
+            "[runtime]\npeer_timeout = 5\n",
+            "[runtime]\nworkers = 3\n",
+        ] {
+            let spec: JobSpec = toml::from_str(&format!("{runtime}{stages}")).unwrap();
+            let expected = if runtime.contains("workers") {
+                3
+            } else {
+                cores
+            };
+            assert_eq!(spec.runtime.workers, expected, "{runtime:?}");
         }
     }
 

@@ -41,6 +41,15 @@ use crate::dataflow::commit::lock;
 use crate::liveness::Heartbeats;
 use crate::scheduler::{Env, Scheduler};
 
+/// Worker threads when none are asked for: every core this process may run
+/// on (its CPU affinity and cgroup quota, as a scheduler sets them), so that a
+/// job run by hand uses the machine as a job under Slurm or Kubernetes uses
+/// its allocation. Several processes on one host should each be given their
+/// share with `--workers`.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// Exit status of a process that lost a peer mid-run (closed or silent).
 const LOST_PEER_EXIT: i32 = 3;
 /// Exit status of a process one of whose worker threads panicked.

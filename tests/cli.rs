@@ -316,6 +316,12 @@ fn in_a_pipe_match_prints_only_the_summary_line() {
         serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
     assert_eq!(summary["k"], 3);
     assert_eq!(summary["rows_scanned"], 20);
+    // Without --workers, every core the process may use.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert!(
+        stdout.contains(&format!(", {cores} worker(s))")),
+        "{stdout}"
+    );
     assert_eq!(summary["design"]["tables"].as_array().unwrap().len(), 4);
 }
 
