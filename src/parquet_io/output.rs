@@ -315,23 +315,11 @@ pub fn pair_schema() -> SchemaRef {
 /// records the sort order (query_id, corpus_id).
 pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
     let schema = pair_schema();
-    let sorting = vec![
-        SortingColumn {
-            column_idx: 0,
-            descending: false,
-            nulls_first: false,
-        },
-        SortingColumn {
-            column_idx: 1,
-            descending: false,
-            nulls_first: false,
-        },
-    ];
     write_parquet(
         path,
         OUTPUT_ZSTD_LEVEL,
         schema.clone(),
-        Some(sorting),
+        Some(ascending(&[0, 1])),
         None,
         pairs.len(),
         ROW_GROUP_ROWS,
@@ -455,21 +443,28 @@ fn write_sorted_by_first(
     mut columns: impl FnMut(usize) -> Result<Vec<ArrayRef>>,
 ) -> Result<()> {
     let schema = Arc::new(Schema::new(fields));
-    let sorting = vec![SortingColumn {
-        column_idx: 0,
-        descending: false,
-        nulls_first: false,
-    }];
     write_parquet(
         path,
         OUTPUT_ZSTD_LEVEL,
         schema.clone(),
-        Some(sorting),
+        Some(ascending(&[0])),
         None,
         rows,
         ROW_GROUP_ROWS,
         |range| Ok(RecordBatch::try_new(schema.clone(), columns(range.len())?)?),
     )
+}
+
+/// The footer's sort order: ascending by `columns` (indexes), nulls last.
+fn ascending(columns: &[i32]) -> Vec<SortingColumn> {
+    columns
+        .iter()
+        .map(|&column_idx| SortingColumn {
+            column_idx,
+            descending: false,
+            nulls_first: false,
+        })
+        .collect()
 }
 
 /// The next `n` rows of `rows`, each split by `split` into its columns,
