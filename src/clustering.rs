@@ -43,7 +43,7 @@ use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit,
 };
 use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
-use crate::part_runs::{PartRuns, RunSlice};
+use crate::part_runs::{PartRuns, RowKind, RunSlice};
 use crate::progress::human;
 use crate::runtime::{self, RuntimeOptions};
 
@@ -294,7 +294,9 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 };
                 let reports = report_when_done(
                     rows,
-                    Exchange::new(move |slice: &RunSlice| (slice.part as usize % peers) as u64),
+                    Exchange::new(move |slice: &RunSlice| {
+                        writer_of(slice.part as usize, slice.rows.kind(), peers) as u64
+                    }),
                     "WriteParts",
                     state.clone(),
                     failure.clone(),
@@ -486,9 +488,20 @@ pub(crate) fn placement_part(id: i64, parts: usize) -> u32 {
     owner_of(id, parts)
 }
 
-/// A worker's parts (part `p` is written by worker `p % peers`): the runs
-/// of rows sent to it, merged into id order as each part is written once
-/// all have come.
+/// The worker that writes part `part`'s file of `kind`: `clusters/` part
+/// `p` falls to worker `p % peers` and `drop/` part `p` to the worker half
+/// the workers further on, so that the two files of a part are written at
+/// once (with the default single part, by two workers instead of one) and
+/// with as many parts as workers each writes one file of each kind.
+fn writer_of(part: usize, kind: RowKind, peers: usize) -> usize {
+    match kind {
+        RowKind::Members => part % peers,
+        RowKind::Drops => (part + peers / 2) % peers,
+    }
+}
+
+/// A worker's files of the parts (see [`writer_of`]): the runs of rows sent
+/// to it, merged into id order as each file is written once all have come.
 struct PartWriter {
     dir: PathBuf,
     worker: usize,
@@ -503,23 +516,24 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
         }
     }
 
-    /// Writes every part this worker owns (empty ones too) and counts what
+    /// Writes every file this worker owns (empty ones too) and counts what
     /// they hold into `totals`.
     fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
         let started = Instant::now();
-        for p in (self.worker..self.parts.len()).step_by(self.peers) {
-            let runs = &mut self.parts[p];
-            let members = runs.members();
-            totals.pages += members.len() as u64;
-            let path = self.dir.join("clusters").join(part_name(p));
-            write_clusters(&path, members.len(), members)?;
-            let drops = runs.drops();
-            totals.dropped += drops.len() as u64;
-            write_drops(
-                &self.dir.join("drop").join(part_name(p)),
-                drops.len(),
-                drops,
-            )?;
+        let ours = |p: usize, kind| writer_of(p, kind, self.peers) == self.worker;
+        for p in 0..self.parts.len() {
+            if ours(p, RowKind::Members) {
+                let members = self.parts[p].members();
+                totals.pages += members.len() as u64;
+                let path = self.dir.join("clusters").join(part_name(p));
+                write_clusters(&path, members.len(), members)?;
+            }
+            if ours(p, RowKind::Drops) {
+                let drops = self.parts[p].drops();
+                totals.dropped += drops.len() as u64;
+                let path = self.dir.join("drop").join(part_name(p));
+                write_drops(&path, drops.len(), drops)?;
+            }
         }
         tracing::info!(
             worker = self.worker,
@@ -607,6 +621,30 @@ fn summarize(opts: &ClusterJobOptions, totals: &ClusterTotals, started: Instant)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_file_has_one_writer_and_a_parts_two_files_are_written_apart() {
+        for peers in 1..=6 {
+            for parts in 1..=9 {
+                let mut files = vec![0usize; peers];
+                for p in 0..parts {
+                    let members = writer_of(p, RowKind::Members, peers);
+                    let drops = writer_of(p, RowKind::Drops, peers);
+                    assert!(members < peers && drops < peers);
+                    assert_eq!(members == drops, peers == 1, "{peers} {parts} {p}");
+                    files[members] += 1;
+                    files[drops] += 1;
+                }
+                // Files spread evenly: with as many parts as workers, one
+                // of each kind a worker.
+                let (most, least) = (files.iter().max(), files.iter().min());
+                assert!(most.unwrap() - least.unwrap() <= 2, "{peers} {parts} {files:?}");
+                if parts == peers {
+                    assert!(files.iter().all(|&n| n == 2), "{peers} {files:?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn every_unit_is_read_by_one_process_largest_first_and_loads_balance() {

@@ -29,6 +29,22 @@ pub enum Rows {
     Drops(Vec<DropRow>),
 }
 
+/// Which output a row goes to: `clusters/` or `drop/`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RowKind {
+    Members,
+    Drops,
+}
+
+impl Rows {
+    pub fn kind(&self) -> RowKind {
+        match self {
+            Rows::Members(_) => RowKind::Members,
+            Rows::Drops(_) => RowKind::Drops,
+        }
+    }
+}
+
 /// A slice of a run: the `seq`-th slice of the rows that producer `run`
 /// gives part `part`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
