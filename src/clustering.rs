@@ -638,7 +638,10 @@ mod tests {
                 // Files spread evenly: with as many parts as workers, one
                 // of each kind a worker.
                 let (most, least) = (files.iter().max(), files.iter().min());
-                assert!(most.unwrap() - least.unwrap() <= 2, "{peers} {parts} {files:?}");
+                assert!(
+                    most.unwrap() - least.unwrap() <= 2,
+                    "{peers} {parts} {files:?}"
+                );
                 if parts == peers {
                     assert!(files.iter().all(|&n| n == 2), "{peers} {files:?}");
                 }

@@ -280,6 +280,68 @@ impl<T: Row> Run<T> {
     }
 }
 
+impl<T: Row + Copy> Merged<T> {
+    /// One sorted run, as given.
+    pub fn from_sorted(rows: Vec<T>) -> Merged<T> {
+        Merged::new(vec![(0, 0, rows)])
+    }
+
+    /// Gives the next `n` rows (fewer if fewer are left) to `push`, in
+    /// order. Two runs (a part's usual lot: one per worker of a process)
+    /// are merged slice by slice in a loop that takes each row without a
+    /// branch on the ids: hashed ids interleave at random, so a branch
+    /// would mispredict on about every other row. Otherwise row by row.
+    pub fn take_into(&mut self, mut n: usize, mut push: impl FnMut(T)) {
+        while n > 0 {
+            if matches!(&self.heads, Heads::Few(heads) if heads.len() == 2) {
+                let taken = self.merge_two(n, &mut push);
+                if taken > 0 {
+                    n -= taken;
+                    continue;
+                }
+            }
+            match self.next() {
+                Some(row) => push(row),
+                None => return,
+            }
+            n -= 1;
+        }
+    }
+
+    /// Merges up to `n` rows of the two runs' current slices, until one of
+    /// them ends; gives how many.
+    fn merge_two(&mut self, n: usize, push: &mut impl FnMut(T)) -> usize {
+        let Heads::Few(heads) = &mut self.heads else {
+            return 0;
+        };
+        let (r0, r1) = (heads[0].1, heads[1].1);
+        let (a, b) = (
+            self.runs[r0].current.as_slice(),
+            self.runs[r1].current.as_slice(),
+        );
+        let (mut i, mut j) = (0, 0);
+        while i + j < n && i < a.len() && j < b.len() {
+            let first = a[i].id() < b[j].id();
+            push(if first { a[i] } else { b[j] });
+            i += usize::from(first);
+            j += usize::from(!first);
+        }
+        for (at, (r, taken)) in [(r0, i), (r1, j)].into_iter().enumerate().rev() {
+            let run = &mut self.runs[r];
+            if taken > 0 {
+                run.current.nth(taken - 1);
+            }
+            match run.peek_key() {
+                Some(key) => heads[at].0 = key,
+                None => {
+                    heads.swap_remove(at);
+                }
+            }
+        }
+        i + j
+    }
+}
+
 impl<T: Row> Iterator for Merged<T> {
     type Item = T;
 
@@ -379,6 +441,50 @@ mod tests {
             assert_eq!(ids, ours, "{producers} producers");
             let drops: Vec<i64> = part.drops().map(|row| row.0).collect();
             assert_eq!(drops, ours[1..], "{producers} producers");
+        }
+    }
+
+    #[test]
+    fn taken_in_chunks_two_runs_or_more_merge_as_row_by_row() {
+        // Ids interleaved at random among the runs, slices of uneven sizes
+        // (one empty), one run longer than the others: the two-run loop
+        // ends at slice bounds, at a chunk's end and where a run runs out.
+        let mut rng = crate::gen::SplitMix64::new(5);
+        for runs in [1, 2, 3] {
+            let mut rows: Vec<Vec<MemberRow>> = vec![Vec::new(); runs];
+            for id in 0..5_000i64 {
+                let run = if id > 4_000 {
+                    0
+                } else {
+                    rng.below(runs as u64) as usize
+                };
+                rows[run].push((id, id / 7, 1 + (id % 5) as u32));
+            }
+            let slices = || {
+                let mut slices = Vec::new();
+                for (run, rows) in rows.iter().enumerate() {
+                    let (mut start, mut seq) = (0, 0);
+                    while start <= rows.len() {
+                        let end = (start + seq * 37 % 300).min(rows.len());
+                        slices.push((run as u32, seq as u32, rows[start..end].to_vec()));
+                        (start, seq) = (end + usize::from(end == rows.len()), seq + 1);
+                    }
+                }
+                slices
+            };
+            let expected: Vec<MemberRow> = Merged::new(slices()).collect();
+            assert!(expected.iter().zip(0..5_000).all(|(row, id)| row.0 == id));
+            for chunk in [1, 7, 256, 10_000] {
+                let mut merged = Merged::new(slices());
+                let mut got = Vec::new();
+                while got.len() < expected.len() {
+                    let before = got.len();
+                    merged.take_into(chunk, |row| got.push(row));
+                    assert_eq!(got.len() - before, chunk.min(expected.len() - before));
+                }
+                merged.take_into(chunk, |row| got.push(row));
+                assert_eq!(got, expected, "{runs} runs, chunks of {chunk}");
+            }
         }
     }
 

@@ -26,6 +26,7 @@ use parquet::schema::types::ColumnPath;
 
 use crate::dataflow::commit::lock;
 use crate::pairs::Pair;
+use crate::part_runs::{DropRow, MemberRow, Merged, Row};
 use crate::storage::{is_url, OutputPrefix};
 
 /// Rows per row group of the files neardup writes.
@@ -471,9 +472,9 @@ fn ascending(columns: &[i32]) -> Vec<SortingColumn> {
 /// checking that the ids (the first column) strictly increase: rows come
 /// from merged runs, and a part out of order must never be written as
 /// sorted.
-fn next_sorted<T, A, B>(
+fn next_sorted<T: Row + Copy, A, B>(
     path: &Path,
-    rows: &mut impl Iterator<Item = T>,
+    rows: &mut Merged<T>,
     last: &mut Option<i64>,
     n: usize,
     split: impl Fn(T) -> (i64, A, B),
@@ -483,18 +484,25 @@ fn next_sorted<T, A, B>(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    for row in rows.by_ref().take(n) {
+    // The least id out of order (none if all increase), reported after.
+    let mut disorder = None;
+    let mut previous = *last;
+    rows.take_into(n, |row| {
         let (id, x, y) = split(row);
-        if last.is_some_and(|last| id <= last) {
-            bail!(
-                "{}: id {id} out of order or repeated (internal error)",
-                path.display()
-            );
+        if disorder.is_none() && previous.is_some_and(|last| id <= last) {
+            disorder = Some(id);
         }
-        *last = Some(id);
+        previous = Some(id);
         ids.push(id);
         a.push(x);
         b.push(y);
+    });
+    *last = previous;
+    if let Some(id) = disorder {
+        bail!(
+            "{}: id {id} out of order or repeated (internal error)",
+            path.display()
+        );
     }
     if ids.len() != n {
         bail!(
@@ -507,11 +515,7 @@ fn next_sorted<T, A, B>(
 
 /// Writes a `clusters/` part of `n` rows: `id`, `cluster_id` (the
 /// representative), `cluster_size`, rows given in id order.
-pub fn write_clusters(
-    path: &Path,
-    n: usize,
-    mut rows: impl Iterator<Item = (i64, i64, u32)>,
-) -> Result<()> {
+pub fn write_clusters(path: &Path, n: usize, mut rows: Merged<MemberRow>) -> Result<()> {
     let fields = ["id", "cluster_id", "cluster_size"]
         .map(|name| Field::new(name, DataType::Int64, false))
         .to_vec();
@@ -533,11 +537,7 @@ pub fn write_clusters(
 /// in its place, and `distance` between the two when they are a pair (null
 /// under `--drop-policy component`, where they may only be chained); rows
 /// given in id order.
-pub fn write_drops(
-    path: &Path,
-    n: usize,
-    mut rows: impl Iterator<Item = (i64, i64, Option<u8>)>,
-) -> Result<()> {
+pub fn write_drops(path: &Path, n: usize, mut rows: Merged<DropRow>) -> Result<()> {
     let fields = vec![
         Field::new("id", DataType::Int64, false),
         Field::new("keep_id", DataType::Int64, false),
@@ -764,11 +764,11 @@ mod tests {
     fn few_valued_columns_are_dictionary_encoded_and_other_pages_ids_stored_plain() -> Result<()> {
         let dir = tempfile::tempdir()?;
         let clusters = dir.path().join("clusters.parquet");
-        let rows = (0..10_000i64).map(|id| (id, id - id % 3, 3));
-        write_clusters(&clusters, 10_000, rows)?;
+        let rows = (0..10_000i64).map(|id| (id, id - id % 3, 3)).collect();
+        write_clusters(&clusters, 10_000, Merged::from_sorted(rows))?;
         let drops = dir.path().join("drop.parquet");
         let rows = (0..10_000i64).map(|id| (id, id + 1, Some((id % 4) as u8)));
-        write_drops(&drops, 10_000, rows)?;
+        write_drops(&drops, 10_000, Merged::from_sorted(rows.collect()))?;
         for (path, few, many) in [(&clusters, 2, 1), (&drops, 2, 1)] {
             let reader = SerializedFileReader::new(File::open(path)?)?;
             for group in reader.metadata().row_groups() {
@@ -795,7 +795,8 @@ mod tests {
     fn a_part_out_of_id_order_is_refused_and_never_left_in_place() -> Result<()> {
         let dir = tempfile::tempdir()?;
         let sorted = dir.path().join("sorted.parquet");
-        write_clusters(&sorted, 3, [(1, 1, 2), (2, 1, 2), (7, 7, 1)].into_iter())?;
+        let rows = vec![(1, 1, 2), (2, 1, 2), (7, 7, 1)];
+        write_clusters(&sorted, 3, Merged::from_sorted(rows))?;
         let reader = SerializedFileReader::new(File::open(&sorted)?)?;
         assert_eq!(reader.metadata().file_metadata().num_rows(), 3);
         for (name, rows) in [
@@ -803,7 +804,7 @@ mod tests {
             ("repeated", vec![(5, 6, Some(1)), (5, 6, Some(1))]),
         ] {
             let path = dir.path().join(format!("{name}.parquet"));
-            let error = write_drops(&path, rows.len(), rows.into_iter()).unwrap_err();
+            let error = write_drops(&path, rows.len(), Merged::from_sorted(rows)).unwrap_err();
             assert!(
                 format!("{error:#}").contains("out of order or repeated"),
                 "{error:#}"
@@ -814,7 +815,7 @@ mod tests {
             );
         }
         let short = dir.path().join("short.parquet");
-        let error = write_drops(&short, 3, [(1, 2, None)].into_iter()).unwrap_err();
+        let error = write_drops(&short, 3, Merged::from_sorted(vec![(1, 2, None)])).unwrap_err();
         assert!(format!("{error:#}").contains("fewer rows"), "{error:#}");
         Ok(())
     }
