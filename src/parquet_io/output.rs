@@ -484,7 +484,8 @@ fn next_sorted<T: Row + Copy, A, B>(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    // The least id out of order (none if all increase), reported after.
+    // The first id out of order (none if all increase), reported once the
+    // chunk is taken.
     let mut disorder = None;
     let mut previous = *last;
     rows.take_into(n, |row| {
