@@ -282,7 +282,8 @@ impl<T: Row> Run<T> {
 
 impl<T: Row + Copy> Merged<T> {
     /// One sorted run, as given.
-    pub fn from_sorted(rows: Vec<T>) -> Merged<T> {
+    #[cfg(test)]
+    pub(crate) fn from_sorted(rows: Vec<T>) -> Merged<T> {
         Merged::new(vec![(0, 0, rows)])
     }
 

@@ -334,6 +334,33 @@ where
     })
 }
 
+/// [`after_all`] for work that reads its input as it came: the batches are
+/// kept as received and given to `finish` as one [`Batches`].
+fn after_all_batches<'scope, D, O, P>(
+    input: Stream<'scope, u64, Vec<D>>,
+    pact: P,
+    name: &str,
+    mut finish: impl FnMut(Batches<D>, &mut dyn FnMut(O)) + 'static,
+) -> Stream<'scope, u64, Vec<O>>
+where
+    D: 'static,
+    O: Clone + 'static,
+    P: ParallelizationContract<u64, Vec<D>>,
+{
+    let batches_in = Rc::new(RefCell::new(Vec::<Vec<D>>::new()));
+    let absorbed = batches_in.clone();
+    after_all(
+        input,
+        pact,
+        name,
+        move |data| absorbed.borrow_mut().push(std::mem::take(data)),
+        move |give| {
+            let batches = std::mem::take(&mut *batches_in.borrow_mut());
+            finish(Batches(&batches), give);
+        },
+    )
+}
+
 /// Work that gives its output a slice at a time: called until it returns
 /// false (no more to give).
 pub trait Slices<O> {
@@ -505,18 +532,14 @@ pub fn describe_joined<'scope>(
     graph: Rc<RefCell<Components>>,
     shared: Rc<RefCell<SharedPages>>,
 ) -> Stream<'scope, u64, Vec<NodeLink>> {
-    let batches_in = Rc::new(RefCell::new(Vec::<Vec<Join>>::new()));
-    let absorbed = batches_in.clone();
-    after_all(
+    after_all_batches(
         joins,
         Exchange::new(|&(worker, ..): &Join| worker as u64),
         "DescribeJoined",
-        move |data| absorbed.borrow_mut().push(std::mem::take(data)),
-        move |give| {
-            let batches = std::mem::take(&mut *batches_in.borrow_mut());
+        move |joins, give| {
             let components = &*graph.borrow();
             let mut shared = shared.borrow_mut();
-            for link in links_of(Batches(&batches), components, &mut shared) {
+            for link in links_of(joins, components, &mut shared) {
                 give(link);
             }
         },
@@ -570,16 +593,11 @@ fn links_of(
 pub fn join_at_worker_zero<'scope>(
     links: Stream<'scope, u64, Vec<NodeLink>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
-    let batches_in = Rc::new(RefCell::new(Vec::<Vec<NodeLink>>::new()));
-    let absorbed = batches_in.clone();
-    after_all(
+    after_all_batches(
         links,
         Exchange::new(|_: &NodeLink| 0),
         "JoinAtWorkerZero",
-        move |data| absorbed.borrow_mut().push(std::mem::take(data)),
-        move |give| {
-            let batches = std::mem::take(&mut *batches_in.borrow_mut());
-            let links = Batches(&batches);
+        move |links, give| {
             let started = std::time::Instant::now();
             let mut joined = NodeForest::from_links(links);
             let components = joined.nodes.len();
