@@ -124,7 +124,12 @@ impl ClusterOwner {
                         }
                         false
                     }
-                    None => false,
+                    None => {
+                        // No rows, but the writers wait for this owner's
+                        // runs to end.
+                        RunBuilder::new(self.run, self.parts).finish(give);
+                        false
+                    }
                 }
             },
         )

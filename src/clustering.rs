@@ -14,7 +14,7 @@
 //! written; worker 0 commits once every worker has reported.
 
 use std::cell::RefCell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
@@ -42,8 +42,8 @@ use crate::parallel::{balance, largest_first, Tickets};
 use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit,
 };
-use crate::parquet_io::output::{part_name, write_clusters, write_drops, Staging};
-use crate::part_runs::{PartRuns, RowKind, RunSlice};
+use crate::parquet_io::output::{part_name, PartRow, SortedPart, Staging};
+use crate::part_runs::{DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice};
 use crate::progress::human;
 use crate::runtime::{self, RuntimeOptions};
 
@@ -286,12 +286,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     failure: failure.clone(),
                 };
                 let rows = owner.rows(to_owners).concat(decided);
-                let writer = PartWriter {
-                    dir: dir.clone(),
-                    worker: me,
-                    peers,
-                    parts: (0..parts).map(|_| PartRuns::default()).collect(),
-                };
+                let processes = opts.runtime.processes;
+                let writer = PartWriter::new(dir, me, peers, processes, parts);
                 let reports = report_when_done(
                     rows,
                     Exchange::new(move |slice: &RunSlice| {
@@ -500,44 +496,123 @@ fn writer_of(part: usize, kind: RowKind, peers: usize) -> usize {
     }
 }
 
-/// A worker's files of the parts (see [`writer_of`]): the runs of rows sent
-/// to it, merged into id order as each file is written once all have come.
+/// The `clusters/` and `drop/` parts one worker writes, each from the runs
+/// of every producer that may give it rows, written as they come.
 struct PartWriter {
-    dir: PathBuf,
     worker: usize,
-    peers: usize,
-    parts: Vec<PartRuns>,
+    members: Vec<Option<StreamedPart<MemberRow>>>,
+    drops: Vec<Option<StreamedPart<DropRow>>>,
+    /// Time spent writing, while the rows came and after.
+    writing: std::time::Duration,
 }
 
-impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
-    fn absorb(&mut self, slices: &mut Vec<RunSlice>) {
-        for slice in slices.drain(..) {
-            self.parts[slice.part as usize].add(slice);
+/// A part being written: its runs' merge and its file.
+struct StreamedPart<T: PartRow> {
+    merge: RunMerge<T>,
+    file: SortedPart<T>,
+}
+
+impl<T: PartRow> StreamedPart<T> {
+    fn new(path: PathBuf, producers: &[u32]) -> StreamedPart<T> {
+        StreamedPart {
+            merge: RunMerge::new(producers.iter().copied()),
+            file: SortedPart::new(path),
         }
     }
 
-    /// Writes every file this worker owns (empty ones too) and counts what
-    /// they hold into `totals`.
+    fn add(&mut self, slice: (u32, u32, Vec<T>, bool)) -> Result<()> {
+        let (run, seq, rows, last) = slice;
+        self.merge.add(run, seq, rows, last)?;
+        self.file.write_from(&mut self.merge)
+    }
+
+    fn finish(self) -> Result<u64> {
+        let StreamedPart { mut merge, file } = self;
+        file.finish(&mut merge)
+    }
+}
+
+impl PartWriter {
+    /// The writer of worker `worker` of `peers` in `processes` processes,
+    /// over `parts` parts in `dir`. Every worker's router gives rows to
+    /// every part; the owners of joined clusters only on several processes
+    /// (on one, no cluster is joined: waiting for the owners' ends, which
+    /// come after all the routing, would hold every row until then).
+    fn new(dir: &Path, worker: usize, peers: usize, processes: usize, parts: usize) -> PartWriter {
+        let producers: Vec<u32> = (0..peers as u32)
+            .flat_map(|w| [2 * w, 2 * w + 1])
+            .filter(|run| processes > 1 || run % 2 == 0)
+            .collect();
+        let ours = |p: usize, kind| writer_of(p, kind, peers) == worker;
+        PartWriter {
+            worker,
+            members: (0..parts)
+                .map(|p| {
+                    let path = dir.join("clusters").join(part_name(p));
+                    ours(p, RowKind::Members).then(|| StreamedPart::new(path, &producers))
+                })
+                .collect(),
+            drops: (0..parts)
+                .map(|p| {
+                    let path = dir.join("drop").join(part_name(p));
+                    ours(p, RowKind::Drops).then(|| StreamedPart::new(path, &producers))
+                })
+                .collect(),
+            writing: std::time::Duration::ZERO,
+        }
+    }
+}
+
+impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
+    fn absorb(&mut self, slices: &mut Vec<RunSlice>) -> Result<()> {
+        let started = Instant::now();
+        for slice in slices.drain(..) {
+            let RunSlice {
+                part,
+                run,
+                seq,
+                last,
+                rows,
+            } = slice;
+            let p = part as usize;
+            let added = match rows {
+                Rows::Members(rows) => self
+                    .members
+                    .get_mut(p)
+                    .and_then(Option::as_mut)
+                    .map(|part| part.add((run, seq, rows, last))),
+                Rows::Drops(rows) => self
+                    .drops
+                    .get_mut(p)
+                    .and_then(Option::as_mut)
+                    .map(|part| part.add((run, seq, rows, last))),
+            };
+            match added {
+                Some(result) => result?,
+                None => bail!(
+                    "rows of part {p} came to a worker that does not write it (internal error)"
+                ),
+            }
+        }
+        self.writing += started.elapsed();
+        Ok(())
+    }
+
+    /// Writes what is left of this worker's parts (empty ones included, so
+    /// the output always has all `--parts` files of each kind) and places
+    /// them.
     fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
         let started = Instant::now();
-        let ours = |p: usize, kind| writer_of(p, kind, self.peers) == self.worker;
-        for p in 0..self.parts.len() {
-            if ours(p, RowKind::Members) {
-                let members = self.parts[p].members();
-                totals.pages += members.len() as u64;
-                let path = self.dir.join("clusters").join(part_name(p));
-                write_clusters(&path, members.len(), members)?;
-            }
-            if ours(p, RowKind::Drops) {
-                let drops = self.parts[p].drops();
-                totals.dropped += drops.len() as u64;
-                let path = self.dir.join("drop").join(part_name(p));
-                write_drops(&path, drops.len(), drops)?;
-            }
+        for part in std::mem::take(&mut self.members).into_iter().flatten() {
+            totals.pages += part.finish()?;
+        }
+        for part in std::mem::take(&mut self.drops).into_iter().flatten() {
+            totals.dropped += part.finish()?;
         }
         tracing::info!(
             worker = self.worker,
-            seconds = started.elapsed().as_secs_f64(),
+            seconds = (self.writing + started.elapsed()).as_secs_f64(),
+            after_routing = started.elapsed().as_secs_f64(),
             rss_mib = ?crate::logging::resident_mib(),
             "parts written"
         );

@@ -5,12 +5,16 @@
 //! scratch), every producer (a worker's router, a worker's cluster owner)
 //! gives its rows in id order: a *run* per part, cut into slices so that
 //! rows flow to the writers while they are made, and sent a slice, not a
-//! row, at a time. The writer then merges its few runs per part as it
-//! writes: no sort, no second copy.
+//! row, at a time. The writer merges its few runs per part ([`RunMerge`])
+//! as the slices come, writing every row no run still to come can precede:
+//! a part is written while it is made, and each slice is freed once merged
+//! (holding every run until the last slice came had cost a worker's rows
+//! twice over in fresh memory: 0.37 GB of first touches on 10M pairs).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::clustering::placement_part;
@@ -45,13 +49,16 @@ impl Rows {
     }
 }
 
-/// A slice of a run: the `seq`-th slice of the rows that producer `run`
-/// gives part `part`.
+/// A slice of a run: the `seq`-th slice of the rows of one kind that
+/// producer `run` gives part `part`; `last` marks the run's end (every
+/// producer ends every run it may give, empty or not, so that a writer
+/// knows when no more rows can come from it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunSlice {
     pub part: u32,
     pub run: u32,
     pub seq: u32,
+    pub last: bool,
     pub rows: Rows,
 }
 
@@ -62,8 +69,8 @@ pub struct RunBuilder {
     slice_rows: usize,
     members: Vec<Vec<MemberRow>>,
     drops: Vec<Vec<DropRow>>,
-    /// Slices given so far, per part.
-    seq: Vec<u32>,
+    /// Slices given so far, per part and kind.
+    seq: Vec<[u32; 2]>,
 }
 
 impl RunBuilder {
@@ -77,50 +84,48 @@ impl RunBuilder {
             slice_rows,
             members: (0..parts).map(|_| Vec::with_capacity(slice_rows)).collect(),
             drops: (0..parts).map(|_| Vec::with_capacity(slice_rows)).collect(),
-            seq: vec![0; parts],
+            seq: vec![[0; 2]; parts],
         }
     }
 
     /// A page's `clusters/` row, in its part; pages come in id order.
+    #[inline]
     pub fn member(&mut self, row: MemberRow, give: &mut dyn FnMut(RunSlice)) {
         let part = placement_part(row.0, self.members.len()) as usize;
         self.members[part].push(row);
         if self.members[part].len() >= self.slice_rows {
-            self.give_members(part, give);
+            self.give_members(part, false, give);
         }
     }
 
     /// A page's `drop/` row, in its part; drops come in id order.
+    #[inline]
     pub fn drop(&mut self, row: DropRow, give: &mut dyn FnMut(RunSlice)) {
         let part = placement_part(row.0, self.drops.len()) as usize;
         self.drops[part].push(row);
         if self.drops[part].len() >= self.slice_rows {
-            self.give_drops(part, give);
+            self.give_drops(part, false, give);
         }
     }
 
-    /// Gives every part's last slices.
+    /// Gives every part's last slices, ending each of its runs.
     pub fn finish(&mut self, give: &mut dyn FnMut(RunSlice)) {
         for part in 0..self.members.len() {
-            self.give_members(part, give);
-            self.give_drops(part, give);
+            self.give_members(part, true, give);
+            self.give_drops(part, true, give);
         }
     }
 
-    fn give_members(&mut self, part: usize, give: &mut dyn FnMut(RunSlice)) {
-        if !self.members[part].is_empty() {
-            let fresh = self.fresh();
-            let rows = std::mem::replace(&mut self.members[part], fresh);
-            give(self.slice(part, Rows::Members(rows)));
-        }
+    fn give_members(&mut self, part: usize, last: bool, give: &mut dyn FnMut(RunSlice)) {
+        let fresh = if last { Vec::new() } else { self.fresh() };
+        let rows = std::mem::replace(&mut self.members[part], fresh);
+        give(self.slice(part, last, Rows::Members(rows)));
     }
 
-    fn give_drops(&mut self, part: usize, give: &mut dyn FnMut(RunSlice)) {
-        if !self.drops[part].is_empty() {
-            let fresh = self.fresh();
-            let rows = std::mem::replace(&mut self.drops[part], fresh);
-            give(self.slice(part, Rows::Drops(rows)));
-        }
+    fn give_drops(&mut self, part: usize, last: bool, give: &mut dyn FnMut(RunSlice)) {
+        let fresh = if last { Vec::new() } else { self.fresh() };
+        let rows = std::mem::replace(&mut self.drops[part], fresh);
+        give(self.slice(part, last, Rows::Drops(rows)));
     }
 
     /// A buffer for the next slice, at its full size at once (as the first
@@ -130,72 +135,21 @@ impl RunBuilder {
         Vec::with_capacity(self.slice_rows)
     }
 
-    fn slice(&mut self, part: usize, rows: Rows) -> RunSlice {
-        let seq = self.seq[part];
-        self.seq[part] += 1;
+    fn slice(&mut self, part: usize, last: bool, rows: Rows) -> RunSlice {
+        let kind = usize::from(rows.kind() == RowKind::Drops);
+        let seq = self.seq[part][kind];
+        self.seq[part][kind] += 1;
         RunSlice {
             part: part as u32,
             run: self.run,
             seq,
+            last,
             rows,
         }
     }
 }
 
-/// The slices one part's writer received, by kind: `(run, seq, rows)`.
-#[derive(Debug, Default)]
-pub struct PartRuns {
-    members: Vec<(u32, u32, Vec<MemberRow>)>,
-    drops: Vec<(u32, u32, Vec<DropRow>)>,
-}
-
-impl PartRuns {
-    pub fn add(&mut self, slice: RunSlice) {
-        match slice.rows {
-            Rows::Members(rows) => self.members.push((slice.run, slice.seq, rows)),
-            Rows::Drops(rows) => self.drops.push((slice.run, slice.seq, rows)),
-        }
-    }
-
-    /// The `clusters/` rows, merged into id order.
-    pub fn members(&mut self) -> Merged<MemberRow> {
-        Merged::new(std::mem::take(&mut self.members))
-    }
-
-    /// The `drop/` rows, merged into id order.
-    pub fn drops(&mut self) -> Merged<DropRow> {
-        Merged::new(std::mem::take(&mut self.drops))
-    }
-}
-
-/// Sorted runs merged into one sorted sequence, freeing each slice once
-/// read.
-pub struct Merged<T> {
-    runs: Vec<Run<T>>,
-    heads: Heads,
-    len: usize,
-}
-
-/// Runs up to which [`Heads::Few`] is used.
-const FEW_RUNS: usize = 8;
-
-/// The runs' next keys `(key, run)`.
-enum Heads {
-    /// A list scanned for its least: a compare and a select per run a row,
-    /// where a heap's sift mispredicts a branch on about every other row of
-    /// runs whose ids interleave (as hashed ids do).
-    Few(Vec<(i64, usize)>),
-    /// Least on top.
-    Many(BinaryHeap<Reverse<(i64, usize)>>),
-}
-
-/// A run's slices, in order, the current one being read.
-struct Run<T> {
-    slices: std::vec::IntoIter<Vec<T>>,
-    current: std::vec::IntoIter<T>,
-}
-
-/// A row of a part: its id comes first.
+/// A row of a run: what the runs are merged by.
 pub trait Row {
     fn id(&self) -> i64;
 }
@@ -206,180 +160,235 @@ impl<A, B> Row for (i64, A, B) {
     }
 }
 
-impl<T: Row> Merged<T> {
-    fn new(mut slices: Vec<(u32, u32, Vec<T>)>) -> Merged<T> {
-        let len = slices.iter().map(|(_, _, rows)| rows.len()).sum();
-        slices.sort_unstable_by_key(|&(run, seq, _)| (run, seq));
-        let mut runs: Vec<Run<T>> = Vec::new();
-        let mut last_run = None;
-        let mut grouped: Vec<Vec<T>> = Vec::new();
-        for (run, _, rows) in slices {
-            if last_run.is_some_and(|last| last != run) {
-                runs.push(Run::of(std::mem::take(&mut grouped)));
-            }
-            last_run = Some(run);
-            grouped.push(rows);
-        }
-        if !grouped.is_empty() {
-            runs.push(Run::of(grouped));
-        }
-        let heads = match runs.len() {
-            0..=FEW_RUNS => Heads::Few(Vec::new()),
-            _ => Heads::Many(BinaryHeap::new()),
-        };
-        Merged { runs, heads, len }.primed()
-    }
-
-    /// Rows in all.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    fn primed(mut self) -> Merged<T> {
-        for r in 0..self.runs.len() {
-            if let Some(key) = self.runs[r].peek_key() {
-                match &mut self.heads {
-                    Heads::Few(heads) => heads.push((key, r)),
-                    Heads::Many(heads) => heads.push(Reverse((key, r))),
-                }
-            }
-        }
-        self
-    }
+/// The runs of one part and kind, merged into id order as their slices
+/// come: rows are given once no run can still send a smaller id, that is up
+/// to the least id that every unfinished run has reached.
+pub struct RunMerge<T> {
+    /// By producer: its queue, if the producer is expected to send.
+    runs: Vec<Option<RunQueue<T>>>,
 }
 
-impl<T: Row> Run<T> {
-    fn of(slices: Vec<Vec<T>>) -> Run<T> {
-        Run {
-            slices: slices.into_iter(),
-            current: Vec::new().into_iter(),
+/// One run's slices as they came.
+struct RunQueue<T> {
+    /// Slices that came before one of a lower `seq` (timely delivers a
+    /// sender's records in order; this is only a guard).
+    early: BTreeMap<u32, (Vec<T>, bool)>,
+    next_seq: u32,
+    /// Slices in order, none empty, the front one merged up to `taken`.
+    ready: VecDeque<Vec<T>>,
+    taken: usize,
+    /// The last slice came: `ready` is all that is left.
+    finished: bool,
+}
+
+impl<T> RunQueue<T> {
+    fn new() -> RunQueue<T> {
+        RunQueue {
+            early: BTreeMap::new(),
+            next_seq: 0,
+            ready: VecDeque::new(),
+            taken: 0,
+            finished: false,
         }
     }
 
-    /// The key of the next row, loading the next slice if need be.
-    fn peek_key(&mut self) -> Option<i64> {
-        loop {
-            if let Some(row) = self.current.as_slice().first() {
-                return Some(row.id());
-            }
-            self.current = self.slices.next()?.into_iter();
-        }
+    /// The rows of the front slice not merged yet.
+    fn front(&self) -> &[T] {
+        self.ready.front().map_or(&[], |slice| &slice[self.taken..])
     }
 
-    fn next(&mut self) -> Option<T> {
-        loop {
-            if let Some(row) = self.current.next() {
-                return Some(row);
-            }
-            self.current = self.slices.next()?.into_iter();
+    /// Marks `n` more rows of the front slice merged, freeing it once all are.
+    fn advance(&mut self, n: usize) {
+        self.taken += n;
+        if self
+            .ready
+            .front()
+            .is_some_and(|slice| self.taken == slice.len())
+        {
+            self.ready.pop_front();
+            self.taken = 0;
         }
     }
 }
 
-impl<T: Row + Copy> Merged<T> {
-    /// One sorted run, as given.
-    #[cfg(test)]
-    pub(crate) fn from_sorted(rows: Vec<T>) -> Merged<T> {
-        Merged::new(vec![(0, 0, rows)])
-    }
-
-    /// Gives the next `n` rows (fewer if fewer are left) to `push`, in
-    /// order. Two runs (a part's usual lot: one per worker of a process)
-    /// are merged slice by slice in a loop that takes each row without a
-    /// branch on the ids: hashed ids interleave at random, so a branch
-    /// would mispredict on about every other row. Otherwise row by row.
-    pub fn take_into(&mut self, mut n: usize, mut push: impl FnMut(T)) {
-        while n > 0 {
-            if matches!(&self.heads, Heads::Few(heads) if heads.len() == 2) {
-                let taken = self.merge_two(n, &mut push);
-                if taken > 0 {
-                    n -= taken;
-                    continue;
-                }
+impl<T: Row + Copy> RunMerge<T> {
+    /// A merge of the runs of producers `runs`; slices of other producers
+    /// must be empty.
+    pub fn new(runs: impl IntoIterator<Item = u32>) -> RunMerge<T> {
+        let mut merge = RunMerge { runs: Vec::new() };
+        for run in runs {
+            let at = run as usize;
+            if merge.runs.len() <= at {
+                merge.runs.resize_with(at + 1, || None);
             }
-            match self.next() {
-                Some(row) => push(row),
-                None => return,
-            }
-            n -= 1;
+            merge.runs[at] = Some(RunQueue::new());
         }
+        merge
     }
 
-    /// Merges up to `n` rows of the two runs' current slices, until one of
-    /// them ends; gives how many.
-    fn merge_two(&mut self, n: usize, push: &mut impl FnMut(T)) -> usize {
-        let Heads::Few(heads) = &mut self.heads else {
-            return 0;
+    /// Takes in the `seq`-th slice of producer `run` (its `last`).
+    pub fn add(&mut self, run: u32, seq: u32, rows: Vec<T>, last: bool) -> Result<()> {
+        let Some(Some(queue)) = self.runs.get_mut(run as usize) else {
+            if rows.is_empty() {
+                return Ok(());
+            }
+            bail!("rows from producer {run}, which was to send none (internal error)");
         };
-        let (r0, r1) = (heads[0].1, heads[1].1);
-        let (a, b) = (
-            self.runs[r0].current.as_slice(),
-            self.runs[r1].current.as_slice(),
-        );
-        let (mut i, mut j) = (0, 0);
-        while i + j < n && i < a.len() && j < b.len() {
-            let first = a[i].id() < b[j].id();
-            push(if first { a[i] } else { b[j] });
-            i += usize::from(first);
-            j += usize::from(!first);
+        if queue.finished || seq < queue.next_seq || queue.early.contains_key(&seq) {
+            bail!("slice {seq} of producer {run} came twice or after its last (internal error)");
         }
-        for (at, (r, taken)) in [(r0, i), (r1, j)].into_iter().enumerate().rev() {
-            let run = &mut self.runs[r];
-            if taken > 0 {
-                run.current.nth(taken - 1);
+        queue.early.insert(seq, (rows, last));
+        while let Some((rows, last)) = queue.early.remove(&queue.next_seq) {
+            queue.next_seq += 1;
+            if !rows.is_empty() {
+                queue.ready.push_back(rows);
             }
-            match run.peek_key() {
-                Some(key) => heads[at].0 = key,
-                None => {
-                    heads.swap_remove(at);
+            queue.finished = last;
+        }
+        Ok(())
+    }
+
+    /// A producer whose last slice has not come, if any.
+    pub fn unfinished(&self) -> Option<u32> {
+        self.runs
+            .iter()
+            .enumerate()
+            .find(|(_, queue)| queue.as_ref().is_some_and(|q| !q.finished))
+            .map(|(run, _)| run as u32)
+    }
+
+    /// Gives at most `most` rows, in id order, of those that no run still
+    /// to come can precede; returns how many it gave.
+    pub fn merge_ready(&mut self, most: usize, mut push: impl FnMut(T)) -> usize {
+        let mut given = 0;
+        while given < most {
+            let Some(bound) = self.bound() else {
+                break;
+            };
+            let n = self.merge_fronts(bound, most - given, &mut push);
+            if n == 0 {
+                break;
+            }
+            given += n;
+        }
+        given
+    }
+
+    /// The greatest id every row up to which may be given now: the least of
+    /// the last ids the unfinished runs have sent (`i64::MAX` when all are
+    /// finished); `None` while an unfinished run has nothing waiting, or
+    /// nothing at all waits.
+    fn bound(&self) -> Option<i64> {
+        let mut bound = i64::MAX;
+        let mut waiting = false;
+        for queue in self.runs.iter().flatten() {
+            match (queue.ready.back(), queue.finished) {
+                (None, true) => {}
+                (None, false) => return None,
+                (Some(_), true) => waiting = true,
+                (Some(back), false) => {
+                    waiting = true;
+                    bound = bound.min(back.last().map_or(i64::MIN, Row::id));
                 }
             }
         }
-        i + j
+        waiting.then_some(bound)
+    }
+
+    /// Merges the rows up to `bound` of every run's front slice, at most
+    /// `most` of them, and none past the end of a front slice with more of
+    /// its run behind it (those rows may precede the rest of another front
+    /// slice): the run whose front slice ends lowest gives all of it
+    /// (unless `most` stops it first).
+    fn merge_fronts(&mut self, bound: i64, most: usize, push: &mut impl FnMut(T)) -> usize {
+        let mut bound = bound;
+        for queue in self.runs.iter().flatten() {
+            if queue.ready.len() > 1 {
+                let front_end = queue.ready.front().and_then(|s| s.last()).map(Row::id);
+                bound = bound.min(front_end.unwrap_or(i64::MIN));
+            }
+        }
+        let mut segments: Vec<(usize, &[T])> = Vec::new();
+        for (run, queue) in self.runs.iter().enumerate() {
+            if let Some(queue) = queue {
+                let front = queue.front();
+                let end = front.partition_point(|row| row.id() <= bound);
+                if end > 0 {
+                    segments.push((run, &front[..end]));
+                }
+            }
+        }
+        let mut taken = vec![0; segments.len()];
+        match segments.as_slice() {
+            [] => {}
+            [(_, a)] => {
+                taken[0] = a.len().min(most);
+                a[..taken[0]].iter().for_each(|&row| push(row));
+            }
+            [(_, a), (_, b)] => (taken[0], taken[1]) = merge_two(a, b, most, push),
+            _ => merge_many(&segments, &mut taken, most, push),
+        }
+        let runs: Vec<usize> = segments.iter().map(|&(run, _)| run).collect();
+        for (run, n) in runs.into_iter().zip(&taken) {
+            if let Some(queue) = self.runs[run].as_mut() {
+                queue.advance(*n);
+            }
+        }
+        taken.iter().sum()
     }
 }
 
-impl<T: Row> Iterator for Merged<T> {
-    type Item = T;
+/// Merges two sorted slices, at most `most` rows, picking each row without
+/// a branch on the ids; how many rows of each it took.
+fn merge_two<T: Row + Copy>(
+    a: &[T],
+    b: &[T],
+    most: usize,
+    push: &mut impl FnMut(T),
+) -> (usize, usize) {
+    let (mut i, mut j) = (0, 0);
+    while i + j < most && i < a.len() && j < b.len() {
+        let first = a[i].id() < b[j].id();
+        push(if first { a[i] } else { b[j] });
+        i += usize::from(first);
+        j += usize::from(!first);
+    }
+    while i + j < most && i < a.len() {
+        push(a[i]);
+        i += 1;
+    }
+    while i + j < most && j < b.len() {
+        push(b[j]);
+        j += 1;
+    }
+    (i, j)
+}
 
-    fn next(&mut self) -> Option<T> {
-        let heads = match &mut self.heads {
-            Heads::Few(heads) => {
-                let least = (1..heads.len()).fold(0, |least, at| {
-                    if heads[at].0 < heads[least].0 {
-                        at
-                    } else {
-                        least
-                    }
-                });
-                let &(_, r) = heads.get(least)?;
-                let run = &mut self.runs[r];
-                let row = run.next();
-                match run.peek_key() {
-                    Some(key) => heads[least].0 = key,
-                    None => {
-                        heads.swap_remove(least);
-                    }
-                }
-                return row;
-            }
-            Heads::Many(heads) => heads,
+/// Merges three sorted slices or more (many workers' runs), at most `most`
+/// rows, by a heap of their heads; counts each slice's rows in `taken`.
+fn merge_many<T: Row + Copy>(
+    segments: &[(usize, &[T])],
+    taken: &mut [usize],
+    most: usize,
+    push: &mut impl FnMut(T),
+) {
+    let mut heads: BinaryHeap<Reverse<(i64, usize)>> = segments
+        .iter()
+        .enumerate()
+        .map(|(s, (_, rows))| Reverse((rows[0].id(), s)))
+        .collect();
+    let mut given = 0;
+    while given < most {
+        let Some(Reverse((_, s))) = heads.pop() else {
+            break;
         };
-        let mut top = heads.peek_mut()?;
-        let Reverse((_, r)) = *top;
-        let run = &mut self.runs[r];
-        let row = run.next();
-        match run.peek_key() {
-            Some(key) => *top = Reverse((key, r)),
-            None => {
-                std::collections::binary_heap::PeekMut::pop(top);
-            }
+        let rows = segments[s].1;
+        push(rows[taken[s]]);
+        taken[s] += 1;
+        given += 1;
+        if let Some(next) = rows.get(taken[s]) {
+            heads.push(Reverse((next.id(), s)));
         }
-        row
     }
 }
 
@@ -401,18 +410,40 @@ mod tests {
         out
     }
 
+    /// A part's two merges (members and drops) over producers `runs`,
+    /// fed `slices` in the order given, `most` rows at a time after each.
+    fn merged(
+        runs: &[u32],
+        slices: Vec<RunSlice>,
+        most: usize,
+    ) -> Result<(Vec<MemberRow>, Vec<DropRow>)> {
+        let mut members = RunMerge::new(runs.iter().copied());
+        let mut drops = RunMerge::new(runs.iter().copied());
+        let (mut m, mut d) = (Vec::new(), Vec::new());
+        for slice in slices {
+            match slice.rows {
+                Rows::Members(rows) => members.add(slice.run, slice.seq, rows, slice.last)?,
+                Rows::Drops(rows) => drops.add(slice.run, slice.seq, rows, slice.last)?,
+            }
+            while members.merge_ready(most, |row| m.push(row)) > 0 {}
+            while drops.merge_ready(most, |row| d.push(row)) > 0 {}
+        }
+        assert_eq!((members.unfinished(), drops.unfinished()), (None, None));
+        Ok((m, d))
+    }
+
     #[test]
     fn runs_sent_in_any_order_merge_into_id_order() {
-        // A few producers and more than `FEW_RUNS` (the two ways of
-        // finding the least head), each in id order, of the ids of one
-        // part of 1Ki; many slices each (1Ki rows).
+        // Two producers and more (two ways of merging), each in id order,
+        // of the ids of one part of 1Ki; many slices each (1Ki rows),
+        // arriving in an order that is not the runs' (seqs out of order).
         let parts = 1 << 10;
         let target = placement_part(0, parts);
         let ours: Vec<i64> = (0..)
             .filter(|&id| placement_part(id, parts) == target)
             .take(15_000)
             .collect();
-        for producers in [3, FEW_RUNS + 4] {
+        for producers in [2, 3, 12] {
             let runs: Vec<Vec<(i64, i64)>> = (0..producers)
                 .map(|r| {
                     ours.iter()
@@ -426,91 +457,166 @@ mod tests {
                 .iter()
                 .enumerate()
                 .flat_map(|(r, rows)| slices_of(r as u32, parts, rows))
+                .filter(|slice| slice.part == target)
                 .collect();
             assert!(slices.len() >= 30, "{} slices", slices.len());
-            // Arrival order is not run order.
             slices.reverse();
             slices.rotate_left(7);
-            let mut part = PartRuns::default();
-            for slice in slices {
-                assert_eq!(slice.part, target);
-                part.add(slice);
-            }
-            let members = part.members();
-            assert_eq!(members.len(), 15_000);
-            let ids: Vec<i64> = members.map(|row| row.0).collect();
-            assert_eq!(ids, ours, "{producers} producers");
-            let drops: Vec<i64> = part.drops().map(|row| row.0).collect();
-            assert_eq!(drops, ours[1..], "{producers} producers");
+            let producers: Vec<u32> = (0..producers as u32).collect();
+            let (members, drops) = merged(&producers, slices, usize::MAX).unwrap();
+            let ids: Vec<i64> = members.iter().map(|row| row.0).collect();
+            assert_eq!(ids, ours, "{} producers", producers.len());
+            let drops: Vec<i64> = drops.iter().map(|row| row.0).collect();
+            assert_eq!(drops, ours[1..], "{} producers", producers.len());
         }
     }
 
     #[test]
-    fn taken_in_chunks_two_runs_or_more_merge_as_row_by_row() {
-        // Ids interleaved at random among the runs, slices of uneven sizes
-        // (one empty), one run longer than the others: the two-run loop
-        // ends at slice bounds, at a chunk's end and where a run runs out.
+    fn rows_are_given_as_soon_as_no_run_can_precede_them_and_not_before() {
+        // Ids dealt at random among 1, 2 or 3 runs, slices of uneven sizes
+        // interleaved at random (each run's in order), taken 1, 7 or 256
+        // rows at a time: every row comes out once, in id order, and
+        // after each slice exactly the rows below every unfinished run's
+        // last id have come out.
         let mut rng = crate::gen::SplitMix64::new(5);
-        for runs in [1, 2, 3] {
-            let mut rows: Vec<Vec<MemberRow>> = vec![Vec::new(); runs];
+        for runs in [1usize, 2, 3] {
+            let mut all: Vec<Vec<MemberRow>> = vec![Vec::new(); runs];
             for id in 0..5_000i64 {
                 let run = if id > 4_000 {
                     0
                 } else {
                     rng.below(runs as u64) as usize
                 };
-                rows[run].push((id, id / 7, 1 + (id % 5) as u32));
+                all[run].push((id, id / 7, 1 + (id % 5) as u32));
             }
-            let slices = || {
-                let mut slices = Vec::new();
-                for (run, rows) in rows.iter().enumerate() {
-                    let (mut start, mut seq) = (0, 0);
-                    while start <= rows.len() {
-                        let end = (start + seq * 37 % 300).min(rows.len());
-                        slices.push((run as u32, seq as u32, rows[start..end].to_vec()));
-                        (start, seq) = (end + usize::from(end == rows.len()), seq + 1);
+            let pending: Vec<VecDeque<RunSlice>> = all
+                .iter()
+                .enumerate()
+                .map(|(run, rows)| {
+                    let mut slices = VecDeque::new();
+                    let (mut start, mut seq) = (0, 0u32);
+                    while start < rows.len() || slices.is_empty() {
+                        let end = (start + (seq as usize * 37) % 300).min(rows.len());
+                        let slice = Rows::Members(rows[start..end].to_vec());
+                        let last = end == rows.len();
+                        slices.push_back(RunSlice {
+                            part: 0,
+                            run: run as u32,
+                            seq,
+                            last,
+                            rows: slice,
+                        });
+                        (start, seq) = (end, seq + 1);
                     }
+                    slices
+                })
+                .collect();
+            for most in [1, 7, 256] {
+                let mut merge = RunMerge::new(0..runs as u32);
+                let mut out = Vec::new();
+                let mut queues = pending.clone();
+                let mut sent_to: Vec<Option<i64>> = vec![None; runs];
+                while queues.iter().any(|q| !q.is_empty()) {
+                    let run = loop {
+                        let run = rng.below(runs as u64) as usize;
+                        if !queues[run].is_empty() {
+                            break run;
+                        }
+                    };
+                    let slice = queues[run].pop_front().unwrap();
+                    let Rows::Members(rows) = slice.rows else {
+                        unreachable!()
+                    };
+                    if let Some(row) = rows.last() {
+                        sent_to[run] = Some(row.0);
+                    }
+                    let ended = slice.last;
+                    merge.add(slice.run, slice.seq, rows, ended).unwrap();
+                    while merge.merge_ready(most, |row| out.push(row)) > 0 {}
+                    // Every row below the least id an unfinished run has
+                    // reached has come out; none above it.
+                    let bound = (0..runs)
+                        .filter(|&r| !queues[r].is_empty())
+                        .map(|r| sent_to[r].unwrap_or(i64::MIN))
+                        .min()
+                        .unwrap_or(i64::MAX);
+                    let expected = all.iter().flatten().filter(|row| row.0 <= bound).count();
+                    assert_eq!(out.len(), expected, "{runs} runs, {most} at a time");
                 }
-                slices
-            };
-            let expected: Vec<MemberRow> = Merged::new(slices()).collect();
-            assert!(expected.iter().zip(0..5_000).all(|(row, id)| row.0 == id));
-            for chunk in [1, 7, 256, 10_000] {
-                let mut merged = Merged::new(slices());
-                let mut got = Vec::new();
-                while got.len() < expected.len() {
-                    let before = got.len();
-                    merged.take_into(chunk, |row| got.push(row));
-                    assert_eq!(got.len() - before, chunk.min(expected.len() - before));
-                }
-                merged.take_into(chunk, |row| got.push(row));
-                assert_eq!(got, expected, "{runs} runs, chunks of {chunk}");
+                let ids: Vec<i64> = out.iter().map(|row| row.0).collect();
+                assert_eq!(
+                    ids,
+                    (0..5_000).collect::<Vec<_>>(),
+                    "{runs} runs, {most} at a time"
+                );
+                assert_eq!(merge.unfinished(), None);
             }
         }
+    }
+
+    #[test]
+    fn a_run_not_yet_ended_holds_back_the_rows_after_its_last() {
+        let slice = |run, seq, ids: &[i64], last| RunSlice {
+            part: 0,
+            run,
+            seq,
+            last,
+            rows: Rows::Members(ids.iter().map(|&id| (id, id, 1)).collect()),
+        };
+        let mut merge = RunMerge::new([0, 2]);
+        let mut out = Vec::new();
+        let add = |merge: &mut RunMerge<MemberRow>, s: RunSlice| {
+            let Rows::Members(rows) = s.rows else {
+                unreachable!()
+            };
+            merge.add(s.run, s.seq, rows, s.last)
+        };
+        // Producer 2 has sent nothing: nothing can be given.
+        add(&mut merge, slice(0, 0, &[1, 5, 9], false)).unwrap();
+        assert_eq!(merge.merge_ready(usize::MAX, |r| out.push(r.0)), 0);
+        // Producer 2 up to 6: rows up to 6 of both.
+        add(&mut merge, slice(2, 0, &[2, 6], false)).unwrap();
+        merge.merge_ready(usize::MAX, |r| out.push(r.0));
+        assert_eq!(out, [1, 2, 5, 6]);
+        assert_eq!(merge.unfinished(), Some(0));
+        // Producer 1 was to send nothing: its empty end is taken, rows are
+        // refused, and so is a slice that came twice.
+        add(&mut merge, slice(1, 0, &[], true)).unwrap();
+        assert!(add(&mut merge, slice(1, 1, &[3], true)).is_err());
+        assert!(add(&mut merge, slice(2, 0, &[7], false)).is_err());
+        // A slice that comes before the one it follows waits for it.
+        add(&mut merge, slice(2, 2, &[], true)).unwrap();
+        assert_eq!(merge.merge_ready(usize::MAX, |r| out.push(r.0)), 0);
+        add(&mut merge, slice(2, 1, &[8], false)).unwrap();
+        add(&mut merge, slice(0, 1, &[10], true)).unwrap();
+        merge.merge_ready(usize::MAX, |r| out.push(r.0));
+        assert_eq!(out, [1, 2, 5, 6, 8, 9, 10]);
+        assert_eq!(merge.unfinished(), None);
     }
 
     #[test]
     fn rows_go_to_their_pages_part() {
         let parts = 4;
         let rows: Vec<(i64, i64)> = (0..200).map(|i| (i, i / 10 * 10)).collect();
-        let mut by_part: Vec<PartRuns> = (0..parts).map(|_| PartRuns::default()).collect();
-        for slice in slices_of(0, parts, &rows) {
-            by_part[slice.part as usize].add(slice);
+        let mut by_part: Vec<Vec<RunSlice>> = vec![Vec::new(); parts];
+        let slices = slices_of(0, parts, &rows);
+        // Every part's two runs are ended, each once.
+        assert_eq!(slices.iter().filter(|s| s.last).count(), 2 * parts);
+        for slice in slices {
+            by_part[slice.part as usize].push(slice);
         }
         let (mut members, mut drops) = (0, 0);
-        for (p, part) in by_part.iter_mut().enumerate() {
-            let mut last = i64::MIN;
-            for (id, _, _) in part.members() {
+        for (p, slices) in by_part.into_iter().enumerate() {
+            let (m, d) = merged(&[0], slices, 64).unwrap();
+            for &(id, _, _) in &m {
                 assert_eq!(placement_part(id, parts), p as u32);
-                assert!(id > last);
-                last = id;
-                members += 1;
             }
-            for (id, keep, _) in part.drops() {
+            assert!(m.windows(2).all(|w| w[0].0 < w[1].0));
+            for &(id, keep, _) in &d {
                 assert_eq!(placement_part(id, parts), p as u32);
                 assert_eq!(keep, id / 10 * 10);
-                drops += 1;
             }
+            (members, drops) = (members + m.len(), drops + d.len());
         }
         assert_eq!((members, drops), (200, 180));
     }

@@ -148,7 +148,8 @@ pub fn await_outcome<T: Send + 'static, R>(
 /// What a job's last operator does on a worker: take in its share of the
 /// data, then write it out once the data is complete.
 pub trait FinalStage<D, R> {
-    fn absorb(&mut self, data: &mut Vec<D>);
+    /// Takes in a batch of the data (and may write what it can already).
+    fn absorb(&mut self, data: &mut Vec<D>) -> Result<()>;
     /// Writes what was absorbed, adding what it wrote to `totals`.
     fn finish(&mut self, totals: &mut R) -> Result<()>;
 }
@@ -176,7 +177,14 @@ where
         move |capability, _info| {
             let mut capability = Some(capability);
             move |(input, frontier), output| {
-                input.for_each(|_time, data| stage.absorb(data));
+                input.for_each(|_time, data| {
+                    let mut report = state.borrow_mut();
+                    if report.error.is_some() || failure.happened() {
+                        data.clear();
+                    } else if let Err(error) = stage.absorb(data) {
+                        report.fail(error, &failure);
+                    }
+                });
                 if !frontier.is_empty() {
                     return;
                 }

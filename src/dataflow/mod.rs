@@ -377,10 +377,11 @@ impl Reducer {
 }
 
 impl FinalStage<Pair, MatchTotals> for Reducer {
-    fn absorb(&mut self, pairs: &mut Vec<Pair>) {
+    fn absorb(&mut self, pairs: &mut Vec<Pair>) -> Result<()> {
         for pair in pairs.drain(..) {
             self.parts[self.job.parts.part_of(pair.query_id)].push(pair);
         }
+        Ok(())
     }
 
     /// Sorts, de-duplicates and writes every part this worker owns, empty

@@ -26,7 +26,7 @@ use parquet::schema::types::ColumnPath;
 
 use crate::dataflow::commit::lock;
 use crate::pairs::Pair;
-use crate::part_runs::{DropRow, MemberRow, Merged, Row};
+use crate::part_runs::{DropRow, MemberRow, Row, RunMerge};
 use crate::storage::{is_url, OutputPrefix};
 
 /// Rows per row group of the files neardup writes.
@@ -435,27 +435,6 @@ const STORED_ZSTD_LEVEL: i32 = 3;
 /// dictionaries above, no larger.
 const OUTPUT_ZSTD_LEVEL: i32 = 1;
 
-/// Writes `rows` rows in order of the first column (recorded in the footer
-/// as the sort order), `columns` giving the next `n` rows' arrays.
-fn write_sorted_by_first(
-    path: &Path,
-    fields: Vec<Field>,
-    rows: usize,
-    mut columns: impl FnMut(usize) -> Result<Vec<ArrayRef>>,
-) -> Result<()> {
-    let schema = Arc::new(Schema::new(fields));
-    write_parquet(
-        path,
-        OUTPUT_ZSTD_LEVEL,
-        schema.clone(),
-        Some(ascending(&[0])),
-        None,
-        rows,
-        ROW_GROUP_ROWS,
-        |range| Ok(RecordBatch::try_new(schema.clone(), columns(range.len())?)?),
-    )
-}
-
 /// The footer's sort order: ascending by `columns` (indexes), nulls last.
 fn ascending(columns: &[i32]) -> Vec<SortingColumn> {
     columns
@@ -468,94 +447,191 @@ fn ascending(columns: &[i32]) -> Vec<SortingColumn> {
         .collect()
 }
 
-/// The next `n` rows of `rows`, each split by `split` into its columns,
-/// checking that the ids (the first column) strictly increase: rows come
-/// from merged runs, and a part out of order must never be written as
-/// sorted.
-fn next_sorted<T: Row + Copy, A, B>(
-    path: &Path,
-    rows: &mut Merged<T>,
-    last: &mut Option<i64>,
-    n: usize,
-    split: impl Fn(T) -> (i64, A, B),
-) -> Result<(Vec<i64>, Vec<A>, Vec<B>)> {
-    let (mut ids, mut a, mut b) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    // The first id out of order (none if all increase), reported once the
-    // chunk is taken.
-    let mut disorder = None;
-    let mut previous = *last;
-    rows.take_into(n, |row| {
-        let (id, x, y) = split(row);
-        if disorder.is_none() && previous.is_some_and(|last| id <= last) {
-            disorder = Some(id);
-        }
-        previous = Some(id);
-        ids.push(id);
-        a.push(x);
-        b.push(y);
-    });
-    *last = previous;
-    if let Some(id) = disorder {
-        bail!(
-            "{}: id {id} out of order or repeated (internal error)",
-            path.display()
-        );
-    }
-    if ids.len() != n {
-        bail!(
-            "{}: fewer rows than announced (internal error)",
-            path.display()
-        );
-    }
-    Ok((ids, a, b))
+/// A row of a `cluster` output part: an id, another page's id and a
+/// third column, gathered column by column as rows come (each column's
+/// buffer then becomes its Arrow array without a copy).
+pub trait PartRow: Row + Copy {
+    type Third;
+    fn fields() -> Vec<Field>;
+    fn split(self) -> (i64, i64, Self::Third);
+    fn columns(ids: Vec<i64>, others: Vec<i64>, thirds: Vec<Self::Third>) -> Vec<ArrayRef>;
 }
 
-/// Writes a `clusters/` part of `n` rows: `id`, `cluster_id` (the
-/// representative), `cluster_size`, rows given in id order.
-pub fn write_clusters(path: &Path, n: usize, mut rows: Merged<MemberRow>) -> Result<()> {
-    let fields = ["id", "cluster_id", "cluster_size"]
-        .map(|name| Field::new(name, DataType::Int64, false))
-        .to_vec();
-    let mut last = None;
-    write_sorted_by_first(path, fields, n, |n| {
-        let (ids, clusters, sizes) =
-            next_sorted(path, &mut rows, &mut last, n, |(id, cluster, size)| {
-                (id, cluster, i64::from(size))
-            })?;
-        Ok(vec![
+/// `clusters/`: `id`, `cluster_id` (the representative), `cluster_size`.
+impl PartRow for MemberRow {
+    type Third = i64;
+
+    fn fields() -> Vec<Field> {
+        ["id", "cluster_id", "cluster_size"]
+            .map(|name| Field::new(name, DataType::Int64, false))
+            .to_vec()
+    }
+
+    fn split(self) -> (i64, i64, i64) {
+        (self.0, self.1, i64::from(self.2))
+    }
+
+    fn columns(ids: Vec<i64>, clusters: Vec<i64>, sizes: Vec<i64>) -> Vec<ArrayRef> {
+        vec![
             Arc::new(Int64Array::from(ids)),
             Arc::new(Int64Array::from(clusters)),
             Arc::new(Int64Array::from(sizes)),
-        ])
-    })
+        ]
+    }
 }
 
-/// Writes a `drop/` part of `n` rows: `id` to drop, `keep_id` the page kept
-/// in its place, and `distance` between the two when they are a pair (null
-/// under `--drop-policy component`, where they may only be chained); rows
-/// given in id order.
-pub fn write_drops(path: &Path, n: usize, mut rows: Merged<DropRow>) -> Result<()> {
-    let fields = vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("keep_id", DataType::Int64, false),
-        Field::new("distance", DataType::Int8, true),
-    ];
-    let mut last = None;
-    write_sorted_by_first(path, fields, n, |n| {
-        let (ids, keeps, distances) =
-            next_sorted(path, &mut rows, &mut last, n, |(id, keep, distance)| {
-                (id, keep, distance.map(|d| d as i8))
-            })?;
-        Ok(vec![
+/// `drop/`: `id` to drop, `keep_id` the page kept in its place, and
+/// `distance` between the two when they are a pair (null under
+/// `--drop-policy component`, where they may only be chained).
+impl PartRow for DropRow {
+    type Third = Option<i8>;
+
+    fn fields() -> Vec<Field> {
+        vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("keep_id", DataType::Int64, false),
+            Field::new("distance", DataType::Int8, true),
+        ]
+    }
+
+    fn split(self) -> (i64, i64, Option<i8>) {
+        (self.0, self.1, self.2.map(|d| d as i8))
+    }
+
+    fn columns(ids: Vec<i64>, keeps: Vec<i64>, distances: Vec<Option<i8>>) -> Vec<ArrayRef> {
+        vec![
             Arc::new(Int64Array::from(ids)),
             Arc::new(Int64Array::from(keeps)),
             Arc::new(Int8Array::from(distances)),
-        ])
-    })
+        ]
+    }
+}
+
+/// The columns of the row group being filled.
+struct GroupColumns<T: PartRow> {
+    ids: Vec<i64>,
+    others: Vec<i64>,
+    thirds: Vec<T::Third>,
+}
+
+impl<T: PartRow> GroupColumns<T> {
+    fn new() -> GroupColumns<T> {
+        GroupColumns {
+            ids: Vec::with_capacity(ROW_GROUP_ROWS),
+            others: Vec::with_capacity(ROW_GROUP_ROWS),
+            thirds: Vec::with_capacity(ROW_GROUP_ROWS),
+        }
+    }
+
+    fn push(&mut self, row: T) {
+        let (id, other, third) = row.split();
+        self.ids.push(id);
+        self.others.push(other);
+        self.thirds.push(third);
+    }
+}
+
+/// A `cluster` output part written as its runs come: the rows a
+/// [`RunMerge`] can give are written a row group at a time (the same row
+/// groups, so the same bytes, whenever the rows come), checked to be in
+/// strictly increasing id order, to a temporary name renamed into place by
+/// [`Self::finish`].
+pub struct SortedPart<T: PartRow> {
+    path: PathBuf,
+    open: Option<OpenParquet>,
+    /// The row group being filled (none before the first row).
+    group: Option<GroupColumns<T>>,
+    last: Option<i64>,
+    written: u64,
+}
+
+impl<T: PartRow> SortedPart<T> {
+    pub fn new(path: PathBuf) -> SortedPart<T> {
+        SortedPart {
+            path,
+            open: None,
+            group: None,
+            last: None,
+            written: 0,
+        }
+    }
+
+    /// Writes every row `merge` can give now, a full row group at a time.
+    pub fn write_from(&mut self, merge: &mut RunMerge<T>) -> Result<()> {
+        loop {
+            let group = self.group.get_or_insert_with(GroupColumns::new);
+            let room = ROW_GROUP_ROWS - group.ids.len();
+            let given = merge.merge_ready(room, |row| group.push(row));
+            if group.ids.len() == ROW_GROUP_ROWS {
+                self.write_group()?;
+            }
+            if given < room {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Writes the rest once every run has ended, and places the file;
+    /// gives the rows written.
+    pub fn finish(mut self, merge: &mut RunMerge<T>) -> Result<u64> {
+        self.write_from(merge)?;
+        if let Some(run) = merge.unfinished() {
+            bail!(
+                "{}: producer {run} never ended its rows (internal error)",
+                self.path.display()
+            );
+        }
+        if self.group.as_ref().is_some_and(|g| !g.ids.is_empty()) {
+            self.write_group()?;
+        }
+        let open = match self.open.take() {
+            Some(open) => open,
+            None => self.open_file()?,
+        };
+        open.close(&self.path)?;
+        Ok(self.written)
+    }
+
+    /// Writes the rows held as one row group, after checking their order.
+    fn write_group(&mut self) -> Result<()> {
+        let Some(group) = self.group.take() else {
+            return Ok(());
+        };
+        let mut previous = self.last;
+        for &id in &group.ids {
+            if previous.is_some_and(|last| id <= last) {
+                bail!(
+                    "{}: id {id} out of order or repeated (internal error)",
+                    self.path.display()
+                );
+            }
+            previous = Some(id);
+        }
+        self.last = previous;
+        if self.open.is_none() {
+            self.open = Some(self.open_file()?);
+        }
+        let open = self.open.as_mut().expect("opened just above");
+        let rows = group.ids.len();
+        let columns = T::columns(group.ids, group.others, group.thirds);
+        let batch = RecordBatch::try_new(open.schema.clone(), columns)?;
+        open.write_group(&self.path, &batch)?;
+        self.written += rows as u64;
+        Ok(())
+    }
+
+    fn open_file(&self) -> Result<OpenParquet> {
+        let schema = Arc::new(Schema::new(T::fields()));
+        let sorting = Some(ascending(&[0]));
+        OpenParquet::create(
+            &self.path,
+            OUTPUT_ZSTD_LEVEL,
+            schema,
+            sorting,
+            None,
+            ROW_GROUP_ROWS,
+        )
+    }
 }
 
 /// Fingerprinted documents, in the order they were read.
@@ -637,40 +713,82 @@ fn write_parquet(
     group_rows: usize,
     mut batch: impl FnMut(std::ops::Range<usize>) -> Result<RecordBatch>,
 ) -> Result<()> {
-    let mut props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(zstd_level)?))
-        .set_dictionary_enabled(false)
-        .set_sorting_columns(sorting)
-        .set_key_value_metadata(key_values)
-        .set_max_row_group_row_count(Some(group_rows));
-    for field in schema.fields() {
-        let column = ColumnPath::from(field.name().as_str());
-        props = match column_layout(field.name()) {
-            Some(ColumnLayout::Raw) => props
-                .set_column_encoding(column.clone(), Encoding::PLAIN)
-                .set_column_compression(column, Compression::UNCOMPRESSED),
-            Some(ColumnLayout::Delta) => props
-                .set_column_encoding(column.clone(), Encoding::DELTA_BINARY_PACKED)
-                .set_column_compression(column, Compression::UNCOMPRESSED),
-            Some(ColumnLayout::FewValues) => props.set_column_dictionary_enabled(column, true),
-            None => props,
-        };
-    }
-    let props = props.build();
-    let tmp = temporary_name(path);
-    prepare_parent(path)?;
-    let file = File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
-    let failed = |error| writing_error(path, error);
-    let mut writer = ArrowWriter::try_new(file, schema, Some(props)).map_err(failed)?;
+    let mut open = OpenParquet::create(path, zstd_level, schema, sorting, key_values, group_rows)?;
     let mut start = 0;
     while start < rows {
         let end = (start + group_rows).min(rows);
-        writer.write(&batch(start..end)?).map_err(failed)?;
-        writer.flush().map_err(failed)?;
+        open.write_group(path, &batch(start..end)?)?;
         start = end;
     }
-    writer.close().map_err(failed)?;
-    place(&tmp, path)
+    open.close(path)
+}
+
+/// A Parquet file being written under its temporary name, with neardup's
+/// layout of every column (see [`column_layout`]).
+struct OpenParquet {
+    writer: ArrowWriter<File>,
+    tmp: PathBuf,
+    schema: SchemaRef,
+    group_rows: usize,
+}
+
+impl OpenParquet {
+    fn create(
+        path: &Path,
+        zstd_level: i32,
+        schema: SchemaRef,
+        sorting: Option<Vec<SortingColumn>>,
+        key_values: Option<Vec<KeyValue>>,
+        group_rows: usize,
+    ) -> Result<OpenParquet> {
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(zstd_level)?))
+            .set_dictionary_enabled(false)
+            .set_sorting_columns(sorting)
+            .set_key_value_metadata(key_values)
+            .set_max_row_group_row_count(Some(group_rows));
+        for field in schema.fields() {
+            let column = ColumnPath::from(field.name().as_str());
+            props = match column_layout(field.name()) {
+                Some(ColumnLayout::Raw) => props
+                    .set_column_encoding(column.clone(), Encoding::PLAIN)
+                    .set_column_compression(column, Compression::UNCOMPRESSED),
+                Some(ColumnLayout::Delta) => props
+                    .set_column_encoding(column.clone(), Encoding::DELTA_BINARY_PACKED)
+                    .set_column_compression(column, Compression::UNCOMPRESSED),
+                Some(ColumnLayout::FewValues) => props.set_column_dictionary_enabled(column, true),
+                None => props,
+            };
+        }
+        let tmp = temporary_name(path);
+        prepare_parent(path)?;
+        let file =
+            File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.build()))
+            .map_err(|error| writing_error(path, error))?;
+        Ok(OpenParquet {
+            writer,
+            tmp,
+            schema,
+            group_rows,
+        })
+    }
+
+    /// Writes `batch` as one row group.
+    fn write_group(&mut self, path: &Path, batch: &RecordBatch) -> Result<()> {
+        debug_assert!(batch.num_rows() <= self.group_rows);
+        let failed = |error| writing_error(path, error);
+        self.writer.write(batch).map_err(failed)?;
+        self.writer.flush().map_err(failed)
+    }
+
+    /// Writes the footer and renames the file into place.
+    fn close(self, path: &Path) -> Result<()> {
+        self.writer
+            .close()
+            .map_err(|error| writing_error(path, error))?;
+        place(&self.tmp, path)
+    }
 }
 
 /// A Parquet writer's error as one line naming the file: an I/O failure (a
@@ -766,10 +884,10 @@ mod tests {
         let dir = tempfile::tempdir()?;
         let clusters = dir.path().join("clusters.parquet");
         let rows = (0..10_000i64).map(|id| (id, id - id % 3, 3)).collect();
-        write_clusters(&clusters, 10_000, Merged::from_sorted(rows))?;
+        assert_eq!(write_part(&clusters, rows, true)?, 10_000);
         let drops = dir.path().join("drop.parquet");
         let rows = (0..10_000i64).map(|id| (id, id + 1, Some((id % 4) as u8)));
-        write_drops(&drops, 10_000, Merged::from_sorted(rows.collect()))?;
+        write_part(&drops, rows.collect(), true)?;
         for (path, few, many) in [(&clusters, 2, 1), (&drops, 2, 1)] {
             let reader = SerializedFileReader::new(File::open(path)?)?;
             for group in reader.metadata().row_groups() {
@@ -792,32 +910,50 @@ mod tests {
         Ok(())
     }
 
+    /// Writes `rows` as a part through a merge of one run, ended or not.
+    fn write_part<T: PartRow>(path: &Path, rows: Vec<T>, ended: bool) -> Result<u64> {
+        let mut merge = RunMerge::new([0]);
+        merge.add(0, 0, rows, ended)?;
+        let mut part = SortedPart::new(path.to_path_buf());
+        part.write_from(&mut merge)?;
+        part.finish(&mut merge)
+    }
+
     #[test]
-    fn a_part_out_of_id_order_is_refused_and_never_left_in_place() -> Result<()> {
+    fn a_part_out_of_id_order_or_unended_is_refused_and_never_left_in_place() -> Result<()> {
         let dir = tempfile::tempdir()?;
         let sorted = dir.path().join("sorted.parquet");
-        let rows = vec![(1, 1, 2), (2, 1, 2), (7, 7, 1)];
-        write_clusters(&sorted, 3, Merged::from_sorted(rows))?;
+        write_part(&sorted, vec![(1, 1, 2), (2, 1, 2), (7, 7, 1)], true)?;
         let reader = SerializedFileReader::new(File::open(&sorted)?)?;
         assert_eq!(reader.metadata().file_metadata().num_rows(), 3);
-        for (name, rows) in [
-            ("backwards", vec![(5, 5, None), (4, 5, Some(1))]),
-            ("repeated", vec![(5, 6, Some(1)), (5, 6, Some(1))]),
+        // An empty part is a file with no rows.
+        let empty = dir.path().join("empty.parquet");
+        assert_eq!(write_part::<DropRow>(&empty, Vec::new(), true)?, 0);
+        let reader = SerializedFileReader::new(File::open(&empty)?)?;
+        assert_eq!(reader.metadata().file_metadata().num_rows(), 0);
+        for (name, rows, ended, message) in [
+            (
+                "backwards",
+                vec![(5, 5, None), (4, 5, Some(1))],
+                true,
+                "out of order or repeated",
+            ),
+            (
+                "repeated",
+                vec![(5, 6, Some(1)), (5, 6, Some(1))],
+                true,
+                "out of order or repeated",
+            ),
+            ("unended", vec![(1, 2, None)], false, "never ended"),
         ] {
             let path = dir.path().join(format!("{name}.parquet"));
-            let error = write_drops(&path, rows.len(), Merged::from_sorted(rows)).unwrap_err();
-            assert!(
-                format!("{error:#}").contains("out of order or repeated"),
-                "{error:#}"
-            );
+            let error = write_part(&path, rows, ended).unwrap_err();
+            assert!(format!("{error:#}").contains(message), "{error:#}");
             assert!(
                 !path.exists(),
                 "{name}: a refused part must not be in place"
             );
         }
-        let short = dir.path().join("short.parquet");
-        let error = write_drops(&short, 3, Merged::from_sorted(vec![(1, 2, None)])).unwrap_err();
-        assert!(format!("{error:#}").contains("fewer rows"), "{error:#}");
         Ok(())
     }
 }
