@@ -520,10 +520,18 @@ impl<T: PartRow> StreamedPart<T> {
         }
     }
 
-    fn add(&mut self, slice: (u32, u32, Vec<T>, bool)) -> Result<()> {
-        let (run, seq, rows, last) = slice;
+    /// Takes in a slice of producer `run` and writes what it lets through.
+    fn add(&mut self, run: u32, seq: u32, rows: Vec<T>, last: bool) -> Result<()> {
         self.merge.add(run, seq, rows, last)?;
         self.file.write_from(&mut self.merge)
+    }
+
+    /// The part `p` of `parts`, if this worker writes it.
+    fn of(parts: &mut [Option<StreamedPart<T>>], p: usize) -> Result<&mut StreamedPart<T>> {
+        match parts.get_mut(p) {
+            Some(Some(part)) => Ok(part),
+            _ => bail!("rows of part {p} came to a worker that does not write it (internal error)"),
+        }
     }
 
     fn finish(self) -> Result<u64> {
@@ -575,23 +583,13 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
                 rows,
             } = slice;
             let p = part as usize;
-            let added = match rows {
-                Rows::Members(rows) => self
-                    .members
-                    .get_mut(p)
-                    .and_then(Option::as_mut)
-                    .map(|part| part.add((run, seq, rows, last))),
-                Rows::Drops(rows) => self
-                    .drops
-                    .get_mut(p)
-                    .and_then(Option::as_mut)
-                    .map(|part| part.add((run, seq, rows, last))),
-            };
-            match added {
-                Some(result) => result?,
-                None => bail!(
-                    "rows of part {p} came to a worker that does not write it (internal error)"
-                ),
+            match rows {
+                Rows::Members(rows) => {
+                    StreamedPart::of(&mut self.members, p)?.add(run, seq, rows, last)?
+                }
+                Rows::Drops(rows) => {
+                    StreamedPart::of(&mut self.drops, p)?.add(run, seq, rows, last)?
+                }
             }
         }
         self.writing += started.elapsed();

@@ -257,6 +257,25 @@ impl<T: Row + Copy> RunMerge<T> {
             .map(|(run, _)| run as u32)
     }
 
+    /// How many rows [`Self::merge_ready`] could give now.
+    pub fn mergeable(&self) -> usize {
+        let Some(bound) = self.bound() else {
+            return 0;
+        };
+        let mut rows = 0;
+        for queue in self.runs.iter().flatten() {
+            for (at, slice) in queue.ready.iter().enumerate() {
+                let from = if at == 0 { queue.taken } else { 0 };
+                let below = slice.partition_point(|row| row.id() <= bound);
+                rows += below.saturating_sub(from);
+                if below < slice.len() {
+                    break;
+                }
+            }
+        }
+        rows
+    }
+
     /// Gives at most `most` rows, in id order, of those that no run still
     /// to come can precede; returns how many it gave.
     pub fn merge_ready(&mut self, most: usize, mut push: impl FnMut(T)) -> usize {
@@ -532,16 +551,18 @@ mod tests {
                     }
                     let ended = slice.last;
                     merge.add(slice.run, slice.seq, rows, ended).unwrap();
-                    while merge.merge_ready(most, |row| out.push(row)) > 0 {}
                     // Every row below the least id an unfinished run has
-                    // reached has come out; none above it.
+                    // reached can come out; none above it.
                     let bound = (0..runs)
                         .filter(|&r| !queues[r].is_empty())
                         .map(|r| sent_to[r].unwrap_or(i64::MIN))
                         .min()
                         .unwrap_or(i64::MAX);
                     let expected = all.iter().flatten().filter(|row| row.0 <= bound).count();
+                    assert_eq!(merge.mergeable(), expected - out.len());
+                    while merge.merge_ready(most, |row| out.push(row)) > 0 {}
                     assert_eq!(out.len(), expected, "{runs} runs, {most} at a time");
+                    assert_eq!(merge.mergeable(), 0);
                 }
                 let ids: Vec<i64> = out.iter().map(|row| row.0).collect();
                 assert_eq!(

@@ -515,11 +515,11 @@ struct GroupColumns<T: PartRow> {
 }
 
 impl<T: PartRow> GroupColumns<T> {
-    fn new() -> GroupColumns<T> {
+    fn with_capacity(rows: usize) -> GroupColumns<T> {
         GroupColumns {
-            ids: Vec::with_capacity(ROW_GROUP_ROWS),
-            others: Vec::with_capacity(ROW_GROUP_ROWS),
-            thirds: Vec::with_capacity(ROW_GROUP_ROWS),
+            ids: Vec::with_capacity(rows),
+            others: Vec::with_capacity(rows),
+            thirds: Vec::with_capacity(rows),
         }
     }
 
@@ -539,10 +539,9 @@ impl<T: PartRow> GroupColumns<T> {
 pub struct SortedPart<T: PartRow> {
     path: PathBuf,
     open: Option<OpenParquet>,
-    /// The row group being filled (none before the first row).
-    group: Option<GroupColumns<T>>,
     last: Option<i64>,
     written: u64,
+    row: std::marker::PhantomData<T>,
 }
 
 impl<T: PartRow> SortedPart<T> {
@@ -550,39 +549,38 @@ impl<T: PartRow> SortedPart<T> {
         SortedPart {
             path,
             open: None,
-            group: None,
             last: None,
             written: 0,
+            row: std::marker::PhantomData,
         }
     }
 
-    /// Writes every row `merge` can give now, a full row group at a time.
+    /// Writes a row group for every full row group's worth of rows `merge`
+    /// can give now. The rest wait in `merge`'s slices, so every row group
+    /// is made at its size: a part of a few rows (one of many) is merged
+    /// once, at the end, into columns of its exact length.
     pub fn write_from(&mut self, merge: &mut RunMerge<T>) -> Result<()> {
-        loop {
-            let group = self.group.get_or_insert_with(GroupColumns::new);
-            let room = ROW_GROUP_ROWS - group.ids.len();
-            let given = merge.merge_ready(room, |row| group.push(row));
-            if group.ids.len() == ROW_GROUP_ROWS {
-                self.write_group()?;
-            }
-            if given < room {
-                return Ok(());
-            }
+        while merge.mergeable() >= ROW_GROUP_ROWS {
+            self.write_group(merge, ROW_GROUP_ROWS)?;
         }
+        Ok(())
     }
 
     /// Writes the rest once every run has ended, and places the file;
     /// gives the rows written.
     pub fn finish(mut self, merge: &mut RunMerge<T>) -> Result<u64> {
-        self.write_from(merge)?;
         if let Some(run) = merge.unfinished() {
             bail!(
                 "{}: producer {run} never ended its rows (internal error)",
                 self.path.display()
             );
         }
-        if self.group.as_ref().is_some_and(|g| !g.ids.is_empty()) {
-            self.write_group()?;
+        loop {
+            let rows = merge.mergeable().min(ROW_GROUP_ROWS);
+            if rows == 0 {
+                break;
+            }
+            self.write_group(merge, rows)?;
         }
         let open = match self.open.take() {
             Some(open) => open,
@@ -592,11 +590,11 @@ impl<T: PartRow> SortedPart<T> {
         Ok(self.written)
     }
 
-    /// Writes the rows held as one row group, after checking their order.
-    fn write_group(&mut self) -> Result<()> {
-        let Some(group) = self.group.take() else {
-            return Ok(());
-        };
+    /// Merges the next `rows` rows into columns and writes them as one row
+    /// group, after checking their order.
+    fn write_group(&mut self, merge: &mut RunMerge<T>, rows: usize) -> Result<()> {
+        let mut group = GroupColumns::<T>::with_capacity(rows);
+        merge.merge_ready(rows, |row| group.push(row));
         let mut previous = self.last;
         for &id in &group.ids {
             if previous.is_some_and(|last| id <= last) {
@@ -612,11 +610,11 @@ impl<T: PartRow> SortedPart<T> {
             self.open = Some(self.open_file()?);
         }
         let open = self.open.as_mut().expect("opened just above");
-        let rows = group.ids.len();
+        let given = group.ids.len();
         let columns = T::columns(group.ids, group.others, group.thirds);
         let batch = RecordBatch::try_new(open.schema.clone(), columns)?;
         open.write_group(&self.path, &batch)?;
-        self.written += rows as u64;
+        self.written += given as u64;
         Ok(())
     }
 
