@@ -43,7 +43,9 @@ use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit,
 };
 use crate::parquet_io::output::{part_name, PartRow, SortedPart, Staging};
-use crate::part_runs::{DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice};
+use crate::part_runs::{
+    owner_run, router_run, DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice,
+};
 use crate::progress::human;
 use crate::runtime::{self, RuntimeOptions};
 
@@ -280,7 +282,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 };
                 let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
                 let owner = ClusterOwner {
-                    run: 2 * me as u32 + 1,
+                    run: owner_run(me as u32),
                     parts,
                     state: state.clone(),
                     failure: failure.clone(),
@@ -548,8 +550,10 @@ impl PartWriter {
     /// come after all the routing, would hold every row until then).
     fn new(dir: &Path, worker: usize, peers: usize, processes: usize, parts: usize) -> PartWriter {
         let producers: Vec<u32> = (0..peers as u32)
-            .flat_map(|w| [2 * w, 2 * w + 1])
-            .filter(|run| processes > 1 || run % 2 == 0)
+            .flat_map(|w| match processes {
+                1 => vec![router_run(w)],
+                _ => vec![router_run(w), owner_run(w)],
+            })
             .collect();
         let ours = |p: usize, kind| writer_of(p, kind, peers) == worker;
         PartWriter {

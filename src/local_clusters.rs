@@ -18,7 +18,7 @@ use crate::clustering::{count_cluster, drop_of, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::drop_policy::{direct_drops, DirectDrops, DirectShare, DropPolicy, KeyedPage};
-use crate::part_runs::{RunBuilder, RunSlice};
+use crate::part_runs::{router_run, RunBuilder, RunSlice};
 use crate::tables::prefetch;
 
 /// A record for a joined cluster's owner, or a row decided here.
@@ -157,7 +157,7 @@ impl Router {
             later: Vec::new(),
             outbox: (0..input.peers).map(|_| Default::default()).collect(),
             sent: vec![0; input.peers],
-            rows: RunBuilder::new(2 * input.worker, input.parts),
+            rows: RunBuilder::new(router_run(input.worker), input.parts),
             stage: match sends {
                 true => Stage::JoinedPages { next: 0 },
                 false => Stage::LocalDrops,

@@ -62,6 +62,16 @@ pub struct RunSlice {
     pub rows: Rows,
 }
 
+/// The run number of worker `worker`'s router: unique among producers.
+pub fn router_run(worker: u32) -> u32 {
+    2 * worker
+}
+
+/// The run number of worker `worker`'s owner of joined clusters.
+pub fn owner_run(worker: u32) -> u32 {
+    2 * worker + 1
+}
+
 /// One producer's rows for every part, taken in id order and given as
 /// slices.
 pub struct RunBuilder {
@@ -266,7 +276,10 @@ impl<T: Row + Copy> RunMerge<T> {
         for queue in self.runs.iter().flatten() {
             for (at, slice) in queue.ready.iter().enumerate() {
                 let from = if at == 0 { queue.taken } else { 0 };
-                let below = slice.partition_point(|row| row.id() <= bound);
+                let below = match slice.last().is_some_and(|row| row.id() <= bound) {
+                    true => slice.len(),
+                    false => slice.partition_point(|row| row.id() <= bound),
+                };
                 rows += below.saturating_sub(from);
                 if below < slice.len() {
                     break;

@@ -316,39 +316,37 @@ pub fn pair_schema() -> SchemaRef {
 /// records the sort order (query_id, corpus_id).
 pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
     let schema = pair_schema();
-    write_parquet(
-        path,
-        OUTPUT_ZSTD_LEVEL,
-        schema.clone(),
-        Some(ascending(&[0, 1])),
-        None,
-        pairs.len(),
-        ROW_GROUP_ROWS,
-        |range| {
-            let rows = &pairs[range];
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from_iter_values(
-                    rows.iter().map(|p| p.query_id),
-                )),
-                Arc::new(Int64Array::from_iter_values(
-                    rows.iter().map(|p| p.corpus_id),
-                )),
-                Arc::new(Int64Array::from_iter_values(
-                    rows.iter().map(|p| p.query_simhash as i64),
-                )),
-                Arc::new(Int64Array::from_iter_values(
-                    rows.iter().map(|p| p.corpus_simhash as i64),
-                )),
-                Arc::new(Int8Array::from_iter_values(
-                    rows.iter().map(|p| p.distance as i8),
-                )),
-                Arc::new(BooleanArray::from_iter(
-                    rows.iter().map(|p| Some(p.self_pair)),
-                )),
-            ];
-            Ok(RecordBatch::try_new(schema.clone(), columns)?)
-        },
-    )
+    let layout = FileLayout {
+        schema: schema.clone(),
+        zstd_level: OUTPUT_ZSTD_LEVEL,
+        sorting: Some(ascending(&[0, 1])),
+        key_values: None,
+        group_rows: ROW_GROUP_ROWS,
+    };
+    write_parquet(path, layout, pairs.len(), |range| {
+        let rows = &pairs[range];
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.query_id),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.corpus_id),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.query_simhash as i64),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.iter().map(|p| p.corpus_simhash as i64),
+            )),
+            Arc::new(Int8Array::from_iter_values(
+                rows.iter().map(|p| p.distance as i8),
+            )),
+            Arc::new(BooleanArray::from_iter(
+                rows.iter().map(|p| Some(p.self_pair)),
+            )),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
 }
 
 /// Writes an `id`, `simhash` fingerprint shard (both INT64, the simhash as the
@@ -364,27 +362,24 @@ pub fn write_fingerprints(
         Field::new("id", DataType::Int64, false),
         Field::new("simhash", DataType::Int64, false),
     ]));
-    let batch_rows = row_group_rows.max(1);
-    write_parquet(
-        path,
-        STORED_ZSTD_LEVEL,
-        schema.clone(),
-        None,
-        None,
-        ids.len(),
-        batch_rows,
-        |range| {
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from_iter_values(
-                    ids[range.clone()].iter().copied(),
-                )),
-                Arc::new(Int64Array::from_iter_values(
-                    fingerprints[range].iter().map(|&f| f as i64),
-                )),
-            ];
-            Ok(RecordBatch::try_new(schema.clone(), columns)?)
-        },
-    )
+    let layout = FileLayout {
+        schema: schema.clone(),
+        zstd_level: STORED_ZSTD_LEVEL,
+        sorting: None,
+        key_values: None,
+        group_rows: row_group_rows.max(1),
+    };
+    write_parquet(path, layout, ids.len(), |range| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(
+                ids[range.clone()].iter().copied(),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                fingerprints[range].iter().map(|&f| f as i64),
+            )),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
 }
 
 /// How a column is stored when the default (plain, zstd, no dictionary: most
@@ -619,16 +614,14 @@ impl<T: PartRow> SortedPart<T> {
     }
 
     fn open_file(&self) -> Result<OpenParquet> {
-        let schema = Arc::new(Schema::new(T::fields()));
-        let sorting = Some(ascending(&[0]));
-        OpenParquet::create(
-            &self.path,
-            OUTPUT_ZSTD_LEVEL,
-            schema,
-            sorting,
-            None,
-            ROW_GROUP_ROWS,
-        )
+        let layout = FileLayout {
+            schema: Arc::new(Schema::new(T::fields())),
+            zstd_level: OUTPUT_ZSTD_LEVEL,
+            sorting: Some(ascending(&[0])),
+            key_values: None,
+            group_rows: ROW_GROUP_ROWS,
+        };
+        OpenParquet::create(&self.path, &layout)
     }
 }
 
@@ -669,83 +662,78 @@ pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str) -> Result
         crate::scheme::METADATA_KEY.to_string(),
         scheme.to_string(),
     )];
-    write_parquet(
-        path,
-        STORED_ZSTD_LEVEL,
-        schema.clone(),
-        None,
-        Some(key_values),
-        n,
-        ROW_GROUP_ROWS,
-        |range| {
-            let columns: Vec<ArrayRef> = vec![
-                Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
-                Arc::new(StringArray::from_iter(
-                    rows.urls[range.clone()].iter().map(|u| u.as_deref()),
-                )),
-                Arc::new(Int64Array::from_iter_values(
-                    rows.simhashes[range.clone()].iter().map(|&f| f as i64),
-                )),
-                Arc::new(Int32Array::from_iter_values(
-                    rows.n_features[range.clone()].iter().map(|&x| x as i32),
-                )),
-                Arc::new(Int32Array::from_iter_values(
-                    rows.n_chars[range].iter().map(|&x| x as i32),
-                )),
-            ];
-            Ok(RecordBatch::try_new(schema.clone(), columns)?)
-        },
-    )
+    let layout = FileLayout {
+        schema: schema.clone(),
+        zstd_level: STORED_ZSTD_LEVEL,
+        sorting: None,
+        key_values: Some(key_values),
+        group_rows: ROW_GROUP_ROWS,
+    };
+    write_parquet(path, layout, n, |range| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
+            Arc::new(StringArray::from_iter(
+                rows.urls[range.clone()].iter().map(|u| u.as_deref()),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.simhashes[range.clone()].iter().map(|&f| f as i64),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                rows.n_features[range.clone()].iter().map(|&x| x as i32),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                rows.n_chars[range].iter().map(|&x| x as i32),
+            )),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
 }
 
-/// Writes `rows` rows produced batch by batch, one row group per batch, under
-/// a temporary name renamed into place.
-#[allow(clippy::too_many_arguments)]
-fn write_parquet(
-    path: &Path,
-    zstd_level: i32,
+/// What a Parquet file neardup writes is made of, besides each column's
+/// own layout (see [`column_layout`]).
+struct FileLayout {
     schema: SchemaRef,
+    zstd_level: i32,
+    /// The sort order the footer records.
     sorting: Option<Vec<SortingColumn>>,
     key_values: Option<Vec<KeyValue>>,
-    rows: usize,
     group_rows: usize,
+}
+
+/// Writes `rows` rows produced batch by batch, one row group per batch of
+/// `layout.group_rows`, under a temporary name renamed into place.
+fn write_parquet(
+    path: &Path,
+    layout: FileLayout,
+    rows: usize,
     mut batch: impl FnMut(std::ops::Range<usize>) -> Result<RecordBatch>,
 ) -> Result<()> {
-    let mut open = OpenParquet::create(path, zstd_level, schema, sorting, key_values, group_rows)?;
+    let mut open = OpenParquet::create(path, &layout)?;
     let mut start = 0;
     while start < rows {
-        let end = (start + group_rows).min(rows);
+        let end = (start + layout.group_rows).min(rows);
         open.write_group(path, &batch(start..end)?)?;
         start = end;
     }
     open.close(path)
 }
 
-/// A Parquet file being written under its temporary name, with neardup's
-/// layout of every column (see [`column_layout`]).
+/// A Parquet file being written under its temporary name.
 struct OpenParquet {
     writer: ArrowWriter<File>,
     tmp: PathBuf,
     schema: SchemaRef,
-    group_rows: usize,
 }
 
 impl OpenParquet {
-    fn create(
-        path: &Path,
-        zstd_level: i32,
-        schema: SchemaRef,
-        sorting: Option<Vec<SortingColumn>>,
-        key_values: Option<Vec<KeyValue>>,
-        group_rows: usize,
-    ) -> Result<OpenParquet> {
+    fn create(path: &Path, layout: &FileLayout) -> Result<OpenParquet> {
         let mut props = WriterProperties::builder()
-            .set_compression(Compression::ZSTD(ZstdLevel::try_new(zstd_level)?))
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(layout.zstd_level)?))
             .set_dictionary_enabled(false)
-            .set_sorting_columns(sorting)
-            .set_key_value_metadata(key_values)
-            .set_max_row_group_row_count(Some(group_rows));
-        for field in schema.fields() {
+            .set_sorting_columns(layout.sorting.clone())
+            .set_key_value_metadata(layout.key_values.clone())
+            .set_max_row_group_row_count(Some(layout.group_rows));
+        for field in layout.schema.fields() {
             let column = ColumnPath::from(field.name().as_str());
             props = match column_layout(field.name()) {
                 Some(ColumnLayout::Raw) => props
@@ -762,19 +750,18 @@ impl OpenParquet {
         prepare_parent(path)?;
         let file =
             File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let schema = layout.schema.clone();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.build()))
             .map_err(|error| writing_error(path, error))?;
         Ok(OpenParquet {
             writer,
             tmp,
             schema,
-            group_rows,
         })
     }
 
     /// Writes `batch` as one row group.
     fn write_group(&mut self, path: &Path, batch: &RecordBatch) -> Result<()> {
-        debug_assert!(batch.num_rows() <= self.group_rows);
         let failed = |error| writing_error(path, error);
         self.writer.write(batch).map_err(failed)?;
         self.writer.flush().map_err(failed)
