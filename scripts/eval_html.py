@@ -12,7 +12,10 @@ Recall: of the pairs of the same page in both releases with J >= 0.9, the
 share within k = 3. Precision: of the pairs within k, the share with
 J >= 0.8. By length of the main content in words.
 
-    .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3] [--json FILE]
+With --peers, the peer schemes of scripts/peers.py are scored beside
+neardup on the same pages (`pip install -r scripts/requirements-eval.txt`).
+
+    .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3] [--peers] [--json FILE]
 """
 
 import argparse
@@ -111,7 +114,7 @@ def write_warc(path):
                         "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
                     writer.write_record(writer.create_warc_record(
                         url, "response", payload=io.BytesIO(html.encode()), http_headers=headers))
-                    pages[url] = (rel, shingles(main_words(html)), len(main_words(html)))
+                    pages[url] = (rel, shingles(main_words(html)), len(main_words(html)), html)
     return pages
 
 
@@ -126,6 +129,7 @@ def main():
     ap.add_argument("--neardup", default="target/release/neardup")
     ap.add_argument("--flags", default="", help="more `fingerprint` flags, e.g. '--log-weights'")
     ap.add_argument("--json", help="also write the figures here, by mode and length")
+    ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's schemes")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
@@ -146,12 +150,23 @@ def main():
         found[mode] = {tuple(sorted((urls[q], urls[c]))) for q, c in rows}
         fallbacks = json.load(open(os.path.join(fp, "_summary.json")))["main_content_fallbacks"]
         print(f"{mode}: {len(found[mode])} pairs within k={args.k}, {fallbacks} main-content fallbacks")
+    if args.peers:
+        import peers
+
+        urls = sorted(pages)
+        for name, main_content in [("resiliparse-all+simhash", False),
+                                   ("resiliparse-main+simhash", True)]:
+            fingerprints = {i: peers.simhash_default(peers.html_text(pages[url][3], main_content))
+                            for i, url in enumerate(urls)}
+            pairs = peers.pairs_within_k(fingerprints, args.k, args.neardup, work, name)
+            found[name] = {(urls[a], urls[b]) for a, b in pairs}
+            print(f"{name} ({peers.PEERS[name]}): {len(found[name])} pairs within k={args.k}")
 
     by_rel = {}
-    for url, (rel, _, _) in pages.items():
+    for url, (rel, *_) in pages.items():
         by_rel.setdefault(rel, []).append(url)
     # Pages without main content (redirect stubs) have no truth: left out.
-    empty = {url for url, (_, words, _) in pages.items() if not words}
+    empty = {url for url, (_, words, *_) in pages.items() if not words}
     print(f"{len(empty)} pages without a <main> (redirect stubs) left out of the scores")
     same_page = {tuple(sorted(urls)) for urls in by_rel.values() if len(urls) == 2}
     candidates = (set().union(*found.values()) | same_page)
@@ -162,7 +177,7 @@ def main():
 
     buckets = ["<200", "200-1000", ">1000", "all"]
     figures = {}
-    print(f"\n{'mode':6} {'bucket':9} {'recall':>14} {'precision':>14}")
+    print(f"\n{'mode':24} {'bucket':9} {'recall':>14} {'precision':>14}")
     for mode, pairs in found.items():
         for b in buckets:
             def shorter(p):
@@ -171,7 +186,7 @@ def main():
             got = [p for p in pairs if p in truth and (b == "all" or shorter(p) == b)]
             recall = sum(p in pairs for p in pos) / max(1, len(pos))
             precision = sum(truth[p] >= 0.8 for p in got) / max(1, len(got))
-            print(f"{mode:6} {b:9} {recall:6.3f} of {len(pos):5} {precision:6.3f} of {len(got):5}")
+            print(f"{mode:24} {b:9} {recall:6.3f} of {len(pos):5} {precision:6.3f} of {len(got):5}")
             figures.setdefault(mode, {})[b] = {"recall": recall, "positives": len(pos),
                                                "precision": precision, "within_k": len(got)}
     if args.json:

