@@ -35,6 +35,8 @@ import duckdb
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+import scoring
+
 SITES = ["book", "reference", "cargo", "nomicon", "edition-guide",  # mdBook
          "alloc", "proc_macro", "test"]  # rustdoc: static sidebars of every item
 RELEASES = ["stable", "nightly"]
@@ -175,20 +177,12 @@ def main():
     # Recall over a set no method chooses: the same page in both releases.
     positives = {p for p in same_page if p in truth and truth[p] >= 0.9}
 
-    buckets = ["<200", "200-1000", ">1000", "all"]
-    figures = {}
-    print(f"\n{'mode':24} {'bucket':9} {'recall':>14} {'precision':>14}")
-    for mode, pairs in found.items():
-        for b in buckets:
-            def shorter(p):
-                return bucket(min(pages[p[0]][2], pages[p[1]][2]))
-            pos = [p for p in positives if b == "all" or shorter(p) == b]
-            got = [p for p in pairs if p in truth and (b == "all" or shorter(p) == b)]
-            recall = sum(p in pairs for p in pos) / max(1, len(pos))
-            precision = sum(truth[p] >= 0.8 for p in got) / max(1, len(got))
-            print(f"{mode:24} {b:9} {recall:6.3f} of {len(pos):5} {precision:6.3f} of {len(got):5}")
-            figures.setdefault(mode, {})[b] = {"recall": recall, "positives": len(pos),
-                                               "precision": precision, "within_k": len(got)}
+    # Pairs with a page that has no truth are left out of precision too.
+    scored = {mode: {p for p in pairs if p in truth} for mode, pairs in found.items()}
+    print()
+    figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)],
+                            lambda p: bucket(min(pages[p[0]][2], pages[p[1]][2])),
+                            ["<200", "200-1000", ">1000"])
     if args.json:
         json.dump(figures, open(args.json, "w"), indent=1)
 

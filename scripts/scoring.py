@@ -10,6 +10,7 @@ def score(found, positives, jaccard, bucket_of, buckets):
     """Prints and returns `{scheme: {bucket: figures}}` for `found`
     (`{scheme: set of pairs}`); `bucket_of(pair)` names a pair's bucket."""
     figures = {}
+    width = max(map(len, found), default=0)
     for scheme, pairs in found.items():
         for b in [*buckets, "all"]:
             pos = [p for p in positives if b == "all" or bucket_of(p) == b]
@@ -18,7 +19,7 @@ def score(found, positives, jaccard, bucket_of, buckets):
             precision = sum(jaccard(*p) >= 0.8 for p in got) / max(1, len(got))
             figures.setdefault(scheme, {})[b] = {"recall": recall, "positives": len(pos),
                                                  "precision": precision, "found": len(got)}
-            print(f"{scheme:8} {b:9} recall {recall:6.3f} of {len(pos):5}  "
+            print(f"{scheme:{width}} {b:9} recall {recall:6.3f} of {len(pos):5}  "
                   f"precision {precision:6.3f} of {len(got):5}")
     return figures
 

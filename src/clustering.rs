@@ -528,6 +528,23 @@ impl<T: PartRow> StreamedPart<T> {
         self.file.write_from(&mut self.merge)
     }
 
+    /// Parts `0..parts` of folder `folder` of `dir`, those that `ours`
+    /// keeps being written here.
+    fn all(
+        dir: &Path,
+        folder: &str,
+        parts: usize,
+        ours: impl Fn(usize) -> bool,
+        producers: &[u32],
+    ) -> Vec<Option<StreamedPart<T>>> {
+        (0..parts)
+            .map(|p| {
+                let path = dir.join(folder).join(part_name(p));
+                ours(p).then(|| StreamedPart::new(path, producers))
+            })
+            .collect()
+    }
+
     /// The part `p` of `parts`, if this worker writes it.
     fn of(parts: &mut [Option<StreamedPart<T>>], p: usize) -> Result<&mut StreamedPart<T>> {
         match parts.get_mut(p) {
@@ -555,21 +572,11 @@ impl PartWriter {
                 _ => vec![router_run(w), owner_run(w)],
             })
             .collect();
-        let ours = |p: usize, kind| writer_of(p, kind, peers) == worker;
+        let ours = |kind| move |p: usize| writer_of(p, kind, peers) == worker;
         PartWriter {
             worker,
-            members: (0..parts)
-                .map(|p| {
-                    let path = dir.join("clusters").join(part_name(p));
-                    ours(p, RowKind::Members).then(|| StreamedPart::new(path, &producers))
-                })
-                .collect(),
-            drops: (0..parts)
-                .map(|p| {
-                    let path = dir.join("drop").join(part_name(p));
-                    ours(p, RowKind::Drops).then(|| StreamedPart::new(path, &producers))
-                })
-                .collect(),
+            members: StreamedPart::all(dir, "clusters", parts, ours(RowKind::Members), &producers),
+            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &producers),
             writing: std::time::Duration::ZERO,
         }
     }

@@ -104,7 +104,7 @@ impl RunBuilder {
         let part = placement_part(row.0, self.members.len()) as usize;
         self.members[part].push(row);
         if self.members[part].len() >= self.slice_rows {
-            self.give_members(part, false, give);
+            self.give(part, RowKind::Members, false, give);
         }
     }
 
@@ -114,35 +114,26 @@ impl RunBuilder {
         let part = placement_part(row.0, self.drops.len()) as usize;
         self.drops[part].push(row);
         if self.drops[part].len() >= self.slice_rows {
-            self.give_drops(part, false, give);
+            self.give(part, RowKind::Drops, false, give);
         }
     }
 
     /// Gives every part's last slices, ending each of its runs.
     pub fn finish(&mut self, give: &mut dyn FnMut(RunSlice)) {
         for part in 0..self.members.len() {
-            self.give_members(part, true, give);
-            self.give_drops(part, true, give);
+            self.give(part, RowKind::Members, true, give);
+            self.give(part, RowKind::Drops, true, give);
         }
     }
 
-    fn give_members(&mut self, part: usize, last: bool, give: &mut dyn FnMut(RunSlice)) {
-        let fresh = if last { Vec::new() } else { self.fresh() };
-        let rows = std::mem::replace(&mut self.members[part], fresh);
-        give(self.slice(part, last, Rows::Members(rows)));
-    }
-
-    fn give_drops(&mut self, part: usize, last: bool, give: &mut dyn FnMut(RunSlice)) {
-        let fresh = if last { Vec::new() } else { self.fresh() };
-        let rows = std::mem::replace(&mut self.drops[part], fresh);
-        give(self.slice(part, last, Rows::Drops(rows)));
-    }
-
-    /// A buffer for the next slice, at its full size at once (as the first
-    /// ones are): grown by doubling, every slice would be copied (into fresh
-    /// memory) on the way. Memory is only touched as rows are written.
-    fn fresh<T>(&self) -> Vec<T> {
-        Vec::with_capacity(self.slice_rows)
+    /// Gives part `part`'s rows of `kind` as the next slice of its run.
+    fn give(&mut self, part: usize, kind: RowKind, last: bool, give: &mut dyn FnMut(RunSlice)) {
+        let n = self.slice_rows;
+        let rows = match kind {
+            RowKind::Members => Rows::Members(take_slice(&mut self.members[part], last, n)),
+            RowKind::Drops => Rows::Drops(take_slice(&mut self.drops[part], last, n)),
+        };
+        give(self.slice(part, last, rows));
     }
 
     fn slice(&mut self, part: usize, last: bool, rows: Rows) -> RunSlice {
@@ -157,6 +148,20 @@ impl RunBuilder {
             rows,
         }
     }
+}
+
+/// The rows of `buffer`, leaving in their place a buffer for the next
+/// slice (none once the run ends) at its full size of `slice_rows` at once,
+/// as the first ones are: grown by doubling, every slice would be copied
+/// (into fresh memory) on the way. Memory is only touched as rows are
+/// written.
+fn take_slice<T>(buffer: &mut Vec<T>, last: bool, slice_rows: usize) -> Vec<T> {
+    let fresh = if last {
+        Vec::new()
+    } else {
+        Vec::with_capacity(slice_rows)
+    };
+    std::mem::replace(buffer, fresh)
 }
 
 /// A row of a run: what the runs are merged by.

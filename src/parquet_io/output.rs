@@ -581,7 +581,7 @@ impl<T: PartRow> SortedPart<T> {
             Some(open) => open,
             None => self.open_file()?,
         };
-        open.close(&self.path)?;
+        open.close()?;
         Ok(self.written)
     }
 
@@ -608,7 +608,7 @@ impl<T: PartRow> SortedPart<T> {
         let given = group.ids.len();
         let columns = T::columns(group.ids, group.others, group.thirds);
         let batch = RecordBatch::try_new(open.schema.clone(), columns)?;
-        open.write_group(&self.path, &batch)?;
+        open.write_group(&batch)?;
         self.written += given as u64;
         Ok(())
     }
@@ -712,15 +712,17 @@ fn write_parquet(
     let mut start = 0;
     while start < rows {
         let end = (start + layout.group_rows).min(rows);
-        open.write_group(path, &batch(start..end)?)?;
+        open.write_group(&batch(start..end)?)?;
         start = end;
     }
-    open.close(path)
+    open.close()
 }
 
 /// A Parquet file being written under its temporary name.
 struct OpenParquet {
     writer: ArrowWriter<File>,
+    /// Where it goes once closed (what errors name).
+    path: PathBuf,
     tmp: PathBuf,
     schema: SchemaRef,
 }
@@ -755,24 +757,25 @@ impl OpenParquet {
             .map_err(|error| writing_error(path, error))?;
         Ok(OpenParquet {
             writer,
+            path: path.to_path_buf(),
             tmp,
             schema,
         })
     }
 
     /// Writes `batch` as one row group.
-    fn write_group(&mut self, path: &Path, batch: &RecordBatch) -> Result<()> {
-        let failed = |error| writing_error(path, error);
+    fn write_group(&mut self, batch: &RecordBatch) -> Result<()> {
+        let failed = |error| writing_error(&self.path, error);
         self.writer.write(batch).map_err(failed)?;
         self.writer.flush().map_err(failed)
     }
 
     /// Writes the footer and renames the file into place.
-    fn close(self, path: &Path) -> Result<()> {
+    fn close(self) -> Result<()> {
         self.writer
             .close()
-            .map_err(|error| writing_error(path, error))?;
-        place(&self.tmp, path)
+            .map_err(|error| writing_error(&self.path, error))?;
+        place(&self.tmp, &self.path)
     }
 }
 
