@@ -596,7 +596,7 @@ fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 }
 
 #[test]
-fn same_bytes_for_1_2_and_4_workers_and_2_processes() {
+fn same_bytes_for_1_2_and_4_workers_and_2_and_3_processes() {
     let dir = tempfile::tempdir().unwrap();
     let mut rng = SplitMix64::new(3);
     let mut edges = random_edges(&mut rng, 5_000, 4_000, 0);
@@ -611,16 +611,23 @@ fn same_bytes_for_1_2_and_4_workers_and_2_processes() {
             cluster(&pairs, &out, true, policy, workers, 3);
             assert!(data_files(&out) == expected, "{workers} workers, {policy}");
         }
-        let out = dir.path().join(format!("p2-{policy}"));
-        run_processes(
-            &pairs,
-            &out,
-            true,
-            policy,
-            [2, 2, 3],
-            &dir.path().join("hosts"),
-        );
-        assert!(data_files(&out) == expected, "2 processes, {policy}");
+        // Three processes: a page's owner, and the bitmaps' ranges, fall
+        // unevenly among them.
+        for processes in [2, 3] {
+            let out = dir.path().join(format!("p{processes}-{policy}"));
+            run_processes(
+                &pairs,
+                &out,
+                true,
+                policy,
+                [processes, 2, 3],
+                &dir.path().join("hosts"),
+            );
+            assert!(
+                data_files(&out) == expected,
+                "{processes} processes, {policy}"
+            );
+        }
     }
 }
 
