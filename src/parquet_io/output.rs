@@ -31,6 +31,13 @@ use crate::storage::{is_url, OutputPrefix};
 
 /// Rows per row group of the files neardup writes.
 const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Rows a `cluster` part's writer hands Parquet at a time, as soon as its
+/// runs let that many through. Every part is handed the same sequence of
+/// calls whenever its rows come (full chunks, then the rest), so its pages
+/// and bytes are the same for any number of workers; a row group ends at a
+/// chunk's end.
+const PART_CHUNK_ROWS: usize = 1 << 16;
+const _: () = assert!(ROW_GROUP_ROWS.is_multiple_of(PART_CHUNK_ROWS));
 /// Marker written last into a complete output directory.
 pub const SUCCESS: &str = "_SUCCESS";
 
@@ -527,10 +534,10 @@ impl<T: PartRow> GroupColumns<T> {
 }
 
 /// A `cluster` output part written as its runs come: the rows a
-/// [`RunMerge`] can give are written a row group at a time (the same row
-/// groups, so the same bytes, whenever the rows come), checked to be in
-/// strictly increasing id order, to a temporary name renamed into place by
-/// [`Self::finish`].
+/// [`RunMerge`] can give are handed to Parquet [`PART_CHUNK_ROWS`] at a
+/// time (the same calls, so the same bytes, whenever the rows come),
+/// checked to be in strictly increasing id order, to a temporary name
+/// renamed into place by [`Self::finish`].
 pub struct SortedPart<T: PartRow> {
     path: PathBuf,
     open: Option<OpenParquet>,
@@ -550,13 +557,13 @@ impl<T: PartRow> SortedPart<T> {
         }
     }
 
-    /// Writes a row group for every full row group's worth of rows `merge`
-    /// can give now. The rest wait in `merge`'s slices, so every row group
-    /// is made at its size: a part of a few rows (one of many) is merged
-    /// once, at the end, into columns of its exact length.
+    /// Writes every full chunk of rows `merge` can give now; the rest wait
+    /// in `merge`'s slices. A worker whose runs end early (all of a giant
+    /// cluster's rows come from one router) so encodes its parts while the
+    /// rows come, not after, and each slice is freed once written.
     pub fn write_from(&mut self, merge: &mut RunMerge<T>) -> Result<()> {
-        while merge.mergeable() >= ROW_GROUP_ROWS {
-            self.write_group(merge, ROW_GROUP_ROWS)?;
+        while merge.mergeable() >= PART_CHUNK_ROWS {
+            self.write_chunk(merge, PART_CHUNK_ROWS)?;
         }
         Ok(())
     }
@@ -571,11 +578,11 @@ impl<T: PartRow> SortedPart<T> {
             );
         }
         loop {
-            let rows = merge.mergeable().min(ROW_GROUP_ROWS);
+            let rows = merge.mergeable().min(PART_CHUNK_ROWS);
             if rows == 0 {
                 break;
             }
-            self.write_group(merge, rows)?;
+            self.write_chunk(merge, rows)?;
         }
         let open = match self.open.take() {
             Some(open) => open,
@@ -585,9 +592,9 @@ impl<T: PartRow> SortedPart<T> {
         Ok(self.written)
     }
 
-    /// Merges the next `rows` rows into columns and writes them as one row
-    /// group, after checking their order.
-    fn write_group(&mut self, merge: &mut RunMerge<T>, rows: usize) -> Result<()> {
+    /// Merges the next `rows` rows into columns and hands them to Parquet,
+    /// after checking their order.
+    fn write_chunk(&mut self, merge: &mut RunMerge<T>, rows: usize) -> Result<()> {
         let mut group = GroupColumns::<T>::with_capacity(rows);
         merge.merge_ready(rows, |row| group.push(row));
         let mut previous = self.last;
@@ -608,7 +615,7 @@ impl<T: PartRow> SortedPart<T> {
         let given = group.ids.len();
         let columns = T::columns(group.ids, group.others, group.thirds);
         let batch = RecordBatch::try_new(open.schema.clone(), columns)?;
-        open.write_group(&batch)?;
+        open.write(&batch)?;
         self.written += given as u64;
         Ok(())
     }
@@ -765,9 +772,18 @@ impl OpenParquet {
 
     /// Writes `batch` as one row group.
     fn write_group(&mut self, batch: &RecordBatch) -> Result<()> {
-        let failed = |error| writing_error(&self.path, error);
-        self.writer.write(batch).map_err(failed)?;
-        self.writer.flush().map_err(failed)
+        self.write(batch)?;
+        self.writer
+            .flush()
+            .map_err(|error| writing_error(&self.path, error))
+    }
+
+    /// Adds `batch` to the row group being written, which ends once it
+    /// holds the layout's rows (or at [`Self::close`]).
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .map_err(|error| writing_error(&self.path, error))
     }
 
     /// Writes the footer and renames the file into place.
