@@ -923,6 +923,68 @@ mod tests {
         part.finish(&mut merge)
     }
 
+    /// Writes `rows` (sorted by id) as a part whose runs are dealt the rows
+    /// round robin by `runs` and sent in slices of the sizes `cuts` cycles
+    /// through, each slice taken in (and the part written from) in turn.
+    fn write_part_in_slices(path: &Path, rows: &[DropRow], runs: usize, cuts: &[usize]) -> Vec<u8> {
+        let dealt: Vec<Vec<DropRow>> = (0..runs)
+            .map(|r| rows.iter().copied().skip(r).step_by(runs).collect())
+            .collect();
+        let mut merge = RunMerge::new(0..runs as u32);
+        let mut part = SortedPart::new(path.to_path_buf());
+        let (mut starts, mut seqs) = (vec![0; runs], vec![0u32; runs]);
+        let mut turn = 0;
+        while (0..runs).any(|r| seqs[r] == 0 || starts[r] < dealt[r].len()) {
+            let run = turn % runs;
+            let cut = cuts[turn % cuts.len()];
+            turn += 1;
+            let start = starts[run];
+            if seqs[run] > 0 && start == dealt[run].len() {
+                continue;
+            }
+            let end = (start + cut).min(dealt[run].len());
+            let last = end == dealt[run].len();
+            merge
+                .add(run as u32, seqs[run], dealt[run][start..end].to_vec(), last)
+                .unwrap();
+            (starts[run], seqs[run]) = (end, seqs[run] + 1);
+            part.write_from(&mut merge).unwrap();
+        }
+        part.finish(&mut merge).unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    #[test]
+    fn a_part_has_the_same_bytes_however_its_rows_come() {
+        // More rows than a row group, not a whole number of chunks, with a
+        // nullable column (whose pages Parquet cuts where each call starts):
+        // one run in one slice, one run in uneven slices, three runs.
+        let rows: Vec<DropRow> = (0..(ROW_GROUP_ROWS + PART_CHUNK_ROWS + 4_321) as i64)
+            .map(|i| (3 * i, i / 5, (i % 7 != 0).then_some((i % 4) as u8)))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let whole = write_part_in_slices(&dir.path().join("a.parquet"), &rows, 1, &[usize::MAX]);
+        for (name, runs, cuts) in [
+            ("uneven", 1, &[1, 65_535, 70_001, 37][..]),
+            ("three runs", 3, &[40_000, 3, 100_000][..]),
+        ] {
+            let bytes = write_part_in_slices(&dir.path().join("b.parquet"), &rows, runs, cuts);
+            assert!(bytes == whole, "{name}: other bytes");
+        }
+        let reader =
+            SerializedFileReader::new(File::open(dir.path().join("a.parquet")).unwrap()).unwrap();
+        let groups: Vec<i64> = reader
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
+        assert_eq!(
+            groups,
+            [ROW_GROUP_ROWS as i64, (PART_CHUNK_ROWS + 4_321) as i64]
+        );
+    }
+
     #[test]
     fn a_part_out_of_id_order_or_unended_is_refused_and_never_left_in_place() -> Result<()> {
         let dir = tempfile::tempdir()?;
