@@ -145,10 +145,8 @@ def main():
         subprocess.run([args.neardup, "fingerprint", "--input", warc, "--out", fp,
                         "--html-text", mode, "--workers", "2", *args.flags.split()],
                        check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([args.neardup, "match", "--queries", fp, "--self", "-k", str(args.k),
-                        "--out", pairs, "--workers", "2"], check=True, stdout=subprocess.DEVNULL)
         urls = dict(duckdb.sql(f"SELECT id, url FROM read_parquet('{fp}/*.parquet')").fetchall())
-        rows = duckdb.sql(f"SELECT query_id, corpus_id FROM read_parquet('{pairs}/*.parquet')").fetchall()
+        rows = scoring.self_pairs(args.neardup, fp, args.k, pairs, "--workers", "2")
         found[mode] = {tuple(sorted((urls[q], urls[c]))) for q, c in rows}
         fallbacks = json.load(open(os.path.join(fp, "_summary.json")))["main_content_fallbacks"]
         print(f"{mode}: {len(found[mode])} pairs within k={args.k}, {fallbacks} main-content fallbacks")

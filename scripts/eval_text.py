@@ -24,8 +24,6 @@ import shutil
 import subprocess
 import tempfile
 
-import duckdb
-
 import scoring
 
 
@@ -61,11 +59,7 @@ def main():
     fp, pairs = os.path.join(work, "fp"), os.path.join(work, "pairs")
     subprocess.run([args.neardup, "fingerprint", "--input", os.path.join(work, "docs.jsonl"),
                     "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
-    subprocess.run([args.neardup, "match", "--queries", fp, "--self", "-k", str(args.k),
-                    "--out", pairs], check=True, stdout=subprocess.DEVNULL)
-    found = {"neardup": {(q, c) for q, c in duckdb.sql(
-        f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id) "
-        f"FROM read_parquet('{pairs}/*.parquet')").fetchall()}}
+    found = {"neardup": scoring.self_pairs(args.neardup, fp, args.k, pairs)}
     if args.peers:
         import peers
 

@@ -15,13 +15,13 @@ fingerprints (exact: see the oracle tests), so only the fingerprints differ.
 """
 
 import os
-import subprocess
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from simhash import Simhash
+
+import scoring
 
 PEERS = {
     "simhash": "simhash 2.1.2 defaults (char 4-grams, counts, MD5)",
@@ -63,7 +63,4 @@ def pairs_within_k(fingerprints, k, neardup, work, name):
                              for v in fingerprints.values()], pa.int64()),
     })
     pq.write_table(table, os.path.join(shard, "part-00000.parquet"))
-    subprocess.run([neardup, "match", "--queries", shard, "--self", "-k", str(k),
-                    "--out", pairs, "--workers", "2"], check=True, stdout=subprocess.DEVNULL)
-    found = duckdb.sql(f"SELECT query_id, corpus_id FROM read_parquet('{pairs}/*.parquet')")
-    return {(min(q, c), max(q, c)) for q, c in found.fetchall()}
+    return scoring.self_pairs(neardup, shard, k, pairs, "--workers", "2")

@@ -1,9 +1,25 @@
-"""Recall and precision of several schemes' pairs on one evaluation set, by
-length bucket (shared by scripts/eval_text.py and scripts/eval_zh.py).
+"""What the quality evaluations (scripts/eval_*.py, scripts/peers.py) share:
+the pairs within k of a set of fingerprints, as `neardup match --self` finds
+them, and recall and precision of several schemes' pairs by length bucket.
 
 Recall: of the `positives` (pairs with J >= 0.9), the share a scheme found
 within k; precision: of the pairs a scheme found, the share with J >= 0.8.
 """
+
+import subprocess
+
+import duckdb
+
+
+def self_pairs(neardup, fingerprints, k, out, *flags):
+    """The pairs `(a, b)`, a < b, of ids of the fingerprint shards in
+    `fingerprints` within k bits of each other (`neardup match --self`,
+    written to `out`)."""
+    subprocess.run([neardup, "match", "--queries", fingerprints, "--self", "-k", str(k),
+                    "--out", out, *flags], check=True, stdout=subprocess.DEVNULL)
+    return set(duckdb.sql(
+        f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id) "
+        f"FROM read_parquet('{out}/*.parquet')").fetchall())
 
 
 def score(found, positives, jaccard, bucket_of, buckets):

@@ -509,16 +509,16 @@ impl PartRow for DropRow {
     }
 }
 
-/// The columns of the row group being filled.
-struct GroupColumns<T: PartRow> {
+/// The columns of a chunk of a part's rows.
+struct ChunkColumns<T: PartRow> {
     ids: Vec<i64>,
     others: Vec<i64>,
     thirds: Vec<T::Third>,
 }
 
-impl<T: PartRow> GroupColumns<T> {
-    fn with_capacity(rows: usize) -> GroupColumns<T> {
-        GroupColumns {
+impl<T: PartRow> ChunkColumns<T> {
+    fn with_capacity(rows: usize) -> ChunkColumns<T> {
+        ChunkColumns {
             ids: Vec::with_capacity(rows),
             others: Vec::with_capacity(rows),
             thirds: Vec::with_capacity(rows),
@@ -577,12 +577,11 @@ impl<T: PartRow> SortedPart<T> {
                 self.path.display()
             );
         }
-        loop {
-            let rows = merge.mergeable().min(PART_CHUNK_ROWS);
-            if rows == 0 {
-                break;
-            }
-            self.write_chunk(merge, rows)?;
+        // Every run has ended: the full chunks, then the rest.
+        self.write_from(merge)?;
+        let rest = merge.mergeable();
+        if rest > 0 {
+            self.write_chunk(merge, rest)?;
         }
         let open = match self.open.take() {
             Some(open) => open,
@@ -595,10 +594,10 @@ impl<T: PartRow> SortedPart<T> {
     /// Merges the next `rows` rows into columns and hands them to Parquet,
     /// after checking their order.
     fn write_chunk(&mut self, merge: &mut RunMerge<T>, rows: usize) -> Result<()> {
-        let mut group = GroupColumns::<T>::with_capacity(rows);
-        merge.merge_ready(rows, |row| group.push(row));
+        let mut chunk = ChunkColumns::<T>::with_capacity(rows);
+        merge.merge_ready(rows, |row| chunk.push(row));
         let mut previous = self.last;
-        for &id in &group.ids {
+        for &id in &chunk.ids {
             if previous.is_some_and(|last| id <= last) {
                 bail!(
                     "{}: id {id} out of order or repeated (internal error)",
@@ -612,8 +611,8 @@ impl<T: PartRow> SortedPart<T> {
             self.open = Some(self.open_file()?);
         }
         let open = self.open.as_mut().expect("opened just above");
-        let given = group.ids.len();
-        let columns = T::columns(group.ids, group.others, group.thirds);
+        let given = chunk.ids.len();
+        let columns = T::columns(chunk.ids, chunk.others, chunk.thirds);
         let batch = RecordBatch::try_new(open.schema.clone(), columns)?;
         open.write(&batch)?;
         self.written += given as u64;
