@@ -13,13 +13,6 @@ use common::*;
 use neardup::gen::SplitMix64;
 use parquet::arrow::ArrowWriter;
 
-fn neardup(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
 fn write_batch(path: &Path, columns: Vec<(&str, ArrayRef)>) {
     let fields: Vec<Field> = columns
         .iter()

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use std::sync::Arc;
 
-use arrow_array::{Array, Int64Array, Int8Array};
+use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
 use neardup::clustering::{run_cluster, ClusterJobOptions};
 use neardup::drop_policy::DropPolicy;
 use neardup::gen::SplitMix64;
@@ -454,6 +454,27 @@ fn negative_and_extreme_ids() {
     check_against_oracle(&edges, "extreme ids");
 }
 
+/// A random graph whose ids are spread over the whole i64 range, the two
+/// ends included: page ids are hashes of URLs, so the id table's homes in
+/// id order and the parts' ranges meet negative, extreme and far-apart ids
+/// in every row group.
+#[test]
+fn a_random_graph_over_the_whole_id_range() {
+    let mut rng = SplitMix64::new(11);
+    let spread = |id: i64| match id {
+        0 => i64::MIN,
+        1 => i64::MAX,
+        2 => -1,
+        id => (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) as i64,
+    };
+    let edges: Vec<Edge> = random_edges(&mut rng, 8_000, 6_000, 0)
+        .into_iter()
+        .chain([(0, 1, false), (1, 2, true), (2, 3, false), (0, 5, true)])
+        .map(|(q, c, self_pair)| (spread(q), spread(c), self_pair))
+        .collect();
+    check_against_oracle(&edges, "ids over the whole range");
+}
+
 #[test]
 fn keep_drop_policy_on_a_hand_made_graph() {
     // new pages: 2, 4, 5, 7, 20, 55; corpus pages: 9, 30, 40, 50, 60.
@@ -602,30 +623,41 @@ fn same_bytes_for_1_2_and_4_workers_and_2_and_3_processes() {
     let mut edges = random_edges(&mut rng, 5_000, 4_000, 0);
     edges.extend((0..2_000).map(|i| (100_000 + i, 100_001 + i, i % 3 == 0)));
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 4);
-    for policy in [DropPolicy::Direct, DropPolicy::Component] {
-        let base = dir.path().join(format!("w1-{policy}"));
-        cluster(&pairs, &base, true, policy, 1, 3);
+    for (corpus_wins, policy) in [
+        (true, DropPolicy::Direct),
+        (true, DropPolicy::Component),
+        (false, DropPolicy::Direct),
+        (false, DropPolicy::Component),
+    ] {
+        let case = format!("{policy}, corpus_wins {corpus_wins}");
+        let base = dir.path().join(format!("w1-{policy}-{corpus_wins}"));
+        cluster(&pairs, &base, corpus_wins, policy, 1, 3);
         let expected = data_files(&base);
         for workers in [2, 4] {
-            let out = dir.path().join(format!("w{workers}-{policy}"));
-            cluster(&pairs, &out, true, policy, workers, 3);
-            assert!(data_files(&out) == expected, "{workers} workers, {policy}");
+            let out = dir
+                .path()
+                .join(format!("w{workers}-{policy}-{corpus_wins}"));
+            cluster(&pairs, &out, corpus_wins, policy, workers, 3);
+            assert!(data_files(&out) == expected, "{workers} workers, {case}");
         }
         // Three processes: a page's owner, and the bitmaps' ranges, fall
         // unevenly among them.
-        for processes in [2, 3] {
-            let out = dir.path().join(format!("p{processes}-{policy}"));
+        let processes: &[usize] = if corpus_wins { &[2, 3] } else { &[3] };
+        for &processes in processes {
+            let out = dir
+                .path()
+                .join(format!("p{processes}-{policy}-{corpus_wins}"));
             run_processes(
                 &pairs,
                 &out,
-                true,
+                corpus_wins,
                 policy,
                 [processes, 2, 3],
                 &dir.path().join("hosts"),
             );
             assert!(
                 data_files(&out) == expected,
-                "{processes} processes, {policy}"
+                "{processes} processes, {case}"
             );
         }
     }
@@ -795,7 +827,7 @@ fn missing_columns_and_nulls_get_one_line() {
     let with_nulls = Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef;
     let nulls = write(
         "nulls",
-        vec![("query_id", ids()), ("corpus_id", with_nulls)],
+        vec![("query_id", ids()), ("corpus_id", with_nulls.clone())],
     );
     let stderr = one_line_failure(&nulls, &["--drop-policy", "component"]);
     assert!(
@@ -809,4 +841,77 @@ fn missing_columns_and_nulls_get_one_line() {
     );
     let stderr = one_line_failure(&bad_distance, &[]);
     assert!(stderr.contains("column `distance` holds 65"), "{stderr}");
+
+    // Nulls in each of the other columns `cluster` reads, where it reads them.
+    let null_query = write(
+        "null-query",
+        vec![("query_id", with_nulls.clone()), ("corpus_id", ids())],
+    );
+    let stderr = one_line_failure(&null_query, &["--drop-policy", "component"]);
+    assert!(
+        stderr.contains("column `query_id` has 1 null values"),
+        "{stderr}"
+    );
+    let null_distance = Arc::new(Int8Array::from(vec![Some(1), Some(2), None])) as ArrayRef;
+    let null_distance = write(
+        "null-distance",
+        vec![
+            ("query_id", ids()),
+            ("corpus_id", ids()),
+            ("distance", null_distance),
+        ],
+    );
+    let stderr = one_line_failure(&null_distance, &[]);
+    assert!(
+        stderr.contains("column `distance` has 1 null values"),
+        "{stderr}"
+    );
+    let flags = Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])) as ArrayRef;
+    let null_flag = write(
+        "null-self-pair",
+        vec![
+            ("query_id", ids()),
+            ("corpus_id", ids()),
+            ("self_pair", flags),
+        ],
+    );
+    let stderr = one_line_failure(&null_flag, &["--drop-policy", "component", "--corpus-wins"]);
+    assert!(
+        stderr.contains("column `self_pair` has null values"),
+        "{stderr}"
+    );
+
+    // Pairs from a join elsewhere: `--corpus-wins` needs `self_pair`, and
+    // the direct policy needs `distance`; each says so on one line.
+    let joined = write("joined", vec![("query_id", ids()), ("corpus_id", ids())]);
+    let stderr = one_line_failure(&joined, &["--drop-policy", "component", "--corpus-wins"]);
+    assert!(
+        stderr.contains("no column `self_pair`") && stderr.contains("--corpus-wins"),
+        "{stderr}"
+    );
+    let stderr = one_line_failure(&joined, &[]);
+    assert!(
+        stderr.contains("no column `distance`") && stderr.contains("--drop-policy component"),
+        "{stderr}"
+    );
+}
+
+/// With no `--drop-policy`, `cluster` drops by direct evidence: every drop
+/// row names a partner within k and its distance.
+#[test]
+fn the_direct_policy_is_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    // A chain 1-2-3: the component rule would drop 2 and 3 for 1; the
+    // direct rule keeps 3, paired only with the dropped 2.
+    let edges = vec![(1, 2, true), (2, 3, true)];
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
+    let out = dir.path().join("out");
+    common::run_ok(&["cluster", "--pairs", &pairs, "--out", out.to_str().unwrap()]);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["drop_policy"], "direct");
+    let (_, drops) = read_output(&out);
+    let keeps: Vec<(i64, i64)> = drops.iter().map(|&(id, keep, _)| (id, keep)).collect();
+    assert_eq!(keeps, vec![(2, 1)]);
+    assert_eq!(drops[0].2, Some(distance(2, 1)));
 }

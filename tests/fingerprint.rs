@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
@@ -21,13 +21,6 @@ use neardup::crawl::url_id;
 use neardup::scheme::Scheme;
 use neardup::simhash::{fingerprint, Features, SimhashOptions};
 use serde_json::Value;
-
-fn neardup(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn helper() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,16 +41,6 @@ fn write_sample(dir: &Path) -> Value {
     let manifest = std::fs::read_to_string(crawl.join("manifest.json")).unwrap();
     std::fs::rename(crawl.join("manifest.json"), dir.join("manifest.json")).unwrap();
     serde_json::from_str(&manifest).unwrap()
-}
-
-fn run_ok(args: &[&str]) -> String {
-    let out = neardup(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn summary(out: &Path) -> Value {
@@ -81,12 +64,13 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     ]);
     assert!(out.join("_SUCCESS").exists());
     let s = summary(&out);
-    // 40 HTML responses + 30 conversions; 40 requests, 1 image, 2 warcinfo skipped.
-    assert_eq!(s["documents"], 70);
+    // 42 HTML responses + 30 conversions; 40 requests, 1 image, 2 warcinfo skipped.
+    assert_eq!(s["documents"], 72);
     assert_eq!(s["skipped_records"], 43);
     assert_eq!(s["bad_records"], 0);
-    assert_eq!(s["html_pages"], 40);
-    assert_eq!(s["main_content_fallbacks"], 0);
+    assert_eq!(s["html_pages"], 42);
+    // The two pages that are all template keep all their text.
+    assert_eq!(s["main_content_fallbacks"], 2);
     let warc_shard = s["files"]
         .as_array()
         .unwrap()
@@ -181,6 +165,63 @@ fn shards_are_identical_for_any_worker_count() {
     }
     assert_eq!(shards[0], shards[1]);
     assert_eq!(shards[0], shards[2]);
+}
+
+/// Every named scheme and `--html-text all` on the warcio crawl: each
+/// WARC page's fingerprint is the library's for the scheme's text of the
+/// page, the shards record the HTML mode, fallbacks are counted only where
+/// main content is asked for, and the text shard (WET) is the same under
+/// schemes that differ only in their HTML mode.
+#[test]
+fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_sample(dir.path());
+    let crawl = dir.path().join("crawl");
+    let runs: [(&str, &[&str], &str, HtmlText); 4] = [
+        ("v1", &["--scheme", "v1"], "v1", HtmlText::All),
+        ("v2", &["--scheme", "v2"], "v2", HtmlText::Main),
+        ("v3", &["--scheme", "v3"], "v3", HtmlText::Main),
+        ("all", &["--html-text", "all"], "v3", HtmlText::All),
+    ];
+    let mut wet_shards = Vec::new();
+    for (name, flags, simhash_of, mode) in runs {
+        let out = dir.path().join(name);
+        let mut args = vec!["fingerprint", "--input", crawl.to_str().unwrap()];
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(flags);
+        run_ok(&args);
+        let options = Scheme::named(simhash_of).unwrap().simhash;
+        let expected: std::collections::BTreeMap<i64, u64> = manifest["warc"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let (url, page) = (r["url"].as_str().unwrap(), r["html"].as_str().unwrap());
+                let (text, _) = html::page_text(page, mode);
+                (url_id(url), fingerprint(&text, &options).simhash)
+            })
+            .collect();
+        // Shards come in input order: the WARC's, then the WET's.
+        let shards = part_files(&out);
+        let got: std::collections::BTreeMap<i64, u64> =
+            read_documents(&shards[0]).into_iter().collect();
+        assert_eq!(got, expected, "{name}");
+        let s = summary(&out);
+        assert_eq!(s["files"][0]["format"], "warc", "{name}");
+        let scheme = shard_scheme(&shards[0]).unwrap();
+        assert!(
+            scheme.ends_with(&format!(" html={mode}")),
+            "{name}: {scheme}"
+        );
+        assert_eq!(s["html_pages"], 42, "{name}");
+        let fallbacks = if mode == HtmlText::Main { 2 } else { 0 };
+        assert_eq!(s["main_content_fallbacks"], fallbacks, "{name}");
+        wet_shards.push(std::fs::read(&shards[1]).unwrap());
+    }
+    // v1 and v2 differ only in the HTML mode, v3 and `--html-text all` too.
+    assert_eq!(wet_shards[0], wet_shards[1]);
+    assert_eq!(wet_shards[2], wet_shards[3]);
+    assert_ne!(wet_shards[0], wet_shards[2]);
 }
 
 /// The ids of a shard, in row order.

@@ -11,9 +11,9 @@
 
 mod common;
 
+use common::neardup;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use neardup::gen::SplitMix64;
@@ -23,13 +23,6 @@ const CASES: usize = 100;
 /// Wall time over all formats, after which the remaining cases are skipped
 /// (a slow machine runs fewer, never longer).
 const BUDGET: Duration = Duration::from_secs(120);
-
-fn neardup(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn sample(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

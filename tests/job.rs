@@ -245,8 +245,12 @@ fn bad_job_specs_get_one_line() {
         ),
         (good.replace("[append]", "[apend]"), "unknown field `apend`"),
         (
-            good.replace("features = \"words\"", "features = \"bigrams\""),
+            good.replace("scheme = \"v3\"", "features = \"bigrams\""),
             "bigrams",
+        ),
+        (
+            good.replace("scheme = \"v3\"", "scheme = \"v9\""),
+            "no such scheme",
         ),
         (
             good.replace("workers = 2", "workers = 0"),

@@ -20,27 +20,41 @@ def write(out):
     with open(out / "sample.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
         w.write_record(w.create_warcinfo_record("sample.warc.gz", {"software": "warcio"}))
+
+        def respond(url, html):
+            headers = StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+            )
+            payload = io.BytesIO(html.encode())
+            w.write_record(
+                w.create_warc_record(url, "response", payload=payload, http_headers=headers)
+            )
+            manifest["warc"].append({"url": url, "html": html})
+
         for i in range(40):
             url = f"http://example.org/page/{i}"
-            body = (
+            request = w.create_warc_record(
+                url, "request", payload=io.BytesIO(f"GET /page/{i} HTTP/1.1\r\n\r\n".encode())
+            )
+            w.write_record(request)
+            respond(
+                url,
                 f"<html><head><title>Page {i}</title><style>p {{ margin: 0 }}</style>"
                 f"<script>var views = {i * 7};</script></head><body>"
                 f"<nav><a href='/'>Home</a> <a href='/about'>About us</a></nav>"
                 f"<h1>Story number {i}</h1><p>The crawler fetched this page on day {i % 5}."
                 f" Paragraph with words café, naïve and 中文内容第{i}段。</p>"
-                f"<footer>Copyright example.org</footer></body></html>"
-            ).encode()
-            headers = StatusAndHeaders(
-                "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+                f"<footer>Copyright example.org</footer></body></html>",
             )
-            request = w.create_warc_record(
-                url, "request", payload=io.BytesIO(f"GET /page/{i} HTTP/1.1\r\n\r\n".encode())
+        # Pages that are all template (a tag listing, an empty search page):
+        # main-content extraction finds nothing and falls back to all the text.
+        for i in range(2):
+            respond(
+                f"http://example.org/tags/{i}",
+                f"<html><head><title>Tag {i}</title></head><body>"
+                f"<nav><a href='/'>Home</a> <a href='/about'>About us</a></nav>"
+                f"<footer>Copyright example.org, tag listing {i}</footer></body></html>",
             )
-            w.write_record(request)
-            w.write_record(
-                w.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=headers)
-            )
-            manifest["warc"].append({"url": url, "html": body.decode()})
         image = StatusAndHeaders("200 OK", [("Content-Type", "image/png")], protocol="HTTP/1.1")
         w.write_record(
             w.create_warc_record(

@@ -465,6 +465,59 @@ mod main_content_tests {
         assert_eq!(main_words(page), ("Kept".to_string(), false));
     }
 
+    /// Pins what each named scheme makes of HTML pages (extraction and
+    /// simhash together): a scheme's name, once published, must always
+    /// give the same fingerprints, or a corpus fingerprinted under it stops
+    /// matching. Changing these values needs a new scheme name.
+    #[test]
+    fn golden_fingerprints_of_html_pages_under_the_named_schemes() {
+        use crate::scheme::Scheme;
+        use crate::simhash::fingerprint;
+        let article = "<article><h1>Rust 1.80 released</h1><p>The release adds lazy \
+                       cells, exclusive ranges in patterns and new lints.</p></article>";
+        let chinese = "<main><h1>新闻</h1><p>北京时间今天上午，国家统计局发布了最新的经济数据，\
+                       工业生产保持平稳增长。</p></main>";
+        let unmarked = "<div><h2>Install</h2><p>Download the archive, unpack it and run \
+                        the installer.</p><ul><li><a href=\"/1\">One</a></li>\
+                        <li><a href=\"/2\">Two</a></li><li><a href=\"/3\">Three</a></li></ul></div>";
+        let pages = [
+            TEMPLATE.replace("{BODY}", article),
+            TEMPLATE.replace("{BODY}", chinese),
+            TEMPLATE.replace("{BODY}", unmarked),
+            TEMPLATE.replace("{BODY}", ""),
+        ];
+        let got: Vec<String> = ["v1", "v2", "v3"]
+            .iter()
+            .map(|name| {
+                let scheme = Scheme::named(name).unwrap();
+                let values: Vec<String> = pages
+                    .iter()
+                    .map(|page| {
+                        let (text, fell_back) = page_text(page, scheme.html);
+                        let f = fingerprint(&text, &scheme.simhash).simhash;
+                        format!("{f:016x}{}", if fell_back { "*" } else { "" })
+                    })
+                    .collect();
+                format!("{name}: {}", values.join(" "))
+            })
+            .collect();
+        let expected: Vec<&str> = GOLDEN_HTML
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(got, expected, "a named scheme's HTML fingerprints changed");
+        // Extraction is what tells v1 from v2 on a page with a template.
+        assert_ne!(got[0], got[1].replace("v2", "v1"));
+    }
+
+    /// Per named scheme, the four pages above (a `*`: main content fell
+    /// back to all the text); computed 2026-11-26.
+    const GOLDEN_HTML: &str = "
+        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e
+        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e*
+        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9*";
+
     #[test]
     fn all_mode_is_unchanged_by_extraction() {
         let page = TEMPLATE.replace("{BODY}", "<p>Body</p>");

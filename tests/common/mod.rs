@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
 use neardup::gen::SplitMix64;
@@ -130,6 +130,25 @@ pub fn part_files(dir: &Path) -> Vec<PathBuf> {
         .collect();
     parts.sort();
     parts
+}
+
+/// Runs the `neardup` binary with `args`.
+pub fn neardup(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs the `neardup` binary with `args`, which must succeed; its stdout.
+pub fn run_ok(args: &[&str]) -> String {
+    let out = neardup(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// Runs `match` through the library with real Parquet in and out.
