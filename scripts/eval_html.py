@@ -8,6 +8,10 @@ of one site share a heavy template (a sidebar listing every chapter, menus).
 Truth: Jaccard of word 5-shingles of each page's main content, taken here
 independently of neardup (Python's html.parser, the text inside <main>);
 pages without a <main> (redirect stubs) have no truth and are left out.
+With --unmark, the pages are served without what marks their content
+(`<main>`, `<article>`, `role="main"`), as many pages on the web are, and
+the truth stays that of the marked pages: this measures main-content
+extraction on its other cues alone.
 Recall: of the pairs of the same page in both releases with J >= 0.9, the
 share within k = 3. Precision: of the pairs within k, the share with
 J >= 0.8. By length of the main content in words.
@@ -15,7 +19,7 @@ J >= 0.8. By length of the main content in words.
 With --peers, the peer schemes of scripts/peers.py are scored beside
 neardup on the same pages (`pip install -r scripts/requirements-eval.txt`).
 
-    .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3] [--peers] [--json FILE]
+    .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3] [--peers] [--unmark] [--json FILE]
 """
 
 import argparse
@@ -97,7 +101,15 @@ def toolchain_docs(release):
     return found[0] if found else None
 
 
-def write_warc(path):
+def unmarked(html):
+    """The page without what marks its content (`<main>`, `<article>`,
+    `role="main"`), as many pages on the web are: what is left to tell
+    content from template is the page's other elements and its links."""
+    html = re.sub(r"<(/?)(?:main|article)\b", r"<\1div", html, flags=re.I)
+    return re.sub(r"""\srole\s*=\s*["']?main["']?""", "", html, flags=re.I)
+
+
+def write_warc(path, unmark=False):
     pages = {}
     with open(path, "wb") as f:
         writer = WARCWriter(f, gzip=True)
@@ -111,12 +123,15 @@ def write_warc(path):
                     if os.path.basename(rel) in ("print.html", "toc.html", "404.html"):
                         continue
                     html = open(file, encoding="utf-8", errors="replace").read()
+                    words = main_words(html)
+                    if unmark:
+                        html = unmarked(html)
                     url = f"http://{release}.docs.example/{rel}"
                     headers = StatusAndHeaders(
                         "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
                     writer.write_record(writer.create_warc_record(
                         url, "response", payload=io.BytesIO(html.encode()), http_headers=headers))
-                    pages[url] = (rel, shingles(main_words(html)), len(main_words(html)), html)
+                    pages[url] = (rel, shingles(words), len(words), html)
     return pages
 
 
@@ -132,11 +147,13 @@ def main():
     ap.add_argument("--flags", default="", help="more `fingerprint` flags, e.g. '--log-weights'")
     ap.add_argument("--json", help="also write the figures here, by mode and length")
     ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's schemes")
+    ap.add_argument("--unmark", action="store_true",
+                    help="serve the pages without <main>, <article> and role=main (the truth is unchanged)")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
     warc = os.path.join(work, "docs.warc.gz")
-    pages = write_warc(warc)
+    pages = write_warc(warc, args.unmark)
     print(f"{len(pages)} pages from {', '.join(SITES)} in {', '.join(RELEASES)}")
 
     found = {}

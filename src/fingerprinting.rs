@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::crawl::html::HtmlText;
+use crate::crawl::html::PageText;
 use crate::crawl::{BadRecord, Format, TextFields};
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, Merge, OutcomeSlot, Report,
@@ -102,7 +102,7 @@ pub struct FingerprintSummary {
     pub scheme: String,
     /// Its name, when it is a named scheme (`--scheme`).
     pub scheme_name: Option<String>,
-    pub html_text: HtmlText,
+    pub html_text: PageText,
     pub html_pages: u64,
     /// HTML pages with no main content, fingerprinted on all their text.
     pub main_content_fallbacks: u64,

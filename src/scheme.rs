@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 
-use crate::crawl::html::HtmlText;
+use crate::crawl::html::{HtmlText, MainRules, PageText};
 use crate::simhash::{Features, SimhashOptions};
 
 /// The Parquet key-value metadata key that holds a shard's scheme.
@@ -24,11 +24,17 @@ const ALGORITHM: &str = "simhash64/1";
 pub struct Scheme {
     pub simhash: SimhashOptions,
     /// Which text of an HTML page (WARC responses) is fingerprinted.
-    pub html: HtmlText,
+    pub html: PageText,
 }
 
 const WORDS_TF_STOP_WORDS: SimhashOptions = SimhashOptions {
     features: Features::Words,
+    log_weights: false,
+    stop_words: true,
+};
+
+const SCRIPT: SimhashOptions = SimhashOptions {
+    features: Features::Script,
     log_weights: false,
     stop_words: true,
 };
@@ -41,25 +47,28 @@ const NAMED: &[(&str, Scheme)] = &[
         "v1",
         Scheme {
             simhash: WORDS_TF_STOP_WORDS,
-            html: HtmlText::All,
+            html: PageText::All,
         },
     ),
     (
         "v2",
         Scheme {
             simhash: WORDS_TF_STOP_WORDS,
-            html: HtmlText::Main,
+            html: PageText::Main(MainRules::FIRST),
         },
     ),
     (
         "v3",
         Scheme {
-            simhash: SimhashOptions {
-                features: Features::Script,
-                log_weights: false,
-                stop_words: true,
-            },
-            html: HtmlText::Main,
+            simhash: SCRIPT,
+            html: PageText::Main(MainRules::FIRST),
+        },
+    ),
+    (
+        "v4",
+        Scheme {
+            simhash: SCRIPT,
+            html: PageText::Main(MainRules::SECOND),
         },
     ),
 ];
@@ -152,7 +161,7 @@ impl Scheme {
                 log_weights,
                 stop_words: !keep_stop_words,
             },
-            html: html.unwrap_or(default.html),
+            html: html.map_or(default.html, PageText::from),
         })
     }
 }
@@ -241,7 +250,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v3");
+        assert_eq!(name, "v4");
     }
 
     #[test]
@@ -257,6 +266,23 @@ mod tests {
         let text = "simhash64/1 norm=nfkc-lower-ws features=script(han:words,other:chars:5) weights=script(han:tf,other:log-tf) stopwords=en+zh";
         assert_eq!(v3.describe(false), text);
         assert_eq!(v3.describe(true), format!("{text} html=main"));
+        // v4 changed only the main-content rules: the same text shards, other
+        // HTML shards.
+        let v4 = Scheme::named("v4").unwrap();
+        assert_eq!(v4.describe(false), text);
+        assert_eq!(v4.describe(true), format!("{text} html=main/2"));
+    }
+
+    #[test]
+    fn html_shards_of_v3_and_v4_are_not_compared_but_their_text_shards_are() {
+        let (v3, v4) = (Scheme::named("v3").unwrap(), Scheme::named("v4").unwrap());
+        assert!(!comparable(&v3.describe(true), &v4.describe(true)));
+        assert!(comparable(&v3.describe(false), &v4.describe(true)));
+        assert!(comparable(&v3.describe(true), &v4.describe(false)));
+        // `--html-text main` means the current rules: the default's.
+        let flags = Scheme::from_flags(None, None, false, false, Some(HtmlText::Main)).unwrap();
+        assert_eq!(flags, Scheme::default());
+        assert_eq!(flags.name(), Some("v4"));
     }
 
     #[test]
@@ -294,7 +320,10 @@ mod tests {
         let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
         assert!(error.to_string().contains("--html-text"), "{error}");
         let error = from(Some("v9"), None, false, false, None).unwrap_err();
-        assert!(error.to_string().contains("known: v1, v2, v3"), "{error}");
+        assert!(
+            error.to_string().contains("known: v1, v2, v3, v4"),
+            "{error}"
+        );
         let error = from(None, None, true, false, None).unwrap_err();
         assert!(error.to_string().contains("--features too"), "{error}");
         let scheme = from(None, None, false, true, None).unwrap();
@@ -303,7 +332,7 @@ mod tests {
         let scheme = from(None, Some("shingles:2"), true, false, Some(HtmlText::All)).unwrap();
         assert_eq!(scheme.simhash.features, Features::Shingles(2));
         assert!(scheme.simhash.log_weights && scheme.simhash.stop_words);
-        assert_eq!(scheme.html, HtmlText::All);
+        assert_eq!(scheme.html, PageText::All);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
 use common::*;
-use neardup::crawl::html::{self, HtmlText};
+use neardup::crawl::html::{self, HtmlText, MainRules, PageText};
 use neardup::crawl::url_id;
 use neardup::scheme::Scheme;
 use neardup::simhash::{fingerprint, Features, SimhashOptions};
@@ -77,7 +77,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
         .iter()
         .find(|f| f["format"] == "warc");
     let warc_scheme = warc_shard.unwrap()["scheme"].as_str().unwrap();
-    assert!(warc_scheme.ends_with(" html=main"), "{warc_scheme}");
+    assert!(warc_scheme.ends_with(" html=main/2"), "{warc_scheme}");
 
     let mut expected = std::collections::BTreeMap::new();
     let options = Scheme::default().simhash;
@@ -87,7 +87,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     }
     for r in manifest["warc"].as_array().unwrap() {
         let (url, page) = (r["url"].as_str().unwrap(), r["html"].as_str().unwrap());
-        let (text, _) = html::page_text(page, HtmlText::Main);
+        let (text, _) = html::page_text(page, Scheme::default().html);
         expected.insert(url.to_string(), fingerprint(&text, &options));
     }
 
@@ -129,7 +129,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     // the footer; the page's words are there.
     let (page0, _) = html::page_text(
         manifest["warc"][0]["html"].as_str().unwrap(),
-        HtmlText::Main,
+        PageText::from(HtmlText::Main),
     );
     assert!(
         page0.contains("Story number 0") && page0.contains("中文内容第0段"),
@@ -177,11 +177,13 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_sample(dir.path());
     let crawl = dir.path().join("crawl");
-    let runs: [(&str, &[&str], &str, HtmlText); 4] = [
-        ("v1", &["--scheme", "v1"], "v1", HtmlText::All),
-        ("v2", &["--scheme", "v2"], "v2", HtmlText::Main),
-        ("v3", &["--scheme", "v3"], "v3", HtmlText::Main),
-        ("all", &["--html-text", "all"], "v3", HtmlText::All),
+    let main = |rules| PageText::Main(rules);
+    let runs: [(&str, &[&str], &str, PageText); 5] = [
+        ("v1", &["--scheme", "v1"], "v1", PageText::All),
+        ("v2", &["--scheme", "v2"], "v2", main(MainRules::FIRST)),
+        ("v3", &["--scheme", "v3"], "v3", main(MainRules::FIRST)),
+        ("v4", &["--scheme", "v4"], "v4", main(MainRules::SECOND)),
+        ("all", &["--html-text", "all"], "v4", PageText::All),
     ];
     let mut wet_shards = Vec::new();
     for (name, flags, simhash_of, mode) in runs {
@@ -214,13 +216,15 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
             "{name}: {scheme}"
         );
         assert_eq!(s["html_pages"], 42, "{name}");
-        let fallbacks = if mode == HtmlText::Main { 2 } else { 0 };
+        let fallbacks = if mode == PageText::All { 0 } else { 2 };
         assert_eq!(s["main_content_fallbacks"], fallbacks, "{name}");
         wet_shards.push(std::fs::read(&shards[1]).unwrap());
     }
-    // v1 and v2 differ only in the HTML mode, v3 and `--html-text all` too.
+    // v1 and v2 differ only in the HTML mode; v3, v4 and `--html-text all`
+    // too.
     assert_eq!(wet_shards[0], wet_shards[1]);
     assert_eq!(wet_shards[2], wet_shards[3]);
+    assert_eq!(wet_shards[2], wet_shards[4]);
     assert_ne!(wet_shards[0], wet_shards[2]);
 }
 
@@ -528,7 +532,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     let path = |name: &str| out(name).display().to_string();
 
     // On text (no HTML), the schemes v2 and v1 differ in nothing: same
-    // bytes, same scheme string. The default, v3, is another scheme.
+    // bytes, same scheme string. The default, v4, is another scheme.
     let by_scheme = |name: &str| {
         run_ok(&[
             "fingerprint",
@@ -550,7 +554,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     );
     let default = shard_scheme(&shard("default")).unwrap();
     assert!(default.contains("features=script("), "{default}");
-    assert_eq!(summary(&out("default"))["scheme_name"], "v3");
+    assert_eq!(summary(&out("default"))["scheme_name"], "v4");
     assert_eq!(summary(&out("v2"))["scheme_name"], "v2");
     let v1 = shard_scheme(&shard("v1")).expect("a scheme in the shard's metadata");
     assert!(
@@ -658,7 +662,7 @@ fn html_and_text_shards_of_one_scheme_are_matched_together() {
         .map(|shard| shard_scheme(shard).unwrap())
         .collect();
     assert_eq!(schemes.len(), 2);
-    assert!(schemes[0].ends_with(" html=main") != schemes[1].ends_with(" html=main"));
+    assert!(schemes[0].contains(" html=main") != schemes[1].contains(" html=main"));
     let matched = neardup(&[
         "match",
         "--queries",

@@ -245,11 +245,11 @@ fn bad_job_specs_get_one_line() {
         ),
         (good.replace("[append]", "[apend]"), "unknown field `apend`"),
         (
-            good.replace("scheme = \"v3\"", "features = \"bigrams\""),
+            good.replace("scheme = \"v4\"", "features = \"bigrams\""),
             "bigrams",
         ),
         (
-            good.replace("scheme = \"v3\"", "scheme = \"v9\""),
+            good.replace("scheme = \"v4\"", "scheme = \"v9\""),
             "no such scheme",
         ),
         (

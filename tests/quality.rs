@@ -261,7 +261,7 @@ fn rates(
 }
 
 /// The least share of pairs within k per edit (ad, counter, frame, words)
-/// asserted for the schemes' features: `script` (v3, the default) and
+/// asserted for the schemes' features: `script` (v3 and v4, the default) and
 /// `words` (v1 and v2).
 ///
 /// On English, `script` is character 5-grams with log weights, which lose
@@ -334,6 +334,16 @@ fn real_text_meets_the_quality_floors() {
 #[test]
 fn real_html_meets_the_quality_floors() {
     let figures = evaluate("eval_html.py", &["--modes", "main"]);
+    assert_floors(&figures["main"]["all"], 0.85, 0.90);
+}
+
+/// The same pages served without what marks their content (`<main>`,
+/// `<article>`, `role="main"`), as many pages on the web come: the
+/// extraction's other cues alone meet the same floors (the first rules,
+/// schemes `v2` and `v3`, gave precision 0.63 here).
+#[test]
+fn real_html_without_main_marks_meets_the_quality_floors() {
+    let figures = evaluate("eval_html.py", &["--modes", "main", "--unmark"]);
     assert_floors(&figures["main"]["all"], 0.85, 0.90);
 }
 

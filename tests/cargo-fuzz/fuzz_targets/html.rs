@@ -2,11 +2,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use neardup::crawl::html::{page_text, to_text, HtmlText};
+use neardup::crawl::html::{page_text, to_text, MainRules, PageText};
 
 fuzz_target!(|data: &[u8]| {
     let html = String::from_utf8_lossy(data);
-    let _ = page_text(&html, HtmlText::Main);
-    let _ = page_text(&html, HtmlText::All);
+    let _ = page_text(&html, PageText::Main(MainRules::FIRST));
+    let _ = page_text(&html, PageText::Main(MainRules::SECOND));
+    let _ = page_text(&html, PageText::All);
     let _ = to_text(&html);
 });
