@@ -356,8 +356,8 @@ impl PageReader {
     }
 
     fn is_boilerplate(&self, name: &[u8], attributes: &Attributes) -> bool {
-        // Inside the marked content, a header is the article's.
         let second = self.rules >= MainRules::SECOND;
+        // Inside the marked content, a header is the article's.
         let may_be_page_header =
             self.main == 0 && !(second && NEVER_OUTER_BOILERPLATE.contains(&name));
         if BOILERPLATE.contains(&name) || (may_be_page_header && OUTER_BOILERPLATE.contains(&name))
