@@ -221,6 +221,42 @@ fn write_spec(dir: &Path, text: &str) -> String {
     "jobs/bad.toml".to_string()
 }
 
+/// A night fingerprinted under another scheme than its corpus is refused at
+/// `match`, on one line naming both schemes, with nothing that looks
+/// complete left behind; `allow_mixed_schemes` in the spec's `[match]`
+/// lets the same night through.
+#[test]
+fn a_night_of_another_scheme_is_refused_unless_the_spec_allows_it() {
+    let dir = scratch();
+    let d = dir.path();
+    let good = std::fs::read_to_string(d.join("jobs/sample.toml")).unwrap();
+    let v1 = good.replace("scheme = \"v4\"", "scheme = \"v1\"");
+    assert_ne!(v1, good);
+    let spec = write_spec(d, &v1);
+    let refused = run(d, &[&spec, "--date", NIGHT]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    for needle in [
+        "fingerprint schemes differ",
+        "features=words",
+        "features=script(",
+    ] {
+        assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
+    }
+    let night = d.join("sample-output").join(NIGHT);
+    assert!(night.join("fingerprints/_SUCCESS").exists());
+    assert!(!night.join("pairs/_SUCCESS").exists());
+
+    let allowed = v1.replace("self = true", "self = true\nallow_mixed_schemes = true");
+    let spec = write_spec(d, &allowed);
+    let output = run(d, &[&spec, "--date", NIGHT]);
+    assert_eq!(
+        verbs(&output),
+        ["skipped", "matched", "clustered", "appended"]
+    );
+}
+
 #[test]
 fn bad_job_specs_get_one_line() {
     let dir = scratch();
