@@ -16,7 +16,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
 use common::*;
-use neardup::crawl::html::{self, HtmlText, MainRules, PageText};
+use neardup::crawl::html::{self, MainRules, PageText};
 use neardup::crawl::url_id;
 use neardup::scheme::Scheme;
 use neardup::simhash::{fingerprint, Features, SimhashOptions};
@@ -129,7 +129,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     // the footer; the page's words are there.
     let (page0, _) = html::page_text(
         manifest["warc"][0]["html"].as_str().unwrap(),
-        PageText::from(HtmlText::Main),
+        Scheme::default().html,
     );
     assert!(
         page0.contains("Story number 0") && page0.contains("中文内容第0段"),
@@ -177,12 +177,26 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_sample(dir.path());
     let crawl = dir.path().join("crawl");
-    let main = |rules| PageText::Main(rules);
     let runs: [(&str, &[&str], &str, PageText); 5] = [
         ("v1", &["--scheme", "v1"], "v1", PageText::All),
-        ("v2", &["--scheme", "v2"], "v2", main(MainRules::FIRST)),
-        ("v3", &["--scheme", "v3"], "v3", main(MainRules::FIRST)),
-        ("v4", &["--scheme", "v4"], "v4", main(MainRules::SECOND)),
+        (
+            "v2",
+            &["--scheme", "v2"],
+            "v2",
+            PageText::Main(MainRules::FIRST),
+        ),
+        (
+            "v3",
+            &["--scheme", "v3"],
+            "v3",
+            PageText::Main(MainRules::FIRST),
+        ),
+        (
+            "v4",
+            &["--scheme", "v4"],
+            "v4",
+            PageText::Main(MainRules::SECOND),
+        ),
         ("all", &["--html-text", "all"], "v4", PageText::All),
     ];
     let mut wet_shards = Vec::new();

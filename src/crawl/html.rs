@@ -229,13 +229,10 @@ pub fn to_text(html: &str) -> String {
 /// The text of an HTML page under `mode`, and whether `main` found no main
 /// content and gave all the text instead.
 pub fn page_text(html: &str, mode: PageText) -> (String, bool) {
-    let mut reader = PageReader {
-        rules: match mode {
-            PageText::Main(rules) => rules,
-            PageText::All => MainRules::default(),
-        },
-        ..PageReader::default()
-    };
+    let mut reader = PageReader::default();
+    if let PageText::Main(rules) = mode {
+        reader.rules = rules;
+    }
     let mut emitter = DefaultEmitter::default();
     emitter.naively_switch_states(true);
     for token in Tokenizer::new_with_emitter(html, emitter).flatten() {
