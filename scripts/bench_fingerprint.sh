@@ -1,36 +1,62 @@
 #!/usr/bin/env bash
 # End-to-end throughput of `neardup fingerprint` on ONE large file, the case
-# where a nightly job gets a single Common Crawl WARC (about 1 GB): the
-# sample WARC (real HTML pages written by warcio) and the sample WET (real
-# text) each repeated into one gzipped file of COPIES copies in bench-data/
-# (kept out of git), fingerprinted with 1 worker and with every core, under
-# the default scheme or SCHEME_ARGS. Each line gives wall time, the rate in
-# MB/s of gzip and of uncompressed WARC or WET, and CPU time.
+# where a nightly job gets a single Common Crawl WARC (about 1 GB), with
+# 1 worker and with every core, under the default scheme or SCHEME_ARGS.
 #
-#   scripts/bench_fingerprint.sh            COPIES=300 (WARC: 110 MB gzipped, 310 MB plain)
-#   COPIES=30 SCHEME_ARGS="--scheme v2" scripts/bench_fingerprint.sh
+# INPUT=docs (the default): a real crawl of crawl-file size, every HTML page
+#   of the stable toolchain's docs (48,625 distinct pages, 577 MB of WARC)
+#   and their text as a WET (119 MB), written by warcio
+#   (scripts/make_docs_crawl.py, once, into bench-data/, kept out of git).
+# INPUT=sample: the sample WARC and WET of data-samples/crawl, each repeated
+#   COPIES times (default 300: 310 MB of WARC) into one gzipped file.
+#
+# Each line gives wall time, the rate in MB/s of gzip and of uncompressed
+# WARC or WET, CPU time and peak RSS; the shards of 1 worker and of every
+# core are compared byte for byte.
+#
+#   scripts/bench_fingerprint.sh
+#   INPUT=sample COPIES=30 SCHEME_ARGS="--scheme v2" scripts/bench_fingerprint.sh
 #   NEARDUP=/tmp/neardup-before scripts/bench_fingerprint.sh   (another build, to compare)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 copies=${COPIES:-300}
+input=${INPUT:-docs}
 cores=$(nproc)
 cargo build --release --quiet
-# The WARC's HTML pages (main-content extraction on) and the WET's text.
-for sample in pages.warc.gz text.wet.gz; do
-    name=${sample%%.*}
-    dir=bench-data/one-big-$name-$copies
-    file=$dir/big.${sample#*.}
-    if [ ! -f "$file" ]; then
-        mkdir -p "$dir"
-        for _ in $(seq "$copies"); do cat "data-samples/crawl/$sample"; done > "$file.tmp"
-        mv "$file.tmp" "$file"
+if [ ! -x .venv/bin/python ]; then python3 -m venv .venv; fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-bench.txt
+case $input in
+docs)
+    if [ ! -f bench-data/docs-crawl/wet/docs.wet.gz ]; then
+        .venv/bin/python scripts/make_docs_crawl.py bench-data/docs-crawl
     fi
+    inputs=(bench-data/docs-crawl/warc/docs.warc.gz bench-data/docs-crawl/wet/docs.wet.gz)
+    ;;
+sample)
+    inputs=()
+    for sample in pages.warc.gz text.wet.gz; do
+        dir=bench-data/one-big-${sample%%.*}-$copies
+        file=$dir/big.${sample#*.}
+        if [ ! -f "$file" ]; then
+            mkdir -p "$dir"
+            for _ in $(seq "$copies"); do cat "data-samples/crawl/$sample"; done > "$file.tmp"
+            mv "$file.tmp" "$file"
+        fi
+        inputs+=("$file")
+    done
+    ;;
+*) echo "INPUT must be docs or sample" >&2; exit 2 ;;
+esac
+# The WARC's HTML pages (main-content extraction on) and the WET's text.
+for file in "${inputs[@]}"; do
+    dir=$(dirname "$file")
+    sample=$(basename "$file")
     gzipped=$(stat -c %s "$file")
-    plain=$(( $(gzip -dc "data-samples/crawl/$sample" | wc -c) * copies ))
+    plain=$(gzip -dc "$file" | wc -c)
     for workers in 1 "$cores"; do
         # shellcheck disable=SC2086 # SCHEME_ARGS is a list of flags
         /usr/bin/time -f "%e %U %S %M" -o bench-data/fingerprint-time.txt \
-            "${NEARDUP:-target/release/neardup}" fingerprint --input "$dir" --out bench-data/one-big-fp \
+            "${NEARDUP:-target/release/neardup}" fingerprint --input "$dir" --out "bench-data/one-big-fp-$workers" \
             --workers "$workers" ${SCHEME_ARGS:-} --overwrite > /dev/null
         read -r wall user sys peak < bench-data/fingerprint-time.txt
         python3 - "$sample" "$workers" "$wall" "$user" "$sys" "$peak" "$gzipped" "$plain" <<'PY'
@@ -42,4 +68,10 @@ print(f"{sample:<13} {workers} worker(s): {wall:.2f}s wall, {gzipped / wall / 1e
       f"user {user:.2f}s sys {sys_:.2f}s, peak {peak / 1024:.0f} MiB")
 PY
     done
+    if cmp -s bench-data/one-big-fp-1/part-00000.parquet "bench-data/one-big-fp-$cores/part-00000.parquet"; then
+        echo "$sample: the shards of 1 and $cores workers are the same bytes"
+    else
+        echo "$sample: the shards of 1 and $cores workers DIFFER" >&2
+        exit 1
+    fi
 done
