@@ -1,12 +1,16 @@
 //! Simhash throughput per core, per feature option, on English and Chinese
-//! text, with no I/O: `cargo bench --bench fingerprint -- [MB per language]`
-//! (default 20).
+//! text, with no I/O:
+//! `cargo bench --bench fingerprint -- [MB per language] [features label]`
+//! (default 20 MB, every option; a label such as `script` runs only the
+//! options whose label contains it).
 //!
 //! The text is the real documents of `data-samples/crawl/text.wet.gz`:
 //! English from Debian copyright files, Chinese from the seed write-ups,
-//! each repeated to the requested size.
+//! each repeated to the requested size. `WET=file.wet.gz` takes another
+//! WET's documents instead, such as the docs crawl of
+//! `scripts/make_docs_crawl.py` (`bench-data/docs-crawl/wet/docs.wet.gz`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use neardup::crawl::{warc, Record};
@@ -14,11 +18,16 @@ use neardup::simhash::{fingerprint, Features, SimhashOptions};
 use neardup::storage::Location;
 
 fn main() {
-    let megabytes: usize = std::env::args()
+    let args: Vec<String> = std::env::args()
         .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(20);
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/text.wet.gz");
+        .filter(|a| a != "--bench")
+        .collect();
+    let megabytes: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(20);
+    let only = args.iter().find(|a| a.parse::<usize>().is_err());
+    let sample = match std::env::var_os("WET") {
+        Some(wet) => PathBuf::from(wet),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/text.wet.gz"),
+    };
     let mut english = Vec::new();
     let mut chinese = Vec::new();
     warc::read(&Location::Local(sample), &mut |record, _| {
@@ -90,7 +99,13 @@ fn main() {
     for (name, docs) in [("english", &english), ("chinese", &chinese)] {
         let bytes_per_round: usize = docs.iter().map(String::len).sum();
         let rounds = (megabytes << 20).div_ceil(bytes_per_round.max(1));
-        for (label, o) in &options {
+        if docs.is_empty() {
+            continue;
+        }
+        for (label, o) in options
+            .iter()
+            .filter(|(label, _)| only.is_none_or(|only| label.contains(only.as_str())))
+        {
             let mut sink = 0u64;
             let started = Instant::now();
             for _ in 0..rounds {
