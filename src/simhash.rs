@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 use std::fmt;
+use std::ops::Range;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
@@ -233,23 +234,39 @@ pub fn normalize(text: &str) -> String {
         pending_space: false,
     };
     let bytes = text.as_bytes();
-    let mut at = 0;
-    while at < bytes.len() {
-        let Some(other) = bytes[at..].iter().position(|b| !b.is_ascii()) else {
-            out.push_ascii(&bytes[at..]);
-            break;
+    for (ascii, other) in ascii_then_other_runs(bytes) {
+        let with = match other.start > ascii.start {
+            true => other.start - 1,
+            false => other.start,
         };
-        let run = at + other;
-        let with = if run > at { run - 1 } else { run };
-        let end = bytes[run..]
-            .iter()
-            .position(u8::is_ascii)
-            .map_or(bytes.len(), |n| run + n);
-        out.push_ascii(&bytes[at..with]);
-        out.push_unicode(&text[with..end]);
-        at = end;
+        out.push_ascii(&bytes[ascii.start..with]);
+        out.push_unicode(&text[with..other.end]);
     }
     out.text
+}
+
+/// The bytes of UTF-8 text as runs in turn: a run of ASCII (maybe empty),
+/// then the run of other characters after it (empty at the end of the
+/// text), and so on to the end. Each range begins and ends between
+/// characters.
+fn ascii_then_other_runs(bytes: &[u8]) -> impl Iterator<Item = (Range<usize>, Range<usize>)> + '_ {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if at >= bytes.len() {
+            return None;
+        }
+        let other = bytes[at..]
+            .iter()
+            .position(|b| !b.is_ascii())
+            .map_or(bytes.len(), |p| at + p);
+        let end = bytes[other..]
+            .iter()
+            .position(u8::is_ascii)
+            .map_or(bytes.len(), |p| other + p);
+        let runs = (at..other, other..end);
+        at = end;
+        Some(runs)
+    })
 }
 
 struct Normalized {
@@ -452,25 +469,16 @@ fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
 fn mixed_text_gram_hashes(text: &str, n: usize, out: &mut Vec<u64>) {
     let bytes = text.as_bytes();
     let mut zone: Option<(usize, usize)> = None;
-    let mut at = 0;
-    while at < bytes.len() {
-        let other = bytes[at..]
-            .iter()
-            .position(|b| !b.is_ascii())
-            .map_or(bytes.len(), |p| at + p);
-        if other - at >= n {
-            push_window_hashes(&bytes[at..other], n, out);
+    for (ascii, other) in ascii_then_other_runs(bytes) {
+        if ascii.len() >= n {
+            push_window_hashes(&bytes[ascii], n, out);
         }
-        if other == bytes.len() {
+        if other.is_empty() {
             break;
         }
-        let run_end = bytes[other..]
-            .iter()
-            .position(u8::is_ascii)
-            .map_or(bytes.len(), |p| other + p);
         let around = (
-            other.saturating_sub(n - 1),
-            (run_end + n - 1).min(bytes.len()),
+            other.start.saturating_sub(n - 1),
+            (other.end + n - 1).min(bytes.len()),
         );
         zone = match zone {
             Some((start, end)) if around.0 < end => Some((start, around.1)),
@@ -480,7 +488,6 @@ fn mixed_text_gram_hashes(text: &str, n: usize, out: &mut Vec<u64>) {
             }
             None => Some(around),
         };
-        at = run_end;
     }
     if let Some((start, end)) = zone {
         grams_with_other_characters(&text[start..end], n, out);

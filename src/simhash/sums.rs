@@ -265,7 +265,7 @@ impl DistinctHashes {
         self.next_document();
         self.mask = slots - 1;
         for (entry, &hash) in self.hashes.iter().enumerate() {
-            let mut i = (hash >> 32) as usize & self.mask;
+            let mut i = self.slot_of(hash);
             while self.slots[i].document == self.document {
                 i = (i + 1) & self.mask;
             }
