@@ -141,9 +141,6 @@ const SLICE: usize = 1 << 18;
 
 /// An owner's drops, chosen, given as rows in id order a slice at a time.
 struct OwnerWork {
-    /// The distinct pages' ids, in priority order (a page's *position*).
-    ids: Vec<i64>,
-    /// The drops, by position.
     drops: DirectDrops,
     rows: RunBuilder,
 }
@@ -172,7 +169,6 @@ impl OwnerWork {
             "joined clusters' drops chosen"
         );
         Ok(OwnerWork {
-            ids,
             drops,
             rows: RunBuilder::new(owner.run, owner.parts),
         })
@@ -181,14 +177,12 @@ impl OwnerWork {
     /// Gives the next slice of drop rows in id order; false once all are
     /// given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
-        let ids = &self.ids;
         for _ in 0..SLICE {
-            let Some((at, keep, distance)) = self.drops.next_by_id(|at| ids[at as usize]) else {
+            let Some((id, keep, distance)) = self.drops.next_by_id() else {
                 self.rows.finish(give);
                 return false;
             };
-            self.rows
-                .drop((ids[at as usize], keep, Some(distance)), give);
+            self.rows.drop((id, keep, Some(distance)), give);
         }
         true
     }

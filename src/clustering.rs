@@ -629,19 +629,6 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
     }
 }
 
-/// A page's drop under `policy`: for its kept partner under `direct` (as
-/// `direct` found it), for its representative under `component`.
-pub(crate) fn drop_of(
-    policy: DropPolicy,
-    (id, cluster): (i64, i64),
-    direct: Option<(i64, u8)>,
-) -> Option<(i64, Option<u8>)> {
-    match policy {
-        DropPolicy::Direct => direct.map(|(keep, distance)| (keep, Some(distance))),
-        DropPolicy::Component => (id != cluster).then_some((cluster, None)),
-    }
-}
-
 /// Adds one cluster to the size counts of `totals`.
 pub(crate) fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
     totals.clusters += 1;

@@ -224,14 +224,14 @@ pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>) -> Vec<KeyedPage> {
     })
 }
 
-/// The [`DropPolicy::Direct`] drops of a set of pages, `(index, keep_id,
+/// The [`DropPolicy::Direct`] drops of a set of pages, `(id, keep_id,
 /// distance)`, in priority order: those of pages that rank first, by id,
-/// then those of the others, by id. They are taken page by page in id
-/// order ([`DirectDrops::take`]) with a cursor into each of the two runs:
-/// no lookup table, no random access.
+/// then those of the others, by id. They are given in id order
+/// ([`DirectDrops::next_by_id`]) by a merge of those two runs: no lookup
+/// table, no random access.
 #[derive(Debug, Default)]
 pub struct DirectDrops {
-    drops: Vec<(Page, i64, u8)>,
+    drops: Vec<(i64, i64, u8)>,
     /// How many of `drops` are of pages that rank first.
     first: usize,
     /// The next drop of each run.
@@ -248,24 +248,12 @@ impl DirectDrops {
         self.drops.is_empty()
     }
 
-    /// The drops the sweep found, `(position, keep_id, distance)` in
-    /// position order; positions below `first_positions` rank first.
-    fn from_sweep(drops: Vec<(Page, i64, u8)>, first_positions: usize) -> DirectDrops {
-        let first = drops.partition_point(|&(at, ..)| (at as usize) < first_positions);
-        DirectDrops {
-            next: [0, first],
-            drops,
-            first,
-        }
-    }
-
-    /// The next drop in id order (`id_of` names a page), whichever run it
-    /// is in: for a caller that walks the drops rather than its pages.
-    pub fn next_by_id(&mut self, id_of: impl Fn(Page) -> i64) -> Option<(Page, i64, u8)> {
+    /// The next drop in id order, whichever run it is in.
+    pub fn next_by_id(&mut self) -> Option<(i64, i64, u8)> {
         let ends = [self.first, self.drops.len()];
         let id_at = |run: usize| {
             let at = self.next[run];
-            (at < ends[run]).then(|| id_of(self.drops[at].0))
+            (at < ends[run]).then(|| self.drops[at].0)
         };
         let run = match (id_at(0), id_at(1)) {
             (Some(a), Some(b)) => usize::from(b < a),
@@ -277,18 +265,13 @@ impl DirectDrops {
         Some(self.drops[self.next[run] - 1])
     }
 
-    /// The drop of `page`, if it is dropped; pages must come in id order.
-    pub fn take(&mut self, page: Page) -> Option<(i64, u8)> {
+    /// The id of the next drop [`Self::next_by_id`] gives, if any.
+    pub fn peek_id(&self) -> Option<i64> {
         let ends = [self.first, self.drops.len()];
-        for (next, end) in self.next.iter_mut().zip(ends) {
-            let at = *next;
-            if at < end && self.drops[at].0 == page {
-                *next += 1;
-                let (_, keep, distance) = self.drops[at];
-                return Some((keep, distance));
-            }
-        }
-        None
+        (0..2)
+            .filter(|&run| self.next[run] < ends[run])
+            .map(|run| self.drops[self.next[run]].0)
+            .min()
     }
 }
 
@@ -316,13 +299,10 @@ pub fn direct_drops(
     }
     pairs.rename_by(&position);
     drop(position);
+    drop(pages);
     let oriented = sorted_by_later_end(ids.len(), pairs.pairs());
     drop(pairs);
-    let mut drops = greedy_sweep(first_positions, &oriented, &ids);
-    for drop in &mut drops.drops {
-        drop.0 = pages[drop.0 as usize];
-    }
-    drops
+    greedy_sweep(first_positions, &oriented, &ids)
 }
 
 /// The pages of `by_id` whose `rank` is known, in priority order: their ids
@@ -434,8 +414,11 @@ pub fn greedy_sweep(first_positions: usize, oriented: &[OrientedPair], ids: &[i6
     // Room for every page (only what is written is backed): grown by
     // doubling, the drops would be copied into fresh memory on the way.
     let mut drops = Vec::with_capacity(ids.len());
-    let mut next = 0;
+    let (mut next, mut first_drops) = (0, 0);
     for p in 0..ids.len() as Page {
+        if p as usize == first_positions {
+            first_drops = drops.len();
+        }
         // The nearest kept partner.
         let mut best: Option<(u8, Page)> = None;
         while let Some(&(later, q, distance)) = oriented.get(next) {
@@ -460,11 +443,18 @@ pub fn greedy_sweep(first_positions: usize, oriented: &[OrientedPair], ids: &[i6
             };
         }
         match best {
-            Some((distance, keep)) => drops.push((p, ids[keep as usize], distance)),
+            Some((distance, keep)) => drops.push((ids[p as usize], ids[keep as usize], distance)),
             None => kept[p as usize] = true,
         }
     }
-    DirectDrops::from_sweep(drops, first_positions)
+    if first_positions >= ids.len() {
+        first_drops = drops.len();
+    }
+    DirectDrops {
+        drops,
+        first: first_drops,
+        next: [0, first_drops],
+    }
 }
 
 #[cfg(test)]
@@ -496,11 +486,9 @@ mod tests {
             .collect()]);
         let rank = |at: usize| Some(pages[by_id[at].1 as usize].0);
         let mut drops = direct_drops(&by_id, pages.len(), rank, indexed);
-        let found: Vec<Drop> = by_id
-            .iter()
-            .filter_map(|&(id, page, _)| drops.take(page).map(|(keep, d)| (id, keep, d)))
-            .collect();
+        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id()).collect();
         assert_eq!(found.len(), drops.len());
+        assert!(found.is_sorted_by_key(|&(id, ..)| id));
         found
     }
 
@@ -553,10 +541,8 @@ mod tests {
             (page < 3).then_some(pages[page as usize].0)
         };
         let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()));
-        let found: Vec<(Page, i64)> = (0..5)
-            .filter_map(|page| drops.take(page).map(|(keep, _)| (page, keep)))
-            .collect();
-        assert_eq!(found, vec![(1, 0)]);
+        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id()).collect();
+        assert_eq!(found, vec![(1, 0, 1)]);
     }
 
     #[test]

@@ -14,7 +14,7 @@
 //! in small clusters that is under 2% of the pages.
 
 use crate::cluster_owner::{Addressed, Assigned, SlotPair};
-use crate::clustering::{count_cluster, drop_of, ClusterTotals};
+use crate::clustering::{count_cluster, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::drop_policy::{direct_drops, DirectDrops, DirectShare, DropPolicy, KeyedPage};
@@ -231,11 +231,13 @@ impl Router {
                         }
                         None => {}
                     }
-                    self.page_rows(self.by_id[at], &mut drops, give);
+                    self.page_rows(self.by_id[at], give);
                 }
+                self.direct_rows(&mut drops, Some(self.by_id[end - 1].0), give);
                 Stage::Rows { drops, next: end }
             }
-            Stage::Rows { .. } => {
+            Stage::Rows { mut drops, .. } => {
+                self.direct_rows(&mut drops, None, give);
                 self.rows.finish(&mut |slice| give(Err(slice)));
                 Stage::Done
             }
@@ -386,13 +388,9 @@ impl Router {
     }
 
     /// A page's rows, if this worker writes it: its cluster's (counted once,
-    /// at its representative's row), and its drop if chosen here.
-    fn page_rows(
-        &mut self,
-        (id, page, tag): KeyedPage,
-        drops: &mut DirectDrops,
-        give: &mut dyn FnMut(Routed),
-    ) {
+    /// at its representative's row), and under the component policy its
+    /// drop (the direct policy's come from [`DirectDrops`]).
+    fn page_rows(&mut self, (id, page, tag): KeyedPage, give: &mut dyn FnMut(Routed)) {
         let joined = self.joined(tag).map(|(cluster, _)| cluster);
         let copy = |shared: SharedPage| !shared.writes;
         if joined.is_some() && self.input.shared.get(page).is_some_and(copy) {
@@ -411,12 +409,27 @@ impl Router {
         }
         let give = &mut |slice| give(Err(slice));
         self.rows.member((id, cluster, size), give);
-        let direct = match joined {
-            Some(_) => None,
-            None => drops.take(page),
-        };
-        if let Some((keep, distance)) = drop_of(self.input.policy, (id, cluster), direct) {
-            self.rows.drop((id, keep, distance), give);
+        if self.input.policy == DropPolicy::Component && id != cluster {
+            self.rows.drop((id, cluster, None), give);
+        }
+    }
+
+    /// The direct drops chosen here up to id `last` (all of them if `None`),
+    /// in id order, as the pages' rows are made.
+    fn direct_rows(
+        &mut self,
+        drops: &mut DirectDrops,
+        last: Option<i64>,
+        give: &mut dyn FnMut(Routed),
+    ) {
+        let give = &mut |slice| give(Err(slice));
+        while drops
+            .peek_id()
+            .is_some_and(|id| last.is_none_or(|last| id <= last))
+        {
+            if let Some((id, keep, distance)) = drops.next_by_id() {
+                self.rows.drop((id, keep, Some(distance)), give);
+            }
         }
     }
 
