@@ -250,28 +250,29 @@ impl DirectDrops {
 
     /// The next drop in id order, whichever run it is in.
     pub fn next_by_id(&mut self) -> Option<(i64, i64, u8)> {
-        let ends = [self.first, self.drops.len()];
-        let id_at = |run: usize| {
-            let at = self.next[run];
-            (at < ends[run]).then(|| self.drops[at].0)
-        };
-        let run = match (id_at(0), id_at(1)) {
-            (Some(a), Some(b)) => usize::from(b < a),
-            (Some(_), None) => 0,
-            (None, Some(_)) => 1,
-            (None, None) => return None,
-        };
+        let run = self.run_of_next()?;
         self.next[run] += 1;
         Some(self.drops[self.next[run] - 1])
     }
 
     /// The id of the next drop [`Self::next_by_id`] gives, if any.
     pub fn peek_id(&self) -> Option<i64> {
+        self.run_of_next().map(|run| self.drops[self.next[run]].0)
+    }
+
+    /// The run whose next drop has the least id.
+    fn run_of_next(&self) -> Option<usize> {
         let ends = [self.first, self.drops.len()];
-        (0..2)
-            .filter(|&run| self.next[run] < ends[run])
-            .map(|run| self.drops[self.next[run]].0)
-            .min()
+        let id_at = |run: usize| {
+            let at = self.next[run];
+            (at < ends[run]).then(|| self.drops[at].0)
+        };
+        match (id_at(0), id_at(1)) {
+            (Some(a), Some(b)) => Some(usize::from(b < a)),
+            (Some(_), None) => Some(0),
+            (None, Some(_)) => Some(1),
+            (None, None) => None,
+        }
     }
 }
 
@@ -414,10 +415,11 @@ pub fn greedy_sweep(first_positions: usize, oriented: &[OrientedPair], ids: &[i6
     // Room for every page (only what is written is backed): grown by
     // doubling, the drops would be copied into fresh memory on the way.
     let mut drops = Vec::with_capacity(ids.len());
-    let (mut next, mut first_drops) = (0, 0);
+    // How many drops are of pages that rank first (they come first).
+    let (mut next, mut first_drops) = (0, None);
     for p in 0..ids.len() as Page {
         if p as usize == first_positions {
-            first_drops = drops.len();
+            first_drops = Some(drops.len());
         }
         // The nearest kept partner.
         let mut best: Option<(u8, Page)> = None;
@@ -447,13 +449,11 @@ pub fn greedy_sweep(first_positions: usize, oriented: &[OrientedPair], ids: &[i6
             None => kept[p as usize] = true,
         }
     }
-    if first_positions >= ids.len() {
-        first_drops = drops.len();
-    }
+    let first = first_drops.unwrap_or(drops.len());
     DirectDrops {
         drops,
-        first: first_drops,
-        next: [0, first_drops],
+        first,
+        next: [0, first],
     }
 }
 
