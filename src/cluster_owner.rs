@@ -178,7 +178,7 @@ impl OwnerWork {
     /// given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
         for _ in 0..SLICE {
-            let Some((id, keep, distance)) = self.drops.next_by_id() else {
+            let Some((id, keep, distance)) = self.drops.next_by_id(None) else {
                 self.rows.finish(give);
                 return false;
             };

@@ -248,16 +248,16 @@ impl DirectDrops {
         self.drops.is_empty()
     }
 
-    /// The next drop in id order, whichever run it is in.
-    pub fn next_by_id(&mut self) -> Option<(i64, i64, u8)> {
+    /// The next drop in id order, whichever run it is in, if its id is at
+    /// most `last` (whatever its id, if `None`).
+    pub fn next_by_id(&mut self, last: Option<i64>) -> Option<(i64, i64, u8)> {
         let run = self.run_of_next()?;
+        let drop = self.drops[self.next[run]];
+        if last.is_some_and(|last| drop.0 > last) {
+            return None;
+        }
         self.next[run] += 1;
-        Some(self.drops[self.next[run] - 1])
-    }
-
-    /// The id of the next drop [`Self::next_by_id`] gives, if any.
-    pub fn peek_id(&self) -> Option<i64> {
-        self.run_of_next().map(|run| self.drops[self.next[run]].0)
+        Some(drop)
     }
 
     /// The run whose next drop has the least id.
@@ -477,16 +477,21 @@ mod tests {
     }
 
     /// The drops over `pages` (`(ranks first, id)`) and the `pairs` among
-    /// them, sorted by id.
-    fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
+    /// them, as the sweep gives them.
+    fn direct_drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> DirectDrops {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
         let indexed = pair_log(pairs.iter().map(|&(a, b, d)| (index(a), index(b), d)));
         let by_id = sorted_by_id(vec![(0..pages.len() as Page)
             .map(|page| (pages[page as usize].1, page, 0))
             .collect()]);
         let rank = |at: usize| Some(pages[by_id[at].1 as usize].0);
-        let mut drops = direct_drops(&by_id, pages.len(), rank, indexed);
-        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id()).collect();
+        direct_drops(&by_id, pages.len(), rank, indexed)
+    }
+
+    /// [`direct_drops_of`], all of them, in id order.
+    fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
+        let mut drops = direct_drops_of(pages, pairs);
+        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(None)).collect();
         assert_eq!(found.len(), drops.len());
         assert!(found.is_sorted_by_key(|&(id, ..)| id));
         found
@@ -498,6 +503,38 @@ mod tests {
         let pairs: Vec<WeightedPair> = (0..5).map(|i| (i + 1, i, 2)).collect();
         let drops = drops_of(&pages, &pairs);
         assert_eq!(drops, vec![(1, 0, 2), (3, 2, 2), (5, 4, 2)]);
+    }
+
+    #[test]
+    fn drops_are_given_in_id_order_up_to_a_bound() {
+        // 10 and 14 rank first: 10 is kept and 14 drops for it; 11 and 12
+        // drop for 10; 13 and 15 are paired only with dropped pages, so
+        // kept. The drops' two runs ([14] and [11, 12]) are merged by id.
+        let pages = vec![
+            (false, 11),
+            (true, 14),
+            (false, 12),
+            (true, 10),
+            (false, 13),
+            (false, 15),
+        ];
+        let pairs = [
+            (10, 14, 2),
+            (10, 11, 1),
+            (12, 10, 2),
+            (12, 13, 1),
+            (14, 15, 3),
+        ];
+        let drops = drops_of(&pages, &pairs);
+        assert_eq!(drops, vec![(11, 10, 1), (12, 10, 2), (14, 10, 2)]);
+        let mut given = direct_drops_of(&pages, &pairs);
+        assert_eq!(given.next_by_id(Some(10)), None);
+        assert_eq!(given.next_by_id(Some(11)), Some((11, 10, 1)));
+        assert_eq!(given.next_by_id(Some(11)), None);
+        assert_eq!(given.next_by_id(Some(13)), Some((12, 10, 2)));
+        assert_eq!(given.next_by_id(Some(13)), None);
+        assert_eq!(given.next_by_id(None), Some((14, 10, 2)));
+        assert_eq!(given.next_by_id(None), None);
     }
 
     #[test]
@@ -541,7 +578,7 @@ mod tests {
             (page < 3).then_some(pages[page as usize].0)
         };
         let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()));
-        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id()).collect();
+        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(None)).collect();
         assert_eq!(found, vec![(1, 0, 1)]);
     }
 

@@ -423,13 +423,8 @@ impl Router {
         give: &mut dyn FnMut(Routed),
     ) {
         let give = &mut |slice| give(Err(slice));
-        while drops
-            .peek_id()
-            .is_some_and(|id| last.is_none_or(|last| id <= last))
-        {
-            if let Some((id, keep, distance)) = drops.next_by_id() {
-                self.rows.drop((id, keep, Some(distance)), give);
-            }
+        while let Some((id, keep, distance)) = drops.next_by_id(last) {
+            self.rows.drop((id, keep, Some(distance)), give);
         }
     }
 
