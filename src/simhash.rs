@@ -403,24 +403,38 @@ fn is_stop_word(word: &str) -> bool {
 /// The simhash of every n-gram of `words` (joined by one space), and how
 /// many there were.
 fn word_grams(words: &[&str], n: usize, options: &SimhashOptions) -> (u64, u32) {
-    if n == 1 {
-        return simhash_of(
-            words.iter().map(|w| feature_hash(w.as_bytes())),
-            options.log_weights,
-        );
-    }
-    let mut joined = String::new();
-    let hashes = words.windows(n).map(|gram| {
-        joined.clear();
-        for (i, w) in gram.iter().enumerate() {
-            if i > 0 {
-                joined.push(' ');
-            }
-            joined.push_str(w);
+    simhash_of_hashes(options, |hashes| {
+        if n == 1 {
+            hashes.extend(words.iter().map(|w| feature_hash(w.as_bytes())));
+            return;
         }
-        feature_hash(joined.as_bytes())
-    });
-    simhash_of(hashes, options.log_weights)
+        let mut joined = String::new();
+        hashes.extend(words.windows(n).map(|gram| {
+            joined.clear();
+            for (i, w) in gram.iter().enumerate() {
+                if i > 0 {
+                    joined.push(' ');
+                }
+                joined.push_str(w);
+            }
+            feature_hash(joined.as_bytes())
+        }));
+    })
+}
+
+/// The simhash of the feature hashes `push` appends, and how many there
+/// were: the hashes go into one buffer per thread, reused by every
+/// document and read where they lie by the sums.
+fn simhash_of_hashes(options: &SimhashOptions, push: impl FnOnce(&mut Vec<u64>)) -> (u64, u32) {
+    thread_local! {
+        static HASHES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+    }
+    HASHES.with(|hashes| {
+        let mut hashes = hashes.borrow_mut();
+        hashes.clear();
+        push(&mut hashes);
+        simhash_of(&hashes, options.log_weights)
+    })
 }
 
 /// The simhash of every character n-gram of `text`, and how many there
@@ -436,19 +450,11 @@ fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
         false => text.chars().nth(n - 1).is_none(),
     };
     if shorter_than_n {
-        return simhash_of(std::iter::once(feature_hash(bytes)), options.log_weights);
+        return simhash_of(&[feature_hash(bytes)], options.log_weights);
     }
-    thread_local! {
-        static GRAMS: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
-    }
-    GRAMS.with(|grams| {
-        let mut grams = grams.borrow_mut();
-        grams.clear();
-        match ascii {
-            true => push_window_hashes(bytes, n, &mut grams),
-            false => mixed_text_gram_hashes(text, n, &mut grams),
-        }
-        simhash_of(grams.iter().copied(), options.log_weights)
+    simhash_of_hashes(options, |grams| match ascii {
+        true => push_window_hashes(bytes, n, grams),
+        false => mixed_text_gram_hashes(text, n, grams),
     })
 }
 
@@ -684,7 +690,7 @@ mod tests {
             };
             let expected = match grams.is_empty() {
                 true => (0, 0),
-                false => simhash_of(grams.into_iter(), options.log_weights),
+                false => simhash_of(&grams, options.log_weights),
             };
             assert_eq!(char_grams(text, 3, &options), expected, "{text:?}");
         }

@@ -21,10 +21,10 @@ use std::cell::RefCell;
 
 /// The simhash of a document's feature hashes and how many there were,
 /// under term-frequency (`log_weights == false`) or log weights.
-pub(super) fn simhash_of(hashes: impl Iterator<Item = u64>, log_weights: bool) -> (u64, u32) {
+pub(super) fn simhash_of(hashes: &[u64], log_weights: bool) -> (u64, u32) {
     if !log_weights {
         let mut counts = BitCounts::default();
-        hashes.for_each(|h| counts.add(h));
+        hashes.iter().for_each(|&h| counts.add(h));
         let sums = counts.signed_sums();
         return (sign_bits(sums.iter().map(|&s| s as f64)), counts.count);
     }
@@ -40,10 +40,7 @@ thread_local! {
 /// count share one weight.
 const GROUPED_COUNTS: usize = 32;
 
-fn log_weighted_simhash(
-    hashes: impl Iterator<Item = u64>,
-    distinct: &mut DistinctHashes,
-) -> (u64, u32) {
+fn log_weighted_simhash(hashes: &[u64], distinct: &mut DistinctHashes) -> (u64, u32) {
     distinct.clear();
     let n = distinct.insert_all(hashes);
     // Per bit, sum over counts c of weight(c) times (features of count c
@@ -224,8 +221,6 @@ struct DistinctHashes {
     hashes: Vec<u64>,
     /// ...and how many times each was seen.
     counts: Vec<u32>,
-    /// The current document's hashes, before they are counted.
-    buffered: Vec<u64>,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -276,30 +271,25 @@ impl DistinctHashes {
         }
     }
 
-    /// Counts every hash; returns how many there were. The hashes are
-    /// computed first so that each one's slot can be fetched into the cache
-    /// a few hashes ahead of its turn.
-    fn insert_all(&mut self, hashes: impl Iterator<Item = u64>) -> u32 {
-        let mut buffered = std::mem::take(&mut self.buffered);
-        buffered.clear();
-        buffered.extend(hashes);
+    /// Counts every hash; returns how many there were. The hashes come
+    /// computed (see [`simhash_of`]'s callers), so that each one's slot can
+    /// be fetched into the cache a few hashes ahead of its turn.
+    fn insert_all(&mut self, hashes: &[u64]) -> u32 {
         // At most half full: sized once here rather than while counting
         // (half measured faster than a quarter, the slots fitting the cache
         // better).
-        let wanted = (2 * buffered.len().min(1 << 20))
+        let wanted = (2 * hashes.len().min(1 << 20))
             .next_power_of_two()
             .max(MIN_SLOTS);
         self.use_slots(wanted);
         const AHEAD: usize = 16;
-        for (i, &hash) in buffered.iter().enumerate() {
-            if let Some(&next) = buffered.get(i + AHEAD) {
+        for (i, &hash) in hashes.iter().enumerate() {
+            if let Some(&next) = hashes.get(i + AHEAD) {
                 self.prefetch(next);
             }
             self.insert(hash);
         }
-        let n = buffered.len() as u32;
-        self.buffered = buffered;
-        n
+        hashes.len() as u32
     }
 
     #[inline]
@@ -455,7 +445,7 @@ mod tests {
             }
             for log_weights in [false, true] {
                 assert_eq!(
-                    simhash_of(hashes.iter().copied(), log_weights),
+                    simhash_of(&hashes, log_weights),
                     (defined_simhash(&hashes, log_weights), hashes.len() as u32),
                     "case {case}, log weights {log_weights}, {} hashes",
                     hashes.len()
@@ -497,7 +487,8 @@ mod tests {
         };
         for (document, n) in [100_000u64, 10, 3000, 100_000, 1].into_iter().enumerate() {
             table.clear();
-            assert_eq!(table.insert_all(hashes(n, document as u64)), 2 * n as u32);
+            let hashes: Vec<u64> = hashes(n, document as u64).collect();
+            assert_eq!(table.insert_all(&hashes), 2 * n as u32);
             assert_eq!(table.hashes.len(), n as usize);
             assert!(table.entries().all(|(_, count)| count == 2));
             assert!(table.mask < (16 * n as usize).max(MIN_SLOTS));
