@@ -161,9 +161,10 @@ impl OwnerWork {
         let ids = merged.ids;
         let oriented = sorted_by_later_end(ids.len(), pairs.iter().flatten().flatten().copied());
         drop(pairs);
-        let drops = greedy_sweep(merged.first, &oriented, &ids);
+        let pages = ids.len();
+        let drops = greedy_sweep(merged.first, oriented, ids);
         tracing::info!(
-            pages = ids.len(),
+            pages,
             seconds = started.elapsed().as_secs_f64(),
             rss_mib = ?crate::logging::resident_mib(),
             "joined clusters' drops chosen"

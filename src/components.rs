@@ -597,8 +597,8 @@ pub struct SharedGraph {
     /// The finished forest, while the workers take their shares.
     done: Mutex<Option<Arc<Forest>>>,
     /// Pages `(id, page, root)` on their way to the worker their
-    /// components fall to.
-    pages_out: Mailbox<Vec<KeyedPage>>,
+    /// components fall to, in chunks.
+    pages_out: Mailbox<Vec<Vec<KeyedPage>>>,
     /// Pairs on their way to the worker their components fall to.
     pairs_out: Mailbox<PairLog>,
 }
@@ -767,7 +767,13 @@ impl SharedGraph {
             let logs = log.split_by(self.workers, owner, prefetch);
             self.pairs_out.post(worker, logs);
         }
-        let mut by_id = sorted_by_id(self.pages_out.collect(worker));
+        let runs = self
+            .pages_out
+            .collect(worker)
+            .into_iter()
+            .flatten()
+            .collect();
+        let mut by_id = sorted_by_id(runs);
         let ranks_first = forest.count_roots(&mut by_id, direct);
         let direct = direct.then(|| {
             // Every worker has posted its pairs.
@@ -813,6 +819,19 @@ impl<T: Default> Mailbox<T> {
         let mut slots = lock(&self.0);
         let senders = slots[to].len();
         std::mem::replace(&mut slots[to], (0..senders).map(|_| T::default()).collect())
+    }
+}
+
+/// Appends `item` to the last of `chunks`, or to a new chunk of room for
+/// `each` items if that one is full: nothing is ever copied to grow.
+fn push_chunked<T>(chunks: &mut Vec<Vec<T>>, each: usize, item: T) {
+    match chunks.last_mut() {
+        Some(last) if last.len() < last.capacity() => last.push(item),
+        _ => {
+            let mut chunk = Vec::with_capacity(each);
+            chunk.push(item);
+            chunks.push(chunk);
+        }
     }
 }
 
@@ -946,10 +965,12 @@ impl Forest {
     /// pages `(id, page, root)` by that worker, the root marked
     /// [`RANKS_FIRST`] if the page ranks first (its flags are read here in
     /// page order, where [`Self::count_roots`] would read them at random).
-    fn flatten(&self, range: std::ops::Range<usize>, workers: usize) -> Vec<Vec<KeyedPage>> {
-        let each = range.len() / workers + range.len() / workers / 8;
-        let mut pages: Vec<Vec<KeyedPage>> =
-            (0..workers).map(|_| Vec::with_capacity(each)).collect();
+    /// The pages for a worker come in chunks, room for an even split each:
+    /// a giant component's pages all go to one worker, and a vector grown
+    /// by doubling would be copied into fresh memory on the way.
+    fn flatten(&self, range: std::ops::Range<usize>, workers: usize) -> Vec<Vec<Vec<KeyedPage>>> {
+        let each = range.len() / workers + range.len() / workers / 8 + 16;
+        let mut pages: Vec<Vec<Vec<KeyedPage>>> = (0..workers).map(|_| Vec::new()).collect();
         let end = range.end;
         for page in range {
             if page + LOOKAHEAD < end {
@@ -965,7 +986,11 @@ impl Forest {
                 self.owners.get(page).store(owner as u16, Relaxed);
                 let first = self.corpus_wins && flags & IN_CORPUS != 0;
                 let tag = root | if first { RANKS_FIRST } else { 0 };
-                pages[owner].push((self.id(page as Page), page as Page, tag));
+                push_chunked(
+                    &mut pages[owner],
+                    each,
+                    (self.id(page as Page), page as Page, tag),
+                );
             }
         }
         pages
@@ -1230,6 +1255,16 @@ mod tests {
                 (mix(a as i64) as i64, mix(b as i64) as i64, next() % 3 == 0)
             })
             .collect()
+    }
+
+    #[test]
+    fn chunked_pushes_fill_each_chunk_before_the_next_and_never_grow_one() {
+        let mut chunks: Vec<Vec<u32>> = Vec::new();
+        for item in 0..7 {
+            push_chunked(&mut chunks, 3, item);
+        }
+        assert_eq!(chunks, vec![vec![0, 1, 2], vec![3, 4, 5], vec![6]]);
+        assert!(chunks.iter().all(|chunk| chunk.capacity() == 3));
     }
 
     #[test]

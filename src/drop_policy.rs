@@ -127,25 +127,33 @@ impl PairLog {
         if n == 1 {
             return vec![self];
         }
-        // Room for an even split and a little more: growing by doubling
-        // would copy and touch each log's memory again.
+        // Chunks of room for an even split and a little more, a new one
+        // when one is full (a giant component's pairs all go to one
+        // worker): growing by doubling would copy and touch each log's
+        // memory again.
         let each = self.len() / n + self.len() / n / 8 + 16;
-        let mut logs: Vec<PairChunk> = (0..n).map(|_| PairChunk::with_capacity(each)).collect();
+        let mut logs: Vec<PairLog> = (0..n).map(|_| PairLog::default()).collect();
         for chunk in &self.chunks {
             for (at, (&[a, b], &distance)) in chunk.ends.iter().zip(&chunk.distances).enumerate() {
                 if let Some(&[ahead, _]) = chunk.ends.get(at + LOOKAHEAD) {
                     prefetch(ahead);
                 }
-                let log = &mut logs[owner(a)];
-                log.ends.push([a, b]);
-                log.distances.push(distance);
+                logs[owner(a)].push(a, b, distance, each);
             }
         }
-        logs.into_iter()
-            .map(|chunk| PairLog {
-                chunks: vec![chunk],
-            })
-            .collect()
+        logs
+    }
+
+    /// Appends one pair, in a new chunk of room for `each` pairs if the
+    /// last is full.
+    fn push(&mut self, a: Page, b: Page, distance: u8, each: usize) {
+        let full = |last: &PairChunk| last.ends.len() == last.ends.capacity();
+        if self.chunks.last().is_none_or(full) {
+            self.chunks.push(PairChunk::with_capacity(each));
+        }
+        let last = self.last_chunk();
+        last.ends.push([a, b]);
+        last.distances.push(distance);
     }
 
     /// The logs one after the other: their chunks, not copied.
@@ -224,14 +232,21 @@ pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>) -> Vec<KeyedPage> {
     })
 }
 
-/// The [`DropPolicy::Direct`] drops of a set of pages, `(id, keep_id,
-/// distance)`, in priority order: those of pages that rank first, by id,
-/// then those of the others, by id. They are given in id order
-/// ([`DirectDrops::next_by_id`]) by a merge of those two runs: no lookup
-/// table, no random access.
+/// The [`DropPolicy::Direct`] drops of a set of pages, in priority order:
+/// those of pages that rank first, by id, then those of the others, by id.
+/// They are given in id order ([`DirectDrops::next_by_id`]) by a merge of
+/// those two runs: no lookup table, no random access but a kept page's id.
+///
+/// A drop names its two pages by position in priority order, not by id
+/// (12 bytes instead of 24), and lies in the front of the sorted pairs the
+/// sweep has read past: the drops of a 10M-page chain took 154 MB of fresh
+/// memory, 40,000 first touches on the one worker that sweeps it.
 #[derive(Debug, Default)]
 pub struct DirectDrops {
-    drops: Vec<(i64, i64, u8)>,
+    /// `(dropped position, kept position, distance)`.
+    drops: Vec<OrientedPair>,
+    /// The swept pages' ids, by position.
+    ids: Vec<i64>,
     /// How many of `drops` are of pages that rank first.
     first: usize,
     /// The next drop of each run.
@@ -248,29 +263,34 @@ impl DirectDrops {
         self.drops.is_empty()
     }
 
-    /// The next drop in id order, whichever run it is in, if its id is at
-    /// most `last` (whatever its id, if `None`).
+    /// The next drop in id order, `(id, keep_id, distance)`, whichever run
+    /// it is in, if its id is at most `last` (whatever its id, if `None`).
     pub fn next_by_id(&mut self, last: Option<i64>) -> Option<(i64, i64, u8)> {
-        let run = self.run_of_next()?;
-        let drop = self.drops[self.next[run]];
-        if last.is_some_and(|last| drop.0 > last) {
+        let (run, id) = self.run_of_next()?;
+        if last.is_some_and(|last| id > last) {
             return None;
         }
+        let at = self.next[run];
         self.next[run] += 1;
-        Some(drop)
+        // The kept page is anywhere in `ids`.
+        if let Some(&(_, ahead, _)) = self.drops.get(at + LOOKAHEAD) {
+            prefetch(&self.ids[ahead as usize]);
+        }
+        let (_, keep, distance) = self.drops[at];
+        Some((id, self.ids[keep as usize], distance))
     }
 
-    /// The run whose next drop has the least id.
-    fn run_of_next(&self) -> Option<usize> {
+    /// The run whose next drop has the least id, and that id.
+    fn run_of_next(&self) -> Option<(usize, i64)> {
         let ends = [self.first, self.drops.len()];
         let id_at = |run: usize| {
             let at = self.next[run];
-            (at < ends[run]).then(|| self.drops[at].0)
+            (at < ends[run]).then(|| self.ids[self.drops[at].0 as usize])
         };
         match (id_at(0), id_at(1)) {
-            (Some(a), Some(b)) => Some(usize::from(b < a)),
-            (Some(_), None) => Some(0),
-            (None, Some(_)) => Some(1),
+            (Some(a), Some(b)) if b < a => Some((1, b)),
+            (Some(a), _) => Some((0, a)),
+            (None, Some(b)) => Some((1, b)),
             (None, None) => None,
         }
     }
@@ -290,34 +310,29 @@ pub fn direct_drops(
     rank: impl Fn(usize) -> Option<bool>,
     mut pairs: PairLog,
 ) -> DirectDrops {
-    let (ids, pages, first_positions) = in_priority_order(by_id, rank);
     let mut position = vec![MISSING; n];
-    for (at, &page) in pages.iter().enumerate() {
-        if let Some(&ahead) = pages.get(at + LOOKAHEAD) {
-            prefetch(&position[ahead as usize]);
-        }
-        position[page as usize] = at as Page;
-    }
+    let (ids, first_positions) = in_priority_order(by_id, rank, &mut position);
     pairs.rename_by(&position);
     drop(position);
-    drop(pages);
     let oriented = sorted_by_later_end(ids.len(), pairs.pairs());
     drop(pairs);
-    greedy_sweep(first_positions, &oriented, &ids)
+    greedy_sweep(first_positions, oriented, ids)
 }
 
 /// The pages of `by_id` whose `rank` is known, in priority order: their ids
-/// and indexes by position, and how many rank first. The sweep reads an id
-/// at random for each drop; one array by position is one cache miss where
-/// a position's place in `by_id` and then its page were two. Each page is
-/// ranked once (its flag is a random read), into a byte per page; the
-/// arrays are then filled from two cursors, with no buffer for the pages
-/// that rank later: grown by doubling, that buffer was copied into fresh
-/// memory several times over (a nightly run's pages mostly rank later).
+/// by position, and how many rank first; each page's position is written
+/// into `position`, by index. The sweep reads an id at random for each
+/// drop; one array by position is one cache miss where a position's place
+/// in `by_id` and then its page were two. Each page is ranked once (its
+/// flag is a random read), into a byte per page; the ids are then placed
+/// from two cursors, with no buffer for the pages that rank later: grown
+/// by doubling, that buffer was copied into fresh memory several times
+/// over (a nightly run's pages mostly rank later).
 fn in_priority_order(
     by_id: &[KeyedPage],
     rank: impl Fn(usize) -> Option<bool>,
-) -> (Vec<i64>, Vec<Page>, usize) {
+    position: &mut [Page],
+) -> (Vec<i64>, usize) {
     const FIRST: u8 = 1;
     const LATER: u8 = 2;
     let ranks: Vec<u8> = (0..by_id.len())
@@ -329,17 +344,21 @@ fn in_priority_order(
         .collect();
     let first = ranks.iter().filter(|&&r| r == FIRST).count();
     let swept = first + ranks.iter().filter(|&&r| r == LATER).count();
-    let (mut ids, mut pages) = (vec![0i64; swept], vec![0 as Page; swept]);
+    let mut ids = vec![0i64; swept];
     let mut next = [0, first];
-    for (&(id, index, _), &r) in by_id.iter().zip(&ranks) {
+    for (at, (&(id, index, _), &r)) in by_id.iter().zip(&ranks).enumerate() {
+        // A page's index is anywhere in `position`.
+        if let Some(&(_, ahead, _)) = by_id.get(at + LOOKAHEAD) {
+            prefetch(&position[ahead as usize]);
+        }
         if r != 0 {
-            let at = &mut next[usize::from(r - 1)];
-            ids[*at] = id;
-            pages[*at] = index;
-            *at += 1;
+            let to = &mut next[usize::from(r - 1)];
+            ids[*to] = id;
+            position[index as usize] = *to as Page;
+            *to += 1;
         }
     }
-    (ids, pages, first)
+    (ids, first)
 }
 
 /// A pair as the sweep takes it: `(later position, earlier position,
@@ -409,17 +428,20 @@ pub fn sorted_by_later_end(
 /// by position), paired by `oriented` (from [`sorted_by_later_end`];
 /// repeats are harmless); ties in distance go to the smallest id. One pass
 /// in priority order; the ids of the earlier ends, at random places, are
-/// fetched a few pairs ahead.
-pub fn greedy_sweep(first_positions: usize, oriented: &[OrientedPair], ids: &[i64]) -> DirectDrops {
+/// fetched a few pairs ahead. A dropped page has read at least one pair,
+/// so its drop is written over a pair already read.
+pub fn greedy_sweep(
+    first_positions: usize,
+    mut oriented: Vec<OrientedPair>,
+    ids: Vec<i64>,
+) -> DirectDrops {
     let mut kept = vec![false; ids.len()];
-    // Room for every page (only what is written is backed): grown by
-    // doubling, the drops would be copied into fresh memory on the way.
-    let mut drops = Vec::with_capacity(ids.len());
+    let (mut next, mut dropped) = (0, 0);
     // How many drops are of pages that rank first (they come first).
-    let (mut next, mut first_drops) = (0, None);
+    let mut first_drops = None;
     for p in 0..ids.len() as Page {
         if p as usize == first_positions {
-            first_drops = Some(drops.len());
+            first_drops = Some(dropped);
         }
         // The nearest kept partner.
         let mut best: Option<(u8, Page)> = None;
@@ -445,13 +467,19 @@ pub fn greedy_sweep(first_positions: usize, oriented: &[OrientedPair], ids: &[i6
             };
         }
         match best {
-            Some((distance, keep)) => drops.push((ids[p as usize], ids[keep as usize], distance)),
+            Some((distance, keep)) => {
+                debug_assert!(dropped < next);
+                oriented[dropped] = (p, keep, distance);
+                dropped += 1;
+            }
             None => kept[p as usize] = true,
         }
     }
-    let first = first_drops.unwrap_or(drops.len());
+    oriented.truncate(dropped);
+    let first = first_drops.unwrap_or(dropped);
     DirectDrops {
-        drops,
+        drops: oriented,
+        ids,
         first,
         next: [0, first],
     }
@@ -635,8 +663,9 @@ mod tests {
         let all: Vec<(Page, Page, u8)> = (0..1000)
             .map(|i| (i, i * 7 % 1000, (i % 4) as u8))
             .collect();
-        // Split by an owner, then put together: chunks of uneven lengths,
-        // one of them empty.
+        // Split by an owner, then put together: chunks of uneven lengths
+        // (room for 297 pairs each, so the two larger logs take two), one
+        // log empty.
         let owner = |a: Page| {
             if a.is_multiple_of(3) {
                 0
@@ -652,7 +681,7 @@ mod tests {
             vec![334, 400, 0, 266]
         );
         let log = PairLog::concat(logs);
-        assert_eq!(log.chunks.len(), 4);
+        assert_eq!(log.chunks.len(), 5);
         let mut expected: Vec<(Page, Page, u8)> = Vec::new();
         for o in 0..4 {
             expected.extend(all.iter().filter(|p| owner(p.0) == o));

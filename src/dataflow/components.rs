@@ -122,9 +122,19 @@ pub type ClusterOf = (i64, u32);
 /// A joined local component's cluster: `(worker, local root, cluster)`.
 pub type Resolved = (u32, Page, ClusterOf);
 
-/// The worker that owns a key (a page or a cluster id) among `peers`.
+/// The worker that owns a key (a page or a cluster id) among `peers` (also
+/// a row's output part): its hash's remainder. A power of two (the usual
+/// count of workers and parts) takes the hash's low bits, the same
+/// remainder without a division: every output row pays for this once or
+/// twice, and the division was a fifth of making a drop row.
 pub fn owner_of(key: i64, peers: usize) -> u32 {
-    (xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes()) % peers as u64) as u32
+    let hash = xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes());
+    let peers = peers as u64;
+    let owner = match peers.is_power_of_two() {
+        true => hash & (peers - 1),
+        false => hash % peers,
+    };
+    owner as u32
 }
 
 /// The sightings of `pages`: those of a worker's share of its process's
