@@ -159,7 +159,7 @@ impl OwnerWork {
         to_positions(&mut pairs, &merged.positions)?;
         drop(merged.positions);
         let ids = merged.ids;
-        let oriented = sorted_by_later_end(ids.len(), pairs.iter().flatten().flatten().copied());
+        let oriented = sorted_by_later_end(ids.len(), pairs.iter().flatten().flatten().copied(), 1);
         drop(pairs);
         let pages = ids.len();
         let drops = greedy_sweep(merged.first, oriented, ids);

@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
 use crate::dataflow::commit::lock;
-use crate::drop_policy::{sorted_by_id, DirectShare, KeyedPage, PairLog};
+use crate::drop_policy::{sorted_by_id, threads_for_share, DirectShare, KeyedPage, PairLog};
 use crate::tables::prefetch;
 
 /// A page's dense index in its process's [`SharedGraph`].
@@ -767,13 +767,15 @@ impl SharedGraph {
             let logs = log.split_by(self.workers, owner, prefetch);
             self.pairs_out.post(worker, logs);
         }
-        let runs = self
+        let runs: Vec<Vec<KeyedPage>> = self
             .pages_out
             .collect(worker)
             .into_iter()
             .flatten()
             .collect();
-        let mut by_id = sorted_by_id(runs);
+        let share = runs.iter().map(Vec::len).sum();
+        let threads = threads_for_share(share, forest.pages, self.workers);
+        let mut by_id = sorted_by_id(runs, threads);
         let ranks_first = forest.count_roots(&mut by_id, direct);
         let direct = direct.then(|| {
             // Every worker has posted its pairs.
@@ -781,6 +783,7 @@ impl SharedGraph {
             DirectShare {
                 pairs: PairLog::concat(self.pairs_out.collect(worker)),
                 ranks_first,
+                threads,
             }
         });
         WorkerShare {

@@ -12,7 +12,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::components::{Page, MISSING};
-use crate::sorting::{ordered, scatter_sorted_runs, sort_by_slot, sort_spread_by_key};
+use crate::sorting::{
+    bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot, sort_spread_by_key,
+};
 use crate::tables::prefetch;
 
 /// How many pairs (or pages) ahead a random read is fetched.
@@ -171,19 +173,32 @@ impl PairLog {
         self.pairs_in(0..self.len())
     }
 
-    /// Renames both ends of every pair by `position`, in place; a pair
-    /// whose first end has no position (it is not swept) becomes a
-    /// self-pair, which the sweep ignores.
-    fn rename_by(&mut self, position: &[Page]) {
-        for chunk in &mut self.chunks {
-            for ends in &mut chunk.ends {
+    /// Renames both ends of every pair by `position`, in place, its chunks
+    /// shared among `threads` threads; a pair whose first end has no
+    /// position (it is not swept) becomes a self-pair, which the sweep
+    /// ignores.
+    fn rename_by(&mut self, position: &[Page], threads: usize) {
+        let rename = |chunks: &mut [PairChunk]| {
+            for ends in chunks.iter_mut().flat_map(|chunk| &mut chunk.ends) {
                 let [a, b] = *ends;
                 *ends = match position[a as usize] {
                     MISSING => [MISSING; 2],
                     at => [at, position[b as usize]],
                 };
             }
+        };
+        let each = self.chunks.len().div_ceil(threads.max(1)).max(1);
+        if each >= self.chunks.len() {
+            return rename(&mut self.chunks);
         }
+        std::thread::scope(|scope| {
+            let mut groups = self.chunks.chunks_mut(each);
+            let mine = groups.next();
+            for group in groups {
+                scope.spawn(|| rename(group));
+            }
+            mine.map(rename);
+        });
     }
 
     /// The pairs of `range` (positions in the whole log), across chunks.
@@ -211,6 +226,20 @@ impl PairLog {
 pub struct DirectShare {
     pub pairs: PairLog,
     pub ranks_first: Vec<bool>,
+    /// Threads its sweep's sorts may use (see [`threads_for_share`]).
+    pub threads: usize,
+}
+
+/// How many of its process's `workers` threads a worker holding `share` of
+/// the process's `pages` may use for its sorts: in proportion, rounded.
+/// A giant component falls whole to one worker, whose sorts then take the
+/// cores the other workers, with nothing left to do, leave idle (a 10M-page
+/// chain: the one worker swept for 0.85 s while the other waited).
+pub fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
+    match pages {
+        0 => 1,
+        _ => ((workers * share + pages / 2) / pages).clamp(1, workers.max(1)),
+    }
 }
 
 /// A page as the output needs it: `(id, index, what the caller carries
@@ -222,14 +251,19 @@ pub type KeyedPage = (i64, Page, u32);
 /// hashes are, else by radix sort; on 10M pairs in `match`'s order the
 /// buckets took 38-41 ms a worker instead of 53-72): the order rows are
 /// written in, and the order [`direct_drops`] ranks pages by.
-pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>) -> Vec<KeyedPage> {
-    let (mut scratch, mut counts) = (Vec::new(), Vec::new());
+///
+/// On `threads` threads (see [`crate::sorting::place_and_sort`]).
+pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage> {
     let key = |&(id, ..): &KeyedPage| ordered(id);
-    scatter_sorted_runs(runs, key, 1 << 10, |bucket| {
-        if !sort_spread_by_key(bucket, key, &mut scratch, &mut counts) {
-            radsort::sort_by_key(bucket, |&(id, ..)| id);
+    let sorter = || {
+        let (mut scratch, mut counts) = (Vec::new(), Vec::new());
+        move |_: usize, bucket: &mut [KeyedPage]| {
+            if !sort_spread_by_key(bucket, key, &mut scratch, &mut counts) {
+                radsort::sort_by_key(bucket, |&(id, ..)| id);
+            }
         }
-    })
+    };
+    scatter_sorted_runs(runs, key, 1 << 10, threads, sorter)
 }
 
 /// The [`DropPolicy::Direct`] drops of a set of pages, in priority order:
@@ -309,12 +343,13 @@ pub fn direct_drops(
     n: usize,
     rank: impl Fn(usize) -> Option<bool>,
     mut pairs: PairLog,
+    threads: usize,
 ) -> DirectDrops {
     let mut position = vec![MISSING; n];
     let (ids, first_positions) = in_priority_order(by_id, rank, &mut position);
-    pairs.rename_by(&position);
+    pairs.rename_by(&position, threads);
     drop(position);
-    let oriented = sorted_by_later_end(ids.len(), pairs.pairs());
+    let oriented = sorted_by_later_end(ids.len(), pairs.pairs(), threads);
     drop(pairs);
     greedy_sweep(first_positions, oriented, ids)
 }
@@ -377,49 +412,39 @@ const POSITIONS_PER_BUCKET: usize = 1 << 11;
 /// memory besides the result is one bucket's scratch, not a second copy of
 /// every pair. Sorting rather than building adjacency lists keeps every
 /// pass streaming: for a chain of scattered ids, each adjacency append
-/// would be a cache miss.
+/// would be a cache miss. On `threads` threads, each placing and sorting
+/// the pairs of a range of later ends (each reads `pairs` once more).
 pub fn sorted_by_later_end(
     pages: usize,
-    pairs: impl Iterator<Item = (Page, Page, u8)> + Clone,
+    pairs: impl Iterator<Item = (Page, Page, u8)> + Clone + Send + Sync,
+    threads: usize,
 ) -> Vec<OrientedPair> {
-    let bucket_of = |later: Page| later as usize / POSITIONS_PER_BUCKET;
+    let bucket_of = |&(later, ..): &OrientedPair| later as usize / POSITIONS_PER_BUCKET;
     let oriented = pairs
         .filter(|&(a, b, _)| a != b)
         .map(|(a, b, distance)| (a.max(b), a.min(b), distance));
-    let mut starts = vec![0usize; pages.div_ceil(POSITIONS_PER_BUCKET) + 1];
-    // `for_each`, not `for`: the pairs come through chained iterators,
-    // which a fold runs as one tight loop per chunk (counting and placing
-    // 5M pairs took 9 and 19 ms instead of 21 and 35).
-    oriented
-        .clone()
-        .for_each(|(later, ..)| starts[bucket_of(later) + 1] += 1);
-    for bucket in 1..starts.len() {
-        starts[bucket] += starts[bucket - 1];
-    }
-    let mut sorted = vec![(0, 0, 0); starts[starts.len() - 1]];
-    let mut next = starts.clone();
-    oriented.for_each(|pair| {
-        let at = &mut next[bucket_of(pair.0)];
-        sorted[*at] = pair;
-        *at += 1;
-    });
+    let buckets = pages.div_ceil(POSITIONS_PER_BUCKET);
+    let starts = bucket_starts(oriented.clone(), buckets, bucket_of);
+    let mut sorted = vec![(0, 0, 0); starts[buckets]];
     // Each bucket by counting, its counts and copy in the first-level
     // cache (on 10M pairs in `match`'s order, 11 ms a worker; the sort as a
     // whole took 69-76 ms instead of 75-96 with a radix sort of each bucket).
-    let (mut counts, mut scratch) = (Vec::new(), Vec::new());
-    for (bucket, bounds) in starts.windows(2).enumerate() {
-        let first = (bucket * POSITIONS_PER_BUCKET) as Page;
-        let offset = |&(later, ..): &OrientedPair| (later - first) as usize;
-        let pairs = &mut sorted[bounds[0]..bounds[1]];
-        sort_by_slot(
-            pairs,
-            POSITIONS_PER_BUCKET,
-            offset,
-            u32::MAX,
-            &mut scratch,
-            &mut counts,
-        );
-    }
+    let sorter = || {
+        let (mut counts, mut scratch) = (Vec::new(), Vec::new());
+        move |bucket: usize, pairs: &mut [OrientedPair]| {
+            let first = (bucket * POSITIONS_PER_BUCKET) as Page;
+            let offset = |&(later, ..): &OrientedPair| (later - first) as usize;
+            sort_by_slot(
+                pairs,
+                POSITIONS_PER_BUCKET,
+                offset,
+                u32::MAX,
+                &mut scratch,
+                &mut counts,
+            );
+        }
+    };
+    place_and_sort(oriented, &bucket_of, &starts, &mut sorted, threads, sorter);
     sorted
 }
 
@@ -509,11 +534,14 @@ mod tests {
     fn direct_drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> DirectDrops {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
         let indexed = pair_log(pairs.iter().map(|&(a, b, d)| (index(a), index(b), d)));
-        let by_id = sorted_by_id(vec![(0..pages.len() as Page)
-            .map(|page| (pages[page as usize].1, page, 0))
-            .collect()]);
+        let by_id = sorted_by_id(
+            vec![(0..pages.len() as Page)
+                .map(|page| (pages[page as usize].1, page, 0))
+                .collect()],
+            1,
+        );
         let rank = |at: usize| Some(pages[by_id[at].1 as usize].0);
-        direct_drops(&by_id, pages.len(), rank, indexed)
+        direct_drops(&by_id, pages.len(), rank, indexed, 1)
     }
 
     /// [`direct_drops_of`], all of them, in id order.
@@ -598,16 +626,30 @@ mod tests {
         // 0-1-2 is decided here; 3-4 is another's (no rank): no drop of 4.
         let pages: Vec<RankedPage> = (0..5).map(|i| (false, i)).collect();
         let pairs = [(0, 1, 1), (1, 2, 1), (3, 4, 1)];
-        let by_id = sorted_by_id(vec![(0..5)
-            .map(|page| (i64::from(page), page, 0))
-            .collect()]);
+        let by_id = sorted_by_id(
+            vec![(0..5).map(|page| (i64::from(page), page, 0)).collect()],
+            1,
+        );
         let rank = |at: usize| {
             let page = by_id[at].1;
             (page < 3).then_some(pages[page as usize].0)
         };
-        let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()));
+        let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()), 1);
         let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(None)).collect();
         assert_eq!(found, vec![(1, 0, 1)]);
+    }
+
+    #[test]
+    fn a_share_takes_threads_in_proportion_to_its_pages() {
+        // Two workers: a giant's worker takes both cores, an even split one
+        // each; an idle process or worker still has one.
+        assert_eq!(threads_for_share(10, 10, 2), 2);
+        assert_eq!(threads_for_share(8, 10, 2), 2);
+        assert_eq!(threads_for_share(5, 10, 2), 1);
+        assert_eq!(threads_for_share(0, 10, 2), 1);
+        assert_eq!(threads_for_share(0, 0, 2), 1);
+        assert_eq!(threads_for_share(6, 10, 4), 2);
+        assert_eq!(threads_for_share(10, 10, 1), 1);
     }
 
     #[test]
@@ -624,17 +666,20 @@ mod tests {
             .map(|i| (next(), next(), (i % 4) as u8))
             .chain([(7, 7, 0), (pages as Page - 1, 0, 3)])
             .collect();
-        let sorted = sorted_by_later_end(pages, pairs.iter().copied());
-        assert!(sorted.is_sorted_by_key(|&(later, ..)| later));
         let mut expected: Vec<OrientedPair> = pairs
             .iter()
             .filter(|&&(a, b, _)| a != b)
             .map(|&(a, b, d)| (a.max(b), a.min(b), d))
             .collect();
         expected.sort_unstable();
-        let mut found = sorted;
-        found.sort_unstable();
-        assert_eq!(found, expected);
+        // Several threads place and sort ranges of buckets of their own.
+        for threads in [1, 2, 3, 8] {
+            let sorted = sorted_by_later_end(pages, pairs.iter().copied(), threads);
+            assert!(sorted.is_sorted_by_key(|&(later, ..)| later));
+            let mut found = sorted;
+            found.sort_unstable();
+            assert_eq!(found, expected, "{threads} threads");
+        }
     }
 
     #[test]
@@ -698,12 +743,9 @@ mod tests {
             let found: Vec<_> = log.pairs_in(range.clone()).collect();
             assert_eq!(found, expected[range.clone()], "{range:?}");
         }
-        let mut renamed = log;
         let position: Vec<Page> = (0..1000)
             .map(|p| if p == 5 { MISSING } else { 999 - p })
             .collect();
-        renamed.rename_by(&position);
-        let found: Vec<_> = renamed.pairs().collect();
         let expected: Vec<_> = expected
             .iter()
             .map(|&(a, b, d)| match a {
@@ -711,7 +753,22 @@ mod tests {
                 _ => (999 - a, position[b as usize], d),
             })
             .collect();
-        assert_eq!(found, expected);
+        // The chunks renamed on one thread, or shared among several.
+        for threads in [1, 2, 3, 9] {
+            let mut renamed = PairLog {
+                chunks: log
+                    .chunks
+                    .iter()
+                    .map(|chunk| PairChunk {
+                        ends: chunk.ends.clone(),
+                        distances: chunk.distances.clone(),
+                    })
+                    .collect(),
+            };
+            renamed.rename_by(&position, threads);
+            let found: Vec<_> = renamed.pairs().collect();
+            assert_eq!(found, expected, "{threads} threads");
+        }
     }
 
     #[test]

@@ -381,10 +381,14 @@ impl Router {
     /// priority order over every page is each cluster's pass). Pages of
     /// joined clusters (tagged [`JOINED`]) are their owners' to decide.
     fn local_drops(&self, direct: DirectShare) -> DirectDrops {
-        let DirectShare { pairs, ranks_first } = direct;
+        let DirectShare {
+            pairs,
+            ranks_first,
+            threads,
+        } = direct;
         let by_id = &self.by_id;
         let rank = |at: usize| (by_id[at].2 & JOINED == 0).then(|| ranks_first[at]);
-        direct_drops(by_id, self.input.components.len(), rank, pairs)
+        direct_drops(by_id, self.input.components.len(), rank, pairs, threads)
     }
 
     /// A page's rows, if this worker writes it: its cluster's (counted once,

@@ -14,59 +14,138 @@ const SCATTER_FROM: usize = 1 << 16;
 /// buckets too) into buckets of about `per_bucket` items, then
 /// `sort_bucket` on each bucket, which must sort by `key` (and may break
 /// its ties).
-pub fn scatter_sorted<T: Copy + Default>(
+pub fn scatter_sorted<T: Copy + Default + Send + Sync>(
     items: Vec<T>,
-    key: impl Fn(&T) -> u64,
+    key: impl Fn(&T) -> u64 + Sync,
     per_bucket: usize,
-    sort_bucket: impl FnMut(&mut [T]),
+    sort_bucket: impl Fn(&mut [T]) + Sync,
 ) -> Vec<T> {
-    scatter_sorted_runs(vec![items], key, per_bucket, sort_bucket)
+    let sorter = || |_: usize, bucket: &mut [T]| sort_bucket(bucket);
+    scatter_sorted_runs(vec![items], key, per_bucket, 1, sorter)
 }
 
-/// [`scatter_sorted`] of the items of several runs, as one: the scatter
-/// reads each run where it is, so they need not be put together first.
-pub fn scatter_sorted_runs<T: Copy + Default>(
+/// [`scatter_sorted`] of the items of several runs, as one, on `threads`
+/// threads (see [`place_and_sort`]), each bucket sorted by a sorter that
+/// `sorter` makes for each thread (so that each has its own scratch): the
+/// scatter reads each run where it is, so they need not be put together
+/// first.
+pub fn scatter_sorted_runs<T, S>(
     mut runs: Vec<Vec<T>>,
-    key: impl Fn(&T) -> u64,
+    key: impl Fn(&T) -> u64 + Sync,
     per_bucket: usize,
-    mut sort_bucket: impl FnMut(&mut [T]),
-) -> Vec<T> {
+    threads: usize,
+    sorter: impl Fn() -> S + Sync,
+) -> Vec<T>
+where
+    T: Copy + Default + Send + Sync,
+    S: FnMut(usize, &mut [T]),
+{
     let len: usize = runs.iter().map(Vec::len).sum();
     if len < SCATTER_FROM {
         let mut items = match runs.len() {
             1 => runs.pop().unwrap_or_default(),
             _ => runs.concat(),
         };
-        sort_bucket(&mut items);
+        sorter()(0, &mut items);
         return items;
     }
-    let items = || runs.iter().flatten();
+    let items = || runs.iter().flatten().copied();
     let (least, most) = items()
-        .map(&key)
+        .map(|item| key(&item))
         .fold((u64::MAX, 0), |(lo, hi), k| (lo.min(k), hi.max(k)));
     let buckets = (len / per_bucket.max(1)).next_power_of_two();
     let span_bits = 64 - (most - least).leading_zeros();
     let shift = span_bits.saturating_sub(buckets.trailing_zeros());
     let bucket = |item: &T| ((key(item) - least) >> shift) as usize;
-    let mut starts = vec![0usize; buckets + 2];
-    // `for_each`, not `for`: over several runs, a fold is one tight loop
-    // per run.
-    items().for_each(|item| starts[bucket(item) + 1] += 1);
+    let starts = bucket_starts(items(), buckets + 1, bucket);
+    let mut sorted = vec![T::default(); len];
+    place_and_sort(items(), &bucket, &starts, &mut sorted, threads, sorter);
+    sorted
+}
+
+/// Where each of `buckets` buckets starts once `items` are placed by
+/// `bucket`, and (last) where they end.
+pub fn bucket_starts<T>(
+    items: impl Iterator<Item = T>,
+    buckets: usize,
+    bucket: impl Fn(&T) -> usize,
+) -> Vec<usize> {
+    let mut starts = vec![0usize; buckets + 1];
+    // `for_each`, not `for`: over chained iterators (several runs, a log's
+    // chunks), a fold is one tight loop per piece.
+    items.for_each(|item| starts[bucket(&item) + 1] += 1);
     for b in 1..starts.len() {
         starts[b] += starts[b - 1];
     }
-    let mut next = starts.clone();
-    let mut sorted = vec![T::default(); len];
-    items().for_each(|item| {
-        let at = &mut next[bucket(item)];
-        sorted[*at] = *item;
-        *at += 1;
-    });
-    drop(runs);
-    for bounds in starts.windows(2) {
-        sort_bucket(&mut sorted[bounds[0]..bounds[1]]);
+    starts
+}
+
+/// Places `items` into `out` by `bucket` (bucket `b` at
+/// `starts[b]..starts[b + 1]`, from [`bucket_starts`]), then sorts each
+/// bucket with `(b, bucket)` by a sorter from `sorter`. On `threads` threads, each places and sorts a
+/// range of buckets holding about an equal share of the items: every
+/// thread reads all the items (a streaming pass) but writes only its own
+/// part of `out`, so the scatter's writes, which miss the cache, are shared
+/// out and no thread writes where another does.
+pub fn place_and_sort<T, S>(
+    items: impl Iterator<Item = T> + Clone + Send + Sync,
+    bucket: &(impl Fn(&T) -> usize + Sync),
+    starts: &[usize],
+    out: &mut [T],
+    threads: usize,
+    sorter: impl Fn() -> S + Sync,
+) where
+    T: Copy + Send,
+    S: FnMut(usize, &mut [T]),
+{
+    let buckets = starts.len() - 1;
+    let threads = threads.clamp(1, buckets.max(1));
+    // Where each thread's range of buckets ends.
+    let ends: Vec<usize> = (1..=threads)
+        .map(|t| match t == threads {
+            true => buckets,
+            false => starts
+                .partition_point(|&s| s < out.len() * t / threads)
+                .min(buckets),
+        })
+        .collect();
+    let place = |range: std::ops::Range<usize>, out: &mut [T]| {
+        if range.is_empty() {
+            return;
+        }
+        let base = starts[range.start];
+        let mut next: Vec<usize> = starts[range.clone()].iter().map(|&s| s - base).collect();
+        items.clone().for_each(|item| {
+            let b = bucket(&item);
+            if range.contains(&b) {
+                let at = &mut next[b - range.start];
+                out[*at] = item;
+                *at += 1;
+            }
+        });
+        let mut sort = sorter();
+        for b in range {
+            sort(b, &mut out[starts[b] - base..starts[b + 1] - base]);
+        }
+    };
+    if threads == 1 {
+        return place(0..buckets, out);
     }
-    sorted
+    std::thread::scope(|scope| {
+        let (mut rest, mut first) = (out, 0);
+        for (t, &end) in ends.iter().enumerate() {
+            let (mine, after) = rest.split_at_mut(starts[end] - starts[first]);
+            rest = after;
+            let range = first..end;
+            first = end;
+            if t + 1 == ends.len() {
+                place(range, mine);
+            } else {
+                let place = &place;
+                scope.spawn(move || place(range, mine));
+            }
+        }
+    });
 }
 
 /// Most items per slot of [`sort_spread_by_key`]'s counting pass before it
@@ -241,10 +320,18 @@ mod tests {
             let mut expected = items.clone();
             expected.sort_unstable();
             for per_bucket in [16, 1024] {
-                let items = items.clone();
                 let sort = |b: &mut [(i64, u32)]| b.sort_unstable();
-                let found = scatter_sorted(items, |&(k, _)| ordered(k), per_bucket, sort);
+                let found = scatter_sorted(items.clone(), |&(k, _)| ordered(k), per_bucket, sort);
                 assert!(found == expected);
+                // Cut into runs, on several threads, each placing and
+                // sorting its own range of buckets.
+                for threads in [2, 3, 7] {
+                    let runs: Vec<Vec<_>> = items.chunks(9_000).map(<[_]>::to_vec).collect();
+                    let sorter = || |_: usize, b: &mut [(i64, u32)]| b.sort_unstable();
+                    let key = |&(k, _): &(i64, u32)| ordered(k);
+                    let found = scatter_sorted_runs(runs, key, per_bucket, threads, sorter);
+                    assert!(found == expected, "{threads} threads");
+                }
             }
         }
     }
