@@ -8,10 +8,12 @@
 //! paired with, so every drop is backed by a pair within k.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use serde::{Deserialize, Serialize};
 
 use crate::components::{Page, MISSING};
+use crate::parallel::in_chunks;
 use crate::sorting::{
     bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot, sort_spread_by_key,
 };
@@ -177,28 +179,19 @@ impl PairLog {
     /// shared among `threads` threads; a pair whose first end has no
     /// position (it is not swept) becomes a self-pair, which the sweep
     /// ignores.
-    fn rename_by(&mut self, position: &[Page], threads: usize) {
+    fn rename_by(&mut self, position: &[AtomicU32], threads: usize) {
+        let position_of = |page: Page| position[page as usize].load(Relaxed);
         let rename = |chunks: &mut [PairChunk]| {
             for ends in chunks.iter_mut().flat_map(|chunk| &mut chunk.ends) {
                 let [a, b] = *ends;
-                *ends = match position[a as usize] {
+                *ends = match position_of(a) {
                     MISSING => [MISSING; 2],
-                    at => [at, position[b as usize]],
+                    at => [at, position_of(b)],
                 };
             }
         };
-        let each = self.chunks.len().div_ceil(threads.max(1)).max(1);
-        if each >= self.chunks.len() {
-            return rename(&mut self.chunks);
-        }
-        std::thread::scope(|scope| {
-            let mut groups = self.chunks.chunks_mut(each);
-            let mine = groups.next();
-            for group in groups {
-                scope.spawn(|| rename(group));
-            }
-            mine.map(rename);
-        });
+        let each = self.chunks.len().div_ceil(threads.max(1));
+        in_chunks(&mut self.chunks, each, |_, group| rename(group));
     }
 
     /// The pairs of `range` (positions in the whole log), across chunks.
@@ -341,12 +334,12 @@ impl DirectDrops {
 pub fn direct_drops(
     by_id: &[KeyedPage],
     n: usize,
-    rank: impl Fn(usize) -> Option<bool>,
+    rank: impl Fn(usize) -> Option<bool> + Sync,
     mut pairs: PairLog,
     threads: usize,
 ) -> DirectDrops {
-    let mut position = vec![MISSING; n];
-    let (ids, first_positions) = in_priority_order(by_id, rank, &mut position);
+    let position: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(MISSING)).collect();
+    let (ids, first_positions) = in_priority_order(by_id, rank, &position, threads);
     pairs.rename_by(&position, threads);
     drop(position);
     let oriented = sorted_by_later_end(ids.len(), pairs.pairs(), threads);
@@ -362,37 +355,68 @@ pub fn direct_drops(
 /// flag is a random read), into a byte per page; the ids are then placed
 /// from two cursors, with no buffer for the pages that rank later: grown
 /// by doubling, that buffer was copied into fresh memory several times
-/// over (a nightly run's pages mostly rank later).
+/// over (a nightly run's pages mostly rank later). On `threads` threads,
+/// each ranking and placing a range of `by_id` (its cursors start where
+/// the ranges before it end; `position`'s entries, at random places, are
+/// each written once, by one thread).
 fn in_priority_order(
     by_id: &[KeyedPage],
-    rank: impl Fn(usize) -> Option<bool>,
-    position: &mut [Page],
+    rank: impl Fn(usize) -> Option<bool> + Sync,
+    position: &[AtomicU32],
+    threads: usize,
 ) -> (Vec<i64>, usize) {
     const FIRST: u8 = 1;
     const LATER: u8 = 2;
-    let ranks: Vec<u8> = (0..by_id.len())
-        .map(|at| match rank(at) {
-            Some(true) => FIRST,
-            Some(false) => LATER,
-            None => 0,
-        })
-        .collect();
-    let first = ranks.iter().filter(|&&r| r == FIRST).count();
-    let swept = first + ranks.iter().filter(|&&r| r == LATER).count();
-    let mut ids = vec![0i64; swept];
-    let mut next = [0, first];
-    for (at, (&(id, index, _), &r)) in by_id.iter().zip(&ranks).enumerate() {
-        // A page's index is anywhere in `position`.
-        if let Some(&(_, ahead, _)) = by_id.get(at + LOOKAHEAD) {
-            prefetch(&position[ahead as usize]);
+    let threads = threads.clamp(1, by_id.len().max(1));
+    let each = by_id.len().div_ceil(threads).max(1);
+    let mut ranks = vec![0u8; by_id.len()];
+    // Per range: how many rank first, and how many later.
+    let counts: Vec<[usize; 2]> = in_chunks(&mut ranks, each, |start, ranks| {
+        let mut count = [0, 0];
+        for (at, r) in ranks.iter_mut().enumerate() {
+            *r = match rank(start + at) {
+                Some(true) => FIRST,
+                Some(false) => LATER,
+                None => continue,
+            };
+            count[usize::from(*r - 1)] += 1;
         }
-        if r != 0 {
-            let to = &mut next[usize::from(r - 1)];
-            ids[*to] = id;
-            position[index as usize] = *to as Page;
-            *to += 1;
-        }
+        count
+    });
+    let first: usize = counts.iter().map(|c| c[0]).sum();
+    let later: usize = counts.iter().map(|c| c[1]).sum();
+    let mut ids = vec![0i64; first + later];
+    // Each range's share of the two runs of `ids`, and where they start.
+    let (mut firsts, mut laters) = ids.split_at_mut(first);
+    let (mut shares, mut starts) = (Vec::new(), [0, first]);
+    for count in &counts {
+        let (f, rest_f) = std::mem::take(&mut firsts).split_at_mut(count[0]);
+        let (l, rest_l) = std::mem::take(&mut laters).split_at_mut(count[1]);
+        (firsts, laters) = (rest_f, rest_l);
+        shares.push(([f, l], starts));
+        starts = [starts[0] + count[0], starts[1] + count[1]];
     }
+    let place = |range: usize, ([f, l], starts): ([&mut [i64]; 2], [usize; 2])| {
+        let pages = &by_id[range * each..((range + 1) * each).min(by_id.len())];
+        let ranks = &ranks[range * each..][..pages.len()];
+        let mut runs = [f.iter_mut().zip(starts[0]..), l.iter_mut().zip(starts[1]..)];
+        for (at, (&(id, index, _), &r)) in pages.iter().zip(ranks).enumerate() {
+            // A page's index is anywhere in `position`.
+            if let Some(&(_, ahead, _)) = pages.get(at + LOOKAHEAD) {
+                prefetch(&position[ahead as usize]);
+            }
+            if r != 0 {
+                if let Some((slot, to)) = runs[usize::from(r - 1)].next() {
+                    *slot = id;
+                    position[index as usize].store(to as Page, Relaxed);
+                }
+            }
+        }
+    };
+    in_chunks(&mut shares, 1, |range, share| {
+        let ([f, l], starts) = &mut share[0];
+        place(range, ([std::mem::take(f), std::mem::take(l)], *starts));
+    });
     (ids, first)
 }
 
@@ -530,8 +554,12 @@ mod tests {
     }
 
     /// The drops over `pages` (`(ranks first, id)`) and the `pairs` among
-    /// them, as the sweep gives them.
-    fn direct_drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> DirectDrops {
+    /// them, as the sweep gives them, its steps on `threads` threads.
+    fn direct_drops_of(
+        pages: &[RankedPage],
+        pairs: &[WeightedPair],
+        threads: usize,
+    ) -> DirectDrops {
         let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
         let indexed = pair_log(pairs.iter().map(|&(a, b, d)| (index(a), index(b), d)));
         let by_id = sorted_by_id(
@@ -541,15 +569,23 @@ mod tests {
             1,
         );
         let rank = |at: usize| Some(pages[by_id[at].1 as usize].0);
-        direct_drops(&by_id, pages.len(), rank, indexed, 1)
+        direct_drops(&by_id, pages.len(), rank, indexed, threads)
     }
 
-    /// [`direct_drops_of`], all of them, in id order.
+    /// [`direct_drops_of`], all of them, in id order; the same on 1, 2 and
+    /// 3 threads.
     fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
-        let mut drops = direct_drops_of(pages, pairs);
-        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(None)).collect();
-        assert_eq!(found.len(), drops.len());
-        assert!(found.is_sorted_by_key(|&(id, ..)| id));
+        let on = |threads: usize| {
+            let mut drops = direct_drops_of(pages, pairs, threads);
+            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(None)).collect();
+            assert_eq!(found.len(), drops.len());
+            assert!(found.is_sorted_by_key(|&(id, ..)| id));
+            found
+        };
+        let found = on(1);
+        for threads in [2, 3] {
+            assert_eq!(on(threads), found, "{threads} threads");
+        }
         found
     }
 
@@ -583,7 +619,7 @@ mod tests {
         ];
         let drops = drops_of(&pages, &pairs);
         assert_eq!(drops, vec![(11, 10, 1), (12, 10, 2), (14, 10, 2)]);
-        let mut given = direct_drops_of(&pages, &pairs);
+        let mut given = direct_drops_of(&pages, &pairs, 2);
         assert_eq!(given.next_by_id(Some(10)), None);
         assert_eq!(given.next_by_id(Some(11)), Some((11, 10, 1)));
         assert_eq!(given.next_by_id(Some(11)), None);
@@ -765,7 +801,8 @@ mod tests {
                     })
                     .collect(),
             };
-            renamed.rename_by(&position, threads);
+            let atomic: Vec<AtomicU32> = position.iter().map(|&p| AtomicU32::new(p)).collect();
+            renamed.rename_by(&atomic, threads);
             let found: Vec<_> = renamed.pairs().collect();
             assert_eq!(found, expected, "{threads} threads");
         }

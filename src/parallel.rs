@@ -1,7 +1,8 @@
 //! Sharing work out: a ticket counter that hands tasks to whichever thread
 //! asks next (table builds, object opens, the pair units a process's
-//! workers read), and a static balance of items by size for work that must
-//! be placed before it starts (units among workers or processes).
+//! workers read), one thread per piece of an array for work whose pieces
+//! are known ahead, and a static balance of items by size for work that
+//! must be placed before it starts (units among workers or processes).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -53,6 +54,37 @@ pub fn in_parallel<T: Send>(n: usize, threads: usize, task: impl Fn(usize) -> T 
     });
     done.sort_unstable_by_key(|&(i, _)| i);
     done.into_iter().map(|(_, t)| t).collect()
+}
+
+/// `task(start, chunk)` on each chunk of `items` of `each` items (`start`
+/// its first item's index), each on a thread of its own but the first,
+/// which runs here: for work on one array whose pieces are known ahead
+/// (a giant component's pages, on the cores its process's other workers
+/// leave idle). The results in chunk order.
+pub fn in_chunks<T: Send, R: Send>(
+    items: &mut [T],
+    each: usize,
+    task: impl Fn(usize, &mut [T]) -> R + Sync,
+) -> Vec<R> {
+    std::thread::scope(|scope| {
+        let mut chunks = items.chunks_mut(each.max(1)).enumerate();
+        let first = chunks.next();
+        let others: Vec<_> = chunks
+            .map(|(at, chunk)| {
+                let task = &task;
+                scope.spawn(move || task(at * each, chunk))
+            })
+            .collect();
+        let mut results: Vec<R> = first.map(|(_, chunk)| task(0, chunk)).into_iter().collect();
+        for other in others {
+            results.push(
+                other
+                    .join()
+                    .unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            );
+        }
+        results
+    })
 }
 
 /// The bin of each item (of `sizes`) among `bins`: items largest first,
