@@ -82,11 +82,12 @@ pub fn bucket_starts<T>(
 
 /// Places `items` into `out` by `bucket` (bucket `b` at
 /// `starts[b]..starts[b + 1]`, from [`bucket_starts`]), then sorts each
-/// bucket with `(b, bucket)` by a sorter from `sorter`. On `threads` threads, each places and sorts a
-/// range of buckets holding about an equal share of the items: every
-/// thread reads all the items (a streaming pass) but writes only its own
-/// part of `out`, so the scatter's writes, which miss the cache, are shared
-/// out and no thread writes where another does.
+/// bucket with `(b, bucket)` by a sorter from `sorter`. On `threads`
+/// threads, each places and sorts a range of buckets holding about an
+/// equal share of the items: every thread reads all the items (a streaming
+/// pass) but writes only its own part of `out`, so the scatter's writes,
+/// which miss the cache, are shared out and no thread writes where another
+/// does.
 pub fn place_and_sort<T, S>(
     items: impl Iterator<Item = T> + Clone + Send + Sync,
     bucket: &(impl Fn(&T) -> usize + Sync),
