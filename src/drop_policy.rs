@@ -151,10 +151,7 @@ impl PairLog {
     /// Appends one pair, in a new chunk of room for `each` pairs if the
     /// last is full.
     fn push(&mut self, a: Page, b: Page, distance: u8, each: usize) {
-        let full = |last: &PairChunk| last.ends.len() == last.ends.capacity();
-        if self.chunks.last().is_none_or(full) {
-            self.chunks.push(PairChunk::with_capacity(each));
-        }
+        self.make_room(1, each);
         let last = self.last_chunk();
         last.ends.push([a, b]);
         last.distances.push(distance);
@@ -393,10 +390,10 @@ fn in_priority_order(
         let (f, rest_f) = std::mem::take(&mut firsts).split_at_mut(count[0]);
         let (l, rest_l) = std::mem::take(&mut laters).split_at_mut(count[1]);
         (firsts, laters) = (rest_f, rest_l);
-        shares.push(([f, l], starts));
+        shares.push((f, l, starts));
         starts = [starts[0] + count[0], starts[1] + count[1]];
     }
-    let place = |range: usize, ([f, l], starts): ([&mut [i64]; 2], [usize; 2])| {
+    let place = |range: usize, f: &mut [i64], l: &mut [i64], starts: [usize; 2]| {
         let pages = &by_id[range * each..((range + 1) * each).min(by_id.len())];
         let ranks = &ranks[range * each..][..pages.len()];
         let mut runs = [f.iter_mut().zip(starts[0]..), l.iter_mut().zip(starts[1]..)];
@@ -414,8 +411,8 @@ fn in_priority_order(
         }
     };
     in_chunks(&mut shares, 1, |range, share| {
-        let ([f, l], starts) = &mut share[0];
-        place(range, ([std::mem::take(f), std::mem::take(l)], *starts));
+        let (f, l, starts) = &mut share[0];
+        place(range, f, l, *starts);
     });
     (ids, first)
 }

@@ -6,6 +6,8 @@
 //! bits into buckets small enough to sort in the cache, then each bucket
 //! on its own, reads and writes the array twice.
 
+use crate::parallel::in_chunks;
+
 /// Below this many items, sorting whole is as fast.
 const SCATTER_FROM: usize = 1 << 16;
 
@@ -129,23 +131,16 @@ pub fn place_and_sort<T, S>(
             sort(b, &mut out[starts[b] - base..starts[b + 1] - base]);
         }
     };
-    if threads == 1 {
-        return place(0..buckets, out);
+    // Each thread's range of buckets and its part of `out`.
+    let (mut pieces, mut rest, mut first) = (Vec::new(), out, 0);
+    for &end in &ends {
+        let (mine, after) = std::mem::take(&mut rest).split_at_mut(starts[end] - starts[first]);
+        pieces.push((first..end, mine));
+        (rest, first) = (after, end);
     }
-    std::thread::scope(|scope| {
-        let (mut rest, mut first) = (out, 0);
-        for (t, &end) in ends.iter().enumerate() {
-            let (mine, after) = rest.split_at_mut(starts[end] - starts[first]);
-            rest = after;
-            let range = first..end;
-            first = end;
-            if t + 1 == ends.len() {
-                place(range, mine);
-            } else {
-                let place = &place;
-                scope.spawn(move || place(range, mine));
-            }
-        }
+    in_chunks(&mut pieces, 1, |_, piece| {
+        let (range, out) = &mut piece[0];
+        place(range.clone(), out);
     });
 }
 
