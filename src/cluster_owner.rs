@@ -26,7 +26,7 @@ use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
-use crate::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops};
+use crate::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
 use crate::part_runs::{RunBuilder, RunSlice};
 
 /// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
@@ -142,6 +142,7 @@ const SLICE: usize = 1 << 18;
 /// An owner's drops, chosen, given as rows in id order a slice at a time.
 struct OwnerWork {
     drops: DirectDrops,
+    cursor: DropCursor,
     rows: RunBuilder,
 }
 
@@ -170,6 +171,7 @@ impl OwnerWork {
             "joined clusters' drops chosen"
         );
         Ok(OwnerWork {
+            cursor: drops.start(),
             drops,
             rows: RunBuilder::new(owner.run, owner.parts),
         })
@@ -179,7 +181,7 @@ impl OwnerWork {
     /// given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
         for _ in 0..SLICE {
-            let Some((id, keep, distance)) = self.drops.next_by_id(None) else {
+            let Some((id, keep, distance)) = self.drops.next_by_id(&mut self.cursor, None) else {
                 self.rows.finish(give);
                 return false;
             };

@@ -221,6 +221,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
             let graph = Rc::new(RefCell::new(Components::default()));
             let direct_share = Rc::new(RefCell::new(None));
+            let threads = Rc::new(std::cell::Cell::new(1));
             let by_id = Rc::new(RefCell::new(Vec::new()));
             let expected_sightings = Rc::new(std::cell::Cell::new(0));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
@@ -245,7 +246,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 let routed = {
                     let (graph, direct_share, state) =
                         (graph.clone(), direct_share.clone(), state.clone());
-                    let by_id = by_id.clone();
+                    let (by_id, threads) = (by_id.clone(), threads.clone());
                     let shared = shared.clone();
                     let (policy, max_size) = (opts.drop_policy, opts.max_cluster_size);
                     after_joins(resolved, "RoutePages", move |joined| {
@@ -259,6 +260,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                             joined,
                             shared: std::mem::take(&mut *shared.borrow_mut()),
                             direct: direct_share.borrow_mut().take(),
+                            threads: threads.get(),
                             policy,
                             parts,
                             peers,
@@ -332,6 +334,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             *graph.borrow_mut() = share.components;
             *by_id.borrow_mut() = share.by_id;
             *direct_share.borrow_mut() = share.direct;
+            threads.set(share.threads);
             drop(input);
             while worker.step_or_park(None) {}
         })?

@@ -783,13 +783,13 @@ impl SharedGraph {
             DirectShare {
                 pairs: PairLog::concat(self.pairs_out.collect(worker)),
                 ranks_first,
-                threads,
             }
         });
         WorkerShare {
             components: Components { forest },
             by_id,
             direct,
+            threads,
         }
     }
 }
@@ -1049,6 +1049,8 @@ pub struct WorkerShare {
     pub by_id: Vec<KeyedPage>,
     /// What the direct policy needs, under it.
     pub direct: Option<DirectShare>,
+    /// Threads its work may use (see [`threads_for_share`]).
+    pub threads: usize,
 }
 
 /// The components of one worker's share: what the rest of the job asks of

@@ -216,15 +216,14 @@ impl PairLog {
 pub struct DirectShare {
     pub pairs: PairLog,
     pub ranks_first: Vec<bool>,
-    /// Threads its sweep's sorts may use (see [`threads_for_share`]).
-    pub threads: usize,
 }
 
 /// How many of its process's `workers` threads a worker holding `share` of
-/// the process's `pages` may use for its sorts: in proportion, rounded.
-/// A giant component falls whole to one worker, whose sorts then take the
-/// cores the other workers, with nothing left to do, leave idle (a 10M-page
-/// chain: the one worker swept for 0.85 s while the other waited).
+/// the process's `pages` may use for its sorts, sweep and rows: in
+/// proportion, rounded. A giant component falls whole to one worker, whose
+/// work then takes the cores the other workers, with nothing left to do,
+/// leave idle (a 10M-page chain: the one worker swept for 0.85 s while the
+/// other waited).
 pub fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
     match pages {
         0 => 1,
@@ -273,9 +272,13 @@ pub struct DirectDrops {
     ids: Vec<i64>,
     /// How many of `drops` are of pages that rank first.
     first: usize,
-    /// The next drop of each run.
-    next: [usize; 2],
 }
+
+/// Where a reader of [`DirectDrops`] in id order is: the next drop of each
+/// run. Readers of their own read disjoint ranges of ids on threads of
+/// their own ([`DirectDrops::cursor_before`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCursor([usize; 2]);
 
 impl DirectDrops {
     /// How many pages are dropped.
@@ -287,15 +290,30 @@ impl DirectDrops {
         self.drops.is_empty()
     }
 
-    /// The next drop in id order, `(id, keep_id, distance)`, whichever run
-    /// it is in, if its id is at most `last` (whatever its id, if `None`).
-    pub fn next_by_id(&mut self, last: Option<i64>) -> Option<(i64, i64, u8)> {
-        let (run, id) = self.run_of_next()?;
+    /// A cursor at the first drop.
+    pub fn start(&self) -> DropCursor {
+        DropCursor([0, self.first])
+    }
+
+    /// A cursor at the first drop of id `id` or more.
+    pub fn cursor_before(&self, id: i64) -> DropCursor {
+        let before = |run: std::ops::Range<usize>| {
+            let start = run.start;
+            start + self.drops[run].partition_point(|d| self.ids[d.0 as usize] < id)
+        };
+        DropCursor([before(0..self.first), before(self.first..self.drops.len())])
+    }
+
+    /// The drop at `cursor` in id order, `(id, keep_id, distance)`,
+    /// whichever run it is in, if its id is at most `last` (whatever its
+    /// id, if `None`); moves `cursor` past it.
+    pub fn next_by_id(&self, cursor: &mut DropCursor, last: Option<i64>) -> Option<(i64, i64, u8)> {
+        let (run, id) = self.run_of_next(cursor)?;
         if last.is_some_and(|last| id > last) {
             return None;
         }
-        let at = self.next[run];
-        self.next[run] += 1;
+        let at = cursor.0[run];
+        cursor.0[run] += 1;
         // The kept page is anywhere in `ids`.
         if let Some(&(_, ahead, _)) = self.drops.get(at + LOOKAHEAD) {
             prefetch(&self.ids[ahead as usize]);
@@ -304,11 +322,11 @@ impl DirectDrops {
         Some((id, self.ids[keep as usize], distance))
     }
 
-    /// The run whose next drop has the least id, and that id.
-    fn run_of_next(&self) -> Option<(usize, i64)> {
+    /// The run whose drop at `cursor` has the least id, and that id.
+    fn run_of_next(&self, cursor: &DropCursor) -> Option<(usize, i64)> {
         let ends = [self.first, self.drops.len()];
         let id_at = |run: usize| {
-            let at = self.next[run];
+            let at = cursor.0[run];
             (at < ends[run]).then(|| self.ids[self.drops[at].0 as usize])
         };
         match (id_at(0), id_at(1)) {
@@ -527,7 +545,6 @@ pub fn greedy_sweep(
         drops: oriented,
         ids,
         first,
-        next: [0, first],
     }
 }
 
@@ -573,8 +590,9 @@ mod tests {
     /// 3 threads.
     fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
         let on = |threads: usize| {
-            let mut drops = direct_drops_of(pages, pairs, threads);
-            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(None)).collect();
+            let drops = direct_drops_of(pages, pairs, threads);
+            let mut at = drops.start();
+            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
             assert_eq!(found.len(), drops.len());
             assert!(found.is_sorted_by_key(|&(id, ..)| id));
             found
@@ -616,14 +634,28 @@ mod tests {
         ];
         let drops = drops_of(&pages, &pairs);
         assert_eq!(drops, vec![(11, 10, 1), (12, 10, 2), (14, 10, 2)]);
-        let mut given = direct_drops_of(&pages, &pairs, 2);
-        assert_eq!(given.next_by_id(Some(10)), None);
-        assert_eq!(given.next_by_id(Some(11)), Some((11, 10, 1)));
-        assert_eq!(given.next_by_id(Some(11)), None);
-        assert_eq!(given.next_by_id(Some(13)), Some((12, 10, 2)));
-        assert_eq!(given.next_by_id(Some(13)), None);
-        assert_eq!(given.next_by_id(None), Some((14, 10, 2)));
-        assert_eq!(given.next_by_id(None), None);
+        let given = direct_drops_of(&pages, &pairs, 2);
+        let mut at = given.start();
+        assert_eq!(given.next_by_id(&mut at, Some(10)), None);
+        assert_eq!(given.next_by_id(&mut at, Some(11)), Some((11, 10, 1)));
+        assert_eq!(given.next_by_id(&mut at, Some(11)), None);
+        assert_eq!(given.next_by_id(&mut at, Some(13)), Some((12, 10, 2)));
+        assert_eq!(given.next_by_id(&mut at, Some(13)), None);
+        assert_eq!(given.next_by_id(&mut at, None), Some((14, 10, 2)));
+        assert_eq!(given.next_by_id(&mut at, None), None);
+        // A reader may start at any id: at the first drop of that id or
+        // more, whichever run it is in.
+        assert_eq!(given.cursor_before(i64::MIN), given.start());
+        assert_eq!(given.cursor_before(10), given.start());
+        for (from, first) in [(11, Some(11)), (12, Some(12)), (13, Some(14)), (15, None)] {
+            let mut at = given.cursor_before(from);
+            let next = given.next_by_id(&mut at, None).map(|drop| drop.0);
+            assert_eq!(next, first, "from {from}");
+        }
+        let mut at = given.cursor_before(12);
+        assert_eq!(given.next_by_id(&mut at, Some(13)), Some((12, 10, 2)));
+        assert_eq!(given.next_by_id(&mut at, Some(13)), None);
+        assert_eq!(at, given.cursor_before(14));
     }
 
     #[test]
@@ -667,8 +699,9 @@ mod tests {
             let page = by_id[at].1;
             (page < 3).then_some(pages[page as usize].0)
         };
-        let mut drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()), 1);
-        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(None)).collect();
+        let drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()), 1);
+        let mut at = drops.start();
+        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
         assert_eq!(found, vec![(1, 0, 1)]);
     }
 

@@ -16,9 +16,13 @@
 use crate::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::clustering::{count_cluster, ClusterTotals};
 use crate::components::{Components, Page, MISSING};
+use crate::dataflow::commit::Merge;
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
-use crate::drop_policy::{direct_drops, DirectDrops, DirectShare, DropPolicy, KeyedPage};
-use crate::part_runs::{router_run, RunBuilder, RunSlice};
+use crate::drop_policy::{
+    direct_drops, DirectDrops, DirectShare, DropCursor, DropPolicy, KeyedPage,
+};
+use crate::parallel::in_chunks;
+use crate::part_runs::{router_run, Giving, RangeRows, RowSink, RunBuilder, RunSlice};
 use crate::tables::prefetch;
 
 /// A record for a joined cluster's owner, or a row decided here.
@@ -49,6 +53,9 @@ pub struct RouterInput {
     pub shared: SharedPages,
     /// The pairs and pages' ranks, under the direct policy.
     pub direct: Option<DirectShare>,
+    /// Threads the sweep and the rows may use (see
+    /// [`crate::drop_policy::threads_for_share`]).
+    pub threads: usize,
     pub policy: DropPolicy,
     pub parts: usize,
     pub peers: usize,
@@ -79,6 +86,9 @@ pub struct Router {
     outbox: Vec<(Vec<i64>, Vec<SlotPair>)>,
     sent: Vec<u32>,
     rows: RunBuilder,
+    /// Each thread's rows of its range of a slice, when the share has
+    /// several (kept from slice to slice).
+    ranges: Vec<RangeRows>,
     stage: Stage,
     pub totals: ClusterTotals,
 }
@@ -104,6 +114,7 @@ enum Stage {
     /// Every page's rows in id order, to the part writers.
     Rows {
         drops: DirectDrops,
+        cursor: DropCursor,
         next: usize,
     },
     Done,
@@ -158,6 +169,7 @@ impl Router {
             outbox: (0..input.peers).map(|_| Default::default()).collect(),
             sent: vec![0; input.peers],
             rows: RunBuilder::new(router_run(input.worker), input.parts),
+            ranges: Vec::new(),
             stage: match sends {
                 true => Stage::JoinedPages { next: 0 },
                 false => Stage::LocalDrops,
@@ -216,29 +228,35 @@ impl Router {
                 self.free_joined();
                 let drops =
                     direct.map_or_else(DirectDrops::default, |direct| self.local_drops(direct));
-                Stage::Rows { drops, next: 0 }
-            }
-            Stage::Rows { mut drops, next } if next < pages => {
-                let end = (next + SLICE).min(pages);
-                for at in next..end {
-                    match self.by_id.get(at + LOOKAHEAD) {
-                        Some(&(_, _, tag)) if tag & JOINED == 0 => {
-                            self.input.components.prefetch_node(tag)
-                        }
-                        Some(&(_, page, tag)) => {
-                            prefetch(&self.clusters[(tag & !JOINED) as usize]);
-                            self.input.shared.prefetch(page);
-                        }
-                        None => {}
-                    }
-                    self.page_rows(self.by_id[at], give);
+                let cursor = drops.start();
+                Stage::Rows {
+                    drops,
+                    cursor,
+                    next: 0,
                 }
-                self.direct_rows(&mut drops, Some(self.by_id[end - 1].0), give);
-                Stage::Rows { drops, next: end }
             }
-            Stage::Rows { mut drops, .. } => {
-                self.direct_rows(&mut drops, None, give);
-                self.rows.finish(&mut |slice| give(Err(slice)));
+            Stage::Rows {
+                drops,
+                mut cursor,
+                next,
+            } if next < pages => {
+                let next = self.rows_from(next, &drops, &mut cursor, give);
+                Stage::Rows {
+                    drops,
+                    cursor,
+                    next,
+                }
+            }
+            Stage::Rows {
+                drops, mut cursor, ..
+            } => {
+                let give = &mut |slice| give(Err(slice));
+                let mut sink = Giving {
+                    rows: &mut self.rows,
+                    give,
+                };
+                drops_up_to(&drops, &mut cursor, None, &mut sink);
+                self.rows.finish(give);
                 Stage::Done
             }
             Stage::Done => Stage::Done,
@@ -252,10 +270,7 @@ impl Router {
 
     /// The joined cluster (and its owner) of a page's tag (see `by_id`).
     fn joined(&self, tag: u32) -> Option<(ClusterOf, u32)> {
-        match tag & JOINED {
-            0 => None,
-            _ => Some(self.clusters[(tag & !JOINED) as usize]),
-        }
+        joined_of(&self.clusters, tag)
     }
 
     /// Asks the CPU to fetch what routing the page at `place` in id order
@@ -381,55 +396,75 @@ impl Router {
     /// priority order over every page is each cluster's pass). Pages of
     /// joined clusters (tagged [`JOINED`]) are their owners' to decide.
     fn local_drops(&self, direct: DirectShare) -> DirectDrops {
-        let DirectShare {
-            pairs,
-            ranks_first,
-            threads,
-        } = direct;
+        let DirectShare { pairs, ranks_first } = direct;
+        let threads = self.input.threads;
         let by_id = &self.by_id;
         let rank = |at: usize| (by_id[at].2 & JOINED == 0).then(|| ranks_first[at]);
         direct_drops(by_id, self.input.components.len(), rank, pairs, threads)
     }
 
-    /// A page's rows, if this worker writes it: its cluster's (counted once,
-    /// at its representative's row), and under the component policy its
-    /// drop (the direct policy's come from [`DirectDrops`]).
-    fn page_rows(&mut self, (id, page, tag): KeyedPage, give: &mut dyn FnMut(Routed)) {
-        let joined = self.joined(tag).map(|(cluster, _)| cluster);
-        let copy = |shared: SharedPage| !shared.writes;
-        if joined.is_some() && self.input.shared.get(page).is_some_and(copy) {
-            return;
-        }
-        let components = &mut self.input.components;
-        let (cluster, size) = joined.unwrap_or_else(|| {
-            (
-                components.representative(tag),
-                components.component_size(tag),
-            )
-        });
-        if id == cluster {
-            let max_size = self.input.max_size;
-            count_cluster(&mut self.totals, u64::from(size), cluster, max_size);
-        }
-        let give = &mut |slice| give(Err(slice));
-        self.rows.member((id, cluster, size), give);
-        if self.input.policy == DropPolicy::Component && id != cluster {
-            self.rows.drop((id, cluster, None), give);
-        }
-    }
-
-    /// The direct drops chosen here up to id `last` (all of them if `None`),
-    /// in id order, as the pages' rows are made.
-    fn direct_rows(
+    /// The rows of the pages from `next` on, a slice of them for each
+    /// thread the share may use, and the direct drops among them; gives
+    /// where the next slice starts. With several threads, each makes the
+    /// rows of its range of the slice, taken into the runs in turn: a giant
+    /// component's rows fall to one worker, whose core was the one busy
+    /// while the other worker only wrote its parts.
+    fn rows_from(
         &mut self,
-        drops: &mut DirectDrops,
-        last: Option<i64>,
+        next: usize,
+        drops: &DirectDrops,
+        cursor: &mut DropCursor,
         give: &mut dyn FnMut(Routed),
-    ) {
+    ) -> usize {
+        let threads = self.input.threads.max(1);
+        let end = (next + SLICE * threads).min(self.by_id.len());
+        let maker = RowMaker {
+            by_id: &self.by_id,
+            clusters: &self.clusters,
+            components: &self.input.components,
+            shared: &self.input.shared,
+            drops,
+            policy: self.input.policy,
+            max_size: self.input.max_size,
+        };
         let give = &mut |slice| give(Err(slice));
-        while let Some((id, keep, distance)) = drops.next_by_id(last) {
-            self.rows.drop((id, keep, Some(distance)), give);
+        if threads == 1 {
+            let mut sink = Giving {
+                rows: &mut self.rows,
+                give,
+            };
+            maker.rows(next..end, cursor, &mut sink, &mut self.totals);
+            return end;
         }
+        if self.ranges.len() != threads {
+            self.ranges = (0..threads)
+                .map(|_| RangeRows::new(self.input.parts))
+                .collect();
+        }
+        let each = (end - next).div_ceil(threads);
+        let first = *cursor;
+        let made = in_chunks(&mut self.ranges, 1, |t, range| {
+            let start = (next + t * each).min(end);
+            let stop = (start + each).min(end);
+            let mut totals = ClusterTotals::default();
+            if start == stop {
+                return (None, totals);
+            }
+            let mut at = match t {
+                0 => first,
+                _ => drops.cursor_before(maker.by_id[start].0),
+            };
+            maker.rows(start..stop, &mut at, &mut range[0], &mut totals);
+            (Some(at), totals)
+        });
+        for (range, (at, totals)) in self.ranges.iter_mut().zip(made) {
+            self.rows.take_in(range, give);
+            self.totals.merge(totals);
+            if let Some(at) = at {
+                *cursor = at;
+            }
+        }
+        end
     }
 
     /// Joined clusters are routed: frees what only that needed before the
@@ -448,5 +483,96 @@ impl Router {
         self.input.shared = SharedPages::default();
         self.input.components = Components::default();
         self.by_id = Vec::new();
+    }
+}
+
+/// The joined cluster (and its owner) of a page's tag (see `Router::by_id`).
+fn joined_of(clusters: &[(ClusterOf, u32)], tag: u32) -> Option<(ClusterOf, u32)> {
+    match tag & JOINED {
+        0 => None,
+        _ => Some(clusters[(tag & !JOINED) as usize]),
+    }
+}
+
+/// What making the rows of a range of a worker's pages reads, and nothing
+/// that it writes: ranges can be made on several threads at once.
+struct RowMaker<'a> {
+    by_id: &'a [KeyedPage],
+    clusters: &'a [(ClusterOf, u32)],
+    components: &'a Components,
+    shared: &'a SharedPages,
+    drops: &'a DirectDrops,
+    policy: DropPolicy,
+    max_size: u64,
+}
+
+impl RowMaker<'_> {
+    /// The rows of the pages at `range` of `by_id`, then the direct drops
+    /// among them (from `cursor` on, up to the range's last id), counted
+    /// into `totals`.
+    fn rows(
+        &self,
+        range: std::ops::Range<usize>,
+        cursor: &mut DropCursor,
+        sink: &mut impl RowSink,
+        totals: &mut ClusterTotals,
+    ) {
+        let Some(last) = range.end.checked_sub(1).map(|at| self.by_id[at].0) else {
+            return;
+        };
+        for at in range {
+            match self.by_id.get(at + LOOKAHEAD) {
+                Some(&(_, _, tag)) if tag & JOINED == 0 => self.components.prefetch_node(tag),
+                Some(&(_, page, tag)) => {
+                    prefetch(&self.clusters[(tag & !JOINED) as usize]);
+                    self.shared.prefetch(page);
+                }
+                None => {}
+            }
+            self.page_rows(self.by_id[at], sink, totals);
+        }
+        drops_up_to(self.drops, cursor, Some(last), sink);
+    }
+
+    /// A page's rows, if this worker writes it: its cluster's (counted once,
+    /// at its representative's row), and under the component policy its
+    /// drop (the direct policy's come from [`DirectDrops`]).
+    fn page_rows(
+        &self,
+        (id, page, tag): KeyedPage,
+        sink: &mut impl RowSink,
+        totals: &mut ClusterTotals,
+    ) {
+        let joined = joined_of(self.clusters, tag).map(|(cluster, _)| cluster);
+        let copy = |shared: SharedPage| !shared.writes;
+        if joined.is_some() && self.shared.get(page).is_some_and(copy) {
+            return;
+        }
+        let (cluster, size) = joined.unwrap_or_else(|| {
+            (
+                self.components.representative(tag),
+                self.components.component_size(tag),
+            )
+        });
+        if id == cluster {
+            count_cluster(totals, u64::from(size), cluster, self.max_size);
+        }
+        sink.member((id, cluster, size));
+        if self.policy == DropPolicy::Component && id != cluster {
+            sink.drop((id, cluster, None));
+        }
+    }
+}
+
+/// The direct drops from `cursor` on, in id order, up to id `last` (all of
+/// them if `None`).
+fn drops_up_to(
+    drops: &DirectDrops,
+    cursor: &mut DropCursor,
+    last: Option<i64>,
+    sink: &mut impl RowSink,
+) {
+    while let Some((id, keep, distance)) = drops.next_by_id(cursor, last) {
+        sink.drop((id, keep, Some(distance)));
     }
 }

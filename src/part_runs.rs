@@ -118,6 +118,30 @@ impl RunBuilder {
         }
     }
 
+    /// Appends the rows of `range` (of pages after every row given so far)
+    /// to their parts' runs, giving each slice as it fills, as if they had
+    /// come one at a time; empties `range`, whose buffers keep their room
+    /// for the next range.
+    pub fn take_in(&mut self, range: &mut RangeRows, give: &mut dyn FnMut(RunSlice)) {
+        let n = self.slice_rows;
+        for part in 0..self.members.len() {
+            let (mut members, mut drops) = (0, 0);
+            while fill(
+                &mut self.members[part],
+                &range.members[part],
+                &mut members,
+                n,
+            ) {
+                self.give(part, RowKind::Members, false, give);
+            }
+            while fill(&mut self.drops[part], &range.drops[part], &mut drops, n) {
+                self.give(part, RowKind::Drops, false, give);
+            }
+            range.members[part].clear();
+            range.drops[part].clear();
+        }
+    }
+
     /// Gives every part's last slices, ending each of its runs.
     pub fn finish(&mut self, give: &mut dyn FnMut(RunSlice)) {
         for part in 0..self.members.len() {
@@ -147,6 +171,73 @@ impl RunBuilder {
             last,
             rows,
         }
+    }
+}
+
+/// Copies `rows[*at..]` into `buffer` until it holds `slice_rows`; true if
+/// it is full (then the caller gives it and asks again).
+fn fill<T: Copy>(buffer: &mut Vec<T>, rows: &[T], at: &mut usize, slice_rows: usize) -> bool {
+    let room = slice_rows.saturating_sub(buffer.len());
+    let end = (*at + room).min(rows.len());
+    buffer.extend_from_slice(&rows[*at..end]);
+    *at = end;
+    buffer.len() >= slice_rows
+}
+
+/// Where a producer's rows go as they are made, in id order: its run
+/// ([`Giving`]), or the buffers of one range of its pages ([`RangeRows`]).
+pub trait RowSink {
+    fn member(&mut self, row: MemberRow);
+    fn drop(&mut self, row: DropRow);
+}
+
+/// A producer's [`RunBuilder`], giving each slice as it fills.
+pub struct Giving<'a> {
+    pub rows: &'a mut RunBuilder,
+    pub give: &'a mut dyn FnMut(RunSlice),
+}
+
+impl RowSink for Giving<'_> {
+    #[inline]
+    fn member(&mut self, row: MemberRow) {
+        self.rows.member(row, self.give);
+    }
+
+    #[inline]
+    fn drop(&mut self, row: DropRow) {
+        self.rows.drop(row, self.give);
+    }
+}
+
+/// The rows of one range of a producer's pages, by part: made on a thread
+/// of its own while the ranges after it are made on others, then taken
+/// into the producer's runs in turn ([`RunBuilder::take_in`]).
+#[derive(Debug, Default)]
+pub struct RangeRows {
+    members: Vec<Vec<MemberRow>>,
+    drops: Vec<Vec<DropRow>>,
+}
+
+impl RangeRows {
+    pub fn new(parts: usize) -> RangeRows {
+        RangeRows {
+            members: vec![Vec::new(); parts],
+            drops: vec![Vec::new(); parts],
+        }
+    }
+}
+
+impl RowSink for RangeRows {
+    #[inline]
+    fn member(&mut self, row: MemberRow) {
+        let part = placement_part(row.0, self.members.len()) as usize;
+        self.members[part].push(row);
+    }
+
+    #[inline]
+    fn drop(&mut self, row: DropRow) {
+        let part = placement_part(row.0, self.drops.len()) as usize;
+        self.drops[part].push(row);
     }
 }
 
@@ -658,5 +749,38 @@ mod tests {
             (members, drops) = (members + m.len(), drops + d.len());
         }
         assert_eq!((members, drops), (200, 180));
+    }
+
+    #[test]
+    fn ranges_taken_in_turn_give_the_slices_rows_given_one_at_a_time_do() {
+        // Ranges of uneven lengths, some empty, one longer than a slice
+        // (65,536 rows a part with 3 parts): each part's run of each kind
+        // gets the same slices, cut at the same rows, numbered alike (the
+        // runs' slices interleave in another order, which no writer sees).
+        let parts = 3;
+        let rows: Vec<(i64, i64)> = (0..300_000).map(|i| (i, i / 10 * 10)).collect();
+        let expected = slices_of(4, parts, &rows);
+        let mut builder = RunBuilder::new(4, parts);
+        let mut range = RangeRows::new(parts);
+        let mut given = Vec::new();
+        let mut start = 0;
+        for len in [1, 0, 70_000, 12_345, 0, 150_000, 300_000] {
+            let end = (start + len).min(rows.len());
+            for &(id, cluster) in &rows[start..end] {
+                range.member((id, cluster, 1));
+                if id != cluster {
+                    range.drop((id, cluster, None));
+                }
+            }
+            builder.take_in(&mut range, &mut |s| given.push(s));
+            start = end;
+        }
+        builder.finish(&mut |s| given.push(s));
+        let by_run = |mut slices: Vec<RunSlice>| {
+            slices.sort_by_key(|s| (s.part, s.rows.kind() == RowKind::Drops, s.seq));
+            slices
+        };
+        assert!(expected.len() > 2 * parts, "some runs span slices");
+        assert_eq!(by_run(given), by_run(expected));
     }
 }
