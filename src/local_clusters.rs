@@ -517,9 +517,10 @@ impl RowMaker<'_> {
         sink: &mut impl RowSink,
         totals: &mut ClusterTotals,
     ) {
-        let Some(last) = range.end.checked_sub(1).map(|at| self.by_id[at].0) else {
+        if range.is_empty() {
             return;
-        };
+        }
+        let last = self.by_id[range.end - 1].0;
         for at in range {
             match self.by_id.get(at + LOOKAHEAD) {
                 Some(&(_, _, tag)) if tag & JOINED == 0 => self.components.prefetch_node(tag),

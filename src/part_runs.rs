@@ -77,8 +77,8 @@ pub fn owner_run(worker: u32) -> u32 {
 pub struct RunBuilder {
     run: u32,
     slice_rows: usize,
-    members: Vec<Vec<MemberRow>>,
-    drops: Vec<Vec<DropRow>>,
+    /// The rows of each part's slices being filled.
+    pending: RangeRows,
     /// Slices given so far, per part and kind.
     seq: Vec<[u32; 2]>,
 }
@@ -92,8 +92,7 @@ impl RunBuilder {
         RunBuilder {
             run,
             slice_rows,
-            members: (0..parts).map(|_| Vec::with_capacity(slice_rows)).collect(),
-            drops: (0..parts).map(|_| Vec::with_capacity(slice_rows)).collect(),
+            pending: RangeRows::with_capacity(parts, slice_rows),
             seq: vec![[0; 2]; parts],
         }
     }
@@ -101,9 +100,8 @@ impl RunBuilder {
     /// A page's `clusters/` row, in its part; pages come in id order.
     #[inline]
     pub fn member(&mut self, row: MemberRow, give: &mut dyn FnMut(RunSlice)) {
-        let part = placement_part(row.0, self.members.len()) as usize;
-        self.members[part].push(row);
-        if self.members[part].len() >= self.slice_rows {
+        let part = self.pending.add_member(row);
+        if self.pending.members[part].len() >= self.slice_rows {
             self.give(part, RowKind::Members, false, give);
         }
     }
@@ -111,9 +109,8 @@ impl RunBuilder {
     /// A page's `drop/` row, in its part; drops come in id order.
     #[inline]
     pub fn drop(&mut self, row: DropRow, give: &mut dyn FnMut(RunSlice)) {
-        let part = placement_part(row.0, self.drops.len()) as usize;
-        self.drops[part].push(row);
-        if self.drops[part].len() >= self.slice_rows {
+        let part = self.pending.add_drop(row);
+        if self.pending.drops[part].len() >= self.slice_rows {
             self.give(part, RowKind::Drops, false, give);
         }
     }
@@ -124,17 +121,13 @@ impl RunBuilder {
     /// for the next range.
     pub fn take_in(&mut self, range: &mut RangeRows, give: &mut dyn FnMut(RunSlice)) {
         let n = self.slice_rows;
-        for part in 0..self.members.len() {
+        for part in 0..self.seq.len() {
             let (mut members, mut drops) = (0, 0);
-            while fill(
-                &mut self.members[part],
-                &range.members[part],
-                &mut members,
-                n,
-            ) {
+            let (members_in, drops_in) = (&range.members[part], &range.drops[part]);
+            while fill(&mut self.pending.members[part], members_in, &mut members, n) {
                 self.give(part, RowKind::Members, false, give);
             }
-            while fill(&mut self.drops[part], &range.drops[part], &mut drops, n) {
+            while fill(&mut self.pending.drops[part], drops_in, &mut drops, n) {
                 self.give(part, RowKind::Drops, false, give);
             }
             range.members[part].clear();
@@ -144,7 +137,7 @@ impl RunBuilder {
 
     /// Gives every part's last slices, ending each of its runs.
     pub fn finish(&mut self, give: &mut dyn FnMut(RunSlice)) {
-        for part in 0..self.members.len() {
+        for part in 0..self.seq.len() {
             self.give(part, RowKind::Members, true, give);
             self.give(part, RowKind::Drops, true, give);
         }
@@ -154,8 +147,8 @@ impl RunBuilder {
     fn give(&mut self, part: usize, kind: RowKind, last: bool, give: &mut dyn FnMut(RunSlice)) {
         let n = self.slice_rows;
         let rows = match kind {
-            RowKind::Members => Rows::Members(take_slice(&mut self.members[part], last, n)),
-            RowKind::Drops => Rows::Drops(take_slice(&mut self.drops[part], last, n)),
+            RowKind::Members => Rows::Members(take_slice(&mut self.pending.members[part], last, n)),
+            RowKind::Drops => Rows::Drops(take_slice(&mut self.pending.drops[part], last, n)),
         };
         give(self.slice(part, last, rows));
     }
@@ -209,9 +202,10 @@ impl RowSink for Giving<'_> {
     }
 }
 
-/// The rows of one range of a producer's pages, by part: made on a thread
-/// of its own while the ranges after it are made on others, then taken
-/// into the producer's runs in turn ([`RunBuilder::take_in`]).
+/// Rows by part: those of one range of a producer's pages, made on a
+/// thread of its own while the ranges after it are made on others, then
+/// taken into the producer's runs in turn ([`RunBuilder::take_in`]); or
+/// the rows of a [`RunBuilder`]'s slices being filled.
 #[derive(Debug, Default)]
 pub struct RangeRows {
     members: Vec<Vec<MemberRow>>,
@@ -220,24 +214,42 @@ pub struct RangeRows {
 
 impl RangeRows {
     pub fn new(parts: usize) -> RangeRows {
+        RangeRows::with_capacity(parts, 0)
+    }
+
+    fn with_capacity(parts: usize, rows: usize) -> RangeRows {
         RangeRows {
-            members: vec![Vec::new(); parts],
-            drops: vec![Vec::new(); parts],
+            members: (0..parts).map(|_| Vec::with_capacity(rows)).collect(),
+            drops: (0..parts).map(|_| Vec::with_capacity(rows)).collect(),
         }
+    }
+
+    /// Adds a `clusters/` row to its part; gives the part.
+    #[inline]
+    fn add_member(&mut self, row: MemberRow) -> usize {
+        let part = placement_part(row.0, self.members.len()) as usize;
+        self.members[part].push(row);
+        part
+    }
+
+    /// Adds a `drop/` row to its part; gives the part.
+    #[inline]
+    fn add_drop(&mut self, row: DropRow) -> usize {
+        let part = placement_part(row.0, self.drops.len()) as usize;
+        self.drops[part].push(row);
+        part
     }
 }
 
 impl RowSink for RangeRows {
     #[inline]
     fn member(&mut self, row: MemberRow) {
-        let part = placement_part(row.0, self.members.len()) as usize;
-        self.members[part].push(row);
+        self.add_member(row);
     }
 
     #[inline]
     fn drop(&mut self, row: DropRow) {
-        let part = placement_part(row.0, self.drops.len()) as usize;
-        self.drops[part].push(row);
+        self.add_drop(row);
     }
 }
 
