@@ -40,7 +40,7 @@ use crate::drop_policy::{DropPolicy, PairLog};
 use crate::local_clusters::{Routed, Router, RouterInput};
 use crate::parallel::{balance, largest_first, Tickets};
 use crate::parquet_io::input::{
-    into_pieces, open_pair_inputs, read_pair_rows, PairNeeds, PairRow, PairUnit,
+    into_pieces, open_pair_inputs, PairNeeds, PairRow, PairUnit, SharedRowGroup,
 };
 use crate::parquet_io::output::{part_name, PartRow, SortedPart, Staging};
 use crate::part_runs::{
@@ -351,10 +351,14 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
 /// as each finishes the last. Handed out statically (round robin), one
 /// worker of `night` read 10% more rows than the other (its row groups of
 /// 1Mi pairs and one short one), and whichever worker the VM slowed held
-/// the other up at the split.
+/// the other up at the split. A unit's rows come from its row group's
+/// [`SharedRowGroup`]: pieces of one row group are decoded by one reader.
 struct ProcessUnits {
     /// Largest first.
     units: Vec<PairUnit>,
+    /// Each unit's row group in `groups`.
+    group_of: Vec<usize>,
+    groups: Vec<SharedRowGroup>,
     tickets: Tickets,
 }
 
@@ -365,15 +369,22 @@ impl ProcessUnits {
             .into_iter()
             .map(|u| units[u].clone())
             .collect();
+        let (groups, group_of) = SharedRowGroup::of_pieces(&units);
         ProcessUnits {
             tickets: Tickets::new(units.len()),
             units,
+            group_of,
+            groups,
         }
     }
 
-    /// The next unit for whichever worker asks.
-    fn take(&self) -> Option<&PairUnit> {
-        self.tickets.take().map(|u| &self.units[u])
+    /// Replaces `rows` with the next unit's worth of rows for whichever
+    /// worker asks, and returns that unit's row group.
+    fn read_next(&self, rows: &mut Vec<PairRow>) -> Option<Result<&SharedRowGroup>> {
+        let u = self.tickets.take()?;
+        let group = &self.groups[self.group_of[u]];
+        rows.clear();
+        Some(group.take(self.units[u].rows, rows).map(|()| group))
     }
 
     fn pairs(&self) -> usize {
@@ -405,30 +416,22 @@ fn add_pairs(
     state: &RefCell<Report<ClusterTotals>>,
 ) -> Result<()> {
     let mut rows = Vec::new();
-    let first = units.take();
-    let read = first.map(|unit| read_pair_rows(unit, &mut rows));
+    let first = units.read_next(&mut rows);
     let process_pairs = units.pairs();
-    let (estimate, range) = match read {
+    let (estimate, range) = match first {
         Some(Ok(_)) => (expected_pages(&rows, process_pairs), id_range(&rows)),
         _ => (0, None),
     };
     // Every worker prepares, even one with nothing to read or a bad file:
     // the others wait for it.
     graph.prepare(worker, estimate, range);
-    read.transpose()?;
+    let mut next = first.transpose()?;
     let mut writer = graph.writer();
     let mut ends = Vec::new();
     // An even share in one chunk; more in chunks of an eighth of it.
     let share = process_pairs.div_ceil(graph.workers());
-    for (n, unit) in first
-        .into_iter()
-        .chain(std::iter::from_fn(|| units.take()))
-        .enumerate()
-    {
-        if n > 0 {
-            rows.clear();
-            read_pair_rows(unit, &mut rows)?;
-        }
+    let mut n = 0;
+    while let Some(group) = next {
         if let Some(log) = log.as_mut() {
             log.make_room(rows.len(), if n == 0 { share } else { share / 8 });
         }
@@ -437,7 +440,7 @@ fn add_pairs(
         if held + 2 * rows.len() * graph.workers() >= MAX_PROCESS_PAGES {
             bail!(
                 "{}: a process would hold more than 2^31 pages ({held} so far): run on more processes",
-                unit.path
+                group.path()
             );
         }
         state.borrow_mut().body.pairs += rows.len() as u64;
@@ -446,12 +449,9 @@ fn add_pairs(
         if let Some(log) = log.as_mut() {
             log.extend(&ends, rows.iter().map(|r| r.distance));
         }
-        tracing::debug!(
-            worker,
-            rows = rows.len(),
-            offset = unit.offset,
-            "pair unit read"
-        );
+        tracing::debug!(worker, rows = rows.len(), "pair unit read");
+        next = units.read_next(&mut rows).transpose()?;
+        n += 1;
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Reading fingerprint shards: path expansion, schema checks, and row-group
 //! units streamed one at a time.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::cast::AsArray;
@@ -13,11 +15,12 @@ use arrow_array::{
 };
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
-    RowSelector,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
+    ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use parquet::arrow::ProjectionMask;
 
+use crate::dataflow::commit::lock;
 use crate::storage::{expand_remote, is_url, open_all, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
@@ -577,34 +580,69 @@ fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<PairUnit>> {
 
 /// Appends the rows of a pair unit (a row group or a piece of one) to `out`.
 pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
-    let (shown, rg) = (&unit.path, unit.row_group);
-    let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair", "distance"]
-        .iter()
-        .filter_map(|name| unit.metadata.schema().index_of(name).ok())
-        .collect();
-    let file = open_row_group(&unit.path, &unit.metadata, rg, &roots)?;
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, unit.metadata.clone());
-    let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-    let mut builder = builder
-        .with_row_groups(vec![rg])
-        .with_projection(mask)
-        .with_batch_size(BATCH_ROWS);
-    if let Some(piece) = piece_selection(&unit.metadata, rg, unit.offset, unit.rows) {
-        builder = builder.with_row_selection(piece);
+    let piece = piece_selection(&unit.metadata, unit.row_group, unit.offset, unit.rows);
+    let mut batches = PairBatches::open(unit, piece)?;
+    while batches.next_into(out)? {}
+    Ok(())
+}
+
+/// A reader of a pair file's row group, one batch of rows at a time.
+pub struct PairBatches {
+    unit: PairUnit,
+    reader: ParquetRecordBatchReader,
+    queries: Vec<i64>,
+    corpus: Vec<i64>,
+    distances: Vec<u8>,
+}
+
+impl PairBatches {
+    /// Opens `unit`'s row group for the rows `selection` picks (all of
+    /// them if `None`).
+    fn open(unit: &PairUnit, selection: Option<RowSelection>) -> Result<PairBatches> {
+        let (shown, rg) = (&unit.path, unit.row_group);
+        let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair", "distance"]
+            .iter()
+            .filter_map(|name| unit.metadata.schema().index_of(name).ok())
+            .collect();
+        let file = open_row_group(&unit.path, &unit.metadata, rg, &roots)?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, unit.metadata.clone());
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        let mut builder = builder
+            .with_row_groups(vec![rg])
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS);
+        if let Some(selection) = selection {
+            builder = builder.with_row_selection(selection);
+        }
+        let reader = builder
+            .build()
+            .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
+        Ok(PairBatches {
+            unit: unit.clone(),
+            reader,
+            queries: Vec::new(),
+            corpus: Vec::new(),
+            distances: Vec::new(),
+        })
     }
-    let reader = builder
-        .build()
-        .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
-    let (mut queries, mut corpus, mut distances) = (Vec::new(), Vec::new(), Vec::new());
-    for batch in reader {
+
+    /// Appends the next batch's rows to `out`; false once there are none.
+    fn next_into(&mut self, out: &mut Vec<PairRow>) -> Result<bool> {
+        let (shown, rg) = (&self.unit.path, self.unit.row_group);
+        let Some(batch) = self.reader.next() else {
+            return Ok(false);
+        };
         let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
         let location = || format!("{shown} (row group {rg})");
+        let (queries, corpus, distances) =
+            (&mut self.queries, &mut self.corpus, &mut self.distances);
         queries.clear();
         corpus.clear();
         distances.clear();
-        integer_column(&batch, "query_id", &location, &mut queries, |v| v)?;
-        integer_column(&batch, "corpus_id", &location, &mut corpus, |v| v)?;
-        let flags = match unit.has_self_pair {
+        integer_column(&batch, "query_id", &location, queries, |v| v)?;
+        integer_column(&batch, "corpus_id", &location, corpus, |v| v)?;
+        let flags = match self.unit.has_self_pair {
             true => Some(
                 batch
                     .column_by_name("self_pair")
@@ -614,8 +652,8 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
             ),
             false => None,
         };
-        if unit.has_distance {
-            distance_column(&batch, &location, &mut distances)?;
+        if self.unit.has_distance {
+            distance_column(&batch, &location, distances)?;
         }
         out.extend((0..batch.num_rows()).map(|r| PairRow {
             query: queries[r],
@@ -623,8 +661,135 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
             corpus_in_corpus: flags.is_some_and(|f| !f.value(r)),
             distance: distances.get(r).copied().unwrap_or(0),
         }));
+        Ok(true)
     }
-    Ok(())
+}
+
+/// The pieces of one row group that a process reads, read by a single
+/// reader that the process's workers take batches from in turn. DuckDB
+/// writes each column of a row group as one page: a piece read on its own
+/// decompresses that whole page and decodes every row before its own, so
+/// eight pieces of a 1M-pair row group decompressed it eight times (a
+/// quarter of the reading of a 1M-leaf star). Which worker gets which rows
+/// does not matter to `cluster`: only the set of pairs a process reads.
+pub struct SharedRowGroup {
+    /// The row group, whole.
+    unit: PairUnit,
+    /// The rows of the process's pieces (`None`: all of them).
+    selection: Option<RowSelection>,
+    /// How many rows that is.
+    rows: usize,
+    reader: Mutex<SharedReader>,
+}
+
+enum SharedReader {
+    NotOpen,
+    /// The reader, and how many of its rows are left.
+    Open(Box<PairBatches>, usize),
+    Done,
+}
+
+impl SharedRowGroup {
+    /// One shared row group for each row group that `pieces` come from, in
+    /// order of first appearance, and for each piece the index of its own.
+    pub fn of_pieces(pieces: &[PairUnit]) -> (Vec<SharedRowGroup>, Vec<usize>) {
+        let mut index: HashMap<(String, usize), usize> = HashMap::new();
+        let mut ranges: Vec<(PairUnit, Vec<(usize, usize)>)> = Vec::new();
+        let group_of = pieces
+            .iter()
+            .map(|piece| {
+                let key = (piece.path.to_string(), piece.row_group);
+                let g = *index.entry(key).or_insert_with(|| {
+                    ranges.push((piece.clone(), Vec::new()));
+                    ranges.len() - 1
+                });
+                ranges[g].1.push((piece.offset, piece.rows));
+                g
+            })
+            .collect();
+        let groups = ranges
+            .into_iter()
+            .map(|(piece, ranges)| {
+                let whole = piece
+                    .metadata
+                    .metadata()
+                    .row_group(piece.row_group)
+                    .num_rows();
+                SharedRowGroup {
+                    rows: ranges.iter().map(|&(_, rows)| rows).sum(),
+                    selection: selection_of(ranges, usize::try_from(whole).unwrap_or(0)),
+                    unit: PairUnit {
+                        offset: 0,
+                        rows: usize::try_from(whole).unwrap_or(0),
+                        ..piece
+                    },
+                    reader: Mutex::new(SharedReader::NotOpen),
+                }
+            })
+            .collect();
+        (groups, group_of)
+    }
+
+    /// Appends whole batches of the row group's rows to `out` until it
+    /// holds `rows` more, or the rows run out (other workers may have taken
+    /// them). The first to ask opens the reader; after an error the others
+    /// find no rows, and the error ends the job.
+    pub fn take(&self, rows: usize, out: &mut Vec<PairRow>) -> Result<()> {
+        let goal = out.len() + rows;
+        while out.len() < goal {
+            let mut reader = lock(&self.reader);
+            if let SharedReader::NotOpen = *reader {
+                *reader = match PairBatches::open(&self.unit, self.selection.clone()) {
+                    Ok(batches) => SharedReader::Open(Box::new(batches), self.rows),
+                    Err(error) => {
+                        *reader = SharedReader::Done;
+                        return Err(error);
+                    }
+                };
+            }
+            let SharedReader::Open(batches, left) = &mut *reader else {
+                break;
+            };
+            let before = out.len();
+            let more = batches.next_into(out);
+            *left = left.saturating_sub(out.len() - before);
+            match more {
+                Ok(true) if *left > 0 => {}
+                // Every row is taken: the reader and its decoded pages are
+                // freed now, not when the job ends.
+                Ok(_) => *reader = SharedReader::Done,
+                Err(error) => {
+                    *reader = SharedReader::Done;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The row group's file.
+    pub fn path(&self) -> &Location {
+        &self.unit.path
+    }
+}
+
+/// The selection of the rows `ranges` (`(offset, rows)`, disjoint) of a
+/// row group of `whole` rows; `None` if they cover it.
+fn selection_of(mut ranges: Vec<(usize, usize)>, whole: usize) -> Option<RowSelection> {
+    ranges.sort_unstable();
+    let mut selectors = Vec::new();
+    let mut at = 0;
+    for (offset, rows) in ranges {
+        if offset > at {
+            selectors.push(RowSelector::skip(offset - at));
+        }
+        if rows > 0 {
+            selectors.push(RowSelector::select(rows));
+        }
+        at = offset + rows;
+    }
+    let covered = selectors.iter().all(|s| !s.skip) && at == whole;
+    (!covered).then(|| RowSelection::from(selectors))
 }
 
 /// Reads and parses a Parquet file's footer (for an object: its last bytes,
@@ -860,6 +1025,67 @@ mod tests {
         out.iter()
             .map(|r| (r.query, r.corpus, r.corpus_in_corpus, r.distance))
             .collect()
+    }
+
+    #[test]
+    fn a_shared_row_group_gives_its_pieces_rows_once_among_workers_and_then_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pairs.parquet");
+        crate::parquet_io::output::write_pairs(&path, &pairs(250_000)).unwrap();
+        let needs = PairNeeds {
+            self_pair: true,
+            distance: true,
+        };
+        let whole = open_pair_inputs(&[path.display().to_string()], needs).unwrap();
+        let pieces = into_pieces(whole, 2);
+        assert_eq!(pieces.len(), 4);
+        // A process given the first and third pieces, as the balance
+        // between processes may place them.
+        let mine = vec![pieces[2].clone(), pieces[0].clone()];
+        let mut expected = rows_of(&mine);
+        let (groups, group_of) = SharedRowGroup::of_pieces(&mine);
+        assert_eq!((groups.len(), group_of), (1, vec![0, 0]));
+        let group = &groups[0];
+        // Two workers take a piece's worth each, in turns, until the rows
+        // run out: every row comes once, whoever takes it.
+        let taken: Vec<Vec<PairRow>> = std::thread::scope(|scope| {
+            let takers: Vec<_> = (0..2)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut rows = Vec::new();
+                        for _ in 0..3 {
+                            group.take(mine[0].rows / 2, &mut rows).unwrap();
+                        }
+                        rows
+                    })
+                })
+                .collect();
+            takers.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        let key = |r: &PairRow| (r.query, r.corpus, r.corpus_in_corpus, r.distance);
+        let mut got: Vec<_> = taken.iter().flatten().map(key).collect();
+        got.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(got, expected);
+        assert!(matches!(*lock(&group.reader), SharedReader::Done));
+        let mut more = Vec::new();
+        group.take(10, &mut more).unwrap();
+        assert!(more.is_empty());
+    }
+
+    #[test]
+    fn a_selection_skips_the_gaps_between_ranges_and_is_none_for_the_whole() {
+        assert!(selection_of(vec![(5, 5), (0, 5)], 10).is_none());
+        assert!(selection_of(vec![], 0).is_none());
+        let picked = |ranges, whole| -> Vec<(bool, usize)> {
+            let selection: Vec<RowSelector> = selection_of(ranges, whole).unwrap().into();
+            selection.iter().map(|s| (s.skip, s.row_count)).collect()
+        };
+        assert_eq!(picked(vec![(0, 5)], 10), [(false, 5)]);
+        assert_eq!(
+            picked(vec![(7, 3), (2, 3)], 10),
+            [(true, 2), (false, 3), (true, 2), (false, 3)]
+        );
     }
 
     #[test]
