@@ -587,7 +587,7 @@ pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
 }
 
 /// A reader of a pair file's row group, one batch of rows at a time.
-pub struct PairBatches {
+struct PairBatches {
     unit: PairUnit,
     reader: ParquetRecordBatchReader,
     queries: Vec<i64>,
@@ -669,8 +669,8 @@ impl PairBatches {
 /// reader that the process's workers take batches from in turn. DuckDB
 /// writes each column of a row group as one page: a piece read on its own
 /// decompresses that whole page and decodes every row before its own, so
-/// eight pieces of a 1M-pair row group decompressed it eight times (a
-/// quarter of the reading of a 1M-leaf star). Which worker gets which rows
+/// eight pieces of a 1M-pair row group decompressed it eight times (about
+/// a tenth of the reading of a 1M-leaf star). Which worker gets which rows
 /// does not matter to `cluster`: only the set of pairs a process reads.
 pub struct SharedRowGroup {
     /// The row group, whole.
