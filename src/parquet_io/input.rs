@@ -562,28 +562,17 @@ fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<PairUnit>> {
         ),
         None => false,
     };
-    let groups = metadata.metadata().row_groups();
-    Ok(groups
-        .iter()
-        .enumerate()
-        .map(|(row_group, group)| PairUnit {
+    Ok((0..metadata.metadata().num_row_groups())
+        .map(|row_group| PairUnit {
             path: path.clone(),
             metadata: metadata.clone(),
             row_group,
             offset: 0,
-            rows: usize::try_from(group.num_rows()).unwrap_or(0),
+            rows: row_group_rows(&metadata, row_group),
             has_self_pair,
             has_distance,
         })
         .collect())
-}
-
-/// Appends the rows of a pair unit (a row group or a piece of one) to `out`.
-pub fn read_pair_rows(unit: &PairUnit, out: &mut Vec<PairRow>) -> Result<()> {
-    let piece = piece_selection(&unit.metadata, unit.row_group, unit.offset, unit.rows);
-    let mut batches = PairBatches::open(unit, piece)?;
-    while batches.next_into(out)? {}
-    Ok(())
 }
 
 /// A reader of a pair file's row group, one batch of rows at a time.
@@ -710,17 +699,13 @@ impl SharedRowGroup {
         let groups = ranges
             .into_iter()
             .map(|(piece, ranges)| {
-                let whole = piece
-                    .metadata
-                    .metadata()
-                    .row_group(piece.row_group)
-                    .num_rows();
+                let whole = row_group_rows(&piece.metadata, piece.row_group);
                 SharedRowGroup {
                     rows: ranges.iter().map(|&(_, rows)| rows).sum(),
-                    selection: selection_of(ranges, usize::try_from(whole).unwrap_or(0)),
+                    selection: selection_of(ranges, whole),
                     unit: PairUnit {
                         offset: 0,
-                        rows: usize::try_from(whole).unwrap_or(0),
+                        rows: whole,
                         ..piece
                     },
                     reader: Mutex::new(SharedReader::NotOpen),
@@ -818,9 +803,12 @@ fn piece_selection(
     offset: usize,
     rows: usize,
 ) -> Option<RowSelection> {
-    let whole = metadata.metadata().row_group(rg).num_rows();
-    (offset > 0 || i64::try_from(rows).ok() != Some(whole))
-        .then(|| RowSelection::from(vec![RowSelector::skip(offset), RowSelector::select(rows)]))
+    selection_of(vec![(offset, rows)], row_group_rows(metadata, rg))
+}
+
+/// How many rows row group `rg` has, as its footer says.
+fn row_group_rows(metadata: &ArrowReaderMetadata, rg: usize) -> usize {
+    usize::try_from(metadata.metadata().row_group(rg).num_rows()).unwrap_or(0)
 }
 
 /// Starts fetching row group `rg`'s column chunks under `roots`, together,
@@ -1017,10 +1005,25 @@ mod tests {
             .collect()
     }
 
+    /// A pair file of `n` pairs (one row group) in `dir`, opened as units.
+    fn one_row_group_of(dir: &Path, n: i64) -> Vec<PairUnit> {
+        let path = dir.join("pairs.parquet");
+        crate::parquet_io::output::write_pairs(&path, &pairs(n)).unwrap();
+        let needs = PairNeeds {
+            self_pair: true,
+            distance: true,
+        };
+        open_pair_inputs(&[path.display().to_string()], needs).unwrap()
+    }
+
+    /// The rows of each unit (a row group or a piece of one), read on its
+    /// own, in turn.
     fn rows_of(units: &[PairUnit]) -> Vec<(i64, i64, bool, u8)> {
         let mut out = Vec::new();
         for unit in units {
-            read_pair_rows(unit, &mut out).unwrap();
+            let piece = piece_selection(&unit.metadata, unit.row_group, unit.offset, unit.rows);
+            let mut batches = PairBatches::open(unit, piece).unwrap();
+            while batches.next_into(&mut out).unwrap() {}
         }
         out.iter()
             .map(|r| (r.query, r.corpus, r.corpus_in_corpus, r.distance))
@@ -1030,14 +1033,7 @@ mod tests {
     #[test]
     fn a_shared_row_group_gives_its_pieces_rows_once_among_workers_and_then_closes() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pairs.parquet");
-        crate::parquet_io::output::write_pairs(&path, &pairs(250_000)).unwrap();
-        let needs = PairNeeds {
-            self_pair: true,
-            distance: true,
-        };
-        let whole = open_pair_inputs(&[path.display().to_string()], needs).unwrap();
-        let pieces = into_pieces(whole, 2);
+        let pieces = into_pieces(one_row_group_of(dir.path(), 250_000), 2);
         assert_eq!(pieces.len(), 4);
         // A process given the first and third pieces, as the balance
         // between processes may place them.
@@ -1091,14 +1087,8 @@ mod tests {
     #[test]
     fn pieces_of_a_row_group_read_its_rows_once_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pairs.parquet");
         // More rows than a batch, so that pieces start and end mid-batch.
-        crate::parquet_io::output::write_pairs(&path, &pairs(200_003)).unwrap();
-        let needs = PairNeeds {
-            self_pair: true,
-            distance: true,
-        };
-        let whole = open_pair_inputs(&[path.display().to_string()], needs).unwrap();
+        let whole = one_row_group_of(dir.path(), 200_003);
         assert_eq!(whole.len(), 1, "one row group");
         let expected = rows_of(&whole);
         assert_eq!(expected.len(), 200_003);
