@@ -195,6 +195,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
     let failure = Arc::new(Failure::default());
     let outcome = Arc::new(OutcomeSlot::default());
     let job = Arc::new((inputs, opts.clone(), dir));
+    crate::simhash::prepare_han_segmentation(&opts.scheme.simhash);
     let guards = {
         let (failure, outcome, counters) = (failure.clone(), outcome.clone(), counters.clone());
         runtime::execute(&opts.runtime, move |worker| {

@@ -255,10 +255,7 @@ fn ascii_then_other_runs(bytes: &[u8]) -> impl Iterator<Item = (Range<usize>, Ra
         if at >= bytes.len() {
             return None;
         }
-        let other = bytes[at..]
-            .iter()
-            .position(|b| !b.is_ascii())
-            .map_or(bytes.len(), |p| at + p);
+        let other = at + ascii_prefix_len(&bytes[at..]);
         let end = bytes[other..]
             .iter()
             .position(u8::is_ascii)
@@ -269,6 +266,68 @@ fn ascii_then_other_runs(bytes: &[u8]) -> impl Iterator<Item = (Range<usize>, Ra
     })
 }
 
+/// One ASCII byte of [`Normalized::push_ascii`] written at `end`, with a
+/// space before it if one is pending: the new end and pending state.
+#[inline(always)]
+fn push_ascii_byte(out: &mut [u8], mut end: usize, pending: bool, b: u8) -> (usize, bool) {
+    let space = matches!(b, b'\t'..=b'\r' | b' ');
+    out[end] = b' ';
+    end += usize::from(pending & !space);
+    out[end] = b.to_ascii_lowercase();
+    end += usize::from(!space);
+    (end, space & (end > 0))
+}
+
+const EVERY_BYTE: u64 = 0x0101_0101_0101_0101;
+const HIGH_BIT_OF_EACH_BYTE: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `word` (eight ASCII bytes) that is at
+/// least `c` (1 to 128): adding `128 - c` to a byte below 128 carries into
+/// its high bit exactly then, and never into the next byte.
+#[inline(always)]
+fn bytes_at_least(word: u64, c: u8) -> u64 {
+    word.wrapping_add(EVERY_BYTE * u64::from(128 - c)) & HIGH_BIT_OF_EACH_BYTE
+}
+
+/// The high bit of each white-space byte of eight ASCII bytes: tab to
+/// carriage return (9 to 13), and space.
+#[inline(always)]
+fn white_space_bytes(word: u64) -> u64 {
+    let controls = bytes_at_least(word, b'\t') & !bytes_at_least(word, b'\r' + 1);
+    let space = bytes_at_least(word, b' ') & !bytes_at_least(word, b' ' + 1);
+    controls | space
+}
+
+/// Eight ASCII bytes with `A` to `Z` lowered and the white-space bytes
+/// (`spaces`, as [`white_space_bytes`] gives them) made spaces.
+#[inline(always)]
+fn lowered_with_spaces(word: u64, spaces: u64) -> u64 {
+    let upper = bytes_at_least(word, b'A') & !bytes_at_least(word, b'Z' + 1);
+    // 128 >> 2 is 32, the bit that lowers a letter and the code of a space.
+    let lowered = word | (upper >> 2);
+    let space_bytes = (spaces >> 7) * 0xff;
+    (lowered & !space_bytes) | (spaces >> 2)
+}
+
+/// How many bytes `bytes` begins with that are ASCII, found eight at a time.
+fn ascii_prefix_len(bytes: &[u8]) -> usize {
+    let mut words = bytes.chunks_exact(8);
+    let mut len = 0;
+    for word in words.by_ref() {
+        let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
+        let high = word & HIGH_BIT_OF_EACH_BYTE;
+        if high != 0 {
+            return len + high.trailing_zeros() as usize / 8;
+        }
+        len += 8;
+    }
+    len + words
+        .remainder()
+        .iter()
+        .position(|b| !b.is_ascii())
+        .unwrap_or(words.remainder().len())
+}
+
 struct Normalized {
     text: String,
     pending_space: bool,
@@ -277,7 +336,11 @@ struct Normalized {
 impl Normalized {
     /// ASCII: ASCII is NFKC, and its lower case and white space
     /// (`char::is_whitespace`: tab to carriage return, and space) are
-    /// bytes'. Every byte is written without a branch on what it is: a
+    /// bytes'. Most of it is words between single spaces or line breaks:
+    /// eight bytes with no two white-space bytes side by side are lowered
+    /// and their white space made spaces all at once, in a word
+    /// ([`lowered_with_spaces`]), and written whole. The other bytes go
+    /// one at a time, each written without a branch on what it is: a
     /// pending space, then the byte lowered, each kept by advancing past it
     /// or dropped by writing over it. (Branching per byte, or sending each
     /// through [`Self::push`], measured slower.)
@@ -286,17 +349,32 @@ impl Normalized {
         // to the bytes kept, so the string stays UTF-8.
         let out = unsafe { self.text.as_mut_vec() };
         let mut end = out.len();
-        // Each byte keeps at most itself, the first also a pending space;
-        // and every byte writes two slots past the last one kept.
+        // At most one byte more is kept than is read (a pending space), and
+        // every step writes at most two slots past what it keeps.
         out.resize(end + text.len() + 2, 0);
         let mut pending = self.pending_space;
-        for &b in text {
-            let space = matches!(b, b'\t'..=b'\r' | b' ');
+        let mut words = text.chunks_exact(8);
+        for word in words.by_ref() {
+            let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
+            let spaces = white_space_bytes(word);
+            let first_is_space = spaces & 0x80 != 0;
+            // A white-space byte beside another, or first after a pending
+            // space (or first of all), would be dropped: byte by byte.
+            if spaces & (spaces << 8) != 0 || (first_is_space && (pending || end == 0)) {
+                for &b in &word.to_le_bytes() {
+                    (end, pending) = push_ascii_byte(out, end, pending, b);
+                }
+                continue;
+            }
             out[end] = b' ';
-            end += usize::from(pending & !space);
-            out[end] = b.to_ascii_lowercase();
-            end += usize::from(!space);
-            pending = space & (end > 0);
+            end += usize::from(pending);
+            out[end..end + 8].copy_from_slice(&lowered_with_spaces(word, spaces).to_le_bytes());
+            // A last white-space byte stays pending: the next may drop it.
+            pending = spaces >> 63 != 0;
+            end += 8 - usize::from(pending);
+        }
+        for &b in words.remainder() {
+            (end, pending) = push_ascii_byte(out, end, pending, b);
         }
         out.truncate(end);
         self.pending_space = pending;
@@ -367,11 +445,35 @@ pub fn words(text: &str) -> Vec<&str> {
 }
 
 fn push_han<'a>(run: &'a str, out: &mut Vec<&'a str>) {
-    static JIEBA: OnceLock<Jieba> = OnceLock::new();
-    let jieba = JIEBA.get_or_init(Jieba::new);
     // No HMM: only dictionary words, so the segmentation of a text never
     // depends on a statistical model's guesses for unknown words.
-    out.extend(jieba.cut(run, false).into_iter().map(|t| t.word));
+    out.extend(han_dictionary().cut(run, false).into_iter().map(|t| t.word));
+}
+
+/// jieba's dictionary, built once per process (about 70 ms).
+fn han_dictionary() -> &'static Jieba {
+    static JIEBA: OnceLock<Jieba> = OnceLock::new();
+    JIEBA.get_or_init(Jieba::new)
+}
+
+/// Builds jieba's dictionary on a thread of its own if `options` may
+/// segment Han text, so that the first Han page does not stall the worker
+/// it falls to: the workers are dealt batches in turn, and while one built
+/// the dictionary the others ran out of work (on the Rust docs, with one
+/// mostly-Han page among 48,625, the other worker and the reader stood idle
+/// for the whole build).
+pub fn prepare_han_segmentation(options: &SimhashOptions) {
+    if matches!(options.features, Features::Chars(_)) {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("neardup:jieba".into())
+        .spawn(|| {
+            han_dictionary();
+        });
+    if let Err(error) = spawned {
+        tracing::debug!("jieba's dictionary will be built when first needed: {error}");
+    }
 }
 
 fn is_han(c: char) -> bool {
@@ -590,6 +692,73 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_ascii_prefix_is_found_at_every_length_and_offset() {
+        for len in 0..40 {
+            for first_other in 0..=len {
+                let mut bytes = vec![b'a'; len];
+                if first_other < len {
+                    bytes[first_other] = 0xc3;
+                }
+                for start in 0..=len {
+                    let expected = bytes[start..]
+                        .iter()
+                        .position(|b| !b.is_ascii())
+                        .unwrap_or(len - start);
+                    assert_eq!(ascii_prefix_len(&bytes[start..]), expected);
+                }
+            }
+        }
+    }
+
+    /// Text as pages have it, where whole words of eight bytes are lowered
+    /// at once: words of letters of both cases, digits and punctuation,
+    /// between white space of every kind in runs of one to three, at every
+    /// offset from the eight-byte words, with other characters among them
+    /// so that a pending space crosses into and out of ASCII runs.
+    #[test]
+    fn ascii_words_and_white_space_are_normalised_as_defined() {
+        let pieces = [
+            "Word",
+            "a",
+            "HTTP/1.1",
+            "x-Y_z",
+            "0123456789",
+            "Ünïcode",
+            "§",
+            "ＦＵＬＬ",
+            "MiXeD",
+        ];
+        let white = [
+            " ", "\n", "\t", "\r\n", "\x0b", "\x0c", "  ", " \n ", "\t\t",
+        ];
+        let mut next = random_below(0x2545_F491_4F6C_DD1D);
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..next(40) {
+                if next(4) == 0 {
+                    text.push_str(white[next(white.len())]);
+                }
+                text.push_str(pieces[next(pieces.len())]);
+                text.push_str(white[next(2)]);
+            }
+            if next(2) == 0 {
+                text.push_str(white[next(white.len())]);
+            }
+            assert_eq!(normalize(&text), normalize_whole(&text), "{text:?}");
+        }
+    }
+
+    /// Random numbers below the argument (xorshift), for random texts.
+    fn random_below(mut state: u64) -> impl FnMut(usize) -> usize {
+        move |below| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as usize
+        }
+    }
+
     /// [`normalize`] as defined: NFKC of the whole text, then lower case
     /// and spaces, character by character.
     fn normalize_whole(text: &str) -> String {
@@ -647,13 +816,7 @@ mod tests {
                 '\u{0915}',
             ])
             .collect();
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = |below: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % below as u64) as usize
-        };
+        let mut next = random_below(0x2545_F491_4F6C_DD1D);
         for _ in 0..20_000 {
             let len = next(12);
             let text: String = (0..len).map(|_| alphabet[next(alphabet.len())]).collect();
