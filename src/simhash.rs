@@ -25,7 +25,7 @@ use anyhow::{bail, Context, Result};
 use feature_hash::{feature_hash, push_window_hashes};
 use jieba_rs::Jieba;
 use rustc_hash::FxHashSet;
-use sums::simhash_of;
+use sums::{simhash_of, LOW_BIT_OF_EACH_BYTE};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -278,7 +278,6 @@ fn push_ascii_byte(out: &mut [u8], mut end: usize, pending: bool, b: u8) -> (usi
     (end, space & (end > 0))
 }
 
-const EVERY_BYTE: u64 = 0x0101_0101_0101_0101;
 const HIGH_BIT_OF_EACH_BYTE: u64 = 0x8080_8080_8080_8080;
 
 /// The high bit of each byte of `word` (eight ASCII bytes) that is at
@@ -286,7 +285,7 @@ const HIGH_BIT_OF_EACH_BYTE: u64 = 0x8080_8080_8080_8080;
 /// its high bit exactly then, and never into the next byte.
 #[inline(always)]
 fn bytes_at_least(word: u64, c: u8) -> u64 {
-    word.wrapping_add(EVERY_BYTE * u64::from(128 - c)) & HIGH_BIT_OF_EACH_BYTE
+    word.wrapping_add(LOW_BIT_OF_EACH_BYTE * u64::from(128 - c)) & HIGH_BIT_OF_EACH_BYTE
 }
 
 /// The high bit of each white-space byte of eight ASCII bytes: tab to
@@ -354,14 +353,14 @@ impl Normalized {
         out.resize(end + text.len() + 2, 0);
         let mut pending = self.pending_space;
         let mut words = text.chunks_exact(8);
-        for word in words.by_ref() {
-            let word = u64::from_le_bytes(word.try_into().expect("chunks of eight bytes"));
+        for chunk in words.by_ref() {
+            let word = u64::from_le_bytes(chunk.try_into().expect("chunks of eight bytes"));
             let spaces = white_space_bytes(word);
             let first_is_space = spaces & 0x80 != 0;
             // A white-space byte beside another, or first after a pending
             // space (or first of all), would be dropped: byte by byte.
             if spaces & (spaces << 8) != 0 || (first_is_space && (pending || end == 0)) {
-                for &b in &word.to_le_bytes() {
+                for &b in chunk {
                     (end, pending) = push_ascii_byte(out, end, pending, b);
                 }
                 continue;

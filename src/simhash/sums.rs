@@ -138,7 +138,7 @@ impl Default for BitCounts {
     }
 }
 
-const LOW_BIT_OF_EACH_BYTE: u64 = 0x0101_0101_0101_0101;
+pub(super) const LOW_BIT_OF_EACH_BYTE: u64 = 0x0101_0101_0101_0101;
 
 impl BitCounts {
     #[inline]
