@@ -25,7 +25,7 @@ use anyhow::{bail, Context, Result};
 use feature_hash::{feature_hash, push_window_hashes};
 use jieba_rs::Jieba;
 use rustc_hash::FxHashSet;
-use sums::{simhash_of, LOW_BIT_OF_EACH_BYTE};
+use sums::{simhash_of, with_sums, HashChunks, LOW_BIT_OF_EACH_BYTE};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 use unicode_segmentation::UnicodeSegmentation;
 
@@ -192,13 +192,26 @@ fn may_hold_han(bytes: &[u8]) -> bool {
 
 /// Fingerprints `text` under `options`.
 pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
-    let text = normalize(text);
+    thread_local! {
+        /// The normalised text, one buffer per thread: a fresh one per page
+        /// was, for the pages of megabytes, memory the kernel had to clear
+        /// and map anew every time.
+        static NORMALIZED: RefCell<String> = const { RefCell::new(String::new()) };
+    }
+    NORMALIZED.with(|normalized| {
+        let mut normalized = normalized.borrow_mut();
+        normalize_into(text, &mut normalized);
+        fingerprint_normalized(&normalized, options)
+    })
+}
+
+fn fingerprint_normalized(text: &str, options: &SimhashOptions) -> Fingerprint {
     let n_chars = text.chars().count() as u32;
-    let options = &options.for_text(&text);
+    let options = &options.for_text(text);
     let (simhash, n_features) = match options.features {
-        Features::Chars(n) => char_grams(&text, n, options),
+        Features::Chars(n) => char_grams(text, n, options),
         Features::Words | Features::Shingles(_) | Features::Script => {
-            let mut words = words(&text);
+            let mut words = words(text);
             if options.stop_words {
                 words.retain(|w| !is_stop_word(w));
             }
@@ -229,8 +242,17 @@ pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
 /// before a run goes with the run: a combining mark in the run may compose
 /// with it.
 pub fn normalize(text: &str) -> String {
+    let mut out = String::new();
+    normalize_into(text, &mut out);
+    out
+}
+
+/// [`normalize`]s `text` into `out`, replacing what it held.
+fn normalize_into(text: &str, out: &mut String) {
+    out.clear();
+    out.reserve(text.len());
     let mut out = Normalized {
-        text: String::with_capacity(text.len()),
+        text: out,
         pending_space: false,
     };
     let bytes = text.as_bytes();
@@ -242,7 +264,6 @@ pub fn normalize(text: &str) -> String {
         out.push_ascii(&bytes[ascii.start..with]);
         out.push_unicode(&text[with..other.end]);
     }
-    out.text
 }
 
 /// The bytes of UTF-8 text as runs in turn: a run of ASCII (maybe empty),
@@ -327,12 +348,12 @@ fn ascii_prefix_len(bytes: &[u8]) -> usize {
         .unwrap_or(words.remainder().len())
 }
 
-struct Normalized {
-    text: String,
+struct Normalized<'a> {
+    text: &'a mut String,
     pending_space: bool,
 }
 
-impl Normalized {
+impl Normalized<'_> {
     /// ASCII: ASCII is NFKC, and its lower case and white space
     /// (`char::is_whitespace`: tab to carriage return, and space) are
     /// bytes'. Most of it is words between single spaces or line breaks:
@@ -523,18 +544,21 @@ fn word_grams(words: &[&str], n: usize, options: &SimhashOptions) -> (u64, u32) 
     })
 }
 
-/// The simhash of the feature hashes `push` appends, and how many there
-/// were: the hashes go into one buffer per thread, reused by every
-/// document and read where they lie by the sums.
-fn simhash_of_hashes(options: &SimhashOptions, push: impl FnOnce(&mut Vec<u64>)) -> (u64, u32) {
+/// The simhash of the feature hashes `push` gives, and how many there
+/// were: they are added to the sums a chunk at a time, through one buffer
+/// per thread (see [`HashChunks`]).
+fn simhash_of_hashes(options: &SimhashOptions, push: impl FnOnce(&mut HashChunks)) -> (u64, u32) {
     thread_local! {
-        static HASHES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+        static CHUNK: RefCell<Vec<u64>> = RefCell::new(Vec::with_capacity(HashChunks::LEN));
     }
-    HASHES.with(|hashes| {
-        let mut hashes = hashes.borrow_mut();
-        hashes.clear();
-        push(&mut hashes);
-        simhash_of(&hashes, options.log_weights)
+    CHUNK.with(|chunk| {
+        let mut chunk = chunk.borrow_mut();
+        with_sums(options.log_weights, |sums| {
+            let mut hashes = HashChunks::new(&mut chunk, sums);
+            push(&mut hashes);
+            hashes.flush();
+            sums.simhash()
+        })
     })
 }
 
@@ -573,7 +597,7 @@ fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
 /// that close, and then the two zones overlap and merge: so zones begin
 /// and end between characters, and each gram with another character lies
 /// in exactly one zone.
-fn mixed_text_gram_hashes(text: &str, n: usize, out: &mut Vec<u64>) {
+fn mixed_text_gram_hashes(text: &str, n: usize, out: &mut impl Extend<u64>) {
     let bytes = text.as_bytes();
     let mut zone: Option<(usize, usize)> = None;
     for (ascii, other) in ascii_then_other_runs(bytes) {
@@ -603,7 +627,7 @@ fn mixed_text_gram_hashes(text: &str, n: usize, out: &mut Vec<u64>) {
 
 /// The hashes of the `n`-character grams of `zone` that are longer than
 /// `n` bytes: those holding a character other than ASCII.
-fn grams_with_other_characters(zone: &str, n: usize, out: &mut Vec<u64>) {
+fn grams_with_other_characters(zone: &str, n: usize, out: &mut impl Extend<u64>) {
     let bytes = zone.as_bytes();
     let starts = zone.char_indices().map(|(i, _)| i);
     let ends = starts.clone().chain(std::iter::once(bytes.len())).skip(n);
@@ -855,6 +879,66 @@ mod tests {
                 false => simhash_of(&grams, options.log_weights),
             };
             assert_eq!(char_grams(text, 3, &options), expected, "{text:?}");
+        }
+    }
+
+    /// A page with more features than a chunk holds (see [`HashChunks`])
+    /// has the simhash of all its features summed at once: character grams
+    /// of ASCII and of other text, words and shingles, both weightings.
+    #[test]
+    fn a_page_longer_than_a_chunk_has_the_simhash_of_all_its_features() {
+        let vocabulary = [
+            "near",
+            "duplicate",
+            "crawl§",
+            "中文",
+            "page",
+            "Ünïcode",
+            "x",
+            "of",
+        ];
+        let mut x = 7u64;
+        let words: Vec<&str> = (0..40_000)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                vocabulary[(x >> 61) as usize]
+            })
+            .collect();
+        let mixed = words.join(" ");
+        let ascii = mixed.replace(['§', '中', '文', 'Ü', 'ï'], "q");
+        let hashes_of = |grams: &[String]| -> Vec<u64> {
+            grams.iter().map(|g| xxh3_64(g.as_bytes())).collect()
+        };
+        for text in [&ascii, &mixed] {
+            let normalized = normalize(text);
+            let chars: Vec<char> = normalized.chars().collect();
+            let char_grams: Vec<String> = chars.windows(5).map(|w| w.iter().collect()).collect();
+            let words: Vec<String> = super::words(&normalized)
+                .into_iter()
+                .map(String::from)
+                .collect();
+            let shingles: Vec<String> = words.windows(3).map(|w| w.join(" ")).collect();
+            for (features, grams) in [
+                (Features::Chars(5), &char_grams),
+                (Features::Words, &words),
+                (Features::Shingles(3), &shingles),
+            ] {
+                assert!(grams.len() > HashChunks::LEN, "{features}");
+                for log_weights in [false, true] {
+                    let options = SimhashOptions {
+                        features,
+                        log_weights,
+                        stop_words: false,
+                    };
+                    let whole = simhash_of(&hashes_of(grams), log_weights);
+                    let found = fingerprint(text, &options);
+                    assert_eq!(
+                        (found.simhash, found.n_features),
+                        whole,
+                        "{features}, log weights {log_weights}"
+                    );
+                }
+            }
         }
     }
 

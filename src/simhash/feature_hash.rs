@@ -26,7 +26,7 @@ pub(super) fn feature_hash(bytes: &[u8]) -> u64 {
 /// Appends xxh3-64 of every `n`-byte window of `bytes`, in order, to
 /// `out`; `n` is at least 1 and at most the length of `bytes`. One loop
 /// per case, so that the common one has no branch per window.
-pub(super) fn push_window_hashes(bytes: &[u8], n: usize, out: &mut Vec<u64>) {
+pub(super) fn push_window_hashes(bytes: &[u8], n: usize, out: &mut impl Extend<u64>) {
     let windows = 0..=bytes.len() - n;
     match n {
         4..=8 => out.extend(

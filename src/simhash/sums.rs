@@ -22,13 +22,23 @@ use std::cell::RefCell;
 /// The simhash of a document's feature hashes and how many there were,
 /// under term-frequency (`log_weights == false`) or log weights.
 pub(super) fn simhash_of(hashes: &[u64], log_weights: bool) -> (u64, u32) {
+    with_sums(log_weights, |sums| {
+        sums.add(hashes);
+        sums.simhash()
+    })
+}
+
+/// Runs `f` with empty sums of one document's features: the thread's own
+/// table of distinct hashes under log weights.
+pub(super) fn with_sums<R>(log_weights: bool, f: impl FnOnce(&mut Sums) -> R) -> R {
     if !log_weights {
-        let mut counts = BitCounts::default();
-        hashes.iter().for_each(|&h| counts.add(h));
-        let sums = counts.signed_sums();
-        return (sign_bits(sums.iter().map(|&s| s as f64)), counts.count);
+        return f(&mut Sums::TermFrequency(BitCounts::default()));
     }
-    DISTINCT.with(|distinct| log_weighted_simhash(hashes, &mut distinct.borrow_mut()))
+    DISTINCT.with(|distinct| {
+        let mut distinct = distinct.borrow_mut();
+        distinct.clear();
+        f(&mut Sums::Log(&mut distinct))
+    })
 }
 
 thread_local! {
@@ -36,13 +46,83 @@ thread_local! {
     static DISTINCT: RefCell<DistinctHashes> = RefCell::new(DistinctHashes::default());
 }
 
+/// The per-bit sums of one document's feature hashes, added a slice at a
+/// time (see [`HashChunks`]).
+// One at a time on a thread's stack: a box per document would buy nothing.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Sums<'t> {
+    TermFrequency(BitCounts),
+    Log(&'t mut DistinctHashes),
+}
+
+impl Sums<'_> {
+    pub(super) fn add(&mut self, hashes: &[u64]) {
+        match self {
+            Sums::TermFrequency(counts) => hashes.iter().for_each(|&h| counts.add(h)),
+            Sums::Log(distinct) => distinct.insert_all(hashes),
+        }
+    }
+
+    /// The simhash of the hashes added, and how many there were.
+    pub(super) fn simhash(&mut self) -> (u64, u32) {
+        match self {
+            Sums::TermFrequency(counts) => {
+                let sums = counts.signed_sums();
+                (sign_bits(sums.iter().map(|&s| s as f64)), counts.count)
+            }
+            Sums::Log(distinct) => log_weighted_simhash(distinct),
+        }
+    }
+}
+
+/// Hashes on their way to [`Sums`], gathered in a buffer of at most
+/// [`HashChunks::LEN`] and added whenever it fills.
+///
+/// A page's hashes were all gathered first: after one page of 3 MB (the
+/// Rust docs have a few) each worker's buffer had grown, doubling, to 25
+/// MB, and filling it anew was a third of the fingerprint job's page
+/// faults. Chunks stay in the second level of cache however long the page.
+pub(super) struct HashChunks<'a, 't> {
+    chunk: &'a mut Vec<u64>,
+    sums: &'a mut Sums<'t>,
+}
+
+impl<'a, 't> HashChunks<'a, 't> {
+    /// Hashes in a chunk: 256 kB.
+    pub(super) const LEN: usize = 1 << 15;
+
+    pub(super) fn new(chunk: &'a mut Vec<u64>, sums: &'a mut Sums<'t>) -> Self {
+        chunk.clear();
+        HashChunks { chunk, sums }
+    }
+
+    /// Adds the hashes still in the buffer to the sums.
+    pub(super) fn flush(&mut self) {
+        self.sums.add(self.chunk);
+        self.chunk.clear();
+    }
+}
+
+impl Extend<u64> for HashChunks<'_, '_> {
+    fn extend<I: IntoIterator<Item = u64>>(&mut self, hashes: I) {
+        let mut hashes = hashes.into_iter();
+        loop {
+            let room = Self::LEN - self.chunk.len();
+            self.chunk.extend(hashes.by_ref().take(room));
+            if self.chunk.len() < Self::LEN {
+                return;
+            }
+            self.flush();
+        }
+    }
+}
+
 /// Counts below this are grouped and counted in integers: features of one
 /// count share one weight.
 const GROUPED_COUNTS: usize = 32;
 
-fn log_weighted_simhash(hashes: &[u64], distinct: &mut DistinctHashes) -> (u64, u32) {
-    distinct.clear();
-    let n = distinct.insert_all(hashes);
+fn log_weighted_simhash(distinct: &DistinctHashes) -> (u64, u32) {
+    let n = distinct.occurrences;
     // Per bit, sum over counts c of weight(c) times (features of count c
     // with the bit set minus those without), the products exact integers
     // times one float each; the rare features seen more often as floats.
@@ -120,7 +200,7 @@ fn sign_bits(sums: impl Iterator<Item = f64>) -> u64 {
 /// counter per bit with eight shifts, masks and adds per hash (instead of
 /// 64). Bytes hold 255, so they are emptied into 32-bit totals every 255
 /// hashes.
-struct BitCounts {
+pub(super) struct BitCounts {
     bytes: [u64; 8],
     in_bytes: u32,
     ones: [u32; 64],
@@ -212,8 +292,12 @@ impl WeightedBits {
 /// size scattered every page's inserts over far more memory than the cache
 /// holds: the WET ran 11% slower).
 #[derive(Default)]
-struct DistinctHashes {
+pub(super) struct DistinctHashes {
     slots: Vec<Slot>,
+    /// Whether the current document's slots are sized yet.
+    sized: bool,
+    /// The hashes counted for the current document.
+    occurrences: u32,
     /// The slots the current document uses, less one (a power of two).
     mask: usize,
     document: u32,
@@ -236,6 +320,8 @@ impl DistinctHashes {
     fn clear(&mut self) {
         self.hashes.clear();
         self.counts.clear();
+        self.occurrences = 0;
+        self.sized = false;
         self.next_document();
     }
 
@@ -271,17 +357,22 @@ impl DistinctHashes {
         }
     }
 
-    /// Counts every hash; returns how many there were. The hashes come
-    /// computed (see [`simhash_of`]'s callers), so that each one's slot can
-    /// be fetched into the cache a few hashes ahead of its turn.
-    fn insert_all(&mut self, hashes: &[u64]) -> u32 {
-        // At most half full: sized once here rather than while counting
-        // (half measured faster than a quarter, the slots fitting the cache
-        // better).
-        let wanted = (2 * hashes.len().min(1 << 20))
+    /// Counts every hash. The hashes come computed (see [`HashChunks`]), so
+    /// that each one's slot can be fetched into the cache a few hashes
+    /// ahead of its turn.
+    fn insert_all(&mut self, hashes: &[u64]) {
+        // At most half full: sized here for every hash to be new rather
+        // than while counting (half measured faster than a quarter, the
+        // slots fitting the cache better). A document's first hashes size
+        // its slots, smaller than the last document's if it is smaller.
+        let wanted = (2 * (self.hashes.len() + hashes.len()).min(1 << 20))
             .next_power_of_two()
             .max(MIN_SLOTS);
-        self.use_slots(wanted);
+        if !self.sized || wanted > self.mask + 1 {
+            self.use_slots(wanted);
+            self.sized = true;
+        }
+        self.occurrences = self.occurrences.wrapping_add(hashes.len() as u32);
         const AHEAD: usize = 16;
         for (i, &hash) in hashes.iter().enumerate() {
             if let Some(&next) = hashes.get(i + AHEAD) {
@@ -289,7 +380,6 @@ impl DistinctHashes {
             }
             self.insert(hash);
         }
-        hashes.len() as u32
     }
 
     #[inline]
@@ -454,6 +544,50 @@ mod tests {
         }
     }
 
+    /// Hashes fed in pieces of every size, through iterators of known and
+    /// unknown length, sum as they do all at once, and the chunk never
+    /// outgrows its buffer.
+    #[test]
+    fn hashes_added_in_chunks_sum_as_all_at_once() {
+        let mut rng = Rng(29);
+        for (len, vocabulary) in [
+            (3 * HashChunks::LEN + 17, u64::MAX),
+            (2 * HashChunks::LEN + 5, 5000),
+            (HashChunks::LEN, 3),
+        ] {
+            let words: Vec<u64> = (0..vocabulary.min(5000)).map(|_| rng.next()).collect();
+            let hashes: Vec<u64> = (0..len)
+                .map(|_| match vocabulary {
+                    u64::MAX => rng.next(),
+                    v => words[(rng.next() % v) as usize],
+                })
+                .collect();
+            for log_weights in [false, true] {
+                let mut chunk = Vec::with_capacity(HashChunks::LEN);
+                let summed = with_sums(log_weights, |sums| {
+                    let mut chunks = HashChunks::new(&mut chunk, sums);
+                    let (mut rest, mut piece) = (&hashes[..], 1);
+                    while !rest.is_empty() {
+                        let (now, later) = rest.split_at(piece.min(rest.len()));
+                        match piece % 2 {
+                            0 => chunks.extend(now.iter().copied()),
+                            _ => chunks.extend(now.iter().copied().filter(|_| true)),
+                        }
+                        (rest, piece) = (later, 3 * piece + 1);
+                    }
+                    chunks.flush();
+                    sums.simhash()
+                });
+                assert_eq!(
+                    summed,
+                    (defined_simhash(&hashes, log_weights), len as u32),
+                    "{len} hashes, log weights {log_weights}"
+                );
+                assert_eq!(chunk.capacity(), HashChunks::LEN);
+            }
+        }
+    }
+
     #[test]
     fn byte_counters_carry_into_totals() {
         let mut counts = BitCounts::default();
@@ -488,7 +622,8 @@ mod tests {
         for (document, n) in [100_000u64, 10, 3000, 100_000, 1].into_iter().enumerate() {
             table.clear();
             let hashes: Vec<u64> = hashes(n, document as u64).collect();
-            assert_eq!(table.insert_all(&hashes), 2 * n as u32);
+            table.insert_all(&hashes);
+            assert_eq!(table.occurrences, 2 * n as u32);
             assert_eq!(table.hashes.len(), n as usize);
             assert!(table.entries().all(|(_, count)| count == 2));
             assert!(table.mask < (16 * n as usize).max(MIN_SLOTS));
