@@ -25,16 +25,27 @@ pub(super) fn feature_hash(bytes: &[u8]) -> u64 {
 
 /// Appends xxh3-64 of every `n`-byte window of `bytes`, in order, to
 /// `out`; `n` is at least 1 and at most the length of `bytes`. One loop
-/// per case, so that the common one has no branch per window.
+/// per case, so that the common one has no branch per window; and
+/// [`WINDOWS_AT_ONCE`] windows at a time, so that a chunked `out` takes
+/// each piece by its length.
 pub(super) fn push_window_hashes(bytes: &[u8], n: usize, out: &mut impl Extend<u64>) {
-    let windows = 0..=bytes.len() - n;
-    match n {
-        4..=8 => out.extend(
-            windows.map(|i| hash_4_to_8(read_u32(bytes, i), read_u32(bytes, i + n - 4), n as u64)),
-        ),
-        _ => out.extend(windows.map(|i| xxh3_64(&bytes[i..i + n]))),
+    let count = bytes.len() - n + 1;
+    for start in (0..count).step_by(WINDOWS_AT_ONCE) {
+        let windows = start..(start + WINDOWS_AT_ONCE).min(count);
+        match n {
+            4..=8 => out
+                .extend(windows.map(|i| {
+                    hash_4_to_8(read_u32(bytes, i), read_u32(bytes, i + n - 4), n as u64)
+                })),
+            _ => out.extend(windows.map(|i| xxh3_64(&bytes[i..i + n]))),
+        }
     }
 }
+
+/// Windows hashed in one piece: a small part of a chunk of the sums
+/// (`sums::HashChunks`), so that emptying a chunk early for a piece that
+/// would not fit it wastes little of it.
+const WINDOWS_AT_ONCE: usize = 4096;
 
 #[inline(always)]
 fn read_u32(bytes: &[u8], at: usize) -> u32 {
@@ -83,7 +94,8 @@ mod tests {
 
     #[test]
     fn window_hashes_are_xxh3_of_each_window() {
-        let bytes = random_bytes(42, 200);
+        // Longer than two pieces of windows.
+        let bytes = random_bytes(42, 2 * WINDOWS_AT_ONCE + 100);
         for n in 1..=20 {
             let windows: Vec<u64> = bytes.windows(n).map(xxh3_64).collect();
             let mut found = vec![7];

@@ -104,8 +104,21 @@ impl<'a, 't> HashChunks<'a, 't> {
 }
 
 impl Extend<u64> for HashChunks<'_, '_> {
+    /// Hashes that fit a chunk whole (by their upper bound) go into it by
+    /// `Vec`'s own loop, the chunk emptied first if they would overflow
+    /// it: taken `room` at a time, the window hashes' loop (a fifth of the
+    /// docs WET's samples) was 50% slower. Longer runs go a chunk at a time.
     fn extend<I: IntoIterator<Item = u64>>(&mut self, hashes: I) {
         let mut hashes = hashes.into_iter();
+        if let (_, Some(upper)) = hashes.size_hint() {
+            if upper <= Self::LEN {
+                if upper > Self::LEN - self.chunk.len() {
+                    self.flush();
+                }
+                self.chunk.extend(hashes);
+                return;
+            }
+        }
         loop {
             let room = Self::LEN - self.chunk.len();
             self.chunk.extend(hashes.by_ref().take(room));
