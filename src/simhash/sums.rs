@@ -307,8 +307,6 @@ impl WeightedBits {
 #[derive(Default)]
 pub(super) struct DistinctHashes {
     slots: Vec<Slot>,
-    /// Whether the current document's slots are sized yet.
-    sized: bool,
     /// The hashes counted for the current document.
     occurrences: u32,
     /// The slots the current document uses, less one (a power of two).
@@ -334,7 +332,6 @@ impl DistinctHashes {
         self.hashes.clear();
         self.counts.clear();
         self.occurrences = 0;
-        self.sized = false;
         self.next_document();
     }
 
@@ -376,14 +373,14 @@ impl DistinctHashes {
     fn insert_all(&mut self, hashes: &[u64]) {
         // At most half full: sized here for every hash to be new rather
         // than while counting (half measured faster than a quarter, the
-        // slots fitting the cache better). A document's first hashes size
-        // its slots, smaller than the last document's if it is smaller.
+        // slots fitting the cache better). Until the document has entries,
+        // its hashes size its slots, smaller than the last document's if
+        // it is smaller.
         let wanted = (2 * (self.hashes.len() + hashes.len()).min(1 << 20))
             .next_power_of_two()
             .max(MIN_SLOTS);
-        if !self.sized || wanted > self.mask + 1 {
+        if self.hashes.is_empty() || wanted > self.mask + 1 {
             self.use_slots(wanted);
-            self.sized = true;
         }
         self.occurrences = self.occurrences.wrapping_add(hashes.len() as u32);
         const AHEAD: usize = 16;
