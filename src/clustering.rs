@@ -38,7 +38,7 @@ use crate::dataflow::components::{
 use crate::dataflow::Failure;
 use crate::drop_policy::{DropPolicy, PairLog};
 use crate::local_clusters::{Routed, Router, RouterInput};
-use crate::parallel::{balance, largest_first, Tickets};
+use crate::parallel::{share_of_process, Tickets};
 use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, PairNeeds, PairRow, PairUnit, SharedRowGroup,
 };
@@ -392,17 +392,6 @@ impl ProcessUnits {
     }
 }
 
-/// The units (indexes of `rows`) that process `process` of `processes`
-/// reads, largest first, placed by [`balance`]: every process computes
-/// the same placement.
-fn share_of_process(rows: &[u64], processes: usize, process: usize) -> Vec<usize> {
-    let process_of = balance(rows, processes);
-    largest_first(rows)
-        .into_iter()
-        .filter(|&u| process_of[u] == process)
-        .collect()
-}
-
 /// Reads row groups of its process (`units`, as many as this worker gets
 /// to) into the process's union-find (`worker` its index in the process),
 /// and under the direct policy their pairs into `log` as page numbers. The
@@ -720,29 +709,6 @@ mod tests {
                     assert!(files.iter().all(|&n| n == 2), "{peers} {files:?}");
                 }
             }
-        }
-    }
-
-    #[test]
-    fn every_unit_is_read_by_one_process_largest_first_and_loads_balance() {
-        let mut rng = crate::gen::SplitMix64::new(12);
-        for processes in [1, 2, 3, 5] {
-            let rows: Vec<u64> = (0..23).map(|_| 1 + rng.below(1 << 20)).collect();
-            let shares: Vec<Vec<usize>> = (0..processes)
-                .map(|p| share_of_process(&rows, processes, p))
-                .collect();
-            let mut all: Vec<usize> = shares.concat();
-            all.sort_unstable();
-            assert_eq!(all, (0..rows.len()).collect::<Vec<_>>(), "{processes}");
-            for share in &shares {
-                assert!(share.windows(2).all(|w| rows[w[0]] >= rows[w[1]]));
-            }
-            let loads: Vec<u64> = shares
-                .iter()
-                .map(|share| share.iter().map(|&u| rows[u]).sum())
-                .collect();
-            let spread = loads.iter().max().unwrap() - loads.iter().min().unwrap();
-            assert!(spread <= *rows.iter().max().unwrap(), "{loads:?}");
         }
     }
 }

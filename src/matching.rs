@@ -9,9 +9,10 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 
 use crate::dataflow::commit::{commit_staging, lock};
-use crate::dataflow::{self, assign_units, Counters, Job, MatchTotals, ScanUnit, Side};
+use crate::dataflow::{self, process_units, Counters, Job, MatchTotals, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
 use crate::pairs::Parts;
+use crate::parallel::Tickets;
 use crate::parquet_io::input::{open_inputs, read_files, Columns, FingerprintFile, Unit};
 use crate::parquet_io::output::Staging;
 use crate::probe;
@@ -187,15 +188,17 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         started,
         scan_started: Instant::now(),
     }));
-    let worker_of = assign_units(&units, opts.runtime.peers());
-    let (local_units, local_rows) = local_share(&units, &worker_of, &opts.runtime);
+    let mine = process_units(&units, opts.runtime.processes, opts.runtime.process);
+    let local_rows = mine.iter().map(|&u| units[u].unit.rows).sum();
+    let local_units = mine.len() as u64;
     let job = Arc::new(Job {
         index,
         parts,
         corpus_files,
         query_files,
         units,
-        worker_of,
+        tickets: Tickets::new(mine.len()),
+        mine,
         columns: opts.columns.clone(),
         out_dir: Staging::dir_for(&opts.out)?,
     });
@@ -249,18 +252,6 @@ fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
     let mut units: Vec<ScanUnit> = corpus.iter().map(side(Side::Corpus)).collect();
     units.extend(queries.unwrap_or_default().iter().map(side(Side::Queries)));
     units
-}
-
-/// The units and rows this process's workers scan (`worker_of`: the worker
-/// of each unit), for its progress bar.
-fn local_share(units: &[ScanUnit], worker_of: &[usize], cluster: &RuntimeOptions) -> (u64, u64) {
-    let mine = units
-        .iter()
-        .zip(worker_of)
-        .filter(|&(_, &worker)| cluster.runs_here(worker));
-    mine.fold((0, 0), |(n, rows), (unit, _)| {
-        (n + 1, rows + unit.unit.rows)
-    })
 }
 
 /// The parts of the summary known before the scan.

@@ -109,6 +109,17 @@ pub fn largest_first(sizes: &[u64]) -> Vec<usize> {
     order
 }
 
+/// The units (indexes of `rows`) that process `process` of `processes`
+/// reads, largest first, placed by [`balance`]: every process computes
+/// the same placement.
+pub fn share_of_process(rows: &[u64], processes: usize, process: usize) -> Vec<usize> {
+    let process_of = balance(rows, processes);
+    largest_first(rows)
+        .into_iter()
+        .filter(|&u| process_of[u] == process)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,5 +153,28 @@ mod tests {
         assert_eq!(balance(&[5, 1, 4, 3, 3], 2), vec![0, 1, 1, 1, 0]);
         assert_eq!(balance(&[7, 7], 1), vec![0, 0]);
         assert_eq!(largest_first(&[1, 5, 5, 2]), vec![1, 2, 3, 0]);
+    }
+
+    #[test]
+    fn every_unit_is_read_by_one_process_largest_first_and_loads_balance() {
+        let mut rng = crate::gen::SplitMix64::new(12);
+        for processes in [1, 2, 3, 5] {
+            let rows: Vec<u64> = (0..23).map(|_| 1 + rng.below(1 << 20)).collect();
+            let shares: Vec<Vec<usize>> = (0..processes)
+                .map(|p| share_of_process(&rows, processes, p))
+                .collect();
+            let mut all: Vec<usize> = shares.concat();
+            all.sort_unstable();
+            assert_eq!(all, (0..rows.len()).collect::<Vec<_>>(), "{processes}");
+            for share in &shares {
+                assert!(share.windows(2).all(|w| rows[w[0]] >= rows[w[1]]));
+            }
+            let loads: Vec<u64> = shares
+                .iter()
+                .map(|share| share.iter().map(|&u| rows[u]).sum())
+                .collect();
+            let spread = loads.iter().max().unwrap() - loads.iter().min().unwrap();
+            assert!(spread <= *rows.iter().max().unwrap(), "{loads:?}");
+        }
     }
 }

@@ -6,11 +6,13 @@
 //!     --> commit (see [`commit`])
 //! ```
 //!
-//! Work is split statically: units go to workers by [`assign_units`] (rows
-//! balanced), and part `p` to worker `p % peers`, where workers are numbered
-//! across all processes of a cluster, so the assignment is the same on every
-//! run and the output bytes do not depend on how many workers or processes
-//! there are.
+//! Units are placed among processes statically, balanced by rows
+//! ([`process_units`]), and a process's workers take its units one at a time
+//! as each finishes the last, so a worker the VM slows (or a slow disk) holds
+//! no other up. Part `p` goes to worker `p % peers`, where workers are
+//! numbered across all processes of a cluster. Each part is sorted before it
+//! is written, so the output bytes depend neither on which worker scanned a
+//! unit nor on how many workers or processes there are.
 
 pub mod commit;
 pub mod components;
@@ -35,6 +37,7 @@ use self::commit::{
 use crate::runtime::{self, RuntimeOptions};
 
 use crate::pairs::{sort_and_dedup, Pair, Parts};
+use crate::parallel::{share_of_process, Tickets};
 use crate::parquet_io::input::{Columns, FingerprintFile, RowGroupFetch, Unit};
 use crate::parquet_io::output::{part_name, write_pairs};
 use crate::probe::{probe, Match, Scratch};
@@ -56,16 +59,16 @@ pub struct ScanUnit {
     pub unit: Unit,
 }
 
-/// The worker that scans each unit: every unit, largest first, goes to the
-/// worker with the fewest rows so far (the lowest-numbered on a tie).
-///
-/// Why not `u % peers`: shards' last row groups are short (3.75M rows in
-/// row groups of 1M, say), and round robin gave every short one to the same
-/// worker, which then had a whole probe batch less to do than the others
-/// while the job waited for the slowest.
-pub fn assign_units(units: &[ScanUnit], peers: usize) -> Vec<usize> {
+/// The units (indexes of `units`) this process scans, in the order its
+/// workers take them: placed among processes by rows
+/// ([`share_of_process`]), a side's units together (a probe batch holds one
+/// side's rows), largest first within a side, so the last units taken are
+/// the shortest.
+pub fn process_units(units: &[ScanUnit], processes: usize, process: usize) -> Vec<usize> {
     let rows: Vec<u64> = units.iter().map(|unit| unit.unit.rows).collect();
-    crate::parallel::balance(&rows, peers)
+    let mut mine = share_of_process(&rows, processes, process);
+    mine.sort_by_key(|&u| units[u].side != Side::Corpus);
+    mine
 }
 
 /// Everything the workers of one process share, read-only.
@@ -75,8 +78,10 @@ pub struct Job {
     pub corpus_files: Vec<FingerprintFile>,
     pub query_files: Vec<FingerprintFile>,
     pub units: Vec<ScanUnit>,
-    /// The worker that scans each unit ([`assign_units`]).
-    pub worker_of: Vec<usize>,
+    /// This process's units ([`process_units`]), in the order taken...
+    pub mine: Vec<usize>,
+    /// ...by whichever worker of the process asks next.
+    pub tickets: Tickets,
     pub columns: Columns,
     /// Directory the parts are written to (the staging directory).
     pub out_dir: PathBuf,
@@ -167,7 +172,7 @@ pub fn run(
                     move |cap, info| {
                         let activator = scope.activator_for(info.address);
                         let mut cap = Some(cap);
-                        let mut scanner = Scanner::new(scan_job, index, scan_state.clone());
+                        let mut scanner = Scanner::new(scan_job, scan_state.clone());
                         move |output| {
                             let Some(time) = cap.as_ref() else { return };
                             let outcome = {
@@ -216,19 +221,14 @@ fn unit_delay() -> Option<std::time::Duration> {
     Some(std::time::Duration::from_millis(ms))
 }
 
-/// A worker's scan state: its units, in order, the rows read but not yet
-/// probed, and reusable buffers.
+/// A worker's scan state: the rows read but not yet probed, the unit
+/// claimed next, and reusable buffers.
 struct Scanner {
     job: Arc<Job>,
-    /// This worker's units (indexes into the job's), in the job's order, so
-    /// that each side's units come together.
-    mine: Vec<usize>,
-    /// Position in `mine` of the next unit to scan.
-    next: usize,
     state: Rc<RefCell<Report<MatchTotals>>>,
     delay: Option<std::time::Duration>,
     batch: Batch,
-    /// The fetch already started for the unit at this index of the job's.
+    /// The unit (an index of the job's) claimed next, its fetch started.
     ahead: Option<(usize, RowGroupFetch)>,
     scratch: Scratch,
     matches: Vec<Match>,
@@ -243,13 +243,9 @@ struct Batch {
 }
 
 impl Scanner {
-    fn new(job: Arc<Job>, worker: usize, state: Rc<RefCell<Report<MatchTotals>>>) -> Scanner {
+    fn new(job: Arc<Job>, state: Rc<RefCell<Report<MatchTotals>>>) -> Scanner {
         Scanner {
-            mine: (job.worker_of.iter().enumerate())
-                .filter_map(|(u, &w)| (w == worker).then_some(u))
-                .collect(),
             job,
-            next: 0,
             state,
             delay: unit_delay(),
             batch: Batch::default(),
@@ -259,32 +255,34 @@ impl Scanner {
         }
     }
 
-    /// Reads this worker's next unit into the batch, probing the batch when it
-    /// is full, when the side changes, or after the last unit, and hands every
-    /// pair found to `emit`. Returns whether units remain.
+    /// Takes the process's next unit, if any is left, and starts its fetch.
+    fn claim(&self) -> Option<(usize, RowGroupFetch)> {
+        let at = self.job.mine[self.job.tickets.take()?];
+        let ScanUnit { side, unit } = self.job.units[at];
+        Some((at, self.job.file(side, unit).fetch_unit(&unit)))
+    }
+
+    /// Reads the process's next unit into the batch, probing the batch when
+    /// it is full, when the side changes, or once no unit is left, and hands
+    /// every pair found to `emit`. Returns whether there may be units left.
     fn next_unit(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) -> Result<bool> {
-        let Some(&at) = self.mine.get(self.next) else {
+        let Some((at, fetched)) = self.ahead.take().or_else(|| self.claim()) else {
             self.probe_batch(counters, emit);
             return Ok(false);
         };
         let ScanUnit { side, unit } = self.job.units[at];
-        self.next += 1;
         if self.batch.side != Some(side) {
             self.probe_batch(counters, emit);
             self.batch.side = Some(side);
         }
-        let job = self.job.clone();
-        let fetched = match self.ahead.take() {
-            Some((ahead, fetched)) if ahead == at => fetched,
-            _ => job.file(side, unit).fetch_unit(&unit),
-        };
-        // The next unit's bytes (from an object store) come while this one
-        // is decoded and probed.
-        if let Some(&ahead) = self.mine.get(self.next) {
-            let ScanUnit { side, unit } = job.units[ahead];
-            let fetch = job.file(side, unit).fetch_unit(&unit);
-            self.ahead = Some((ahead, fetch));
+        // An object's next unit is claimed now, so that its bytes come
+        // while this one is decoded and probed; a local file's only when
+        // this one is done, so that no worker holds a unit another, idle,
+        // could take.
+        if fetched.is_remote() {
+            self.ahead = self.claim();
         }
+        let job = self.job.clone();
         job.file(side, unit).read_fetched(
             fetched,
             &job.columns,
@@ -298,11 +296,7 @@ impl Scanner {
         if self.batch.ids.len() >= PROBE_BATCH_ROWS {
             self.probe_batch(counters, emit);
         }
-        if self.next < self.mine.len() {
-            return Ok(true);
-        }
-        self.probe_batch(counters, emit);
-        Ok(false)
+        Ok(true)
     }
 
     /// Probes the gathered rows and empties the batch.
@@ -404,58 +398,65 @@ impl FinalStage<Pair, MatchTotals> for Reducer {
 mod tests {
     use super::*;
 
-    fn unit(file: usize, row_group: usize, rows: u64) -> ScanUnit {
+    fn unit(side: Side, file: usize, row_group: usize, rows: u64) -> ScanUnit {
         let unit = Unit {
             file,
             row_group,
             offset: 0,
             rows,
         };
-        ScanUnit {
-            side: Side::Corpus,
-            unit,
-        }
+        ScanUnit { side, unit }
     }
 
-    fn loads(units: &[ScanUnit], peers: usize) -> Vec<u64> {
-        let mut load = vec![0; peers];
-        for (u, w) in assign_units(units, peers).into_iter().enumerate() {
-            load[w] += units[u].unit.rows;
-        }
-        load
+    fn rows_of(units: &[ScanUnit], mine: &[usize]) -> u64 {
+        mine.iter().map(|&u| units[u].unit.rows).sum()
     }
 
     #[test]
-    fn shards_with_short_last_row_groups_split_evenly() {
+    fn shards_with_short_last_row_groups_split_evenly_among_processes() {
         // 16 shards of 3.75M rows in row groups of 1M: round robin gave one
         // worker every short row group (32M rows against 28M).
         let units: Vec<ScanUnit> = (0..16)
             .flat_map(|f| [1_000_000, 1_000_000, 1_000_000, 750_000].map(|r| (f, r)))
             .enumerate()
-            .map(|(i, (f, rows))| unit(f, i % 4, rows))
+            .map(|(i, (f, rows))| unit(Side::Corpus, f, i % 4, rows))
             .collect();
-        assert_eq!(loads(&units, 2), vec![30_000_000, 30_000_000]);
-        assert_eq!(loads(&units, 1), vec![60_000_000]);
-        let four = loads(&units, 4);
-        assert!(four.iter().all(|&l| l == 15_000_000), "{four:?}");
+        for processes in [1, 2, 4] {
+            for process in 0..processes {
+                let mine = process_units(&units, processes, process);
+                assert_eq!(rows_of(&units, &mine), 60_000_000 / processes as u64);
+            }
+        }
     }
 
     #[test]
-    fn every_unit_gets_one_worker_and_no_worker_trails_by_more_than_a_unit() {
+    fn a_process_takes_its_corpus_units_first_each_side_largest_first() {
         let mut rng = crate::gen::SplitMix64::new(4);
-        for peers in [1, 2, 3, 7, 40] {
-            let units: Vec<ScanUnit> = (0..25)
-                .map(|i| unit(i, 0, 1 + rng.below(1_000_000)))
-                .collect();
-            let workers = assign_units(&units, peers);
-            assert_eq!(workers, assign_units(&units, peers), "deterministic");
-            assert!(workers.iter().all(|&w| w < peers));
-            let load = loads(&units, peers);
-            let largest = units.iter().map(|u| u.unit.rows).max().unwrap_or(0);
-            let (most, least) = (load.iter().max(), load.iter().min());
-            if let (Some(&most), Some(&least)) = (most, least) {
-                assert!(most - least <= largest, "peers={peers}: {load:?}");
+        let units: Vec<ScanUnit> = (0..40)
+            .map(|i| {
+                let side = if i % 3 == 0 {
+                    Side::Queries
+                } else {
+                    Side::Corpus
+                };
+                unit(side, i, 0, 1 + rng.below(1_000_000))
+            })
+            .collect();
+        for processes in [1, 2, 3] {
+            let mut all = Vec::new();
+            for process in 0..processes {
+                let mine = process_units(&units, processes, process);
+                let sides: Vec<Side> = mine.iter().map(|&u| units[u].side).collect();
+                let corpus = sides.iter().take_while(|&&s| s == Side::Corpus).count();
+                assert!(sides[corpus..].iter().all(|&s| s == Side::Queries));
+                for side in [&mine[..corpus], &mine[corpus..]] {
+                    let rows: Vec<u64> = side.iter().map(|&u| units[u].unit.rows).collect();
+                    assert!(rows.windows(2).all(|w| w[0] >= w[1]), "{rows:?}");
+                }
+                all.extend(mine);
             }
+            all.sort_unstable();
+            assert_eq!(all, (0..units.len()).collect::<Vec<_>>(), "{processes}");
         }
     }
 }

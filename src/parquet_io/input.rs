@@ -795,6 +795,14 @@ pub struct RowGroupFetch {
     fetch: Option<Fetch>,
 }
 
+impl RowGroupFetch {
+    /// Whether the rows come from an object store, their bytes fetched
+    /// ahead, rather than from a local file read when decoded.
+    pub fn is_remote(&self) -> bool {
+        self.fetch.is_some()
+    }
+}
+
 /// The rows `offset..offset + rows` of row group `rg`, or `None` if they are
 /// all of it.
 fn piece_selection(
