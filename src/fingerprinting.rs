@@ -24,7 +24,7 @@ use crate::dataflow::commit::{
 };
 use crate::dataflow::fingerprint::{
     fingerprint_batches, in_reading_order, read_documents, write_shards, FileRead, FilesRead,
-    InputFile, ReadState, RowBatch,
+    InFlight, InputFile, ReadState, RowBatch,
 };
 use crate::dataflow::Failure;
 use crate::parquet_io::input::expand_locations_with;
@@ -206,7 +206,7 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
                 report: Rc::new(RefCell::new(Report::new(me))),
                 failure: failure.clone(),
                 read: FilesRead::default(),
-                in_flight: Rc::default(),
+                in_flight: Rc::new(RefCell::new(InFlight::new(peers))),
                 wake_reader: Rc::default(),
             };
             worker.dataflow::<u64, _, _>(move |scope| {
@@ -218,7 +218,9 @@ pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> 
                     .step_by(peers)
                     .map(|(i, (path, format, bytes))| (i, path.clone(), *format, *bytes))
                     .collect();
-                let window = (4 * peers).clamp(8, 64);
+                // Batches in flight: 8 a worker, a few MiB of text (see
+                // `spawn_reader`'s channel for why not 4).
+                let window = (8 * peers).clamp(16, 128);
                 let fields = opts.fields.clone();
                 let batches = read_documents(scope, mine, fields, counters.clone(), window, &state);
                 let rows = fingerprint_batches(batches, opts.scheme, counters);

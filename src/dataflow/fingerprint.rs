@@ -4,18 +4,19 @@
 //!
 //! ```text
 //!   read (file i's worker, by a reader thread: batches of documents)
-//!     --round robin--> fingerprint (every worker)
+//!     --to the worker with the fewest in flight--> fingerprint (every worker)
 //!     --back to the file's worker--> write shard i once all its rows are in
 //!     --> commit (see [`super::commit`])
 //! ```
 //!
 //! A batch's timestamp is its file's index, so a file's shard is written as
 //! soon as the frontier passes it, its rows put back in reading order: the
-//! shard is the same, byte for byte, for any number of workers. Reading is
-//! throttled: a worker keeps at most a few batches per peer in flight, so
-//! memory holds a few megabytes of text per worker however fast the reader.
+//! shard is the same, byte for byte, for any number of workers, whichever
+//! worker fingerprinted each batch. Reading is throttled: a worker keeps at
+//! most a few batches per peer in flight, so memory holds a few megabytes of
+//! text per worker however fast the reader.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
@@ -56,6 +57,8 @@ pub type InputFile = (usize, Location, Format, u64);
 pub struct DocumentBatch {
     pub file: u32,
     pub seq: u32,
+    /// The worker it is sent to ([`InFlight::deal`]).
+    pub to: u32,
     pub documents: Vec<Document>,
 }
 
@@ -64,6 +67,8 @@ pub struct DocumentBatch {
 pub struct RowBatch {
     pub file: u32,
     pub seq: u32,
+    /// The worker that fingerprinted it.
+    pub by: u32,
     pub rows: DocumentRows,
     pub html_pages: u64,
     /// HTML pages whose main content was empty.
@@ -89,13 +94,59 @@ enum Reading {
 /// Files read to their end on a worker, for its shard writer.
 pub type FilesRead = Rc<RefCell<BTreeMap<u32, FileRead>>>;
 
+/// Batches a reading worker has in flight to each worker. A new batch goes
+/// to the worker with the fewest, so one that falls behind (its core slowed
+/// by the VM, a batch of long pages, or the reading and writing the reading
+/// worker does besides) is sent less. Dealt in turn, the reading worker's
+/// own share left the other idle a third of the time while it read.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    batches: Vec<usize>,
+    /// Where the search for the fewest starts: after the last worker dealt
+    /// to, so that workers with as few take turns.
+    next: usize,
+}
+
+impl InFlight {
+    pub fn new(peers: usize) -> InFlight {
+        InFlight {
+            batches: vec![0; peers.max(1)],
+            next: 0,
+        }
+    }
+
+    /// Batches in flight to every worker.
+    pub fn total(&self) -> usize {
+        self.batches.iter().sum()
+    }
+
+    /// The worker the next batch goes to, counted as in flight there.
+    pub fn deal(&mut self) -> usize {
+        let peers = self.batches.len();
+        let to = (self.next..self.next + peers)
+            .map(|p| p % peers)
+            .min_by_key(|&p| self.batches[p])
+            .unwrap_or(0);
+        self.batches[to] += 1;
+        self.next = (to + 1) % peers;
+        to
+    }
+
+    /// A batch back from worker `by`.
+    pub fn returned(&mut self, by: usize) {
+        if let Some(n) = self.batches.get_mut(by) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
 /// What the operators of one worker share.
 pub struct ReadState {
     pub report: Rc<RefCell<Report<FileResults>>>,
     pub failure: Arc<Failure>,
     pub read: FilesRead,
     /// Batches sent and not yet back as rows.
-    pub in_flight: Rc<Cell<usize>>,
+    pub in_flight: Rc<RefCell<InFlight>>,
     /// Wakes the reading operator when rows come back.
     pub wake_reader: Rc<RefCell<Option<Activator>>>,
 }
@@ -141,19 +192,20 @@ pub fn read_documents<'scope>(
                 if failure.happened() {
                     return stop(&mut reading, &mut capability);
                 }
-                while in_flight.get() < window {
+                while in_flight.borrow().total() < window {
                     let Some(held) = capability.as_mut() else {
                         return stop(&mut reading, &mut capability);
                     };
                     match receiver.try_recv() {
                         Ok(Reading::Batch(file, documents)) => {
+                            let to = in_flight.borrow_mut().deal() as u32;
                             output.session(held).give(DocumentBatch {
                                 file,
                                 seq,
+                                to,
                                 documents,
                             });
                             seq += 1;
-                            in_flight.set(in_flight.get() + 1);
                         }
                         Ok(Reading::Done(file, Ok(mut done))) => {
                             done.batches = seq;
@@ -198,7 +250,11 @@ fn spawn_reader(
     counters: Arc<TextCounters>,
     activator: SyncActivator,
 ) -> Receiver<Reading> {
-    let (sender, receiver) = sync_channel(2);
+    // The reading worker forwards batches only between batches of its own
+    // to fingerprint, so the reader keeps up to 8 (2 MiB of text) ready: with
+    // 2, and 4 batches a worker in flight, the two cores were a sixth idle
+    // while the docs WET's many small pages were read.
+    let (sender, receiver) = sync_channel(8);
     std::thread::Builder::new()
         .name("neardup:read".into())
         .spawn(move || {
@@ -279,9 +335,8 @@ fn read_into_batches(
     Ok(found)
 }
 
-/// Fingerprints every batch, on whichever worker it was sent to (round
-/// robin over the batches of each file), and sends the rows back to the
-/// file's worker.
+/// Fingerprints every batch on the worker it was dealt to, and sends the
+/// rows back to the file's worker.
 ///
 /// One batch per activation: the reader's worker also feeds the others and
 /// takes their rows back (its source and shard writer), and they run only
@@ -294,8 +349,9 @@ pub fn fingerprint_batches<'scope>(
     counters: Arc<TextCounters>,
 ) -> Stream<'scope, u64, Vec<RowBatch>> {
     let scope = batches.scope();
+    let me = scope.index() as u32;
     batches.unary::<CapacityContainerBuilder<Vec<RowBatch>>, _, _, _>(
-        Exchange::new(|b: &DocumentBatch| u64::from(b.file) + u64::from(b.seq)),
+        Exchange::new(|b: &DocumentBatch| u64::from(b.to)),
         "Fingerprint",
         move |_capability, info| {
             let activator = scope.activator_for(info.address);
@@ -307,7 +363,7 @@ pub fn fingerprint_batches<'scope>(
                     }
                 });
                 if let Some((capability, batch)) = queue.pop_front() {
-                    let rows = fingerprint_batch(batch, &scheme);
+                    let rows = fingerprint_batch(batch, me, &scheme);
                     counters
                         .documents
                         .fetch_add(rows.rows.ids.len() as u64, Ordering::Relaxed);
@@ -321,8 +377,9 @@ pub fn fingerprint_batches<'scope>(
     )
 }
 
-/// The rows of a batch's documents, HTML pages by the text `scheme` chooses.
-fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
+/// The rows of a batch's documents, HTML pages by the text `scheme` chooses,
+/// fingerprinted by worker `by`.
+fn fingerprint_batch(batch: DocumentBatch, by: u32, scheme: &Scheme) -> RowBatch {
     let mut rows = DocumentRows::default();
     let (mut html_pages, mut fallbacks) = (0, 0);
     for document in batch.documents {
@@ -344,6 +401,7 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     RowBatch {
         file: batch.file,
         seq: batch.seq,
+        by,
         rows,
         html_pages,
         fallbacks,
@@ -376,15 +434,15 @@ pub fn write_shards<'scope>(
             let mut capability = Some(capability);
             let mut pending: BTreeMap<u32, Vec<RowBatch>> = BTreeMap::new();
             move |(input, frontier), output| {
-                let mut back = 0;
+                let mut back = false;
                 input.for_each(|_time, data| {
                     for batch in data.drain(..) {
-                        back += 1;
+                        back = true;
+                        in_flight.borrow_mut().returned(batch.by as usize);
                         pending.entry(batch.file).or_default().push(batch);
                     }
                 });
-                if back > 0 {
-                    in_flight.set(in_flight.get().saturating_sub(back));
+                if back {
                     if let Some(wake) = wake.borrow().as_ref() {
                         wake.activate();
                     }
@@ -436,4 +494,31 @@ pub fn in_reading_order(
         fallbacks += batch.fallbacks;
     }
     Ok((rows, html_pages, fallbacks))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::InFlight;
+
+    #[test]
+    fn batches_go_to_the_worker_with_fewest_in_flight_in_turn_on_ties() {
+        let mut in_flight = InFlight::new(3);
+        let dealt: Vec<usize> = (0..6).map(|_| in_flight.deal()).collect();
+        assert_eq!(dealt, vec![0, 1, 2, 0, 1, 2]);
+        assert_eq!(in_flight.total(), 6);
+        // Worker 1 returns both of its batches, worker 2 one: worker 0,
+        // slower, gets none until the others have as many in flight.
+        in_flight.returned(1);
+        in_flight.returned(1);
+        in_flight.returned(2);
+        let dealt: Vec<usize> = (0..4).map(|_| in_flight.deal()).collect();
+        assert_eq!(dealt, vec![1, 2, 1, 2]);
+        assert_eq!(in_flight.deal(), 0);
+        assert_eq!(in_flight.total(), 8);
+        // A batch from no such worker, or one not in flight, counts nothing.
+        in_flight.returned(7);
+        let mut empty = InFlight::new(2);
+        empty.returned(0);
+        assert_eq!((in_flight.total(), empty.total()), (8, 0));
+    }
 }
