@@ -444,8 +444,9 @@ fn print_all(text: &str) -> Result<()> {
 }
 
 fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u64> {
-    let (files, _) = open_inputs(specs, columns)?;
-    Ok(read_queries(&files, columns)?.groups() as u64)
+    let (files, units) = open_inputs(specs, columns)?;
+    let threads = crate::runtime::default_workers();
+    Ok(read_queries(&files, &units, columns, threads)?.groups() as u64)
 }
 
 fn human_bytes(bytes: u64) -> String {

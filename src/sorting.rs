@@ -11,24 +11,12 @@ use crate::parallel::in_chunks;
 /// Below this many items, sorting whole is as fast.
 const SCATTER_FROM: usize = 1 << 16;
 
-/// `items` sorted by `key`: a counting scatter by the leading bits of `key`
-/// above the least key (so keys bunched in a narrow range spread over the
-/// buckets too) into buckets of about `per_bucket` items, then
-/// `sort_bucket` on each bucket, which must sort by `key` (and may break
-/// its ties).
-pub fn scatter_sorted<T: Copy + Default + Send + Sync>(
-    items: Vec<T>,
-    key: impl Fn(&T) -> u64 + Sync,
-    per_bucket: usize,
-    sort_bucket: impl Fn(&mut [T]) + Sync,
-) -> Vec<T> {
-    let sorter = || |_: usize, bucket: &mut [T]| sort_bucket(bucket);
-    scatter_sorted_runs(vec![items], key, per_bucket, 1, sorter)
-}
-
-/// [`scatter_sorted`] of the items of several runs, as one, on `threads`
-/// threads (see [`place_and_sort`]), each bucket sorted by a sorter that
-/// `sorter` makes for each thread (so that each has its own scratch): the
+/// The items of `runs`, as one, sorted by `key`: a counting scatter by the
+/// leading bits of `key` above the least key (so keys bunched in a narrow
+/// range spread over the buckets too) into buckets of about `per_bucket`
+/// items, then each bucket sorted by a sorter that `sorter` makes for each
+/// thread (so that each has its own scratch), which must sort by `key` (and
+/// may break its ties). On `threads` threads (see [`place_and_sort`]); the
 /// scatter reads each run where it is, so they need not be put together
 /// first.
 pub fn scatter_sorted_runs<T, S>(
@@ -316,15 +304,14 @@ mod tests {
             let mut expected = items.clone();
             expected.sort_unstable();
             for per_bucket in [16, 1024] {
-                let sort = |b: &mut [(i64, u32)]| b.sort_unstable();
-                let found = scatter_sorted(items.clone(), |&(k, _)| ordered(k), per_bucket, sort);
+                let sorter = || |_: usize, b: &mut [(i64, u32)]| b.sort_unstable();
+                let key = |&(k, _): &(i64, u32)| ordered(k);
+                let found = scatter_sorted_runs(vec![items.clone()], key, per_bucket, 1, sorter);
                 assert!(found == expected);
                 // Cut into runs, on several threads, each placing and
                 // sorting its own range of buckets.
                 for threads in [2, 3, 7] {
                     let runs: Vec<Vec<_>> = items.chunks(9_000).map(<[_]>::to_vec).collect();
-                    let sorter = || |_: usize, b: &mut [(i64, u32)]| b.sort_unstable();
-                    let key = |&(k, _): &(i64, u32)| ordered(k);
                     let found = scatter_sorted_runs(runs, key, per_bucket, threads, sorter);
                     assert!(found == expected, "{threads} threads");
                 }

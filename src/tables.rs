@@ -4,7 +4,7 @@
 use crate::design::{Block, Design, TableSpec, BITS};
 use crate::parallel::in_parallel;
 use crate::probe::{lead_groups, LeadGroup};
-use crate::sorting::scatter_sorted;
+use crate::sorting::scatter_sorted_runs;
 
 /// B with every distinct fingerprint stored once.
 ///
@@ -21,9 +21,15 @@ pub struct QuerySet {
 }
 
 impl QuerySet {
-    /// Groups `(id, fingerprint)` rows by fingerprint. Repeated rows collapse.
+    /// Groups `(fingerprint, id)` rows by fingerprint. Repeated rows collapse.
     pub fn from_rows(rows: Vec<(u64, i64)>) -> QuerySet {
-        let mut rows = sort_by_fingerprint_then_id(rows);
+        QuerySet::from_runs(vec![rows], 1)
+    }
+
+    /// [`Self::from_rows`] of the rows of several runs, as one, sorted on
+    /// `threads` threads: the same set whatever the runs and threads.
+    pub fn from_runs(runs: Vec<Vec<(u64, i64)>>, threads: usize) -> QuerySet {
+        let mut rows = sort_by_fingerprint_then_id(runs, threads);
         rows.dedup();
         let mut set = QuerySet {
             fingerprints: Vec::with_capacity(rows.len()),
@@ -75,8 +81,9 @@ impl QuerySet {
 /// leading bits of the fingerprint into buckets of about 16 rows, then each
 /// bucket by a comparison sort. Two linear passes where a full radix sort
 /// made eight (1M rows: 40 ms before).
-fn sort_by_fingerprint_then_id(rows: Vec<(u64, i64)>) -> Vec<(u64, i64)> {
-    scatter_sorted(rows, |&(f, _)| f, 16, |bucket| bucket.sort_unstable())
+fn sort_by_fingerprint_then_id(runs: Vec<Vec<(u64, i64)>>, threads: usize) -> Vec<(u64, i64)> {
+    let sorter = || |_: usize, bucket: &mut [(u64, i64)]| bucket.sort_unstable();
+    scatter_sorted_runs(runs, |&(f, _)| f, 16, threads, sorter)
 }
 
 /// The left rotation that brings the 32 bits after `lead` to the top.
@@ -367,7 +374,10 @@ mod tests {
             rows.extend([(u64::MAX, i64::MIN), (0, i64::MAX), (u64::MAX, -1)]);
             let mut want = rows.clone();
             want.sort_unstable();
-            assert_eq!(sort_by_fingerprint_then_id(rows), want, "n={n}");
+            // Whole, and cut into runs sorted on several threads.
+            let runs: Vec<Vec<(u64, i64)>> = rows.chunks(70_001).map(<[_]>::to_vec).collect();
+            assert_eq!(sort_by_fingerprint_then_id(runs, 3), want, "n={n}");
+            assert_eq!(sort_by_fingerprint_then_id(vec![rows], 1), want, "n={n}");
         }
     }
 

@@ -418,6 +418,22 @@ pub fn open_inputs(
     Ok((files, units))
 }
 
+/// `units` cut so that `threads` threads share their reading evenly, as
+/// [`into_pieces`] cuts pair units: B is often one file of one row group.
+pub fn into_finer_units(files: &[FingerprintFile], units: &[Unit], threads: usize) -> Vec<Unit> {
+    let total: u64 = units.iter().map(|unit| unit.rows).sum();
+    let most = piece_rows(usize::try_from(total).unwrap_or(usize::MAX), threads);
+    let cut = |unit: Unit| {
+        let cuts = cuts_of(&files[unit.file].path, unit.rows as usize, most);
+        cuts.into_iter().map(move |(offset, rows)| Unit {
+            offset: unit.offset + offset as u64,
+            rows: rows as u64,
+            ..unit
+        })
+    };
+    units.iter().copied().flat_map(cut).collect()
+}
+
 /// One row of a pair file, as `cluster` needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PairRow {
@@ -996,6 +1012,21 @@ mod tests {
             .unwrap();
         }
         assert!(got_ids == ids, "every row once, in order");
+        assert!(got_fingerprints == fingerprints);
+        // Cut finer for 4 threads (B's reading): pieces of at most a
+        // quarter of a thread's share, still every row once, in order.
+        let pieces = into_finer_units(&files, &units, 4);
+        let most = piece_rows(n, 4) as u64;
+        assert!(pieces.len() > units.len());
+        assert!(pieces.iter().all(|p| p.rows <= most && p.rows > 0));
+        let (mut got_ids, mut got_fingerprints) = (Vec::new(), Vec::new());
+        for piece in &pieces {
+            let file = &files[piece.file];
+            let fetched = file.fetch_unit(piece);
+            file.read_fetched(fetched, &columns, &mut got_ids, &mut got_fingerprints)
+                .unwrap();
+        }
+        assert!(got_ids == ids, "every row once, in order, in pieces");
         assert!(got_fingerprints == fingerprints);
     }
 
