@@ -308,6 +308,8 @@ pub fn read_queries(
     let runs = in_parallel(pieces.len(), threads, |p| {
         let unit = &pieces[p];
         let file = &files[unit.file];
+        // Not sized from the footer: that measured slower (`build_seconds`
+        // 0.143-0.158 s against 0.113-0.142, 4 runs each, alternating).
         let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
         file.read_fetched(file.fetch_unit(unit), columns, &mut ids, &mut fingerprints)?;
         Ok(fingerprints.into_iter().zip(ids).collect())

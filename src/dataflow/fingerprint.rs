@@ -97,8 +97,8 @@ pub type FilesRead = Rc<RefCell<BTreeMap<u32, FileRead>>>;
 /// Batches a reading worker has in flight to each worker. A new batch goes
 /// to the worker with the fewest, so one that falls behind (its core slowed
 /// by the VM, a batch of long pages, or the reading and writing the reading
-/// worker does besides) is sent less. Dealt in turn, the reading worker's
-/// own share left the other idle a third of the time while it read.
+/// worker does besides) is sent less. Dealt in turn, the reading worker was
+/// busy all the time and the other 60-80% (docs WET, 2 workers).
 #[derive(Debug, Default)]
 pub struct InFlight {
     batches: Vec<usize>,
