@@ -67,7 +67,7 @@ pub struct DocumentBatch {
 pub struct RowBatch {
     pub file: u32,
     pub seq: u32,
-    /// The worker that fingerprinted it.
+    /// The worker that fingerprinted it: its batch's [`DocumentBatch::to`].
     pub by: u32,
     pub rows: DocumentRows,
     pub html_pages: u64,
@@ -349,7 +349,6 @@ pub fn fingerprint_batches<'scope>(
     counters: Arc<TextCounters>,
 ) -> Stream<'scope, u64, Vec<RowBatch>> {
     let scope = batches.scope();
-    let me = scope.index() as u32;
     batches.unary::<CapacityContainerBuilder<Vec<RowBatch>>, _, _, _>(
         Exchange::new(|b: &DocumentBatch| u64::from(b.to)),
         "Fingerprint",
@@ -363,7 +362,7 @@ pub fn fingerprint_batches<'scope>(
                     }
                 });
                 if let Some((capability, batch)) = queue.pop_front() {
-                    let rows = fingerprint_batch(batch, me, &scheme);
+                    let rows = fingerprint_batch(batch, &scheme);
                     counters
                         .documents
                         .fetch_add(rows.rows.ids.len() as u64, Ordering::Relaxed);
@@ -377,9 +376,8 @@ pub fn fingerprint_batches<'scope>(
     )
 }
 
-/// The rows of a batch's documents, HTML pages by the text `scheme` chooses,
-/// fingerprinted by worker `by`.
-fn fingerprint_batch(batch: DocumentBatch, by: u32, scheme: &Scheme) -> RowBatch {
+/// The rows of a batch's documents, HTML pages by the text `scheme` chooses.
+fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     let mut rows = DocumentRows::default();
     let (mut html_pages, mut fallbacks) = (0, 0);
     for document in batch.documents {
@@ -401,7 +399,7 @@ fn fingerprint_batch(batch: DocumentBatch, by: u32, scheme: &Scheme) -> RowBatch
     RowBatch {
         file: batch.file,
         seq: batch.seq,
-        by,
+        by: batch.to,
         rows,
         html_pages,
         fallbacks,
