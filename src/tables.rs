@@ -196,6 +196,22 @@ impl Table {
         split_at_residue(f, self.residue_rotation).0
     }
 
+    /// [`Table::residue`] as a copy of its rule: a kernel's hot loop keeps
+    /// it in a register instead of reading it from the table for each row.
+    #[inline(always)]
+    pub fn residue_rule(&self) -> impl Fn(u64) -> u32 + Copy {
+        let rotation = self.residue_rotation;
+        move |f| split_at_residue(f, rotation).0
+    }
+
+    /// The bucket directory and the residues: bucket `b`'s residues are
+    /// `residues[offsets[b] as usize..offsets[b + 1] as usize]`. For a
+    /// kernel's hot loop, which then keeps both slices in registers.
+    #[inline(always)]
+    pub fn directory(&self) -> (&[u32], &[u32]) {
+        (&self.offsets, &self.residues)
+    }
+
     /// The residues of entries `entries` (a bucket's).
     #[inline(always)]
     pub fn residues_of(&self, entries: std::ops::Range<usize>) -> &[u32] {
