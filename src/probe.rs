@@ -362,7 +362,7 @@ mod wide {
 
     /// Up to 64 entries of a bucket, from `first`, that are within k of a
     /// probe's row on their residue: bit `i` of `found` for entry `first + i`.
-    #[derive(Clone, Copy, Debug, Default)]
+    #[derive(Clone, Copy, Debug)]
     pub struct NearBucket {
         /// The row's place in the probed slice.
         row: u32,
