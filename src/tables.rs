@@ -193,7 +193,7 @@ impl Table {
     /// would keep the check exact; these make it sharpest.
     #[inline(always)]
     pub fn residue(&self, f: u64) -> u32 {
-        split_at_residue(f, self.residue_rotation).0
+        self.residue_rule()(f)
     }
 
     /// [`Table::residue`] as a copy of its rule: a kernel's hot loop keeps
