@@ -95,6 +95,10 @@ pub struct Scratch {
     fingerprints: Vec<u64>,
     rows: Vec<u32>,
     starts: Vec<u32>,
+    /// Every lead group's partition sizes ([`count_partitions`]), and where
+    /// each group's start.
+    counts: Vec<u32>,
+    counted: Vec<usize>,
     hits: Vec<(u32, u32)>,
     /// The wide kernel's buckets with entries near a row, per table slice.
     #[cfg(target_arch = "x86_64")]
@@ -196,8 +200,9 @@ fn probe_partitioned(
         }
         return;
     }
-    for group in &index.lead_groups {
-        partition(corpus, group, scratch);
+    count_partitions(corpus, &index.lead_groups, scratch);
+    for (g, group) in index.lead_groups.iter().enumerate() {
+        partition(corpus, group, g, scratch);
         for p in 0..scratch.starts.len() - 1 {
             let range = scratch.starts[p] as usize..scratch.starts[p + 1] as usize;
             let fingerprints = &scratch.fingerprints[range.clone()];
@@ -267,27 +272,83 @@ fn probe_slice(
     }
 }
 
-/// Counting-sort scatter of `corpus` into the group's partitions.
-#[inline(always)]
-fn partition(corpus: &[u64], group: &LeadGroup, scratch: &mut Scratch) {
-    let parts = group.mask as usize + 1;
-    // Copies, so the scatter loop keeps them in registers.
-    let (shift, mask) = (group.shift, group.mask);
-    let key = move |f: u64| ((f >> shift) & mask) as usize;
-    scratch.starts.clear();
-    scratch.starts.resize(parts + 1, 0);
-    for &f in corpus {
-        scratch.starts[key(f) + 1] += 1;
+/// Counts the rows of `corpus` in each partition of every lead group, in
+/// one pass over the batch (a batch of 1M rows is larger than L2, and was
+/// read once more for each group). The groups' counters are apart, so
+/// consecutive increments seldom wait on one another, as they did within
+/// one group's 16 counters. Group `g`'s counts start at `scratch.counted[g]`
+/// in `scratch.counts`.
+#[inline(never)]
+fn count_partitions(corpus: &[u64], groups: &[LeadGroup], scratch: &mut Scratch) {
+    let (counts, counted) = (&mut scratch.counts, &mut scratch.counted);
+    counted.clear();
+    let mut total = 0;
+    for group in groups {
+        counted.push(total);
+        total += group.mask as usize + 1;
     }
-    for p in 0..parts {
-        scratch.starts[p + 1] += scratch.starts[p];
+    counts.clear();
+    counts.resize(total, 0);
+    match groups.len() {
+        4 => count_groups::<4>(corpus, groups, counts),
+        3 => count_groups::<3>(corpus, groups, counts),
+        2 => count_groups::<2>(corpus, groups, counts),
+        _ => {
+            for (group, counts) in groups.iter().zip(split_counts(groups, counts)) {
+                count_groups::<1>(corpus, std::slice::from_ref(group), counts);
+            }
+        }
+    }
+}
+
+/// Each group's counters in `counts`, in group order.
+fn split_counts<'a>(groups: &[LeadGroup], mut counts: &'a mut [u32]) -> Vec<&'a mut [u32]> {
+    groups
+        .iter()
+        .map(|group| {
+            let (mine, rest) = std::mem::take(&mut counts).split_at_mut(group.mask as usize + 1);
+            counts = rest;
+            mine
+        })
+        .collect()
+}
+
+/// [`count_partitions`] for `N` groups at once, each with its counters in
+/// a slice of its own, so that every increment is checked by its mask alone.
+#[inline(always)]
+fn count_groups<const N: usize>(corpus: &[u64], groups: &[LeadGroup], counts: &mut [u32]) {
+    let mut slices = split_counts(groups, counts).into_iter();
+    let mut counters: [&mut [u32]; N] = std::array::from_fn(|_| slices.next().unwrap_or_default());
+    let keys: [(u32, u64); N] = std::array::from_fn(|g| (groups[g].shift, groups[g].mask));
+    for (counter, &(_, mask)) in counters.iter().zip(&keys) {
+        assert_eq!(counter.len() as u64, mask + 1, "a counter per partition");
+    }
+    for &f in corpus {
+        for (counter, &(shift, mask)) in counters.iter_mut().zip(&keys) {
+            counter[((f >> shift) & mask) as usize] += 1;
+        }
+    }
+}
+
+/// Counting-sort scatter of `corpus` into the partitions of `group`, the
+/// `g`th lead group, counted by [`count_partitions`].
+#[inline(always)]
+fn partition(corpus: &[u64], group: &LeadGroup, g: usize, scratch: &mut Scratch) {
+    let parts = group.mask as usize + 1;
+    let counts = &scratch.counts[scratch.counted[g]..][..parts];
+    scratch.starts.clear();
+    scratch.starts.push(0);
+    let mut start = 0;
+    for &count in counts {
+        start += count;
+        scratch.starts.push(start);
     }
     scratch.fingerprints.resize(corpus.len(), 0);
     scratch.rows.resize(corpus.len(), 0);
     let mut fill: Vec<u32> = scratch.starts[..parts].to_vec();
     scatter(
         corpus,
-        key,
+        (group.shift, group.mask),
         &mut fill,
         &mut scratch.fingerprints,
         &mut scratch.rows,
@@ -296,17 +357,19 @@ fn partition(corpus: &[u64], group: &LeadGroup, scratch: &mut Scratch) {
 
 /// The scatter loop on its own, over disjoint slices, so the compiler keeps
 /// each fill counter in a register between its load and its store instead of
-/// reloading it after every write (it cannot otherwise rule out aliasing).
-#[inline(always)]
+/// reloading it after every write (it cannot otherwise rule out aliasing),
+/// and not inlined, so that the kernel's other values do not crowd its
+/// registers (inlined, it reloaded three of them from the stack per row).
+#[inline(never)]
 fn scatter(
     corpus: &[u64],
-    key: impl Fn(u64) -> usize,
+    (shift, mask): (u32, u64),
     fill: &mut [u32],
     fingerprints: &mut [u64],
     rows: &mut [u32],
 ) {
     for (row, &f) in corpus.iter().enumerate() {
-        let part = key(f);
+        let part = ((f >> shift) & mask) as usize;
         let slot = fill[part] as usize;
         fill[part] = slot as u32 + 1;
         fingerprints[slot] = f;
@@ -456,7 +519,11 @@ mod wide {
     /// their rows and whole fingerprints, which miss the cache, are read
     /// after the loop, where those misses overlap instead of each stalling
     /// it (the kernel alone: 32.9-36.8 ns a corpus row against 38.8-44.7,
-    /// README, Benchmark).
+    /// README, Benchmark). The directory is read unchecked, each bucket
+    /// number masked to the directory's size (bounds checks and the values
+    /// they kept live took a fifth of the loop's instructions), and the
+    /// keys are computed a prefetch distance past each chunk, so that every
+    /// row prefetches with no test.
     #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
     unsafe fn probe_slice<const VECTORS: usize>(
         index: &Index,
@@ -469,52 +536,72 @@ mod wide {
         let spec = &index.design.tables[t];
         let table = &index.tables[t];
         let (offsets, residues) = table.directory();
+        // Every bucket number below is masked by `buckets - 1`, so that
+        // `b` and `b + 1` index `offsets` unchecked (see the SAFETY notes).
+        let buckets = spec.buckets();
+        assert_eq!(offsets.len(), buckets + 1, "a directory entry per bucket");
+        assert!(
+            offsets[buckets] as usize <= residues.len(),
+            "buckets inside the table"
+        );
+        debug_assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "buckets in order");
         let (shift, residue_of) = (spec.filter_bits, table.residue_rule());
         let k = _mm512_set1_epi32(index.design.k as i32);
         near_buckets.clear();
-        let mut keys = [0u32; KEY_CHUNK];
+        // Keys of a chunk's rows and of the next `PREFETCH_ROWS` (zero past
+        // the end), so that every row prefetches with no test.
+        let mut keys = [0u32; KEY_CHUNK + PREFETCH_ROWS];
         for (c, chunk) in fingerprints.chunks(KEY_CHUNK).enumerate() {
-            let keys = &mut keys[..chunk.len()];
-            spec.probe_keys(chunk, keys);
-            for (j, (&key, &f)) in keys.iter().zip(chunk).enumerate() {
-                if let Some(&ahead) = keys.get(j + PREFETCH_ROWS) {
-                    let first = offsets[(ahead >> shift) as usize] as usize;
-                    // A prefetch never faults, whatever the address.
-                    _mm_prefetch::<_MM_HINT_T0>(residues.as_ptr().wrapping_add(first).cast());
-                }
-                let b = (key >> shift) as usize;
-                let (start, end) = (offsets[b] as usize, offsets[b + 1] as usize);
-                let bucket = &residues[start..end];
+            let from = c * KEY_CHUNK;
+            let ahead = &fingerprints[from..fingerprints.len().min(from + keys.len())];
+            spec.probe_keys(ahead, &mut keys[..ahead.len()]);
+            keys[ahead.len()..].fill(0);
+            for (j, &f) in chunk.iter().enumerate() {
+                let bucket_of = |key: u32| (key >> shift) as usize & (buckets - 1);
+                // SAFETY: `bucket_of` is below `buckets` and `offsets` has
+                // `buckets + 1` entries.
+                let ahead = unsafe { *offsets.get_unchecked(bucket_of(keys[j + PREFETCH_ROWS])) };
+                // A prefetch never faults, whatever the address.
+                _mm_prefetch::<_MM_HINT_T0>(residues.as_ptr().wrapping_add(ahead as usize).cast());
+                let b = bucket_of(keys[j]);
+                // SAFETY: as above, `b + 1 <= buckets`.
+                let (start, end) = unsafe {
+                    (
+                        *offsets.get_unchecked(b) as usize,
+                        *offsets.get_unchecked(b + 1) as usize,
+                    )
+                };
+                let len = end - start;
                 let row = _mm512_set1_epi32(residue_of(f) as i32);
-                let present = lanes_present(bucket.len());
+                let present = lanes_present(len);
                 let mut near_any = 0u16;
                 let mut masks = [0u16; VECTORS];
                 for (v, mask) in masks.iter_mut().enumerate() {
                     let lanes = (present >> (LANES * v)) as u16;
                     // SAFETY: lane i of `lanes` is set only if entry
-                    // 16v + i < 64 is in the bucket.
-                    *mask = unsafe { near(bucket, LANES * v, lanes, row, k) };
+                    // 16v + i < 64 is in the bucket, which the table's
+                    // directory keeps inside `residues`.
+                    *mask = unsafe { near(residues, start + LANES * v, lanes, row, k) };
                     near_any |= *mask;
                 }
                 if near_any != 0 {
                     let found = masks.iter().enumerate().fold(0u64, |found, (v, &mask)| {
                         found | u64::from(mask) << (LANES * v)
                     });
-                    near_buckets.push(NearBucket::new(c * KEY_CHUNK + j, start, found));
+                    note(near_buckets, NearBucket::new(from + j, start, found));
                 }
                 let mut v = VECTORS;
-                while LANES * v < bucket.len() {
-                    let from = LANES * v;
-                    let lanes = lanes_present(bucket.len() - from) as u16;
+                while LANES * v < len {
+                    let at = LANES * v;
+                    let lanes = lanes_present(len - at) as u16;
                     // SAFETY: lane i of `lanes` is set only if entry
-                    // from + i is in the bucket.
-                    let found = unsafe { near(bucket, from, lanes, row, k) };
+                    // at + i is in the bucket.
+                    let found = unsafe { near(residues, start + at, lanes, row, k) };
                     if found != 0 {
-                        near_buckets.push(NearBucket::new(
-                            c * KEY_CHUNK + j,
-                            start + from,
-                            found.into(),
-                        ));
+                        note(
+                            near_buckets,
+                            NearBucket::new(from + j, start + at, found.into()),
+                        );
                     }
                     v += 1;
                 }
@@ -532,6 +619,15 @@ mod wide {
                 out,
             );
         }
+    }
+
+    /// Notes a bucket with entries near, out of the hot loop: growing the
+    /// list calls the allocator, which would make the loop keep its values
+    /// on the stack around the call.
+    #[cold]
+    #[inline(never)]
+    fn note(near_buckets: &mut Vec<NearBucket>, near: NearBucket) {
+        near_buckets.push(near);
     }
 
     /// Bit `i` set for each `i < entries`, up to 64: the lanes of the first

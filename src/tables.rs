@@ -108,7 +108,9 @@ pub struct Table {
     /// the usual one entry per bucket) goes on to the entries: every pair's
     /// key matches exactly, so its bit is set.
     filters: Vec<u64>,
-    /// `entries[offsets[b]..offsets[b + 1]]` is bucket `b`.
+    /// `entries[offsets[b]..offsets[b + 1]]` is bucket `b`. Never
+    /// decreasing, and ending at the number of entries: unsafe code relies
+    /// on it ([`Table::directory`]).
     offsets: Vec<u32>,
     /// 32 bits of each entry's fingerprint outside the table's lead block
     /// ([`Table::residue`]), in bucket order. Two fingerprints within k
@@ -207,6 +209,10 @@ impl Table {
     /// The bucket directory and the residues: bucket `b`'s residues are
     /// `residues[offsets[b] as usize..offsets[b + 1] as usize]`. For a
     /// kernel's hot loop, which then keeps both slices in registers.
+    /// `offsets` has an entry per bucket and one more, never decreases and
+    /// ends at `residues.len()` ([`Table::build`] makes it so, and nothing
+    /// changes it): the wide kernel reads a bucket's residues unchecked on
+    /// that promise.
     #[inline(always)]
     pub fn directory(&self) -> (&[u32], &[u32]) {
         (&self.offsets, &self.residues)
