@@ -16,6 +16,7 @@ use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
 use crate::job;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
+use crate::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::parquet_io::input::{open_inputs, Columns};
 use crate::progress::human;
 use crate::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
@@ -221,6 +222,10 @@ pub struct MatchArgs {
     /// Memory budget for the tables, in MiB.
     #[arg(long, default_value_t = design::DEFAULT_TABLE_MEMORY >> 20)]
     pub table_memory_mib: u64,
+    /// Pairs a worker holds in memory, in MiB; beyond it they are spilled
+    /// as sorted runs under the output's staging directory.
+    #[arg(long, default_value_t = DEFAULT_PAIR_MEMORY_MIB)]
+    pub pair_memory_mib: u64,
     #[command(flatten)]
     pub columns: ColumnArgs,
 }
@@ -356,6 +361,7 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
         columns: args.columns.columns(),
         blocks: args.blocks,
         table_memory: args.table_memory_mib << 20,
+        pair_memory: args.pair_memory_mib << 20,
         progress: true,
     };
     let summary = run_match(&opts)?;

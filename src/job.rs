@@ -26,6 +26,7 @@ use crate::design::DEFAULT_TABLE_MEMORY;
 use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
 use crate::matching::{run_match, MatchOptions};
+use crate::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::parquet_io::input::{expand_locations, Columns};
 use crate::parquet_io::output::{
     copy_into_place, is_complete, part_name, write_atomically, Staging,
@@ -133,6 +134,7 @@ pub struct MatchSpec {
     pub parts: usize,
     pub blocks: Option<u32>,
     pub table_memory_mib: Option<u64>,
+    pub pair_memory_mib: Option<u64>,
     pub id_column: Option<String>,
     pub simhash_column: Option<String>,
 }
@@ -296,6 +298,9 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     matching.table_memory = m
         .table_memory_mib
         .map_or(DEFAULT_TABLE_MEMORY, |mib| mib << 20);
+    matching.pair_memory = m
+        .pair_memory_mib
+        .map_or(DEFAULT_PAIR_MEMORY_MIB, |mib| mib << 20);
     matching.columns = Columns {
         id: m.id_column.clone().unwrap_or_else(|| "id".into()),
         simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),

@@ -29,6 +29,7 @@ pub mod liveness;
 pub mod local_clusters;
 pub mod logging;
 pub mod matching;
+pub mod pair_runs;
 pub mod pairs;
 pub mod parallel;
 pub mod parquet_io;

@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::dataflow::commit::{commit_staging, lock};
 use crate::dataflow::{self, process_units, Counters, Job, MatchTotals, ScanUnit, Side};
 use crate::design::{self, Design, BITS, MAX_K};
+use crate::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::pairs::Parts;
 use crate::parallel::{in_parallel, Tickets};
 use crate::parquet_io::input::{into_finer_units, open_inputs, Columns, FingerprintFile, Unit};
@@ -37,6 +38,9 @@ pub struct MatchOptions {
     pub columns: Columns,
     pub blocks: Option<u32>,
     pub table_memory: u64,
+    /// Bytes of pairs a worker holds in memory before it spills them to
+    /// disk as sorted runs.
+    pub pair_memory: u64,
     pub progress: bool,
 }
 
@@ -56,6 +60,7 @@ impl MatchOptions {
             columns: Columns::default(),
             blocks: None,
             table_memory: design::DEFAULT_TABLE_MEMORY,
+            pair_memory: DEFAULT_PAIR_MEMORY_MIB << 20,
             progress: false,
         }
     }
@@ -69,6 +74,9 @@ impl MatchOptions {
                     self.k
                 );
             }
+        }
+        if self.pair_memory == 0 {
+            bail!("--pair-memory-mib 0 leaves no memory for pairs: give at least 1");
         }
         if self.corpus.is_empty() && !self.self_join {
             bail!("nothing to match: give --corpus, --self, or both");
@@ -105,6 +113,9 @@ pub struct MatchSummary {
     pub parts: usize,
     pub rows_scanned: u64,
     pub pairs: u64,
+    /// Pairs (sightings, before the de-duplication) spilled to disk beyond
+    /// `--pair-memory-mib`.
+    pub pairs_spilled: u64,
     pub seconds: f64,
     pub build_seconds: f64,
     pub scan_seconds: f64,
@@ -206,6 +217,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         mine,
         columns: opts.columns.clone(),
         out_dir: Staging::dir_for(&opts.out)?,
+        pair_memory: opts.pair_memory,
     });
     let counters = Arc::new(Counters::default());
     let progress = ScanProgress::start(opts.progress, local_units, local_rows, counters.clone());
@@ -287,6 +299,7 @@ impl SummaryDraft {
             parts: self.parts,
             rows_scanned,
             pairs: totals.pairs,
+            pairs_spilled: totals.pairs_spilled,
             seconds: self.started.elapsed().as_secs_f64(),
             build_seconds: self.build_seconds,
             scan_seconds,

@@ -198,6 +198,11 @@ fn k_out_of_range_is_refused() {
         &["--queries", &good, "--self", "-k", "3", "--blocks", "3"],
         "--blocks 3 is out of range",
     );
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--self", "--pair-memory-mib", "0"],
+        "--pair-memory-mib 0 leaves no memory for pairs",
+    );
 }
 
 #[test]

@@ -239,3 +239,55 @@ fn a_corpus_row_group_larger_than_a_batch_is_read_in_pieces() {
     }
     assert!(outputs[0] == outputs[1], "1 vs 2 workers");
 }
+
+#[test]
+fn pairs_beyond_the_memory_budget_are_spilled_and_give_the_same_bytes() {
+    // One fingerprint hot in B (250 of its ids in part 0) and 200 corpus
+    // rows near it, the corpus listed twice: part 0 is sighted as more than
+    // 100,000 pairs (4 MB), about four times a budget of 1 MiB.
+    let mut rng = SplitMix64::new(23);
+    let hot = rng.next_u64();
+    let mut queries: Rows = (0..300).map(|i| (i, hot)).collect();
+    queries.extend(random_rows(&mut rng, 200, 300));
+    let mut corpus: Rows = (0..200)
+        .map(|i| (10_000 + i, rng.flip_bits(hot, (i % 4) as u32)))
+        .collect();
+    corpus.extend(random_rows(&mut rng, 2000, 20_000));
+    let expected = oracle(&queries, &corpus, 3, false);
+    let part_0 = expected.iter().filter(|p| p.query_id < 250).count();
+    assert!(2 * part_0 * std::mem::size_of::<neardup::pairs::Pair>() > 3 << 20);
+    let dir = tempfile::tempdir().unwrap();
+    let q = write_shards(&dir.path().join("queries"), &queries, 2);
+    let mut c = write_shards(&dir.path().join("corpus-a"), &corpus, 3);
+    c.extend(write_shards(&dir.path().join("corpus-b"), &corpus, 2));
+    let mut outputs = Vec::new();
+    for (name, mib, workers) in [("held", 256, 2), ("spilled", 1, 2), ("spilled-1", 1, 1)] {
+        let out = dir.path().join(name);
+        let mut opts = MatchOptions::new(q.clone(), c.clone(), out.clone());
+        opts.pair_memory = mib << 20;
+        opts.runtime.workers = workers;
+        opts.parts = 2;
+        let summary = run_match(&opts).unwrap();
+        assert_eq!(read_pairs(&out), expected, "{name}");
+        assert_eq!(summary.pairs_spilled > 0, mib == 1, "{name}");
+        let left: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("_spill"))
+            .collect();
+        assert!(left.is_empty(), "{name}: {left:?} left behind");
+        let bytes: Vec<Vec<u8>> = part_files(&out)
+            .iter()
+            .map(|p| std::fs::read(p).unwrap())
+            .collect();
+        outputs.push(bytes);
+    }
+    assert_eq!(
+        outputs[0], outputs[1],
+        "a budget that spills changed the bytes"
+    );
+    assert_eq!(
+        outputs[0], outputs[2],
+        "1 worker spilling changed the bytes"
+    );
+}

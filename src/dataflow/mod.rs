@@ -36,10 +36,11 @@ use self::commit::{
 };
 use crate::runtime::{self, RuntimeOptions};
 
-use crate::pairs::{sort_and_dedup, Pair, Parts};
+use crate::pair_runs::PairRuns;
+use crate::pairs::{Pair, Parts};
 use crate::parallel::{share_of_process, Tickets};
 use crate::parquet_io::input::{Columns, FingerprintFile, RowGroupFetch, Unit};
-use crate::parquet_io::output::{part_name, write_pairs};
+use crate::parquet_io::output::part_name;
 use crate::probe::{probe, Match, Scratch};
 use crate::tables::Index;
 
@@ -85,6 +86,9 @@ pub struct Job {
     pub columns: Columns,
     /// Directory the parts are written to (the staging directory).
     pub out_dir: PathBuf,
+    /// Bytes of pairs a worker holds before spilling sorted runs
+    /// ([`PairRuns`]).
+    pub pair_memory: u64,
 }
 
 impl Job {
@@ -132,6 +136,8 @@ pub struct MatchTotals {
     pub corpus_rows: u64,
     pub self_rows: u64,
     pub pairs: u64,
+    /// Pairs written to runs on disk beyond the workers' memory budget.
+    pub pairs_spilled: u64,
 }
 
 impl Merge for MatchTotals {
@@ -139,6 +145,7 @@ impl Merge for MatchTotals {
         self.corpus_rows += other.corpus_rows;
         self.self_rows += other.self_rows;
         self.pairs += other.pairs;
+        self.pairs_spilled += other.pairs_spilled;
     }
 }
 
@@ -354,18 +361,19 @@ struct Reducer {
     worker: usize,
     peers: usize,
     counters: Arc<Counters>,
-    parts: Vec<Vec<Pair>>,
+    pairs: PairRuns,
 }
 
 impl Reducer {
     fn new(job: Arc<Job>, worker: usize, peers: usize, counters: Arc<Counters>) -> Reducer {
-        let parts = (0..job.parts.len()).map(|_| Vec::new()).collect();
+        let spill_dir = job.out_dir.join(format!("_spill-{worker}"));
+        let pairs = PairRuns::new(spill_dir, job.parts.len(), job.pair_memory);
         Reducer {
             job,
             worker,
             peers,
             counters,
-            parts,
+            pairs,
         }
     }
 }
@@ -373,7 +381,8 @@ impl Reducer {
 impl FinalStage<Pair, MatchTotals> for Reducer {
     fn absorb(&mut self, pairs: &mut Vec<Pair>) -> Result<()> {
         for pair in pairs.drain(..) {
-            self.parts[self.job.parts.part_of(pair.query_id)].push(pair);
+            self.pairs
+                .push(self.job.parts.part_of(pair.query_id), pair)?;
         }
         Ok(())
     }
@@ -381,16 +390,17 @@ impl FinalStage<Pair, MatchTotals> for Reducer {
     /// Sorts, de-duplicates and writes every part this worker owns, empty
     /// ones included, so the output always has all `--parts` files.
     fn finish(&mut self, totals: &mut MatchTotals) -> Result<()> {
-        for p in (self.worker..self.parts.len()).step_by(self.peers) {
-            let mut pairs = std::mem::take(&mut self.parts[p]);
-            sort_and_dedup(&mut pairs);
-            write_pairs(&self.job.out_dir.join(part_name(p)), &pairs)?;
-            totals.pairs += pairs.len() as u64;
+        for p in (self.worker..self.job.parts.len()).step_by(self.peers) {
+            let written = self
+                .pairs
+                .write_part(p, &self.job.out_dir.join(part_name(p)))?;
+            totals.pairs += written;
             self.counters
                 .pairs_written
-                .fetch_add(pairs.len() as u64, Ordering::Relaxed);
+                .fetch_add(written, Ordering::Relaxed);
         }
-        Ok(())
+        totals.pairs_spilled += self.pairs.spilled();
+        self.pairs.remove_spills()
     }
 }
 

@@ -322,6 +322,26 @@ pub fn pair_schema() -> SchemaRef {
 /// Writes sorted, de-duplicated pairs as one zstd Parquet file whose footer
 /// records the sort order (query_id, corpus_id).
 pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
+    write_pair_stream(path, pairs.iter().copied().map(Ok))
+}
+
+/// [`write_pairs`] with every column plain and uncompressed: a run of
+/// pairs spilled to disk, read back once by the same job.
+pub fn write_pair_run(path: &Path, pairs: &[Pair]) -> Result<()> {
+    write_pairs_as(path, pairs.iter().copied().map(Ok), true)
+}
+
+/// [`write_pairs`] for pairs that come one at a time (a merge of sorted
+/// runs): the same row groups, so the same bytes, as the pairs in one slice.
+pub fn write_pair_stream(path: &Path, pairs: impl Iterator<Item = Result<Pair>>) -> Result<()> {
+    write_pairs_as(path, pairs, false)
+}
+
+fn write_pairs_as(
+    path: &Path,
+    mut pairs: impl Iterator<Item = Result<Pair>>,
+    raw: bool,
+) -> Result<()> {
     let schema = pair_schema();
     let layout = FileLayout {
         schema: schema.clone(),
@@ -329,31 +349,46 @@ pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
         sorting: Some(ascending(&[0, 1])),
         key_values: None,
         group_rows: ROW_GROUP_ROWS,
+        raw,
     };
-    write_parquet(path, layout, pairs.len(), |range| {
-        let rows = &pairs[range];
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.query_id),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.corpus_id),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.query_simhash as i64),
-            )),
-            Arc::new(Int64Array::from_iter_values(
-                rows.iter().map(|p| p.corpus_simhash as i64),
-            )),
-            Arc::new(Int8Array::from_iter_values(
-                rows.iter().map(|p| p.distance as i8),
-            )),
-            Arc::new(BooleanArray::from_iter(
-                rows.iter().map(|p| Some(p.self_pair)),
-            )),
-        ];
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
-    })
+    let mut open = OpenParquet::create(path, &layout)?;
+    let mut group = Vec::new();
+    loop {
+        group.clear();
+        for pair in pairs.by_ref().take(ROW_GROUP_ROWS) {
+            group.push(pair?);
+        }
+        if group.is_empty() {
+            break;
+        }
+        open.write_group(&pair_batch(&schema, &group)?)?;
+    }
+    open.close()
+}
+
+/// The columns of `rows` as a pairs file holds them.
+fn pair_batch(schema: &SchemaRef, rows: &[Pair]) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.query_id),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.corpus_id),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.query_simhash as i64),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.corpus_simhash as i64),
+        )),
+        Arc::new(Int8Array::from_iter_values(
+            rows.iter().map(|p| p.distance as i8),
+        )),
+        Arc::new(BooleanArray::from_iter(
+            rows.iter().map(|p| Some(p.self_pair)),
+        )),
+    ];
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
 /// Writes an `id`, `simhash` fingerprint shard (both INT64, the simhash as the
@@ -375,6 +410,7 @@ pub fn write_fingerprints(
         sorting: None,
         key_values: None,
         group_rows: row_group_rows.max(1),
+        raw: false,
     };
     write_parquet(path, layout, ids.len(), |range| {
         let columns: Vec<ArrayRef> = vec![
@@ -630,6 +666,7 @@ impl<T: PartRow> SortedPart<T> {
             sorting: Some(ascending(&[0])),
             key_values: None,
             group_rows: ROW_GROUP_ROWS,
+            raw: false,
         };
         OpenParquet::create(&self.path, &layout)
     }
@@ -678,6 +715,7 @@ pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str) -> Result
         sorting: None,
         key_values: Some(key_values),
         group_rows: ROW_GROUP_ROWS,
+        raw: false,
     };
     write_parquet(path, layout, n, |range| {
         let columns: Vec<ArrayRef> = vec![
@@ -708,6 +746,9 @@ struct FileLayout {
     sorting: Option<Vec<SortingColumn>>,
     key_values: Option<Vec<KeyValue>>,
     group_rows: usize,
+    /// Every column plain and uncompressed: a file read back once by this
+    /// process (a spilled run), where encoding costs more than it saves.
+    raw: bool,
 }
 
 /// Writes `rows` rows produced batch by batch, one row group per batch of
@@ -747,7 +788,11 @@ impl OpenParquet {
             .set_max_row_group_row_count(Some(layout.group_rows));
         for field in layout.schema.fields() {
             let column = ColumnPath::from(field.name().as_str());
-            props = match column_layout(field.name()) {
+            let layout = match layout.raw {
+                true => Some(ColumnLayout::Raw),
+                false => column_layout(field.name()),
+            };
+            props = match layout {
                 Some(ColumnLayout::Raw) => props
                     .set_column_encoding(column.clone(), Encoding::PLAIN)
                     .set_column_compression(column, Compression::UNCOMPRESSED),
