@@ -298,9 +298,7 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     matching.table_memory = m
         .table_memory_mib
         .map_or(DEFAULT_TABLE_MEMORY, |mib| mib << 20);
-    matching.pair_memory = m
-        .pair_memory_mib
-        .map_or(DEFAULT_PAIR_MEMORY_MIB, |mib| mib << 20);
+    matching.pair_memory = m.pair_memory_mib.unwrap_or(DEFAULT_PAIR_MEMORY_MIB) << 20;
     matching.columns = Columns {
         id: m.id_column.clone().unwrap_or_else(|| "id".into()),
         simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),

@@ -127,6 +127,8 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
         &std::fs::read(d.join("sample-output/2026-11-23/pairs/_summary.json")).unwrap(),
     )
     .unwrap();
+    // The sample night's pairs fit the default budget: nothing spilled.
+    assert_eq!(summary["pairs_spilled"], 0, "{summary}");
     let corpus_files: Vec<String> = summary["corpus"]["files"]
         .as_array()
         .unwrap()

@@ -746,8 +746,10 @@ struct FileLayout {
     sorting: Option<Vec<SortingColumn>>,
     key_values: Option<Vec<KeyValue>>,
     group_rows: usize,
-    /// Every column plain and uncompressed: a file read back once by this
-    /// process (a spilled run), where encoding costs more than it saves.
+    /// Every column plain and uncompressed, and the file kept on this
+    /// machine (never uploaded with an output bound for an object store):
+    /// a file read back once by this process (a spilled run), where
+    /// encoding costs more than it saves.
     raw: bool,
 }
 
@@ -776,6 +778,8 @@ struct OpenParquet {
     path: PathBuf,
     tmp: PathBuf,
     schema: SchemaRef,
+    /// Renamed into place but never uploaded ([`FileLayout::raw`]).
+    local: bool,
 }
 
 impl OpenParquet {
@@ -815,6 +819,7 @@ impl OpenParquet {
             path: path.to_path_buf(),
             tmp,
             schema,
+            local: layout.raw,
         })
     }
 
@@ -839,6 +844,10 @@ impl OpenParquet {
         self.writer
             .close()
             .map_err(|error| writing_error(&self.path, error))?;
+        if self.local {
+            return fs::rename(&self.tmp, &self.path)
+                .with_context(|| format!("{}: cannot rename into place", self.path.display()));
+        }
         place(&self.tmp, &self.path)
     }
 }
