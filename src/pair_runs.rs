@@ -6,10 +6,10 @@
 //! an empty one) pairs with millions of rows, and a corpus read as several
 //! listings holds a pair once per sighting until the de-duplication. So a
 //! worker holds at most `--pair-memory-mib` of pairs: past it, its largest
-//! part's pairs are sorted, de-duplicated and written as a run (a pairs
-//! file with the output's columns, plain and uncompressed, under `_spill-WORKER/` in the job's staging
-//! directory), and each part is written at the end as one merge of its
-//! runs and the pairs still held. The merge gives the rows a sort of all of
+//! part's pairs are sorted, de-duplicated and written as a run (the
+//! output's columns, plain and uncompressed, under `_spill-WORKER/` in the
+//! job's staging directory, never uploaded), and each part is written at
+//! the end as one merge of its runs and the pairs still held. The merge gives the rows a sort of all of
 //! them would, so the output's bytes do not depend on the budget.
 
 use std::cmp::Reverse;
@@ -81,11 +81,8 @@ impl PairRuns {
         self.held -= pairs.len();
         self.spilled += pairs.len() as u64;
         sort_and_dedup(pairs);
-        if self.runs.iter().all(Vec::is_empty) {
-            fs::create_dir_all(&self.dir).with_context(|| {
-                format!("{}: cannot create spill directory", self.dir.display())
-            })?;
-        }
+        fs::create_dir_all(&self.dir)
+            .with_context(|| format!("{}: cannot create spill directory", self.dir.display()))?;
         let path = self.dir.join(format!(
             "part-{part:05}-run-{:05}.parquet",
             self.runs[part].len()
