@@ -183,7 +183,12 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         probe::candidates_per_probe(),
     );
     tracing::info!(design = %plan.design.describe(), "table design");
-    let parts = Parts::from_sorted_ids(&queries.sorted_ids(), opts.parts);
+    // B's ids are sorted only to split the output into parts: one part
+    // needs no boundaries (a sort of 1M ids was 15-19 ms of the build).
+    let parts = match opts.parts {
+        1 => Parts::from_sorted_ids(&[], 1),
+        parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),
+    };
     let building = Instant::now();
     let index = Index::build(plan.design, queries, opts.runtime.workers);
     let build_seconds = started.elapsed().as_secs_f64();

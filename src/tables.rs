@@ -29,14 +29,19 @@ impl QuerySet {
     /// [`Self::from_rows`] of the rows of several runs, as one, sorted on
     /// `threads` threads: the same set whatever the runs and threads.
     pub fn from_runs(runs: Vec<Vec<(u64, i64)>>, threads: usize) -> QuerySet {
-        let mut rows = sort_by_fingerprint_then_id(runs, threads);
-        rows.dedup();
+        let rows = sort_by_fingerprint_then_id(runs, threads);
         let mut set = QuerySet {
             fingerprints: Vec::with_capacity(rows.len()),
             starts: Vec::with_capacity(rows.len() + 1),
             ids: Vec::with_capacity(rows.len()),
         };
-        for (fingerprint, id) in rows {
+        // Repeated rows are next to each other: skipped in the same pass.
+        let mut last = None;
+        for row @ (fingerprint, id) in rows {
+            if last == Some(row) {
+                continue;
+            }
+            last = Some(row);
             if set.fingerprints.last() != Some(&fingerprint) {
                 set.fingerprints.push(fingerprint);
                 set.starts.push(set.ids.len() as u32);
