@@ -5,6 +5,7 @@ use crate::design::{Block, Design, TableSpec, BITS};
 use crate::parallel::in_parallel;
 use crate::probe::{lead_groups, LeadGroup};
 use crate::sorting::scatter_sorted_runs;
+use std::sync::OnceLock;
 
 /// B with every distinct fingerprint stored once.
 ///
@@ -344,11 +345,17 @@ pub struct Index {
 
 impl Index {
     /// Builds every table of `design` over `queries` on up to `threads`
-    /// threads: first one [`LeadOrder`] per lead group (the tables sharing
-    /// their first key block), then the tables, each from its group's order.
+    /// threads, each table from its lead group's [`LeadOrder`] (the tables
+    /// sharing their first key block share it). The first table of a group
+    /// to be built makes the group's order: the tasks take every group's
+    /// first table before any group's second, so a thread waits on an order
+    /// another is making only when threads outnumber groups, and none waits
+    /// for the others between the orders and the tables (made in two
+    /// rounds, a profile showed one thread done with its orders well before
+    /// the other, waiting).
     pub fn build(design: Design, queries: QuerySet, threads: usize) -> Index {
         let lead_groups = lead_groups(&design);
-        let orders = in_parallel(lead_groups.len(), threads, |g| {
+        let order_of = |g: usize| {
             let tables = lead_groups[g].tables();
             let block = design.blocks[design.tables[tables[0]].blocks[0]];
             let bits = tables
@@ -357,18 +364,19 @@ impl Index {
                 .min()
                 .unwrap_or(0);
             LeadOrder::new(&queries, block, bits)
-        });
-        let mut group_of_table = vec![0; design.tables.len()];
-        for (g, group) in lead_groups.iter().enumerate() {
-            for &t in group.tables() {
-                group_of_table[t] = g;
-            }
-        }
-        let tables = in_parallel(design.tables.len(), threads, |t| {
+        };
+        let orders: Vec<OnceLock<LeadOrder>> =
+            lead_groups.iter().map(|_| OnceLock::new()).collect();
+        let lists: Vec<&[usize]> = lead_groups.iter().map(LeadGroup::tables).collect();
+        let tasks = tables_by_rank_in_group(&lists);
+        let mut built = in_parallel(tasks.len(), threads, |task| {
+            let (g, t) = tasks[task];
+            let order = orders[g].get_or_init(|| order_of(g));
             let lead = design.blocks[design.tables[t].blocks[0]];
-            Table::build(&design.tables[t], lead, &orders[group_of_table[t]])
+            (t, Table::build(&design.tables[t], lead, order))
         });
-        drop(orders);
+        built.sort_unstable_by_key(|&(t, _)| t);
+        let tables = built.into_iter().map(|(_, table)| table).collect();
         Index {
             design,
             queries,
@@ -376,6 +384,20 @@ impl Index {
             lead_groups,
         }
     }
+}
+
+/// Every table of `groups` (each group's tables) as `(group, table)`: each
+/// group's first table, then each group's second, and so on.
+fn tables_by_rank_in_group(groups: &[&[usize]]) -> Vec<(usize, usize)> {
+    let most = groups.iter().map(|tables| tables.len()).max().unwrap_or(0);
+    (0..most)
+        .flat_map(|rank| {
+            groups
+                .iter()
+                .enumerate()
+                .filter_map(move |(g, tables)| tables.get(rank).map(|&t| (g, t)))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -406,6 +428,16 @@ mod tests {
             assert_eq!(sort_by_fingerprint_then_id(runs, 3), want, "n={n}");
             assert_eq!(sort_by_fingerprint_then_id(vec![rows], 1), want, "n={n}");
         }
+    }
+
+    #[test]
+    fn every_groups_first_table_is_built_before_any_groups_second() {
+        let groups: [&[usize]; 3] = [&[0, 1], &[2], &[3, 4, 5]];
+        assert_eq!(
+            tables_by_rank_in_group(&groups),
+            vec![(0, 0), (1, 2), (2, 3), (0, 1), (2, 4), (2, 5)]
+        );
+        assert!(tables_by_rank_in_group(&[]).is_empty());
     }
 
     #[test]
