@@ -184,7 +184,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     );
     tracing::info!(design = %plan.design.describe(), "table design");
     // B's ids are sorted only to split the output into parts: one part
-    // needs no boundaries (a sort of 1M ids was 15-19 ms of the build).
+    // needs no boundaries (a sort of 1M ids was 17-19 ms of the build).
     let parts = match opts.parts {
         1 => Parts::from_sorted_ids(&[], 1),
         parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),

@@ -167,10 +167,7 @@ fn parts_are_byte_identical_for_1_2_and_4_workers() {
     let mut outputs = Vec::new();
     for workers in [1, 2, 4] {
         let out = run(dir.path(), &queries, Some(&corpus), 3, true, workers, 3);
-        let bytes: Vec<Vec<u8>> = part_files(&out)
-            .iter()
-            .map(|p| std::fs::read(p).unwrap())
-            .collect();
+        let bytes = part_bytes(&out);
         assert_eq!(bytes.len(), 3);
         outputs.push(bytes);
     }
@@ -231,10 +228,7 @@ fn a_corpus_row_group_larger_than_a_batch_is_read_in_pieces() {
             read_pairs(&out) == expected,
             "{workers} workers: not the oracle's pairs"
         );
-        let bytes: Vec<Vec<u8>> = part_files(&out)
-            .iter()
-            .map(|p| std::fs::read(p).unwrap())
-            .collect();
+        let bytes = part_bytes(&out);
         outputs.push(bytes);
     }
     assert!(outputs[0] == outputs[1], "1 vs 2 workers");
@@ -276,10 +270,7 @@ fn pairs_beyond_the_memory_budget_are_spilled_and_give_the_same_bytes() {
             .filter(|name| name.starts_with("_spill"))
             .collect();
         assert!(left.is_empty(), "{name}: {left:?} left behind");
-        let bytes: Vec<Vec<u8>> = part_files(&out)
-            .iter()
-            .map(|p| std::fs::read(p).unwrap())
-            .collect();
+        let bytes = part_bytes(&out);
         outputs.push(bytes);
     }
     assert_eq!(

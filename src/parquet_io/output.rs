@@ -322,48 +322,53 @@ pub fn pair_schema() -> SchemaRef {
 /// Writes sorted, de-duplicated pairs as one zstd Parquet file whose footer
 /// records the sort order (query_id, corpus_id).
 pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
-    write_pair_stream(path, pairs.iter().copied().map(Ok))
+    write_pair_slice(path, pairs, false)
 }
 
 /// [`write_pairs`] with every column plain and uncompressed: a run of
 /// pairs spilled to disk, read back once by the same job.
 pub fn write_pair_run(path: &Path, pairs: &[Pair]) -> Result<()> {
-    write_pairs_as(path, pairs.iter().copied().map(Ok), true)
+    write_pair_slice(path, pairs, true)
+}
+
+/// Pairs in a slice, each row group's columns made straight from it.
+fn write_pair_slice(path: &Path, pairs: &[Pair], raw: bool) -> Result<()> {
+    let layout = pair_layout(raw);
+    let schema = layout.schema.clone();
+    write_parquet(path, layout, pairs.len(), |range| {
+        pair_batch(&schema, &pairs[range])
+    })
 }
 
 /// [`write_pairs`] for pairs that come one at a time (a merge of sorted
 /// runs): the same row groups, so the same bytes, as the pairs in one slice.
-pub fn write_pair_stream(path: &Path, pairs: impl Iterator<Item = Result<Pair>>) -> Result<()> {
-    write_pairs_as(path, pairs, false)
-}
-
-fn write_pairs_as(
-    path: &Path,
-    mut pairs: impl Iterator<Item = Result<Pair>>,
-    raw: bool,
-) -> Result<()> {
-    let schema = pair_schema();
-    let layout = FileLayout {
-        schema: schema.clone(),
-        zstd_level: OUTPUT_ZSTD_LEVEL,
-        sorting: Some(ascending(&[0, 1])),
-        key_values: None,
-        group_rows: ROW_GROUP_ROWS,
-        raw,
-    };
+pub fn write_pair_stream(path: &Path, mut pairs: impl Iterator<Item = Result<Pair>>) -> Result<()> {
+    let layout = pair_layout(false);
     let mut open = OpenParquet::create(path, &layout)?;
     let mut group = Vec::new();
     loop {
         group.clear();
-        for pair in pairs.by_ref().take(ROW_GROUP_ROWS) {
+        for pair in pairs.by_ref().take(layout.group_rows) {
             group.push(pair?);
         }
         if group.is_empty() {
             break;
         }
-        open.write_group(&pair_batch(&schema, &group)?)?;
+        open.write_group(&pair_batch(&layout.schema, &group)?)?;
     }
     open.close()
+}
+
+/// How a pairs file is laid out; `raw` for a spilled run.
+fn pair_layout(raw: bool) -> FileLayout {
+    FileLayout {
+        schema: pair_schema(),
+        zstd_level: OUTPUT_ZSTD_LEVEL,
+        sorting: Some(ascending(&[0, 1])),
+        key_values: None,
+        group_rows: ROW_GROUP_ROWS,
+        raw,
+    }
 }
 
 /// The columns of `rows` as a pairs file holds them.

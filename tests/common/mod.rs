@@ -132,6 +132,14 @@ pub fn part_files(dir: &Path) -> Vec<PathBuf> {
     parts
 }
 
+/// The bytes of every part file under `dir`, in part order.
+pub fn part_bytes(dir: &Path) -> Vec<Vec<u8>> {
+    part_files(dir)
+        .iter()
+        .map(|p| std::fs::read(p).unwrap())
+        .collect()
+}
+
 /// Runs the `neardup` binary with `args`.
 pub fn neardup(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_neardup"))
