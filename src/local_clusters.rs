@@ -32,6 +32,11 @@ pub type Routed = Result<Addressed, RunSlice>;
 /// flow on before the next is made, large enough that slices cost nothing.
 const SLICE: usize = 1 << 18;
 
+/// Pages whose rows each thread makes at a time when a share's rows are
+/// made on several: their rows wait in the cache to be taken into the
+/// runs in order.
+const THREAD_SLICE: usize = 1 << 15;
+
 /// Pages or pairs per record sent to an owner.
 const BATCH: usize = 1 << 14;
 
@@ -417,7 +422,11 @@ impl Router {
         give: &mut dyn FnMut(Routed),
     ) -> usize {
         let threads = self.input.threads.max(1);
-        let end = (next + SLICE * threads).min(self.by_id.len());
+        let pages = match threads {
+            1 => SLICE,
+            _ => THREAD_SLICE * threads,
+        };
+        let end = (next + pages).min(self.by_id.len());
         let maker = RowMaker {
             by_id: &self.by_id,
             clusters: &self.clusters,
