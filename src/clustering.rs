@@ -461,18 +461,19 @@ fn add_pairs(
         rows.chunks(BATCH_PAIRS)
             .try_for_each(|batch| adder.add(batch, group, log.as_mut()))
     };
+    // `rows` holds the first unit's sample; later units start empty.
     while let Some(mut reading) = unit {
-        let (group, mut read) = (reading.group, rows.len());
-        add(&rows, group)?;
-        while reading.take(1, &mut rows)? {
+        let mut read = 0;
+        loop {
             read += rows.len();
-            add(&rows, group)?;
+            add(&rows, reading.group)?;
+            if !reading.take(1, &mut rows)? {
+                break;
+            }
         }
         tracing::debug!(worker, rows = read, "pair unit read");
+        rows.clear();
         unit = units.next_unit();
-        if let Some(next) = unit.as_mut() {
-            next.take(1, &mut rows)?;
-        }
     }
     Ok(())
 }
