@@ -454,7 +454,6 @@ fn add_pairs(
         writer: graph.writer(),
         ends: Vec::new(),
         share: units.pairs().div_ceil(graph.workers()),
-        logged: 0,
     };
     let mut add = |rows: &[PairRow], group: &SharedRowGroup| -> Result<()> {
         state.borrow_mut().body.pairs += rows.len() as u64;
@@ -491,7 +490,6 @@ struct PairAdder<'a> {
     /// An even share of the process's pairs: the first chunk of the pair
     /// log has room for that many, later ones for an eighth of it.
     share: usize,
-    logged: usize,
 }
 
 impl PairAdder<'_> {
@@ -514,14 +512,13 @@ impl PairAdder<'_> {
             .map(|r| (r.query, r.corpus, r.corpus_in_corpus));
         self.writer.add_pairs(pairs, &mut self.ends);
         if let Some(log) = log {
-            let chunk = if self.logged == 0 {
+            let chunk = if log.is_empty() {
                 self.share
             } else {
                 self.share / 8
             };
             log.make_room(batch.len(), chunk.max(1));
             log.extend(&self.ends, batch.iter().map(|r| r.distance));
-            self.logged += batch.len();
         }
         Ok(())
     }
