@@ -28,6 +28,7 @@ use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
 use crate::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
 use crate::part_runs::{RunBuilder, RunSlice};
+use crate::sorting::pieces_in;
 
 /// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
 /// slots from its source (and once placed, their positions).
@@ -160,7 +161,10 @@ impl OwnerWork {
         to_positions(&mut pairs, &merged.positions)?;
         drop(merged.positions);
         let ids = merged.ids;
-        let oriented = sorted_by_later_end(ids.len(), pairs.iter().flatten().flatten().copied(), 1);
+        let slices: Vec<&[SlotPair]> = pairs.iter().flatten().map(Vec::as_slice).collect();
+        let len = slices.iter().map(|slice| slice.len()).sum();
+        let oriented = sorted_by_later_end(ids.len(), len, |range| pieces_in(&slices, range), 1);
+        drop(slices);
         drop(pairs);
         let pages = ids.len();
         let drops = greedy_sweep(merged.first, oriented, ids);

@@ -8,6 +8,7 @@
 //! paired with, so every drop is backed by a pair within k.
 
 use std::fmt;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use serde::{Deserialize, Serialize};
@@ -166,10 +167,6 @@ impl PairLog {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    fn pairs(&self) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
-        self.pairs_in(0..self.len())
     }
 
     /// Renames both ends of every pair by `position`, in place, its chunks
@@ -357,7 +354,12 @@ pub fn direct_drops(
     let (ids, first_positions) = in_priority_order(by_id, rank, &position, threads);
     pairs.rename_by(&position, threads);
     drop(position);
-    let oriented = sorted_by_later_end(ids.len(), pairs.pairs(), threads);
+    let oriented = sorted_by_later_end(
+        ids.len(),
+        pairs.len(),
+        |range| pairs.pairs_in(range),
+        threads,
+    );
     drop(pairs);
     greedy_sweep(first_positions, oriented, ids)
 }
@@ -445,25 +447,33 @@ const POSITIONS_PER_BUCKET: usize = 1 << 11;
 
 /// Every pair among `pages` positions (self-pairs left out) as
 /// `(later, earlier, distance)`, sorted by its later end, for
-/// [`greedy_sweep`]. `pairs` is read twice (to count, then to place), and
-/// its memory can go before the sort: the pairs are placed by buckets of
+/// [`greedy_sweep`], from the `len` pairs that `pairs_in(range)` reads a
+/// range at a time. They are read twice (to count, then to place), and
+/// their memory can go before the sort: the pairs are placed by buckets of
 /// later ends, and each bucket is sorted on its own by counting, so the only
 /// memory besides the result is one bucket's scratch, not a second copy of
 /// every pair. Sorting rather than building adjacency lists keeps every
 /// pass streaming: for a chain of scattered ids, each adjacency append
-/// would be a cache miss. On `threads` threads, each placing and sorting
-/// the pairs of a range of later ends (each reads `pairs` once more).
-pub fn sorted_by_later_end(
+/// would be a cache miss. On `threads` threads, each counting a range of
+/// the pairs, then placing and sorting those of a range of later ends
+/// (each reads them all once more).
+pub fn sorted_by_later_end<I>(
     pages: usize,
-    pairs: impl Iterator<Item = (Page, Page, u8)> + Clone + Send + Sync,
+    len: usize,
+    pairs_in: impl Fn(Range<usize>) -> I + Sync,
     threads: usize,
-) -> Vec<OrientedPair> {
+) -> Vec<OrientedPair>
+where
+    I: Iterator<Item = (Page, Page, u8)> + Clone + Send + Sync,
+{
     let bucket_of = |&(later, ..): &OrientedPair| later as usize / POSITIONS_PER_BUCKET;
-    let oriented = pairs
-        .filter(|&(a, b, _)| a != b)
-        .map(|(a, b, distance)| (a.max(b), a.min(b), distance));
+    let oriented_in = |range| {
+        pairs_in(range)
+            .filter(|&(a, b, _)| a != b)
+            .map(|(a, b, distance)| (a.max(b), a.min(b), distance))
+    };
     let buckets = pages.div_ceil(POSITIONS_PER_BUCKET);
-    let starts = bucket_starts(oriented.clone(), buckets, bucket_of);
+    let starts = bucket_starts(len, oriented_in, buckets, bucket_of, threads);
     let mut sorted = vec![(0, 0, 0); starts[buckets]];
     // Each bucket by counting, its counts and copy in the first-level
     // cache (on 10M pairs in `match`'s order, 11 ms a worker; the sort as a
@@ -483,7 +493,14 @@ pub fn sorted_by_later_end(
             );
         }
     };
-    place_and_sort(oriented, &bucket_of, &starts, &mut sorted, threads, sorter);
+    place_and_sort(
+        oriented_in(0..len),
+        &bucket_of,
+        &starts,
+        &mut sorted,
+        threads,
+        sorter,
+    );
     sorted
 }
 
@@ -740,7 +757,12 @@ mod tests {
         expected.sort_unstable();
         // Several threads place and sort ranges of buckets of their own.
         for threads in [1, 2, 3, 8] {
-            let sorted = sorted_by_later_end(pages, pairs.iter().copied(), threads);
+            let sorted = sorted_by_later_end(
+                pages,
+                pairs.len(),
+                |range| pairs[range].iter().copied(),
+                threads,
+            );
             assert!(sorted.is_sorted_by_key(|&(later, ..)| later));
             let mut found = sorted;
             found.sort_unstable();
@@ -833,7 +855,7 @@ mod tests {
             };
             let atomic: Vec<AtomicU32> = position.iter().map(|&p| AtomicU32::new(p)).collect();
             renamed.rename_by(&atomic, threads);
-            let found: Vec<_> = renamed.pairs().collect();
+            let found: Vec<_> = renamed.pairs_in(0..renamed.len()).collect();
             assert_eq!(found, expected, "{threads} threads");
         }
     }
