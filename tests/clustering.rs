@@ -371,22 +371,49 @@ fn one_giant_component_with_small_ones() {
     check_against_oracle(&edges, "giant");
 }
 
-#[test]
-fn a_100k_page_chain() {
-    // Ids along the chain are shuffled, so the order of priority and the
-    // order of the chain differ; every fifth pair says its corpus side is
-    // in the corpus.
-    let mut rng = SplitMix64::new(4);
-    let mut ids: Vec<i64> = (0..100_001).collect();
+/// A chain through `ids` in a shuffled order (by `seed`), so that the
+/// order of priority and the order of the chain differ; every
+/// `corpus_every`-th pair says its corpus side is in the corpus.
+fn shuffled_chain(mut ids: Vec<i64>, seed: u64, corpus_every: usize) -> Vec<Edge> {
+    let mut rng = SplitMix64::new(seed);
     for i in (1..ids.len()).rev() {
         ids.swap(i, rng.below(i as u64 + 1) as usize);
     }
-    let edges: Vec<Edge> = ids
-        .windows(2)
+    ids.windows(2)
         .enumerate()
-        .map(|(i, w)| (w[0], w[1], i % 5 != 0))
-        .collect();
+        .map(|(i, w)| (w[0], w[1], i % corpus_every != 0))
+        .collect()
+}
+
+#[test]
+fn a_100k_page_chain() {
+    let edges = shuffled_chain((0..100_001).collect(), 4, 5);
     check_against_oracle(&edges, "chain");
+}
+
+/// A chain too long for one slice of rows on its worker's threads (2^17
+/// pages a thread): the rows and drops of its later slices start where the
+/// threads of the one before stopped, in the bytes one worker writes.
+#[test]
+fn a_chain_of_several_slices_on_several_threads() {
+    let edges = shuffled_chain((0..600_001).map(|i| i * 3 - 900_000).collect(), 11, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let expected = oracle(&edges, true);
+    let policy = DropPolicy::Direct;
+    let one = dir.path().join("w1");
+    cluster(&pairs, &one, true, policy, 1, 2);
+    for workers in [2, 4] {
+        let case = format!("{workers} workers");
+        let out = dir.path().join(format!("w{workers}"));
+        cluster(&pairs, &out, true, policy, workers, 2);
+        let (clusters, drops) = assert_oracles_agree(&out, &edges, &expected, policy, true, &case);
+        check_direct_invariants(&edges, &clusters, &drops, &case);
+        assert!(
+            data_files(&out) == data_files(&one),
+            "{case}: other bytes than 1 worker"
+        );
+    }
 }
 
 #[test]
