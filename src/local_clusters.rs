@@ -38,8 +38,7 @@ const SLICE: usize = 1 << 18;
 /// few tenths of a millisecond on this VM: on a 10M-page chain on 2
 /// threads, slices of 2^17 pages a thread made the rows 3% faster end to
 /// end than slices of 2^15 (1.83 s against 1.88 s, 5 alternations), and
-/// 2^18 was slower again (1.83 s against 1.79 s), its rows no longer in
-/// the cache.
+/// 2^18 was slower again (1.83 s against 1.79 s, 4 alternations).
 const THREAD_SLICE: usize = 1 << 17;
 
 /// Pages or pairs per record sent to an owner.
