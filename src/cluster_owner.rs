@@ -164,7 +164,6 @@ impl OwnerWork {
         let slices: Vec<&[SlotPair]> = pairs.iter().flatten().map(Vec::as_slice).collect();
         let len = slices.iter().map(|slice| slice.len()).sum();
         let oriented = sorted_by_later_end(ids.len(), len, |range| pieces_in(&slices, range), 1);
-        drop(slices);
         drop(pairs);
         let pages = ids.len();
         let drops = greedy_sweep(merged.first, oriented, ids);

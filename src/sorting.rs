@@ -66,8 +66,8 @@ where
     sorted
 }
 
-/// Fewest items a thread of [`over_ranges`] is given: below this, a
-/// thread's start costs more than its share saves.
+/// Fewest items a thread of [`over_ranges`] is given, so that small sorts
+/// (a worker's share of a night in small clusters) stay on one thread.
 const ITEMS_PER_RANGE: usize = 1 << 16;
 
 /// `pass` over each of up to `threads` ranges of `0..len`, each on a thread
