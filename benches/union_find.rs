@@ -1,5 +1,8 @@
 //! The process's union-find alone, with no Parquet and no dataflow:
-//! `cargo bench --bench union_find -- [million pairs]` (default 10).
+//! `cargo bench --bench union_find -- [million pairs] [chain]` (default 10).
+//! With `chain`, the pairs make one chain of pages instead (each pair's
+//! second page is the next pair's first), as `scripts/bench_cluster.sh`'s
+//! `chain` graph does.
 //!
 //! The graph is shaped like `scripts/bench_cluster.sh`'s `hashed` one, not
 //! the same pairs: blocks of five pages (here each paired with its block's
@@ -28,7 +31,11 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(10);
-    let generated = hashed_pairs(millions * 1_000_000);
+    let chain = std::env::args().any(|a| a == "chain");
+    let generated = match chain {
+        true => chain_pairs(millions * 1_000_000),
+        false => hashed_pairs(millions * 1_000_000),
+    };
     let mut by_query = generated.clone();
     by_query.sort_unstable();
     println!(
@@ -94,6 +101,13 @@ fn run(pairs: &[(i64, i64, bool)], workers: usize) -> (f64, f64, f64) {
     times.iter().fold((0.0, 0.0, 0.0), |acc, t| {
         (acc.0.max(t.0), acc.1.max(t.1), acc.2.max(t.2))
     })
+}
+
+/// `n` pairs making one chain of `n + 1` pages, ids hashed.
+fn chain_pairs(n: usize) -> Vec<(i64, i64, bool)> {
+    (0..n as i64)
+        .map(|e| (mix(e) as i64, mix(e + 1) as i64, false))
+        .collect()
 }
 
 /// `n` pairs in blocks of five pages (each page paired with the block's

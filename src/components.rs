@@ -375,10 +375,6 @@ impl Arrays {
         }
     }
 
-    fn prefetch(&self, id: i64) {
-        prefetch(self.table.slot(self.table.home(id)));
-    }
-
     /// The page of `id`, or a new one from `block` (its slot claimed first,
     /// so two workers meeting a new id agree on its page); counts new pages
     /// in `fresh` and slots probed past the home in `probes`. `None` when
@@ -387,11 +383,12 @@ impl Arrays {
     fn get_or_insert(
         &self,
         id: i64,
+        home: usize,
         block: &mut Block<'_>,
         fresh: &mut usize,
         probes: &mut usize,
     ) -> Option<Page> {
-        let mut at = self.table.home(id);
+        let mut at = home;
         let mut probed = 0;
         loop {
             let [key, page] = self.table.slot(at);
@@ -635,6 +632,7 @@ impl SharedGraph {
                 counter: &self.pages,
             },
             ids: Vec::new(),
+            homes: Vec::new(),
         }
     }
 
@@ -863,6 +861,8 @@ pub struct GraphWriter<'a> {
     block: Block<'a>,
     /// A batch's ids, kept for the next batch.
     ids: Vec<i64>,
+    /// A chunk's homes, kept for the next chunk.
+    homes: Vec<usize>,
 }
 
 impl GraphWriter<'_> {
@@ -918,14 +918,24 @@ impl GraphWriter<'_> {
     /// Appends the pages of a chunk's ids to `ends`; gives the slots probed
     /// past their homes, or `None` if homes in id order crowd (the ids
     /// before are interned, and counted).
+    ///
+    /// The chunk's homes are placed first, in a loop of their own; the
+    /// lookups then prefetch a home already placed. Placing each home twice
+    /// inside the loop of cache misses (once to prefetch it, once to probe
+    /// it) was slower: on the 10M-page chain, interning took 0.87-0.95 s of
+    /// the two workers' time that way and 0.62-0.64 s this way, with the
+    /// prefetch 16, 32 or 64 ids ahead alike.
     fn intern(&mut self, arrays: &Arrays, chunk: &[i64], ends: &mut Vec<Page>) -> Option<usize> {
         let (mut fresh, mut probes) = (0, 0);
         let mut crowded = false;
-        for (at, &id) in chunk.iter().enumerate() {
-            if let Some(&ahead) = chunk.get(at + LOOKAHEAD) {
-                arrays.prefetch(ahead);
+        let mut homes = std::mem::take(&mut self.homes);
+        homes.clear();
+        homes.extend(chunk.iter().map(|&id| arrays.table.home(id)));
+        for (at, (&id, &home)) in chunk.iter().zip(&homes).enumerate() {
+            if let Some(&ahead) = homes.get(at + LOOKAHEAD) {
+                prefetch(arrays.table.slot(ahead));
             }
-            match arrays.get_or_insert(id, &mut self.block, &mut fresh, &mut probes) {
+            match arrays.get_or_insert(id, home, &mut self.block, &mut fresh, &mut probes) {
                 Some(page) => ends.push(page),
                 None => {
                     crowded = true;
@@ -933,6 +943,7 @@ impl GraphWriter<'_> {
                 }
             }
         }
+        self.homes = homes;
         self.graph.interned.fetch_add(fresh, Relaxed);
         (!crowded).then_some(probes)
     }
