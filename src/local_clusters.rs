@@ -34,11 +34,11 @@ const SLICE: usize = 1 << 18;
 
 /// Pages whose rows each thread makes at a time when a share's rows are
 /// made on several; their rows wait to be taken into the runs in order.
-/// Each such slice starts the helper threads and waits for the slowest, a
-/// few tenths of a millisecond on this VM: on a 10M-page chain on 2
-/// threads, slices of 2^17 pages a thread made the rows 3% faster end to
-/// end than slices of 2^15 (1.83 s against 1.88 s, 5 alternations), and
-/// 2^18 was slower again (1.83 s against 1.79 s, 4 alternations).
+/// Each such slice starts the helper threads and waits for the slowest:
+/// on a 10M-page chain on 2 threads, slices of 2^17 pages a thread made
+/// the rows 3% faster end to end than slices of 2^15 (1.83 s against
+/// 1.88 s, 5 alternations), and 2^18 was slower again (1.83 s against
+/// 1.79 s, 4 alternations).
 const THREAD_SLICE: usize = 1 << 17;
 
 /// Pages or pairs per record sent to an owner.
