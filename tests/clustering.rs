@@ -392,8 +392,10 @@ fn a_100k_page_chain() {
 }
 
 /// A chain too long for one slice of rows on its worker's threads (2^17
-/// pages a thread): the rows and drops of its later slices start where the
-/// threads of the one before stopped, in the bytes one worker writes.
+/// pages a thread), its drops chosen on a thread of their own while its
+/// `clusters/` rows are written: the rows and drops of its later slices
+/// start where the threads of the one before stopped, in the bytes one
+/// worker writes.
 #[test]
 fn a_chain_of_several_slices_on_several_threads() {
     let edges = shuffled_chain((0..600_001).map(|i| i * 3 - 900_000).collect(), 11, 3);
