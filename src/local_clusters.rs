@@ -500,17 +500,20 @@ impl Router {
             if start == stop {
                 return (None, totals);
             }
-            let at = drops.as_ref().map(|(drops, _)| {
-                let mut at = match (t, first) {
-                    (0, Some(first)) => first,
-                    _ => drops.cursor_before(maker.by_id[start].0),
-                };
-                maker.drops(start..stop, drops, &mut at, &mut range[0]);
-                at
-            });
-            if at.is_none() {
-                maker.members(start..stop, &mut range[0], &mut totals);
-            }
+            let at = match &drops {
+                None => {
+                    maker.members(start..stop, &mut range[0], &mut totals);
+                    None
+                }
+                Some((drops, _)) => {
+                    let mut at = match (t, first) {
+                        (0, Some(first)) => first,
+                        _ => drops.cursor_before(maker.by_id[start].0),
+                    };
+                    maker.drops(start..stop, drops, &mut at, &mut range[0]);
+                    Some(at)
+                }
+            };
             (at, totals)
         });
         for (range, (at, totals)) in self.ranges.iter_mut().zip(made) {
