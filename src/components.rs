@@ -50,6 +50,12 @@ pub type Page = u32;
 /// smallest id.
 pub type Label = (bool, i64);
 
+/// A set's least label as its counts hold it: whether it ranks first, and
+/// its page (the id is read from the page when asked for). Pages are
+/// counted in id order, so a set's least label is its first page that
+/// ranks first, or else its first page: no ids are compared.
+type LeastPage = (bool, Page);
+
 /// No page: a marker in arrays of pages.
 pub const MISSING: Page = Page::MAX;
 
@@ -455,30 +461,38 @@ impl Arrays {
     }
 }
 
-/// The forest: by page, its parent (the low 32 bits of the first word)
-/// and, once the forest is done, at a root its set's size (the high 32
-/// bits, with [`LEAST_RANKS_FIRST`] when the least label ranks first) and
-/// least label's id (the second word). A root's counts share its parent's
-/// cache line, touched as the page came.
+/// The forest: by page, one word, touched as the page came. While the
+/// forest is built and flattened it holds the page's parent; once every
+/// page points at its root, a root's word holds its set's counts instead
+/// ([`COUNTED`]): its size and its least label's page. Eight bytes a
+/// page: with the least label's id beside them a node took sixteen, the
+/// largest array by page (160 MB of first touches for a 10M-page chain).
 #[derive(Debug, Default)]
-struct Nodes(Segmented<[AtomicU64; 2]>);
+struct Nodes(Segmented<AtomicU64>);
 
-/// In a node's first word: the set's least label ranks first.
-const LEAST_RANKS_FIRST: u64 = 1 << 63;
+/// In a node's word: the word holds its root's counts, not a parent. Then
+/// the low [`PAGE_BITS`] bits are the least label's page, the next
+/// [`PAGE_BITS`] the set's size (at most [`MAX_PROCESS_PAGES`] - 1), and
+/// [`LEAST_RANKS_FIRST`] is set if that label ranks first.
+const COUNTED: u64 = 1 << 63;
+const LEAST_RANKS_FIRST: u64 = 1 << 62;
+const PAGE_BITS: u32 = MAX_PROCESS_PAGES.trailing_zeros();
+const PAGE_MASK: u64 = (1 << PAGE_BITS) - 1;
 
 impl Nodes {
     fn parent(&self, page: Page) -> Page {
-        self.0.get(page as usize)[0].load(Relaxed) as Page
+        self.0.get(page as usize).load(Relaxed) as Page
     }
 
     fn set_parent(&self, page: Page, parent: Page) {
-        self.0.get(page as usize)[0].store(u64::from(parent), Relaxed);
+        self.0.get(page as usize).store(u64::from(parent), Relaxed);
     }
 
     /// Moves the page's parent from `from` to `to` unless another worker
     /// moved it first; whether it did.
     fn move_parent(&self, page: Page, from: Page, to: Page) -> bool {
-        self.0.get(page as usize)[0]
+        self.0
+            .get(page as usize)
             .compare_exchange(u64::from(from), u64::from(to), AcqRel, Relaxed)
             .is_ok()
     }
@@ -517,22 +531,23 @@ impl Nodes {
         }
     }
 
-    /// A root's `(size, least label)`.
-    fn counts(&self, root: Page) -> (u32, Label) {
-        let [word, least] = self.0.get(root as usize);
-        let word = word.load(Relaxed);
-        let size = ((word & !LEAST_RANKS_FIRST) >> 32) as u32;
-        (
-            size,
-            (word & LEAST_RANKS_FIRST == 0, least.load(Relaxed) as i64),
-        )
+    /// A root's size and least label's page (none yet: size 0).
+    fn counts(&self, root: Page) -> (u32, LeastPage) {
+        let word = self.0.get(root as usize).load(Relaxed);
+        if word & COUNTED == 0 {
+            return (0, (false, MISSING));
+        }
+        let size = ((word >> PAGE_BITS) & PAGE_MASK) as u32;
+        let least = (word & LEAST_RANKS_FIRST != 0, (word & PAGE_MASK) as Page);
+        (size, least)
     }
 
-    fn set_counts(&self, root: Page, size: u32, (later, least): Label) {
-        let rank = if later { 0 } else { LEAST_RANKS_FIRST };
-        let [word, least_id] = self.0.get(root as usize);
-        word.store(u64::from(root) | u64::from(size) << 32 | rank, Relaxed);
-        least_id.store(least as u64, Relaxed);
+    /// Writes a root's counts over its parent (itself): only once no
+    /// worker reads parents any more.
+    fn set_counts(&self, root: Page, size: u32, (first, least): LeastPage) {
+        let rank = if first { LEAST_RANKS_FIRST } else { 0 };
+        let word = COUNTED | rank | u64::from(size) << PAGE_BITS | u64::from(least);
+        self.0.get(root as usize).store(word, Relaxed);
     }
 
     fn prefetch(&self, page: Page) {
@@ -838,15 +853,26 @@ fn push_chunked<T>(chunks: &mut Vec<Vec<T>>, each: usize, item: T) {
 }
 
 /// A page of `by_id` with its [`RANKS_FIRST`] mark cleared (and kept in
-/// `ranks` at `at`, if `ranks` is kept): its root and label.
-fn take_mark(page: &mut KeyedPage, ranks: &mut [bool], at: usize) -> (Page, Label) {
-    let (id, _, tag) = page;
+/// `ranks` at `at`, if `ranks` is kept): its root, and its label as a
+/// [`LeastPage`].
+fn take_mark(page: &mut KeyedPage, ranks: &mut [bool], at: usize) -> (Page, LeastPage) {
+    let (_, page, tag) = page;
     let (first, root) = (*tag & RANKS_FIRST != 0, *tag & !RANKS_FIRST);
     *tag = root;
     if let Some(rank) = ranks.get_mut(at) {
         *rank = first;
     }
-    (root, (!first, *id))
+    (root, (first, *page))
+}
+
+/// The least of two labels of a set, `earlier` from a page before `later`
+/// in id order: the later one only if it ranks first and the earlier does
+/// not.
+fn least_of(earlier: LeastPage, later: LeastPage) -> LeastPage {
+    match later.0 && !earlier.0 {
+        true => later,
+        false => earlier,
+    }
 }
 
 /// Pages `worker` of `workers` flattens: an even range.
@@ -1060,20 +1086,21 @@ impl Forest {
         };
         let runs = in_chunks(&mut ranges, 1, |_, range| {
             let (pages, ranks) = &mut range[0];
-            let mut runs: Vec<(Page, u32, Label)> = Vec::new();
+            let mut runs: Vec<(Page, u32, LeastPage)> = Vec::new();
             for at in 0..pages.len() {
                 let (root, label) = take_mark(&mut pages[at], ranks, at);
                 match runs.last_mut() {
                     Some((last, size, least)) if *last == root => {
                         *size += 1;
-                        *least = label.min(*least);
+                        *least = least_of(*least, label);
                     }
                     _ => runs.push((root, 1, label)),
                 }
             }
             runs
         });
-        let runs: Vec<(Page, u32, Label)> = runs.into_iter().flatten().collect();
+        // In chunk order: each root's runs are added in id order.
+        let runs: Vec<(Page, u32, LeastPage)> = runs.into_iter().flatten().collect();
         for (at, &(root, size, label)) in runs.iter().enumerate() {
             if let Some(&(ahead, ..)) = runs.get(at + LOOKAHEAD) {
                 self.nodes.prefetch(ahead);
@@ -1084,12 +1111,12 @@ impl Forest {
     }
 
     /// Adds `size` pages whose least label is `label` to `root`'s counts
-    /// (none yet if its size is 0).
-    fn add_to_root(&self, root: Page, size: u32, label: Label) {
+    /// (none yet if its size is 0); pages are added in id order.
+    fn add_to_root(&self, root: Page, size: u32, label: LeastPage) {
         let (counted, least) = self.nodes.counts(root);
-        let least = match counted == 0 || label < least {
-            true => label,
-            false => least,
+        let least = match counted {
+            0 => label,
+            _ => least_of(least, label),
         };
         self.nodes.set_counts(root, counted + size, least);
     }
@@ -1149,7 +1176,8 @@ impl Components {
 
     /// The least label of a root's set: its representative's.
     pub fn least(&self, root: Page) -> Label {
-        self.forest.nodes.counts(root).1
+        let (_, (first, page)) = self.forest.nodes.counts(root);
+        (!first, self.forest.id(page))
     }
 
     /// The id of a root's representative.
@@ -1162,10 +1190,20 @@ impl Components {
         self.forest.nodes.counts(root).0
     }
 
-    /// Asks the CPU to fetch a root's size and least label ahead of their
-    /// use.
+    /// Asks the CPU to fetch a root's size and least label's page ahead of
+    /// their use.
     pub fn prefetch_node(&self, root: Page) {
         self.forest.nodes.prefetch(root);
+    }
+
+    /// Asks the CPU to fetch the id of a root's representative ahead of its
+    /// use: the root's node is read, so it should be fetched first
+    /// ([`Self::prefetch_node`]).
+    pub fn prefetch_representative(&self, root: Page) {
+        let (_, (_, page)) = self.forest.nodes.counts(root);
+        if page != MISSING {
+            prefetch(self.forest.ids.get(page as usize));
+        }
     }
 }
 

@@ -593,13 +593,20 @@ impl RowMaker<'_> {
         totals: &mut ClusterTotals,
     ) {
         for at in range {
-            match self.by_id.get(at + LOOKAHEAD) {
+            // A root's node, then (once it has come) its representative's
+            // id: two random places in memory.
+            match self.by_id.get(at + 2 * LOOKAHEAD) {
                 Some(&(_, _, tag)) if tag & JOINED == 0 => self.components.prefetch_node(tag),
                 Some(&(_, page, tag)) => {
                     prefetch(&self.clusters[(tag & !JOINED) as usize]);
                     self.shared.prefetch(page);
                 }
                 None => {}
+            }
+            if let Some(&(_, _, tag)) = self.by_id.get(at + LOOKAHEAD) {
+                if tag & JOINED == 0 {
+                    self.components.prefetch_representative(tag);
+                }
             }
             self.page_rows(self.by_id[at], sink, totals);
         }
