@@ -1346,6 +1346,39 @@ mod tests {
         rows
     }
 
+    #[test]
+    fn a_roots_counts_replace_its_parent_and_hold_the_largest_size_and_page() {
+        let mut nodes = Nodes::default();
+        nodes.0.grow_to(3);
+        nodes.set_parent(2, 2);
+        assert_eq!(nodes.parent(2), 2);
+        assert_eq!(nodes.counts(2), (0, (false, MISSING)), "not counted yet");
+        let (most, last) = (
+            (MAX_PROCESS_PAGES - 1) as u32,
+            (MAX_PROCESS_PAGES - 1) as Page,
+        );
+        for first in [false, true] {
+            nodes.set_counts(2, most, (first, last));
+            assert_eq!(nodes.counts(2), (most, (first, last)));
+            nodes.set_counts(2, 1, (first, 0));
+            assert_eq!(nodes.counts(2), (1, (first, 0)));
+        }
+        // Neighbours keep their parents.
+        nodes.set_parent(1, 0);
+        nodes.set_counts(2, most, (true, last));
+        assert_eq!(nodes.parent(1), 0);
+    }
+
+    #[test]
+    fn the_least_label_in_id_order_is_the_first_that_ranks_first_else_the_first() {
+        let later = |page| (false, page);
+        let first = |page| (true, page);
+        assert_eq!(least_of(later(4), later(9)), later(4));
+        assert_eq!(least_of(later(4), first(9)), first(9));
+        assert_eq!(least_of(first(4), first(9)), first(4));
+        assert_eq!(least_of(first(4), later(9)), first(4));
+    }
+
     fn random_pairs(n: usize, ids: u64, seed: u64) -> Vec<(i64, i64, bool)> {
         let mut state = seed;
         let mut next = move || {
