@@ -988,7 +988,7 @@ struct Forest {
     flags: Segmented<AtomicU8>,
     /// The worker of the process each page's component falls to: two bytes
     /// a page, read at random as pairs are sent where they belong (their
-    /// roots would be sixteen).
+    /// roots' nodes would be eight).
     owners: Segmented<AtomicU16>,
 }
 
