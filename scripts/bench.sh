@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of `neardup match` end to end from Parquet, and of the same join
-# in DuckDB SQL on the same files.
+# in DuckDB SQL on the same files. Before and after, the CPU's speed and the
+# cost of first touches (scripts/machine_state.sh).
 #
 #   scripts/bench.sh [CORPUS_ROWS] [DUCKDB_SHARDS]
 #
@@ -50,6 +51,9 @@ print(f"end to end (table build included): {end_to_end / 1e6:.2f}M rows/s, {end_
 print(f"peak memory: {peak / 1024:.0f} MiB")
 PY
 }
+# shellcheck source=scripts/machine_state.sh
+source scripts/machine_state.sh
+machine_state before
 run_match neardup "$data/corpus"
 run_match pyarrow "$data/corpus-pyarrow"
 
@@ -58,3 +62,4 @@ if [ "$duckdb_shards" -gt 0 ]; then
     echo "== DuckDB SQL, same join, $cores threads, $duckdb_shards pyarrow-written shard(s)"
     .venv/bin/python scripts/bench_duckdb.py "$data/queries/*.parquet" "$shards" 3 "$cores" | tee bench-data/duckdb.json
 fi
+machine_state after

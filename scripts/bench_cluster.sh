@@ -33,9 +33,8 @@
 # before: memory a previous run freed seconds ago is still backed, memory
 # idle for a few seconds is handed back to the host (free page reporting)
 # and costs a host fault to touch again. PAUSE=5 makes every run start cold.
-# Before and after the runs a line gives that cost: 256 MiB of fresh memory
-# first touched (dd reading /dev/zero into a new buffer), as microseconds a
-# 4 KiB page (1.2-1.6 in this VM's fast spells, 2-7 in its slow ones).
+# Before and after the runs a line gives that cost and the CPU's speed
+# (scripts/machine_state.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
@@ -72,19 +71,9 @@ declare -A sql=(
             SELECT q, c, row_number() OVER () AS e FROM pairs"
 )
 
-# Microseconds a 4 KiB page of fresh memory costs to touch first: dd reads
-# 256 MiB of /dev/zero into a new buffer, once (fresh) and four times (the
-# last three touch it again); the difference leaves the first touches.
-first_touch() {
-    sleep "${PAUSE:-0}"
-    local once four
-    once=$(dd if=/dev/zero of=/dev/null bs=256M count=1 2>&1 | awk '/copied/ {print $(NF-3)}')
-    four=$(dd if=/dev/zero of=/dev/null bs=256M count=4 2>&1 | awk '/copied/ {print $(NF-3)}')
-    awk -v once="$once" -v four="$four" -v when="$1" 'BEGIN {
-        printf "first touch (%s): %.2f us a 4 KiB page (256 MiB fresh in %.3f s)\n",
-            when, (once - (four - once) / 3) * 1e6 / 65536, once }'
-}
-first_touch before
+# shellcheck source=scripts/machine_state.sh
+source scripts/machine_state.sh
+machine_state before
 
 for shape in "${shapes[@]}"; do
     data=bench-data/cluster-$shape
@@ -146,4 +135,4 @@ print(f"{shape:6} {policy:9} {s['processes']}x{s['workers']} {s['pairs']:>10,} p
 PY
     done
 done
-first_touch after
+machine_state after

@@ -12,7 +12,8 @@
 #
 # Each line gives wall time, the rate in MB/s of gzip and of uncompressed
 # WARC or WET, CPU time and peak RSS; the shards of 1 worker and of every
-# core are compared byte for byte.
+# core are compared byte for byte. Before and after, the CPU's speed and the
+# cost of first touches (scripts/machine_state.sh).
 #
 #   scripts/bench_fingerprint.sh
 #   INPUT=sample COPIES=30 SCHEME_ARGS="--scheme v2" scripts/bench_fingerprint.sh
@@ -47,6 +48,9 @@ sample)
     ;;
 *) echo "INPUT must be docs or sample" >&2; exit 2 ;;
 esac
+# shellcheck source=scripts/machine_state.sh
+source scripts/machine_state.sh
+machine_state before
 # The WARC's HTML pages (main-content extraction on) and the WET's text.
 for file in "${inputs[@]}"; do
     dir=$(dirname "$file")
@@ -75,3 +79,4 @@ PY
         exit 1
     fi
 done
+machine_state after
