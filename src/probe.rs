@@ -107,33 +107,43 @@ pub struct Scratch {
 
 /// Candidates per probe the kernel on this CPU checks cheaply: 32 with
 /// AVX-512's population count (the [`wide`] kernel scans a bucket 16 residues
-/// per instruction), else 1 (one filter word per probe, then a scalar check).
-/// On this project's machine, k = 3, 1 core: 4 tables took 39.0-39.2 ns per
-/// corpus row against 47.3-53.5 for 10 tables at |B| = 2^20 (15 candidates),
-/// 63.8-64.9 against 67.9 at 2^21 (31), 80.7 against 82.7 at 2^22 (61), in a
-/// fifth of the memory (README, Benchmark).
+/// per instruction), 64 with AVX2 (8 residues a vector, the population count
+/// from a nibble table), else 1 (one filter word per probe, then a scalar
+/// check). k = 3, 1 core, 4 wide tables against 10 of filter words:
+/// - Intel Xeon (AVX-512): 39.0-39.2 ns per corpus row against 47.3-53.5 at
+///   |B| = 2^20 (15 candidates), 63.8-64.9 against 67.9 at 2^21 (31), 80.7
+///   against 82.7 at 2^22 (61);
+/// - AMD EPYC Zen 3 (AVX2): 88.5-131.4 against 120.5-151.6 at 2^20,
+///   150.0-168.9 against 192.1-223.9 at 2^21, 183.6-242.3 against
+///   313.0-393.7 at 2^22, and even (314.3-348.0 against 340.6-373.0) at
+///   2^23 (122), where the filter words are chosen;
+///
+/// each time in a fifth of the memory (README, Benchmark).
 pub fn candidates_per_probe() -> f64 {
     #[cfg(target_arch = "x86_64")]
-    if wide::available() {
-        return wide::MAX_CANDIDATES;
+    if let Some(simd) = wide::Simd::detect() {
+        return simd.max_candidates();
     }
     1.0
 }
 
 /// The kernel [`probe`] runs for `design` on this CPU, for `neardup plan`.
 pub fn kernel_name(design: &Design) -> &'static str {
+    #[cfg(target_arch = "x86_64")]
     if uses_wide(design) {
-        "wide buckets, AVX-512"
-    } else {
-        "filter words"
+        if let Some(simd) = wide::Simd::detect() {
+            return simd.kernel_name();
+        }
     }
+    let _ = design;
+    "filter words"
 }
 
 /// Whether [`probe`] runs the wide kernel for `design`.
 fn uses_wide(design: &Design) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        design.expected_candidates > 1.0 && wide::available()
+        design.expected_candidates > 1.0 && wide::Simd::detect().is_some()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -147,8 +157,10 @@ fn uses_wide(design: &Design) -> bool {
 pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec<Match>) {
     #[cfg(target_arch = "x86_64")]
     if uses_wide(&index.design) {
-        // SAFETY: this CPU has every feature `wide::probe` is compiled for.
-        return unsafe { wide::probe(index, corpus, scratch, out) };
+        if let Some(simd) = wide::Simd::detect() {
+            // SAFETY: this CPU has every feature of `simd`.
+            return unsafe { wide::probe(simd, index, corpus, scratch, out) };
+        }
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("avx2") {
@@ -410,9 +422,10 @@ fn keep_if_owned(index: &Index, t: usize, e: usize, f: u64, row: u32, out: &mut 
 /// The kernel for designs with several candidates per probe (fewer, wider
 /// tables: for |B| = 1M and k = 3, 4 tables of 16-bit keys and about 16
 /// entries a bucket, against 10 tables of one): no filter word, every
-/// bucket's residues compared with the row's 16 at a time by AVX-512 (XOR,
-/// VPOPCNTD, compare), the first few vectors of every bucket unconditionally
-/// under a length mask, so that no branch depends on a bucket's length.
+/// bucket's residues compared with the row's 16 at a time (XOR, population
+/// count, compare; one AVX-512 vector or two AVX2 ones), the first few
+/// groups of 16 of every bucket unconditionally under a length mask, so that
+/// no branch depends on a bucket's length.
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::x86_64::*;
@@ -443,59 +456,132 @@ mod wide {
         }
     }
 
-    /// Mean bucket length the design may have for this kernel.
-    pub const MAX_CANDIDATES: f64 = 32.0;
-
-    /// Whether this CPU runs [`probe`].
-    pub fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+    /// The vector instructions the kernel is built for.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Simd {
+        /// AVX-512F with VPOPCNTDQ: 16 residues a vector, counted by one
+        /// instruction.
+        Avx512,
+        /// AVX2 (with BMI2, as every x86-64-v3 CPU has): 8 residues a
+        /// vector, counted by table lookups of their nibbles.
+        Avx2,
     }
 
-    /// Entries one vector compares: 16 residues of 32 bits.
-    const LANES: usize = 16;
+    impl Simd {
+        /// The best this CPU runs, if any.
+        pub fn detect() -> Option<Simd> {
+            let has = |avx512: bool| match avx512 {
+                true => {
+                    std::arch::is_x86_feature_detected!("avx512f")
+                        && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+                }
+                false => {
+                    std::arch::is_x86_feature_detected!("avx2")
+                        && std::arch::is_x86_feature_detected!("bmi2")
+                }
+            };
+            match (has(true), has(false)) {
+                (true, _) => Some(Simd::Avx512),
+                (false, true) => Some(Simd::Avx2),
+                _ => None,
+            }
+        }
 
-    /// Vectors compared for every bucket before its length is looked at: the
-    /// mean bucket plus two standard deviations (Poisson), so that about 2%
-    /// of buckets need more.
-    fn vectors_for(expected_candidates: f64) -> usize {
-        let c = expected_candidates.max(0.0);
-        ((c + 2.0 * c.sqrt()) / LANES as f64).ceil().clamp(1.0, 4.0) as usize
+        /// Every kind this CPU runs, for tests.
+        #[cfg(test)]
+        pub fn all_available() -> Vec<Simd> {
+            match Simd::detect() {
+                Some(Simd::Avx512) => vec![Simd::Avx512, Simd::Avx2],
+                Some(Simd::Avx2) => vec![Simd::Avx2],
+                None => Vec::new(),
+            }
+        }
+
+        /// Mean bucket length the design may have for this kernel.
+        pub fn max_candidates(self) -> f64 {
+            match self {
+                Simd::Avx512 => 32.0,
+                Simd::Avx2 => 64.0,
+            }
+        }
+
+        pub fn kernel_name(self) -> &'static str {
+            match self {
+                Simd::Avx512 => "wide buckets, AVX-512",
+                Simd::Avx2 => "wide buckets, AVX2",
+            }
+        }
     }
 
-    /// [`super::probe`] for CPUs with AVX-512F and VPOPCNTDQ.
+    impl Simd {
+        /// Residues one vector compares: 16 with AVX-512, 8 with AVX2.
+        pub(super) fn lanes(self) -> usize {
+            match self {
+                Simd::Avx512 => Avx512::LANES,
+                Simd::Avx2 => Avx2::LANES,
+            }
+        }
+
+        /// The most vectors compared for every bucket unconditionally: a
+        /// bucket's first 64 entries.
+        pub(super) fn max_vectors(self) -> usize {
+            64 / self.lanes()
+        }
+
+        /// Vectors compared for every bucket before its length is looked
+        /// at: the mean bucket plus two standard deviations (Poisson), so
+        /// that about 2% of buckets need more.
+        fn vectors_for(self, expected_candidates: f64) -> usize {
+            let c = expected_candidates.max(0.0);
+            let vectors = ((c + 2.0 * c.sqrt()) / self.lanes() as f64).ceil() as usize;
+            vectors.clamp(1, self.max_vectors())
+        }
+    }
+
+    /// [`super::probe`] with the vector instructions `simd`.
     ///
     /// # Safety
-    /// The CPU must have those features ([`available`]).
-    #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
+    /// The CPU must have them (`simd` from [`Simd::detect`], or below it).
     pub unsafe fn probe(
+        simd: Simd,
         index: &Index,
         corpus: &[u64],
         scratch: &mut Scratch,
         out: &mut Vec<Match>,
     ) {
-        let vectors = vectors_for(index.design.expected_candidates);
+        let vectors = simd.vectors_for(index.design.expected_candidates);
         // SAFETY: as for this function.
-        unsafe { probe_with(index, corpus, scratch, out, vectors) }
+        unsafe { probe_with(simd, index, corpus, scratch, out, vectors) }
     }
 
-    /// [`probe`] comparing `vectors` vectors of every bucket unconditionally.
+    /// [`probe`] comparing `vectors` vectors of every bucket unconditionally
+    /// (1 to [`Simd::max_vectors`]).
     ///
     /// # Safety
     /// As for [`probe`].
-    #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
     pub(super) unsafe fn probe_with(
+        simd: Simd,
         index: &Index,
         corpus: &[u64],
         scratch: &mut Scratch,
         out: &mut Vec<Match>,
         vectors: usize,
     ) {
-        let slice = match vectors {
-            1 => probe_slice::<1>,
-            2 => probe_slice::<2>,
-            3 => probe_slice::<3>,
-            _ => probe_slice::<4>,
+        type Slice =
+            unsafe fn(&Index, usize, &[u64], &[u32], &mut Vec<NearBucket>, &mut Vec<Match>);
+        let slice: Slice = match (simd, vectors) {
+            (Simd::Avx512, 1) => probe_slice_avx512::<1>,
+            (Simd::Avx512, 2) => probe_slice_avx512::<2>,
+            (Simd::Avx512, 3) => probe_slice_avx512::<3>,
+            (Simd::Avx512, _) => probe_slice_avx512::<4>,
+            (Simd::Avx2, 1) => probe_slice_avx2::<1>,
+            (Simd::Avx2, 2) => probe_slice_avx2::<2>,
+            (Simd::Avx2, 3) => probe_slice_avx2::<3>,
+            (Simd::Avx2, 4) => probe_slice_avx2::<4>,
+            (Simd::Avx2, 5) => probe_slice_avx2::<5>,
+            (Simd::Avx2, 6) => probe_slice_avx2::<6>,
+            (Simd::Avx2, 7) => probe_slice_avx2::<7>,
+            (Simd::Avx2, _) => probe_slice_avx2::<8>,
         };
         let mut near_buckets = std::mem::take(&mut scratch.near_buckets);
         probe_partitioned(index, corpus, scratch, out, |index, t, f, rows, _, out| {
@@ -505,8 +591,36 @@ mod wide {
         scratch.near_buckets = near_buckets;
     }
 
+    /// [`probe_slice`] compiled for AVX-512.
+    #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
+    unsafe fn probe_slice_avx512<const VECTORS: usize>(
+        index: &Index,
+        t: usize,
+        fingerprints: &[u64],
+        rows: &[u32],
+        near_buckets: &mut Vec<NearBucket>,
+        out: &mut Vec<Match>,
+    ) {
+        // SAFETY: this function's features are the ones `Avx512` needs.
+        unsafe { probe_slice::<Avx512, VECTORS>(index, t, fingerprints, rows, near_buckets, out) }
+    }
+
+    /// [`probe_slice`] compiled for AVX2.
+    #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+    unsafe fn probe_slice_avx2<const VECTORS: usize>(
+        index: &Index,
+        t: usize,
+        fingerprints: &[u64],
+        rows: &[u32],
+        near_buckets: &mut Vec<NearBucket>,
+        out: &mut Vec<Match>,
+    ) {
+        // SAFETY: this function's features are the ones `Avx2` needs.
+        unsafe { probe_slice::<Avx2, VECTORS>(index, t, fingerprints, rows, near_buckets, out) }
+    }
+
     /// Compares each row with every entry of its bucket of table `t`: first
-    /// the residues (32 bits of each, 16 entries a vector), then the whole
+    /// the residues (32 bits of each, a vector at a time), then the whole
     /// fingerprint of those within k on their residue.
     ///
     /// A partition's slice of the table is in L2 and each bucket's first
@@ -515,7 +629,7 @@ mod wide {
     /// once into locals (stores to the output made the compiler read them
     /// from the table again for every row), the vectors' length masks come
     /// from one `bzhi`, and a bucket with no entry near (nearly all of
-    /// them) costs one `kortest`. Buckets with entries near are only noted:
+    /// them) costs one test. Buckets with entries near are only noted:
     /// their rows and whole fingerprints, which miss the cache, are read
     /// after the loop, where those misses overlap instead of each stalling
     /// it (the kernel alone: 32.9-36.8 ns a corpus row against 38.8-44.7,
@@ -524,8 +638,11 @@ mod wide {
     /// they kept live took a fifth of the loop's instructions), and the
     /// keys are computed a prefetch distance past each chunk, so that every
     /// row prefetches with no test.
-    #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
-    unsafe fn probe_slice<const VECTORS: usize>(
+    ///
+    /// # Safety
+    /// Inlined into a function compiled with the features `C` needs.
+    #[inline(always)]
+    unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
         index: &Index,
         t: usize,
         fingerprints: &[u64],
@@ -546,7 +663,8 @@ mod wide {
         );
         debug_assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "buckets in order");
         let (shift, residue_of) = (spec.filter_bits, table.residue_rule());
-        let k = _mm512_set1_epi32(index.design.k as i32);
+        // SAFETY: the caller's features are the ones `C` needs.
+        let bound = unsafe { C::splat(index.design.k + 1) };
         near_buckets.clear();
         // Keys of a chunk's rows and of the next `PREFETCH_ROWS` (zero past
         // the end), so that every row prefetches with no test.
@@ -561,8 +679,13 @@ mod wide {
                 // SAFETY: `bucket_of` is below `buckets` and `offsets` has
                 // `buckets + 1` entries.
                 let ahead = unsafe { *offsets.get_unchecked(bucket_of(keys[j + PREFETCH_ROWS])) };
-                // A prefetch never faults, whatever the address.
-                _mm_prefetch::<_MM_HINT_T0>(residues.as_ptr().wrapping_add(ahead as usize).cast());
+                // SAFETY: a prefetch never faults, whatever the address
+                // (and the caller's features include SSE).
+                unsafe {
+                    _mm_prefetch::<_MM_HINT_T0>(
+                        residues.as_ptr().wrapping_add(ahead as usize).cast(),
+                    )
+                };
                 let b = bucket_of(keys[j]);
                 // SAFETY: as above, `b + 1 <= buckets`.
                 let (start, end) = unsafe {
@@ -572,36 +695,46 @@ mod wide {
                     )
                 };
                 let len = end - start;
-                let row = _mm512_set1_epi32(residue_of(f) as i32);
-                let present = lanes_present(len);
-                let mut near_any = 0u16;
-                let mut masks = [0u16; VECTORS];
-                for (v, mask) in masks.iter_mut().enumerate() {
-                    let lanes = (present >> (LANES * v)) as u16;
-                    // SAFETY: lane i of `lanes` is set only if entry
-                    // 16v + i < 64 is in the bucket, which the table's
-                    // directory keeps inside `residues`.
-                    *mask = unsafe { near(residues, start + LANES * v, lanes, row, k) };
-                    near_any |= *mask;
-                }
-                if near_any != 0 {
+                // SAFETY: the caller's features are the ones `C` needs.
+                let row = unsafe { C::splat(residue_of(f)) };
+                // SAFETY: as for this function (BMI2).
+                let present = unsafe { lanes_present(len) };
+                let lanes = C::LANES;
+                // SAFETY: lane i of vector v is present only if entry
+                // lanes * v + i < 64 is in the bucket, which the table's
+                // directory keeps inside `residues`.
+                let masks: [C::Mask; VECTORS] = std::array::from_fn(|v| unsafe {
+                    C::near(
+                        residues,
+                        start + lanes * v,
+                        present >> (lanes * v),
+                        row,
+                        bound,
+                    )
+                });
+                // SAFETY: as above, the caller's features.
+                let near_any = masks
+                    .iter()
+                    .fold(masks[0], |any, &m| unsafe { C::either(any, m) });
+                // SAFETY: as above.
+                if unsafe { !C::none(near_any) } {
                     let found = masks.iter().enumerate().fold(0u64, |found, (v, &mask)| {
-                        found | u64::from(mask) << (LANES * v)
+                        // SAFETY: as above.
+                        found | unsafe { C::bits(mask) } << (lanes * v)
                     });
                     note(near_buckets, NearBucket::new(from + j, start, found));
                 }
                 let mut v = VECTORS;
-                while LANES * v < len {
-                    let at = LANES * v;
-                    let lanes = lanes_present(len - at) as u16;
-                    // SAFETY: lane i of `lanes` is set only if entry
-                    // at + i is in the bucket.
-                    let found = unsafe { near(residues, start + at, lanes, row, k) };
+                while lanes * v < len {
+                    let at = lanes * v;
+                    // SAFETY: as for this function (BMI2).
+                    let present = unsafe { lanes_present(len - at) };
+                    // SAFETY: lane i is present only if entry at + i is in
+                    // the bucket; the caller's features.
+                    let found =
+                        unsafe { C::bits(C::near(residues, start + at, present, row, bound)) };
                     if found != 0 {
-                        note(
-                            near_buckets,
-                            NearBucket::new(from + j, start + at, found.into()),
-                        );
+                        note(near_buckets, NearBucket::new(from + j, start + at, found));
                     }
                     v += 1;
                 }
@@ -630,32 +763,187 @@ mod wide {
         near_buckets.push(near);
     }
 
-    /// Bit `i` set for each `i < entries`, up to 64: the lanes of the first
-    /// four vectors that hold entries. (`bzhi` reads only the low 8 bits of
-    /// its count, so a hot bucket's length is capped first.)
+    /// Bit `i` set for each `i < entries`, up to 64: which of the lanes
+    /// from a bucket's entry on hold entries. (`bzhi` reads only the low 8
+    /// bits of its count, so a hot bucket's length is capped first.)
     #[inline]
     #[target_feature(enable = "bmi2")]
     fn lanes_present(entries: usize) -> u64 {
         _bzhi_u64(u64::MAX, entries.min(64) as u32)
     }
 
-    /// A mask of the residues `from..from + 16` whose lanes are set in
-    /// `present` within k of `row`. The load is masked: it reads nothing
-    /// past the lanes of `present`.
-    ///
-    /// # Safety
-    /// Every lane `i` set in `present` must be inside `residues`:
-    /// `from + i < residues.len()`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    unsafe fn near(residues: &[u32], from: usize, present: u16, row: __m512i, k: __m512i) -> u16 {
-        let at = residues.as_ptr().wrapping_add(from);
-        // SAFETY: only the `present` lanes are read, all inside `residues`
-        // (the caller's promise); masked-out lanes are not accessed and
-        // cannot fault.
-        let residues = unsafe { _mm512_maskz_loadu_epi32(present, at.cast()) };
-        let distance = _mm512_popcnt_epi32(_mm512_xor_si512(residues, row));
-        _mm512_mask_cmple_epu32_mask(present, distance, k)
+    /// The comparison of a vector of residues with a row's, in one
+    /// instruction set. Each function is inlined into [`probe_slice`],
+    /// compiled for that set.
+    trait NearLanes {
+        /// Residues a vector holds.
+        const LANES: usize;
+        /// A value broadcast to every lane.
+        type Splat: Copy;
+        /// Which lanes are near, as the set holds it.
+        type Mask: Copy;
+
+        /// `value` in every lane: a row's residue, or the bound k + 1.
+        ///
+        /// # Safety
+        /// The CPU must have the set's features.
+        unsafe fn splat(value: u32) -> Self::Splat;
+
+        /// The residues `from..from + LANES` whose lanes are set in
+        /// `present` (its low `LANES` bits) at a distance below `bound`
+        /// (k + 1) from `row`. The loads are masked: they read nothing past
+        /// the lanes of `present`.
+        ///
+        /// # Safety
+        /// As for [`NearLanes::splat`], and every lane `i` set in `present`
+        /// must be inside `residues`: `from + i < residues.len()`.
+        unsafe fn near(
+            residues: &[u32],
+            from: usize,
+            present: u64,
+            row: Self::Splat,
+            bound: Self::Splat,
+        ) -> Self::Mask;
+
+        /// The lanes near in `a` or in `b`.
+        ///
+        /// # Safety
+        /// As for [`NearLanes::splat`].
+        unsafe fn either(a: Self::Mask, b: Self::Mask) -> Self::Mask;
+
+        /// Whether no lane is near: the test nearly every bucket ends with.
+        ///
+        /// # Safety
+        /// As for [`NearLanes::splat`].
+        unsafe fn none(mask: Self::Mask) -> bool;
+
+        /// Bit `i` for lane `i` near.
+        ///
+        /// # Safety
+        /// As for [`NearLanes::splat`].
+        unsafe fn bits(mask: Self::Mask) -> u64;
+    }
+
+    /// XOR, VPOPCNTD and an unsigned compare, 16 lanes at once, into a mask
+    /// register.
+    struct Avx512;
+
+    impl NearLanes for Avx512 {
+        const LANES: usize = 16;
+        type Splat = __m512i;
+        type Mask = u16;
+
+        #[inline(always)]
+        unsafe fn splat(value: u32) -> __m512i {
+            // SAFETY: the caller's promise.
+            unsafe { _mm512_set1_epi32(value as i32) }
+        }
+
+        #[inline(always)]
+        unsafe fn near(
+            residues: &[u32],
+            from: usize,
+            present: u64,
+            row: __m512i,
+            bound: __m512i,
+        ) -> u16 {
+            let at = residues.as_ptr().wrapping_add(from);
+            let present = present as u16;
+            // SAFETY: only the `present` lanes are read, all inside
+            // `residues` (the caller's promise); masked-out lanes are not
+            // accessed and cannot fault.
+            unsafe {
+                let residues = _mm512_maskz_loadu_epi32(present, at.cast());
+                let distance = _mm512_popcnt_epi32(_mm512_xor_si512(residues, row));
+                _mm512_mask_cmplt_epu32_mask(present, distance, bound)
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn either(a: u16, b: u16) -> u16 {
+            a | b
+        }
+
+        #[inline(always)]
+        unsafe fn none(mask: u16) -> bool {
+            mask == 0
+        }
+
+        #[inline(always)]
+        unsafe fn bits(mask: u16) -> u64 {
+            mask.into()
+        }
+    }
+
+    /// 8 lanes a vector. AVX2 has no population count: each byte's is the
+    /// sum of its nibbles' from a 16-entry table (`vpshufb`), and a lane's
+    /// the sum of its bytes' (`vpmaddubsw`, then `vpmaddwd`). The lanes near
+    /// stay a vector until one is: the test is one `vptest` of the vectors
+    /// ORed, not a move of each vector's signs to a register.
+    struct Avx2;
+
+    impl NearLanes for Avx2 {
+        const LANES: usize = 8;
+        type Splat = __m256i;
+        type Mask = __m256i;
+
+        #[inline(always)]
+        unsafe fn splat(value: u32) -> __m256i {
+            // SAFETY: the caller's promise.
+            unsafe { _mm256_set1_epi32(value as i32) }
+        }
+
+        #[inline(always)]
+        unsafe fn near(
+            residues: &[u32],
+            from: usize,
+            present: u64,
+            row: __m256i,
+            bound: __m256i,
+        ) -> __m256i {
+            let at = residues.as_ptr().wrapping_add(from);
+            // SAFETY: the caller has AVX2 and promises that the lanes of
+            // `present` are inside the residues; masked-out lanes are not
+            // accessed and cannot fault.
+            unsafe {
+                let bits = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+                let set = _mm256_and_si256(_mm256_set1_epi32(present as i32), bits);
+                let mask = _mm256_cmpeq_epi32(set, bits);
+                let x = _mm256_xor_si256(_mm256_maskload_epi32(at.cast(), mask), row);
+                let nibbles = _mm256_set1_epi8(0x0f);
+                let counts = _mm256_setr_epi8(
+                    0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2,
+                    2, 3, 2, 3, 3, 4,
+                );
+                let low = _mm256_shuffle_epi8(counts, _mm256_and_si256(x, nibbles));
+                let high = _mm256_shuffle_epi8(
+                    counts,
+                    _mm256_and_si256(_mm256_srli_epi16::<4>(x), nibbles),
+                );
+                let bytes = _mm256_add_epi8(low, high);
+                let pairs = _mm256_maddubs_epi16(bytes, _mm256_set1_epi8(1));
+                let distance = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+                _mm256_and_si256(_mm256_cmpgt_epi32(bound, distance), mask)
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn either(a: __m256i, b: __m256i) -> __m256i {
+            // SAFETY: the caller's promise.
+            unsafe { _mm256_or_si256(a, b) }
+        }
+
+        #[inline(always)]
+        unsafe fn none(mask: __m256i) -> bool {
+            // SAFETY: the caller's promise.
+            unsafe { _mm256_testz_si256(mask, mask) != 0 }
+        }
+
+        #[inline(always)]
+        unsafe fn bits(mask: __m256i) -> u64 {
+            // SAFETY: the caller's promise.
+            unsafe { _mm256_movemask_ps(_mm256_castsi256_ps(mask)) as u32 as u64 }
+        }
     }
 
     /// Keeps the entries `first + i` for each bit `i` of `found` that are
@@ -674,6 +962,88 @@ mod wide {
             let e = first + found.trailing_zeros() as usize;
             keep_if_owned(index, t, e, f, row, out);
             found &= found - 1;
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// [`NearLanes::near`] of `C` on `residues` as bits, compiled with
+        /// `C`'s features by the callers below.
+        #[inline(always)]
+        unsafe fn near_bits<C: NearLanes>(
+            residues: &[u32],
+            present: u64,
+            row: u32,
+            bound: u32,
+        ) -> u64 {
+            // SAFETY: the caller's features; `present` is inside `residues`.
+            unsafe {
+                C::bits(C::near(
+                    residues,
+                    0,
+                    present,
+                    C::splat(row),
+                    C::splat(bound),
+                ))
+            }
+        }
+
+        #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2")]
+        unsafe fn near_bits_avx512(residues: &[u32], present: u64, row: u32, bound: u32) -> u64 {
+            // SAFETY: this function's features are `Avx512`'s.
+            unsafe { near_bits::<Avx512>(residues, present, row, bound) }
+        }
+
+        #[target_feature(enable = "avx2")]
+        unsafe fn near_bits_avx2(residues: &[u32], present: u64, row: u32, bound: u32) -> u64 {
+            // SAFETY: this function's features are `Avx2`'s.
+            unsafe { near_bits::<Avx2>(residues, present, row, bound) }
+        }
+
+        #[test]
+        fn a_lane_is_near_when_present_and_its_distance_is_below_the_bound() {
+            let row = 0x9e37_79b9u32;
+            let mut checked = 0;
+            for simd in Simd::all_available() {
+                let lanes = simd.lanes();
+                for shift in 0..33 {
+                    // Lane i at distance (5i + shift) mod 33: every distance
+                    // from 0 to 32 in some lane and round.
+                    let distances: Vec<u32> =
+                        (0..lanes as u32).map(|i| (5 * i + shift) % 33).collect();
+                    let residues: Vec<u32> = distances
+                        .iter()
+                        .map(|&d| row ^ u32::MAX.checked_shr(32 - d).unwrap_or(0))
+                        .collect();
+                    for bound in 0..=33 {
+                        for present_lanes in [lanes, lanes - 1, 1, 0] {
+                            let present = (1u64 << present_lanes) - 1;
+                            // Only the present lanes may be read: the slice
+                            // ends with them.
+                            let residues = &residues[..present_lanes];
+                            let expected = (0..present_lanes)
+                                .filter(|&i| distances[i] < bound)
+                                .fold(0u64, |bits, i| bits | 1 << i);
+                            // SAFETY: `all_available` lists what this CPU has.
+                            let got = unsafe {
+                                match simd {
+                                    Simd::Avx512 => near_bits_avx512(residues, present, row, bound),
+                                    Simd::Avx2 => near_bits_avx2(residues, present, row, bound),
+                                }
+                            };
+                            assert_eq!(
+                                got, expected,
+                                "{simd:?} shift {shift} bound {bound} lanes {present_lanes}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+            // Every x86-64 CPU this project runs on has AVX2.
+            assert!(checked > 0 || Simd::detect().is_none());
         }
     }
 }
@@ -725,13 +1095,13 @@ mod tests {
             ("portable".into(), Box::new(probe_batch as Kernel)),
         ];
         #[cfg(target_arch = "x86_64")]
-        if wide::available() {
-            for vectors in 1..=4 {
+        for simd in wide::Simd::all_available() {
+            for vectors in 1..=simd.max_vectors() {
                 kernels.push((
-                    format!("wide, {vectors} vectors"),
+                    format!("wide, {simd:?}, {vectors} vectors"),
                     Box::new(move |index, corpus, scratch, out| {
                         // SAFETY: this CPU has the features, checked above.
-                        unsafe { wide::probe_with(index, corpus, scratch, out, vectors) }
+                        unsafe { wide::probe_with(simd, index, corpus, scratch, out, vectors) }
                     }),
                 ));
             }
