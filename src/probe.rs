@@ -422,10 +422,10 @@ fn keep_if_owned(index: &Index, t: usize, e: usize, f: u64, row: u32, out: &mut 
 /// The kernel for designs with several candidates per probe (fewer, wider
 /// tables: for |B| = 1M and k = 3, 4 tables of 16-bit keys and about 16
 /// entries a bucket, against 10 tables of one): no filter word, every
-/// bucket's residues compared with the row's 16 at a time (XOR, population
-/// count, compare; one AVX-512 vector or two AVX2 ones), the first few
-/// groups of 16 of every bucket unconditionally under a length mask, so that
-/// no branch depends on a bucket's length.
+/// bucket's residues compared with the row's a vector at a time (XOR,
+/// population count, compare; 16 to an AVX-512 vector, 8 to an AVX2 one),
+/// the first few vectors of every bucket unconditionally under a length
+/// mask, so that no branch depends on a bucket's length.
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use std::arch::x86_64::*;
