@@ -130,37 +130,29 @@ pub fn candidates_per_probe() -> f64 {
 /// The kernel [`probe`] runs for `design` on this CPU, for `neardup plan`.
 pub fn kernel_name(design: &Design) -> &'static str {
     #[cfg(target_arch = "x86_64")]
-    if uses_wide(design) {
-        if let Some(simd) = wide::Simd::detect() {
-            return simd.kernel_name();
-        }
+    if let Some(simd) = wide_kernel(design) {
+        return simd.kernel_name();
     }
     let _ = design;
     "filter words"
 }
 
-/// Whether [`probe`] runs the wide kernel for `design`.
-fn uses_wide(design: &Design) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        design.expected_candidates > 1.0 && wide::Simd::detect().is_some()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = design;
-        false
-    }
+/// The instructions [`probe`] runs the wide kernel with for `design`, if it
+/// does: a design of several candidates a probe, on a CPU that has them.
+#[cfg(target_arch = "x86_64")]
+fn wide_kernel(design: &Design) -> Option<wide::Simd> {
+    (design.expected_candidates > 1.0)
+        .then(wide::Simd::detect)
+        .flatten()
 }
 
 /// Appends to `out` every `(row, group)` of `corpus` within distance k, each
 /// exactly once: a pair seen in several tables is kept only by its owner table.
 pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec<Match>) {
     #[cfg(target_arch = "x86_64")]
-    if uses_wide(&index.design) {
-        if let Some(simd) = wide::Simd::detect() {
-            // SAFETY: this CPU has every feature of `simd`.
-            return unsafe { wide::probe(simd, index, corpus, scratch, out) };
-        }
+    if let Some(simd) = wide_kernel(&index.design) {
+        // SAFETY: this CPU has every feature of `simd`.
+        return unsafe { wide::probe(simd, index, corpus, scratch, out) };
     }
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("avx2") {
@@ -470,20 +462,13 @@ mod wide {
     impl Simd {
         /// The best this CPU runs, if any.
         pub fn detect() -> Option<Simd> {
-            let has = |avx512: bool| match avx512 {
-                true => {
-                    std::arch::is_x86_feature_detected!("avx512f")
-                        && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
-                }
-                false => {
-                    std::arch::is_x86_feature_detected!("avx2")
-                        && std::arch::is_x86_feature_detected!("bmi2")
-                }
-            };
-            match (has(true), has(false)) {
-                (true, _) => Some(Simd::Avx512),
-                (false, true) => Some(Simd::Avx2),
-                _ => None,
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("avx512vpopcntdq") {
+                Some(Simd::Avx512)
+            } else if has!("avx2") && has!("bmi2") {
+                Some(Simd::Avx2)
+            } else {
+                None
             }
         }
 
@@ -511,9 +496,7 @@ mod wide {
                 Simd::Avx2 => "wide buckets, AVX2",
             }
         }
-    }
 
-    impl Simd {
         /// Residues one vector compares: 16 with AVX-512, 8 with AVX2.
         pub(super) fn lanes(self) -> usize {
             match self {
@@ -715,6 +698,7 @@ mod wide {
                 // SAFETY: as above, the caller's features.
                 let near_any = masks
                     .iter()
+                    .skip(1)
                     .fold(masks[0], |any, &m| unsafe { C::either(any, m) });
                 // SAFETY: as above.
                 if unsafe { !C::none(near_any) } {
