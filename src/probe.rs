@@ -918,7 +918,7 @@ mod wide {
 
         /// The length in every lane, compared with each lane's place: one
         /// compare a vector, where spreading a mask's bits to the lanes took
-        /// three instructions (14% of the kernel's, by cachegrind's count).
+        /// three (the kernel's instructions fell 14%, by cachegrind's count).
         type Entries = __m256i;
 
         #[inline(always)]
