@@ -327,6 +327,28 @@ struct Slot {
 
 const MIN_SLOTS: usize = 1 << 10;
 
+/// A hash's first slot: the hashes are xxh3 outputs, uniform already, so
+/// their upper bits serve.
+#[inline]
+fn home(hash: u64, mask: usize) -> usize {
+    (hash >> 32) as usize & mask
+}
+
+/// Asks for a slot's line ahead of its turn.
+#[inline]
+fn prefetch(slot: &Slot) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(
+            slot as *const Slot as *const i8,
+            std::arch::x86_64::_MM_HINT_T0,
+        )
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = slot;
+}
+
 impl DistinctHashes {
     fn clear(&mut self) {
         self.hashes.clear();
@@ -356,7 +378,7 @@ impl DistinctHashes {
         self.next_document();
         self.mask = slots - 1;
         for (entry, &hash) in self.hashes.iter().enumerate() {
-            let mut i = self.slot_of(hash);
+            let mut i = home(hash, self.mask);
             while self.slots[i].document == self.document {
                 i = (i + 1) & self.mask;
             }
@@ -370,7 +392,7 @@ impl DistinctHashes {
     /// Counts every hash. The hashes come computed (see [`HashChunks`]), so
     /// that each one's slot can be fetched into the cache a few hashes
     /// ahead of its turn.
-    fn insert_all(&mut self, hashes: &[u64]) {
+    fn insert_all(&mut self, mut hashes: &[u64]) {
         // At most half full: sized here for every hash to be new rather
         // than while counting (half measured faster than a quarter, the
         // slots fitting the cache better). Until the document has entries,
@@ -383,53 +405,63 @@ impl DistinctHashes {
             self.use_slots(wanted);
         }
         self.occurrences = self.occurrences.wrapping_add(hashes.len() as u32);
+        // Past 2^20 distinct hashes the table grows while counting: the
+        // hashes go in pieces that stay within half even if all are new.
+        while !hashes.is_empty() {
+            let slots = self.mask + 1;
+            let room = slots / 2 - self.hashes.len();
+            if room == 0 {
+                self.use_slots(2 * slots);
+                continue;
+            }
+            let (piece, rest) = hashes.split_at(room.min(hashes.len()));
+            self.count_within_half(piece);
+            hashes = rest;
+        }
+    }
+
+    /// Counts hashes that fit in the slots at most half full however many
+    /// are new, so that no hash checks for growth. The table's fields are
+    /// taken apart into locals: through `self`, the compiler reloaded
+    /// eight of them from memory for every hash, as each push could have
+    /// changed them.
+    fn count_within_half(&mut self, hashes: &[u64]) {
         const AHEAD: usize = 16;
+        let DistinctHashes {
+            slots,
+            mask,
+            document,
+            hashes: entries,
+            counts,
+            ..
+        } = self;
+        let (mask, document) = (*mask, *document);
+        let slots = &mut slots[..=mask];
+        entries.reserve(hashes.len());
+        counts.reserve(hashes.len());
         for (i, &hash) in hashes.iter().enumerate() {
             if let Some(&next) = hashes.get(i + AHEAD) {
-                self.prefetch(next);
+                prefetch(&slots[home(next, mask)]);
             }
-            self.insert(hash);
-        }
-    }
-
-    #[inline]
-    fn prefetch(&self, hash: u64) {
-        #[cfg(target_arch = "x86_64")]
-        {
-            let slot = &self.slots[self.slot_of(hash)] as *const Slot as *const i8;
-            // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
-            unsafe { std::arch::x86_64::_mm_prefetch(slot, std::arch::x86_64::_MM_HINT_T0) }
-        }
-    }
-
-    #[inline]
-    fn slot_of(&self, hash: u64) -> usize {
-        (hash >> 32) as usize & self.mask
-    }
-
-    #[inline]
-    fn insert(&mut self, hash: u64) {
-        if 2 * (self.hashes.len() + 1) > self.mask + 1 {
-            self.use_slots(2 * (self.mask + 1));
-        }
-        let mut i = self.slot_of(hash);
-        loop {
-            let slot = self.slots[i];
-            if slot.document != self.document {
-                self.slots[i] = Slot {
-                    document: self.document,
-                    entry: self.hashes.len() as u32,
-                };
-                self.hashes.push(hash);
-                self.counts.push(1);
-                return;
+            let mut at = home(hash, mask);
+            loop {
+                let slot = &mut slots[at];
+                if slot.document != document {
+                    *slot = Slot {
+                        document,
+                        entry: entries.len() as u32,
+                    };
+                    entries.push(hash);
+                    counts.push(1);
+                    break;
+                }
+                let entry = slot.entry as usize;
+                if entries[entry] == hash {
+                    counts[entry] += 1;
+                    break;
+                }
+                at = (at + 1) & mask;
             }
-            let entry = slot.entry as usize;
-            if self.hashes[entry] == hash {
-                self.counts[entry] += 1;
-                return;
-            }
-            i = (i + 1) & self.mask;
         }
     }
 
@@ -616,7 +648,7 @@ mod tests {
         for document in 0..3u64 {
             table.clear();
             for i in 0..5000u64 {
-                table.insert((i % 2500).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ document);
+                table.insert_all(&[(i % 2500).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ document]);
             }
             assert_eq!(table.hashes.len(), 2500);
             assert!(table.entries().all(|(_, count)| count == 2));
