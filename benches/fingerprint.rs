@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use neardup::crawl::{warc, Record};
-use neardup::simhash::{fingerprint, Features, SimhashOptions};
+use neardup::simhash::{fingerprint, Features, ScriptRule, SimhashOptions};
 use neardup::storage::Location;
 
 fn main() {
@@ -50,7 +50,7 @@ fn main() {
         (
             "script (default)",
             SimhashOptions {
-                features: Features::Script,
+                features: Features::Script(ScriptRule::LongHanWords),
                 ..Default::default()
             },
         ),

@@ -21,11 +21,12 @@ share with J >= 0.8. By length in characters.
 With --peers, the peer scheme of scripts/peers.py (`simhash` with its
 defaults) is scored beside neardup on the same texts.
 
-With --short-han FLAGS, a length rule not built into neardup yet is scored
-instead: texts mostly of Han characters with fewer than --short-below of
-them (default 200) take the fingerprint of a second run with FLAGS, every
-other text that of the run with --flags (the rule modelled here: at least
-half of the letters and digits are Han, counted on the NFKC text).
+With --short-han FLAGS, a length rule is scored instead (as scheme v5's
+was before it was built): texts mostly of Han characters with fewer than
+--short-below of them (default 200) take the fingerprint of a second run
+with FLAGS, every other text that of the run with --flags (the rule
+modelled here: at least half of the letters and digits are Han, counted on
+the NFKC text).
 
     .venv/bin/python scripts/eval_zh.py ["--flags=--features chars:5 --log-weights"] [--peers]
     .venv/bin/python scripts/eval_zh.py "--short-han=--features chars:4 --log-weights"

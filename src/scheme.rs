@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 
 use crate::crawl::html::{HtmlText, MainRules, PageText};
-use crate::simhash::{Features, SimhashOptions};
+use crate::simhash::{Features, ScriptRule, SimhashOptions, SHORT_HAN};
 
 /// The Parquet key-value metadata key that holds a shard's scheme.
 pub const METADATA_KEY: &str = "neardup.scheme";
@@ -33,10 +33,15 @@ const WORDS_TF_STOP_WORDS: SimhashOptions = SimhashOptions {
     stop_words: true,
 };
 
-const SCRIPT: SimhashOptions = SimhashOptions {
-    features: Features::Script,
+const SCRIPT_HAN_WORDS: SimhashOptions = SimhashOptions {
+    features: Features::Script(ScriptRule::HanWords),
     log_weights: false,
     stop_words: true,
+};
+
+const SCRIPT_LONG_HAN_WORDS: SimhashOptions = SimhashOptions {
+    features: Features::Script(ScriptRule::LongHanWords),
+    ..SCRIPT_HAN_WORDS
 };
 
 /// Schemes computable by name, oldest first; the last one is the default.
@@ -60,14 +65,21 @@ const NAMED: &[(&str, Scheme)] = &[
     (
         "v3",
         Scheme {
-            simhash: SCRIPT,
+            simhash: SCRIPT_HAN_WORDS,
             html: PageText::Main(MainRules::FIRST),
         },
     ),
     (
         "v4",
         Scheme {
-            simhash: SCRIPT,
+            simhash: SCRIPT_HAN_WORDS,
+            html: PageText::Main(MainRules::SECOND),
+        },
+    ),
+    (
+        "v5",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::SECOND),
         },
     ),
@@ -87,18 +99,21 @@ impl Scheme {
     /// stay comparable.
     pub fn describe(&self, html_input: bool) -> String {
         let options = &self.simhash;
-        let weights = match (options.features, options.log_weights) {
-            (Features::Script, _) => "script(han:tf,other:log-tf)",
-            (_, true) => "log-tf",
-            (_, false) => "tf",
+        let (features, weights) = match options.features {
+            Features::Script(ScriptRule::HanWords) => (
+                "script(han:words,other:chars:5)".to_string(),
+                "script(han:tf,other:log-tf)".to_string(),
+            ),
+            Features::Script(ScriptRule::LongHanWords) => (
+                format!("script(han>={SHORT_HAN}:words,han<{SHORT_HAN}:chars:4,other:chars:5)"),
+                format!("script(han>={SHORT_HAN}:tf,han<{SHORT_HAN}:log-tf,other:log-tf)"),
+            ),
+            other if options.log_weights => (other.to_string(), "log-tf".to_string()),
+            other => (other.to_string(), "tf".to_string()),
         };
         let stop_words = match options.stop_words {
             true => "en+zh",
             false => "none",
-        };
-        let features = match options.features {
-            Features::Script => "script(han:words,other:chars:5)".to_string(),
-            other => other.to_string(),
         };
         let mut scheme = format!(
             "{ALGORITHM} norm=nfkc-lower-ws features={features} weights={weights} stopwords={stop_words}"
@@ -152,7 +167,7 @@ impl Scheme {
             Some(features) => features.parse()?,
             None => default.simhash.features,
         };
-        if features == Features::Script && log_weights {
+        if matches!(features, Features::Script(_)) && log_weights {
             bail!("--log-weights: the `script` features (the default) choose their own weights; give --features too (e.g. --features words --log-weights)");
         }
         Ok(Scheme {
@@ -250,7 +265,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v4");
+        assert_eq!(name, "v5");
     }
 
     #[test]
@@ -271,6 +286,12 @@ mod tests {
         let v4 = Scheme::named("v4").unwrap();
         assert_eq!(v4.describe(false), text);
         assert_eq!(v4.describe(true), format!("{text} html=main/2"));
+        // v5 changed short Han texts: other text shards, other HTML shards.
+        let v5 = Scheme::named("v5").unwrap();
+        let text = "simhash64/1 norm=nfkc-lower-ws features=script(han>=200:words,han<200:chars:4,other:chars:5) weights=script(han>=200:tf,han<200:log-tf,other:log-tf) stopwords=en+zh";
+        assert_eq!(v5.describe(false), text);
+        assert_eq!(v5.describe(true), format!("{text} html=main/2"));
+        assert!(!comparable(&v4.describe(false), &v5.describe(false)));
     }
 
     #[test]
@@ -282,7 +303,7 @@ mod tests {
         // `--html-text main` means the current rules: the default's.
         let flags = Scheme::from_flags(None, None, false, false, Some(HtmlText::Main)).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v4"));
+        assert_eq!(flags.name(), Some("v5"));
     }
 
     #[test]
@@ -294,7 +315,11 @@ mod tests {
                 ..base.simhash
             },
             SimhashOptions {
-                features: Features::Script,
+                features: Features::Script(ScriptRule::HanWords),
+                ..base.simhash
+            },
+            SimhashOptions {
+                features: Features::Script(ScriptRule::LongHanWords),
                 ..base.simhash
             },
             SimhashOptions {
@@ -321,13 +346,16 @@ mod tests {
         assert!(error.to_string().contains("--html-text"), "{error}");
         let error = from(Some("v9"), None, false, false, None).unwrap_err();
         assert!(
-            error.to_string().contains("known: v1, v2, v3, v4"),
+            error.to_string().contains("known: v1, v2, v3, v4, v5"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();
         assert!(error.to_string().contains("--features too"), "{error}");
         let scheme = from(None, None, false, true, None).unwrap();
-        assert_eq!(scheme.simhash.features, Features::Script);
+        assert_eq!(
+            scheme.simhash.features,
+            Features::Script(ScriptRule::LongHanWords)
+        );
         assert!(!scheme.simhash.stop_words);
         let scheme = from(None, Some("shingles:2"), true, false, Some(HtmlText::All)).unwrap();
         assert_eq!(scheme.simhash.features, Features::Shingles(2));

@@ -177,7 +177,7 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_sample(dir.path());
     let crawl = dir.path().join("crawl");
-    let runs: [(&str, &[&str], &str, PageText); 5] = [
+    let runs: [(&str, &[&str], &str, PageText); 6] = [
         ("v1", &["--scheme", "v1"], "v1", PageText::All),
         (
             "v2",
@@ -197,7 +197,13 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
             "v4",
             PageText::Main(MainRules::SECOND),
         ),
-        ("all", &["--html-text", "all"], "v4", PageText::All),
+        (
+            "v5",
+            &["--scheme", "v5"],
+            "v5",
+            PageText::Main(MainRules::SECOND),
+        ),
+        ("all", &["--html-text", "all"], "v5", PageText::All),
     ];
     let mut wet_shards = Vec::new();
     for (name, flags, simhash_of, mode) in runs {
@@ -234,11 +240,11 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
         assert_eq!(s["main_content_fallbacks"], fallbacks, "{name}");
         wet_shards.push(std::fs::read(&shards[1]).unwrap());
     }
-    // v1 and v2 differ only in the HTML mode; v3, v4 and `--html-text all`
-    // too.
+    // v1 and v2 differ only in the HTML mode; v3 and v4 too, and v5 and
+    // `--html-text all`.
     assert_eq!(wet_shards[0], wet_shards[1]);
     assert_eq!(wet_shards[2], wet_shards[3]);
-    assert_eq!(wet_shards[2], wet_shards[4]);
+    assert_eq!(wet_shards[4], wet_shards[5]);
     assert_ne!(wet_shards[0], wet_shards[2]);
 }
 
@@ -546,7 +552,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     let path = |name: &str| out(name).display().to_string();
 
     // On text (no HTML), the schemes v2 and v1 differ in nothing: same
-    // bytes, same scheme string. The default, v4, is another scheme.
+    // bytes, same scheme string. The default, v5, is another scheme.
     let by_scheme = |name: &str| {
         run_ok(&[
             "fingerprint",
@@ -568,7 +574,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     );
     let default = shard_scheme(&shard("default")).unwrap();
     assert!(default.contains("features=script("), "{default}");
-    assert_eq!(summary(&out("default"))["scheme_name"], "v4");
+    assert_eq!(summary(&out("default"))["scheme_name"], "v5");
     assert_eq!(summary(&out("v2"))["scheme_name"], "v2");
     let v1 = shard_scheme(&shard("v1")).expect("a scheme in the shard's metadata");
     assert!(

@@ -483,11 +483,12 @@ fn fingerprint_streams_warc_wet_and_jsonl_objects_with_the_bytes_of_local_files(
 }
 
 /// A nightly job (fingerprint, match, cluster, append) with every path in
-/// `root` (a directory or an `s3://` prefix), over the sample crawl.
+/// `root` (a directory or an `s3://` prefix), over the sample crawl, under
+/// the scheme the sample corpus was made with.
 fn nightly_spec(root: &str) -> String {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl");
     format!(
-        "[fingerprint]\ninput = [\"{}\"]\nout = \"{root}/{{date}}/fingerprints\"\n\n\
+        "[fingerprint]\ninput = [\"{}\"]\nout = \"{root}/{{date}}/fingerprints\"\nscheme = \"v4\"\n\n\
          [match]\ncorpus = [\"{root}/corpus\"]\nout = \"{root}/{{date}}/pairs\"\nself = true\n\n\
          [cluster]\nout = \"{root}/{{date}}/clusters\"\ncorpus_wins = true\n\n\
          [append]\ncorpus = \"{root}/corpus\"\nbatch = \"{{date}}\"\n",
