@@ -296,7 +296,7 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub format: Option<Format>,
-    /// A named fingerprint scheme (v3, the default; v2, v1), fixing features,
+    /// A named fingerprint scheme (v5, the default; v4, v3, v2, v1), fixing features,
     /// weights and HTML text: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub scheme: Option<String>,
@@ -305,7 +305,8 @@ pub struct FingerprintArgs {
     #[arg(long, value_enum)]
     pub html_text: Option<HtmlText>,
     /// Features: script (the default: words with term-frequency weights for
-    /// text mostly of Han characters, character 5-grams with log weights
+    /// text mostly of Han characters, character 4-grams with log weights
+    /// if it has fewer than 200 of them, character 5-grams with log weights
     /// for other text), words, shingles:N (word N-grams) or chars:N
     /// (character N-grams).
     #[arg(long)]
