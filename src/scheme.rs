@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Result};
 
 use crate::crawl::html::{HtmlText, MainRules, PageText};
-use crate::simhash::{Features, ScriptRule, SimhashOptions, SHORT_HAN};
+use crate::simhash::{Features, ScriptRule, SimhashOptions};
 
 /// The Parquet key-value metadata key that holds a shard's scheme.
 pub const METADATA_KEY: &str = "neardup.scheme";
@@ -99,17 +99,19 @@ impl Scheme {
     /// stay comparable.
     pub fn describe(&self, html_input: bool) -> String {
         let options = &self.simhash;
+        // A published rule's string is written out whole, as its
+        // fingerprints are fixed: nothing it is made of may change it.
         let (features, weights) = match options.features {
             Features::Script(ScriptRule::HanWords) => (
                 "script(han:words,other:chars:5)".to_string(),
-                "script(han:tf,other:log-tf)".to_string(),
+                "script(han:tf,other:log-tf)",
             ),
             Features::Script(ScriptRule::LongHanWords) => (
-                format!("script(han>={SHORT_HAN}:words,han<{SHORT_HAN}:chars:4,other:chars:5)"),
-                format!("script(han>={SHORT_HAN}:tf,han<{SHORT_HAN}:log-tf,other:log-tf)"),
+                "script(han>=200:words,han<200:chars:4,other:chars:5)".to_string(),
+                "script(han>=200:tf,han<200:log-tf,other:log-tf)",
             ),
-            other if options.log_weights => (other.to_string(), "log-tf".to_string()),
-            other => (other.to_string(), "tf".to_string()),
+            other if options.log_weights => (other.to_string(), "log-tf"),
+            other => (other.to_string(), "tf"),
         };
         let stop_words = match options.stop_words {
             true => "en+zh",

@@ -68,8 +68,9 @@ pub enum ScriptRule {
     LongHanWords,
 }
 
-/// Han characters from which [`ScriptRule::LongHanWords`] takes words.
-pub const SHORT_HAN: usize = 200;
+/// Han characters from which [`ScriptRule::LongHanWords`] takes words
+/// (the scheme string of v5 says 200 in so many words).
+const SHORT_HAN: usize = 200;
 
 /// The character n-grams of short Han text under [`ScriptRule::LongHanWords`].
 const SHORT_HAN_CHAR_GRAMS: usize = 4;
