@@ -8,6 +8,7 @@
 //! all workers fingerprint its documents (see [`crate::dataflow::fingerprint`]).
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::AtomicU64;
@@ -91,6 +92,14 @@ pub struct FileSummary {
     /// HTML pages whose main content was empty, fingerprinted on all their
     /// text (`--html-text main`).
     pub main_content_fallbacks: u64,
+    /// HTML pages decoded from another encoding than UTF-8, by the
+    /// Encoding Standard's name for it (`GBK`, `Shift_JIS`).
+    #[serde(default)]
+    pub charsets: BTreeMap<String, u64>,
+    /// Of those, pages that declared no encoding, whose encoding was
+    /// guessed from their bytes.
+    #[serde(default)]
+    pub charset_guesses: u64,
     /// The fingerprint scheme the shard records.
     pub scheme: String,
 }
@@ -106,6 +115,10 @@ pub struct FingerprintSummary {
     pub html_pages: u64,
     /// HTML pages with no main content, fingerprinted on all their text.
     pub main_content_fallbacks: u64,
+    /// HTML pages decoded from another encoding than UTF-8, by encoding.
+    pub charsets: BTreeMap<String, u64>,
+    /// Of those, pages whose encoding was guessed.
+    pub charset_guesses: u64,
     pub features: String,
     pub log_weights: bool,
     pub stop_words: bool,
@@ -307,6 +320,8 @@ fn write_shard(
         skipped_records: found.skipped,
         html_pages,
         main_content_fallbacks: fallbacks,
+        charsets: found.charsets,
+        charset_guesses: found.charset_guesses,
         scheme,
     };
     Ok((summary, found.bad))
@@ -337,6 +352,14 @@ fn summarize(
         html_text: opts.scheme.html,
         html_pages: files.iter().map(|f| f.html_pages).sum(),
         main_content_fallbacks: files.iter().map(|f| f.main_content_fallbacks).sum(),
+        charsets: files.iter().flat_map(|f| &f.charsets).fold(
+            BTreeMap::new(),
+            |mut all, (name, pages)| {
+                *all.entry(name.clone()).or_default() += pages;
+                all
+            },
+        ),
+        charset_guesses: files.iter().map(|f| f.charset_guesses).sum(),
         features: opts.scheme.simhash.features.to_string(),
         log_weights: opts.scheme.simhash.log_weights,
         stop_words: opts.scheme.simhash.stop_words,

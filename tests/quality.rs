@@ -348,6 +348,46 @@ fn real_html_without_main_marks_meets_the_quality_floors() {
     assert_floors(&figures["main"]["all"], 0.85, 0.90);
 }
 
+/// Real pages in legacy encodings (`scripts/eval_charsets.py`: Rust by
+/// Example in Chinese, Japanese, Korean and Spanish, re-encoded in GBK,
+/// Shift_JIS, EUC-JP, EUC-KR and ISO-8859-1) get the fingerprints of their
+/// UTF-8 originals: every one whose encoding the HTTP header or a `<meta>`
+/// declares, and nearly every one whose encoding is guessed. None is a bad
+/// record, and `_summary.json` counts them by encoding.
+#[test]
+fn pages_in_legacy_encodings_get_the_fingerprints_of_their_utf8_originals() {
+    let figures = evaluate("eval_charsets.py", &[]);
+    assert_eq!(figures["bad_records"], 0, "{figures}");
+    let versions = figures["versions"].as_object().unwrap();
+    assert_eq!(versions.len(), 20, "{figures}");
+    let mut guessed = 0;
+    for (version, row) in versions {
+        let (pages, same) = (
+            row["pages"].as_u64().unwrap(),
+            row["same"].as_u64().unwrap(),
+        );
+        assert!(pages >= 150, "{version}: {row}");
+        match version.contains(" none") {
+            false => assert_eq!(same, pages, "{version}: {row}"),
+            true => {
+                assert!(same as f64 >= 0.98 * pages as f64, "{version}: {row}");
+                guessed += pages;
+            }
+        }
+    }
+    let charsets = figures["charsets"].as_object().unwrap();
+    for name in ["GBK", "Shift_JIS", "EUC-JP", "EUC-KR", "windows-1252"] {
+        assert!(charsets[name].as_u64().unwrap() >= 150, "{name}: {figures}");
+    }
+    let decoded: u64 = charsets.values().map(|n| n.as_u64().unwrap()).sum();
+    let versions_served: u64 = versions
+        .values()
+        .map(|r| r["pages"].as_u64().unwrap())
+        .sum();
+    assert_eq!(decoded, versions_served, "{figures}");
+    assert_eq!(figures["charset_guesses"], guessed, "{figures}");
+}
+
 #[test]
 fn planted_edits_stay_within_k_and_unrelated_pages_do_not() {
     let mut rng = Rng(2026);

@@ -244,6 +244,13 @@ impl ForwardingEmitter for WithoutErrors {
     }
 }
 
+/// The tokens of an HTML page, script and style bodies read as raw text.
+pub(super) fn tokens(html: &[u8]) -> impl Iterator<Item = Token> + '_ {
+    let mut emitter = DefaultEmitter::default();
+    emitter.naively_switch_states(true);
+    Tokenizer::new_with_emitter(html, WithoutErrors(emitter)).flatten()
+}
+
 /// The text of an HTML page under `mode`, and whether `main` found no main
 /// content and gave all the text instead.
 pub fn page_text(html: &str, mode: PageText) -> (String, bool) {
@@ -251,9 +258,7 @@ pub fn page_text(html: &str, mode: PageText) -> (String, bool) {
     if let PageText::Main(rules) = mode {
         reader.rules = rules;
     }
-    let mut emitter = DefaultEmitter::default();
-    emitter.naively_switch_states(true);
-    for token in Tokenizer::new_with_emitter(html, WithoutErrors(emitter)).flatten() {
+    for token in tokens(html.as_bytes()) {
         reader.token(token);
     }
     reader.end_block();

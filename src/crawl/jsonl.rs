@@ -85,6 +85,7 @@ fn parse_line(line: &[u8], fields: &TextFields) -> Result<Record, String> {
         url,
         text,
         html: false,
+        charset: None,
     }))
 }
 

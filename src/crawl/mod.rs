@@ -6,6 +6,7 @@
 //! offset and reading goes on with the next one. Only a file that cannot be
 //! opened at all is an error.
 
+pub mod charset;
 pub mod html;
 pub mod jsonl;
 pub mod table;
@@ -27,6 +28,10 @@ pub struct Document {
     /// it is fingerprinted (`--html-text`).
     pub text: String,
     pub html: bool,
+    /// The encoding an HTML response was decoded from, if not UTF-8:
+    /// counted by the reader, not sent on with the document.
+    #[serde(skip)]
+    pub charset: Option<charset::Charset>,
 }
 
 /// A record that could not be read, and where it starts in its file (for a

@@ -135,5 +135,6 @@ fn document(
         url,
         text,
         html: false,
+        charset: None,
     })
 }

@@ -13,6 +13,7 @@ use std::ptr::NonNull;
 use anyhow::{Context, Result};
 use flate2::bufread::GzDecoder;
 
+use super::charset::decode_html;
 use super::{url_id, BadRecord, Document, Record};
 use crate::storage::{InputReader, Location};
 
@@ -297,9 +298,9 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
             reason: reason.to_string(),
         })
     };
-    let (text, html) = if kind.eq_ignore_ascii_case(b"conversion") {
+    let (text, html, charset) = if kind.eq_ignore_ascii_case(b"conversion") {
         match std::str::from_utf8(body) {
-            Ok(text) => (text.to_string(), false),
+            Ok(text) => (text.to_string(), false, None),
             Err(_) => return bad("invalid UTF-8 in conversion record"),
         }
     } else if kind.eq_ignore_ascii_case(b"response") {
@@ -310,10 +311,8 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
         if !is_html(http_headers) {
             return Record::Skipped;
         }
-        match std::str::from_utf8(payload) {
-            Ok(page) => (page.to_string(), true),
-            Err(_) => return bad("invalid UTF-8 in HTML response"),
-        }
+        let (page, charset) = decode_html(payload, http_headers, url.as_deref());
+        (page.into_owned(), true, charset)
     } else {
         return Record::Skipped;
     };
@@ -327,6 +326,7 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
         url,
         text,
         html,
+        charset,
     })
 }
 
@@ -510,6 +510,29 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(got[2], "doc http://b/ Hello web");
+    }
+
+    #[test]
+    fn html_in_another_encoding_is_decoded_and_its_charset_kept() {
+        let html = "<html><body><p>近似重复的网页检测</p></body></html>";
+        let (gbk, _, _) = encoding_rs::GBK.encode(html);
+        let mut http =
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=gb2312\r\n\r\n".to_vec();
+        http.extend_from_slice(&gbk);
+        let file = record(
+            "response",
+            "http://e/",
+            "application/http; msgtype=response",
+            &http,
+        );
+        match &read_all(&file)[..] {
+            [Record::Document(document)] => {
+                assert_eq!(document.text, html);
+                let charset = document.charset.expect("decoded from GBK");
+                assert_eq!((charset.name(), charset.guessed), ("GBK", false));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -80,8 +80,21 @@ pub struct RowBatch {
 pub struct FileRead {
     pub bad: Vec<BadRecord>,
     pub skipped: u64,
+    /// HTML pages decoded from another encoding than UTF-8, by its name.
+    pub charsets: BTreeMap<String, u64>,
+    /// Of those, pages that declared no encoding: it was guessed.
+    pub charset_guesses: u64,
     /// Batches its documents were sent in.
     pub batches: u32,
+}
+
+impl FileRead {
+    fn count_charset(&mut self, document: &Document) {
+        if let Some(charset) = document.charset {
+            *self.charsets.entry(charset.name().to_string()).or_default() += 1;
+            self.charset_guesses += u64::from(charset.guessed);
+        }
+    }
 }
 
 /// What the reader thread hands the dataflow.
@@ -299,6 +312,7 @@ fn read_into_batches(
     read_file(path, format, fields, &mut |record, position| {
         match record {
             Record::Document(document) => {
+                found.count_charset(&document);
                 batch_bytes += document.text.len();
                 batch.push(document);
                 if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_DOCUMENTS {
