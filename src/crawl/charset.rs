@@ -55,11 +55,12 @@ impl Charset {
     }
 }
 
-/// The text of an HTML `payload` served with `http_headers` from `url`, and
-/// the encoding it was decoded from if that was not UTF-8.
+/// The text of an HTML `payload` served with the `Content-Type` value
+/// `content_type` from `url`, and the encoding it was decoded from if that
+/// was not UTF-8.
 pub fn decode_html<'a>(
     payload: &'a [u8],
-    http_headers: &[u8],
+    content_type: Option<&[u8]>,
     url: Option<&str>,
 ) -> (Cow<'a, str>, Option<Charset>) {
     let error = match std::str::from_utf8(payload) {
@@ -77,7 +78,8 @@ pub fn decode_html<'a>(
     if let Some((encoding, bom)) = Encoding::for_bom(payload) {
         return decoded(&payload[bom..], encoding, false);
     }
-    let declared = header_charset(http_headers)
+    let declared = content_type
+        .and_then(charset_parameter)
         .and_then(Encoding::for_label)
         .or_else(|| meta_charset(payload));
     match declared {
@@ -157,14 +159,14 @@ fn top_level_domain(url: &str) -> Option<String> {
     plain.then_some(label)
 }
 
-/// The `charset` parameter of the `Content-Type` header, if any.
-fn header_charset(http_headers: &[u8]) -> Option<&[u8]> {
+/// The value of the first `Content-Type` line of an HTTP header block,
+/// trimmed: what says whether a response is HTML, and in which charset.
+pub fn content_type(http_headers: &[u8]) -> Option<&[u8]> {
     http_headers.split(|&b| b == b'\n').find_map(|line| {
         let colon = line.iter().position(|&b| b == b':')?;
         let name = line[..colon].trim_ascii();
         name.eq_ignore_ascii_case(b"content-type")
-            .then(|| charset_parameter(&line[colon + 1..]))
-            .flatten()
+            .then(|| line[colon + 1..].trim_ascii())
     })
 }
 
@@ -253,8 +255,8 @@ mod tests {
         format!("<html><head><title>t</title></head><body><p>{body}</p></body></html>")
     }
 
-    fn headers(content_type: &str) -> Vec<u8> {
-        format!("HTTP/1.1 200 OK\r\nServer: x\r\nContent-Type: {content_type}").into_bytes()
+    fn served_as(content_type: &str) -> Option<&[u8]> {
+        Some(content_type.as_bytes())
     }
 
     #[test]
@@ -262,7 +264,7 @@ mod tests {
         let html = page(SPANISH);
         let (text, charset) = decode_html(
             html.as_bytes(),
-            &headers("text/html; charset=iso-8859-1"),
+            served_as("text/html; charset=iso-8859-1"),
             None,
         );
         assert!(matches!(text, Cow::Borrowed(_)));
@@ -273,7 +275,7 @@ mod tests {
     fn utf8_cut_inside_its_last_character_is_utf8() {
         let html = page(CHINESE);
         let cut = &html.as_bytes()[..html.find('的').unwrap() + 2];
-        let (text, charset) = decode_html(cut, &headers("text/html"), None);
+        let (text, charset) = decode_html(cut, served_as("text/html"), None);
         assert_eq!(charset, None);
         assert_eq!(text, html[..html.find('的').unwrap()]);
     }
@@ -290,7 +292,7 @@ mod tests {
             let html = page(sample);
             let bytes = encoded(&html, encoding);
             let content_type = format!("text/html;charset = {label}");
-            let (text, charset) = decode_html(&bytes, &headers(&content_type), None);
+            let (text, charset) = decode_html(&bytes, served_as(&content_type), None);
             assert_eq!(text, html, "{label}");
             assert_eq!(
                 charset,
@@ -313,7 +315,7 @@ mod tests {
         for meta in metas {
             let html = format!("<!DOCTYPE html><html><head>{meta}</head><body>한국어 웹 페이지의 중복 검출</body></html>");
             let bytes = encoded(&html, encoding_rs::EUC_KR);
-            let (text, charset) = decode_html(&bytes, &headers("text/html"), None);
+            let (text, charset) = decode_html(&bytes, served_as("text/html"), None);
             assert_eq!(text, html, "{meta}");
             let expected = Charset {
                 encoding: encoding_rs::EUC_KR,
@@ -329,7 +331,7 @@ mod tests {
             "<html><head><meta charset=\"windows-1252\"></head><body>{RUSSIAN}</body></html>"
         );
         let bytes = encoded(&html, encoding_rs::WINDOWS_1251);
-        let (text, _) = decode_html(&bytes, &headers("text/html; charset=windows-1251"), None);
+        let (text, _) = decode_html(&bytes, served_as("text/html; charset=windows-1251"), None);
         assert_eq!(text, html);
     }
 
@@ -357,7 +359,7 @@ mod tests {
         ] {
             let html = page(&[sample; 4].join(" "));
             let bytes = encoded(&html, encoding);
-            let (text, charset) = decode_html(&bytes, &headers("text/html"), Some(url));
+            let (text, charset) = decode_html(&bytes, served_as("text/html"), Some(url));
             assert_eq!(text, html, "{url}");
             assert_eq!(
                 charset,
@@ -405,7 +407,7 @@ mod tests {
         let html = page(JAPANESE);
         let mut bytes = vec![0xFF, 0xFE];
         bytes.extend(html.encode_utf16().flat_map(u16::to_le_bytes));
-        let (text, charset) = decode_html(&bytes, &headers("text/html; charset=utf-8"), None);
+        let (text, charset) = decode_html(&bytes, served_as("text/html; charset=utf-8"), None);
         assert_eq!(text, html);
         assert_eq!(
             charset,
@@ -419,7 +421,7 @@ mod tests {
     #[test]
     fn invalid_utf8_that_declares_utf8_keeps_its_valid_text() {
         let bytes = b"<p>caf\xe9 cr\xc3\xa8me</p>";
-        let (text, charset) = decode_html(bytes, &headers("text/html; charset=UTF-8"), None);
+        let (text, charset) = decode_html(bytes, served_as("text/html; charset=UTF-8"), None);
         assert_eq!((text.as_ref(), charset), ("<p>caf\u{FFFD} crème</p>", None));
     }
 
@@ -440,6 +442,33 @@ mod tests {
                 expected,
                 "{}",
                 String::from_utf8_lossy(value)
+            );
+        }
+    }
+
+    #[test]
+    fn the_content_type_is_the_first_such_header_whatever_its_case() {
+        let cases: [(&[u8], Option<&[u8]>); 4] = [
+            (
+                b"HTTP/1.1 200 OK\r\nServer: x\r\nContent-Type: text/html; charset=gbk\r\n",
+                Some(b"text/html; charset=gbk"),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-TYPE :text/html",
+                Some(b"text/html"),
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Type: text/html",
+                Some(b"text/plain"),
+            ),
+            (b"HTTP/1.1 200 OK\r\nX-Content-Type-Options: nosniff", None),
+        ];
+        for (headers, expected) in cases {
+            assert_eq!(
+                content_type(headers),
+                expected,
+                "{}",
+                String::from_utf8_lossy(headers)
             );
         }
     }

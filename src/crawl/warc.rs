@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use anyhow::{Context, Result};
 use flate2::bufread::GzDecoder;
 
-use super::charset::decode_html;
+use super::charset::{content_type, decode_html};
 use super::{url_id, BadRecord, Document, Record};
 use crate::storage::{InputReader, Location};
 
@@ -308,10 +308,11 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
             return bad("response record without an HTTP header block");
         };
         let (http_headers, payload) = (&body[..split], &body[split + 4..]);
-        if !is_html(http_headers) {
+        let content_type = content_type(http_headers);
+        if !content_type.is_some_and(is_html) {
             return Record::Skipped;
         }
-        let (page, charset) = decode_html(payload, http_headers, url.as_deref());
+        let (page, charset) = decode_html(payload, content_type, url.as_deref());
         (page.into_owned(), true, charset)
     } else {
         return Record::Skipped;
@@ -330,12 +331,11 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
     })
 }
 
-fn is_html(http_headers: &[u8]) -> bool {
-    let headers = String::from_utf8_lossy(http_headers).to_ascii_lowercase();
-    headers.lines().any(|line| {
-        line.strip_prefix("content-type:")
-            .is_some_and(|v| v.contains("html"))
-    })
+/// `text/html`, `application/xhtml+xml` and the like.
+fn is_html(content_type: &[u8]) -> bool {
+    content_type
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"html"))
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
