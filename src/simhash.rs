@@ -23,13 +23,14 @@ use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 use feature_hash::{feature_hash, push_window_hashes};
+use ideographs::{for_each_word, other_then_ideograph_runs};
 use jieba_rs::Jieba;
 use rustc_hash::FxHashSet;
 use sums::{simhash_of, with_sums, HashChunks, LOW_BIT_OF_EACH_BYTE};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
-use unicode_segmentation::UnicodeSegmentation;
 
 mod feature_hash;
+mod ideographs;
 mod sums;
 
 /// Which features a document is turned into.
@@ -425,15 +426,36 @@ impl Normalized<'_> {
         self.pending_space = pending;
     }
 
+    /// Text other than ASCII: runs of plain ideographs as they are (see
+    /// [`ideographs`]), the rest through [`Self::push_other`].
+    fn push_unicode(&mut self, text: &str) {
+        for (other, ideographs) in other_then_ideograph_runs(text) {
+            self.push_other(other);
+            self.push_ideographs(ideographs);
+        }
+    }
+
     /// Any text, through NFKC unless it is NFKC already (the quick check
     /// skips the decomposition and recomposition, which would give the same
     /// characters).
-    fn push_unicode(&mut self, text: &str) {
+    fn push_other(&mut self, text: &str) {
         if is_nfkc_quick(text.chars()) == IsNormalized::Yes {
             text.chars().for_each(|c| self.push_lowercase(c));
         } else {
             text.nfkc().for_each(|c| self.push_lowercase(c));
         }
+    }
+
+    /// Plain ideographs: NFKC, their own lower case, and not white space.
+    fn push_ideographs(&mut self, ideographs: &str) {
+        if ideographs.is_empty() {
+            return;
+        }
+        if self.pending_space {
+            self.text.push(' ');
+            self.pending_space = false;
+        }
+        self.text.push_str(ideographs);
     }
 
     #[inline]
@@ -466,7 +488,7 @@ impl Normalized<'_> {
 pub fn words(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut han_run: Option<(usize, usize)> = None;
-    for (start, word) in text.unicode_word_indices() {
+    for_each_word(text, |start, word| {
         if word.chars().all(is_han) {
             han_run = match han_run {
                 Some((s, e)) if e == start => Some((s, start + word.len())),
@@ -476,13 +498,13 @@ pub fn words(text: &str) -> Vec<&str> {
                 }
                 None => Some((start, start + word.len())),
             };
-            continue;
+            return;
         }
         if let Some((s, e)) = han_run.take() {
             push_han(&text[s..e], &mut out);
         }
         out.push(word);
-    }
+    });
     if let Some((s, e)) = han_run {
         push_han(&text[s..e], &mut out);
     }
@@ -861,6 +883,16 @@ mod tests {
                 '\u{03A3}',
                 '§',
                 '中',
+                '文',
+                '\u{3400}',
+                '\u{4DC0}',
+                '\u{F900}',
+                '\u{3099}',
+                '\u{302A}',
+                '\u{3000}',
+                '\u{FF0C}',
+                'か',
+                '。',
                 '’',
                 '\u{1D400}',
                 '\u{093C}',

@@ -1,0 +1,244 @@
+//! Runs of CJK ideographs, most of the characters of Chinese text, taken
+//! past the Unicode tables every other character goes through.
+//!
+//! A page of Chinese text is mostly ideographs between a little
+//! punctuation. Each ideograph went through NFKC's quick check, a lower
+//! case lookup and a white-space test, and UAX #29 made each a word of its
+//! own: with jieba, most of fingerprinting Chinese text (30 MB/s a core on
+//! the real text of `scripts/make_zh_wet.py`, against 150 for English).
+//! For the ideographs below, every one of those steps is known to give the
+//! character back unchanged or alone, as the tests here check for each of
+//! them against the tables themselves, so they are copied as they are.
+
+use std::ops::Range;
+
+use unicode_segmentation::UnicodeSegmentation;
+
+/// CJK Unified Ideographs and their Extension A (U+4E00 to U+9FFF, U+3400
+/// to U+4DBF): letters (`Lo`) with no case, no decomposition, combining
+/// class 0, in no composition, and UAX #29's word break property Other, so
+/// a word boundary comes before each and after each unless a mark follows.
+/// Three bytes each in UTF-8. (The hexagram symbols between the two blocks
+/// are not among them, nor the compatibility ideographs, which decompose.)
+pub fn is_plain_ideograph(c: char) -> bool {
+    matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF)
+}
+
+/// `text` cut into pieces in turn: characters that are not plain
+/// ideographs (maybe none), then the run of plain ideographs after them
+/// (maybe none, at the end), and so on to the end. NFKC may be split
+/// before and after a plain ideograph: it is stable (quick check Yes,
+/// class 0, never the second of a composition) and never the first of one.
+pub fn other_then_ideograph_runs(text: &str) -> impl Iterator<Item = (&str, &str)> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let other = rest.find(is_plain_ideograph).unwrap_or(rest.len());
+        let ideographs = rest[other..]
+            .find(|c| !is_plain_ideograph(c))
+            .map_or(rest.len(), |len| other + len);
+        let pieces = (&rest[..other], &rest[other..ideographs]);
+        rest = &rest[ideographs..];
+        Some(pieces)
+    })
+}
+
+/// Calls `word` with each of `text.unicode_word_indices()` in order, the
+/// same words at the same places: a plain ideograph followed by ASCII, by
+/// another plain ideograph or by nothing is a word of its own (a boundary
+/// comes before it, and after it unless an extending mark, format
+/// character or joiner follows, none of which is ASCII or an ideograph),
+/// and UAX #29 segments only the stretches between such ideographs. A
+/// stretch is bounded by boundaries whose neighbours, an ideograph or the
+/// text's ends, no rule looks through, so it is segmented alone as it is
+/// within the text.
+pub fn for_each_word<'a>(text: &'a str, mut word: impl FnMut(usize, &'a str)) {
+    let mut stretch = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if !is_plain_ideograph(c) {
+            continue;
+        }
+        let alone = match chars.peek() {
+            None => true,
+            Some(&(_, next)) => next.is_ascii() || is_plain_ideograph(next),
+        };
+        if !alone {
+            continue;
+        }
+        uax29_words(text, stretch..at, &mut word);
+        let end = at + c.len_utf8();
+        word(at, &text[at..end]);
+        stretch = end;
+    }
+    uax29_words(text, stretch..text.len(), &mut word);
+}
+
+/// The UAX #29 words of `text[range]`, placed in `text`.
+fn uax29_words<'a>(text: &'a str, range: Range<usize>, word: &mut impl FnMut(usize, &'a str)) {
+    if range.is_empty() {
+        return;
+    }
+    for (start, found) in text[range.clone()].unicode_word_indices() {
+        word(range.start + start, found);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
+
+    fn plain_ideographs() -> impl Iterator<Item = char> {
+        (0x3400..=0x9FFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_plain_ideograph(c))
+    }
+
+    fn nfkc(text: &str) -> String {
+        text.nfkc().collect()
+    }
+
+    #[test]
+    fn every_plain_ideograph_is_a_caseless_stable_letter_and_three_bytes() {
+        let mut count = 0;
+        for c in plain_ideographs() {
+            let text = c.to_string();
+            assert_eq!(text.len(), 3, "{c:?}");
+            assert!(c.is_alphanumeric() && !c.is_whitespace(), "{c:?}");
+            assert!(c.to_lowercase().eq([c]), "{c:?}");
+            assert_eq!(is_nfkc_quick(text.chars()), IsNormalized::Yes, "{c:?}");
+            assert_eq!(nfkc(&text), text, "{c:?}");
+            count += 1;
+        }
+        assert_eq!(count, 0x4DBF - 0x3400 + 1 + 0x9FFF - 0x4E00 + 1);
+        assert!(!is_plain_ideograph('\u{4DC0}') && !is_plain_ideograph('\u{F900}'));
+    }
+
+    #[test]
+    fn no_plain_ideograph_composes_with_what_follows_it() {
+        // Only characters NFKC's quick check calls Maybe can be the second
+        // of a composition; characters it calls No decompose first, into
+        // anything, so those are tried against a sample of ideographs.
+        let not_yes: Vec<char> = (0..=0x10FFFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_nfkc_quick(std::iter::once(c)) != IsNormalized::Yes)
+            .collect();
+        let maybe: Vec<char> = not_yes
+            .iter()
+            .copied()
+            .filter(|&c| is_nfkc_quick(std::iter::once(c)) == IsNormalized::Maybe)
+            .collect();
+        assert!(maybe.contains(&'\u{0301}') && maybe.contains(&'\u{3099}'));
+        let check = |c: char, m: char| {
+            let pair: String = [c, m].into_iter().collect();
+            assert_eq!(
+                nfkc(&pair),
+                format!("{c}{}", nfkc(&m.to_string())),
+                "{pair:?}"
+            );
+        };
+        for c in plain_ideographs() {
+            maybe.iter().for_each(|&m| check(c, m));
+        }
+        for c in plain_ideographs().step_by(997) {
+            not_yes.iter().for_each(|&m| check(c, m));
+        }
+    }
+
+    #[test]
+    fn a_plain_ideograph_is_a_word_of_its_own_beside_ascii_and_ideographs() {
+        for c in plain_ideographs() {
+            for (text, expected) in [
+                (
+                    format!("a{c}b"),
+                    vec!["a".to_string(), c.to_string(), "b".into()],
+                ),
+                (
+                    format!("1{c}.2"),
+                    vec!["1".to_string(), c.to_string(), "2".into()],
+                ),
+                (format!("{c}{c}"), vec![c.to_string(), c.to_string()]),
+                (
+                    format!("x_{c}'s"),
+                    vec!["x_".to_string(), c.to_string(), "s".into()],
+                ),
+            ] {
+                let words: Vec<&str> = text.unicode_words().collect();
+                assert_eq!(words, expected, "{text:?}");
+            }
+        }
+    }
+
+    /// Random text over characters that try UAX #29's rules and NFKC
+    /// around ideographs: marks, joiners, format characters, regional
+    /// indicators, kana, Hangul, numbers and their separators.
+    fn random_texts(count: usize) -> impl Iterator<Item = String> {
+        let alphabet: Vec<char> = "ab1 .,'_:\n中文字々〇。、《》かカ한"
+            .chars()
+            .chain([
+                '\u{3400}',
+                '\u{9FFF}',
+                '\u{4DC0}',
+                '\u{F900}',
+                '\u{20000}',
+                '\u{0301}',
+                '\u{3099}',
+                '\u{302A}',
+                '\u{200D}',
+                '\u{200B}',
+                '\u{00AD}',
+                '\u{FE0F}',
+                '\u{1F1E8}',
+                '\u{1F1F3}',
+                '\u{1F600}',
+                '\u{FF0C}',
+                '\u{FF11}',
+                '\u{3000}',
+                '\u{1161}',
+                '\u{2E80}',
+            ])
+            .collect();
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as usize
+        };
+        (0..count).map(move |_| {
+            let len = next(16);
+            (0..len).map(|_| alphabet[next(alphabet.len())]).collect()
+        })
+    }
+
+    #[test]
+    fn the_words_are_uax29_words_on_text_that_tries_the_rules() {
+        for text in random_texts(50_000) {
+            let mut words = Vec::new();
+            for_each_word(&text, |start, word| words.push((start, word)));
+            let expected: Vec<(usize, &str)> = text.unicode_word_indices().collect();
+            assert_eq!(words, expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn the_runs_cut_the_text_into_pieces_that_normalise_alone_as_in_the_whole() {
+        for text in random_texts(50_000) {
+            let mut joined = String::new();
+            let mut normalized = String::new();
+            for (other, ideographs) in other_then_ideograph_runs(&text) {
+                assert!(!other.chars().any(is_plain_ideograph), "{text:?}");
+                assert!(ideographs.chars().all(is_plain_ideograph), "{text:?}");
+                joined.push_str(other);
+                joined.push_str(ideographs);
+                normalized.push_str(&nfkc(other));
+                normalized.push_str(ideographs);
+            }
+            assert_eq!(joined, text);
+            assert_eq!(normalized, nfkc(&text), "{text:?}");
+        }
+    }
+}
