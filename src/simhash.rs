@@ -22,15 +22,15 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
+use cjk::{for_each_word, is_plain_kana, other_then_plain_runs};
 use feature_hash::{feature_hash, push_window_hashes};
-use ideographs::{for_each_word, other_then_ideograph_runs};
 use jieba_rs::Jieba;
 use rustc_hash::FxHashSet;
 use sums::{simhash_of, with_sums, HashChunks, LOW_BIT_OF_EACH_BYTE};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
+mod cjk;
 mod feature_hash;
-mod ideographs;
 mod sums;
 
 /// Which features a document is turned into.
@@ -196,7 +196,8 @@ fn han_majority(text: &str) -> Option<usize> {
         };
         if is_han(c) {
             han += 1;
-        } else if c.is_alphanumeric() {
+        } else if is_plain_kana(c) || c.is_alphanumeric() {
+            // Kana, letters all, skip the table lookup.
             other += 1;
         }
         at += c.len_utf8();
@@ -426,12 +427,12 @@ impl Normalized<'_> {
         self.pending_space = pending;
     }
 
-    /// Text other than ASCII: runs of plain ideographs as they are (see
-    /// [`ideographs`]), the rest through [`Self::push_other`].
+    /// Text other than ASCII: runs of plain ideographs and kana as they
+    /// are (see [`cjk`]), the rest through [`Self::push_other`].
     fn push_unicode(&mut self, text: &str) {
-        for (other, ideographs) in other_then_ideograph_runs(text) {
+        for (other, copied) in other_then_plain_runs(text) {
             self.push_other(other);
-            self.push_ideographs(ideographs);
+            self.push_copied(copied);
         }
     }
 
@@ -446,16 +447,17 @@ impl Normalized<'_> {
         }
     }
 
-    /// Plain ideographs: NFKC, their own lower case, and not white space.
-    fn push_ideographs(&mut self, ideographs: &str) {
-        if ideographs.is_empty() {
+    /// Characters that are their own NFKC and lower case, and not white
+    /// space.
+    fn push_copied(&mut self, copied: &str) {
+        if copied.is_empty() {
             return;
         }
         if self.pending_space {
             self.text.push(' ');
             self.pending_space = false;
         }
-        self.text.push_str(ideographs);
+        self.text.push_str(copied);
     }
 
     #[inline]
@@ -714,6 +716,8 @@ mod tests {
             "日本語のテキスト and English",
             "Ünïcödé café 中",
             "𠀀𠀁 ab",
+            "日本語のテキスト",
+            "漢字とかなカナ、ー",
             "１２３ 中文",
             "中文中文 a1b2",
         ] {

