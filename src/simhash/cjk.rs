@@ -144,35 +144,33 @@ mod tests {
         text.nfkc().collect()
     }
 
+    /// Checks that each of `chars` is three bytes, a letter, not white
+    /// space, its own lower case and its own NFKC; returns how many.
+    fn count_caseless_stable_letters(chars: impl Iterator<Item = char>) -> usize {
+        chars
+            .inspect(|&c| {
+                let text = c.to_string();
+                assert_eq!(text.len(), 3, "{c:?}");
+                assert!(c.is_alphanumeric() && !c.is_whitespace(), "{c:?}");
+                assert!(c.to_lowercase().eq([c]), "{c:?}");
+                assert_eq!(is_nfkc_quick(text.chars()), IsNormalized::Yes, "{c:?}");
+                assert_eq!(nfkc(&text), text, "{c:?}");
+            })
+            .count()
+    }
+
     #[test]
     fn every_plain_ideograph_is_a_caseless_stable_letter_and_three_bytes() {
-        let mut count = 0;
-        for c in plain_ideographs() {
-            let text = c.to_string();
-            assert_eq!(text.len(), 3, "{c:?}");
-            assert!(c.is_alphanumeric() && !c.is_whitespace(), "{c:?}");
-            assert!(c.to_lowercase().eq([c]), "{c:?}");
-            assert_eq!(is_nfkc_quick(text.chars()), IsNormalized::Yes, "{c:?}");
-            assert_eq!(nfkc(&text), text, "{c:?}");
-            count += 1;
-        }
-        assert_eq!(count, 0x4DBF - 0x3400 + 1 + 0x9FFF - 0x4E00 + 1);
+        assert_eq!(
+            count_caseless_stable_letters(plain_ideographs()),
+            0x4DBF - 0x3400 + 1 + 0x9FFF - 0x4E00 + 1
+        );
         assert!(!is_plain_ideograph('\u{4DC0}') && !is_plain_ideograph('\u{F900}'));
     }
 
     #[test]
     fn every_plain_kana_is_a_caseless_stable_letter_and_three_bytes() {
-        let mut count = 0;
-        for c in plain_kana() {
-            let text = c.to_string();
-            assert_eq!(text.len(), 3, "{c:?}");
-            assert!(c.is_alphanumeric() && !c.is_whitespace(), "{c:?}");
-            assert!(c.to_lowercase().eq([c]), "{c:?}");
-            assert_eq!(is_nfkc_quick(text.chars()), IsNormalized::Yes, "{c:?}");
-            assert_eq!(nfkc(&text), text, "{c:?}");
-            count += 1;
-        }
-        assert_eq!(count, 86 + 2 + 90 + 3);
+        assert_eq!(count_caseless_stable_letters(plain_kana()), 86 + 2 + 90 + 3);
         for c in ['\u{309F}', '\u{30FF}', '\u{309B}', '\u{3099}', '\u{30FB}'] {
             assert!(!is_plain_kana(c), "{c:?}");
         }
