@@ -33,7 +33,7 @@ from make_docs_crawl import page
 
 
 def write_wet(path, texts, copies, host):
-    """Writes `texts` ((name, text) pairs) `copies` times; returns the bytes of text."""
+    """Writes `texts` ((name, text) pairs) `copies` times, each copy under another host."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     size = 0
     with open(path + ".tmp", "wb") as f:

@@ -827,7 +827,7 @@ mod tests {
     }
 
     /// Random numbers below the argument (xorshift), for random texts.
-    fn random_below(mut state: u64) -> impl FnMut(usize) -> usize {
+    pub(super) fn random_below(mut state: u64) -> impl FnMut(usize) -> usize {
         move |below| {
             state ^= state << 13;
             state ^= state >> 7;

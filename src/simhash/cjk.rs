@@ -268,13 +268,7 @@ mod tests {
                 '\u{2E80}',
             ])
             .collect();
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move |below: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % below as u64) as usize
-        };
+        let mut next = crate::simhash::tests::random_below(0x9E37_79B9_7F4A_7C15);
         (0..count).map(move |_| {
             let len = next(16);
             (0..len).map(|_| alphabet[next(alphabet.len())]).collect()
