@@ -160,6 +160,13 @@ def bits_apart(simhashes, a, b):
     return bin((simhashes[a] ^ simhashes[b]) & (2**64 - 1)).count("1")
 
 
+def write_docs(texts, path):
+    """`texts` as the JSONL that `neardup fingerprint` reads, ids in order."""
+    with open(path, "w", encoding="utf-8") as out:
+        for i, text in enumerate(texts):
+            out.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
+
+
 def simhashes_of(neardup, docs, out, flags):
     """`{id: simhash}` of `neardup fingerprint` over `docs` with `flags`."""
     subprocess.run([neardup, "fingerprint", "--input", docs, "--out", out, *flags],
@@ -228,10 +235,8 @@ def main():
     texts += [edited(p, pages, rng) for p in pages]
     work = tempfile.mkdtemp(prefix="neardup-eval-zh-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
-    with open(os.path.join(work, "docs.jsonl"), "w", encoding="utf-8") as out:
-        for i, text in enumerate(texts):
-            out.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
     docs, fp, pairs = (os.path.join(work, name) for name in ("docs.jsonl", "fp", "pairs"))
+    write_docs(texts, docs)
     simhashes = simhashes_of(args.neardup, docs, fp, args.flags.split())
     if args.short_han:
         by_short = simhashes_of(args.neardup, docs, fp + "-short", args.short_han.split())

@@ -38,7 +38,6 @@ in 0.70-0.80 (not to be).
 
 import argparse
 import importlib.util
-import json
 import math
 import os
 import random
@@ -83,9 +82,7 @@ def neardup_defaults(texts, neardup):
     work = tempfile.mkdtemp(prefix="neardup-eval-zh-weights-")
     try:
         docs = os.path.join(work, "docs.jsonl")
-        with open(docs, "w", encoding="utf-8") as out:
-            for i, text in enumerate(texts):
-                out.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
+        ez.write_docs(texts, docs)
         return ez.simhashes_of(neardup, docs, os.path.join(work, "fp"), [])
     finally:
         shutil.rmtree(work, ignore_errors=True)

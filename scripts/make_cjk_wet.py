@@ -13,10 +13,11 @@ scripts/bench_fingerprint.sh (INPUT=zh, INPUT=ja, INPUT=ko) and `WET=... cargo b
   the stable toolchain's docs (`rustup component add rust-docs`; 196
   pages, prose beside code), 4 x COPIES times over: 27 MB of text;
 - OUT/ko/ko.wet.gz: the same in Korean (Hangul syllables between spaces),
-  4 x COPIES times over: 26 MB of text.
+  4 x COPIES times over: 26.8 MB of text.
 
-Chinese pages cost jieba's segmentation, which English pages never reach,
-and both are mostly characters other than ASCII.
+Chinese pages cost jieba's segmentation, which English pages never reach;
+Chinese and Japanese pages are mostly characters other than ASCII, the
+Korean ones a fifth Hangul syllables, most of the rest code.
 
     .venv/bin/python scripts/make_cjk_wet.py OUT [COPIES]
 """
