@@ -194,10 +194,11 @@ def edited_copies_by_band(simhashes, first_page, pages, jaccard, k, quiet=False)
     fast the distance grows between the two is what bounds both goals."""
     bands = [(0.5, 0.6), (0.6, 0.7), (0.7, 0.8), (0.8, 0.85), (0.85, 0.9),
              (0.9, 0.95), (0.95, 0.99), (0.99, 1.01)]
+    similarity = {(a, a + pages): jaccard(a, a + pages)
+                  for a in range(first_page, first_page + pages)}
     figures = {}
     for low, high in bands:
-        pairs = [(a, a + pages) for a in range(first_page, first_page + pages)
-                 if low <= jaccard(a, a + pages) < high]
+        pairs = [p for p, j in similarity.items() if low <= j < high]
         if not pairs:
             continue
         bits = [bits_apart(simhashes, a, b) for a, b in pairs]

@@ -22,7 +22,7 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
-use cjk::{for_each_word, is_plain_kana, other_then_plain_runs};
+use cjk::{for_each_word, is_stable_letter, other_then_plain_runs};
 use feature_hash::{feature_hash, push_window_hashes};
 use jieba_rs::Jieba;
 use rustc_hash::FxHashSet;
@@ -196,8 +196,8 @@ fn han_majority(text: &str) -> Option<usize> {
         };
         if is_han(c) {
             han += 1;
-        } else if is_plain_kana(c) || c.is_alphanumeric() {
-            // Kana, letters all, skip the table lookup.
+        } else if is_stable_letter(c) || c.is_alphanumeric() {
+            // Kana and Hangul syllables, letters all, skip the table lookup.
             other += 1;
         }
         at += c.len_utf8();

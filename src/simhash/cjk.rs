@@ -47,6 +47,13 @@ pub fn is_hangul_syllable(c: char) -> bool {
     matches!(c as u32, 0xAC00..=0xD7A3)
 }
 
+/// A plain ideograph, kana or Hangul syllable: a caseless letter that NFKC
+/// leaves as it is and that is never the second of a composition, so
+/// normalisation may always be split before it.
+pub fn is_stable_letter(c: char) -> bool {
+    is_plain_ideograph(c) || is_plain_kana(c) || is_hangul_syllable(c)
+}
+
 /// `text` (what ASCII or nothing follows) cut into pieces in turn:
 /// characters to normalise (maybe none), then a run of characters that
 /// normalise to themselves (maybe none, at the end), and so on to the end.
@@ -85,9 +92,8 @@ fn first_where(text: &str, copied: bool) -> usize {
 
 /// Whether `c`, with `next` after it, normalises to itself alone.
 fn copied_as_it_is(c: char, next: Option<char>) -> bool {
-    let stable = |c: char| is_plain_ideograph(c) || is_plain_kana(c) || is_hangul_syllable(c);
-    let nothing_composes = || next.is_none_or(|next| next.is_ascii() || stable(next));
-    is_plain_ideograph(c) || ((is_plain_kana(c) || is_hangul_syllable(c)) && nothing_composes())
+    let nothing_composes = || next.is_none_or(|next| next.is_ascii() || is_stable_letter(next));
+    is_plain_ideograph(c) || (is_stable_letter(c) && nothing_composes())
 }
 
 /// Calls `word` with each of `text.unicode_word_indices()` in order, the
@@ -318,13 +324,12 @@ mod tests {
 
     #[test]
     fn the_runs_cut_the_text_into_pieces_that_normalise_alone_as_in_the_whole() {
-        let plain = |c: char| is_plain_ideograph(c) || is_plain_kana(c) || is_hangul_syllable(c);
         for text in random_texts(50_000) {
             let mut joined = String::new();
             let mut normalized = String::new();
             for (other, copied) in other_then_plain_runs(&text) {
                 assert!(!other.chars().any(is_plain_ideograph), "{text:?}");
-                assert!(copied.chars().all(plain), "{text:?}");
+                assert!(copied.chars().all(is_stable_letter), "{text:?}");
                 joined.push_str(other);
                 joined.push_str(copied);
                 normalized.push_str(&nfkc(other));
