@@ -15,6 +15,7 @@ use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
 use crate::job;
+use crate::keep_order::KeepOrder;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 use crate::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::parquet_io::input::{open_inputs, Columns};
@@ -55,7 +56,19 @@ pub struct ClusterCommandArgs {
     /// Output directory (gets clusters/ and drop/).
     #[arg(long)]
     pub out: PathBuf,
-    /// Keep a page already in the corpus before a new one (then the smallest id).
+    /// Which page of a cluster is kept: keys in order, each breaking the
+    /// ties of the one before, then the smallest id. Keys: corpus (first
+    /// only), earliest, latest, canonical-url, longest, column:NAME:asc|desc
+    /// [default: corpus,earliest,canonical-url with --pages, else the
+    /// smallest id]
+    #[arg(long, value_name = "KEY,...")]
+    pub keep_by: Option<String>,
+    /// The table of page attributes the keys read (and drop/'s URLs): the
+    /// night's fingerprint shards, or any Parquet with `id` and the keys'
+    /// columns; files, directories, globs or object-store URLs.
+    #[arg(long, num_args = 1..)]
+    pub pages: Vec<String>,
+    /// The same as --keep-by corpus.
     #[arg(long)]
     pub corpus_wins: bool,
     /// direct: drop a page only for a kept page it is paired with (the
@@ -546,7 +559,12 @@ fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
     let opts = ClusterJobOptions {
         pairs: args.pairs,
         out: args.out.clone(),
-        corpus_wins: args.corpus_wins,
+        keep_by: KeepOrder::resolve(
+            args.keep_by.as_deref(),
+            args.corpus_wins,
+            !args.pages.is_empty(),
+        )?,
+        pages: args.pages,
         drop_policy: args.drop_policy,
         max_cluster_size: args.max_cluster_size,
         parts: args.parts,

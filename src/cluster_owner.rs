@@ -27,6 +27,7 @@ use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
 use crate::dataflow::Failure;
 use crate::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
+use crate::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::part_runs::{RunBuilder, RunSlice};
 use crate::sorting::pieces_in;
 
@@ -37,13 +38,15 @@ pub type SlotPair = (Page, Page, u8);
 /// What a worker sends a joined cluster's owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Assigned {
-    /// The ids of pages that rank `first` (or not) in id order, the first
-    /// at slot `first_slot` of `source`.
+    /// The ids of pages that rank `first` (or not) in priority order, the
+    /// first at slot `first_slot` of `source`, and their keys (the same
+    /// number of words a page, none if pages have no keys).
     Pages {
         source: u32,
         first_slot: u32,
         first: bool,
         ids: Vec<i64>,
+        keys: Vec<u32>,
     },
     /// Pairs `(slot, slot, distance)` by their ends' slots from `source`.
     Pairs { source: u32, pairs: Vec<SlotPair> },
@@ -61,8 +64,8 @@ pub struct ClusterOwner {
     pub failure: Arc<Failure>,
 }
 
-/// Consecutive pages of one source: `(first slot, rank first, ids)`.
-type PageSlice = (u32, bool, Vec<i64>);
+/// Consecutive pages of one source: `(first slot, rank first, ids, keys)`.
+type PageSlice = (u32, bool, Vec<i64>, Vec<u32>);
 
 /// What an owner received, per source: slices of pages and of pairs.
 #[derive(Default)]
@@ -85,8 +88,9 @@ impl Inbox {
                 first_slot,
                 first,
                 ids,
+                keys,
                 ..
-            } => self.pages[source].push((first_slot, first, ids)),
+            } => self.pages[source].push((first_slot, first, ids, keys)),
             Assigned::Pairs { pairs, .. } => self.pairs[source].push(pairs),
         }
     }
@@ -167,6 +171,11 @@ impl OwnerWork {
         drop(pairs);
         let pages = ids.len();
         let drops = greedy_sweep(merged.first, oriented, ids);
+        // With keys, priority order within a run is not id order.
+        let drops = match merged.keyed {
+            true => drops.into_id_order(1),
+            false => drops,
+        };
         tracing::info!(
             pages,
             seconds = started.elapsed().as_secs_f64(),
@@ -194,14 +203,20 @@ impl OwnerWork {
     }
 }
 
+/// A page's place in priority order: `(ranks later, keys, id)`.
+type PriorityKey = (bool, KeyWords, i64);
+
 /// One source's pages in slot order (so in priority order), read once,
 /// each slice freed once read.
 struct SourceRun {
     source: usize,
     slices: std::vec::IntoIter<PageSlice>,
-    current: (bool, std::vec::IntoIter<i64>),
+    /// The slice being read, and where.
+    current: Option<(PageSlice, usize)>,
     /// Slots in all.
     len: usize,
+    /// Whether its pages came with keys.
+    keyed: bool,
 }
 
 impl SourceRun {
@@ -210,33 +225,44 @@ impl SourceRun {
     fn new(source: usize, mut slices: Vec<PageSlice>) -> Result<SourceRun> {
         slices.sort_unstable_by_key(|&(first_slot, ..)| first_slot);
         let mut slots = 0;
-        for &(first_slot, _, ref ids) in &slices {
+        for &(first_slot, _, ref ids, ref keys) in &slices {
             if first_slot as usize != slots {
                 bail!("worker {source} sent slot {first_slot} out of place (internal error)");
             }
+            if !keys.is_empty() && keys.len() % ids.len().max(1) != 0 {
+                bail!("worker {source} sent keys that are not whole pages' (internal error)");
+            }
             slots += ids.len();
         }
+        let keyed = slices.iter().any(|(.., keys)| !keys.is_empty());
         Ok(SourceRun {
             source,
             slices: slices.into_iter(),
-            current: (false, Vec::new().into_iter()),
+            current: None,
             len: slots,
+            keyed,
         })
     }
 
-    /// The next page's key in priority order: `(ranks later, id)`.
-    fn peek(&mut self) -> Option<(bool, i64)> {
+    /// The next page's place in priority order.
+    fn peek(&mut self) -> Option<PriorityKey> {
         loop {
-            if let Some(&id) = self.current.1.as_slice().first() {
-                return Some((!self.current.0, id));
+            if let Some(((_, first, ids, keys), at)) = &self.current {
+                if let Some(&id) = ids.get(*at) {
+                    let words = keys.len() / ids.len();
+                    let mut page_keys = [0; MAX_KEY_WORDS];
+                    page_keys[..words].copy_from_slice(&keys[at * words..(at + 1) * words]);
+                    return Some((!first, page_keys, id));
+                }
             }
-            let (_, first, ids) = self.slices.next()?;
-            self.current = (first, ids.into_iter());
+            self.current = Some((self.slices.next()?, 0));
         }
     }
 
     fn advance(&mut self) {
-        self.current.1.next();
+        if let Some((_, at)) = &mut self.current {
+            *at += 1;
+        }
     }
 }
 
@@ -246,21 +272,23 @@ struct Merged {
     ids: Vec<i64>,
     /// How many positions rank first.
     first: usize,
+    /// Whether the pages came with keys.
+    keyed: bool,
     /// Each source's slots' positions.
     positions: Vec<Vec<Page>>,
 }
 
 /// Merges the sources' runs (each in priority order: those that rank first,
-/// by id, then the others) into one; a page several sources sent (ranked
-/// alike by all, see [`crate::dataflow::components::Join`]) is one
-/// position.
+/// by keys and id, then the others) into one; a page several sources sent
+/// (ranked alike by all, see [`crate::dataflow::components::Join`], with
+/// the same keys, read from the same rows) is one position.
 fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
     let mut ids: Vec<i64> = Vec::with_capacity(runs.iter().map(|run| run.len).sum());
     let mut first = 0;
     let mut positions: Vec<Vec<Page>> =
         runs.iter().map(|run| Vec::with_capacity(run.len)).collect();
-    let mut heads: Vec<Option<(bool, i64)>> = runs.iter_mut().map(SourceRun::peek).collect();
-    let mut last: Option<(bool, i64)> = None;
+    let mut heads: Vec<Option<PriorityKey>> = runs.iter_mut().map(SourceRun::peek).collect();
+    let mut last: Option<PriorityKey> = None;
     loop {
         // The least head: sources are few (the workers), and a scan of a
         // handful of keys in cache beats a heap's pop and push per page.
@@ -281,7 +309,7 @@ fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
                 )
             }
             _ => {
-                ids.push(key.1);
+                ids.push(key.2);
                 first += usize::from(!key.0);
                 last = Some(key);
             }
@@ -293,6 +321,7 @@ fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
     Ok(Merged {
         ids,
         first,
+        keyed: runs.iter().any(|run| run.keyed),
         positions,
     })
 }
@@ -326,13 +355,19 @@ mod tests {
         // Source 0: corpus pages 4, 9, then 1, 7, 8; source 1: corpus page
         // 9 (shared), then 2, 7 (shared), 10, in slices given out of order.
         let runs = vec![
-            run(0, vec![(2, false, vec![1, 7, 8]), (0, true, vec![4, 9])]),
+            run(
+                0,
+                vec![
+                    (2, false, vec![1, 7, 8], Vec::new()),
+                    (0, true, vec![4, 9], Vec::new()),
+                ],
+            ),
             run(
                 1,
                 vec![
-                    (1, false, vec![2]),
-                    (0, true, vec![9]),
-                    (2, false, vec![7, 10]),
+                    (1, false, vec![2], Vec::new()),
+                    (0, true, vec![9], Vec::new()),
+                    (2, false, vec![7, 10], Vec::new()),
                 ],
             ),
         ];
@@ -346,9 +381,37 @@ mod tests {
     }
 
     #[test]
+    fn runs_with_keys_merge_by_keys_then_id() {
+        // One word of keys a page: source 0 sends 5 (key 1) and 2 (key 3);
+        // source 1 sends 8 (key 1), then 2 (key 3, shared); corpus page 9
+        // (key 7) ranks first whatever its keys.
+        let runs = vec![
+            run(0, vec![(0, false, vec![5, 2], vec![1, 3])]),
+            run(
+                1,
+                vec![
+                    (0, true, vec![9], vec![7]),
+                    (1, false, vec![8, 2], vec![1, 3]),
+                ],
+            ),
+        ];
+        let merged = merge_in_priority_order(runs).unwrap();
+        assert_eq!(merged.ids, vec![9, 5, 8, 2]);
+        assert_eq!(merged.first, 1);
+        assert_eq!(merged.positions, vec![vec![1, 3], vec![0, 2, 3]]);
+    }
+
+    #[test]
     fn a_gap_in_slots_or_pages_out_of_order_is_an_internal_error() {
-        assert!(SourceRun::new(0, vec![(0, false, vec![1]), (2, false, vec![3])]).is_err());
-        let unordered = vec![run(0, vec![(0, false, vec![5, 3])])];
+        assert!(SourceRun::new(
+            0,
+            vec![
+                (0, false, vec![1], Vec::new()),
+                (2, false, vec![3], Vec::new())
+            ]
+        )
+        .is_err());
+        let unordered = vec![run(0, vec![(0, false, vec![5, 3], Vec::new())])];
         assert!(merge_in_priority_order(unordered).is_err());
         let mut pairs = vec![vec![vec![(0, 1, 2)]]];
         assert!(to_positions(&mut pairs, &[vec![7]]).is_err());

@@ -26,7 +26,9 @@ use timely::dataflow::operators::core::OkErr;
 use timely::dataflow::operators::{Concat, Input};
 
 use crate::cluster_owner::ClusterOwner;
-use crate::components::{mix, Components, GraphWriter, Page, SharedGraph, MAX_PROCESS_PAGES};
+use crate::components::{
+    mix, Components, GraphWriter, KeyWriter, Page, SharedGraph, MAX_PROCESS_PAGES,
+};
 use crate::dataflow::commit::{
     await_outcome, commit_staging, gather_and_commit, lock, report_when_done, FinalStage, Merge,
     OutcomeSlot, Report,
@@ -37,12 +39,15 @@ use crate::dataflow::components::{
 };
 use crate::dataflow::Failure;
 use crate::drop_policy::{DropPolicy, PairLog};
+use crate::drop_urls::attach_urls;
+use crate::keep_order::{KeepOrder, URL};
 use crate::local_clusters::{Routed, Router, RouterInput};
 use crate::parallel::{share_of_process, Tickets};
 use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, PairNeeds, PairRow, PairUnit, SharedRowGroup,
 };
 use crate::parquet_io::output::{part_name, PartRow, SortedPart, Staging};
+use crate::parquet_io::pages::PagesTable;
 use crate::part_runs::{
     owner_run, router_run, DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice,
 };
@@ -58,8 +63,11 @@ pub struct ClusterJobOptions {
     /// `match` outputs: directories, files or globs.
     pub pairs: Vec<String>,
     pub out: PathBuf,
-    /// Keep a page already in the corpus before a new one.
-    pub corpus_wins: bool,
+    /// Which page of a cluster is kept ([`crate::keep_order`]).
+    pub keep_by: KeepOrder,
+    /// The pages table the keys are read from (`--pages`): files,
+    /// directories or globs; none for an order by corpus and id alone.
+    pub pages: Vec<String>,
     /// How pages are chosen for `drop/`.
     pub drop_policy: DropPolicy,
     /// Warn about clusters with more pages than this.
@@ -75,7 +83,8 @@ impl ClusterJobOptions {
         ClusterJobOptions {
             pairs,
             out,
-            corpus_wins: false,
+            keep_by: KeepOrder::default(),
+            pages: Vec::new(),
             drop_policy: DropPolicy::default(),
             max_cluster_size: 1000,
             parts: 1,
@@ -135,6 +144,14 @@ pub struct Oversized {
 #[derive(Debug, Serialize)]
 pub struct ClusterSummary {
     pub inputs: Vec<String>,
+    /// The keys of `--keep-by`, in order (then the smallest id).
+    pub keep_by: Vec<String>,
+    /// The pages table, if one was read.
+    pub pages_table: Vec<String>,
+    /// Rows of the pages table, read by each process.
+    pub pages_table_rows: u64,
+    /// Whether `drop/` has `url` and `keep_url`.
+    pub drop_urls: bool,
     pub corpus_wins: bool,
     pub drop_policy: DropPolicy,
     pub workers: usize,
@@ -179,11 +196,13 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         bail!("--parts must be at least 1");
     }
     let direct = opts.drop_policy == DropPolicy::Direct;
+    let keep = &opts.keep_by;
     let needs = PairNeeds {
-        self_pair: opts.corpus_wins,
+        self_pair: keep.corpus_first(),
         distance: direct,
     };
     let peers = opts.runtime.workers * opts.runtime.processes;
+    let pages = open_pages(opts)?.map(Arc::new);
     let units = into_pieces(open_pair_inputs(&opts.pairs, needs)?, peers);
     let staging = match opts.runtime.is_leader() {
         true => {
@@ -198,10 +217,12 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         }
         false => None,
     };
+    let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
+    let drop_urls = pages.as_ref().is_some_and(|table| table.has_optional(0));
     let (commit, written) = {
         let opts = opts.clone();
         commit_staging(staging, move |totals: &ClusterTotals| {
-            summarize(&opts, totals, started)
+            summarize(&opts, totals, started, pages_rows, drop_urls)
         })
     };
     let dir = Staging::dir_for(&opts.out)?;
@@ -209,13 +230,20 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let outcome = Arc::new(OutcomeSlot::default());
     let total_pairs: u64 = units.iter().map(|unit| unit.rows as u64).sum();
     let process_units = ProcessUnits::of(units, &opts.runtime);
-    let process_graph = SharedGraph::new(opts.corpus_wins, opts.runtime.workers);
-    let job = Arc::new((process_units, opts.clone(), dir, process_graph));
+    let process_graph = SharedGraph::new(keep.corpus_first(), opts.runtime.workers, keep.words());
+    let page_units = Tickets::new(pages.as_ref().map_or(0, |table| table.units()));
+    let job = Arc::new((
+        process_units,
+        opts.clone(),
+        dir,
+        process_graph,
+        (pages, page_units),
+    ));
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
         runtime::execute(&opts.runtime, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
-            let (units, opts, dir, process_graph) = &*job;
+            let (units, opts, dir, process_graph, (pages, page_units)) = &*job;
             let filter = SharedFilter::new(total_pairs, peers, opts.runtime.processes);
             let parts = opts.parts;
             let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
@@ -291,7 +319,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 };
                 let rows = owner.rows(to_owners).concat(decided);
                 let processes = opts.runtime.processes;
-                let writer = PartWriter::new(dir, me, peers, processes, parts);
+                let urls_from = pages.clone().filter(|_| drop_urls);
+                let writer = PartWriter::new(dir, me, peers, processes, parts, urls_from);
                 let reports = report_when_done(
                     rows,
                     Exchange::new(move |slice: &RunSlice| {
@@ -318,6 +347,20 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 rss_mib = ?crate::logging::resident_mib(),
                 "pairs read into the process's union-find"
             );
+            if let Some(table) = pages.as_ref().filter(|_| opts.keep_by.words() > 0) {
+                let keep = &opts.keep_by;
+                let written = process_graph
+                    .write_keys(local, |writer| write_keys(table, keep, page_units, writer));
+                if let Err(error) = written {
+                    state.borrow_mut().fail(error, &failure);
+                }
+                tracing::info!(
+                    worker = me,
+                    seconds = local_started.elapsed().as_secs_f64(),
+                    rss_mib = ?crate::logging::resident_mib(),
+                    "keys of pages read"
+                );
+            }
             // Every local worker comes here, even after a failure: the
             // others wait for it.
             let share = process_graph.split(local, pairs);
@@ -343,7 +386,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     if let Some(summary) = lock(&written).take() {
         return Ok(summary);
     }
-    Ok(summarize(opts, &totals, started))
+    Ok(summarize(opts, &totals, started, pages_rows, drop_urls))
 }
 
 /// The pair units one process reads: placed among processes balanced by
@@ -417,6 +460,47 @@ impl UnitRows<'_> {
         }
         Ok(!rows.is_empty())
     }
+}
+
+/// Opens the pages table of `--pages`, with the columns the keys need and
+/// `url` where it has one; checks that the keys and the table go together.
+fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
+    let keep = &opts.keep_by;
+    if opts.pages.is_empty() {
+        if keep.words() > 0 {
+            bail!("--keep-by {keep} reads the pages table: give it with --pages");
+        }
+        return Ok(None);
+    }
+    let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
+        keep.check_column(file, column, data_type)
+    };
+    let is_string = |data_type: &arrow_schema::DataType| {
+        use arrow_schema::DataType::{LargeUtf8, Utf8, Utf8View};
+        matches!(data_type, Utf8 | LargeUtf8 | Utf8View)
+    };
+    let table = PagesTable::open(&opts.pages, &keep.columns(), check, &[URL], is_string)?;
+    Ok(Some(table))
+}
+
+/// Reads the pages table's row groups, as many as this worker gets to,
+/// and writes the keys of the rows that are pages of the graph.
+fn write_keys(
+    table: &PagesTable,
+    keep: &KeepOrder,
+    units: &Tickets,
+    writer: &mut KeyWriter<'_>,
+) -> Result<()> {
+    let mut keys = Vec::new();
+    while let Some(unit) = units.take() {
+        table.read_unit(unit, |ids, batch, location| {
+            keys.clear();
+            keep.encode(batch, location, &mut keys)?;
+            writer.write(ids, &keys);
+            Ok(())
+        })?;
+    }
+    Ok(())
 }
 
 /// Rows of a worker's first unit that size the union-find: enough for the
@@ -575,6 +659,8 @@ struct PartWriter {
     worker: usize,
     members: Vec<Option<StreamedPart<MemberRow>>>,
     drops: Vec<Option<StreamedPart<DropRow>>>,
+    /// The pages table `drop/`'s URLs are read from, if it has them.
+    urls_from: Option<Arc<PagesTable>>,
     /// Time spent writing, while the rows came and after.
     writing: std::time::Duration,
 }
@@ -583,14 +669,20 @@ struct PartWriter {
 struct StreamedPart<T: PartRow> {
     merge: RunMerge<T>,
     file: SortedPart<T>,
+    /// Where the part goes once placed.
+    path: PathBuf,
 }
 
 impl<T: PartRow> StreamedPart<T> {
-    fn new(path: PathBuf, producers: &[u32]) -> StreamedPart<T> {
-        StreamedPart {
-            merge: RunMerge::new(producers.iter().copied()),
-            file: SortedPart::new(path),
-        }
+    /// A part written to `path`, or with `local` to a plain file beside it
+    /// read again before it is placed ([`crate::drop_urls`]).
+    fn new(path: PathBuf, producers: &[u32], local: bool) -> StreamedPart<T> {
+        let merge = RunMerge::new(producers.iter().copied());
+        let file = match local {
+            true => SortedPart::new_local(local_name(&path)),
+            false => SortedPart::new(path.clone()),
+        };
+        StreamedPart { merge, file, path }
     }
 
     /// Takes in a slice of producer `run` and writes what it lets through.
@@ -607,11 +699,12 @@ impl<T: PartRow> StreamedPart<T> {
         parts: usize,
         ours: impl Fn(usize) -> bool,
         producers: &[u32],
+        local: bool,
     ) -> Vec<Option<StreamedPart<T>>> {
         (0..parts)
             .map(|p| {
                 let path = dir.join(folder).join(part_name(p));
-                ours(p).then(|| StreamedPart::new(path, producers))
+                ours(p).then(|| StreamedPart::new(path, producers, local))
             })
             .collect()
     }
@@ -625,9 +718,18 @@ impl<T: PartRow> StreamedPart<T> {
     }
 
     fn finish(self) -> Result<u64> {
-        let StreamedPart { mut merge, file } = self;
+        let StreamedPart {
+            mut merge, file, ..
+        } = self;
         file.finish(&mut merge)
     }
+}
+
+/// The plain file a part is first written to when it is read again before
+/// it is placed: a hidden name beside it, never uploaded.
+fn local_name(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{}.plain", name.unwrap_or_default()))
 }
 
 impl PartWriter {
@@ -636,7 +738,14 @@ impl PartWriter {
     /// every part; the owners of joined clusters only on several processes
     /// (on one, no cluster is joined: waiting for the owners' ends, which
     /// come after all the routing, would hold every row until then).
-    fn new(dir: &Path, worker: usize, peers: usize, processes: usize, parts: usize) -> PartWriter {
+    fn new(
+        dir: &Path,
+        worker: usize,
+        peers: usize,
+        processes: usize,
+        parts: usize,
+        urls_from: Option<Arc<PagesTable>>,
+    ) -> PartWriter {
         let producers: Vec<u32> = (0..peers as u32)
             .flat_map(|w| match processes {
                 1 => vec![router_run(w)],
@@ -644,10 +753,19 @@ impl PartWriter {
             })
             .collect();
         let ours = |kind| move |p: usize| writer_of(p, kind, peers) == worker;
+        let local = urls_from.is_some();
         PartWriter {
             worker,
-            members: StreamedPart::all(dir, "clusters", parts, ours(RowKind::Members), &producers),
-            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &producers),
+            members: StreamedPart::all(
+                dir,
+                "clusters",
+                parts,
+                ours(RowKind::Members),
+                &producers,
+                false,
+            ),
+            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &producers, local),
+            urls_from,
             writing: std::time::Duration::ZERO,
         }
     }
@@ -687,7 +805,11 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
             totals.pages += part.finish()?;
         }
         for part in std::mem::take(&mut self.drops).into_iter().flatten() {
+            let path = part.path.clone();
             totals.dropped += part.finish()?;
+            if let Some(table) = &self.urls_from {
+                attach_urls(&local_name(&path), &path, table)?;
+            }
         }
         tracing::info!(
             worker = self.worker,
@@ -714,7 +836,13 @@ pub(crate) fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64,
     }
 }
 
-fn summarize(opts: &ClusterJobOptions, totals: &ClusterTotals, started: Instant) -> ClusterSummary {
+fn summarize(
+    opts: &ClusterJobOptions,
+    totals: &ClusterTotals,
+    started: Instant,
+    pages_rows: u64,
+    drop_urls: bool,
+) -> ClusterSummary {
     let mut oversized = totals.oversized.clone();
     oversized.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let size_histogram = totals
@@ -738,7 +866,11 @@ fn summarize(opts: &ClusterJobOptions, totals: &ClusterTotals, started: Instant)
     }
     ClusterSummary {
         inputs: opts.pairs.clone(),
-        corpus_wins: opts.corpus_wins,
+        keep_by: opts.keep_by.names(),
+        pages_table: opts.pages.clone(),
+        pages_table_rows: pages_rows,
+        drop_urls,
+        corpus_wins: opts.keep_by.corpus_first(),
         drop_policy: opts.drop_policy,
         workers: opts.runtime.workers,
         processes: opts.runtime.processes,

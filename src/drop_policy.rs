@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use serde::{Deserialize, Serialize};
 
 use crate::components::{Page, MISSING};
+use crate::keep_order::KeyWords;
 use crate::parallel::in_chunks;
 use crate::sorting::{
     bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot, sort_spread_by_key,
@@ -27,9 +28,9 @@ const LOOKAHEAD: usize = 16;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum DropPolicy {
-    /// Pages in priority order (corpus first under `--corpus-wins`, then the
-    /// smallest id): a page is kept unless a partner earlier in that order
-    /// is kept; then it is dropped for the nearest such partner.
+    /// Pages in priority order (`--keep-by`): a page is kept unless a
+    /// partner earlier in that order is kept; then it is dropped for the
+    /// nearest such partner (the earliest in that order among the nearest).
     #[default]
     Direct,
     /// Every page of a component is dropped for its representative.
@@ -301,6 +302,20 @@ pub struct DirectDrops {
 pub struct DropCursor([usize; 2]);
 
 impl DirectDrops {
+    /// The drops as one run in id order, for pages whose priority order is
+    /// not their id order within each run (they have keys): a scatter by
+    /// id into buckets sorted in the cache, the ids read where they are.
+    pub fn into_id_order(mut self, threads: usize) -> DirectDrops {
+        let ids = &self.ids;
+        let key = |drop: &OrientedPair| ordered(ids[drop.0 as usize]);
+        let sorter =
+            || move |_: usize, bucket: &mut [OrientedPair]| bucket.sort_unstable_by_key(key);
+        let drops = std::mem::take(&mut self.drops);
+        self.drops = scatter_sorted_runs(vec![drops], key, 1 << 10, threads, sorter);
+        self.first = self.drops.len();
+        self
+    }
+
     /// How many pages are dropped.
     pub fn len(&self) -> usize {
         self.drops.len()
@@ -358,23 +373,39 @@ impl DirectDrops {
     }
 }
 
+/// How pages that rank alike are ordered: by their keys (by place in
+/// `by_id`, [`crate::keep_order`]) if they have any, then by id.
+pub struct PlaceKeys<'a> {
+    /// Words of keys a page (0: by id alone).
+    pub words: usize,
+    pub keys: &'a (dyn Fn(usize) -> KeyWords + Sync),
+    /// Fetches a place's keys ahead of their use (a place past the end is
+    /// ignored).
+    pub prefetch: &'a (dyn Fn(usize) + Sync),
+}
+
 /// The [`DropPolicy::Direct`] drops among `by_id` (pages with indexes
 /// below `n`, sorted by id) whose `rank` (by place in `by_id`, asked in
 /// order) is known, paired by `pairs` (by
 /// index; a pair whose first end is not swept is skipped): one sweep in
-/// priority order (those that rank first, then the others, each by id)
-/// over all of them. Clusters do not interact, so one sweep over many
-/// clusters is each cluster's pass; a cluster decided elsewhere is left out
-/// by ranking its pages `None`.
+/// priority order (those that rank first, then the others, each by their
+/// `keys` and then id) over all of them. Clusters do not interact, so one
+/// sweep over many clusters is each cluster's pass; a cluster decided
+/// elsewhere is left out by ranking its pages `None`.
 pub fn direct_drops(
     by_id: &[KeyedPage],
     n: usize,
     rank: impl Fn(usize) -> Option<bool> + Sync,
+    keys: Option<PlaceKeys<'_>>,
     mut pairs: PairLog,
     threads: usize,
 ) -> DirectDrops {
     let position: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(MISSING)).collect();
-    let (ids, first_positions) = in_priority_order(by_id, rank, &position, threads);
+    let keyed = keys.as_ref().is_some_and(|keys| keys.words > 0);
+    let (ids, first_positions) = match keys.filter(|_| keyed) {
+        Some(keys) => in_keyed_priority_order(by_id, rank, &keys, &position),
+        None => in_priority_order(by_id, rank, &position, threads),
+    };
     pairs.rename_by(&position, threads);
     drop(position);
     let oriented = sorted_by_later_end(
@@ -384,7 +415,11 @@ pub fn direct_drops(
         threads,
     );
     drop(pairs);
-    greedy_sweep(first_positions, oriented, ids)
+    let drops = greedy_sweep(first_positions, oriented, ids);
+    match keyed {
+        true => drops.into_id_order(threads),
+        false => drops,
+    }
 }
 
 /// The pages of `by_id` whose `rank` is known, in priority order: their ids
@@ -460,6 +495,77 @@ fn in_priority_order(
     (ids, first)
 }
 
+/// [`in_priority_order`] when pages have keys: each run (those that rank
+/// first, then the others) sorted by the pages' keys and then id. A page's
+/// entry is two words, its first three words of keys and its place in
+/// `by_id` (the id's order), sorted in place; the entries' memory then
+/// becomes the ids by position, read in the order it is written over, so
+/// the sort costs no memory beyond the ids'. Keys beyond three words break
+/// the ties of the first three.
+fn in_keyed_priority_order(
+    by_id: &[KeyedPage],
+    rank: impl Fn(usize) -> Option<bool>,
+    keys: &PlaceKeys<'_>,
+    position: &[AtomicU32],
+) -> (Vec<i64>, usize) {
+    let entry = |place: usize| {
+        let k = (keys.keys)(place);
+        let [a, b, c] = [k[0], k[1], k[2]].map(u64::from);
+        [a << 32 | b, c << 32 | place as u64]
+    };
+    // Room for every page: grown by doubling, the entries would be copied.
+    let mut entries: Vec<[u64; 2]> = Vec::with_capacity(by_id.len());
+    let mut first = 0;
+    for ranks_first in [true, false] {
+        for at in 0..by_id.len() {
+            (keys.prefetch)(at + LOOKAHEAD);
+            if rank(at) == Some(ranks_first) {
+                entries.push(entry(at));
+            }
+        }
+        if ranks_first {
+            first = entries.len();
+        }
+    }
+    entries[..first].sort_unstable();
+    entries[first..].sort_unstable();
+    if keys.words > 3 {
+        for run in [0..first, first..entries.len()] {
+            break_ties_beyond_three_words(&mut entries[run], keys);
+        }
+    }
+    let len = entries.len();
+    let mut ids: Vec<i64> = bytemuck::allocation::cast_vec(entries);
+    for at in 0..len {
+        // Entry `at` is words 2at and 2at + 1; id `at` is word `at`, which
+        // lies in an entry already read.
+        let place = (ids[2 * at + 1] as u64 & u64::from(u32::MAX)) as usize;
+        let (id, page, _) = by_id[place];
+        position[page as usize].store(at as Page, Relaxed);
+        ids[at] = id;
+    }
+    ids.truncate(len);
+    (ids, first)
+}
+
+/// Sorts each group of `entries` (sorted) whose first three words of keys
+/// are equal by the rest of their keys, then by place.
+fn break_ties_beyond_three_words(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>) {
+    let prefix = |e: &[u64; 2]| (e[0], e[1] >> 32);
+    let place = |e: &[u64; 2]| (e[1] & u64::from(u32::MAX)) as usize;
+    let mut start = 0;
+    while start < entries.len() {
+        let mut end = start + 1;
+        while end < entries.len() && prefix(&entries[end]) == prefix(&entries[start]) {
+            end += 1;
+        }
+        if end - start > 1 {
+            entries[start..end].sort_by_cached_key(|e| ((keys.keys)(place(e)), place(e)));
+        }
+        start = end;
+    }
+}
+
 /// A pair as the sweep takes it: `(later position, earlier position,
 /// distance)`.
 pub type OrientedPair = (Page, Page, u8);
@@ -530,7 +636,8 @@ where
 /// The greedy sweep itself, over pages named by their position in
 /// priority order (the first `first_positions` rank first; `ids` their ids,
 /// by position), paired by `oriented` (from [`sorted_by_later_end`];
-/// repeats are harmless); ties in distance go to the smallest id. One pass
+/// repeats are harmless); ties in distance go to the earliest in priority
+/// order. One pass
 /// in priority order; the ids of the earlier ends, at random places, are
 /// fetched a few pairs ahead. A dropped page has read at least one pair,
 /// so its drop is written over a pair already read.
@@ -562,11 +669,7 @@ pub fn greedy_sweep(
                 continue;
             }
             best = match best {
-                Some((d, b))
-                    if d < distance || (d == distance && ids[b as usize] <= ids[q as usize]) =>
-                {
-                    Some((d, b))
-                }
+                Some((d, b)) if d < distance || (d == distance && b <= q) => Some((d, b)),
                 _ => Some((distance, q)),
             };
         }
@@ -623,7 +726,7 @@ mod tests {
             1,
         );
         let rank = |at: usize| Some(pages[by_id[at].1 as usize].0);
-        direct_drops(&by_id, pages.len(), rank, indexed, threads)
+        direct_drops(&by_id, pages.len(), rank, None, indexed, threads)
     }
 
     /// [`direct_drops_of`], all of them, in id order; the same on 1, 2 and
@@ -739,10 +842,60 @@ mod tests {
             let page = by_id[at].1;
             (page < 3).then_some(pages[page as usize].0)
         };
-        let drops = direct_drops(&by_id, 5, rank, pair_log(pairs.into_iter()), 1);
+        let drops = direct_drops(&by_id, 5, rank, None, pair_log(pairs.into_iter()), 1);
         let mut at = drops.start();
         let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
         assert_eq!(found, vec![(1, 0, 1)]);
+    }
+
+    #[test]
+    fn pages_with_keys_are_swept_in_key_order_and_their_drops_come_by_id() {
+        // A chain 0-1-2-3-4 and a pair 5-6; keys (four words, the fourth
+        // breaking ties of the first three) put 1 before 3, which rank
+        // first whatever their keys, then 4, 2, 0, 6, 5.
+        let keys: [[u32; 4]; 7] = [
+            [0, 0, 2, 1],
+            [0, 0, 9, 0],
+            [0, 0, 2, 0],
+            [1, 0, 0, 0],
+            [0, 0, 1, 0],
+            [0, 5, 0, 0],
+            [0, 4, 0, 0],
+        ];
+        let first = [false, true, false, true, false, false, false];
+        let pairs = [(0, 1, 1), (1, 2, 1), (2, 3, 1), (3, 4, 1), (5, 6, 2)];
+        let by_id = sorted_by_id(
+            vec![(0..7).map(|page| (i64::from(page), page, 0)).collect()],
+            1,
+        );
+        let words = |at: usize| {
+            let mut k = [0; crate::keep_order::MAX_KEY_WORDS];
+            k[..4].copy_from_slice(&keys[by_id[at].1 as usize]);
+            k
+        };
+        let prefetch = |_: usize| {};
+        for threads in [1, 2] {
+            let place_keys = PlaceKeys {
+                words: 4,
+                keys: &words,
+                prefetch: &prefetch,
+            };
+            let rank = |at: usize| Some(first[by_id[at].1 as usize]);
+            let log = pair_log(pairs.iter().copied());
+            let drops = direct_drops(&by_id, 7, rank, Some(place_keys), log, threads);
+            let mut at = drops.start();
+            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
+            // Order: 1, 3 (first, by keys), then 4, 2, 0, 6, 5: 1 and 3 are
+            // kept; 4 drops for 3, 0 for 1, and 2, as near to both, for 1,
+            // the earlier; 5 drops for 6.
+            assert_eq!(
+                found,
+                vec![(0, 1, 1), (2, 1, 1), (4, 3, 1), (5, 6, 2)],
+                "{threads} threads"
+            );
+            let mut from = drops.cursor_before(3);
+            assert_eq!(drops.next_by_id(&mut from, None), Some((4, 3, 1)));
+        }
     }
 
     #[test]

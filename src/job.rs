@@ -25,6 +25,7 @@ use crate::crawl::{Format, TextFields};
 use crate::design::DEFAULT_TABLE_MEMORY;
 use crate::drop_policy::DropPolicy;
 use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
+use crate::keep_order::KeepOrder;
 use crate::matching::{run_match, MatchOptions};
 use crate::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::parquet_io::input::{expand_locations, Columns};
@@ -53,8 +54,14 @@ pub struct JobSpec {
 #[serde(deny_unknown_fields)]
 pub struct ClusterSpec {
     pub out: String,
-    #[serde(default = "yes")]
-    pub corpus_wins: bool,
+    /// `--keep-by`'s keys, in order (default: corpus, earliest,
+    /// canonical-url, read from the night's fingerprints).
+    pub keep_by: Option<Vec<String>>,
+    /// The pages table (default: the night's fingerprints, `match`'s
+    /// queries).
+    pub pages: Option<Vec<String>>,
+    /// `keep_by = ["corpus"]`, or with `false` no corpus key in the default.
+    pub corpus_wins: Option<bool>,
     #[serde(default)]
     pub drop_policy: DropPolicy,
     #[serde(default = "default_max_cluster_size")]
@@ -200,6 +207,39 @@ pub struct Job {
     pub append: Option<(PathBuf, String)>,
 }
 
+/// The cluster stage's options from `[cluster]`: its pages table is the
+/// night's fingerprints (`match`'s queries) unless `pages` names one. The
+/// keys default to `corpus,earliest,canonical-url` when the job
+/// fingerprints the night (its shards have those columns), else to the
+/// corpus alone; `corpus_wins = false` leaves the corpus key out.
+fn cluster_options(
+    c: &ClusterSpec,
+    matching: &MatchOptions,
+    fingerprints: bool,
+    resolve: &dyn Fn(&str) -> PathBuf,
+    resolve_all: &dyn Fn(&[String]) -> Vec<String>,
+) -> Result<ClusterJobOptions> {
+    let pairs = vec![matching.out.display().to_string()];
+    let mut o = ClusterJobOptions::new(pairs, resolve(&c.out));
+    let with_pages = fingerprints || c.pages.is_some();
+    o.keep_by = match (&c.keep_by, c.corpus_wins) {
+        (Some(_), Some(_)) => bail!("give keep_by or corpus_wins, not both"),
+        (Some(keys), None) => KeepOrder::parse(&keys.join(","))?,
+        (None, Some(false)) if with_pages => KeepOrder::parse("earliest,canonical-url")?,
+        (None, _) if with_pages => KeepOrder::default_with_pages(),
+        (None, corpus_wins) => KeepOrder::without_pages(corpus_wins.unwrap_or(true)),
+    };
+    o.pages = match &c.pages {
+        Some(pages) => resolve_all(pages),
+        None if o.keep_by.words() > 0 || fingerprints => matching.queries.clone(),
+        None => Vec::new(),
+    };
+    o.drop_policy = c.drop_policy;
+    o.max_cluster_size = c.max_cluster_size;
+    o.parts = c.parts;
+    Ok(o)
+}
+
 /// What happened to one stage.
 #[derive(Debug, PartialEq, Eq)]
 pub enum StageOutcome {
@@ -307,13 +347,14 @@ pub fn load(opts: &RunOptions) -> Result<Job> {
     matching.overwrite = true;
     matching.progress = opts.progress;
 
-    let clustering = spec.cluster.as_ref().map(|c| {
-        let mut o =
-            ClusterJobOptions::new(vec![matching.out.display().to_string()], resolve(&c.out));
-        o.corpus_wins = c.corpus_wins;
-        o.drop_policy = c.drop_policy;
-        o.max_cluster_size = c.max_cluster_size;
-        o.parts = c.parts;
+    let clustering = match &spec.cluster {
+        Some(c) => Some(
+            cluster_options(c, &matching, fingerprint.is_some(), &resolve, &resolve_all)
+                .with_context(|| format!("{shown}: [cluster]"))?,
+        ),
+        None => None,
+    };
+    let clustering = clustering.map(|mut o: ClusterJobOptions| {
         o.runtime = runtime.clone();
         o.overwrite = true;
         o

@@ -19,7 +19,7 @@ use crate::components::{Components, Page, MISSING};
 use crate::dataflow::commit::Merge;
 use crate::dataflow::components::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::drop_policy::{
-    direct_drops, DirectDrops, DirectShare, DropCursor, DropPolicy, KeyedPage,
+    direct_drops, DirectDrops, DirectShare, DropCursor, DropPolicy, KeyedPage, PlaceKeys,
 };
 use crate::parallel::in_chunks;
 use crate::part_runs::{router_run, Giving, RangeRows, RowSink, RunBuilder, RunSlice};
@@ -90,10 +90,12 @@ pub struct Router {
     clusters: Vec<(ClusterOf, u32)>,
     /// A page of a joined cluster: its slot among those sent its owner.
     slots: Vec<Page>,
-    /// Joined pages that do not rank first: `(place in by_id, owner)`.
+    /// Joined pages that rank first, and those that do not: `(place in
+    /// by_id, owner)`, each in priority order once sorted.
+    firsts: Vec<(u32, u32)>,
     later: Vec<(u32, u32)>,
-    /// Page ids and pairs waiting to be sent, per owner.
-    outbox: Vec<(Vec<i64>, Vec<SlotPair>)>,
+    /// Pages and pairs waiting to be sent, per owner.
+    outbox: Vec<Outbox>,
     sent: Vec<u32>,
     rows: RunBuilder,
     /// Each thread's rows of its range of a slice, when the share has
@@ -103,15 +105,28 @@ pub struct Router {
     pub totals: ClusterTotals,
 }
 
+/// What waits to be sent to one owner.
+#[derive(Default)]
+struct Outbox {
+    ids: Vec<i64>,
+    /// The pages' keys, [`Components::key_words`] a page.
+    keys: Vec<u32>,
+    pairs: Vec<SlotPair>,
+}
+
 /// Where a [`Router`] is.
 enum Stage {
-    /// Joined clusters' pages, in id order: those that rank first to
-    /// their owners, the others set aside (`later`), so that each owner
-    /// gets a worker's pages in priority order.
+    /// Joined clusters' pages, in id order, set aside as they rank
+    /// (`firsts`, `later`) and then each sorted by their keys, so that each
+    /// owner gets a worker's pages in priority order.
     JoinedPages {
         next: usize,
     },
-    /// The pages set aside, to their owners.
+    /// The pages set aside that rank first, to their owners.
+    FirstPages {
+        next: usize,
+    },
+    /// The others, to their owners.
     LaterPages {
         next: usize,
     },
@@ -184,8 +199,9 @@ impl Router {
             } else {
                 Vec::new()
             },
+            firsts: Vec::new(),
             later: Vec::new(),
-            outbox: (0..input.peers).map(|_| Default::default()).collect(),
+            outbox: (0..input.peers).map(|_| Outbox::default()).collect(),
             sent: vec![0; input.peers],
             rows: RunBuilder::new(router_run(input.worker), input.parts),
             ranges: Vec::new(),
@@ -211,23 +227,25 @@ impl Router {
                 let end = (next + SLICE).min(pages);
                 for at in next..end {
                     self.prefetch_joined_page(at + LOOKAHEAD);
-                    self.route_joined_page(at, give);
+                    self.route_joined_page(at);
                 }
                 Stage::JoinedPages { next: end }
             }
             Stage::JoinedPages { .. } => {
+                self.sort_set_aside();
+                Stage::FirstPages { next: 0 }
+            }
+            Stage::FirstPages { next } if next < self.firsts.len() => Stage::FirstPages {
+                next: self.send_set_aside(next, true, give),
+            },
+            Stage::FirstPages { .. } => {
+                self.firsts = Vec::new();
                 self.flush(true, give);
                 Stage::LaterPages { next: 0 }
             }
-            Stage::LaterPages { next } if next < self.later.len() => {
-                let end = (next + SLICE).min(self.later.len());
-                for at in next..end {
-                    let (place, owner) = self.later[at];
-                    let (id, page, _) = self.by_id[place as usize];
-                    self.send_page(id, page, owner as usize, false, give);
-                }
-                Stage::LaterPages { next: end }
-            }
+            Stage::LaterPages { next } if next < self.later.len() => Stage::LaterPages {
+                next: self.send_set_aside(next, false, give),
+            },
             Stage::LaterPages { .. } => {
                 self.later = Vec::new();
                 self.flush(false, give);
@@ -316,14 +334,13 @@ impl Router {
         }
     }
 
-    /// The page at `place` in id order, if of a joined cluster: to the
-    /// cluster's owner if it ranks first, else set aside for the second pass.
-    fn route_joined_page(&mut self, place: usize, give: &mut dyn FnMut(Routed)) {
-        let (id, page, tag) = self.by_id[place];
+    /// The page at `place` in id order, if of a joined cluster: set aside
+    /// by whether it ranks first.
+    fn route_joined_page(&mut self, place: usize) {
+        let (_, page, tag) = self.by_id[place];
         let Some((_, owner)) = self.joined(tag) else {
             return;
         };
-        let owner = owner as usize;
         let ranks_first = match self.input.shared.get(page) {
             Some(shared) => shared.first,
             None => self
@@ -333,9 +350,45 @@ impl Router {
                 .is_some_and(|d| d.ranks_first[place]),
         };
         match ranks_first {
-            true => self.send_page(id, page, owner, true, give),
-            false => self.later.push((place as u32, owner as u32)),
+            true => self.firsts.push((place as u32, owner)),
+            false => self.later.push((place as u32, owner)),
         }
+    }
+
+    /// Sorts the joined pages set aside by their keys (they are in id
+    /// order, which breaks the keys' ties), if pages have keys.
+    fn sort_set_aside(&mut self) {
+        let components = &self.input.components;
+        if components.key_words() == 0 {
+            return;
+        }
+        let by_id = &self.by_id;
+        for pages in [&mut self.firsts, &mut self.later] {
+            pages.sort_by_cached_key(|&(place, _)| {
+                (components.keys(by_id[place as usize].1), place)
+            });
+        }
+    }
+
+    /// Sends a slice of the pages set aside (`firsts` or `later`) from
+    /// `next` on; gives where the next slice starts.
+    fn send_set_aside(&mut self, next: usize, first: bool, give: &mut dyn FnMut(Routed)) -> usize {
+        let len = if first {
+            self.firsts.len()
+        } else {
+            self.later.len()
+        };
+        let end = (next + SLICE).min(len);
+        for at in next..end {
+            let (place, owner) = if first {
+                self.firsts[at]
+            } else {
+                self.later[at]
+            };
+            let (id, page, _) = self.by_id[place as usize];
+            self.send_page(id, page, owner as usize, first, give);
+        }
+        end
     }
 
     /// A joined cluster's page, to its owner, numbered by its slot there
@@ -350,8 +403,14 @@ impl Router {
     ) {
         self.slots[page as usize] = self.sent[owner];
         self.sent[owner] += 1;
-        self.outbox[owner].0.push(id);
-        if self.outbox[owner].0.len() >= BATCH {
+        let words = self.input.components.key_words();
+        let outbox = &mut self.outbox[owner];
+        outbox.ids.push(id);
+        if words > 0 {
+            let keys = self.input.components.keys(page);
+            outbox.keys.extend_from_slice(&keys[..words]);
+        }
+        if outbox.ids.len() >= BATCH {
             self.send_pages(owner, first, give);
         }
     }
@@ -378,8 +437,8 @@ impl Router {
                 owner => owner as usize,
             };
             let ends = (self.slots[a as usize], self.slots[b as usize], distance);
-            self.outbox[owner].1.push(ends);
-            if self.outbox[owner].1.len() >= BATCH {
+            self.outbox[owner].pairs.push(ends);
+            if self.outbox[owner].pairs.len() >= BATCH {
                 self.send_pairs(owner, give);
             }
         }
@@ -391,20 +450,22 @@ impl Router {
     /// Sends the ids waiting for `owner`, all of pages that rank `first`
     /// (or not).
     fn send_pages(&mut self, owner: usize, first: bool, give: &mut dyn FnMut(Routed)) {
-        let ids = std::mem::take(&mut self.outbox[owner].0);
+        let ids = std::mem::take(&mut self.outbox[owner].ids);
+        let keys = std::mem::take(&mut self.outbox[owner].keys);
         if !ids.is_empty() {
             let pages = Assigned::Pages {
                 source: self.input.worker,
                 first_slot: self.sent[owner] - ids.len() as u32,
                 first,
                 ids,
+                keys,
             };
             give(Ok((owner as u32, pages)));
         }
     }
 
     fn send_pairs(&mut self, owner: usize, give: &mut dyn FnMut(Routed)) {
-        let pairs = std::mem::take(&mut self.outbox[owner].1);
+        let pairs = std::mem::take(&mut self.outbox[owner].pairs);
         if !pairs.is_empty() {
             let source = self.input.worker;
             give(Ok((owner as u32, Assigned::Pairs { source, pairs })));
@@ -436,10 +497,22 @@ impl Router {
         let DirectShare { pairs, ranks_first } = direct;
         let threads = self.input.threads;
         let by_id = self.by_id.clone();
-        let pages = self.input.components.len();
+        let components = self.input.components.clone();
+        let pages = components.len();
         let choose = move || {
             let rank = |at: usize| (by_id[at].2 & JOINED == 0).then(|| ranks_first[at]);
-            direct_drops(&by_id, pages, rank, pairs, threads)
+            let keys = |at: usize| components.keys(by_id[at].1);
+            let prefetch = |at: usize| {
+                if let Some(&(_, page, _)) = by_id.get(at) {
+                    components.prefetch_keys(page);
+                }
+            };
+            let keys = PlaceKeys {
+                words: components.key_words(),
+                keys: &keys,
+                prefetch: &prefetch,
+            };
+            direct_drops(&by_id, pages, rank, Some(keys), pairs, threads)
         };
         match threads {
             0 | 1 => LocalDrops::Chosen(choose()),

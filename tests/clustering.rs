@@ -16,6 +16,7 @@ use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
 use neardup::clustering::{run_cluster, ClusterJobOptions};
 use neardup::drop_policy::DropPolicy;
 use neardup::gen::SplitMix64;
+use neardup::keep_order::KeepOrder;
 use neardup::pairs::Pair;
 use neardup::parquet_io::output::write_pairs;
 use neardup::runtime::RuntimeOptions;
@@ -94,12 +95,16 @@ fn priority(corpus_wins: bool, in_corpus: &HashSet<i64>) -> impl Fn(i64) -> (boo
 /// The expected `clusters/` rows, `(id, cluster_id, cluster_size)` by id,
 /// under the documented policy.
 fn oracle(edges: &[Edge], corpus_wins: bool) -> ClusterRows {
+    let in_corpus = corpus_pages(edges);
+    oracle_by(edges, priority(corpus_wins, &in_corpus))
+}
+
+/// [`oracle`] with pages ordered by `rank` (the least is kept).
+fn oracle_by<K: Ord>(edges: &[Edge], rank: impl Fn(i64) -> K) -> ClusterRows {
     let mut uf = UnionFind(HashMap::new());
     for &(q, c, _) in edges {
         uf.union(q, c);
     }
-    let in_corpus = corpus_pages(edges);
-    let rank = priority(corpus_wins, &in_corpus);
     let ids: Vec<i64> = uf.0.keys().copied().collect();
     let mut members: HashMap<i64, Vec<i64>> = HashMap::new();
     for id in ids {
@@ -134,10 +139,14 @@ fn drop_oracle(
 
 /// The direct policy, sequentially: pages in priority order; a page with a
 /// kept partner earlier in the order drops for the nearest one (then the
-/// smallest id); any other page is kept.
+/// earliest in the order); any other page is kept.
 fn greedy_oracle(edges: &[Edge], corpus_wins: bool) -> DropRows {
     let in_corpus = corpus_pages(edges);
-    let rank = priority(corpus_wins, &in_corpus);
+    greedy_oracle_by(edges, priority(corpus_wins, &in_corpus))
+}
+
+/// [`greedy_oracle`] with pages ordered by `rank`.
+fn greedy_oracle_by<K: Ord + Clone>(edges: &[Edge], rank: impl Fn(i64) -> K) -> DropRows {
     let mut partners: HashMap<i64, Vec<i64>> = HashMap::new();
     for &(q, c, _) in edges {
         partners.entry(q).or_default().push(c);
@@ -151,10 +160,10 @@ fn greedy_oracle(edges: &[Edge], corpus_wins: bool) -> DropRows {
         let best = partners[&id]
             .iter()
             .filter(|&&other| rank(other) < rank(id) && kept.contains(&other))
-            .map(|&other| (distance(id, other), other))
+            .map(|&other| (distance(id, other), rank(other), other))
             .min();
         match best {
-            Some((d, keep)) => drops.push((id, keep, Some(d))),
+            Some((d, _, keep)) => drops.push((id, keep, Some(d))),
             None => {
                 kept.insert(id);
             }
@@ -263,7 +272,7 @@ fn options(
     parts: usize,
 ) -> ClusterJobOptions {
     let mut opts = ClusterJobOptions::new(vec![pairs.to_string()], out.to_path_buf());
-    opts.corpus_wins = corpus_wins;
+    opts.keep_by = KeepOrder::without_pages(corpus_wins);
     opts.drop_policy = policy;
     opts.runtime = RuntimeOptions::local(workers);
     opts.parts = parts;
@@ -724,6 +733,19 @@ fn run_processes(
     out: &Path,
     corpus_wins: bool,
     policy: DropPolicy,
+    shape: [usize; 3],
+    hosts: &Path,
+) {
+    let extra: &[&str] = if corpus_wins { &["--corpus-wins"] } else { &[] };
+    run_processes_with(pairs, out, extra, policy, shape, hosts);
+}
+
+/// [`run_processes`] with `extra` flags.
+fn run_processes_with(
+    pairs: &str,
+    out: &Path,
+    extra: &[&str],
+    policy: DropPolicy,
     [processes, workers, parts]: [usize; 3],
     hosts: &Path,
 ) {
@@ -739,7 +761,7 @@ fn run_processes(
         .map(|i| {
             Command::new(env!("CARGO_BIN_EXE_neardup"))
                 .args(["cluster", "--parts", &parts.to_string(), "--overwrite"])
-                .args(corpus_wins.then_some("--corpus-wins"))
+                .args(extra)
                 .args(["--drop-policy", &policy.to_string(), "--pairs", pairs])
                 .arg("--out")
                 .arg(out)
@@ -943,4 +965,374 @@ fn the_direct_policy_is_the_default() {
     let keeps: Vec<(i64, i64)> = drops.iter().map(|&(id, keep, _)| (id, keep)).collect();
     assert_eq!(keeps, vec![(2, 1)]);
     assert_eq!(drops[0].2, Some(distance(2, 1)));
+}
+
+/// A page's attributes in a test's pages table.
+#[derive(Clone, Debug)]
+struct PageRow {
+    id: i64,
+    fetch_time: Option<i64>,
+    url: Option<String>,
+    n_chars: i32,
+    quality: Option<f64>,
+}
+
+/// Writes `rows` as a pages table of `files` Parquet files (a TIMESTAMP
+/// fetch time in microseconds, UTC).
+fn write_pages(dir: &Path, rows: &[PageRow], files: usize) -> String {
+    use arrow_array::{
+        Float64Array, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    for (i, chunk) in rows.chunks(rows.len().div_ceil(files).max(1)).enumerate() {
+        let batch = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(chunk.iter().map(|r| r.id)))
+                    as arrow_array::ArrayRef,
+            ),
+            (
+                "fetch_time",
+                Arc::new(
+                    TimestampMicrosecondArray::from_iter(chunk.iter().map(|r| r.fetch_time))
+                        .with_timezone("UTC"),
+                ),
+            ),
+            (
+                "url",
+                Arc::new(StringArray::from_iter(chunk.iter().map(|r| r.url.clone()))),
+            ),
+            (
+                "n_chars",
+                Arc::new(Int32Array::from_iter_values(
+                    chunk.iter().map(|r| r.n_chars),
+                )),
+            ),
+            (
+                "quality",
+                Arc::new(Float64Array::from_iter(chunk.iter().map(|r| r.quality))),
+            ),
+        ])
+        .unwrap();
+        let file = File::create(dir.join(format!("pages-{i}.parquet"))).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+    }
+    dir.display().to_string()
+}
+
+/// Pages for the ids of `edges` but every seventh (no row); some with a
+/// second row (the least keys win); times, URLs (https and http, with and
+/// without a tracking query, of several depths and lengths), lengths and
+/// scores drawn from few values, so that every key has ties to pass on.
+fn random_pages(edges: &[Edge], rng: &mut SplitMix64) -> Vec<PageRow> {
+    let mut ids: Vec<i64> = edges.iter().flat_map(|e| [e.0, e.1]).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut rows = Vec::new();
+    for (n, &id) in ids.iter().enumerate() {
+        if n % 7 == 3 {
+            continue;
+        }
+        let copies = if n % 11 == 0 { 2 } else { 1 };
+        for _ in 0..copies {
+            let scheme = if rng.chance(0.5) { "https" } else { "http" };
+            let depth = "d/".repeat(rng.below(3) as usize);
+            let query = if rng.chance(0.3) { "?utm_source=x" } else { "" };
+            let name = "p".repeat(1 + rng.below(3) as usize);
+            rows.push(PageRow {
+                id,
+                fetch_time: (!rng.chance(0.1))
+                    .then(|| 1_700_000_000_000_000 + rng.below(5) as i64 * 1_000_000 - 2_000_000),
+                url: (!rng.chance(0.05))
+                    .then(|| format!("{scheme}://site.example/{depth}{name}{query}")),
+                n_chars: rng.below(4) as i32 * 100,
+                quality: match rng.below(10) {
+                    0 => None,
+                    1 => Some(f64::NAN),
+                    q => Some(q as f64 / 4.0 - 1.0),
+                },
+            });
+        }
+    }
+    // Rows in no particular order, as a crawl writes them.
+    for at in (1..rows.len()).rev() {
+        rows.swap(at, rng.below(at as u64 + 1) as usize);
+    }
+    rows
+}
+
+/// The oracle's priority of a page under `keys`: a tuple that compares as
+/// the documented order does (each key's missing value last, the id last),
+/// computed from `rows` (a page with several rows takes the least), with
+/// the URL parsed by the `url` crate.
+fn keyed_rank<'a>(
+    keys: &'a [&'a str],
+    rows: &'a [PageRow],
+    in_corpus: &'a HashSet<i64>,
+) -> impl Fn(i64) -> (Vec<(bool, i128)>, i64) + 'a {
+    let canonical = |url: &str| -> i128 {
+        let parsed = url::Url::parse(url).unwrap();
+        let scheme = match parsed.scheme() {
+            "https" => 0,
+            "http" => 1,
+            _ => 2,
+        };
+        let segments = parsed
+            .path_segments()
+            .map_or(0, |s| s.filter(|s| !s.is_empty()).count());
+        let query = i128::from(url.contains('?'));
+        ((scheme * 2 + query) * 1024 + segments as i128) * (1 << 19) + url.len() as i128
+    };
+    let of_row = move |row: &PageRow| -> Vec<(bool, i128)> {
+        keys.iter()
+            .filter(|&&key| key != "corpus")
+            .map(|&key| {
+                let value: Option<i128> = match key {
+                    "earliest" => row.fetch_time.map(i128::from),
+                    "latest" => row.fetch_time.map(|t| -i128::from(t)),
+                    "longest" => Some(-i128::from(row.n_chars)),
+                    "canonical-url" => row.url.as_deref().map(canonical),
+                    "column:quality:desc" | "column:quality:asc" => {
+                        row.quality.filter(|q| !q.is_nan()).map(|q| {
+                            // f64's total order, as integers.
+                            let bits = q.to_bits() as i64;
+                            let ordered = i128::from(bits ^ (((bits >> 63) as u64) >> 1) as i64);
+                            if key.ends_with("desc") {
+                                -ordered
+                            } else {
+                                ordered
+                            }
+                        })
+                    }
+                    other => panic!("no oracle for {other}"),
+                };
+                (value.is_none(), value.unwrap_or(0))
+            })
+            .collect()
+    };
+    let mut best: HashMap<i64, Vec<(bool, i128)>> = HashMap::new();
+    for row in rows {
+        let key = of_row(row);
+        best.entry(row.id)
+            .and_modify(|least| {
+                if key < *least {
+                    *least = key.clone();
+                }
+            })
+            .or_insert(key);
+    }
+    // A page without a row has no value under any key.
+    let missing: Vec<(bool, i128)> = keys
+        .iter()
+        .filter(|&&key| key != "corpus")
+        .map(|_| (true, 0))
+        .collect();
+    let corpus_first = keys.first() == Some(&"corpus");
+    move |id| {
+        let mut rank = vec![(corpus_first && !in_corpus.contains(&id), 0)];
+        rank.extend(best.get(&id).cloned().unwrap_or_else(|| missing.clone()));
+        (rank, id)
+    }
+}
+
+/// The URL `drop/` should name for a page: its first row's with one.
+fn first_urls(rows: &[PageRow]) -> HashMap<i64, String> {
+    let mut urls = HashMap::new();
+    for row in rows {
+        if let Some(url) = &row.url {
+            urls.entry(row.id).or_insert_with(|| url.clone());
+        }
+    }
+    urls
+}
+
+/// `drop/`'s `url` and `keep_url` by dropped id.
+fn drop_urls(out: &Path) -> HashMap<i64, (Option<String>, Option<String>)> {
+    let mut urls = HashMap::new();
+    for batch in parquet_batches(&out.join("drop")) {
+        let ids = int64s(&batch, 0);
+        let column = |name: &str| {
+            let column = batch.column_by_name(name).unwrap();
+            let strings = column
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap();
+            (0..batch.num_rows())
+                .map(|r| strings.is_valid(r).then(|| strings.value(r).to_string()))
+                .collect::<Vec<_>>()
+        };
+        let (url, keep_url) = (column("url"), column("keep_url"));
+        for r in 0..batch.num_rows() {
+            urls.insert(ids[r], (url[r].clone(), keep_url[r].clone()));
+        }
+    }
+    urls
+}
+
+#[test]
+fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(70);
+    // Small random clusters, a chain and a star, some pairs with the corpus.
+    let mut edges = random_edges(&mut rng, 3_000, 2_500, 0);
+    edges.extend((0..300).map(|i| (10_000 + i, 10_001 + i, i % 4 != 0)));
+    edges.extend((1..=200).map(|leaf| (20_000 + leaf, 20_000, leaf % 5 != 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let rows = random_pages(&edges, &mut rng);
+    let pages = write_pages(&dir.path().join("pages"), &rows, 3);
+    let in_corpus = corpus_pages(&edges);
+    let urls = first_urls(&rows);
+    let orders: [&[&str]; 8] = [
+        &["corpus", "earliest", "canonical-url"],
+        &["earliest"],
+        &["latest"],
+        &["canonical-url"],
+        &["longest"],
+        &["column:quality:desc"],
+        &["corpus", "column:quality:asc", "longest", "latest"],
+        &[
+            "canonical-url",
+            "longest",
+            "earliest",
+            "column:quality:desc",
+        ],
+    ];
+    for keys in orders {
+        let rank = keyed_rank(keys, &rows, &in_corpus);
+        let expected = oracle_by(&edges, &rank);
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            let case = format!("--keep-by {} {policy}", keys.join(","));
+            let out = dir.path().join(format!("out-{}-{policy}", keys.join("+")));
+            let mut opts = options(&pairs, &out, false, policy, 2, 2);
+            opts.keep_by = KeepOrder::parse(&keys.join(",")).unwrap();
+            opts.pages = vec![pages.clone()];
+            run_cluster(&opts).unwrap();
+            let (clusters, drops) = read_output(&out);
+            assert!(
+                clusters == expected,
+                "{case}: clusters differ from the oracle"
+            );
+            let expected_drops = match policy {
+                DropPolicy::Direct => greedy_oracle_by(&edges, &rank),
+                DropPolicy::Component => drop_oracle(&edges, &expected, policy, false),
+            };
+            assert!(
+                drops == expected_drops,
+                "{case}: drops differ from the oracle"
+            );
+            if policy == DropPolicy::Direct {
+                check_direct_invariants(&edges, &clusters, &drops, &case);
+            }
+            let named = drop_urls(&out);
+            for &(id, keep, _) in &drops {
+                let expected = (urls.get(&id).cloned(), urls.get(&keep).cloned());
+                assert_eq!(named[&id], expected, "{case}: URLs of {id} and {keep}");
+            }
+            let summary: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+            assert_eq!(summary["keep_by"], serde_json::json!(keys), "{case}");
+            assert_eq!(summary["drop_urls"], true, "{case}");
+        }
+    }
+}
+
+#[test]
+fn keep_by_gives_the_same_bytes_on_any_workers_and_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(71);
+    let mut edges = random_edges(&mut rng, 4_000, 3_500, 0);
+    edges.extend((0..1_500).map(|i| (50_000 + i, 50_001 + i, i % 3 == 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 4);
+    let rows = random_pages(&edges, &mut rng);
+    let pages = write_pages(&dir.path().join("pages"), &rows, 2);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let run = |workers: usize, name: &str| {
+            let out = dir.path().join(format!("{name}-{policy}"));
+            let mut opts = options(&pairs, &out, false, policy, workers, 3);
+            opts.keep_by = KeepOrder::default_with_pages();
+            opts.pages = vec![pages.clone()];
+            run_cluster(&opts).unwrap();
+            out
+        };
+        let expected = data_files(&run(1, "w1"));
+        for workers in [2, 4] {
+            let out = run(workers, &format!("w{workers}"));
+            assert!(data_files(&out) == expected, "{workers} workers, {policy}");
+        }
+        let out = dir.path().join(format!("p2-{policy}"));
+        run_processes_with(
+            &pairs,
+            &out,
+            &["--pages", &pages],
+            policy,
+            [2, 2, 3],
+            &dir.path().join("hosts"),
+        );
+        assert!(data_files(&out) == expected, "2 processes, {policy}");
+    }
+}
+
+#[test]
+fn bad_keep_by_input_gets_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let edges: Vec<Edge> = vec![(1, 2, true), (2, 3, false)];
+    let pairs_dir = dir.path().join("pairs");
+    write_edges(&pairs_dir, &edges, 1);
+    let pairs = pairs_dir.join("part-00000.parquet");
+    let rows: Vec<PageRow> = (1..=3)
+        .map(|id| PageRow {
+            id,
+            fetch_time: Some(id),
+            url: Some(format!("https://a/{id}")),
+            n_chars: 5,
+            quality: Some(1.0),
+        })
+        .collect();
+    let pages = write_pages(&dir.path().join("pages"), &rows, 1);
+    let pages_file = format!("{pages}/pages-0.parquet");
+    for (extra, said) in [
+        (
+            vec!["--pages", &pages, "--keep-by", "column:score:desc"],
+            "no column `score`",
+        ),
+        (
+            vec!["--pages", &pages, "--keep-by", "column:url:asc"],
+            "column `url` has type Utf8",
+        ),
+        (
+            vec!["--pages", &pages, "--keep-by", "newest"],
+            "unknown key `newest`",
+        ),
+        (vec!["--keep-by", "earliest"], "give it with --pages"),
+        (
+            vec!["--pages", &pages, "--keep-by", "earliest,corpus"],
+            "corpus can only be the first key",
+        ),
+        (
+            vec!["--pages", &pages, "--corpus-wins", "--keep-by", "earliest"],
+            "give one or the other",
+        ),
+    ] {
+        let error = one_line_failure(&pairs, &extra);
+        assert!(error.contains(said), "{extra:?}: {error}");
+        if said.starts_with("no column") || said.contains("has type") {
+            assert!(
+                error.contains(&pages_file),
+                "{extra:?} names the file: {error}"
+            );
+        }
+    }
+    // Pairs made elsewhere have no `self_pair`: the corpus key cannot work.
+    let bare = dir.path().join("bare").join("pairs.parquet");
+    std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
+    write_foreign_pairs(&bare, &edges, true);
+    let error = one_line_failure(&bare, &["--pages", &pages]);
+    assert!(
+        error.contains("no column `self_pair`") && error.contains("--keep-by corpus"),
+        "{error}"
+    );
+    let error = one_line_failure(&bare, &["--keep-by", "corpus"]);
+    assert!(error.contains("no column `self_pair`"), "{error}");
 }

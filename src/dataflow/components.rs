@@ -796,7 +796,7 @@ impl NodeForest {
         self.nodes.iter().zip(roots).map(|(&node, root)| {
             let root = &self.sets[root as usize];
             let pages = u32::try_from(root.pages).unwrap_or(u32::MAX);
-            (node, (root.least.1, pages))
+            (node, (root.least.id, pages))
         })
     }
 }
@@ -873,10 +873,19 @@ where
 mod tests {
     use super::*;
 
+    /// A label with no keys.
+    fn keyless(later: bool, id: i64) -> Label {
+        Label {
+            later,
+            id,
+            ..Label::default()
+        }
+    }
+
     #[test]
     fn pages_shared_with_the_same_node_make_one_link_with_their_copies() {
         // This worker's graph: one component {1, 2, 3}, one {10, 11}.
-        let graph = crate::components::SharedGraph::new(false, 1);
+        let graph = crate::components::SharedGraph::new(false, 1, 0);
         graph.prepare(0, 0, None);
         let mut ends = Vec::new();
         let pairs = [(1, 2, false), (2, 3, false), (10, 11, false)];
@@ -915,7 +924,7 @@ mod tests {
         assert_eq!(summary, expected);
         assert!(links
             .iter()
-            .all(|link| link.least.1 == if link.node.1 == r { 1 } else { 10 }));
+            .all(|link| link.least.id == if link.node.1 == r { 1 } else { 10 }));
         // Every shared page is marked, written here only where it joins
         // this worker's own node.
         assert_eq!(
@@ -1003,7 +1012,7 @@ mod tests {
         let link = |node: Node, joins: Node, least: i64, pages: u32, copy: bool| NodeLink {
             node,
             joins,
-            least: (true, least),
+            least: keyless(true, least),
             pages,
             copies: u32::from(copy),
         };
@@ -1048,7 +1057,7 @@ mod tests {
             (state >> 33) % n
         };
         let nodes: Vec<Node> = (0..2_000u32).map(|i| (i % 3, i * 7)).collect();
-        let least = |i: usize| (i.is_multiple_of(5), 10_000 - i as i64);
+        let least = |i: usize| keyless(i.is_multiple_of(5), 10_000 - i as i64);
         let mut links = Vec::new();
         for (i, &node) in nodes.iter().enumerate() {
             links.push(NodeLink {
@@ -1099,7 +1108,9 @@ mod tests {
         let mut expected = std::collections::HashMap::new();
         for (i, &set) in label.iter().enumerate() {
             let copies = pairs.iter().filter(|&&(a, _)| a == i).count() as i64;
-            let entry = expected.entry(set).or_insert(((true, i64::MAX), 0i64));
+            let entry = expected
+                .entry(set)
+                .or_insert((keyless(true, i64::MAX), 0i64));
             entry.0 = entry.0.min(least(i));
             entry.1 += 3 - copies;
         }
@@ -1118,7 +1129,7 @@ mod tests {
         let mut joined = NodeForest::from_links(Batches(&batches));
         let clusters: std::collections::HashMap<Node, ClusterOf> = joined.clusters().collect();
         for (i, node) in nodes.iter().enumerate() {
-            let ((_, id), pages) = expected[&label[i]];
+            let (Label { id, .. }, pages) = expected[&label[i]];
             assert_eq!(clusters[node], (id, pages as u32), "node {i}");
         }
     }

@@ -358,7 +358,7 @@ pub fn read_files(
 }
 
 /// Appends an INT64 or UINT64 column to `out` as `T`, refusing nulls.
-fn integer_column<T>(
+pub(crate) fn integer_column<T>(
     batch: &RecordBatch,
     name: &str,
     location: &dyn Fn() -> String,
@@ -380,7 +380,7 @@ fn integer_column<T>(
     Ok(())
 }
 
-fn column_list(schema: &arrow_schema::Schema) -> String {
+pub(crate) fn column_list(schema: &arrow_schema::Schema) -> String {
     schema
         .fields()
         .iter()
@@ -566,7 +566,7 @@ fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<PairUnit>> {
         Some(DataType::Boolean) => true,
         Some(other) => bail!("{shown}: column `self_pair` has type {other}, expected BOOLEAN"),
         None if needs.self_pair => bail!(
-            "{shown}: no column `self_pair`, so corpus pages cannot be told from new ones: --corpus-wins needs `neardup match` output; run without it"
+            "{shown}: no column `self_pair`, so corpus pages cannot be told from new ones: --keep-by corpus (or --corpus-wins) needs `neardup match` output; leave the corpus key out"
         ),
         None => false,
     };
@@ -795,7 +795,7 @@ fn selection_of(mut ranges: Vec<(usize, usize)>, whole: usize) -> Option<RowSele
 
 /// Reads and parses a Parquet file's footer (for an object: its last bytes,
 /// in one request for most files).
-fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
+pub(crate) fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
     let source = path.open()?;
     source.prefetch_footer()?;
     ArrowReaderMetadata::load(&source, ArrowReaderOptions::new())
@@ -858,7 +858,7 @@ fn fetch_row_group(
 
 /// Opens a file to read row group `rg`'s columns under `roots`, their
 /// column chunks fetched first if the file is an object.
-fn open_row_group(
+pub(crate) fn open_row_group(
     path: &Location,
     metadata: &ArrowReaderMetadata,
     rg: usize,

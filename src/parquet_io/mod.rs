@@ -2,3 +2,4 @@
 
 pub mod input;
 pub mod output;
+pub mod pages;

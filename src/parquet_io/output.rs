@@ -586,6 +586,9 @@ impl<T: PartRow> ChunkColumns<T> {
 /// renamed into place by [`Self::finish`].
 pub struct SortedPart<T: PartRow> {
     path: PathBuf,
+    /// Plain, uncompressed and never uploaded: a part read again by the
+    /// job ([`Self::new_local`]).
+    local: bool,
     open: Option<OpenParquet>,
     last: Option<i64>,
     written: u64,
@@ -593,9 +596,19 @@ pub struct SortedPart<T: PartRow> {
 }
 
 impl<T: PartRow> SortedPart<T> {
+    /// A part the job reads again before the output is placed (plain,
+    /// uncompressed, never uploaded to an object store).
+    pub fn new_local(path: PathBuf) -> SortedPart<T> {
+        SortedPart {
+            local: true,
+            ..SortedPart::new(path)
+        }
+    }
+
     pub fn new(path: PathBuf) -> SortedPart<T> {
         SortedPart {
             path,
+            local: false,
             open: None,
             last: None,
             written: 0,
@@ -672,10 +685,51 @@ impl<T: PartRow> SortedPart<T> {
             sorting: Some(ascending(&[0])),
             key_values: None,
             group_rows: ROW_GROUP_ROWS,
-            raw: false,
+            raw: self.local,
         };
         OpenParquet::create(&self.path, &layout)
     }
+}
+
+/// The rows of a `drop/` part, as columns.
+#[derive(Debug, Default)]
+pub struct DropColumns {
+    pub ids: Vec<i64>,
+    pub keep_ids: Vec<i64>,
+    pub distances: Vec<Option<i8>>,
+}
+
+/// Writes a `drop/` part with the URLs of both pages, `url` and
+/// `keep_url` (null where `url_of` knows none), as [`SortedPart`] writes
+/// one without them.
+pub fn write_drops_with_urls<'a>(
+    path: &Path,
+    rows: &DropColumns,
+    url_of: impl Fn(i64) -> Option<&'a str>,
+) -> Result<()> {
+    let mut fields = DropRow::fields();
+    fields.push(Field::new("url", DataType::Utf8, true));
+    fields.push(Field::new("keep_url", DataType::Utf8, true));
+    let schema = Arc::new(Schema::new(fields));
+    let layout = FileLayout {
+        schema: schema.clone(),
+        zstd_level: OUTPUT_ZSTD_LEVEL,
+        sorting: Some(ascending(&[0])),
+        key_values: None,
+        group_rows: ROW_GROUP_ROWS,
+        raw: false,
+    };
+    write_parquet(path, layout, rows.ids.len(), |range| {
+        let (ids, keeps) = (&rows.ids[range.clone()], &rows.keep_ids[range.clone()]);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ids.to_vec())),
+            Arc::new(Int64Array::from(keeps.to_vec())),
+            Arc::new(Int8Array::from(rows.distances[range].to_vec())),
+            Arc::new(StringArray::from_iter(ids.iter().map(|&id| url_of(id)))),
+            Arc::new(StringArray::from_iter(keeps.iter().map(|&id| url_of(id)))),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
 }
 
 /// Fingerprinted documents, in the order they were read.
