@@ -553,7 +553,7 @@ mod tests {
 
     #[test]
     fn documents_carry_their_warc_date_and_the_range_that_holds_their_record_alone() {
-        let records = vec![
+        let records = [
             record(
                 "warcinfo",
                 "-",
