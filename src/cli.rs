@@ -342,6 +342,11 @@ pub struct FingerprintArgs {
     /// JSONL field / Parquet column holding the text.
     #[arg(long, default_value = "text")]
     pub text_field: String,
+    /// JSONL field / Parquet column holding the fetch time (RFC 3339
+    /// strings, or a Parquet TIMESTAMP), for the shards' `fetch_time`
+    /// (default: none, null; WARC and WET take their WARC-Date).
+    #[arg(long)]
+    pub time_field: Option<String>,
     /// Replace an existing output directory.
     #[arg(long)]
     pub overwrite: bool,
@@ -506,6 +511,7 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
             id: args.id_field,
             url: args.url_field,
             text: args.text_field,
+            time: args.time_field,
         },
         scheme: Scheme::from_flags(
             args.scheme.as_deref(),

@@ -306,9 +306,10 @@ fn write_shard(
     // Only WARC files hold HTML pages; their shards' scheme names the text
     // chosen from them.
     let scheme = opts.scheme.describe(format == Format::Warc);
-    write_documents(shard, &rows, &scheme)?;
+    let file = path.to_string();
+    write_documents(shard, &rows, &scheme, &file)?;
     let summary = FileSummary {
-        file: path.to_string(),
+        file,
         shard: shard
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

@@ -118,6 +118,7 @@ pub struct FingerprintSpec {
     pub id_field: Option<String>,
     pub url_field: Option<String>,
     pub text_field: Option<String>,
+    pub time_field: Option<String>,
 }
 
 /// Stage 2 (`[match]`): pairs of B against F, and inside B.
@@ -385,6 +386,7 @@ fn fingerprint_options(
         id: f.id_field.clone().unwrap_or(defaults.id),
         url: f.url_field.clone().unwrap_or(defaults.url),
         text: f.text_field.clone().unwrap_or(defaults.text),
+        time: f.time_field.clone(),
     };
     o.scheme = Scheme::from_flags(
         f.scheme.as_deref(),

@@ -1,17 +1,23 @@
 //! `neardup fingerprint` end to end: WARC and WET files written by another
 //! tool (warcio) are read record for record, the shards are read back by
-//! DuckDB, broken records are reported without stopping the file, and bad
-//! input gets one clear line.
+//! DuckDB, each page's record is found again by a plain ranged read of the
+//! range its row gives, broken records are reported without stopping the
+//! file, and bad input gets one clear line.
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int64Type;
-use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+use arrow_array::types::{Int64Type, TimestampMicrosecondType};
+use arrow_array::{
+    Array, ArrayRef, Int64Array, RecordBatch, StringArray, TimestampMillisecondArray,
+    TimestampNanosecondArray,
+};
+use arrow_schema::{DataType, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
@@ -31,16 +37,89 @@ fn helper() -> String {
 
 /// Writes the warcio sample into `dir/crawl` and returns its manifest.
 fn write_sample(dir: &Path) -> Value {
-    let crawl = dir.join("crawl");
+    write_sample_with(dir, "write", "crawl")
+}
+
+/// Writes the warcio sample into `dir/NAME` by the helper's `command`
+/// (`write`: gzipped, `write-plain`) and returns its manifest, moved out
+/// of the crawl (its name is a JSONL input's).
+fn write_sample_with(dir: &Path, command: &str, name: &str) -> Value {
+    let crawl = dir.join(name);
     std::fs::create_dir_all(&crawl).unwrap();
     let status = Command::new(python_with("warcio"))
-        .args([&helper(), "write", crawl.to_str().unwrap()])
+        .args([&helper(), command, crawl.to_str().unwrap()])
         .status()
         .unwrap();
     assert!(status.success());
     let manifest = std::fs::read_to_string(crawl.join("manifest.json")).unwrap();
-    std::fs::rename(crawl.join("manifest.json"), dir.join("manifest.json")).unwrap();
+    let moved = dir.join(format!("manifest-{name}.json"));
+    std::fs::rename(crawl.join("manifest.json"), moved).unwrap();
     serde_json::from_str(&manifest).unwrap()
+}
+
+/// The shards' types and rows as DuckDB reads them, each row with what a
+/// plain ranged read of its record's range holds (see `warc_writer.py`).
+fn read_with_duckdb(out: &Path) -> Value {
+    let read = Command::new(python_with("duckdb"))
+        .args([&helper(), "read", &format!("{}/*.parquet", out.display())])
+        .output()
+        .unwrap();
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    serde_json::from_slice(&read.stdout).unwrap()
+}
+
+/// DuckDB's types of a fingerprint shard's columns.
+const SHARD_TYPES: [&str; 9] = [
+    "BIGINT",
+    "VARCHAR",
+    "BIGINT",
+    "INTEGER",
+    "INTEGER",
+    "TIMESTAMP WITH TIME ZONE",
+    "VARCHAR",
+    "BIGINT",
+    "BIGINT",
+];
+
+/// Checks every shard row of the warcio sample against its manifest: the
+/// row's fetch time is its record's WARC-Date, its source is the file it
+/// was read from, and reading `[offset, offset + length)` of that file
+/// gives exactly its record (one whole gzip member, or a plain record from
+/// `WARC/` to its blank line), which warcio reads as the one record with
+/// the page's URI, record id and date.
+fn assert_rows_find_their_records(table: &Value, manifest: &Value, crawl: &Path, suffix: &str) {
+    let mut pages = BTreeMap::new();
+    for kind in ["warc", "wet"] {
+        let file = crawl.join(format!("sample.{kind}{suffix}"));
+        for page in manifest[kind].as_array().unwrap() {
+            let url = page["url"].as_str().unwrap().to_string();
+            pages.insert(url, (page.clone(), file.display().to_string()));
+        }
+    }
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), pages.len());
+    let mut undated = 0;
+    for row in rows {
+        let url = row["url"].as_str().unwrap();
+        let (page, file) = &pages[url];
+        assert_eq!(row["source"], file.as_str(), "{url}");
+        assert_eq!(row["fetch_time"], page["micros"], "{url}: {}", page["date"]);
+        undated += usize::from(row["fetch_time"].is_null());
+        let range = &row["range"];
+        assert_eq!(range["exact"], true, "{url}: {row}");
+        let records = range["records"].as_array().unwrap();
+        assert_eq!(records.len(), 1, "{url}: {range}");
+        assert_eq!(records[0]["uri"], url);
+        assert_eq!(records[0]["record_id"], page["record_id"], "{url}");
+        assert_eq!(records[0]["date"], page["date"], "{url}");
+        assert_eq!(records[0]["whole"], true, "{url}");
+    }
+    // The WET page dated `yesterday` is fingerprinted, without a time.
+    assert_eq!(undated, 1);
 }
 
 fn summary(out: &Path) -> Value {
@@ -91,20 +170,9 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
         expected.insert(url.to_string(), fingerprint(&text, &options));
     }
 
-    let read = Command::new(python_with("duckdb"))
-        .args([&helper(), "read", &format!("{}/*.parquet", out.display())])
-        .output()
-        .unwrap();
-    assert!(
-        read.status.success(),
-        "{}",
-        String::from_utf8_lossy(&read.stderr)
-    );
-    let table: Value = serde_json::from_slice(&read.stdout).unwrap();
-    assert_eq!(
-        table["types"],
-        serde_json::json!(["BIGINT", "VARCHAR", "BIGINT", "INTEGER", "INTEGER"])
-    );
+    let table = read_with_duckdb(&out);
+    assert_eq!(table["types"], serde_json::json!(SHARD_TYPES));
+    assert_rows_find_their_records(&table, &manifest, &crawl, ".gz");
     let rows = table["rows"].as_array().unwrap();
     assert_eq!(rows.len(), expected.len());
     for row in rows {
@@ -141,10 +209,67 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
 }
 
 #[test]
+fn plain_warc_and_wet_records_are_found_by_their_ranges_and_a_whole_file_member_gives_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = write_sample_with(dir.path(), "write-plain", "plain");
+    let plain = dir.path().join("plain");
+    let out = dir.path().join("fp");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        plain.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--workers",
+        "2",
+    ]);
+    let s = summary(&out);
+    assert_eq!(
+        (s["documents"].as_u64(), s["bad_records"].as_u64()),
+        (Some(72), Some(0))
+    );
+    let table = read_with_duckdb(&out);
+    assert_eq!(table["types"], serde_json::json!(SHARD_TYPES));
+    assert_rows_find_their_records(&table, &manifest, &plain, "");
+
+    // The same files gzipped whole, each one member: the same fetch times,
+    // and no range.
+    let whole = dir.path().join("whole");
+    std::fs::create_dir_all(&whole).unwrap();
+    for name in ["sample.warc", "sample.wet"] {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &std::fs::read(plain.join(name)).unwrap()).unwrap();
+        std::fs::write(whole.join(format!("{name}.gz")), gz.finish().unwrap()).unwrap();
+    }
+    let out_whole = dir.path().join("fp-whole");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        whole.to_str().unwrap(),
+        "--out",
+        out_whole.to_str().unwrap(),
+    ]);
+    for part in ["part-00000.parquet", "part-00001.parquet"] {
+        let rows = read_attributes(&out.join(part));
+        let whole_rows = read_attributes(&out_whole.join(part));
+        assert_eq!(whole_rows.len(), rows.len());
+        for (plain_row, whole_row) in rows.iter().zip(&whole_rows) {
+            assert_eq!(whole_row.id, plain_row.id);
+            assert_eq!(whole_row.fetch_time, plain_row.fetch_time);
+            assert!(plain_row.offset.is_some() && plain_row.length.is_some());
+            assert_eq!((whole_row.offset, whole_row.length), (None, None));
+            assert!(whole_row.source.ends_with(".gz"), "{}", whole_row.source);
+        }
+    }
+}
+
+#[test]
 fn shards_are_identical_for_any_worker_count() {
     let dir = tempfile::tempdir().unwrap();
     write_sample(dir.path());
+    write_sample_with(dir.path(), "write-plain", "plain");
     let crawl = dir.path().join("crawl");
+    let plain = dir.path().join("plain");
     let mut shards = Vec::new();
     for workers in ["1", "2", "3"] {
         let out = dir.path().join(format!("fp{workers}"));
@@ -152,15 +277,17 @@ fn shards_are_identical_for_any_worker_count() {
             "fingerprint",
             "--input",
             crawl.to_str().unwrap(),
+            plain.to_str().unwrap(),
             "--out",
             out.to_str().unwrap(),
             "--workers",
             workers,
         ]);
-        let bytes: Vec<Vec<u8>> = ["part-00000.parquet", "part-00001.parquet"]
+        let bytes: Vec<Vec<u8>> = part_files(&out)
             .iter()
-            .map(|p| std::fs::read(out.join(p)).unwrap())
+            .map(|p| std::fs::read(p).unwrap())
             .collect();
+        assert_eq!(bytes.len(), 4);
         shards.push(bytes);
     }
     assert_eq!(shards[0], shards[1]);
@@ -388,9 +515,10 @@ fn jsonl_and_parquet_text_inputs_give_the_same_fingerprints() {
             "--features",
             "chars:3",
         ]);
-        outputs.push(std::fs::read(out.join("part-00000.parquet")).unwrap());
+        outputs.push(fingerprint_columns(&out.join("part-00000.parquet")));
     }
-    assert_eq!(outputs[0], outputs[1]);
+    // The same rows: only the page attributes (source, range) differ.
+    assert!(outputs[0] == outputs[1], "{outputs:?}");
     let options = SimhashOptions {
         features: Features::Chars(3),
         ..Default::default()
@@ -401,6 +529,312 @@ fn jsonl_and_parquet_text_inputs_give_the_same_fingerprints() {
         .map(|d| (d.0, fingerprint(d.2, &options).simhash))
         .collect();
     assert_eq!(rows, expected);
+}
+
+/// A shard row's page attributes.
+#[derive(Debug)]
+struct Attributes {
+    id: i64,
+    fetch_time: Option<i64>,
+    source: String,
+    offset: Option<i64>,
+    length: Option<i64>,
+}
+
+/// The page attributes of every row of a shard, read by arrow, after
+/// checking their types.
+fn read_attributes(path: &Path) -> Vec<Attributes> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let column = |name: &str| batch.column_by_name(name).unwrap().clone();
+        let times = column("fetch_time");
+        assert_eq!(
+            times.data_type(),
+            &DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))
+        );
+        let times = times.as_primitive::<TimestampMicrosecondType>();
+        let (ids, sources) = (column("id"), column("source"));
+        let (offsets, lengths) = (column("offset"), column("length"));
+        let (offsets, lengths) = (
+            offsets.as_primitive::<Int64Type>(),
+            lengths.as_primitive::<Int64Type>(),
+        );
+        let value = |a: &arrow_array::PrimitiveArray<_>, i| a.is_valid(i).then(|| a.value(i));
+        for i in 0..batch.num_rows() {
+            out.push(Attributes {
+                id: ids.as_primitive::<Int64Type>().value(i),
+                fetch_time: times.is_valid(i).then(|| times.value(i)),
+                source: sources.as_string::<i32>().value(i).to_string(),
+                offset: value(offsets, i),
+                length: value(lengths, i),
+            });
+        }
+    }
+    out
+}
+
+/// Microseconds since the epoch of some instants, as `date -u -d ... +%s%6N` gives them.
+const MAY_1_12_34_56: i64 = 1_714_566_896_000_000;
+const FEB_29_23_59_59: i64 = 1_709_251_199_000_000;
+
+#[test]
+fn jsonl_lines_give_their_time_field_and_their_range() {
+    let dir = tempfile::tempdir().unwrap();
+    // (line, fetch time, or None for a bad record)
+    let lines: [(&str, Option<Option<i64>>); 9] = [
+        (
+            r#"{"id": 1, "url": "http://a/", "text": "one", "fetched": "2024-05-01T12:34:56Z"}"#,
+            Some(Some(MAY_1_12_34_56)),
+        ),
+        (
+            r#"{"id": 2, "url": "http://b/", "text": "two", "fetched": "2024-05-01T14:34:56.123456+02:00"}"#,
+            Some(Some(MAY_1_12_34_56 + 123_456)),
+        ),
+        (
+            r#"{"id": 3, "text": "three", "fetched": "2024-03-01T04:59:59.5+05:00"}"#,
+            Some(Some(FEB_29_23_59_59 + 500_000)),
+        ),
+        (
+            r#"{"id": 4, "url": "http://d/", "text": "four", "fetched": "2024-02-29T18:59:59-05:00"}"#,
+            Some(Some(FEB_29_23_59_59)),
+        ),
+        (r#"{"id": 5, "text": "five"}"#, Some(None)),
+        (r#"{"id": 6, "text": "six", "fetched": null}"#, Some(None)),
+        (
+            r#"{"id": 7, "text": "seven", "fetched": "2024-02-30T00:00:00Z"}"#,
+            None,
+        ),
+        (r#"{"id": 8, "text": "eight", "fetched": 1714566896}"#, None),
+        (
+            r#"{"id": 9, "text": "nine", "fetched": "2024-05-01 12:34:56z"}"#,
+            Some(Some(MAY_1_12_34_56)),
+        ),
+    ];
+    // Line breaks of both kinds, and a blank line.
+    let mut file = String::new();
+    for (i, (line, _)) in lines.iter().enumerate() {
+        file.push_str(line);
+        file.push_str(if i % 2 == 0 { "\n" } else { "\r\n" });
+        if i == 4 {
+            file.push('\n');
+        }
+    }
+    let crawl = dir.path().join("crawl");
+    std::fs::create_dir_all(&crawl).unwrap();
+    std::fs::write(crawl.join("docs.jsonl"), &file).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, file.as_bytes()).unwrap();
+    std::fs::write(crawl.join("more.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    let out = dir.path().join("fp");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        crawl.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--time-field",
+        "fetched",
+    ]);
+    let s = summary(&out);
+    assert_eq!(s["documents"], 14);
+    assert_eq!(s["bad_records"], 4);
+    let reasons: Vec<&str> = s["bad"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["reason"].as_str().unwrap())
+        .collect();
+    let invalid_date = r#"field `fetched` is not an RFC 3339 date-time: "2024-02-30T00:00:00Z""#;
+    let number = "field `fetched` is not an RFC 3339 date-time: 1714566896";
+    assert_eq!(reasons, [invalid_date, number, invalid_date, number]);
+
+    let expected: Vec<(i64, Option<i64>)> = lines
+        .iter()
+        .filter_map(|(line, time)| {
+            let id = serde_json::from_str::<Value>(line).unwrap()["id"]
+                .as_i64()
+                .unwrap();
+            time.map(|t| (id, t))
+        })
+        .collect();
+    // Sorted by name: docs.jsonl, then more.jsonl.gz.
+    let plain = read_attributes(&out.join("part-00000.parquet"));
+    let gzipped = read_attributes(&out.join("part-00001.parquet"));
+    for (rows, name) in [(&plain, "docs.jsonl"), (&gzipped, "more.jsonl.gz")] {
+        let got: Vec<(i64, Option<i64>)> = rows.iter().map(|r| (r.id, r.fetch_time)).collect();
+        assert_eq!(got, expected, "{name}");
+        for row in rows.iter() {
+            assert_eq!(row.source, crawl.join(name).display().to_string());
+        }
+    }
+    assert!(gzipped
+        .iter()
+        .all(|r| r.offset.is_none() && r.length.is_none()));
+    // A plain ranged read of a plain file's row gives its line's object,
+    // read by Python's json.
+    let table = read_with_duckdb(&out);
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 14);
+    let mut ranged = 0;
+    for row in rows
+        .iter()
+        .filter(|r| r["source"].as_str().unwrap().ends_with("docs.jsonl"))
+    {
+        let line = lines
+            .iter()
+            .map(|(line, _)| serde_json::from_str::<Value>(line).unwrap())
+            .find(|object| object["id"] == row["id"])
+            .unwrap();
+        assert_eq!(row["range"]["object"], line, "{row}");
+        ranged += 1;
+    }
+    assert_eq!(ranged, 7);
+    // Without --time-field, no fetch time.
+    let out_none = dir.path().join("fp-none");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        crawl.join("docs.jsonl").to_str().unwrap(),
+        "--out",
+        out_none.to_str().unwrap(),
+    ]);
+    let rows = read_attributes(&out_none.join("part-00000.parquet"));
+    assert_eq!(rows.len(), 9);
+    assert!(rows
+        .iter()
+        .all(|r| r.fetch_time.is_none() && r.offset.is_some()));
+}
+
+#[test]
+fn parquet_time_columns_of_timestamps_or_strings_give_fetch_times_and_bad_ones_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 4;
+    let at = [MAY_1_12_34_56, FEB_29_23_59_59, -1_500_000, 0];
+    let table = RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(1..=n)) as ArrayRef,
+        ),
+        (
+            "text",
+            Arc::new(StringArray::from_iter_values(
+                (1..=n).map(|i| format!("page {i}")),
+            )),
+        ),
+        // Milliseconds, in a zone.
+        (
+            "t_ms",
+            Arc::new(
+                TimestampMillisecondArray::from(vec![
+                    Some(at[0] / 1000),
+                    Some(at[1] / 1000),
+                    Some(at[2] / 1000),
+                    None,
+                ])
+                .with_timezone("+02:00"),
+            ),
+        ),
+        // Nanoseconds, without a zone (read as UTC).
+        (
+            "t_ns",
+            Arc::new(TimestampNanosecondArray::from(vec![
+                Some(at[0] * 1000 + 999),
+                None,
+                Some(at[2] * 1000),
+                Some(0),
+            ])),
+        ),
+        (
+            "t_str",
+            Arc::new(StringArray::from(vec![
+                Some("2024-05-01T14:34:56+02:00"),
+                Some("2024-02-29T23:59:59.000Z"),
+                Some("the day before"),
+                None,
+            ])),
+        ),
+        ("t_int", Arc::new(Int64Array::from_iter_values(0..n))),
+    ])
+    .unwrap();
+    let input = dir.path().join("docs.parquet");
+    let file = std::fs::File::create(&input).unwrap();
+    let mut writer = ArrowWriter::try_new(file, table.schema(), None).unwrap();
+    writer.write(&table).unwrap();
+    writer.close().unwrap();
+    let input = input.display().to_string();
+
+    let fingerprint = |column: &str| {
+        let out = dir.path().join(format!("fp-{column}"));
+        let result = neardup(&[
+            "fingerprint",
+            "--input",
+            &input,
+            "--out",
+            out.to_str().unwrap(),
+            "--time-field",
+            column,
+        ]);
+        (out, result)
+    };
+    for (column, expected, bad) in [
+        ("t_ms", vec![Some(at[0]), Some(at[1]), Some(at[2]), None], 0),
+        ("t_ns", vec![Some(at[0]), None, Some(at[2]), Some(0)], 0),
+        ("t_str", vec![Some(at[0]), Some(at[1]), None], 1),
+    ] {
+        let (out, result) = fingerprint(column);
+        assert!(result.status.success(), "{column}: {result:?}");
+        let rows = read_attributes(&out.join("part-00000.parquet"));
+        let got: Vec<Option<i64>> = rows.iter().map(|r| r.fetch_time).collect();
+        assert_eq!(got, expected, "{column}");
+        for row in &rows {
+            assert_eq!((row.offset, row.length), (None, None));
+            assert_eq!(row.source, input);
+        }
+        let s = summary(&out);
+        assert_eq!(s["bad_records"], bad, "{column}");
+        if bad > 0 {
+            assert_eq!(s["bad"][0]["offset"], 2);
+            assert_eq!(
+                s["bad"][0]["reason"],
+                r#"column `t_str` is not an RFC 3339 date-time: "the day before""#
+            );
+        }
+    }
+    // A missing column, or one of another type: one line naming the file
+    // and the column, and nothing written.
+    for (column, needle) in [
+        ("fetched", format!("{input}: no time column `fetched`")),
+        (
+            "t_int",
+            format!(
+                "{input}: column `t_int` has type Int64, expected a TIMESTAMP or RFC 3339 strings"
+            ),
+        ),
+    ] {
+        let (out, result) = fingerprint(column);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert!(!result.status.success(), "{column}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&needle), "{stderr}");
+        assert!(!out.exists(), "{column}");
+    }
+}
+
+/// The columns of a shard up to `n_chars`: the document and its
+/// fingerprint, without the page attributes.
+fn fingerprint_columns(path: &Path) -> Vec<RecordBatch> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    reader
+        .map(|batch| batch.unwrap().project(&[0, 1, 2, 3, 4]).unwrap())
+        .collect()
 }
 
 /// `(id, simhash)` of a fingerprint shard.

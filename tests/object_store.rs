@@ -11,8 +11,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use arrow_array::cast::AsArray;
+use arrow_array::RecordBatch;
 use common::*;
 use neardup::gen::SplitMix64;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -428,6 +431,39 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
     assert!(stderr.contains("HTTP URLs are read-only"), "{stderr}");
 }
 
+/// A fingerprint output's shards, by name: their rows without the `source`
+/// column, and the sources it names (the input as given: a local path, or
+/// an object's URL).
+fn shards_and_sources(dir: &Path) -> Vec<(String, Vec<RecordBatch>, Vec<String>)> {
+    part_files(dir)
+        .into_iter()
+        .map(|path| {
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            let reader = std::fs::File::open(&path).unwrap();
+            let reader = ParquetRecordBatchReaderBuilder::try_new(reader)
+                .unwrap()
+                .build()
+                .unwrap();
+            let (mut batches, mut sources) = (Vec::new(), Vec::new());
+            for batch in reader {
+                let mut batch = batch.unwrap();
+                let source = batch.remove_column(batch.schema().index_of("source").unwrap());
+                sources.extend(
+                    source
+                        .as_string::<i32>()
+                        .iter()
+                        .map(|s| s.unwrap().to_string()),
+                );
+                batches.push(batch);
+            }
+            sources.dedup();
+            (name, batches, sources)
+        })
+        .collect()
+}
+
+/// The shards of the same files read from disk and from an object store
+/// are the same but for the `source` they name.
 #[test]
 fn fingerprint_streams_warc_wet_and_jsonl_objects_with_the_bytes_of_local_files() {
     let dir = tempfile::tempdir().unwrap();
@@ -476,9 +512,21 @@ fn fingerprint_streams_warc_wet_and_jsonl_objects_with_the_bytes_of_local_files(
     };
     assert!(bad(&local) > Some(0), "the damaged member is reported");
     assert!(succeeded(&fingerprint("s3://crawl/2026-11-22", &remote)));
-    let shards = parts_of(&local);
+    let (shards, remote_shards) = (shards_and_sources(&local), shards_and_sources(&remote));
     assert_eq!(shards.len(), 4);
-    assert_eq!(parts_of(&remote), shards);
+    assert_eq!(remote_shards.len(), 4);
+    let names = [
+        "damaged.warc.gz",
+        "docs.jsonl",
+        "pages.warc.gz",
+        "text.wet.gz",
+    ];
+    for ((shard, remote_shard), name) in shards.iter().zip(&remote_shards).zip(names) {
+        assert_eq!(shard.0, remote_shard.0);
+        assert!(shard.1 == remote_shard.1, "{name}: other rows");
+        assert_eq!(shard.2, [crawl.join(name).display().to_string()]);
+        assert_eq!(remote_shard.2, [format!("s3://crawl/2026-11-22/{name}")]);
+    }
     assert_eq!(bad(&remote), bad(&local));
 }
 

@@ -1,40 +1,80 @@
 """Independent WARC/WET writer and DuckDB reader for tests/fingerprint.rs.
 
-    warc_writer.py write DIR    writes DIR/sample.warc.gz, DIR/sample.wet.gz
-                                (written by warcio, one gzip member per record)
-                                and DIR/manifest.json (what each record holds)
-    warc_writer.py read SHARDS  prints the fingerprint shards' rows as JSON, read by DuckDB
+    warc_writer.py write DIR        writes DIR/sample.warc.gz, DIR/sample.wet.gz
+                                    (written by warcio, one gzip member per record)
+                                    and DIR/manifest.json (what each record holds)
+    warc_writer.py write-plain DIR  the same records, uncompressed: DIR/sample.warc,
+                                    DIR/sample.wet
+    warc_writer.py read SHARDS      prints the fingerprint shards' rows as JSON, read
+                                    by DuckDB, each with what a plain ranged read of
+                                    [offset, offset + length) of its source holds
 """
+import datetime
 import io
 import json
 import sys
+import zlib
 from pathlib import Path
 
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+# Records are dated 37 s apart from here, across 2024's leap day.
+FIRST_DATE = datetime.datetime(2024, 2, 28, 23, 59, 30, tzinfo=datetime.timezone.utc)
 
-def write(out):
+
+def warc_date(n):
+    """The n-th record's WARC-Date, in turn in whole seconds, with microseconds,
+    and at +02:00; and the instant in microseconds since the epoch."""
+    at = FIRST_DATE + datetime.timedelta(seconds=37 * n)
+    if n % 3 == 1:
+        at = at.replace(microsecond=1000 * n + 7)
+        text = at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    elif n % 3 == 2:
+        text = (at + datetime.timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%S+02:00")
+    else:
+        text = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return text, (at - EPOCH) // datetime.timedelta(microseconds=1)
+
+
+def write(out, gzip=True):
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     out = Path(out)
+    suffix = ".gz" if gzip else ""
     manifest = {"warc": [], "wet": []}
-    with open(out / "sample.warc.gz", "wb") as f:
-        w = WARCWriter(f, gzip=True)
-        w.write_record(w.create_warcinfo_record("sample.warc.gz", {"software": "warcio"}))
+    dated = iter(range(1_000_000))
+
+    def create(w, *args, date=None, **kwargs):
+        """warcio's record, with the next WARC-Date (or `date`); its date,
+        instant and record id."""
+        text, micros = warc_date(next(dated))
+        if date is not None:
+            text, micros = date, None
+        record = w.create_warc_record(*args, warc_headers_dict={"WARC-Date": text}, **kwargs)
+        about = {
+            "date": text,
+            "micros": micros,
+            "record_id": record.rec_headers.get_header("WARC-Record-ID"),
+        }
+        return record, about
+
+    with open(out / f"sample.warc{suffix}", "wb") as f:
+        w = WARCWriter(f, gzip=gzip)
+        w.write_record(w.create_warcinfo_record(f"sample.warc{suffix}", {"software": "warcio"}))
 
         def respond(url, html):
             headers = StatusAndHeaders(
                 "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
             )
             payload = io.BytesIO(html.encode())
-            w.write_record(
-                w.create_warc_record(url, "response", payload=payload, http_headers=headers)
-            )
-            manifest["warc"].append({"url": url, "html": html})
+            record, about = create(w, url, "response", payload=payload, http_headers=headers)
+            w.write_record(record)
+            manifest["warc"].append({"url": url, "html": html, **about})
 
         for i in range(40):
             url = f"http://example.org/page/{i}"
-            request = w.create_warc_record(
-                url, "request", payload=io.BytesIO(f"GET /page/{i} HTTP/1.1\r\n\r\n".encode())
+            request, _ = create(
+                w, url, "request", payload=io.BytesIO(f"GET /page/{i} HTTP/1.1\r\n\r\n".encode())
             )
             w.write_record(request)
             respond(
@@ -56,36 +96,86 @@ def write(out):
                 f"<footer>Copyright example.org, tag listing {i}</footer></body></html>",
             )
         image = StatusAndHeaders("200 OK", [("Content-Type", "image/png")], protocol="HTTP/1.1")
-        w.write_record(
-            w.create_warc_record(
-                "http://example.org/logo.png", "response",
-                payload=io.BytesIO(b"\x89PNG\r\n"), http_headers=image,
-            )
+        record, _ = create(
+            w, "http://example.org/logo.png", "response",
+            payload=io.BytesIO(b"\x89PNG\r\n"), http_headers=image,
         )
-    with open(out / "sample.wet.gz", "wb") as f:
-        w = WARCWriter(f, gzip=True)
-        w.write_record(w.create_warcinfo_record("sample.wet.gz", {"software": "warcio"}))
+        w.write_record(record)
+    with open(out / f"sample.wet{suffix}", "wb") as f:
+        w = WARCWriter(f, gzip=gzip)
+        w.write_record(w.create_warcinfo_record(f"sample.wet{suffix}", {"software": "warcio"}))
         for i in range(30):
             url = f"https://news.example.com/{i}"
             text = f"Headline {i}\nThe cat sat on the mat {i} times.\n你妈妈喊你回家吃饭哦，第{i}次。\n"
-            w.write_record(
-                w.create_warc_record(
-                    url, "conversion", payload=io.BytesIO(text.encode()),
-                    warc_content_type="text/plain",
-                )
+            # The last page's date is not a date: it loses its fetch time only.
+            record, about = create(
+                w, url, "conversion", payload=io.BytesIO(text.encode()),
+                warc_content_type="text/plain", date="yesterday" if i == 29 else None,
             )
-            manifest["wet"].append({"url": url, "text": text})
+            w.write_record(record)
+            manifest["wet"].append({"url": url, "text": text, **about})
     (out / "manifest.json").write_text(json.dumps(manifest, ensure_ascii=False))
+
+
+def ranged_read(source, offset, length):
+    """What `length` bytes from `offset` of `source` hold, read as a crawl
+    team would: `exact` when they are one whole gzip member (of a gzipped
+    file) or start at a `WARC/` line and end in a blank line (of a plain
+    one); `records`, the WARC records warcio reads from them; `object`, a
+    JSONL line's JSON."""
+    with open(source, "rb") as f:
+        f.seek(offset)
+        data = f.read(length)
+    if ".jsonl" in source:
+        return {"object": json.loads(data)}
+    from warcio.archiveiterator import ArchiveIterator
+
+    if source.endswith(".gz"):
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        decoded = member.decompress(data)
+        exact = member.eof and member.unused_data == b""
+    else:
+        decoded = data
+        exact = data.startswith(b"WARC/") and data.endswith(b"\r\n\r\n")
+    records = []
+    # The whole block, HTTP headers too, to check it against Content-Length.
+    for record in ArchiveIterator(io.BytesIO(decoded), no_record_parse=True):
+        body = record.raw_stream.read()
+        records.append({
+            "type": record.rec_type,
+            "uri": record.rec_headers.get_header("WARC-Target-URI"),
+            "record_id": record.rec_headers.get_header("WARC-Record-ID"),
+            "date": record.rec_headers.get_header("WARC-Date"),
+            "whole": len(body) == int(record.rec_headers.get_header("Content-Length")),
+        })
+    return {"exact": exact, "records": records}
+
+
+COLUMNS = ["id", "url", "simhash", "n_features", "n_chars", "fetch_time", "source", "offset", "length"]
 
 
 def read(shards):
     import duckdb
 
-    rel = duckdb.sql(f"SELECT id, url, simhash, n_features, n_chars FROM read_parquet('{shards}')")
+    rel = duckdb.sql(f"SELECT * FROM read_parquet('{shards}')")
     types = [str(t) for t in rel.types]
-    rows = [dict(zip(["id", "url", "simhash", "n_features", "n_chars"], r)) for r in rel.fetchall()]
+    if rel.columns != COLUMNS[: len(rel.columns)]:
+        sys.exit(f"unexpected columns {rel.columns}")
+    # The instant as DuckDB reads it, in microseconds since the epoch
+    # (whatever the session's time zone, and without Python's time zones).
+    select = ", ".join(
+        'epoch_us(fetch_time)' if c == "fetch_time" else f'"{c}"' for c in rel.columns
+    )
+    rel = duckdb.sql(f"SELECT {select} FROM read_parquet('{shards}')")
+    rows = []
+    for values in rel.fetchall():
+        row = dict(zip(COLUMNS, values))
+        if row.get("offset") is not None:
+            row["range"] = ranged_read(row["source"], row["offset"], row["length"])
+        rows.append(row)
     print(json.dumps({"types": types, "rows": rows}, ensure_ascii=False))
 
 
 if __name__ == "__main__":
-    {"write": write, "read": read}[sys.argv[1]](sys.argv[2])
+    commands = {"write": write, "write-plain": lambda out: write(out, gzip=False), "read": read}
+    commands[sys.argv[1]](sys.argv[2])

@@ -1,5 +1,10 @@
 //! JSONL: one JSON object per line, with configurable id, url and text fields
-//! (gzipped files are read too).
+//! (gzipped files are read too), and an optional fetch time field of RFC
+//! 3339 strings.
+//!
+//! A line of a plain file is its document's [`Span`]: its first byte, and
+//! its length without the line break, so that the range is the JSON object.
+//! A gzipped file gives none, as no range of it is one line.
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
@@ -7,12 +12,14 @@ use anyhow::{Context, Result};
 use flate2::read::MultiGzDecoder;
 use serde_json::Value;
 
-use super::{url_id, BadRecord, Document, Record, TextFields};
+use super::timestamp::parse_rfc3339;
+use super::{url_id, BadRecord, Document, Record, Span, TextFields};
 use crate::storage::Location;
 
 /// Reads every line of a JSONL file; a line that is not a JSON object with a
-/// string text field and an id (an integer id field, or a url to hash) is a
-/// bad record at the line's offset.
+/// string text field and an id (an integer id field, or a url to hash), or
+/// whose time field is neither absent, null nor an RFC 3339 string, is a bad
+/// record at the line's offset.
 pub fn read(
     path: &Location,
     fields: &TextFields,
@@ -42,7 +49,11 @@ pub fn read(
         let record = if line.iter().all(u8::is_ascii_whitespace) {
             Record::Skipped
         } else {
-            parse_line(&line, fields)
+            let span = (!gzipped).then(|| Span {
+                offset,
+                length: line_length(&line) as u64,
+            });
+            parse_line(&line, fields, span)
                 .unwrap_or_else(|reason| Record::Bad(BadRecord { offset, reason }))
         };
         offset += n as u64;
@@ -50,7 +61,22 @@ pub fn read(
     }
 }
 
-fn parse_line(line: &[u8], fields: &TextFields) -> Result<Record, String> {
+/// A line's length without its line break (`\n` or `\r\n`).
+fn line_length(line: &[u8]) -> usize {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line).len()
+}
+
+/// A JSON value as a bad record's reason shows it: cut short if long.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
+fn parse_line(line: &[u8], fields: &TextFields, span: Option<Span>) -> Result<Record, String> {
     let text = std::str::from_utf8(line).map_err(|_| "invalid UTF-8".to_string())?;
     let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let object = value.as_object().ok_or("not a JSON object")?;
@@ -80,12 +106,26 @@ fn parse_line(line: &[u8], fields: &TextFields) -> Result<Record, String> {
             ))
         }
     };
+    let fetch_time = match fields.time.as_ref().map(|f| (f, object.get(f))) {
+        None | Some((_, None | Some(Value::Null))) => None,
+        Some((field, Some(value))) => {
+            let time = value.as_str().and_then(parse_rfc3339);
+            Some(time.ok_or_else(|| {
+                format!(
+                    "field `{field}` is not an RFC 3339 date-time: {}",
+                    shown(value)
+                )
+            })?)
+        }
+    };
     Ok(Record::Document(Document {
         id,
         url,
         text,
         html: false,
         charset: None,
+        fetch_time,
+        span,
     }))
 }
 
@@ -134,5 +174,75 @@ mod tests {
         let line_start = |i: usize| lines[..i].iter().map(|l| l.len() as u64 + 1).sum::<u64>();
         assert_eq!(offsets, vec![line_start(2), line_start(3), line_start(5)]);
         assert!(matches!(got[4], Record::Skipped));
+    }
+
+    fn read_bytes(bytes: &[u8], fields: &TextFields) -> Vec<Record> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docs.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        let mut got = Vec::new();
+        read(&Location::Local(path), fields, &mut |r, _| {
+            got.push(r);
+            Ok(())
+        })
+        .unwrap();
+        got
+    }
+
+    #[test]
+    fn lines_carry_their_range_and_time_field() {
+        let fields = TextFields {
+            time: Some("fetched".into()),
+            ..TextFields::default()
+        };
+        let lines = [
+            r#"{"id": 1, "text": "a", "fetched": "2024-05-01T12:34:56Z"}"#,
+            r#"{"id": 2, "text": "b", "fetched": "2024-05-01T14:34:56.25+02:00"}"#,
+            r#"{"id": 3, "text": "c"}"#,
+            r#"{"id": 4, "text": "d", "fetched": null}"#,
+            r#"{"id": 5, "text": "e", "fetched": "yesterday"}"#,
+            r#"{"id": 6, "text": "f", "fetched": 1714566896}"#,
+        ];
+        // Line breaks of both kinds, and none after the last line.
+        let file = format!("{}\r\n{}\n", lines[..2].join("\n"), lines[2..].join("\n"));
+        let file = file.trim_end().as_bytes().to_vec();
+        let got = read_bytes(&file, &fields);
+        let t = parse_rfc3339("2024-05-01T12:34:56Z").unwrap();
+        let expected_times = [Some(t), Some(t + 250_000), None, None];
+        for (i, record) in got[..4].iter().enumerate() {
+            let Record::Document(d) = record else {
+                panic!("{i}: {record:?}")
+            };
+            assert_eq!(d.fetch_time, expected_times[i], "line {i}");
+            let span = d.span.expect("a plain line has its range");
+            let bytes = &file[span.offset as usize..(span.offset + span.length) as usize];
+            assert_eq!(bytes, lines[i].as_bytes(), "line {i}");
+        }
+        let reasons: Vec<&str> = got[4..]
+            .iter()
+            .map(|r| match r {
+                Record::Bad(b) => b.reason.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                r#"field `fetched` is not an RFC 3339 date-time: "yesterday""#,
+                "field `fetched` is not an RFC 3339 date-time: 1714566896",
+            ]
+        );
+
+        // Without --time-field the field is not read; gzipped lines have no range.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &file).unwrap();
+        let got = read_bytes(&gz.finish().unwrap(), &TextFields::default());
+        assert_eq!(got.len(), 6);
+        for record in got {
+            let Record::Document(d) = record else {
+                panic!("{record:?}")
+            };
+            assert_eq!((d.fetch_time, d.span), (None, None));
+        }
     }
 }

@@ -5,11 +5,19 @@
 //! [`BadRecord`]: a record that cannot be read is reported with its file
 //! offset and reading goes on with the next one. Only a file that cannot be
 //! opened at all is an error.
+//!
+//! A document also carries what the shard records about the page besides
+//! its fingerprint: when it was fetched ([`Document::fetch_time`]) and
+//! where its record lies in the file ([`Span`]), so that a crawl keeps the
+//! earliest copy of a page and reads any page's record back with one ranged
+//! read. The file's own name is the shard's, not each document's: it is
+//! written once per shard.
 
 pub mod charset;
 pub mod html;
 pub mod jsonl;
 pub mod table;
+pub mod timestamp;
 pub mod warc;
 
 use anyhow::{Context, Result};
@@ -32,6 +40,22 @@ pub struct Document {
     /// counted by the reader, not sent on with the document.
     #[serde(skip)]
     pub charset: Option<charset::Charset>,
+    /// When the page was fetched, in microseconds since the Unix epoch
+    /// (UTC): a WARC record's `WARC-Date`, or the `--time-field` of JSONL
+    /// and Parquet input; `None` when unknown.
+    pub fetch_time: Option<i64>,
+    /// Where the record lies in its file, when one range holds it alone.
+    pub span: Option<Span>,
+}
+
+/// The bytes `[offset, offset + length)` of an input file, which a plain
+/// ranged read turns into exactly one record: a gzip member holding one
+/// WARC record, a plain WARC record from its `WARC/` line through its
+/// closing blank lines, or a JSONL line without its line break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    pub offset: u64,
+    pub length: u64,
 }
 
 /// A record that could not be read, and where it starts in its file (for a
@@ -114,6 +138,8 @@ pub struct TextFields {
     pub id: String,
     pub url: String,
     pub text: String,
+    /// The fetch time's field or column (`--time-field`), if any.
+    pub time: Option<String>,
 }
 
 impl Default for TextFields {
@@ -122,6 +148,7 @@ impl Default for TextFields {
             id: "id".into(),
             url: "url".into(),
             text: "text".into(),
+            time: None,
         }
     }
 }

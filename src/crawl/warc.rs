@@ -6,6 +6,15 @@
 //! and recovery. A gzip member that does not decode is reported at its offset
 //! and reading resumes at the next gzip member header; a record that does not
 //! parse is reported and reading resumes at the next `WARC/` version line.
+//!
+//! Each document records its `WARC-Date` (null when missing or not RFC
+//! 3339) and, where one range of the file holds its record alone, that
+//! range ([`Span`]): in a file of one gzip member per record, the member,
+//! whose compressed length both decoders report as they finish it (no
+//! second pass); in a plain file, the bytes the record parser took, from
+//! the `WARC/` line through the closing `\r\n\r\n`. A member holding
+//! several records (a whole file in one member) gives none: no range of
+//! it decompresses to one record alone.
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::ptr::NonNull;
@@ -14,7 +23,8 @@ use anyhow::{Context, Result};
 use flate2::bufread::GzDecoder;
 
 use super::charset::{content_type, decode_html};
-use super::{url_id, BadRecord, Document, Record};
+use super::timestamp::parse_rfc3339;
+use super::{url_id, BadRecord, Document, Record, Span};
 use crate::storage::{InputReader, Location};
 
 const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
@@ -62,7 +72,11 @@ fn read_members(
         };
         if let Some(used) = whole {
             input.consume(used);
-            parse_stream(None, &mut decoded, offset + used as u64, Some(offset), sink)?;
+            let member = Span {
+                offset,
+                length: used as u64,
+            };
+            parse_stream(None, &mut decoded, offset + used as u64, Some(member), sink)?;
             continue;
         }
         let mut decoder = GzDecoder::new(&mut *input);
@@ -70,7 +84,11 @@ fn read_members(
         match decoder.read_to_end(&mut decoded) {
             Ok(_) => {
                 let end = input.stream_position()?;
-                parse_stream(None, &mut decoded, end, Some(offset), sink)?;
+                let member = Span {
+                    offset,
+                    length: end - offset,
+                };
+                parse_stream(None, &mut decoded, end, Some(member), sink)?;
             }
             Err(error) => {
                 let bad = BadRecord {
@@ -186,13 +204,13 @@ fn skip_to_gzip_member(input: &mut BufReader<InputReader>) -> Result<()> {
 /// Parses records from a stream of WARC bytes starting at file offset
 /// `base`: those already in `buf`, then those read from `input` (`None` for
 /// a gzip member, decoded whole into `buf`). `member` is the gzip member's
-/// offset, reported for every record of it; `None` for a plain file, whose
-/// records are reported at their own offset.
+/// place in the file, whose offset is reported for every record of it;
+/// `None` for a plain file, whose records are reported at their own offset.
 fn parse_stream(
     mut input: Option<&mut dyn Read>,
     buf: &mut Vec<u8>,
     base: u64,
-    member: Option<u64>,
+    member: Option<Span>,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
     let mut start = 0usize; // first unparsed byte of buf
@@ -200,7 +218,10 @@ fn parse_stream(
     let mut eof = input.is_none();
     loop {
         let pending = &buf[start..];
-        let offset_here = member.unwrap_or(base + consumed + start as u64);
+        let offset_here = match member {
+            Some(member) => member.offset,
+            None => base + consumed + start as u64,
+        };
         let progress = |parsed: usize| match member {
             Some(_) => base,
             None => base + consumed + parsed as u64,
@@ -211,7 +232,18 @@ fn parse_stream(
         match warc::parser::record(pending) {
             Ok((rest, (_version, headers, body))) => {
                 let used = pending.len() - rest.len();
-                let record = to_record(&headers, body, offset_here);
+                let span = match member {
+                    // The member is decoded whole: alone in it if first
+                    // and followed by nothing.
+                    Some(member) => {
+                        (start == 0 && rest.iter().all(u8::is_ascii_whitespace)).then_some(member)
+                    }
+                    None => Some(Span {
+                        offset: offset_here,
+                        length: used as u64,
+                    }),
+                };
+                let record = to_record(&headers, body, offset_here, span);
                 start += used;
                 sink(record, progress(start))?;
             }
@@ -287,7 +319,7 @@ fn header<'a>(headers: &'a [(&str, &[u8])], name: &str) -> Option<&'a [u8]> {
 
 /// Turns a parsed record into a document: conversion records carry text,
 /// response records carry an HTTP response whose HTML is stripped to text.
-fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
+fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64, span: Option<Span>) -> Record {
     let kind = header(headers, "WARC-Type").unwrap_or_default();
     let url = header(headers, "WARC-Target-URI")
         .map(|u| String::from_utf8_lossy(u).trim().to_string())
@@ -322,12 +354,18 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64) -> Record {
         (None, Some(record_id)) => url_id(&String::from_utf8_lossy(record_id)),
         (None, None) => return bad("record without WARC-Target-URI or WARC-Record-ID"),
     };
+    // A date that is missing or unreadable loses the fetch time, not the page.
+    let fetch_time = header(headers, "WARC-Date")
+        .and_then(|date| std::str::from_utf8(date).ok())
+        .and_then(parse_rfc3339);
     Record::Document(Document {
         id,
         url,
         text,
         html,
         charset,
+        fetch_time,
+        span,
     })
 }
 
@@ -489,6 +527,121 @@ mod tests {
         assert_eq!(expected.len(), 2000);
         assert_eq!(summary(&read_all(&members)), expected);
         assert_eq!(summary(&read_all(&gzip(&plain))), expected);
+    }
+
+    /// A conversion record with a `WARC-Date` header, if given.
+    fn dated(uri: &str, date: Option<&str>) -> Vec<u8> {
+        let body = format!("text of {uri}");
+        let date = date.map_or(String::new(), |d| format!("WARC-Date: {d}\r\n"));
+        format!(
+            "WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: {uri}\r\n{date}Content-Length: {}\r\n\r\n{body}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes()
+    }
+
+    /// `(url, fetch_time, span)` of every document.
+    fn attributes(records: &[Record]) -> Vec<(String, Option<i64>, Option<Span>)> {
+        records
+            .iter()
+            .filter_map(|r| match r {
+                Record::Document(d) => Some((d.url.clone().unwrap(), d.fetch_time, d.span)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn documents_carry_their_warc_date_and_the_range_that_holds_their_record_alone() {
+        let records = [
+            record(
+                "warcinfo",
+                "-",
+                "application/warc-fields",
+                b"software: test\r\n",
+            ),
+            dated("http://a/", Some("2024-05-01T12:34:56Z")),
+            dated("http://b/", Some("2024-05-01T14:34:57.5+02:00")),
+            dated("http://c/", Some("1 May 2024")),
+            dated("http://d/", None),
+        ];
+        let a = parse_rfc3339("2024-05-01T12:34:56Z").unwrap();
+        let times = [Some(a), Some(a + 1_500_000), None, None];
+        let starts: Vec<u64> = records
+            .iter()
+            .scan(0u64, |at, r| {
+                let start = *at;
+                *at += r.len() as u64;
+                Some(start)
+            })
+            .collect();
+
+        // Plain: each record's own bytes.
+        let plain = records.concat();
+        let got = attributes(&read_all(&plain));
+        assert_eq!(got.len(), 4);
+        for (i, (_, time, span)) in got.iter().enumerate() {
+            let span = span.expect("a plain record has its range");
+            let bytes = &plain[span.offset as usize..(span.offset + span.length) as usize];
+            assert_eq!(bytes, &records[i + 1][..], "record {i}");
+            assert_eq!(span.offset, starts[i + 1]);
+            assert_eq!(*time, times[i], "record {i}");
+        }
+
+        // A member per record: the member, which decompresses to the record.
+        let members: Vec<Vec<u8>> = records.iter().map(|r| gzip(r)).collect();
+        let file = members.concat();
+        let got = attributes(&read_all(&file));
+        let mut at = members[0].len() as u64;
+        for (i, (_, time, span)) in got.iter().enumerate() {
+            assert_eq!(
+                *span,
+                Some(Span {
+                    offset: at,
+                    length: members[i + 1].len() as u64
+                }),
+                "record {i}"
+            );
+            let range = &file[at as usize..at as usize + members[i + 1].len()];
+            let mut decoded = Vec::new();
+            GzDecoder::new(range).read_to_end(&mut decoded).unwrap();
+            assert_eq!(decoded, records[i + 1]);
+            assert_eq!(*time, times[i]);
+            at += members[i + 1].len() as u64;
+        }
+
+        // One member for the whole file: no range holds a record alone.
+        let got = attributes(&read_all(&gzip(&plain)));
+        assert_eq!(got.len(), 4);
+        assert!(got.iter().all(|(_, _, span)| span.is_none()), "{got:?}");
+        let got_times: Vec<Option<i64>> = got.iter().map(|g| g.1).collect();
+        assert_eq!(got_times, times);
+    }
+
+    /// A member larger than the read buffer goes to the streaming decoder,
+    /// which reports its length as libdeflate does.
+    #[test]
+    fn a_member_past_the_read_buffer_has_its_range_too() {
+        let text: String = (0..400_000u32)
+            .map(|i| format!("{:x} ", i.wrapping_mul(2_654_435_761)))
+            .collect();
+        let big = record("conversion", "http://big/", "text/plain", text.as_bytes());
+        let small = dated("http://small/", Some("2024-05-01T12:34:56Z"));
+        let members = [gzip(&small), gzip(&big), gzip(&small)];
+        assert!(members[1].len() > CHUNK, "{} bytes", members[1].len());
+        let file = members.concat();
+        let got = attributes(&read_all(&file));
+        let offsets = [0, members[0].len(), members[0].len() + members[1].len()];
+        let spans: Vec<Option<Span>> = got.iter().map(|g| g.2).collect();
+        let expected: Vec<Option<Span>> = (0..3)
+            .map(|i| {
+                Some(Span {
+                    offset: offsets[i] as u64,
+                    length: members[i].len() as u64,
+                })
+            })
+            .collect();
+        assert_eq!(spans, expected);
     }
 
     #[test]

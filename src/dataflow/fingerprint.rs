@@ -409,6 +409,8 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
         rows.simhashes.push(f.simhash);
         rows.n_features.push(f.n_features);
         rows.n_chars.push(f.n_chars);
+        rows.fetch_times.push(document.fetch_time);
+        rows.spans.push(document.span);
     }
     RowBatch {
         file: batch.file,

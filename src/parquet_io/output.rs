@@ -15,8 +15,9 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{
     ArrayRef, BooleanArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray,
 };
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::errors::ParquetError;
@@ -24,6 +25,7 @@ use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
+use crate::crawl::Span;
 use crate::dataflow::commit::lock;
 use crate::pairs::Pair;
 use crate::part_runs::{DropRow, MemberRow, Row, RunMerge};
@@ -453,12 +455,17 @@ pub fn write_fingerprints(
 /// - a cluster's size and a pair's distance take few values: a dictionary
 ///   stores each in a few bits, before zstd, in less time than zstd alone
 ///   (on 10M pairs of small clusters, `clusters/` and `drop/` parts came out
-///   1-15% smaller and zstd's share of the job fell from 17% to 10%).
+///   1-15% smaller and zstd's share of the job fell from 17% to 10%); so
+///   does a shard's `source`, one value in every row;
+/// - a shard's record `offset`s ascend in reading order: delta-encoded, each
+///   costs about the bits of a record's length.
 fn column_layout(name: &str) -> Option<ColumnLayout> {
     match name {
         "simhash" | "query_simhash" | "corpus_simhash" => Some(ColumnLayout::Raw),
-        "id" | "query_id" | "corpus_id" | "cluster_id" | "keep_id" => Some(ColumnLayout::Delta),
-        "cluster_size" | "distance" => Some(ColumnLayout::FewValues),
+        "id" | "query_id" | "corpus_id" | "cluster_id" | "keep_id" | "offset" => {
+            Some(ColumnLayout::Delta)
+        }
+        "cluster_size" | "distance" | "source" => Some(ColumnLayout::FewValues),
         _ => None,
     }
 }
@@ -740,6 +747,10 @@ pub struct DocumentRows {
     pub simhashes: Vec<u64>,
     pub n_features: Vec<u32>,
     pub n_chars: Vec<u32>,
+    /// Microseconds since the Unix epoch, UTC.
+    pub fetch_times: Vec<Option<i64>>,
+    /// The `offset` and `length` columns.
+    pub spans: Vec<Option<Span>>,
 }
 
 impl DocumentRows {
@@ -750,20 +761,41 @@ impl DocumentRows {
         self.simhashes.append(&mut other.simhashes);
         self.n_features.append(&mut other.n_features);
         self.n_chars.append(&mut other.n_chars);
+        self.fetch_times.append(&mut other.fetch_times);
+        self.spans.append(&mut other.spans);
     }
 }
 
-/// Writes a fingerprint shard of documents: `id`, `url` (null when unknown),
-/// `simhash` (INT64, the bit pattern), `n_features`, `n_chars`; the
-/// fingerprint scheme goes into the key-value metadata.
-pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str) -> Result<()> {
-    let schema = Arc::new(Schema::new(vec![
+/// The schema of a fingerprint shard (see [`write_documents`]).
+pub fn document_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("url", DataType::Utf8, true),
         Field::new("simhash", DataType::Int64, false),
         Field::new("n_features", DataType::Int32, false),
         Field::new("n_chars", DataType::Int32, false),
-    ]));
+        Field::new(
+            "fetch_time",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("source", DataType::Utf8, false),
+        Field::new("offset", DataType::Int64, true),
+        Field::new("length", DataType::Int64, true),
+    ]))
+}
+
+/// Writes a fingerprint shard of documents: `id`, `url` (null when unknown),
+/// `simhash` (INT64, the bit pattern), `n_features`, `n_chars`, `fetch_time`
+/// (TIMESTAMP in microseconds, UTC; null when unknown), `source` (the input
+/// file, in every row) and `offset` and `length` (the record's bytes in
+/// `source`; null when no range holds it alone); the fingerprint scheme
+/// goes into the key-value metadata.
+///
+/// `source` is made into a column a row group at a time, one value
+/// repeated, and stored with a dictionary: a few bytes a row group.
+pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str, source: &str) -> Result<()> {
+    let schema = document_schema();
     let n = rows.ids.len();
     let key_values = vec![KeyValue::new(
         crate::scheme::METADATA_KEY.to_string(),
@@ -790,7 +822,23 @@ pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str) -> Result
                 rows.n_features[range.clone()].iter().map(|&x| x as i32),
             )),
             Arc::new(Int32Array::from_iter_values(
-                rows.n_chars[range].iter().map(|&x| x as i32),
+                rows.n_chars[range.clone()].iter().map(|&x| x as i32),
+            )),
+            Arc::new(
+                TimestampMicrosecondArray::from(rows.fetch_times[range.clone()].to_vec())
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                source,
+                range.len(),
+            ))),
+            Arc::new(Int64Array::from_iter(
+                rows.spans[range.clone()]
+                    .iter()
+                    .map(|s| s.map(|s| s.offset as i64)),
+            )),
+            Arc::new(Int64Array::from_iter(
+                rows.spans[range].iter().map(|s| s.map(|s| s.length as i64)),
             )),
         ];
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
