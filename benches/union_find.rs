@@ -63,7 +63,7 @@ fn main() {
 
 /// `(first pass, second pass, split)` seconds, the slowest worker's.
 fn run(pairs: &[(i64, i64, bool)], workers: usize) -> (f64, f64, f64) {
-    let graph = SharedGraph::new(false, workers);
+    let graph = SharedGraph::new(false, workers, 0);
     let estimate = pairs.len() * 5 / 4;
     let times: Vec<(f64, f64, f64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)

@@ -8,6 +8,12 @@
 #   PROCESSES=2 scripts/bench_cluster.sh     a timely cluster of that many processes on
 #                                            loopback ports, sharing the cores (time,
 #                                            RSS and CPU are process 0's)
+#   PAGES=urls scripts/bench_cluster.sh      each run again with --pages, a pages table of
+#                                            10M rows (DuckDB: id, fetch_time, url, n_chars)
+#                                            and the default keys corpus,earliest,canonical-url,
+#                                            so drop/ gets url and keep_url too
+#   PAGES=keys scripts/bench_cluster.sh      the same with a table without url (id,
+#                                            fetch_time, n_chars) and keys corpus,earliest,longest
 #
 # - small:  10M pairs in small clusters (blocks of 5 ids), 1% of pairs joining
 #           random pages, which chains blocks into larger components;
@@ -26,7 +32,11 @@
 #           pairs (snappy), as Spark's 128 MB row groups or a pyarrow
 #           `write_table` with a large `row_group_size` hold a night's pairs:
 #           cut into pieces so that every worker reads.
-# A third of the pairs are `--self` pairs; distances are 0 to 3.
+# A third of the pairs are `--self` pairs; distances are 0 to 3. With PAGES,
+# the pages table holds 10M of a shape's ids (small, clique: 0..10M; the
+# others scattered as their ids are), and a line after each pair of runs
+# gives the run with --pages against the one without: its pairs/s, and its
+# extra peak memory per page of the pair graph.
 # Each shape runs with both drop policies; the line gives time, pairs/s,
 # peak RSS, CPU time and minor page faults (/usr/bin/time). On a VM whose host backs memory
 # lazily, system time (first touches of memory) depends on what ran just
@@ -71,6 +81,27 @@ declare -A sql=(
             SELECT q, c, row_number() OVER () AS e FROM pairs"
 )
 
+pages_table() {  # pages_table plain|scattered -> the path of the shape's pages table
+    local ids=$1 path="bench-data/pages-$PAGES-$1.parquet"
+    if [ ! -f "$path" ]; then
+        local id="e" url=""
+        if [ "$ids" = scattered ]; then id="${scatter//x/e}"; fi
+        if [ "$PAGES" = urls ]; then
+            url="CASE hash(e) % 4 WHEN 0 THEN 'http://' ELSE 'https://' END || 'site'
+                 || (hash(e * 3) % 5000)::VARCHAR || '.example.com/' || repeat('a/', (hash(e * 11) % 4)::INT)
+                 || e::VARCHAR || CASE WHEN hash(e * 13) % 5 = 0 THEN '?utm_source=feed' ELSE '' END AS url,"
+        fi
+        .venv/bin/python - "$path" "SELECT $id AS id,
+              TIMESTAMP '2026-11-30' + to_microseconds((hash(e * 7) % 86400000000)::BIGINT) AS fetch_time,
+              $url (hash(e * 17) % 20000)::INTEGER AS n_chars
+            FROM range(10000000) t(e)" <<'PY'
+import sys, duckdb
+duckdb.connect().execute(f"COPY ({sys.argv[2]}) TO '{sys.argv[1]}' (FORMAT parquet, ROW_GROUP_SIZE 1048576)")
+PY
+    fi
+    echo "$path"
+}
+
 # shellcheck source=scripts/machine_state.sh
 source scripts/machine_state.sh
 machine_state before
@@ -104,11 +135,23 @@ COPY (
 """)
 PY
     fi
+    variants=(plain)
+    if [ -n "${PAGES:-}" ]; then
+        case $shape in small|clique) ids=plain ;; *) ids=scattered ;; esac
+        table=$(pages_table "$ids")
+        variants=(plain pages)
+    fi
     for policy in direct component; do
+      for variant in "${variants[@]}"; do
         out=bench-data/clusters-$shape
         sleep "${PAUSE:-0}"
-        run=(target/release/neardup cluster --pairs "$data" --out "$out" --corpus-wins
+        run=(target/release/neardup cluster --pairs "$data" --out "$out"
              --drop-policy $policy --workers "$workers" --parts "$parts" --overwrite)
+        case $variant in
+            plain) run+=(--corpus-wins) ;;
+            pages) run+=(--pages "$table")
+                   if [ "$PAGES" = keys ]; then run+=(--keep-by corpus,earliest,longest); fi ;;
+        esac
         peers=()
         if [ "$processes" -gt 1 ]; then
             run+=(--hostfile "$hosts")
@@ -124,15 +167,24 @@ PY
         wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)
         cpu=$(awk '/User time/ {u=$4} /System time/ {s=$4} /Minor .* page faults/ {f=$NF}
                    END {print "user " u " s, sys " s " s, " f " minor faults"}' bench-data/cluster-time.txt)
-        python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" "$cpu" <<'PY'
+        python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" "$cpu" "$variant" <<'PY'
 import json, sys
-shape, policy, peak_kib, wall, summary, cpu = sys.argv[1:]
+shape, policy, peak_kib, wall, summary, cpu, variant = sys.argv[1:]
 s = json.load(open(summary))
+keys = ",".join(s["keep_by"]) + (" +urls" if s.get("drop_urls") else "")
 print(f"{shape:6} {policy:9} {s['processes']}x{s['workers']} {s['pairs']:>10,} pairs {s['pages']:>10,} pages "
       f"{s['clusters']:>9,} clusters (largest {s['largest_cluster']:,}) {s['dropped']:>10,} dropped | "
       f"{s['seconds']:6.2f}s (wall {wall}) {s['pairs'] / s['seconds'] / 1e6:5.2f}M pairs/s "
-      f"peak {int(peak_kib) / 1024:5.0f} MiB ({cpu})")
+      f"peak {int(peak_kib) / 1024:5.0f} MiB ({cpu}) [{keys}]")
+if variant == "plain":
+    json.dump({"peak_kib": int(peak_kib), "seconds": s["seconds"]}, open("bench-data/cluster-plain.json", "w"))
+else:
+    plain = json.load(open("bench-data/cluster-plain.json"))
+    extra = (int(peak_kib) - plain["peak_kib"]) * 1024 / s["pages"]
+    print(f"{'':16} --pages: {s['seconds'] / plain['seconds']:.2f}x the time, "
+          f"{extra:+.1f} bytes of peak a page")
 PY
+      done
     done
 done
 machine_state after

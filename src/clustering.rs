@@ -661,6 +661,8 @@ struct PartWriter {
     drops: Vec<Option<StreamedPart<DropRow>>>,
     /// The pages table `drop/`'s URLs are read from, if it has them.
     urls_from: Option<Arc<PagesTable>>,
+    /// Threads that read it: the process's workers, idle once routed.
+    threads: usize,
     /// Time spent writing, while the rows came and after.
     writing: std::time::Duration,
 }
@@ -766,6 +768,7 @@ impl PartWriter {
             ),
             drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &producers, local),
             urls_from,
+            threads: peers / processes,
             writing: std::time::Duration::ZERO,
         }
     }
@@ -808,7 +811,7 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
             let path = part.path.clone();
             totals.dropped += part.finish()?;
             if let Some(table) = &self.urls_from {
-                attach_urls(&local_name(&path), &path, table)?;
+                attach_urls(&local_name(&path), &path, table, self.threads)?;
             }
         }
         tracing::info!(

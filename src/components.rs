@@ -881,6 +881,7 @@ impl SharedGraph {
                 arrays: &arrays,
                 words: self.key_words,
                 homes: Vec::new(),
+                pages: Vec::new(),
                 repeats: Vec::new(),
                 matched: 0,
             };
@@ -1029,6 +1030,8 @@ pub struct KeyWriter<'a> {
     arrays: &'a Arrays,
     words: usize,
     homes: Vec<usize>,
+    /// A batch's pages ([`MISSING`]: a row of no page).
+    pages: Vec<Page>,
     repeats: Vec<(Page, KeyWords)>,
     /// Rows whose id is a page of the graph.
     matched: usize,
@@ -1040,22 +1043,29 @@ impl KeyWriter<'_> {
     pub fn write(&mut self, ids: &[i64], keys: &[u32]) {
         debug_assert_eq!(keys.len(), ids.len() * self.words);
         let arrays = self.arrays;
+        // A row's slot, then its page's flags and keys, are random places
+        // in arrays far larger than the cache: the batch's pages are looked
+        // up first, each slot fetched ahead, then written, each page ahead.
         let mut homes = std::mem::take(&mut self.homes);
         homes.clear();
         homes.extend(ids.iter().map(|&id| arrays.table.home(id)));
-        for (at, (&id, row)) in ids
-            .iter()
-            .zip(keys.chunks_exact(self.words.max(1)))
-            .enumerate()
-        {
-            // A row's slot is a random place in a table far larger than
-            // the cache.
+        let mut pages = std::mem::take(&mut self.pages);
+        pages.clear();
+        for (at, &id) in ids.iter().enumerate() {
             if let Some(&ahead) = homes.get(at + LOOKAHEAD) {
                 prefetch(arrays.table.slot(ahead));
             }
-            let Some(page) = arrays.page_of(id) else {
+            pages.push(arrays.page_of(id).unwrap_or(MISSING));
+        }
+        let rows = keys.chunks_exact(self.words.max(1));
+        for (at, (&page, row)) in pages.iter().zip(rows).enumerate() {
+            if let Some(&ahead) = pages.get(at + LOOKAHEAD).filter(|&&p| p != MISSING) {
+                prefetch(arrays.flags.get(ahead as usize));
+                arrays.keys.prefetch(ahead);
+            }
+            if page == MISSING {
                 continue;
-            };
+            }
             self.matched += 1;
             let flags = arrays.flags.get(page as usize).fetch_or(HAS_KEYS, Relaxed);
             if flags & HAS_KEYS == 0 {
@@ -1067,6 +1077,7 @@ impl KeyWriter<'_> {
             }
         }
         self.homes = homes;
+        self.pages = pages;
     }
 
     /// Words of keys a row.
@@ -1662,10 +1673,10 @@ mod tests {
             let mut rows: Vec<(i64, [u32; 2])> = Vec::new();
             for id in ids_of(&edges).into_iter().chain([i64::MIN + 1, 42]) {
                 let n = mix(id) % 15;
-                if n % 5 != 0 {
+                if !n.is_multiple_of(5) {
                     rows.push((id, keys_of(id, 0)));
                 }
-                if n % 3 == 0 {
+                if n.is_multiple_of(3) {
                     rows.push((id, keys_of(id, 1)));
                 }
             }

@@ -15,22 +15,32 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, Int8Type};
-use arrow_array::Array;
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::components::mix;
 use crate::keep_order::URL;
 use crate::parquet_io::output::{write_drops_with_urls, DropColumns};
 use crate::parquet_io::pages::PagesTable;
+use crate::tables::prefetch;
 
 /// Writes `part` from the plain part `written` (then removed) with the URLs
 /// of both pages of every row, as `table` has them (the first row of a
-/// page with a URL, in the table's order).
-pub fn attach_urls(written: &Path, part: &Path, table: &PagesTable) -> Result<()> {
+/// page with a URL, in the table's order), the table read on `threads`
+/// threads.
+pub fn attach_urls(written: &Path, part: &Path, table: &PagesTable, threads: usize) -> Result<()> {
     let rows = read_drops(written)?;
     let index = IdIndex::new(rows.ids.iter().chain(&rows.keep_ids).copied());
-    let urls = UrlsOf::read(&index, table)?;
-    write_drops_with_urls(part, &rows, |id| urls.get(index.find(id)?))?;
+    let urls = UrlsOf::read(&index, table, threads)?;
+    let (mut at_id, mut at_keep) = (Vec::new(), Vec::new());
+    index.find_all(&rows.ids, &mut at_id);
+    index.find_all(&rows.keep_ids, &mut at_keep);
+    let url_of = |row: usize, keep: bool| {
+        let at = if keep { at_keep[row] } else { at_id[row] };
+        urls.get(at as usize)
+    };
+    write_drops_with_urls(part, &rows, url_of)?;
     std::fs::remove_file(written).with_context(|| format!("{}: cannot remove", written.display()))
 }
 
@@ -55,51 +65,71 @@ fn read_drops(path: &Path) -> Result<DropColumns> {
     Ok(rows)
 }
 
-/// A set of ids, each numbered, looked up by the bucket of its mixed bits:
-/// ids of any spread fall evenly into buckets of a few each.
+/// How many lookups ahead a slot is fetched.
+const LOOKAHEAD: usize = 16;
+
+/// A set of ids, each numbered, in an open-addressing table by the ids'
+/// mixed bits: a lookup is one random read, fetched ahead.
 struct IdIndex {
-    /// The ids' [`mix`]es (a bijection), sorted and each once.
-    mixed: Vec<u64>,
-    /// Where each bucket (the top bits of a mix) starts in `mixed`.
-    starts: Vec<u32>,
+    /// `[mixed id, number]`; number `u64::MAX`: empty.
+    slots: Vec<[u64; 2]>,
     shift: u32,
+    len: usize,
 }
 
+const EMPTY: u64 = u64::MAX;
+
 impl IdIndex {
-    fn new(ids: impl Iterator<Item = i64>) -> IdIndex {
-        let mut mixed: Vec<u64> = ids.map(mix).collect();
-        radsort::sort(&mut mixed);
-        mixed.dedup();
-        let bits = (mixed.len().max(1).next_power_of_two().trailing_zeros()).clamp(1, 30);
-        let shift = 64 - bits;
-        let mut starts = vec![0u32; (1 << bits) + 1];
-        for &m in &mixed {
-            starts[(m >> shift) as usize + 1] += 1;
+    fn new(ids: impl Iterator<Item = i64> + Clone) -> IdIndex {
+        let most = ids.clone().count();
+        // At most 3/4 full, whatever share of the ids repeat.
+        let bits = (most * 4 / 3).max(2).next_power_of_two().trailing_zeros();
+        let mut index = IdIndex {
+            slots: vec![[0, EMPTY]; 1 << bits],
+            shift: 64 - bits,
+            len: 0,
+        };
+        for id in ids {
+            let m = mix(id);
+            let at = index.slot_of(m);
+            if index.slots[at][1] == EMPTY {
+                index.slots[at] = [m, index.len as u64];
+                index.len += 1;
+            }
         }
-        for b in 1..starts.len() {
-            starts[b] += starts[b - 1];
-        }
-        IdIndex {
-            mixed,
-            starts,
-            shift,
-        }
+        index
     }
 
     fn len(&self) -> usize {
-        self.mixed.len()
+        self.len
+    }
+
+    /// The slot holding the mixed id `m`, or the empty one where it goes.
+    fn slot_of(&self, m: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = (m >> self.shift) as usize;
+        while self.slots[at][1] != EMPTY && self.slots[at][0] != m {
+            at = (at + 1) & mask;
+        }
+        at
     }
 
     /// The number of `id`, if it is in the set.
     fn find(&self, id: i64) -> Option<usize> {
-        let m = mix(id);
-        let bucket = (m >> self.shift) as usize;
-        let (start, end) = (
-            self.starts[bucket] as usize,
-            self.starts[bucket + 1] as usize,
-        );
-        let at = start + self.mixed[start..end].partition_point(|&x| x < m);
-        (at < end && self.mixed[at] == m).then_some(at)
+        let number = self.slots[self.slot_of(mix(id))][1];
+        (number != EMPTY).then_some(number as usize)
+    }
+
+    /// The numbers of `ids` (`u32::MAX` for an id not in the set), each
+    /// slot fetched a few ids ahead.
+    fn find_all(&self, ids: &[i64], out: &mut Vec<u32>) {
+        out.clear();
+        for (at, &id) in ids.iter().enumerate() {
+            if let Some(&ahead) = ids.get(at + LOOKAHEAD) {
+                prefetch(&self.slots[(mix(ahead) >> self.shift) as usize]);
+            }
+            out.push(self.find(id).map_or(u32::MAX, |n| n as u32));
+        }
     }
 }
 
@@ -110,56 +140,116 @@ struct UrlsOf {
     spans: Vec<(u64, u32)>,
 }
 
+/// The URLs one unit of the table gives: `(number, URL)` in its order.
+#[derive(Default)]
+struct UnitUrls {
+    numbers: Vec<u32>,
+    ends: Vec<usize>,
+    text: String,
+}
+
 impl UrlsOf {
-    /// Reads the ids and URLs of `table`, keeping those of `index`.
-    fn read(index: &IdIndex, table: &PagesTable) -> Result<UrlsOf> {
-        let mut urls = UrlsOf {
-            text: String::new(),
-            spans: vec![(0, u32::MAX); index.len()],
-        };
-        for unit in 0..table.units() {
-            table.read_unit_columns(unit, &[URL], |ids, batch, _| {
-                let Some(column) = batch.column_by_name(URL) else {
-                    return Ok(());
-                };
-                let mut keep = |row: usize, url: &str| {
-                    if let Some(at) = index.find(ids[row]) {
-                        if urls.spans[at].1 == u32::MAX {
-                            let start = urls.text.len() as u64;
-                            urls.text.push_str(url);
-                            urls.spans[at] = (start, url.len().min(u32::MAX as usize - 1) as u32);
-                        }
-                    }
-                };
-                match column.data_type() {
-                    arrow_schema::DataType::Utf8 => {
-                        let strings = column.as_string::<i32>();
-                        (0..strings.len())
-                            .filter(|&row| strings.is_valid(row))
-                            .for_each(|row| keep(row, strings.value(row)));
-                    }
-                    arrow_schema::DataType::LargeUtf8 => {
-                        let strings = column.as_string::<i64>();
-                        (0..strings.len())
-                            .filter(|&row| strings.is_valid(row))
-                            .for_each(|row| keep(row, strings.value(row)));
-                    }
-                    _ => {
-                        let strings = column.as_string_view();
-                        (0..strings.len())
-                            .filter(|&row| strings.is_valid(row))
-                            .for_each(|row| keep(row, strings.value(row)));
-                    }
-                }
-                Ok(())
-            })?;
+    /// Reads the ids and URLs of `table` on `threads` threads, keeping
+    /// those of `index`: each unit's on its own, then added in the table's
+    /// order as soon as the units before it are (so the first row of a
+    /// page wins whatever the threads, and at most a unit a thread waits).
+    fn read(index: &IdIndex, table: &PagesTable, threads: usize) -> Result<UrlsOf> {
+        let merged = std::sync::Mutex::new(InOrder {
+            next: 0,
+            waiting: std::collections::BTreeMap::new(),
+            urls: UrlsOf {
+                text: String::new(),
+                spans: vec![(0, u32::MAX); index.len()],
+            },
+        });
+        let read = crate::parallel::in_parallel(table.units(), threads, |unit| {
+            let found = unit_urls(index, table, unit)?;
+            let mut guard = crate::dataflow::commit::lock(&merged);
+            let merged = &mut *guard;
+            merged.waiting.insert(unit, found);
+            while let Some(found) = merged.waiting.remove(&merged.next) {
+                merged.urls.add(&found);
+                merged.next += 1;
+            }
+            Ok(())
+        });
+        read.into_iter().collect::<Result<()>>()?;
+        let merged = merged.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok(merged.urls)
+    }
+
+    /// Takes the URLs of numbers that have none yet.
+    fn add(&mut self, found: &UnitUrls) {
+        let mut start = 0;
+        for (&number, &end) in found.numbers.iter().zip(&found.ends) {
+            let span = &mut self.spans[number as usize];
+            if span.1 == u32::MAX {
+                let url = &found.text[start..end];
+                *span = (
+                    self.text.len() as u64,
+                    url.len().min(u32::MAX as usize - 1) as u32,
+                );
+                self.text.push_str(url);
+            }
+            start = end;
         }
-        Ok(urls)
     }
 
     fn get(&self, at: usize) -> Option<&str> {
-        let (start, len) = self.spans[at];
+        let (start, len) = *self.spans.get(at)?;
         (len != u32::MAX).then(|| &self.text[start as usize..start as usize + len as usize])
+    }
+}
+
+/// [`UrlsOf::read`]'s units, added in order.
+struct InOrder {
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, UnitUrls>,
+    urls: UrlsOf,
+}
+
+/// The URLs of unit `unit` of `table` whose ids `index` has.
+fn unit_urls(index: &IdIndex, table: &PagesTable, unit: usize) -> Result<UnitUrls> {
+    let mut found = UnitUrls::default();
+    let mut numbers = Vec::new();
+    table.read_unit_columns(unit, &[URL], |ids, batch, _| {
+        let Some(column) = batch.column_by_name(URL) else {
+            return Ok(());
+        };
+        index.find_all(ids, &mut numbers);
+        for_each_string(column, &mut |row, url| {
+            if numbers[row] != u32::MAX {
+                found.numbers.push(numbers[row]);
+                found.text.push_str(url);
+                found.ends.push(found.text.len());
+            }
+        });
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+/// Calls `each(row, value)` for the non-null values of a string column.
+fn for_each_string(column: &ArrayRef, each: &mut dyn FnMut(usize, &str)) {
+    match column.data_type() {
+        DataType::Utf8 => {
+            let strings = column.as_string::<i32>();
+            (0..strings.len())
+                .filter(|&row| strings.is_valid(row))
+                .for_each(|row| each(row, strings.value(row)));
+        }
+        DataType::LargeUtf8 => {
+            let strings = column.as_string::<i64>();
+            (0..strings.len())
+                .filter(|&row| strings.is_valid(row))
+                .for_each(|row| each(row, strings.value(row)));
+        }
+        _ => {
+            let strings = column.as_string_view();
+            (0..strings.len())
+                .filter(|&row| strings.is_valid(row))
+                .for_each(|row| each(row, strings.value(row)));
+        }
     }
 }
 

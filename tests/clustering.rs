@@ -142,11 +142,15 @@ fn drop_oracle(
 /// earliest in the order); any other page is kept.
 fn greedy_oracle(edges: &[Edge], corpus_wins: bool) -> DropRows {
     let in_corpus = corpus_pages(edges);
-    greedy_oracle_by(edges, priority(corpus_wins, &in_corpus))
+    greedy_oracle_by(edges, priority(corpus_wins, &in_corpus), &distance)
 }
 
-/// [`greedy_oracle`] with pages ordered by `rank`.
-fn greedy_oracle_by<K: Ord + Clone>(edges: &[Edge], rank: impl Fn(i64) -> K) -> DropRows {
+/// [`greedy_oracle`] with pages ordered by `rank`, pairs `distance` apart.
+fn greedy_oracle_by<K: Ord + Clone>(
+    edges: &[Edge],
+    rank: impl Fn(i64) -> K,
+    distance: &dyn Fn(i64, i64) -> u8,
+) -> DropRows {
     let mut partners: HashMap<i64, Vec<i64>> = HashMap::new();
     for &(q, c, _) in edges {
         partners.entry(q).or_default().push(c);
@@ -1215,7 +1219,7 @@ fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
                 "{case}: clusters differ from the oracle"
             );
             let expected_drops = match policy {
-                DropPolicy::Direct => greedy_oracle_by(&edges, &rank),
+                DropPolicy::Direct => greedy_oracle_by(&edges, &rank, &distance),
                 DropPolicy::Component => drop_oracle(&edges, &expected, policy, false),
             };
             assert!(
@@ -1335,4 +1339,171 @@ fn bad_keep_by_input_gets_one_line() {
     );
     let error = one_line_failure(&bare, &["--keep-by", "corpus"]);
     assert!(error.contains("no column `self_pair`"), "{error}");
+}
+
+/// Reads a directory of Parquet files whole.
+fn read_table(dir: &Path) -> Vec<arrow_array::RecordBatch> {
+    let mut batches = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "parquet") {
+            let file = File::open(&path).unwrap();
+            let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+                .unwrap()
+                .build()
+                .unwrap();
+            batches.extend(reader.map(|b| b.unwrap()));
+        }
+    }
+    batches
+}
+
+#[test]
+fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, TimestampMicrosecondType};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("crawl")).unwrap();
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
+    let status = Command::new(common::python_with("warcio"))
+        .arg(&helper)
+        .arg("copies")
+        .arg(d.join("crawl"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (fingerprints, pairs) = (d.join("fp"), d.join("pairs"));
+    let fp = fingerprints.to_str().unwrap();
+    common::run_ok(&[
+        "fingerprint",
+        "--input",
+        d.join("crawl").to_str().unwrap(),
+        "--out",
+        fp,
+    ]);
+    common::run_ok(&[
+        "match",
+        "--queries",
+        fp,
+        "--self",
+        "--out",
+        pairs.to_str().unwrap(),
+    ]);
+
+    let mut rows = Vec::new();
+    for batch in read_table(&fingerprints) {
+        let ids = int64s(&batch, 0);
+        let urls = batch.column_by_name("url").unwrap().as_string::<i32>();
+        let times = batch
+            .column_by_name("fetch_time")
+            .unwrap()
+            .as_primitive::<TimestampMicrosecondType>();
+        let chars = batch
+            .column_by_name("n_chars")
+            .unwrap()
+            .as_primitive::<Int32Type>();
+        for (r, &id) in ids.iter().enumerate() {
+            rows.push(PageRow {
+                id,
+                fetch_time: times.is_valid(r).then(|| times.value(r)),
+                url: Some(urls.value(r).to_string()),
+                n_chars: chars.value(r),
+                quality: None,
+            });
+        }
+    }
+    assert_eq!(rows.len(), 35);
+    assert!(
+        rows.iter().all(|r| r.fetch_time.is_some()),
+        "every page has its WARC-Date"
+    );
+    let mut edges = Vec::new();
+    let mut distances = HashMap::new();
+    for batch in read_table(&pairs) {
+        let (q, c) = (int64s(&batch, 0), int64s(&batch, 1));
+        let d = batch
+            .column_by_name("distance")
+            .unwrap()
+            .as_primitive::<arrow_array::types::Int8Type>();
+        let own = batch.column_by_name("self_pair").unwrap().as_boolean();
+        for r in 0..batch.num_rows() {
+            edges.push((q[r], c[r], own.value(r)));
+            distances.insert((q[r].min(c[r]), q[r].max(c[r])), d.value(r) as u8);
+        }
+    }
+    let distance_of = |a: i64, b: i64| distances[&(a.min(b), a.max(b))];
+    // The copies of each text are near-duplicates (some copies with a line
+    // more or less are too far), so clusters of several copies form.
+    assert!(edges.len() >= 40, "{} pairs", edges.len());
+    let url_of: HashMap<i64, String> = rows
+        .iter()
+        .map(|r| (r.id, r.url.clone().unwrap()))
+        .collect();
+    let in_corpus = HashSet::new();
+    for keys in [
+        &["corpus", "earliest", "canonical-url"][..],
+        &["earliest"],
+        &["latest"],
+        &["canonical-url"],
+        &["longest", "canonical-url"],
+        &["latest", "longest"],
+    ] {
+        let rank = keyed_rank(keys, &rows, &in_corpus);
+        let expected = oracle_by(&edges, &rank);
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            let case = format!("--keep-by {} {policy}", keys.join(","));
+            let out = d.join(format!("out-{}-{policy}", keys.join("+")));
+            common::run_ok(&[
+                "cluster",
+                "--pairs",
+                pairs.to_str().unwrap(),
+                "--pages",
+                fp,
+                "--keep-by",
+                &keys.join(","),
+                "--drop-policy",
+                &policy.to_string(),
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            let (clusters, drops) = read_output(&out);
+            assert!(
+                clusters == expected,
+                "{case}: clusters differ from the oracle"
+            );
+            let expected_drops = match policy {
+                DropPolicy::Direct => greedy_oracle_by(&edges, &rank, &distance_of),
+                DropPolicy::Component => drop_oracle(&edges, &expected, policy, false),
+            };
+            assert!(
+                drops == expected_drops,
+                "{case}: drops differ from the oracle"
+            );
+            let named = drop_urls(&out);
+            for &(id, keep, _) in &drops {
+                let urls = (url_of.get(&id).cloned(), url_of.get(&keep).cloned());
+                assert_eq!(named[&id], urls, "{case}");
+            }
+            // What a crawl engineer reads off the list: the kept copy is the
+            // canonical one, or the first crawled.
+            let kept: HashSet<&str> = clusters.iter().map(|c| url_of[&c.1].as_str()).collect();
+            assert!(kept.len() >= 5, "{case}: {kept:?}");
+            match keys[0] {
+                "canonical-url" => {
+                    assert!(
+                        kept.iter()
+                            .all(|u| u.starts_with("https://licences.example.org/")
+                                && !u.contains('?')),
+                        "{case}: {kept:?}"
+                    )
+                }
+                "corpus" | "earliest" => assert!(
+                    kept.iter().all(|u| u.contains("licences.example.org/")),
+                    "{case}: {kept:?}"
+                ),
+                _ => {}
+            }
+        }
+    }
 }

@@ -8,6 +8,11 @@
     warc_writer.py read SHARDS      prints the fingerprint shards' rows as JSON, read
                                     by DuckDB, each with what a plain ranged read of
                                     [offset, offset + length) of its source holds
+    warc_writer.py copies DIR       writes DIR/copies.warc.gz: real texts (this
+                                    machine's licence files), each copied under
+                                    several URLs (https and http, tracking queries,
+                                    deeper paths, other sites) on other dates, some
+                                    with a line more or less, for cluster --keep-by
 """
 import datetime
 import io
@@ -176,6 +181,48 @@ def read(shards):
     print(json.dumps({"types": types, "rows": rows}, ensure_ascii=False))
 
 
+def copies(out):
+    """Pages copied under several URLs, in an order unlike their dates, so
+    that no key's choice is the first record's or the smallest id's."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    licences = Path("/usr/share/common-licenses")
+    names = ["Apache-2.0", "GPL-3", "MPL-2.0", "LGPL-2.1", "Artistic", "GFDL-1.3", "CC0-1.0"]
+    variants = [
+        # (URL pattern, days after the first crawl, text: same, more, less)
+        ("http://mirror.example.net/{name}?utm_source=feed", 3, "same"),
+        ("https://licences.example.org/{name}", 5, "more"),
+        ("https://licences.example.org/archive/2024/{name}", 1, "same"),
+        ("http://licences.example.org/{name}", 0, "less"),
+        ("https://copy.example.com/{name}?ref=1", 2, "same"),
+    ]
+    headers = StatusAndHeaders(
+        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+    )
+    with open(Path(out) / "copies.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for n, name in enumerate(names):
+            paragraphs = [p for p in (licences / name).read_text().split("\n\n") if p.strip()]
+            paragraphs = paragraphs[:12]
+            for v, (pattern, days, text) in enumerate(variants[n % 2:] + variants[: n % 2]):
+                body = paragraphs + ["Share this page with a friend."] if text == "more" else paragraphs
+                body = body[:-1] if text == "less" else body
+                html = "<html><body><main>" + "".join(f"<p>{p}</p>" for p in body) + "</main></body></html>"
+                date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
+                record = w.create_warc_record(
+                    pattern.format(name=name.lower()), "response",
+                    payload=io.BytesIO(html.encode()), http_headers=headers,
+                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                )
+                w.write_record(record)
+
+
 if __name__ == "__main__":
-    commands = {"write": write, "write-plain": lambda out: write(out, gzip=False), "read": read}
+    commands = {
+        "write": write,
+        "write-plain": lambda out: write(out, gzip=False),
+        "read": read,
+        "copies": copies,
+    }
     commands[sys.argv[1]](sys.argv[2])

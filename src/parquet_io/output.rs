@@ -707,12 +707,12 @@ pub struct DropColumns {
 }
 
 /// Writes a `drop/` part with the URLs of both pages, `url` and
-/// `keep_url` (null where `url_of` knows none), as [`SortedPart`] writes
-/// one without them.
+/// `keep_url` (`url_of(row, false)` and `url_of(row, true)`, null where it
+/// knows none), as [`SortedPart`] writes one without them.
 pub fn write_drops_with_urls<'a>(
     path: &Path,
     rows: &DropColumns,
-    url_of: impl Fn(i64) -> Option<&'a str>,
+    url_of: impl Fn(usize, bool) -> Option<&'a str>,
 ) -> Result<()> {
     let mut fields = DropRow::fields();
     fields.push(Field::new("url", DataType::Utf8, true));
@@ -731,9 +731,13 @@ pub fn write_drops_with_urls<'a>(
         let columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(ids.to_vec())),
             Arc::new(Int64Array::from(keeps.to_vec())),
-            Arc::new(Int8Array::from(rows.distances[range].to_vec())),
-            Arc::new(StringArray::from_iter(ids.iter().map(|&id| url_of(id)))),
-            Arc::new(StringArray::from_iter(keeps.iter().map(|&id| url_of(id)))),
+            Arc::new(Int8Array::from(rows.distances[range.clone()].to_vec())),
+            Arc::new(StringArray::from_iter(
+                range.clone().map(|row| url_of(row, false)),
+            )),
+            Arc::new(StringArray::from_iter(
+                range.clone().map(|row| url_of(row, true)),
+            )),
         ];
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
