@@ -47,7 +47,7 @@ use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, PairNeeds, PairRow, PairUnit, SharedRowGroup,
 };
 use crate::parquet_io::output::{part_name, PartRow, SortedPart, Staging};
-use crate::parquet_io::pages::PagesTable;
+use crate::parquet_io::pages::{is_string, PagesTable};
 use crate::part_runs::{
     owner_run, router_run, DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice,
 };
@@ -474,10 +474,6 @@ fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     }
     let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
         keep.check_column(file, column, data_type)
-    };
-    let is_string = |data_type: &arrow_schema::DataType| {
-        use arrow_schema::DataType::{LargeUtf8, Utf8, Utf8View};
-        matches!(data_type, Utf8 | LargeUtf8 | Utf8View)
     };
     let table = PagesTable::open(&opts.pages, &keep.columns(), check, &[URL], is_string)?;
     Ok(Some(table))

@@ -1079,11 +1079,6 @@ impl KeyWriter<'_> {
         self.homes = homes;
         self.pages = pages;
     }
-
-    /// Words of keys a row.
-    pub fn words(&self) -> usize {
-        self.words
-    }
 }
 
 /// One worker's handle on a [`SharedGraph`] being built.
@@ -1429,11 +1424,6 @@ impl Components {
     /// A page's keys ([`crate::keep_order`]), padded with zeros.
     pub fn keys(&self, page: Page) -> KeyWords {
         self.forest.keys.get(page)
-    }
-
-    /// Whether page `a`'s keys come before page `b`'s.
-    pub fn keys_before(&self, a: Page, b: Page) -> bool {
-        self.forest.keys.less(a, b)
     }
 
     /// Asks the CPU to fetch a page's keys ahead of their use.

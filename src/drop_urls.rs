@@ -15,14 +15,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int64Type, Int8Type};
-use arrow_array::{Array, ArrayRef};
-use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::components::mix;
 use crate::keep_order::URL;
 use crate::parquet_io::output::{write_drops_with_urls, DropColumns};
-use crate::parquet_io::pages::PagesTable;
+use crate::parquet_io::pages::{string_values, PagesTable};
 use crate::tables::prefetch;
 
 /// Writes `part` from the plain part `written` (then removed) with the URLs
@@ -212,45 +210,21 @@ struct InOrder {
 fn unit_urls(index: &IdIndex, table: &PagesTable, unit: usize) -> Result<UnitUrls> {
     let mut found = UnitUrls::default();
     let mut numbers = Vec::new();
-    table.read_unit_columns(unit, &[URL], |ids, batch, _| {
+    table.read_unit_columns(unit, &[URL], |ids, batch, location| {
         let Some(column) = batch.column_by_name(URL) else {
             return Ok(());
         };
         index.find_all(ids, &mut numbers);
-        for_each_string(column, &mut |row, url| {
-            if numbers[row] != u32::MAX {
-                found.numbers.push(numbers[row]);
+        for (&number, url) in numbers.iter().zip(string_values(column, URL, location)?) {
+            if let (Some(url), true) = (url, number != u32::MAX) {
+                found.numbers.push(number);
                 found.text.push_str(url);
                 found.ends.push(found.text.len());
             }
-        });
+        }
         Ok(())
     })?;
     Ok(found)
-}
-
-/// Calls `each(row, value)` for the non-null values of a string column.
-fn for_each_string(column: &ArrayRef, each: &mut dyn FnMut(usize, &str)) {
-    match column.data_type() {
-        DataType::Utf8 => {
-            let strings = column.as_string::<i32>();
-            (0..strings.len())
-                .filter(|&row| strings.is_valid(row))
-                .for_each(|row| each(row, strings.value(row)));
-        }
-        DataType::LargeUtf8 => {
-            let strings = column.as_string::<i64>();
-            (0..strings.len())
-                .filter(|&row| strings.is_valid(row))
-                .for_each(|row| each(row, strings.value(row)));
-        }
-        _ => {
-            let strings = column.as_string_view();
-            (0..strings.len())
-                .filter(|&row| strings.is_valid(row))
-                .for_each(|row| each(row, strings.value(row)));
-        }
-    }
 }
 
 #[cfg(test)]

@@ -31,6 +31,8 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 
+use crate::parquet_io::pages::{is_string, string_values};
+
 /// The most words a page's keys may take: 32 bytes.
 pub const MAX_KEY_WORDS: usize = 8;
 
@@ -337,13 +339,6 @@ pub fn canonical_url_key(url: &str) -> u32 {
     scheme << 30 | query << 29 | segments << 19 | length
 }
 
-fn is_string(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-    )
-}
-
 fn is_numeric(data_type: &DataType) -> bool {
     data_type.is_integer()
         || matches!(
@@ -354,20 +349,6 @@ fn is_numeric(data_type: &DataType) -> bool {
                 | DataType::Date32
                 | DataType::Date64
         )
-}
-
-/// A string column's values (None for nulls).
-fn string_values<'a>(
-    column: &'a ArrayRef,
-    name: &str,
-    location: &str,
-) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>> {
-    Ok(match column.data_type() {
-        DataType::Utf8 => Box::new(column.as_string::<i32>().iter()),
-        DataType::LargeUtf8 => Box::new(column.as_string::<i64>().iter()),
-        DataType::Utf8View => Box::new(column.as_string_view().iter()),
-        other => bail!("{location}: column `{name}` has type {other}, expected a string"),
-    })
 }
 
 /// A numeric column's values as unsigned words in the same order (None

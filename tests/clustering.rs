@@ -1175,6 +1175,41 @@ fn drop_urls(out: &Path) -> HashMap<i64, (Option<String>, Option<String>)> {
     urls
 }
 
+/// The output in `out` of a run under the order `rank`: its clusters are
+/// `expected`, its drops the drop oracle's (pairs `distance` apart), and
+/// each drop names both pages' URLs as `urls` has them.
+#[allow(clippy::too_many_arguments)]
+fn assert_keyed_output<K: Ord + Clone>(
+    out: &Path,
+    edges: &[Edge],
+    expected: &ClusterRows,
+    rank: impl Fn(i64) -> K,
+    distance: &dyn Fn(i64, i64) -> u8,
+    policy: DropPolicy,
+    urls: &HashMap<i64, String>,
+    case: &str,
+) -> (ClusterRows, DropRows) {
+    let (clusters, drops) = read_output(out);
+    assert!(
+        clusters == *expected,
+        "{case}: clusters differ from the oracle"
+    );
+    let expected_drops = match policy {
+        DropPolicy::Direct => greedy_oracle_by(edges, rank, distance),
+        DropPolicy::Component => drop_oracle(edges, expected, policy, false),
+    };
+    assert!(
+        drops == expected_drops,
+        "{case}: drops differ from the oracle"
+    );
+    let named = drop_urls(out);
+    for &(id, keep, _) in &drops {
+        let expected = (urls.get(&id).cloned(), urls.get(&keep).cloned());
+        assert_eq!(named[&id], expected, "{case}: URLs of {id} and {keep}");
+    }
+    (clusters, drops)
+}
+
 #[test]
 fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
     let dir = tempfile::tempdir().unwrap();
@@ -1213,26 +1248,11 @@ fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
             opts.keep_by = KeepOrder::parse(&keys.join(",")).unwrap();
             opts.pages = vec![pages.clone()];
             run_cluster(&opts).unwrap();
-            let (clusters, drops) = read_output(&out);
-            assert!(
-                clusters == expected,
-                "{case}: clusters differ from the oracle"
-            );
-            let expected_drops = match policy {
-                DropPolicy::Direct => greedy_oracle_by(&edges, &rank, &distance),
-                DropPolicy::Component => drop_oracle(&edges, &expected, policy, false),
-            };
-            assert!(
-                drops == expected_drops,
-                "{case}: drops differ from the oracle"
+            let (clusters, drops) = assert_keyed_output(
+                &out, &edges, &expected, &rank, &distance, policy, &urls, &case,
             );
             if policy == DropPolicy::Direct {
                 check_direct_invariants(&edges, &clusters, &drops, &case);
-            }
-            let named = drop_urls(&out);
-            for &(id, keep, _) in &drops {
-                let expected = (urls.get(&id).cloned(), urls.get(&keep).cloned());
-                assert_eq!(named[&id], expected, "{case}: URLs of {id} and {keep}");
             }
             let summary: serde_json::Value =
                 serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
@@ -1467,24 +1487,16 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
                 "--out",
                 out.to_str().unwrap(),
             ]);
-            let (clusters, drops) = read_output(&out);
-            assert!(
-                clusters == expected,
-                "{case}: clusters differ from the oracle"
+            let (clusters, _) = assert_keyed_output(
+                &out,
+                &edges,
+                &expected,
+                &rank,
+                &distance_of,
+                policy,
+                &url_of,
+                &case,
             );
-            let expected_drops = match policy {
-                DropPolicy::Direct => greedy_oracle_by(&edges, &rank, &distance_of),
-                DropPolicy::Component => drop_oracle(&edges, &expected, policy, false),
-            };
-            assert!(
-                drops == expected_drops,
-                "{case}: drops differ from the oracle"
-            );
-            let named = drop_urls(&out);
-            for &(id, keep, _) in &drops {
-                let urls = (url_of.get(&id).cloned(), url_of.get(&keep).cloned());
-                assert_eq!(named[&id], urls, "{case}");
-            }
             // What a crawl engineer reads off the list: the kept copy is the
             // canonical one, or the first crawled.
             let kept: HashSet<&str> = clusters.iter().map(|c| url_of[&c.1].as_str()).collect();

@@ -35,6 +35,12 @@ fn helper() -> String {
         .to_string()
 }
 
+/// `neardup fingerprint --input INPUT --out OUT` with `extra` flags.
+fn fingerprint_into(input: &Path, out: &Path, extra: &[&str]) {
+    let (input, out) = (input.to_str().unwrap(), out.to_str().unwrap());
+    run_ok(&[&["fingerprint", "--input", input, "--out", out], extra].concat());
+}
+
 /// Writes the warcio sample into `dir/crawl` and returns its manifest.
 fn write_sample(dir: &Path) -> Value {
     write_sample_with(dir, "write", "crawl")
@@ -132,15 +138,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     let manifest = write_sample(dir.path());
     let out = dir.path().join("fp");
     let crawl = dir.path().join("crawl");
-    run_ok(&[
-        "fingerprint",
-        "--input",
-        crawl.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--workers",
-        "2",
-    ]);
+    fingerprint_into(&crawl, &out, &["--workers", "2"]);
     assert!(out.join("_SUCCESS").exists());
     let s = summary(&out);
     // 42 HTML responses + 30 conversions; 40 requests, 1 image, 2 warcinfo skipped.
@@ -214,15 +212,7 @@ fn plain_warc_and_wet_records_are_found_by_their_ranges_and_a_whole_file_member_
     let manifest = write_sample_with(dir.path(), "write-plain", "plain");
     let plain = dir.path().join("plain");
     let out = dir.path().join("fp");
-    run_ok(&[
-        "fingerprint",
-        "--input",
-        plain.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--workers",
-        "2",
-    ]);
+    fingerprint_into(&plain, &out, &["--workers", "2"]);
     let s = summary(&out);
     assert_eq!(
         (s["documents"].as_u64(), s["bad_records"].as_u64()),
@@ -242,13 +232,7 @@ fn plain_warc_and_wet_records_are_found_by_their_ranges_and_a_whole_file_member_
         std::fs::write(whole.join(format!("{name}.gz")), gz.finish().unwrap()).unwrap();
     }
     let out_whole = dir.path().join("fp-whole");
-    run_ok(&[
-        "fingerprint",
-        "--input",
-        whole.to_str().unwrap(),
-        "--out",
-        out_whole.to_str().unwrap(),
-    ]);
+    fingerprint_into(&whole, &out_whole, &[]);
     for part in ["part-00000.parquet", "part-00001.parquet"] {
         let rows = read_attributes(&out.join(part));
         let whole_rows = read_attributes(&out_whole.join(part));
@@ -393,15 +377,7 @@ fn one_big_file_is_shared_by_every_worker_and_its_shard_is_the_same() {
     std::fs::write(one.join("pages.warc.gz"), &copy).unwrap();
     std::fs::write(big.join("pages.warc.gz"), copy.repeat(6)).unwrap();
     let fingerprint = |input: &Path, out: &Path, workers: &str| {
-        run_ok(&[
-            "fingerprint",
-            "--input",
-            input.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--workers",
-            workers,
-        ]);
+        fingerprint_into(input, out, &["--workers", workers]);
         std::fs::read(out.join("part-00000.parquet")).unwrap()
     };
     fingerprint(&one, &dir.path().join("fp-one"), "1");
@@ -442,13 +418,7 @@ fn a_corrupt_gzip_member_is_reported_with_its_offset_and_the_rest_is_read() {
     }
     std::fs::write(&wet, &bytes).unwrap();
     let out = dir.path().join("fp");
-    run_ok(&[
-        "fingerprint",
-        "--input",
-        wet.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    fingerprint_into(&wet, &out, &[]);
     let s = summary(&out);
     assert_eq!(s["documents"], 29, "{s}");
     assert_eq!(s["bad_records"], 1);
@@ -631,15 +601,7 @@ fn jsonl_lines_give_their_time_field_and_their_range() {
     std::io::Write::write_all(&mut gz, file.as_bytes()).unwrap();
     std::fs::write(crawl.join("more.jsonl.gz"), gz.finish().unwrap()).unwrap();
     let out = dir.path().join("fp");
-    run_ok(&[
-        "fingerprint",
-        "--input",
-        crawl.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--time-field",
-        "fetched",
-    ]);
+    fingerprint_into(&crawl, &out, &["--time-field", "fetched"]);
     let s = summary(&out);
     assert_eq!(s["documents"], 14);
     assert_eq!(s["bad_records"], 4);
@@ -696,13 +658,7 @@ fn jsonl_lines_give_their_time_field_and_their_range() {
     assert_eq!(ranged, 7);
     // Without --time-field, no fetch time.
     let out_none = dir.path().join("fp-none");
-    run_ok(&[
-        "fingerprint",
-        "--input",
-        crawl.join("docs.jsonl").to_str().unwrap(),
-        "--out",
-        out_none.to_str().unwrap(),
-    ]);
+    fingerprint_into(&crawl.join("docs.jsonl"), &out_none, &[]);
     let rows = read_attributes(&out_none.join("part-00000.parquet"));
     assert_eq!(rows.len(), 9);
     assert!(rows

@@ -5,7 +5,8 @@
 //! time, so a corpus of billions of rows may be named.
 
 use anyhow::{anyhow, bail, Context, Result};
-use arrow_array::RecordBatch;
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
@@ -204,4 +205,28 @@ impl PagesFile {
             .index_of(name)
             .is_ok_and(|index| self.roots.contains(&index))
     }
+}
+
+/// Whether a column of this type holds strings as Parquet writers give them
+/// (arrow-rs and pyarrow: UTF8, large; DuckDB and Polars: views).
+pub fn is_string(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+/// A string column's values (None for nulls); `name` and `location` say
+/// which column in the error for another type.
+pub fn string_values<'a>(
+    column: &'a ArrayRef,
+    name: &str,
+    location: &str,
+) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>> {
+    Ok(match column.data_type() {
+        DataType::Utf8 => Box::new(column.as_string::<i32>().iter()),
+        DataType::LargeUtf8 => Box::new(column.as_string::<i64>().iter()),
+        DataType::Utf8View => Box::new(column.as_string_view().iter()),
+        other => bail!("{location}: column `{name}` has type {other}, expected a string"),
+    })
 }
