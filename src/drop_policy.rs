@@ -545,7 +545,30 @@ fn in_keyed_priority_order(
         ids[at] = id;
     }
     ids.truncate(len);
+    give_back_spare_pages(&mut ids);
     (ids, first)
+}
+
+/// Hands the whole memory pages of `items`' spare capacity back to the
+/// kernel: the keyed entries' second half, which the allocator would keep
+/// resident through the sweep (a shrink in place frees nothing, and one
+/// that moves holds both copies at once).
+#[cfg_attr(not(unix), allow(unused_variables))]
+fn give_back_spare_pages<T>(items: &mut Vec<T>) {
+    #[cfg(unix)]
+    {
+        const PAGE: usize = 4096;
+        let size = std::mem::size_of::<T>();
+        let base = items.as_mut_ptr() as usize;
+        let start = (base + items.len() * size).next_multiple_of(PAGE);
+        let end = (base + items.capacity() * size) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the range lies in the vector's allocation, past its
+            // length: memory no value lives in, which reads as zeros if
+            // touched again.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        }
+    }
 }
 
 /// Sorts each group of `entries` (sorted) whose first three words of keys

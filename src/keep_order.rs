@@ -118,7 +118,7 @@ impl KeepKey {
     fn words(&self) -> usize {
         match self {
             KeepKey::Corpus => 0,
-            KeepKey::CanonicalUrl => 1,
+            KeepKey::CanonicalUrl | KeepKey::Longest => 1,
             _ => 2,
         }
     }
@@ -170,7 +170,7 @@ impl KeepOrder {
         let order = KeepOrder { keys };
         if order.words() > MAX_KEY_WORDS {
             bail!(
-                "--keep-by {order}: the keys take {} bytes a page, more than {} (corpus takes none, canonical-url 4, every other key 8)",
+                "--keep-by {order}: the keys take {} bytes a page, more than {} (corpus takes none, canonical-url and longest 4, every other key 8)",
                 4 * order.words(),
                 4 * MAX_KEY_WORDS
             );
@@ -256,11 +256,13 @@ impl KeepOrder {
         for key in self.keys.iter().filter(|key| key.column() == Some(name)) {
             let fits = match key {
                 KeepKey::CanonicalUrl => is_string(data_type),
+                KeepKey::Longest => data_type.is_integer(),
                 _ => is_numeric(data_type),
             };
             if !fits {
                 let expected = match key {
                     KeepKey::CanonicalUrl => "a string",
+                    KeepKey::Longest => "an integer",
                     _ => "a number, timestamp or date",
                 };
                 bail!("{location}: column `{name}` has type {data_type}, but --keep-by {key} needs {expected}");
@@ -289,6 +291,13 @@ impl KeepOrder {
                     for (row, url) in string_values(column, name, location)?.enumerate() {
                         if let Some(url) = url {
                             rows[row * words + at] = canonical_url_key(url);
+                        }
+                    }
+                }
+                KeepKey::Longest => {
+                    for (row, count) in counts(column, name, location)?.into_iter().enumerate() {
+                        if let Some(count) = count {
+                            rows[row * words + at] = NO_VALUE - 1 - count;
                         }
                     }
                 }
@@ -349,6 +358,40 @@ fn is_numeric(data_type: &DataType) -> bool {
                 | DataType::Date32
                 | DataType::Date64
         )
+}
+
+/// An integer column's values as counts of one word (None for nulls), for
+/// `longest`: below zero as zero, beyond the word as the most it holds
+/// below [`NO_VALUE`] (a page of 4 GiB of text ties with a longer one, and
+/// the id decides).
+fn counts(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<Option<u32>>> {
+    const MOST: u32 = NO_VALUE - 1;
+    fn signed(v: i64) -> Option<u32> {
+        Some(v.clamp(0, i64::from(MOST)) as u32)
+    }
+    fn unsigned(v: u64) -> Option<u32> {
+        Some(v.min(u64::from(MOST)) as u32)
+    }
+    macro_rules! map {
+        ($t:ty, $f:expr) => {
+            column
+                .as_primitive::<$t>()
+                .iter()
+                .map(|v| v.and_then($f))
+                .collect()
+        };
+    }
+    Ok(match column.data_type() {
+        DataType::Int8 => map!(Int8Type, |v| signed(v.into())),
+        DataType::Int16 => map!(Int16Type, |v| signed(v.into())),
+        DataType::Int32 => map!(Int32Type, |v| signed(v.into())),
+        DataType::Int64 => map!(Int64Type, signed),
+        DataType::UInt8 => map!(UInt8Type, |v| unsigned(v.into())),
+        DataType::UInt16 => map!(UInt16Type, |v| unsigned(v.into())),
+        DataType::UInt32 => map!(UInt32Type, |v| unsigned(v.into())),
+        DataType::UInt64 => map!(UInt64Type, unsigned),
+        other => bail!("{location}: column `{name}` has type {other}, expected an integer"),
+    })
 }
 
 /// A numeric column's values as unsigned words in the same order (None
@@ -559,6 +602,45 @@ mod tests {
         let mut words = Vec::new();
         order.encode(&nan, "t", &mut words).unwrap();
         assert_eq!(words, vec![NO_VALUE, NO_VALUE], "NaN is no value");
+    }
+
+    #[test]
+    fn longest_takes_one_word_the_most_text_first() {
+        let order = KeepOrder::parse("longest").unwrap();
+        assert_eq!(order.words(), 1);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![
+                Some(9),
+                Some(3),
+                Some(0),
+                Some(-4),
+                None,
+            ])),
+            Arc::new(arrow_array::UInt64Array::from(vec![
+                Some(u64::MAX),
+                Some(3),
+                Some(0),
+                Some(0),
+                None,
+            ])),
+        ];
+        for column in columns {
+            let batch = RecordBatch::try_from_iter([("n_chars", column)]).unwrap();
+            let mut words = Vec::new();
+            order.encode(&batch, "t", &mut words).unwrap();
+            assert!(words[..3].windows(2).all(|w| w[0] < w[1]), "{words:?}");
+            assert_eq!(words[2], words[3], "below zero counts as zero");
+            assert!(words[3] < NO_VALUE);
+            assert_eq!(words[4], NO_VALUE, "a null comes last");
+        }
+        let error = order
+            .check_column("p.parquet", "n_chars", &DataType::Float64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--keep-by longest needs an integer"),
+            "{error}"
+        );
     }
 
     #[test]
