@@ -297,6 +297,9 @@ impl Scanner {
             &mut self.batch.fingerprints,
         )?;
         counters.units_done.fetch_add(1, Ordering::Relaxed);
+        // Its own target, so that a test can wait for a process to be
+        // mid-scan (`RUST_LOG=neardup::unit_read=debug`) and see nothing else.
+        tracing::debug!(target: "neardup::unit_read", file = unit.file, row_group = unit.row_group, "unit read");
         if let Some(delay) = self.delay {
             std::thread::sleep(delay);
         }

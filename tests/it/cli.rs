@@ -1,15 +1,13 @@
 //! The `neardup` binary: bad input gets one clear line and a non-zero exit,
 //! and leaves nothing at the output directory.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::Arc;
 
+use crate::common::*;
 use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
-use common::*;
 use neardup::gen::SplitMix64;
 use parquet::arrow::ArrowWriter;
 
@@ -468,36 +466,95 @@ fn gen_is_deterministic_and_its_planted_pairs_are_found() {
     );
 }
 
-/// Unmounts a test's tmpfs when the test ends, whatever its outcome.
-struct Mounted(std::path::PathBuf);
+/// A 16 KiB disk for `neardup` runs: a directory that each run sees as a
+/// tmpfs of its own, mounted in a user and mount namespace (`unshare`), so
+/// that no root is needed and nothing outlives the run.
+struct SmallDisk {
+    dir: std::path::PathBuf,
+    /// Where a run lists what it left on the disk (outside the disk).
+    listing: std::path::PathBuf,
+}
 
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
+/// What a run on a [`SmallDisk`] gave: its output, and the names it left
+/// on the disk.
+struct DiskRun {
+    output: Output,
+    left: Vec<String>,
+}
+
+/// Exit status of the namespace's shell when it cannot mount the tmpfs.
+const CANNOT_MOUNT: i32 = 97;
+
+impl SmallDisk {
+    /// The disk at `dir/disk`, or None with the reason printed where this
+    /// machine gives no user namespaces (the test is then skipped).
+    fn new(dir: &Path) -> Option<SmallDisk> {
+        let disk = SmallDisk {
+            dir: dir.join("disk"),
+            listing: dir.join("left-on-disk.txt"),
+        };
+        std::fs::create_dir_all(&disk.dir).unwrap();
+        let probe = disk.run_command("true", &[]);
+        if probe.output.status.code() == Some(CANNOT_MOUNT) || !probe.output.status.success() {
+            eprintln!(
+                "skipped: cannot mount a tmpfs in a user namespace here (`unshare --user --map-root-user --mount`): {}",
+                String::from_utf8_lossy(&probe.output.stderr).trim()
+            );
+            return None;
+        }
+        Some(disk)
+    }
+
+    /// Runs `neardup args` with the disk mounted.
+    fn run(&self, args: &[&str]) -> DiskRun {
+        self.run_command(env!("CARGO_BIN_EXE_neardup"), args)
+    }
+
+    fn run_command(&self, program: &str, args: &[&str]) -> DiskRun {
+        // $1 the disk, $2 the listing, then the command; the command's
+        // exit status is the shell's.
+        let script = format!(
+            "mount -t tmpfs -o size=16k tmpfs \"$1\" || exit {CANNOT_MOUNT}
+             disk=$1; listing=$2; shift 2
+             \"$@\"; status=$?
+             ls -A \"$disk\" > \"$listing\"
+             exit $status"
+        );
+        let output = Command::new("unshare")
+            .args([
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "sh",
+                "-c",
+                &script,
+                "sh",
+            ])
+            .arg(&self.dir)
+            .arg(&self.listing)
+            .arg(program)
+            .args(args)
+            .output()
+            .expect("unshare (util-linux) runs");
+        let left = std::fs::read_to_string(&self.listing)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        DiskRun { output, left }
     }
 }
 
-/// A 16 KiB tmpfs at `dir/disk`, unmounted when dropped; None (with the
-/// reason printed) where this test cannot mount one (it needs root).
-fn small_disk(dir: &Path) -> Option<(std::path::PathBuf, Mounted)> {
-    let disk = dir.join("disk");
-    std::fs::create_dir_all(&disk).unwrap();
-    let mounted = Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=16k", "tmpfs"])
-        .arg(&disk)
-        .output();
-    if !mounted.as_ref().is_ok_and(|out| out.status.success()) {
-        eprintln!("skipped: cannot mount a 16 KiB tmpfs here (the test needs root): {mounted:?}");
-        return None;
-    }
-    Some((disk.clone(), Mounted(disk)))
+/// `args` as the `&str`s [`neardup`] takes.
+fn strs<const N: usize>(args: &[String; N]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }
 
 /// A run that filled the disk: exit 1, one error line naming `file` and the
 /// OS error once, and nothing left on the disk.
-fn assert_failed_cleanly(failed: &Output, file: &str, disk: &Path) {
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+fn assert_failed_cleanly(failed: &DiskRun, file: &str) {
+    let stderr = String::from_utf8_lossy(&failed.output.stderr);
+    assert_eq!(failed.output.status.code(), Some(1), "{stderr}");
     let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(
@@ -505,14 +562,17 @@ fn assert_failed_cleanly(failed: &Output, file: &str, disk: &Path) {
         "{stderr}"
     );
     assert_eq!(lines[0].matches("No space left").count(), 1, "{stderr}");
-    let left: Vec<_> = std::fs::read_dir(disk).unwrap().collect();
-    assert!(left.is_empty(), "a failed run leaves nothing: {left:?}");
+    assert!(
+        failed.left.is_empty(),
+        "a failed run leaves nothing: {:?}",
+        failed.left
+    );
 }
 
 #[test]
 fn a_full_disk_gets_one_line_naming_the_file_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((disk, _unmount)) = small_disk(dir.path()) else {
+    let Some(disk) = SmallDisk::new(dir.path()) else {
         return;
     };
     // A WARC of 900 real pages: its shard is larger than the disk.
@@ -521,27 +581,31 @@ fn a_full_disk_gets_one_line_naming_the_file_and_leaves_nothing() {
     std::fs::create_dir_all(&input).unwrap();
     let warc = std::fs::read(sample).unwrap();
     std::fs::write(input.join("pages.warc.gz"), warc.repeat(6)).unwrap();
-    let out = disk.join("fp");
-    let run = |out: &Path| {
-        neardup(&[
+    let args = |out: &Path| {
+        let input = input.to_str().unwrap().to_string();
+        [
             "fingerprint",
             "--input",
-            input.to_str().unwrap(),
+            &input,
             "--out",
             out.to_str().unwrap(),
-        ])
+        ]
+        .map(str::to_string)
     };
-    assert_failed_cleanly(&run(&out), "part-00000.parquet", &disk);
+    assert_failed_cleanly(
+        &disk.run(&strs(&args(&disk.dir.join("fp")))),
+        "part-00000.parquet",
+    );
     // The same run on a disk with room completes.
     let roomy = dir.path().join("fp");
-    assert!(run(&roomy).status.success());
+    assert!(neardup(&strs(&args(&roomy))).status.success());
     assert!(roomy.join("_SUCCESS").exists());
 }
 
 #[test]
 fn match_and_cluster_on_a_full_disk_fail_cleanly_and_complete_with_room() {
     let dir = tempfile::tempdir().unwrap();
-    let Some((disk, _unmount)) = small_disk(dir.path()) else {
+    let Some(disk) = SmallDisk::new(dir.path()) else {
         return;
     };
     // 20,000 queries, a fifth of 100,000 corpus rows planted near them: the
@@ -563,7 +627,7 @@ fn match_and_cluster_on_a_full_disk_fail_cleanly_and_complete_with_room() {
     let (queries, corpus) = (path(&data.join("queries")), path(&data.join("corpus")));
     let matching = |out: &Path| {
         let out = path(out);
-        neardup(&[
+        [
             "match",
             "--queries",
             &queries,
@@ -571,21 +635,20 @@ fn match_and_cluster_on_a_full_disk_fail_cleanly_and_complete_with_room() {
             &corpus,
             "--out",
             &out,
-        ])
+        ]
+        .map(str::to_string)
     };
-    assert_failed_cleanly(&matching(&disk.join("pairs")), "part-00000.parquet", &disk);
+    let full = matching(&disk.dir.join("pairs"));
+    assert_failed_cleanly(&disk.run(&strs(&full)), "part-00000.parquet");
     let pairs = dir.path().join("pairs");
-    assert!(matching(&pairs).status.success());
+    assert!(neardup(&strs(&matching(&pairs))).status.success());
     let clustering = |out: &Path| {
         let out = path(out);
-        neardup(&["cluster", "--pairs", &path(&pairs), "--out", &out])
+        ["cluster", "--pairs", &path(&pairs), "--out", &out].map(str::to_string)
     };
-    assert_failed_cleanly(
-        &clustering(&disk.join("clusters")),
-        "part-00000.parquet",
-        &disk,
-    );
+    let full = clustering(&disk.dir.join("clusters"));
+    assert_failed_cleanly(&disk.run(&strs(&full)), "part-00000.parquet");
     let clusters = dir.path().join("clusters");
-    assert!(clustering(&clusters).status.success());
+    assert!(neardup(&strs(&clustering(&clusters))).status.success());
     assert!(clusters.join("_SUCCESS").exists());
 }

@@ -2,15 +2,13 @@
 //! process (placed by flags, or by Kubernetes' and Slurm's variables), a
 //! peer killed mid-run, a peer that never starts.
 
-mod common;
-
 use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use neardup::gen::SplitMix64;
 use neardup::parquet_io::output::write_fingerprints;
 use neardup::runtime::read_hostfile;
@@ -358,19 +356,22 @@ fn a_peer_killed_mid_run_stops_the_others_and_a_rerun_is_complete() {
     let args = match_args(&q, Some(&c), &out, false);
     let hosts = hostfile(dir.path(), 3);
     // Every unit takes 100 ms, so the scan outlasts the kill by seconds.
-    let slow = [("NEARDUP_TEST_UNIT_DELAY_MS", "100"), ("RUST_LOG", "info")];
+    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
     let mut children: Vec<Option<Child>> = (0..3)
-        .map(|i| Some(spawn(&args, &hosts, i, 1, &slow)))
+        .map(|i| {
+            let log = if i == 1 {
+                UNIT_READ_LOG
+            } else {
+                ("RUST_LOG", "info")
+            };
+            Some(spawn(&args, &hosts, i, 1, &[delay, log]))
+        })
         .collect();
-    // Kill process 1 once process 0 has started scanning (its staging
-    // directory exists and it has connected), well before the scan ends.
     let staging = dir.path().join(".pairs.neardup-staging");
-    let started = Instant::now();
-    while !staging.exists() && started.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(1500));
+    // Kill process 1 once it has read a unit: the processes are connected
+    // and scanning, well before the scan ends.
     let mut victim = children[1].take().unwrap();
+    StderrLines::of(&mut victim).wait_for("unit read");
     victim.kill().unwrap();
     victim.wait().unwrap();
     for (i, child) in children.into_iter().enumerate() {
@@ -558,15 +559,12 @@ fn a_frozen_peer_stops_the_others_after_the_peer_timeout_and_a_rerun_is_complete
     args.extend(strings(&["--peer-timeout", "3"]));
     let hosts = hostfile(dir.path(), 2);
     let address = read_hostfile(&hosts).unwrap()[1].clone();
-    let slow = [("NEARDUP_TEST_UNIT_DELAY_MS", "100")];
-    let leader = spawn(&args, &hosts, 0, 1, &slow);
-    let frozen = spawn(&args, &hosts, 1, 1, &slow);
+    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
+    let leader = spawn(&args, &hosts, 0, 1, &[delay]);
+    let mut frozen = spawn(&args, &hosts, 1, 1, &[delay, UNIT_READ_LOG]);
     let staging = dir.path().join(".pairs.neardup-staging");
-    let started = Instant::now();
-    while !staging.exists() && started.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(1000));
+    // Frozen once it has read a unit: mid-scan, connected to process 0.
+    StderrLines::of(&mut frozen).wait_for("unit read");
     // SIGSTOP: the process holds its sockets open and sends nothing, as a
     // host that lost power or a machine swapping would.
     signal(&frozen, "-STOP");

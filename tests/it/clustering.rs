@@ -1,8 +1,6 @@
 //! `neardup cluster` against a union-find oracle, across workers and
 //! processes, and the keep/drop policy on a hand-made graph.
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::io::Write;
@@ -217,7 +215,7 @@ fn check_direct_invariants(edges: &[Edge], clusters: &ClusterRows, drops: &DropR
 
 fn parquet_batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
     let mut batches = Vec::new();
-    for part in common::part_files(dir) {
+    for part in crate::common::part_files(dir) {
         let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&part).unwrap())
             .unwrap()
             .build()
@@ -822,7 +820,7 @@ fn oversized_clusters_are_warned_about_and_listed() {
 fn input_that_is_not_match_output_gets_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let shard = dir.path().join("shard.parquet");
-    common::write_shard(&shard, &[(1, 2), (3, 4)]);
+    crate::common::write_shard(&shard, &[(1, 2), (3, 4)]);
     let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .args(["cluster", "--pairs"])
         .arg(&shard)
@@ -961,7 +959,7 @@ fn the_direct_policy_is_the_default() {
     let edges = vec![(1, 2, true), (2, 3, true)];
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
     let out = dir.path().join("out");
-    common::run_ok(&["cluster", "--pairs", &pairs, "--out", out.to_str().unwrap()]);
+    crate::common::run_ok(&["cluster", "--pairs", &pairs, "--out", out.to_str().unwrap()]);
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
     assert_eq!(summary["drop_policy"], "direct");
@@ -1386,7 +1384,7 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
     let d = dir.path();
     std::fs::create_dir(d.join("crawl")).unwrap();
     let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
-    let status = Command::new(common::python_with("warcio"))
+    let status = Command::new(crate::common::python_with("warcio"))
         .arg(&helper)
         .arg("copies")
         .arg(d.join("crawl"))
@@ -1395,14 +1393,14 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
     assert!(status.success());
     let (fingerprints, pairs) = (d.join("fp"), d.join("pairs"));
     let fp = fingerprints.to_str().unwrap();
-    common::run_ok(&[
+    crate::common::run_ok(&[
         "fingerprint",
         "--input",
         d.join("crawl").to_str().unwrap(),
         "--out",
         fp,
     ]);
-    common::run_ok(&[
+    crate::common::run_ok(&[
         "match",
         "--queries",
         fp,
@@ -1474,7 +1472,7 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
         for policy in [DropPolicy::Direct, DropPolicy::Component] {
             let case = format!("--keep-by {} {policy}", keys.join(","));
             let out = d.join(format!("out-{}-{policy}", keys.join("+")));
-            common::run_ok(&[
+            crate::common::run_ok(&[
                 "cluster",
                 "--pairs",
                 pairs.to_str().unwrap(),

@@ -1,6 +1,5 @@
 //! Shared helpers for the end-to-end tests: data builders, a brute-force
 //! oracle, and readers for what `match` writes.
-#![allow(dead_code)]
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -235,4 +234,72 @@ pub fn python_with(module: &str) -> PathBuf {
         candidate.display()
     );
     candidate
+}
+
+/// The log filter under which a `match` process logs each unit it reads,
+/// and nothing else: a test waits for that line to know the process is
+/// mid-scan.
+pub const UNIT_READ_LOG: (&str, &str) = ("RUST_LOG", "neardup::unit_read=debug");
+
+/// A child's stderr, read line by line on a thread of its own, so that a
+/// test can wait for an event the child logs and still see all it wrote.
+pub struct StderrLines {
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl StderrLines {
+    /// Takes `child`'s stderr, which must be piped.
+    pub fn of(child: &mut std::process::Child) -> StderrLines {
+        use std::io::BufRead;
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let (send, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StderrLines {
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits until a line holding `needle` comes; panics (with what came)
+    /// if the child closes its stderr first, or if none comes within a
+    /// minute (a hang guard, not a timing check).
+    pub fn wait_for(&mut self, needle: &str) {
+        let limit = std::time::Duration::from_secs(60);
+        loop {
+            match self.lines.recv_timeout(limit) {
+                Ok(line) => {
+                    let found = line.contains(needle);
+                    self.seen.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(error) => panic!(
+                    "no line with `{needle}` ({error}); stderr:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Everything the child wrote to stderr (it must have exited), without
+    /// the lines holding `unless`.
+    pub fn text_without(mut self, unless: &str) -> String {
+        self.seen.extend(self.lines.iter());
+        let kept: Vec<&str> = self
+            .seen
+            .iter()
+            .map(String::as_str)
+            .filter(|line| !line.contains(unless))
+            .collect();
+        kept.join("\n")
+    }
 }

@@ -2,12 +2,10 @@
 //! join back to the input shards. The Python package is installed by
 //! `scripts/test.sh` into `.venv/`; `NEARDUP_TEST_PYTHON` names another interpreter.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
 #[test]

@@ -1,9 +1,7 @@
 //! `match` finds every pair within k and no other, checked against a
 //! brute-force oracle on real Parquet files.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use neardup::gen::SplitMix64;
 use neardup::matching::{run_match, MatchOptions};
 use neardup::parquet_io::output::write_fingerprints;

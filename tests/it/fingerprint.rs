@@ -4,8 +4,6 @@
 //! range its row gives, broken records are reported without stopping the
 //! file, and bad input gets one clear line.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -21,7 +19,7 @@ use arrow_schema::{DataType, TimeUnit};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
-use common::*;
+use crate::common::*;
 use neardup::crawl::html::{self, MainRules, PageText};
 use neardup::crawl::url_id;
 use neardup::scheme::Scheme;

@@ -2,12 +2,10 @@
 //! night, cluster runs through scripts/cluster-local.sh, the Slurm and
 //! Kubernetes launch examples, and bad specs.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::*;
+use crate::common::*;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

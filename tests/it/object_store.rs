@@ -4,16 +4,14 @@
 //! answers byte ranges. Reading and writing `s3://`, `az://` and `http://`
 //! gives the bytes of the same runs on local files; failures get one line.
 
-mod common;
-
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use arrow_array::cast::AsArray;
 use arrow_array::RecordBatch;
-use common::*;
 use neardup::gen::SplitMix64;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -661,12 +659,14 @@ fn object_store_failures_get_one_line_naming_the_url_and_leave_nothing() {
     let mut slow = matching(&server, "s3://crawl/queries");
     slow.args(["--corpus", "s3://crawl/corpus"])
         .env("NEARDUP_TEST_UNIT_DELAY_MS", "50")
+        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
         .stderr(Stdio::piped());
-    let child = slow.spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut child = slow.spawn().unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("unit read");
     server.stop();
     let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = lines.text_without("unit read");
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("s3://crawl/"), "{stderr}");

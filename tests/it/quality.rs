@@ -1,11 +1,9 @@
 //! Simhash quality on planted edits: near-copies of longer documents (English
 //! and Chinese) should land within k = 3 of the original, and unrelated
 //! documents should not. Prints the figures per edit kind and feature option
-//! (`cargo test --release --test quality -- --nocapture`) and asserts floors
+//! (`cargo test --release --test it quality -- --nocapture`) and asserts floors
 //! for the named schemes' features; and the default scheme's floors on real
 //! plain text and real HTML.
-
-mod common;
 
 use neardup::simhash::{fingerprint, Features, ScriptRule, SimhashOptions};
 
@@ -293,7 +291,7 @@ fn evaluate(script: &str, args: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let figures = dir.path().join("figures.json");
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let status = std::process::Command::new(common::python_with("duckdb"))
+    let status = std::process::Command::new(crate::common::python_with("duckdb"))
         .arg(root.join("scripts").join(script))
         .args(["--neardup", env!("CARGO_BIN_EXE_neardup"), "--json"])
         .arg(&figures)
