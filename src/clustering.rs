@@ -12,6 +12,28 @@
 //! ([`crate::cluster_owner`]). The rows go to their part's writer as runs sorted
 //! by id (see [`crate::part_runs`]), merged as `clusters/` and `drop/` are
 //! written; worker 0 commits once every worker has reported.
+//!
+//! **Reading.** The pairs' row groups are spread over the processes
+//! balanced by rows; a process's workers each take the next, largest first,
+//! as they finish the last, and stream it into the union-find 64Ki pairs at
+//! a time. A local row group over a quarter of a worker's share of the
+//! pairs (and over 64Ki rows) is cut into pieces of about that size: pyarrow
+//! writes a 1M-pair file as one row group and Spark cuts at 128 MB, and such
+//! a file read whole would leave every worker but one idle. A process
+//! decodes a row group's pieces with one reader, from which its workers take
+//! batches in turn. Row groups in an object store are not cut: each piece
+//! would fetch all of it.
+//!
+//! The union-find's id table is sized before any pair is added: each
+//! worker estimates the distinct pages per pair in up to 1Mi pairs of its
+//! first row group (linear counting), scaled to the process's pairs, plus a
+//! tenth. Under `--drop-policy direct` the pairs are also logged as page
+//! numbers, 9 bytes a pair, for the drop sweep; under `component` nothing
+//! per pair is kept.
+//!
+//! `cluster` (and `run`) set mimalloc's purge delay to 250 ms instead of
+//! 1 s (`main.rs`): each step frees buffers of one size as the next
+//! allocates others, and held for a second they count twice in the peak.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};

@@ -32,6 +32,42 @@
 //! Tarjan, "Disjoint Set Union with Randomized Linking", SODA 2014); each
 //! root's size and least label are counted once the forest is
 //! done, by the worker the root falls to.
+//!
+//! **The id table.** An id's *home* slot is its place in the id range of
+//! the workers' first row groups, scaled to the table, with 1/64 of the
+//! slots spare at each end: `match` writes pairs sorted by query id and
+//! ids are URL hashes, spread evenly, so a row group's query ids walk the
+//! table through cache lines just fetched, where hashed homes would put
+//! each lookup at random in a table far larger than the cache. Ids that
+//! crowd their homes (a lookup probing past 1,024 slots, or a chunk of
+//! 4,096 ids past 32 an id on average) have the table rebuilt once with
+//! hashed homes, pages unchanged. A chunk's homes are placed first, then
+//! looked up, each lookup prefetching the home 16 ids ahead. A slot is
+//! claimed by compare-and-swap before its page number is given out, so two
+//! workers meeting a new id agree on its page. The table is sized before
+//! any pair is added, from the largest worker's estimate of the distinct
+//! pages (see [`crate::clustering`]), at the least power of two above it
+//! (a table twice too large costs cache and TLB misses on every lookup, a
+//! low estimate one doubling). It is one allocation, each worker first
+//! touching its own share, freed once the forest is done.
+//!
+//! **The forest.** The arrays by page (id, node, flags, worker) grow in
+//! segments of 2^20 pages, never copied. A page's node is one 8-byte word:
+//! its parent while the forest is built; at a root, once counted, the set's
+//! size and its least label's page. Paths are halved with plain stores:
+//! every parent outranks its child, so a halving that read a stale
+//! grandparent still points up, and only roots are linked.
+//!
+//! **The shares.** Each worker points the pages of a range at their roots;
+//! a page that ranks first marks its root, so the count reads no flag at
+//! random. Each component falls to one worker by a hash of its root, and
+//! its pairs are routed by a two-byte owner per page. A worker gets its
+//! components' pages sorted by id ([`crate::sorting`]); one pass in id order
+//! counts each root's size and representative (the first page that ranks
+//! first, else the first page). A giant component (a 10M-page chain, a
+//! 1M-leaf star) falls to one worker, which takes the process's threads in
+//! proportion to its share of the pages for its sorts, counts and rows:
+//! the cores the other workers leave idle.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};

@@ -10,6 +10,20 @@
 //! grouped into buckets by a prefix of the key. A candidate's distance is the
 //! popcount of the XOR of two original fingerprints, so no permutation is ever
 //! applied or undone on the hot path.
+//!
+//! How `m` is chosen ([`plan`]): the fewest blocks whose probes return, on
+//! average, at most as many candidates (`|B| / 2^key_bits`) as the CPU's
+//! kernel checks cheaply, within the table memory budget
+//! (`--table-memory-mib`, 8 GiB by default); if none fits, the most blocks
+//! that do. The kernels check 32 candidates cheaply with AVX-512 and its
+//! population count (VPOPCNTDQ), 64 with AVX2 and BMI2, and 1 elsewhere
+//! ([`crate::probe::candidates_per_probe`]). So for |B| = 1M and k = 3 the
+//! design is 4 tables of one 16-bit block each (about 15 candidates a
+//! probe, 51 MB) on the first two, and the paper's 10 tables (blocks of
+//! 13, 13, 13, 13 and 12 bits, keys of 25-26 bits, 246 MB) elsewhere. Every
+//! design finds the same pairs: a pair is emitted only by its *owner*, the
+//! first table whose key bits all agree ([`Design::owner`]), so exactly
+//! once.
 
 use serde::Serialize;
 

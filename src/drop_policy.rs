@@ -6,6 +6,20 @@
 //! ([`DropPolicy::Component`]) then drops pages for a page they were never
 //! paired with. [`DropPolicy::Direct`] only drops a page for a kept page it is
 //! paired with, so every drop is backed by a pair within k.
+//!
+//! Under the direct policy a worker's share is swept once, in priority
+//! order over all its pages: clusters do not interact, so one sweep is
+//! every cluster's pass. The pairs are first sorted by their later end in
+//! that order, by counting, a bucket of 2,048 positions at a time, in the
+//! pair log's place. A page is kept unless a partner earlier in the order
+//! is kept; its drop names the nearest such partner (by distance, then the
+//! first in the order). The drops come out in two id-ordered runs (pages
+//! that rank first, then the others), merged as the drop rows are made. A
+//! drop (12 bytes: its page and kept partner by position) is written over
+//! sorted pairs the sweep has already read, so drops take no memory of
+//! their own. This sweep is the one sequential step for a giant cluster:
+//! the greedy rule is an order, and a chain of pages each deciding the next
+//! cannot be split without rounds that grow with the chain.
 
 use std::fmt;
 use std::ops::Range;

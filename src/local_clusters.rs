@@ -12,6 +12,14 @@
 //! so they are chosen here. Under the direct policy the pages and pairs of a
 //! joined cluster travel to its owner, which chooses its drops; on 10M pairs
 //! in small clusters that is under 2% of the pages.
+//!
+//! Rows are made in id order and go to their part's writer as sorted runs
+//! ([`crate::part_runs`]). A share on several threads (a giant component,
+//! see [`crate::components`]) has its rows made on them too, a slice of
+//! 131,072 pages a thread at a time, each thread into buffers of its own;
+//! under the direct policy its drops are chosen on a thread of their own
+//! while its `clusters/` rows are made and written, so the writers do not
+//! wait for the sweep.
 
 use crate::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::clustering::{count_cluster, ClusterTotals};

@@ -11,6 +11,40 @@
 //! the CPU cache while the partition is probed. Tables sharing their first key
 //! block share the partitioning pass. Partitioning changes only the order of
 //! the visits, never which buckets are visited, so the result is the same.
+//!
+//! Each worker probes batches of 1M corpus rows. A batch is partitioned (16
+//! ways for |B| = 1M) by the leading bits of each table's first key block,
+//! the counts of every lead group taken in one pass, so that a partition's
+//! probes of one table stay in a slice of it that fits in L2.
+//!
+//! Two kernels check the candidates, both by residue first (a table's 32
+//! bits after its lead block; the whole fingerprint is read only for an
+//! entry within k on its residue):
+//! - the *wide* kernel (few tables of short keys, on x86-64 with AVX-512 or
+//!   AVX2) takes each row's bucket whole. Its first vectors of residues
+//!   (the mean bucket length plus two standard deviations: 2 vectors of 16
+//!   with AVX-512, 3 of 8 with AVX2) are XORed with the row's, counted and
+//!   compared with k under a mask of the bucket's length, with no branch on
+//!   the length. AVX-512 counts with VPOPCNTD into a mask register. AVX2
+//!   takes the lanes inside the bucket by one compare of their places with
+//!   its length; for k up to 3 it clears each lane's lowest set bit k times
+//!   and tests what is left for zero, for a larger k it counts by a nibble
+//!   table (`vpshufb`). Longer buckets loop on. A bucket's first residues
+//!   are prefetched 16 rows ahead; a bucket with an entry near the row is
+//!   only noted, and checked after the loop, where its cache misses
+//!   overlap; the directory is read through bucket numbers masked to its
+//!   size, unchecked;
+//! - the *filter-word* kernel (many tables of long keys, every other CPU)
+//!   runs three tight loops per table and partition: probe keys for 256
+//!   rows at a time; one load of a filter word and one bit test per key,
+//!   writing every probe's slot and advancing only on a set bit, so no
+//!   branch depends on the data; then the probes with a set bit (about 2%
+//!   for |B| = 1M) have their buckets checked exactly, each bucket's
+//!   directory entry and first entry prefetched a few hits ahead.
+//!
+//! The binary targets x86-64-v2; the kernels are also compiled for AVX2 and
+//! BMI2 (and AVX-512), picked at run time. The tests run the portable
+//! kernel and every variant of the wide one the CPU can run.
 
 use crate::design::Design;
 use crate::tables::Index;

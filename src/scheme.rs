@@ -4,6 +4,44 @@
 //! recording the scheme in every shard lets `match` refuse to compare
 //! fingerprints made under different defaults, which would silently miss
 //! near-duplicates.
+//!
+//! A scheme string reads `simhash64/1 norm=nfkc-lower-ws features=F
+//! weights=W stopwords=S html=H`: the algorithm's version, the
+//! normalisation, the features and weights (a published `script` rule is
+//! written out whole, as v5's
+//! `features=script(han>=200:words,han<200:chars:4,other:chars:5)`), the
+//! stop words (`en+zh` or `none`) and, for shards of WARC files only, the
+//! text of an HTML page: `all`, `main` (the first main-content rules) or
+//! `main/2` (the second). Shards of text (WET, JSONL, Parquet) leave `html=`
+//! out, so text shards of two schemes that differ only in it stay
+//! comparable.
+//!
+//! Every shard records its scheme in its Parquet key-value metadata under
+//! `neardup.scheme`. Two schemes are comparable when they are the same but
+//! for an `html=` that only one of them records; two HTML shards must agree
+//! on it too. `match` refuses inputs whose schemes are not comparable unless
+//! told to allow them. A shard without the key (another tool's, or
+//! `neardup gen`'s) is "unknown" and meets any.
+//!
+//! The named schemes, oldest first (the last is the default). A name, once
+//! published, always means the same fingerprints:
+//! - `v1`: `words`, term frequency, stop words dropped, all the text of an
+//!   HTML page;
+//! - `v2`: `v1` with the main content of HTML pages (first rules);
+//! - `v3`: `script` features (mostly-Han text `words` with term frequency,
+//!   other text `chars:5` with log weights), main content by the first
+//!   rules;
+//! - `v4`: `v3` with the second main-content rules (`html=main/2`); its
+//!   text shards are `v3`'s and meet them;
+//! - `v5`: `v4` with mostly-Han texts of fewer than 200 Han characters as
+//!   `chars:4` with log weights. On text without such a page its
+//!   fingerprints are `v4`'s, but its scheme string differs, so its shards
+//!   meet `v4`'s only when mixing is allowed.
+//!
+//! A named scheme (`--scheme NAME`) fixes the features, weights and HTML
+//! text, so it is never combined with `--features`, `--log-weights`,
+//! `--keep-stop-words` or `--html-text`. The `script` features choose their
+//! own weights: `--log-weights` needs other `--features`.
 
 use std::collections::BTreeMap;
 

@@ -1,12 +1,32 @@
 //! Charikar's simhash (f = 64) over weighted text features.
 //!
 //! The algorithm, fixed so that a fingerprint computed today equals one
-//! computed next year (the golden tests pin it):
-//! 1. normalise: Unicode NFKC, lower case, every run of whitespace one space;
-//! 2. features ([`Features`]): words, word n-grams, or character n-grams;
-//!    stop words are dropped from the words first unless told otherwise;
+//! computed next year (the golden tests pin it; `tests/simhash_reference.py`
+//! implements it again in Python, and the tests compare the two):
+//! 1. normalise: Unicode NFKC; lower case, each character by its full
+//!    Unicode lower-case mapping (without the context rule for a final
+//!    sigma); every run of whitespace one space; trimmed;
+//! 2. features ([`Features`]):
+//!    - `words`: Unicode word segmentation (UAX #29) keeps the runs of
+//!      letters and digits and drops punctuation; every run of Han
+//!      characters is segmented into words by jieba-rs 0.11.0's dictionary,
+//!      without its HMM (pinned: another dictionary would move
+//!      fingerprints);
+//!    - `shingles:N`: every N consecutive words, joined by one space;
+//!    - `chars:N`: every N consecutive characters of the normalised text,
+//!      spaces included (a text shorter than N is one feature);
+//!    - `script`: chosen per document. Text whose Han characters are at
+//!      least half of its letters and digits takes `words` with
+//!      term-frequency weights; under [`ScriptRule::LongHanWords`] (scheme
+//!      v5) only from 200 Han characters on, a shorter one taking `chars:4`
+//!      with log weights. Any other text takes `chars:5` with log weights;
+//!    - stop words: for `words` and `shingles`, about 60 common English and
+//!      Chinese function words (`the`, `of`, `的`, `了`, ...) are dropped
+//!      first, unless told otherwise;
 //! 3. weight: the feature's count in the document (term frequency), or
-//!    `1 + ln(count)` with log scaling;
+//!    `1 + ln(count)` with log scaling, the distinct features' weights then
+//!    summed in the order of their hashes (float addition is not
+//!    associative: one order gives the same bits on every run);
 //! 4. hash each feature's UTF-8 bytes with xxh3-64 (seed 0); n-gram parts are
 //!    joined with one space;
 //! 5. for each bit `i` (bit 0 the least significant) add the weight when the

@@ -14,6 +14,16 @@
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
 //! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`; `GOOGLE_APPLICATION_CREDENTIALS`;
 //! `AZURE_STORAGE_*`), as `object_store`'s builders read it.
+//!
+//! How reads go: a Parquet file's footer comes from one request for its
+//! last 64 KiB (16 files' footers asked for at once, so thousands of shards
+//! do not wait for theirs one after another); WARC, WET and JSONL objects
+//! are streamed 8 MiB at a time by ranged requests, the next window on its
+//! way while the current one is parsed, and a damaged gzip member is
+//! skipped by seeking back as on disk. HTTP(S) URLs are files only: HTTP
+//! cannot list. An output bound for a store is written into a local staging
+//! directory and each file uploaded under its final name once complete (a
+//! multipart upload above 16 MiB); see [`crate::parquet_io::output`].
 
 use std::collections::HashMap;
 use std::fmt;

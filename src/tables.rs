@@ -1,5 +1,22 @@
 //! The query side: B's distinct fingerprints with their ids, and the
 //! pigeonhole tables built over them once per process.
+//!
+//! B's distinct fingerprints are stored once, each with its list of ids
+//! (a *group*). A table buckets them by the leading `ceil(log2 |B|)` bits
+//! of its key (a directory of offsets, about one bucket per group), holding
+//! the original fingerprints. Per entry a table keeps the 32 bits after its
+//! lead block (the *residue*, which the kernels compare: two fingerprints
+//! within k differ in at most k of any of their bits), the other 32 bits in
+//! a parallel array, and the group. Each bucket also has a 64-bit *filter
+//! word*: bit `j` is set when an entry has `j` as the next 6 bits of its
+//! key. For keys of up to the index bits plus 6 (the usual case) the filter
+//! is exact: a probe that finds its bit clear has no candidate there.
+//!
+//! The build runs on every worker's thread of the process: B is read and
+//! sorted in pieces, then ordered once by the leading bits of each distinct
+//! lead block (shared by every table whose key starts with it), and each
+//! table is a counting sort within each lead partition (about 100 entries,
+//! whose counters stay in L1), the tables in parallel.
 
 use crate::design::{Block, Design, TableSpec, BITS};
 use crate::parallel::in_parallel;

@@ -11,6 +11,30 @@
 //! element marks as navigation) are dropped. Near-duplicate pages of one site
 //! share their template; without this, the template's text decides the
 //! fingerprints of short pages.
+//!
+//! The rules (the constants below list every element, role and word):
+//! - never text: `script`, `style`, `noscript`, `template`;
+//! - boilerplate wherever it is: `nav`, `aside`, `menu`, `form`, `button`,
+//!   `select`, `dialog`, `iframe`, `svg`, `footer`, `title`; an element
+//!   marked `hidden` or `aria-hidden="true"`; one with a boilerplate ARIA
+//!   role (`navigation`, `banner`, `contentinfo`, `complementary`,
+//!   `search`, ...); one whose class or id, split at spaces, `-` and `_`,
+//!   has a boilerplate word (`sidebar`, `menu`, `breadcrumb`, `footer`,
+//!   `cookie`, `share`, `toc`, ...);
+//! - boilerplate outside `main` and `article` only: `header`, and the class
+//!   or id words `header`, `masthead`, `banner`;
+//! - never boilerplate: `html`, `body`, `main`, `article`, `role="main"`;
+//! - when the page marks its content, only the blocks inside it are kept;
+//! - a block whose text is more than half link text is dropped; a link to a
+//!   place in the page (`href="#..."`) does not count;
+//! - a page left with no text is taken whole (the `all` text), and counted
+//!   in `_summary.json` (`main_content_fallbacks`).
+//!
+//! The rules have revisions ([`MainRules`]), each kept by the schemes
+//! published with it: the first (schemes v2 and v3, `html=main`) and the
+//! second (since v4, `html=main/2`), which adds `popup` and `modal` to the
+//! class and id words and never takes a heading or a link (`a`, `span`,
+//! `h1` to `h6`) for the page's header, whatever its class.
 
 use html5gum::{DefaultEmitter, Emitter, ForwardingEmitter, HtmlString, Token, Tokenizer};
 use serde::{Deserialize, Serialize};

@@ -15,6 +15,11 @@
 //! worker fingerprinted each batch. Reading is throttled: a worker keeps at
 //! most a few batches per peer in flight, so memory holds a few megabytes of
 //! text per worker however fast the reader.
+//!
+//! A batch holds about 256 kB of text (or 1,024 documents), and a reading
+//! worker keeps at most 8 batches per worker in flight (16 to 128 in all).
+//! A worker slowed (by the machine, by long pages, or the reading worker
+//! by its reading and writing) is simply dealt fewer batches.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};

@@ -13,6 +13,22 @@
 //! numbered across all processes of a cluster. Each part is sorted before it
 //! is written, so the output bytes depend neither on which worker scanned a
 //! unit nor on how many workers or processes there are.
+//!
+//! A unit is a row group of an F file, placed largest first within its
+//! side, each to the process with the fewest rows so far (every process
+//! computes the same placement). A unit of an object is claimed one ahead,
+//! so that its bytes arrive while the one before is probed; a local file's
+//! only when the worker is ready for it. A local row group larger than a
+//! probe batch (1M rows) is cut into pieces of at most a batch, each read by
+//! a Parquet row selection: old pyarrow wrote 64Mi rows to a group and Spark
+//! cuts at 128 MB, and such a group read whole would be one worker's while
+//! the others wait. An object's row groups are not cut: each piece would
+//! fetch all of it. A worker gathers its units' rows into 1M-row batches for
+//! the kernel ([`crate::probe`]).
+//!
+//! A reducer sorts, de-duplicates and writes its parts, holding at most
+//! `--pair-memory-mib` of pairs and spilling the rest as sorted runs
+//! ([`crate::pair_runs`]), then reports to worker 0, which commits.
 
 pub mod commit;
 pub mod components;
