@@ -32,8 +32,7 @@ Each news page and its edited copy are also shown by their Jaccard band:
 how many bits apart they lie on average, and the share within k. The
 copies above J = 0.9 must be found and those below 0.8 must not, so how
 fast the bits grow between the two bands is what bounds recall and
-precision together (README, "Why no k and no weighting meets 0.97 /
-0.97 on Chinese").
+precision together.
 
 With --words-k K, a k per kind of fingerprint is scored: two texts the
 default fingerprints by words (mostly Han, at least 200 Han characters)

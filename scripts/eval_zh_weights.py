@@ -18,8 +18,7 @@ bit), under several weightings:
 
 Recall and precision as in eval_zh.py, by the shorter page's length. It
 answers whether IDF weighting would lift neardup's Chinese figures
-(`words`: recall 0.825, precision 0.916); it did not (README, "Quality on
-real Chinese text").
+(`words`: recall 0.825, precision 0.916); it did not.
 
 With --long-han, the question of scheme v5 on: only the texts `words`
 fingerprints under the default (at least 200 Han characters, at least half

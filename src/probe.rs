@@ -152,7 +152,7 @@ pub struct Scratch {
 ///   313.0-393.7 at 2^22, and even (314.3-348.0 against 340.6-373.0) at
 ///   2^23 (122), where the filter words are chosen;
 ///
-/// each time in a fifth of the memory (README, Benchmark).
+/// each time in a fifth of the memory (`cargo bench --bench probe`).
 pub fn candidates_per_probe() -> f64 {
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = wide::Simd::detect() {
@@ -664,7 +664,7 @@ mod wide {
     /// their rows and whole fingerprints, which miss the cache, are read
     /// after the loop, where those misses overlap instead of each stalling
     /// it (the kernel alone: 32.9-36.8 ns a corpus row against 38.8-44.7,
-    /// README, Benchmark). The directory is read unchecked, each bucket
+    /// `cargo bench --bench probe`). The directory is read unchecked, each bucket
     /// number masked to the directory's size (bounds checks and the values
     /// they kept live took a fifth of the loop's instructions), and the
     /// keys are computed a prefetch distance past each chunk, so that every

@@ -66,7 +66,7 @@ pub enum Features {
     /// By the text's script, per document, under a [`ScriptRule`]: text
     /// mostly of Han characters is [`Features::Words`] with term-frequency
     /// weights; any other text is character 5-grams with log weights.
-    /// Measured on real pages (README, "Quality"), each is the better
+    /// Measured on real pages (README, "Figures"), each is the better
     /// scheme on its own script and the worse on the other: 5-grams of
     /// Chinese are nearly all distinct, so each edit moves its share of
     /// bits, while English pages' repeated boilerplate words outweigh what

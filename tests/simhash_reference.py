@@ -1,4 +1,4 @@
-"""The simhash as the README describes it, written independently in Python
+"""The simhash as src/simhash.rs's module doc describes it, written independently in Python
 (xxhash's xxh3-64, unicodedata's NFKC), for texts whose words are plain
 runs of letters and digits (where UAX #29 and `\\w+` agree) and without Han
 characters (no jieba here).

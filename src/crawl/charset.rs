@@ -112,7 +112,7 @@ fn decoded<'a>(
 /// 1,024). Fed whole pages (real ones are mostly ASCII markup), a file of
 /// undeclared pages was fingerprinted at 6-7 MB/s, the reader that feeds
 /// every worker busy guessing. Fed this sample, it guessed as well on every
-/// page of `scripts/eval_charsets.py` (README, "Character encodings"). The
+/// page of `scripts/eval_charsets.py`. The
 /// sample may end inside a character, so it is not fed as the last bytes,
 /// where a character cut short counts against an encoding (fed as the last
 /// and only 256 bytes long, it had 113 of 196 EUC-JP pages guessed as

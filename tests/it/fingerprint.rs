@@ -852,7 +852,7 @@ fn bad_input_gets_one_line_and_leaves_nothing() {
     }
 }
 
-/// The README's description of the simhash, implemented independently in
+/// The simhash as `src/simhash.rs`'s module doc describes it, implemented independently in
 /// Python, gives the same fingerprints.
 #[test]
 fn an_independent_implementation_of_the_documented_algorithm_agrees() {

@@ -267,7 +267,7 @@ fn rates(
 /// pairs on these synthetic pages when their header and footer change
 /// (0.66 within k, against 0.99 for `words`): a guard against regression,
 /// not the goal. The goal is met where it was chosen, on real pages
-/// (`real_text_meets_the_quality_floors` below, and README, "Quality"),
+/// (`real_text_meets_the_quality_floors` below, and README, "Figures"),
 /// where main-content extraction drops an HTML page's frame before it is
 /// fingerprinted and where `words` lets shared boilerplate pair unrelated
 /// pages (precision 0.31 on real HTML, against 0.92).
@@ -331,8 +331,8 @@ fn real_text_meets_the_quality_floors() {
 /// precision asked of plain text (0.97), and finds the pages that differ in
 /// a few characters (J >= 0.99: a date, a number) at 0.97 too. Recall of
 /// all pairs with J >= 0.9 is held only at the level measured (0.813): 0.97
-/// is out of reach at k = 3 (README, "Why no k and no weighting meets 0.97
-/// / 0.97 on Chinese"). The further a page's edited copy is from it, the
+/// is out of reach at k = 3 (`scripts/eval_zh.py` measures why: the bits
+/// apart grow too slowly between the J bands). The further a page's edited copy is from it, the
 /// further apart their fingerprints lie on average, band by band.
 #[test]
 fn real_chinese_text_meets_the_precision_floor_and_finds_pages_a_few_characters_apart() {
@@ -421,7 +421,7 @@ fn planted_edits_stay_within_k_and_unrelated_pages_do_not() {
     // 1,000 words (about 2,000 characters): article-length pages. Simhash at
     // k = 3 is weaker on short pages: with 400 and 500 words, a new header and
     // footer (16 words) keeps only 87% (English) and 94% (Chinese) of pairs
-    // within k (README, "Quality").
+    // within k.
     let languages = [
         ("english", Language::english(&mut rng), 800),
         ("chinese", Language::chinese(&mut rng), 1000),
