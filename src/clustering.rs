@@ -411,12 +411,11 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summarize(opts, &totals, started, pages_rows, drop_urls))
 }
 
-/// The pair units one process reads: placed among processes balanced by
-/// rows, and taken by the process's workers one at a time, largest first,
-/// as each finishes the last. Handed out statically (round robin), one
-/// worker of `night` read 10% more rows than the other (its row groups of
-/// 1Mi pairs and one short one), and whichever worker the VM slowed held
-/// the other up at the split. A unit's rows come from its row group's
+/// The pair units one process reads: placed among processes balanced by rows,
+/// and taken by the process's workers one at a time, largest first, as each
+/// finishes the last. Handed out statically (round robin), one worker may
+/// read more rows than another, and whichever worker the VM slows holds the
+/// others up at the split. A unit's rows come from its row group's
 /// [`SharedRowGroup`]: pieces of one row group are decoded by one reader.
 struct ProcessUnits {
     /// Largest first.
@@ -458,12 +457,10 @@ impl ProcessUnits {
     }
 }
 
-/// A unit's rows not yet taken. A worker streams them into the union-find
-/// a batch at a time: held whole, a unit of 1Mi pairs took 48 MiB a worker
-/// of rows and of the ids and pages made of them, each written and read
-/// again out of the cache (on `night`, 4 alternations: 1.88 s against 1.96,
-/// 278k minor faults against 303k). Only the first unit's sample is held
-/// whole, to size the union-find.
+/// A unit's rows not yet taken. A worker streams them into the union-find a
+/// batch at a time: held whole, a unit's rows and the ids and pages made of
+/// them would each be written and read again out of the cache. Only the first
+/// unit's sample is held whole, to size the union-find.
 struct UnitRows<'a> {
     group: &'a SharedRowGroup,
     left: usize,

@@ -9,12 +9,12 @@
 //!
 //! Why one per process rather than one per worker: `match` writes pairs
 //! sorted by query id and page ids are hashes of URLs, so the pairs of a
-//! small cluster lie in different row groups, read by different workers.
-//! With a union-find per worker nearly every cluster of a night spanned
-//! workers and had to be joined afterwards (5M links at one worker for 10M
-//! pairs). The workers of a process now intern ids into one table and link
-//! one forest (compare-and-swap, as in Jayanti and Tarjan's concurrent
-//! union-find), so joins happen only between processes.
+//! small cluster lie in different row groups, read by different workers. With
+//! a union-find per worker nearly every cluster of a night spans workers and
+//! has to be joined afterwards, at one worker. Instead, the workers of a
+//! process intern ids into one table and link one forest (compare-and-swap,
+//! as in Jayanti and Tarjan's concurrent union-find), so joins happen only
+//! between processes.
 //!
 //! Once every worker has read its pairs, each worker takes the components
 //! whose root falls to it ([`SharedGraph::split`]): the rest of the job sees
@@ -144,9 +144,8 @@ const CROWDED_PROBES: usize = 1 << 10;
 /// id order are given up for hashed ones. Linear probing at load `a`
 /// probes `(1 + 1/(1-a)^2)/2` slots on a miss: in a table 3/4 full (the
 /// most it gets before it grows; 77% where the ids in range are, less the
-/// headroom) a new id probes 7.5-9 slots past its home on average, and
-/// chunks of new ids did reach 8 (10M hashed ids, the table sized for
-/// them). Crowded homes probe hundreds.
+/// headroom) a new id probes 7.5-9 slots past its home on average.
+/// Crowded homes probe hundreds.
 const CROWDED_CHUNK_PROBES: usize = 32;
 
 /// A table slot's page word while another worker fills the slot (an empty
@@ -285,17 +284,15 @@ struct IdTable {
 
 /// Where an id's probing starts: its *home* slot.
 ///
-/// `match` writes pairs sorted by query id, and page ids are hashes of
-/// URLs, spread evenly over their range. Placed in id order, the query
-/// side of each row group walks the table from one end to the other: its
-/// slots are neighbours, in cache lines and pages the hardware has just
-/// fetched, where hashed homes put every id at a random place in a table
-/// far larger than the cache (on 10M pairs in `match`'s order, reading
-/// them into the union-find took 0.68-0.87 s a worker instead of
-/// 0.82-1.45). Ids that are not spread evenly over the range (a narrow
-/// band, a range the sample missed) would crowd some slots: long probes
-/// are caught ([`Arrays::get_or_insert`], [`GraphWriter::add_pairs`]) and
-/// the table is rebuilt hashed, as it is when it grows.
+/// `match` writes pairs sorted by query id, and page ids are hashes of URLs,
+/// spread evenly over their range. Placed in id order, the query side of each
+/// row group walks the table from one end to the other: its slots are
+/// neighbours, in cache lines and pages the hardware has just fetched, where
+/// hashed homes put every id at a random place in a table far larger than the
+/// cache. Ids that are not spread evenly over the range (a narrow band, a
+/// range the sample missed) would crowd some slots: long probes are caught
+/// ([`Arrays::get_or_insert`], [`GraphWriter::add_pairs`]) and the table is
+/// rebuilt hashed, as it is when it grows.
 #[derive(Clone, Copy, Debug)]
 enum Placement {
     /// The top bits of the id's [`mix`]: any ids, spread at random.
@@ -606,8 +603,8 @@ impl Arrays {
 /// forest is built and flattened it holds the page's parent; once every
 /// page points at its root, a root's word holds its set's counts instead
 /// ([`COUNTED`]): its size and its least label's page. Eight bytes a
-/// page: with the least label's id beside them a node took sixteen, the
-/// largest array by page (160 MB of first touches for a 10M-page chain).
+/// page: with the least label's id beside them a node would take sixteen,
+/// the largest array by page.
 #[derive(Debug, Default)]
 struct Nodes(Segmented<AtomicU64>);
 
@@ -822,8 +819,8 @@ impl SharedGraph {
     ///
     /// Estimates run high (pages repeat more as more pairs come), so the
     /// table is the least power of two above the estimate, not the 4/3 of
-    /// it a table 3/4 full needs: a table twice too large cost more in cache
-    /// and TLB misses than the one doubling an estimate too low costs.
+    /// it a table 3/4 full needs: a table twice too large costs more in
+    /// cache and TLB misses than the one doubling an estimate too low costs.
     ///
     /// `range` is the least and greatest id the worker has seen (in its
     /// first row group, as `pages` is estimated from): with every worker's,
@@ -1185,9 +1182,7 @@ impl GraphWriter<'_> {
     /// The chunk's homes are placed first, in a loop of their own; the
     /// lookups then prefetch a home already placed. Placing each home twice
     /// inside the loop of cache misses (once to prefetch it, once to probe
-    /// it) was slower: on the 10M-page chain, interning took 0.87-0.95 s of
-    /// the two workers' time that way and 0.62-0.64 s this way, with the
-    /// prefetch 16, 32 or 64 ids ahead alike.
+    /// it) is slower, however far ahead the prefetch.
     fn intern(&mut self, arrays: &Arrays, chunk: &[i64], ends: &mut Vec<Page>) -> Option<usize> {
         let (mut fresh, mut probes) = (0, 0);
         let mut crowded = false;
@@ -1320,9 +1315,8 @@ impl Forest {
     /// policy's sweep. On `threads` threads (a giant component's share, see
     /// [`threads_for_share`]), each counting a range of `by_id` into runs
     /// of one root, which are then added up: a giant component's pages are
-    /// one run a thread. On one thread, counting a 10M-page chain took
-    /// 72-81 ms while the other core idled; on two, its worker's split took
-    /// 0.32-0.33 s instead of 0.35-0.37 (3 runs each).
+    /// one run a thread. On one thread, counting a giant component would
+    /// leave the other cores idle.
     fn count_roots(&self, by_id: &mut [KeyedPage], keep_ranks: bool, threads: usize) -> Vec<bool> {
         let mut ranks = vec![false; if keep_ranks { by_id.len() } else { 0 }];
         if threads <= 1 {
@@ -1493,8 +1487,7 @@ impl Components {
 /// bit of the id (SplitMix64's finalizer): the top bits index tables and
 /// bitmaps. A single multiply (Fibonacci hashing) is not enough: ids with
 /// multiplicative structure of their own (`x * A mod p`, as one tool
-/// scatters ids) left 84% of a table's slots empty and up to 7 ids on one,
-/// and the lookups four times slower.
+/// scatters ids) leave most of a table's slots empty and crowd the rest.
 pub fn mix(id: i64) -> u64 {
     let mut z = id as u64;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

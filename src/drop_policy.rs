@@ -155,8 +155,8 @@ impl PairLog {
     /// The log cut into `n` logs by `owner` of a pair's first end (whose
     /// data `prefetch` fetches a few pairs ahead), each in this log's order.
     /// A chunk whose pairs all go to one log (a giant component's) is
-    /// handed over whole: copied, the 10M-page chain's 90 MB of pairs were
-    /// first touched a second time.
+    /// handed over whole: a copy would touch all of its pairs' memory a
+    /// second time.
     pub fn split_by(
         self,
         n: usize,
@@ -257,8 +257,7 @@ pub struct DirectShare {
 /// the process's `pages` may use for its sorts, sweep and rows: in
 /// proportion, rounded. A giant component falls whole to one worker, whose
 /// work then takes the cores the other workers, with nothing left to do,
-/// leave idle (a 10M-page chain: the one worker swept for 0.85 s while the
-/// other waited).
+/// leave idle.
 pub fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
     match pages {
         0 => 1,
@@ -270,11 +269,10 @@ pub fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
 /// along)`; the third field fills what would be padding.
 pub type KeyedPage = (i64, Page, u32);
 
-/// The pages of several runs sorted by id as one (a scatter, then buckets
-/// of about 1,024 pages in the cache, by counting where ids are spread as
-/// hashes are, else by radix sort; on 10M pairs in `match`'s order the
-/// buckets took 38-41 ms a worker instead of 53-72): the order rows are
-/// written in, and the order [`direct_drops`] ranks pages by.
+/// The pages of several runs sorted by id as one (a scatter, then buckets of
+/// about 1,024 pages in the cache, by counting where ids are spread as hashes
+/// are, else by radix sort): the order rows are written in, and the order
+/// [`direct_drops`] ranks pages by.
 ///
 /// On `threads` threads (see [`crate::sorting::place_and_sort`]).
 pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage> {
@@ -297,8 +295,7 @@ pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage>
 ///
 /// A drop names its two pages by position in priority order, not by id
 /// (12 bytes instead of 24), and lies in the front of the sorted pairs the
-/// sweep has read past: the drops of a 10M-page chain took 154 MB of fresh
-/// memory, 40,000 first touches on the one worker that sweeps it.
+/// sweep has read past, so drops need no fresh memory of their own.
 #[derive(Debug, Default)]
 pub struct DirectDrops {
     /// `(dropped position, kept position, distance)`.
@@ -440,10 +437,10 @@ pub fn direct_drops(
 /// by position, and how many rank first; each page's position is written
 /// into `position`, by index. The sweep reads an id at random for each
 /// drop; one array by position is one cache miss where a position's place
-/// in `by_id` and then its page were two. Each page is ranked once (its
+/// in `by_id` and then its page would be two. Each page is ranked once (its
 /// flag is a random read), into a byte per page; the ids are then placed
 /// from two cursors, with no buffer for the pages that rank later: grown
-/// by doubling, that buffer was copied into fresh memory several times
+/// by doubling, that buffer would be copied into fresh memory several times
 /// over (a nightly run's pages mostly rank later). On `threads` threads,
 /// each ranking and placing a range of `by_id` (its cursors start where
 /// the ranges before it end; `position`'s entries, at random places, are
@@ -642,8 +639,7 @@ where
     let starts = bucket_starts(len, oriented_in, buckets, bucket_of, threads);
     let mut sorted = vec![(0, 0, 0); starts[buckets]];
     // Each bucket by counting, its counts and copy in the first-level
-    // cache (on 10M pairs in `match`'s order, 11 ms a worker; the sort as a
-    // whole took 69-76 ms instead of 75-96 with a radix sort of each bucket).
+    // cache: quicker than a radix sort of each bucket.
     let sorter = || {
         let (mut counts, mut scratch) = (Vec::new(), Vec::new());
         move |bucket: usize, pairs: &mut [OrientedPair]| {

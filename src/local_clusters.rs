@@ -10,8 +10,8 @@
 //! pairs are small and read by one worker: every pair of such a cluster is in
 //! that worker's log, and nothing another worker holds can change its drops,
 //! so they are chosen here. Under the direct policy the pages and pairs of a
-//! joined cluster travel to its owner, which chooses its drops; on 10M pairs
-//! in small clusters that is under 2% of the pages.
+//! joined cluster travel to its owner, which chooses its drops; when
+//! clusters are small, few pages travel.
 //!
 //! Rows are made in id order and go to their part's writer as sorted runs
 //! ([`crate::part_runs`]). A share on several threads (a giant component,
@@ -43,11 +43,8 @@ const SLICE: usize = 1 << 18;
 
 /// Pages whose rows each thread makes at a time when a share's rows are
 /// made on several; their rows wait to be taken into the runs in order.
-/// Each such slice starts the helper threads and waits for the slowest:
-/// on a 10M-page chain on 2 threads, slices of 2^17 pages a thread made
-/// the rows 3% faster end to end than slices of 2^15 (1.83 s against
-/// 1.88 s, 5 alternations), and 2^18 was slower again (1.83 s against
-/// 1.79 s, 4 alternations).
+/// Each such slice starts the helper threads and waits for the slowest,
+/// so smaller slices start threads more often and larger ones wait longer.
 const THREAD_SLICE: usize = 1 << 17;
 
 /// Pages or pairs per record sent to an owner.
@@ -497,10 +494,7 @@ impl Router {
     /// A share with several threads (a giant component's) chooses them on
     /// a thread of its own while its `clusters/` rows are made and written:
     /// its worker's peers, with their shares done, would otherwise idle
-    /// until its first rows came. On the 10M-page chain, three rounds of
-    /// alternations: 1.77 s against 1.86, 1.74 against 1.78, 1.86 against
-    /// 1.92; on the 1M-leaf star 0.21 s against 0.22. A share of one
-    /// thread gains nothing by it (on `night` 1.83 s against 1.86).
+    /// until its first rows came. A share of one thread gains nothing by it.
     fn local_drops(&self, direct: DirectShare) -> LocalDrops {
         let DirectShare { pairs, ranks_first } = direct;
         let threads = self.input.threads;
@@ -533,8 +527,8 @@ impl Router {
     /// (and where the last slice left off in them) their direct drops;
     /// gives where the next slice starts. With several threads, each makes
     /// the rows of its range of the slice, taken into the runs in turn: a
-    /// giant component's rows fall to one worker, whose core was the one
-    /// busy while the other worker only wrote its parts.
+    /// giant component's rows fall to one worker, whose core would
+    /// otherwise be the one busy while the others only write their parts.
     fn rows_from(
         &mut self,
         next: usize,

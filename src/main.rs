@@ -18,12 +18,10 @@ fn tune_allocator(command: &neardup::cli::Command) {
     use neardup::cli::Command;
     let unset = |name: &str| std::env::var_os(name).is_none();
     if unset("MIMALLOC_ALLOW_THP") {
-        // Huge pages buy nothing measurable here (the same user time on
-        // `match` and `cluster`) and cost much on a VM whose host backs
-        // memory lazily: each first touch clears and backs 2 MiB, freed
-        // ones are split and faulted again. Cold, 2 cores: `cluster` on
-        // 10M pairs spent 2.6-3.6 s of system time with them, 1.0-1.2 s
-        // without; `match` on 60M rows 1.7-2.4 s against 0.6 s.
+        // Huge pages save no user time on `match` and `cluster` and cost
+        // much system time on a VM whose host backs memory lazily: each
+        // first touch clears and backs 2 MiB, freed ones are split and
+        // faulted again.
         // mimalloc asks for them (`MADV_HUGEPAGE`) on the arena it maps at
         // its first allocation, before `main`, so its own option is too
         // late: the process-wide switch is the kernel's.
@@ -37,9 +35,8 @@ fn tune_allocator(command: &neardup::cli::Command) {
         // `cluster` frees each step's buffers (gigabytes at crawl scale)
         // as the next step allocates others of other sizes. Kept 250 ms
         // rather than mimalloc's 1 s, they mostly stop counting twice in
-        // the peak (0.97-1.14 GiB instead of 1.01-1.20 on 10M pairs), and
-        // most are still reused rather than faulted again, as they were
-        // at 50 ms (system time 0.9-1.2 s against 1.2-1.6 s).
+        // the peak, while most are still reused rather than faulted again,
+        // as they would not be with a much shorter delay.
         // SAFETY: called before any other thread exists.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 250) };
     }

@@ -184,7 +184,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     );
     tracing::info!(design = %plan.design.describe(), "table design");
     // B's ids are sorted only to split the output into parts: one part
-    // needs no boundaries (a sort of 1M ids was 17-19 ms of the build).
+    // needs no boundaries, so the build skips the sort.
     let parts = match opts.parts {
         1 => Parts::from_sorted_ids(&[], 1),
         parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),
@@ -314,8 +314,8 @@ impl SummaryDraft {
 }
 
 /// Reads every row of B (its files' `units`) into memory, grouped by
-/// fingerprint, on `threads` threads: the reading and the sort of B's 1M
-/// rows took 50-70 ms on one, while the other cores waited.
+/// fingerprint, on `threads` threads: on one, the other cores would wait
+/// for the reading and the sort.
 pub fn read_queries(
     files: &[FingerprintFile],
     units: &[Unit],
@@ -326,8 +326,7 @@ pub fn read_queries(
     let runs = in_parallel(pieces.len(), threads, |p| {
         let unit = &pieces[p];
         let file = &files[unit.file];
-        // Not sized from the footer: that measured slower (`build_seconds`
-        // 0.143-0.158 s against 0.113-0.142, 4 runs each, alternating).
+        // Not sized from the footer, which proved slower.
         let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
         file.read_fetched(file.fetch_unit(unit), columns, &mut ids, &mut fingerprints)?;
         Ok(fingerprints.into_iter().zip(ids).collect())

@@ -1,16 +1,16 @@
 //! A reducer's pairs, held in memory up to a budget and spilled to local
 //! disk as sorted runs beyond it.
 //!
-//! A night's pairs are usually few (6.7M for 1B corpus rows at |B| = 1M),
-//! but one query fingerprint that is hot in the corpus (a boilerplate page,
-//! an empty one) pairs with millions of rows, and a corpus read as several
-//! listings holds a pair once per sighting until the de-duplication. So a
-//! worker holds at most `--pair-memory-mib` of pairs: past it, its largest
-//! part's pairs are sorted, de-duplicated and written as a run (the
-//! output's columns, plain and uncompressed, under `_spill-WORKER/` in the
-//! job's staging directory, never uploaded), and each part is written at
-//! the end as one merge of its runs and the pairs still held. The merge gives the rows a sort of all of
-//! them would, so the output's bytes do not depend on the budget.
+//! A night's pairs are usually few, but one query fingerprint that is hot in
+//! the corpus (a boilerplate page, an empty one) pairs with millions of rows,
+//! and a corpus read as several listings holds a pair once per sighting until
+//! the de-duplication. So a worker holds at most `--pair-memory-mib` of
+//! pairs: past it, its largest part's pairs are sorted, de-duplicated and
+//! written as a run (the output's columns, plain and uncompressed, under
+//! `_spill-WORKER/` in the job's staging directory, never uploaded), and each
+//! part is written at the end as one merge of its runs and the pairs still
+//! held. The merge gives the rows a sort of all of them would, so the
+//! output's bytes do not depend on the budget.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -143,16 +143,8 @@ pub struct Scratch {
 /// AVX-512's population count (the [`wide`] kernel scans a bucket 16 residues
 /// per instruction), 64 with AVX2 (8 residues a vector, the population count
 /// from a nibble table), else 1 (one filter word per probe, then a scalar
-/// check). k = 3, 1 core, 4 wide tables against 10 of filter words:
-/// - Intel Xeon (AVX-512): 39.0-39.2 ns per corpus row against 47.3-53.5 at
-///   |B| = 2^20 (15 candidates), 63.8-64.9 against 67.9 at 2^21 (31), 80.7
-///   against 82.7 at 2^22 (61);
-/// - AMD EPYC Zen 3 (AVX2): 88.5-131.4 against 120.5-151.6 at 2^20,
-///   150.0-168.9 against 192.1-223.9 at 2^21, 183.6-242.3 against
-///   313.0-393.7 at 2^22, and even (314.3-348.0 against 340.6-373.0) at
-///   2^23 (122), where the filter words are chosen;
-///
-/// each time in a fifth of the memory (`cargo bench --bench probe`).
+/// check). Up to these, a few wide tables probe a row faster than many
+/// tables of filter words, and in less memory (`cargo bench --bench probe`).
 pub fn candidates_per_probe() -> f64 {
     #[cfg(target_arch = "x86_64")]
     if let Some(simd) = wide::Simd::detect() {
@@ -310,12 +302,10 @@ fn probe_slice(
     }
 }
 
-/// Counts the rows of `corpus` in each partition of every lead group, in
-/// one pass over the batch (a batch of 1M rows is larger than L2, and was
-/// read once more for each group). The groups' counters are apart, so
-/// consecutive increments seldom wait on one another, as they did within
-/// one group's 16 counters. Group `g`'s counts start at `scratch.counted[g]`
-/// in `scratch.counts`.
+/// Counts the rows of `corpus` in each partition of every lead group, in one
+/// pass over the batch (a batch of 1M rows is larger than L2). The groups'
+/// counters are apart, so consecutive increments seldom wait on one another.
+/// Group `g`'s counts start at `scratch.counted[g]` in `scratch.counts`.
 #[inline(never)]
 fn count_partitions(corpus: &[u64], groups: &[LeadGroup], scratch: &mut Scratch) {
     let (counts, counted) = (&mut scratch.counts, &mut scratch.counted);
@@ -397,7 +387,7 @@ fn partition(corpus: &[u64], group: &LeadGroup, g: usize, scratch: &mut Scratch)
 /// each fill counter in a register between its load and its store instead of
 /// reloading it after every write (it cannot otherwise rule out aliasing),
 /// and not inlined, so that the kernel's other values do not crowd its
-/// registers (inlined, it reloaded three of them from the stack per row).
+/// registers, to be reloaded from the stack for every row.
 #[inline(never)]
 fn scatter(
     corpus: &[u64],
@@ -654,21 +644,19 @@ mod wide {
     /// the residues (32 bits of each, a vector at a time), then the whole
     /// fingerprint of those within k on their residue.
     ///
-    /// A partition's slice of the table is in L2 and each bucket's first
-    /// line is prefetched, so what the loop costs is its own instructions
-    /// and the rows that pass: the table's arrays and rotation are read
-    /// once into locals (stores to the output made the compiler read them
-    /// from the table again for every row), the vectors' length masks come
-    /// from one `bzhi`, and a bucket with no entry near (nearly all of
-    /// them) costs one test. Buckets with entries near are only noted:
-    /// their rows and whole fingerprints, which miss the cache, are read
-    /// after the loop, where those misses overlap instead of each stalling
-    /// it (the kernel alone: 32.9-36.8 ns a corpus row against 38.8-44.7,
-    /// `cargo bench --bench probe`). The directory is read unchecked, each bucket
-    /// number masked to the directory's size (bounds checks and the values
-    /// they kept live took a fifth of the loop's instructions), and the
-    /// keys are computed a prefetch distance past each chunk, so that every
-    /// row prefetches with no test.
+    /// A partition's slice of the table is in L2 and each bucket's first line
+    /// is prefetched, so what the loop costs is its own instructions and the
+    /// rows that pass: the table's arrays and rotation are read once into
+    /// locals (stores to the output made the compiler read them from the
+    /// table again for every row), the vectors' length masks come from one
+    /// `bzhi`, and a bucket with no entry near (nearly all of them) costs one
+    /// test. Buckets with entries near are only noted: their rows and whole
+    /// fingerprints, which miss the cache, are read after the loop, where
+    /// those misses overlap instead of each stalling it. The directory is
+    /// read unchecked, each bucket number masked to the directory's size
+    /// (bounds checks, and the values they kept live, were a large share of
+    /// the loop's instructions), and the keys are computed a prefetch
+    /// distance past each chunk, so that every row prefetches with no test.
     ///
     /// # Safety
     /// Inlined into a function compiled with the features `C` needs.
@@ -921,16 +909,15 @@ mod wide {
         }
     }
 
-    /// 8 lanes a vector, for k = `K` when it is at most [`MAX_CLEARED`],
-    /// else for any k ([`ANY_K`]). AVX2 has no population count. For any k,
-    /// each byte's is the sum of its nibbles' from a 16-entry table
-    /// (`vpshufb`), and a lane's the sum of its bytes' (`vpmaddubsw`, then
-    /// `vpmaddwd`), compared with k + 1. For a small k, a lane is near when
-    /// clearing its lowest set bit k times (`x & (x - 1)`) leaves nothing:
-    /// 2k + 1 instructions against 9 (at k = 3 the kernel ran 6% fewer
-    /// instructions, by cachegrind's count). The lanes near stay a vector
-    /// until one is: the test is one `vptest` of the vectors ORed, not a
-    /// move of each vector's signs to a register.
+    /// 8 lanes a vector, for k = `K` when it is at most [`MAX_CLEARED`], else
+    /// for any k ([`ANY_K`]). AVX2 has no population count. For any k, each
+    /// byte's is the sum of its nibbles' from a 16-entry table (`vpshufb`),
+    /// and a lane's the sum of its bytes' (`vpmaddubsw`, then `vpmaddwd`),
+    /// compared with k + 1. For a small k, a lane is near when clearing its
+    /// lowest set bit k times (`x & (x - 1)`) leaves nothing: 2k + 1
+    /// instructions against 9. The lanes near stay a vector until one is: the
+    /// test is one `vptest` of the vectors ORed, not a move of each vector's
+    /// signs to a register.
     struct Avx2<const K: u32>;
 
     /// The most bits [`Avx2`] clears for a small k.
@@ -951,8 +938,8 @@ mod wide {
         }
 
         /// The length in every lane, compared with each lane's place: one
-        /// compare a vector, where spreading a mask's bits to the lanes took
-        /// three (the kernel's instructions fell 14%, by cachegrind's count).
+        /// compare a vector, where spreading a mask's bits to the lanes takes
+        /// three.
         type Entries = __m256i;
 
         #[inline(always)]

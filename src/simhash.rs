@@ -83,9 +83,8 @@ pub enum ScriptRule {
     /// Since scheme v5 (`script`): words from [`SHORT_HAN`] Han characters
     /// on; shorter texts take character 4-grams with log weights. Under
     /// word counts a short text's few stock phrases decide its
-    /// fingerprint: on real Chinese reviews, unrelated ones came within k
-    /// (precision 0.388 under 300 characters, 0.929 overall, against 0.999
-    /// overall with this rule, for recall 0.813 against 0.825).
+    /// fingerprint: on real Chinese reviews, unrelated short ones came
+    /// within k.
     LongHanWords,
 }
 
@@ -197,7 +196,7 @@ const SCRIPT_CHAR_GRAMS: usize = 5;
 /// (most pages, ASCII or with a few `’` or `§`) is answered by one pass
 /// over its bytes looking for the lead byte of one, and ASCII bytes among
 /// other text are counted without decoding: going char by char through
-/// `is_alphanumeric` was a tenth of fingerprinting's time on WET text.
+/// `is_alphanumeric` was a visible share of fingerprinting's time.
 fn han_majority(text: &str) -> Option<usize> {
     if !may_hold_han(text.as_bytes()) {
         return None;
@@ -241,8 +240,8 @@ fn may_hold_han(bytes: &[u8]) -> bool {
 pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
     thread_local! {
         /// The normalised text, one buffer per thread: a fresh one per page
-        /// was, for the pages of megabytes, memory the kernel had to clear
-        /// and map anew every time.
+        /// would be, for the pages of megabytes, memory the kernel has to
+        /// clear and map anew every time.
         static NORMALIZED: RefCell<String> = const { RefCell::new(String::new()) };
     }
     NORMALIZED.with(|normalized| {
@@ -279,15 +278,13 @@ fn fingerprint_normalized(text: &str, options: &SimhashOptions) -> Fingerprint {
 /// NFKC, lower case, whitespace runs collapsed to one space, trimmed.
 ///
 /// Most text on the web is ASCII with a few other characters (curly quotes,
-/// `§`, no-break spaces): two thirds of the Rust docs' pages, where they
-/// are under 1% of the characters. So the text is cut before every ASCII
-/// character into pieces normalised on their own: ASCII byte by byte, and
-/// only the runs of other characters through NFKC. That is NFKC of the
-/// whole text, because an ASCII character is a stable code point (UAX #15:
-/// quick check Yes, combining class 0, never the second of a composition),
-/// before which normalisation may always be split. The ASCII character just
-/// before a run goes with the run: a combining mark in the run may compose
-/// with it.
+/// `§`, no-break spaces). So the text is cut before every ASCII character
+/// into pieces normalised on their own: ASCII byte by byte, and only the runs
+/// of other characters through NFKC. That is NFKC of the whole text, because
+/// an ASCII character is a stable code point (UAX #15: quick check Yes,
+/// combining class 0, never the second of a composition), before which
+/// normalisation may always be split. The ASCII character just before a run
+/// goes with the run: a combining mark in the run may compose with it.
 pub fn normalize(text: &str) -> String {
     let mut out = String::new();
     normalize_into(text, &mut out);
@@ -410,7 +407,7 @@ impl Normalized<'_> {
     /// one at a time, each written without a branch on what it is: a
     /// pending space, then the byte lowered, each kept by advancing past it
     /// or dropped by writing over it. (Branching per byte, or sending each
-    /// through [`Self::push`], measured slower.)
+    /// through [`Self::push`], is slower.)
     fn push_ascii(&mut self, text: &[u8]) {
         // SAFETY: only ASCII bytes are written, and the vector is cut back
         // to the bytes kept, so the string stays UTF-8.
@@ -540,7 +537,7 @@ fn push_han<'a>(run: &'a str, out: &mut Vec<&'a str>) {
     out.extend(han_dictionary().cut(run, false).into_iter().map(|t| t.word));
 }
 
-/// jieba's dictionary, built once per process (89-148 ms of one core here).
+/// jieba's dictionary, built once per process.
 fn han_dictionary() -> &'static Jieba {
     static JIEBA: OnceLock<Jieba> = OnceLock::new();
     JIEBA.get_or_init(Jieba::new)
@@ -548,13 +545,8 @@ fn han_dictionary() -> &'static Jieba {
 
 /// Builds jieba's dictionary on a thread of its own if `options` may
 /// segment Han text, so that the first Han page does not stall the worker
-/// it falls to: dealt in turn, the other workers ran out of work while one
-/// built it (on the Rust docs, with one mostly-Han page among 48,625, the
-/// other worker and the reader stood idle for the whole build). Dealt to
-/// the worker with the fewest in flight, a build on first use still cost
-/// more than this thread (docs WET, 2 workers, 6 alternating runs on
-/// 2026-11-28: 0.98 s against 0.92), as the shard waits for the batches the
-/// building worker holds.
+/// it falls to: a build on first use leaves the other workers without work,
+/// or the shard waiting for the batches the building worker holds.
 pub fn prepare_han_segmentation(options: &SimhashOptions) {
     if matches!(options.features, Features::Chars(_)) {
         return;
@@ -660,16 +652,14 @@ fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
 /// characters, not all ASCII), in no particular order: the sums do not
 /// depend on it.
 ///
-/// Most such text is ASCII with a few other characters (two thirds of the
-/// Rust docs' pages; under 1% of their characters). So the grams of ASCII
-/// alone, `n` bytes each, are hashed by the ASCII loop over each run of
-/// ASCII bytes, and only the grams holding another character are found by
-/// walking characters: in the zone of each run of other characters and
-/// `n - 1` characters either side of it, zones that overlap merged into
-/// one. The `n - 1` bytes beside a run are ASCII unless another run is
-/// that close, and then the two zones overlap and merge: so zones begin
-/// and end between characters, and each gram with another character lies
-/// in exactly one zone.
+/// Most such text is ASCII with a few other characters. So the grams of ASCII
+/// alone, `n` bytes each, are hashed by the ASCII loop over each run of ASCII
+/// bytes, and only the grams holding another character are found by walking
+/// characters: in the zone of each run of other characters and `n - 1`
+/// characters either side of it, zones that overlap merged into one. The `n -
+/// 1` bytes beside a run are ASCII unless another run is that close, and then
+/// the two zones overlap and merge: so zones begin and end between
+/// characters, and each gram with another character lies in exactly one zone.
 fn mixed_text_gram_hashes(text: &str, n: usize, out: &mut impl Extend<u64>) {
     let bytes = text.as_bytes();
     let mut zone: Option<(usize, usize)> = None;
@@ -1208,9 +1198,8 @@ mod tests {
         assert_eq!(got, expected, "the simhash algorithm changed");
     }
 
-    /// One line per option set, one value per text, computed 2026-11-22
-    /// (`script` of v3 and v4 2026-11-24, of v5 2026-11-30: the same but
-    /// for the short Han text).
+    /// One line per option set, one value per text (`script` under v5
+    /// differs from v3 and v4 only on the short Han text).
     /// Changing these breaks every stored corpus: only with a new algorithm version.
     const GOLDEN: &str = "
         c2d42a80139c062a 0013820ebde42f04 947134dab6f0af7c ea34cd61f7e2b81c

@@ -73,8 +73,7 @@ const ITEMS_PER_RANGE: usize = 1 << 16;
 /// `pass` over each of up to `threads` ranges of `0..len`, each on a thread
 /// of its own (with one thread, here); the results in range order. For the
 /// passes before a scatter (the least and most key, the counts by bucket),
-/// which one thread made while the others idled: on a giant component's
-/// worker, 42 ms of its 10M-page sort by id.
+/// which one thread would make while the others idle.
 pub fn over_ranges<R: Send>(
     len: usize,
     threads: usize,

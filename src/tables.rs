@@ -103,7 +103,7 @@ impl QuerySet {
 /// Sorts rows as `sort_unstable` would: one counting scatter by the
 /// leading bits of the fingerprint into buckets of about 16 rows, then each
 /// bucket by a comparison sort. Two linear passes where a full radix sort
-/// made eight (1M rows: 40 ms before).
+/// makes eight.
 fn sort_by_fingerprint_then_id(runs: Vec<Vec<(u64, i64)>>, threads: usize) -> Vec<(u64, i64)> {
     let sorter = || |_: usize, bucket: &mut [(u64, i64)]| bucket.sort_unstable();
     scatter_sorted_runs(runs, |&(f, _)| f, 16, threads, sorter)
@@ -368,8 +368,7 @@ impl Index {
     /// first table before any group's second, so a thread waits on an order
     /// another is making only when threads outnumber groups, and none waits
     /// for the others between the orders and the tables (made in two
-    /// rounds, a profile showed one thread done with its orders well before
-    /// the other, waiting).
+    /// rounds, a thread done with its orders would wait for the others).
     pub fn build(design: Design, queries: QuerySet, threads: usize) -> Index {
         let lead_groups = lead_groups(&design);
         let order_of = |g: usize| {

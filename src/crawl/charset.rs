@@ -107,16 +107,13 @@ fn decoded<'a>(
 /// chardetng's guess for bytes that are not UTF-8, from their first
 /// [`GUESS_FROM`] bytes that are not ASCII and the bytes beside them.
 ///
-/// chardetng reads every byte with each of its candidates, ASCII too,
-/// about 0.3 µs a byte here (GBK text: 87 µs for 256 bytes, 328 µs for
-/// 1,024). Fed whole pages (real ones are mostly ASCII markup), a file of
-/// undeclared pages was fingerprinted at 6-7 MB/s, the reader that feeds
-/// every worker busy guessing. Fed this sample, it guessed as well on every
-/// page of `scripts/eval_charsets.py`. The
-/// sample may end inside a character, so it is not fed as the last bytes,
-/// where a character cut short counts against an encoding (fed as the last
-/// and only 256 bytes long, it had 113 of 196 EUC-JP pages guessed as
-/// Shift_JIS).
+/// chardetng reads every byte with each of its candidates, ASCII too: fed
+/// whole pages (real ones are mostly ASCII markup), it would keep the reader
+/// that feeds every worker busy guessing. Fed this sample, it guesses as well
+/// on every page of `scripts/eval_charsets.py`. The sample may end inside a
+/// character, so it is not fed as the last bytes, where a character cut short
+/// counts against an encoding (fed so, short samples of EUC-JP pages were
+/// guessed as Shift_JIS).
 fn guess(bytes: &[u8], url: Option<&str>) -> &'static Encoding {
     let mut detector = EncodingDetector::new();
     detector.feed(&around_non_ascii(bytes), false);

@@ -73,9 +73,7 @@ impl MainRules {
     /// header whatever its class (mdBook marks every heading's anchor
     /// `class="header"`, so pages that do not mark their content lost all
     /// their headings), and popups and modals are boilerplate (a help
-    /// popup's text decided the fingerprints of short pages). On the
-    /// documentation pages of `scripts/eval_html.py` served without
-    /// `<main>`, precision rose from 0.63 to 0.92.
+    /// popup's text decided the fingerprints of short pages).
     pub const SECOND: MainRules = MainRules(2);
     /// The rules `--html-text main` means.
     pub const CURRENT: MainRules = MainRules::SECOND;
@@ -252,8 +250,7 @@ pub fn to_text(html: &str) -> String {
 
 /// html5gum's default emitter, told that nobody reads parse errors: the
 /// tokenizer then skips checking every byte for characters the standard
-/// calls errors (a tenth of the time on the Rust docs' pages). The tokens
-/// are the same.
+/// calls errors. The tokens are the same.
 struct WithoutErrors(DefaultEmitter);
 
 impl ForwardingEmitter for WithoutErrors {
@@ -643,9 +640,9 @@ mod main_content_tests {
     }
 
     /// Per named scheme, the five pages above (a `*`: main content fell
-    /// back to all the text); computed 2026-11-26. v4 differs from v3 on
-    /// the last page only, whose headings and popup the second rules read
-    /// otherwise; v5 (2026-11-30) from v4 on the short Chinese page only.
+    /// back to all the text). v4 differs from v3 on the last page only,
+    /// whose headings and popup the second rules read otherwise; v5 from v4
+    /// on the short Chinese page only.
     const GOLDEN_HTML: &str = "
         v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602
         v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643

@@ -18,11 +18,11 @@
 //!
 //! Every step is parallel but one, and that one sees only the local
 //! components that share a page with another worker's, not the pages. A page
-//! seen by one worker only mostly never leaves it: the bitmap ([`SharedFilter`])
-//! lets through only pages whose bit another worker's page set too, so on a
-//! night's pairs in small clusters a few percent of the pages are sighted
-//! instead of all of them. Time and memory grow with pages, never with pairs
-//! or the length of a chain.
+//! seen by one worker only mostly never leaves it: the bitmap
+//! ([`SharedFilter`]) lets through only pages whose bit another worker's page
+//! set too, so when clusters are small few of the pages are sighted instead
+//! of all of them. Time and memory grow with pages, never with pairs or the
+//! length of a chain.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -126,7 +126,7 @@ pub type Resolved = (u32, Page, ClusterOf);
 /// a row's output part): its hash's remainder. A power of two (the usual
 /// count of workers and parts) takes the hash's low bits, the same
 /// remainder without a division: every output row pays for this once or
-/// twice, and the division was a fifth of making a drop row.
+/// twice, and a division is a sizeable share of making a drop row.
 pub fn owner_of(key: i64, peers: usize) -> u32 {
     let hash = xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes());
     let peers = peers as u64;
@@ -449,7 +449,7 @@ where
 /// by merging the runs. `expected` is how many sightings this worker will
 /// likely get (its own page count, as ids hash evenly), set before they
 /// come: the runs are sized once instead of doubling (and copying) their
-/// way up to ten million records.
+/// way up.
 pub fn find_shared<'scope>(
     sightings: Stream<'scope, u64, Vec<Sighting>>,
     peers: usize,
@@ -534,9 +534,9 @@ fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) 
 /// are marked in `shared`, with whether this worker writes them.
 ///
 /// A component that shares several pages with the same node sends one
-/// link for them all, with their copies counted: on a night's pairs on 2
-/// processes, 5.0M joins came down to 4.0M links, each a record through
-/// the exchange and a union at worker 0, the one step no worker shares.
+/// link for them all, with their copies counted: fewer links, each a
+/// record through the exchange and a union at worker 0, the one step no
+/// worker shares.
 pub fn describe_joined<'scope>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
@@ -655,8 +655,8 @@ struct NodeSet {
 const JOIN_LOOKAHEAD: usize = 16;
 
 /// Records an operator received, kept in the batches they came in: read
-/// as one sequence, never gathered into one vector (which doubled its way
-/// up, copying millions of records and first-touching them twice over).
+/// as one sequence, never gathered into one vector (which would double its
+/// way up, copying the records and first-touching them twice over).
 struct Batches<'a, T>(&'a [Vec<T>]);
 
 impl<T> Clone for Batches<'_, T> {

@@ -115,8 +115,8 @@ pub type FilesRead = Rc<RefCell<BTreeMap<u32, FileRead>>>;
 /// Batches a reading worker has in flight to each worker. A new batch goes
 /// to the worker with the fewest, so one that falls behind (its core slowed
 /// by the VM, a batch of long pages, or the reading and writing the reading
-/// worker does besides) is sent less. Dealt in turn, the reading worker was
-/// busy all the time and the other 60-80% (docs WET, 2 workers).
+/// worker does besides) is sent less. Dealt in turn, the reading worker
+/// would be busy all the time and the others would wait on it.
 #[derive(Debug, Default)]
 pub struct InFlight {
     batches: Vec<usize>,
@@ -270,8 +270,7 @@ fn spawn_reader(
 ) -> Receiver<Reading> {
     // The reading worker forwards batches only between batches of its own
     // to fingerprint, so the reader keeps up to 8 (2 MiB of text) ready: with
-    // 2, and 4 batches a worker in flight, the two cores were a sixth idle
-    // while the docs WET's many small pages were read.
+    // fewer, the cores idle while many small pages are read.
     let (sender, receiver) = sync_channel(8);
     std::thread::Builder::new()
         .name("neardup:read".into())
@@ -360,8 +359,8 @@ fn read_into_batches(
 /// One batch per activation: the reader's worker also feeds the others and
 /// takes their rows back (its source and shard writer), and they run only
 /// between this operator's activations. Fingerprinting all its queued
-/// batches at once, it left the other workers idle, waiting for more,
-/// about a sixth of the time.
+/// batches at once, it would leave the other workers idle, waiting for
+/// more.
 pub fn fingerprint_batches<'scope>(
     batches: Stream<'scope, u64, Vec<DocumentBatch>>,
     scheme: Scheme,

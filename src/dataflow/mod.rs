@@ -231,8 +231,8 @@ pub fn run(
 /// that a partition's visits stay within a cache-sized slice of every table;
 /// the larger the batch, the more visits share one load of a slice, but the
 /// more of the batch and its scratch copy (20 bytes a row per worker) falls
-/// out of the last-level cache between passes. 1M rows measured as fast as
-/// 4M end to end, with half the peak memory (`scripts/bench.sh`).
+/// out of the last-level cache between passes. 1M rows is as fast end to
+/// end as larger batches, in less peak memory (`scripts/bench.sh`).
 const PROBE_BATCH_ROWS: usize = 1 << 20;
 
 /// Fault-injection hook for the cluster tests: a pause after every unit, so a

@@ -25,9 +25,8 @@ use crate::storage::{expand_remote, is_url, open_all, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
 /// unit in flight whatever the size of the shard's row groups. Small enough
-/// (512 KB per column) that the allocator reuses the decoder's buffers: at
-/// 1M rows each batch mapped and zeroed fresh memory, and page faults were
-/// 10% of a scan (279K faults against 165K for 40M rows).
+/// (512 KB per column) that the allocator reuses the decoder's buffers
+/// instead of mapping and zeroing fresh memory for each batch.
 const BATCH_ROWS: usize = 1 << 16;
 
 /// Names of the two columns neardup reads.
@@ -670,12 +669,11 @@ impl PairBatches {
     }
 }
 
-/// The pieces of one row group that a process reads, read by a single
-/// reader that the process's workers take batches from in turn. DuckDB
-/// writes each column of a row group as one page: a piece read on its own
-/// decompresses that whole page and decodes every row before its own, so
-/// eight pieces of a 1M-pair row group decompressed it eight times (about
-/// a tenth of the reading of a 1M-leaf star). Which worker gets which rows
+/// The pieces of one row group that a process reads, read by a single reader
+/// that the process's workers take batches from in turn. DuckDB writes each
+/// column of a row group as one page: a piece read on its own decompresses
+/// that whole page and decodes every row before its own, so pieces read apart
+/// would decompress the row group once each. Which worker gets which rows
 /// does not matter to `cluster`: only the set of pairs a process reads.
 pub struct SharedRowGroup {
     /// The row group, whole.

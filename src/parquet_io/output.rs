@@ -440,23 +440,18 @@ pub fn write_fingerprints(
 ///   them, and skipping the decompression saves every reader time;
 /// - a shard's `id` column is delta-encoded: ids assigned in order cost almost
 ///   nothing, random ids (URL hashes) about as much as plain, and decoding is
-///   cheaper than zstd (measured: zstd on ids was 9% of a scan); so are a
-///   pair's `query_id` (ascending in a part) and `corpus_id` (ascending
-///   within each query): the 403,336 pairs of the 60M-row benchmark were
-///   written in 22-28 ms instead of 56-63 with zstd, and took 8.15 MB
-///   instead of 8.46;
+///   cheaper than zstd; so are a pair's `query_id` (ascending in a part)
+///   and `corpus_id` (ascending within each query), written faster and a
+///   little smaller than with zstd;
 /// - a page's representative or kept partner is another page's id: zstd
-///   kept 97-100% of those columns' bytes (10M pairs of small clusters),
-///   and without it `cluster` wrote its parts in 0.31-0.37 s a worker
-///   instead of 0.44-0.48 s. Delta-encoded, random ids take 0.4% more
-///   bytes than plain, and a giant component's rows, which share one
-///   representative, a few bits each (a 10M-page chain's parts 131 MB
-///   instead of 214);
+///   hardly shrinks those columns and slows `cluster`'s writing.
+///   Delta-encoded, random ids take about as many bytes as plain, and a
+///   giant component's rows, which share one representative, a few bits
+///   each;
 /// - a cluster's size and a pair's distance take few values: a dictionary
 ///   stores each in a few bits, before zstd, in less time than zstd alone
-///   (on 10M pairs of small clusters, `clusters/` and `drop/` parts came out
-///   1-15% smaller and zstd's share of the job fell from 17% to 10%); so
-///   does a shard's `source`, one value in every row;
+///   and in fewer bytes; so does a shard's `source`, one value in every
+///   row;
 /// - a shard's record `offset`s ascend in reading order: delta-encoded, each
 ///   costs about the bits of a record's length.
 fn column_layout(name: &str) -> Option<ColumnLayout> {
@@ -486,8 +481,8 @@ const STORED_ZSTD_LEVEL: i32 = 3;
 
 /// The zstd level of a job's outputs (pairs, `clusters/`, `drop/`), which
 /// every worker writes at the end of the job, on its critical path: level 1
-/// compresses these columns in about half the time of level 3 and, with the
-/// dictionaries above, no larger.
+/// compresses these columns faster than level 3 and, with the dictionaries
+/// above, no larger.
 const OUTPUT_ZSTD_LEVEL: i32 = 1;
 
 /// The footer's sort order: ascending by `columns` (indexes), nulls last.

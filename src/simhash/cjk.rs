@@ -7,8 +7,7 @@
 //! Hangul syllables between spaces. Each went through NFKC's quick check,
 //! a lower case lookup and a white-space test (and each kana a lookup of
 //! whether it is a letter), and UAX #29 made each ideograph a word of its
-//! own: with jieba, most of fingerprinting Chinese text (30 MB/s a core on
-//! the real text of `scripts/make_cjk_wet.py`, against 150 for English).
+//! own: with jieba, most of the time of fingerprinting Chinese text.
 //! For the characters below, every one of those steps is known to give the
 //! character back unchanged or alone, as the tests here check for each of
 //! them against the tables themselves, so they are copied as they are.

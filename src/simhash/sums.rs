@@ -2,20 +2,19 @@
 //! feature hashes, and their sign bits.
 //!
 //! Term-frequency weights are integers, so their sums are counted exactly in
-//! integers, in any order. Log weights (`1 + ln(count)` per distinct
-//! feature) are floats, and a float sum depends on its order: the
-//! algorithm defines it as the left-to-right sum over the distinct features
-//! in the order of their hashes, so that every run gives the same bits. That
-//! definition is kept to the bit, but computed faster (sorting every
-//! document's hashes and adding 64 floats per feature had been two thirds of
-//! the time of character 5-grams): the distinct features are counted in a
-//! hash table, the features of each count (all those seen once, all those
-//! seen twice, ...) share one weight, so their bits are counted in integers
-//! and each count's total multiplied by its weight once. That sum differs
-//! from the defined one by rounding alone, which is bounded: a bit whose sum
-//! is further from zero than the bound has the defined sign; a bit within
-//! it (a sum that is exactly zero, in practice) is summed again the defined
-//! way.
+//! integers, in any order. Log weights (`1 + ln(count)` per distinct feature)
+//! are floats, and a float sum depends on its order: the algorithm defines it
+//! as the left-to-right sum over the distinct features in the order of their
+//! hashes, so that every run gives the same bits. That definition is kept to
+//! the bit, but computed faster (sorting every document's hashes and adding
+//! 64 floats per feature was most of the time of character 5-grams): the
+//! distinct features are counted in a hash table, the features of each count
+//! (all those seen once, all those seen twice, ...) share one weight, so
+//! their bits are counted in integers and each count's total multiplied by
+//! its weight once. That sum differs from the defined one by rounding alone,
+//! which is bounded: a bit whose sum is further from zero than the bound has
+//! the defined sign; a bit within it (a sum that is exactly zero, in
+//! practice) is summed again the defined way.
 
 use std::cell::RefCell;
 
@@ -78,10 +77,9 @@ impl Sums<'_> {
 /// Hashes on their way to [`Sums`], gathered in a buffer of at most
 /// [`HashChunks::LEN`] and added whenever it fills.
 ///
-/// A page's hashes were all gathered first: after one page of 3 MB (the
-/// Rust docs have a few) each worker's buffer had grown, doubling, to 25
-/// MB, and filling it anew was a third of the fingerprint job's page
-/// faults. Chunks stay in the second level of cache however long the page.
+/// Gathered whole, a large page's hashes would grow each worker's buffer,
+/// doubling, and filling it anew would fault its memory in again. Chunks
+/// stay in the second level of cache however long the page.
 pub(super) struct HashChunks<'a, 't> {
     chunk: &'a mut Vec<u64>,
     sums: &'a mut Sums<'t>,
@@ -106,8 +104,8 @@ impl<'a, 't> HashChunks<'a, 't> {
 impl Extend<u64> for HashChunks<'_, '_> {
     /// Hashes that fit a chunk whole (by their upper bound) go into it by
     /// `Vec`'s own loop, the chunk emptied first if they would overflow
-    /// it: taken `room` at a time, the window hashes' loop (a fifth of the
-    /// docs WET's samples) was 50% slower. Longer runs go a chunk at a time.
+    /// it: taken `room` at a time, the window hashes' loop is slower.
+    /// Longer runs go a chunk at a time.
     fn extend<I: IntoIterator<Item = u64>>(&mut self, hashes: I) {
         let mut hashes = hashes.into_iter();
         if let (_, Some(upper)) = hashes.size_hint() {
@@ -295,15 +293,13 @@ impl WeightedBits {
 /// counts lie apart, dense, in the order first seen. So a page's slots
 /// (8 bytes each, for a page of 2,000 grams 32 kB) stay in the first level
 /// of cache, and the entries are read in order: with hash and count in the
-/// slots (16 bytes each), reading the entries back through the slots was
-/// a quarter of the table's time on the Rust docs, a cache miss each.
+/// slots (16 bytes each), reading the entries back through the slots would
+/// cost a cache miss each.
 ///
 /// The table is as large as the largest document's features need, but each
 /// document uses only the first slots its own need (`mask`): after one huge
 /// page, a small page's features stay in a table that fits the cache
-/// (on the Rust docs, 48,625 real pages, a table left at the largest page's
-/// size scattered every page's inserts over far more memory than the cache
-/// holds: the WET ran 11% slower).
+/// rather than scattered over far more memory than the cache holds.
 #[derive(Default)]
 pub(super) struct DistinctHashes {
     slots: Vec<Slot>,
@@ -394,8 +390,8 @@ impl DistinctHashes {
     /// ahead of its turn.
     fn insert_all(&mut self, mut hashes: &[u64]) {
         // At most half full: sized here for every hash to be new rather
-        // than while counting (half measured faster than a quarter, the
-        // slots fitting the cache better). Until the document has entries,
+        // than while counting (half rather than a quarter, so that the
+        // slots fit the cache better). Until the document has entries,
         // its hashes size its slots, smaller than the last document's if
         // it is smaller.
         let wanted = (2 * (self.hashes.len() + hashes.len()).min(1 << 20))
@@ -422,9 +418,8 @@ impl DistinctHashes {
 
     /// Counts hashes that fit in the slots at most half full however many
     /// are new, so that no hash checks for growth. The table's fields are
-    /// taken apart into locals: through `self`, the compiler reloaded
-    /// eight of them from memory for every hash, as each push could have
-    /// changed them.
+    /// taken apart into locals: through `self`, the compiler would reload
+    /// them from memory for every hash, as each push could change them.
     fn count_within_half(&mut self, hashes: &[u64]) {
         const AHEAD: usize = 16;
         let DistinctHashes {
