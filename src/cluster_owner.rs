@@ -25,10 +25,10 @@ use crate::clustering::ClusterTotals;
 use crate::components::Page;
 use crate::dataflow::commit::Report;
 use crate::dataflow::components::after_all_in_slices;
-use crate::dataflow::Failure;
 use crate::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
 use crate::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::part_runs::{RunBuilder, RunSlice};
+use crate::runtime::Failure;
 use crate::sorting::pieces_in;
 
 /// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'

@@ -52,18 +52,18 @@ use crate::components::{
     mix, Components, GraphWriter, KeyWriter, Page, SharedGraph, MAX_PROCESS_PAGES,
 };
 use crate::dataflow::commit::{
-    await_outcome, commit_staging, gather_and_commit, lock, report_when_done, FinalStage, Merge,
+    await_outcome, commit_staging, gather_and_commit, report_when_done, FinalStage, Merge,
     OutcomeSlot, Report,
 };
 use crate::dataflow::components::{
     after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, seen_twice,
     shared_sightings, sightings, FilterChunk, SharedFilter, SharedPages, Sighting,
 };
-use crate::dataflow::Failure;
 use crate::drop_policy::{DropPolicy, PairLog};
 use crate::drop_urls::attach_urls;
 use crate::keep_order::{KeepOrder, URL};
 use crate::local_clusters::{Routed, Router, RouterInput};
+use crate::parallel::lock;
 use crate::parallel::{share_of_process, Tickets};
 use crate::parquet_io::input::{
     into_pieces, open_pair_inputs, PairNeeds, PairRow, PairUnit, SharedRowGroup,
@@ -74,6 +74,7 @@ use crate::part_runs::{
     owner_run, router_run, DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice,
 };
 use crate::progress::human;
+use crate::runtime::Failure;
 use crate::runtime::{self, RuntimeOptions};
 
 /// Representatives of oversized clusters listed in `_summary.json`.

@@ -73,11 +73,12 @@ use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
 use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
-use crate::dataflow::commit::lock;
 use crate::drop_policy::{sorted_by_id, threads_for_share, DirectShare, KeyedPage, PairLog};
 use crate::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::parallel::in_chunks;
-use crate::tables::prefetch;
+use crate::parallel::lock;
+use crate::parallel::prefetch;
+use crate::runtime::MAX_WORKERS;
 
 /// A page's dense index in its process's [`SharedGraph`].
 pub type Page = u32;
@@ -117,9 +118,6 @@ pub const MISSING: Page = Page::MAX;
 /// Pages one process may hold: page numbers are 32 bits, and the router
 /// marks joined clusters with the top bit.
 pub const MAX_PROCESS_PAGES: usize = 1 << 31;
-
-/// Workers one process may have: a page's worker is two bytes.
-pub const MAX_WORKERS: usize = 1 << 16;
 
 /// How many lookups of a batch are in flight at once.
 const LOOKAHEAD: usize = 16;

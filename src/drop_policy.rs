@@ -30,10 +30,10 @@ use serde::{Deserialize, Serialize};
 use crate::components::{Page, MISSING};
 use crate::keep_order::KeyWords;
 use crate::parallel::in_chunks;
+use crate::parallel::prefetch;
 use crate::sorting::{
     bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot, sort_spread_by_key,
 };
-use crate::tables::prefetch;
 
 /// How many pairs (or pages) ahead a random read is fetched.
 const LOOKAHEAD: usize = 16;

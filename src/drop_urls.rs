@@ -19,9 +19,9 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::components::mix;
 use crate::keep_order::URL;
+use crate::parallel::prefetch;
 use crate::parquet_io::output::{write_drops_with_urls, DropColumns};
 use crate::parquet_io::pages::{string_values, PagesTable};
-use crate::tables::prefetch;
 
 /// Writes `part` from the plain part `written` (then removed) with the URLs
 /// of both pages of every row, as `table` has them (the first row of a
@@ -162,7 +162,7 @@ impl UrlsOf {
         });
         let read = crate::parallel::in_parallel(table.units(), threads, |unit| {
             let found = unit_urls(index, table, unit)?;
-            let mut guard = crate::dataflow::commit::lock(&merged);
+            let mut guard = crate::parallel::lock(&merged);
             let merged = &mut *guard;
             merged.waiting.insert(unit, found);
             while let Some(found) = merged.waiting.remove(&merged.next) {

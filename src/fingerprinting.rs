@@ -11,7 +11,6 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -21,16 +20,18 @@ use serde::{Deserialize, Serialize};
 use crate::crawl::html::PageText;
 use crate::crawl::{BadRecord, Format, TextFields};
 use crate::dataflow::commit::{
-    await_outcome, commit_staging, gather_and_commit, lock, Merge, OutcomeSlot, Report,
+    await_outcome, commit_staging, gather_and_commit, Merge, OutcomeSlot, Report,
 };
 use crate::dataflow::fingerprint::{
     fingerprint_batches, in_reading_order, read_documents, write_shards, FileRead, FilesRead,
     InFlight, InputFile, ReadState, RowBatch,
 };
-use crate::dataflow::Failure;
+use crate::parallel::lock;
 use crate::parquet_io::input::expand_locations_with;
 use crate::parquet_io::output::{part_name, write_documents, Staging};
+use crate::progress::TextCounters;
 use crate::progress::{human, BytesProgress};
+use crate::runtime::Failure;
 use crate::runtime::{self, RuntimeOptions};
 use crate::scheme::Scheme;
 use crate::storage::Location;
@@ -156,13 +157,6 @@ impl FingerprintSummary {
 
 fn human_bytes(bytes: u64) -> String {
     format!("{}B", human(bytes as f64))
-}
-
-/// Live counters for the progress bar.
-#[derive(Debug, Default)]
-pub struct TextCounters {
-    pub bytes: AtomicU64,
-    pub documents: AtomicU64,
 }
 
 /// Every file's result, gathered from all workers.

@@ -30,8 +30,8 @@ use crate::drop_policy::{
     direct_drops, DirectDrops, DirectShare, DropCursor, DropPolicy, KeyedPage, PlaceKeys,
 };
 use crate::parallel::in_chunks;
+use crate::parallel::prefetch;
 use crate::part_runs::{router_run, Giving, RangeRows, RowSink, RunBuilder, RunSlice};
-use crate::tables::prefetch;
 use std::sync::Arc;
 
 /// A record for a joined cluster's owner, or a row decided here.

@@ -2,9 +2,34 @@
 //! asks next (table builds, object opens, the pair units a process's
 //! workers read), one thread per piece of an array for work whose pieces
 //! are known ahead, and a static balance of items by size for work that
-//! must be placed before it starts (units among workers or processes).
+//! must be placed before it starts (units among workers or processes);
+//! and the small helpers the threads share: a lock that survives a panic
+//! elsewhere, and a cache hint for loops over memory far larger than the
+//! cache.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+/// Locks a mutex, also after a panic elsewhere: the data here (errors,
+/// summaries) stays meaningful, and the panic is reported on its own.
+pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A hint to fetch `value`'s cache line; it never faults and has no effect
+/// on the result.
+#[inline(always)]
+pub fn prefetch<T>(value: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads nothing
+    // into the program: it only warms the cache for a valid reference.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = value;
+}
 
 /// Hands out `0..n`, each once, to whichever thread asks first: a thread
 /// that finishes early takes more, so none waits for a slower one (a

@@ -1,15 +1,29 @@
 //! Progress on a terminal, silence in a pipe.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::dataflow::Counters;
-use crate::fingerprinting::TextCounters;
+/// `match`'s live counters, for progress and the summary.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub units_done: AtomicU64,
+    pub corpus_rows: AtomicU64,
+    pub self_rows: AtomicU64,
+    pub pairs_found: AtomicU64,
+    pub pairs_written: AtomicU64,
+}
+
+/// `fingerprint`'s live counters, for the progress bar.
+#[derive(Debug, Default)]
+pub struct TextCounters {
+    pub bytes: AtomicU64,
+    pub documents: AtomicU64,
+}
 
 /// A progress bar redrawn by a background thread from shared counters, so
 /// the workers never touch the terminal. Draws nothing unless stderr is a

@@ -37,9 +37,31 @@ use timely::communication::allocator::ProcessBuilder;
 use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
 use timely::worker::Worker;
 
-use crate::dataflow::commit::lock;
 use crate::liveness::Heartbeats;
+use crate::parallel::lock;
 use crate::scheduler::{Env, Scheduler};
+
+/// Workers one process may have: a page's worker is two bytes.
+pub const MAX_WORKERS: usize = 1 << 16;
+
+/// The first error any worker of this process hit.
+#[derive(Default)]
+pub struct Failure(Mutex<Option<anyhow::Error>>);
+
+impl Failure {
+    pub fn record(&self, error: anyhow::Error) {
+        lock(&self.0).get_or_insert(error);
+    }
+
+    pub fn happened(&self) -> bool {
+        lock(&self.0).is_some()
+    }
+
+    /// The recorded error, if any.
+    pub fn take(&self) -> Option<anyhow::Error> {
+        lock(&self.0).take()
+    }
+}
 
 /// Worker threads when none are asked for: every core this process may run
 /// on (its CPU affinity and cgroup quota, as a scheduler sets them), so that a
@@ -156,11 +178,8 @@ impl RuntimeOptions {
         if self.workers == 0 {
             bail!("--workers must be at least 1");
         }
-        if self.workers > crate::components::MAX_WORKERS {
-            bail!(
-                "--workers must be at most {}",
-                crate::components::MAX_WORKERS
-            );
+        if self.workers > MAX_WORKERS {
+            bail!("--workers must be at most {}", MAX_WORKERS);
         }
         if self.processes == 0 {
             bail!("--processes must be at least 1");

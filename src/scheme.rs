@@ -50,9 +50,6 @@ use anyhow::{bail, Result};
 use crate::crawl::html::{HtmlText, MainRules, PageText};
 use crate::simhash::{Features, ScriptRule, SimhashOptions};
 
-/// The Parquet key-value metadata key that holds a shard's scheme.
-pub const METADATA_KEY: &str = "neardup.scheme";
-
 /// The version of the fingerprint algorithm itself (hash, bit rule): bumped
 /// whenever a change would move a fingerprint computed with the same options.
 const ALGORITHM: &str = "simhash64/1";

@@ -46,7 +46,7 @@ use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 use url::Url;
 
-use crate::dataflow::commit::lock;
+use crate::parallel::lock;
 
 /// URL schemes read through `object_store`.
 const REMOTE_SCHEMES: &[&str] = &[

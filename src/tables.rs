@@ -20,6 +20,7 @@
 
 use crate::design::{Block, Design, TableSpec, BITS};
 use crate::parallel::in_parallel;
+use crate::parallel::prefetch;
 use crate::probe::{lead_groups, LeadGroup};
 use crate::sorting::scatter_sorted_runs;
 use std::sync::OnceLock;
@@ -283,19 +284,6 @@ impl Table {
     #[inline(always)]
     pub fn group(&self, entry: usize) -> u32 {
         self.groups[entry]
-    }
-}
-
-/// A hint to fetch `value`'s cache line; it never faults and has no effect
-/// on the result.
-#[inline(always)]
-pub(crate) fn prefetch<T>(value: &T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads nothing
-    // into the program: it only warms the cache for a valid reference.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        _mm_prefetch::<_MM_HINT_T0>((value as *const T).cast::<i8>());
     }
 }
 

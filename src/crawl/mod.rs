@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::parquet_io::input::has_extension;
+pub use crate::parquet_io::output::Span;
 use crate::storage::Location;
 
 /// One document to fingerprint.
@@ -46,16 +47,6 @@ pub struct Document {
     pub fetch_time: Option<i64>,
     /// Where the record lies in its file, when one range holds it alone.
     pub span: Option<Span>,
-}
-
-/// The bytes `[offset, offset + length)` of an input file, which a plain
-/// ranged read turns into exactly one record: a gzip member holding one
-/// WARC record, a plain WARC record from its `WARC/` line through its
-/// closing blank lines, or a JSONL line without its line break.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Span {
-    pub offset: u64,
-    pub length: u64,
 }
 
 /// A record that could not be read, and where it starts in its file (for a

@@ -11,7 +11,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -22,8 +22,9 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 use timely::ExchangeData;
 
-use super::Failure;
+use crate::parallel::lock;
 use crate::parquet_io::output::Staging;
+use crate::runtime::Failure;
 
 /// What a worker did, or the error that stopped it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -83,12 +84,6 @@ impl<R> OutcomeSlot<R> {
     pub fn take(&self) -> Option<Outcome<R>> {
         lock(&self.0).take()
     }
-}
-
-/// Locks a mutex, also after a panic elsewhere: the data here (errors,
-/// summaries) stays meaningful, and the panic is reported on its own.
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// The summary worker 0 committed, for its process to return.

@@ -35,7 +35,7 @@ use timely::dataflow::Stream;
 
 use crate::components::{mix, Components, Label, Page, MISSING};
 use crate::drop_policy::KeyedPage;
-use crate::tables::prefetch;
+use crate::parallel::prefetch;
 
 /// A page as one worker's union-find holds it: `(id, worker and rank,
 /// local root, page)`, the rank (whether the page ranks first, as that

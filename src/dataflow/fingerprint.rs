@@ -41,11 +41,12 @@ use timely::dataflow::{Scope, Stream};
 use timely::scheduling::{Activator, SyncActivator};
 
 use super::commit::Report;
-use super::Failure;
 use crate::crawl::html;
 use crate::crawl::{read_file, BadRecord, Document, Format, Record, TextFields};
-use crate::fingerprinting::{FileResults, TextCounters};
+use crate::fingerprinting::FileResults;
 use crate::parquet_io::output::DocumentRows;
+use crate::progress::TextCounters;
+use crate::runtime::Failure;
 use crate::scheme::Scheme;
 use crate::simhash::fingerprint;
 

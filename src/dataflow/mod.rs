@@ -37,8 +37,8 @@ pub mod fingerprint;
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use anyhow::Result;
 use serde::{Deserialize, Serialize};
@@ -47,9 +47,11 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::source;
 
 use self::commit::{
-    await_outcome, gather_and_commit, lock, report_when_done, Commit, FinalStage, Merge,
-    OutcomeSlot, Report,
+    await_outcome, gather_and_commit, report_when_done, Commit, FinalStage, Merge, OutcomeSlot,
+    Report,
 };
+use crate::progress::Counters;
+use crate::runtime::Failure;
 use crate::runtime::{self, RuntimeOptions};
 
 use crate::pair_runs::PairRuns;
@@ -114,35 +116,6 @@ impl Job {
             Side::Corpus => &self.corpus_files[unit.file],
             Side::Queries => &self.query_files[unit.file],
         }
-    }
-}
-
-/// Live counters for progress and the summary.
-#[derive(Debug, Default)]
-pub struct Counters {
-    pub units_done: AtomicU64,
-    pub corpus_rows: AtomicU64,
-    pub self_rows: AtomicU64,
-    pub pairs_found: AtomicU64,
-    pub pairs_written: AtomicU64,
-}
-
-/// The first error any worker of this process hit.
-#[derive(Default)]
-pub struct Failure(Mutex<Option<anyhow::Error>>);
-
-impl Failure {
-    pub fn record(&self, error: anyhow::Error) {
-        lock(&self.0).get_or_insert(error);
-    }
-
-    pub fn happened(&self) -> bool {
-        lock(&self.0).is_some()
-    }
-
-    /// The recorded error, if any.
-    pub fn take(&self) -> Option<anyhow::Error> {
-        lock(&self.0).take()
     }
 }
 

@@ -20,7 +20,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::ProjectionMask;
 
-use crate::dataflow::commit::lock;
+use crate::parallel::lock;
 use crate::storage::{expand_remote, is_url, open_all, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
@@ -234,7 +234,7 @@ impl FingerprintFile {
         let file = self.metadata.metadata().file_metadata();
         file.key_value_metadata()?
             .iter()
-            .find(|kv| kv.key == crate::scheme::METADATA_KEY)
+            .find(|kv| kv.key == super::METADATA_KEY)
             .and_then(|kv| kv.value.clone())
     }
 

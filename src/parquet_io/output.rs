@@ -25,9 +25,8 @@ use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
-use crate::crawl::Span;
-use crate::dataflow::commit::lock;
 use crate::pairs::Pair;
+use crate::parallel::lock;
 use crate::part_runs::{DropRow, MemberRow, Row, RunMerge};
 use crate::storage::{is_url, OutputPrefix};
 
@@ -738,6 +737,16 @@ pub fn write_drops_with_urls<'a>(
     })
 }
 
+/// The bytes `[offset, offset + length)` of an input file, which a plain
+/// ranged read turns into exactly one record: a gzip member holding one
+/// WARC record, a plain WARC record from its `WARC/` line through its
+/// closing blank lines, or a JSONL line without its line break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Span {
+    pub offset: u64,
+    pub length: u64,
+}
+
 /// Fingerprinted documents, in the order they were read.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct DocumentRows {
@@ -797,7 +806,7 @@ pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str, source: &
     let schema = document_schema();
     let n = rows.ids.len();
     let key_values = vec![KeyValue::new(
-        crate::scheme::METADATA_KEY.to_string(),
+        super::METADATA_KEY.to_string(),
         scheme.to_string(),
     )];
     let layout = FileLayout {

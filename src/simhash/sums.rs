@@ -18,6 +18,8 @@
 
 use std::cell::RefCell;
 
+use crate::parallel::prefetch;
+
 /// The simhash of a document's feature hashes and how many there were,
 /// under term-frequency (`log_weights == false`) or log weights.
 pub(super) fn simhash_of(hashes: &[u64], log_weights: bool) -> (u64, u32) {
@@ -328,21 +330,6 @@ const MIN_SLOTS: usize = 1 << 10;
 #[inline]
 fn home(hash: u64, mask: usize) -> usize {
     (hash >> 32) as usize & mask
-}
-
-/// Asks for a slot's line ahead of its turn.
-#[inline]
-fn prefetch(slot: &Slot) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it reads nothing and cannot fault.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(
-            slot as *const Slot as *const i8,
-            std::arch::x86_64::_MM_HINT_T0,
-        )
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = slot;
 }
 
 impl DistinctHashes {
