@@ -13,9 +13,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use neardup::crawl::{warc, Record};
-use neardup::simhash::{fingerprint, Features, ScriptRule, SimhashOptions};
-use neardup::storage::Location;
+use neardup::fingerprint::crawl::{warc, Record};
+use neardup::fingerprint::simhash::{fingerprint, Features, ScriptRule, SimhashOptions};
+use neardup::io::storage::Location;
 
 fn main() {
     let args: Vec<String> = std::env::args()

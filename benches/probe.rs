@@ -10,10 +10,10 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use neardup::design::{plan, DEFAULT_TABLE_MEMORY};
-use neardup::parquet_io::input::{expand_locations, read_files, Columns, FingerprintFile};
-use neardup::probe::{candidates_per_probe, kernel_name, probe, Scratch};
-use neardup::tables::{Index, QuerySet};
+use neardup::io::parquet::input::{expand_locations, read_files, Columns, FingerprintFile};
+use neardup::matching::design::{plan, DEFAULT_TABLE_MEMORY};
+use neardup::matching::probe::{candidates_per_probe, kernel_name, probe, Scratch};
+use neardup::matching::tables::{Index, QuerySet};
 
 /// Up to `limit` `(fingerprint, id)` rows of the Parquet files at `path`.
 fn read_rows(path: String, limit: usize) -> Result<Vec<(u64, i64)>> {

@@ -17,11 +17,11 @@
 //! Each runs on the pairs in two orders: as generated (a cluster's pairs
 //! together, the ids at random places in the table) and sorted by query id,
 //! as `match` writes them (the query side walks the table in order: its
-//! homes are placed in id order, see `Placement` in `src/components.rs`).
+//! homes are placed in id order, see `Placement` in `src/cluster/components.rs`).
 
 use std::time::Instant;
 
-use neardup::components::{mix, SharedGraph};
+use neardup::cluster::components::{mix, SharedGraph};
 
 /// Pairs added per call, as `cluster` adds a row group.
 const BATCH: usize = 1 << 20;

@@ -7,21 +7,21 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 
-use crate::clustering::{run_cluster, ClusterJobOptions};
-use crate::crawl::html::HtmlText;
-use crate::crawl::{Format, TextFields};
-use crate::design::{self, BITS};
-use crate::drop_policy::DropPolicy;
-use crate::fingerprinting::{run_fingerprint, FingerprintOptions};
+use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::keep_order::KeepOrder;
+use crate::cluster::{run_cluster, ClusterJobOptions};
+use crate::exec::progress::human;
+use crate::exec::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
+use crate::fingerprint::crawl::html::HtmlText;
+use crate::fingerprint::crawl::{Format, TextFields};
+use crate::fingerprint::scheme::Scheme;
+use crate::fingerprint::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
+use crate::io::parquet::input::{open_inputs, Columns};
 use crate::job;
-use crate::keep_order::KeepOrder;
+use crate::matching::design::{self, BITS};
+use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
-use crate::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
-use crate::parquet_io::input::{open_inputs, Columns};
-use crate::progress::human;
-use crate::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
-use crate::scheme::Scheme;
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
 #[derive(Debug, Parser)]
@@ -132,7 +132,7 @@ pub struct RuntimeArgs {
 }
 
 /// The processes of a cluster and how they find each other; what is left
-/// out comes from a scheduler's environment ([`crate::scheduler`]).
+/// out comes from a scheduler's environment ([`crate::exec::scheduler`]).
 #[derive(Clone, Debug, Args)]
 pub struct ClusterArgs {
     /// Processes in the cluster (default: the hostfile's length, Slurm's
@@ -362,7 +362,7 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Cluster(args) => run_cluster_command(args),
         Command::Run(args) => run_job_command(args),
     };
-    crate::parquet_io::output::remove_local_staging();
+    crate::io::parquet::output::remove_local_staging();
     result
 }
 
@@ -404,7 +404,7 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
         args.k,
         args.table_memory_mib << 20,
         args.blocks,
-        crate::probe::candidates_per_probe(),
+        crate::matching::probe::candidates_per_probe(),
     );
     print_all(&plan_report(stored, args.k, &plan)?)
 }
@@ -419,7 +419,7 @@ fn plan_report(stored: u64, k: u32, plan: &design::Plan) -> Result<String, std::
         out,
         "expected candidates per probe: {:.3} (kernel: {})",
         d.expected_candidates,
-        crate::probe::kernel_name(d)
+        crate::matching::probe::kernel_name(d)
     )?;
     writeln!(
         out,
@@ -470,7 +470,7 @@ fn print_all(text: &str) -> Result<()> {
 
 fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u64> {
     let (files, units) = open_inputs(specs, columns)?;
-    let threads = crate::runtime::default_workers();
+    let threads = crate::exec::runtime::default_workers();
     Ok(read_queries(&files, &units, columns, threads)?.groups() as u64)
 }
 

@@ -16,8 +16,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
-use crate::pairs::{sort_and_dedup, Pair};
-use crate::parquet_io::output::{part_name, write_fingerprints, write_pairs, Staging};
+use crate::io::pairs::{sort_and_dedup, Pair};
+use crate::io::parquet::output::{part_name, write_fingerprints, write_pairs, Staging};
 
 /// Options of `neardup gen`.
 #[derive(Clone, Debug)]

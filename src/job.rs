@@ -19,22 +19,22 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 
-use crate::clustering::{run_cluster, ClusterJobOptions};
-use crate::crawl::html::HtmlText;
-use crate::crawl::{Format, TextFields};
-use crate::design::DEFAULT_TABLE_MEMORY;
-use crate::drop_policy::DropPolicy;
-use crate::fingerprinting::{input_files, run_fingerprint, FingerprintOptions};
-use crate::keep_order::KeepOrder;
-use crate::matching::{run_match, MatchOptions};
-use crate::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
-use crate::parquet_io::input::{expand_locations, Columns};
-use crate::parquet_io::output::{
+use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::keep_order::KeepOrder;
+use crate::cluster::{run_cluster, ClusterJobOptions};
+use crate::exec::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
+use crate::fingerprint::crawl::html::HtmlText;
+use crate::fingerprint::crawl::{Format, TextFields};
+use crate::fingerprint::scheme::Scheme;
+use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
+use crate::io::parquet::input::{expand_locations, Columns};
+use crate::io::parquet::output::{
     copy_into_place, is_complete, part_name, write_atomically, Staging,
 };
-use crate::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
-use crate::scheme::Scheme;
-use crate::storage::is_url;
+use crate::io::storage::is_url;
+use crate::matching::design::DEFAULT_TABLE_MEMORY;
+use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
+use crate::matching::{run_match, MatchOptions};
 
 /// A job spec as written in TOML. Unknown keys are errors.
 #[derive(Debug, Deserialize)]

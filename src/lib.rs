@@ -1,47 +1,31 @@
 //! neardup: exact batch near-duplicate detection of 64-bit simhash
 //! fingerprints, after Manku, Jain and Das Sarma (WWW 2007), on timely dataflow.
 //!
-//! - [`design`]: how the 64 bits are split into blocks and tables;
-//! - [`tables`]: B's distinct fingerprints and the tables built over them;
-//! - [`probe`]: the kernel that streams corpus fingerprints past the tables;
-//! - [`dataflow`]: the timely job that scans F and reduces pairs into parts;
-//! - [`runtime`]: one process or a timely cluster of them, the
-//!   [`liveness`] of its processes, and the [`scheduler`] that launched them;
-//! - [`components`], [`drop_policy`], [`clustering`]: near-duplicate clusters
-//!   by union-find, and the keep/drop list;
-//! - [`parquet_io`]: reading shards and writing results atomically, from
-//!   local files or object stores ([`storage`]);
-//! - [`matching`], [`gen`], [`fingerprinting`]: the commands as library calls;
-//! - [`job`]: job specs and the nightly workflow; [`cli`]: the flags.
+//! Three stages, each a folder, over two shared parts; a stage imports the
+//! shared parts and never another stage, and the shared parts import no
+//! stage (`tests/it/layout.rs` checks it):
+//!
+//! - [`fingerprint`]: crawl text ([`fingerprint::crawl`]) to simhash
+//!   fingerprints ([`fingerprint::simhash`], [`fingerprint::scheme`]);
+//! - [`matching`]: the batch join of the night's fingerprints against the
+//!   corpus: [`matching::design`] (blocks and tables), [`matching::tables`],
+//!   [`matching::probe`] (the kernel), [`matching::dataflow`];
+//! - [`cluster`]: pairs to near-duplicate clusters and the keep/drop list:
+//!   [`cluster::components`] (union-find), [`cluster::join`] (across
+//!   processes), [`cluster::drop_policy`], [`cluster::keep_order`];
+//! - [`io`]: local files and object stores ([`io::storage`]), Parquet in
+//!   and out ([`io::parquet`]), the pair record ([`io::pairs`]) and the
+//!   commit of an output ([`io::commit`]);
+//! - [`exec`]: one process or a timely cluster of them ([`exec::runtime`]),
+//!   threads, sorting, progress and logs;
+//! - [`job`] (the nightly workflow), [`gen`] (synthetic data) and [`cli`]
+//!   (the flags) on top.
 
 pub mod cli;
-pub mod cluster_owner;
-pub mod clustering;
-pub mod components;
-pub mod crawl;
-pub mod dataflow;
-pub mod design;
-pub mod drop_policy;
-pub mod drop_urls;
-pub mod fingerprinting;
+pub mod cluster;
+pub mod exec;
+pub mod fingerprint;
 pub mod gen;
+pub mod io;
 pub mod job;
-pub mod keep_order;
-pub mod liveness;
-pub mod local_clusters;
-pub mod logging;
 pub mod matching;
-pub mod pair_runs;
-pub mod pairs;
-pub mod parallel;
-pub mod parquet_io;
-pub mod part_runs;
-pub mod probe;
-pub mod progress;
-pub mod runtime;
-pub mod scheduler;
-pub mod scheme;
-pub mod simhash;
-pub mod sorting;
-pub mod storage;
-pub mod tables;

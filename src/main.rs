@@ -43,7 +43,7 @@ fn tune_allocator(command: &neardup::cli::Command) {
 }
 
 fn main() -> ExitCode {
-    neardup::logging::init();
+    neardup::exec::logging::init();
     let cli = neardup::cli::Cli::parse();
     tune_allocator(&cli.command);
     match neardup::cli::run(cli) {

@@ -1,4 +1,4 @@
-"""The simhash as src/simhash.rs's module doc describes it, written independently in Python
+"""The simhash as src/fingerprint/simhash/mod.rs's module doc describes it, written independently in Python
 (xxhash's xxh3-64, unicodedata's NFKC), for texts whose words are plain
 runs of letters and digits (where UAX #29 and `\\w+` agree) and without Han
 characters (no jieba here).
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import xxhash
 
-rust = (Path(__file__).resolve().parent.parent / "src" / "simhash.rs").read_text()
+rust = (Path(__file__).resolve().parent.parent / "src" / "fingerprint" / "simhash" / "mod.rs").read_text()
 block = re.search(r"const STOP_WORDS: &\[&str\] = &\[(.*?)\];", rust, re.S).group(1)
 STOP_WORDS = set(re.findall(r'"([^"]*)"', block))
 

@@ -9,9 +9,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use neardup::exec::runtime::read_hostfile;
 use neardup::gen::SplitMix64;
-use neardup::parquet_io::output::write_fingerprints;
-use neardup::runtime::read_hostfile;
+use neardup::io::parquet::output::write_fingerprints;
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))

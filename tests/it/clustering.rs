@@ -11,13 +11,13 @@ use std::process::Command;
 use std::sync::Arc;
 
 use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
-use neardup::clustering::{run_cluster, ClusterJobOptions};
-use neardup::drop_policy::DropPolicy;
+use neardup::cluster::drop_policy::DropPolicy;
+use neardup::cluster::keep_order::KeepOrder;
+use neardup::cluster::{run_cluster, ClusterJobOptions};
+use neardup::exec::runtime::RuntimeOptions;
 use neardup::gen::SplitMix64;
-use neardup::keep_order::KeepOrder;
-use neardup::pairs::Pair;
-use neardup::parquet_io::output::write_pairs;
-use neardup::runtime::RuntimeOptions;
+use neardup::io::pairs::Pair;
+use neardup::io::parquet::output::write_pairs;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// A pair-graph edge: (query_id, corpus_id, self_pair).

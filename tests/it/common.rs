@@ -7,9 +7,9 @@ use std::process::{Command, Output};
 
 use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
 use neardup::gen::SplitMix64;
+use neardup::io::pairs::Pair;
+use neardup::io::parquet::output::write_fingerprints;
 use neardup::matching::{run_match, MatchOptions};
-use neardup::pairs::Pair;
-use neardup::parquet_io::output::write_fingerprints;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub type Rows = Vec<(i64, u64)>;

@@ -3,8 +3,8 @@
 
 use crate::common::*;
 use neardup::gen::SplitMix64;
+use neardup::io::parquet::output::write_fingerprints;
 use neardup::matching::{run_match, MatchOptions};
-use neardup::parquet_io::output::write_fingerprints;
 
 fn check(
     name: &str,
@@ -247,7 +247,7 @@ fn pairs_beyond_the_memory_budget_are_spilled_and_give_the_same_bytes() {
     corpus.extend(random_rows(&mut rng, 2000, 20_000));
     let expected = oracle(&queries, &corpus, 3, false);
     let part_0 = expected.iter().filter(|p| p.query_id < 250).count();
-    assert!(2 * part_0 * std::mem::size_of::<neardup::pairs::Pair>() > 3 << 20);
+    assert!(2 * part_0 * std::mem::size_of::<neardup::io::pairs::Pair>() > 3 << 20);
     let dir = tempfile::tempdir().unwrap();
     let q = write_shards(&dir.path().join("queries"), &queries, 2);
     let mut c = write_shards(&dir.path().join("corpus-a"), &corpus, 3);

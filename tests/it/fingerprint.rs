@@ -20,10 +20,10 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 
 use crate::common::*;
-use neardup::crawl::html::{self, MainRules, PageText};
-use neardup::crawl::url_id;
-use neardup::scheme::Scheme;
-use neardup::simhash::{fingerprint, Features, SimhashOptions};
+use neardup::fingerprint::crawl::html::{self, MainRules, PageText};
+use neardup::fingerprint::crawl::url_id;
+use neardup::fingerprint::scheme::Scheme;
+use neardup::fingerprint::simhash::{fingerprint, Features, SimhashOptions};
 use serde_json::Value;
 
 fn helper() -> String {
@@ -852,7 +852,7 @@ fn bad_input_gets_one_line_and_leaves_nothing() {
     }
 }
 
-/// The simhash as `src/simhash.rs`'s module doc describes it, implemented independently in
+/// The simhash as `src/fingerprint/simhash/mod.rs`'s module doc describes it, implemented independently in
 /// Python, gives the same fingerprints.
 #[test]
 fn an_independent_implementation_of_the_documented_algorithm_agrees() {

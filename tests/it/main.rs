@@ -12,5 +12,6 @@ mod exactness;
 mod fingerprint;
 mod fuzz;
 mod job;
+mod layout;
 mod object_store;
 mod quality;

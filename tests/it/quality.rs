@@ -5,7 +5,7 @@
 //! for the named schemes' features; and the default scheme's floors on real
 //! plain text and real HTML.
 
-use neardup::simhash::{fingerprint, Features, ScriptRule, SimhashOptions};
+use neardup::fingerprint::simhash::{fingerprint, Features, ScriptRule, SimhashOptions};
 
 const K: u32 = 3;
 const PAIRS: usize = 400;

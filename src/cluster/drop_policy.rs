@@ -1,0 +1,1117 @@
+//! Which pages to drop, and in favour of which kept page.
+//!
+//! A component joins pages through chains: in a page edited a little every
+//! day, the first and the last version may be far more than k bits apart.
+//! Dropping every page of a component in favour of its representative
+//! ([`DropPolicy::Component`]) then drops pages for a page they were never
+//! paired with. [`DropPolicy::Direct`] only drops a page for a kept page it is
+//! paired with, so every drop is backed by a pair within k.
+//!
+//! Under the direct policy a worker's share is swept once, in priority
+//! order over all its pages: clusters do not interact, so one sweep is
+//! every cluster's pass. The pairs are first sorted by their later end in
+//! that order, by counting, a bucket of 2,048 positions at a time, in the
+//! pair log's place. A page is kept unless a partner earlier in the order
+//! is kept; its drop names the nearest such partner (by distance, then the
+//! first in the order). The drops come out in two id-ordered runs (pages
+//! that rank first, then the others), merged as the drop rows are made. A
+//! drop (12 bytes: its page and kept partner by position) is written over
+//! sorted pairs the sweep has already read, so drops take no memory of
+//! their own. This sweep is the one sequential step for a giant cluster:
+//! the greedy rule is an order, and a chain of pages each deciding the next
+//! cannot be split without rounds that grow with the chain.
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::components::{Page, MISSING};
+use crate::cluster::keep_order::KeyWords;
+use crate::exec::parallel::in_chunks;
+use crate::exec::parallel::prefetch;
+use crate::exec::sorting::{
+    bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot, sort_spread_by_key,
+};
+
+/// How many pairs (or pages) ahead a random read is fetched.
+const LOOKAHEAD: usize = 16;
+
+/// How the keep/drop list is made from the pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum DropPolicy {
+    /// Pages in priority order (`--keep-by`): a page is kept unless a
+    /// partner earlier in that order is kept; then it is dropped for the
+    /// nearest such partner (the earliest in that order among the nearest).
+    #[default]
+    Direct,
+    /// Every page of a component is dropped for its representative.
+    Component,
+}
+
+impl fmt::Display for DropPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DropPolicy::Direct => "direct",
+            DropPolicy::Component => "component",
+        })
+    }
+}
+
+/// A worker's pairs as page numbers of its process's
+/// [`crate::cluster::components::SharedGraph`], kept for the direct policy's pass: 9
+/// bytes a pair, instead of reading the pairs again and looking every id up
+/// a second time. Held as the chunks it was put together from (a log per
+/// worker that read pairs of these components), so that putting logs
+/// together copies nothing.
+#[derive(Debug, Default)]
+pub struct PairLog {
+    chunks: Vec<PairChunk>,
+}
+
+/// Consecutive pairs of a [`PairLog`].
+#[derive(Debug, Default)]
+struct PairChunk {
+    ends: Vec<[Page; 2]>,
+    distances: Vec<u8>,
+}
+
+impl PairChunk {
+    fn with_capacity(pairs: usize) -> PairChunk {
+        PairChunk {
+            ends: Vec::with_capacity(pairs),
+            distances: Vec::with_capacity(pairs),
+        }
+    }
+
+    /// The owner of every pair's first end, if they have one: owners are
+    /// read until one differs, which among small clusters (roots hashed to
+    /// workers) is within a few pairs.
+    fn sole_owner(&self, owner: impl Fn(Page) -> usize, prefetch: impl Fn(Page)) -> Option<usize> {
+        let first = owner(self.ends.first()?[0]);
+        for (at, &[a, _]) in self.ends.iter().enumerate() {
+            if let Some(&[ahead, _]) = self.ends.get(at + LOOKAHEAD) {
+                prefetch(ahead);
+            }
+            if owner(a) != first {
+                return None;
+            }
+        }
+        Some(first)
+    }
+
+    fn pairs_in(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
+        self.ends[range.clone()]
+            .iter()
+            .zip(&self.distances[range])
+            .map(|(&[a, b], &distance)| (a, b, distance))
+    }
+}
+
+impl PairLog {
+    /// Appends a batch: `ends` two pages per pair, as
+    /// [`crate::cluster::components::GraphWriter::add_pairs`] leaves them.
+    pub fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = u8>) {
+        let chunk = self.last_chunk();
+        chunk
+            .ends
+            .extend(ends.chunks_exact(2).map(|pair| [pair[0], pair[1]]));
+        chunk.distances.extend(distances);
+        debug_assert_eq!(chunk.ends.len(), chunk.distances.len());
+    }
+
+    /// Makes room for `pairs` more pairs: if the last chunk has not that
+    /// much room left, in a new chunk of `pairs` or `chunk` pairs, whichever
+    /// is more, so that nothing logged is ever copied (a worker does not
+    /// know ahead how many pairs it will read: its process's workers take
+    /// row groups as they finish the last).
+    pub fn make_room(&mut self, pairs: usize, chunk: usize) {
+        let room = self
+            .chunks
+            .last()
+            .map_or(0, |last| last.ends.capacity() - last.ends.len());
+        if room < pairs {
+            self.chunks.push(PairChunk::with_capacity(pairs.max(chunk)));
+        }
+    }
+
+    fn last_chunk(&mut self) -> &mut PairChunk {
+        if self.chunks.is_empty() {
+            self.chunks.push(PairChunk::default());
+        }
+        let last = self.chunks.len() - 1;
+        &mut self.chunks[last]
+    }
+
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(|chunk| chunk.ends.len()).sum()
+    }
+
+    /// The log cut into `n` logs by `owner` of a pair's first end (whose
+    /// data `prefetch` fetches a few pairs ahead), each in this log's order.
+    /// A chunk whose pairs all go to one log (a giant component's) is
+    /// handed over whole: a copy would touch all of its pairs' memory a
+    /// second time.
+    pub fn split_by(
+        self,
+        n: usize,
+        owner: impl Fn(Page) -> usize,
+        prefetch: impl Fn(Page),
+    ) -> Vec<PairLog> {
+        if n == 1 {
+            return vec![self];
+        }
+        // Chunks of room for an even split and a little more, a new one
+        // when one is full (a giant component's pairs all go to one
+        // worker): growing by doubling would copy and touch each log's
+        // memory again.
+        let each = self.len() / n + self.len() / n / 8 + 16;
+        let mut logs: Vec<PairLog> = (0..n).map(|_| PairLog::default()).collect();
+        for chunk in self.chunks {
+            if let Some(to) = chunk.sole_owner(&owner, &prefetch) {
+                logs[to].chunks.push(chunk);
+                continue;
+            }
+            for (at, (&[a, b], &distance)) in chunk.ends.iter().zip(&chunk.distances).enumerate() {
+                if let Some(&[ahead, _]) = chunk.ends.get(at + LOOKAHEAD) {
+                    prefetch(ahead);
+                }
+                logs[owner(a)].push(a, b, distance, each);
+            }
+        }
+        logs
+    }
+
+    /// Appends one pair, in a new chunk of room for `each` pairs if the
+    /// last is full.
+    fn push(&mut self, a: Page, b: Page, distance: u8, each: usize) {
+        self.make_room(1, each);
+        let last = self.last_chunk();
+        last.ends.push([a, b]);
+        last.distances.push(distance);
+    }
+
+    /// The logs one after the other: their chunks, not copied.
+    pub fn concat(logs: Vec<PairLog>) -> PairLog {
+        PairLog {
+            chunks: logs.into_iter().flat_map(|log| log.chunks).collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Renames both ends of every pair by `position`, in place, its chunks
+    /// shared among `threads` threads; a pair whose first end has no
+    /// position (it is not swept) becomes a self-pair, which the sweep
+    /// ignores.
+    fn rename_by(&mut self, position: &[AtomicU32], threads: usize) {
+        let position_of = |page: Page| position[page as usize].load(Relaxed);
+        let rename = |chunks: &mut [PairChunk]| {
+            for ends in chunks.iter_mut().flat_map(|chunk| &mut chunk.ends) {
+                let [a, b] = *ends;
+                *ends = match position_of(a) {
+                    MISSING => [MISSING; 2],
+                    at => [at, position_of(b)],
+                };
+            }
+        };
+        let each = self.chunks.len().div_ceil(threads.max(1));
+        in_chunks(&mut self.chunks, each, |_, group| rename(group));
+    }
+
+    /// The pairs of `range` (positions in the whole log), across chunks.
+    pub(crate) fn pairs_in(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
+        let starts = self.chunks.iter().scan(0, |start, chunk| {
+            let at = *start;
+            *start += chunk.ends.len();
+            Some((at, chunk))
+        });
+        starts.flat_map(move |(start, chunk)| {
+            let end = start + chunk.ends.len();
+            let (from, to) = (range.start.clamp(start, end), range.end.clamp(start, end));
+            chunk.pairs_in(from - start..to - start)
+        })
+    }
+}
+
+/// What the direct policy's pass needs of a worker's share of its
+/// process's pages: the pairs of its components, and whether each page
+/// ranks first, by place in the share's id order.
+#[derive(Debug, Default)]
+pub struct DirectShare {
+    pub pairs: PairLog,
+    pub ranks_first: Vec<bool>,
+}
+
+/// How many of its process's `workers` threads a worker holding `share` of
+/// the process's `pages` may use for its sorts, sweep and rows: in
+/// proportion, rounded. A giant component falls whole to one worker, whose
+/// work then takes the cores the other workers, with nothing left to do,
+/// leave idle.
+pub fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
+    match pages {
+        0 => 1,
+        _ => ((workers * share + pages / 2) / pages).clamp(1, workers.max(1)),
+    }
+}
+
+/// A page as the output needs it: `(id, index, what the caller carries
+/// along)`; the third field fills what would be padding.
+pub type KeyedPage = (i64, Page, u32);
+
+/// The pages of several runs sorted by id as one (a scatter, then buckets of
+/// about 1,024 pages in the cache, by counting where ids are spread as hashes
+/// are, else by radix sort): the order rows are written in, and the order
+/// [`direct_drops`] ranks pages by.
+///
+/// On `threads` threads (see [`crate::exec::sorting::place_and_sort`]).
+pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage> {
+    let key = |&(id, ..): &KeyedPage| ordered(id);
+    let sorter = || {
+        let (mut scratch, mut counts) = (Vec::new(), Vec::new());
+        move |_: usize, bucket: &mut [KeyedPage]| {
+            if !sort_spread_by_key(bucket, key, &mut scratch, &mut counts) {
+                radsort::sort_by_key(bucket, |&(id, ..)| id);
+            }
+        }
+    };
+    scatter_sorted_runs(runs, key, 1 << 10, threads, sorter)
+}
+
+/// The [`DropPolicy::Direct`] drops of a set of pages, in priority order:
+/// those of pages that rank first, by id, then those of the others, by id.
+/// They are given in id order ([`DirectDrops::next_by_id`]) by a merge of
+/// those two runs: no lookup table, no random access but a kept page's id.
+///
+/// A drop names its two pages by position in priority order, not by id
+/// (12 bytes instead of 24), and lies in the front of the sorted pairs the
+/// sweep has read past, so drops need no fresh memory of their own.
+#[derive(Debug, Default)]
+pub struct DirectDrops {
+    /// `(dropped position, kept position, distance)`.
+    drops: Vec<OrientedPair>,
+    /// The swept pages' ids, by position.
+    ids: Vec<i64>,
+    /// How many of `drops` are of pages that rank first.
+    first: usize,
+}
+
+/// Where a reader of [`DirectDrops`] in id order is: the next drop of each
+/// run. Readers of their own read disjoint ranges of ids on threads of
+/// their own ([`DirectDrops::cursor_before`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DropCursor([usize; 2]);
+
+impl DirectDrops {
+    /// The drops as one run in id order, for pages whose priority order is
+    /// not their id order within each run (they have keys): a scatter by
+    /// id into buckets sorted in the cache, the ids read where they are.
+    pub fn into_id_order(mut self, threads: usize) -> DirectDrops {
+        let ids = &self.ids;
+        let key = |drop: &OrientedPair| ordered(ids[drop.0 as usize]);
+        let sorter =
+            || move |_: usize, bucket: &mut [OrientedPair]| bucket.sort_unstable_by_key(key);
+        let drops = std::mem::take(&mut self.drops);
+        self.drops = scatter_sorted_runs(vec![drops], key, 1 << 10, threads, sorter);
+        self.first = self.drops.len();
+        self
+    }
+
+    /// How many pages are dropped.
+    pub fn len(&self) -> usize {
+        self.drops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.drops.is_empty()
+    }
+
+    /// A cursor at the first drop.
+    pub fn start(&self) -> DropCursor {
+        DropCursor([0, self.first])
+    }
+
+    /// A cursor at the first drop of id `id` or more.
+    pub fn cursor_before(&self, id: i64) -> DropCursor {
+        let before = |run: std::ops::Range<usize>| {
+            let start = run.start;
+            start + self.drops[run].partition_point(|d| self.ids[d.0 as usize] < id)
+        };
+        DropCursor([before(0..self.first), before(self.first..self.drops.len())])
+    }
+
+    /// The drop at `cursor` in id order, `(id, keep_id, distance)`,
+    /// whichever run it is in, if its id is at most `last` (whatever its
+    /// id, if `None`); moves `cursor` past it.
+    pub fn next_by_id(&self, cursor: &mut DropCursor, last: Option<i64>) -> Option<(i64, i64, u8)> {
+        let (run, id) = self.run_of_next(cursor)?;
+        if last.is_some_and(|last| id > last) {
+            return None;
+        }
+        let at = cursor.0[run];
+        cursor.0[run] += 1;
+        // The kept page is anywhere in `ids`.
+        if let Some(&(_, ahead, _)) = self.drops.get(at + LOOKAHEAD) {
+            prefetch(&self.ids[ahead as usize]);
+        }
+        let (_, keep, distance) = self.drops[at];
+        Some((id, self.ids[keep as usize], distance))
+    }
+
+    /// The run whose drop at `cursor` has the least id, and that id.
+    fn run_of_next(&self, cursor: &DropCursor) -> Option<(usize, i64)> {
+        let ends = [self.first, self.drops.len()];
+        let id_at = |run: usize| {
+            let at = cursor.0[run];
+            (at < ends[run]).then(|| self.ids[self.drops[at].0 as usize])
+        };
+        match (id_at(0), id_at(1)) {
+            (Some(a), Some(b)) if b < a => Some((1, b)),
+            (Some(a), _) => Some((0, a)),
+            (None, Some(b)) => Some((1, b)),
+            (None, None) => None,
+        }
+    }
+}
+
+/// How pages that rank alike are ordered: by their keys (by place in
+/// `by_id`, [`crate::cluster::keep_order`]) if they have any, then by id.
+pub struct PlaceKeys<'a> {
+    /// Words of keys a page (0: by id alone).
+    pub words: usize,
+    pub keys: &'a (dyn Fn(usize) -> KeyWords + Sync),
+    /// Fetches a place's keys ahead of their use (a place past the end is
+    /// ignored).
+    pub prefetch: &'a (dyn Fn(usize) + Sync),
+}
+
+/// The [`DropPolicy::Direct`] drops among `by_id` (pages with indexes
+/// below `n`, sorted by id) whose `rank` (by place in `by_id`, asked in
+/// order) is known, paired by `pairs` (by
+/// index; a pair whose first end is not swept is skipped): one sweep in
+/// priority order (those that rank first, then the others, each by their
+/// `keys` and then id) over all of them. Clusters do not interact, so one
+/// sweep over many clusters is each cluster's pass; a cluster decided
+/// elsewhere is left out by ranking its pages `None`.
+pub fn direct_drops(
+    by_id: &[KeyedPage],
+    n: usize,
+    rank: impl Fn(usize) -> Option<bool> + Sync,
+    keys: Option<PlaceKeys<'_>>,
+    mut pairs: PairLog,
+    threads: usize,
+) -> DirectDrops {
+    let position: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(MISSING)).collect();
+    let keyed = keys.as_ref().is_some_and(|keys| keys.words > 0);
+    let (ids, first_positions) = match keys.filter(|_| keyed) {
+        Some(keys) => in_keyed_priority_order(by_id, rank, &keys, &position),
+        None => in_priority_order(by_id, rank, &position, threads),
+    };
+    pairs.rename_by(&position, threads);
+    drop(position);
+    let oriented = sorted_by_later_end(
+        ids.len(),
+        pairs.len(),
+        |range| pairs.pairs_in(range),
+        threads,
+    );
+    drop(pairs);
+    let drops = greedy_sweep(first_positions, oriented, ids);
+    match keyed {
+        true => drops.into_id_order(threads),
+        false => drops,
+    }
+}
+
+/// The pages of `by_id` whose `rank` is known, in priority order: their ids
+/// by position, and how many rank first; each page's position is written
+/// into `position`, by index. The sweep reads an id at random for each
+/// drop; one array by position is one cache miss where a position's place
+/// in `by_id` and then its page would be two. Each page is ranked once (its
+/// flag is a random read), into a byte per page; the ids are then placed
+/// from two cursors, with no buffer for the pages that rank later: grown
+/// by doubling, that buffer would be copied into fresh memory several times
+/// over (a nightly run's pages mostly rank later). On `threads` threads,
+/// each ranking and placing a range of `by_id` (its cursors start where
+/// the ranges before it end; `position`'s entries, at random places, are
+/// each written once, by one thread).
+fn in_priority_order(
+    by_id: &[KeyedPage],
+    rank: impl Fn(usize) -> Option<bool> + Sync,
+    position: &[AtomicU32],
+    threads: usize,
+) -> (Vec<i64>, usize) {
+    const FIRST: u8 = 1;
+    const LATER: u8 = 2;
+    let threads = threads.clamp(1, by_id.len().max(1));
+    let each = by_id.len().div_ceil(threads).max(1);
+    let mut ranks = vec![0u8; by_id.len()];
+    // Per range: how many rank first, and how many later.
+    let counts: Vec<[usize; 2]> = in_chunks(&mut ranks, each, |start, ranks| {
+        let mut count = [0, 0];
+        for (at, r) in ranks.iter_mut().enumerate() {
+            *r = match rank(start + at) {
+                Some(true) => FIRST,
+                Some(false) => LATER,
+                None => continue,
+            };
+            count[usize::from(*r - 1)] += 1;
+        }
+        count
+    });
+    let first: usize = counts.iter().map(|c| c[0]).sum();
+    let later: usize = counts.iter().map(|c| c[1]).sum();
+    let mut ids = vec![0i64; first + later];
+    // Each range's share of the two runs of `ids`, and where they start.
+    let (mut firsts, mut laters) = ids.split_at_mut(first);
+    let (mut shares, mut starts) = (Vec::new(), [0, first]);
+    for count in &counts {
+        let (f, rest_f) = std::mem::take(&mut firsts).split_at_mut(count[0]);
+        let (l, rest_l) = std::mem::take(&mut laters).split_at_mut(count[1]);
+        (firsts, laters) = (rest_f, rest_l);
+        shares.push((f, l, starts));
+        starts = [starts[0] + count[0], starts[1] + count[1]];
+    }
+    let place = |range: usize, f: &mut [i64], l: &mut [i64], starts: [usize; 2]| {
+        let pages = &by_id[range * each..((range + 1) * each).min(by_id.len())];
+        let ranks = &ranks[range * each..][..pages.len()];
+        let mut runs = [f.iter_mut().zip(starts[0]..), l.iter_mut().zip(starts[1]..)];
+        for (at, (&(id, index, _), &r)) in pages.iter().zip(ranks).enumerate() {
+            // A page's index is anywhere in `position`.
+            if let Some(&(_, ahead, _)) = pages.get(at + LOOKAHEAD) {
+                prefetch(&position[ahead as usize]);
+            }
+            if r != 0 {
+                if let Some((slot, to)) = runs[usize::from(r - 1)].next() {
+                    *slot = id;
+                    position[index as usize].store(to as Page, Relaxed);
+                }
+            }
+        }
+    };
+    in_chunks(&mut shares, 1, |range, share| {
+        let (f, l, starts) = &mut share[0];
+        place(range, f, l, *starts);
+    });
+    (ids, first)
+}
+
+/// [`in_priority_order`] when pages have keys: each run (those that rank
+/// first, then the others) sorted by the pages' keys and then id. A page's
+/// entry is two words, its first three words of keys and its place in
+/// `by_id` (the id's order), sorted in place; the entries' memory then
+/// becomes the ids by position, read in the order it is written over, so
+/// the sort costs no memory beyond the ids'. Keys beyond three words break
+/// the ties of the first three.
+fn in_keyed_priority_order(
+    by_id: &[KeyedPage],
+    rank: impl Fn(usize) -> Option<bool>,
+    keys: &PlaceKeys<'_>,
+    position: &[AtomicU32],
+) -> (Vec<i64>, usize) {
+    let entry = |place: usize| {
+        let k = (keys.keys)(place);
+        let [a, b, c] = [k[0], k[1], k[2]].map(u64::from);
+        [a << 32 | b, c << 32 | place as u64]
+    };
+    // Room for every page: grown by doubling, the entries would be copied.
+    let mut entries: Vec<[u64; 2]> = Vec::with_capacity(by_id.len());
+    let mut first = 0;
+    for ranks_first in [true, false] {
+        for at in 0..by_id.len() {
+            (keys.prefetch)(at + LOOKAHEAD);
+            if rank(at) == Some(ranks_first) {
+                entries.push(entry(at));
+            }
+        }
+        if ranks_first {
+            first = entries.len();
+        }
+    }
+    entries[..first].sort_unstable();
+    entries[first..].sort_unstable();
+    if keys.words > 3 {
+        for run in [0..first, first..entries.len()] {
+            break_ties_beyond_three_words(&mut entries[run], keys);
+        }
+    }
+    let len = entries.len();
+    let mut ids: Vec<i64> = bytemuck::allocation::cast_vec(entries);
+    for at in 0..len {
+        // Entry `at` is words 2at and 2at + 1; id `at` is word `at`, which
+        // lies in an entry already read.
+        let place = (ids[2 * at + 1] as u64 & u64::from(u32::MAX)) as usize;
+        let (id, page, _) = by_id[place];
+        position[page as usize].store(at as Page, Relaxed);
+        ids[at] = id;
+    }
+    ids.truncate(len);
+    give_back_spare_pages(&mut ids);
+    (ids, first)
+}
+
+/// Hands the whole memory pages of `items`' spare capacity back to the
+/// kernel: the keyed entries' second half, which the allocator would keep
+/// resident through the sweep (a shrink in place frees nothing, and one
+/// that moves holds both copies at once).
+#[cfg_attr(not(unix), allow(unused_variables))]
+fn give_back_spare_pages<T>(items: &mut Vec<T>) {
+    #[cfg(unix)]
+    {
+        const PAGE: usize = 4096;
+        let size = std::mem::size_of::<T>();
+        let base = items.as_mut_ptr() as usize;
+        let start = (base + items.len() * size).next_multiple_of(PAGE);
+        let end = (base + items.capacity() * size) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the range lies in the vector's allocation, past its
+            // length: memory no value lives in, which reads as zeros if
+            // touched again.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        }
+    }
+}
+
+/// Sorts each group of `entries` (sorted) whose first three words of keys
+/// are equal by the rest of their keys, then by place.
+fn break_ties_beyond_three_words(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>) {
+    let prefix = |e: &[u64; 2]| (e[0], e[1] >> 32);
+    let place = |e: &[u64; 2]| (e[1] & u64::from(u32::MAX)) as usize;
+    let mut start = 0;
+    while start < entries.len() {
+        let mut end = start + 1;
+        while end < entries.len() && prefix(&entries[end]) == prefix(&entries[start]) {
+            end += 1;
+        }
+        if end - start > 1 {
+            entries[start..end].sort_by_cached_key(|e| ((keys.keys)(place(e)), place(e)));
+        }
+        start = end;
+    }
+}
+
+/// A pair as the sweep takes it: `(later position, earlier position,
+/// distance)`.
+pub type OrientedPair = (Page, Page, u8);
+
+/// Positions per bucket of [`sorted_by_later_end`]'s first pass: a bucket's
+/// pairs sort in the cache.
+const POSITIONS_PER_BUCKET: usize = 1 << 11;
+
+/// Every pair among `pages` positions (self-pairs left out) as
+/// `(later, earlier, distance)`, sorted by its later end, for
+/// [`greedy_sweep`], from the `len` pairs that `pairs_in(range)` reads a
+/// range at a time. They are read twice (to count, then to place), and
+/// their memory can go before the sort: the pairs are placed by buckets of
+/// later ends, and each bucket is sorted on its own by counting, so the only
+/// memory besides the result is one bucket's scratch, not a second copy of
+/// every pair. Sorting rather than building adjacency lists keeps every
+/// pass streaming: for a chain of scattered ids, each adjacency append
+/// would be a cache miss. On `threads` threads, each counting a range of
+/// the pairs, then placing and sorting those of a range of later ends
+/// (each reads them all once more).
+pub fn sorted_by_later_end<I>(
+    pages: usize,
+    len: usize,
+    pairs_in: impl Fn(Range<usize>) -> I + Sync,
+    threads: usize,
+) -> Vec<OrientedPair>
+where
+    I: Iterator<Item = (Page, Page, u8)> + Clone + Send + Sync,
+{
+    let bucket_of = |&(later, ..): &OrientedPair| later as usize / POSITIONS_PER_BUCKET;
+    let oriented_in = |range| {
+        pairs_in(range)
+            .filter(|&(a, b, _)| a != b)
+            .map(|(a, b, distance)| (a.max(b), a.min(b), distance))
+    };
+    let buckets = pages.div_ceil(POSITIONS_PER_BUCKET);
+    let starts = bucket_starts(len, oriented_in, buckets, bucket_of, threads);
+    let mut sorted = vec![(0, 0, 0); starts[buckets]];
+    // Each bucket by counting, its counts and copy in the first-level
+    // cache: quicker than a radix sort of each bucket.
+    let sorter = || {
+        let (mut counts, mut scratch) = (Vec::new(), Vec::new());
+        move |bucket: usize, pairs: &mut [OrientedPair]| {
+            let first = (bucket * POSITIONS_PER_BUCKET) as Page;
+            let offset = |&(later, ..): &OrientedPair| (later - first) as usize;
+            sort_by_slot(
+                pairs,
+                POSITIONS_PER_BUCKET,
+                offset,
+                u32::MAX,
+                &mut scratch,
+                &mut counts,
+            );
+        }
+    };
+    place_and_sort(
+        oriented_in(0..len),
+        &bucket_of,
+        &starts,
+        &mut sorted,
+        threads,
+        sorter,
+    );
+    sorted
+}
+
+/// The greedy sweep itself, over pages named by their position in
+/// priority order (the first `first_positions` rank first; `ids` their ids,
+/// by position), paired by `oriented` (from [`sorted_by_later_end`];
+/// repeats are harmless); ties in distance go to the earliest in priority
+/// order. One pass
+/// in priority order; the ids of the earlier ends, at random places, are
+/// fetched a few pairs ahead. A dropped page has read at least one pair,
+/// so its drop is written over a pair already read.
+pub fn greedy_sweep(
+    first_positions: usize,
+    mut oriented: Vec<OrientedPair>,
+    ids: Vec<i64>,
+) -> DirectDrops {
+    let mut kept = vec![false; ids.len()];
+    let (mut next, mut dropped) = (0, 0);
+    // How many drops are of pages that rank first (they come first).
+    let mut first_drops = None;
+    for p in 0..ids.len() as Page {
+        if p as usize == first_positions {
+            first_drops = Some(dropped);
+        }
+        // The nearest kept partner.
+        let mut best: Option<(u8, Page)> = None;
+        while let Some(&(later, q, distance)) = oriented.get(next) {
+            if later != p {
+                break;
+            }
+            if let Some(&(_, ahead, _)) = oriented.get(next + LOOKAHEAD) {
+                prefetch(&ids[ahead as usize]);
+                prefetch(&kept[ahead as usize]);
+            }
+            next += 1;
+            if !kept[q as usize] {
+                continue;
+            }
+            best = match best {
+                Some((d, b)) if d < distance || (d == distance && b <= q) => Some((d, b)),
+                _ => Some((distance, q)),
+            };
+        }
+        match best {
+            Some((distance, keep)) => {
+                debug_assert!(dropped < next);
+                oriented[dropped] = (p, keep, distance);
+                dropped += 1;
+            }
+            None => kept[p as usize] = true,
+        }
+    }
+    oriented.truncate(dropped);
+    let first = first_drops.unwrap_or(dropped);
+    DirectDrops {
+        drops: oriented,
+        ids,
+        first,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A page: `(ranks first, id)`.
+    type RankedPage = (bool, i64);
+    /// A pair: `(id, id, distance)`, in either direction.
+    type WeightedPair = (i64, i64, u8);
+    /// A drop row: `(id, keep_id, distance)`.
+    type Drop = (i64, i64, u8);
+
+    fn pair_log(pairs: impl Iterator<Item = (Page, Page, u8)>) -> PairLog {
+        let mut log = PairLog::default();
+        for (a, b, distance) in pairs {
+            log.extend(&[a, b], std::iter::once(distance));
+        }
+        log
+    }
+
+    /// The drops over `pages` (`(ranks first, id)`) and the `pairs` among
+    /// them, as the sweep gives them, its steps on `threads` threads.
+    fn direct_drops_of(
+        pages: &[RankedPage],
+        pairs: &[WeightedPair],
+        threads: usize,
+    ) -> DirectDrops {
+        let index = |id: i64| pages.iter().position(|p| p.1 == id).unwrap() as Page;
+        let indexed = pair_log(pairs.iter().map(|&(a, b, d)| (index(a), index(b), d)));
+        let by_id = sorted_by_id(
+            vec![(0..pages.len() as Page)
+                .map(|page| (pages[page as usize].1, page, 0))
+                .collect()],
+            1,
+        );
+        let rank = |at: usize| Some(pages[by_id[at].1 as usize].0);
+        direct_drops(&by_id, pages.len(), rank, None, indexed, threads)
+    }
+
+    /// [`direct_drops_of`], all of them, in id order; the same on 1, 2 and
+    /// 3 threads.
+    fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
+        let on = |threads: usize| {
+            let drops = direct_drops_of(pages, pairs, threads);
+            let mut at = drops.start();
+            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
+            assert_eq!(found.len(), drops.len());
+            assert!(found.is_sorted_by_key(|&(id, ..)| id));
+            found
+        };
+        let found = on(1);
+        for threads in [2, 3] {
+            assert_eq!(on(threads), found, "{threads} threads");
+        }
+        found
+    }
+
+    #[test]
+    fn a_chain_alternates_keep_and_drop() {
+        let pages: Vec<RankedPage> = (0..6).map(|i| (false, i)).collect();
+        let pairs: Vec<WeightedPair> = (0..5).map(|i| (i + 1, i, 2)).collect();
+        let drops = drops_of(&pages, &pairs);
+        assert_eq!(drops, vec![(1, 0, 2), (3, 2, 2), (5, 4, 2)]);
+    }
+
+    #[test]
+    fn drops_are_given_in_id_order_up_to_a_bound() {
+        // 10 and 14 rank first: 10 is kept and 14 drops for it; 11 and 12
+        // drop for 10; 13 and 15 are paired only with dropped pages, so
+        // kept. The drops' two runs ([14] and [11, 12]) are merged by id.
+        let pages = vec![
+            (false, 11),
+            (true, 14),
+            (false, 12),
+            (true, 10),
+            (false, 13),
+            (false, 15),
+        ];
+        let pairs = [
+            (10, 14, 2),
+            (10, 11, 1),
+            (12, 10, 2),
+            (12, 13, 1),
+            (14, 15, 3),
+        ];
+        let drops = drops_of(&pages, &pairs);
+        assert_eq!(drops, vec![(11, 10, 1), (12, 10, 2), (14, 10, 2)]);
+        let given = direct_drops_of(&pages, &pairs, 2);
+        let mut at = given.start();
+        assert_eq!(given.next_by_id(&mut at, Some(10)), None);
+        assert_eq!(given.next_by_id(&mut at, Some(11)), Some((11, 10, 1)));
+        assert_eq!(given.next_by_id(&mut at, Some(11)), None);
+        assert_eq!(given.next_by_id(&mut at, Some(13)), Some((12, 10, 2)));
+        assert_eq!(given.next_by_id(&mut at, Some(13)), None);
+        assert_eq!(given.next_by_id(&mut at, None), Some((14, 10, 2)));
+        assert_eq!(given.next_by_id(&mut at, None), None);
+        // A reader may start at any id: at the first drop of that id or
+        // more, whichever run it is in.
+        assert_eq!(given.cursor_before(i64::MIN), given.start());
+        assert_eq!(given.cursor_before(10), given.start());
+        for (from, first) in [(11, Some(11)), (12, Some(12)), (13, Some(14)), (15, None)] {
+            let mut at = given.cursor_before(from);
+            let next = given.next_by_id(&mut at, None).map(|drop| drop.0);
+            assert_eq!(next, first, "from {from}");
+        }
+        let mut at = given.cursor_before(12);
+        assert_eq!(given.next_by_id(&mut at, Some(13)), Some((12, 10, 2)));
+        assert_eq!(given.next_by_id(&mut at, Some(13)), None);
+        assert_eq!(at, given.cursor_before(14));
+    }
+
+    #[test]
+    fn a_long_chain_given_out_of_order_alternates_too() {
+        // Longer than a bucket of `sorted_by_later_end`.
+        let n = 3 * POSITIONS_PER_BUCKET as i64 + 5;
+        let pages: Vec<RankedPage> = (0..n).rev().map(|i| (false, i)).collect();
+        let pairs: Vec<WeightedPair> = (0..n - 1).map(|i| (i, i + 1, 1)).collect();
+        let drops = drops_of(&pages, &pairs);
+        let expected: Vec<Drop> = (0..n / 2).map(|i| (2 * i + 1, 2 * i, 1)).collect();
+        assert_eq!(drops, expected);
+    }
+
+    #[test]
+    fn the_nearest_kept_partner_wins_then_the_smallest_id() {
+        // 10 and 20 are corpus pages (first); 5 is paired with both.
+        let pages = vec![(true, 20), (true, 10), (false, 5), (false, 6)];
+        let pairs = vec![(5, 10, 3), (5, 20, 1), (6, 10, 2), (6, 20, 2)];
+        let drops = drops_of(&pages, &pairs);
+        assert_eq!(drops, vec![(5, 20, 1), (6, 10, 2)]);
+    }
+
+    #[test]
+    fn a_page_whose_earlier_partners_are_all_dropped_is_kept() {
+        // 1 is kept, 2 drops for 1, and 3 (paired only with 2) is kept.
+        let pages = vec![(false, 1), (false, 2), (false, 3)];
+        let drops = drops_of(&pages, &[(1, 2, 1), (2, 3, 1), (3, 3, 0)]);
+        assert_eq!(drops, vec![(2, 1, 1)]);
+    }
+
+    #[test]
+    fn pages_without_a_rank_are_left_to_others() {
+        // 0-1-2 is decided here; 3-4 is another's (no rank): no drop of 4.
+        let pages: Vec<RankedPage> = (0..5).map(|i| (false, i)).collect();
+        let pairs = [(0, 1, 1), (1, 2, 1), (3, 4, 1)];
+        let by_id = sorted_by_id(
+            vec![(0..5).map(|page| (i64::from(page), page, 0)).collect()],
+            1,
+        );
+        let rank = |at: usize| {
+            let page = by_id[at].1;
+            (page < 3).then_some(pages[page as usize].0)
+        };
+        let drops = direct_drops(&by_id, 5, rank, None, pair_log(pairs.into_iter()), 1);
+        let mut at = drops.start();
+        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
+        assert_eq!(found, vec![(1, 0, 1)]);
+    }
+
+    #[test]
+    fn pages_with_keys_are_swept_in_key_order_and_their_drops_come_by_id() {
+        // A chain 0-1-2-3-4 and a pair 5-6; keys (four words, the fourth
+        // breaking ties of the first three) put 1 before 3, which rank
+        // first whatever their keys, then 4, 2, 0, 6, 5.
+        let keys: [[u32; 4]; 7] = [
+            [0, 0, 2, 1],
+            [0, 0, 9, 0],
+            [0, 0, 2, 0],
+            [1, 0, 0, 0],
+            [0, 0, 1, 0],
+            [0, 5, 0, 0],
+            [0, 4, 0, 0],
+        ];
+        let first = [false, true, false, true, false, false, false];
+        let pairs = [(0, 1, 1), (1, 2, 1), (2, 3, 1), (3, 4, 1), (5, 6, 2)];
+        let by_id = sorted_by_id(
+            vec![(0..7).map(|page| (i64::from(page), page, 0)).collect()],
+            1,
+        );
+        let words = |at: usize| {
+            let mut k = [0; crate::cluster::keep_order::MAX_KEY_WORDS];
+            k[..4].copy_from_slice(&keys[by_id[at].1 as usize]);
+            k
+        };
+        let prefetch = |_: usize| {};
+        for threads in [1, 2] {
+            let place_keys = PlaceKeys {
+                words: 4,
+                keys: &words,
+                prefetch: &prefetch,
+            };
+            let rank = |at: usize| Some(first[by_id[at].1 as usize]);
+            let log = pair_log(pairs.iter().copied());
+            let drops = direct_drops(&by_id, 7, rank, Some(place_keys), log, threads);
+            let mut at = drops.start();
+            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
+            // Order: 1, 3 (first, by keys), then 4, 2, 0, 6, 5: 1 and 3 are
+            // kept; 4 drops for 3, 0 for 1, and 2, as near to both, for 1,
+            // the earlier; 5 drops for 6.
+            assert_eq!(
+                found,
+                vec![(0, 1, 1), (2, 1, 1), (4, 3, 1), (5, 6, 2)],
+                "{threads} threads"
+            );
+            let mut from = drops.cursor_before(3);
+            assert_eq!(drops.next_by_id(&mut from, None), Some((4, 3, 1)));
+        }
+    }
+
+    #[test]
+    fn a_share_takes_threads_in_proportion_to_its_pages() {
+        // Two workers: a giant's worker takes both cores, an even split one
+        // each; an idle process or worker still has one.
+        assert_eq!(threads_for_share(10, 10, 2), 2);
+        assert_eq!(threads_for_share(8, 10, 2), 2);
+        assert_eq!(threads_for_share(5, 10, 2), 1);
+        assert_eq!(threads_for_share(0, 10, 2), 1);
+        assert_eq!(threads_for_share(0, 0, 2), 1);
+        assert_eq!(threads_for_share(6, 10, 4), 2);
+        assert_eq!(threads_for_share(10, 10, 1), 1);
+    }
+
+    #[test]
+    fn pairs_sorted_bucket_by_bucket_are_sorted_by_their_later_end() {
+        let pages = 5 * POSITIONS_PER_BUCKET + 17;
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % pages as u64) as Page
+        };
+        let pairs: Vec<(Page, Page, u8)> = (0..20_000)
+            .map(|i| (next(), next(), (i % 4) as u8))
+            .chain([(7, 7, 0), (pages as Page - 1, 0, 3)])
+            .collect();
+        let mut expected: Vec<OrientedPair> = pairs
+            .iter()
+            .filter(|&&(a, b, _)| a != b)
+            .map(|&(a, b, d)| (a.max(b), a.min(b), d))
+            .collect();
+        expected.sort_unstable();
+        // Several threads place and sort ranges of buckets of their own.
+        for threads in [1, 2, 3, 8] {
+            let sorted = sorted_by_later_end(
+                pages,
+                pairs.len(),
+                |range| pairs[range].iter().copied(),
+                threads,
+            );
+            assert!(sorted.is_sorted_by_key(|&(later, ..)| later));
+            let mut found = sorted;
+            found.sort_unstable();
+            assert_eq!(found, expected, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn room_is_made_in_a_new_chunk_and_nothing_logged_moves() {
+        let mut log = PairLog::default();
+        log.make_room(3, 4);
+        log.extend(&[1, 2, 3, 4, 5, 6], [0, 1, 2].into_iter());
+        let first = log.chunks[0].ends.as_ptr();
+        // One pair's room is left: enough for one, not for two.
+        log.make_room(1, 4);
+        assert_eq!(log.chunks.len(), 1);
+        log.make_room(2, 4);
+        assert_eq!(log.chunks.len(), 2);
+        assert_eq!(log.chunks[1].ends.capacity(), 4);
+        log.extend(&[7, 8, 9, 10], [3, 0].into_iter());
+        assert_eq!(log.chunks[0].ends.as_ptr(), first);
+        let pairs: Vec<_> = log.pairs_in(0..log.len()).collect();
+        assert_eq!(
+            pairs,
+            vec![(1, 2, 0), (3, 4, 1), (5, 6, 2), (7, 8, 3), (9, 10, 0)]
+        );
+    }
+
+    #[test]
+    fn a_chunk_of_one_owner_is_handed_over_whole_and_every_log_keeps_the_order() {
+        // Three chunks: mixed owners, all of owner 1, mixed.
+        let chunks: [Vec<(Page, Page, u8)>; 3] = [
+            (0..50).map(|i| (i, i + 1, 1)).collect(),
+            (100..160).map(|i| (i * 2 + 1, i, 2)).collect(),
+            (200..260).map(|i| (i, i + 3, 3)).collect(),
+        ];
+        let mut log = PairLog::default();
+        for pairs in &chunks {
+            log.make_room(pairs.len(), pairs.len());
+            for &(a, b, distance) in pairs {
+                log.extend(&[a, b], std::iter::once(distance));
+            }
+        }
+        assert_eq!(log.chunks.len(), 3);
+        let whole = log.chunks[1].ends.as_ptr();
+        let owner = |a: Page| (a % 2) as usize;
+        let logs = log.split_by(2, owner, |_| ());
+        assert!(logs[1].chunks.iter().any(|c| c.ends.as_ptr() == whole));
+        assert!(logs[0].chunks.iter().all(|c| c.ends.as_ptr() != whole));
+        for (o, log) in logs.iter().enumerate() {
+            let expected: Vec<(Page, Page, u8)> = chunks
+                .iter()
+                .flatten()
+                .filter(|p| owner(p.0) == o)
+                .copied()
+                .collect();
+            let split: Vec<(Page, Page, u8)> = log
+                .chunks
+                .iter()
+                .flat_map(|c| c.pairs_in(0..c.ends.len()))
+                .collect();
+            assert_eq!(split, expected, "owner {o}");
+        }
+    }
+
+    #[test]
+    fn logs_put_together_read_as_one_across_their_chunks() {
+        let all: Vec<(Page, Page, u8)> = (0..1000)
+            .map(|i| (i, i * 7 % 1000, (i % 4) as u8))
+            .collect();
+        // Split by an owner, then put together: chunks of uneven lengths
+        // (room for 297 pairs each, so the two larger logs take two), one
+        // log empty.
+        let owner = |a: Page| {
+            if a.is_multiple_of(3) {
+                0
+            } else if a < 600 {
+                1
+            } else {
+                3
+            }
+        };
+        let logs = pair_log(all.iter().copied()).split_by(4, owner, |_| ());
+        assert_eq!(
+            logs.iter().map(PairLog::len).collect::<Vec<_>>(),
+            vec![334, 400, 0, 266]
+        );
+        let log = PairLog::concat(logs);
+        assert_eq!(log.chunks.len(), 5);
+        let mut expected: Vec<(Page, Page, u8)> = Vec::new();
+        for o in 0..4 {
+            expected.extend(all.iter().filter(|p| owner(p.0) == o));
+        }
+        for range in [
+            0..1000,
+            0..334,
+            300..800,
+            334..734,
+            733..735,
+            999..1000,
+            500..500,
+        ] {
+            let found: Vec<_> = log.pairs_in(range.clone()).collect();
+            assert_eq!(found, expected[range.clone()], "{range:?}");
+        }
+        let position: Vec<Page> = (0..1000)
+            .map(|p| if p == 5 { MISSING } else { 999 - p })
+            .collect();
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|&(a, b, d)| match a {
+                5 => (MISSING, MISSING, d),
+                _ => (999 - a, position[b as usize], d),
+            })
+            .collect();
+        // The chunks renamed on one thread, or shared among several.
+        for threads in [1, 2, 3, 9] {
+            let mut renamed = PairLog {
+                chunks: log
+                    .chunks
+                    .iter()
+                    .map(|chunk| PairChunk {
+                        ends: chunk.ends.clone(),
+                        distances: chunk.distances.clone(),
+                    })
+                    .collect(),
+            };
+            let atomic: Vec<AtomicU32> = position.iter().map(|&p| AtomicU32::new(p)).collect();
+            renamed.rename_by(&atomic, threads);
+            let found: Vec<_> = renamed.pairs_in(0..renamed.len()).collect();
+            assert_eq!(found, expected, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn policies_print_as_the_flag_spells_them() {
+        use clap::ValueEnum;
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            assert_eq!(DropPolicy::from_str(&policy.to_string(), false), Ok(policy));
+        }
+        assert!(DropPolicy::from_str("nearest", false).is_err());
+    }
+}

@@ -1,0 +1,253 @@
+//! The evidence in `drop/`: the URL of each dropped page (`url`) and of the
+//! page kept in its place (`keep_url`), from the pages table's `url` column.
+//!
+//! A part is written as its rows come, long before its writer could know
+//! their URLs without holding every page's. So when the pages table has
+//! URLs, the part is first written plain beside its final name, and once it
+//! is whole its writer reads it back, gathers the ids it names, reads the
+//! pages table's ids and URLs once, and writes the part with the two
+//! columns. Its memory is the URLs of the part's pages, at the end of the
+//! job, when the union-find's memory is gone; the rows and their order do
+//! not change, so the part is the same whatever the workers and processes.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int64Type, Int8Type};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::cluster::components::mix;
+use crate::cluster::keep_order::URL;
+use crate::cluster::part_writer::{write_drops_with_urls, DropColumns};
+use crate::exec::parallel::prefetch;
+use crate::io::parquet::pages::{string_values, PagesTable};
+
+/// Writes `part` from the plain part `written` (then removed) with the URLs
+/// of both pages of every row, as `table` has them (the first row of a
+/// page with a URL, in the table's order), the table read on `threads`
+/// threads.
+pub fn attach_urls(written: &Path, part: &Path, table: &PagesTable, threads: usize) -> Result<()> {
+    let rows = read_drops(written)?;
+    let index = IdIndex::new(rows.ids.iter().chain(&rows.keep_ids).copied());
+    let urls = UrlsOf::read(&index, table, threads)?;
+    let (mut at_id, mut at_keep) = (Vec::new(), Vec::new());
+    index.find_all(&rows.ids, &mut at_id);
+    index.find_all(&rows.keep_ids, &mut at_keep);
+    let url_of = |row: usize, keep: bool| {
+        let at = if keep { at_keep[row] } else { at_id[row] };
+        urls.get(at as usize)
+    };
+    write_drops_with_urls(part, &rows, url_of)?;
+    std::fs::remove_file(written).with_context(|| format!("{}: cannot remove", written.display()))
+}
+
+/// Reads a `drop/` part whole.
+fn read_drops(path: &Path) -> Result<DropColumns> {
+    let shown = path.display();
+    let file = std::fs::File::open(path).with_context(|| format!("{shown}: cannot open"))?;
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .and_then(|builder| builder.build())
+        .with_context(|| format!("{shown}: cannot read"))?;
+    let mut rows = DropColumns::default();
+    for batch in reader {
+        let batch = batch.with_context(|| format!("{shown}: cannot decode"))?;
+        let column = |at: usize| batch.column(at);
+        rows.ids
+            .extend(column(0).as_primitive::<Int64Type>().values());
+        rows.keep_ids
+            .extend(column(1).as_primitive::<Int64Type>().values());
+        rows.distances
+            .extend(column(2).as_primitive::<Int8Type>().iter());
+    }
+    Ok(rows)
+}
+
+/// How many lookups ahead a slot is fetched.
+const LOOKAHEAD: usize = 16;
+
+/// A set of ids, each numbered, in an open-addressing table by the ids'
+/// mixed bits: a lookup is one random read, fetched ahead.
+struct IdIndex {
+    /// `[mixed id, number]`; number `u64::MAX`: empty.
+    slots: Vec<[u64; 2]>,
+    shift: u32,
+    len: usize,
+}
+
+const EMPTY: u64 = u64::MAX;
+
+impl IdIndex {
+    fn new(ids: impl Iterator<Item = i64> + Clone) -> IdIndex {
+        let most = ids.clone().count();
+        // At most 3/4 full, whatever share of the ids repeat.
+        let bits = (most * 4 / 3).max(2).next_power_of_two().trailing_zeros();
+        let mut index = IdIndex {
+            slots: vec![[0, EMPTY]; 1 << bits],
+            shift: 64 - bits,
+            len: 0,
+        };
+        for id in ids {
+            let m = mix(id);
+            let at = index.slot_of(m);
+            if index.slots[at][1] == EMPTY {
+                index.slots[at] = [m, index.len as u64];
+                index.len += 1;
+            }
+        }
+        index
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The slot holding the mixed id `m`, or the empty one where it goes.
+    fn slot_of(&self, m: u64) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut at = (m >> self.shift) as usize;
+        while self.slots[at][1] != EMPTY && self.slots[at][0] != m {
+            at = (at + 1) & mask;
+        }
+        at
+    }
+
+    /// The number of `id`, if it is in the set.
+    fn find(&self, id: i64) -> Option<usize> {
+        let number = self.slots[self.slot_of(mix(id))][1];
+        (number != EMPTY).then_some(number as usize)
+    }
+
+    /// The numbers of `ids` (`u32::MAX` for an id not in the set), each
+    /// slot fetched a few ids ahead.
+    fn find_all(&self, ids: &[i64], out: &mut Vec<u32>) {
+        out.clear();
+        for (at, &id) in ids.iter().enumerate() {
+            if let Some(&ahead) = ids.get(at + LOOKAHEAD) {
+                prefetch(&self.slots[(mix(ahead) >> self.shift) as usize]);
+            }
+            out.push(self.find(id).map_or(u32::MAX, |n| n as u32));
+        }
+    }
+}
+
+/// The URLs of the ids of an [`IdIndex`], by number, in one buffer.
+struct UrlsOf {
+    text: String,
+    /// Each id's URL in `text`: `(start, length)`; length `u32::MAX`: none.
+    spans: Vec<(u64, u32)>,
+}
+
+/// The URLs one unit of the table gives: `(number, URL)` in its order.
+#[derive(Default)]
+struct UnitUrls {
+    numbers: Vec<u32>,
+    ends: Vec<usize>,
+    text: String,
+}
+
+impl UrlsOf {
+    /// Reads the ids and URLs of `table` on `threads` threads, keeping
+    /// those of `index`: each unit's on its own, then added in the table's
+    /// order as soon as the units before it are (so the first row of a
+    /// page wins whatever the threads, and at most a unit a thread waits).
+    fn read(index: &IdIndex, table: &PagesTable, threads: usize) -> Result<UrlsOf> {
+        let merged = std::sync::Mutex::new(InOrder {
+            next: 0,
+            waiting: std::collections::BTreeMap::new(),
+            urls: UrlsOf {
+                text: String::new(),
+                spans: vec![(0, u32::MAX); index.len()],
+            },
+        });
+        let read = crate::exec::parallel::in_parallel(table.units(), threads, |unit| {
+            let found = unit_urls(index, table, unit)?;
+            let mut guard = crate::exec::parallel::lock(&merged);
+            let merged = &mut *guard;
+            merged.waiting.insert(unit, found);
+            while let Some(found) = merged.waiting.remove(&merged.next) {
+                merged.urls.add(&found);
+                merged.next += 1;
+            }
+            Ok(())
+        });
+        read.into_iter().collect::<Result<()>>()?;
+        let merged = merged.into_inner().unwrap_or_else(|e| e.into_inner());
+        Ok(merged.urls)
+    }
+
+    /// Takes the URLs of numbers that have none yet.
+    fn add(&mut self, found: &UnitUrls) {
+        let mut start = 0;
+        for (&number, &end) in found.numbers.iter().zip(&found.ends) {
+            let span = &mut self.spans[number as usize];
+            if span.1 == u32::MAX {
+                let url = &found.text[start..end];
+                *span = (
+                    self.text.len() as u64,
+                    url.len().min(u32::MAX as usize - 1) as u32,
+                );
+                self.text.push_str(url);
+            }
+            start = end;
+        }
+    }
+
+    fn get(&self, at: usize) -> Option<&str> {
+        let (start, len) = *self.spans.get(at)?;
+        (len != u32::MAX).then(|| &self.text[start as usize..start as usize + len as usize])
+    }
+}
+
+/// [`UrlsOf::read`]'s units, added in order.
+struct InOrder {
+    next: usize,
+    waiting: std::collections::BTreeMap<usize, UnitUrls>,
+    urls: UrlsOf,
+}
+
+/// The URLs of unit `unit` of `table` whose ids `index` has.
+fn unit_urls(index: &IdIndex, table: &PagesTable, unit: usize) -> Result<UnitUrls> {
+    let mut found = UnitUrls::default();
+    let mut numbers = Vec::new();
+    table.read_unit_columns(unit, &[URL], |ids, batch, location| {
+        let Some(column) = batch.column_by_name(URL) else {
+            return Ok(());
+        };
+        index.find_all(ids, &mut numbers);
+        for (&number, url) in numbers.iter().zip(string_values(column, URL, location)?) {
+            if let (Some(url), true) = (url, number != u32::MAX) {
+                found.numbers.push(number);
+                found.text.push_str(url);
+                found.ends.push(found.text.len());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_finds_each_of_its_ids_and_nothing_else() {
+        // Hashed ids, small integers and extremes: mixed, all spread evenly.
+        let ids: Vec<i64> = (1..=5_000i64)
+            .map(|i| mix(i) as i64)
+            .chain(0..3_000)
+            .chain([i64::MIN, i64::MAX, -1])
+            .collect();
+        let index = IdIndex::new(ids.iter().chain(&ids).copied());
+        assert_eq!(index.len(), 8_003);
+        let mut numbers: Vec<usize> = ids.iter().map(|&id| index.find(id).unwrap()).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(numbers.len(), 8_003, "each id has a number of its own");
+        for absent in [3_000, 10_000, -2, i64::MIN + 1] {
+            assert_eq!(index.find(absent), None, "{absent}");
+        }
+        assert_eq!(IdIndex::new(std::iter::empty()).find(5), None);
+    }
+}

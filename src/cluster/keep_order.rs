@@ -1,0 +1,668 @@
+//! The keep order (`cluster --keep-by`): which page of a cluster is kept,
+//! and which are dropped for it.
+//!
+//! Pages are ordered by a list of keys, each breaking the ties of the one
+//! before, and by the smallest id last, so that the order is total and a
+//! run gives the same bytes on any number of workers or processes.
+//!
+//! - `corpus` comes from the pairs (a page seen on a pair's corpus side);
+//!   it can only be the first key, so that "ranks first" stays one bit that
+//!   the processes of a cluster combine (one of them may be the only one to
+//!   have seen the pair that makes a page a corpus page).
+//! - Every other key comes from a column of the pages table (`--pages`),
+//!   and is encoded into big-endian 32-bit words: the words of a page
+//!   compare, word by word, as the page's keys do. A page without a row,
+//!   or with a null, gets all ones, so it sorts after every page with a
+//!   value under that key; values are clamped below all ones.
+//!
+//! Every process reads the same rows for a page, so a page's words are the
+//! same wherever it is seen: the words of two pages from different
+//! processes compare as the pages' keys do.
+//!
+//! Without `--keep-by`, the order is `corpus,earliest,canonical-url` when
+//! a pages table is given, else the smallest id alone (or `corpus` first
+//! with `--corpus-wins`). A page with several rows in the table keeps its
+//! least words, whichever row came first. A page's words are held beside
+//! it in the union-find's arrays, so the keys' width is memory per page:
+//! they may take at most `MAX_KEY_WORDS` words.
+
+use std::fmt;
+
+use anyhow::{anyhow, bail, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Date64Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, ArrayRef, RecordBatch};
+use arrow_schema::{DataType, TimeUnit};
+
+use crate::io::parquet::pages::{is_string, string_values};
+
+/// The most words a page's keys may take: 32 bytes.
+pub const MAX_KEY_WORDS: usize = 8;
+
+/// A page's keys as words, padded with zeros to [`MAX_KEY_WORDS`].
+pub type KeyWords = [u32; MAX_KEY_WORDS];
+
+/// The words of a page without a value under a key.
+pub const NO_VALUE: u32 = u32::MAX;
+
+/// The column a timed key reads.
+pub const FETCH_TIME: &str = "fetch_time";
+/// The column `canonical-url` reads, and `drop/` takes its URLs from.
+pub const URL: &str = "url";
+/// The column `longest` reads.
+pub const N_CHARS: &str = "n_chars";
+
+/// One key of `--keep-by`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeepKey {
+    /// Pages already in the corpus first.
+    Corpus,
+    /// The earliest `fetch_time` first.
+    Earliest,
+    /// The latest `fetch_time` first.
+    Latest,
+    /// https before http (before any other scheme), then no query string,
+    /// then the fewest path segments, then the shortest URL.
+    CanonicalUrl,
+    /// The most `n_chars` first.
+    Longest,
+    /// A numeric column of the pages table, ascending or descending.
+    Column { name: String, descending: bool },
+}
+
+impl KeepKey {
+    /// Parses one key as `--keep-by` spells it.
+    pub fn parse(spec: &str) -> Result<KeepKey> {
+        Ok(match spec.trim() {
+            "corpus" => KeepKey::Corpus,
+            "earliest" => KeepKey::Earliest,
+            "latest" => KeepKey::Latest,
+            "canonical-url" => KeepKey::CanonicalUrl,
+            "longest" => KeepKey::Longest,
+            other => match other.strip_prefix("column:") {
+                Some(rest) => {
+                    let (name, direction) = rest.rsplit_once(':').ok_or_else(|| {
+                        anyhow!("--keep-by {other}: a column key is column:NAME:asc or column:NAME:desc")
+                    })?;
+                    let descending = match direction {
+                        "asc" => false,
+                        "desc" => true,
+                        _ => bail!(
+                            "--keep-by {other}: the direction must be asc or desc, not `{direction}`"
+                        ),
+                    };
+                    if name.is_empty() {
+                        bail!("--keep-by {other}: the column name is empty");
+                    }
+                    KeepKey::Column {
+                        name: name.to_string(),
+                        descending,
+                    }
+                }
+                None => bail!(
+                    "--keep-by: unknown key `{other}` (keys: corpus, earliest, latest, canonical-url, longest, column:NAME:asc|desc)"
+                ),
+            },
+        })
+    }
+
+    /// The pages table's column the key reads (none for `corpus`).
+    pub fn column(&self) -> Option<&str> {
+        match self {
+            KeepKey::Corpus => None,
+            KeepKey::Earliest | KeepKey::Latest => Some(FETCH_TIME),
+            KeepKey::CanonicalUrl => Some(URL),
+            KeepKey::Longest => Some(N_CHARS),
+            KeepKey::Column { name, .. } => Some(name),
+        }
+    }
+
+    /// Words the key takes per page.
+    fn words(&self) -> usize {
+        match self {
+            KeepKey::Corpus => 0,
+            KeepKey::CanonicalUrl | KeepKey::Longest => 1,
+            _ => 2,
+        }
+    }
+
+    /// Whether the greatest value comes first.
+    fn descending(&self) -> bool {
+        match self {
+            KeepKey::Latest | KeepKey::Longest => true,
+            KeepKey::Column { descending, .. } => *descending,
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for KeepKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KeepKey::Corpus => f.write_str("corpus"),
+            KeepKey::Earliest => f.write_str("earliest"),
+            KeepKey::Latest => f.write_str("latest"),
+            KeepKey::CanonicalUrl => f.write_str("canonical-url"),
+            KeepKey::Longest => f.write_str("longest"),
+            KeepKey::Column { name, descending } => {
+                let direction = if *descending { "desc" } else { "asc" };
+                write!(f, "column:{name}:{direction}")
+            }
+        }
+    }
+}
+
+/// The keys of `--keep-by`, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KeepOrder {
+    keys: Vec<KeepKey>,
+}
+
+impl KeepOrder {
+    /// The order of `keys`: `corpus` only first, each key once, and at most
+    /// [`MAX_KEY_WORDS`] words in all.
+    pub fn new(keys: Vec<KeepKey>) -> Result<KeepOrder> {
+        if keys.iter().skip(1).any(|key| *key == KeepKey::Corpus) {
+            bail!("--keep-by: corpus can only be the first key (a page already in the corpus is kept before any other)");
+        }
+        for (at, key) in keys.iter().enumerate() {
+            if keys[..at].contains(key) {
+                bail!("--keep-by: {key} is given twice");
+            }
+        }
+        let order = KeepOrder { keys };
+        if order.words() > MAX_KEY_WORDS {
+            bail!(
+                "--keep-by {order}: the keys take {} bytes a page, more than {} (corpus takes none, canonical-url and longest 4, every other key 8)",
+                4 * order.words(),
+                4 * MAX_KEY_WORDS
+            );
+        }
+        Ok(order)
+    }
+
+    /// Parses `--keep-by`'s comma-separated keys.
+    pub fn parse(spec: &str) -> Result<KeepOrder> {
+        let keys = spec
+            .split(',')
+            .map(KeepKey::parse)
+            .collect::<Result<Vec<_>>>()?;
+        KeepOrder::new(keys)
+    }
+
+    /// Today's order without a pages table: corpus pages first if
+    /// `corpus_wins`, then the smallest id.
+    pub fn without_pages(corpus_wins: bool) -> KeepOrder {
+        KeepOrder {
+            keys: if corpus_wins {
+                vec![KeepKey::Corpus]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// The order of `--keep-by` (`spec`), of its alias `--corpus-wins`, or
+    /// else the default: [`Self::default_with_pages`] when a pages table is
+    /// given, else by id alone.
+    pub fn resolve(spec: Option<&str>, corpus_wins: bool, has_pages: bool) -> Result<KeepOrder> {
+        match (spec, corpus_wins) {
+            (Some(_), true) => bail!("--corpus-wins is --keep-by corpus: give one or the other"),
+            (Some(spec), false) => KeepOrder::parse(spec),
+            (None, true) => Ok(KeepOrder::without_pages(true)),
+            (None, false) if has_pages => Ok(KeepOrder::default_with_pages()),
+            (None, false) => Ok(KeepOrder::without_pages(false)),
+        }
+    }
+
+    /// The order when a pages table is given and no keys are: corpus pages
+    /// first, then the earliest fetched, then the most canonical URL.
+    pub fn default_with_pages() -> KeepOrder {
+        KeepOrder {
+            keys: vec![KeepKey::Corpus, KeepKey::Earliest, KeepKey::CanonicalUrl],
+        }
+    }
+
+    pub fn keys(&self) -> &[KeepKey] {
+        &self.keys
+    }
+
+    /// Whether corpus pages come first.
+    pub fn corpus_first(&self) -> bool {
+        self.keys.first() == Some(&KeepKey::Corpus)
+    }
+
+    /// Words a page's keys take (0: the order needs no pages table).
+    pub fn words(&self) -> usize {
+        self.keys.iter().map(KeepKey::words).sum()
+    }
+
+    /// The pages table's columns the keys read, each once, in key order.
+    pub fn columns(&self) -> Vec<String> {
+        let mut columns: Vec<String> = Vec::new();
+        for column in self.keys.iter().filter_map(KeepKey::column) {
+            if !columns.iter().any(|c| c == column) {
+                columns.push(column.to_string());
+            }
+        }
+        columns
+    }
+
+    /// The keys as `--keep-by` spells them, for `_summary.json`.
+    pub fn names(&self) -> Vec<String> {
+        self.keys.iter().map(KeepKey::to_string).collect()
+    }
+
+    /// Checks that `field`, a column of a pages file named `location`, can
+    /// be read as every key that reads it.
+    pub fn check_column(&self, location: &str, name: &str, data_type: &DataType) -> Result<()> {
+        for key in self.keys.iter().filter(|key| key.column() == Some(name)) {
+            let fits = match key {
+                KeepKey::CanonicalUrl => is_string(data_type),
+                KeepKey::Longest => data_type.is_integer(),
+                _ => is_numeric(data_type),
+            };
+            if !fits {
+                let expected = match key {
+                    KeepKey::CanonicalUrl => "a string",
+                    KeepKey::Longest => "an integer",
+                    _ => "a number, timestamp or date",
+                };
+                bail!("{location}: column `{name}` has type {data_type}, but --keep-by {key} needs {expected}");
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends the words of every row of `batch` to `out` ([`Self::words`]
+    /// a row), `location` naming the batch in errors.
+    pub fn encode(&self, batch: &RecordBatch, location: &str, out: &mut Vec<u32>) -> Result<()> {
+        let words = self.words();
+        let start = out.len();
+        out.resize(start + words * batch.num_rows(), NO_VALUE);
+        let rows = &mut out[start..];
+        let mut at = 0;
+        for key in &self.keys {
+            let Some(name) = key.column() else {
+                continue;
+            };
+            let column = batch
+                .column_by_name(name)
+                .ok_or_else(|| anyhow!("{location}: no column `{name}`"))?;
+            match key {
+                KeepKey::CanonicalUrl => {
+                    for (row, url) in string_values(column, name, location)?.enumerate() {
+                        if let Some(url) = url {
+                            rows[row * words + at] = canonical_url_key(url);
+                        }
+                    }
+                }
+                KeepKey::Longest => {
+                    for (row, count) in counts(column, name, location)?.into_iter().enumerate() {
+                        if let Some(count) = count {
+                            rows[row * words + at] = NO_VALUE - 1 - count;
+                        }
+                    }
+                }
+                _ => {
+                    let values = ordered_values(column, name, location)?;
+                    for (row, value) in values.into_iter().enumerate() {
+                        if let Some(value) = value {
+                            let value = if key.descending() { !value } else { value };
+                            let value = value.min(u64::MAX - 1);
+                            rows[row * words + at] = (value >> 32) as u32;
+                            rows[row * words + at + 1] = value as u32;
+                        }
+                    }
+                }
+            }
+            at += key.words();
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for KeepOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.names().join(","))
+    }
+}
+
+/// A key of `canonical-url` as one word, least first: the scheme (https,
+/// http, any other) in the top two bits, then whether there is a query
+/// string, then the path's segments (ten bits), then the URL's length in
+/// bytes (nineteen bits); segments and lengths beyond their bits count as
+/// the most they hold.
+pub fn canonical_url_key(url: &str) -> u32 {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (0, rest),
+        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (1, rest),
+        Some((_, rest)) => (2, rest),
+        None => (2, url),
+    };
+    let before_fragment = rest.split('#').next().unwrap_or("");
+    let (address, query) = match before_fragment.split_once('?') {
+        Some((address, _)) => (address, 1),
+        None => (before_fragment, 0),
+    };
+    let path = address.split_once('/').map_or("", |(_, path)| path);
+    let segments = path.split('/').filter(|s| !s.is_empty()).count().min(1023) as u32;
+    let length = url.len().min((1 << 19) - 1) as u32;
+    scheme << 30 | query << 29 | segments << 19 | length
+}
+
+fn is_numeric(data_type: &DataType) -> bool {
+    data_type.is_integer()
+        || matches!(
+            data_type,
+            DataType::Float32
+                | DataType::Float64
+                | DataType::Timestamp(..)
+                | DataType::Date32
+                | DataType::Date64
+        )
+}
+
+/// An integer column's values as counts of one word (None for nulls), for
+/// `longest`: below zero as zero, beyond the word as the most it holds
+/// below [`NO_VALUE`] (a page of 4 GiB of text ties with a longer one, and
+/// the id decides).
+fn counts(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<Option<u32>>> {
+    const MOST: u32 = NO_VALUE - 1;
+    fn signed(v: i64) -> Option<u32> {
+        Some(v.clamp(0, i64::from(MOST)) as u32)
+    }
+    fn unsigned(v: u64) -> Option<u32> {
+        Some(v.min(u64::from(MOST)) as u32)
+    }
+    macro_rules! map {
+        ($t:ty, $f:expr) => {
+            column
+                .as_primitive::<$t>()
+                .iter()
+                .map(|v| v.and_then($f))
+                .collect()
+        };
+    }
+    Ok(match column.data_type() {
+        DataType::Int8 => map!(Int8Type, |v| signed(v.into())),
+        DataType::Int16 => map!(Int16Type, |v| signed(v.into())),
+        DataType::Int32 => map!(Int32Type, |v| signed(v.into())),
+        DataType::Int64 => map!(Int64Type, signed),
+        DataType::UInt8 => map!(UInt8Type, |v| unsigned(v.into())),
+        DataType::UInt16 => map!(UInt16Type, |v| unsigned(v.into())),
+        DataType::UInt32 => map!(UInt32Type, |v| unsigned(v.into())),
+        DataType::UInt64 => map!(UInt64Type, unsigned),
+        other => bail!("{location}: column `{name}` has type {other}, expected an integer"),
+    })
+}
+
+/// A numeric column's values as unsigned words in the same order (None
+/// for nulls and NaN); timestamps and dates in microseconds, whatever
+/// their unit.
+fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<Option<u64>>> {
+    fn signed(v: i64) -> u64 {
+        (v as u64) ^ (1 << 63)
+    }
+    fn float(v: f64) -> Option<u64> {
+        let bits = v.to_bits();
+        (!v.is_nan()).then_some(if bits >> 63 == 1 {
+            !bits
+        } else {
+            bits | 1 << 63
+        })
+    }
+    macro_rules! map {
+        ($t:ty, $f:expr) => {
+            column
+                .as_primitive::<$t>()
+                .iter()
+                .map(|v| v.and_then($f))
+                .collect()
+        };
+    }
+    Ok(match column.data_type() {
+        DataType::Int8 => map!(Int8Type, |v| Some(signed(v.into()))),
+        DataType::Int16 => map!(Int16Type, |v| Some(signed(v.into()))),
+        DataType::Int32 => map!(Int32Type, |v| Some(signed(v.into()))),
+        DataType::Int64 => map!(Int64Type, |v| Some(signed(v))),
+        DataType::UInt8 => map!(UInt8Type, |v| Some(v.into())),
+        DataType::UInt16 => map!(UInt16Type, |v| Some(v.into())),
+        DataType::UInt32 => map!(UInt32Type, |v| Some(v.into())),
+        DataType::UInt64 => map!(UInt64Type, Some),
+        DataType::Float32 => map!(Float32Type, |v: f32| float(v.into())),
+        DataType::Float64 => map!(Float64Type, float),
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            map!(TimestampSecondType, |v: i64| Some(signed(
+                v.saturating_mul(1_000_000)
+            )))
+        }
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            map!(TimestampMillisecondType, |v: i64| Some(signed(
+                v.saturating_mul(1_000)
+            )))
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            map!(TimestampMicrosecondType, |v| Some(signed(v)))
+        }
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+            map!(TimestampNanosecondType, |v: i64| Some(signed(
+                v.div_euclid(1_000)
+            )))
+        }
+        DataType::Date32 => {
+            map!(Date32Type, |v: i32| Some(signed(
+                i64::from(v) * 86_400_000_000
+            )))
+        }
+        DataType::Date64 => map!(Date64Type, |v: i64| Some(signed(v.saturating_mul(1_000)))),
+        other => bail!(
+            "{location}: column `{name}` has type {other}, expected a number, timestamp or date"
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float64Array, Int32Array, Int64Array, StringArray, TimestampSecondArray};
+    use std::sync::Arc;
+
+    #[test]
+    fn keys_parse_as_spelled_and_print_back() {
+        let spec = "corpus,earliest,latest,canonical-url,column:q:desc";
+        let order = KeepOrder::parse(spec).unwrap();
+        assert_eq!(order.to_string(), spec);
+        assert!(order.corpus_first());
+        assert_eq!(order.words(), 2 + 2 + 1 + 2);
+        assert_eq!(order.columns(), vec!["fetch_time", "url", "q"]);
+        assert_eq!(
+            KeepOrder::default_with_pages().to_string(),
+            "corpus,earliest,canonical-url"
+        );
+    }
+
+    #[test]
+    fn bad_keys_are_refused_with_the_key_named() {
+        for (spec, said) in [
+            ("earliest,nearest", "unknown key `nearest`"),
+            ("earliest,corpus", "corpus can only be the first key"),
+            ("earliest,earliest", "earliest is given twice"),
+            ("column:q", "column:NAME:asc or column:NAME:desc"),
+            ("column:q:up", "asc or desc, not `up`"),
+            ("column::asc", "column name is empty"),
+            (
+                "column:a:asc,column:b:asc,column:c:asc,column:d:asc,longest",
+                "more than 32",
+            ),
+        ] {
+            let error = KeepOrder::parse(spec).unwrap_err().to_string();
+            assert!(error.contains(said), "{spec}: {error}");
+        }
+    }
+
+    #[test]
+    fn canonical_urls_rank_by_scheme_then_query_then_segments_then_length() {
+        let ranked = [
+            "https://a.org/x/y",
+            "https://a.org/x/yy",
+            "https://a.org/x/y/z",
+            "https://a.org/x/y/z/",
+            "https://a.org/?s=1",
+            "http://a.org/",
+            "http://a.org/x?utm_source=feed",
+            "ftp://a.org/",
+            "a.org/x",
+        ];
+        let keys: Vec<u32> = ranked.iter().map(|url| canonical_url_key(url)).collect();
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{keys:?}");
+        assert!(canonical_url_key("https://a.org/x/y") < canonical_url_key("https://a.org/x/y/z"));
+        // A trailing slash or a fragment adds no segment; the scheme's case
+        // does not matter.
+        let segments = |url| canonical_url_key(url) >> 19 & 1023;
+        assert_eq!(segments("https://a.org/x/y/"), 2);
+        assert_eq!(segments("HTTPS://a.org/x/y#z/w"), 2);
+        assert_eq!(canonical_url_key("HTTPS://a.org/") >> 30, 0);
+        assert!(canonical_url_key(&format!("https://a.org/{}", "x".repeat(1 << 20))) < NO_VALUE);
+    }
+
+    #[test]
+    fn words_compare_as_the_keys_do_and_missing_values_come_last() {
+        let order = KeepOrder::parse("earliest,column:q:desc,canonical-url").unwrap();
+        let batch = RecordBatch::try_from_iter([
+            (
+                "fetch_time",
+                Arc::new(TimestampSecondArray::from(vec![
+                    Some(-5),
+                    Some(10),
+                    Some(10),
+                    Some(10),
+                    None,
+                ])) as ArrayRef,
+            ),
+            (
+                "q",
+                Arc::new(Float64Array::from(vec![
+                    Some(0.0),
+                    Some(-1.5),
+                    Some(2.5),
+                    Some(2.5),
+                    Some(9.0),
+                ])) as ArrayRef,
+            ),
+            (
+                "url",
+                Arc::new(StringArray::from(vec![
+                    None,
+                    Some("https://a/"),
+                    Some("http://a/"),
+                    Some("https://a/b"),
+                    Some("https://a/"),
+                ])) as ArrayRef,
+            ),
+        ])
+        .unwrap();
+        let mut words = Vec::new();
+        order.encode(&batch, "t", &mut words).unwrap();
+        let rows: Vec<&[u32]> = words.chunks(order.words()).collect();
+        // Earliest first (a time before 1970 included); then the greatest q;
+        // then https, fewer segments; a page with no time last.
+        let expected_order = [0, 3, 2, 1, 4];
+        let mut sorted: Vec<usize> = (0..5).collect();
+        sorted.sort_by_key(|&r| rows[r]);
+        assert_eq!(sorted, expected_order);
+        assert_eq!(rows[0][4], NO_VALUE, "a null URL has no value");
+        assert!(rows[4][..2].iter().all(|&w| w == NO_VALUE));
+    }
+
+    #[test]
+    fn every_numeric_type_orders_as_its_values() {
+        let order = KeepOrder::parse("column:v:asc").unwrap();
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![i32::MIN, -1, 0, 7, i32::MAX])),
+            Arc::new(Int64Array::from(vec![i64::MIN, -1, 0, 7, i64::MAX])),
+            Arc::new(Float64Array::from(vec![
+                f64::NEG_INFINITY,
+                -1.0,
+                0.0,
+                7.5,
+                f64::INFINITY,
+            ])),
+        ];
+        for column in columns {
+            let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
+            let mut words = Vec::new();
+            order.encode(&batch, "t", &mut words).unwrap();
+            let rows: Vec<&[u32]> = words.chunks(2).collect();
+            assert!(rows.windows(2).all(|w| w[0] < w[1]), "{rows:?}");
+            assert!(rows.iter().all(|row| row != &[NO_VALUE, NO_VALUE]));
+        }
+        let nan = RecordBatch::try_from_iter([(
+            "v",
+            Arc::new(Float64Array::from(vec![f64::NAN])) as ArrayRef,
+        )])
+        .unwrap();
+        let mut words = Vec::new();
+        order.encode(&nan, "t", &mut words).unwrap();
+        assert_eq!(words, vec![NO_VALUE, NO_VALUE], "NaN is no value");
+    }
+
+    #[test]
+    fn longest_takes_one_word_the_most_text_first() {
+        let order = KeepOrder::parse("longest").unwrap();
+        assert_eq!(order.words(), 1);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int32Array::from(vec![
+                Some(9),
+                Some(3),
+                Some(0),
+                Some(-4),
+                None,
+            ])),
+            Arc::new(arrow_array::UInt64Array::from(vec![
+                Some(u64::MAX),
+                Some(3),
+                Some(0),
+                Some(0),
+                None,
+            ])),
+        ];
+        for column in columns {
+            let batch = RecordBatch::try_from_iter([("n_chars", column)]).unwrap();
+            let mut words = Vec::new();
+            order.encode(&batch, "t", &mut words).unwrap();
+            assert!(words[..3].windows(2).all(|w| w[0] < w[1]), "{words:?}");
+            assert_eq!(words[2], words[3], "below zero counts as zero");
+            assert!(words[3] < NO_VALUE);
+            assert_eq!(words[4], NO_VALUE, "a null comes last");
+        }
+        let error = order
+            .check_column("p.parquet", "n_chars", &DataType::Float64)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("--keep-by longest needs an integer"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_column_of_the_wrong_type_is_named() {
+        let order = KeepOrder::parse("column:q:asc,canonical-url").unwrap();
+        let error = order
+            .check_column("pages.parquet", "q", &DataType::Utf8)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("pages.parquet: column `q` has type Utf8"),
+            "{error}"
+        );
+        assert!(order.check_column("p", "url", &DataType::Int64).is_err());
+        assert!(order.check_column("p", "url", &DataType::Utf8View).is_ok());
+        assert!(order.check_column("p", "q", &DataType::Int8).is_ok());
+    }
+}

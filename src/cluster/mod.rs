@@ -1,0 +1,955 @@
+//! The `cluster` command as a library call: pairs in, clusters and the
+//! keep/drop list out.
+//!
+//! The workers of a process stream their shares of the pairs' row groups
+//! into one union-find ([`crate::cluster::components`]) and split its components
+//! among themselves; the components of different processes are joined
+//! where they share pages (see [`crate::cluster::join`]). A cluster
+//! one worker holds whole is counted and its drops chosen there
+//! ([`crate::cluster::local_clusters`]); the
+//! pages (and under `--drop-policy direct` the pairs) of a joined cluster
+//! go to its owner, a hash of the representative, which does the same
+//! ([`crate::cluster::cluster_owner`]). The rows go to their part's writer as runs sorted
+//! by id (see [`crate::cluster::part_runs`]), merged as `clusters/` and `drop/` are
+//! written; worker 0 commits once every worker has reported.
+//!
+//! **Reading.** The pairs' row groups are spread over the processes
+//! balanced by rows; a process's workers each take the next, largest first,
+//! as they finish the last, and stream it into the union-find 64Ki pairs at
+//! a time. A local row group over a quarter of a worker's share of the
+//! pairs (and over 64Ki rows) is cut into pieces of about that size: pyarrow
+//! writes a 1M-pair file as one row group and Spark cuts at 128 MB, and such
+//! a file read whole would leave every worker but one idle. A process
+//! decodes a row group's pieces with one reader, from which its workers take
+//! batches in turn. Row groups in an object store are not cut: each piece
+//! would fetch all of it.
+//!
+//! The union-find's id table is sized before any pair is added: each
+//! worker estimates the distinct pages per pair in up to 1Mi pairs of its
+//! first row group (linear counting), scaled to the process's pairs, plus a
+//! tenth. Under `--drop-policy direct` the pairs are also logged as page
+//! numbers, 9 bytes a pair, for the drop sweep; under `component` nothing
+//! per pair is kept.
+//!
+//! `cluster` (and `run`) set mimalloc's purge delay to 250 ms instead of
+//! 1 s (`main.rs`): each step frees buffers of one size as the next
+//! allocates others, and held for a second they count twice in the peak.
+
+pub mod cluster_owner;
+pub mod components;
+pub mod drop_policy;
+pub mod drop_urls;
+pub mod join;
+pub mod keep_order;
+pub mod local_clusters;
+pub mod part_runs;
+pub mod part_writer;
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::core::OkErr;
+use timely::dataflow::operators::{Concat, Input};
+
+use crate::cluster::cluster_owner::ClusterOwner;
+use crate::cluster::components::{
+    mix, Components, GraphWriter, KeyWriter, Page, SharedGraph, MAX_PROCESS_PAGES,
+};
+use crate::cluster::drop_policy::{DropPolicy, PairLog};
+use crate::cluster::drop_urls::attach_urls;
+use crate::cluster::join::{
+    after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, seen_twice,
+    shared_sightings, sightings, FilterChunk, SharedFilter, SharedPages, Sighting,
+};
+use crate::cluster::keep_order::{KeepOrder, URL};
+use crate::cluster::local_clusters::{Routed, Router, RouterInput};
+use crate::cluster::part_runs::{
+    owner_run, router_run, DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice,
+};
+use crate::cluster::part_writer::{PartRow, SortedPart};
+use crate::exec::parallel::lock;
+use crate::exec::parallel::{share_of_process, Tickets};
+use crate::exec::progress::human;
+use crate::exec::runtime::Failure;
+use crate::exec::runtime::{self, RuntimeOptions};
+use crate::io::commit::{
+    await_outcome, commit_staging, gather_and_commit, report_when_done, FinalStage, Merge,
+    OutcomeSlot, Report,
+};
+use crate::io::parquet::input::{
+    into_pieces, open_pair_inputs, PairNeeds, PairRow, PairUnit, SharedRowGroup,
+};
+use crate::io::parquet::output::{part_name, Staging};
+use crate::io::parquet::pages::{is_string, PagesTable};
+
+/// Representatives of oversized clusters listed in `_summary.json`.
+const LISTED_OVERSIZED: usize = 1000;
+
+/// Options of `neardup cluster`.
+#[derive(Clone, Debug)]
+pub struct ClusterJobOptions {
+    /// `match` outputs: directories, files or globs.
+    pub pairs: Vec<String>,
+    pub out: PathBuf,
+    /// Which page of a cluster is kept ([`crate::cluster::keep_order`]).
+    pub keep_by: KeepOrder,
+    /// The pages table the keys are read from (`--pages`): files,
+    /// directories or globs; none for an order by corpus and id alone.
+    pub pages: Vec<String>,
+    /// How pages are chosen for `drop/`.
+    pub drop_policy: DropPolicy,
+    /// Warn about clusters with more pages than this.
+    pub max_cluster_size: u64,
+    pub parts: usize,
+    pub runtime: RuntimeOptions,
+    pub overwrite: bool,
+}
+
+impl ClusterJobOptions {
+    /// Options with the CLI's defaults.
+    pub fn new(pairs: Vec<String>, out: PathBuf) -> ClusterJobOptions {
+        ClusterJobOptions {
+            pairs,
+            out,
+            keep_by: KeepOrder::default(),
+            pages: Vec::new(),
+            drop_policy: DropPolicy::default(),
+            max_cluster_size: 1000,
+            parts: 1,
+            runtime: RuntimeOptions::default(),
+            overwrite: false,
+        }
+    }
+}
+
+/// What the workers found, summed over all of them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ClusterTotals {
+    pub pairs: u64,
+    pub pages: u64,
+    pub clusters: u64,
+    pub dropped: u64,
+    pub largest: u64,
+    /// `histogram[b]`: clusters of size in `(2^(b-1), 2^b]`.
+    pub histogram: Vec<u64>,
+    /// `(size, representative)` of clusters above `max_cluster_size`.
+    pub oversized: Vec<(u64, i64)>,
+}
+
+impl Merge for ClusterTotals {
+    fn merge(&mut self, other: Self) {
+        self.pairs += other.pairs;
+        self.pages += other.pages;
+        self.clusters += other.clusters;
+        self.dropped += other.dropped;
+        self.largest = self.largest.max(other.largest);
+        if self.histogram.len() < other.histogram.len() {
+            self.histogram.resize(other.histogram.len(), 0);
+        }
+        for (b, n) in other.histogram.into_iter().enumerate() {
+            self.histogram[b] += n;
+        }
+        self.oversized.extend(other.oversized);
+    }
+}
+
+/// One bucket of the cluster-size distribution.
+#[derive(Debug, Serialize)]
+pub struct SizeBucket {
+    pub min_size: u64,
+    pub max_size: u64,
+    pub clusters: u64,
+}
+
+/// A cluster above `--max-cluster-size`.
+#[derive(Debug, Serialize)]
+pub struct Oversized {
+    pub cluster_id: i64,
+    pub size: u64,
+}
+
+/// What a run did; written to `_summary.json`.
+#[derive(Debug, Serialize)]
+pub struct ClusterSummary {
+    pub inputs: Vec<String>,
+    /// The keys of `--keep-by`, in order (then the smallest id).
+    pub keep_by: Vec<String>,
+    /// The pages table, if one was read.
+    pub pages_table: Vec<String>,
+    /// Rows of the pages table, read by each process.
+    pub pages_table_rows: u64,
+    /// Whether `drop/` has `url` and `keep_url`.
+    pub drop_urls: bool,
+    pub corpus_wins: bool,
+    pub drop_policy: DropPolicy,
+    pub workers: usize,
+    pub processes: usize,
+    pub parts: usize,
+    pub pairs: u64,
+    pub pages: u64,
+    pub clusters: u64,
+    pub dropped: u64,
+    pub largest_cluster: u64,
+    pub size_histogram: Vec<SizeBucket>,
+    pub max_cluster_size: u64,
+    pub oversized_clusters: u64,
+    /// The largest oversized clusters (at most 1000), largest first.
+    pub oversized: Vec<Oversized>,
+    pub seconds: f64,
+}
+
+impl ClusterSummary {
+    /// The one line printed at the end of a run.
+    pub fn line(&self, out: &std::path::Path) -> String {
+        format!(
+            "clustered {} pages from {} pairs into {} clusters (largest {}, {} above {}) in {:.2}s: {} to drop -> {}",
+            human(self.pages as f64),
+            human(self.pairs as f64),
+            self.clusters,
+            self.largest_cluster,
+            self.oversized_clusters,
+            self.max_cluster_size,
+            self.seconds,
+            self.dropped,
+            out.display()
+        )
+    }
+}
+
+/// Runs `cluster` end to end; on a cluster every process calls this.
+pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
+    let started = Instant::now();
+    opts.runtime.validate()?;
+    if opts.parts == 0 {
+        bail!("--parts must be at least 1");
+    }
+    let direct = opts.drop_policy == DropPolicy::Direct;
+    let keep = &opts.keep_by;
+    let needs = PairNeeds {
+        self_pair: keep.corpus_first(),
+        distance: direct,
+    };
+    let peers = opts.runtime.workers * opts.runtime.processes;
+    let pages = open_pages(opts)?.map(Arc::new);
+    let units = into_pieces(open_pair_inputs(&opts.pairs, needs)?, peers);
+    let staging = match opts.runtime.is_leader() {
+        true => {
+            let staging = Staging::create(&opts.out, opts.overwrite)?;
+            staging.remove_on_abort();
+            for sub in ["clusters", "drop"] {
+                let dir = staging.dir().join(sub);
+                std::fs::create_dir(&dir)
+                    .with_context(|| format!("{}: cannot create", dir.display()))?;
+            }
+            Some(staging)
+        }
+        false => None,
+    };
+    let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
+    let drop_urls = pages.as_ref().is_some_and(|table| table.has_optional(0));
+    let (commit, written) = {
+        let opts = opts.clone();
+        commit_staging(staging, move |totals: &ClusterTotals| {
+            summarize(&opts, totals, started, pages_rows, drop_urls)
+        })
+    };
+    let dir = Staging::dir_for(&opts.out)?;
+    let failure = Arc::new(Failure::default());
+    let outcome = Arc::new(OutcomeSlot::default());
+    let total_pairs: u64 = units.iter().map(|unit| unit.rows as u64).sum();
+    let process_units = ProcessUnits::of(units, &opts.runtime);
+    let process_graph = SharedGraph::new(keep.corpus_first(), opts.runtime.workers, keep.words());
+    let page_units = Tickets::new(pages.as_ref().map_or(0, |table| table.units()));
+    let job = Arc::new((
+        process_units,
+        opts.clone(),
+        dir,
+        process_graph,
+        (pages, page_units),
+    ));
+    let guards = {
+        let (failure, outcome) = (failure.clone(), outcome.clone());
+        runtime::execute(&opts.runtime, move |worker| {
+            let (me, peers) = (worker.index(), worker.peers());
+            let (units, opts, dir, process_graph, (pages, page_units)) = &*job;
+            let filter = SharedFilter::new(total_pairs, peers, opts.runtime.processes);
+            let parts = opts.parts;
+            let state = Rc::new(RefCell::new(Report::<ClusterTotals>::new(me)));
+            let graph = Rc::new(RefCell::new(Components::default()));
+            let direct_share = Rc::new(RefCell::new(None));
+            let threads = Rc::new(std::cell::Cell::new(1));
+            let by_id = Rc::new(RefCell::new(Vec::new()));
+            let expected_sightings = Rc::new(std::cell::Cell::new(0));
+            let mut input = worker.dataflow::<u64, _, _>(|scope| {
+                let (input, bitmaps) = scope.new_input::<Vec<FilterChunk>>();
+                let twice = seen_twice(bitmaps, peers);
+                let sighted = {
+                    let (graph, by_id) = (graph.clone(), by_id.clone());
+                    let expected = expected_sightings.clone();
+                    shared_sightings(twice, filter, peers, move |twice, give| {
+                        let (components, by_id) = (graph.borrow(), by_id.borrow());
+                        let passing = filter.passing(twice, &by_id);
+                        let mine: Vec<Sighting> =
+                            sightings(&components, passing, me as u32).collect();
+                        expected.set(mine.len());
+                        mine.into_iter().for_each(give);
+                    })
+                };
+                let joins = find_shared(sighted, peers, expected_sightings.clone());
+                let shared = Rc::new(RefCell::new(SharedPages::default()));
+                let links = describe_joined(joins, graph.clone(), shared.clone());
+                let resolved = join_at_worker_zero(links);
+                let routed = {
+                    let (graph, direct_share, state) =
+                        (graph.clone(), direct_share.clone(), state.clone());
+                    let (by_id, threads) = (by_id.clone(), threads.clone());
+                    let shared = shared.clone();
+                    let (policy, max_size) = (opts.drop_policy, opts.max_cluster_size);
+                    after_joins(resolved, "RoutePages", move |joined| {
+                        let started = Instant::now();
+                        let components = std::mem::take(&mut *graph.borrow_mut());
+                        let pages = components.len();
+                        let mut router = Router::new(RouterInput {
+                            worker: me as u32,
+                            components,
+                            by_id: std::mem::take(&mut *by_id.borrow_mut()),
+                            joined,
+                            shared: std::mem::take(&mut *shared.borrow_mut()),
+                            direct: direct_share.borrow_mut().take(),
+                            threads: threads.get(),
+                            policy,
+                            parts,
+                            peers,
+                            max_size,
+                        });
+                        move |give: &mut dyn FnMut(Routed)| {
+                            if router.next_slice(give) {
+                                return true;
+                            }
+                            let totals = std::mem::take(&mut router.totals);
+                            state.borrow_mut().body.merge(totals);
+                            tracing::info!(
+                                pages,
+                                seconds = started.elapsed().as_secs_f64(),
+                                rss_mib = ?crate::exec::logging::resident_mib(),
+                                "pages routed"
+                            );
+                            false
+                        }
+                    })
+                };
+                let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
+                let owner = ClusterOwner {
+                    run: owner_run(me as u32),
+                    parts,
+                    state: state.clone(),
+                    failure: failure.clone(),
+                };
+                let rows = owner.rows(to_owners).concat(decided);
+                let processes = opts.runtime.processes;
+                let urls_from = pages.clone().filter(|_| drop_urls);
+                let writer = PartWriter::new(dir, me, peers, processes, parts, urls_from);
+                let reports = report_when_done(
+                    rows,
+                    Exchange::new(move |slice: &RunSlice| {
+                        writer_of(slice.part as usize, slice.rows.kind(), peers) as u64
+                    }),
+                    "WriteParts",
+                    state.clone(),
+                    failure.clone(),
+                    writer,
+                );
+                gather_and_commit(reports, me, peers, commit.clone(), outcome.clone());
+                input
+            });
+            let local_started = Instant::now();
+            let mut pairs = direct.then(PairLog::default);
+            let local = me % opts.runtime.workers;
+            if let Err(error) = add_pairs(process_graph, local, units, &mut pairs, &state) {
+                state.borrow_mut().fail(error, &failure);
+            }
+            tracing::info!(
+                worker = me,
+                pages = process_graph.pages(),
+                seconds = local_started.elapsed().as_secs_f64(),
+                rss_mib = ?crate::exec::logging::resident_mib(),
+                "pairs read into the process's union-find"
+            );
+            if let Some(table) = pages.as_ref().filter(|_| opts.keep_by.words() > 0) {
+                let keep = &opts.keep_by;
+                let written = process_graph
+                    .write_keys(local, |writer| write_keys(table, keep, page_units, writer));
+                if let Err(error) = written {
+                    state.borrow_mut().fail(error, &failure);
+                }
+                tracing::info!(
+                    worker = me,
+                    seconds = local_started.elapsed().as_secs_f64(),
+                    rss_mib = ?crate::exec::logging::resident_mib(),
+                    "keys of pages read"
+                );
+            }
+            // Every local worker comes here, even after a failure: the
+            // others wait for it.
+            let share = process_graph.split(local, pairs);
+            tracing::info!(
+                worker = me,
+                pages = share.by_id.len(),
+                seconds = local_started.elapsed().as_secs_f64(),
+                rss_mib = ?crate::exec::logging::resident_mib(),
+                "components split among the process's workers"
+            );
+            for chunk in filter.chunks(&share.by_id, peers) {
+                input.send(chunk);
+            }
+            *graph.borrow_mut() = share.components;
+            *by_id.borrow_mut() = share.by_id;
+            *direct_share.borrow_mut() = share.direct;
+            threads.set(share.threads);
+            drop(input);
+            while worker.step_or_park(None) {}
+        })?
+    };
+    let totals = await_outcome(guards, &failure, &outcome)?;
+    if let Some(summary) = lock(&written).take() {
+        return Ok(summary);
+    }
+    Ok(summarize(opts, &totals, started, pages_rows, drop_urls))
+}
+
+/// The pair units one process reads: placed among processes balanced by rows,
+/// and taken by the process's workers one at a time, largest first, as each
+/// finishes the last. Handed out statically (round robin), one worker may
+/// read more rows than another, and whichever worker the VM slows holds the
+/// others up at the split. A unit's rows come from its row group's
+/// [`SharedRowGroup`]: pieces of one row group are decoded by one reader.
+struct ProcessUnits {
+    /// Largest first.
+    units: Vec<PairUnit>,
+    /// Each unit's row group in `groups`.
+    group_of: Vec<usize>,
+    groups: Vec<SharedRowGroup>,
+    tickets: Tickets,
+}
+
+impl ProcessUnits {
+    fn of(units: Vec<PairUnit>, runtime: &RuntimeOptions) -> ProcessUnits {
+        let rows: Vec<u64> = units.iter().map(|unit| unit.rows as u64).collect();
+        let units: Vec<PairUnit> = share_of_process(&rows, runtime.processes, runtime.process)
+            .into_iter()
+            .map(|u| units[u].clone())
+            .collect();
+        let (groups, group_of) = SharedRowGroup::of_pieces(&units);
+        ProcessUnits {
+            tickets: Tickets::new(units.len()),
+            units,
+            group_of,
+            groups,
+        }
+    }
+
+    /// The next unit, for whichever worker asks: its rows are then taken
+    /// a batch or a few at a time ([`UnitRows`]).
+    fn next_unit(&self) -> Option<UnitRows<'_>> {
+        let u = self.tickets.take()?;
+        Some(UnitRows {
+            group: &self.groups[self.group_of[u]],
+            left: self.units[u].rows,
+        })
+    }
+
+    fn pairs(&self) -> usize {
+        self.units.iter().map(|unit| unit.rows).sum()
+    }
+}
+
+/// A unit's rows not yet taken. A worker streams them into the union-find a
+/// batch at a time: held whole, a unit's rows and the ids and pages made of
+/// them would each be written and read again out of the cache. Only the first
+/// unit's sample is held whole, to size the union-find.
+struct UnitRows<'a> {
+    group: &'a SharedRowGroup,
+    left: usize,
+}
+
+impl UnitRows<'_> {
+    /// Replaces `rows` with whole batches of the unit's rows, at least
+    /// `rows_wanted` of them unless the unit runs out first; false once
+    /// none are left (other workers may have taken the last of a shared
+    /// row group's).
+    fn take(&mut self, rows_wanted: usize, rows: &mut Vec<PairRow>) -> Result<bool> {
+        rows.clear();
+        if self.left > 0 {
+            self.group.take(rows_wanted.min(self.left), rows)?;
+            self.left = self.left.saturating_sub(rows.len());
+        }
+        Ok(!rows.is_empty())
+    }
+}
+
+/// Opens the pages table of `--pages`, with the columns the keys need and
+/// `url` where it has one; checks that the keys and the table go together.
+fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
+    let keep = &opts.keep_by;
+    if opts.pages.is_empty() {
+        if keep.words() > 0 {
+            bail!("--keep-by {keep} reads the pages table: give it with --pages");
+        }
+        return Ok(None);
+    }
+    let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
+        keep.check_column(file, column, data_type)
+    };
+    let table = PagesTable::open(&opts.pages, &keep.columns(), check, &[URL], is_string)?;
+    Ok(Some(table))
+}
+
+/// Reads the pages table's row groups, as many as this worker gets to,
+/// and writes the keys of the rows that are pages of the graph.
+fn write_keys(
+    table: &PagesTable,
+    keep: &KeepOrder,
+    units: &Tickets,
+    writer: &mut KeyWriter<'_>,
+) -> Result<()> {
+    let mut keys = Vec::new();
+    while let Some(unit) = units.take() {
+        table.read_unit(unit, |ids, batch, location| {
+            keys.clear();
+            keep.encode(batch, location, &mut keys)?;
+            writer.write(ids, &keys);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Rows of a worker's first unit that size the union-find: enough for the
+/// count of distinct ids to see pages repeat as the whole graph does.
+const SAMPLE_ROWS: usize = 1 << 20;
+
+/// Reads row groups of its process (`units`, as many as this worker gets
+/// to) into the process's union-find (`worker` its index in the process),
+/// and under the direct policy their pairs into `log` as page numbers. The
+/// union-find is sized from every worker's first rows before any pair is
+/// added.
+fn add_pairs(
+    graph: &SharedGraph,
+    worker: usize,
+    units: &ProcessUnits,
+    log: &mut Option<PairLog>,
+    state: &RefCell<Report<ClusterTotals>>,
+) -> Result<()> {
+    let mut rows = Vec::new();
+    let mut unit = units.next_unit();
+    let sampled = match unit.as_mut() {
+        Some(first) => first.take(SAMPLE_ROWS, &mut rows),
+        None => Ok(false),
+    };
+    let (estimate, range) = match sampled {
+        Ok(true) => (expected_pages(&rows, units.pairs()), id_range(&rows)),
+        _ => (0, None),
+    };
+    // Every worker prepares, even one with nothing to read or a bad file:
+    // the others wait for it.
+    graph.prepare(worker, estimate, range);
+    sampled?;
+    let mut adder = PairAdder {
+        graph,
+        writer: graph.writer(),
+        ends: Vec::new(),
+        share: units.pairs().div_ceil(graph.workers()),
+    };
+    let mut add = |rows: &[PairRow], group: &SharedRowGroup| -> Result<()> {
+        state.borrow_mut().body.pairs += rows.len() as u64;
+        rows.chunks(BATCH_PAIRS)
+            .try_for_each(|batch| adder.add(batch, group, log.as_mut()))
+    };
+    // `rows` holds the first unit's sample; later units start empty.
+    while let Some(mut reading) = unit {
+        let mut read = 0;
+        loop {
+            read += rows.len();
+            add(&rows, reading.group)?;
+            if !reading.take(1, &mut rows)? {
+                break;
+            }
+        }
+        tracing::debug!(worker, rows = read, "pair unit read");
+        rows.clear();
+        unit = units.next_unit();
+    }
+    Ok(())
+}
+
+/// Pairs interned and linked at a time: the ids and pages made of them
+/// stay in the cache.
+const BATCH_PAIRS: usize = 1 << 16;
+
+/// One worker's adding of pairs to its process's union-find.
+struct PairAdder<'a> {
+    graph: &'a SharedGraph,
+    writer: GraphWriter<'a>,
+    /// A batch's pages, two per pair.
+    ends: Vec<Page>,
+    /// An even share of the process's pairs: the first chunk of the pair
+    /// log has room for that many, later ones for an eighth of it.
+    share: usize,
+}
+
+impl PairAdder<'_> {
+    fn add(
+        &mut self,
+        batch: &[PairRow],
+        group: &SharedRowGroup,
+        log: Option<&mut PairLog>,
+    ) -> Result<()> {
+        let held = self.graph.pages();
+        // Every worker of the process may be adding a batch as large.
+        if held + 2 * batch.len() * self.graph.workers() >= MAX_PROCESS_PAGES {
+            bail!(
+                "{}: a process would hold more than 2^31 pages ({held} so far): run on more processes",
+                group.path()
+            );
+        }
+        let pairs = batch
+            .iter()
+            .map(|r| (r.query, r.corpus, r.corpus_in_corpus));
+        self.writer.add_pairs(pairs, &mut self.ends);
+        if let Some(log) = log {
+            let chunk = if log.is_empty() {
+                self.share
+            } else {
+                self.share / 8
+            };
+            log.make_room(batch.len(), chunk.max(1));
+            log.extend(&self.ends, batch.iter().map(|r| r.distance));
+        }
+        Ok(())
+    }
+}
+
+/// The least and greatest id of some pairs (none if there are none).
+fn id_range(rows: &[PairRow]) -> Option<(i64, i64)> {
+    let ids = rows.iter().flat_map(|r| [r.query, r.corpus]);
+    let least = ids.clone().min()?;
+    Some((least, ids.max()?))
+}
+
+/// The pages a process will likely see in all, from a worker's first row
+/// group: as many per pair as the row group has distinct pages (dense
+/// graphs see fewer later, as pages repeat), and a tenth more. The
+/// distinct pages are counted by linear counting (Whang, Vander-Zanden and
+/// Taylor, 1990) in a bitmap of four bits per id: accurate to a percent or
+/// two here, in one pass over the ids.
+fn expected_pages(first: &[PairRow], process_pairs: usize) -> usize {
+    let bits = (8 * first.len()).next_power_of_two().max(64);
+    let mut bitmap = vec![0u64; bits / 64];
+    for id in first.iter().flat_map(|r| [r.query, r.corpus]) {
+        let bit = (mix(id) >> (64 - bits.trailing_zeros())) as usize;
+        bitmap[bit / 64] |= 1 << (bit % 64);
+    }
+    let empty: u32 = bitmap.iter().map(|word| word.count_zeros()).sum();
+    let distinct = bits as f64 * (bits as f64 / f64::from(empty.max(1))).ln();
+    let per_pair = distinct / first.len().max(1) as f64;
+    (per_pair * process_pairs as f64 * 1.1) as usize
+}
+
+/// The part a page's rows go to: a hash of its id, so parts do not depend
+/// on the number of workers, and a giant cluster's rows are spread over
+/// every part (and writer) rather than all in one.
+pub(crate) fn placement_part(id: i64, parts: usize) -> u32 {
+    owner_of(id, parts)
+}
+
+/// The worker that writes part `part`'s file of `kind`: `clusters/` part
+/// `p` falls to worker `p % peers` and `drop/` part `p` to the worker half
+/// the workers further on, so that the two files of a part are written at
+/// once (with the default single part, by two workers instead of one) and
+/// with as many parts as workers each writes one file of each kind.
+fn writer_of(part: usize, kind: RowKind, peers: usize) -> usize {
+    match kind {
+        RowKind::Members => part % peers,
+        RowKind::Drops => (part + peers / 2) % peers,
+    }
+}
+
+/// The `clusters/` and `drop/` parts one worker writes, each from the runs
+/// of every producer that may give it rows, written as they come.
+struct PartWriter {
+    worker: usize,
+    members: Vec<Option<StreamedPart<MemberRow>>>,
+    drops: Vec<Option<StreamedPart<DropRow>>>,
+    /// The pages table `drop/`'s URLs are read from, if it has them.
+    urls_from: Option<Arc<PagesTable>>,
+    /// Threads that read it: the process's workers, idle once routed.
+    threads: usize,
+    /// Time spent writing, while the rows came and after.
+    writing: std::time::Duration,
+}
+
+/// A part being written: its runs' merge and its file.
+struct StreamedPart<T: PartRow> {
+    merge: RunMerge<T>,
+    file: SortedPart<T>,
+    /// Where the part goes once placed.
+    path: PathBuf,
+}
+
+impl<T: PartRow> StreamedPart<T> {
+    /// A part written to `path`, or with `local` to a plain file beside it
+    /// read again before it is placed ([`crate::cluster::drop_urls`]).
+    fn new(path: PathBuf, producers: &[u32], local: bool) -> StreamedPart<T> {
+        let merge = RunMerge::new(producers.iter().copied());
+        let file = match local {
+            true => SortedPart::new_local(local_name(&path)),
+            false => SortedPart::new(path.clone()),
+        };
+        StreamedPart { merge, file, path }
+    }
+
+    /// Takes in a slice of producer `run` and writes what it lets through.
+    fn add(&mut self, run: u32, seq: u32, rows: Vec<T>, last: bool) -> Result<()> {
+        self.merge.add(run, seq, rows, last)?;
+        self.file.write_from(&mut self.merge)
+    }
+
+    /// Parts `0..parts` of folder `folder` of `dir`, those that `ours`
+    /// keeps being written here.
+    fn all(
+        dir: &Path,
+        folder: &str,
+        parts: usize,
+        ours: impl Fn(usize) -> bool,
+        producers: &[u32],
+        local: bool,
+    ) -> Vec<Option<StreamedPart<T>>> {
+        (0..parts)
+            .map(|p| {
+                let path = dir.join(folder).join(part_name(p));
+                ours(p).then(|| StreamedPart::new(path, producers, local))
+            })
+            .collect()
+    }
+
+    /// The part `p` of `parts`, if this worker writes it.
+    fn of(parts: &mut [Option<StreamedPart<T>>], p: usize) -> Result<&mut StreamedPart<T>> {
+        match parts.get_mut(p) {
+            Some(Some(part)) => Ok(part),
+            _ => bail!("rows of part {p} came to a worker that does not write it (internal error)"),
+        }
+    }
+
+    fn finish(self) -> Result<u64> {
+        let StreamedPart {
+            mut merge, file, ..
+        } = self;
+        file.finish(&mut merge)
+    }
+}
+
+/// The plain file a part is first written to when it is read again before
+/// it is placed: a hidden name beside it, never uploaded.
+fn local_name(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{}.plain", name.unwrap_or_default()))
+}
+
+impl PartWriter {
+    /// The writer of worker `worker` of `peers` in `processes` processes,
+    /// over `parts` parts in `dir`. Every worker's router gives rows to
+    /// every part; the owners of joined clusters only on several processes
+    /// (on one, no cluster is joined: waiting for the owners' ends, which
+    /// come after all the routing, would hold every row until then).
+    fn new(
+        dir: &Path,
+        worker: usize,
+        peers: usize,
+        processes: usize,
+        parts: usize,
+        urls_from: Option<Arc<PagesTable>>,
+    ) -> PartWriter {
+        let producers: Vec<u32> = (0..peers as u32)
+            .flat_map(|w| match processes {
+                1 => vec![router_run(w)],
+                _ => vec![router_run(w), owner_run(w)],
+            })
+            .collect();
+        let ours = |kind| move |p: usize| writer_of(p, kind, peers) == worker;
+        let local = urls_from.is_some();
+        PartWriter {
+            worker,
+            members: StreamedPart::all(
+                dir,
+                "clusters",
+                parts,
+                ours(RowKind::Members),
+                &producers,
+                false,
+            ),
+            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &producers, local),
+            urls_from,
+            threads: peers / processes,
+            writing: std::time::Duration::ZERO,
+        }
+    }
+}
+
+impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
+    fn absorb(&mut self, slices: &mut Vec<RunSlice>) -> Result<()> {
+        let started = Instant::now();
+        for slice in slices.drain(..) {
+            let RunSlice {
+                part,
+                run,
+                seq,
+                last,
+                rows,
+            } = slice;
+            let p = part as usize;
+            match rows {
+                Rows::Members(rows) => {
+                    StreamedPart::of(&mut self.members, p)?.add(run, seq, rows, last)?
+                }
+                Rows::Drops(rows) => {
+                    StreamedPart::of(&mut self.drops, p)?.add(run, seq, rows, last)?
+                }
+            }
+        }
+        self.writing += started.elapsed();
+        Ok(())
+    }
+
+    /// Writes what is left of this worker's parts (empty ones included, so
+    /// the output always has all `--parts` files of each kind) and places
+    /// them.
+    fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
+        let started = Instant::now();
+        for part in std::mem::take(&mut self.members).into_iter().flatten() {
+            totals.pages += part.finish()?;
+        }
+        for part in std::mem::take(&mut self.drops).into_iter().flatten() {
+            let path = part.path.clone();
+            totals.dropped += part.finish()?;
+            if let Some(table) = &self.urls_from {
+                attach_urls(&local_name(&path), &path, table, self.threads)?;
+            }
+        }
+        tracing::info!(
+            worker = self.worker,
+            seconds = (self.writing + started.elapsed()).as_secs_f64(),
+            after_routing = started.elapsed().as_secs_f64(),
+            rss_mib = ?crate::exec::logging::resident_mib(),
+            "parts written"
+        );
+        Ok(())
+    }
+}
+
+/// Adds one cluster to the size counts of `totals`.
+pub(crate) fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
+    totals.clusters += 1;
+    totals.largest = totals.largest.max(size);
+    let bucket = (64 - (size.max(1) - 1).leading_zeros()) as usize;
+    if totals.histogram.len() <= bucket {
+        totals.histogram.resize(bucket + 1, 0);
+    }
+    totals.histogram[bucket] += 1;
+    if size > max_size {
+        totals.oversized.push((size, cluster));
+    }
+}
+
+fn summarize(
+    opts: &ClusterJobOptions,
+    totals: &ClusterTotals,
+    started: Instant,
+    pages_rows: u64,
+    drop_urls: bool,
+) -> ClusterSummary {
+    let mut oversized = totals.oversized.clone();
+    oversized.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let size_histogram = totals
+        .histogram
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(b, &n)| SizeBucket {
+            min_size: if b == 0 { 1 } else { (1u64 << (b - 1)) + 1 },
+            max_size: 1u64 << b,
+            clusters: n,
+        })
+        .collect();
+    if !oversized.is_empty() {
+        tracing::warn!(
+            "{} cluster(s) have more than {} pages (largest {}): chains of near-duplicates can join distant pages; their representatives are listed in _summary.json",
+            oversized.len(),
+            opts.max_cluster_size,
+            oversized[0].0
+        );
+    }
+    ClusterSummary {
+        inputs: opts.pairs.clone(),
+        keep_by: opts.keep_by.names(),
+        pages_table: opts.pages.clone(),
+        pages_table_rows: pages_rows,
+        drop_urls,
+        corpus_wins: opts.keep_by.corpus_first(),
+        drop_policy: opts.drop_policy,
+        workers: opts.runtime.workers,
+        processes: opts.runtime.processes,
+        parts: opts.parts,
+        pairs: totals.pairs,
+        pages: totals.pages,
+        clusters: totals.clusters,
+        dropped: totals.dropped,
+        largest_cluster: totals.largest,
+        size_histogram,
+        max_cluster_size: opts.max_cluster_size,
+        oversized_clusters: oversized.len() as u64,
+        oversized: oversized
+            .into_iter()
+            .take(LISTED_OVERSIZED)
+            .map(|(size, cluster_id)| Oversized { cluster_id, size })
+            .collect(),
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_file_has_one_writer_and_a_parts_two_files_are_written_apart() {
+        for peers in 1..=6 {
+            for parts in 1..=9 {
+                let mut files = vec![0usize; peers];
+                for p in 0..parts {
+                    let members = writer_of(p, RowKind::Members, peers);
+                    let drops = writer_of(p, RowKind::Drops, peers);
+                    assert!(members < peers && drops < peers);
+                    assert_eq!(members == drops, peers == 1, "{peers} {parts} {p}");
+                    files[members] += 1;
+                    files[drops] += 1;
+                }
+                // Files spread evenly: with as many parts as workers, one
+                // of each kind a worker.
+                let (most, least) = (files.iter().max(), files.iter().min());
+                assert!(
+                    most.unwrap() - least.unwrap() <= 2,
+                    "{peers} {parts} {files:?}"
+                );
+                if parts == peers {
+                    assert!(files.iter().all(|&n| n == 2), "{peers} {files:?}");
+                }
+            }
+        }
+    }
+}

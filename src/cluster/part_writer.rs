@@ -1,0 +1,409 @@
+//! Writing `cluster`'s parts: the rows of `clusters/` and `drop/`, merged
+//! from sorted runs, to Parquet files sorted by id (and `drop/` again with
+//! its pages' URLs), through the Parquet writer of [`crate::io::parquet::output`].
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+use arrow_array::{ArrayRef, Int64Array, Int8Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::cluster::part_runs::{DropRow, MemberRow, Row, RunMerge};
+use crate::io::parquet::output::{
+    ascending, write_parquet, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL, PART_CHUNK_ROWS,
+    ROW_GROUP_ROWS,
+};
+
+/// A row of a `cluster` output part: an id, another page's id and a
+/// third column, gathered column by column as rows come (each column's
+/// buffer then becomes its Arrow array without a copy).
+pub trait PartRow: Row + Copy {
+    type Third;
+    fn fields() -> Vec<Field>;
+    fn split(self) -> (i64, i64, Self::Third);
+    fn columns(ids: Vec<i64>, others: Vec<i64>, thirds: Vec<Self::Third>) -> Vec<ArrayRef>;
+}
+
+/// `clusters/`: `id`, `cluster_id` (the representative), `cluster_size`.
+impl PartRow for MemberRow {
+    type Third = i64;
+
+    fn fields() -> Vec<Field> {
+        ["id", "cluster_id", "cluster_size"]
+            .map(|name| Field::new(name, DataType::Int64, false))
+            .to_vec()
+    }
+
+    fn split(self) -> (i64, i64, i64) {
+        (self.0, self.1, i64::from(self.2))
+    }
+
+    fn columns(ids: Vec<i64>, clusters: Vec<i64>, sizes: Vec<i64>) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(Int64Array::from(clusters)),
+            Arc::new(Int64Array::from(sizes)),
+        ]
+    }
+}
+
+/// `drop/`: `id` to drop, `keep_id` the page kept in its place, and
+/// `distance` between the two when they are a pair (null under
+/// `--drop-policy component`, where they may only be chained).
+impl PartRow for DropRow {
+    type Third = Option<i8>;
+
+    fn fields() -> Vec<Field> {
+        vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("keep_id", DataType::Int64, false),
+            Field::new("distance", DataType::Int8, true),
+        ]
+    }
+
+    fn split(self) -> (i64, i64, Option<i8>) {
+        (self.0, self.1, self.2.map(|d| d as i8))
+    }
+
+    fn columns(ids: Vec<i64>, keeps: Vec<i64>, distances: Vec<Option<i8>>) -> Vec<ArrayRef> {
+        vec![
+            Arc::new(Int64Array::from(ids)),
+            Arc::new(Int64Array::from(keeps)),
+            Arc::new(Int8Array::from(distances)),
+        ]
+    }
+}
+
+/// The columns of a chunk of a part's rows.
+struct ChunkColumns<T: PartRow> {
+    ids: Vec<i64>,
+    others: Vec<i64>,
+    thirds: Vec<T::Third>,
+}
+
+impl<T: PartRow> ChunkColumns<T> {
+    fn with_capacity(rows: usize) -> ChunkColumns<T> {
+        ChunkColumns {
+            ids: Vec::with_capacity(rows),
+            others: Vec::with_capacity(rows),
+            thirds: Vec::with_capacity(rows),
+        }
+    }
+
+    fn push(&mut self, row: T) {
+        let (id, other, third) = row.split();
+        self.ids.push(id);
+        self.others.push(other);
+        self.thirds.push(third);
+    }
+}
+
+/// A `cluster` output part written as its runs come: the rows a
+/// [`RunMerge`] can give are handed to Parquet [`PART_CHUNK_ROWS`] at a
+/// time (the same calls, so the same bytes, whenever the rows come),
+/// checked to be in strictly increasing id order, to a temporary name
+/// renamed into place by [`Self::finish`].
+pub struct SortedPart<T: PartRow> {
+    path: PathBuf,
+    /// Plain, uncompressed and never uploaded: a part read again by the
+    /// job ([`Self::new_local`]).
+    local: bool,
+    open: Option<OpenParquet>,
+    last: Option<i64>,
+    written: u64,
+    row: std::marker::PhantomData<T>,
+}
+
+impl<T: PartRow> SortedPart<T> {
+    /// A part the job reads again before the output is placed (plain,
+    /// uncompressed, never uploaded to an object store).
+    pub fn new_local(path: PathBuf) -> SortedPart<T> {
+        SortedPart {
+            local: true,
+            ..SortedPart::new(path)
+        }
+    }
+
+    pub fn new(path: PathBuf) -> SortedPart<T> {
+        SortedPart {
+            path,
+            local: false,
+            open: None,
+            last: None,
+            written: 0,
+            row: std::marker::PhantomData,
+        }
+    }
+
+    /// Writes every full chunk of rows `merge` can give now; the rest wait
+    /// in `merge`'s slices. A worker whose runs end early (all of a giant
+    /// cluster's rows come from one router) so encodes its parts while the
+    /// rows come, not after, and each slice is freed once written.
+    pub fn write_from(&mut self, merge: &mut RunMerge<T>) -> Result<()> {
+        while merge.mergeable() >= PART_CHUNK_ROWS {
+            self.write_chunk(merge, PART_CHUNK_ROWS)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the rest once every run has ended, and places the file;
+    /// gives the rows written.
+    pub fn finish(mut self, merge: &mut RunMerge<T>) -> Result<u64> {
+        if let Some(run) = merge.unfinished() {
+            bail!(
+                "{}: producer {run} never ended its rows (internal error)",
+                self.path.display()
+            );
+        }
+        // Every run has ended: the full chunks, then the rest.
+        self.write_from(merge)?;
+        let rest = merge.mergeable();
+        if rest > 0 {
+            self.write_chunk(merge, rest)?;
+        }
+        let open = match self.open.take() {
+            Some(open) => open,
+            None => self.open_file()?,
+        };
+        open.close()?;
+        Ok(self.written)
+    }
+
+    /// Merges the next `rows` rows into columns and hands them to Parquet,
+    /// after checking their order.
+    fn write_chunk(&mut self, merge: &mut RunMerge<T>, rows: usize) -> Result<()> {
+        let mut chunk = ChunkColumns::<T>::with_capacity(rows);
+        merge.merge_ready(rows, |row| chunk.push(row));
+        let mut previous = self.last;
+        for &id in &chunk.ids {
+            if previous.is_some_and(|last| id <= last) {
+                bail!(
+                    "{}: id {id} out of order or repeated (internal error)",
+                    self.path.display()
+                );
+            }
+            previous = Some(id);
+        }
+        self.last = previous;
+        if self.open.is_none() {
+            self.open = Some(self.open_file()?);
+        }
+        let open = self.open.as_mut().expect("opened just above");
+        let given = chunk.ids.len();
+        let columns = T::columns(chunk.ids, chunk.others, chunk.thirds);
+        let batch = RecordBatch::try_new(open.schema.clone(), columns)?;
+        open.write(&batch)?;
+        self.written += given as u64;
+        Ok(())
+    }
+
+    fn open_file(&self) -> Result<OpenParquet> {
+        let layout = FileLayout {
+            schema: Arc::new(Schema::new(T::fields())),
+            zstd_level: OUTPUT_ZSTD_LEVEL,
+            sorting: Some(ascending(&[0])),
+            key_values: None,
+            group_rows: ROW_GROUP_ROWS,
+            raw: self.local,
+        };
+        OpenParquet::create(&self.path, &layout)
+    }
+}
+
+/// The rows of a `drop/` part, as columns.
+#[derive(Debug, Default)]
+pub struct DropColumns {
+    pub ids: Vec<i64>,
+    pub keep_ids: Vec<i64>,
+    pub distances: Vec<Option<i8>>,
+}
+
+/// Writes a `drop/` part with the URLs of both pages, `url` and
+/// `keep_url` (`url_of(row, false)` and `url_of(row, true)`, null where it
+/// knows none), as [`SortedPart`] writes one without them.
+pub fn write_drops_with_urls<'a>(
+    path: &Path,
+    rows: &DropColumns,
+    url_of: impl Fn(usize, bool) -> Option<&'a str>,
+) -> Result<()> {
+    let mut fields = DropRow::fields();
+    fields.push(Field::new("url", DataType::Utf8, true));
+    fields.push(Field::new("keep_url", DataType::Utf8, true));
+    let schema = Arc::new(Schema::new(fields));
+    let layout = FileLayout {
+        schema: schema.clone(),
+        zstd_level: OUTPUT_ZSTD_LEVEL,
+        sorting: Some(ascending(&[0])),
+        key_values: None,
+        group_rows: ROW_GROUP_ROWS,
+        raw: false,
+    };
+    write_parquet(path, layout, rows.ids.len(), |range| {
+        let (ids, keeps) = (&rows.ids[range.clone()], &rows.keep_ids[range.clone()]);
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(ids.to_vec())),
+            Arc::new(Int64Array::from(keeps.to_vec())),
+            Arc::new(Int8Array::from(rows.distances[range.clone()].to_vec())),
+            Arc::new(StringArray::from_iter(
+                range.clone().map(|row| url_of(row, false)),
+            )),
+            Arc::new(StringArray::from_iter(
+                range.clone().map(|row| url_of(row, true)),
+            )),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::basic::{Compression, Encoding};
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use std::fs::File;
+
+    /// Writes `rows` as a part through a merge of one run, ended or not.
+    fn write_part<T: PartRow>(path: &Path, rows: Vec<T>, ended: bool) -> Result<u64> {
+        let mut merge = RunMerge::new([0]);
+        merge.add(0, 0, rows, ended)?;
+        let mut part = SortedPart::new(path.to_path_buf());
+        part.write_from(&mut merge)?;
+        part.finish(&mut merge)
+    }
+
+    /// Writes `rows` (sorted by id) as a part whose runs are dealt the rows
+    /// round robin by `runs` and sent in slices of the sizes `cuts` cycles
+    /// through, each slice taken in (and the part written from) in turn.
+    fn write_part_in_slices(path: &Path, rows: &[DropRow], runs: usize, cuts: &[usize]) -> Vec<u8> {
+        let dealt: Vec<Vec<DropRow>> = (0..runs)
+            .map(|r| rows.iter().copied().skip(r).step_by(runs).collect())
+            .collect();
+        let mut merge = RunMerge::new(0..runs as u32);
+        let mut part = SortedPart::new(path.to_path_buf());
+        let (mut starts, mut seqs) = (vec![0; runs], vec![0u32; runs]);
+        let mut turn = 0;
+        while (0..runs).any(|r| seqs[r] == 0 || starts[r] < dealt[r].len()) {
+            let run = turn % runs;
+            let cut = cuts[turn % cuts.len()];
+            turn += 1;
+            let start = starts[run];
+            if seqs[run] > 0 && start == dealt[run].len() {
+                continue;
+            }
+            let end = (start + cut).min(dealt[run].len());
+            let last = end == dealt[run].len();
+            merge
+                .add(run as u32, seqs[run], dealt[run][start..end].to_vec(), last)
+                .unwrap();
+            (starts[run], seqs[run]) = (end, seqs[run] + 1);
+            part.write_from(&mut merge).unwrap();
+        }
+        part.finish(&mut merge).unwrap();
+        std::fs::read(path).unwrap()
+    }
+
+    #[test]
+    fn a_part_has_the_same_bytes_however_its_rows_come() {
+        // More rows than a row group, not a whole number of chunks, with a
+        // nullable column (whose pages Parquet cuts where each call starts):
+        // one run in one slice, one run in uneven slices, three runs.
+        let rows: Vec<DropRow> = (0..(ROW_GROUP_ROWS + PART_CHUNK_ROWS + 4_321) as i64)
+            .map(|i| (3 * i, i / 5, (i % 7 != 0).then_some((i % 4) as u8)))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let whole = write_part_in_slices(&dir.path().join("a.parquet"), &rows, 1, &[usize::MAX]);
+        for (name, runs, cuts) in [
+            ("uneven", 1, &[1, 65_535, 70_001, 37][..]),
+            ("three runs", 3, &[40_000, 3, 100_000][..]),
+        ] {
+            let bytes = write_part_in_slices(&dir.path().join("b.parquet"), &rows, runs, cuts);
+            assert!(bytes == whole, "{name}: other bytes");
+        }
+        let reader =
+            SerializedFileReader::new(File::open(dir.path().join("a.parquet")).unwrap()).unwrap();
+        let groups: Vec<i64> = reader
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
+        assert_eq!(
+            groups,
+            [ROW_GROUP_ROWS as i64, (PART_CHUNK_ROWS + 4_321) as i64]
+        );
+    }
+
+    #[test]
+    fn a_part_out_of_id_order_or_unended_is_refused_and_never_left_in_place() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let sorted = dir.path().join("sorted.parquet");
+        write_part(&sorted, vec![(1, 1, 2), (2, 1, 2), (7, 7, 1)], true)?;
+        let reader = SerializedFileReader::new(File::open(&sorted)?)?;
+        assert_eq!(reader.metadata().file_metadata().num_rows(), 3);
+        // An empty part is a file with no rows.
+        let empty = dir.path().join("empty.parquet");
+        assert_eq!(write_part::<DropRow>(&empty, Vec::new(), true)?, 0);
+        let reader = SerializedFileReader::new(File::open(&empty)?)?;
+        assert_eq!(reader.metadata().file_metadata().num_rows(), 0);
+        for (name, rows, ended, message) in [
+            (
+                "backwards",
+                vec![(5, 5, None), (4, 5, Some(1))],
+                true,
+                "out of order or repeated",
+            ),
+            (
+                "repeated",
+                vec![(5, 6, Some(1)), (5, 6, Some(1))],
+                true,
+                "out of order or repeated",
+            ),
+            ("unended", vec![(1, 2, None)], false, "never ended"),
+        ] {
+            let path = dir.path().join(format!("{name}.parquet"));
+            let error = write_part(&path, rows, ended).unwrap_err();
+            assert!(format!("{error:#}").contains(message), "{error:#}");
+            assert!(
+                !path.exists(),
+                "{name}: a refused part must not be in place"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn few_valued_columns_are_dictionary_encoded_and_other_pages_ids_delta_encoded() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let clusters = dir.path().join("clusters.parquet");
+        let rows = (0..10_000i64).map(|id| (id, id - id % 3, 3)).collect();
+        assert_eq!(write_part(&clusters, rows, true)?, 10_000);
+        let drops = dir.path().join("drop.parquet");
+        let rows = (0..10_000i64).map(|id| (id, id + 1, Some((id % 4) as u8)));
+        write_part(&drops, rows.collect(), true)?;
+        for (path, few, many) in [(&clusters, 2, 1), (&drops, 2, 1)] {
+            let reader = SerializedFileReader::new(File::open(path)?)?;
+            for group in reader.metadata().row_groups() {
+                let dictionary = |column: usize| {
+                    let chunk = group.column(column);
+                    chunk.encodings().any(|e| e == Encoding::RLE_DICTIONARY)
+                };
+                assert!(dictionary(few), "{}", group.column(few).column_path());
+                assert!(!dictionary(many), "{}", group.column(many).column_path());
+                assert!(!dictionary(0));
+                // Another page's id (`cluster_id`, `keep_id`): delta-encoded
+                // and uncompressed; the few-valued column is compressed.
+                assert!(group
+                    .column(many)
+                    .encodings()
+                    .any(|e| e == Encoding::DELTA_BINARY_PACKED));
+                assert_eq!(group.column(many).compression(), Compression::UNCOMPRESSED);
+                assert!(matches!(
+                    group.column(few).compression(),
+                    Compression::ZSTD(_)
+                ));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,859 @@
+//! The runtime: a dataflow on one process or on a timely cluster of processes
+//! (named `runtime`, as "cluster" names near-duplicate clusters here).
+//!
+//! A cluster is plain timely: processes joined by a list of `host:port`
+//! addresses (a hostfile, a pattern, or a scheduler's node list: see
+//! [`crate::exec::scheduler`]), each with `--workers` threads, exchanging data
+//! over TCP.
+//! neardup only takes over the start-up handshake, because timely's own waits
+//! forever for a peer that never comes and prints its progress on stdout. The
+//! handshake here is timely's (lower-numbered processes accept, higher ones
+//! connect and send their index as a big-endian u64), with a deadline, and
+//! the connected sockets are handed to timely unchanged.
+//!
+//! A peer that goes silent without closing its sockets (frozen, or its host
+//! gone) is noticed by [`crate::exec::liveness`]: beside each timely connection is
+//! a heartbeat connection, and a peer silent for `--peer-timeout` ends the
+//! process with one line naming it. The kernel's TCP keepalive is on for
+//! both, so a dead host's connections also fail at the socket.
+//!
+//! A peer that dies mid-run closes its sockets; timely's network threads then
+//! panic with "timely communication error". Workers blocked on that peer
+//! would wait forever, so the process exits at once, naming the peer, without
+//! writing `_SUCCESS`. A worker thread that panics (a bug) leaves the other
+//! workers of its process waiting just as long for its progress, on one
+//! process as on many: that too ends the process at once, with one line.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use socket2::{SockRef, TcpKeepalive};
+use timely::communication::allocator::zero_copy::initialize::initialize_networking_from_sockets;
+use timely::communication::allocator::ProcessBuilder;
+use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
+use timely::worker::Worker;
+
+use crate::exec::liveness::Heartbeats;
+use crate::exec::parallel::lock;
+use crate::exec::scheduler::{Env, Scheduler};
+
+/// Workers one process may have: a page's worker is two bytes.
+pub const MAX_WORKERS: usize = 1 << 16;
+
+/// The first error any worker of this process hit.
+#[derive(Default)]
+pub struct Failure(Mutex<Option<anyhow::Error>>);
+
+impl Failure {
+    pub fn record(&self, error: anyhow::Error) {
+        lock(&self.0).get_or_insert(error);
+    }
+
+    pub fn happened(&self) -> bool {
+        lock(&self.0).is_some()
+    }
+
+    /// The recorded error, if any.
+    pub fn take(&self) -> Option<anyhow::Error> {
+        lock(&self.0).take()
+    }
+}
+
+/// Worker threads when none are asked for: every core this process may run
+/// on (its CPU affinity and cgroup quota, as a scheduler sets them), so that a
+/// job run by hand uses the machine as a job under Slurm or Kubernetes uses
+/// its allocation. Several processes on one host should each be given their
+/// share with `--workers`.
+pub fn default_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Exit status of a process that lost a peer mid-run (closed or silent).
+const LOST_PEER_EXIT: i32 = 3;
+/// Exit status of a process one of whose worker threads panicked.
+const WORKER_PANIC_EXIT: i32 = 4;
+/// Names a worker (its index among all workers) that panics as it starts:
+/// fault injection for the tests of the hook above.
+const PANIC_FAULT_VAR: &str = "NEARDUP_FAULT_PANIC_WORKER";
+/// How long a connecting peer has to send its index.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause between connection attempts.
+const RETRY_PAUSE: Duration = Duration::from_millis(100);
+/// Marks, in the handshake, a peer's heartbeat connection (as opposed to
+/// its timely connection).
+const HEARTBEAT_CONNECTION: u64 = 1 << 63;
+/// TCP keepalive: probes after this long idle, every `KEEPALIVE_INTERVAL`,
+/// `KEEPALIVE_RETRIES` times, before the kernel fails the connection.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(10);
+const KEEPALIVE_RETRIES: u32 = 3;
+
+/// Where a job's workers run: threads in this process and, optionally, the
+/// other processes of a cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// Worker threads per process.
+    pub workers: usize,
+    /// Processes in the cluster (1: no networking).
+    pub processes: usize,
+    /// This process's index, 0 to `processes - 1`; process 0 commits the output.
+    pub process: usize,
+    /// Where the processes' `host:port` addresses come from; needed when
+    /// `processes > 1`.
+    pub peers: Option<Peers>,
+    /// How long to wait for every peer to connect.
+    pub connect_timeout: Duration,
+    /// How long a peer may send nothing, not even a heartbeat, before this
+    /// process stops.
+    pub peer_timeout: Duration,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        RuntimeOptions {
+            workers: 1,
+            processes: 1,
+            process: 0,
+            peers: None,
+            connect_timeout: Duration::from_secs(60),
+            peer_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RuntimeOptions {
+    /// One process with `workers` threads.
+    pub fn local(workers: usize) -> RuntimeOptions {
+        RuntimeOptions {
+            workers,
+            ..RuntimeOptions::default()
+        }
+    }
+
+    /// Options from flags or a job spec, completed from a scheduler's
+    /// environment (`env`) where they are silent: see [`Cluster::resolve`].
+    /// The timeouts are in seconds.
+    pub fn from_settings(
+        workers: usize,
+        cluster: &Cluster,
+        timeouts: Timeouts,
+        env: Env,
+    ) -> Result<RuntimeOptions> {
+        let (process, processes, peers) = cluster.resolve(env)?;
+        let options = RuntimeOptions {
+            workers,
+            processes,
+            process,
+            peers,
+            connect_timeout: seconds("--connect-timeout", timeouts.connect)?,
+            peer_timeout: seconds("--peer-timeout", timeouts.peer)?,
+        };
+        options.validate()?;
+        Ok(options)
+    }
+
+    /// Workers across all processes.
+    pub fn peers(&self) -> usize {
+        self.workers * self.processes
+    }
+
+    /// Whether work item `i`, given to global worker `i % peers` as every
+    /// neardup dataflow does, runs on this process (whose workers are
+    /// `process * workers ..`).
+    pub fn runs_here(&self, i: usize) -> bool {
+        (i % self.peers()) / self.workers == self.process
+    }
+
+    /// Whether this process gathers the workers' reports and commits the output.
+    pub fn is_leader(&self) -> bool {
+        self.process == 0
+    }
+
+    /// Checks the numbers and that the hostfile lists every process.
+    pub fn validate(&self) -> Result<()> {
+        if self.workers == 0 {
+            bail!("--workers must be at least 1");
+        }
+        if self.workers > MAX_WORKERS {
+            bail!("--workers must be at most {}", MAX_WORKERS);
+        }
+        if self.processes == 0 {
+            bail!("--processes must be at least 1");
+        }
+        if self.process >= self.processes {
+            bail!(
+                "--process {} is out of range: processes are numbered 0 to {}",
+                self.process,
+                self.processes - 1
+            );
+        }
+        if self.processes > 1 {
+            self.addresses()?;
+        }
+        Ok(())
+    }
+
+    /// Every process's address, by index.
+    fn addresses(&self) -> Result<Vec<String>> {
+        let n = self.processes;
+        let addresses = match &self.peers {
+            None => bail!(
+                "--processes {n} needs --hostfile or --hostfile-pattern (one host:port per process)"
+            ),
+            Some(Peers::Hostfile(path)) => {
+                let addresses = read_hostfile(path)?;
+                if addresses.len() < n {
+                    bail!(
+                        "{}: lists {} address(es) but --processes is {n}",
+                        path.display(),
+                        addresses.len(),
+                    );
+                }
+                addresses[..n].to_vec()
+            }
+            Some(Peers::Pattern(pattern)) => {
+                if !pattern.contains("{i}") {
+                    bail!("--hostfile-pattern {pattern:?} has no {{i}}: every process would get the same address");
+                }
+                let addresses: Vec<String> = (0..n)
+                    .map(|i| pattern.replace("{i}", &i.to_string()))
+                    .collect();
+                if let Some(bad) = addresses.iter().find(|a| !is_host_port(a)) {
+                    bail!("--hostfile-pattern {pattern:?} gives {bad:?}, not host:port");
+                }
+                addresses
+            }
+            Some(Peers::Slurm(addresses)) => {
+                if addresses.len() != n {
+                    bail!(
+                        "Slurm's node list lays out {} task(s) but --processes is {n}",
+                        addresses.len()
+                    );
+                }
+                addresses.clone()
+            }
+        };
+        Ok(addresses)
+    }
+}
+
+/// Where the processes' addresses come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Peers {
+    /// One `host:port` per line; line i is process i.
+    Hostfile(PathBuf),
+    /// `{i}` replaced by each process's index: for a Kubernetes Indexed
+    /// Job, its pods' DNS names under a headless Service.
+    Pattern(String),
+    /// Laid out from a Slurm step's node list.
+    Slurm(Vec<String>),
+}
+
+/// What the flags or a job spec say about the processes, before a
+/// scheduler's environment fills in what they leave out.
+#[derive(Clone, Debug, Default)]
+pub struct Cluster {
+    pub processes: Option<usize>,
+    pub process: Option<usize>,
+    pub hostfile: Option<PathBuf>,
+    pub hostfile_pattern: Option<String>,
+    /// The first port on each node for peers from a Slurm node list.
+    pub port: Option<u16>,
+}
+
+/// The default base port for peers from a Slurm node list.
+pub const DEFAULT_PORT: u16 = 4100;
+
+impl Cluster {
+    /// `(process, processes, peers)`. Flags win; what they leave out comes
+    /// from a scheduler (Kubernetes' `JOB_COMPLETION_INDEX`, Slurm's
+    /// `SLURM_PROCID`, task count and node list), else from the defaults:
+    /// the hostfile's length, process 0. A scheduler's index is taken only
+    /// for a run of several processes, so a single-process run is the same
+    /// wherever it runs.
+    pub fn resolve(&self, env: Env) -> Result<(usize, usize, Option<Peers>)> {
+        let scheduler = Scheduler::detect(env)?;
+        let slurm = match &scheduler {
+            Some(Scheduler::Slurm(step)) => Some(step),
+            _ => None,
+        };
+        let peers = match (&self.hostfile, &self.hostfile_pattern, slurm) {
+            (Some(_), Some(_), _) => bail!("give --hostfile or --hostfile-pattern, not both"),
+            (Some(path), None, _) => Some(Peers::Hostfile(path.clone())),
+            (None, Some(pattern), _) => Some(Peers::Pattern(pattern.clone())),
+            (None, None, Some(step)) if step.tasks > 1 => Some(Peers::Slurm(
+                step.addresses(self.port.unwrap_or(DEFAULT_PORT))?,
+            )),
+            (None, None, _) => None,
+        };
+        let processes = match (self.processes, &peers) {
+            (Some(n), _) => n,
+            (None, Some(Peers::Hostfile(path))) => read_hostfile(path)?.len(),
+            (None, Some(Peers::Slurm(addresses))) => addresses.len(),
+            (None, Some(Peers::Pattern(_))) => match slurm {
+                Some(step) => step.tasks,
+                None => bail!("--hostfile-pattern needs --processes (how many processes to name)"),
+            },
+            (None, None) => 1,
+        };
+        let process = match (self.process, &scheduler) {
+            (Some(i), _) => i,
+            (None, Some(scheduler)) if processes > 1 => {
+                if scheduler.process() >= processes {
+                    bail!(
+                        "{}={} is out of range: there are {processes} processes",
+                        scheduler.index_variable(),
+                        scheduler.process()
+                    );
+                }
+                tracing::info!(
+                    process = scheduler.process(),
+                    processes,
+                    "process index from {}",
+                    scheduler.index_variable()
+                );
+                scheduler.process()
+            }
+            (None, _) => 0,
+        };
+        Ok((process, processes, peers))
+    }
+}
+
+/// The cluster's timeouts as given, in seconds.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    /// `--connect-timeout`: for every peer to connect.
+    pub connect: f64,
+    /// `--peer-timeout`: for a connected peer's silence.
+    pub peer: f64,
+}
+
+/// A flag's positive number of seconds as a duration.
+fn seconds(flag: &str, value: f64) -> Result<Duration> {
+    match value.is_finite() && value > 0.0 {
+        true => Ok(Duration::from_secs_f64(value)),
+        false => bail!("{flag} {value} is out of range: give a positive number of seconds"),
+    }
+}
+
+/// Reads a hostfile: one `host:port` per line; blank lines and lines starting
+/// with `#` are skipped, so the n-th address is process n.
+pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("{}: cannot read hostfile", path.display()))?;
+    let mut addresses = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if !is_host_port(line) {
+            bail!(
+                "{}: line {}: expected host:port, found {line:?}",
+                path.display(),
+                number + 1
+            );
+        }
+        addresses.push(line.to_string());
+    }
+    Ok(addresses)
+}
+
+/// The process's own environment, for [`RuntimeOptions::from_settings`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+fn is_host_port(address: &str) -> bool {
+    address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+}
+
+/// Starts `func` on every worker of this process, joined to the cluster when
+/// there is more than one process, like `timely::execute`.
+pub fn execute<T, F>(runtime: &RuntimeOptions, func: F) -> Result<WorkerGuards<T>>
+where
+    T: Send + 'static,
+    F: Fn(&mut Worker) -> T + Send + Sync + 'static,
+{
+    runtime.validate()?;
+    exit_on_a_failed_thread();
+    let faulty: Option<usize> = std::env::var(PANIC_FAULT_VAR)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    let func = move |worker: &mut Worker| {
+        if faulty == Some(worker.index()) {
+            panic!("{PANIC_FAULT_VAR}: injected fault");
+        }
+        func(worker)
+    };
+    if runtime.processes == 1 {
+        return timely::execute(timely::Config::process(runtime.workers), func)
+            .map_err(|e| anyhow!("cannot start timely workers: {e}"));
+    }
+    let addresses = runtime.addresses()?;
+    // A job's stages each connect anew: the previous stage's beats end.
+    if let Some(previous) = lock(&HEARTBEATS).take() {
+        previous.stop();
+    }
+    let (sockets, heartbeats) =
+        connect_peers(&addresses, runtime.process, runtime.connect_timeout)?;
+    *lock(&PEER_ADDRESSES) = (addresses, runtime.process);
+    *lock(&HEARTBEATS) = Some(watch_peers(heartbeats, runtime.peer_timeout)?);
+    let hooks = Hooks::default();
+    let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
+    let (builders, guard) =
+        initialize_networking_from_sockets(local, sockets, runtime.process, runtime.workers, hooks)
+            .context("cannot start the cluster's network threads")?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    timely::execute::execute_from(
+        builders,
+        Box::new(guard),
+        timely::WorkerConfig::default(),
+        func,
+    )
+    .map_err(|e| anyhow!("cannot start timely workers: {e}"))
+}
+
+/// A process's connections to its peers, by peer index (none to itself).
+type PeerSockets = Vec<Option<TcpStream>>;
+
+/// Connects this process to every other one, twice (timely's connection
+/// and a heartbeat connection): it accepts the higher-numbered processes on
+/// its own address and connects to the lower-numbered ones, until all are
+/// connected or `timeout` has passed.
+fn connect_peers(
+    addresses: &[String],
+    me: usize,
+    timeout: Duration,
+) -> Result<(PeerSockets, PeerSockets)> {
+    let deadline = Instant::now() + timeout;
+    let listener = TcpListener::bind(&addresses[me])
+        .with_context(|| format!("process {me}: cannot listen on {}", addresses[me]))?;
+    listener
+        .set_nonblocking(true)
+        .context("cannot configure the listening socket")?;
+    let mut sockets: PeerSockets = addresses.iter().map(|_| None).collect();
+    let mut heartbeats: PeerSockets = addresses.iter().map(|_| None).collect();
+    loop {
+        for peer in 0..me {
+            if sockets[peer].is_none() || heartbeats[peer].is_none() {
+                if let Some((timely, heartbeat)) = try_connect(&addresses[peer], me) {
+                    sockets[peer] = Some(timely);
+                    heartbeats[peer] = Some(heartbeat);
+                }
+            }
+        }
+        accept_waiting(&listener, me, &mut sockets, &mut heartbeats);
+        let missing: Vec<usize> = (0..addresses.len())
+            .filter(|&p| p != me && (sockets[p].is_none() || heartbeats[p].is_none()))
+            .collect();
+        if missing.is_empty() {
+            tracing::info!(process = me, peers = addresses.len(), "cluster connected");
+            return Ok((sockets, heartbeats));
+        }
+        if Instant::now() >= deadline {
+            let names: Vec<String> = missing
+                .iter()
+                .map(|&p| format!("process {p} ({})", addresses[p]))
+                .collect();
+            bail!(
+                "process {me}: gave up after {}s (--connect-timeout): not connected to {}",
+                timeout.as_secs_f64(),
+                names.join(", ")
+            );
+        }
+        std::thread::sleep(RETRY_PAUSE);
+    }
+}
+
+/// One attempt to connect to a lower-numbered peer and introduce ourselves,
+/// on timely's connection and then on the heartbeat connection.
+fn try_connect(address: &str, me: usize) -> Option<(TcpStream, TcpStream)> {
+    let target = address.to_socket_addrs().ok()?.next()?;
+    let introduce = |index: u64| -> Option<TcpStream> {
+        let mut stream = TcpStream::connect_timeout(&target, Duration::from_secs(1)).ok()?;
+        configure(&stream).ok()?;
+        stream.write_all(&index.to_be_bytes()).ok()?;
+        Some(stream)
+    };
+    let timely = introduce(me as u64)?;
+    let heartbeat = introduce(me as u64 | HEARTBEAT_CONNECTION)?;
+    Some((timely, heartbeat))
+}
+
+/// No Nagle delay (timely's messages are latency-bound), and TCP keepalive.
+fn configure(stream: &TcpStream) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let keepalive = TcpKeepalive::new()
+        .with_time(KEEPALIVE_IDLE)
+        .with_interval(KEEPALIVE_INTERVAL)
+        .with_retries(KEEPALIVE_RETRIES);
+    SockRef::from(stream).set_tcp_keepalive(&keepalive)
+}
+
+/// Accepts every pending connection from a higher-numbered peer. A connection
+/// that does not introduce itself as one (a port scanner, a stray client) is
+/// dropped.
+fn accept_waiting(
+    listener: &TcpListener,
+    me: usize,
+    sockets: &mut [Option<TcpStream>],
+    heartbeats: &mut [Option<TcpStream>],
+) {
+    loop {
+        let stream = match listener.accept() {
+            Ok((stream, _)) => stream,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) => {
+                tracing::warn!("accepting a peer failed: {e}");
+                return;
+            }
+        };
+        let Some((index, stream)) = read_peer_index(stream) else {
+            tracing::warn!("dropped a connection that is not a cluster peer");
+            continue;
+        };
+        let peer = (index & !HEARTBEAT_CONNECTION) as usize;
+        if peer <= me || peer >= sockets.len() {
+            tracing::warn!("dropped a connection that is not a cluster peer");
+            continue;
+        }
+        match index & HEARTBEAT_CONNECTION {
+            0 => sockets[peer] = Some(stream),
+            _ => heartbeats[peer] = Some(stream),
+        }
+    }
+}
+
+fn read_peer_index(mut stream: TcpStream) -> Option<(u64, TcpStream)> {
+    stream.set_nonblocking(false).ok()?;
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT)).ok()?;
+    let mut index = [0u8; 8];
+    stream.read_exact(&mut index).ok()?;
+    stream.set_read_timeout(None).ok()?;
+    configure(&stream).ok()?;
+    Some((u64::from_be_bytes(index), stream))
+}
+
+/// The heartbeats of the running dataflow, if on a cluster.
+static HEARTBEATS: Mutex<Option<Heartbeats>> = Mutex::new(None);
+
+/// Beats to every peer and watches them: a peer silent for `timeout` ends
+/// this process with one line naming it.
+fn watch_peers(heartbeats: PeerSockets, timeout: Duration) -> Result<Heartbeats> {
+    let peers = heartbeats
+        .into_iter()
+        .enumerate()
+        .filter_map(|(peer, socket)| Some((peer, socket?)))
+        .collect();
+    Heartbeats::start(peers, timeout, move |peer| {
+        let (addresses, _) = lock(&PEER_ADDRESSES).clone();
+        let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
+        abort(
+            LOST_PEER_EXIT,
+            &format!(
+                "error: process {peer} ({address}) sent nothing for {}s (--peer-timeout); stopping without _SUCCESS",
+                timeout.as_secs_f64()
+            ),
+        );
+    })
+}
+
+/// Ends the process at once with `line` and `code`, after the clean-ups
+/// [`on_abort`] named: the other threads may be waiting forever.
+fn abort(code: i32, line: &str) -> ! {
+    eprintln!("{line}");
+    for cleanup in lock(&ABORT_CLEANUP).iter() {
+        cleanup();
+    }
+    std::process::exit(code);
+}
+
+/// Directories to remove when the process exits for a lost peer or a failed
+/// worker: process 0's staging directory, so that an aborted run leaves
+/// nothing behind.
+static ABORT_CLEANUP: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
+
+/// Runs `cleanup` (best effort) if this process has to stop because a peer
+/// was lost or a worker failed.
+pub fn on_abort(cleanup: impl Fn() + Send + 'static) {
+    lock(&ABORT_CLEANUP).push(Box::new(cleanup));
+}
+
+/// The cluster's addresses, to name a lost peer, and this process's index
+/// (no addresses: a single process).
+static PEER_ADDRESSES: Mutex<(Vec<String>, usize)> = Mutex::new((Vec::new(), 0));
+
+/// A thread of timely whose panic ends the process: a network thread
+/// (`timely:send-N`, `timely:recv-N`: process N is lost) or a worker
+/// (`timely:work-N`).
+#[derive(Debug, PartialEq, Eq)]
+enum FailedThread {
+    Network { peer: usize },
+    Worker { index: usize },
+}
+
+impl FailedThread {
+    fn of(name: &str) -> Option<FailedThread> {
+        let number = |prefix: &str| name.strip_prefix(prefix)?.parse::<usize>().ok();
+        if let Some(peer) = number("timely:recv-").or_else(|| number("timely:send-")) {
+            return Some(FailedThread::Network { peer });
+        }
+        number("timely:work-").map(|index| FailedThread::Worker { index })
+    }
+}
+
+/// Installs (once) a panic hook that turns the panic of a timely thread
+/// into an immediate exit with one line, removing process 0's staging: the
+/// other workers would otherwise wait forever for the lost peer or the
+/// failed worker.
+fn exit_on_a_failed_thread() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(move || {
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let thread = std::thread::current();
+            let Some(failed) = thread.name().and_then(FailedThread::of) else {
+                return default_hook(info);
+            };
+            let cause = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            let (addresses, process) = lock(&PEER_ADDRESSES).clone();
+            let (code, line) = match failed {
+                FailedThread::Network { peer } => {
+                    let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
+                    let line = format!(
+                        "error: lost process {peer} ({address}) of the cluster: {cause}; stopping without _SUCCESS"
+                    );
+                    (LOST_PEER_EXIT, line)
+                }
+                FailedThread::Worker { index } => {
+                    let place = info
+                        .location()
+                        .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                        .unwrap_or_default();
+                    // Thread names count this process's workers only.
+                    let worker = match addresses.is_empty() {
+                        true => format!("worker {index}"),
+                        false => format!("process {process}'s worker {index}"),
+                    };
+                    let line = format!(
+                        "error: {worker} failed ({cause}{place}), a bug in neardup; stopping without _SUCCESS"
+                    );
+                    (WORKER_PANIC_EXIT, line)
+                }
+            };
+            abort(code, &line);
+        }));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timely_threads_are_told_apart_by_name() {
+        assert_eq!(
+            FailedThread::of("timely:recv-2"),
+            Some(FailedThread::Network { peer: 2 })
+        );
+        assert_eq!(
+            FailedThread::of("timely:send-0"),
+            Some(FailedThread::Network { peer: 0 })
+        );
+        assert_eq!(
+            FailedThread::of("timely:work-13"),
+            Some(FailedThread::Worker { index: 13 })
+        );
+        assert_eq!(FailedThread::of("neardup:read"), None);
+        assert_eq!(FailedThread::of("timely:work-x"), None);
+        assert_eq!(FailedThread::of("main"), None);
+    }
+
+    fn hostfile(text: &str) -> tempfile::NamedTempFile {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(text.as_bytes()).unwrap();
+        file
+    }
+
+    #[test]
+    fn hostfile_skips_comments_and_blank_lines() {
+        let file = hostfile("# cluster\n127.0.0.1:4000\n\n  host-b:4001  \n");
+        let addresses = read_hostfile(file.path()).unwrap();
+        assert_eq!(addresses, vec!["127.0.0.1:4000", "host-b:4001"]);
+    }
+
+    #[test]
+    fn hostfile_names_the_bad_line() {
+        let file = hostfile("127.0.0.1:4000\nhost-b\n");
+        let error = read_hostfile(file.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("line 2") && error.contains("host-b"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn validate_checks_process_numbers_and_hostfile_length() {
+        let file = hostfile("127.0.0.1:4000\n127.0.0.1:4001\n");
+        let mut opts = RuntimeOptions {
+            processes: 3,
+            peers: Some(Peers::Hostfile(file.path().to_path_buf())),
+            ..RuntimeOptions::default()
+        };
+        let error = opts.validate().unwrap_err().to_string();
+        assert!(error.contains("lists 2 address(es)"), "{error}");
+        opts.processes = 2;
+        opts.process = 2;
+        let error = opts.validate().unwrap_err().to_string();
+        assert!(error.contains("--process 2 is out of range"), "{error}");
+        opts.process = 1;
+        opts.validate().unwrap();
+        opts.peers = None;
+        assert!(opts
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("--hostfile"));
+    }
+
+    fn env_of(vars: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn flags_win_over_a_scheduler_and_fill_from_it_where_silent() {
+        const SLURM: &[(&str, &str)] = &[
+            ("SLURM_PROCID", "1"),
+            ("SLURM_NTASKS", "2"),
+            ("SLURM_JOB_NODELIST", "n[1-2]"),
+        ];
+        let from_slurm = Cluster::default().resolve(&env_of(SLURM)).unwrap();
+        let peers = Peers::Slurm(vec!["n1:4100".into(), "n2:4100".into()]);
+        assert_eq!(from_slurm, (1, 2, Some(peers)));
+        let port = Cluster {
+            port: Some(9),
+            ..Cluster::default()
+        };
+        let peers = Peers::Slurm(vec!["n1:9".into(), "n2:9".into()]);
+        assert_eq!(port.resolve(&env_of(SLURM)).unwrap(), (1, 2, Some(peers)));
+        let flagged = Cluster {
+            process: Some(0),
+            hostfile_pattern: Some("h{i}:1".into()),
+            ..Cluster::default()
+        };
+        let pattern = Some(Peers::Pattern("h{i}:1".into()));
+        assert_eq!(flagged.resolve(&env_of(SLURM)).unwrap(), (0, 2, pattern));
+        // One process: the scheduler's index is not taken.
+        let alone = Cluster {
+            processes: Some(1),
+            ..Cluster::default()
+        };
+        assert_eq!(alone.resolve(&env_of(SLURM)).unwrap().0, 0);
+        const POD: &[(&str, &str)] = &[("JOB_COMPLETION_INDEX", "3")];
+        let pods = Cluster {
+            processes: Some(4),
+            hostfile_pattern: Some("neardup-{i}.neardup:4100".into()),
+            ..Cluster::default()
+        };
+        let (process, processes, peers) = pods.resolve(&env_of(POD)).unwrap();
+        assert_eq!((process, processes), (3, 4));
+        let opts = RuntimeOptions {
+            processes,
+            process,
+            peers,
+            ..RuntimeOptions::default()
+        };
+        assert_eq!(opts.addresses().unwrap()[3], "neardup-3.neardup:4100");
+        assert_eq!(
+            Cluster::default().resolve(&env_of(&[])).unwrap(),
+            (0, 1, None)
+        );
+    }
+
+    #[test]
+    fn every_work_item_runs_on_exactly_one_process() {
+        for (processes, workers) in [(1, 1), (2, 1), (3, 2)] {
+            let on = |process| RuntimeOptions {
+                workers,
+                processes,
+                process,
+                ..RuntimeOptions::default()
+            };
+            for i in 0..50 {
+                let homes: Vec<usize> = (0..processes).filter(|&p| on(p).runs_here(i)).collect();
+                assert_eq!(homes, vec![(i % (processes * workers)) / workers]);
+            }
+        }
+    }
+
+    #[test]
+    fn connect_names_the_peer_that_never_came() {
+        let addresses = vec![free_address(), free_address()];
+        let error = connect_peers(&addresses, 0, Duration::from_millis(300))
+            .unwrap_err()
+            .to_string();
+        let expected = format!("not connected to process 1 ({})", addresses[1]);
+        assert!(error.contains(&expected), "{error}");
+    }
+
+    fn free_address() -> String {
+        let probe = TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().to_string()
+    }
+
+    #[test]
+    fn two_peers_connect_with_the_timely_handshake_and_a_heartbeat_connection() {
+        let addresses = vec![free_address(), free_address()];
+        let second = addresses.clone();
+        let joiner = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            connect_peers(&second, 1, Duration::from_secs(10)).unwrap()
+        });
+        let (sockets, heartbeats) = connect_peers(&addresses, 0, Duration::from_secs(10)).unwrap();
+        let (their_sockets, their_heartbeats) = joiner.join().unwrap();
+        assert!(sockets[0].is_none() && sockets[1].is_some());
+        assert!(their_sockets[0].is_some() && their_sockets[1].is_none());
+        // Keepalive is on for both connections, on both sides.
+        for socket in [
+            &sockets[1],
+            &heartbeats[1],
+            &their_sockets[0],
+            &their_heartbeats[0],
+        ] {
+            let socket = socket.as_ref().unwrap();
+            assert!(SockRef::from(socket).keepalive().unwrap());
+        }
+        // The two connections are told apart: a byte on one side's timely
+        // socket arrives on the other's timely socket, not its heartbeat.
+        let mut theirs = their_sockets[0].as_ref().unwrap();
+        theirs.write_all(b"t").unwrap();
+        let mut heartbeat = their_heartbeats[0].as_ref().unwrap();
+        heartbeat.write_all(b"h").unwrap();
+        let mut byte = [0u8; 1];
+        sockets[1].as_ref().unwrap().read_exact(&mut byte).unwrap();
+        assert_eq!(&byte, b"t");
+        heartbeats[1]
+            .as_ref()
+            .unwrap()
+            .read_exact(&mut byte)
+            .unwrap();
+        assert_eq!(&byte, b"h");
+    }
+}

@@ -1,0 +1,685 @@
+//! HTML to text: the page's character data, without markup, scripts, styles
+//! or comments, and (by default) only its main content. Tokenized by html5gum
+//! (WHATWG tokenizer), with its naive state switching so script and style
+//! bodies are read as raw text, not as tags.
+//!
+//! Main content, in one pass over the tokens: text inside navigation,
+//! headers, footers, sidebars, menus, banners and forms (by HTML5 element,
+//! ARIA role, or a class or id such as `sidebar` or `menu-bar`) is left out;
+//! if the page marks its content (`main`, `article`, `role="main"`), only that
+//! is kept; and blocks whose text is mostly link text (lists of links that no
+//! element marks as navigation) are dropped. Near-duplicate pages of one site
+//! share their template; without this, the template's text decides the
+//! fingerprints of short pages.
+//!
+//! The rules (the constants below list every element, role and word):
+//! - never text: `script`, `style`, `noscript`, `template`;
+//! - boilerplate wherever it is: `nav`, `aside`, `menu`, `form`, `button`,
+//!   `select`, `dialog`, `iframe`, `svg`, `footer`, `title`; an element
+//!   marked `hidden` or `aria-hidden="true"`; one with a boilerplate ARIA
+//!   role (`navigation`, `banner`, `contentinfo`, `complementary`,
+//!   `search`, ...); one whose class or id, split at spaces, `-` and `_`,
+//!   has a boilerplate word (`sidebar`, `menu`, `breadcrumb`, `footer`,
+//!   `cookie`, `share`, `toc`, ...);
+//! - boilerplate outside `main` and `article` only: `header`, and the class
+//!   or id words `header`, `masthead`, `banner`;
+//! - never boilerplate: `html`, `body`, `main`, `article`, `role="main"`;
+//! - when the page marks its content, only the blocks inside it are kept;
+//! - a block whose text is more than half link text is dropped; a link to a
+//!   place in the page (`href="#..."`) does not count;
+//! - a page left with no text is taken whole (the `all` text), and counted
+//!   in `_summary.json` (`main_content_fallbacks`).
+//!
+//! The rules have revisions ([`MainRules`]), each kept by the schemes
+//! published with it: the first (schemes v2 and v3, `html=main`) and the
+//! second (since v4, `html=main/2`), which adds `popup` and `modal` to the
+//! class and id words and never takes a heading or a link (`a`, `span`,
+//! `h1` to `h6`) for the page's header, whatever its class.
+
+use html5gum::{DefaultEmitter, Emitter, ForwardingEmitter, HtmlString, Token, Tokenizer};
+use serde::{Deserialize, Serialize};
+
+/// Which text of an HTML page is fingerprinted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum HtmlText {
+    /// The main content: no navigation, headers, footers, sidebars, menus
+    /// or banners (all the text when nothing is left).
+    #[default]
+    Main,
+    /// All the text, the title included.
+    All,
+}
+
+impl std::fmt::Display for HtmlText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HtmlText::Main => "main",
+            HtmlText::All => "all",
+        })
+    }
+}
+
+/// A revision of the main-content rules. Fingerprints of a published scheme
+/// must never change, so a scheme keeps the rules it was published with and
+/// better rules come with a new scheme (see [`crate::fingerprint::scheme`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MainRules(u8);
+
+impl MainRules {
+    /// The rules of schemes `v2` and `v3`.
+    pub const FIRST: MainRules = MainRules(1);
+    /// Since `v4`: a heading, and its own anchor, is never the page's
+    /// header whatever its class (mdBook marks every heading's anchor
+    /// `class="header"`, so pages that do not mark their content lost all
+    /// their headings), and popups and modals are boilerplate (a help
+    /// popup's text decided the fingerprints of short pages).
+    pub const SECOND: MainRules = MainRules(2);
+    /// The rules `--html-text main` means.
+    pub const CURRENT: MainRules = MainRules::SECOND;
+}
+
+impl Default for MainRules {
+    fn default() -> MainRules {
+        MainRules::CURRENT
+    }
+}
+
+/// Which text of an HTML page a scheme fingerprints: all of it, or its main
+/// content by a revision of the rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageText {
+    All,
+    Main(MainRules),
+}
+
+impl From<HtmlText> for PageText {
+    /// The flag's choice, main content by the current rules.
+    fn from(text: HtmlText) -> PageText {
+        match text {
+            HtmlText::All => PageText::All,
+            HtmlText::Main => PageText::Main(MainRules::CURRENT),
+        }
+    }
+}
+
+impl std::fmt::Display for PageText {
+    /// As scheme strings and summaries spell it: `all`, `main` (the first
+    /// rules, as shards of `v2` and `v3` record it), `main/2`, ...
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            PageText::All => f.write_str("all"),
+            PageText::Main(MainRules::FIRST) => f.write_str("main"),
+            PageText::Main(MainRules(revision)) => write!(f, "main/{revision}"),
+        }
+    }
+}
+
+impl Serialize for PageText {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Elements whose content is never page text.
+const HIDDEN: &[&[u8]] = &[b"script", b"style", b"noscript", b"template"];
+
+/// Elements that are not main content wherever they are.
+const BOILERPLATE: &[&[u8]] = &[
+    b"nav", b"aside", b"menu", b"form", b"button", b"select", b"dialog", b"iframe", b"svg",
+    b"footer", b"title",
+];
+
+/// Elements that are not main content outside `main` or `article` (inside,
+/// a header holds the article's title).
+const OUTER_BOILERPLATE: &[&[u8]] = &[b"header"];
+
+/// Elements whose attributes never make them boilerplate.
+const NEVER_BOILERPLATE: &[&[u8]] = &[b"html", b"body", b"main", b"article"];
+
+/// Elements that mark the main content.
+const MAIN: &[&[u8]] = &[b"main", b"article"];
+
+/// ARIA roles of boilerplate.
+const BOILERPLATE_ROLES: &[&str] = &[
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "search",
+    "menu",
+    "menubar",
+    "toolbar",
+    "dialog",
+    "alertdialog",
+];
+
+/// Words of a class or id (split at spaces, `-` and `_`) that mark
+/// boilerplate.
+const BOILERPLATE_WORDS: &[&str] = &[
+    "nav",
+    "navbar",
+    "navigation",
+    "menu",
+    "sidebar",
+    "breadcrumb",
+    "breadcrumbs",
+    "footer",
+    "cookie",
+    "cookies",
+    "share",
+    "social",
+    "toc",
+    "skip",
+    "pagination",
+    "pager",
+    "related",
+    "advert",
+    "ads",
+    "sponsored",
+    "promo",
+    "topbar",
+    "subscribe",
+    "newsletter",
+];
+
+/// More words of a class or id that mark boilerplate, since
+/// [`MainRules::SECOND`].
+const BOILERPLATE_WORDS_SINCE_SECOND: &[&str] = &["popup", "modal"];
+
+/// Words of a class or id that mark boilerplate outside `main`/`article`.
+const OUTER_BOILERPLATE_WORDS: &[&str] = &["header", "masthead", "banner"];
+
+/// Elements that are never a page's header, whatever their class, since
+/// [`MainRules::SECOND`]: a heading, or its own anchor (mdBook marks each
+/// heading's link `class="header"`), is the content's.
+const NEVER_OUTER_BOILERPLATE: &[&[u8]] =
+    &[b"a", b"span", b"h1", b"h2", b"h3", b"h4", b"h5", b"h6"];
+
+/// Elements with no end tag.
+const VOID: &[&[u8]] = &[
+    b"area", b"base", b"br", b"col", b"embed", b"hr", b"img", b"input", b"link", b"meta", b"param",
+    b"source", b"track", b"wbr",
+];
+
+/// Elements that end a block of text, for link density.
+const BLOCKS: &[&[u8]] = &[
+    b"p",
+    b"div",
+    b"li",
+    b"ul",
+    b"ol",
+    b"dl",
+    b"dt",
+    b"dd",
+    b"td",
+    b"th",
+    b"tr",
+    b"table",
+    b"h1",
+    b"h2",
+    b"h3",
+    b"h4",
+    b"h5",
+    b"h6",
+    b"section",
+    b"article",
+    b"main",
+    b"pre",
+    b"blockquote",
+    b"figure",
+    b"figcaption",
+    b"header",
+    b"footer",
+    b"nav",
+    b"aside",
+    b"br",
+    b"hr",
+    b"body",
+];
+
+/// A block whose text is more than this share link text is not content.
+const MAX_LINK_DENSITY: f64 = 0.5;
+
+/// The text of an HTML page, words separated by spaces at every tag (so
+/// `a<br>b` and `<p>a</p><p>b</p>` do not glue words together). The title
+/// counts as text.
+pub fn to_text(html: &str) -> String {
+    page_text(html, PageText::All).0
+}
+
+/// html5gum's default emitter, told that nobody reads parse errors: the
+/// tokenizer then skips checking every byte for characters the standard
+/// calls errors. The tokens are the same.
+struct WithoutErrors(DefaultEmitter);
+
+impl ForwardingEmitter for WithoutErrors {
+    type Token = Token;
+
+    fn inner(&mut self) -> &mut impl Emitter<Token = Token> {
+        &mut self.0
+    }
+
+    fn should_emit_errors(&mut self) -> bool {
+        false
+    }
+}
+
+/// The tokens of an HTML page, script and style bodies read as raw text.
+pub(super) fn tokens(html: &[u8]) -> impl Iterator<Item = Token> + '_ {
+    let mut emitter = DefaultEmitter::default();
+    emitter.naively_switch_states(true);
+    Tokenizer::new_with_emitter(html, WithoutErrors(emitter)).flatten()
+}
+
+/// The text of an HTML page under `mode`, and whether `main` found no main
+/// content and gave all the text instead.
+pub fn page_text(html: &str, mode: PageText) -> (String, bool) {
+    let mut reader = PageReader::default();
+    if let PageText::Main(rules) = mode {
+        reader.rules = rules;
+    }
+    for token in tokens(html.as_bytes()) {
+        reader.token(token);
+    }
+    reader.end_block();
+    match mode {
+        PageText::All => (reader.all, false),
+        PageText::Main(_) => match reader.main_content() {
+            Some(text) => (text, false),
+            None => (reader.all, true),
+        },
+    }
+}
+
+/// An open element and what it makes of the text inside it.
+struct Open {
+    name: Vec<u8>,
+    hidden: bool,
+    boilerplate: bool,
+    main: bool,
+    link: bool,
+}
+
+/// A run of text between block boundaries, outside boilerplate.
+struct Block {
+    range: std::ops::Range<usize>,
+    chars: usize,
+    link_chars: usize,
+    in_main: bool,
+}
+
+#[derive(Default)]
+struct PageReader {
+    rules: MainRules,
+    /// All the text (the `all` mode, and the fallback).
+    all: String,
+    /// The text outside boilerplate, split into `blocks`.
+    content: String,
+    blocks: Vec<Block>,
+    block_start: usize,
+    block_chars: usize,
+    block_link_chars: usize,
+    block_in_main: bool,
+    open: Vec<Open>,
+    hidden: usize,
+    boilerplate: usize,
+    main: usize,
+    links: usize,
+}
+
+impl PageReader {
+    fn token(&mut self, token: Token) {
+        match token {
+            Token::StartTag(tag) => {
+                let name = tag.name.to_ascii_lowercase();
+                self.all.push(' ');
+                if BLOCKS.contains(&name.as_slice()) {
+                    self.end_block();
+                }
+                if tag.self_closing || VOID.contains(&name.as_slice()) {
+                    return;
+                }
+                let attributes = Attributes(&tag.attributes);
+                let open = Open {
+                    hidden: HIDDEN.contains(&name.as_slice()),
+                    boilerplate: self.is_boilerplate(&name, &attributes),
+                    main: MAIN.contains(&name.as_slice()) || attributes.get("role") == Some("main"),
+                    // A link to a place in the page (a heading's own
+                    // anchor) is not navigation away from it.
+                    link: name == b"a"
+                        && !attributes.get("href").is_some_and(|h| h.starts_with('#')),
+                    name,
+                };
+                self.enter(&open, 1);
+                self.open.push(open);
+            }
+            Token::EndTag(tag) => {
+                let name = tag.name.to_ascii_lowercase();
+                self.all.push(' ');
+                if BLOCKS.contains(&name.as_slice()) {
+                    self.end_block();
+                }
+                if let Some(at) = self.open.iter().rposition(|o| o.name == name) {
+                    for open in self.open.split_off(at) {
+                        self.enter(&open, -1);
+                    }
+                }
+            }
+            Token::String(text) if self.hidden == 0 => {
+                let text = String::from_utf8_lossy(&text);
+                self.all.push_str(&text);
+                if self.boilerplate == 0 {
+                    let chars = text.chars().filter(|c| !c.is_whitespace()).count();
+                    self.content.push_str(&text);
+                    self.block_chars += chars;
+                    if self.links > 0 {
+                        self.block_link_chars += chars;
+                    }
+                    self.block_in_main |= self.main > 0 && chars > 0;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Counts an element in (`1`) or out (`-1`) of the open ones.
+    fn enter(&mut self, open: &Open, by: isize) {
+        let add = |count: &mut usize, on: bool| {
+            if on {
+                *count = count.saturating_add_signed(by);
+            }
+        };
+        add(&mut self.hidden, open.hidden);
+        add(&mut self.boilerplate, open.boilerplate);
+        add(&mut self.main, open.main);
+        add(&mut self.links, open.link);
+    }
+
+    fn is_boilerplate(&self, name: &[u8], attributes: &Attributes) -> bool {
+        let second = self.rules >= MainRules::SECOND;
+        // Inside the marked content, a header is the article's.
+        let may_be_page_header =
+            self.main == 0 && !(second && NEVER_OUTER_BOILERPLATE.contains(&name));
+        if BOILERPLATE.contains(&name) || (may_be_page_header && OUTER_BOILERPLATE.contains(&name))
+        {
+            return true;
+        }
+        // The page's root elements carry page-wide state (`<html
+        // class="sidebar-visible">`), and a main element is content.
+        if NEVER_BOILERPLATE.contains(&name) || attributes.get("role") == Some("main") {
+            return false;
+        }
+        if attributes.get("hidden").is_some() || attributes.get("aria-hidden") == Some("true") {
+            return true;
+        }
+        if let Some(role) = attributes.get("role") {
+            if BOILERPLATE_ROLES.contains(&role.trim()) {
+                return true;
+            }
+        }
+        ["class", "id"].iter().any(|key| {
+            attributes.get(key).is_some_and(|value| {
+                value
+                    .split(|c: char| c.is_whitespace() || c == '-' || c == '_')
+                    .any(|word| {
+                        let word = word.to_ascii_lowercase();
+                        BOILERPLATE_WORDS.contains(&word.as_str())
+                            || (second && BOILERPLATE_WORDS_SINCE_SECOND.contains(&word.as_str()))
+                            || (may_be_page_header
+                                && OUTER_BOILERPLATE_WORDS.contains(&word.as_str()))
+                    })
+            })
+        })
+    }
+
+    fn end_block(&mut self) {
+        if self.block_chars > 0 {
+            self.blocks.push(Block {
+                range: self.block_start..self.content.len(),
+                chars: self.block_chars,
+                link_chars: self.block_link_chars,
+                in_main: self.block_in_main,
+            });
+        }
+        self.content.push(' ');
+        self.block_start = self.content.len();
+        self.block_chars = 0;
+        self.block_link_chars = 0;
+        self.block_in_main = false;
+    }
+
+    /// The main content's text, `None` when nothing is left.
+    fn main_content(&self) -> Option<String> {
+        let marked = self.blocks.iter().any(|b| b.in_main);
+        let mut text = String::new();
+        for block in &self.blocks {
+            let links = block.link_chars as f64 / block.chars as f64;
+            if (marked && !block.in_main) || links > MAX_LINK_DENSITY {
+                continue;
+            }
+            text.push_str(&self.content[block.range.clone()]);
+            text.push(' ');
+        }
+        (!text.trim().is_empty()).then_some(text)
+    }
+}
+
+/// A start tag's attributes, looked up by lower-case name.
+struct Attributes<'a>(
+    &'a std::collections::BTreeMap<HtmlString, html5gum::Spanned<HtmlString, ()>>,
+);
+
+impl Attributes<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(key.as_bytes()))
+            .and_then(|(_, value)| std::str::from_utf8(&value.value).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(html: &str) -> String {
+        to_text(html)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn keeps_text_and_drops_scripts_styles_and_comments() {
+        let page = r#"<!DOCTYPE html><html><head><title>Title &amp; more</title>
+            <style>body { color: red }</style><script>if (a < b) { document.write("<p>no</p>") }</script>
+            <meta charset="utf-8"></head><body><!-- comment --><h1>Heading</h1>
+            <p>First<br>second <a href="/x">link</a></p><noscript>enable js</noscript>
+            <script type="application/ld+json">{"x": 1}</script><p>你好，世界</p></body></html>"#;
+        assert_eq!(
+            words(page),
+            "Title & more Heading First second link 你好，世界"
+        );
+    }
+
+    #[test]
+    fn tolerates_tag_soup() {
+        assert_eq!(
+            words("<p>one<div>two</p>three<b>four"),
+            "one two three four"
+        );
+        assert_eq!(words("plain text"), "plain text");
+    }
+}
+
+#[cfg(test)]
+mod main_content_tests {
+    use super::*;
+
+    fn main_words(html: &str) -> (String, bool) {
+        let (text, fell_back) = page_text(html, PageText::Main(MainRules::CURRENT));
+        (
+            text.split_whitespace().collect::<Vec<_>>().join(" "),
+            fell_back,
+        )
+    }
+
+    const TEMPLATE: &str = r#"<html><head><title>Site - Page</title></head><body>
+        <header class="site-header"><a href="/">Home</a> Welcome to the site</header>
+        <nav><ul><li><a href="/a">Alpha</a></li><li><a href="/b">Beta</a></li></ul></nav>
+        <div id="menu-bar" class="menu-bar">Menu Search</div>
+        {BODY}
+        <aside>Popular posts and tags</aside>
+        <div class="links"><a href="/x">Privacy</a> <a href="/y">Terms</a> <a href="/z">Contact us</a></div>
+        <footer>Copyright 2026 Site</footer></body></html>"#;
+
+    #[test]
+    fn navigation_headers_footers_and_sidebars_are_left_out() {
+        let page = TEMPLATE.replace(
+            "{BODY}",
+            "<div><h1>The article</h1><p>Its first paragraph, with <a href=\"/q\">a link</a> inside.</p></div>",
+        );
+        assert_eq!(
+            main_words(&page),
+            (
+                "The article Its first paragraph, with a link inside.".to_string(),
+                false
+            )
+        );
+    }
+
+    #[test]
+    fn a_marked_main_element_is_all_that_is_kept() {
+        let page = TEMPLATE.replace(
+            "{BODY}",
+            "<div class=\"intro\">Unmarked text beside the content</div>\
+             <main><header><h1>Title in main</h1></header><p>Body text.</p>\
+             <div class=\"share-buttons\">Share this</div><footer>Posted in news</footer></main>",
+        );
+        assert_eq!(
+            main_words(&page),
+            ("Title in main Body text.".to_string(), false)
+        );
+    }
+
+    #[test]
+    fn a_page_with_only_boilerplate_falls_back_to_all_its_text() {
+        let page =
+            "<html><body><nav><a href=\"/\">Home</a></nav><footer>Bye</footer></body></html>";
+        assert_eq!(main_words(page), ("Home Bye".to_string(), true));
+        assert_eq!(main_words("plain text"), ("plain text".to_string(), false));
+    }
+
+    #[test]
+    fn headings_that_link_to_themselves_are_kept() {
+        let page = "<body><h2 id=\"x\"><a class=\"anchor\" href=\"#x\">A heading</a></h2>\
+                    <p><a href=\"/elsewhere\">Only a link</a></p><p>Text</p></body>";
+        assert_eq!(main_words(page), ("A heading Text".to_string(), false));
+    }
+
+    #[test]
+    fn classes_of_the_root_elements_do_not_hide_the_page() {
+        let page = "<html class=\"light sidebar-visible\"><body class=\"nav-open\">\
+                    <main class=\"menu-shown\"><p>Kept</p></main></body></html>";
+        assert_eq!(main_words(page), ("Kept".to_string(), false));
+    }
+
+    #[test]
+    fn hidden_and_role_marked_elements_are_left_out() {
+        let page = "<body><div role=\"navigation\">Go there</div><p>Kept</p>\
+                    <div aria-hidden=\"true\">Invisible</div><p hidden>Hidden</p></body>";
+        assert_eq!(main_words(page), ("Kept".to_string(), false));
+    }
+
+    /// Pins what each named scheme makes of HTML pages (extraction and
+    /// simhash together): a scheme's name, once published, must always
+    /// give the same fingerprints, or a corpus fingerprinted under it stops
+    /// matching. Changing these values needs a new scheme name.
+    #[test]
+    fn golden_fingerprints_of_html_pages_under_the_named_schemes() {
+        use crate::fingerprint::scheme::Scheme;
+        use crate::fingerprint::simhash::fingerprint;
+        let article = "<article><h1>Rust 1.80 released</h1><p>The release adds lazy \
+                       cells, exclusive ranges in patterns and new lints.</p></article>";
+        let chinese = "<main><h1>新闻</h1><p>北京时间今天上午，国家统计局发布了最新的经济数据，\
+                       工业生产保持平稳增长。</p></main>";
+        let unmarked = "<div><h2>Install</h2><p>Download the archive, unpack it and run \
+                        the installer.</p><ul><li><a href=\"/1\">One</a></li>\
+                        <li><a href=\"/2\">Two</a></li><li><a href=\"/3\">Three</a></li></ul></div>";
+        let pages = [
+            TEMPLATE.replace("{BODY}", article),
+            TEMPLATE.replace("{BODY}", chinese),
+            TEMPLATE.replace("{BODY}", unmarked),
+            TEMPLATE.replace("{BODY}", ""),
+            TEMPLATE.replace("{BODY}", MDBOOK_UNMARKED),
+        ];
+        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5"]
+            .iter()
+            .map(|name| {
+                let scheme = Scheme::named(name).unwrap();
+                let values: Vec<String> = pages
+                    .iter()
+                    .map(|page| {
+                        let (text, fell_back) = page_text(page, scheme.html);
+                        let f = fingerprint(&text, &scheme.simhash).simhash;
+                        format!("{f:016x}{}", if fell_back { "*" } else { "" })
+                    })
+                    .collect();
+                format!("{name}: {}", values.join(" "))
+            })
+            .collect();
+        let expected: Vec<&str> = GOLDEN_HTML
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(got, expected, "a named scheme's HTML fingerprints changed");
+        // Extraction is what tells v1 from v2 on a page with a template.
+        assert_ne!(got[0], got[1].replace("v2", "v1"));
+    }
+
+    /// Per named scheme, the five pages above (a `*`: main content fell
+    /// back to all the text). v4 differs from v3 on the last page only,
+    /// whose headings and popup the second rules read otherwise; v5 from v4
+    /// on the short Chinese page only.
+    const GOLDEN_HTML: &str = "
+        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602
+        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643
+        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* 7796adf762d2da1b
+        v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b
+        v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b";
+
+    /// A page body as mdBook writes it, without its `<main>`: every
+    /// heading's anchor is `class="header"`, and a help popup sits beside
+    /// the content.
+    const MDBOOK_UNMARKED: &str = r##"<div id="mdbook-help-container"><div id="mdbook-help-popup">
+        <h2 class="mdbook-help-title">Keyboard shortcuts</h2><p>Press S to search</p></div></div>
+        <div id="content" class="content"><h1 id="keywords"><a class="header" href="#keywords">Appendix A:
+        Keywords</a></h1><p>The following list contains keywords that are reserved for current or
+        future use by the Rust language.</p></div>"##;
+
+    #[test]
+    fn the_first_rules_lose_unmarked_headings_and_keep_popups_the_second_do_not() {
+        let page = TEMPLATE.replace("{BODY}", MDBOOK_UNMARKED);
+        let words = |rules| {
+            let (text, _) = page_text(&page, PageText::Main(rules));
+            text.split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        let (first, second) = (words(MainRules::FIRST), words(MainRules::SECOND));
+        assert!(first.contains("Keyboard shortcuts"), "{first}");
+        assert!(!first.contains("Appendix A"), "{first}");
+        assert_eq!(
+            second,
+            "Appendix A: Keywords The following list contains keywords that are reserved \
+             for current or future use by the Rust language."
+        );
+    }
+
+    #[test]
+    fn all_mode_is_unchanged_by_extraction() {
+        let page = TEMPLATE.replace("{BODY}", "<p>Body</p>");
+        assert_eq!(page_text(&page, PageText::All).0, to_text(&page));
+        assert!(to_text(&page).contains("Copyright"));
+    }
+}

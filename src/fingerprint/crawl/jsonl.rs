@@ -1,0 +1,248 @@
+//! JSONL: one JSON object per line, with configurable id, url and text fields
+//! (gzipped files are read too), and an optional fetch time field of RFC
+//! 3339 strings.
+//!
+//! A line of a plain file is its document's [`Span`]: its first byte, and
+//! its length without the line break, so that the range is the JSON object.
+//! A gzipped file gives none, as no range of it is one line.
+
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
+
+use anyhow::{Context, Result};
+use flate2::read::MultiGzDecoder;
+use serde_json::Value;
+
+use super::timestamp::parse_rfc3339;
+use super::{url_id, BadRecord, Document, Record, Span, TextFields};
+use crate::io::storage::Location;
+
+/// Reads every line of a JSONL file; a line that is not a JSON object with a
+/// string text field and an id (an integer id field, or a url to hash), or
+/// whose time field is neither absent, null nor an RFC 3339 string, is a bad
+/// record at the line's offset.
+pub fn read(
+    path: &Location,
+    fields: &TextFields,
+    sink: &mut dyn FnMut(Record, u64) -> Result<()>,
+) -> Result<()> {
+    let mut file = path.reader()?;
+    let mut magic = [0u8; 2];
+    let gzipped = file.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+    file.seek(SeekFrom::Start(0))
+        .with_context(|| format!("{path}: cannot read"))?;
+    let input: Box<dyn Read> = if gzipped {
+        Box::new(MultiGzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    let mut input = BufReader::new(input);
+    let mut line = Vec::new();
+    let mut offset = 0u64;
+    loop {
+        line.clear();
+        let n = input
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("{path}: cannot read at offset {offset}"))?;
+        if n == 0 {
+            return Ok(());
+        }
+        let record = if line.iter().all(u8::is_ascii_whitespace) {
+            Record::Skipped
+        } else {
+            let span = (!gzipped).then(|| Span {
+                offset,
+                length: line_length(&line) as u64,
+            });
+            parse_line(&line, fields, span)
+                .unwrap_or_else(|reason| Record::Bad(BadRecord { offset, reason }))
+        };
+        offset += n as u64;
+        sink(record, offset)?;
+    }
+}
+
+/// A line's length without its line break (`\n` or `\r\n`).
+fn line_length(line: &[u8]) -> usize {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line).len()
+}
+
+/// A JSON value as a bad record's reason shows it: cut short if long.
+fn shown(value: &Value) -> String {
+    let text = value.to_string();
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
+fn parse_line(line: &[u8], fields: &TextFields, span: Option<Span>) -> Result<Record, String> {
+    let text = std::str::from_utf8(line).map_err(|_| "invalid UTF-8".to_string())?;
+    let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+    let object = value.as_object().ok_or("not a JSON object")?;
+    let text = match object.get(&fields.text) {
+        Some(Value::String(s)) => s.clone(),
+        Some(_) => return Err(format!("field `{}` is not a string", fields.text)),
+        None => return Err(format!("no field `{}`", fields.text)),
+    };
+    let url = match object.get(&fields.url) {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Null) | None => None,
+        Some(_) => return Err(format!("field `{}` is not a string", fields.url)),
+    };
+    let id = match (object.get(&fields.id), &url) {
+        (Some(Value::Number(n)), _) => n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|u| u as i64))
+            .ok_or_else(|| format!("field `{}` is not a 64-bit integer: {n}", fields.id))?,
+        (Some(Value::Null) | None, Some(url)) => url_id(url),
+        (Some(other), _) => {
+            return Err(format!("field `{}` is not an integer: {other}", fields.id))
+        }
+        (None, None) => {
+            return Err(format!(
+                "neither an id field `{}` nor a url field `{}`",
+                fields.id, fields.url
+            ))
+        }
+    };
+    let fetch_time = match fields.time.as_ref().map(|f| (f, object.get(f))) {
+        None | Some((_, None | Some(Value::Null))) => None,
+        Some((field, Some(value))) => {
+            let time = value.as_str().and_then(parse_rfc3339);
+            Some(time.ok_or_else(|| {
+                format!(
+                    "field `{field}` is not an RFC 3339 date-time: {}",
+                    shown(value)
+                )
+            })?)
+        }
+    };
+    Ok(Record::Document(Document {
+        id,
+        url,
+        text,
+        html: false,
+        charset: None,
+        fetch_time,
+        span,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_become_documents_or_bad_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docs.jsonl");
+        let lines = [
+            r#"{"id": 7, "url": "http://a/", "text": "hello"}"#,
+            r#"{"url": "http://b/", "text": "world"}"#,
+            r#"{"id": "x", "text": "bad id"}"#,
+            r#"not json"#,
+            "",
+            r#"{"id": 9}"#,
+        ];
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let mut got = Vec::new();
+        read(
+            &Location::Local(path),
+            &TextFields::default(),
+            &mut |r, _| {
+                got.push(r);
+                Ok(())
+            },
+        )
+        .unwrap();
+        let Record::Document(a) = &got[0] else {
+            panic!("{got:?}")
+        };
+        assert_eq!((a.id, a.text.as_str()), (7, "hello"));
+        let Record::Document(b) = &got[1] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(b.id, url_id("http://b/"));
+        let offsets: Vec<u64> = got
+            .iter()
+            .filter_map(|r| match r {
+                Record::Bad(b) => Some(b.offset),
+                _ => None,
+            })
+            .collect();
+        let line_start = |i: usize| lines[..i].iter().map(|l| l.len() as u64 + 1).sum::<u64>();
+        assert_eq!(offsets, vec![line_start(2), line_start(3), line_start(5)]);
+        assert!(matches!(got[4], Record::Skipped));
+    }
+
+    fn read_bytes(bytes: &[u8], fields: &TextFields) -> Vec<Record> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docs.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        let mut got = Vec::new();
+        read(&Location::Local(path), fields, &mut |r, _| {
+            got.push(r);
+            Ok(())
+        })
+        .unwrap();
+        got
+    }
+
+    #[test]
+    fn lines_carry_their_range_and_time_field() {
+        let fields = TextFields {
+            time: Some("fetched".into()),
+            ..TextFields::default()
+        };
+        let lines = [
+            r#"{"id": 1, "text": "a", "fetched": "2024-05-01T12:34:56Z"}"#,
+            r#"{"id": 2, "text": "b", "fetched": "2024-05-01T14:34:56.25+02:00"}"#,
+            r#"{"id": 3, "text": "c"}"#,
+            r#"{"id": 4, "text": "d", "fetched": null}"#,
+            r#"{"id": 5, "text": "e", "fetched": "yesterday"}"#,
+            r#"{"id": 6, "text": "f", "fetched": 1714566896}"#,
+        ];
+        // Line breaks of both kinds, and none after the last line.
+        let file = format!("{}\r\n{}\n", lines[..2].join("\n"), lines[2..].join("\n"));
+        let file = file.trim_end().as_bytes().to_vec();
+        let got = read_bytes(&file, &fields);
+        let t = parse_rfc3339("2024-05-01T12:34:56Z").unwrap();
+        let expected_times = [Some(t), Some(t + 250_000), None, None];
+        for (i, record) in got[..4].iter().enumerate() {
+            let Record::Document(d) = record else {
+                panic!("{i}: {record:?}")
+            };
+            assert_eq!(d.fetch_time, expected_times[i], "line {i}");
+            let span = d.span.expect("a plain line has its range");
+            let bytes = &file[span.offset as usize..(span.offset + span.length) as usize];
+            assert_eq!(bytes, lines[i].as_bytes(), "line {i}");
+        }
+        let reasons: Vec<&str> = got[4..]
+            .iter()
+            .map(|r| match r {
+                Record::Bad(b) => b.reason.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                r#"field `fetched` is not an RFC 3339 date-time: "yesterday""#,
+                "field `fetched` is not an RFC 3339 date-time: 1714566896",
+            ]
+        );
+
+        // Without --time-field the field is not read; gzipped lines have no range.
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &file).unwrap();
+        let got = read_bytes(&gz.finish().unwrap(), &TextFields::default());
+        assert_eq!(got.len(), 6);
+        for record in got {
+            let Record::Document(d) = record else {
+                panic!("{record:?}")
+            };
+            assert_eq!((d.fetch_time, d.span), (None, None));
+        }
+    }
+}

@@ -1,0 +1,159 @@
+//! Reading crawl documents: WARC and WET files (plain or gzipped), JSONL, and
+//! Parquet text columns.
+//!
+//! Every reader hands each record to a sink as either a [`Document`] or a
+//! [`BadRecord`]: a record that cannot be read is reported with its file
+//! offset and reading goes on with the next one. Only a file that cannot be
+//! opened at all is an error.
+//!
+//! A document also carries what the shard records about the page besides
+//! its fingerprint: when it was fetched ([`Document::fetch_time`]) and
+//! where its record lies in the file ([`Span`]), so that a crawl keeps the
+//! earliest copy of a page and reads any page's record back with one ranged
+//! read. The file's own name is the shard's, not each document's: it is
+//! written once per shard.
+
+pub mod charset;
+pub mod html;
+pub mod jsonl;
+pub mod table;
+pub mod timestamp;
+pub mod warc;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+use xxhash_rust::xxh3::xxh3_64;
+
+use crate::io::parquet::input::has_extension;
+pub use crate::io::parquet::output::Span;
+use crate::io::storage::Location;
+
+/// One document to fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Document {
+    pub id: i64,
+    pub url: Option<String>,
+    /// The text, or with `html` the page's HTML, whose text is chosen when
+    /// it is fingerprinted (`--html-text`).
+    pub text: String,
+    pub html: bool,
+    /// The encoding an HTML response was decoded from, if not UTF-8:
+    /// counted by the reader, not sent on with the document.
+    #[serde(skip)]
+    pub charset: Option<charset::Charset>,
+    /// When the page was fetched, in microseconds since the Unix epoch
+    /// (UTC): a WARC record's `WARC-Date`, or the `--time-field` of JSONL
+    /// and Parquet input; `None` when unknown.
+    pub fetch_time: Option<i64>,
+    /// Where the record lies in its file, when one range holds it alone.
+    pub span: Option<Span>,
+}
+
+/// A record that could not be read, and where it starts in its file (for a
+/// gzipped WARC/WET file: the offset of its gzip member, as in Common Crawl's
+/// indexes; for JSONL: the line's first byte).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BadRecord {
+    pub offset: u64,
+    pub reason: String,
+}
+
+/// What a reader found at one record.
+#[derive(Debug)]
+pub enum Record {
+    Document(Document),
+    Bad(BadRecord),
+    /// A record that carries no text to fingerprint (warcinfo, request,
+    /// metadata, a non-HTML response).
+    Skipped,
+}
+
+/// The id of a document that has only a URL: xxh3-64 of the URL's UTF-8
+/// bytes, as the INT64 with the same bits. Stable across runs and machines.
+pub fn url_id(url: &str) -> i64 {
+    xxh3_64(url.as_bytes()) as i64
+}
+
+/// Input formats of `fingerprint`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// WARC: response records with HTML (markup stripped), and conversion records.
+    Warc,
+    /// WET: Common Crawl's conversion records of extracted text.
+    Wet,
+    /// One JSON object per line.
+    Jsonl,
+    /// A Parquet table with a text column.
+    Parquet,
+}
+
+impl Format {
+    /// The format a file's name suggests: the first whose
+    /// [`Format::extensions`] the name ends with, in any case.
+    pub fn from_path(path: &Location) -> Result<Format> {
+        let name = path.to_string().to_lowercase();
+        <Format as clap::ValueEnum>::value_variants()
+            .iter()
+            .copied()
+            .find(|f| f.extensions().iter().any(|e| has_extension(&name, e)))
+            .with_context(|| {
+                format!(
+                    "{path}: cannot tell the input format from the name; give --format warc|wet|jsonl|parquet"
+                )
+            })
+    }
+
+    /// File name endings of the format: what a directory is searched for and
+    /// what [`Format::from_path`] recognises.
+    pub fn extensions(self) -> &'static [&'static str] {
+        match self {
+            Format::Warc => &["warc", "warc.gz"],
+            Format::Wet => &["wet", "wet.gz"],
+            Format::Jsonl => &[
+                "jsonl",
+                "jsonl.gz",
+                "json",
+                "json.gz",
+                "ndjson",
+                "ndjson.gz",
+            ],
+            Format::Parquet => &["parquet"],
+        }
+    }
+}
+
+/// Field and column names of JSONL and Parquet inputs.
+#[derive(Clone, Debug)]
+pub struct TextFields {
+    pub id: String,
+    pub url: String,
+    pub text: String,
+    /// The fetch time's field or column (`--time-field`), if any.
+    pub time: Option<String>,
+}
+
+impl Default for TextFields {
+    fn default() -> Self {
+        TextFields {
+            id: "id".into(),
+            url: "url".into(),
+            text: "text".into(),
+            time: None,
+        }
+    }
+}
+
+/// Reads every record of `path` in `format`, handing each to `sink`.
+pub fn read_file(
+    path: &Location,
+    format: Format,
+    fields: &TextFields,
+    sink: &mut dyn FnMut(Record, u64) -> Result<()>,
+) -> Result<()> {
+    match format {
+        Format::Warc | Format::Wet => warc::read(path, sink),
+        Format::Jsonl => jsonl::read(path, fields, sink),
+        Format::Parquet => table::read(path, fields, sink),
+    }
+}

@@ -1,0 +1,326 @@
+//! Fingerprint schemes: one string naming everything that decides a page's
+//! fingerprint (the algorithm's version, normalisation, features, weights,
+//! stop words, which text of an HTML page). A corpus holds years of shards;
+//! recording the scheme in every shard lets `match` refuse to compare
+//! fingerprints made under different defaults, which would silently miss
+//! near-duplicates.
+//!
+//! A scheme string reads `simhash64/1 norm=nfkc-lower-ws features=F
+//! weights=W stopwords=S html=H`: the algorithm's version, the
+//! normalisation, the features and weights (a published `script` rule is
+//! written out whole, as v5's
+//! `features=script(han>=200:words,han<200:chars:4,other:chars:5)`), the
+//! stop words (`en+zh` or `none`) and, for shards of WARC files only, the
+//! text of an HTML page: `all`, `main` (the first main-content rules) or
+//! `main/2` (the second). Shards of text (WET, JSONL, Parquet) leave `html=`
+//! out, so text shards of two schemes that differ only in it stay
+//! comparable.
+//!
+//! Every shard records its scheme in its Parquet key-value metadata under
+//! `neardup.scheme`. Two schemes are comparable when they are the same but
+//! for an `html=` that only one of them records; two HTML shards must agree
+//! on it too. `match` refuses inputs whose schemes are not comparable unless
+//! told to allow them. A shard without the key (another tool's, or
+//! `neardup gen`'s) is "unknown" and meets any.
+//!
+//! The named schemes, oldest first (the last is the default). A name, once
+//! published, always means the same fingerprints:
+//! - `v1`: `words`, term frequency, stop words dropped, all the text of an
+//!   HTML page;
+//! - `v2`: `v1` with the main content of HTML pages (first rules);
+//! - `v3`: `script` features (mostly-Han text `words` with term frequency,
+//!   other text `chars:5` with log weights), main content by the first
+//!   rules;
+//! - `v4`: `v3` with the second main-content rules (`html=main/2`); its
+//!   text shards are `v3`'s and meet them;
+//! - `v5`: `v4` with mostly-Han texts of fewer than 200 Han characters as
+//!   `chars:4` with log weights. On text without such a page its
+//!   fingerprints are `v4`'s, but its scheme string differs, so its shards
+//!   meet `v4`'s only when mixing is allowed.
+//!
+//! A named scheme (`--scheme NAME`) fixes the features, weights and HTML
+//! text, so it is never combined with `--features`, `--log-weights`,
+//! `--keep-stop-words` or `--html-text`. The `script` features choose their
+//! own weights: `--log-weights` needs other `--features`.
+
+use anyhow::{bail, Result};
+
+use crate::fingerprint::crawl::html::{HtmlText, MainRules, PageText};
+use crate::fingerprint::simhash::{Features, ScriptRule, SimhashOptions};
+
+/// The version of the fingerprint algorithm itself (hash, bit rule): bumped
+/// whenever a change would move a fingerprint computed with the same options.
+const ALGORITHM: &str = "simhash64/1";
+
+/// Everything that decides a page's fingerprint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scheme {
+    pub simhash: SimhashOptions,
+    /// Which text of an HTML page (WARC responses) is fingerprinted.
+    pub html: PageText,
+}
+
+const WORDS_TF_STOP_WORDS: SimhashOptions = SimhashOptions {
+    features: Features::Words,
+    log_weights: false,
+    stop_words: true,
+};
+
+const SCRIPT_HAN_WORDS: SimhashOptions = SimhashOptions {
+    features: Features::Script(ScriptRule::HanWords),
+    log_weights: false,
+    stop_words: true,
+};
+
+const SCRIPT_LONG_HAN_WORDS: SimhashOptions = SimhashOptions {
+    features: Features::Script(ScriptRule::LongHanWords),
+    ..SCRIPT_HAN_WORDS
+};
+
+/// Schemes computable by name, oldest first; the last one is the default.
+/// A name, once published, always means the same fingerprints (the golden
+/// tests in `simhash/mod.rs` and `crawl/html.rs` pin them).
+const NAMED: &[(&str, Scheme)] = &[
+    (
+        "v1",
+        Scheme {
+            simhash: WORDS_TF_STOP_WORDS,
+            html: PageText::All,
+        },
+    ),
+    (
+        "v2",
+        Scheme {
+            simhash: WORDS_TF_STOP_WORDS,
+            html: PageText::Main(MainRules::FIRST),
+        },
+    ),
+    (
+        "v3",
+        Scheme {
+            simhash: SCRIPT_HAN_WORDS,
+            html: PageText::Main(MainRules::FIRST),
+        },
+    ),
+    (
+        "v4",
+        Scheme {
+            simhash: SCRIPT_HAN_WORDS,
+            html: PageText::Main(MainRules::SECOND),
+        },
+    ),
+    (
+        "v5",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::SECOND),
+        },
+    ),
+];
+
+impl Default for Scheme {
+    /// The newest named scheme.
+    fn default() -> Scheme {
+        NAMED[NAMED.len() - 1].1
+    }
+}
+
+impl Scheme {
+    /// The scheme string of a shard, as stored in its metadata. The HTML
+    /// mode is part of it only for shards of HTML pages (`html_input`), so
+    /// that text shards (WET, JSONL) of two schemes that differ only in it
+    /// stay comparable.
+    pub fn describe(&self, html_input: bool) -> String {
+        let options = &self.simhash;
+        // A published rule's string is written out whole, as its
+        // fingerprints are fixed: nothing it is made of may change it.
+        let (features, weights) = match options.features {
+            Features::Script(ScriptRule::HanWords) => (
+                "script(han:words,other:chars:5)".to_string(),
+                "script(han:tf,other:log-tf)",
+            ),
+            Features::Script(ScriptRule::LongHanWords) => (
+                "script(han>=200:words,han<200:chars:4,other:chars:5)".to_string(),
+                "script(han>=200:tf,han<200:log-tf,other:log-tf)",
+            ),
+            other if options.log_weights => (other.to_string(), "log-tf"),
+            other => (other.to_string(), "tf"),
+        };
+        let stop_words = match options.stop_words {
+            true => "en+zh",
+            false => "none",
+        };
+        let mut scheme = format!(
+            "{ALGORITHM} norm=nfkc-lower-ws features={features} weights={weights} stopwords={stop_words}"
+        );
+        if html_input {
+            scheme.push_str(&format!(" html={}", self.html));
+        }
+        scheme
+    }
+
+    /// The scheme's name, when it has one.
+    pub fn name(&self) -> Option<&'static str> {
+        NAMED
+            .iter()
+            .find(|(_, named)| named == self)
+            .map(|&(name, _)| name)
+    }
+
+    /// A named scheme.
+    pub fn named(name: &str) -> Result<Scheme> {
+        match NAMED.iter().find(|(n, _)| *n == name) {
+            Some(&(_, scheme)) => Ok(scheme),
+            None => {
+                let names: Vec<&str> = NAMED.iter().map(|&(n, _)| n).collect();
+                bail!(
+                    "--scheme {name}: no such scheme (known: {})",
+                    names.join(", ")
+                )
+            }
+        }
+    }
+
+    /// The scheme from the flags of `fingerprint` (or a job spec's
+    /// `[fingerprint]`): a named scheme, or its parts one by one (the
+    /// default scheme's where not given), but not both.
+    pub fn from_flags(
+        scheme: Option<&str>,
+        features: Option<&str>,
+        log_weights: bool,
+        keep_stop_words: bool,
+        html: Option<HtmlText>,
+    ) -> Result<Scheme> {
+        if let Some(name) = scheme {
+            if features.is_some() || log_weights || keep_stop_words || html.is_some() {
+                bail!("--scheme {name} fixes the features, weights and HTML text: drop --features, --log-weights, --keep-stop-words and --html-text");
+            }
+            return Scheme::named(name);
+        }
+        let default = Scheme::default();
+        let features = match features {
+            Some(features) => features.parse()?,
+            None => default.simhash.features,
+        };
+        if matches!(features, Features::Script(_)) && log_weights {
+            bail!("--log-weights: the `script` features (the default) choose their own weights; give --features too (e.g. --features words --log-weights)");
+        }
+        Ok(Scheme {
+            simhash: SimhashOptions {
+                features,
+                log_weights,
+                stop_words: !keep_stop_words,
+            },
+            html: html.map_or(default.html, PageText::from),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::parquet::schemes::comparable;
+
+    #[test]
+    fn the_default_is_the_last_named_scheme() {
+        let (name, scheme) = NAMED[NAMED.len() - 1];
+        assert_eq!(scheme, Scheme::default());
+        assert_eq!(Scheme::default().name(), Some(name));
+        assert_eq!(name, "v5");
+    }
+
+    #[test]
+    fn published_schemes_are_pinned() {
+        let v1 = Scheme::named("v1").unwrap();
+        let v2 = Scheme::named("v2").unwrap();
+        let text = "simhash64/1 norm=nfkc-lower-ws features=words weights=tf stopwords=en+zh";
+        assert_eq!(v1.describe(false), text);
+        assert_eq!(v2.describe(false), text);
+        assert_eq!(v1.describe(true), format!("{text} html=all"));
+        assert_eq!(v2.describe(true), format!("{text} html=main"));
+        let v3 = Scheme::named("v3").unwrap();
+        let text = "simhash64/1 norm=nfkc-lower-ws features=script(han:words,other:chars:5) weights=script(han:tf,other:log-tf) stopwords=en+zh";
+        assert_eq!(v3.describe(false), text);
+        assert_eq!(v3.describe(true), format!("{text} html=main"));
+        // v4 changed only the main-content rules: the same text shards, other
+        // HTML shards.
+        let v4 = Scheme::named("v4").unwrap();
+        assert_eq!(v4.describe(false), text);
+        assert_eq!(v4.describe(true), format!("{text} html=main/2"));
+        // v5 changed short Han texts: other text shards, other HTML shards.
+        let v5 = Scheme::named("v5").unwrap();
+        let text = "simhash64/1 norm=nfkc-lower-ws features=script(han>=200:words,han<200:chars:4,other:chars:5) weights=script(han>=200:tf,han<200:log-tf,other:log-tf) stopwords=en+zh";
+        assert_eq!(v5.describe(false), text);
+        assert_eq!(v5.describe(true), format!("{text} html=main/2"));
+        assert!(!comparable(&v4.describe(false), &v5.describe(false)));
+    }
+
+    #[test]
+    fn html_shards_of_v3_and_v4_are_not_compared_but_their_text_shards_are() {
+        let (v3, v4) = (Scheme::named("v3").unwrap(), Scheme::named("v4").unwrap());
+        assert!(!comparable(&v3.describe(true), &v4.describe(true)));
+        assert!(comparable(&v3.describe(false), &v4.describe(true)));
+        assert!(comparable(&v3.describe(true), &v4.describe(false)));
+        // `--html-text main` means the current rules: the default's.
+        let flags = Scheme::from_flags(None, None, false, false, Some(HtmlText::Main)).unwrap();
+        assert_eq!(flags, Scheme::default());
+        assert_eq!(flags.name(), Some("v5"));
+    }
+
+    #[test]
+    fn every_option_shows_in_the_scheme() {
+        let base = Scheme::named("v2").unwrap();
+        let variants = [
+            SimhashOptions {
+                features: Features::Chars(4),
+                ..base.simhash
+            },
+            SimhashOptions {
+                features: Features::Script(ScriptRule::HanWords),
+                ..base.simhash
+            },
+            SimhashOptions {
+                features: Features::Script(ScriptRule::LongHanWords),
+                ..base.simhash
+            },
+            SimhashOptions {
+                log_weights: true,
+                ..base.simhash
+            },
+            SimhashOptions {
+                stop_words: false,
+                ..base.simhash
+            },
+        ];
+        for simhash in variants {
+            let variant = Scheme { simhash, ..base };
+            assert_ne!(variant.describe(false), base.describe(false));
+        }
+    }
+
+    #[test]
+    fn a_scheme_and_its_parts_are_not_given_together() {
+        let from = Scheme::from_flags;
+        let error = from(Some("v1"), Some("chars:4"), false, false, None).unwrap_err();
+        assert!(error.to_string().contains("--scheme v1"), "{error}");
+        let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
+        assert!(error.to_string().contains("--html-text"), "{error}");
+        let error = from(Some("v9"), None, false, false, None).unwrap_err();
+        assert!(
+            error.to_string().contains("known: v1, v2, v3, v4, v5"),
+            "{error}"
+        );
+        let error = from(None, None, true, false, None).unwrap_err();
+        assert!(error.to_string().contains("--features too"), "{error}");
+        let scheme = from(None, None, false, true, None).unwrap();
+        assert_eq!(
+            scheme.simhash.features,
+            Features::Script(ScriptRule::LongHanWords)
+        );
+        assert!(!scheme.simhash.stop_words);
+        let scheme = from(None, Some("shingles:2"), true, false, Some(HtmlText::All)).unwrap();
+        assert_eq!(scheme.simhash.features, Features::Shingles(2));
+        assert!(scheme.simhash.log_weights && scheme.simhash.stop_words);
+        assert_eq!(scheme.html, PageText::All);
+    }
+}

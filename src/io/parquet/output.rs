@@ -1,0 +1,847 @@
+//! Writing results so that a reader never mistakes a failed run for a
+//! finished one: everything goes to a staging directory beside the target,
+//! each file under a temporary name renamed into place, the directory is
+//! renamed to the target when complete, and `_SUCCESS` comes last.
+//!
+//! An object store has no rename: there, each file is uploaded under its
+//! final name as soon as it is complete (from a local staging directory,
+//! by the worker that wrote it), `_SUCCESS` is written last by process 0
+//! once every worker has reported, and a failed run deletes what it wrote.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_array::{
+    ArrayRef, BooleanArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray,
+};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::ArrowWriter;
+use parquet::basic::{Compression, Encoding, ZstdLevel};
+use parquet::errors::ParquetError;
+use parquet::file::metadata::{KeyValue, SortingColumn};
+use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
+
+use crate::exec::parallel::lock;
+use crate::io::pairs::Pair;
+use crate::io::storage::{is_url, OutputPrefix};
+
+/// Rows per row group of the files neardup writes.
+pub(crate) const ROW_GROUP_ROWS: usize = 1 << 20;
+/// Rows a `cluster` part's writer hands Parquet at a time, as soon as its
+/// runs let that many through. Every part is handed the same sequence of
+/// calls whenever its rows come (full chunks, then the rest), so its pages
+/// and bytes are the same for any number of workers; a row group ends at a
+/// chunk's end.
+pub(crate) const PART_CHUNK_ROWS: usize = 1 << 16;
+const _: () = assert!(ROW_GROUP_ROWS.is_multiple_of(PART_CHUNK_ROWS));
+/// Marker written last into a complete output directory.
+pub const SUCCESS: &str = "_SUCCESS";
+
+/// An output directory under construction.
+///
+/// Dropped without [`Staging::commit`], it removes everything it wrote: a
+/// failed run leaves nothing at the target (and an old output replaced with
+/// `--overwrite` stays intact until the new one is complete).
+#[derive(Debug)]
+pub struct Staging {
+    target: PathBuf,
+    staging: PathBuf,
+    committed: bool,
+    /// The object-store prefix the output goes to, if it does.
+    remote: Option<OutputPrefix>,
+}
+
+/// Local staging directories of outputs bound for an object store, with
+/// their prefixes: a file placed in one is uploaded under its final name.
+static REMOTE_STAGING: std::sync::Mutex<Vec<(PathBuf, OutputPrefix)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The object-store prefix of an output directory (`None`: local).
+fn remote_target(target: &Path) -> Result<Option<OutputPrefix>> {
+    let shown = target.to_string_lossy();
+    match is_url(&shown) {
+        true => OutputPrefix::parse(&shown).map(Some),
+        false => Ok(None),
+    }
+}
+
+/// Whether the output at `target` is complete (has `_SUCCESS`).
+pub fn is_complete(target: &Path) -> Result<bool> {
+    match remote_target(target)? {
+        Some(prefix) => prefix.has(SUCCESS),
+        None => Ok(target.join(SUCCESS).exists()),
+    }
+}
+
+/// The object-store prefix and the path below it of a file in the local
+/// staging directory of an output bound for one.
+fn remote_file(path: &Path) -> Option<(OutputPrefix, String)> {
+    lock(&REMOTE_STAGING).iter().find_map(|(dir, prefix)| {
+        let relative = path.strip_prefix(dir).ok()?;
+        Some((prefix.clone(), relative.to_string_lossy().into_owned()))
+    })
+}
+
+/// Removes this process's local staging directories of outputs bound for
+/// an object store, once its command is over: every file in them was
+/// uploaded and removed as it was placed, and process 0's commit removes
+/// its own, but every other process of a run made one too (in the
+/// system's temporary directory) and would leave it there.
+pub fn remove_local_staging() {
+    for (dir, _) in lock(&REMOTE_STAGING).drain(..) {
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
+
+/// Renames a finished file from its temporary name into place; in the
+/// staging directory of an output bound for an object store, it is then
+/// uploaded under its final name and its local copy removed.
+pub(crate) fn place(tmp: &Path, path: &Path) -> Result<()> {
+    fs::rename(tmp, path)
+        .with_context(|| format!("{}: cannot rename into place", path.display()))?;
+    if let Some((prefix, relative)) = remote_file(path) {
+        prefix.upload(path, &relative)?;
+        let _ = fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Creates the directory a file is about to be written in, when it is in
+/// the local staging of an output bound for an object store: there, each
+/// process has its own, and only process 0 made the subdirectories.
+fn prepare_parent(path: &Path) -> Result<()> {
+    match (remote_file(path), path.parent()) {
+        (Some(_), Some(parent)) => fs::create_dir_all(parent)
+            .with_context(|| format!("{}: cannot create directory", parent.display())),
+        _ => Ok(()),
+    }
+}
+
+impl Staging {
+    /// Refuses an existing `target` unless `overwrite`, then creates a fresh
+    /// staging directory beside it.
+    pub fn create(target: &Path, overwrite: bool) -> Result<Staging> {
+        if let Some(prefix) = remote_target(target)? {
+            return Staging::create_for_object_store(target, prefix, overwrite);
+        }
+        if target.exists() && !overwrite {
+            bail!(
+                "{}: output directory already exists (use --overwrite to replace it)",
+                target.display()
+            );
+        }
+        let staging = Staging::dir_for(target)?;
+        if let Some(parent) = staging.parent() {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+        }
+        if staging.exists() {
+            fs::remove_dir_all(&staging).with_context(|| {
+                format!(
+                    "{}: cannot remove stale staging directory",
+                    staging.display()
+                )
+            })?;
+        }
+        fs::create_dir(&staging)
+            .with_context(|| format!("{}: cannot create staging directory", staging.display()))?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            staging,
+            committed: false,
+            remote: None,
+        })
+    }
+
+    /// [`Staging::create`] for an output in an object store: an existing
+    /// prefix is refused unless `overwrite`, and then deleted now (files
+    /// are written under their final names, so the old ones cannot stay
+    /// until the commit).
+    fn create_for_object_store(
+        target: &Path,
+        prefix: OutputPrefix,
+        overwrite: bool,
+    ) -> Result<Staging> {
+        if prefix.exists()? {
+            if !overwrite {
+                bail!(
+                    "{}: output prefix already exists (use --overwrite to replace it)",
+                    target.display()
+                );
+            }
+            prefix.delete_all()?;
+        }
+        let staging = Staging::dir_for(target)?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            staging,
+            committed: false,
+            remote: Some(prefix),
+        })
+    }
+
+    /// The staging directory of `target`: a hidden sibling, so that it is on
+    /// the same file system (the commit is a rename) and every process of a
+    /// cluster finds it without being told. For an output in an object
+    /// store, this process's own local directory, made here, whose files
+    /// are uploaded as they are placed.
+    pub fn dir_for(target: &Path) -> Result<PathBuf> {
+        if let Some(prefix) = remote_target(target)? {
+            let key = xxhash_rust::xxh3::xxh3_64(target.to_string_lossy().as_bytes());
+            let name = format!("neardup-staging-{key:016x}-{}", std::process::id());
+            let dir = std::env::temp_dir().join(name);
+            fs::create_dir_all(&dir)
+                .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+            let mut remote = lock(&REMOTE_STAGING);
+            if !remote.iter().any(|(known, _)| *known == dir) {
+                remote.push((dir.clone(), prefix));
+            }
+            return Ok(dir);
+        }
+        let name = target
+            .file_name()
+            .with_context(|| format!("{}: not a usable output directory name", target.display()))?;
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(parent.join(format!(".{}.neardup-staging", name.to_string_lossy())))
+    }
+
+    /// Removes what this output wrote if the process has to stop at once (a
+    /// lost peer, a failed worker): its staging directory, and for an
+    /// object store, the objects under its prefix.
+    pub fn remove_on_abort(&self) {
+        let (dir, remote) = (self.staging.clone(), self.remote.clone());
+        crate::exec::runtime::on_abort(move || {
+            let _ = fs::remove_dir_all(&dir);
+            if let Some(prefix) = &remote {
+                let _ = prefix.delete_all();
+            }
+        });
+    }
+
+    /// Where files are written until commit.
+    pub fn dir(&self) -> &Path {
+        &self.staging
+    }
+
+    /// Writes `summary` as `_summary.json`, then commits.
+    pub fn commit_with_summary(self, summary: &impl serde::Serialize) -> Result<()> {
+        write_atomically(
+            &self.staging.join("_summary.json"),
+            &serde_json::to_vec_pretty(summary)?,
+        )?;
+        self.commit()
+    }
+
+    /// Moves the staged directory to the target and writes `_SUCCESS` last.
+    pub fn commit(mut self) -> Result<()> {
+        if let Some(prefix) = &self.remote {
+            // Every part was uploaded by its writer before it reported.
+            prefix.put(SUCCESS, Default::default())?;
+            self.committed = true;
+            let _ = fs::remove_dir_all(&self.staging);
+            return Ok(());
+        }
+        if self.target.exists() {
+            fs::remove_dir_all(&self.target)
+                .with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
+        }
+        fs::rename(&self.staging, &self.target)
+            .with_context(|| format!("{}: cannot move output into place", self.target.display()))?;
+        self.committed = true;
+        File::create(self.target.join(SUCCESS))
+            .with_context(|| format!("{}: cannot write {SUCCESS}", self.target.display()))?;
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.staging);
+            if let Some(prefix) = &self.remote {
+                let _ = prefix.delete_all();
+            }
+        }
+    }
+}
+
+/// Copies a file (local, or an object) to `path` through a temporary name,
+/// as every output file is placed; returns the bytes copied.
+pub fn copy_into_place(source: &crate::io::storage::Location, path: &Path) -> Result<u64> {
+    let tmp = temporary_name(path);
+    prepare_parent(path)?;
+    let mut target =
+        File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let bytes = std::io::copy(&mut source.reader()?, &mut target)
+        .with_context(|| format!("cannot copy {source} to {}", path.display()))?;
+    drop(target);
+    place(&tmp, path)?;
+    Ok(bytes)
+}
+
+/// Writes `bytes` to `path` through a temporary name in the same directory.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = temporary_name(path);
+    prepare_parent(path)?;
+    fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    place(&tmp, path)
+}
+
+fn temporary_name(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+/// File name of output part `p`.
+pub fn part_name(p: usize) -> String {
+    format!("part-{p:05}.parquet")
+}
+
+/// The schema of a pairs part.
+pub fn pair_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("query_id", DataType::Int64, false),
+        Field::new("corpus_id", DataType::Int64, false),
+        Field::new("query_simhash", DataType::Int64, false),
+        Field::new("corpus_simhash", DataType::Int64, false),
+        Field::new("distance", DataType::Int8, false),
+        Field::new("self_pair", DataType::Boolean, false),
+    ]))
+}
+
+/// Writes sorted, de-duplicated pairs as one zstd Parquet file whose footer
+/// records the sort order (query_id, corpus_id).
+pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
+    write_pair_slice(path, pairs, false)
+}
+
+/// [`write_pairs`] with every column plain and uncompressed: a run of
+/// pairs spilled to disk, read back once by the same job.
+pub fn write_pair_run(path: &Path, pairs: &[Pair]) -> Result<()> {
+    write_pair_slice(path, pairs, true)
+}
+
+/// Pairs in a slice, each row group's columns made straight from it.
+fn write_pair_slice(path: &Path, pairs: &[Pair], raw: bool) -> Result<()> {
+    let layout = pair_layout(raw);
+    let schema = layout.schema.clone();
+    write_parquet(path, layout, pairs.len(), |range| {
+        pair_batch(&schema, &pairs[range])
+    })
+}
+
+/// [`write_pairs`] for pairs that come one at a time (a merge of sorted
+/// runs): the same row groups, so the same bytes, as the pairs in one slice.
+pub fn write_pair_stream(path: &Path, mut pairs: impl Iterator<Item = Result<Pair>>) -> Result<()> {
+    let layout = pair_layout(false);
+    let mut open = OpenParquet::create(path, &layout)?;
+    let mut group = Vec::new();
+    loop {
+        group.clear();
+        for pair in pairs.by_ref().take(layout.group_rows) {
+            group.push(pair?);
+        }
+        if group.is_empty() {
+            break;
+        }
+        open.write_group(&pair_batch(&layout.schema, &group)?)?;
+    }
+    open.close()
+}
+
+/// How a pairs file is laid out; `raw` for a spilled run.
+fn pair_layout(raw: bool) -> FileLayout {
+    FileLayout {
+        schema: pair_schema(),
+        zstd_level: OUTPUT_ZSTD_LEVEL,
+        sorting: Some(ascending(&[0, 1])),
+        key_values: None,
+        group_rows: ROW_GROUP_ROWS,
+        raw,
+    }
+}
+
+/// The columns of `rows` as a pairs file holds them.
+fn pair_batch(schema: &SchemaRef, rows: &[Pair]) -> Result<RecordBatch> {
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.query_id),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.corpus_id),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.query_simhash as i64),
+        )),
+        Arc::new(Int64Array::from_iter_values(
+            rows.iter().map(|p| p.corpus_simhash as i64),
+        )),
+        Arc::new(Int8Array::from_iter_values(
+            rows.iter().map(|p| p.distance as i8),
+        )),
+        Arc::new(BooleanArray::from_iter(
+            rows.iter().map(|p| Some(p.self_pair)),
+        )),
+    ];
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
+
+/// Writes an `id`, `simhash` fingerprint shard (both INT64, the simhash as the
+/// bit pattern of the u64), with row groups of `row_group_rows`.
+pub fn write_fingerprints(
+    path: &Path,
+    ids: &[i64],
+    fingerprints: &[u64],
+    row_group_rows: usize,
+) -> Result<()> {
+    assert_eq!(ids.len(), fingerprints.len());
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("simhash", DataType::Int64, false),
+    ]));
+    let layout = FileLayout {
+        schema: schema.clone(),
+        zstd_level: STORED_ZSTD_LEVEL,
+        sorting: None,
+        key_values: None,
+        group_rows: row_group_rows.max(1),
+        raw: false,
+    };
+    write_parquet(path, layout, ids.len(), |range| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(
+                ids[range.clone()].iter().copied(),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                fingerprints[range].iter().map(|&f| f as i64),
+            )),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
+}
+
+/// How a column is stored when the default (plain, zstd, no dictionary: most
+/// columns are unique per row, so a dictionary only adds a decode step) is
+/// wrong for it. Every scan of F decodes the `id` and `simhash` columns, so
+/// their layout is chosen for the reader:
+/// - simhash bit patterns are random: neither zstd nor a dictionary shrinks
+///   them, and skipping the decompression saves every reader time;
+/// - a shard's `id` column is delta-encoded: ids assigned in order cost almost
+///   nothing, random ids (URL hashes) about as much as plain, and decoding is
+///   cheaper than zstd; so are a pair's `query_id` (ascending in a part)
+///   and `corpus_id` (ascending within each query), written faster and a
+///   little smaller than with zstd;
+/// - a page's representative or kept partner is another page's id: zstd
+///   hardly shrinks those columns and slows `cluster`'s writing.
+///   Delta-encoded, random ids take about as many bytes as plain, and a
+///   giant component's rows, which share one representative, a few bits
+///   each;
+/// - a cluster's size and a pair's distance take few values: a dictionary
+///   stores each in a few bits, before zstd, in less time than zstd alone
+///   and in fewer bytes; so does a shard's `source`, one value in every
+///   row;
+/// - a shard's record `offset`s ascend in reading order: delta-encoded, each
+///   costs about the bits of a record's length.
+fn column_layout(name: &str) -> Option<ColumnLayout> {
+    match name {
+        "simhash" | "query_simhash" | "corpus_simhash" => Some(ColumnLayout::Raw),
+        "id" | "query_id" | "corpus_id" | "cluster_id" | "keep_id" | "offset" => {
+            Some(ColumnLayout::Delta)
+        }
+        "cluster_size" | "distance" | "source" => Some(ColumnLayout::FewValues),
+        _ => None,
+    }
+}
+
+/// See [`column_layout`].
+enum ColumnLayout {
+    /// Plain and uncompressed.
+    Raw,
+    /// Delta-encoded and uncompressed.
+    Delta,
+    /// Dictionary-encoded, then compressed as the rest of the file.
+    FewValues,
+}
+
+/// The zstd level of files read again and again (fingerprint shards, kept
+/// for years): the smaller file.
+const STORED_ZSTD_LEVEL: i32 = 3;
+
+/// The zstd level of a job's outputs (pairs, `clusters/`, `drop/`), which
+/// every worker writes at the end of the job, on its critical path: level 1
+/// compresses these columns faster than level 3 and, with the dictionaries
+/// above, no larger.
+pub(crate) const OUTPUT_ZSTD_LEVEL: i32 = 1;
+
+/// The footer's sort order: ascending by `columns` (indexes), nulls last.
+pub(crate) fn ascending(columns: &[i32]) -> Vec<SortingColumn> {
+    columns
+        .iter()
+        .map(|&column_idx| SortingColumn {
+            column_idx,
+            descending: false,
+            nulls_first: false,
+        })
+        .collect()
+}
+
+/// The bytes `[offset, offset + length)` of an input file, which a plain
+/// ranged read turns into exactly one record: a gzip member holding one
+/// WARC record, a plain WARC record from its `WARC/` line through its
+/// closing blank lines, or a JSONL line without its line break.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Span {
+    pub offset: u64,
+    pub length: u64,
+}
+
+/// Fingerprinted documents, in the order they were read.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct DocumentRows {
+    pub ids: Vec<i64>,
+    pub urls: Vec<Option<String>>,
+    pub simhashes: Vec<u64>,
+    pub n_features: Vec<u32>,
+    pub n_chars: Vec<u32>,
+    /// Microseconds since the Unix epoch, UTC.
+    pub fetch_times: Vec<Option<i64>>,
+    /// The `offset` and `length` columns.
+    pub spans: Vec<Option<Span>>,
+}
+
+impl DocumentRows {
+    /// Moves `other`'s rows after these.
+    pub fn append(&mut self, mut other: DocumentRows) {
+        self.ids.append(&mut other.ids);
+        self.urls.append(&mut other.urls);
+        self.simhashes.append(&mut other.simhashes);
+        self.n_features.append(&mut other.n_features);
+        self.n_chars.append(&mut other.n_chars);
+        self.fetch_times.append(&mut other.fetch_times);
+        self.spans.append(&mut other.spans);
+    }
+}
+
+/// The schema of a fingerprint shard (see [`write_documents`]).
+pub fn document_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("url", DataType::Utf8, true),
+        Field::new("simhash", DataType::Int64, false),
+        Field::new("n_features", DataType::Int32, false),
+        Field::new("n_chars", DataType::Int32, false),
+        Field::new(
+            "fetch_time",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            true,
+        ),
+        Field::new("source", DataType::Utf8, false),
+        Field::new("offset", DataType::Int64, true),
+        Field::new("length", DataType::Int64, true),
+    ]))
+}
+
+/// Writes a fingerprint shard of documents: `id`, `url` (null when unknown),
+/// `simhash` (INT64, the bit pattern), `n_features`, `n_chars`, `fetch_time`
+/// (TIMESTAMP in microseconds, UTC; null when unknown), `source` (the input
+/// file, in every row) and `offset` and `length` (the record's bytes in
+/// `source`; null when no range holds it alone); the fingerprint scheme
+/// goes into the key-value metadata.
+///
+/// `source` is made into a column a row group at a time, one value
+/// repeated, and stored with a dictionary: a few bytes a row group.
+pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str, source: &str) -> Result<()> {
+    let schema = document_schema();
+    let n = rows.ids.len();
+    let key_values = vec![KeyValue::new(
+        super::METADATA_KEY.to_string(),
+        scheme.to_string(),
+    )];
+    let layout = FileLayout {
+        schema: schema.clone(),
+        zstd_level: STORED_ZSTD_LEVEL,
+        sorting: None,
+        key_values: Some(key_values),
+        group_rows: ROW_GROUP_ROWS,
+        raw: false,
+    };
+    write_parquet(path, layout, n, |range| {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
+            Arc::new(StringArray::from_iter(
+                rows.urls[range.clone()].iter().map(|u| u.as_deref()),
+            )),
+            Arc::new(Int64Array::from_iter_values(
+                rows.simhashes[range.clone()].iter().map(|&f| f as i64),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                rows.n_features[range.clone()].iter().map(|&x| x as i32),
+            )),
+            Arc::new(Int32Array::from_iter_values(
+                rows.n_chars[range.clone()].iter().map(|&x| x as i32),
+            )),
+            Arc::new(
+                TimestampMicrosecondArray::from(rows.fetch_times[range.clone()].to_vec())
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(StringArray::from_iter_values(std::iter::repeat_n(
+                source,
+                range.len(),
+            ))),
+            Arc::new(Int64Array::from_iter(
+                rows.spans[range.clone()]
+                    .iter()
+                    .map(|s| s.map(|s| s.offset as i64)),
+            )),
+            Arc::new(Int64Array::from_iter(
+                rows.spans[range].iter().map(|s| s.map(|s| s.length as i64)),
+            )),
+        ];
+        Ok(RecordBatch::try_new(schema.clone(), columns)?)
+    })
+}
+
+/// What a Parquet file neardup writes is made of, besides each column's
+/// own layout (see [`column_layout`]).
+pub(crate) struct FileLayout {
+    pub(crate) schema: SchemaRef,
+    pub(crate) zstd_level: i32,
+    /// The sort order the footer records.
+    pub(crate) sorting: Option<Vec<SortingColumn>>,
+    pub(crate) key_values: Option<Vec<KeyValue>>,
+    pub(crate) group_rows: usize,
+    /// Every column plain and uncompressed, and the file kept on this
+    /// machine (never uploaded with an output bound for an object store):
+    /// a file read back once by this process (a spilled run), where
+    /// encoding costs more than it saves.
+    pub(crate) raw: bool,
+}
+
+/// Writes `rows` rows produced batch by batch, one row group per batch of
+/// `layout.group_rows`, under a temporary name renamed into place.
+pub(crate) fn write_parquet(
+    path: &Path,
+    layout: FileLayout,
+    rows: usize,
+    mut batch: impl FnMut(std::ops::Range<usize>) -> Result<RecordBatch>,
+) -> Result<()> {
+    let mut open = OpenParquet::create(path, &layout)?;
+    let mut start = 0;
+    while start < rows {
+        let end = (start + layout.group_rows).min(rows);
+        open.write_group(&batch(start..end)?)?;
+        start = end;
+    }
+    open.close()
+}
+
+/// A Parquet file being written under its temporary name.
+pub(crate) struct OpenParquet {
+    writer: ArrowWriter<File>,
+    /// Where it goes once closed (what errors name).
+    path: PathBuf,
+    tmp: PathBuf,
+    pub(crate) schema: SchemaRef,
+    /// Renamed into place but never uploaded ([`FileLayout::raw`]).
+    local: bool,
+}
+
+impl OpenParquet {
+    pub(crate) fn create(path: &Path, layout: &FileLayout) -> Result<OpenParquet> {
+        let mut props = WriterProperties::builder()
+            .set_compression(Compression::ZSTD(ZstdLevel::try_new(layout.zstd_level)?))
+            .set_dictionary_enabled(false)
+            .set_sorting_columns(layout.sorting.clone())
+            .set_key_value_metadata(layout.key_values.clone())
+            .set_max_row_group_row_count(Some(layout.group_rows));
+        for field in layout.schema.fields() {
+            let column = ColumnPath::from(field.name().as_str());
+            let layout = match layout.raw {
+                true => Some(ColumnLayout::Raw),
+                false => column_layout(field.name()),
+            };
+            props = match layout {
+                Some(ColumnLayout::Raw) => props
+                    .set_column_encoding(column.clone(), Encoding::PLAIN)
+                    .set_column_compression(column, Compression::UNCOMPRESSED),
+                Some(ColumnLayout::Delta) => props
+                    .set_column_encoding(column.clone(), Encoding::DELTA_BINARY_PACKED)
+                    .set_column_compression(column, Compression::UNCOMPRESSED),
+                Some(ColumnLayout::FewValues) => props.set_column_dictionary_enabled(column, true),
+                None => props,
+            };
+        }
+        let tmp = temporary_name(path);
+        prepare_parent(path)?;
+        let file =
+            File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let schema = layout.schema.clone();
+        let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.build()))
+            .map_err(|error| writing_error(path, error))?;
+        Ok(OpenParquet {
+            writer,
+            path: path.to_path_buf(),
+            tmp,
+            schema,
+            local: layout.raw,
+        })
+    }
+
+    /// Writes `batch` as one row group.
+    pub(crate) fn write_group(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.write(batch)?;
+        self.writer
+            .flush()
+            .map_err(|error| writing_error(&self.path, error))
+    }
+
+    /// Adds `batch` to the row group being written, which ends once it
+    /// holds the layout's rows (or at [`Self::close`]).
+    pub(crate) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .map_err(|error| writing_error(&self.path, error))
+    }
+
+    /// Writes the footer and renames the file into place.
+    pub(crate) fn close(self) -> Result<()> {
+        self.writer
+            .close()
+            .map_err(|error| writing_error(&self.path, error))?;
+        if self.local {
+            return fs::rename(&self.tmp, &self.path)
+                .with_context(|| format!("{}: cannot rename into place", self.path.display()));
+        }
+        place(&self.tmp, &self.path)
+    }
+}
+
+/// A Parquet writer's error as one line naming the file: an I/O failure (a
+/// full disk) is the OS error once, where the writer's own error would show
+/// it twice and name no file.
+fn writing_error(path: &Path, error: ParquetError) -> anyhow::Error {
+    match error {
+        ParquetError::External(cause) => anyhow!("{}: cannot write: {cause}", path.display()),
+        other => anyhow!("{}: cannot write: {other}", path.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    /// A staging directory bound for `prefix`, as [`Staging::create`] makes
+    /// it for a URL.
+    fn staging_for(prefix: &OutputPrefix, dir: &Path) -> Staging {
+        lock(&REMOTE_STAGING).push((dir.to_path_buf(), prefix.clone()));
+        Staging {
+            target: PathBuf::from("memory:///out"),
+            staging: dir.to_path_buf(),
+            committed: false,
+            remote: Some(prefix.clone()),
+        }
+    }
+
+    #[test]
+    fn an_object_store_output_uploads_files_as_placed_and_a_failed_run_deletes_them() {
+        let pair = Pair {
+            query_id: 1,
+            corpus_id: 2,
+            query_simhash: 3,
+            corpus_simhash: 7,
+            distance: 1,
+            self_pair: false,
+        };
+        let prefix = OutputPrefix::in_memory("memory:///out");
+        let dir = tempfile::tempdir().unwrap();
+        let staging = staging_for(&prefix, dir.path());
+        let part = staging.dir().join("part-00000.parquet");
+        write_pairs(&part, &[pair]).unwrap();
+        // Uploaded under its final name, and the local copy gone.
+        assert!(prefix.has("part-00000.parquet").unwrap());
+        assert!(!part.exists());
+        // A subdirectory only process 0 made locally is made where needed.
+        write_atomically(&staging.dir().join("drop/x.json"), b"{}").unwrap();
+        assert!(prefix.has("drop/x.json").unwrap());
+        assert!(!prefix.has(SUCCESS).unwrap());
+        drop(staging);
+        assert!(!prefix.exists().unwrap(), "a failed run leaves nothing");
+
+        let prefix = OutputPrefix::in_memory("memory:///out");
+        let dir = tempfile::tempdir().unwrap();
+        let staging = staging_for(&prefix, dir.path());
+        write_pairs(&staging.dir().join("part-00000.parquet"), &[pair]).unwrap();
+        staging.commit_with_summary(&"done").unwrap();
+        for name in ["part-00000.parquet", "_summary.json", SUCCESS] {
+            assert!(prefix.has(name).unwrap(), "{name}");
+        }
+        assert!(!dir.path().exists(), "the local staging is removed");
+    }
+
+    #[test]
+    fn shards_store_simhash_plain_and_ids_delta_encoded() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("shard.parquet");
+        let ids: Vec<i64> = (0..5000).collect();
+        let fingerprints: Vec<u64> = ids
+            .iter()
+            .map(|&i| (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+            .collect();
+        write_fingerprints(&path, &ids, &fingerprints, 2048)?;
+        let reader = SerializedFileReader::new(File::open(&path)?)?;
+        let groups = reader.metadata().row_groups();
+        assert_eq!(groups.len(), 3);
+        for group in groups {
+            let id = group.column(0);
+            let simhash = group.column(1);
+            assert_eq!(id.column_path().string(), "id");
+            assert!(id.encodings().any(|e| e == Encoding::DELTA_BINARY_PACKED));
+            assert!(!id.encodings().any(|e| e == Encoding::RLE_DICTIONARY));
+            assert_eq!(simhash.compression(), Compression::UNCOMPRESSED);
+            assert!(!simhash.encodings().any(|e| e == Encoding::RLE_DICTIONARY));
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn pairs_store_their_ids_delta_encoded_and_fingerprints_plain() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("pairs.parquet");
+        let pairs: Vec<Pair> = (0..3000i64)
+            .map(|i| Pair {
+                query_id: i / 3,
+                corpus_id: (i % 3) * 1_000_003 + i,
+                query_simhash: (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                corpus_simhash: (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 1,
+                distance: 1,
+                self_pair: i % 2 == 0,
+            })
+            .collect();
+        write_pairs(&path, &pairs)?;
+        let reader = SerializedFileReader::new(File::open(&path)?)?;
+        for group in reader.metadata().row_groups() {
+            for column in group.columns() {
+                let name = column.column_path().string();
+                let delta = column
+                    .encodings()
+                    .any(|e| e == Encoding::DELTA_BINARY_PACKED);
+                assert_eq!(delta, name.ends_with("_id"), "{name}");
+                if name.ends_with("_id") || name.ends_with("_simhash") {
+                    assert_eq!(column.compression(), Compression::UNCOMPRESSED, "{name}");
+                }
+            }
+        }
+        Ok(())
+    }
+}

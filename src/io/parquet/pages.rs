@@ -1,0 +1,232 @@
+//! Reading a table of page attributes (`cluster --pages`): any Parquet
+//! files with an INT64 (or UINT64) `id` and the columns asked for, such as
+//! fingerprint shards (`fetch_time`, `url`, `n_chars`) or a team's own
+//! table of quality scores. Only those columns are read, a row group at a
+//! time, so a corpus of billions of rows may be named.
+
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::ProjectionMask;
+
+use super::input::{column_list, expand_locations, integer_column, open_row_group, read_footer};
+use crate::io::storage::{open_all, Location};
+
+/// Rows decoded per batch: a batch's strings (URLs) stay a few megabytes.
+const BATCH_ROWS: usize = 1 << 15;
+
+/// The id column of a pages table.
+pub const ID: &str = "id";
+
+/// The files of a pages table, checked, and their row groups.
+#[derive(Debug)]
+pub struct PagesTable {
+    files: Vec<PagesFile>,
+    /// `(file, row group)`, in path order.
+    units: Vec<(usize, usize)>,
+    /// Whether some file has each optional column asked for.
+    has_optional: Vec<bool>,
+}
+
+#[derive(Debug)]
+struct PagesFile {
+    path: Location,
+    metadata: ArrowReaderMetadata,
+    /// The root columns read: the id, the required columns, and those
+    /// optional ones the file has.
+    roots: Vec<usize>,
+}
+
+impl PagesTable {
+    /// Opens the files of `specs`, each of which must have `id` and every
+    /// column of `required`, each checked by `check(file, column, type)`;
+    /// the columns of `optional` are read where a file has them with a
+    /// type `optional_fits`.
+    pub fn open(
+        specs: &[String],
+        required: &[String],
+        check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
+        optional: &[&str],
+        optional_fits: impl Fn(&DataType) -> bool + Sync,
+    ) -> Result<PagesTable> {
+        let locations = expand_locations(specs)?;
+        if locations.is_empty() {
+            bail!("--pages {}: no Parquet files found", specs.join(" "));
+        }
+        let files = open_all(&locations, |path| {
+            PagesFile::open(path, required, &check, optional, &optional_fits)
+        })?;
+        let has_optional = optional
+            .iter()
+            .map(|name| files.iter().any(|file| file.has(name)))
+            .collect();
+        let units = files
+            .iter()
+            .enumerate()
+            .flat_map(|(f, file)| {
+                (0..file.metadata.metadata().num_row_groups()).map(move |rg| (f, rg))
+            })
+            .collect();
+        Ok(PagesTable {
+            files,
+            units,
+            has_optional,
+        })
+    }
+
+    /// Row groups in all: the units workers take in turn.
+    pub fn units(&self) -> usize {
+        self.units.len()
+    }
+
+    /// Rows in all.
+    pub fn rows(&self) -> u64 {
+        let rows = |file: &PagesFile| file.metadata.metadata().file_metadata().num_rows();
+        self.files.iter().map(|file| rows(file).max(0) as u64).sum()
+    }
+
+    /// Whether some file has optional column `at` (by its place in
+    /// `optional`).
+    pub fn has_optional(&self, at: usize) -> bool {
+        self.has_optional.get(at).copied().unwrap_or(false)
+    }
+
+    /// Reads unit `unit`, a batch at a time: `each(ids, batch, location)`,
+    /// the batch holding the columns read (an optional one may be missing).
+    pub fn read_unit(
+        &self,
+        unit: usize,
+        each: impl FnMut(&[i64], &RecordBatch, &str) -> Result<()>,
+    ) -> Result<()> {
+        let file = &self.files[self.units[unit].0];
+        self.read_roots(unit, &file.roots, each)
+    }
+
+    /// [`Self::read_unit`] for the id and `columns` alone (those of them
+    /// the file has).
+    pub fn read_unit_columns(
+        &self,
+        unit: usize,
+        columns: &[&str],
+        each: impl FnMut(&[i64], &RecordBatch, &str) -> Result<()>,
+    ) -> Result<()> {
+        let file = &self.files[self.units[unit].0];
+        let schema = file.metadata.schema();
+        let roots: Vec<usize> = std::iter::once(ID)
+            .chain(columns.iter().copied())
+            .filter_map(|name| schema.index_of(name).ok())
+            .filter(|root| file.roots.contains(root))
+            .collect();
+        self.read_roots(unit, &roots, each)
+    }
+
+    fn read_roots(
+        &self,
+        unit: usize,
+        roots: &[usize],
+        mut each: impl FnMut(&[i64], &RecordBatch, &str) -> Result<()>,
+    ) -> Result<()> {
+        let (f, rg) = self.units[unit];
+        let file = &self.files[f];
+        let shown = &file.path;
+        let source = open_row_group(shown, &file.metadata, rg, roots)?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(source, file.metadata.clone());
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+        let reader = builder
+            .with_row_groups(vec![rg])
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
+        let location = format!("{shown} (row group {rg})");
+        let mut ids = Vec::with_capacity(BATCH_ROWS);
+        for batch in reader {
+            let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
+            ids.clear();
+            integer_column(&batch, ID, &|| location.clone(), &mut ids, |v| v)?;
+            each(&ids, &batch, &location)?;
+        }
+        Ok(())
+    }
+}
+
+impl PagesFile {
+    fn open(
+        path: &Location,
+        required: &[String],
+        check: &impl Fn(&str, &str, &DataType) -> Result<()>,
+        optional: &[&str],
+        optional_fits: &impl Fn(&DataType) -> bool,
+    ) -> Result<PagesFile> {
+        let metadata = read_footer(path)?;
+        let schema = metadata.schema();
+        let shown = path.to_string();
+        let missing = |name: &str| {
+            anyhow!(
+                "{shown}: no column `{name}` (columns: {}), which --pages must have",
+                column_list(schema)
+            )
+        };
+        let (id_root, id) = schema.column_with_name(ID).ok_or_else(|| missing(ID))?;
+        if !matches!(id.data_type(), DataType::Int64 | DataType::UInt64) {
+            bail!(
+                "{shown}: column `{ID}` has type {}, expected INT64 (or UINT64)",
+                id.data_type()
+            );
+        }
+        let mut roots = vec![id_root];
+        for name in required {
+            let (root, field) = schema.column_with_name(name).ok_or_else(|| missing(name))?;
+            check(&shown, name, field.data_type())?;
+            roots.push(root);
+        }
+        for name in optional {
+            if let Some((root, field)) = schema.column_with_name(name) {
+                if optional_fits(field.data_type()) && !roots.contains(&root) {
+                    roots.push(root);
+                }
+            }
+        }
+        roots.sort_unstable();
+        roots.dedup();
+        Ok(PagesFile {
+            path: path.clone(),
+            metadata,
+            roots,
+        })
+    }
+
+    fn has(&self, name: &str) -> bool {
+        let schema = self.metadata.schema();
+        schema
+            .index_of(name)
+            .is_ok_and(|index| self.roots.contains(&index))
+    }
+}
+
+/// Whether a column of this type holds strings as Parquet writers give them
+/// (arrow-rs and pyarrow: UTF8, large; DuckDB and Polars: views).
+pub fn is_string(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+/// A string column's values (None for nulls); `name` and `location` say
+/// which column in the error for another type.
+pub fn string_values<'a>(
+    column: &'a ArrayRef,
+    name: &str,
+    location: &str,
+) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>> {
+    Ok(match column.data_type() {
+        DataType::Utf8 => Box::new(column.as_string::<i32>().iter()),
+        DataType::LargeUtf8 => Box::new(column.as_string::<i64>().iter()),
+        DataType::Utf8View => Box::new(column.as_string_view().iter()),
+        other => bail!("{location}: column `{name}` has type {other}, expected a string"),
+    })
+}

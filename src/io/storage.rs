@@ -1,0 +1,866 @@
+//! Where input files live: on a local (or shared) file system, or as objects
+//! in S3, Google Cloud Storage, Azure Blob Storage or behind HTTP(S), read
+//! through the Apache Arrow project's `object_store`.
+//!
+//! A remote Parquet file is read the way its layout invites: the footer
+//! first, then, per row group, only the byte ranges of the column chunks
+//! the reader projects, fetched together before decoding
+//! ([`Location::fetch`], which a scan starts for its next row group while
+//! it decodes the current one). `object_store` retries transient failures with
+//! exponential backoff. Its calls are async; neardup's workers are plain
+//! threads, so each call blocks on one shared tokio runtime.
+//!
+//! Credentials and endpoints come from each cloud's usual environment
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`; `GOOGLE_APPLICATION_CREDENTIALS`;
+//! `AZURE_STORAGE_*`), as `object_store`'s builders read it.
+//!
+//! How reads go: a Parquet file's footer comes from one request for its
+//! last 64 KiB (16 files' footers asked for at once, so thousands of shards
+//! do not wait for theirs one after another); WARC, WET and JSONL objects
+//! are streamed 8 MiB at a time by ranged requests, the next window on its
+//! way while the current one is parsed, and a damaged gzip member is
+//! skipped by seeking back as on disk. HTTP(S) URLs are files only: HTTP
+//! cannot list. An output bound for a store is written into a local staging
+//! directory and each file uploaded under its final name once complete (a
+//! multipart upload above 16 MiB); see [`crate::io::parquet::output`].
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::File;
+use std::io::{Cursor, Read};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::aws::AmazonS3Builder;
+use object_store::azure::MicrosoftAzureBuilder;
+use object_store::gcp::GoogleCloudStorageBuilder;
+use object_store::http::HttpBuilder;
+use object_store::path::Path as ObjectPath;
+use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+use url::Url;
+
+use crate::exec::parallel::lock;
+
+/// URL schemes read through `object_store`.
+const REMOTE_SCHEMES: &[&str] = &[
+    "s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "adl", "http", "https",
+];
+
+/// Whether `spec` names an object by URL (`s3://bucket/key`, ...) rather
+/// than a local path.
+pub fn is_url(spec: &str) -> bool {
+    spec.split_once("://")
+        .is_some_and(|(scheme, _)| REMOTE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
+}
+
+/// An input file: a local path, or an object with its size.
+#[derive(Clone, Debug)]
+pub enum Location {
+    Local(PathBuf),
+    Remote(RemoteObject),
+}
+
+/// An object of a store, as listed (its size known, so reading its footer
+/// takes no extra request).
+#[derive(Clone)]
+pub struct RemoteObject {
+    store: Arc<dyn ObjectStore>,
+    url: Url,
+    path: ObjectPath,
+    size: u64,
+}
+
+impl fmt::Debug for RemoteObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.url)
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Local(path) => write!(f, "{}", path.display()),
+            Location::Remote(object) => write!(f, "{}", object.url),
+        }
+    }
+}
+
+impl Location {
+    /// The local path, if the file is local.
+    pub fn as_local(&self) -> Option<&Path> {
+        match self {
+            Location::Local(path) => Some(path),
+            Location::Remote(_) => None,
+        }
+    }
+
+    /// Opens the file for Parquet's readers.
+    pub fn open(&self) -> Result<Source> {
+        match self {
+            Location::Local(path) => {
+                let file =
+                    File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+                Ok(Source::Local(file))
+            }
+            Location::Remote(object) => Ok(Source::Remote(RemoteSource {
+                object: object.clone(),
+                fetched: Mutex::new(Vec::new()),
+            })),
+        }
+    }
+}
+
+/// How many objects are opened (their footers read) at once.
+const CONCURRENT_OPENS: usize = 16;
+
+/// `open` applied to every location, results in their order; the first
+/// error in that order wins. Objects are opened up to [`CONCURRENT_OPENS`]
+/// at a time: a store's first byte takes tens of milliseconds, and a corpus
+/// of thousands of shards would otherwise wait minutes for its footers one
+/// after another. Local files are opened in turn (the page cache answers).
+pub fn open_all<T: Send>(
+    locations: &[Location],
+    open: impl Fn(&Location) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let remote = locations.iter().filter(|l| l.as_local().is_none()).count();
+    let threads = remote.min(CONCURRENT_OPENS);
+    if threads <= 1 {
+        return locations.iter().map(&open).collect();
+    }
+    // After a failure the tasks not yet started are skipped (`None`): the
+    // first error in order is among those that ran.
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let opened = crate::exec::parallel::in_parallel(locations.len(), threads, |at| {
+        use std::sync::atomic::Ordering::Relaxed;
+        if failed.load(Relaxed) {
+            return None;
+        }
+        let result = open(&locations[at]);
+        failed.fetch_or(result.is_err(), Relaxed);
+        Some(result)
+    });
+    opened.into_iter().flatten().collect()
+}
+
+/// Expands URLs and local specs (files, directories, globs) into files, in
+/// order; see [`crate::io::parquet::input::expand_paths_with`] for the local
+/// rules, which objects follow too: a prefix is a directory (its objects
+/// below it whose names end in one of `extensions`, skipping names that
+/// start with `_` or `.` at any level), and a glob is matched against the
+/// keys listed under its literal prefix.
+pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
+    let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
+    let store = store_for(&url)?;
+    let key = ObjectPath::from_url_path(url.path())
+        .with_context(|| format!("{spec}: not a valid object path"))?;
+    let object = |path: ObjectPath, size: u64| {
+        let mut object_url = url.clone();
+        object_url.set_path(&format!("/{path}"));
+        Location::Remote(RemoteObject {
+            store: store.clone(),
+            url: object_url,
+            path,
+            size,
+        })
+    };
+    let http = matches!(url.scheme(), "http" | "https");
+    if spec.contains(['*', '?', '[']) {
+        if http {
+            bail!("{spec}: an HTTP server cannot be listed: name each file");
+        }
+        let literal = spec[..spec.find(['*', '?', '[']).unwrap_or(spec.len())]
+            .rsplit_once('/')
+            .map_or("", |(before, _)| before);
+        let prefix_url = Url::parse(literal).with_context(|| format!("{spec}: not a valid URL"))?;
+        let prefix = ObjectPath::from_url_path(prefix_url.path())
+            .with_context(|| format!("{spec}: not a valid object path"))?;
+        let pattern = glob::Pattern::new(url.path().trim_start_matches('/'))
+            .with_context(|| format!("{spec}: invalid glob pattern"))?;
+        let mut found = Vec::new();
+        for meta in list(&store, &prefix, spec)? {
+            if pattern.matches(meta.location.as_ref()) {
+                found.push(object(meta.location, meta.size));
+            }
+        }
+        if found.is_empty() {
+            bail!("{spec}: no objects match this pattern");
+        }
+        return Ok(found);
+    }
+    match block_on(store.head(&key)) {
+        Ok(meta) => return Ok(vec![object(meta.location, meta.size)]),
+        Err(object_store::Error::NotFound { .. }) => {}
+        Err(error) => bail!("{spec}: {}", one_line(&error)),
+    }
+    if http {
+        bail!("{spec}: no such object");
+    }
+    let mut found = Vec::new();
+    for meta in list(&store, &key, spec)? {
+        let below = meta
+            .location
+            .as_ref()
+            .get(key.as_ref().len()..)
+            .unwrap_or("");
+        let below = below.split('/');
+        let skipped = below.clone().any(|part| part.starts_with(['_', '.']));
+        let name = meta.location.filename().unwrap_or("");
+        if !skipped
+            && extensions
+                .iter()
+                .any(|e| crate::io::parquet::input::has_extension(name, e))
+        {
+            found.push(object(meta.location, meta.size));
+        }
+    }
+    if found.is_empty() {
+        bail!(
+            "{spec}: no such object, and no .{} objects under it",
+            extensions.join(" or .")
+        );
+    }
+    Ok(found)
+}
+
+/// Every object under `prefix`, sorted by key.
+fn list(
+    store: &Arc<dyn ObjectStore>,
+    prefix: &ObjectPath,
+    spec: &str,
+) -> Result<Vec<object_store::ObjectMeta>> {
+    let mut listed: Vec<object_store::ObjectMeta> =
+        block_on(store.list(Some(prefix)).try_collect())
+            .map_err(|error| anyhow::anyhow!("{spec}: cannot list ({})", one_line(&error)))?;
+    listed.sort_by(|a, b| a.location.cmp(&b.location));
+    Ok(listed)
+}
+
+/// An `object_store` error on one line: its messages nest the HTTP
+/// client's, which may hold line breaks.
+fn one_line(error: &object_store::Error) -> String {
+    error
+        .to_string()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The runtime every `object_store` call runs on.
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("neardup:io")
+            .enable_all()
+            .build()
+            .expect("cannot start the I/O runtime")
+    })
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    runtime().block_on(future)
+}
+
+/// The store for a URL's scheme and bucket (or host), made once and
+/// shared: its client keeps connections open across files.
+fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let root = format!("{}://{}", url.scheme(), url.authority());
+    let mut stores = lock(STORES.get_or_init(Default::default));
+    if let Some(store) = stores.get(&root) {
+        return Ok(store.clone());
+    }
+    let built: object_store::Result<Arc<dyn ObjectStore>> = match url.scheme() {
+        "s3" | "s3a" => AmazonS3Builder::from_env()
+            .with_url(url.as_str())
+            .build()
+            .map(|s| Arc::new(s) as _),
+        "gs" => GoogleCloudStorageBuilder::from_env()
+            .with_url(url.as_str())
+            .build()
+            .map(|s| Arc::new(s) as _),
+        // A plain-HTTP URL is the user's explicit choice of transport.
+        "http" | "https" => HttpBuilder::new()
+            .with_url(root.as_str())
+            .with_client_options(
+                object_store::ClientOptions::new().with_allow_http(url.scheme() == "http"),
+            )
+            .build()
+            .map(|s| Arc::new(s) as _),
+        _ => MicrosoftAzureBuilder::from_env()
+            .with_url(url.as_str())
+            .build()
+            .map(|s| Arc::new(s) as _),
+    };
+    let store = built.map_err(|e| anyhow::anyhow!("{root}: cannot set up ({})", one_line(&e)))?;
+    stores.insert(root, store.clone());
+    Ok(store)
+}
+
+/// An output prefix in an object store (`s3://bucket/nights/pairs`).
+/// Object stores have no atomic rename, so an output there is committed
+/// the way Hadoop and Spark commit theirs: every file is written under its
+/// final name, `_SUCCESS` last, once every part is durable; readers trust
+/// only a prefix with `_SUCCESS`.
+#[derive(Clone)]
+pub struct OutputPrefix {
+    store: Arc<dyn ObjectStore>,
+    url: String,
+    prefix: ObjectPath,
+}
+
+impl fmt::Debug for OutputPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.url)
+    }
+}
+
+impl OutputPrefix {
+    /// The prefix a URL names.
+    pub fn parse(spec: &str) -> Result<OutputPrefix> {
+        let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
+        if matches!(url.scheme(), "http" | "https") {
+            bail!("{spec}: HTTP URLs are read-only: write to a file system or an object store");
+        }
+        let prefix = ObjectPath::from_url_path(url.path())
+            .with_context(|| format!("{spec}: not a valid object path"))?;
+        if prefix.as_ref().is_empty() {
+            bail!("{spec}: name a prefix inside the bucket, not the bucket itself");
+        }
+        Ok(OutputPrefix {
+            store: store_for(&url)?,
+            url: spec.trim_end_matches('/').to_string(),
+            prefix,
+        })
+    }
+
+    fn child(&self, relative: &str) -> ObjectPath {
+        relative
+            .split('/')
+            .filter(|part| !part.is_empty())
+            .fold(self.prefix.clone(), |path, part| path.join(part))
+    }
+
+    /// A prefix in a fresh in-memory store, for tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory(url: &str) -> OutputPrefix {
+        OutputPrefix {
+            store: Arc::new(object_store::memory::InMemory::new()),
+            url: url.to_string(),
+            prefix: ObjectPath::from("out"),
+        }
+    }
+
+    /// Whether any object is under the prefix.
+    pub fn exists(&self) -> Result<bool> {
+        let mut listing = self.store.list(Some(&self.prefix));
+        match block_on(listing.try_next()) {
+            Ok(first) => Ok(first.is_some()),
+            Err(e) => bail!("{}: cannot list ({})", self.url, one_line(&e)),
+        }
+    }
+
+    /// Whether the object `relative` (e.g. `_SUCCESS`) is under the prefix.
+    pub fn has(&self, relative: &str) -> Result<bool> {
+        match block_on(self.store.head(&self.child(relative))) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => bail!("{}/{relative}: {}", self.url, one_line(&e)),
+        }
+    }
+
+    /// Deletes every object under the prefix, `_SUCCESS` first, so that no
+    /// reader takes a half-deleted output for a complete one.
+    pub fn delete_all(&self) -> Result<()> {
+        let failed = |e: object_store::Error| {
+            anyhow::anyhow!("{}: cannot delete ({})", self.url, one_line(&e))
+        };
+        match block_on(
+            self.store
+                .delete(&self.child(crate::io::parquet::output::SUCCESS)),
+        ) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(failed(e)),
+        }
+        let listed: Vec<object_store::ObjectMeta> =
+            block_on(self.store.list(Some(&self.prefix)).try_collect()).map_err(failed)?;
+        for meta in listed {
+            match block_on(self.store.delete(&meta.location)) {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads `bytes` as the object `relative`.
+    pub fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
+        block_on(self.store.put(&self.child(relative), bytes.into()))
+            .map(|_| ())
+            .map_err(|e| {
+                anyhow::anyhow!("{}/{relative}: cannot write ({})", self.url, one_line(&e))
+            })
+    }
+
+    /// Uploads the local file `path` as the object `relative`, in parts
+    /// for a large file.
+    pub fn upload(&self, path: &Path, relative: &str) -> Result<()> {
+        let shown = format!("{}/{relative}", self.url);
+        let mut file =
+            File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        if size <= UPLOAD_PART {
+            let mut bytes = Vec::with_capacity(size as usize);
+            file.read_to_end(&mut bytes)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            return self.put(relative, bytes.into());
+        }
+        let failed =
+            |e: object_store::Error| anyhow::anyhow!("{shown}: cannot write ({})", one_line(&e));
+        let mut upload =
+            block_on(self.store.put_multipart(&self.child(relative))).map_err(failed)?;
+        loop {
+            let mut part = Vec::with_capacity(UPLOAD_PART as usize);
+            (&mut file)
+                .take(UPLOAD_PART)
+                .read_to_end(&mut part)
+                .with_context(|| format!("{}: cannot read", path.display()))?;
+            if part.is_empty() {
+                break;
+            }
+            if let Err(e) = block_on(upload.put_part(part.into())) {
+                let _ = block_on(upload.abort());
+                return Err(failed(e));
+            }
+        }
+        block_on(upload.complete()).map(|_| ()).map_err(failed)
+    }
+}
+
+/// Bytes per part of a multipart upload (S3 needs at least 5 MiB but the
+/// last).
+const UPLOAD_PART: u64 = 16 << 20;
+
+/// Bytes of an object read per request by an [`InputReader`]: large enough
+/// that a request's latency is small beside its transfer.
+const WINDOW: u64 = 8 << 20;
+
+/// A file read from its start, seekable: crawl files (WARC, WET, JSONL) are
+/// streamed, and a damaged gzip member is skipped by seeking back to just
+/// after its start. An object is read a window at a time by ranged
+/// requests, the next window fetched while the current one is consumed.
+pub enum InputReader {
+    Local(File),
+    Remote(Box<ObjectReader>),
+}
+
+/// An object as a `Read + Seek`: see [`InputReader`].
+pub struct ObjectReader {
+    location: Location,
+    size: u64,
+    /// Bytes per request ([`WINDOW`]).
+    window_size: u64,
+    /// The bytes at `window_start..`.
+    window: Bytes,
+    window_start: u64,
+    position: u64,
+    /// The next window, on its way.
+    ahead: Option<(u64, Fetch)>,
+}
+
+impl Location {
+    /// The file's bytes, from its start.
+    pub fn reader(&self) -> Result<InputReader> {
+        self.reader_by_windows_of(WINDOW)
+    }
+
+    fn reader_by_windows_of(&self, window_size: u64) -> Result<InputReader> {
+        match self {
+            Location::Local(path) => File::open(path)
+                .map(InputReader::Local)
+                .with_context(|| format!("{}: cannot open", path.display())),
+            Location::Remote(object) => Ok(InputReader::Remote(Box::new(ObjectReader {
+                location: self.clone(),
+                size: object.size,
+                window_size,
+                window: Bytes::new(),
+                window_start: 0,
+                position: 0,
+                ahead: None,
+            }))),
+        }
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> Result<u64> {
+        match self {
+            Location::Local(path) => std::fs::metadata(path)
+                .map(|m| m.len())
+                .with_context(|| format!("{}: cannot open", path.display())),
+            Location::Remote(object) => Ok(object.size),
+        }
+    }
+}
+
+impl ObjectReader {
+    /// Starts fetching the window at `start` (nothing past the end).
+    fn fetch_window(&self, start: u64) -> Option<(u64, Fetch)> {
+        let end = (start + self.window_size).min(self.size);
+        (start < end)
+            .then(|| {
+                let range = std::iter::once(start..end).collect();
+                self.location.fetch(range, format!("bytes {start}..{end}"))
+            })
+            .flatten()
+            .map(|fetch| (start, fetch))
+    }
+
+    /// Makes the window hold `position`, from the fetch ahead if it is
+    /// that window's, and starts fetching the one after.
+    fn load_window(&mut self) -> std::io::Result<()> {
+        let fetch = match self.ahead.take() {
+            Some((start, fetch)) if start == self.position => fetch,
+            _ => match self.fetch_window(self.position) {
+                Some((_, fetch)) => fetch,
+                None => return Ok(()),
+            },
+        };
+        let Fetch { what, task, .. } = fetch;
+        let url = self.location.to_string();
+        let mut parts = block_on(task)
+            .map_err(|e| std::io::Error::other(format!("{url}: cannot read {what} ({e})")))?
+            .map_err(|e| {
+                std::io::Error::other(format!("{url}: cannot read {what} ({})", one_line(&e)))
+            })?;
+        self.window = parts.pop().unwrap_or_default();
+        self.window_start = self.position;
+        self.ahead = self.fetch_window(self.window_start + self.window.len() as u64);
+        Ok(())
+    }
+}
+
+impl Read for ObjectReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let window_end = self.window_start + self.window.len() as u64;
+        if self.position < self.window_start || self.position >= window_end {
+            if self.position >= self.size {
+                return Ok(0);
+            }
+            self.load_window()?;
+        }
+        let at = (self.position - self.window_start) as usize;
+        let available = &self.window[at.min(self.window.len())..];
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.position += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for ObjectReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::Current(d) => self.position.checked_add_signed(d),
+            std::io::SeekFrom::End(d) => self.size.checked_add_signed(d),
+        };
+        self.position = target.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start")
+        })?;
+        Ok(self.position)
+    }
+}
+
+impl Read for InputReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            InputReader::Local(file) => file.read(buf),
+            InputReader::Remote(object) => object.read(buf),
+        }
+    }
+}
+
+impl std::io::Seek for InputReader {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        match self {
+            InputReader::Local(file) => file.seek(to),
+            InputReader::Remote(object) => object.seek(to),
+        }
+    }
+}
+
+/// A file's bytes for Parquet's readers.
+pub enum Source {
+    Local(File),
+    Remote(RemoteSource),
+}
+
+/// A remote object's bytes: ranges fetched ahead ([`Source::prefetch`])
+/// are served from memory; anything else is one ranged request.
+pub struct RemoteSource {
+    object: RemoteObject,
+    fetched: Mutex<Vec<(u64, Bytes)>>,
+}
+
+/// Bytes fetched from a file's end before its footer is parsed: enough
+/// for the footer of most shards, in one request.
+const FOOTER_GUESS: u64 = 64 * 1024;
+
+impl Source {
+    /// Fetches the end of a remote file, where its footer is.
+    pub fn prefetch_footer(&self) -> Result<()> {
+        let size = self.len();
+        let tail = size.saturating_sub(FOOTER_GUESS)..size;
+        self.prefetch(std::slice::from_ref(&tail), "its footer")
+    }
+
+    /// Fetches `ranges` of a remote object at once, so that decoding them
+    /// makes no request; `what` they are names them in an error.
+    pub fn prefetch(&self, ranges: &[Range<u64>], what: &str) -> Result<()> {
+        let Source::Remote(remote) = self else {
+            return Ok(());
+        };
+        let location = Location::Remote(remote.object.clone());
+        match location.fetch(ranges.to_vec(), what.to_string()) {
+            Some(pending) => self.receive(pending),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits for a [`Location::fetch`] of this file and keeps its bytes.
+    pub fn receive(&self, pending: Fetch) -> Result<()> {
+        let Source::Remote(remote) = self else {
+            return Ok(());
+        };
+        let Fetch { ranges, what, task } = pending;
+        let url = &remote.object.url;
+        let parts = block_on(task)
+            .map_err(|e| anyhow::anyhow!("{url}: cannot read {what} ({e})"))?
+            .map_err(|e| anyhow::anyhow!("{url}: cannot read {what} ({})", one_line(&e)))?;
+        let mut fetched = lock(&remote.fetched);
+        fetched.extend(ranges.iter().map(|r| r.start).zip(parts));
+        Ok(())
+    }
+}
+
+/// Byte ranges of an object on their way, fetched by the I/O runtime while
+/// the caller does other work.
+pub struct Fetch {
+    ranges: Vec<Range<u64>>,
+    what: String,
+    task: tokio::task::JoinHandle<object_store::Result<Vec<Bytes>>>,
+}
+
+impl Location {
+    /// Starts fetching `ranges` of an object in the background, in as few
+    /// requests as `object_store` can merge them into; `None` for a local
+    /// file (the kernel reads ahead for those). `what` names them in an
+    /// error.
+    pub fn fetch(&self, ranges: Vec<Range<u64>>, what: String) -> Option<Fetch> {
+        let Location::Remote(object) = self else {
+            return None;
+        };
+        let (store, path, wanted) = (object.store.clone(), object.path.clone(), ranges.clone());
+        let task = runtime().spawn(async move { store.get_ranges(&path, &wanted).await });
+        Some(Fetch { ranges, what, task })
+    }
+}
+
+impl RemoteSource {
+    /// `length` bytes at `start`: from a prefetched range holding them,
+    /// else fetched now.
+    fn bytes(&self, start: u64, length: u64) -> parquet::errors::Result<Bytes> {
+        let end = start + length;
+        for (at, bytes) in lock(&self.fetched).iter() {
+            if *at <= start && end <= at + bytes.len() as u64 {
+                return Ok(bytes.slice((start - at) as usize..(end - at) as usize));
+            }
+        }
+        let object = &self.object;
+        block_on(object.store.get_range(&object.path, start..end)).map_err(|e| {
+            ParquetError::General(format!("{}: cannot read ({})", object.url, one_line(&e)))
+        })
+    }
+
+    /// The prefetched bytes from `start` to the end of their range, if
+    /// `start` is in one: where a page header is read from.
+    fn rest_of_range(&self, start: u64) -> Option<Bytes> {
+        lock(&self.fetched).iter().find_map(|(at, bytes)| {
+            let end = at + bytes.len() as u64;
+            (*at <= start && start < end).then(|| bytes.slice((start - at) as usize..))
+        })
+    }
+}
+
+impl Length for Source {
+    fn len(&self) -> u64 {
+        match self {
+            Source::Local(file) => file.len(),
+            Source::Remote(remote) => remote.object.size,
+        }
+    }
+}
+
+/// A sequential reader over a [`Source`].
+pub enum SourceRead {
+    Local(<File as ChunkReader>::T),
+    Remote(Cursor<Bytes>),
+}
+
+impl Read for SourceRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            SourceRead::Local(read) => read.read(buf),
+            SourceRead::Remote(read) => read.read(buf),
+        }
+    }
+}
+
+impl ChunkReader for Source {
+    type T = SourceRead;
+
+    fn get_read(&self, start: u64) -> parquet::errors::Result<SourceRead> {
+        match self {
+            Source::Local(file) => file.get_read(start).map(SourceRead::Local),
+            Source::Remote(remote) => {
+                let rest = match remote.rest_of_range(start) {
+                    Some(rest) => rest,
+                    None => remote.bytes(start, remote.object.size.saturating_sub(start))?,
+                };
+                Ok(SourceRead::Remote(Cursor::new(rest)))
+            }
+        }
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
+        match self {
+            Source::Local(file) => file.get_bytes(start, length),
+            Source::Remote(remote) => remote.bytes(start, length as u64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_are_opened_at_once_in_order_and_the_first_error_in_order_wins() {
+        let objects: Vec<Location> = (0..40u8).map(|n| in_memory(&[n; 3])).collect();
+        // Each open waits until another is under way, so a one-at-a-time
+        // opener would wait out every timeout.
+        let in_flight = std::sync::atomic::AtomicUsize::new(0);
+        let most = std::sync::atomic::AtomicUsize::new(0);
+        let first_bytes = |location: &Location| -> Result<u8> {
+            use std::sync::atomic::Ordering::SeqCst;
+            let now = in_flight.fetch_add(1, SeqCst) + 1;
+            most.fetch_max(now, SeqCst);
+            let waited = std::time::Instant::now();
+            while in_flight.load(SeqCst) < 2 && waited.elapsed().as_millis() < 200 {
+                std::thread::yield_now();
+            }
+            let mut first = [0u8];
+            location.reader()?.read_exact(&mut first)?;
+            in_flight.fetch_sub(1, SeqCst);
+            Ok(first[0])
+        };
+        let opened = open_all(&objects, first_bytes).unwrap();
+        assert_eq!(opened, (0..40u8).collect::<Vec<_>>());
+        assert!(most.load(std::sync::atomic::Ordering::SeqCst) > 1);
+
+        // Failures at 7 and 30: whatever ran first, the error is 7's.
+        let failing = |location: &Location| -> Result<u8> {
+            let mut first = [0u8];
+            location.reader()?.read_exact(&mut first)?;
+            match first[0] {
+                7 | 30 => bail!("object {} failed", first[0]),
+                n => Ok(n),
+            }
+        };
+        let error = open_all(&objects, failing).unwrap_err();
+        assert_eq!(error.to_string(), "object 7 failed");
+    }
+
+    /// An object of `bytes` in an in-memory store.
+    fn in_memory(bytes: &[u8]) -> Location {
+        let store: Arc<dyn ObjectStore> = Arc::new(object_store::memory::InMemory::new());
+        let path = ObjectPath::from("x/y.warc");
+        block_on(store.put(&path, bytes.to_vec().into())).unwrap();
+        Location::Remote(RemoteObject {
+            store,
+            url: Url::parse("memory:///x/y.warc").unwrap(),
+            path,
+            size: bytes.len() as u64,
+        })
+    }
+
+    #[test]
+    fn an_object_reads_and_seeks_by_windows_as_a_file_does() {
+        use std::io::{Seek, SeekFrom};
+        let bytes: Vec<u8> = (0..1000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let object = in_memory(&bytes);
+        for window in [1, 7, 64, 999, 1000, 5000] {
+            let mut reader = object.reader_by_windows_of(window).unwrap();
+            let mut expected = Cursor::new(&bytes);
+            // Reads of odd sizes across windows, seeks back and forward,
+            // and past the end.
+            let steps: [(SeekFrom, usize); 6] = [
+                (SeekFrom::Start(0), 333),
+                (SeekFrom::Current(-100), 50),
+                (SeekFrom::Start(990), 40),
+                (SeekFrom::Start(3), 1000),
+                (SeekFrom::End(-1), 5),
+                (SeekFrom::Start(2000), 5),
+            ];
+            for (to, want) in steps {
+                assert_eq!(reader.seek(to).unwrap(), expected.seek(to).unwrap());
+                let (mut got, mut wanted) = (vec![0; want], vec![0; want]);
+                let n = read_fully(&mut reader, &mut got);
+                let m = read_fully(&mut expected, &mut wanted);
+                assert_eq!(got[..n], wanted[..m], "window {window}, {to:?}");
+            }
+        }
+    }
+
+    fn read_fully(reader: &mut impl Read, buf: &mut [u8]) -> usize {
+        let mut n = 0;
+        while n < buf.len() {
+            match reader.read(&mut buf[n..]).unwrap() {
+                0 => break,
+                k => n += k,
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn urls_are_told_from_paths() {
+        for url in [
+            "s3://b/k",
+            "gs://b/k",
+            "az://c/k",
+            "abfss://c@a/k",
+            "https://h/f.parquet",
+            "S3://b/k",
+        ] {
+            assert!(is_url(url), "{url}");
+        }
+        for path in [
+            "/data/x.parquet",
+            "data/s3://x",
+            "file.parquet",
+            "ftp://h/f",
+            "C:/x",
+        ] {
+            assert!(!is_url(path), "{path}");
+        }
+    }
+}

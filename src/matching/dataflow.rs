@@ -1,0 +1,460 @@
+//! The `match` dataflow on timely: scan units of F past B's tables, exchange
+//! pairs to their reducer by query-id range, and write each part sorted.
+//!
+//! ```text
+//!   scan (every worker: its share of the units) --exchange by part--> reduce (sort, dedup, write)
+//!     --> commit (see [`commit`])
+//! ```
+//!
+//! Units are placed among processes statically, balanced by rows
+//! ([`process_units`]), and a process's workers take its units one at a time
+//! as each finishes the last, so a worker the VM slows (or a slow disk) holds
+//! no other up. Part `p` goes to worker `p % peers`, where workers are
+//! numbered across all processes of a cluster. Each part is sorted before it
+//! is written, so the output bytes depend neither on which worker scanned a
+//! unit nor on how many workers or processes there are.
+//!
+//! A unit is a row group of an F file, placed largest first within its
+//! side, each to the process with the fewest rows so far (every process
+//! computes the same placement). A unit of an object is claimed one ahead,
+//! so that its bytes arrive while the one before is probed; a local file's
+//! only when the worker is ready for it. A local row group larger than a
+//! probe batch (1M rows) is cut into pieces of at most a batch, each read by
+//! a Parquet row selection: old pyarrow wrote 64Mi rows to a group and Spark
+//! cuts at 128 MB, and such a group read whole would be one worker's while
+//! the others wait. An object's row groups are not cut: each piece would
+//! fetch all of it. A worker gathers its units' rows into 1M-row batches for
+//! the kernel ([`crate::matching::probe`]).
+//!
+//! A reducer sorts, de-duplicates and writes its parts, holding at most
+//! `--pair-memory-mib` of pairs and spilling the rest as sorted runs
+//! ([`crate::matching::pair_runs`]), then reports to worker 0, which commits.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::source;
+
+use crate::exec::progress::Counters;
+use crate::exec::runtime::Failure;
+use crate::exec::runtime::{self, RuntimeOptions};
+use crate::io::commit::{
+    await_outcome, gather_and_commit, report_when_done, Commit, FinalStage, Merge, OutcomeSlot,
+    Report,
+};
+
+use crate::exec::parallel::{share_of_process, Tickets};
+use crate::io::pairs::{Pair, Parts};
+use crate::io::parquet::input::{Columns, FingerprintFile, RowGroupFetch, Unit};
+use crate::io::parquet::output::part_name;
+use crate::matching::pair_runs::PairRuns;
+use crate::matching::probe::{probe, Match, Scratch};
+use crate::matching::tables::Index;
+
+/// Where a unit's rows come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// A shard of F: every query within k pairs with it.
+    Corpus,
+    /// A shard of B (`--self`): pairs only with smaller query ids.
+    Queries,
+}
+
+/// A row group to scan, and which side it belongs to.
+#[derive(Clone, Copy, Debug)]
+pub struct ScanUnit {
+    pub side: Side,
+    pub unit: Unit,
+}
+
+/// The units (indexes of `units`) this process scans, in the order its
+/// workers take them: placed among processes by rows
+/// ([`share_of_process`]), a side's units together (a probe batch holds one
+/// side's rows), largest first within a side, so the last units taken are
+/// the shortest.
+pub fn process_units(units: &[ScanUnit], processes: usize, process: usize) -> Vec<usize> {
+    let rows: Vec<u64> = units.iter().map(|unit| unit.unit.rows).collect();
+    let mut mine = share_of_process(&rows, processes, process);
+    mine.sort_by_key(|&u| units[u].side != Side::Corpus);
+    mine
+}
+
+/// Everything the workers of one process share, read-only.
+pub struct Job {
+    pub index: Index,
+    pub parts: Parts,
+    pub corpus_files: Vec<FingerprintFile>,
+    pub query_files: Vec<FingerprintFile>,
+    pub units: Vec<ScanUnit>,
+    /// This process's units ([`process_units`]), in the order taken...
+    pub mine: Vec<usize>,
+    /// ...by whichever worker of the process asks next.
+    pub tickets: Tickets,
+    pub columns: Columns,
+    /// Directory the parts are written to (the staging directory).
+    pub out_dir: PathBuf,
+    /// Bytes of pairs a worker holds before spilling sorted runs
+    /// ([`PairRuns`]).
+    pub pair_memory: u64,
+}
+
+impl Job {
+    /// The file a unit of `side` is a row group of.
+    fn file(&self, side: Side, unit: Unit) -> &FingerprintFile {
+        match side {
+            Side::Corpus => &self.corpus_files[unit.file],
+            Side::Queries => &self.query_files[unit.file],
+        }
+    }
+}
+
+/// What the whole job scanned and wrote, summed over every worker.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchTotals {
+    pub corpus_rows: u64,
+    pub self_rows: u64,
+    pub pairs: u64,
+    /// Pairs written to runs on disk beyond the workers' memory budget.
+    pub pairs_spilled: u64,
+}
+
+impl Merge for MatchTotals {
+    fn merge(&mut self, other: Self) {
+        self.corpus_rows += other.corpus_rows;
+        self.self_rows += other.self_rows;
+        self.pairs += other.pairs;
+        self.pairs_spilled += other.pairs_spilled;
+    }
+}
+
+/// Runs the dataflow on this process's workers, joined to the rest of the
+/// cluster, and waits until worker 0 has committed (with `commit`, given on
+/// process 0 only) or refused to. Returns the job's totals.
+pub fn run(
+    job: Arc<Job>,
+    cluster: &RuntimeOptions,
+    counters: Arc<Counters>,
+    commit: Option<Commit<MatchTotals>>,
+) -> Result<MatchTotals> {
+    let failure = Arc::new(Failure::default());
+    let outcome = Arc::new(OutcomeSlot::default());
+    let guards = {
+        let (failure, outcome) = (failure.clone(), outcome.clone());
+        runtime::execute(cluster, move |worker| {
+            let index = worker.index();
+            let peers = worker.peers();
+            let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());
+            let (commit, outcome) = (commit.clone(), outcome.clone());
+            let state = Rc::new(RefCell::new(Report::<MatchTotals>::new(index)));
+            worker.dataflow::<u64, _, _>(move |scope| {
+                let scan_job = job.clone();
+                let scan_counters = counters.clone();
+                let scan_failure = failure.clone();
+                let scan_state = state.clone();
+                let pairs = source::<_, CapacityContainerBuilder<Vec<Pair>>, _, _>(
+                    scope,
+                    "Scan",
+                    move |cap, info| {
+                        let activator = scope.activator_for(info.address);
+                        let mut cap = Some(cap);
+                        let mut scanner = Scanner::new(scan_job, scan_state.clone());
+                        move |output| {
+                            let Some(time) = cap.as_ref() else { return };
+                            let outcome = {
+                                let mut session = output.session(time);
+                                scanner.next_unit(&scan_counters, &mut |pair| session.give(pair))
+                            };
+                            match outcome {
+                                Ok(true) => activator.activate(),
+                                Ok(false) => cap = None,
+                                Err(error) => {
+                                    scan_state.borrow_mut().fail(error, &scan_failure);
+                                    cap = None;
+                                }
+                            }
+                        }
+                    },
+                );
+                let route_job = job.clone();
+                let route = Exchange::new(move |pair: &Pair| {
+                    (route_job.parts.part_of(pair.query_id) % peers) as u64
+                });
+                let reducer = Reducer::new(job, index, peers, counters);
+                let reports = report_when_done(pairs, route, "Reduce", state, failure, reducer);
+                gather_and_commit(reports, index, peers, commit, outcome);
+            });
+            while worker.step_or_park(None) {}
+        })?
+    };
+    await_outcome(guards, &failure, &outcome)
+}
+
+/// Corpus rows probed together. The probe kernel partitions each batch so
+/// that a partition's visits stay within a cache-sized slice of every table;
+/// the larger the batch, the more visits share one load of a slice, but the
+/// more of the batch and its scratch copy (20 bytes a row per worker) falls
+/// out of the last-level cache between passes. 1M rows is as fast end to
+/// end as larger batches, in less peak memory (`scripts/bench.sh`).
+const PROBE_BATCH_ROWS: usize = 1 << 20;
+
+/// Fault-injection hook for the cluster tests: a pause after every unit, so a
+/// test can kill a process while the others are still scanning.
+const UNIT_DELAY_ENV: &str = "NEARDUP_TEST_UNIT_DELAY_MS";
+
+fn unit_delay() -> Option<std::time::Duration> {
+    let ms: u64 = std::env::var(UNIT_DELAY_ENV).ok()?.parse().ok()?;
+    Some(std::time::Duration::from_millis(ms))
+}
+
+/// A worker's scan state: the rows read but not yet probed, the unit
+/// claimed next, and reusable buffers.
+struct Scanner {
+    job: Arc<Job>,
+    state: Rc<RefCell<Report<MatchTotals>>>,
+    delay: Option<std::time::Duration>,
+    batch: Batch,
+    /// The unit (an index of the job's) claimed next, its fetch started.
+    ahead: Option<(usize, RowGroupFetch)>,
+    scratch: Scratch,
+    matches: Vec<Match>,
+}
+
+/// Rows of one side, gathered from consecutive units until a probe batch is full.
+#[derive(Default)]
+struct Batch {
+    side: Option<Side>,
+    ids: Vec<i64>,
+    fingerprints: Vec<u64>,
+}
+
+impl Scanner {
+    fn new(job: Arc<Job>, state: Rc<RefCell<Report<MatchTotals>>>) -> Scanner {
+        Scanner {
+            job,
+            state,
+            delay: unit_delay(),
+            batch: Batch::default(),
+            ahead: None,
+            scratch: Scratch::default(),
+            matches: Vec::new(),
+        }
+    }
+
+    /// Takes the process's next unit, if any is left, and starts its fetch.
+    fn claim(&self) -> Option<(usize, RowGroupFetch)> {
+        let at = self.job.mine[self.job.tickets.take()?];
+        let ScanUnit { side, unit } = self.job.units[at];
+        Some((at, self.job.file(side, unit).fetch_unit(&unit)))
+    }
+
+    /// Reads the process's next unit into the batch, probing the batch when
+    /// it is full, when the side changes, or once no unit is left, and hands
+    /// every pair found to `emit`. Returns whether there may be units left.
+    fn next_unit(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) -> Result<bool> {
+        let Some((at, fetched)) = self.ahead.take().or_else(|| self.claim()) else {
+            self.probe_batch(counters, emit);
+            return Ok(false);
+        };
+        let ScanUnit { side, unit } = self.job.units[at];
+        if self.batch.side != Some(side) {
+            self.probe_batch(counters, emit);
+            self.batch.side = Some(side);
+        }
+        // An object's next unit is claimed now, so that its bytes come
+        // while this one is decoded and probed; a local file's only when
+        // this one is done, so that no worker holds a unit another, idle,
+        // could take.
+        if fetched.is_remote() {
+            self.ahead = self.claim();
+        }
+        let job = self.job.clone();
+        job.file(side, unit).read_fetched(
+            fetched,
+            &job.columns,
+            &mut self.batch.ids,
+            &mut self.batch.fingerprints,
+        )?;
+        counters.units_done.fetch_add(1, Ordering::Relaxed);
+        // Its own target, so that a test can wait for a process to be
+        // mid-scan (`RUST_LOG=neardup::unit_read=debug`) and see nothing else.
+        tracing::debug!(target: "neardup::unit_read", file = unit.file, row_group = unit.row_group, "unit read");
+        if let Some(delay) = self.delay {
+            std::thread::sleep(delay);
+        }
+        if self.batch.ids.len() >= PROBE_BATCH_ROWS {
+            self.probe_batch(counters, emit);
+        }
+        Ok(true)
+    }
+
+    /// Probes the gathered rows and empties the batch.
+    fn probe_batch(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) {
+        let Some(side) = self.batch.side else { return };
+        let (ids, fingerprints) = (&self.batch.ids, &self.batch.fingerprints);
+        if ids.is_empty() {
+            return;
+        }
+        let index = &self.job.index;
+        self.matches.clear();
+        probe(index, fingerprints, &mut self.scratch, &mut self.matches);
+        let mut found = 0;
+        for m in &self.matches {
+            let corpus_id = ids[m.row as usize];
+            let corpus_simhash = fingerprints[m.row as usize];
+            let query_simhash = index.queries.fingerprint(m.group);
+            for &query_id in index.queries.ids(m.group) {
+                let keep = match side {
+                    Side::Corpus => query_id != corpus_id,
+                    Side::Queries => query_id < corpus_id,
+                };
+                if keep {
+                    emit(Pair {
+                        query_id,
+                        corpus_id,
+                        query_simhash,
+                        corpus_simhash,
+                        distance: m.distance,
+                        self_pair: side == Side::Queries,
+                    });
+                    found += 1;
+                }
+            }
+        }
+        let rows_counter = match side {
+            Side::Corpus => &counters.corpus_rows,
+            Side::Queries => &counters.self_rows,
+        };
+        rows_counter.fetch_add(ids.len() as u64, Ordering::Relaxed);
+        let totals = &mut self.state.borrow_mut().body;
+        match side {
+            Side::Corpus => totals.corpus_rows += ids.len() as u64,
+            Side::Queries => totals.self_rows += ids.len() as u64,
+        }
+        counters.pairs_found.fetch_add(found, Ordering::Relaxed);
+        self.batch.ids.clear();
+        self.batch.fingerprints.clear();
+    }
+}
+
+/// A worker's share of the output: the parts `p` with `p % peers == worker`.
+struct Reducer {
+    job: Arc<Job>,
+    worker: usize,
+    peers: usize,
+    counters: Arc<Counters>,
+    pairs: PairRuns,
+}
+
+impl Reducer {
+    fn new(job: Arc<Job>, worker: usize, peers: usize, counters: Arc<Counters>) -> Reducer {
+        let spill_dir = job.out_dir.join(format!("_spill-{worker}"));
+        let pairs = PairRuns::new(spill_dir, job.parts.len(), job.pair_memory);
+        Reducer {
+            job,
+            worker,
+            peers,
+            counters,
+            pairs,
+        }
+    }
+}
+
+impl FinalStage<Pair, MatchTotals> for Reducer {
+    fn absorb(&mut self, pairs: &mut Vec<Pair>) -> Result<()> {
+        for pair in pairs.drain(..) {
+            self.pairs
+                .push(self.job.parts.part_of(pair.query_id), pair)?;
+        }
+        Ok(())
+    }
+
+    /// Sorts, de-duplicates and writes every part this worker owns, empty
+    /// ones included, so the output always has all `--parts` files.
+    fn finish(&mut self, totals: &mut MatchTotals) -> Result<()> {
+        for p in (self.worker..self.job.parts.len()).step_by(self.peers) {
+            let written = self
+                .pairs
+                .write_part(p, &self.job.out_dir.join(part_name(p)))?;
+            totals.pairs += written;
+            self.counters
+                .pairs_written
+                .fetch_add(written, Ordering::Relaxed);
+        }
+        totals.pairs_spilled += self.pairs.spilled();
+        self.pairs.remove_spills()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unit(side: Side, file: usize, row_group: usize, rows: u64) -> ScanUnit {
+        let unit = Unit {
+            file,
+            row_group,
+            offset: 0,
+            rows,
+        };
+        ScanUnit { side, unit }
+    }
+
+    fn rows_of(units: &[ScanUnit], mine: &[usize]) -> u64 {
+        mine.iter().map(|&u| units[u].unit.rows).sum()
+    }
+
+    #[test]
+    fn shards_with_short_last_row_groups_split_evenly_among_processes() {
+        // 16 shards of 3.75M rows in row groups of 1M: round robin gave one
+        // worker every short row group (32M rows against 28M).
+        let units: Vec<ScanUnit> = (0..16)
+            .flat_map(|f| [1_000_000, 1_000_000, 1_000_000, 750_000].map(|r| (f, r)))
+            .enumerate()
+            .map(|(i, (f, rows))| unit(Side::Corpus, f, i % 4, rows))
+            .collect();
+        for processes in [1, 2, 4] {
+            for process in 0..processes {
+                let mine = process_units(&units, processes, process);
+                assert_eq!(rows_of(&units, &mine), 60_000_000 / processes as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn a_process_takes_its_corpus_units_first_each_side_largest_first() {
+        let mut rng = crate::gen::SplitMix64::new(4);
+        let units: Vec<ScanUnit> = (0..40)
+            .map(|i| {
+                let side = if i % 3 == 0 {
+                    Side::Queries
+                } else {
+                    Side::Corpus
+                };
+                unit(side, i, 0, 1 + rng.below(1_000_000))
+            })
+            .collect();
+        for processes in [1, 2, 3] {
+            let mut all = Vec::new();
+            for process in 0..processes {
+                let mine = process_units(&units, processes, process);
+                let sides: Vec<Side> = mine.iter().map(|&u| units[u].side).collect();
+                let corpus = sides.iter().take_while(|&&s| s == Side::Corpus).count();
+                assert!(sides[corpus..].iter().all(|&s| s == Side::Queries));
+                for side in [&mine[..corpus], &mine[corpus..]] {
+                    let rows: Vec<u64> = side.iter().map(|&u| units[u].unit.rows).collect();
+                    assert!(rows.windows(2).all(|w| w[0] >= w[1]), "{rows:?}");
+                }
+                all.extend(mine);
+            }
+            all.sort_unstable();
+            assert_eq!(all, (0..units.len()).collect::<Vec<_>>(), "{processes}");
+        }
+    }
+}

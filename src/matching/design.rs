@@ -1,0 +1,569 @@
+//! The pigeonhole table design (Manku, Jain, Das Sarma 2007, section 3).
+//!
+//! Split the 64 bits into `m > k` contiguous blocks. Two fingerprints within
+//! Hamming distance `k` differ in at most `k` blocks, so they agree exactly on
+//! at least `m - k` of them. One table per choice of `m - k` blocks therefore
+//! covers every pair, and a probe of a table only has to look at the stored
+//! fingerprints that agree with the probe on that table's blocks (its *key*).
+//!
+//! Tables never store permuted fingerprints: they store the original bits,
+//! grouped into buckets by a prefix of the key. A candidate's distance is the
+//! popcount of the XOR of two original fingerprints, so no permutation is ever
+//! applied or undone on the hot path.
+//!
+//! How `m` is chosen ([`plan`]): the fewest blocks whose probes return, on
+//! average, at most as many candidates (`|B| / 2^key_bits`) as the CPU's
+//! kernel checks cheaply, within the table memory budget
+//! (`--table-memory-mib`, 8 GiB by default); if none fits, the most blocks
+//! that do. The kernels check 32 candidates cheaply with AVX-512 and its
+//! population count (VPOPCNTDQ), 64 with AVX2 and BMI2, and 1 elsewhere
+//! ([`crate::matching::probe::candidates_per_probe`]). So for |B| = 1M and k = 3 the
+//! design is 4 tables of one 16-bit block each (about 15 candidates a
+//! probe, 51 MB) on the first two, and the paper's 10 tables (blocks of
+//! 13, 13, 13, 13 and 12 bits, keys of 25-26 bits, 246 MB) elsewhere. Every
+//! design finds the same pairs: a pair is emitted only by its *owner*, the
+//! first table whose key bits all agree ([`Design::owner`]), so exactly
+//! once.
+
+use serde::Serialize;
+
+/// Bits in a fingerprint.
+pub const BITS: u32 = 64;
+/// Largest supported distance threshold.
+pub const MAX_K: u32 = 10;
+/// Never index a bucket directory on more bits than this (2^26 u32 offsets = 256 MiB).
+const MAX_INDEX_BITS: u32 = 26;
+/// Default ceiling for the tables' memory, in bytes.
+pub const DEFAULT_TABLE_MEMORY: u64 = 8 << 30;
+/// Bytes a stored fingerprint costs in one table: its two 32-bit halves (the
+/// residue the kernels compare, and the rest) and its group number.
+const ENTRY_BYTES: u64 = 8 + 4;
+/// Bytes a bucket costs in one table: its directory offset and its filter word.
+const BUCKET_BYTES: u64 = 4 + 8;
+/// Key bits after the bucket index that select a bit of the bucket's filter
+/// word: a `u64` has 2^6 bits.
+pub const FILTER_BITS: u32 = 6;
+/// A probe key is at most `MAX_INDEX_BITS + FILTER_BITS` bits, so it fits in
+/// the `u32`s the kernel computes keys into.
+const _: () = assert!(MAX_INDEX_BITS + FILTER_BITS <= 32);
+
+/// A contiguous run of bits, counted from the most significant bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Block {
+    /// Position of the block's first (most significant) bit; 0 is the top bit.
+    pub start: u32,
+    /// Number of bits in the block.
+    pub len: u32,
+}
+
+impl Block {
+    /// The block's bits as a mask over the fingerprint.
+    pub fn mask(self) -> u64 {
+        if self.len == 0 {
+            return 0;
+        }
+        (u64::MAX >> (BITS - self.len)) << (BITS - self.start - self.len)
+    }
+}
+
+/// One piece of a table's bucket index: `(x >> shift) & mask`, placed at `out_shift`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    shift: u32,
+    mask: u64,
+    out_shift: u32,
+}
+
+impl Segment {
+    #[inline(always)]
+    fn take(self, fingerprint: u64) -> u64 {
+        ((fingerprint >> self.shift) & self.mask) << self.out_shift
+    }
+}
+
+/// One pigeonhole table: the blocks it requires to match exactly.
+#[derive(Clone, Debug, Serialize)]
+pub struct TableSpec {
+    /// Indices of the exact blocks, ascending.
+    pub blocks: Vec<usize>,
+    /// Number of key bits (the sum of the exact blocks' lengths).
+    pub key_bits: u32,
+    /// Mask of the key bits over the original fingerprint.
+    #[serde(skip)]
+    pub key_mask: u64,
+    /// Leading key bits used to number the buckets.
+    pub index_bits: u32,
+    /// Key bits after those that pick the bit of the bucket's filter word
+    /// (fewer than [`FILTER_BITS`] only when the key is that short).
+    pub filter_bits: u32,
+    /// Gather the first `index_bits + filter_bits` key bits (the *probe key*).
+    #[serde(skip)]
+    segments: Vec<Segment>,
+}
+
+impl TableSpec {
+    fn new(blocks: &[Block], chosen: Vec<usize>, index_bits: u32) -> TableSpec {
+        let key_bits = chosen.iter().map(|&b| blocks[b].len).sum::<u32>();
+        let key_mask = chosen.iter().fold(0, |m, &b| m | blocks[b].mask());
+        let index_bits = index_bits.min(key_bits);
+        let filter_bits = FILTER_BITS.min(key_bits - index_bits);
+        let segments = index_segments(blocks, &chosen, index_bits + filter_bits);
+        TableSpec {
+            blocks: chosen,
+            key_bits,
+            key_mask,
+            index_bits,
+            filter_bits,
+            segments,
+        }
+    }
+
+    /// The first `index_bits + filter_bits` bits of a fingerprint's key.
+    #[inline(always)]
+    pub fn probe_key(&self, fingerprint: u64) -> u64 {
+        let mut key = 0u64;
+        for s in &self.segments {
+            key |= s.take(fingerprint);
+        }
+        key
+    }
+
+    /// The bucket of a probe key: its first `index_bits` bits.
+    #[inline(always)]
+    pub fn bucket_of(&self, probe_key: u64) -> usize {
+        (probe_key >> self.filter_bits) as usize
+    }
+
+    /// The bit of the bucket's filter word a probe key stands for.
+    #[inline(always)]
+    pub fn filter_bit(&self, probe_key: u64) -> u64 {
+        1 << (probe_key & ((1 << self.filter_bits) - 1))
+    }
+
+    /// The bucket a fingerprint falls in: the first `index_bits` bits of its key.
+    #[inline(always)]
+    pub fn bucket(&self, fingerprint: u64) -> usize {
+        self.bucket_of(self.probe_key(fingerprint))
+    }
+
+    /// Writes the probe key of every fingerprint to `keys`, in order: the
+    /// same keys as [`TableSpec::probe_key`], in a loop with no other work in
+    /// it, so that the compiler computes several keys per vector instruction.
+    #[inline(always)]
+    pub fn probe_keys(&self, fingerprints: &[u64], keys: &mut [u32]) {
+        let pairs = fingerprints.iter().zip(keys.iter_mut());
+        match *self.segments.as_slice() {
+            [a] => pairs.for_each(|(&f, key)| *key = a.take(f) as u32),
+            [a, b] => pairs.for_each(|(&f, key)| *key = (a.take(f) | b.take(f)) as u32),
+            _ => pairs.for_each(|(&f, key)| *key = self.probe_key(f) as u32),
+        }
+    }
+
+    /// Number of buckets in the table's directory.
+    pub fn buckets(&self) -> usize {
+        1usize << self.index_bits
+    }
+}
+
+/// Shift-and-mask pieces that gather the first `bits` bits of the key,
+/// merging adjacent blocks into one piece so a key made of neighbouring blocks
+/// costs a single shift.
+fn index_segments(blocks: &[Block], chosen: &[usize], bits: u32) -> Vec<Segment> {
+    let mut runs: Vec<(u32, u32)> = Vec::new(); // (start, len) in fingerprint bits
+    let mut remaining = bits;
+    for &b in chosen {
+        if remaining == 0 {
+            break;
+        }
+        let take = blocks[b].len.min(remaining);
+        remaining -= take;
+        match runs.last_mut() {
+            Some((start, len)) if *start + *len == blocks[b].start => *len += take,
+            _ => runs.push((blocks[b].start, take)),
+        }
+    }
+    let mut out_shift = bits;
+    runs.into_iter()
+        .map(|(start, len)| {
+            out_shift -= len;
+            Segment {
+                shift: BITS - start - len,
+                mask: (1u64 << len) - 1,
+                out_shift,
+            }
+        })
+        .collect()
+}
+
+/// A complete table design for one `(n, k, m)`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Design {
+    /// The distance threshold.
+    pub k: u32,
+    /// The blocks the 64 bits are split into.
+    pub blocks: Vec<Block>,
+    /// The tables, in the order that decides which table owns a pair.
+    pub tables: Vec<TableSpec>,
+    /// Distinct fingerprints the tables hold.
+    pub stored: u64,
+    /// Expected candidates a probe of one table returns on uniform data
+    /// (averaged over the tables): `stored / 2^key_bits`.
+    pub expected_candidates: f64,
+    /// Estimated bytes of all tables.
+    pub memory_bytes: u64,
+}
+
+impl Design {
+    /// Builds the design with `m` blocks for `stored` distinct fingerprints.
+    pub fn new(stored: u64, k: u32, m: u32) -> Design {
+        assert!(
+            k <= MAX_K && m > k && m <= BITS,
+            "invalid design k={k} m={m}"
+        );
+        let blocks = split_bits(m);
+        let index_bits = index_bits_for(stored);
+        let tables: Vec<TableSpec> = combinations(m as usize, (m - k) as usize)
+            .into_iter()
+            .map(|chosen| TableSpec::new(&blocks, chosen, index_bits))
+            .collect();
+        let expected_candidates = tables
+            .iter()
+            .map(|t| stored as f64 / 2f64.powi(t.key_bits as i32))
+            .sum::<f64>()
+            / tables.len() as f64;
+        let memory_bytes = tables
+            .iter()
+            .map(|t| stored * ENTRY_BYTES + BUCKET_BYTES * (t.buckets() as u64 + 1))
+            .sum();
+        Design {
+            k,
+            blocks,
+            tables,
+            stored,
+            expected_candidates,
+            memory_bytes,
+        }
+    }
+
+    /// Number of blocks.
+    pub fn m(&self) -> u32 {
+        self.blocks.len() as u32
+    }
+
+    /// The table that owns a pair whose fingerprints differ in `xor`: the first
+    /// table whose key bits all agree. Every pair within `k` has one, and
+    /// emitting a pair only from its owner emits it exactly once.
+    #[inline]
+    pub fn owner(&self, xor: u64) -> Option<usize> {
+        self.tables.iter().position(|t| xor & t.key_mask == 0)
+    }
+
+    /// A one-line description, e.g. `m=5 blocks [13,13,13,13,12], 10 tables, key 25-26 bits`.
+    pub fn describe(&self) -> String {
+        let sizes: Vec<String> = self.blocks.iter().map(|b| b.len.to_string()).collect();
+        let (lo, hi) = self.key_bit_range();
+        let key = if lo == hi {
+            format!("{lo}")
+        } else {
+            format!("{lo}-{hi}")
+        };
+        format!(
+            "m={} blocks [{}], {} tables, key {} bits",
+            self.m(),
+            sizes.join(","),
+            self.tables.len(),
+            key
+        )
+    }
+
+    /// Smallest and largest key width over the tables.
+    pub fn key_bit_range(&self) -> (u32, u32) {
+        let bits = self.tables.iter().map(|t| t.key_bits);
+        (bits.clone().min().unwrap_or(0), bits.max().unwrap_or(0))
+    }
+}
+
+/// Why a design was or was not chosen.
+#[derive(Clone, Debug, Serialize)]
+pub struct Considered {
+    pub m: u32,
+    pub tables: usize,
+    pub expected_candidates: f64,
+    pub memory_bytes: u64,
+    pub verdict: String,
+}
+
+/// The chosen design and the alternatives weighed against it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub design: Design,
+    pub considered: Vec<Considered>,
+}
+
+/// Chooses `m` for `stored` distinct fingerprints and threshold `k`.
+///
+/// More blocks mean longer keys and so fewer candidates per probe, but
+/// `C(m, k)` tables. The rule: the fewest blocks whose probes return at most
+/// `max_candidates` candidates (what the probe kernel checks cheaply: see
+/// [`crate::matching::probe::candidates_per_probe`]), as long as the tables fit in
+/// `memory_budget`; when no such design fits, the most blocks that do fit
+/// (fewest candidates); when nothing fits, `m = k + 1` (the fewest tables
+/// possible). `forced_m` overrides the choice.
+pub fn plan(
+    stored: u64,
+    k: u32,
+    memory_budget: u64,
+    forced_m: Option<u32>,
+    max_candidates: f64,
+) -> Plan {
+    let mut considered = Vec::new();
+    let mut chosen: Option<Design> = None;
+    let mut best_fitting: Option<Design> = None;
+    let last_m = (k + 1 + 6).min(BITS);
+    for m in (k + 1)..=last_m {
+        if tables_for(m, k) > 4096 {
+            break;
+        }
+        let design = Design::new(stored, k, m);
+        let fits = design.memory_bytes <= memory_budget;
+        let few = design.expected_candidates <= max_candidates;
+        let verdict = match (forced_m, chosen.is_some()) {
+            (Some(f), _) if f == m => "chosen (--blocks)".to_string(),
+            (Some(_), _) => "not requested (--blocks)".to_string(),
+            (None, true) => "more tables than needed".to_string(),
+            (None, false) if !fits => "over the memory budget".to_string(),
+            (None, false) if !few && max_candidates == 1.0 => {
+                "more than one candidate per probe".to_string()
+            }
+            (None, false) if !few => format!("more than {max_candidates} candidates per probe"),
+            (None, false) => "chosen".to_string(),
+        };
+        considered.push(Considered {
+            m,
+            tables: design.tables.len(),
+            expected_candidates: design.expected_candidates,
+            memory_bytes: design.memory_bytes,
+            verdict,
+        });
+        if forced_m.is_none() && chosen.is_none() {
+            if fits && few {
+                chosen = Some(design.clone());
+            } else if fits {
+                best_fitting = Some(design.clone());
+            }
+        }
+    }
+    let design = match forced_m {
+        Some(m) => Design::new(stored, k, m),
+        None => chosen
+            .or(best_fitting)
+            .unwrap_or_else(|| Design::new(stored, k, k + 1)),
+    };
+    if forced_m.is_none() {
+        for c in considered.iter_mut() {
+            if c.m == design.m() {
+                c.verdict = "chosen".to_string();
+            } else if c.verdict == "chosen" {
+                c.verdict = "not needed".to_string();
+            }
+        }
+    } else if !considered.iter().any(|c| c.m == design.m()) {
+        considered.push(Considered {
+            m: design.m(),
+            tables: design.tables.len(),
+            expected_candidates: design.expected_candidates,
+            memory_bytes: design.memory_bytes,
+            verdict: "chosen (--blocks)".to_string(),
+        });
+    }
+    Plan { design, considered }
+}
+
+/// Number of tables for `m` blocks and threshold `k`: `C(m, k)`.
+pub fn tables_for(m: u32, k: u32) -> u64 {
+    let k = k.min(m - k) as u64;
+    (0..k).fold(1u64, |acc, i| acc * (m as u64 - i) / (i + 1))
+}
+
+/// Buckets are numbered by about log2(stored) key bits, so a bucket holds about
+/// one fingerprint and its filter word has about one bit set.
+fn index_bits_for(stored: u64) -> u32 {
+    (BITS - stored.saturating_sub(1).leading_zeros()).min(MAX_INDEX_BITS)
+}
+
+/// Splits 64 bits into `m` contiguous blocks, the longer blocks first.
+fn split_bits(m: u32) -> Vec<Block> {
+    let base = BITS / m;
+    let extra = BITS % m;
+    let mut start = 0;
+    (0..m)
+        .map(|i| {
+            let len = base + u32::from(i < extra);
+            let block = Block { start, len };
+            start += len;
+            block
+        })
+        .collect()
+}
+
+/// All `r`-element subsets of `0..n` in lexicographic order.
+fn combinations(n: usize, r: usize) -> Vec<Vec<usize>> {
+    let mut out = Vec::new();
+    let mut current: Vec<usize> = (0..r).collect();
+    if r > n {
+        return out;
+    }
+    loop {
+        out.push(current.clone());
+        let Some(i) = (0..r).rev().find(|&i| current[i] != i + n - r) else {
+            return out;
+        };
+        current[i] += 1;
+        for j in i + 1..r {
+            current[j] = current[j - 1] + 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_all_bits_once() {
+        for m in 1..=20 {
+            let blocks = split_bits(m);
+            let all = blocks.iter().fold(0u64, |acc, b| {
+                assert_eq!(acc & b.mask(), 0, "m={m} blocks overlap");
+                acc | b.mask()
+            });
+            assert_eq!(all, u64::MAX, "m={m}");
+        }
+    }
+
+    #[test]
+    fn combinations_count_matches_binomial() {
+        assert_eq!(combinations(5, 2).len(), 10);
+        assert_eq!(combinations(6, 3).len(), 20);
+        assert_eq!(combinations(4, 4), vec![vec![0, 1, 2, 3]]);
+        assert_eq!(tables_for(5, 3), 10);
+        assert_eq!(tables_for(11, 10), 11);
+    }
+
+    #[test]
+    fn paper_example_designs() {
+        let d = Design::new(1 << 34, 3, 5);
+        assert_eq!(d.tables.len(), 10);
+        assert_eq!(d.key_bit_range(), (25, 26));
+        let d = Design::new(1 << 34, 3, 6);
+        assert_eq!(d.tables.len(), 20);
+        assert_eq!(d.key_bit_range(), (31, 33));
+    }
+
+    #[test]
+    fn bucket_takes_leading_key_bits_in_block_order() {
+        let d = Design::new(1 << 20, 3, 4); // blocks of 16; each table keys on one block
+        for (t, table) in d.tables.iter().enumerate() {
+            let x: u64 = 0x0123_4567_89ab_cdef;
+            let block = d.blocks[table.blocks[0]];
+            let key = (x & block.mask()) >> (BITS - block.start - block.len);
+            assert_eq!(
+                table.bucket(x) as u64,
+                key >> (16 - table.index_bits),
+                "table {t}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_pair_within_k_has_an_owner_sharing_its_bucket() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        };
+        for k in 0..=MAX_K {
+            let plan = plan(1 << 20, k, DEFAULT_TABLE_MEMORY, None, 1.0);
+            let design = plan.design;
+            for _ in 0..2000 {
+                let a = next();
+                let mut b = a;
+                for _ in 0..(next() % (k as u64 + 1)) {
+                    b ^= 1 << (next() % 64);
+                }
+                let owner = design.owner(a ^ b).expect("a pair within k has an owner");
+                let table = &design.tables[owner];
+                assert_eq!(
+                    table.bucket(a),
+                    table.bucket(b),
+                    "k={k} owner shares the bucket"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn plan_picks_fewest_blocks_with_at_most_one_candidate() {
+        let p = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, None, 1.0);
+        assert_eq!(p.design.m(), 5);
+        assert!(p.design.expected_candidates <= 1.0);
+        let small = plan(1000, 3, DEFAULT_TABLE_MEMORY, None, 1.0);
+        assert_eq!(small.design.m(), 4);
+        let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7), 1.0);
+        assert_eq!(forced.design.m(), 7);
+        assert_eq!(forced.design.tables.len(), 35);
+        // A kernel that checks 16 candidates per probe cheaply takes the
+        // paper's |B| = 2^20 with 4 tables, and twice that with 10.
+        let wide = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, None, 16.0);
+        assert_eq!(wide.design.m(), 4);
+        let twice = plan(2 << 20, 3, DEFAULT_TABLE_MEMORY, None, 16.0);
+        assert_eq!(twice.design.m(), 5);
+    }
+
+    #[test]
+    fn probe_keys_match_probe_key_for_every_segment_count() {
+        let fingerprints: Vec<u64> = (0..1000u64)
+            .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (i << 40))
+            .collect();
+        let mut segment_counts = std::collections::BTreeSet::new();
+        for (stored, k, m) in [
+            (1 << 20, 3, 5),
+            (1 << 20, 3, 4),
+            (1000, 7, 10),
+            (1 << 24, 10, 16),
+        ] {
+            let design = Design::new(stored, k, m);
+            for spec in &design.tables {
+                segment_counts.insert(spec.segments.len());
+                let mut keys = vec![0u32; fingerprints.len()];
+                spec.probe_keys(&fingerprints, &mut keys);
+                for (&f, &key) in fingerprints.iter().zip(&keys) {
+                    assert_eq!(
+                        u64::from(key),
+                        spec.probe_key(f),
+                        "k={k} m={m} {:?}",
+                        spec.blocks
+                    );
+                }
+            }
+        }
+        assert!(
+            segment_counts.len() >= 3,
+            "segment counts covered: {segment_counts:?}"
+        );
+    }
+
+    #[test]
+    fn plan_respects_memory_budget() {
+        let p = plan(1 << 20, 3, 60 << 20, None, 1.0);
+        assert!(
+            p.design.memory_bytes <= 60 << 20,
+            "{}",
+            p.design.memory_bytes
+        );
+        assert_eq!(p.design.m(), 4);
+    }
+}

@@ -1,0 +1,362 @@
+//! The `match` command as a library call: read B, design and build its
+//! tables, scan F on timely workers, and publish the parts.
+
+pub mod dataflow;
+pub mod design;
+pub mod pair_runs;
+pub mod probe;
+pub mod tables;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+use crate::exec::parallel::lock;
+use crate::exec::parallel::{in_parallel, Tickets};
+use crate::exec::progress::Counters;
+use crate::exec::progress::{human, ScanProgress};
+use crate::exec::runtime::RuntimeOptions;
+use crate::io::commit::commit_staging;
+use crate::io::pairs::Parts;
+use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, FingerprintFile, Unit};
+use crate::io::parquet::output::Staging;
+use crate::io::parquet::schemes;
+use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side};
+use crate::matching::design::{Design, BITS, MAX_K};
+use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
+use crate::matching::tables::{Index, QuerySet};
+
+/// Options of `neardup match`.
+#[derive(Clone, Debug)]
+pub struct MatchOptions {
+    pub queries: Vec<String>,
+    pub corpus: Vec<String>,
+    pub out: PathBuf,
+    pub k: u32,
+    pub self_join: bool,
+    /// Match B and F even when their fingerprint schemes differ.
+    pub allow_mixed_schemes: bool,
+    pub runtime: RuntimeOptions,
+    pub parts: usize,
+    pub overwrite: bool,
+    pub columns: Columns,
+    pub blocks: Option<u32>,
+    pub table_memory: u64,
+    /// Bytes of pairs a worker holds in memory before it spills them to
+    /// disk as sorted runs.
+    pub pair_memory: u64,
+    pub progress: bool,
+}
+
+impl MatchOptions {
+    /// Options with the CLI's defaults.
+    pub fn new(queries: Vec<String>, corpus: Vec<String>, out: PathBuf) -> MatchOptions {
+        MatchOptions {
+            queries,
+            corpus,
+            out,
+            k: 3,
+            self_join: false,
+            allow_mixed_schemes: false,
+            runtime: RuntimeOptions::default(),
+            parts: 1,
+            overwrite: false,
+            columns: Columns::default(),
+            blocks: None,
+            table_memory: design::DEFAULT_TABLE_MEMORY,
+            pair_memory: DEFAULT_PAIR_MEMORY_MIB << 20,
+            progress: false,
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        check_k(self.k)?;
+        if let Some(m) = self.blocks {
+            if m <= self.k || m > BITS {
+                bail!(
+                    "--blocks {m} is out of range: it must be more than k ({}) and at most 64",
+                    self.k
+                );
+            }
+        }
+        if self.pair_memory == 0 {
+            bail!("--pair-memory-mib 0 leaves no memory for pairs: give at least 1");
+        }
+        if self.corpus.is_empty() && !self.self_join {
+            bail!("nothing to match: give --corpus, --self, or both");
+        }
+        self.runtime.validate()?;
+        if self.parts == 0 {
+            bail!("--parts must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// Refuses a distance threshold the design does not support.
+pub fn check_k(k: u32) -> Result<()> {
+    if k > MAX_K {
+        bail!("-k {k} is out of range: k must be between 0 and {MAX_K}");
+    }
+    Ok(())
+}
+
+/// What a run did; written to `_summary.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct MatchSummary {
+    pub queries: InputSummary,
+    pub corpus: InputSummary,
+    /// The fingerprint schemes the inputs record (one, or none when no
+    /// input records one; several only with `--allow-mixed-schemes`).
+    pub schemes: Vec<String>,
+    pub self_join: bool,
+    pub k: u32,
+    pub design: Design,
+    pub workers: usize,
+    pub processes: usize,
+    pub parts: usize,
+    pub rows_scanned: u64,
+    pub pairs: u64,
+    /// Pairs (sightings, before the de-duplication) spilled to disk beyond
+    /// `--pair-memory-mib`.
+    pub pairs_spilled: u64,
+    pub seconds: f64,
+    pub build_seconds: f64,
+    pub scan_seconds: f64,
+    pub rows_per_second: f64,
+}
+
+/// One side's inputs.
+#[derive(Clone, Debug, Serialize)]
+pub struct InputSummary {
+    pub files: Vec<String>,
+    pub rows: u64,
+    pub row_groups: usize,
+}
+
+impl InputSummary {
+    fn of(files: &[FingerprintFile], units: &[Unit]) -> InputSummary {
+        InputSummary {
+            files: files.iter().map(|f| f.path.to_string()).collect(),
+            rows: files.iter().map(|f| f.rows()).sum(),
+            row_groups: units.len(),
+        }
+    }
+}
+
+/// Runs `match` end to end and returns its summary. On a cluster every
+/// process calls this with its own `--process`; process 0 creates the output
+/// directory and commits it once every worker's parts are written.
+pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
+    let started = Instant::now();
+    tracing::info!("match started");
+    opts.validate()?;
+    let leader = opts.runtime.is_leader();
+    let staging = if leader {
+        let staging = Staging::create(&opts.out, opts.overwrite)?;
+        staging.remove_on_abort();
+        Some(staging)
+    } else {
+        None
+    };
+
+    let (query_files, query_units) = open_inputs(&opts.queries, &opts.columns)?;
+    let (corpus_files, corpus_units) = if opts.corpus.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        open_inputs(&opts.corpus, &opts.columns)?
+    };
+    let schemes = same_schemes(&query_files, &corpus_files, opts.allow_mixed_schemes)?;
+    let queries = read_queries(
+        &query_files,
+        &query_units,
+        &opts.columns,
+        opts.runtime.workers,
+    )?;
+    tracing::info!(
+        rows = queries.rows(),
+        distinct = queries.groups(),
+        "read queries"
+    );
+
+    let plan = design::plan(
+        queries.groups() as u64,
+        opts.k,
+        opts.table_memory,
+        opts.blocks,
+        probe::candidates_per_probe(),
+    );
+    tracing::info!(design = %plan.design.describe(), "table design");
+    // B's ids are sorted only to split the output into parts: one part
+    // needs no boundaries, so the build skips the sort.
+    let parts = match opts.parts {
+        1 => Parts::from_sorted_ids(&[], 1),
+        parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),
+    };
+    let building = Instant::now();
+    let index = Index::build(plan.design, queries, opts.runtime.workers);
+    let build_seconds = started.elapsed().as_secs_f64();
+    tracing::info!(
+        seconds = build_seconds,
+        tables_alone = building.elapsed().as_secs_f64(),
+        "tables built"
+    );
+
+    let units = scan_units(&corpus_units, opts.self_join.then_some(&query_units[..]));
+    let summary = Arc::new(Mutex::new(SummaryDraft {
+        queries: InputSummary::of(&query_files, &query_units),
+        corpus: InputSummary::of(&corpus_files, &corpus_units),
+        schemes,
+        design: index.design.clone(),
+        parts: parts.len(),
+        build_seconds,
+        started,
+        scan_started: Instant::now(),
+    }));
+    let mine = process_units(&units, opts.runtime.processes, opts.runtime.process);
+    let local_rows = mine.iter().map(|&u| units[u].unit.rows).sum();
+    let local_units = mine.len() as u64;
+    let job = Arc::new(Job {
+        index,
+        parts,
+        corpus_files,
+        query_files,
+        units,
+        tickets: Tickets::new(mine.len()),
+        mine,
+        columns: opts.columns.clone(),
+        out_dir: Staging::dir_for(&opts.out)?,
+        pair_memory: opts.pair_memory,
+    });
+    let counters = Arc::new(Counters::default());
+    let progress = ScanProgress::start(opts.progress, local_units, local_rows, counters.clone());
+    let (commit, written) = {
+        let (summary, opts) = (summary.clone(), opts.clone());
+        commit_staging(staging, move |totals: &MatchTotals| {
+            lock(&summary).finish(&opts, *totals)
+        })
+    };
+    let result = dataflow::run(job, &opts.runtime, counters, commit);
+    progress.finish();
+    let totals = result?;
+    let committed = lock(&written).take();
+    Ok(committed.unwrap_or_else(|| lock(&summary).finish(opts, totals)))
+}
+
+/// The fingerprint schemes of B and F, refused when they differ (see
+/// [`schemes::check_same`]).
+fn same_schemes(
+    queries: &[FingerprintFile],
+    corpus: &[FingerprintFile],
+    allow_mixed: bool,
+) -> Result<Vec<String>> {
+    let sides = [("B", queries), ("F", corpus)];
+    let files: Vec<schemes::SchemeOf> = sides
+        .iter()
+        .flat_map(|&(side, files)| {
+            files.iter().map(move |f| schemes::SchemeOf {
+                side,
+                path: f.path.to_string(),
+                scheme: f.scheme(),
+            })
+        })
+        .collect();
+    let (schemes, mixed) = schemes::check_same(&files, allow_mixed)?;
+    if mixed {
+        tracing::warn!(
+            "matching fingerprints of {} schemes (--allow-mixed-schemes): {}",
+            schemes.len(),
+            schemes.join(" | ")
+        );
+    }
+    Ok(schemes)
+}
+
+/// The corpus units, then (with `--self`) B's own.
+fn scan_units(corpus: &[Unit], queries: Option<&[Unit]>) -> Vec<ScanUnit> {
+    let side = |side| move |&unit| ScanUnit { side, unit };
+    let mut units: Vec<ScanUnit> = corpus.iter().map(side(Side::Corpus)).collect();
+    units.extend(queries.unwrap_or_default().iter().map(side(Side::Queries)));
+    units
+}
+
+/// The parts of the summary known before the scan.
+struct SummaryDraft {
+    queries: InputSummary,
+    corpus: InputSummary,
+    schemes: Vec<String>,
+    design: Design,
+    parts: usize,
+    build_seconds: f64,
+    started: Instant,
+    scan_started: Instant,
+}
+
+impl SummaryDraft {
+    fn finish(&self, opts: &MatchOptions, totals: MatchTotals) -> MatchSummary {
+        let scan_seconds = self.scan_started.elapsed().as_secs_f64();
+        let rows_scanned = totals.corpus_rows + totals.self_rows;
+        MatchSummary {
+            queries: self.queries.clone(),
+            corpus: self.corpus.clone(),
+            schemes: self.schemes.clone(),
+            self_join: opts.self_join,
+            k: opts.k,
+            design: self.design.clone(),
+            workers: opts.runtime.workers,
+            processes: opts.runtime.processes,
+            parts: self.parts,
+            rows_scanned,
+            pairs: totals.pairs,
+            pairs_spilled: totals.pairs_spilled,
+            seconds: self.started.elapsed().as_secs_f64(),
+            build_seconds: self.build_seconds,
+            scan_seconds,
+            rows_per_second: rows_scanned as f64 / scan_seconds.max(1e-9),
+        }
+    }
+}
+
+/// Reads every row of B (its files' `units`) into memory, grouped by
+/// fingerprint, on `threads` threads: on one, the other cores would wait
+/// for the reading and the sort.
+pub fn read_queries(
+    files: &[FingerprintFile],
+    units: &[Unit],
+    columns: &Columns,
+    threads: usize,
+) -> Result<QuerySet> {
+    let pieces = into_finer_units(files, units, threads);
+    let runs = in_parallel(pieces.len(), threads, |p| {
+        let unit = &pieces[p];
+        let file = &files[unit.file];
+        // Not sized from the footer, which proved slower.
+        let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
+        file.read_fetched(file.fetch_unit(unit), columns, &mut ids, &mut fingerprints)?;
+        Ok(fingerprints.into_iter().zip(ids).collect())
+    });
+    let runs = runs.into_iter().collect::<Result<Vec<Vec<(u64, i64)>>>>()?;
+    Ok(QuerySet::from_runs(runs, threads))
+}
+
+impl MatchSummary {
+    /// The one line printed at the end of a run.
+    pub fn line(&self, out: &std::path::Path) -> String {
+        format!(
+            "matched {} rows against {} queries (k={}, {}) in {:.2}s ({} rows/s, {} worker(s)): {} pairs in {} part(s) -> {}",
+            human(self.rows_scanned as f64),
+            human(self.queries.rows as f64),
+            self.k,
+            self.design.describe(),
+            self.seconds,
+            human(self.rows_per_second),
+            self.workers * self.processes,
+            self.pairs,
+            self.parts,
+            out.display()
+        )
+    }
+}

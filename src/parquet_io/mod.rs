@@ -1,9 +1,0 @@
-//! Parquet in and out.
-
-pub mod input;
-pub mod output;
-pub mod pages;
-
-/// The Parquet key-value metadata key that holds a fingerprint shard's
-/// scheme.
-pub const METADATA_KEY: &str = "neardup.scheme";
