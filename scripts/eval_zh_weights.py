@@ -69,8 +69,8 @@ def fingerprint(weights):
 
 
 def stop_words():
-    """neardup's stop words, read from the one list in src/fingerprint/simhash/mod.rs."""
-    with open(os.path.join(HERE, "..", "src", "fingerprint", "simhash", "mod.rs"), encoding="utf-8") as f:
+    """neardup's stop words, read from the one list in src/fingerprint/simhash/words.rs."""
+    with open(os.path.join(HERE, "..", "src", "fingerprint", "simhash", "words.rs"), encoding="utf-8") as f:
         source = f.read()
     block = source[source.index("const STOP_WORDS"):]
     return set(re.findall(r'"([^"]*)"', block[:block.index("];")]))

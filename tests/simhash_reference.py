@@ -20,7 +20,7 @@ from pathlib import Path
 
 import xxhash
 
-rust = (Path(__file__).resolve().parent.parent / "src" / "fingerprint" / "simhash" / "mod.rs").read_text()
+rust = (Path(__file__).resolve().parent.parent / "src" / "fingerprint" / "simhash" / "words.rs").read_text()
 block = re.search(r"const STOP_WORDS: &\[&str\] = &\[(.*?)\];", rust, re.S).group(1)
 STOP_WORDS = set(re.findall(r'"([^"]*)"', block))
 

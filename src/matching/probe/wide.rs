@@ -1,0 +1,722 @@
+//! The kernel for designs with several candidates per probe (fewer, wider
+//! tables: for |B| = 1M and k = 3, 4 tables of 16-bit keys and about 16
+//! entries a bucket, against 10 tables of one): no filter word, every
+//! bucket's residues compared with the row's a vector at a time (XOR,
+//! population count, compare; 16 to an AVX-512 vector, 8 to an AVX2 one),
+//! the first few vectors of every bucket unconditionally under a length
+//! mask, so that no branch depends on a bucket's length.
+
+use std::arch::x86_64::*;
+
+use super::{keep_if_owned, probe_partitioned, Match, Scratch, KEY_CHUNK};
+use crate::matching::tables::Index;
+
+/// How many rows ahead a bucket's first entries are prefetched.
+const PREFETCH_ROWS: usize = 16;
+
+/// Up to 64 entries of a bucket, from `first`, that are within k of a
+/// probe's row on their residue: bit `i` of `found` for entry `first + i`.
+#[derive(Clone, Copy, Debug)]
+pub struct NearBucket {
+    /// The row's place in the probed slice.
+    row: u32,
+    first: u32,
+    found: u64,
+}
+
+impl NearBucket {
+    fn new(row: usize, first: usize, found: u64) -> NearBucket {
+        NearBucket {
+            row: row as u32,
+            first: first as u32,
+            found,
+        }
+    }
+}
+
+/// The vector instructions the kernel is built for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Simd {
+    /// AVX-512F with VPOPCNTDQ: 16 residues a vector, counted by one
+    /// instruction.
+    Avx512,
+    /// AVX2 (with BMI2, as every x86-64-v3 CPU has): 8 residues a
+    /// vector, counted by table lookups of their nibbles.
+    Avx2,
+}
+
+impl Simd {
+    /// The best this CPU runs, if any.
+    pub fn detect() -> Option<Simd> {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("avx512vpopcntdq") {
+            Some(Simd::Avx512)
+        } else if has!("avx2") && has!("bmi2") {
+            Some(Simd::Avx2)
+        } else {
+            None
+        }
+    }
+
+    /// Every kind this CPU runs, for tests.
+    #[cfg(test)]
+    pub fn all_available() -> Vec<Simd> {
+        match Simd::detect() {
+            Some(Simd::Avx512) => vec![Simd::Avx512, Simd::Avx2],
+            Some(Simd::Avx2) => vec![Simd::Avx2],
+            None => Vec::new(),
+        }
+    }
+
+    /// Mean bucket length the design may have for this kernel.
+    pub fn max_candidates(self) -> f64 {
+        match self {
+            Simd::Avx512 => 32.0,
+            Simd::Avx2 => 64.0,
+        }
+    }
+
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            Simd::Avx512 => "wide buckets, AVX-512",
+            Simd::Avx2 => "wide buckets, AVX2",
+        }
+    }
+
+    /// Residues one vector compares: 16 with AVX-512, 8 with AVX2.
+    pub(super) fn lanes(self) -> usize {
+        match self {
+            Simd::Avx512 => Avx512::LANES,
+            Simd::Avx2 => Avx2::<ANY_K>::LANES,
+        }
+    }
+
+    /// The most vectors compared for every bucket unconditionally: a
+    /// bucket's first 64 entries.
+    pub(super) fn max_vectors(self) -> usize {
+        64 / self.lanes()
+    }
+
+    /// Vectors compared for every bucket before its length is looked
+    /// at: the mean bucket plus two standard deviations (Poisson), so
+    /// that about 2% of buckets need more.
+    fn vectors_for(self, expected_candidates: f64) -> usize {
+        let c = expected_candidates.max(0.0);
+        let vectors = ((c + 2.0 * c.sqrt()) / self.lanes() as f64).ceil() as usize;
+        vectors.clamp(1, self.max_vectors())
+    }
+}
+
+/// [`super::probe`] with the vector instructions `simd`.
+///
+/// # Safety
+/// The CPU must have them (`simd` from [`Simd::detect`], or below it).
+pub unsafe fn probe(
+    simd: Simd,
+    index: &Index,
+    corpus: &[u64],
+    scratch: &mut Scratch,
+    out: &mut Vec<Match>,
+) {
+    let vectors = simd.vectors_for(index.design.expected_candidates);
+    // SAFETY: as for this function.
+    unsafe { probe_with(simd, index, corpus, scratch, out, vectors) }
+}
+
+/// [`probe`] comparing `vectors` vectors of every bucket unconditionally
+/// (1 to [`Simd::max_vectors`]).
+///
+/// # Safety
+/// As for [`probe`].
+pub(super) unsafe fn probe_with(
+    simd: Simd,
+    index: &Index,
+    corpus: &[u64],
+    scratch: &mut Scratch,
+    out: &mut Vec<Match>,
+    vectors: usize,
+) {
+    let slice: Slice = match (simd, vectors) {
+        (Simd::Avx512, 1) => probe_slice_avx512::<1>,
+        (Simd::Avx512, 2) => probe_slice_avx512::<2>,
+        (Simd::Avx512, 3) => probe_slice_avx512::<3>,
+        (Simd::Avx512, _) => probe_slice_avx512::<4>,
+        (Simd::Avx2, _) => match index.design.k {
+            0 => avx2_slice::<0>(vectors),
+            1 => avx2_slice::<1>(vectors),
+            2 => avx2_slice::<2>(vectors),
+            3 => avx2_slice::<3>(vectors),
+            _ => avx2_slice::<ANY_K>(vectors),
+        },
+    };
+    let mut near_buckets = std::mem::take(&mut scratch.near_buckets);
+    probe_partitioned(index, corpus, scratch, out, |index, t, f, rows, _, out| {
+        // SAFETY: as for this function.
+        unsafe { slice(index, t, f, rows, &mut near_buckets, out) }
+    });
+    scratch.near_buckets = near_buckets;
+}
+
+/// A table's probe loop, compiled for one instruction set.
+type Slice = unsafe fn(&Index, usize, &[u64], &[u32], &mut Vec<NearBucket>, &mut Vec<Match>);
+
+/// [`probe_slice`] compiled for AVX-512.
+#[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi1,bmi2,lzcnt")]
+unsafe fn probe_slice_avx512<const VECTORS: usize>(
+    index: &Index,
+    t: usize,
+    fingerprints: &[u64],
+    rows: &[u32],
+    near_buckets: &mut Vec<NearBucket>,
+    out: &mut Vec<Match>,
+) {
+    // SAFETY: this function's features are the ones `Avx512` needs.
+    unsafe { probe_slice::<Avx512, VECTORS>(index, t, fingerprints, rows, near_buckets, out) }
+}
+
+/// [`probe_slice_avx2`] for `K` (see [`Avx2`]) and `vectors`.
+fn avx2_slice<const K: u32>(vectors: usize) -> Slice {
+    match vectors {
+        1 => probe_slice_avx2::<K, 1>,
+        2 => probe_slice_avx2::<K, 2>,
+        3 => probe_slice_avx2::<K, 3>,
+        4 => probe_slice_avx2::<K, 4>,
+        5 => probe_slice_avx2::<K, 5>,
+        6 => probe_slice_avx2::<K, 6>,
+        7 => probe_slice_avx2::<K, 7>,
+        _ => probe_slice_avx2::<K, 8>,
+    }
+}
+
+/// [`probe_slice`] compiled for AVX2.
+#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+unsafe fn probe_slice_avx2<const K: u32, const VECTORS: usize>(
+    index: &Index,
+    t: usize,
+    fingerprints: &[u64],
+    rows: &[u32],
+    near_buckets: &mut Vec<NearBucket>,
+    out: &mut Vec<Match>,
+) {
+    // SAFETY: this function's features are the ones `Avx2` needs.
+    unsafe { probe_slice::<Avx2<K>, VECTORS>(index, t, fingerprints, rows, near_buckets, out) }
+}
+
+/// Compares each row with every entry of its bucket of table `t`: first
+/// the residues (32 bits of each, a vector at a time), then the whole
+/// fingerprint of those within k on their residue.
+///
+/// A partition's slice of the table is in L2 and each bucket's first line
+/// is prefetched, so what the loop costs is its own instructions and the
+/// rows that pass: the table's arrays and rotation are read once into
+/// locals (stores to the output made the compiler read them from the
+/// table again for every row), the vectors' length masks come from one
+/// `bzhi`, and a bucket with no entry near (nearly all of them) costs one
+/// test. Buckets with entries near are only noted: their rows and whole
+/// fingerprints, which miss the cache, are read after the loop, where
+/// those misses overlap instead of each stalling it. The directory is
+/// read unchecked, each bucket number masked to the directory's size
+/// (bounds checks, and the values they kept live, were a large share of
+/// the loop's instructions), and the keys are computed a prefetch
+/// distance past each chunk, so that every row prefetches with no test.
+///
+/// # Safety
+/// Inlined into a function compiled with the features `C` needs.
+#[inline(always)]
+unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
+    index: &Index,
+    t: usize,
+    fingerprints: &[u64],
+    rows: &[u32],
+    near_buckets: &mut Vec<NearBucket>,
+    out: &mut Vec<Match>,
+) {
+    let spec = &index.design.tables[t];
+    let table = &index.tables[t];
+    let (offsets, residues) = table.directory();
+    // Every bucket number below is masked by `buckets - 1`, so that
+    // `b` and `b + 1` index `offsets` unchecked (see the SAFETY notes).
+    let buckets = spec.buckets();
+    assert_eq!(offsets.len(), buckets + 1, "a directory entry per bucket");
+    assert!(
+        offsets[buckets] as usize <= residues.len(),
+        "buckets inside the table"
+    );
+    debug_assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "buckets in order");
+    let (shift, residue_of) = (spec.filter_bits, table.residue_rule());
+    // SAFETY: the caller's features are the ones `C` needs.
+    let bound = unsafe { C::splat(index.design.k + 1) };
+    near_buckets.clear();
+    // Keys of a chunk's rows and of the next `PREFETCH_ROWS` (zero past
+    // the end), so that every row prefetches with no test.
+    let mut keys = [0u32; KEY_CHUNK + PREFETCH_ROWS];
+    for (c, chunk) in fingerprints.chunks(KEY_CHUNK).enumerate() {
+        let from = c * KEY_CHUNK;
+        let ahead = &fingerprints[from..fingerprints.len().min(from + keys.len())];
+        spec.probe_keys(ahead, &mut keys[..ahead.len()]);
+        keys[ahead.len()..].fill(0);
+        for (j, &f) in chunk.iter().enumerate() {
+            let bucket_of = |key: u32| (key >> shift) as usize & (buckets - 1);
+            // SAFETY: `bucket_of` is below `buckets` and `offsets` has
+            // `buckets + 1` entries.
+            let ahead = unsafe { *offsets.get_unchecked(bucket_of(keys[j + PREFETCH_ROWS])) };
+            // SAFETY: a prefetch never faults, whatever the address
+            // (and the caller's features include SSE).
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(residues.as_ptr().wrapping_add(ahead as usize).cast())
+            };
+            let b = bucket_of(keys[j]);
+            // SAFETY: as above, `b + 1 <= buckets`.
+            let (start, end) = unsafe {
+                (
+                    *offsets.get_unchecked(b) as usize,
+                    *offsets.get_unchecked(b + 1) as usize,
+                )
+            };
+            let len = end - start;
+            // SAFETY: the caller's features are the ones `C` needs.
+            let row = unsafe { C::splat(residue_of(f)) };
+            // SAFETY: as above.
+            let entries = unsafe { C::entries(len) };
+            let lanes = C::LANES;
+            // SAFETY: lane i of vector v is read only if entry
+            // lanes * v + i < 64 is in the bucket, which the table's
+            // directory keeps inside `residues`.
+            let masks: [C::Mask; VECTORS] = std::array::from_fn(|v| unsafe {
+                C::near(residues, start + lanes * v, entries, lanes * v, row, bound)
+            });
+            // SAFETY: as above, the caller's features.
+            let near_any = masks
+                .iter()
+                .skip(1)
+                .fold(masks[0], |any, &m| unsafe { C::either(any, m) });
+            // SAFETY: as above.
+            if unsafe { !C::none(near_any) } {
+                let found = masks.iter().enumerate().fold(0u64, |found, (v, &mask)| {
+                    // SAFETY: as above.
+                    found | unsafe { C::bits(mask) } << (lanes * v)
+                });
+                note(near_buckets, NearBucket::new(from + j, start, found));
+            }
+            let mut v = VECTORS;
+            while lanes * v < len {
+                let at = lanes * v;
+                // SAFETY: lane i is read only if entry at + i is in the
+                // bucket; the caller's features.
+                let found = unsafe {
+                    let entries = C::entries(len - at);
+                    C::bits(C::near(residues, start + at, entries, 0, row, bound))
+                };
+                if found != 0 {
+                    note(near_buckets, NearBucket::new(from + j, start + at, found));
+                }
+                v += 1;
+            }
+        }
+    }
+    for near in near_buckets.iter() {
+        let row = near.row as usize;
+        keep_found(
+            index,
+            t,
+            near.first as usize,
+            near.found,
+            fingerprints[row],
+            rows[row],
+            out,
+        );
+    }
+}
+
+/// Notes a bucket with entries near, out of the hot loop: growing the
+/// list calls the allocator, which would make the loop keep its values
+/// on the stack around the call.
+#[cold]
+#[inline(never)]
+fn note(near_buckets: &mut Vec<NearBucket>, near: NearBucket) {
+    near_buckets.push(near);
+}
+
+/// Bit `i` set for each `i < entries`, up to 64: which of the lanes
+/// from a bucket's entry on hold entries. (`bzhi` reads only the low 8
+/// bits of its count, so a hot bucket's length is capped first.)
+#[inline]
+#[target_feature(enable = "bmi2")]
+fn lanes_present(entries: usize) -> u64 {
+    _bzhi_u64(u64::MAX, entries.min(64) as u32)
+}
+
+/// The comparison of a vector of residues with a row's, in one
+/// instruction set. Each function is inlined into [`probe_slice`],
+/// compiled for that set.
+trait NearLanes {
+    /// Residues a vector holds.
+    const LANES: usize;
+    /// A value broadcast to every lane.
+    type Splat: Copy;
+    /// Which lanes are near, as the set holds it.
+    type Mask: Copy;
+
+    /// `value` in every lane: a row's residue, or the bound k + 1.
+    ///
+    /// # Safety
+    /// The CPU must have the set's features.
+    unsafe fn splat(value: u32) -> Self::Splat;
+
+    /// A bucket's length as [`NearLanes::near`] takes it: made once a
+    /// row, and each vector's lanes cut from it by their place.
+    type Entries: Copy;
+
+    /// # Safety
+    /// As for [`NearLanes::splat`].
+    unsafe fn entries(len: usize) -> Self::Entries;
+
+    /// Of the residues `from..from + LANES`, those at a distance below
+    /// `bound` (k + 1) from `row`, lane `i` taken only if `lane + i` is
+    /// below `entries`: the vector's first lane is entry `lane` (below
+    /// 64) of a bucket of `entries`. The loads are masked: they read
+    /// nothing past the lanes taken.
+    ///
+    /// # Safety
+    /// As for [`NearLanes::splat`], and every lane `i` taken must be
+    /// inside `residues`: `from + i < residues.len()`.
+    unsafe fn near(
+        residues: &[u32],
+        from: usize,
+        entries: Self::Entries,
+        lane: usize,
+        row: Self::Splat,
+        bound: Self::Splat,
+    ) -> Self::Mask;
+
+    /// The lanes near in `a` or in `b`.
+    ///
+    /// # Safety
+    /// As for [`NearLanes::splat`].
+    unsafe fn either(a: Self::Mask, b: Self::Mask) -> Self::Mask;
+
+    /// Whether no lane is near: the test nearly every bucket ends with.
+    ///
+    /// # Safety
+    /// As for [`NearLanes::splat`].
+    unsafe fn none(mask: Self::Mask) -> bool;
+
+    /// Bit `i` for lane `i` near.
+    ///
+    /// # Safety
+    /// As for [`NearLanes::splat`].
+    unsafe fn bits(mask: Self::Mask) -> u64;
+}
+
+/// XOR, VPOPCNTD and an unsigned compare, 16 lanes at once, into a mask
+/// register.
+struct Avx512;
+
+impl NearLanes for Avx512 {
+    const LANES: usize = 16;
+    type Splat = __m512i;
+    type Mask = u16;
+
+    #[inline(always)]
+    unsafe fn splat(value: u32) -> __m512i {
+        // SAFETY: the caller's promise.
+        unsafe { _mm512_set1_epi32(value as i32) }
+    }
+
+    /// Bit `i` for each entry `i` below 64 of the bucket.
+    type Entries = u64;
+
+    #[inline(always)]
+    unsafe fn entries(len: usize) -> u64 {
+        // SAFETY: the caller's promise (AVX-512 CPUs have BMI2).
+        unsafe { lanes_present(len) }
+    }
+
+    #[inline(always)]
+    unsafe fn near(
+        residues: &[u32],
+        from: usize,
+        entries: u64,
+        lane: usize,
+        row: __m512i,
+        bound: __m512i,
+    ) -> u16 {
+        let at = residues.as_ptr().wrapping_add(from);
+        let present = (entries >> lane) as u16;
+        // SAFETY: only the `present` lanes are read, all inside
+        // `residues` (the caller's promise); masked-out lanes are not
+        // accessed and cannot fault.
+        unsafe {
+            let residues = _mm512_maskz_loadu_epi32(present, at.cast());
+            let distance = _mm512_popcnt_epi32(_mm512_xor_si512(residues, row));
+            _mm512_mask_cmplt_epu32_mask(present, distance, bound)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn either(a: u16, b: u16) -> u16 {
+        a | b
+    }
+
+    #[inline(always)]
+    unsafe fn none(mask: u16) -> bool {
+        mask == 0
+    }
+
+    #[inline(always)]
+    unsafe fn bits(mask: u16) -> u64 {
+        mask.into()
+    }
+}
+
+/// 8 lanes a vector, for k = `K` when it is at most [`MAX_CLEARED`], else
+/// for any k ([`ANY_K`]). AVX2 has no population count. For any k, each
+/// byte's is the sum of its nibbles' from a 16-entry table (`vpshufb`),
+/// and a lane's the sum of its bytes' (`vpmaddubsw`, then `vpmaddwd`),
+/// compared with k + 1. For a small k, a lane is near when clearing its
+/// lowest set bit k times (`x & (x - 1)`) leaves nothing: 2k + 1
+/// instructions against 9. The lanes near stay a vector until one is: the
+/// test is one `vptest` of the vectors ORed, not a move of each vector's
+/// signs to a register.
+struct Avx2<const K: u32>;
+
+/// The most bits [`Avx2`] clears for a small k.
+const MAX_CLEARED: u32 = 3;
+
+/// [`Avx2`] for any k.
+const ANY_K: u32 = u32::MAX;
+
+impl<const K: u32> NearLanes for Avx2<K> {
+    const LANES: usize = 8;
+    type Splat = __m256i;
+    type Mask = __m256i;
+
+    #[inline(always)]
+    unsafe fn splat(value: u32) -> __m256i {
+        // SAFETY: the caller's promise.
+        unsafe { _mm256_set1_epi32(value as i32) }
+    }
+
+    /// The length in every lane, compared with each lane's place: one
+    /// compare a vector, where spreading a mask's bits to the lanes takes
+    /// three.
+    type Entries = __m256i;
+
+    #[inline(always)]
+    unsafe fn entries(len: usize) -> __m256i {
+        // SAFETY: the caller's promise.
+        unsafe { _mm256_set1_epi32(len.min(i32::MAX as usize) as i32) }
+    }
+
+    #[inline(always)]
+    unsafe fn near(
+        residues: &[u32],
+        from: usize,
+        entries: __m256i,
+        lane: usize,
+        row: __m256i,
+        bound: __m256i,
+    ) -> __m256i {
+        let at = residues.as_ptr().wrapping_add(from);
+        // SAFETY: the caller has AVX2 and promises that the lanes taken
+        // are inside the residues; masked-out lanes are not accessed and
+        // cannot fault.
+        unsafe {
+            let places = _mm256_add_epi32(
+                _mm256_set1_epi32(lane as i32),
+                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+            );
+            let mask = _mm256_cmpgt_epi32(entries, places);
+            let x = _mm256_xor_si256(_mm256_maskload_epi32(at.cast(), mask), row);
+            if K <= MAX_CLEARED {
+                let mut rest = x;
+                for _ in 0..K {
+                    rest = _mm256_and_si256(rest, _mm256_add_epi32(rest, _mm256_set1_epi32(-1)));
+                }
+                return _mm256_and_si256(_mm256_cmpeq_epi32(rest, _mm256_setzero_si256()), mask);
+            }
+            let nibbles = _mm256_set1_epi8(0x0f);
+            let counts = _mm256_setr_epi8(
+                0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3,
+                2, 3, 3, 4,
+            );
+            let low = _mm256_shuffle_epi8(counts, _mm256_and_si256(x, nibbles));
+            let high =
+                _mm256_shuffle_epi8(counts, _mm256_and_si256(_mm256_srli_epi16::<4>(x), nibbles));
+            let bytes = _mm256_add_epi8(low, high);
+            let pairs = _mm256_maddubs_epi16(bytes, _mm256_set1_epi8(1));
+            let distance = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+            _mm256_and_si256(_mm256_cmpgt_epi32(bound, distance), mask)
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn either(a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the caller's promise.
+        unsafe { _mm256_or_si256(a, b) }
+    }
+
+    #[inline(always)]
+    unsafe fn none(mask: __m256i) -> bool {
+        // SAFETY: the caller's promise.
+        unsafe { _mm256_testz_si256(mask, mask) != 0 }
+    }
+
+    #[inline(always)]
+    unsafe fn bits(mask: __m256i) -> u64 {
+        // SAFETY: the caller's promise.
+        unsafe { _mm256_movemask_ps(_mm256_castsi256_ps(mask)) as u32 as u64 }
+    }
+}
+
+/// Keeps the entries `first + i` for each bit `i` of `found` that are
+/// within k on their whole fingerprint.
+#[cold]
+fn keep_found(
+    index: &Index,
+    t: usize,
+    first: usize,
+    mut found: u64,
+    f: u64,
+    row: u32,
+    out: &mut Vec<Match>,
+) {
+    while found != 0 {
+        let e = first + found.trailing_zeros() as usize;
+        keep_if_owned(index, t, e, f, row, out);
+        found &= found - 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// [`NearLanes::near`] of `C` on `residues` as bits, compiled with
+    /// `C`'s features by the callers below.
+    #[inline(always)]
+    unsafe fn near_bits<C: NearLanes>(residues: &[u32], place: Place, row: u32, bound: u32) -> u64 {
+        // SAFETY: the caller's features; the lanes taken are inside
+        // `residues`.
+        unsafe {
+            C::bits(C::near(
+                residues,
+                0,
+                C::entries(place.entries),
+                place.lane,
+                C::splat(row),
+                C::splat(bound),
+            ))
+        }
+    }
+
+    /// Where a vector lies in its bucket: its first lane is entry
+    /// `lane` of `entries`.
+    #[derive(Clone, Copy, Debug)]
+    struct Place {
+        entries: usize,
+        lane: usize,
+    }
+
+    #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi2")]
+    unsafe fn near_bits_avx512(residues: &[u32], place: Place, row: u32, bound: u32) -> u64 {
+        // SAFETY: this function's features are `Avx512`'s.
+        unsafe { near_bits::<Avx512>(residues, place, row, bound) }
+    }
+
+    #[target_feature(enable = "avx2,bmi2")]
+    unsafe fn near_bits_avx2<const K: u32>(
+        residues: &[u32],
+        place: Place,
+        row: u32,
+        bound: u32,
+    ) -> u64 {
+        // SAFETY: this function's features are `Avx2`'s.
+        unsafe { near_bits::<Avx2<K>>(residues, place, row, bound) }
+    }
+
+    /// The lanes near by every AVX2 compare that takes `bound`: the one
+    /// for any k, and the one for k = `bound - 1` if that is small.
+    #[target_feature(enable = "avx2,bmi2")]
+    unsafe fn near_bits_avx2_each(
+        residues: &[u32],
+        place: Place,
+        row: u32,
+        bound: u32,
+    ) -> Vec<u64> {
+        // SAFETY: this function's features are `Avx2`'s.
+        unsafe {
+            let small = match bound {
+                1 => Some(near_bits_avx2::<0>(residues, place, row, bound)),
+                2 => Some(near_bits_avx2::<1>(residues, place, row, bound)),
+                3 => Some(near_bits_avx2::<2>(residues, place, row, bound)),
+                4 => Some(near_bits_avx2::<3>(residues, place, row, bound)),
+                _ => None,
+            };
+            std::iter::once(near_bits_avx2::<ANY_K>(residues, place, row, bound))
+                .chain(small)
+                .collect()
+        }
+    }
+
+    #[test]
+    fn a_lane_is_near_when_in_its_bucket_and_its_distance_is_below_the_bound() {
+        let row = 0x9e37_79b9u32;
+        let mut checked = 0;
+        for simd in Simd::all_available() {
+            let lanes = simd.lanes();
+            for shift in 0..33 {
+                // Lane i at distance (5i + shift) mod 33: every distance
+                // from 0 to 32 in some lane and round.
+                let distances: Vec<u32> = (0..lanes as u32).map(|i| (5 * i + shift) % 33).collect();
+                let residues: Vec<u32> = distances
+                    .iter()
+                    .map(|&d| row ^ u32::MAX.checked_shr(32 - d).unwrap_or(0))
+                    .collect();
+                // The vector first in its bucket, second, and fourth;
+                // its bucket full past it, ending inside it after all
+                // but one lane or after one, ending just before it, a
+                // hot bucket, and one that ends well before it (a
+                // vector compared unconditionally).
+                let places = [0, lanes, 3 * lanes].into_iter().flat_map(|lane| {
+                    [lanes, lanes - 1, 1, 0, 1 << 20]
+                        .map(|n| Place {
+                            entries: lane + n,
+                            lane,
+                        })
+                        .into_iter()
+                        .chain((lane > 0).then_some(Place { entries: 1, lane }))
+                });
+                for place in places {
+                    let taken = place.entries.saturating_sub(place.lane).min(lanes);
+                    // Only the lanes taken may be read: the slice ends
+                    // with them.
+                    let residues = &residues[..taken];
+                    for bound in 0..=33 {
+                        let expected = (0..taken)
+                            .filter(|&i| distances[i] < bound)
+                            .fold(0u64, |bits, i| bits | 1 << i);
+                        // SAFETY: `all_available` lists what this CPU has.
+                        let got = unsafe {
+                            match simd {
+                                Simd::Avx512 => {
+                                    vec![near_bits_avx512(residues, place, row, bound)]
+                                }
+                                Simd::Avx2 => near_bits_avx2_each(residues, place, row, bound),
+                            }
+                        };
+                        for got in got {
+                            assert_eq!(
+                                got, expected,
+                                "{simd:?} shift {shift} bound {bound} {place:?}"
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // Every x86-64 CPU this project runs on has AVX2.
+        assert!(checked > 0 || Simd::detect().is_none());
+    }
+}
