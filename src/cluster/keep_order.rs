@@ -373,32 +373,19 @@ fn is_numeric(data_type: &DataType) -> bool {
 /// the id decides).
 fn counts(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<Option<u32>>> {
     const MOST: u32 = NO_VALUE - 1;
-    fn signed(v: i64) -> Option<u32> {
-        Some(v.clamp(0, i64::from(MOST)) as u32)
+    let data_type = column.data_type();
+    if !data_type.is_integer() {
+        bail!("{location}: column `{name}` has type {data_type}, expected an integer");
     }
-    fn unsigned(v: u64) -> Option<u32> {
-        Some(v.min(u64::from(MOST)) as u32)
-    }
-    macro_rules! map {
-        ($t:ty, $f:expr) => {
-            column
-                .as_primitive::<$t>()
-                .iter()
-                .map(|v| v.and_then($f))
-                .collect()
-        };
-    }
-    Ok(match column.data_type() {
-        DataType::Int8 => map!(Int8Type, |v| signed(v.into())),
-        DataType::Int16 => map!(Int16Type, |v| signed(v.into())),
-        DataType::Int32 => map!(Int32Type, |v| signed(v.into())),
-        DataType::Int64 => map!(Int64Type, signed),
-        DataType::UInt8 => map!(UInt8Type, |v| unsigned(v.into())),
-        DataType::UInt16 => map!(UInt16Type, |v| unsigned(v.into())),
-        DataType::UInt32 => map!(UInt32Type, |v| unsigned(v.into())),
-        DataType::UInt64 => map!(UInt64Type, unsigned),
-        other => bail!("{location}: column `{name}` has type {other}, expected an integer"),
-    })
+    // [`ordered_values`] flips a signed integer's sign bit and leaves an
+    // unsigned one as it is.
+    let signed = data_type.is_signed_integer();
+    let count = move |ordered: u64| match signed {
+        true => ((ordered ^ 1 << 63) as i64).clamp(0, i64::from(MOST)) as u32,
+        false => ordered.min(u64::from(MOST)) as u32,
+    };
+    let values = ordered_values(column, name, location)?;
+    Ok(values.into_iter().map(|v| v.map(count)).collect())
 }
 
 /// A numeric column's values as unsigned words in the same order (None
