@@ -348,7 +348,10 @@ fn lanes_present(entries: usize) -> u64 {
 
 /// The comparison of a vector of residues with a row's, in one
 /// instruction set. Each function is inlined into [`probe_slice`],
-/// compiled for that set.
+/// compiled for that set. The functions that call intrinsics carry the
+/// features themselves: without them, whether LLVM inlined the intrinsics
+/// depended on how the crate was split into codegen units, and the AVX2
+/// kernel, left calling each intrinsic, ran about ten times slower.
 trait NearLanes {
     /// Residues a vector holds.
     const LANES: usize;
@@ -417,22 +420,23 @@ impl NearLanes for Avx512 {
     type Splat = __m512i;
     type Mask = u16;
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
     unsafe fn splat(value: u32) -> __m512i {
-        // SAFETY: the caller's promise.
-        unsafe { _mm512_set1_epi32(value as i32) }
+        _mm512_set1_epi32(value as i32)
     }
 
     /// Bit `i` for each entry `i` below 64 of the bucket.
     type Entries = u64;
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "bmi2")]
     unsafe fn entries(len: usize) -> u64 {
-        // SAFETY: the caller's promise (AVX-512 CPUs have BMI2).
-        unsafe { lanes_present(len) }
+        lanes_present(len)
     }
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
     unsafe fn near(
         residues: &[u32],
         from: usize,
@@ -491,10 +495,10 @@ impl<const K: u32> NearLanes for Avx2<K> {
     type Splat = __m256i;
     type Mask = __m256i;
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2")]
     unsafe fn splat(value: u32) -> __m256i {
-        // SAFETY: the caller's promise.
-        unsafe { _mm256_set1_epi32(value as i32) }
+        _mm256_set1_epi32(value as i32)
     }
 
     /// The length in every lane, compared with each lane's place: one
@@ -502,13 +506,14 @@ impl<const K: u32> NearLanes for Avx2<K> {
     /// three.
     type Entries = __m256i;
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2")]
     unsafe fn entries(len: usize) -> __m256i {
-        // SAFETY: the caller's promise.
-        unsafe { _mm256_set1_epi32(len.min(i32::MAX as usize) as i32) }
+        _mm256_set1_epi32(len.min(i32::MAX as usize) as i32)
     }
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2")]
     unsafe fn near(
         residues: &[u32],
         from: usize,
@@ -518,54 +523,52 @@ impl<const K: u32> NearLanes for Avx2<K> {
         bound: __m256i,
     ) -> __m256i {
         let at = residues.as_ptr().wrapping_add(from);
-        // SAFETY: the caller has AVX2 and promises that the lanes taken
-        // are inside the residues; masked-out lanes are not accessed and
-        // cannot fault.
-        unsafe {
-            let places = _mm256_add_epi32(
-                _mm256_set1_epi32(lane as i32),
-                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-            );
-            let mask = _mm256_cmpgt_epi32(entries, places);
-            let x = _mm256_xor_si256(_mm256_maskload_epi32(at.cast(), mask), row);
-            if K <= MAX_CLEARED {
-                let mut rest = x;
-                for _ in 0..K {
-                    rest = _mm256_and_si256(rest, _mm256_add_epi32(rest, _mm256_set1_epi32(-1)));
-                }
-                return _mm256_and_si256(_mm256_cmpeq_epi32(rest, _mm256_setzero_si256()), mask);
+        let places = _mm256_add_epi32(
+            _mm256_set1_epi32(lane as i32),
+            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+        );
+        let mask = _mm256_cmpgt_epi32(entries, places);
+        // SAFETY: the caller promises that the lanes taken are inside the
+        // residues; masked-out lanes are not accessed and cannot fault.
+        let loaded = unsafe { _mm256_maskload_epi32(at.cast(), mask) };
+        let x = _mm256_xor_si256(loaded, row);
+        if K <= MAX_CLEARED {
+            let mut rest = x;
+            for _ in 0..K {
+                rest = _mm256_and_si256(rest, _mm256_add_epi32(rest, _mm256_set1_epi32(-1)));
             }
-            let nibbles = _mm256_set1_epi8(0x0f);
-            let counts = _mm256_setr_epi8(
-                0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3,
-                2, 3, 3, 4,
-            );
-            let low = _mm256_shuffle_epi8(counts, _mm256_and_si256(x, nibbles));
-            let high =
-                _mm256_shuffle_epi8(counts, _mm256_and_si256(_mm256_srli_epi16::<4>(x), nibbles));
-            let bytes = _mm256_add_epi8(low, high);
-            let pairs = _mm256_maddubs_epi16(bytes, _mm256_set1_epi8(1));
-            let distance = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-            _mm256_and_si256(_mm256_cmpgt_epi32(bound, distance), mask)
+            return _mm256_and_si256(_mm256_cmpeq_epi32(rest, _mm256_setzero_si256()), mask);
         }
+        let nibbles = _mm256_set1_epi8(0x0f);
+        let counts = _mm256_setr_epi8(
+            0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2,
+            3, 3, 4,
+        );
+        let low = _mm256_shuffle_epi8(counts, _mm256_and_si256(x, nibbles));
+        let high =
+            _mm256_shuffle_epi8(counts, _mm256_and_si256(_mm256_srli_epi16::<4>(x), nibbles));
+        let bytes = _mm256_add_epi8(low, high);
+        let pairs = _mm256_maddubs_epi16(bytes, _mm256_set1_epi8(1));
+        let distance = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+        _mm256_and_si256(_mm256_cmpgt_epi32(bound, distance), mask)
     }
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2")]
     unsafe fn either(a: __m256i, b: __m256i) -> __m256i {
-        // SAFETY: the caller's promise.
-        unsafe { _mm256_or_si256(a, b) }
+        _mm256_or_si256(a, b)
     }
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2")]
     unsafe fn none(mask: __m256i) -> bool {
-        // SAFETY: the caller's promise.
-        unsafe { _mm256_testz_si256(mask, mask) != 0 }
+        _mm256_testz_si256(mask, mask) != 0
     }
 
-    #[inline(always)]
+    #[inline]
+    #[target_feature(enable = "avx2")]
     unsafe fn bits(mask: __m256i) -> u64 {
-        // SAFETY: the caller's promise.
-        unsafe { _mm256_movemask_ps(_mm256_castsi256_ps(mask)) as u32 as u64 }
+        _mm256_movemask_ps(_mm256_castsi256_ps(mask)) as u32 as u64
     }
 }
 

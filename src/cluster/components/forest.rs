@@ -1,0 +1,392 @@
+//! The union-find forest once every pair is in, and a worker's view of
+//! its share of the components ([`Components`]).
+
+use super::*;
+
+/// The forest: by page, one word, touched as the page came. While the
+/// forest is built and flattened it holds the page's parent; once every
+/// page points at its root, a root's word holds its set's counts instead
+/// ([`COUNTED`]): its size and its least label's page. Eight bytes a
+/// page: with the least label's id beside them a node would take sixteen,
+/// the largest array by page.
+#[derive(Debug, Default)]
+pub(super) struct Nodes(pub(super) Segmented<AtomicU64>);
+
+/// In a node's word: the word holds its root's counts, not a parent. Then
+/// the low [`PAGE_BITS`] bits are the least label's page, the next
+/// [`PAGE_BITS`] the set's size (at most [`MAX_PROCESS_PAGES`] - 1), and
+/// [`LEAST_RANKS_FIRST`] is set if that label ranks first.
+pub(super) const COUNTED: u64 = 1 << 63;
+pub(super) const LEAST_RANKS_FIRST: u64 = 1 << 62;
+pub(super) const PAGE_BITS: u32 = MAX_PROCESS_PAGES.trailing_zeros();
+pub(super) const PAGE_MASK: u64 = (1 << PAGE_BITS) - 1;
+
+impl Nodes {
+    pub(super) fn parent(&self, page: Page) -> Page {
+        self.0.get(page as usize).load(Relaxed) as Page
+    }
+
+    pub(super) fn set_parent(&self, page: Page, parent: Page) {
+        self.0.get(page as usize).store(u64::from(parent), Relaxed);
+    }
+
+    /// Moves the page's parent from `from` to `to` unless another worker
+    /// moved it first; whether it did.
+    pub(super) fn move_parent(&self, page: Page, from: Page, to: Page) -> bool {
+        self.0
+            .get(page as usize)
+            .compare_exchange(u64::from(from), u64::from(to), AcqRel, Relaxed)
+            .is_ok()
+    }
+
+    /// The root of the page's set, halving the path on the way, while
+    /// workers link sets. Every parent has a higher priority than its child
+    /// (links go that way, and a halving skips to a parent's parent), and
+    /// only a root is ever linked: so a plain store of a grandparent, even
+    /// one read before another worker's halving moved the page higher,
+    /// keeps the page in its set and makes no cycle. No locked instruction,
+    /// which would stop the cache misses around it from overlapping.
+    pub(super) fn find(&self, mut page: Page) -> Page {
+        loop {
+            let up = self.parent(page);
+            if up == page {
+                return page;
+            }
+            let grand = self.parent(up);
+            if grand != up {
+                self.set_parent(page, grand);
+            }
+            page = grand;
+        }
+    }
+
+    /// The root of the page's set, writing nothing: once the forest is
+    /// done, the workers point their pages at their roots at once, and a
+    /// halving's stale grandparent could overwrite a root just written.
+    pub(super) fn root_of(&self, mut page: Page) -> Page {
+        loop {
+            let up = self.parent(page);
+            if up == page {
+                return page;
+            }
+            page = up;
+        }
+    }
+
+    /// A root's size and least label's page (none yet: size 0).
+    pub(super) fn counts(&self, root: Page) -> (u32, LeastPage) {
+        let word = self.0.get(root as usize).load(Relaxed);
+        if word & COUNTED == 0 {
+            return (0, (false, MISSING));
+        }
+        let size = ((word >> PAGE_BITS) & PAGE_MASK) as u32;
+        let least = (word & LEAST_RANKS_FIRST != 0, (word & PAGE_MASK) as Page);
+        (size, least)
+    }
+
+    /// Writes a root's counts over its parent (itself): only once no
+    /// worker reads parents any more.
+    pub(super) fn set_counts(&self, root: Page, size: u32, (first, least): LeastPage) {
+        let rank = if first { LEAST_RANKS_FIRST } else { 0 };
+        let word = COUNTED | rank | u64::from(size) << PAGE_BITS | u64::from(least);
+        self.0.get(root as usize).store(word, Relaxed);
+    }
+
+    pub(super) fn prefetch(&self, page: Page) {
+        prefetch(self.0.get(page as usize));
+    }
+}
+
+/// A root's priority when two are linked: a random order, whatever the
+/// order pages came in. A root is the page of highest priority in its set,
+/// so the worker a set falls to (a hash of its root, [`Forest::flatten`])
+/// must not be told by the same bits: this hash is of the page's
+/// complement.
+pub(super) fn priority(page: Page) -> u64 {
+    mix(i64::from(!page))
+}
+
+/// The forest once every pair is in: read-only but for the flattening of
+/// paths and each root's counts, which only the worker the root falls to
+/// writes.
+#[derive(Debug, Default)]
+pub(super) struct Forest {
+    pub(super) corpus_wins: bool,
+    /// Page numbers handed out (those without [`USED`] are not pages).
+    pub(super) pages: usize,
+    pub(super) ids: Segmented<AtomicI64>,
+    pub(super) nodes: Nodes,
+    pub(super) flags: Segmented<AtomicU8>,
+    pub(super) keys: PageKeys,
+    /// The worker of the process each page's component falls to: two bytes
+    /// a page, read at random as pairs are sent where they belong (their
+    /// roots' nodes would be eight).
+    pub(super) owners: Segmented<AtomicU16>,
+}
+
+impl Forest {
+    pub(super) fn new(arrays: Arrays, pages: usize, corpus_wins: bool) -> Forest {
+        let Arrays {
+            ids,
+            nodes,
+            flags,
+            keys,
+            ..
+        } = arrays;
+        let mut owners = Segmented::default();
+        owners.grow_to(pages);
+        Forest {
+            corpus_wins,
+            pages,
+            ids,
+            nodes,
+            flags,
+            keys,
+            owners,
+        }
+    }
+
+    /// The least of two labels of a set, `earlier` from a page before
+    /// `later` in id order: the later one only if it ranks first and the
+    /// earlier does not, or they rank alike and its keys come first.
+    pub(super) fn least_of(&self, earlier: LeastPage, later: LeastPage) -> LeastPage {
+        let before = match (later.0, earlier.0) {
+            (true, false) => true,
+            (false, true) => false,
+            _ => self.keys.less(later.1, earlier.1),
+        };
+        if before {
+            later
+        } else {
+            earlier
+        }
+    }
+
+    pub(super) fn id(&self, page: Page) -> i64 {
+        self.ids.get(page as usize).load(Relaxed)
+    }
+
+    /// Points every page of `range` at its root and notes the worker its
+    /// component falls to (of `workers`, by a hash of the root); gives the
+    /// pages `(id, page, root)` by that worker, the root marked
+    /// [`RANKS_FIRST`] if the page ranks first (its flags are read here in
+    /// page order, where [`Self::count_roots`] would read them at random).
+    /// The pages for a worker come in chunks, room for an even split each:
+    /// a giant component's pages all go to one worker, and a vector grown
+    /// by doubling would be copied into fresh memory on the way.
+    pub(super) fn flatten(
+        &self,
+        range: std::ops::Range<usize>,
+        workers: usize,
+    ) -> Vec<Vec<Vec<KeyedPage>>> {
+        let each = range.len() / workers + range.len() / workers / 8 + 16;
+        let mut pages: Vec<Vec<Vec<KeyedPage>>> = (0..workers).map(|_| Vec::new()).collect();
+        let end = range.end;
+        for page in range {
+            if page + LOOKAHEAD < end {
+                // A page's parent is anywhere in memory.
+                self.nodes
+                    .prefetch(self.nodes.parent((page + LOOKAHEAD) as Page));
+            }
+            let flags = self.flags.get(page).load(Relaxed);
+            if flags & USED != 0 {
+                let root = self.nodes.root_of(page as Page);
+                self.nodes.set_parent(page as Page, root);
+                let owner = (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize;
+                self.owners.get(page).store(owner as u16, Relaxed);
+                let first = self.corpus_wins && flags & IN_CORPUS != 0;
+                let tag = root | if first { RANKS_FIRST } else { 0 };
+                push_chunked(
+                    &mut pages[owner],
+                    each,
+                    (self.id(page as Page), page as Page, tag),
+                );
+            }
+        }
+        pages
+    }
+
+    /// The worker of the process a page's component falls to.
+    pub(super) fn owner(&self, page: Page) -> usize {
+        usize::from(self.owners.get(page as usize).load(Relaxed))
+    }
+
+    /// Counts the size and least label of every root of `by_id` (pages of
+    /// whole components, by id: a root's first page is its least id), and
+    /// clears the [`RANKS_FIRST`] marks of [`Self::flatten`]. With
+    /// `keep_ranks`, gives those marks by place in `by_id`, for the direct
+    /// policy's sweep. On `threads` threads (a giant component's share, see
+    /// [`threads_for_share`]), each counting a range of `by_id` into runs
+    /// of one root, which are then added up: a giant component's pages are
+    /// one run a thread. On one thread, counting a giant component would
+    /// leave the other cores idle.
+    pub(super) fn count_roots(
+        &self,
+        by_id: &mut [KeyedPage],
+        keep_ranks: bool,
+        threads: usize,
+    ) -> Vec<bool> {
+        let mut ranks = vec![false; if keep_ranks { by_id.len() } else { 0 }];
+        if threads <= 1 {
+            for at in 0..by_id.len() {
+                if let Some(&(_, _, tag)) = by_id.get(at + LOOKAHEAD) {
+                    self.nodes.prefetch(tag & !RANKS_FIRST);
+                }
+                if let Some(&(_, page, _)) = by_id.get(at + LOOKAHEAD) {
+                    self.keys.prefetch(page);
+                }
+                let (root, label) = take_mark(&mut by_id[at], &mut ranks, at);
+                self.add_to_root(root, 1, label);
+            }
+            return ranks;
+        }
+        let each = by_id.len().div_ceil(threads).max(1);
+        let mut ranges: Vec<(&mut [KeyedPage], &mut [bool])> = match keep_ranks {
+            true => by_id.chunks_mut(each).zip(ranks.chunks_mut(each)).collect(),
+            false => by_id
+                .chunks_mut(each)
+                .map(|pages| (pages, &mut [][..]))
+                .collect(),
+        };
+        let runs = in_chunks(&mut ranges, 1, |_, range| {
+            let (pages, ranks) = &mut range[0];
+            let mut runs: Vec<(Page, u32, LeastPage)> = Vec::new();
+            for at in 0..pages.len() {
+                let (root, label) = take_mark(&mut pages[at], ranks, at);
+                match runs.last_mut() {
+                    Some((last, size, least)) if *last == root => {
+                        *size += 1;
+                        *least = self.least_of(*least, label);
+                    }
+                    _ => runs.push((root, 1, label)),
+                }
+            }
+            runs
+        });
+        // In chunk order: each root's runs are added in id order.
+        let runs: Vec<(Page, u32, LeastPage)> = runs.into_iter().flatten().collect();
+        for (at, &(root, size, label)) in runs.iter().enumerate() {
+            if let Some(&(ahead, ..)) = runs.get(at + LOOKAHEAD) {
+                self.nodes.prefetch(ahead);
+            }
+            self.add_to_root(root, size, label);
+        }
+        ranks
+    }
+
+    /// Adds `size` pages whose least label is `label` to `root`'s counts
+    /// (none yet if its size is 0); pages are added in id order.
+    pub(super) fn add_to_root(&self, root: Page, size: u32, label: LeastPage) {
+        let (counted, least) = self.nodes.counts(root);
+        let least = match counted {
+            0 => label,
+            _ => self.least_of(least, label),
+        };
+        self.nodes.set_counts(root, counted + size, least);
+    }
+
+    pub(super) fn in_corpus(&self, page: Page) -> bool {
+        self.flags.get(page as usize).load(Relaxed) & IN_CORPUS != 0
+    }
+
+    pub(super) fn ranks_first(&self, page: Page) -> bool {
+        self.corpus_wins && self.in_corpus(page)
+    }
+}
+
+/// One worker's share of its process's graph, from [`SharedGraph::split`].
+#[derive(Debug, Default)]
+pub struct WorkerShare {
+    pub components: Components,
+    /// The share's pages `(id, page, root)`, sorted by id.
+    pub by_id: Vec<KeyedPage>,
+    /// What the direct policy needs, under it.
+    pub direct: Option<DirectShare>,
+    /// Threads its work may use (see [`threads_for_share`]).
+    pub threads: usize,
+}
+
+/// The components of one worker's share: what the rest of the job asks of
+/// pages (numbered in the process) and of roots (of this share only).
+#[derive(Clone, Debug, Default)]
+pub struct Components {
+    pub(super) forest: Arc<Forest>,
+}
+
+impl Components {
+    /// Page numbers of the process: arrays by page are this long.
+    pub fn len(&self) -> usize {
+        self.forest.pages
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.forest.pages == 0
+    }
+
+    /// The id of a page.
+    pub fn id(&self, page: Page) -> i64 {
+        self.forest.id(page)
+    }
+
+    /// Whether the page was seen as the corpus side of a non-self pair.
+    pub fn in_corpus(&self, page: Page) -> bool {
+        self.forest.in_corpus(page)
+    }
+
+    /// Whether the page ranks first under the representative policy.
+    pub fn ranks_first(&self, page: Page) -> bool {
+        self.forest.ranks_first(page)
+    }
+
+    /// The least label of a root's set: its representative's.
+    pub fn least(&self, root: Page) -> Label {
+        let (_, (first, page)) = self.forest.nodes.counts(root);
+        Label {
+            later: !first,
+            keys: self.forest.keys.get(page),
+            id: self.forest.id(page),
+        }
+    }
+
+    /// The id of a root's representative.
+    pub fn representative(&self, root: Page) -> i64 {
+        let (_, (_, page)) = self.forest.nodes.counts(root);
+        self.forest.id(page)
+    }
+
+    /// Words of keys a page has (0: pages are ordered by id alone).
+    pub fn key_words(&self) -> usize {
+        self.forest.keys.words
+    }
+
+    /// A page's keys ([`crate::cluster::keep_order`]), padded with zeros.
+    pub fn keys(&self, page: Page) -> KeyWords {
+        self.forest.keys.get(page)
+    }
+
+    /// Asks the CPU to fetch a page's keys ahead of their use.
+    pub fn prefetch_keys(&self, page: Page) {
+        self.forest.keys.prefetch(page);
+    }
+
+    /// Pages in a root's set.
+    pub fn component_size(&self, root: Page) -> u32 {
+        self.forest.nodes.counts(root).0
+    }
+
+    /// Asks the CPU to fetch a root's size and least label's page ahead of
+    /// their use.
+    pub fn prefetch_node(&self, root: Page) {
+        self.forest.nodes.prefetch(root);
+    }
+
+    /// Asks the CPU to fetch the id of a root's representative ahead of its
+    /// use: the root's node is read, so it should be fetched first
+    /// ([`Self::prefetch_node`]).
+    pub fn prefetch_representative(&self, root: Page) {
+        let (_, (_, page)) = self.forest.nodes.counts(root);
+        if page != MISSING {
+            prefetch(self.forest.ids.get(page as usize));
+        }
+    }
+}
