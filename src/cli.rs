@@ -52,108 +52,108 @@ pub enum Command {
 pub struct ClusterCommandArgs {
     /// `match` outputs: directories, part files or globs.
     #[arg(long, required = true, num_args = 1..)]
-    pub pairs: Vec<String>,
+    pub(crate) pairs: Vec<String>,
     /// Output directory (gets clusters/ and drop/).
     #[arg(long)]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Which page of a cluster is kept: keys in order, each breaking the
     /// ties of the one before, then the smallest id. Keys: corpus (first
     /// only), earliest, latest, canonical-url, longest, column:NAME:asc|desc
     /// [default: corpus,earliest,canonical-url with --pages, else the
     /// smallest id]
     #[arg(long, value_name = "KEY,...")]
-    pub keep_by: Option<String>,
+    pub(crate) keep_by: Option<String>,
     /// The table of page attributes the keys read (and drop/'s URLs): the
     /// night's fingerprint shards, or any Parquet with `id` and the keys'
     /// columns; files, directories, globs or object-store URLs.
     #[arg(long, num_args = 1..)]
-    pub pages: Vec<String>,
+    pub(crate) pages: Vec<String>,
     /// The same as --keep-by corpus.
     #[arg(long)]
-    pub corpus_wins: bool,
+    pub(crate) corpus_wins: bool,
     /// direct: drop a page only for a kept page it is paired with (the
     /// nearest); component: drop every page of a cluster for its representative.
     #[arg(long, value_enum, default_value_t = DropPolicy::Direct)]
-    pub drop_policy: DropPolicy,
+    pub(crate) drop_policy: DropPolicy,
     /// Warn about, and list, clusters with more pages than this.
     #[arg(long, default_value_t = 1000)]
-    pub max_cluster_size: u64,
+    pub(crate) max_cluster_size: u64,
     /// Number of output part files in clusters/ and drop/ (split by a hash of the page id, so a giant cluster spreads over all).
     #[arg(long, default_value_t = 1)]
-    pub parts: usize,
+    pub(crate) parts: usize,
     /// Replace an existing output directory.
     #[arg(long)]
-    pub overwrite: bool,
+    pub(crate) overwrite: bool,
     #[command(flatten)]
-    pub runtime: RuntimeArgs,
+    pub(crate) runtime: RuntimeArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The job spec; relative paths in it are relative to its directory.
-    pub spec: PathBuf,
+    pub(crate) spec: PathBuf,
     /// Run every stage again, even those whose output has _SUCCESS.
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
     /// The value of {date} in the spec (default: today, UTC).
     #[arg(long)]
-    pub date: Option<String>,
+    pub(crate) date: Option<String>,
     /// Worker threads per process (replaces the spec's [runtime] workers).
     #[arg(long)]
-    pub workers: Option<usize>,
+    pub(crate) workers: Option<usize>,
     /// The processes and their peers (each replaces the spec's [runtime] key
     /// of the same name).
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub(crate) cluster: ClusterArgs,
     /// Seconds to wait for every process to connect (replaces [runtime] connect_timeout).
     #[arg(long)]
-    pub connect_timeout: Option<f64>,
+    pub(crate) connect_timeout: Option<f64>,
     /// Seconds a process may send nothing before the others stop (replaces [runtime] peer_timeout).
     #[arg(long)]
-    pub peer_timeout: Option<f64>,
+    pub(crate) peer_timeout: Option<f64>,
 }
 
 /// Where the workers run: threads of this process, and the other processes
 /// of a timely cluster.
 #[derive(Debug, Args)]
-pub struct RuntimeArgs {
+pub(crate) struct RuntimeArgs {
     /// Worker threads per process (default: every core this process may use).
     #[arg(long)]
-    pub workers: Option<usize>,
+    pub(crate) workers: Option<usize>,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub(crate) cluster: ClusterArgs,
     /// Seconds to wait for every process to connect before giving up.
     #[arg(long, default_value_t = 60.0)]
-    pub connect_timeout: f64,
+    pub(crate) connect_timeout: f64,
     /// Seconds a process may send nothing (not even a heartbeat) before the
     /// others stop, naming it.
     #[arg(long, default_value_t = 60.0)]
-    pub peer_timeout: f64,
+    pub(crate) peer_timeout: f64,
 }
 
 /// The processes of a cluster and how they find each other; what is left
 /// out comes from a scheduler's environment ([`crate::exec::scheduler`]).
 #[derive(Clone, Debug, Args)]
-pub struct ClusterArgs {
+pub(crate) struct ClusterArgs {
     /// Processes in the cluster (default: the hostfile's length, Slurm's
     /// task count, else 1).
     #[arg(long)]
-    pub processes: Option<usize>,
+    pub(crate) processes: Option<usize>,
     /// This process's index; 0 commits the output (default: the
     /// scheduler's, JOB_COMPLETION_INDEX or SLURM_PROCID, else 0).
     #[arg(long)]
-    pub process: Option<usize>,
+    pub(crate) process: Option<usize>,
     /// One host:port per line; line i is process i.
     #[arg(long)]
-    pub hostfile: Option<PathBuf>,
+    pub(crate) hostfile: Option<PathBuf>,
     /// Every process's host:port, with {i} for its index, e.g. a Kubernetes
     /// headless Service's 'neardup-{i}.neardup:4100'.
     #[arg(long)]
-    pub hostfile_pattern: Option<String>,
+    pub(crate) hostfile_pattern: Option<String>,
     /// First port on each node for peers from Slurm's node list; a node's
     /// k-th task listens on it + k (default 4100).
     #[arg(long, value_name = "PORT")]
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
 }
 
 impl From<ClusterArgs> for Cluster {
@@ -169,7 +169,7 @@ impl From<ClusterArgs> for Cluster {
 }
 
 impl RuntimeArgs {
-    pub fn options(&self) -> Result<RuntimeOptions> {
+    pub(crate) fn options(&self) -> Result<RuntimeOptions> {
         let cluster = Cluster::from(self.cluster.clone());
         let timeouts = Timeouts {
             connect: self.connect_timeout,
@@ -182,13 +182,13 @@ impl RuntimeArgs {
 
 /// Column names of the input shards.
 #[derive(Debug, Args)]
-pub struct ColumnArgs {
+pub(crate) struct ColumnArgs {
     /// Name of the INT64 (or UINT64) id column.
     #[arg(long, default_value = "id")]
-    pub id_column: String,
+    pub(crate) id_column: String,
     /// Name of the INT64 (or UINT64) simhash column.
     #[arg(long, default_value = "simhash")]
-    pub simhash_column: String,
+    pub(crate) simhash_column: String,
 }
 
 impl ColumnArgs {
@@ -204,152 +204,152 @@ impl ColumnArgs {
 pub struct MatchArgs {
     /// Query set B: Parquet files, directories of them, or globs.
     #[arg(long, required = true, num_args = 1..)]
-    pub queries: Vec<String>,
+    pub(crate) queries: Vec<String>,
     /// Corpus F: Parquet files, directories of them, or globs.
     #[arg(long, num_args = 1..)]
-    pub corpus: Vec<String>,
+    pub(crate) corpus: Vec<String>,
     /// Output directory.
     #[arg(long)]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Largest Hamming distance that counts as a near-duplicate (0 to 10).
     #[arg(short, default_value_t = 3)]
-    pub k: u32,
+    pub(crate) k: u32,
     /// Also find pairs inside B (each unordered pair once, query_id < corpus_id).
     #[arg(long = "self")]
-    pub self_join: bool,
+    pub(crate) self_join: bool,
     /// Match even when B's and F's fingerprint schemes (recorded in each
     /// shard) differ; by default that is refused.
     #[arg(long)]
-    pub allow_mixed_schemes: bool,
+    pub(crate) allow_mixed_schemes: bool,
     #[command(flatten)]
-    pub runtime: RuntimeArgs,
+    pub(crate) runtime: RuntimeArgs,
     /// Number of output part files (split by query id).
     #[arg(long, default_value_t = 1)]
-    pub parts: usize,
+    pub(crate) parts: usize,
     /// Replace an existing output directory.
     #[arg(long)]
-    pub overwrite: bool,
+    pub(crate) overwrite: bool,
     /// Number of blocks m (k < m <= 64) instead of the automatic choice.
     #[arg(long)]
-    pub blocks: Option<u32>,
+    pub(crate) blocks: Option<u32>,
     /// Memory budget for the tables, in MiB.
     #[arg(long, default_value_t = design::DEFAULT_TABLE_MEMORY >> 20)]
-    pub table_memory_mib: u64,
+    pub(crate) table_memory_mib: u64,
     /// Pairs a worker holds in memory, in MiB; beyond it they are spilled
     /// as sorted runs under the output's staging directory.
     #[arg(long, default_value_t = DEFAULT_PAIR_MEMORY_MIB)]
-    pub pair_memory_mib: u64,
+    pub(crate) pair_memory_mib: u64,
     #[command(flatten)]
-    pub columns: ColumnArgs,
+    pub(crate) columns: ColumnArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
     /// Query set B (its distinct fingerprints are counted).
     #[arg(long, conflicts_with = "num_queries", required_unless_present = "num_queries", num_args = 1..)]
-    pub queries: Vec<String>,
+    pub(crate) queries: Vec<String>,
     /// Plan for this many distinct query fingerprints instead of reading B.
     #[arg(long)]
-    pub num_queries: Option<u64>,
+    pub(crate) num_queries: Option<u64>,
     /// Largest Hamming distance (0 to 10).
     #[arg(short, default_value_t = 3)]
-    pub k: u32,
+    pub(crate) k: u32,
     /// Number of blocks m instead of the automatic choice.
     #[arg(long)]
-    pub blocks: Option<u32>,
+    pub(crate) blocks: Option<u32>,
     /// Memory budget for the tables, in MiB.
     #[arg(long, default_value_t = design::DEFAULT_TABLE_MEMORY >> 20)]
-    pub table_memory_mib: u64,
+    pub(crate) table_memory_mib: u64,
     #[command(flatten)]
-    pub columns: ColumnArgs,
+    pub(crate) columns: ColumnArgs,
 }
 
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// Output directory (gets queries/, corpus/ and planted.parquet).
     #[arg(long)]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Rows of B.
     #[arg(long)]
-    pub queries: u64,
+    pub(crate) queries: u64,
     /// Rows of F.
     #[arg(long)]
-    pub corpus: u64,
+    pub(crate) corpus: u64,
     /// Corpus files.
     #[arg(long, default_value_t = 1)]
-    pub shards: usize,
+    pub(crate) shards: usize,
     /// Seed: the same seed writes the same data.
     #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Fraction of corpus rows planted as near-copies of a query.
     #[arg(long, default_value_t = 0.01)]
-    pub plant_rate: f64,
+    pub(crate) plant_rate: f64,
     /// Fraction of queries planted as near-copies of an earlier query.
     #[arg(long, default_value_t = 0.01)]
-    pub self_rate: f64,
+    pub(crate) self_rate: f64,
     /// Planted distances are uniform in 0..=this.
     #[arg(long, default_value_t = 5)]
-    pub max_distance: u32,
+    pub(crate) max_distance: u32,
     /// Rows per Parquet row group.
     #[arg(long, default_value_t = 128 * 1024)]
-    pub row_group_rows: usize,
+    pub(crate) row_group_rows: usize,
     /// Replace an existing output directory.
     #[arg(long)]
-    pub overwrite: bool,
+    pub(crate) overwrite: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct FingerprintArgs {
     /// Input files, directories or globs.
     #[arg(long, required = true, num_args = 1..)]
-    pub input: Vec<String>,
+    pub(crate) input: Vec<String>,
     /// Output directory: one shard per input file.
     #[arg(long)]
-    pub out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
-    pub format: Option<Format>,
+    pub(crate) format: Option<Format>,
     /// A named fingerprint scheme (v5, the default; v4, v3, v2, v1), fixing features,
     /// weights and HTML text: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
-    pub scheme: Option<String>,
+    pub(crate) scheme: Option<String>,
     /// Which text of an HTML page (WARC responses) is fingerprinted: its
     /// main content (default; all its text when none is found) or all of it.
     #[arg(long, value_enum)]
-    pub html_text: Option<HtmlText>,
+    pub(crate) html_text: Option<HtmlText>,
     /// Features: script (the default: words with term-frequency weights for
     /// text mostly of Han characters, character 4-grams with log weights
     /// if it has fewer than 200 of them, character 5-grams with log weights
     /// for other text), words, shingles:N (word N-grams) or chars:N
     /// (character N-grams).
     #[arg(long)]
-    pub features: Option<String>,
+    pub(crate) features: Option<String>,
     /// Weight features by 1 + ln(count) instead of their count.
     #[arg(long)]
-    pub log_weights: bool,
+    pub(crate) log_weights: bool,
     /// Keep stop words (by default common English and Chinese function words are dropped).
     #[arg(long)]
-    pub keep_stop_words: bool,
+    pub(crate) keep_stop_words: bool,
     /// Input files are spread over the workers of every process.
     #[command(flatten)]
-    pub runtime: RuntimeArgs,
+    pub(crate) runtime: RuntimeArgs,
     /// JSONL field / Parquet column holding the INT64 id (else the URL's hash).
     #[arg(long, default_value = "id")]
-    pub id_field: String,
+    pub(crate) id_field: String,
     /// JSONL field / Parquet column holding the URL.
     #[arg(long, default_value = "url")]
-    pub url_field: String,
+    pub(crate) url_field: String,
     /// JSONL field / Parquet column holding the text.
     #[arg(long, default_value = "text")]
-    pub text_field: String,
+    pub(crate) text_field: String,
     /// JSONL field / Parquet column holding the fetch time (RFC 3339
     /// strings, or a Parquet TIMESTAMP), for the shards' `fetch_time`
     /// (default: none, null; WARC and WET take their WARC-Date).
     #[arg(long)]
-    pub time_field: Option<String>,
+    pub(crate) time_field: Option<String>,
     /// Replace an existing output directory.
     #[arg(long)]
-    pub overwrite: bool,
+    pub(crate) overwrite: bool,
 }
 
 /// Runs a parsed command line.

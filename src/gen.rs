@@ -21,43 +21,26 @@ use crate::io::parquet::output::{part_name, write_fingerprints, write_pairs, Sta
 
 /// Options of `neardup gen`.
 #[derive(Clone, Debug)]
-pub struct GenOptions {
-    pub out: PathBuf,
-    pub queries: u64,
-    pub corpus: u64,
-    pub shards: usize,
-    pub seed: u64,
+pub(crate) struct GenOptions {
+    pub(crate) out: PathBuf,
+    pub(crate) queries: u64,
+    pub(crate) corpus: u64,
+    pub(crate) shards: usize,
+    pub(crate) seed: u64,
     /// Fraction of corpus rows that are copies of a query with a few bits flipped.
-    pub plant_rate: f64,
+    pub(crate) plant_rate: f64,
     /// Fraction of queries that are copies of an earlier query.
-    pub self_rate: f64,
+    pub(crate) self_rate: f64,
     /// Planted distances are drawn uniformly from `0..=max_distance`.
-    pub max_distance: u32,
-    pub row_group_rows: usize,
-    pub overwrite: bool,
-}
-
-impl GenOptions {
-    pub fn new(out: PathBuf, queries: u64, corpus: u64) -> GenOptions {
-        GenOptions {
-            out,
-            queries,
-            corpus,
-            shards: 1,
-            seed: 1,
-            plant_rate: 0.01,
-            self_rate: 0.01,
-            max_distance: 5,
-            row_group_rows: 128 * 1024,
-            overwrite: false,
-        }
-    }
+    pub(crate) max_distance: u32,
+    pub(crate) row_group_rows: usize,
+    pub(crate) overwrite: bool,
 }
 
 /// What was generated.
 #[derive(Debug)]
-pub struct GenSummary {
-    pub planted: usize,
+pub(crate) struct GenSummary {
+    pub(crate) planted: usize,
 }
 
 /// SplitMix64: tiny, fast, and fixed forever, so a seed names the same data
@@ -100,7 +83,7 @@ impl SplitMix64 {
 }
 
 /// Writes the synthetic data set.
-pub fn generate(opts: &GenOptions) -> Result<GenSummary> {
+pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
     if opts.shards == 0 {
         bail!("--shards must be at least 1");
     }

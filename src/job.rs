@@ -39,51 +39,51 @@ use crate::matching::{run_match, MatchOptions};
 /// A job spec as written in TOML. Unknown keys are errors.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct JobSpec {
+pub(crate) struct JobSpec {
     #[serde(default)]
-    pub runtime: RuntimeSpec,
-    pub fingerprint: Option<FingerprintSpec>,
+    pub(crate) runtime: RuntimeSpec,
+    pub(crate) fingerprint: Option<FingerprintSpec>,
     #[serde(rename = "match")]
-    pub match_: MatchSpec,
-    pub cluster: Option<ClusterSpec>,
-    pub append: Option<AppendSpec>,
+    pub(crate) match_: MatchSpec,
+    pub(crate) cluster: Option<ClusterSpec>,
+    pub(crate) append: Option<AppendSpec>,
 }
 
 /// Stage 3 (`[cluster]`): the match stage's pairs into clusters.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ClusterSpec {
-    pub out: String,
+pub(crate) struct ClusterSpec {
+    pub(crate) out: String,
     /// `--keep-by`'s keys, in order (default: corpus, earliest,
     /// canonical-url, read from the night's fingerprints).
-    pub keep_by: Option<Vec<String>>,
+    pub(crate) keep_by: Option<Vec<String>>,
     /// The pages table (default: the night's fingerprints, `match`'s
     /// queries).
-    pub pages: Option<Vec<String>>,
+    pub(crate) pages: Option<Vec<String>>,
     /// `keep_by = ["corpus"]`, or with `false` no corpus key in the default.
-    pub corpus_wins: Option<bool>,
+    pub(crate) corpus_wins: Option<bool>,
     #[serde(default)]
-    pub drop_policy: DropPolicy,
+    pub(crate) drop_policy: DropPolicy,
     #[serde(default = "default_max_cluster_size")]
-    pub max_cluster_size: u64,
+    pub(crate) max_cluster_size: u64,
     #[serde(default = "one")]
-    pub parts: usize,
+    pub(crate) parts: usize,
 }
 
 /// Where the workers run (`[runtime]`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RuntimeSpec {
+pub(crate) struct RuntimeSpec {
     #[serde(default = "default_workers")]
-    pub workers: usize,
-    pub processes: Option<usize>,
-    pub hostfile: Option<String>,
-    pub hostfile_pattern: Option<String>,
-    pub port: Option<u16>,
+    pub(crate) workers: usize,
+    pub(crate) processes: Option<usize>,
+    pub(crate) hostfile: Option<String>,
+    pub(crate) hostfile_pattern: Option<String>,
+    pub(crate) port: Option<u16>,
     #[serde(default = "default_timeout")]
-    pub connect_timeout: f64,
+    pub(crate) connect_timeout: f64,
     #[serde(default = "default_timeout")]
-    pub peer_timeout: f64,
+    pub(crate) peer_timeout: f64,
 }
 
 impl Default for RuntimeSpec {
@@ -103,56 +103,56 @@ impl Default for RuntimeSpec {
 /// Stage 1 (`[fingerprint]`): crawl text in, B out.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct FingerprintSpec {
-    pub input: Vec<String>,
-    pub out: String,
-    pub format: Option<Format>,
+pub(crate) struct FingerprintSpec {
+    pub(crate) input: Vec<String>,
+    pub(crate) out: String,
+    pub(crate) format: Option<Format>,
     /// A named fingerprint scheme; excludes the four below.
-    pub scheme: Option<String>,
-    pub features: Option<String>,
-    pub html_text: Option<HtmlText>,
+    pub(crate) scheme: Option<String>,
+    pub(crate) features: Option<String>,
+    pub(crate) html_text: Option<HtmlText>,
     #[serde(default)]
-    pub log_weights: bool,
+    pub(crate) log_weights: bool,
     #[serde(default)]
-    pub keep_stop_words: bool,
-    pub id_field: Option<String>,
-    pub url_field: Option<String>,
-    pub text_field: Option<String>,
-    pub time_field: Option<String>,
+    pub(crate) keep_stop_words: bool,
+    pub(crate) id_field: Option<String>,
+    pub(crate) url_field: Option<String>,
+    pub(crate) text_field: Option<String>,
+    pub(crate) time_field: Option<String>,
 }
 
 /// Stage 2 (`[match]`): pairs of B against F, and inside B.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MatchSpec {
+pub(crate) struct MatchSpec {
     /// B; defaults to the fingerprint stage's output.
-    pub queries: Option<Vec<String>>,
+    pub(crate) queries: Option<Vec<String>>,
     /// F: shards, directories or globs. The append stage's corpus directory
     /// may be listed before it exists.
     #[serde(default)]
-    pub corpus: Vec<String>,
-    pub out: String,
+    pub(crate) corpus: Vec<String>,
+    pub(crate) out: String,
     #[serde(default = "default_k")]
-    pub k: u32,
+    pub(crate) k: u32,
     #[serde(default = "yes", rename = "self")]
-    pub self_join: bool,
+    pub(crate) self_join: bool,
     #[serde(default)]
-    pub allow_mixed_schemes: bool,
+    pub(crate) allow_mixed_schemes: bool,
     #[serde(default = "one")]
-    pub parts: usize,
-    pub blocks: Option<u32>,
-    pub table_memory_mib: Option<u64>,
-    pub pair_memory_mib: Option<u64>,
-    pub id_column: Option<String>,
-    pub simhash_column: Option<String>,
+    pub(crate) parts: usize,
+    pub(crate) blocks: Option<u32>,
+    pub(crate) table_memory_mib: Option<u64>,
+    pub(crate) pair_memory_mib: Option<u64>,
+    pub(crate) id_column: Option<String>,
+    pub(crate) simhash_column: Option<String>,
 }
 
 /// Stage 4 (`[append]`): B becomes `corpus/batch/`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AppendSpec {
-    pub corpus: String,
-    pub batch: String,
+pub(crate) struct AppendSpec {
+    pub(crate) corpus: String,
+    pub(crate) batch: String,
 }
 
 fn one() -> usize {
@@ -173,39 +173,39 @@ fn default_timeout() -> f64 {
 
 /// How to run a job: the spec file and the per-invocation settings.
 #[derive(Clone, Debug)]
-pub struct RunOptions {
-    pub spec: PathBuf,
+pub(crate) struct RunOptions {
+    pub(crate) spec: PathBuf,
     /// Run every stage, even those with `_SUCCESS`.
-    pub force: bool,
+    pub(crate) force: bool,
     /// Replaces `{date}` in the spec's strings.
-    pub date: String,
-    pub progress: bool,
+    pub(crate) date: String,
+    pub(crate) progress: bool,
     /// Command-line settings that replace the spec's `[runtime]`.
-    pub overrides: RuntimeOverrides,
+    pub(crate) overrides: RuntimeOverrides,
 }
 
 /// `[runtime]` settings given on the command line, e.g. by
 /// `scripts/cluster-local.sh`, which picks the ports itself.
 #[derive(Clone, Debug, Default)]
-pub struct RuntimeOverrides {
-    pub workers: Option<usize>,
+pub(crate) struct RuntimeOverrides {
+    pub(crate) workers: Option<usize>,
     /// The process index and the peers; a hostfile or a pattern here
     /// replaces both of the spec's.
-    pub cluster: Cluster,
-    pub connect_timeout: Option<f64>,
-    pub peer_timeout: Option<f64>,
+    pub(crate) cluster: Cluster,
+    pub(crate) connect_timeout: Option<f64>,
+    pub(crate) peer_timeout: Option<f64>,
 }
 
 /// A job with its paths resolved against the spec's directory and `{date}`
 /// filled in.
 #[derive(Debug)]
-pub struct Job {
-    pub spec_path: PathBuf,
-    pub runtime: RuntimeOptions,
-    pub fingerprint: Option<FingerprintOptions>,
-    pub matching: MatchOptions,
-    pub clustering: Option<ClusterJobOptions>,
-    pub append: Option<(PathBuf, String)>,
+pub(crate) struct Job {
+    pub(crate) spec_path: PathBuf,
+    pub(crate) runtime: RuntimeOptions,
+    pub(crate) fingerprint: Option<FingerprintOptions>,
+    pub(crate) matching: MatchOptions,
+    pub(crate) clustering: Option<ClusterJobOptions>,
+    pub(crate) append: Option<(PathBuf, String)>,
 }
 
 /// The cluster stage's options from `[cluster]`: its pages table is the
@@ -243,17 +243,17 @@ fn cluster_options(
 
 /// What happened to one stage.
 #[derive(Debug, PartialEq, Eq)]
-pub enum StageOutcome {
+pub(crate) enum StageOutcome {
     Ran(String),
     Skipped,
 }
 
 /// A stage's name and outcome.
-pub type StageReport = (&'static str, PathBuf, StageOutcome);
+pub(crate) type StageReport = (&'static str, PathBuf, StageOutcome);
 
 /// Reads and checks a job spec: the file parses, every key is known, and
 /// every input the spec names (rather than one a stage produces) exists.
-pub fn load(opts: &RunOptions) -> Result<Job> {
+pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     let shown = opts.spec.display();
     let text = fs::read_to_string(&opts.spec).with_context(|| format!("{shown}: cannot read"))?;
     let spec: JobSpec = toml::from_str(&text)
@@ -504,7 +504,7 @@ fn clean(path: &Path) -> PathBuf {
 }
 
 /// Runs the job's stages, skipping those already complete unless `force`.
-pub fn run_job(
+pub(crate) fn run_job(
     job: &Job,
     force: bool,
     mut report: impl FnMut(&StageReport),
@@ -585,7 +585,7 @@ fn append_batch(queries: &[String], corpus: &Path, batch: &Path) -> Result<Strin
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, the default for `{date}`.
-pub fn today() -> String {
+pub(crate) fn today() -> String {
     let days = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() / 86_400)
@@ -610,7 +610,7 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 }
 
 /// Checks a `--date` value: `YYYY-MM-DD`.
-pub fn check_date(date: &str) -> Result<()> {
+pub(crate) fn check_date(date: &str) -> Result<()> {
     let parts: Vec<&str> = date.split('-').collect();
     let ok = parts.len() == 3
         && [4, 2, 2]

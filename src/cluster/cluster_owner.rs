@@ -33,11 +33,11 @@ use crate::io::commit::Report;
 
 /// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
 /// slots from its source (and once placed, their positions).
-pub type SlotPair = (Page, Page, u8);
+pub(crate) type SlotPair = (Page, Page, u8);
 
 /// What a worker sends a joined cluster's owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Assigned {
+pub(crate) enum Assigned {
     /// The ids of pages that rank `first` (or not) in priority order, the
     /// first at slot `first_slot` of `source`, and their keys (the same
     /// number of words a page, none if pages have no keys).
@@ -53,15 +53,15 @@ pub enum Assigned {
 }
 
 /// An [`Assigned`] record and the global index of the worker it goes to.
-pub type Addressed = (u32, Assigned);
+pub(crate) type Addressed = (u32, Assigned);
 
 /// The owner's side of the dataflow.
-pub struct ClusterOwner {
+pub(crate) struct ClusterOwner {
     /// The run its rows form (unique among the producers of rows).
-    pub run: u32,
-    pub parts: usize,
-    pub state: Rc<RefCell<Report<ClusterTotals>>>,
-    pub failure: Arc<Failure>,
+    pub(crate) run: u32,
+    pub(crate) parts: usize,
+    pub(crate) state: Rc<RefCell<Report<ClusterTotals>>>,
+    pub(crate) failure: Arc<Failure>,
 }
 
 /// Consecutive pages of one source: `(first slot, rank first, ids, keys)`.
@@ -103,7 +103,7 @@ impl Inbox {
 impl ClusterOwner {
     /// Takes every record of this worker's joined clusters; once all have
     /// come, gives their drop rows.
-    pub fn rows<'scope>(
+    pub(crate) fn rows<'scope>(
         self,
         assigned: Stream<'scope, u64, Vec<Addressed>>,
     ) -> Stream<'scope, u64, Vec<RunSlice>> {

@@ -116,7 +116,7 @@ impl PairChunk {
 impl PairLog {
     /// Appends a batch: `ends` two pages per pair, as
     /// [`crate::cluster::components::GraphWriter::add_pairs`] leaves them.
-    pub fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = u8>) {
+    pub(crate) fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = u8>) {
         let chunk = self.last_chunk();
         chunk
             .ends
@@ -130,7 +130,7 @@ impl PairLog {
     /// is more, so that nothing logged is ever copied (a worker does not
     /// know ahead how many pairs it will read: its process's workers take
     /// row groups as they finish the last).
-    pub fn make_room(&mut self, pairs: usize, chunk: usize) {
+    pub(crate) fn make_room(&mut self, pairs: usize, chunk: usize) {
         let room = self
             .chunks
             .last()
@@ -148,7 +148,7 @@ impl PairLog {
         &mut self.chunks[last]
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.chunks.iter().map(|chunk| chunk.ends.len()).sum()
     }
 
@@ -157,7 +157,7 @@ impl PairLog {
     /// A chunk whose pairs all go to one log (a giant component's) is
     /// handed over whole: a copy would touch all of its pairs' memory a
     /// second time.
-    pub fn split_by(
+    pub(crate) fn split_by(
         self,
         n: usize,
         owner: impl Fn(Page) -> usize,
@@ -197,13 +197,13 @@ impl PairLog {
     }
 
     /// The logs one after the other: their chunks, not copied.
-    pub fn concat(logs: Vec<PairLog>) -> PairLog {
+    pub(crate) fn concat(logs: Vec<PairLog>) -> PairLog {
         PairLog {
             chunks: logs.into_iter().flat_map(|log| log.chunks).collect(),
         }
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
@@ -248,9 +248,9 @@ impl PairLog {
 /// process's pages: the pairs of its components, and whether each page
 /// ranks first, by place in the share's id order.
 #[derive(Debug, Default)]
-pub struct DirectShare {
-    pub pairs: PairLog,
-    pub ranks_first: Vec<bool>,
+pub(crate) struct DirectShare {
+    pub(crate) pairs: PairLog,
+    pub(crate) ranks_first: Vec<bool>,
 }
 
 /// How many of its process's `workers` threads a worker holding `share` of
@@ -258,7 +258,7 @@ pub struct DirectShare {
 /// proportion, rounded. A giant component falls whole to one worker, whose
 /// work then takes the cores the other workers, with nothing left to do,
 /// leave idle.
-pub fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
+pub(crate) fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
     match pages {
         0 => 1,
         _ => ((workers * share + pages / 2) / pages).clamp(1, workers.max(1)),
@@ -267,7 +267,7 @@ pub fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
 
 /// A page as the output needs it: `(id, index, what the caller carries
 /// along)`; the third field fills what would be padding.
-pub type KeyedPage = (i64, Page, u32);
+pub(crate) type KeyedPage = (i64, Page, u32);
 
 /// The pages of several runs sorted by id as one (a scatter, then buckets of
 /// about 1,024 pages in the cache, by counting where ids are spread as hashes
@@ -275,7 +275,7 @@ pub type KeyedPage = (i64, Page, u32);
 /// [`direct_drops`] ranks pages by.
 ///
 /// On `threads` threads (see [`crate::exec::sorting::place_and_sort`]).
-pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage> {
+pub(crate) fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage> {
     let key = |&(id, ..): &KeyedPage| ordered(id);
     let sorter = || {
         let (mut scratch, mut counts) = (Vec::new(), Vec::new());
@@ -297,7 +297,7 @@ pub fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage>
 /// (12 bytes instead of 24), and lies in the front of the sorted pairs the
 /// sweep has read past, so drops need no fresh memory of their own.
 #[derive(Debug, Default)]
-pub struct DirectDrops {
+pub(crate) struct DirectDrops {
     /// `(dropped position, kept position, distance)`.
     drops: Vec<OrientedPair>,
     /// The swept pages' ids, by position.
@@ -310,13 +310,13 @@ pub struct DirectDrops {
 /// run. Readers of their own read disjoint ranges of ids on threads of
 /// their own ([`DirectDrops::cursor_before`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DropCursor([usize; 2]);
+pub(crate) struct DropCursor([usize; 2]);
 
 impl DirectDrops {
     /// The drops as one run in id order, for pages whose priority order is
     /// not their id order within each run (they have keys): a scatter by
     /// id into buckets sorted in the cache, the ids read where they are.
-    pub fn into_id_order(mut self, threads: usize) -> DirectDrops {
+    pub(crate) fn into_id_order(mut self, threads: usize) -> DirectDrops {
         let ids = &self.ids;
         let key = |drop: &OrientedPair| ordered(ids[drop.0 as usize]);
         let sorter =
@@ -327,22 +327,22 @@ impl DirectDrops {
         self
     }
 
-    /// How many pages are dropped.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.drops.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.drops.is_empty()
     }
 
     /// A cursor at the first drop.
-    pub fn start(&self) -> DropCursor {
+    pub(crate) fn start(&self) -> DropCursor {
         DropCursor([0, self.first])
     }
 
     /// A cursor at the first drop of id `id` or more.
-    pub fn cursor_before(&self, id: i64) -> DropCursor {
+    pub(crate) fn cursor_before(&self, id: i64) -> DropCursor {
         let before = |run: std::ops::Range<usize>| {
             let start = run.start;
             start + self.drops[run].partition_point(|d| self.ids[d.0 as usize] < id)
@@ -353,7 +353,11 @@ impl DirectDrops {
     /// The drop at `cursor` in id order, `(id, keep_id, distance)`,
     /// whichever run it is in, if its id is at most `last` (whatever its
     /// id, if `None`); moves `cursor` past it.
-    pub fn next_by_id(&self, cursor: &mut DropCursor, last: Option<i64>) -> Option<(i64, i64, u8)> {
+    pub(crate) fn next_by_id(
+        &self,
+        cursor: &mut DropCursor,
+        last: Option<i64>,
+    ) -> Option<(i64, i64, u8)> {
         let (run, id) = self.run_of_next(cursor)?;
         if last.is_some_and(|last| id > last) {
             return None;
@@ -386,13 +390,13 @@ impl DirectDrops {
 
 /// How pages that rank alike are ordered: by their keys (by place in
 /// `by_id`, [`crate::cluster::keep_order`]) if they have any, then by id.
-pub struct PlaceKeys<'a> {
+pub(crate) struct PlaceKeys<'a> {
     /// Words of keys a page (0: by id alone).
-    pub words: usize,
-    pub keys: &'a (dyn Fn(usize) -> KeyWords + Sync),
+    pub(crate) words: usize,
+    pub(crate) keys: &'a (dyn Fn(usize) -> KeyWords + Sync),
     /// Fetches a place's keys ahead of their use (a place past the end is
     /// ignored).
-    pub prefetch: &'a (dyn Fn(usize) + Sync),
+    pub(crate) prefetch: &'a (dyn Fn(usize) + Sync),
 }
 
 /// The [`DropPolicy::Direct`] drops among `by_id` (pages with indexes
@@ -403,7 +407,7 @@ pub struct PlaceKeys<'a> {
 /// `keys` and then id) over all of them. Clusters do not interact, so one
 /// sweep over many clusters is each cluster's pass; a cluster decided
 /// elsewhere is left out by ranking its pages `None`.
-pub fn direct_drops(
+pub(crate) fn direct_drops(
     by_id: &[KeyedPage],
     n: usize,
     rank: impl Fn(usize) -> Option<bool> + Sync,
@@ -602,7 +606,7 @@ fn break_ties_beyond_three_words(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>)
 
 /// A pair as the sweep takes it: `(later position, earlier position,
 /// distance)`.
-pub type OrientedPair = (Page, Page, u8);
+pub(crate) type OrientedPair = (Page, Page, u8);
 
 /// Positions per bucket of [`sorted_by_later_end`]'s first pass: a bucket's
 /// pairs sort in the cache.
@@ -620,7 +624,7 @@ const POSITIONS_PER_BUCKET: usize = 1 << 11;
 /// would be a cache miss. On `threads` threads, each counting a range of
 /// the pairs, then placing and sorting those of a range of later ends
 /// (each reads them all once more).
-pub fn sorted_by_later_end<I>(
+pub(crate) fn sorted_by_later_end<I>(
     pages: usize,
     len: usize,
     pairs_in: impl Fn(Range<usize>) -> I + Sync,
@@ -674,7 +678,7 @@ where
 /// in priority order; the ids of the earlier ends, at random places, are
 /// fetched a few pairs ahead. A dropped page has read at least one pair,
 /// so its drop is written over a pair already read.
-pub fn greedy_sweep(
+pub(crate) fn greedy_sweep(
     first_positions: usize,
     mut oriented: Vec<OrientedPair>,
     ids: Vec<i64>,

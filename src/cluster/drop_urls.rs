@@ -27,7 +27,12 @@ use crate::io::parquet::pages::{string_values, PagesTable};
 /// of both pages of every row, as `table` has them (the first row of a
 /// page with a URL, in the table's order), the table read on `threads`
 /// threads.
-pub fn attach_urls(written: &Path, part: &Path, table: &PagesTable, threads: usize) -> Result<()> {
+pub(crate) fn attach_urls(
+    written: &Path,
+    part: &Path,
+    table: &PagesTable,
+    threads: usize,
+) -> Result<()> {
     let rows = read_drops(written)?;
     let index = IdIndex::new(rows.ids.iter().chain(&rows.keep_ids).copied());
     let urls = UrlsOf::read(&index, table, threads)?;

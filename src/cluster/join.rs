@@ -41,46 +41,46 @@ use crate::exec::parallel::prefetch;
 /// local root, page)`, the rank (whether the page ranks first, as that
 /// worker saw it) in the lowest bit. The page comes back with its joins, so
 /// that its worker marks it by index rather than looking its id up.
-pub type Sighting = (i64, u32, Page, Page);
+pub(crate) type Sighting = (i64, u32, Page, Page);
 
 /// A component of one worker's union-find: `(worker, local root)`.
-pub type Node = (u32, Page);
+pub(crate) type Node = (u32, Page);
 
 /// A local component that shares a page with another worker's, sent to its
 /// worker: `(worker, local root, the page, the node it joins, whether the
 /// page ranks first)`; the node joined is the least of the page's
 /// sightings, and the page ranks first if any worker saw it so (only one
 /// may have seen the pair that makes it a corpus page).
-pub type Join = (u32, Page, Page, Node, bool);
+pub(crate) type Join = (u32, Page, Page, Node, bool);
 
 /// A joined local component as worker 0 needs it: one per node it joins
 /// (pages shared with the same node make one link).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeLink {
-    pub node: Node,
-    pub joins: Node,
-    pub least: Label,
+pub(crate) struct NodeLink {
+    pub(crate) node: Node,
+    pub(crate) joins: Node,
+    pub(crate) least: Label,
     /// The local component's pages.
-    pub pages: u32,
+    pub(crate) pages: u32,
     /// How many of the pages it shares through this link another worker
     /// writes (so they are counted there, not here).
-    pub copies: u32,
+    pub(crate) copies: u32,
 }
 
 /// A page other workers saw too, as this worker needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SharedPage {
+pub(crate) struct SharedPage {
     /// This worker writes the page's rows (it is the least that saw it).
-    pub writes: bool,
+    pub(crate) writes: bool,
     /// The page ranks first, as all the workers that saw it know together.
-    pub first: bool,
+    pub(crate) first: bool,
 }
 
 /// The pages of a worker that other workers saw too: a byte of flags per
 /// page, read by index as pages are routed (a hash map by id was most of
 /// the routing's time when most clusters span workers).
 #[derive(Debug, Default)]
-pub struct SharedPages {
+pub(crate) struct SharedPages {
     flags: Vec<u8>,
 }
 
@@ -100,14 +100,14 @@ impl SharedPages {
     }
 
     /// Asks the CPU to fetch a page's flags ahead of [`Self::get`].
-    pub fn prefetch(&self, page: Page) {
+    pub(crate) fn prefetch(&self, page: Page) {
         if let Some(flags) = self.flags.get(page as usize) {
             prefetch(flags);
         }
     }
 
     /// The page, if other workers saw it too.
-    pub fn get(&self, page: Page) -> Option<SharedPage> {
+    pub(crate) fn get(&self, page: Page) -> Option<SharedPage> {
         let flags = *self.flags.get(page as usize)?;
         (flags & SEEN_ELSEWHERE != 0).then_some(SharedPage {
             writes: flags & WRITES != 0,
@@ -117,17 +117,17 @@ impl SharedPages {
 }
 
 /// A cluster as the workers that hold its pages need it: `(id, pages)`.
-pub type ClusterOf = (i64, u32);
+pub(crate) type ClusterOf = (i64, u32);
 
 /// A joined local component's cluster: `(worker, local root, cluster)`.
-pub type Resolved = (u32, Page, ClusterOf);
+pub(crate) type Resolved = (u32, Page, ClusterOf);
 
 /// The worker that owns a key (a page or a cluster id) among `peers` (also
 /// a row's output part): its hash's remainder. A power of two (the usual
 /// count of workers and parts) takes the hash's low bits, the same
 /// remainder without a division: every output row pays for this once or
 /// twice, and a division is a sizeable share of making a drop row.
-pub fn owner_of(key: i64, peers: usize) -> u32 {
+pub(crate) fn owner_of(key: i64, peers: usize) -> u32 {
     let hash = xxhash_rust::xxh3::xxh3_64(&key.to_le_bytes());
     let peers = peers as u64;
     let owner = match peers.is_power_of_two() {
@@ -140,7 +140,7 @@ pub fn owner_of(key: i64, peers: usize) -> u32 {
 /// The sightings of `pages`: those of a worker's share of its process's
 /// pages that pass the [`SharedFilter`], in id order, so that each page's
 /// owner merges sorted runs instead of sorting them.
-pub fn sightings<'a>(
+pub(crate) fn sightings<'a>(
     components: &'a Components,
     pages: impl Iterator<Item = &'a KeyedPage> + 'a,
     worker: u32,
@@ -162,7 +162,7 @@ pub fn sightings<'a>(
 /// exchange and a merge at its owner; a bit per page (a few per pair) costs
 /// a sixteenth of it or less.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SharedFilter {
+pub(crate) struct SharedFilter {
     log2_bits: u32,
     /// Whether pages can be shared at all: the workers of one process
     /// share one union-find and split its components, so only workers of
@@ -171,7 +171,7 @@ pub struct SharedFilter {
 }
 
 /// Words of a filter's bitmap given to one worker: `(worker, range, words)`.
-pub type FilterChunk = (u32, u32, Vec<u64>);
+pub(crate) type FilterChunk = (u32, u32, Vec<u64>);
 
 impl SharedFilter {
     /// A filter for a job of `pairs` pairs on `peers` workers in
@@ -180,7 +180,7 @@ impl SharedFilter {
     /// bits per pair a worker (the bitmap is held by every worker: it must
     /// not outgrow a worker's own share). One process shares nothing, and
     /// gets the least bitmap, which lets nothing through.
-    pub fn new(pairs: u64, peers: usize, processes: usize) -> SharedFilter {
+    pub(crate) fn new(pairs: u64, peers: usize, processes: usize) -> SharedFilter {
         let shares = processes > 1;
         let bits = match shares {
             false => 0,
@@ -211,7 +211,7 @@ impl SharedFilter {
     /// A worker's bitmap of its pages, cut into one chunk per worker (the
     /// range that worker combines). The bits are random places in a bitmap
     /// larger than the cache, so each is fetched a few pages ahead.
-    pub fn chunks(&self, pages: &[KeyedPage], peers: usize) -> Vec<FilterChunk> {
+    pub(crate) fn chunks(&self, pages: &[KeyedPage], peers: usize) -> Vec<FilterChunk> {
         let mut words = vec![0u64; self.words()];
         let pages = if self.shares { pages } else { &[] };
         for (at, &(id, ..)) in pages.iter().enumerate() {
@@ -228,7 +228,7 @@ impl SharedFilter {
 
     /// The pages that may be shared, by `twice` (the bits set by two
     /// workers or more, from [`seen_twice`]).
-    pub fn passing<'a>(
+    pub(crate) fn passing<'a>(
         &'a self,
         twice: &'a [u64],
         pages: &'a [KeyedPage],
@@ -254,7 +254,7 @@ const MAX_FILTER_LOG2: u32 = 31;
 
 /// At each worker, the range of the filter it combines: the bits that two
 /// workers or more set, given to every worker.
-pub fn seen_twice<'scope>(
+pub(crate) fn seen_twice<'scope>(
     chunks: Stream<'scope, u64, Vec<FilterChunk>>,
     peers: usize,
 ) -> Stream<'scope, u64, Vec<FilterChunk>> {
@@ -293,7 +293,7 @@ fn count_twice(once: &mut [u64], twice: &mut [u64], words: &[u64]) {
 
 /// At every worker, once the bits seen twice are all in: `sighted` gives
 /// the sightings of its pages that may be shared (see [`sightings`]).
-pub fn shared_sightings<'scope>(
+pub(crate) fn shared_sightings<'scope>(
     twice: Stream<'scope, u64, Vec<FilterChunk>>,
     filter: SharedFilter,
     peers: usize,
@@ -324,7 +324,7 @@ pub fn shared_sightings<'scope>(
 /// Absorbs all of `input`, then (once its frontier is empty) calls `finish`
 /// once with a function that gives output: the shape of every step here,
 /// each of which needs all of its input before it can say anything.
-pub fn after_all<'scope, D, O, P>(
+pub(crate) fn after_all<'scope, D, O, P>(
     input: Stream<'scope, u64, Vec<D>>,
     pact: P,
     name: &str,
@@ -373,7 +373,7 @@ where
 
 /// Work that gives its output a slice at a time: called until it returns
 /// false (no more to give).
-pub trait Slices<O> {
+pub(crate) trait Slices<O> {
     fn next_slice(&mut self, give: &mut dyn FnMut(O)) -> bool;
 }
 
@@ -388,7 +388,7 @@ impl<O, F: FnMut(&mut dyn FnMut(O)) -> bool> Slices<O> for F {
 /// the operator, so that each slice flows on to the operators downstream
 /// (and their workers) before the next is made, instead of every record
 /// waiting in a channel at once.
-pub fn after_all_in_slices<'scope, D, O, P, S>(
+pub(crate) fn after_all_in_slices<'scope, D, O, P, S>(
     input: Stream<'scope, u64, Vec<D>>,
     pact: P,
     name: &str,
@@ -450,7 +450,7 @@ where
 /// likely get (its own page count, as ids hash evenly), set before they
 /// come: the runs are sized once instead of doubling (and copying) their
 /// way up.
-pub fn find_shared<'scope>(
+pub(crate) fn find_shared<'scope>(
     sightings: Stream<'scope, u64, Vec<Sighting>>,
     peers: usize,
     expected: Rc<std::cell::Cell<usize>>,
@@ -537,7 +537,7 @@ fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) 
 /// link for them all, with their copies counted: fewer links, each a
 /// record through the exchange and a union at worker 0, the one step no
 /// worker shares.
-pub fn describe_joined<'scope>(
+pub(crate) fn describe_joined<'scope>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
     shared: Rc<RefCell<SharedPages>>,
@@ -600,7 +600,7 @@ fn links_of(
 }
 
 /// At worker 0: the clusters (id and size) of the joined local components.
-pub fn join_at_worker_zero<'scope>(
+pub(crate) fn join_at_worker_zero<'scope>(
     links: Stream<'scope, u64, Vec<NodeLink>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
     after_all_batches(
@@ -805,7 +805,7 @@ impl NodeForest {
 /// an index per root into the clusters, as they arrived. A root not in it
 /// is a cluster this worker saw whole.
 #[derive(Debug, Default)]
-pub struct JoinedRoots {
+pub(crate) struct JoinedRoots {
     index: Vec<Page>,
     clusters: Vec<ClusterOf>,
 }
@@ -820,7 +820,7 @@ impl JoinedRoots {
     }
 
     /// The index of the cluster of a local root, if it was joined.
-    pub fn get(&self, root: Page) -> Option<u32> {
+    pub(crate) fn get(&self, root: Page) -> Option<u32> {
         self.index
             .get(root as usize)
             .copied()
@@ -828,14 +828,14 @@ impl JoinedRoots {
     }
 
     /// Asks the CPU to fetch a root's entry ahead of [`Self::get`].
-    pub fn prefetch(&self, root: Page) {
+    pub(crate) fn prefetch(&self, root: Page) {
         if let Some(entry) = self.index.get(root as usize) {
             prefetch(entry);
         }
     }
 
     /// The joined clusters, by index.
-    pub fn clusters(&self) -> &[ClusterOf] {
+    pub(crate) fn clusters(&self) -> &[ClusterOf] {
         &self.clusters
     }
 }
@@ -844,7 +844,7 @@ impl JoinedRoots {
 /// `start` makes the work that follows from them (the rest of this
 /// worker's roots are whole clusters of their own), given a slice at a time
 /// (see [`after_all_in_slices`]).
-pub fn after_joins<'scope, O, S>(
+pub(crate) fn after_joins<'scope, O, S>(
     resolved: Stream<'scope, u64, Vec<Resolved>>,
     name: &str,
     start: impl FnOnce(JoinedRoots) -> S + 'static,

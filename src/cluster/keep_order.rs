@@ -41,24 +41,24 @@ use arrow_schema::{DataType, TimeUnit};
 use crate::io::parquet::pages::{is_string, string_values};
 
 /// The most words a page's keys may take: 32 bytes.
-pub const MAX_KEY_WORDS: usize = 8;
+pub(crate) const MAX_KEY_WORDS: usize = 8;
 
 /// A page's keys as words, padded with zeros to [`MAX_KEY_WORDS`].
-pub type KeyWords = [u32; MAX_KEY_WORDS];
+pub(crate) type KeyWords = [u32; MAX_KEY_WORDS];
 
 /// The words of a page without a value under a key.
-pub const NO_VALUE: u32 = u32::MAX;
+pub(crate) const NO_VALUE: u32 = u32::MAX;
 
 /// The column a timed key reads.
-pub const FETCH_TIME: &str = "fetch_time";
+pub(crate) const FETCH_TIME: &str = "fetch_time";
 /// The column `canonical-url` reads, and `drop/` takes its URLs from.
-pub const URL: &str = "url";
+pub(crate) const URL: &str = "url";
 /// The column `longest` reads.
-pub const N_CHARS: &str = "n_chars";
+pub(crate) const N_CHARS: &str = "n_chars";
 
 /// One key of `--keep-by`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KeepKey {
+pub(crate) enum KeepKey {
     /// Pages already in the corpus first.
     Corpus,
     /// The earliest `fetch_time` first.
@@ -76,7 +76,7 @@ pub enum KeepKey {
 
 impl KeepKey {
     /// Parses one key as `--keep-by` spells it.
-    pub fn parse(spec: &str) -> Result<KeepKey> {
+    pub(crate) fn parse(spec: &str) -> Result<KeepKey> {
         Ok(match spec.trim() {
             "corpus" => KeepKey::Corpus,
             "earliest" => KeepKey::Earliest,
@@ -111,7 +111,7 @@ impl KeepKey {
     }
 
     /// The pages table's column the key reads (none for `corpus`).
-    pub fn column(&self) -> Option<&str> {
+    pub(crate) fn column(&self) -> Option<&str> {
         match self {
             KeepKey::Corpus => None,
             KeepKey::Earliest | KeepKey::Latest => Some(FETCH_TIME),
@@ -165,7 +165,7 @@ pub struct KeepOrder {
 impl KeepOrder {
     /// The order of `keys`: `corpus` only first, each key once, and at most
     /// [`MAX_KEY_WORDS`] words in all.
-    pub fn new(keys: Vec<KeepKey>) -> Result<KeepOrder> {
+    pub(crate) fn new(keys: Vec<KeepKey>) -> Result<KeepOrder> {
         if keys.iter().skip(1).any(|key| *key == KeepKey::Corpus) {
             bail!("--keep-by: corpus can only be the first key (a page already in the corpus is kept before any other)");
         }
@@ -209,7 +209,11 @@ impl KeepOrder {
     /// The order of `--keep-by` (`spec`), of its alias `--corpus-wins`, or
     /// else the default: [`Self::default_with_pages`] when a pages table is
     /// given, else by id alone.
-    pub fn resolve(spec: Option<&str>, corpus_wins: bool, has_pages: bool) -> Result<KeepOrder> {
+    pub(crate) fn resolve(
+        spec: Option<&str>,
+        corpus_wins: bool,
+        has_pages: bool,
+    ) -> Result<KeepOrder> {
         match (spec, corpus_wins) {
             (Some(_), true) => bail!("--corpus-wins is --keep-by corpus: give one or the other"),
             (Some(spec), false) => KeepOrder::parse(spec),
@@ -227,22 +231,18 @@ impl KeepOrder {
         }
     }
 
-    pub fn keys(&self) -> &[KeepKey] {
-        &self.keys
-    }
-
     /// Whether corpus pages come first.
-    pub fn corpus_first(&self) -> bool {
+    pub(crate) fn corpus_first(&self) -> bool {
         self.keys.first() == Some(&KeepKey::Corpus)
     }
 
     /// Words a page's keys take (0: the order needs no pages table).
-    pub fn words(&self) -> usize {
+    pub(crate) fn words(&self) -> usize {
         self.keys.iter().map(KeepKey::words).sum()
     }
 
     /// The pages table's columns the keys read, each once, in key order.
-    pub fn columns(&self) -> Vec<String> {
+    pub(crate) fn columns(&self) -> Vec<String> {
         let mut columns: Vec<String> = Vec::new();
         for column in self.keys.iter().filter_map(KeepKey::column) {
             if !columns.iter().any(|c| c == column) {
@@ -253,13 +253,18 @@ impl KeepOrder {
     }
 
     /// The keys as `--keep-by` spells them, for `_summary.json`.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         self.keys.iter().map(KeepKey::to_string).collect()
     }
 
     /// Checks that `field`, a column of a pages file named `location`, can
     /// be read as every key that reads it.
-    pub fn check_column(&self, location: &str, name: &str, data_type: &DataType) -> Result<()> {
+    pub(crate) fn check_column(
+        &self,
+        location: &str,
+        name: &str,
+        data_type: &DataType,
+    ) -> Result<()> {
         for key in self.keys.iter().filter(|key| key.column() == Some(name)) {
             let fits = match key {
                 KeepKey::CanonicalUrl => is_string(data_type),
@@ -280,7 +285,12 @@ impl KeepOrder {
 
     /// Appends the words of every row of `batch` to `out` ([`Self::words`]
     /// a row), `location` naming the batch in errors.
-    pub fn encode(&self, batch: &RecordBatch, location: &str, out: &mut Vec<u32>) -> Result<()> {
+    pub(crate) fn encode(
+        &self,
+        batch: &RecordBatch,
+        location: &str,
+        out: &mut Vec<u32>,
+    ) -> Result<()> {
         let words = self.words();
         let start = out.len();
         out.resize(start + words * batch.num_rows(), NO_VALUE);
@@ -337,7 +347,7 @@ impl fmt::Display for KeepOrder {
 /// string, then the path's segments (ten bits), then the URL's length in
 /// bytes (nineteen bits); segments and lengths beyond their bits count as
 /// the most they hold.
-pub fn canonical_url_key(url: &str) -> u32 {
+pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let (scheme, rest) = match url.split_once("://") {
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (0, rest),
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (1, rest),

@@ -35,7 +35,7 @@ use crate::io::commit::Merge;
 use std::sync::Arc;
 
 /// A record for a joined cluster's owner, or a row decided here.
-pub type Routed = Result<Addressed, RunSlice>;
+pub(crate) type Routed = Result<Addressed, RunSlice>;
 
 /// Pages or pairs routed per slice: small enough that a slice's records
 /// flow on before the next is made, large enough that slices cost nothing.
@@ -59,29 +59,29 @@ const LOOKAHEAD: usize = 16;
 const JOINED: u32 = 1 << 31;
 
 /// What this worker knows when its joined components are resolved.
-pub struct RouterInput {
-    pub worker: u32,
-    pub components: Components,
+pub(crate) struct RouterInput {
+    pub(crate) worker: u32,
+    pub(crate) components: Components,
     /// Every page `(id, page, local root)`, in id order.
-    pub by_id: Vec<KeyedPage>,
-    pub joined: JoinedRoots,
-    pub shared: SharedPages,
+    pub(crate) by_id: Vec<KeyedPage>,
+    pub(crate) joined: JoinedRoots,
+    pub(crate) shared: SharedPages,
     /// The pairs and pages' ranks, under the direct policy.
-    pub direct: Option<DirectShare>,
+    pub(crate) direct: Option<DirectShare>,
     /// Threads the sweep and the rows may use (see
     /// [`crate::cluster::drop_policy::threads_for_share`]).
-    pub threads: usize,
-    pub policy: DropPolicy,
-    pub parts: usize,
-    pub peers: usize,
-    pub max_size: u64,
+    pub(crate) threads: usize,
+    pub(crate) policy: DropPolicy,
+    pub(crate) parts: usize,
+    pub(crate) peers: usize,
+    pub(crate) max_size: u64,
 }
 
 /// Routes every page, a slice at a time: under the direct policy, the
 /// pages and pairs of joined clusters to their owners; then the rows of
 /// every page this worker writes (and the drops of the clusters it saw
 /// whole), counted into `totals`.
-pub struct Router {
+pub(crate) struct Router {
     input: RouterInput,
     /// Every page's joined cluster's owner (or [`MISSING`]), by page, for
     /// routing joined clusters' pairs (only then): one random read a pair
@@ -107,7 +107,7 @@ pub struct Router {
     /// several (kept from slice to slice).
     ranges: Vec<RangeRows>,
     stage: Stage,
-    pub totals: ClusterTotals,
+    pub(crate) totals: ClusterTotals,
 }
 
 /// What waits to be sent to one owner.
@@ -160,7 +160,7 @@ enum Stage {
 }
 
 impl Router {
-    pub fn new(mut input: RouterInput) -> Router {
+    pub(crate) fn new(mut input: RouterInput) -> Router {
         debug_assert!(input.components.len() < crate::cluster::components::MAX_PROCESS_PAGES);
         let joined = std::mem::take(&mut input.joined);
         let clusters: Vec<(ClusterOf, u32)> = joined
@@ -224,7 +224,7 @@ impl Router {
 
     /// Gives the next slice; false once everything is given (and the
     /// memory freed).
-    pub fn next_slice(&mut self, give: &mut dyn FnMut(Routed)) -> bool {
+    pub(crate) fn next_slice(&mut self, give: &mut dyn FnMut(Routed)) -> bool {
         let pages = self.by_id.len();
         let pairs = self.input.direct.as_ref().map_or(0, |d| d.pairs.len());
         self.stage = match std::mem::replace(&mut self.stage, Stage::Done) {

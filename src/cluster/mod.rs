@@ -35,15 +35,15 @@
 //! 1 s (`main.rs`): each step frees buffers of one size as the next
 //! allocates others, and held for a second they count twice in the peak.
 
-pub mod cluster_owner;
+pub(crate) mod cluster_owner;
 pub mod components;
 pub mod drop_policy;
-pub mod drop_urls;
-pub mod join;
+pub(crate) mod drop_urls;
+pub(crate) mod join;
 pub mod keep_order;
-pub mod local_clusters;
-pub mod part_runs;
-pub mod part_writer;
+pub(crate) mod local_clusters;
+pub(crate) mod part_runs;
+pub(crate) mod part_writer;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -95,8 +95,8 @@ const LISTED_OVERSIZED: usize = 1000;
 #[derive(Clone, Debug)]
 pub struct ClusterJobOptions {
     /// `match` outputs: directories, files or globs.
-    pub pairs: Vec<String>,
-    pub out: PathBuf,
+    pub(crate) pairs: Vec<String>,
+    pub(crate) out: PathBuf,
     /// Which page of a cluster is kept ([`crate::cluster::keep_order`]).
     pub keep_by: KeepOrder,
     /// The pages table the keys are read from (`--pages`): files,
@@ -105,7 +105,7 @@ pub struct ClusterJobOptions {
     /// How pages are chosen for `drop/`.
     pub drop_policy: DropPolicy,
     /// Warn about clusters with more pages than this.
-    pub max_cluster_size: u64,
+    pub(crate) max_cluster_size: u64,
     pub parts: usize,
     pub runtime: RuntimeOptions,
     pub overwrite: bool,
@@ -130,16 +130,16 @@ impl ClusterJobOptions {
 
 /// What the workers found, summed over all of them.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct ClusterTotals {
-    pub pairs: u64,
-    pub pages: u64,
-    pub clusters: u64,
-    pub dropped: u64,
-    pub largest: u64,
+pub(crate) struct ClusterTotals {
+    pub(crate) pairs: u64,
+    pub(crate) pages: u64,
+    pub(crate) clusters: u64,
+    pub(crate) dropped: u64,
+    pub(crate) largest: u64,
     /// `histogram[b]`: clusters of size in `(2^(b-1), 2^b]`.
-    pub histogram: Vec<u64>,
+    pub(crate) histogram: Vec<u64>,
     /// `(size, representative)` of clusters above `max_cluster_size`.
-    pub oversized: Vec<(u64, i64)>,
+    pub(crate) oversized: Vec<(u64, i64)>,
 }
 
 impl Merge for ClusterTotals {
@@ -161,52 +161,52 @@ impl Merge for ClusterTotals {
 
 /// One bucket of the cluster-size distribution.
 #[derive(Debug, Serialize)]
-pub struct SizeBucket {
-    pub min_size: u64,
-    pub max_size: u64,
-    pub clusters: u64,
+pub(crate) struct SizeBucket {
+    pub(crate) min_size: u64,
+    pub(crate) max_size: u64,
+    pub(crate) clusters: u64,
 }
 
 /// A cluster above `--max-cluster-size`.
 #[derive(Debug, Serialize)]
-pub struct Oversized {
-    pub cluster_id: i64,
-    pub size: u64,
+pub(crate) struct Oversized {
+    pub(crate) cluster_id: i64,
+    pub(crate) size: u64,
 }
 
 /// What a run did; written to `_summary.json`.
 #[derive(Debug, Serialize)]
 pub struct ClusterSummary {
-    pub inputs: Vec<String>,
+    pub(crate) inputs: Vec<String>,
     /// The keys of `--keep-by`, in order (then the smallest id).
-    pub keep_by: Vec<String>,
+    pub(crate) keep_by: Vec<String>,
     /// The pages table, if one was read.
-    pub pages_table: Vec<String>,
+    pub(crate) pages_table: Vec<String>,
     /// Rows of the pages table, read by each process.
-    pub pages_table_rows: u64,
+    pub(crate) pages_table_rows: u64,
     /// Whether `drop/` has `url` and `keep_url`.
-    pub drop_urls: bool,
-    pub corpus_wins: bool,
-    pub drop_policy: DropPolicy,
-    pub workers: usize,
-    pub processes: usize,
-    pub parts: usize,
-    pub pairs: u64,
-    pub pages: u64,
-    pub clusters: u64,
-    pub dropped: u64,
-    pub largest_cluster: u64,
-    pub size_histogram: Vec<SizeBucket>,
-    pub max_cluster_size: u64,
-    pub oversized_clusters: u64,
+    pub(crate) drop_urls: bool,
+    pub(crate) corpus_wins: bool,
+    pub(crate) drop_policy: DropPolicy,
+    pub(crate) workers: usize,
+    pub(crate) processes: usize,
+    pub(crate) parts: usize,
+    pub(crate) pairs: u64,
+    pub(crate) pages: u64,
+    pub(crate) clusters: u64,
+    pub(crate) dropped: u64,
+    pub(crate) largest_cluster: u64,
+    pub(crate) size_histogram: Vec<SizeBucket>,
+    pub(crate) max_cluster_size: u64,
+    pub(crate) oversized_clusters: u64,
     /// The largest oversized clusters (at most 1000), largest first.
-    pub oversized: Vec<Oversized>,
-    pub seconds: f64,
+    pub(crate) oversized: Vec<Oversized>,
+    pub(crate) seconds: f64,
 }
 
 impl ClusterSummary {
     /// The one line printed at the end of a run.
-    pub fn line(&self, out: &std::path::Path) -> String {
+    pub(crate) fn line(&self, out: &std::path::Path) -> String {
         format!(
             "clustered {} pages from {} pairs into {} clusters (largest {}, {} above {}) in {:.2}s: {} to drop -> {}",
             human(self.pages as f64),

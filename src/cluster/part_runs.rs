@@ -31,28 +31,28 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::placement_part;
 
 /// A `clusters/` row: `(id, cluster_id, cluster_size)`.
-pub type MemberRow = (i64, i64, u32);
+pub(crate) type MemberRow = (i64, i64, u32);
 
 /// A `drop/` row: `(id, keep_id, distance)`; no distance under
 /// `--drop-policy component`.
-pub type DropRow = (i64, i64, Option<u8>);
+pub(crate) type DropRow = (i64, i64, Option<u8>);
 
 /// Consecutive rows of one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Rows {
+pub(crate) enum Rows {
     Members(Vec<MemberRow>),
     Drops(Vec<DropRow>),
 }
 
 /// Which output a row goes to: `clusters/` or `drop/`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RowKind {
+pub(crate) enum RowKind {
     Members,
     Drops,
 }
 
 impl Rows {
-    pub fn kind(&self) -> RowKind {
+    pub(crate) fn kind(&self) -> RowKind {
         match self {
             Rows::Members(_) => RowKind::Members,
             Rows::Drops(_) => RowKind::Drops,
@@ -65,27 +65,27 @@ impl Rows {
 /// producer ends every run it may give, empty or not, so that a writer
 /// knows when no more rows can come from it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RunSlice {
-    pub part: u32,
-    pub run: u32,
-    pub seq: u32,
-    pub last: bool,
-    pub rows: Rows,
+pub(crate) struct RunSlice {
+    pub(crate) part: u32,
+    pub(crate) run: u32,
+    pub(crate) seq: u32,
+    pub(crate) last: bool,
+    pub(crate) rows: Rows,
 }
 
 /// The run number of worker `worker`'s router: unique among producers.
-pub fn router_run(worker: u32) -> u32 {
+pub(crate) fn router_run(worker: u32) -> u32 {
     2 * worker
 }
 
 /// The run number of worker `worker`'s owner of joined clusters.
-pub fn owner_run(worker: u32) -> u32 {
+pub(crate) fn owner_run(worker: u32) -> u32 {
     2 * worker + 1
 }
 
 /// One producer's rows for every part, taken in id order and given as
 /// slices.
-pub struct RunBuilder {
+pub(crate) struct RunBuilder {
     run: u32,
     slice_rows: usize,
     /// The rows of each part's slices being filled.
@@ -98,7 +98,7 @@ impl RunBuilder {
     /// A builder for producer `run` (unique among all producers) over
     /// `parts` parts. A slice holds up to 64Ki rows, fewer with many parts,
     /// so that all the buffers together stay near 1Mi rows.
-    pub fn new(run: u32, parts: usize) -> RunBuilder {
+    pub(crate) fn new(run: u32, parts: usize) -> RunBuilder {
         let slice_rows = ((1 << 20) / parts.max(1)).clamp(1 << 10, 1 << 16);
         RunBuilder {
             run,
@@ -110,7 +110,7 @@ impl RunBuilder {
 
     /// A page's `clusters/` row, in its part; pages come in id order.
     #[inline]
-    pub fn member(&mut self, row: MemberRow, give: &mut dyn FnMut(RunSlice)) {
+    pub(crate) fn member(&mut self, row: MemberRow, give: &mut dyn FnMut(RunSlice)) {
         let part = self.pending.add_member(row);
         if self.pending.members[part].len() >= self.slice_rows {
             self.give(part, RowKind::Members, false, give);
@@ -119,7 +119,7 @@ impl RunBuilder {
 
     /// A page's `drop/` row, in its part; drops come in id order.
     #[inline]
-    pub fn drop(&mut self, row: DropRow, give: &mut dyn FnMut(RunSlice)) {
+    pub(crate) fn drop(&mut self, row: DropRow, give: &mut dyn FnMut(RunSlice)) {
         let part = self.pending.add_drop(row);
         if self.pending.drops[part].len() >= self.slice_rows {
             self.give(part, RowKind::Drops, false, give);
@@ -130,7 +130,7 @@ impl RunBuilder {
     /// to their parts' runs, giving each slice as it fills, as if they had
     /// come one at a time; empties `range`, whose buffers keep their room
     /// for the next range.
-    pub fn take_in(&mut self, range: &mut RangeRows, give: &mut dyn FnMut(RunSlice)) {
+    pub(crate) fn take_in(&mut self, range: &mut RangeRows, give: &mut dyn FnMut(RunSlice)) {
         let n = self.slice_rows;
         for part in 0..self.seq.len() {
             let (mut members, mut drops) = (0, 0);
@@ -147,7 +147,7 @@ impl RunBuilder {
     }
 
     /// Gives every part's last slices, ending each of its runs.
-    pub fn finish(&mut self, give: &mut dyn FnMut(RunSlice)) {
+    pub(crate) fn finish(&mut self, give: &mut dyn FnMut(RunSlice)) {
         for part in 0..self.seq.len() {
             self.give(part, RowKind::Members, true, give);
             self.give(part, RowKind::Drops, true, give);
@@ -190,15 +190,15 @@ fn fill<T: Copy>(buffer: &mut Vec<T>, rows: &[T], at: &mut usize, slice_rows: us
 
 /// Where a producer's rows go as they are made, in id order: its run
 /// ([`Giving`]), or the buffers of one range of its pages ([`RangeRows`]).
-pub trait RowSink {
+pub(crate) trait RowSink {
     fn member(&mut self, row: MemberRow);
     fn drop(&mut self, row: DropRow);
 }
 
 /// A producer's [`RunBuilder`], giving each slice as it fills.
-pub struct Giving<'a> {
-    pub rows: &'a mut RunBuilder,
-    pub give: &'a mut dyn FnMut(RunSlice),
+pub(crate) struct Giving<'a> {
+    pub(crate) rows: &'a mut RunBuilder,
+    pub(crate) give: &'a mut dyn FnMut(RunSlice),
 }
 
 impl RowSink for Giving<'_> {
@@ -218,13 +218,13 @@ impl RowSink for Giving<'_> {
 /// taken into the producer's runs in turn ([`RunBuilder::take_in`]); or
 /// the rows of a [`RunBuilder`]'s slices being filled.
 #[derive(Debug, Default)]
-pub struct RangeRows {
+pub(crate) struct RangeRows {
     members: Vec<Vec<MemberRow>>,
     drops: Vec<Vec<DropRow>>,
 }
 
 impl RangeRows {
-    pub fn new(parts: usize) -> RangeRows {
+    pub(crate) fn new(parts: usize) -> RangeRows {
         RangeRows::with_capacity(parts, 0)
     }
 
@@ -279,7 +279,7 @@ fn take_slice<T>(buffer: &mut Vec<T>, last: bool, slice_rows: usize) -> Vec<T> {
 }
 
 /// A row of a run: what the runs are merged by.
-pub trait Row {
+pub(crate) trait Row {
     fn id(&self) -> i64;
 }
 
@@ -292,7 +292,7 @@ impl<A, B> Row for (i64, A, B) {
 /// The runs of one part and kind, merged into id order as their slices
 /// come: rows are given once no run can still send a smaller id, that is up
 /// to the least id that every unfinished run has reached.
-pub struct RunMerge<T> {
+pub(crate) struct RunMerge<T> {
     /// By producer: its queue, if the producer is expected to send.
     runs: Vec<Option<RunQueue<T>>>,
 }
@@ -343,7 +343,7 @@ impl<T> RunQueue<T> {
 impl<T: Row + Copy> RunMerge<T> {
     /// A merge of the runs of producers `runs`; slices of other producers
     /// must be empty.
-    pub fn new(runs: impl IntoIterator<Item = u32>) -> RunMerge<T> {
+    pub(crate) fn new(runs: impl IntoIterator<Item = u32>) -> RunMerge<T> {
         let mut merge = RunMerge { runs: Vec::new() };
         for run in runs {
             let at = run as usize;
@@ -356,7 +356,7 @@ impl<T: Row + Copy> RunMerge<T> {
     }
 
     /// Takes in the `seq`-th slice of producer `run` (its `last`).
-    pub fn add(&mut self, run: u32, seq: u32, rows: Vec<T>, last: bool) -> Result<()> {
+    pub(crate) fn add(&mut self, run: u32, seq: u32, rows: Vec<T>, last: bool) -> Result<()> {
         let Some(Some(queue)) = self.runs.get_mut(run as usize) else {
             if rows.is_empty() {
                 return Ok(());
@@ -378,7 +378,7 @@ impl<T: Row + Copy> RunMerge<T> {
     }
 
     /// A producer whose last slice has not come, if any.
-    pub fn unfinished(&self) -> Option<u32> {
+    pub(crate) fn unfinished(&self) -> Option<u32> {
         self.runs
             .iter()
             .enumerate()
@@ -387,7 +387,7 @@ impl<T: Row + Copy> RunMerge<T> {
     }
 
     /// How many rows [`Self::merge_ready`] could give now.
-    pub fn mergeable(&self) -> usize {
+    pub(crate) fn mergeable(&self) -> usize {
         let Some(bound) = self.bound() else {
             return 0;
         };
@@ -410,7 +410,7 @@ impl<T: Row + Copy> RunMerge<T> {
 
     /// Gives at most `most` rows, in id order, of those that no run still
     /// to come can precede; returns how many it gave.
-    pub fn merge_ready(&mut self, most: usize, mut push: impl FnMut(T)) -> usize {
+    pub(crate) fn merge_ready(&mut self, most: usize, mut push: impl FnMut(T)) -> usize {
         let mut given = 0;
         while given < most {
             let Some(bound) = self.bound() else {

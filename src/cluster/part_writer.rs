@@ -18,7 +18,7 @@ use crate::io::parquet::output::{
 /// A row of a `cluster` output part: an id, another page's id and a
 /// third column, gathered column by column as rows come (each column's
 /// buffer then becomes its Arrow array without a copy).
-pub trait PartRow: Row + Copy {
+pub(crate) trait PartRow: Row + Copy {
     type Third;
     fn fields() -> Vec<Field>;
     fn split(self) -> (i64, i64, Self::Third);
@@ -104,7 +104,7 @@ impl<T: PartRow> ChunkColumns<T> {
 /// time (the same calls, so the same bytes, whenever the rows come),
 /// checked to be in strictly increasing id order, to a temporary name
 /// renamed into place by [`Self::finish`].
-pub struct SortedPart<T: PartRow> {
+pub(crate) struct SortedPart<T: PartRow> {
     path: PathBuf,
     /// Plain, uncompressed and never uploaded: a part read again by the
     /// job ([`Self::new_local`]).
@@ -118,14 +118,14 @@ pub struct SortedPart<T: PartRow> {
 impl<T: PartRow> SortedPart<T> {
     /// A part the job reads again before the output is placed (plain,
     /// uncompressed, never uploaded to an object store).
-    pub fn new_local(path: PathBuf) -> SortedPart<T> {
+    pub(crate) fn new_local(path: PathBuf) -> SortedPart<T> {
         SortedPart {
             local: true,
             ..SortedPart::new(path)
         }
     }
 
-    pub fn new(path: PathBuf) -> SortedPart<T> {
+    pub(crate) fn new(path: PathBuf) -> SortedPart<T> {
         SortedPart {
             path,
             local: false,
@@ -140,7 +140,7 @@ impl<T: PartRow> SortedPart<T> {
     /// in `merge`'s slices. A worker whose runs end early (all of a giant
     /// cluster's rows come from one router) so encodes its parts while the
     /// rows come, not after, and each slice is freed once written.
-    pub fn write_from(&mut self, merge: &mut RunMerge<T>) -> Result<()> {
+    pub(crate) fn write_from(&mut self, merge: &mut RunMerge<T>) -> Result<()> {
         while merge.mergeable() >= PART_CHUNK_ROWS {
             self.write_chunk(merge, PART_CHUNK_ROWS)?;
         }
@@ -149,7 +149,7 @@ impl<T: PartRow> SortedPart<T> {
 
     /// Writes the rest once every run has ended, and places the file;
     /// gives the rows written.
-    pub fn finish(mut self, merge: &mut RunMerge<T>) -> Result<u64> {
+    pub(crate) fn finish(mut self, merge: &mut RunMerge<T>) -> Result<u64> {
         if let Some(run) = merge.unfinished() {
             bail!(
                 "{}: producer {run} never ended its rows (internal error)",
@@ -213,16 +213,16 @@ impl<T: PartRow> SortedPart<T> {
 
 /// The rows of a `drop/` part, as columns.
 #[derive(Debug, Default)]
-pub struct DropColumns {
-    pub ids: Vec<i64>,
-    pub keep_ids: Vec<i64>,
-    pub distances: Vec<Option<i8>>,
+pub(crate) struct DropColumns {
+    pub(crate) ids: Vec<i64>,
+    pub(crate) keep_ids: Vec<i64>,
+    pub(crate) distances: Vec<Option<i8>>,
 }
 
 /// Writes a `drop/` part with the URLs of both pages, `url` and
 /// `keep_url` (`url_of(row, false)` and `url_of(row, true)`, null where it
 /// knows none), as [`SortedPart`] writes one without them.
-pub fn write_drops_with_urls<'a>(
+pub(crate) fn write_drops_with_urls<'a>(
     path: &Path,
     rows: &DropColumns,
     url_of: impl Fn(usize, bool) -> Option<&'a str>,

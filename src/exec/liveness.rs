@@ -29,7 +29,7 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 
 /// The heartbeats of one run of a dataflow; stopped when the next starts
 /// (a job's stages each connect anew) or when the process exits.
-pub struct Heartbeats {
+pub(crate) struct Heartbeats {
     stopped: Arc<AtomicBool>,
     sockets: Vec<TcpStream>,
 }
@@ -38,7 +38,7 @@ impl Heartbeats {
     /// Beats on every `(peer, socket)` and watches each peer: if one is
     /// silent for `timeout`, calls `silent` with its index (which is
     /// expected to end the process).
-    pub fn start(
+    pub(crate) fn start(
         peers: Vec<(usize, TcpStream)>,
         timeout: Duration,
         silent: impl Fn(usize) + Send + Sync + 'static,
@@ -81,7 +81,7 @@ impl Heartbeats {
     }
 
     /// Stops beating and watching: the peers see this side close.
-    pub fn stop(self) {
+    pub(crate) fn stop(self) {
         self.stopped.store(true, Ordering::SeqCst);
         for socket in &self.sockets {
             let _ = socket.shutdown(Shutdown::Both);

@@ -15,7 +15,7 @@ pub fn init() {
 /// The process's resident and peak resident memory in MiB (Linux; zeros
 /// elsewhere), for the stage logs: which stage holds the memory is the
 /// first question a run that peaks too high raises.
-pub fn resident_mib() -> (u64, u64) {
+pub(crate) fn resident_mib() -> (u64, u64) {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let field = |name: &str| {
         status

@@ -2,10 +2,10 @@
 //! liveness of its processes and the scheduler that launched them; threads,
 //! sorting, progress and logs.
 
-pub mod liveness;
+pub(crate) mod liveness;
 pub mod logging;
-pub mod parallel;
-pub mod progress;
+pub(crate) mod parallel;
+pub(crate) mod progress;
 pub mod runtime;
-pub mod scheduler;
-pub mod sorting;
+pub(crate) mod scheduler;
+pub(crate) mod sorting;

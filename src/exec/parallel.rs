@@ -12,14 +12,14 @@ use std::sync::{Mutex, MutexGuard};
 
 /// Locks a mutex, also after a panic elsewhere: the data here (errors,
 /// summaries) stays meaningful, and the panic is reported on its own.
-pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A hint to fetch `value`'s cache line; it never faults and has no effect
 /// on the result.
 #[inline(always)]
-pub fn prefetch<T>(value: &T) {
+pub(crate) fn prefetch<T>(value: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of every x86-64 CPU, and a prefetch reads nothing
     // into the program: it only warms the cache for a valid reference.
@@ -35,13 +35,13 @@ pub fn prefetch<T>(value: &T) {
 /// that finishes early takes more, so none waits for a slower one (a
 /// worker whose core the VM slows, a unit of more rows).
 #[derive(Debug)]
-pub struct Tickets {
+pub(crate) struct Tickets {
     next: AtomicUsize,
     n: usize,
 }
 
 impl Tickets {
-    pub fn new(n: usize) -> Tickets {
+    pub(crate) fn new(n: usize) -> Tickets {
         Tickets {
             next: AtomicUsize::new(0),
             n,
@@ -49,7 +49,7 @@ impl Tickets {
     }
 
     /// The next task, if any is left.
-    pub fn take(&self) -> Option<usize> {
+    pub(crate) fn take(&self) -> Option<usize> {
         let i = self.next.fetch_add(1, Ordering::Relaxed);
         (i < self.n).then_some(i)
     }
@@ -58,7 +58,11 @@ impl Tickets {
 /// `task(0..n)` on up to `threads` scoped threads, each taking the next task
 /// as it finishes one; the results in task order. A panic in a task is
 /// raised again here.
-pub fn in_parallel<T: Send>(n: usize, threads: usize, task: impl Fn(usize) -> T + Sync) -> Vec<T> {
+pub(crate) fn in_parallel<T: Send>(
+    n: usize,
+    threads: usize,
+    task: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
     let tickets = Tickets::new(n);
     let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads.clamp(1, n.max(1)))
@@ -86,7 +90,7 @@ pub fn in_parallel<T: Send>(n: usize, threads: usize, task: impl Fn(usize) -> T 
 /// which runs here: for work on one array whose pieces are known ahead
 /// (a giant component's pages, on the cores its process's other workers
 /// leave idle). The results in chunk order.
-pub fn in_chunks<T: Send, R: Send>(
+pub(crate) fn in_chunks<T: Send, R: Send>(
     items: &mut [T],
     each: usize,
     task: impl Fn(usize, &mut [T]) -> R + Sync,
@@ -116,7 +120,7 @@ pub fn in_chunks<T: Send, R: Send>(
 /// each to the bin with the least so far (the lowest-numbered on a tie).
 /// No bin trails another by more than the largest item; deterministic, so
 /// every process of a job computes the same placement.
-pub fn balance(sizes: &[u64], bins: usize) -> Vec<usize> {
+pub(crate) fn balance(sizes: &[u64], bins: usize) -> Vec<usize> {
     let mut load = vec![0u64; bins.max(1)];
     let mut bin_of = vec![0; sizes.len()];
     for i in largest_first(sizes) {
@@ -128,7 +132,7 @@ pub fn balance(sizes: &[u64], bins: usize) -> Vec<usize> {
 }
 
 /// Indexes of `sizes`, largest first (in index order among equals).
-pub fn largest_first(sizes: &[u64]) -> Vec<usize> {
+pub(crate) fn largest_first(sizes: &[u64]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..sizes.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(sizes[i]));
     order
@@ -137,7 +141,7 @@ pub fn largest_first(sizes: &[u64]) -> Vec<usize> {
 /// The units (indexes of `rows`) that process `process` of `processes`
 /// reads, largest first, placed by [`balance`]: every process computes
 /// the same placement.
-pub fn share_of_process(rows: &[u64], processes: usize, process: usize) -> Vec<usize> {
+pub(crate) fn share_of_process(rows: &[u64], processes: usize, process: usize) -> Vec<usize> {
     let process_of = balance(rows, processes);
     largest_first(rows)
         .into_iter()

@@ -10,25 +10,25 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// `match`'s live counters, for progress and the summary.
 #[derive(Debug, Default)]
-pub struct Counters {
-    pub units_done: AtomicU64,
-    pub corpus_rows: AtomicU64,
-    pub self_rows: AtomicU64,
-    pub pairs_found: AtomicU64,
-    pub pairs_written: AtomicU64,
+pub(crate) struct Counters {
+    pub(crate) units_done: AtomicU64,
+    pub(crate) corpus_rows: AtomicU64,
+    pub(crate) self_rows: AtomicU64,
+    pub(crate) pairs_found: AtomicU64,
+    pub(crate) pairs_written: AtomicU64,
 }
 
 /// `fingerprint`'s live counters, for the progress bar.
 #[derive(Debug, Default)]
-pub struct TextCounters {
-    pub bytes: AtomicU64,
-    pub documents: AtomicU64,
+pub(crate) struct TextCounters {
+    pub(crate) bytes: AtomicU64,
+    pub(crate) documents: AtomicU64,
 }
 
 /// A progress bar redrawn by a background thread from shared counters, so
 /// the workers never touch the terminal. Draws nothing unless stderr is a
 /// terminal.
-pub struct Progress {
+pub(crate) struct Progress {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -69,7 +69,7 @@ impl Progress {
     }
 
     /// Stops and clears the bar.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -78,10 +78,10 @@ impl Progress {
 }
 
 /// The `match` scan's bar: row groups, rows, rate, pairs.
-pub struct ScanProgress;
+pub(crate) struct ScanProgress;
 
 impl ScanProgress {
-    pub fn start(enabled: bool, units: u64, rows: u64, counters: Arc<Counters>) -> Progress {
+    pub(crate) fn start(enabled: bool, units: u64, rows: u64, counters: Arc<Counters>) -> Progress {
         let started = Instant::now();
         Progress::start(
             enabled,
@@ -105,10 +105,10 @@ impl ScanProgress {
 }
 
 /// The `fingerprint` bar: bytes read, documents, rate.
-pub struct BytesProgress;
+pub(crate) struct BytesProgress;
 
 impl BytesProgress {
-    pub fn start(enabled: bool, bytes: u64, counters: Arc<TextCounters>) -> Progress {
+    pub(crate) fn start(enabled: bool, bytes: u64, counters: Arc<TextCounters>) -> Progress {
         let started = Instant::now();
         Progress::start(
             enabled,
@@ -126,7 +126,7 @@ impl BytesProgress {
 }
 
 /// `1234567.0` as `1.23M`.
-pub fn human(x: f64) -> String {
+pub(crate) fn human(x: f64) -> String {
     match x {
         x if x >= 1e9 => format!("{:.2}G", x / 1e9),
         x if x >= 1e6 => format!("{:.2}M", x / 1e6),

@@ -42,23 +42,23 @@ use crate::exec::parallel::lock;
 use crate::exec::scheduler::{Env, Scheduler};
 
 /// Workers one process may have: a page's worker is two bytes.
-pub const MAX_WORKERS: usize = 1 << 16;
+pub(crate) const MAX_WORKERS: usize = 1 << 16;
 
 /// The first error any worker of this process hit.
 #[derive(Default)]
-pub struct Failure(Mutex<Option<anyhow::Error>>);
+pub(crate) struct Failure(Mutex<Option<anyhow::Error>>);
 
 impl Failure {
-    pub fn record(&self, error: anyhow::Error) {
+    pub(crate) fn record(&self, error: anyhow::Error) {
         lock(&self.0).get_or_insert(error);
     }
 
-    pub fn happened(&self) -> bool {
+    pub(crate) fn happened(&self) -> bool {
         lock(&self.0).is_some()
     }
 
     /// The recorded error, if any.
-    pub fn take(&self) -> Option<anyhow::Error> {
+    pub(crate) fn take(&self) -> Option<anyhow::Error> {
         lock(&self.0).take()
     }
 }
@@ -68,7 +68,7 @@ impl Failure {
 /// job run by hand uses the machine as a job under Slurm or Kubernetes uses
 /// its allocation. Several processes on one host should each be given their
 /// share with `--workers`.
-pub fn default_workers() -> usize {
+pub(crate) fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -99,17 +99,17 @@ pub struct RuntimeOptions {
     /// Worker threads per process.
     pub workers: usize,
     /// Processes in the cluster (1: no networking).
-    pub processes: usize,
+    pub(crate) processes: usize,
     /// This process's index, 0 to `processes - 1`; process 0 commits the output.
-    pub process: usize,
+    pub(crate) process: usize,
     /// Where the processes' `host:port` addresses come from; needed when
     /// `processes > 1`.
-    pub peers: Option<Peers>,
+    pub(crate) peers: Option<Peers>,
     /// How long to wait for every peer to connect.
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// How long a peer may send nothing, not even a heartbeat, before this
     /// process stops.
-    pub peer_timeout: Duration,
+    pub(crate) peer_timeout: Duration,
 }
 
 impl Default for RuntimeOptions {
@@ -137,7 +137,7 @@ impl RuntimeOptions {
     /// Options from flags or a job spec, completed from a scheduler's
     /// environment (`env`) where they are silent: see [`Cluster::resolve`].
     /// The timeouts are in seconds.
-    pub fn from_settings(
+    pub(crate) fn from_settings(
         workers: usize,
         cluster: &Cluster,
         timeouts: Timeouts,
@@ -157,24 +157,24 @@ impl RuntimeOptions {
     }
 
     /// Workers across all processes.
-    pub fn peers(&self) -> usize {
+    pub(crate) fn peers(&self) -> usize {
         self.workers * self.processes
     }
 
     /// Whether work item `i`, given to global worker `i % peers` as every
     /// neardup dataflow does, runs on this process (whose workers are
     /// `process * workers ..`).
-    pub fn runs_here(&self, i: usize) -> bool {
+    pub(crate) fn runs_here(&self, i: usize) -> bool {
         (i % self.peers()) / self.workers == self.process
     }
 
     /// Whether this process gathers the workers' reports and commits the output.
-    pub fn is_leader(&self) -> bool {
+    pub(crate) fn is_leader(&self) -> bool {
         self.process == 0
     }
 
     /// Checks the numbers and that the hostfile lists every process.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.workers == 0 {
             bail!("--workers must be at least 1");
         }
@@ -243,7 +243,7 @@ impl RuntimeOptions {
 
 /// Where the processes' addresses come from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Peers {
+pub(crate) enum Peers {
     /// One `host:port` per line; line i is process i.
     Hostfile(PathBuf),
     /// `{i}` replaced by each process's index: for a Kubernetes Indexed
@@ -256,17 +256,17 @@ pub enum Peers {
 /// What the flags or a job spec say about the processes, before a
 /// scheduler's environment fills in what they leave out.
 #[derive(Clone, Debug, Default)]
-pub struct Cluster {
-    pub processes: Option<usize>,
-    pub process: Option<usize>,
-    pub hostfile: Option<PathBuf>,
-    pub hostfile_pattern: Option<String>,
+pub(crate) struct Cluster {
+    pub(crate) processes: Option<usize>,
+    pub(crate) process: Option<usize>,
+    pub(crate) hostfile: Option<PathBuf>,
+    pub(crate) hostfile_pattern: Option<String>,
     /// The first port on each node for peers from a Slurm node list.
-    pub port: Option<u16>,
+    pub(crate) port: Option<u16>,
 }
 
 /// The default base port for peers from a Slurm node list.
-pub const DEFAULT_PORT: u16 = 4100;
+pub(crate) const DEFAULT_PORT: u16 = 4100;
 
 impl Cluster {
     /// `(process, processes, peers)`. Flags win; what they leave out comes
@@ -275,7 +275,7 @@ impl Cluster {
     /// the hostfile's length, process 0. A scheduler's index is taken only
     /// for a run of several processes, so a single-process run is the same
     /// wherever it runs.
-    pub fn resolve(&self, env: Env) -> Result<(usize, usize, Option<Peers>)> {
+    pub(crate) fn resolve(&self, env: Env) -> Result<(usize, usize, Option<Peers>)> {
         let scheduler = Scheduler::detect(env)?;
         let slurm = match &scheduler {
             Some(Scheduler::Slurm(step)) => Some(step),
@@ -326,11 +326,11 @@ impl Cluster {
 
 /// The cluster's timeouts as given, in seconds.
 #[derive(Clone, Copy, Debug)]
-pub struct Timeouts {
+pub(crate) struct Timeouts {
     /// `--connect-timeout`: for every peer to connect.
-    pub connect: f64,
+    pub(crate) connect: f64,
     /// `--peer-timeout`: for a connected peer's silence.
-    pub peer: f64,
+    pub(crate) peer: f64,
 }
 
 /// A flag's positive number of seconds as a duration.
@@ -365,7 +365,7 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
 }
 
 /// The process's own environment, for [`RuntimeOptions::from_settings`].
-pub fn process_env(name: &str) -> Option<String> {
+pub(crate) fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
@@ -377,7 +377,7 @@ fn is_host_port(address: &str) -> bool {
 
 /// Starts `func` on every worker of this process, joined to the cluster when
 /// there is more than one process, like `timely::execute`.
-pub fn execute<T, F>(runtime: &RuntimeOptions, func: F) -> Result<WorkerGuards<T>>
+pub(crate) fn execute<T, F>(runtime: &RuntimeOptions, func: F) -> Result<WorkerGuards<T>>
 where
     T: Send + 'static,
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
@@ -583,7 +583,7 @@ static ABORT_CLEANUP: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
 
 /// Runs `cleanup` (best effort) if this process has to stop because a peer
 /// was lost or a worker failed.
-pub fn on_abort(cleanup: impl Fn() + Send + 'static) {
+pub(crate) fn on_abort(cleanup: impl Fn() + Send + 'static) {
     lock(&ABORT_CLEANUP).push(Box::new(cleanup));
 }
 

@@ -20,11 +20,11 @@
 use anyhow::{bail, Context, Result};
 
 /// Looks up an environment variable.
-pub type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub(crate) type Env<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// What a scheduler says about this process.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Scheduler {
+pub(crate) enum Scheduler {
     /// A pod of a Kubernetes Indexed Job, with its completion index.
     Kubernetes { index: usize },
     /// A task of a Slurm job step.
@@ -33,21 +33,21 @@ pub enum Scheduler {
 
 /// A Slurm task's place in its step.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SlurmStep {
+pub(crate) struct SlurmStep {
     /// `SLURM_PROCID`: this task's rank.
-    pub rank: usize,
+    pub(crate) rank: usize,
     /// The step's number of tasks.
-    pub tasks: usize,
+    pub(crate) tasks: usize,
     /// The step's nodes, in order.
-    pub nodes: Vec<String>,
+    pub(crate) nodes: Vec<String>,
     /// Tasks on each of `nodes`.
-    pub tasks_per_node: Vec<usize>,
+    pub(crate) tasks_per_node: Vec<usize>,
 }
 
 impl Scheduler {
     /// The scheduler whose variables are set, if any (Kubernetes first:
     /// Slurm's variables do not reach a pod).
-    pub fn detect(env: Env) -> Result<Option<Scheduler>> {
+    pub(crate) fn detect(env: Env) -> Result<Option<Scheduler>> {
         if let Some(index) = env("JOB_COMPLETION_INDEX") {
             let index = number("JOB_COMPLETION_INDEX", &index)?;
             return Ok(Some(Scheduler::Kubernetes { index }));
@@ -59,7 +59,7 @@ impl Scheduler {
     }
 
     /// This process's index as the scheduler numbers it.
-    pub fn process(&self) -> usize {
+    pub(crate) fn process(&self) -> usize {
         match self {
             Scheduler::Kubernetes { index } => *index,
             Scheduler::Slurm(step) => step.rank,
@@ -67,7 +67,7 @@ impl Scheduler {
     }
 
     /// The variable that gave the index, to name it in logs and errors.
-    pub fn index_variable(&self) -> &'static str {
+    pub(crate) fn index_variable(&self) -> &'static str {
         match self {
             Scheduler::Kubernetes { .. } => "JOB_COMPLETION_INDEX",
             Scheduler::Slurm(_) => "SLURM_PROCID",
@@ -111,7 +111,7 @@ impl SlurmStep {
 
     /// Every task's `host:port`, by rank: block by block over the nodes,
     /// the k-th task of a node on `base_port + k`.
-    pub fn addresses(&self, base_port: u16) -> Result<Vec<String>> {
+    pub(crate) fn addresses(&self, base_port: u16) -> Result<Vec<String>> {
         let mut addresses = Vec::with_capacity(self.tasks);
         for (node, &count) in self.nodes.iter().zip(&self.tasks_per_node) {
             for k in 0..count {
@@ -149,7 +149,7 @@ fn number(name: &str, value: &str) -> Result<usize> {
 /// `node03`, `node07`, `gpu1`. Several bracket groups in one name multiply
 /// (`r[1-2]n[1-2]` is `r1n1 r1n2 r2n1 r2n2`); a range keeps the zero
 /// padding of its first number.
-pub fn expand_hostlist(list: &str) -> Result<Vec<String>> {
+pub(crate) fn expand_hostlist(list: &str) -> Result<Vec<String>> {
     let mut hosts = Vec::new();
     for name in split_outside_brackets(list)? {
         if name.is_empty() {
@@ -222,7 +222,7 @@ fn expand_range(range: &str) -> Result<Vec<String>> {
 }
 
 /// Expands Slurm's tasks per node: `2(x3),1` is `2 2 2 1`.
-pub fn expand_tasks_per_node(text: &str) -> Result<Vec<usize>> {
+pub(crate) fn expand_tasks_per_node(text: &str) -> Result<Vec<usize>> {
     let mut counts = Vec::new();
     for item in text.split(',') {
         let item = item.trim();

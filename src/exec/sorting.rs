@@ -21,7 +21,7 @@ const SCATTER_FROM: usize = 1 << 16;
 /// may break its ties). On `threads` threads (see [`place_and_sort`]); the
 /// scatter reads each run where it is, so they need not be put together
 /// first.
-pub fn scatter_sorted_runs<T, S>(
+pub(crate) fn scatter_sorted_runs<T, S>(
     mut runs: Vec<Vec<T>>,
     key: impl Fn(&T) -> u64 + Sync,
     per_bucket: usize,
@@ -74,7 +74,7 @@ const ITEMS_PER_RANGE: usize = 1 << 16;
 /// of its own (with one thread, here); the results in range order. For the
 /// passes before a scatter (the least and most key, the counts by bucket),
 /// which one thread would make while the others idle.
-pub fn over_ranges<R: Send>(
+pub(crate) fn over_ranges<R: Send>(
     len: usize,
     threads: usize,
     pass: impl Fn(Range<usize>) -> R + Sync,
@@ -92,7 +92,7 @@ pub fn over_ranges<R: Send>(
 /// The items of `range` of `pieces` taken one after the other (the runs
 /// of a sort, the slices a worker received), without putting them
 /// together.
-pub fn pieces_in<'a, T: Copy + 'a, P: AsRef<[T]>>(
+pub(crate) fn pieces_in<'a, T: Copy + 'a, P: AsRef<[T]>>(
     pieces: &'a [P],
     range: Range<usize>,
 ) -> impl Iterator<Item = T> + Clone + 'a {
@@ -111,7 +111,7 @@ pub fn pieces_in<'a, T: Copy + 'a, P: AsRef<[T]>>(
 /// Where each of `buckets` buckets starts once the `len` items of
 /// `items_in(0..len)` are placed by `bucket`, and (last) where they end:
 /// counted on up to `threads` threads, each over a range of the items.
-pub fn bucket_starts<T, I: Iterator<Item = T>>(
+pub(crate) fn bucket_starts<T, I: Iterator<Item = T>>(
     len: usize,
     items_in: impl Fn(Range<usize>) -> I + Sync,
     buckets: usize,
@@ -145,7 +145,7 @@ pub fn bucket_starts<T, I: Iterator<Item = T>>(
 /// pass) but writes only its own part of `out`, so the scatter's writes,
 /// which miss the cache, are shared out and no thread writes where another
 /// does.
-pub fn place_and_sort<T, S>(
+pub(crate) fn place_and_sort<T, S>(
     items: impl Iterator<Item = T> + Clone + Send + Sync,
     bucket: &(impl Fn(&T) -> usize + Sync),
     starts: &[usize],
@@ -211,7 +211,7 @@ const MOST_PER_SLOT: u32 = 16;
 /// `items` as they were, if some slot would hold more than
 /// [`MOST_PER_SLOT`] items (bunched or repeated keys), for the caller to
 /// sort otherwise. `scratch` and `counts` are kept between calls.
-pub fn sort_spread_by_key<T: Copy>(
+pub(crate) fn sort_spread_by_key<T: Copy>(
     items: &mut [T],
     key: impl Fn(&T) -> u64,
     scratch: &mut Vec<T>,
@@ -253,7 +253,7 @@ pub fn sort_spread_by_key<T: Copy>(
 /// then gives false and leaves them as they were. A bucket small enough for
 /// the cache sorts in two passes over it; `scratch` and `counts` are kept
 /// between calls, so that sorting bucket after bucket allocates nothing.
-pub fn sort_by_slot<T: Copy>(
+pub(crate) fn sort_by_slot<T: Copy>(
     items: &mut [T],
     slots: usize,
     slot: impl Fn(&T) -> usize,
@@ -285,7 +285,7 @@ pub fn sort_by_slot<T: Copy>(
 }
 
 /// An `i64`'s bits as a `u64` in the same order.
-pub fn ordered(key: i64) -> u64 {
+pub(crate) fn ordered(key: i64) -> u64 {
     (key as u64) ^ (1 << 63)
 }
 

@@ -56,42 +56,42 @@ const BATCH_BYTES: usize = 1 << 18;
 const BATCH_DOCUMENTS: usize = 1024;
 
 /// An input file: its index (its shard's number), path, format and size.
-pub type InputFile = (usize, Location, Format, u64);
+pub(crate) type InputFile = (usize, Location, Format, u64);
 
 /// Consecutive documents of one file: the `seq`-th batch read from it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct DocumentBatch {
-    pub file: u32,
-    pub seq: u32,
+pub(crate) struct DocumentBatch {
+    pub(crate) file: u32,
+    pub(crate) seq: u32,
     /// The worker it is sent to ([`InFlight::deal`]).
-    pub to: u32,
-    pub documents: Vec<Document>,
+    pub(crate) to: u32,
+    pub(crate) documents: Vec<Document>,
 }
 
 /// The rows of one [`DocumentBatch`], in its order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RowBatch {
-    pub file: u32,
-    pub seq: u32,
+pub(crate) struct RowBatch {
+    pub(crate) file: u32,
+    pub(crate) seq: u32,
     /// The worker that fingerprinted it: its batch's [`DocumentBatch::to`].
-    pub by: u32,
-    pub rows: DocumentRows,
-    pub html_pages: u64,
+    pub(crate) by: u32,
+    pub(crate) rows: DocumentRows,
+    pub(crate) html_pages: u64,
     /// HTML pages whose main content was empty.
-    pub fallbacks: u64,
+    pub(crate) fallbacks: u64,
 }
 
 /// What reading a file found besides its documents.
 #[derive(Debug, Default)]
-pub struct FileRead {
-    pub bad: Vec<BadRecord>,
-    pub skipped: u64,
+pub(crate) struct FileRead {
+    pub(crate) bad: Vec<BadRecord>,
+    pub(crate) skipped: u64,
     /// HTML pages decoded from another encoding than UTF-8, by its name.
-    pub charsets: BTreeMap<String, u64>,
+    pub(crate) charsets: BTreeMap<String, u64>,
     /// Of those, pages that declared no encoding: it was guessed.
-    pub charset_guesses: u64,
+    pub(crate) charset_guesses: u64,
     /// Batches its documents were sent in.
-    pub batches: u32,
+    pub(crate) batches: u32,
 }
 
 impl FileRead {
@@ -111,7 +111,7 @@ enum Reading {
 }
 
 /// Files read to their end on a worker, for its shard writer.
-pub type FilesRead = Rc<RefCell<BTreeMap<u32, FileRead>>>;
+pub(crate) type FilesRead = Rc<RefCell<BTreeMap<u32, FileRead>>>;
 
 /// Batches a reading worker has in flight to each worker. A new batch goes
 /// to the worker with the fewest, so one that falls behind (its core slowed
@@ -119,7 +119,7 @@ pub type FilesRead = Rc<RefCell<BTreeMap<u32, FileRead>>>;
 /// worker does besides) is sent less. Dealt in turn, the reading worker
 /// would be busy all the time and the others would wait on it.
 #[derive(Debug, Default)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     batches: Vec<usize>,
     /// Where the search for the fewest starts: after the last worker dealt
     /// to, so that workers with as few take turns.
@@ -127,7 +127,7 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    pub fn new(peers: usize) -> InFlight {
+    pub(crate) fn new(peers: usize) -> InFlight {
         InFlight {
             batches: vec![0; peers.max(1)],
             next: 0,
@@ -135,12 +135,12 @@ impl InFlight {
     }
 
     /// Batches in flight to every worker.
-    pub fn total(&self) -> usize {
+    pub(crate) fn total(&self) -> usize {
         self.batches.iter().sum()
     }
 
     /// The worker the next batch goes to, counted as in flight there.
-    pub fn deal(&mut self) -> usize {
+    pub(crate) fn deal(&mut self) -> usize {
         let peers = self.batches.len();
         let to = (self.next..self.next + peers)
             .map(|p| p % peers)
@@ -152,7 +152,7 @@ impl InFlight {
     }
 
     /// A batch back from worker `by`.
-    pub fn returned(&mut self, by: usize) {
+    pub(crate) fn returned(&mut self, by: usize) {
         if let Some(n) = self.batches.get_mut(by) {
             *n = n.saturating_sub(1);
         }
@@ -160,20 +160,20 @@ impl InFlight {
 }
 
 /// What the operators of one worker share.
-pub struct ReadState {
-    pub report: Rc<RefCell<Report<FileResults>>>,
-    pub failure: Arc<Failure>,
-    pub read: FilesRead,
+pub(crate) struct ReadState {
+    pub(crate) report: Rc<RefCell<Report<FileResults>>>,
+    pub(crate) failure: Arc<Failure>,
+    pub(crate) read: FilesRead,
     /// Batches sent and not yet back as rows.
-    pub in_flight: Rc<RefCell<InFlight>>,
+    pub(crate) in_flight: Rc<RefCell<InFlight>>,
     /// Wakes the reading operator when rows come back.
-    pub wake_reader: Rc<RefCell<Option<Activator>>>,
+    pub(crate) wake_reader: Rc<RefCell<Option<Activator>>>,
 }
 
 /// Reads this worker's `files` (in order) on a thread of its own and gives
 /// their documents in batches, each at its file's index as timestamp; no
 /// more than `window` batches are in flight at once.
-pub fn read_documents<'scope>(
+pub(crate) fn read_documents<'scope>(
     scope: Scope<'scope, u64>,
     files: Vec<InputFile>,
     fields: TextFields,
@@ -362,7 +362,7 @@ fn read_into_batches(
 /// between this operator's activations. Fingerprinting all its queued
 /// batches at once, it would leave the other workers idle, waiting for
 /// more.
-pub fn fingerprint_batches<'scope>(
+pub(crate) fn fingerprint_batches<'scope>(
     batches: Stream<'scope, u64, Vec<DocumentBatch>>,
     scheme: Scheme,
     counters: Arc<TextCounters>,
@@ -429,12 +429,12 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
 
 /// A file whose rows are all in: its shard is written by `write`, which
 /// adds the file's result to the worker's report.
-pub type WriteShard = Box<dyn FnMut(u32, FileRead, Vec<RowBatch>) -> Result<()>>;
+pub(crate) type WriteShard = Box<dyn FnMut(u32, FileRead, Vec<RowBatch>) -> Result<()>>;
 
 /// At each file's worker: gathers the file's rows and, once the frontier
 /// has passed the file, calls `write` with them in reading order; once all
 /// files are written, sends the worker's report on.
-pub fn write_shards<'scope>(
+pub(crate) fn write_shards<'scope>(
     rows: Stream<'scope, u64, Vec<RowBatch>>,
     peers: usize,
     state: &ReadState,
@@ -491,7 +491,7 @@ pub fn write_shards<'scope>(
 }
 
 /// A file's rows in reading order, checking that every batch came back.
-pub fn in_reading_order(
+pub(crate) fn in_reading_order(
     found: &FileRead,
     mut batches: Vec<RowBatch>,
 ) -> Result<(DocumentRows, u64, u64)> {

@@ -8,7 +8,7 @@
 //! all workers fingerprint its documents (see [`crate::fingerprint::dataflow`]).
 
 pub mod crawl;
-pub mod dataflow;
+pub(crate) mod dataflow;
 pub mod scheme;
 pub mod simhash;
 
@@ -46,22 +46,22 @@ const LISTED_BAD_RECORDS: usize = 1000;
 
 /// Options of `neardup fingerprint`.
 #[derive(Clone, Debug)]
-pub struct FingerprintOptions {
-    pub inputs: Vec<String>,
-    pub out: PathBuf,
+pub(crate) struct FingerprintOptions {
+    pub(crate) inputs: Vec<String>,
+    pub(crate) out: PathBuf,
     /// The input format; `None` tells it from each file's name.
-    pub format: Option<Format>,
-    pub fields: TextFields,
+    pub(crate) format: Option<Format>,
+    pub(crate) fields: TextFields,
     /// How documents are fingerprinted, HTML pages' text chosen included.
-    pub scheme: Scheme,
-    pub runtime: RuntimeOptions,
-    pub overwrite: bool,
-    pub progress: bool,
+    pub(crate) scheme: Scheme,
+    pub(crate) runtime: RuntimeOptions,
+    pub(crate) overwrite: bool,
+    pub(crate) progress: bool,
 }
 
 impl FingerprintOptions {
     /// Options with the CLI's defaults.
-    pub fn new(inputs: Vec<String>, out: PathBuf) -> FingerprintOptions {
+    pub(crate) fn new(inputs: Vec<String>, out: PathBuf) -> FingerprintOptions {
         FingerprintOptions {
             inputs,
             out,
@@ -77,74 +77,74 @@ impl FingerprintOptions {
 
 /// A bad record with the file it is in.
 #[derive(Clone, Debug, Serialize)]
-pub struct FileBadRecord {
-    pub file: String,
+pub(crate) struct FileBadRecord {
+    pub(crate) file: String,
     #[serde(flatten)]
-    pub record: BadRecord,
+    pub(crate) record: BadRecord,
 }
 
 /// What one input file gave.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FileSummary {
-    pub file: String,
-    pub shard: String,
-    pub format: Format,
-    pub bytes: u64,
-    pub documents: u64,
-    pub bad_records: u64,
-    pub skipped_records: u64,
+pub(crate) struct FileSummary {
+    pub(crate) file: String,
+    pub(crate) shard: String,
+    pub(crate) format: Format,
+    pub(crate) bytes: u64,
+    pub(crate) documents: u64,
+    pub(crate) bad_records: u64,
+    pub(crate) skipped_records: u64,
     /// HTML pages (WARC responses) among the documents.
-    pub html_pages: u64,
+    pub(crate) html_pages: u64,
     /// HTML pages whose main content was empty, fingerprinted on all their
     /// text (`--html-text main`).
-    pub main_content_fallbacks: u64,
+    pub(crate) main_content_fallbacks: u64,
     /// HTML pages decoded from another encoding than UTF-8, by the
     /// Encoding Standard's name for it (`GBK`, `Shift_JIS`).
     #[serde(default)]
-    pub charsets: BTreeMap<String, u64>,
+    pub(crate) charsets: BTreeMap<String, u64>,
     /// Of those, pages that declared no encoding, whose encoding was
     /// guessed from their bytes.
     #[serde(default)]
-    pub charset_guesses: u64,
+    pub(crate) charset_guesses: u64,
     /// The fingerprint scheme the shard records.
-    pub scheme: String,
+    pub(crate) scheme: String,
 }
 
 /// What a run did; written to `_summary.json`.
 #[derive(Debug, Serialize)]
-pub struct FingerprintSummary {
+pub(crate) struct FingerprintSummary {
     /// The fingerprint scheme, as every shard's metadata records it.
-    pub scheme: String,
+    pub(crate) scheme: String,
     /// Its name, when it is a named scheme (`--scheme`).
-    pub scheme_name: Option<String>,
-    pub html_text: PageText,
-    pub html_pages: u64,
+    pub(crate) scheme_name: Option<String>,
+    pub(crate) html_text: PageText,
+    pub(crate) html_pages: u64,
     /// HTML pages with no main content, fingerprinted on all their text.
-    pub main_content_fallbacks: u64,
+    pub(crate) main_content_fallbacks: u64,
     /// HTML pages decoded from another encoding than UTF-8, by encoding.
-    pub charsets: BTreeMap<String, u64>,
+    pub(crate) charsets: BTreeMap<String, u64>,
     /// Of those, pages whose encoding was guessed.
-    pub charset_guesses: u64,
-    pub features: String,
-    pub log_weights: bool,
-    pub stop_words: bool,
-    pub workers: usize,
-    pub processes: usize,
-    pub files: Vec<FileSummary>,
-    pub documents: u64,
-    pub bad_records: u64,
-    pub skipped_records: u64,
+    pub(crate) charset_guesses: u64,
+    pub(crate) features: String,
+    pub(crate) log_weights: bool,
+    pub(crate) stop_words: bool,
+    pub(crate) workers: usize,
+    pub(crate) processes: usize,
+    pub(crate) files: Vec<FileSummary>,
+    pub(crate) documents: u64,
+    pub(crate) bad_records: u64,
+    pub(crate) skipped_records: u64,
     /// The first bad records, with file and offset.
-    pub bad: Vec<FileBadRecord>,
-    pub bytes: u64,
-    pub seconds: f64,
-    pub megabytes_per_second: f64,
-    pub documents_per_second: f64,
+    pub(crate) bad: Vec<FileBadRecord>,
+    pub(crate) bytes: u64,
+    pub(crate) seconds: f64,
+    pub(crate) megabytes_per_second: f64,
+    pub(crate) documents_per_second: f64,
 }
 
 impl FingerprintSummary {
     /// The one line printed at the end of a run.
-    pub fn line(&self, out: &Path) -> String {
+    pub(crate) fn line(&self, out: &Path) -> String {
         format!(
             "fingerprinted {} documents from {} file(s), {} ({:.1} MB/s, {} workers, features {}): {} bad and {} skipped records -> {}",
             self.documents,
@@ -166,7 +166,7 @@ fn human_bytes(bytes: u64) -> String {
 
 /// Every file's result, gathered from all workers.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct FileResults(Vec<FileResult>);
+pub(crate) struct FileResults(Vec<FileResult>);
 
 impl Merge for FileResults {
     fn merge(&mut self, other: Self) {
@@ -176,7 +176,7 @@ impl Merge for FileResults {
 
 /// Runs `fingerprint` end to end and returns its summary. On a cluster every
 /// process calls this; process 0 creates the output and commits it.
-pub fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> {
+pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> {
     let started = Instant::now();
     opts.runtime.validate()?;
     let inputs = input_files(opts)?;

@@ -130,7 +130,7 @@ impl Scheme {
     /// mode is part of it only for shards of HTML pages (`html_input`), so
     /// that text shards (WET, JSONL) of two schemes that differ only in it
     /// stay comparable.
-    pub fn describe(&self, html_input: bool) -> String {
+    pub(crate) fn describe(&self, html_input: bool) -> String {
         let options = &self.simhash;
         // A published rule's string is written out whole, as its
         // fingerprints are fixed: nothing it is made of may change it.
@@ -160,7 +160,7 @@ impl Scheme {
     }
 
     /// The scheme's name, when it has one.
-    pub fn name(&self) -> Option<&'static str> {
+    pub(crate) fn name(&self) -> Option<&'static str> {
         NAMED
             .iter()
             .find(|(_, named)| named == self)
@@ -184,7 +184,7 @@ impl Scheme {
     /// The scheme from the flags of `fingerprint` (or a job spec's
     /// `[fingerprint]`): a named scheme, or its parts one by one (the
     /// default scheme's where not given), but not both.
-    pub fn from_flags(
+    pub(crate) fn from_flags(
         scheme: Option<&str>,
         features: Option<&str>,
         log_weights: bool,

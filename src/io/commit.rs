@@ -28,16 +28,16 @@ use crate::io::parquet::output::Staging;
 
 /// What a worker did, or the error that stopped it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Report<R> {
+pub(crate) struct Report<R> {
     /// Global index of the worker.
-    pub worker: usize,
-    pub body: R,
-    pub error: Option<String>,
+    pub(crate) worker: usize,
+    pub(crate) body: R,
+    pub(crate) error: Option<String>,
 }
 
 impl<R> Report<R> {
     /// A worker's empty report.
-    pub fn new(worker: usize) -> Report<R>
+    pub(crate) fn new(worker: usize) -> Report<R>
     where
         R: Default,
     {
@@ -49,25 +49,25 @@ impl<R> Report<R> {
     }
 
     /// Records the worker's first error, in its report and for its process.
-    pub fn fail(&mut self, error: anyhow::Error, failure: &Failure) {
+    pub(crate) fn fail(&mut self, error: anyhow::Error, failure: &Failure) {
         self.error.get_or_insert_with(|| format!("{error:#}"));
         failure.record(error);
     }
 }
 
 /// A per-worker report that adds up over workers.
-pub trait Merge: ExchangeData + Clone + Default {
+pub(crate) trait Merge: ExchangeData + Clone + Default {
     fn merge(&mut self, other: Self);
 }
 
 /// The job's outcome: the merged reports once committed, or why not.
-pub type Outcome<R> = Result<R, String>;
+pub(crate) type Outcome<R> = Result<R, String>;
 
 /// Worker 0's commit step: publishes the output given the merged reports.
-pub type Commit<R> = Arc<dyn Fn(&R) -> anyhow::Result<()> + Send + Sync>;
+pub(crate) type Commit<R> = Arc<dyn Fn(&R) -> anyhow::Result<()> + Send + Sync>;
 
 /// Where a process's workers leave the outcome for its main thread.
-pub struct OutcomeSlot<R>(Mutex<Option<Outcome<R>>>);
+pub(crate) struct OutcomeSlot<R>(Mutex<Option<Outcome<R>>>);
 
 impl<R> Default for OutcomeSlot<R> {
     fn default() -> Self {
@@ -81,18 +81,18 @@ impl<R> OutcomeSlot<R> {
     }
 
     /// The outcome, once every worker has finished.
-    pub fn take(&self) -> Option<Outcome<R>> {
+    pub(crate) fn take(&self) -> Option<Outcome<R>> {
         lock(&self.0).take()
     }
 }
 
 /// The summary worker 0 committed, for its process to return.
-pub type Written<S> = Arc<Mutex<Option<S>>>;
+pub(crate) type Written<S> = Arc<Mutex<Option<S>>>;
 
 /// Worker 0's commit step over `staging` (process 0 only, so `None`
 /// elsewhere): writes `summarize(merged reports)` as `_summary.json`, moves
 /// the directory into place, writes `_SUCCESS`, and keeps the summary.
-pub fn commit_staging<R, S>(
+pub(crate) fn commit_staging<R, S>(
     staging: Option<Staging>,
     summarize: impl Fn(&R) -> S + Send + Sync + 'static,
 ) -> (Option<Commit<R>>, Written<S>)
@@ -121,7 +121,7 @@ where
 /// Waits for this process's workers and returns the job's outcome: the
 /// first error of a local worker, a local worker's panic, or else what
 /// worker 0 decided for everyone.
-pub fn await_outcome<T: Send + 'static, R>(
+pub(crate) fn await_outcome<T: Send + 'static, R>(
     guards: WorkerGuards<T>,
     failure: &Failure,
     outcome: &OutcomeSlot<R>,
@@ -142,7 +142,7 @@ pub fn await_outcome<T: Send + 'static, R>(
 
 /// What a job's last operator does on a worker: take in its share of the
 /// data, then write it out once the data is complete.
-pub trait FinalStage<D, R> {
+pub(crate) trait FinalStage<D, R> {
     /// Takes in a batch of the data (and may write what it can already).
     fn absorb(&mut self, data: &mut Vec<D>) -> Result<()>;
     /// Writes what was absorbed, adding what it wrote to `totals`.
@@ -153,7 +153,7 @@ pub trait FinalStage<D, R> {
 /// and, once the input is complete, finishes it once (unless the worker
 /// already failed) and sends the worker's report on, to
 /// [`gather_and_commit`].
-pub fn report_when_done<'scope, D, R, P>(
+pub(crate) fn report_when_done<'scope, D, R, P>(
     input: Stream<'scope, u64, Vec<D>>,
     pact: P,
     name: &str,
@@ -201,7 +201,7 @@ where
 /// Gathers `reports` (one per worker) at worker 0, which calls `commit`
 /// unless a worker failed, and leaves the outcome in every process's `slot`.
 /// `commit` is needed only on the process of worker 0.
-pub fn gather_and_commit<'scope, R: Merge>(
+pub(crate) fn gather_and_commit<'scope, R: Merge>(
     reports: Stream<'scope, u64, Vec<Report<R>>>,
     worker: usize,
     peers: usize,

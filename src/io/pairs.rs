@@ -25,14 +25,14 @@ pub struct Pair {
 /// Boundaries come from B's distinct ids, split into `parts` runs of equal
 /// count, so part sizes follow B and never depend on the worker count.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parts {
+pub(crate) struct Parts {
     /// `starts[p]` is the first query id of part `p + 1`.
     starts: Vec<i64>,
 }
 
 impl Parts {
     /// Splits the ascending, distinct `ids` into `parts` ranges.
-    pub fn from_sorted_ids(ids: &[i64], parts: usize) -> Parts {
+    pub(crate) fn from_sorted_ids(ids: &[i64], parts: usize) -> Parts {
         let parts = parts.max(1);
         let starts = (1..parts)
             .map(|p| {
@@ -45,24 +45,19 @@ impl Parts {
     }
 
     /// Number of parts.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.starts.len() + 1
     }
 
-    /// Whether there are no parts (never: there is always at least one).
-    pub fn is_empty(&self) -> bool {
-        false
-    }
-
     /// The part a query id belongs to.
-    pub fn part_of(&self, query_id: i64) -> usize {
+    pub(crate) fn part_of(&self, query_id: i64) -> usize {
         self.starts.partition_point(|&start| start <= query_id)
     }
 }
 
 /// Sorts pairs into output order and removes repeated ones (the same corpus
 /// row read from two shards, or found both as a corpus and a self pair).
-pub fn sort_and_dedup(pairs: &mut Vec<Pair>) {
+pub(crate) fn sort_and_dedup(pairs: &mut Vec<Pair>) {
     pairs.sort_unstable();
     pairs.dedup();
 }

@@ -55,7 +55,7 @@ const REMOTE_SCHEMES: &[&str] = &[
 
 /// Whether `spec` names an object by URL (`s3://bucket/key`, ...) rather
 /// than a local path.
-pub fn is_url(spec: &str) -> bool {
+pub(crate) fn is_url(spec: &str) -> bool {
     spec.split_once("://")
         .is_some_and(|(scheme, _)| REMOTE_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
 }
@@ -94,7 +94,7 @@ impl fmt::Display for Location {
 
 impl Location {
     /// The local path, if the file is local.
-    pub fn as_local(&self) -> Option<&Path> {
+    pub(crate) fn as_local(&self) -> Option<&Path> {
         match self {
             Location::Local(path) => Some(path),
             Location::Remote(_) => None,
@@ -102,7 +102,7 @@ impl Location {
     }
 
     /// Opens the file for Parquet's readers.
-    pub fn open(&self) -> Result<Source> {
+    pub(crate) fn open(&self) -> Result<Source> {
         match self {
             Location::Local(path) => {
                 let file =
@@ -125,7 +125,7 @@ const CONCURRENT_OPENS: usize = 16;
 /// at a time: a store's first byte takes tens of milliseconds, and a corpus
 /// of thousands of shards would otherwise wait minutes for its footers one
 /// after another. Local files are opened in turn (the page cache answers).
-pub fn open_all<T: Send>(
+pub(crate) fn open_all<T: Send>(
     locations: &[Location],
     open: impl Fn(&Location) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
@@ -155,7 +155,7 @@ pub fn open_all<T: Send>(
 /// below it whose names end in one of `extensions`, skipping names that
 /// start with `_` or `.` at any level), and a glob is matched against the
 /// keys listed under its literal prefix.
-pub fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
+pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
     let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
     let store = store_for(&url)?;
     let key = ObjectPath::from_url_path(url.path())
@@ -311,7 +311,7 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
 /// final name, `_SUCCESS` last, once every part is durable; readers trust
 /// only a prefix with `_SUCCESS`.
 #[derive(Clone)]
-pub struct OutputPrefix {
+pub(crate) struct OutputPrefix {
     store: Arc<dyn ObjectStore>,
     url: String,
     prefix: ObjectPath,
@@ -325,7 +325,7 @@ impl fmt::Debug for OutputPrefix {
 
 impl OutputPrefix {
     /// The prefix a URL names.
-    pub fn parse(spec: &str) -> Result<OutputPrefix> {
+    pub(crate) fn parse(spec: &str) -> Result<OutputPrefix> {
         let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
         if matches!(url.scheme(), "http" | "https") {
             bail!("{spec}: HTTP URLs are read-only: write to a file system or an object store");
@@ -360,7 +360,7 @@ impl OutputPrefix {
     }
 
     /// Whether any object is under the prefix.
-    pub fn exists(&self) -> Result<bool> {
+    pub(crate) fn exists(&self) -> Result<bool> {
         let mut listing = self.store.list(Some(&self.prefix));
         match block_on(listing.try_next()) {
             Ok(first) => Ok(first.is_some()),
@@ -369,7 +369,7 @@ impl OutputPrefix {
     }
 
     /// Whether the object `relative` (e.g. `_SUCCESS`) is under the prefix.
-    pub fn has(&self, relative: &str) -> Result<bool> {
+    pub(crate) fn has(&self, relative: &str) -> Result<bool> {
         match block_on(self.store.head(&self.child(relative))) {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
@@ -379,7 +379,7 @@ impl OutputPrefix {
 
     /// Deletes every object under the prefix, `_SUCCESS` first, so that no
     /// reader takes a half-deleted output for a complete one.
-    pub fn delete_all(&self) -> Result<()> {
+    pub(crate) fn delete_all(&self) -> Result<()> {
         let failed = |e: object_store::Error| {
             anyhow::anyhow!("{}: cannot delete ({})", self.url, one_line(&e))
         };
@@ -402,7 +402,7 @@ impl OutputPrefix {
     }
 
     /// Uploads `bytes` as the object `relative`.
-    pub fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
+    pub(crate) fn put(&self, relative: &str, bytes: Bytes) -> Result<()> {
         block_on(self.store.put(&self.child(relative), bytes.into()))
             .map(|_| ())
             .map_err(|e| {
@@ -412,7 +412,7 @@ impl OutputPrefix {
 
     /// Uploads the local file `path` as the object `relative`, in parts
     /// for a large file.
-    pub fn upload(&self, path: &Path, relative: &str) -> Result<()> {
+    pub(crate) fn upload(&self, path: &Path, relative: &str) -> Result<()> {
         let shown = format!("{}/{relative}", self.url);
         let mut file =
             File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
@@ -457,13 +457,13 @@ const WINDOW: u64 = 8 << 20;
 /// streamed, and a damaged gzip member is skipped by seeking back to just
 /// after its start. An object is read a window at a time by ranged
 /// requests, the next window fetched while the current one is consumed.
-pub enum InputReader {
+pub(crate) enum InputReader {
     Local(File),
     Remote(Box<ObjectReader>),
 }
 
 /// An object as a `Read + Seek`: see [`InputReader`].
-pub struct ObjectReader {
+pub(crate) struct ObjectReader {
     location: Location,
     size: u64,
     /// Bytes per request ([`WINDOW`]).
@@ -478,7 +478,7 @@ pub struct ObjectReader {
 
 impl Location {
     /// The file's bytes, from its start.
-    pub fn reader(&self) -> Result<InputReader> {
+    pub(crate) fn reader(&self) -> Result<InputReader> {
         self.reader_by_windows_of(WINDOW)
     }
 
@@ -500,7 +500,7 @@ impl Location {
     }
 
     /// The file's size in bytes.
-    pub fn size(&self) -> Result<u64> {
+    pub(crate) fn size(&self) -> Result<u64> {
         match self {
             Location::Local(path) => std::fs::metadata(path)
                 .map(|m| m.len())
@@ -598,14 +598,14 @@ impl std::io::Seek for InputReader {
 }
 
 /// A file's bytes for Parquet's readers.
-pub enum Source {
+pub(crate) enum Source {
     Local(File),
     Remote(RemoteSource),
 }
 
 /// A remote object's bytes: ranges fetched ahead ([`Source::prefetch`])
 /// are served from memory; anything else is one ranged request.
-pub struct RemoteSource {
+pub(crate) struct RemoteSource {
     object: RemoteObject,
     fetched: Mutex<Vec<(u64, Bytes)>>,
 }
@@ -616,7 +616,7 @@ const FOOTER_GUESS: u64 = 64 * 1024;
 
 impl Source {
     /// Fetches the end of a remote file, where its footer is.
-    pub fn prefetch_footer(&self) -> Result<()> {
+    pub(crate) fn prefetch_footer(&self) -> Result<()> {
         let size = self.len();
         let tail = size.saturating_sub(FOOTER_GUESS)..size;
         self.prefetch(std::slice::from_ref(&tail), "its footer")
@@ -624,7 +624,7 @@ impl Source {
 
     /// Fetches `ranges` of a remote object at once, so that decoding them
     /// makes no request; `what` they are names them in an error.
-    pub fn prefetch(&self, ranges: &[Range<u64>], what: &str) -> Result<()> {
+    pub(crate) fn prefetch(&self, ranges: &[Range<u64>], what: &str) -> Result<()> {
         let Source::Remote(remote) = self else {
             return Ok(());
         };
@@ -636,7 +636,7 @@ impl Source {
     }
 
     /// Waits for a [`Location::fetch`] of this file and keeps its bytes.
-    pub fn receive(&self, pending: Fetch) -> Result<()> {
+    pub(crate) fn receive(&self, pending: Fetch) -> Result<()> {
         let Source::Remote(remote) = self else {
             return Ok(());
         };
@@ -653,7 +653,7 @@ impl Source {
 
 /// Byte ranges of an object on their way, fetched by the I/O runtime while
 /// the caller does other work.
-pub struct Fetch {
+pub(crate) struct Fetch {
     ranges: Vec<Range<u64>>,
     what: String,
     task: tokio::task::JoinHandle<object_store::Result<Vec<Bytes>>>,
@@ -664,7 +664,7 @@ impl Location {
     /// requests as `object_store` can merge them into; `None` for a local
     /// file (the kernel reads ahead for those). `what` names them in an
     /// error.
-    pub fn fetch(&self, ranges: Vec<Range<u64>>, what: String) -> Option<Fetch> {
+    pub(crate) fn fetch(&self, ranges: Vec<Range<u64>>, what: String) -> Option<Fetch> {
         let Location::Remote(object) = self else {
             return None;
         };
@@ -710,7 +710,7 @@ impl Length for Source {
 }
 
 /// A sequential reader over a [`Source`].
-pub enum SourceRead {
+pub(crate) enum SourceRead {
     Local(<File as ChunkReader>::T),
     Remote(Cursor<Bytes>),
 }

@@ -60,7 +60,7 @@ use crate::matching::tables::Index;
 
 /// Where a unit's rows come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Side {
+pub(crate) enum Side {
     /// A shard of F: every query within k pairs with it.
     Corpus,
     /// A shard of B (`--self`): pairs only with smaller query ids.
@@ -69,9 +69,9 @@ pub enum Side {
 
 /// A row group to scan, and which side it belongs to.
 #[derive(Clone, Copy, Debug)]
-pub struct ScanUnit {
-    pub side: Side,
-    pub unit: Unit,
+pub(crate) struct ScanUnit {
+    pub(crate) side: Side,
+    pub(crate) unit: Unit,
 }
 
 /// The units (indexes of `units`) this process scans, in the order its
@@ -79,7 +79,7 @@ pub struct ScanUnit {
 /// ([`share_of_process`]), a side's units together (a probe batch holds one
 /// side's rows), largest first within a side, so the last units taken are
 /// the shortest.
-pub fn process_units(units: &[ScanUnit], processes: usize, process: usize) -> Vec<usize> {
+pub(crate) fn process_units(units: &[ScanUnit], processes: usize, process: usize) -> Vec<usize> {
     let rows: Vec<u64> = units.iter().map(|unit| unit.unit.rows).collect();
     let mut mine = share_of_process(&rows, processes, process);
     mine.sort_by_key(|&u| units[u].side != Side::Corpus);
@@ -87,22 +87,22 @@ pub fn process_units(units: &[ScanUnit], processes: usize, process: usize) -> Ve
 }
 
 /// Everything the workers of one process share, read-only.
-pub struct Job {
-    pub index: Index,
-    pub parts: Parts,
-    pub corpus_files: Vec<FingerprintFile>,
-    pub query_files: Vec<FingerprintFile>,
-    pub units: Vec<ScanUnit>,
+pub(crate) struct Job {
+    pub(crate) index: Index,
+    pub(crate) parts: Parts,
+    pub(crate) corpus_files: Vec<FingerprintFile>,
+    pub(crate) query_files: Vec<FingerprintFile>,
+    pub(crate) units: Vec<ScanUnit>,
     /// This process's units ([`process_units`]), in the order taken...
-    pub mine: Vec<usize>,
+    pub(crate) mine: Vec<usize>,
     /// ...by whichever worker of the process asks next.
-    pub tickets: Tickets,
-    pub columns: Columns,
+    pub(crate) tickets: Tickets,
+    pub(crate) columns: Columns,
     /// Directory the parts are written to (the staging directory).
-    pub out_dir: PathBuf,
+    pub(crate) out_dir: PathBuf,
     /// Bytes of pairs a worker holds before spilling sorted runs
     /// ([`PairRuns`]).
-    pub pair_memory: u64,
+    pub(crate) pair_memory: u64,
 }
 
 impl Job {
@@ -117,12 +117,12 @@ impl Job {
 
 /// What the whole job scanned and wrote, summed over every worker.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MatchTotals {
-    pub corpus_rows: u64,
-    pub self_rows: u64,
-    pub pairs: u64,
+pub(crate) struct MatchTotals {
+    pub(crate) corpus_rows: u64,
+    pub(crate) self_rows: u64,
+    pub(crate) pairs: u64,
     /// Pairs written to runs on disk beyond the workers' memory budget.
-    pub pairs_spilled: u64,
+    pub(crate) pairs_spilled: u64,
 }
 
 impl Merge for MatchTotals {
@@ -137,7 +137,7 @@ impl Merge for MatchTotals {
 /// Runs the dataflow on this process's workers, joined to the rest of the
 /// cluster, and waits until worker 0 has committed (with `commit`, given on
 /// process 0 only) or refused to. Returns the job's totals.
-pub fn run(
+pub(crate) fn run(
     job: Arc<Job>,
     cluster: &RuntimeOptions,
     counters: Arc<Counters>,

@@ -28,9 +28,9 @@
 use serde::Serialize;
 
 /// Bits in a fingerprint.
-pub const BITS: u32 = 64;
+pub(crate) const BITS: u32 = 64;
 /// Largest supported distance threshold.
-pub const MAX_K: u32 = 10;
+pub(crate) const MAX_K: u32 = 10;
 /// Never index a bucket directory on more bits than this (2^26 u32 offsets = 256 MiB).
 const MAX_INDEX_BITS: u32 = 26;
 /// Default ceiling for the tables' memory, in bytes.
@@ -42,23 +42,23 @@ const ENTRY_BYTES: u64 = 8 + 4;
 const BUCKET_BYTES: u64 = 4 + 8;
 /// Key bits after the bucket index that select a bit of the bucket's filter
 /// word: a `u64` has 2^6 bits.
-pub const FILTER_BITS: u32 = 6;
+pub(crate) const FILTER_BITS: u32 = 6;
 /// A probe key is at most `MAX_INDEX_BITS + FILTER_BITS` bits, so it fits in
 /// the `u32`s the kernel computes keys into.
 const _: () = assert!(MAX_INDEX_BITS + FILTER_BITS <= 32);
 
 /// A contiguous run of bits, counted from the most significant bit.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Block {
+pub(crate) struct Block {
     /// Position of the block's first (most significant) bit; 0 is the top bit.
-    pub start: u32,
+    pub(crate) start: u32,
     /// Number of bits in the block.
-    pub len: u32,
+    pub(crate) len: u32,
 }
 
 impl Block {
     /// The block's bits as a mask over the fingerprint.
-    pub fn mask(self) -> u64 {
+    pub(crate) fn mask(self) -> u64 {
         if self.len == 0 {
             return 0;
         }
@@ -83,19 +83,19 @@ impl Segment {
 
 /// One pigeonhole table: the blocks it requires to match exactly.
 #[derive(Clone, Debug, Serialize)]
-pub struct TableSpec {
+pub(crate) struct TableSpec {
     /// Indices of the exact blocks, ascending.
-    pub blocks: Vec<usize>,
+    pub(crate) blocks: Vec<usize>,
     /// Number of key bits (the sum of the exact blocks' lengths).
-    pub key_bits: u32,
+    pub(crate) key_bits: u32,
     /// Mask of the key bits over the original fingerprint.
     #[serde(skip)]
-    pub key_mask: u64,
+    pub(crate) key_mask: u64,
     /// Leading key bits used to number the buckets.
-    pub index_bits: u32,
+    pub(crate) index_bits: u32,
     /// Key bits after those that pick the bit of the bucket's filter word
     /// (fewer than [`FILTER_BITS`] only when the key is that short).
-    pub filter_bits: u32,
+    pub(crate) filter_bits: u32,
     /// Gather the first `index_bits + filter_bits` key bits (the *probe key*).
     #[serde(skip)]
     segments: Vec<Segment>,
@@ -120,7 +120,7 @@ impl TableSpec {
 
     /// The first `index_bits + filter_bits` bits of a fingerprint's key.
     #[inline(always)]
-    pub fn probe_key(&self, fingerprint: u64) -> u64 {
+    pub(crate) fn probe_key(&self, fingerprint: u64) -> u64 {
         let mut key = 0u64;
         for s in &self.segments {
             key |= s.take(fingerprint);
@@ -130,19 +130,19 @@ impl TableSpec {
 
     /// The bucket of a probe key: its first `index_bits` bits.
     #[inline(always)]
-    pub fn bucket_of(&self, probe_key: u64) -> usize {
+    pub(crate) fn bucket_of(&self, probe_key: u64) -> usize {
         (probe_key >> self.filter_bits) as usize
     }
 
     /// The bit of the bucket's filter word a probe key stands for.
     #[inline(always)]
-    pub fn filter_bit(&self, probe_key: u64) -> u64 {
+    pub(crate) fn filter_bit(&self, probe_key: u64) -> u64 {
         1 << (probe_key & ((1 << self.filter_bits) - 1))
     }
 
     /// The bucket a fingerprint falls in: the first `index_bits` bits of its key.
     #[inline(always)]
-    pub fn bucket(&self, fingerprint: u64) -> usize {
+    pub(crate) fn bucket(&self, fingerprint: u64) -> usize {
         self.bucket_of(self.probe_key(fingerprint))
     }
 
@@ -150,7 +150,7 @@ impl TableSpec {
     /// same keys as [`TableSpec::probe_key`], in a loop with no other work in
     /// it, so that the compiler computes several keys per vector instruction.
     #[inline(always)]
-    pub fn probe_keys(&self, fingerprints: &[u64], keys: &mut [u32]) {
+    pub(crate) fn probe_keys(&self, fingerprints: &[u64], keys: &mut [u32]) {
         let pairs = fingerprints.iter().zip(keys.iter_mut());
         match *self.segments.as_slice() {
             [a] => pairs.for_each(|(&f, key)| *key = a.take(f) as u32),
@@ -160,7 +160,7 @@ impl TableSpec {
     }
 
     /// Number of buckets in the table's directory.
-    pub fn buckets(&self) -> usize {
+    pub(crate) fn buckets(&self) -> usize {
         1usize << self.index_bits
     }
 }
@@ -199,23 +199,23 @@ fn index_segments(blocks: &[Block], chosen: &[usize], bits: u32) -> Vec<Segment>
 #[derive(Clone, Debug, Serialize)]
 pub struct Design {
     /// The distance threshold.
-    pub k: u32,
+    pub(crate) k: u32,
     /// The blocks the 64 bits are split into.
-    pub blocks: Vec<Block>,
+    pub(crate) blocks: Vec<Block>,
     /// The tables, in the order that decides which table owns a pair.
-    pub tables: Vec<TableSpec>,
+    pub(crate) tables: Vec<TableSpec>,
     /// Distinct fingerprints the tables hold.
-    pub stored: u64,
+    pub(crate) stored: u64,
     /// Expected candidates a probe of one table returns on uniform data
     /// (averaged over the tables): `stored / 2^key_bits`.
-    pub expected_candidates: f64,
+    pub(crate) expected_candidates: f64,
     /// Estimated bytes of all tables.
-    pub memory_bytes: u64,
+    pub(crate) memory_bytes: u64,
 }
 
 impl Design {
     /// Builds the design with `m` blocks for `stored` distinct fingerprints.
-    pub fn new(stored: u64, k: u32, m: u32) -> Design {
+    pub(crate) fn new(stored: u64, k: u32, m: u32) -> Design {
         assert!(
             k <= MAX_K && m > k && m <= BITS,
             "invalid design k={k} m={m}"
@@ -246,7 +246,7 @@ impl Design {
     }
 
     /// Number of blocks.
-    pub fn m(&self) -> u32 {
+    pub(crate) fn m(&self) -> u32 {
         self.blocks.len() as u32
     }
 
@@ -254,7 +254,7 @@ impl Design {
     /// table whose key bits all agree. Every pair within `k` has one, and
     /// emitting a pair only from its owner emits it exactly once.
     #[inline]
-    pub fn owner(&self, xor: u64) -> Option<usize> {
+    pub(crate) fn owner(&self, xor: u64) -> Option<usize> {
         self.tables.iter().position(|t| xor & t.key_mask == 0)
     }
 
@@ -277,7 +277,7 @@ impl Design {
     }
 
     /// Smallest and largest key width over the tables.
-    pub fn key_bit_range(&self) -> (u32, u32) {
+    pub(crate) fn key_bit_range(&self) -> (u32, u32) {
         let bits = self.tables.iter().map(|t| t.key_bits);
         (bits.clone().min().unwrap_or(0), bits.max().unwrap_or(0))
     }
@@ -285,19 +285,19 @@ impl Design {
 
 /// Why a design was or was not chosen.
 #[derive(Clone, Debug, Serialize)]
-pub struct Considered {
-    pub m: u32,
-    pub tables: usize,
-    pub expected_candidates: f64,
-    pub memory_bytes: u64,
-    pub verdict: String,
+pub(crate) struct Considered {
+    pub(crate) m: u32,
+    pub(crate) tables: usize,
+    pub(crate) expected_candidates: f64,
+    pub(crate) memory_bytes: u64,
+    pub(crate) verdict: String,
 }
 
 /// The chosen design and the alternatives weighed against it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Plan {
     pub design: Design,
-    pub considered: Vec<Considered>,
+    pub(crate) considered: Vec<Considered>,
 }
 
 /// Chooses `m` for `stored` distinct fingerprints and threshold `k`.
@@ -380,7 +380,7 @@ pub fn plan(
 }
 
 /// Number of tables for `m` blocks and threshold `k`: `C(m, k)`.
-pub fn tables_for(m: u32, k: u32) -> u64 {
+pub(crate) fn tables_for(m: u32, k: u32) -> u64 {
     let k = k.min(m - k) as u64;
     (0..k).fold(1u64, |acc, i| acc * (m as u64 - i) / (i + 1))
 }

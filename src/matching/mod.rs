@@ -1,9 +1,9 @@
 //! The `match` command as a library call: read B, design and build its
 //! tables, scan F on timely workers, and publish the parts.
 
-pub mod dataflow;
+pub(crate) mod dataflow;
 pub mod design;
-pub mod pair_runs;
+pub(crate) mod pair_runs;
 pub mod probe;
 pub mod tables;
 
@@ -32,23 +32,23 @@ use crate::matching::tables::{Index, QuerySet};
 /// Options of `neardup match`.
 #[derive(Clone, Debug)]
 pub struct MatchOptions {
-    pub queries: Vec<String>,
-    pub corpus: Vec<String>,
-    pub out: PathBuf,
+    pub(crate) queries: Vec<String>,
+    pub(crate) corpus: Vec<String>,
+    pub(crate) out: PathBuf,
     pub k: u32,
     pub self_join: bool,
     /// Match B and F even when their fingerprint schemes differ.
-    pub allow_mixed_schemes: bool,
+    pub(crate) allow_mixed_schemes: bool,
     pub runtime: RuntimeOptions,
     pub parts: usize,
     pub overwrite: bool,
-    pub columns: Columns,
-    pub blocks: Option<u32>,
-    pub table_memory: u64,
+    pub(crate) columns: Columns,
+    pub(crate) blocks: Option<u32>,
+    pub(crate) table_memory: u64,
     /// Bytes of pairs a worker holds in memory before it spills them to
     /// disk as sorted runs.
     pub pair_memory: u64,
-    pub progress: bool,
+    pub(crate) progress: bool,
 }
 
 impl MatchOptions {
@@ -97,7 +97,7 @@ impl MatchOptions {
 }
 
 /// Refuses a distance threshold the design does not support.
-pub fn check_k(k: u32) -> Result<()> {
+pub(crate) fn check_k(k: u32) -> Result<()> {
     if k > MAX_K {
         bail!("-k {k} is out of range: k must be between 0 and {MAX_K}");
     }
@@ -107,34 +107,34 @@ pub fn check_k(k: u32) -> Result<()> {
 /// What a run did; written to `_summary.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct MatchSummary {
-    pub queries: InputSummary,
-    pub corpus: InputSummary,
+    pub(crate) queries: InputSummary,
+    pub(crate) corpus: InputSummary,
     /// The fingerprint schemes the inputs record (one, or none when no
     /// input records one; several only with `--allow-mixed-schemes`).
-    pub schemes: Vec<String>,
-    pub self_join: bool,
-    pub k: u32,
-    pub design: Design,
-    pub workers: usize,
-    pub processes: usize,
-    pub parts: usize,
-    pub rows_scanned: u64,
-    pub pairs: u64,
+    pub(crate) schemes: Vec<String>,
+    pub(crate) self_join: bool,
+    pub(crate) k: u32,
+    pub(crate) design: Design,
+    pub(crate) workers: usize,
+    pub(crate) processes: usize,
+    pub(crate) parts: usize,
+    pub(crate) rows_scanned: u64,
+    pub(crate) pairs: u64,
     /// Pairs (sightings, before the de-duplication) spilled to disk beyond
     /// `--pair-memory-mib`.
     pub pairs_spilled: u64,
-    pub seconds: f64,
-    pub build_seconds: f64,
-    pub scan_seconds: f64,
-    pub rows_per_second: f64,
+    pub(crate) seconds: f64,
+    pub(crate) build_seconds: f64,
+    pub(crate) scan_seconds: f64,
+    pub(crate) rows_per_second: f64,
 }
 
 /// One side's inputs.
 #[derive(Clone, Debug, Serialize)]
-pub struct InputSummary {
-    pub files: Vec<String>,
-    pub rows: u64,
-    pub row_groups: usize,
+pub(crate) struct InputSummary {
+    pub(crate) files: Vec<String>,
+    pub(crate) rows: u64,
+    pub(crate) row_groups: usize,
 }
 
 impl InputSummary {
@@ -323,7 +323,7 @@ impl SummaryDraft {
 /// Reads every row of B (its files' `units`) into memory, grouped by
 /// fingerprint, on `threads` threads: on one, the other cores would wait
 /// for the reading and the sort.
-pub fn read_queries(
+pub(crate) fn read_queries(
     files: &[FingerprintFile],
     units: &[Unit],
     columns: &Columns,
@@ -344,7 +344,7 @@ pub fn read_queries(
 
 impl MatchSummary {
     /// The one line printed at the end of a run.
-    pub fn line(&self, out: &std::path::Path) -> String {
+    pub(crate) fn line(&self, out: &std::path::Path) -> String {
         format!(
             "matched {} rows against {} queries (k={}, {}) in {:.2}s ({} rows/s, {} worker(s)): {} pairs in {} part(s) -> {}",
             human(self.rows_scanned as f64),

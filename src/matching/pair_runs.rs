@@ -27,13 +27,13 @@ use crate::io::pairs::{sort_and_dedup, Pair};
 use crate::io::parquet::output::{write_pair_run, write_pair_stream, write_pairs};
 
 /// Default budget of pairs a worker holds in memory, in MiB.
-pub const DEFAULT_PAIR_MEMORY_MIB: u64 = 64;
+pub(crate) const DEFAULT_PAIR_MEMORY_MIB: u64 = 64;
 
 /// Rows a run's reader decodes at a time.
 const READ_BATCH_ROWS: usize = 1 << 16;
 
 /// One worker's pairs by output part.
-pub struct PairRuns {
+pub(crate) struct PairRuns {
     /// Where runs go (created at the first spill).
     dir: PathBuf,
     /// Pairs held before the largest part is spilled.
@@ -48,7 +48,7 @@ pub struct PairRuns {
 impl PairRuns {
     /// Room for `parts` parts, holding at most `budget_bytes` of pairs in
     /// memory, spilling under `dir`.
-    pub fn new(dir: PathBuf, parts: usize, budget_bytes: u64) -> PairRuns {
+    pub(crate) fn new(dir: PathBuf, parts: usize, budget_bytes: u64) -> PairRuns {
         let budget = (budget_bytes / std::mem::size_of::<Pair>() as u64).max(1) as usize;
         PairRuns {
             dir,
@@ -62,7 +62,7 @@ impl PairRuns {
 
     /// Adds a pair of part `part`, spilling the largest part's pairs first
     /// if the budget is full.
-    pub fn push(&mut self, part: usize, pair: Pair) -> Result<()> {
+    pub(crate) fn push(&mut self, part: usize, pair: Pair) -> Result<()> {
         if self.held >= self.budget {
             self.spill_largest()?;
         }
@@ -97,7 +97,7 @@ impl PairRuns {
     /// Writes part `part` to `path`: its runs and the pairs still held,
     /// merged in order without repeats; removes its runs. Gives the pairs
     /// written.
-    pub fn write_part(&mut self, part: usize, path: &Path) -> Result<u64> {
+    pub(crate) fn write_part(&mut self, part: usize, path: &Path) -> Result<u64> {
         let mut held = std::mem::take(&mut self.parts[part]);
         self.held -= held.len();
         sort_and_dedup(&mut held);
@@ -123,12 +123,12 @@ impl PairRuns {
     }
 
     /// Pairs taken to runs so far (before each run's de-duplication).
-    pub fn spilled(&self) -> u64 {
+    pub(crate) fn spilled(&self) -> u64 {
         self.spilled
     }
 
     /// Removes the spill directory, if any run was written.
-    pub fn remove_spills(&self) -> Result<()> {
+    pub(crate) fn remove_spills(&self) -> Result<()> {
         if self.dir.exists() {
             fs::remove_dir_all(&self.dir)
                 .with_context(|| format!("{}: cannot remove", self.dir.display()))?;

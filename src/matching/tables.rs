@@ -47,7 +47,7 @@ impl QuerySet {
 
     /// [`Self::from_rows`] of the rows of several runs, as one, sorted on
     /// `threads` threads: the same set whatever the runs and threads.
-    pub fn from_runs(runs: Vec<Vec<(u64, i64)>>, threads: usize) -> QuerySet {
+    pub(crate) fn from_runs(runs: Vec<Vec<(u64, i64)>>, threads: usize) -> QuerySet {
         let rows = sort_by_fingerprint_then_id(runs, threads);
         let mut set = QuerySet {
             fingerprints: Vec::with_capacity(rows.len()),
@@ -77,23 +77,23 @@ impl QuerySet {
     }
 
     /// Number of distinct (id, fingerprint) rows.
-    pub fn rows(&self) -> usize {
+    pub(crate) fn rows(&self) -> usize {
         self.ids.len()
     }
 
     /// The fingerprint of group `g`.
-    pub fn fingerprint(&self, g: u32) -> u64 {
+    pub(crate) fn fingerprint(&self, g: u32) -> u64 {
         self.fingerprints[g as usize]
     }
 
     /// The ids of group `g`, ascending.
-    pub fn ids(&self, g: u32) -> &[i64] {
+    pub(crate) fn ids(&self, g: u32) -> &[i64] {
         let g = g as usize;
         &self.ids[self.starts[g] as usize..self.starts[g + 1] as usize]
     }
 
     /// Every distinct id of B, ascending.
-    pub fn sorted_ids(&self) -> Vec<i64> {
+    pub(crate) fn sorted_ids(&self) -> Vec<i64> {
         let mut ids = self.ids.clone();
         radsort::sort(&mut ids);
         ids.dedup();
@@ -125,7 +125,7 @@ fn split_at_residue(f: u64, rotation: u32) -> (u32, u32) {
 
 /// One table: B's fingerprints bucketed by the table's key prefix.
 #[derive(Debug)]
-pub struct Table {
+pub(crate) struct Table {
     /// One word per bucket: bit `j` is set when some entry of the bucket has
     /// `j` as the next [`crate::matching::design::FILTER_BITS`] bits of its key. A probe
     /// reads this word alone, and only a set bit (about one probe in 64 for
@@ -208,7 +208,7 @@ impl Table {
 
     /// The fingerprint of entry `e`.
     #[inline(always)]
-    pub fn fingerprint(&self, e: usize) -> u64 {
+    pub(crate) fn fingerprint(&self, e: usize) -> u64 {
         let rotated = u64::from(self.residues[e]) << 32 | u64::from(self.rests[e]);
         rotated.rotate_right(self.residue_rotation)
     }
@@ -218,14 +218,14 @@ impl Table {
     /// every entry of a bucket) when it has at most 32 bits. Any 32 bits
     /// would keep the check exact; these make it sharpest.
     #[inline(always)]
-    pub fn residue(&self, f: u64) -> u32 {
+    pub(crate) fn residue(&self, f: u64) -> u32 {
         self.residue_rule()(f)
     }
 
     /// [`Table::residue`] as a copy of its rule: a kernel's hot loop keeps
     /// it in a register instead of reading it from the table for each row.
     #[inline(always)]
-    pub fn residue_rule(&self) -> impl Fn(u64) -> u32 + Copy {
+    pub(crate) fn residue_rule(&self) -> impl Fn(u64) -> u32 + Copy {
         let rotation = self.residue_rotation;
         move |f| split_at_residue(f, rotation).0
     }
@@ -238,19 +238,19 @@ impl Table {
     /// changes it): the wide kernel reads a bucket's residues unchecked on
     /// that promise.
     #[inline(always)]
-    pub fn directory(&self) -> (&[u32], &[u32]) {
+    pub(crate) fn directory(&self) -> (&[u32], &[u32]) {
         (&self.offsets, &self.residues)
     }
 
     /// The residues of entries `entries` (a bucket's).
     #[inline(always)]
-    pub fn residues_of(&self, entries: std::ops::Range<usize>) -> &[u32] {
+    pub(crate) fn residues_of(&self, entries: std::ops::Range<usize>) -> &[u32] {
         &self.residues[entries]
     }
 
     /// Asks the CPU to fetch bucket `b`'s first residue into cache.
     #[inline(always)]
-    pub fn prefetch_residues(&self, b: usize) {
+    pub(crate) fn prefetch_residues(&self, b: usize) {
         if let Some(r) = self.residues.get(self.offsets[b] as usize) {
             prefetch(r);
         }
@@ -258,31 +258,31 @@ impl Table {
 
     /// Whether bucket `b` may hold an entry whose key starts with the probe key
     /// `probe_key`; false means it certainly does not.
-    #[inline(always)]
-    pub fn may_hold(&self, spec: &TableSpec, b: usize, probe_key: u64) -> bool {
+    #[cfg(test)]
+    pub(crate) fn may_hold(&self, spec: &TableSpec, b: usize, probe_key: u64) -> bool {
         self.filters[b] & spec.filter_bit(probe_key) != 0
     }
 
     /// The filter word of every bucket, indexed by bucket.
     #[inline(always)]
-    pub fn filters(&self) -> &[u64] {
+    pub(crate) fn filters(&self) -> &[u64] {
         &self.filters
     }
 
     /// Asks the CPU to fetch bucket `b`'s directory entry into cache.
     #[inline(always)]
-    pub fn prefetch_directory(&self, b: usize) {
+    pub(crate) fn prefetch_directory(&self, b: usize) {
         prefetch(&self.offsets[b]);
     }
 
     /// The entries of bucket `b`.
     #[inline(always)]
-    pub fn bucket_entries(&self, b: usize) -> std::ops::Range<usize> {
+    pub(crate) fn bucket_entries(&self, b: usize) -> std::ops::Range<usize> {
         self.offsets[b] as usize..self.offsets[b + 1] as usize
     }
 
     #[inline(always)]
-    pub fn group(&self, entry: usize) -> u32 {
+    pub(crate) fn group(&self, entry: usize) -> u32 {
         self.groups[entry]
     }
 }
@@ -341,11 +341,11 @@ impl LeadOrder {
 /// by all worker threads of a process.
 #[derive(Debug)]
 pub struct Index {
-    pub design: Design,
-    pub queries: QuerySet,
-    pub tables: Vec<Table>,
+    pub(crate) design: Design,
+    pub(crate) queries: QuerySet,
+    pub(crate) tables: Vec<Table>,
     /// How the probe kernel partitions corpus rows for cache locality.
-    pub lead_groups: Vec<LeadGroup>,
+    pub(crate) lead_groups: Vec<LeadGroup>,
 }
 
 impl Index {

@@ -297,49 +297,35 @@ impl Forest {
 /// One worker's share of its process's graph, from [`SharedGraph::split`].
 #[derive(Debug, Default)]
 pub struct WorkerShare {
-    pub components: Components,
+    pub(crate) components: Components,
     /// The share's pages `(id, page, root)`, sorted by id.
     pub by_id: Vec<KeyedPage>,
     /// What the direct policy needs, under it.
-    pub direct: Option<DirectShare>,
+    pub(crate) direct: Option<DirectShare>,
     /// Threads its work may use (see [`threads_for_share`]).
-    pub threads: usize,
+    pub(crate) threads: usize,
 }
 
 /// The components of one worker's share: what the rest of the job asks of
 /// pages (numbered in the process) and of roots (of this share only).
 #[derive(Clone, Debug, Default)]
-pub struct Components {
+pub(crate) struct Components {
     pub(super) forest: Arc<Forest>,
 }
 
 impl Components {
     /// Page numbers of the process: arrays by page are this long.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.forest.pages
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.forest.pages == 0
-    }
-
-    /// The id of a page.
-    pub fn id(&self, page: Page) -> i64 {
-        self.forest.id(page)
-    }
-
-    /// Whether the page was seen as the corpus side of a non-self pair.
-    pub fn in_corpus(&self, page: Page) -> bool {
-        self.forest.in_corpus(page)
-    }
-
     /// Whether the page ranks first under the representative policy.
-    pub fn ranks_first(&self, page: Page) -> bool {
+    pub(crate) fn ranks_first(&self, page: Page) -> bool {
         self.forest.ranks_first(page)
     }
 
     /// The least label of a root's set: its representative's.
-    pub fn least(&self, root: Page) -> Label {
+    pub(crate) fn least(&self, root: Page) -> Label {
         let (_, (first, page)) = self.forest.nodes.counts(root);
         Label {
             later: !first,
@@ -349,41 +335,41 @@ impl Components {
     }
 
     /// The id of a root's representative.
-    pub fn representative(&self, root: Page) -> i64 {
+    pub(crate) fn representative(&self, root: Page) -> i64 {
         let (_, (_, page)) = self.forest.nodes.counts(root);
         self.forest.id(page)
     }
 
     /// Words of keys a page has (0: pages are ordered by id alone).
-    pub fn key_words(&self) -> usize {
+    pub(crate) fn key_words(&self) -> usize {
         self.forest.keys.words
     }
 
     /// A page's keys ([`crate::cluster::keep_order`]), padded with zeros.
-    pub fn keys(&self, page: Page) -> KeyWords {
+    pub(crate) fn keys(&self, page: Page) -> KeyWords {
         self.forest.keys.get(page)
     }
 
     /// Asks the CPU to fetch a page's keys ahead of their use.
-    pub fn prefetch_keys(&self, page: Page) {
+    pub(crate) fn prefetch_keys(&self, page: Page) {
         self.forest.keys.prefetch(page);
     }
 
     /// Pages in a root's set.
-    pub fn component_size(&self, root: Page) -> u32 {
+    pub(crate) fn component_size(&self, root: Page) -> u32 {
         self.forest.nodes.counts(root).0
     }
 
     /// Asks the CPU to fetch a root's size and least label's page ahead of
     /// their use.
-    pub fn prefetch_node(&self, root: Page) {
+    pub(crate) fn prefetch_node(&self, root: Page) {
         self.forest.nodes.prefetch(root);
     }
 
     /// Asks the CPU to fetch the id of a root's representative ahead of its
     /// use: the root's node is read, so it should be fetched first
     /// ([`Self::prefetch_node`]).
-    pub fn prefetch_representative(&self, root: Page) {
+    pub(crate) fn prefetch_representative(&self, root: Page) {
         let (_, (_, page)) = self.forest.nodes.counts(root);
         if page != MISSING {
             prefetch(self.forest.ids.get(page as usize));

@@ -89,7 +89,7 @@ use crate::exec::parallel::prefetch;
 use crate::exec::runtime::MAX_WORKERS;
 
 /// A page's dense index in its process's [`SharedGraph`].
-pub type Page = u32;
+pub(crate) type Page = u32;
 
 /// A page's label: the lower one is the representative. `later: false`
 /// ranks first (a page already in the corpus, when corpus pages come
@@ -108,10 +108,10 @@ pub type Page = u32;
     serde::Serialize,
     serde::Deserialize,
 )]
-pub struct Label {
-    pub later: bool,
-    pub keys: KeyWords,
-    pub id: i64,
+pub(crate) struct Label {
+    pub(crate) later: bool,
+    pub(crate) keys: KeyWords,
+    pub(crate) id: i64,
 }
 
 /// A set's least label as its counts hold it: whether it ranks first, and
@@ -121,11 +121,11 @@ pub struct Label {
 type LeastPage = (bool, Page);
 
 /// No page: a marker in arrays of pages.
-pub const MISSING: Page = Page::MAX;
+pub(crate) const MISSING: Page = Page::MAX;
 
 /// Pages one process may hold: page numbers are 32 bits, and the router
 /// marks joined clusters with the top bit.
-pub const MAX_PROCESS_PAGES: usize = 1 << 31;
+pub(crate) const MAX_PROCESS_PAGES: usize = 1 << 31;
 
 /// How many lookups of a batch are in flight at once.
 const LOOKAHEAD: usize = 16;
@@ -266,12 +266,12 @@ impl SharedGraph {
 
     /// Page numbers handed out so far (distinct pages, and the unused rest
     /// of each worker's block).
-    pub fn pages(&self) -> usize {
+    pub(crate) fn pages(&self) -> usize {
         self.pages.load(Relaxed)
     }
 
     /// The workers of the process.
-    pub fn workers(&self) -> usize {
+    pub(crate) fn workers(&self) -> usize {
         self.workers
     }
 
@@ -368,7 +368,7 @@ impl SharedGraph {
     /// table's row groups) through a [`KeyWriter`]. A page with several
     /// rows keeps the least keys, whichever row came first. Every worker
     /// must call this, even one that failed: the others wait for it.
-    pub fn write_keys(
+    pub(crate) fn write_keys(
         &self,
         worker: usize,
         fill: impl FnOnce(&mut KeyWriter<'_>) -> anyhow::Result<()>,
@@ -526,7 +526,7 @@ fn share_of(pages: usize, worker: usize, workers: usize) -> std::ops::Range<usiz
 }
 
 /// One worker's handle to write keys of pages ([`SharedGraph::write_keys`]).
-pub struct KeyWriter<'a> {
+pub(crate) struct KeyWriter<'a> {
     arrays: &'a Arrays,
     words: usize,
     homes: Vec<usize>,
@@ -540,7 +540,7 @@ pub struct KeyWriter<'a> {
 impl KeyWriter<'_> {
     /// Writes the keys of the rows `ids` (`keys` holds [`Self::words`] a
     /// row) whose id is a page of the graph; the others are no page's.
-    pub fn write(&mut self, ids: &[i64], keys: &[u32]) {
+    pub(crate) fn write(&mut self, ids: &[i64], keys: &[u32]) {
         debug_assert_eq!(keys.len(), ids.len() * self.words);
         let arrays = self.arrays;
         // A row's slot, then its page's flags and keys, are random places

@@ -48,15 +48,15 @@ const GUESS_CONTEXT: usize = 16;
 
 /// The encoding a page's bytes were decoded from, when it was not UTF-8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Charset {
-    pub encoding: &'static Encoding,
+pub(crate) struct Charset {
+    pub(crate) encoding: &'static Encoding,
     /// Guessed from the bytes: the page declared no encoding.
-    pub guessed: bool,
+    pub(crate) guessed: bool,
 }
 
 impl Charset {
     /// The encoding's name in the Encoding Standard (`GBK`, `Shift_JIS`).
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.encoding.name()
     }
 }
@@ -64,7 +64,7 @@ impl Charset {
 /// The text of an HTML `payload` served with the `Content-Type` value
 /// `content_type` from `url`, and the encoding it was decoded from if that
 /// was not UTF-8.
-pub fn decode_html<'a>(
+pub(crate) fn decode_html<'a>(
     payload: &'a [u8],
     content_type: Option<&[u8]>,
     url: Option<&str>,
@@ -164,7 +164,7 @@ fn top_level_domain(url: &str) -> Option<String> {
 
 /// The value of the first `Content-Type` line of an HTTP header block,
 /// trimmed: what says whether a response is HTML, and in which charset.
-pub fn content_type(http_headers: &[u8]) -> Option<&[u8]> {
+pub(crate) fn content_type(http_headers: &[u8]) -> Option<&[u8]> {
     http_headers.split(|&b| b == b'\n').find_map(|line| {
         let colon = line.iter().position(|&b| b == b':')?;
         let name = line[..colon].trim_ascii();

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 /// Which text of an HTML page is fingerprinted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum HtmlText {
+pub(crate) enum HtmlText {
     /// The main content: no navigation, headers, footers, sidebars, menus
     /// or banners (all the text when nothing is left).
     #[default]
@@ -76,7 +76,7 @@ impl MainRules {
     /// popup's text decided the fingerprints of short pages).
     pub const SECOND: MainRules = MainRules(2);
     /// The rules `--html-text main` means.
-    pub const CURRENT: MainRules = MainRules::SECOND;
+    pub(crate) const CURRENT: MainRules = MainRules::SECOND;
 }
 
 impl Default for MainRules {

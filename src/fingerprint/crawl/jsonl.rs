@@ -20,7 +20,7 @@ use crate::io::storage::Location;
 /// string text field and an id (an integer id field, or a url to hash), or
 /// whose time field is neither absent, null nor an RFC 3339 string, is a bad
 /// record at the line's offset.
-pub fn read(
+pub(crate) fn read(
     path: &Location,
     fields: &TextFields,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,

@@ -13,11 +13,11 @@
 //! read. The file's own name is the shard's, not each document's: it is
 //! written once per shard.
 
-pub mod charset;
+pub(crate) mod charset;
 pub mod html;
-pub mod jsonl;
-pub mod table;
-pub mod timestamp;
+pub(crate) mod jsonl;
+pub(crate) mod table;
+pub(crate) mod timestamp;
 pub mod warc;
 
 use anyhow::{Context, Result};
@@ -25,28 +25,28 @@ use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
 use crate::io::parquet::input::has_extension;
-pub use crate::io::parquet::output::Span;
+pub(crate) use crate::io::parquet::output::Span;
 use crate::io::storage::Location;
 
 /// One document to fingerprint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Document {
-    pub id: i64,
-    pub url: Option<String>,
+    pub(crate) id: i64,
+    pub(crate) url: Option<String>,
     /// The text, or with `html` the page's HTML, whose text is chosen when
     /// it is fingerprinted (`--html-text`).
     pub text: String,
-    pub html: bool,
+    pub(crate) html: bool,
     /// The encoding an HTML response was decoded from, if not UTF-8:
     /// counted by the reader, not sent on with the document.
     #[serde(skip)]
-    pub charset: Option<charset::Charset>,
+    pub(crate) charset: Option<charset::Charset>,
     /// When the page was fetched, in microseconds since the Unix epoch
     /// (UTC): a WARC record's `WARC-Date`, or the `--time-field` of JSONL
     /// and Parquet input; `None` when unknown.
-    pub fetch_time: Option<i64>,
+    pub(crate) fetch_time: Option<i64>,
     /// Where the record lies in its file, when one range holds it alone.
-    pub span: Option<Span>,
+    pub(crate) span: Option<Span>,
 }
 
 /// A record that could not be read, and where it starts in its file (for a
@@ -54,8 +54,8 @@ pub struct Document {
 /// indexes; for JSONL: the line's first byte).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BadRecord {
-    pub offset: u64,
-    pub reason: String,
+    pub(crate) offset: u64,
+    pub(crate) reason: String,
 }
 
 /// What a reader found at one record.
@@ -77,7 +77,7 @@ pub fn url_id(url: &str) -> i64 {
 /// Input formats of `fingerprint`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
-pub enum Format {
+pub(crate) enum Format {
     /// WARC: response records with HTML (markup stripped), and conversion records.
     Warc,
     /// WET: Common Crawl's conversion records of extracted text.
@@ -91,7 +91,7 @@ pub enum Format {
 impl Format {
     /// The format a file's name suggests: the first whose
     /// [`Format::extensions`] the name ends with, in any case.
-    pub fn from_path(path: &Location) -> Result<Format> {
+    pub(crate) fn from_path(path: &Location) -> Result<Format> {
         let name = path.to_string().to_lowercase();
         <Format as clap::ValueEnum>::value_variants()
             .iter()
@@ -106,7 +106,7 @@ impl Format {
 
     /// File name endings of the format: what a directory is searched for and
     /// what [`Format::from_path`] recognises.
-    pub fn extensions(self) -> &'static [&'static str] {
+    pub(crate) fn extensions(self) -> &'static [&'static str] {
         match self {
             Format::Warc => &["warc", "warc.gz"],
             Format::Wet => &["wet", "wet.gz"],
@@ -125,12 +125,12 @@ impl Format {
 
 /// Field and column names of JSONL and Parquet inputs.
 #[derive(Clone, Debug)]
-pub struct TextFields {
-    pub id: String,
-    pub url: String,
-    pub text: String,
+pub(crate) struct TextFields {
+    pub(crate) id: String,
+    pub(crate) url: String,
+    pub(crate) text: String,
     /// The fetch time's field or column (`--time-field`), if any.
-    pub time: Option<String>,
+    pub(crate) time: Option<String>,
 }
 
 impl Default for TextFields {
@@ -145,7 +145,7 @@ impl Default for TextFields {
 }
 
 /// Reads every record of `path` in `format`, handing each to `sink`.
-pub fn read_file(
+pub(crate) fn read_file(
     path: &Location,
     format: Format,
     fields: &TextFields,

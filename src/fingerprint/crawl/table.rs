@@ -25,7 +25,7 @@ use crate::io::storage::Location;
 /// with a time string that is not RFC 3339, is a bad record whose offset is
 /// its row number. A time column that is missing or of another type is an
 /// error naming the file, before any row is read.
-pub fn read(
+pub(crate) fn read(
     path: &Location,
     fields: &TextFields,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,

@@ -15,7 +15,7 @@
 
 /// Microseconds since 1970-01-01T00:00:00Z of an RFC 3339 date-time; `None`
 /// if `text` (surrounding whitespace aside) is not one.
-pub fn parse_rfc3339(text: &str) -> Option<i64> {
+pub(crate) fn parse_rfc3339(text: &str) -> Option<i64> {
     let b = text.trim().as_bytes();
     if b.len() < 20 {
         return None;

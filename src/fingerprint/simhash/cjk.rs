@@ -22,7 +22,7 @@ use unicode_segmentation::UnicodeSegmentation;
 /// a word boundary comes before each and after each unless a mark follows.
 /// Three bytes each in UTF-8. (The hexagram symbols between the two blocks
 /// are not among them, nor the compatibility ideographs, which decompose.)
-pub fn is_plain_ideograph(c: char) -> bool {
+pub(crate) fn is_plain_ideograph(c: char) -> bool {
     matches!(c as u32, 0x3400..=0x4DBF | 0x4E00..=0x9FFF)
 }
 
@@ -33,7 +33,7 @@ pub fn is_plain_ideograph(c: char) -> bool {
 /// UTF-8. Unlike an ideograph, a kana may be the first of one: with a
 /// voicing mark after it (か and U+3099 make が). (The digraphs ゟ and ヿ,
 /// which NFKC changes, and the spacing voicing marks are not among them.)
-pub fn is_plain_kana(c: char) -> bool {
+pub(crate) fn is_plain_kana(c: char) -> bool {
     matches!(c as u32, 0x3041..=0x3096 | 0x309D..=0x309E | 0x30A1..=0x30FA | 0x30FC..=0x30FE)
 }
 
@@ -42,14 +42,14 @@ pub fn is_plain_kana(c: char) -> bool {
 /// never the second of a composition, three bytes each in UTF-8. Like a
 /// kana, a syllable may be the first of one: one without a final consonant
 /// and a trailing jamo after it (가 and U+11A8 make 각).
-pub fn is_hangul_syllable(c: char) -> bool {
+pub(crate) fn is_hangul_syllable(c: char) -> bool {
     matches!(c as u32, 0xAC00..=0xD7A3)
 }
 
 /// A plain ideograph, kana or Hangul syllable: a caseless letter that NFKC
 /// leaves as it is and that is never the second of a composition, so
 /// normalisation may always be split before it.
-pub fn is_stable_letter(c: char) -> bool {
+pub(crate) fn is_stable_letter(c: char) -> bool {
     is_plain_ideograph(c) || is_plain_kana(c) || is_hangul_syllable(c)
 }
 
@@ -62,7 +62,7 @@ pub fn is_stable_letter(c: char) -> bool {
 /// composition, and after a kana or syllable that ASCII, an ideograph, a
 /// kana, a syllable or nothing follows, none of which composes with it; a
 /// kana or syllable that anything else follows goes with what follows.
-pub fn other_then_plain_runs(text: &str) -> impl Iterator<Item = (&str, &str)> {
+pub(crate) fn other_then_plain_runs(text: &str) -> impl Iterator<Item = (&str, &str)> {
     let mut rest = text;
     std::iter::from_fn(move || {
         if rest.is_empty() {
@@ -104,7 +104,7 @@ fn copied_as_it_is(c: char, next: Option<char>) -> bool {
 /// stretch is bounded by boundaries whose neighbours, an ideograph or the
 /// text's ends, no rule looks through, so it is segmented alone as it is
 /// within the text.
-pub fn for_each_word<'a>(text: &'a str, mut word: impl FnMut(usize, &'a str)) {
+pub(crate) fn for_each_word<'a>(text: &'a str, mut word: impl FnMut(usize, &'a str)) {
     let mut stretch = 0;
     let mut chars = text.char_indices().peekable();
     while let Some((at, c)) = chars.next() {

@@ -55,10 +55,9 @@ mod normalize;
 mod sums;
 mod words;
 
-pub use normalize::normalize;
 use normalize::*;
 use words::*;
-pub use words::{prepare_han_segmentation, words};
+pub(crate) use words::{prepare_han_segmentation, words};
 
 /// Which features a document is turned into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,7 +14,8 @@ use super::*;
 /// combining class 0, never the second of a composition), before which
 /// normalisation may always be split. The ASCII character just before a run
 /// goes with the run: a combining mark in the run may compose with it.
-pub fn normalize(text: &str) -> String {
+#[cfg(test)]
+pub(crate) fn normalize(text: &str) -> String {
     let mut out = String::new();
     normalize_into(text, &mut out);
     out

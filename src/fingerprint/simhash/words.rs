@@ -7,7 +7,7 @@ use super::*;
 /// joiners; punctuation and spaces dropped), with each run of Han characters
 /// replaced by jieba's segmentation of it (UAX #29 would make every Han
 /// character a word of its own).
-pub fn words(text: &str) -> Vec<&str> {
+pub(crate) fn words(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut han_run: Option<(usize, usize)> = None;
     for_each_word(text, |start, word| {
@@ -49,7 +49,7 @@ pub(super) fn han_dictionary() -> &'static Jieba {
 /// segment Han text, so that the first Han page does not stall the worker
 /// it falls to: a build on first use leaves the other workers without work,
 /// or the shard waiting for the batches the building worker holds.
-pub fn prepare_han_segmentation(options: &SimhashOptions) {
+pub(crate) fn prepare_han_segmentation(options: &SimhashOptions) {
     if matches!(options.features, Features::Chars(_)) {
         return;
     }

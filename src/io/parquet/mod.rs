@@ -2,9 +2,9 @@
 
 pub mod input;
 pub mod output;
-pub mod pages;
-pub mod schemes;
+pub(crate) mod pages;
+pub(crate) mod schemes;
 
 /// The Parquet key-value metadata key that holds a fingerprint shard's
 /// scheme.
-pub const METADATA_KEY: &str = "neardup.scheme";
+pub(crate) const METADATA_KEY: &str = "neardup.scheme";

@@ -39,7 +39,7 @@ pub(crate) const ROW_GROUP_ROWS: usize = 1 << 20;
 pub(crate) const PART_CHUNK_ROWS: usize = 1 << 16;
 const _: () = assert!(ROW_GROUP_ROWS.is_multiple_of(PART_CHUNK_ROWS));
 /// Marker written last into a complete output directory.
-pub const SUCCESS: &str = "_SUCCESS";
+pub(crate) const SUCCESS: &str = "_SUCCESS";
 
 /// An output directory under construction.
 ///
@@ -47,7 +47,7 @@ pub const SUCCESS: &str = "_SUCCESS";
 /// failed run leaves nothing at the target (and an old output replaced with
 /// `--overwrite` stays intact until the new one is complete).
 #[derive(Debug)]
-pub struct Staging {
+pub(crate) struct Staging {
     target: PathBuf,
     staging: PathBuf,
     committed: bool,
@@ -70,7 +70,7 @@ fn remote_target(target: &Path) -> Result<Option<OutputPrefix>> {
 }
 
 /// Whether the output at `target` is complete (has `_SUCCESS`).
-pub fn is_complete(target: &Path) -> Result<bool> {
+pub(crate) fn is_complete(target: &Path) -> Result<bool> {
     match remote_target(target)? {
         Some(prefix) => prefix.has(SUCCESS),
         None => Ok(target.join(SUCCESS).exists()),
@@ -91,7 +91,7 @@ fn remote_file(path: &Path) -> Option<(OutputPrefix, String)> {
 /// uploaded and removed as it was placed, and process 0's commit removes
 /// its own, but every other process of a run made one too (in the
 /// system's temporary directory) and would leave it there.
-pub fn remove_local_staging() {
+pub(crate) fn remove_local_staging() {
     for (dir, _) in lock(&REMOTE_STAGING).drain(..) {
         let _ = fs::remove_dir_all(&dir);
     }
@@ -124,7 +124,7 @@ fn prepare_parent(path: &Path) -> Result<()> {
 impl Staging {
     /// Refuses an existing `target` unless `overwrite`, then creates a fresh
     /// staging directory beside it.
-    pub fn create(target: &Path, overwrite: bool) -> Result<Staging> {
+    pub(crate) fn create(target: &Path, overwrite: bool) -> Result<Staging> {
         if let Some(prefix) = remote_target(target)? {
             return Staging::create_for_object_store(target, prefix, overwrite);
         }
@@ -189,7 +189,7 @@ impl Staging {
     /// cluster finds it without being told. For an output in an object
     /// store, this process's own local directory, made here, whose files
     /// are uploaded as they are placed.
-    pub fn dir_for(target: &Path) -> Result<PathBuf> {
+    pub(crate) fn dir_for(target: &Path) -> Result<PathBuf> {
         if let Some(prefix) = remote_target(target)? {
             let key = xxhash_rust::xxh3::xxh3_64(target.to_string_lossy().as_bytes());
             let name = format!("neardup-staging-{key:016x}-{}", std::process::id());
@@ -215,7 +215,7 @@ impl Staging {
     /// Removes what this output wrote if the process has to stop at once (a
     /// lost peer, a failed worker): its staging directory, and for an
     /// object store, the objects under its prefix.
-    pub fn remove_on_abort(&self) {
+    pub(crate) fn remove_on_abort(&self) {
         let (dir, remote) = (self.staging.clone(), self.remote.clone());
         crate::exec::runtime::on_abort(move || {
             let _ = fs::remove_dir_all(&dir);
@@ -226,12 +226,12 @@ impl Staging {
     }
 
     /// Where files are written until commit.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.staging
     }
 
     /// Writes `summary` as `_summary.json`, then commits.
-    pub fn commit_with_summary(self, summary: &impl serde::Serialize) -> Result<()> {
+    pub(crate) fn commit_with_summary(self, summary: &impl serde::Serialize) -> Result<()> {
         write_atomically(
             &self.staging.join("_summary.json"),
             &serde_json::to_vec_pretty(summary)?,
@@ -240,7 +240,7 @@ impl Staging {
     }
 
     /// Moves the staged directory to the target and writes `_SUCCESS` last.
-    pub fn commit(mut self) -> Result<()> {
+    pub(crate) fn commit(mut self) -> Result<()> {
         if let Some(prefix) = &self.remote {
             // Every part was uploaded by its writer before it reported.
             prefix.put(SUCCESS, Default::default())?;
@@ -274,7 +274,7 @@ impl Drop for Staging {
 
 /// Copies a file (local, or an object) to `path` through a temporary name,
 /// as every output file is placed; returns the bytes copied.
-pub fn copy_into_place(source: &crate::io::storage::Location, path: &Path) -> Result<u64> {
+pub(crate) fn copy_into_place(source: &crate::io::storage::Location, path: &Path) -> Result<u64> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
     let mut target =
@@ -287,7 +287,7 @@ pub fn copy_into_place(source: &crate::io::storage::Location, path: &Path) -> Re
 }
 
 /// Writes `bytes` to `path` through a temporary name in the same directory.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
     fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
@@ -303,12 +303,12 @@ fn temporary_name(path: &Path) -> PathBuf {
 }
 
 /// File name of output part `p`.
-pub fn part_name(p: usize) -> String {
+pub(crate) fn part_name(p: usize) -> String {
     format!("part-{p:05}.parquet")
 }
 
 /// The schema of a pairs part.
-pub fn pair_schema() -> SchemaRef {
+pub(crate) fn pair_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("query_id", DataType::Int64, false),
         Field::new("corpus_id", DataType::Int64, false),
@@ -327,7 +327,7 @@ pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
 
 /// [`write_pairs`] with every column plain and uncompressed: a run of
 /// pairs spilled to disk, read back once by the same job.
-pub fn write_pair_run(path: &Path, pairs: &[Pair]) -> Result<()> {
+pub(crate) fn write_pair_run(path: &Path, pairs: &[Pair]) -> Result<()> {
     write_pair_slice(path, pairs, true)
 }
 
@@ -342,7 +342,10 @@ fn write_pair_slice(path: &Path, pairs: &[Pair], raw: bool) -> Result<()> {
 
 /// [`write_pairs`] for pairs that come one at a time (a merge of sorted
 /// runs): the same row groups, so the same bytes, as the pairs in one slice.
-pub fn write_pair_stream(path: &Path, mut pairs: impl Iterator<Item = Result<Pair>>) -> Result<()> {
+pub(crate) fn write_pair_stream(
+    path: &Path,
+    mut pairs: impl Iterator<Item = Result<Pair>>,
+) -> Result<()> {
     let layout = pair_layout(false);
     let mut open = OpenParquet::create(path, &layout)?;
     let mut group = Vec::new();
@@ -500,28 +503,28 @@ pub(crate) fn ascending(columns: &[i32]) -> Vec<SortingColumn> {
 /// WARC record, a plain WARC record from its `WARC/` line through its
 /// closing blank lines, or a JSONL line without its line break.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Span {
-    pub offset: u64,
-    pub length: u64,
+pub(crate) struct Span {
+    pub(crate) offset: u64,
+    pub(crate) length: u64,
 }
 
 /// Fingerprinted documents, in the order they were read.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct DocumentRows {
-    pub ids: Vec<i64>,
-    pub urls: Vec<Option<String>>,
-    pub simhashes: Vec<u64>,
-    pub n_features: Vec<u32>,
-    pub n_chars: Vec<u32>,
+pub(crate) struct DocumentRows {
+    pub(crate) ids: Vec<i64>,
+    pub(crate) urls: Vec<Option<String>>,
+    pub(crate) simhashes: Vec<u64>,
+    pub(crate) n_features: Vec<u32>,
+    pub(crate) n_chars: Vec<u32>,
     /// Microseconds since the Unix epoch, UTC.
-    pub fetch_times: Vec<Option<i64>>,
+    pub(crate) fetch_times: Vec<Option<i64>>,
     /// The `offset` and `length` columns.
-    pub spans: Vec<Option<Span>>,
+    pub(crate) spans: Vec<Option<Span>>,
 }
 
 impl DocumentRows {
     /// Moves `other`'s rows after these.
-    pub fn append(&mut self, mut other: DocumentRows) {
+    pub(crate) fn append(&mut self, mut other: DocumentRows) {
         self.ids.append(&mut other.ids);
         self.urls.append(&mut other.urls);
         self.simhashes.append(&mut other.simhashes);
@@ -533,7 +536,7 @@ impl DocumentRows {
 }
 
 /// The schema of a fingerprint shard (see [`write_documents`]).
-pub fn document_schema() -> SchemaRef {
+pub(crate) fn document_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("id", DataType::Int64, false),
         Field::new("url", DataType::Utf8, true),
@@ -560,7 +563,12 @@ pub fn document_schema() -> SchemaRef {
 ///
 /// `source` is made into a column a row group at a time, one value
 /// repeated, and stored with a dictionary: a few bytes a row group.
-pub fn write_documents(path: &Path, rows: &DocumentRows, scheme: &str, source: &str) -> Result<()> {
+pub(crate) fn write_documents(
+    path: &Path,
+    rows: &DocumentRows,
+    scheme: &str,
+    source: &str,
+) -> Result<()> {
     let schema = document_schema();
     let n = rows.ids.len();
     let key_values = vec![KeyValue::new(

@@ -18,11 +18,11 @@ use crate::io::storage::{open_all, Location};
 const BATCH_ROWS: usize = 1 << 15;
 
 /// The id column of a pages table.
-pub const ID: &str = "id";
+pub(crate) const ID: &str = "id";
 
 /// The files of a pages table, checked, and their row groups.
 #[derive(Debug)]
-pub struct PagesTable {
+pub(crate) struct PagesTable {
     files: Vec<PagesFile>,
     /// `(file, row group)`, in path order.
     units: Vec<(usize, usize)>,
@@ -44,7 +44,7 @@ impl PagesTable {
     /// column of `required`, each checked by `check(file, column, type)`;
     /// the columns of `optional` are read where a file has them with a
     /// type `optional_fits`.
-    pub fn open(
+    pub(crate) fn open(
         specs: &[String],
         required: &[String],
         check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
@@ -77,25 +77,25 @@ impl PagesTable {
     }
 
     /// Row groups in all: the units workers take in turn.
-    pub fn units(&self) -> usize {
+    pub(crate) fn units(&self) -> usize {
         self.units.len()
     }
 
     /// Rows in all.
-    pub fn rows(&self) -> u64 {
+    pub(crate) fn rows(&self) -> u64 {
         let rows = |file: &PagesFile| file.metadata.metadata().file_metadata().num_rows();
         self.files.iter().map(|file| rows(file).max(0) as u64).sum()
     }
 
     /// Whether some file has optional column `at` (by its place in
     /// `optional`).
-    pub fn has_optional(&self, at: usize) -> bool {
+    pub(crate) fn has_optional(&self, at: usize) -> bool {
         self.has_optional.get(at).copied().unwrap_or(false)
     }
 
     /// Reads unit `unit`, a batch at a time: `each(ids, batch, location)`,
     /// the batch holding the columns read (an optional one may be missing).
-    pub fn read_unit(
+    pub(crate) fn read_unit(
         &self,
         unit: usize,
         each: impl FnMut(&[i64], &RecordBatch, &str) -> Result<()>,
@@ -106,7 +106,7 @@ impl PagesTable {
 
     /// [`Self::read_unit`] for the id and `columns` alone (those of them
     /// the file has).
-    pub fn read_unit_columns(
+    pub(crate) fn read_unit_columns(
         &self,
         unit: usize,
         columns: &[&str],
@@ -209,7 +209,7 @@ impl PagesFile {
 
 /// Whether a column of this type holds strings as Parquet writers give them
 /// (arrow-rs and pyarrow: UTF8, large; DuckDB and Polars: views).
-pub fn is_string(data_type: &DataType) -> bool {
+pub(crate) fn is_string(data_type: &DataType) -> bool {
     matches!(
         data_type,
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
@@ -218,7 +218,7 @@ pub fn is_string(data_type: &DataType) -> bool {
 
 /// A string column's values (None for nulls); `name` and `location` say
 /// which column in the error for another type.
-pub fn string_values<'a>(
+pub(crate) fn string_values<'a>(
     column: &'a ArrayRef,
     name: &str,
     location: &str,

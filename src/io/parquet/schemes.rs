@@ -8,16 +8,16 @@ use anyhow::{bail, Result};
 
 /// A fingerprint file and the scheme its metadata records (`None`: made by
 /// another tool, "unknown", accepted with any).
-pub struct SchemeOf {
-    pub side: &'static str,
-    pub path: String,
-    pub scheme: Option<String>,
+pub(crate) struct SchemeOf {
+    pub(crate) side: &'static str,
+    pub(crate) path: String,
+    pub(crate) scheme: Option<String>,
 }
 
 /// The schemes of `match`'s inputs, and whether any two are not
 /// [`comparable`]: an error unless `allow_mixed`, naming a file of each
 /// (one of B and one of F when they are where the difference is).
-pub fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<(Vec<String>, bool)> {
+pub(crate) fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<(Vec<String>, bool)> {
     let mut first: BTreeMap<&str, &SchemeOf> = BTreeMap::new();
     for file in files {
         if let Some(scheme) = &file.scheme {

@@ -53,11 +53,11 @@ use crate::matching::tables::Index;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Match {
     /// Row of the probed slice.
-    pub row: u32,
+    pub(crate) row: u32,
     /// Group of B (a distinct query fingerprint).
-    pub group: u32,
+    pub(crate) group: u32,
     /// Hamming distance.
-    pub distance: u8,
+    pub(crate) distance: u8,
 }
 
 /// Entries of a table slice that one partition should visit: the tables of a
@@ -74,7 +74,7 @@ const MIN_PARTITIONED_ROWS: usize = 1 << 14;
 
 /// Tables that share their first key block, and how to partition rows for them.
 #[derive(Clone, Debug)]
-pub struct LeadGroup {
+pub(crate) struct LeadGroup {
     /// Partition number of a fingerprint: `(f >> shift) & mask`.
     shift: u32,
     mask: u64,
@@ -83,14 +83,14 @@ pub struct LeadGroup {
 
 impl LeadGroup {
     /// The group's tables, ascending.
-    pub fn tables(&self) -> &[usize] {
+    pub(crate) fn tables(&self) -> &[usize] {
         &self.tables
     }
 }
 
 /// Groups the design's tables by first key block; a group's partitions cut
 /// its tables into slices of about 2^SLICE_ENTRIES_LOG2 entries.
-pub fn lead_groups(design: &Design) -> Vec<LeadGroup> {
+pub(crate) fn lead_groups(design: &Design) -> Vec<LeadGroup> {
     lead_groups_with(design, SLICE_ENTRIES_LOG2)
 }
 

@@ -17,7 +17,7 @@ const PREFETCH_ROWS: usize = 16;
 /// Up to 64 entries of a bucket, from `first`, that are within k of a
 /// probe's row on their residue: bit `i` of `found` for entry `first + i`.
 #[derive(Clone, Copy, Debug)]
-pub struct NearBucket {
+pub(crate) struct NearBucket {
     /// The row's place in the probed slice.
     row: u32,
     first: u32,
@@ -36,7 +36,7 @@ impl NearBucket {
 
 /// The vector instructions the kernel is built for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Simd {
+pub(crate) enum Simd {
     /// AVX-512F with VPOPCNTDQ: 16 residues a vector, counted by one
     /// instruction.
     Avx512,
@@ -47,7 +47,7 @@ pub enum Simd {
 
 impl Simd {
     /// The best this CPU runs, if any.
-    pub fn detect() -> Option<Simd> {
+    pub(crate) fn detect() -> Option<Simd> {
         use std::arch::is_x86_feature_detected as has;
         if has!("avx512f") && has!("avx512vpopcntdq") {
             Some(Simd::Avx512)
@@ -60,7 +60,7 @@ impl Simd {
 
     /// Every kind this CPU runs, for tests.
     #[cfg(test)]
-    pub fn all_available() -> Vec<Simd> {
+    pub(crate) fn all_available() -> Vec<Simd> {
         match Simd::detect() {
             Some(Simd::Avx512) => vec![Simd::Avx512, Simd::Avx2],
             Some(Simd::Avx2) => vec![Simd::Avx2],
@@ -69,14 +69,14 @@ impl Simd {
     }
 
     /// Mean bucket length the design may have for this kernel.
-    pub fn max_candidates(self) -> f64 {
+    pub(crate) fn max_candidates(self) -> f64 {
         match self {
             Simd::Avx512 => 32.0,
             Simd::Avx2 => 64.0,
         }
     }
 
-    pub fn kernel_name(self) -> &'static str {
+    pub(crate) fn kernel_name(self) -> &'static str {
         match self {
             Simd::Avx512 => "wide buckets, AVX-512",
             Simd::Avx2 => "wide buckets, AVX2",
@@ -111,7 +111,7 @@ impl Simd {
 ///
 /// # Safety
 /// The CPU must have them (`simd` from [`Simd::detect`], or below it).
-pub unsafe fn probe(
+pub(crate) unsafe fn probe(
     simd: Simd,
     index: &Index,
     corpus: &[u64],

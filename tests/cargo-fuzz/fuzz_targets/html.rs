@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use neardup::crawl::html::{page_text, to_text, MainRules, PageText};
+use neardup::fingerprint::crawl::html::{page_text, to_text, MainRules, PageText};
 
 fuzz_target!(|data: &[u8]| {
     let html = String::from_utf8_lossy(data);

@@ -8,13 +8,12 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let dir = std::env::temp_dir();
-    let plain = dir.join(format!("neardup-fuzz-{}.warc", std::process::id()));
-    std::fs::write(&plain, data).unwrap();
-    let plain = neardup::storage::Location::Local(plain);
-    let _ = neardup::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
+    let path = dir.join(format!("neardup-fuzz-{}.warc", std::process::id()));
+    std::fs::write(&path, data).unwrap();
+    let plain = neardup::io::storage::Location::Local(path.clone());
+    let _ = neardup::fingerprint::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(data).unwrap();
-    let path = plain.as_local().unwrap();
-    std::fs::write(path, gz.finish().unwrap()).unwrap();
-    let _ = neardup::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    let _ = neardup::fingerprint::crawl::warc::read(&plain, &mut |_record, _offset| Ok(()));
 });

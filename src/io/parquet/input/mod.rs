@@ -7,7 +7,7 @@ mod pair_files;
 mod paths;
 mod shards;
 
-pub use pair_files::*;
+pub(crate) use pair_files::*;
 pub use paths::*;
 pub use shards::*;
 
@@ -77,7 +77,7 @@ pub(crate) fn column_list(schema: &arrow_schema::Schema) -> String {
 /// that whole page and decodes every row before its own, so pieces read apart
 /// would decompress the row group once each. Which worker gets which rows
 /// does not matter to `cluster`: only the set of pairs a process reads.
-pub struct SharedRowGroup {
+pub(crate) struct SharedRowGroup {
     /// The row group, whole.
     unit: PairUnit,
     /// The rows of the process's pieces (`None`: all of them).
@@ -97,7 +97,7 @@ enum SharedReader {
 impl SharedRowGroup {
     /// One shared row group for each row group that `pieces` come from, in
     /// order of first appearance, and for each piece the index of its own.
-    pub fn of_pieces(pieces: &[PairUnit]) -> (Vec<SharedRowGroup>, Vec<usize>) {
+    pub(crate) fn of_pieces(pieces: &[PairUnit]) -> (Vec<SharedRowGroup>, Vec<usize>) {
         let mut index: HashMap<(String, usize), usize> = HashMap::new();
         let mut ranges: Vec<(PairUnit, Vec<(usize, usize)>)> = Vec::new();
         let group_of = pieces
@@ -135,7 +135,7 @@ impl SharedRowGroup {
     /// holds `rows` more, or the rows run out (other workers may have taken
     /// them). The first to ask opens the reader; after an error the others
     /// find no rows, and the error ends the job.
-    pub fn take(&self, rows: usize, out: &mut Vec<PairRow>) -> Result<()> {
+    pub(crate) fn take(&self, rows: usize, out: &mut Vec<PairRow>) -> Result<()> {
         let goal = out.len() + rows;
         while out.len() < goal {
             let mut reader = lock(&self.reader);
@@ -169,7 +169,7 @@ impl SharedRowGroup {
     }
 
     /// The row group's file.
-    pub fn path(&self) -> &Location {
+    pub(crate) fn path(&self) -> &Location {
         &self.unit.path
     }
 }
@@ -204,7 +204,7 @@ pub(crate) fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
 
 /// A row group of a fingerprint file whose bytes (for an object) are on
 /// their way.
-pub struct RowGroupFetch {
+pub(crate) struct RowGroupFetch {
     row_group: usize,
     /// The rows of a piece of the row group; `None`: all of it.
     piece: Option<RowSelection>,
@@ -214,7 +214,7 @@ pub struct RowGroupFetch {
 impl RowGroupFetch {
     /// Whether the rows come from an object store, their bytes fetched
     /// ahead, rather than from a local file read when decoded.
-    pub fn is_remote(&self) -> bool {
+    pub(crate) fn is_remote(&self) -> bool {
         self.fetch.is_some()
     }
 }

@@ -5,38 +5,38 @@ use super::*;
 
 /// One row of a pair file, as `cluster` needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PairRow {
-    pub query: i64,
-    pub corpus: i64,
+pub(crate) struct PairRow {
+    pub(crate) query: i64,
+    pub(crate) corpus: i64,
     /// The corpus side is a page already in the corpus: the pair is not a
     /// `--self` pair. False when the file has no `self_pair` column.
-    pub corpus_in_corpus: bool,
+    pub(crate) corpus_in_corpus: bool,
     /// Bits the fingerprints differ in; 0 when the file has no `distance`
     /// column and it was not asked for.
-    pub distance: u8,
+    pub(crate) distance: u8,
 }
 
 /// Which optional columns `cluster` needs from pair files.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct PairNeeds {
+pub(crate) struct PairNeeds {
     /// `self_pair`, to tell corpus pages from new ones (`--corpus-wins`).
-    pub self_pair: bool,
+    pub(crate) self_pair: bool,
     /// `distance`, to drop a page for its nearest kept partner.
-    pub distance: bool,
+    pub(crate) distance: bool,
 }
 
 /// A row group of a pair file, or a piece of one ([`into_pieces`]), and
 /// which optional columns the file has.
 #[derive(Clone, Debug)]
-pub struct PairUnit {
-    pub path: Location,
+pub(crate) struct PairUnit {
+    pub(crate) path: Location,
     pub(super) metadata: ArrowReaderMetadata,
-    pub row_group: usize,
+    pub(crate) row_group: usize,
     /// The first row of the piece within its row group.
-    pub offset: usize,
+    pub(crate) offset: usize,
     /// Rows in the piece (the whole row group's, as its footer says, until
     /// it is cut).
-    pub rows: usize,
+    pub(crate) rows: usize,
     pub(super) has_self_pair: bool,
     pub(super) has_distance: bool,
 }
@@ -53,7 +53,7 @@ pub(super) const MIN_PIECE_ROWS: usize = 1 << 16;
 /// few, large row groups (a 1M-pair file from pyarrow is one, Spark cuts
 /// them at 128 MB) would otherwise leave all but a few workers nothing to
 /// read.
-pub fn into_pieces(units: Vec<PairUnit>, workers: usize) -> Vec<PairUnit> {
+pub(crate) fn into_pieces(units: Vec<PairUnit>, workers: usize) -> Vec<PairUnit> {
     let total: usize = units.iter().map(|unit| unit.rows).sum();
     let most = piece_rows(total, workers);
     units
@@ -106,7 +106,7 @@ pub(super) fn cuts(rows: usize, most: usize) -> Vec<(usize, usize)> {
 /// order. `neardup match` output has every column; pairs made elsewhere (a
 /// Spark or DuckDB join) need only `query_id` and `corpus_id`, plus what
 /// `needs` asks for.
-pub fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUnit>> {
+pub(crate) fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec<PairUnit>> {
     let files = open_all(&expand_locations(specs)?, |path| {
         pair_file_units(path, needs)
     })?;

@@ -3,13 +3,6 @@
 
 use super::*;
 
-/// Expands local files, directories (every `*.parquet` below, skipping `_`
-/// and `.` entries as Spark and Hadoop do) and glob patterns into a sorted
-/// list of files.
-pub fn expand_paths(specs: &[String]) -> Result<Vec<PathBuf>> {
-    expand_paths_with(specs, &["parquet"])
-}
-
 /// Like [`expand_paths`] for Parquet files that may also be objects
 /// (`s3://`, `gs://`, `az://`, `http(s)://`; see [`crate::io::storage`]):
 /// in the order of `specs`, each spec's files sorted.
@@ -19,7 +12,10 @@ pub fn expand_locations(specs: &[String]) -> Result<Vec<Location>> {
 
 /// Like [`expand_locations`], taking from directories and prefixes the
 /// files whose names end in `.` and one of `extensions`.
-pub fn expand_locations_with(specs: &[String], extensions: &[&str]) -> Result<Vec<Location>> {
+pub(crate) fn expand_locations_with(
+    specs: &[String],
+    extensions: &[&str],
+) -> Result<Vec<Location>> {
     let mut files = Vec::new();
     for spec in specs {
         match is_url(spec) {
@@ -36,7 +32,7 @@ pub fn expand_locations_with(specs: &[String], extensions: &[&str]) -> Result<Ve
 
 /// Like [`expand_paths`], taking from directories the files whose names end
 /// in `.` and one of `extensions`. Local only: an object URL is refused.
-pub fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result<Vec<PathBuf>> {
+pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for spec in specs {
         if is_url(spec) {
@@ -78,7 +74,7 @@ pub fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result<Vec<Pa
 
 /// Whether a file name ends in `.` and `extension` (which may itself hold
 /// dots, as `warc.gz`).
-pub fn has_extension(name: &str, extension: &str) -> bool {
+pub(crate) fn has_extension(name: &str, extension: &str) -> bool {
     name.strip_suffix(extension)
         .is_some_and(|stem| stem.ends_with('.'))
 }

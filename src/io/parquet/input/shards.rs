@@ -6,8 +6,8 @@ use super::*;
 /// Names of the two columns neardup reads.
 #[derive(Clone, Debug)]
 pub struct Columns {
-    pub id: String,
-    pub simhash: String,
+    pub(crate) id: String,
+    pub(crate) simhash: String,
 }
 
 impl Default for Columns {
@@ -22,7 +22,7 @@ impl Default for Columns {
 /// A validated fingerprint shard whose footer has been read once.
 #[derive(Clone, Debug)]
 pub struct FingerprintFile {
-    pub path: Location,
+    pub(crate) path: Location,
     metadata: ArrowReaderMetadata,
     id_root: usize,
     simhash_root: usize,
@@ -31,12 +31,12 @@ pub struct FingerprintFile {
 /// One row group of one file, or a piece of one: the unit of work a worker
 /// streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Unit {
-    pub file: usize,
-    pub row_group: usize,
+pub(crate) struct Unit {
+    pub(crate) file: usize,
+    pub(crate) row_group: usize,
     /// The unit's first row within its row group.
-    pub offset: u64,
-    pub rows: u64,
+    pub(crate) offset: u64,
+    pub(crate) rows: u64,
 }
 
 /// The most rows a unit of a local file holds: a worker's probe batch.
@@ -104,7 +104,7 @@ impl FingerprintFile {
 
     /// The fingerprint scheme the file records (`neardup.scheme` in its
     /// key-value metadata); `None` for files made by other tools.
-    pub fn scheme(&self) -> Option<String> {
+    pub(crate) fn scheme(&self) -> Option<String> {
         let file = self.metadata.metadata().file_metadata();
         file.key_value_metadata()?
             .iter()
@@ -113,24 +113,24 @@ impl FingerprintFile {
     }
 
     /// Rows in the file.
-    pub fn rows(&self) -> u64 {
+    pub(crate) fn rows(&self) -> u64 {
         self.metadata.metadata().file_metadata().num_rows().max(0) as u64
     }
 
     /// Number of row groups.
-    pub fn row_groups(&self) -> usize {
+    pub(crate) fn row_groups(&self) -> usize {
         self.metadata.metadata().num_row_groups()
     }
 
     /// Rows in row group `rg`.
-    pub fn row_group_rows(&self, rg: usize) -> u64 {
+    pub(crate) fn row_group_rows(&self, rg: usize) -> u64 {
         self.metadata.metadata().row_group(rg).num_rows().max(0) as u64
     }
 
     /// Starts fetching row group `rg`'s two columns if the file is an
     /// object, for a later [`Self::read_fetched`]: a scan asks for its next
     /// row group before it decodes the current one.
-    pub fn fetch_row_group(&self, rg: usize) -> RowGroupFetch {
+    pub(crate) fn fetch_row_group(&self, rg: usize) -> RowGroupFetch {
         let roots = [self.id_root, self.simhash_root];
         RowGroupFetch {
             row_group: rg,
@@ -141,7 +141,7 @@ impl FingerprintFile {
 
     /// [`Self::fetch_row_group`] for a unit of this file: only its rows are
     /// read.
-    pub fn fetch_unit(&self, unit: &Unit) -> RowGroupFetch {
+    pub(crate) fn fetch_unit(&self, unit: &Unit) -> RowGroupFetch {
         let (offset, rows) = (unit.offset as usize, unit.rows as usize);
         RowGroupFetch {
             piece: piece_selection(&self.metadata, unit.row_group, offset, rows),
@@ -149,20 +149,8 @@ impl FingerprintFile {
         }
     }
 
-    /// Appends the ids and fingerprints of row group `rg` to `ids` and
-    /// `fingerprints`, decoding at most [`BATCH_ROWS`] rows at a time.
-    pub fn read_row_group(
-        &self,
-        rg: usize,
-        columns: &Columns,
-        ids: &mut Vec<i64>,
-        fingerprints: &mut Vec<u64>,
-    ) -> Result<()> {
-        self.read_fetched(self.fetch_row_group(rg), columns, ids, fingerprints)
-    }
-
     /// [`Self::read_row_group`] for a row group whose fetch has started.
-    pub fn read_fetched(
+    pub(crate) fn read_fetched(
         &self,
         fetched: RowGroupFetch,
         columns: &Columns,
@@ -231,7 +219,7 @@ pub fn read_files(
 }
 
 /// Opens every file of `specs` and lists their row groups as units, in path order.
-pub fn open_inputs(
+pub(crate) fn open_inputs(
     specs: &[String],
     columns: &Columns,
 ) -> Result<(Vec<FingerprintFile>, Vec<Unit>)> {
@@ -261,7 +249,11 @@ pub fn open_inputs(
 
 /// `units` cut so that `threads` threads share their reading evenly, as
 /// [`into_pieces`] cuts pair units: B is often one file of one row group.
-pub fn into_finer_units(files: &[FingerprintFile], units: &[Unit], threads: usize) -> Vec<Unit> {
+pub(crate) fn into_finer_units(
+    files: &[FingerprintFile],
+    units: &[Unit],
+    threads: usize,
+) -> Vec<Unit> {
     let total: u64 = units.iter().map(|unit| unit.rows).sum();
     let most = piece_rows(usize::try_from(total).unwrap_or(usize::MAX), threads);
     let cut = |unit: Unit| {
