@@ -44,8 +44,33 @@ pub enum Command {
     Fingerprint(FingerprintArgs),
     /// Group `match` pairs into clusters of near-duplicates and list the pages to drop.
     Cluster(ClusterCommandArgs),
-    /// Run a job spec (TOML): fingerprint, match, cluster, append; finished stages are skipped.
+    /// Run a job spec (TOML): fingerprint, match, cluster, append, report; finished stages are skipped.
     Run(RunArgs),
+    /// Why two pages matched: their fingerprinted texts, a word diff and the features behind the differing bits.
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Two pages (ids or URLs) to compare, or one with --text.
+    #[arg(required = true, num_args = 1..=2, value_name = "ID_OR_URL", allow_negative_numbers = true)]
+    pub(crate) pages: Vec<String>,
+    /// The fingerprint shards that hold the pages: files, directories, globs
+    /// or object-store URLs.
+    #[arg(long, required = true, num_args = 1..)]
+    pub(crate) fingerprints: Vec<String>,
+    /// Print only the text one page was fingerprinted from.
+    #[arg(long)]
+    pub(crate) text: bool,
+    /// JSON on stdout, for scripts.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The most features shown.
+    #[arg(long, default_value_t = 10)]
+    pub(crate) top: usize,
+    /// The text field of JSONL records, as `fingerprint` was given it.
+    #[arg(long, default_value = "text")]
+    pub(crate) text_field: String,
 }
 
 #[derive(Debug, Args)]
@@ -361,9 +386,25 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Fingerprint(args) => run_fingerprint_command(args),
         Command::Cluster(args) => run_cluster_command(args),
         Command::Run(args) => run_job_command(args),
+        Command::Explain(args) => run_explain_command(args),
     };
     crate::io::parquet::output::remove_local_staging();
     result
+}
+
+fn run_explain_command(args: ExplainArgs) -> Result<()> {
+    match (args.text, args.pages.len()) {
+        (true, 1) | (false, 2) => {}
+        (true, _) => anyhow::bail!("--text takes one page, not {}", args.pages.len()),
+        (false, _) => anyhow::bail!("give two pages to compare, or one with --text"),
+    }
+    crate::fingerprint::explain::run_explain(&crate::fingerprint::explain::ExplainOptions {
+        pages: args.pages,
+        fingerprints: args.fingerprints,
+        json: args.json,
+        top_features: args.top,
+        text_field: args.text_field,
+    })
 }
 
 fn run_match_command(args: MatchArgs) -> Result<()> {

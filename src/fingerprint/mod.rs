@@ -9,6 +9,7 @@
 
 pub mod crawl;
 pub(crate) mod dataflow;
+pub(crate) mod explain;
 pub mod scheme;
 pub mod simhash;
 

@@ -214,12 +214,76 @@ impl Scheme {
             html: html.map_or(default.html, PageText::from),
         })
     }
+
+    /// The scheme a shard's scheme string describes (as
+    /// [`Scheme::describe`] wrote it): a named one, or one the flags of
+    /// `fingerprint` can make, with n-grams up to 32. For a shard of text
+    /// (no `html=` part) the HTML mode is the default's: no text of it
+    /// depends on it.
+    pub(crate) fn from_description(description: &str) -> Option<Scheme> {
+        let html_modes = [
+            PageText::All,
+            PageText::Main(MainRules::FIRST),
+            PageText::Main(MainRules::SECOND),
+        ];
+        let features = [
+            Features::Words,
+            Features::Script(ScriptRule::HanWords),
+            Features::Script(ScriptRule::LongHanWords),
+        ]
+        .into_iter()
+        .chain((1..=32).flat_map(|n| [Features::Chars(n), Features::Shingles(n)]));
+        let named = NAMED.iter().map(|&(_, scheme)| scheme);
+        let flagged = features.flat_map(|features| {
+            [(false, false), (false, true), (true, false), (true, true)].map(
+                |(log_weights, stop_words)| SimhashOptions {
+                    features,
+                    log_weights,
+                    stop_words,
+                },
+            )
+        });
+        named
+            .chain(flagged.flat_map(|simhash| html_modes.map(|html| Scheme { simhash, html })))
+            .find_map(|scheme| {
+                let html = scheme.describe(true) == description;
+                let text = scheme.describe(false) == description;
+                match (html, text) {
+                    (true, _) => Some(scheme),
+                    (false, true) => Some(Scheme {
+                        html: Scheme::default().html,
+                        ..scheme
+                    }),
+                    _ => None,
+                }
+            })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::io::parquet::schemes::comparable;
+
+    #[test]
+    fn a_scheme_is_found_again_from_its_description() {
+        for (_, scheme) in NAMED {
+            let found = Scheme::from_description(&scheme.describe(true));
+            assert_eq!(found, Some(*scheme));
+            let text = Scheme::from_description(&scheme.describe(false)).unwrap();
+            assert_eq!(text.simhash, scheme.simhash);
+        }
+        let flagged = Scheme::from_flags(None, Some("shingles:3"), true, true, Some(HtmlText::All));
+        let flagged = flagged.unwrap();
+        assert_eq!(
+            Scheme::from_description(&flagged.describe(true)),
+            Some(flagged)
+        );
+        assert_eq!(
+            Scheme::from_description("simhash64/9 features=unknown"),
+            None
+        );
+    }
 
     #[test]
     fn the_default_is_the_last_named_scheme() {

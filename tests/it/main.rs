@@ -9,6 +9,7 @@ mod cluster;
 mod clustering;
 mod duckdb;
 mod exactness;
+mod explain;
 mod fingerprint;
 mod fuzz;
 mod job;

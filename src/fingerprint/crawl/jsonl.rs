@@ -76,7 +76,11 @@ fn shown(value: &Value) -> String {
     }
 }
 
-fn parse_line(line: &[u8], fields: &TextFields, span: Option<Span>) -> Result<Record, String> {
+pub(super) fn parse_line(
+    line: &[u8],
+    fields: &TextFields,
+    span: Option<Span>,
+) -> Result<Record, String> {
     let text = std::str::from_utf8(line).map_err(|_| "invalid UTF-8".to_string())?;
     let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let object = value.as_object().ok_or("not a JSON object")?;

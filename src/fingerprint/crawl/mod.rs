@@ -157,3 +157,14 @@ pub(crate) fn read_file(
         Format::Parquet => table::read(path, fields, sink),
     }
 }
+
+/// The record that one span of a file in `format` holds (a shard's
+/// `source`, `offset` and `length`): a WARC or WET record, or a JSONL line.
+pub(crate) fn record_in_span(bytes: &[u8], format: Format, fields: &TextFields) -> Result<Record> {
+    match format {
+        Format::Warc | Format::Wet => warc::record_in(bytes),
+        Format::Jsonl => Ok(jsonl::parse_line(bytes, fields, None)
+            .unwrap_or_else(|reason| Record::Bad(BadRecord { offset: 0, reason }))),
+        Format::Parquet => anyhow::bail!("Parquet input rows have no byte span"),
+    }
+}

@@ -46,6 +46,27 @@ pub fn read(path: &Location, sink: &mut dyn FnMut(Record, u64) -> Result<()>) ->
     }
 }
 
+/// The first record of `bytes`, one record's span of a WARC or WET file
+/// as a shard's `offset` and `length` give it: a gzip member, or the
+/// record's plain bytes.
+pub(crate) fn record_in(bytes: &[u8]) -> Result<Record> {
+    let mut plain = Vec::new();
+    match bytes.starts_with(&GZIP_MAGIC[..2]) {
+        true => {
+            GzDecoder::new(bytes)
+                .read_to_end(&mut plain)
+                .context("not a whole gzip member")?;
+        }
+        false => plain.extend_from_slice(bytes),
+    }
+    let mut first = None;
+    parse_stream(None, &mut plain, 0, None, &mut |record, _| {
+        first.get_or_insert(record);
+        Ok(())
+    })?;
+    first.context("no WARC record there")
+}
+
 /// Decodes gzip members one after another; records are reported at their
 /// member's offset.
 ///

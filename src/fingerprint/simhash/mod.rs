@@ -51,10 +51,12 @@ use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 mod cjk;
 mod feature_hash;
+mod listing;
 mod normalize;
 mod sums;
 mod words;
 
+pub(crate) use listing::{feature_list, hash_feature, FeatureList};
 use normalize::*;
 use words::*;
 pub(crate) use words::{prepare_han_segmentation, words};

@@ -93,6 +93,23 @@ impl PagesTable {
         self.has_optional.get(at).copied().unwrap_or(false)
     }
 
+    /// The file unit `unit` is a row group of.
+    pub(crate) fn unit_path(&self, unit: usize) -> &Location {
+        &self.files[self.units[unit].0].path
+    }
+
+    /// The value of `key` in the footer's key-value metadata of unit
+    /// `unit`'s file (a fingerprint shard's scheme, for one).
+    pub(crate) fn unit_metadata(&self, unit: usize, key: &str) -> Option<String> {
+        let file = &self.files[self.units[unit].0];
+        let pairs = file
+            .metadata
+            .metadata()
+            .file_metadata()
+            .key_value_metadata()?;
+        pairs.iter().find(|pair| pair.key == key)?.value.clone()
+    }
+
     /// Reads unit `unit`, a batch at a time: `each(ids, batch, location)`,
     /// the batch holding the columns read (an optional one may be missing).
     pub(crate) fn read_unit(

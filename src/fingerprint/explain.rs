@@ -1,0 +1,609 @@
+//! `neardup explain`: why two pages were called near-duplicates, and what
+//! text a page was fingerprinted from.
+//!
+//! A page is looked up by id or URL in fingerprint shards. Its record is
+//! read back from the shard's `source`, `offset` and `length` (one ranged
+//! read, local or from an object store), and its text is chosen again
+//! under the shard's scheme, so the text shown is the text that was
+//! hashed. The fingerprint recomputed from it is compared with the stored
+//! one: they differ only if the file changed since, or the scheme's rules
+//! did (which a published scheme never does).
+//!
+//! For two pages it shows a word diff of the texts and the features that
+//! push the bits the two fingerprints disagree on. A feature's push on bit
+//! `i` is its weight in one page minus its weight in the other, signed by
+//! bit `i` of its hash; it counts toward the disagreement when it moves the
+//! two sums the way the two bits differ.
+
+use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+
+use anyhow::{bail, Context, Result};
+use arrow_array::{Array, Int64Array, RecordBatch, UInt64Array};
+use serde::Serialize;
+use similar::{ChangeTag, TextDiff};
+
+use crate::fingerprint::crawl::html::page_text;
+use crate::fingerprint::crawl::{record_in_span, Format, Record, TextFields};
+use crate::fingerprint::scheme::Scheme;
+use crate::fingerprint::simhash::{feature_list, fingerprint, hash_feature, FeatureList};
+use crate::io::parquet::input::expand_locations_with;
+use crate::io::parquet::pages::{string_values, PagesTable};
+use crate::io::parquet::METADATA_KEY;
+use crate::io::storage::Location;
+
+/// What `neardup explain` was asked.
+#[derive(Clone, Debug)]
+pub(crate) struct ExplainOptions {
+    /// One page (its text alone) or two (why they matched): ids or URLs.
+    pub(crate) pages: Vec<String>,
+    /// The fingerprint shards to look the pages up in.
+    pub(crate) fingerprints: Vec<String>,
+    /// JSON on stdout instead of text.
+    pub(crate) json: bool,
+    /// The most features shown.
+    pub(crate) top_features: usize,
+    /// The text field of JSONL input, as `fingerprint --text-field` had it.
+    pub(crate) text_field: String,
+}
+
+/// A page as its shard holds it.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct StoredPage {
+    pub(crate) id: i64,
+    pub(crate) url: Option<String>,
+    /// The stored fingerprint, as hex of its 64 bits.
+    #[serde(serialize_with = "as_hex")]
+    pub(crate) simhash: u64,
+    pub(crate) source: Option<String>,
+    pub(crate) offset: Option<i64>,
+    pub(crate) length: Option<i64>,
+    /// The shard's scheme string.
+    pub(crate) scheme: Option<String>,
+    /// The shard the page was found in.
+    pub(crate) shard: String,
+}
+
+/// A page with the text it was fingerprinted from.
+#[derive(Debug, Serialize)]
+pub(crate) struct ExplainedPage {
+    #[serde(flatten)]
+    pub(crate) stored: StoredPage,
+    /// The fingerprint of `text` under the shard's scheme.
+    #[serde(serialize_with = "as_hex")]
+    pub(crate) recomputed: u64,
+    /// Whether the record was HTML (its text chosen by the scheme's rules).
+    pub(crate) html: bool,
+    /// Whether main-content extraction found nothing and fell back to all
+    /// the text.
+    pub(crate) main_content_fallback: bool,
+    pub(crate) text: String,
+}
+
+/// A run of words of the diff.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+pub(crate) struct DiffPart {
+    /// `equal`, `delete` (only in the first page) or `insert` (only in the
+    /// second).
+    pub(crate) op: &'static str,
+    pub(crate) text: String,
+}
+
+/// A feature and how much it pushes the bits the two pages disagree on.
+#[derive(Debug, Serialize)]
+pub(crate) struct FeaturePush {
+    pub(crate) feature: String,
+    pub(crate) count_a: u32,
+    pub(crate) count_b: u32,
+    /// Of the disagreeing bits, those it pushes toward the disagreement.
+    pub(crate) bits: Vec<u32>,
+    /// Its push summed over the disagreeing bits (weight units).
+    pub(crate) push: f64,
+}
+
+/// Why two pages matched.
+#[derive(Debug, Serialize)]
+pub(crate) struct Explanation {
+    pub(crate) a: ExplainedPage,
+    pub(crate) b: ExplainedPage,
+    pub(crate) distance: u32,
+    pub(crate) differing_bits: Vec<u32>,
+    /// The features each text was cut into (`chars:5`, `words`, ...).
+    pub(crate) features: String,
+    pub(crate) diff: Vec<DiffPart>,
+    pub(crate) top_features: Vec<FeaturePush>,
+}
+
+fn as_hex<S: serde::Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(&format_args!("{value:016x}"))
+}
+
+/// Runs `neardup explain`, writing to stdout.
+pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
+    let stored = find_pages(&opts.fingerprints, &opts.pages)?;
+    let fields = TextFields {
+        text: opts.text_field.clone(),
+        ..TextFields::default()
+    };
+    let pages = stored
+        .into_iter()
+        .map(|page| explain_page(page, &fields))
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = std::io::stdout().lock();
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let written = match <[ExplainedPage; 2]>::try_from(pages) {
+        Ok([a, b]) => {
+            let explanation = explain_pair(a, b, opts.top_features);
+            match opts.json {
+                true => writeln!(out, "{}", serde_json::to_string_pretty(&explanation)?),
+                false => out.write_all(render_pair(&explanation, color).as_bytes()),
+            }
+        }
+        Err(mut one) => {
+            let page = one.remove(0);
+            match opts.json {
+                true => writeln!(out, "{}", serde_json::to_string_pretty(&page)?),
+                false => writeln!(out, "{}", page.text),
+            }
+        }
+    };
+    written.context("cannot write to stdout")
+}
+
+/// The pages `wanted` (ids or URLs) in the shards of `specs`, in the order
+/// asked, each the first row found.
+pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<StoredPage>> {
+    const COLUMNS: [&str; 5] = ["url", "simhash", "source", "offset", "length"];
+    let table = PagesTable::open(specs, &[], |_, _, _| Ok(()), &COLUMNS, |_| true)?;
+    let ids: Vec<Option<i64>> = wanted.iter().map(|w| w.parse().ok()).collect();
+    let mut found: Vec<Option<StoredPage>> = vec![None; wanted.len()];
+    for unit in 0..table.units() {
+        if found.iter().all(Option::is_some) {
+            break;
+        }
+        let shard = table.unit_path(unit).to_string();
+        let scheme = table.unit_metadata(unit, METADATA_KEY);
+        table.read_unit_columns(unit, &COLUMNS, |row_ids, batch, location| {
+            let urls = optional_strings(batch, "url", location)?;
+            for (row, &id) in row_ids.iter().enumerate() {
+                let url = urls.as_ref().and_then(|urls| urls[row].clone());
+                for (w, want) in wanted.iter().enumerate() {
+                    let hit = match ids[w] {
+                        Some(wanted_id) => wanted_id == id,
+                        None => url.as_deref() == Some(want.as_str()),
+                    };
+                    if hit && found[w].is_none() {
+                        found[w] = Some(StoredPage {
+                            id,
+                            url: url.clone(),
+                            simhash: required_i64(batch, "simhash", row, location)? as u64,
+                            source: optional_strings(batch, "source", location)?
+                                .and_then(|s| s[row].clone()),
+                            offset: optional_i64(batch, "offset", row),
+                            length: optional_i64(batch, "length", row),
+                            scheme: scheme.clone(),
+                            shard: shard.clone(),
+                        });
+                    }
+                }
+            }
+            Ok(())
+        })?;
+    }
+    let files = table.units();
+    found
+        .into_iter()
+        .zip(wanted)
+        .map(|(page, want)| {
+            page.with_context(|| {
+                format!(
+                    "{want}: no page with this id or URL in --fingerprints {} ({files} row groups)",
+                    specs.join(" ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// The values of a string column, if the batch has it.
+fn optional_strings(
+    batch: &RecordBatch,
+    name: &str,
+    location: &str,
+) -> Result<Option<Vec<Option<String>>>> {
+    let Some(column) = batch.column_by_name(name) else {
+        return Ok(None);
+    };
+    let values = string_values(column, name, location)?;
+    Ok(Some(values.map(|v| v.map(str::to_string)).collect()))
+}
+
+/// Row `row` of an INT64 or UINT64 column, if the batch has it and it is
+/// not null.
+fn optional_i64(batch: &RecordBatch, name: &str, row: usize) -> Option<i64> {
+    let column = batch.column_by_name(name)?;
+    if column.is_null(row) {
+        return None;
+    }
+    let any = column.as_any();
+    if let Some(values) = any.downcast_ref::<Int64Array>() {
+        return Some(values.value(row));
+    }
+    any.downcast_ref::<UInt64Array>()
+        .map(|values| values.value(row) as i64)
+}
+
+fn required_i64(batch: &RecordBatch, name: &str, row: usize, location: &str) -> Result<i64> {
+    optional_i64(batch, name, row)
+        .with_context(|| format!("{location}: no INT64 `{name}` value for row {row}"))
+}
+
+/// The page's record read back and its text chosen as `fingerprint` chose it.
+fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage> {
+    let id = stored.id;
+    let (Some(source), Some(offset), Some(length)) = (&stored.source, stored.offset, stored.length)
+    else {
+        bail!(
+            "page {id} ({}): no `source`, `offset` and `length` to read its record back from \
+             (its shard lacks the columns, or no byte range holds the record alone)",
+            stored.shard
+        );
+    };
+    let description = stored
+        .scheme
+        .as_deref()
+        .with_context(|| format!("{}: the shard records no scheme", stored.shard))?;
+    let scheme = Scheme::from_description(description).with_context(|| {
+        format!(
+            "{}: scheme `{description}` is not one this neardup computes",
+            stored.shard
+        )
+    })?;
+    let location = source_location(source)?;
+    let format = Format::from_path(&location)?;
+    let bytes = read_span(&location, offset, length)?;
+    let end = offset + length;
+    let document = match record_in_span(&bytes, format, fields)
+        .with_context(|| format!("{source}, bytes {offset}..{end}"))?
+    {
+        Record::Document(document) => document,
+        Record::Bad(bad) => bail!("{source}, bytes {offset}..{end}: {}", bad.reason),
+        Record::Skipped => bail!("{source}, bytes {offset}..{end}: a record with no text"),
+    };
+    let (text, fell_back) = match document.html {
+        true => page_text(&document.text, scheme.html),
+        false => (document.text, false),
+    };
+    let recomputed = fingerprint(&text, &scheme.simhash).simhash;
+    Ok(ExplainedPage {
+        stored,
+        recomputed,
+        html: document.html,
+        main_content_fallback: fell_back,
+        text,
+    })
+}
+
+/// The file a shard's `source` names: a local path (relative to the
+/// working directory, as `fingerprint` was given it) or an object URL.
+fn source_location(source: &str) -> Result<Location> {
+    let files = expand_locations_with(&[source.to_string()], &[])
+        .with_context(|| format!("{source}: cannot open the record's source file"))?;
+    files
+        .into_iter()
+        .next()
+        .with_context(|| format!("{source}: cannot open the record's source file"))
+}
+
+/// `length` bytes at `offset` of `location`.
+fn read_span(location: &Location, offset: i64, length: i64) -> Result<Vec<u8>> {
+    let source = location;
+    let (Ok(offset), Ok(length)) = (u64::try_from(offset), u64::try_from(length)) else {
+        bail!("{source}: offset {offset} and length {length} are not a byte range");
+    };
+    let mut reader = location.reader()?;
+    reader
+        .seek(SeekFrom::Start(offset))
+        .with_context(|| format!("{source}: cannot seek to {offset}"))?;
+    let mut bytes = Vec::new();
+    reader
+        .take(length)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("{source}: cannot read bytes {offset}..{}", offset + length))?;
+    if bytes.len() as u64 != length {
+        bail!(
+            "{source}: bytes {offset}..{} run past its end ({} bytes): the file changed since it was fingerprinted",
+            offset + length,
+            offset + bytes.len() as u64
+        );
+    }
+    Ok(bytes)
+}
+
+/// Why `a` and `b` matched.
+fn explain_pair(a: ExplainedPage, b: ExplainedPage, top: usize) -> Explanation {
+    let differing = a.stored.simhash ^ b.stored.simhash;
+    let scheme = a
+        .stored
+        .scheme
+        .as_deref()
+        .and_then(Scheme::from_description)
+        .unwrap_or_default();
+    let list_a = feature_list(&a.text, &scheme.simhash);
+    let list_b = feature_list(&b.text, &scheme.simhash);
+    let top_features = pushing_features(&list_a, &list_b, a.stored.simhash, differing, top);
+    let features = match list_a.log_weights {
+        true => format!("{}, log weights", list_a.features),
+        false => format!("{}, counts", list_a.features),
+    };
+    Explanation {
+        diff: word_diff(&a.text, &b.text),
+        distance: differing.count_ones(),
+        differing_bits: bits_of(differing),
+        features,
+        top_features,
+        a,
+        b,
+    }
+}
+
+fn bits_of(word: u64) -> Vec<u32> {
+    (0..64).filter(|i| word >> i & 1 == 1).collect()
+}
+
+/// The `top` features that push hardest on the bits `differing` that the
+/// fingerprints disagree on, toward `a`'s values there (see the module
+/// doc); features that push nothing toward them are left out.
+pub(crate) fn pushing_features(
+    a: &FeatureList,
+    b: &FeatureList,
+    simhash_a: u64,
+    differing: u64,
+    top: usize,
+) -> Vec<FeaturePush> {
+    let in_b: std::collections::HashMap<&str, u32> =
+        b.counts.iter().map(|(f, c)| (f.as_str(), *c)).collect();
+    let in_a: std::collections::HashMap<&str, u32> =
+        a.counts.iter().map(|(f, c)| (f.as_str(), *c)).collect();
+    let features = a.counts.iter().map(|(f, _)| f.as_str()).chain(
+        b.counts
+            .iter()
+            .map(|(f, _)| f.as_str())
+            .filter(|f| !in_a.contains_key(f)),
+    );
+    let mut pushes: Vec<FeaturePush> = features
+        .filter_map(|feature| {
+            let (count_a, count_b) = (
+                in_a.get(feature).copied().unwrap_or(0),
+                in_b.get(feature).copied().unwrap_or(0),
+            );
+            let delta = a.weight(count_a) - b.weight(count_b);
+            let hash = hash_feature(feature);
+            let mut bits = Vec::new();
+            let mut push = 0.0;
+            for bit in bits_of(differing) {
+                let sign = if hash >> bit & 1 == 1 { 1.0 } else { -1.0 };
+                let toward = if simhash_a >> bit & 1 == 1 { 1.0 } else { -1.0 };
+                let on_bit = delta * sign * toward;
+                if on_bit > 0.0 {
+                    bits.push(bit);
+                }
+                push += on_bit;
+            }
+            (push > 0.0).then(|| FeaturePush {
+                feature: feature.to_string(),
+                count_a,
+                count_b,
+                bits,
+                push,
+            })
+        })
+        .collect();
+    pushes.sort_by(|x, y| {
+        y.push
+            .total_cmp(&x.push)
+            .then_with(|| x.feature.cmp(&y.feature))
+    });
+    pushes.truncate(top);
+    pushes
+}
+
+/// The word diff of `a` to `b`: runs of equal, deleted and inserted words
+/// (whitespace kept with the words).
+pub(crate) fn word_diff(a: &str, b: &str) -> Vec<DiffPart> {
+    let diff = TextDiff::configure()
+        .timeout(std::time::Duration::from_secs(5))
+        .diff_words(a, b);
+    let mut parts: Vec<DiffPart> = Vec::new();
+    for change in diff.iter_all_changes() {
+        let op = match change.tag() {
+            ChangeTag::Equal => "equal",
+            ChangeTag::Delete => "delete",
+            ChangeTag::Insert => "insert",
+        };
+        match parts.last_mut() {
+            Some(last) if last.op == op => last.text.push_str(change.value()),
+            _ => parts.push(DiffPart {
+                op,
+                text: change.value().to_string(),
+            }),
+        }
+    }
+    parts
+}
+
+/// Words of an equal run kept either side of a change.
+const CONTEXT_WORDS: usize = 8;
+
+/// The explanation as text: the two pages, their distance, the diff with
+/// long equal runs cut to their ends, the features, and the two texts.
+fn render_pair(e: &Explanation, color: bool) -> String {
+    let mut out = String::new();
+    for (name, page) in [("A", &e.a), ("B", &e.b)] {
+        out.push_str(&render_page_head(name, page));
+    }
+    let bits: Vec<String> = e.differing_bits.iter().map(u32::to_string).collect();
+    out.push_str(&format!(
+        "distance: {} bits{}\n\n",
+        e.distance,
+        match bits.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", bits.join(", ")),
+        }
+    ));
+    out.push_str("word diff, A to B ([-only in A-] {+only in B+}):\n");
+    out.push_str(&render_diff(&e.diff, color));
+    out.push_str("\n\n");
+    if !e.top_features.is_empty() {
+        out.push_str(&format!(
+            "features pushing the differing bits ({}):\n{:>8} {:>6} {:>6}  {:<16} feature\n",
+            e.features, "push", "in A", "in B", "bits"
+        ));
+        for f in &e.top_features {
+            let bits: Vec<String> = f.bits.iter().map(u32::to_string).collect();
+            out.push_str(&format!(
+                "{:>8.2} {:>6} {:>6}  {:<16} {:?}\n",
+                f.push,
+                f.count_a,
+                f.count_b,
+                bits.join(","),
+                f.feature
+            ));
+        }
+        out.push('\n');
+    }
+    for (name, page) in [("A", &e.a), ("B", &e.b)] {
+        out.push_str(&format!(
+            "--- text of {name} ({} characters, as fingerprinted) ---\n{}\n\n",
+            page.text.chars().count(),
+            page.text
+        ));
+    }
+    out
+}
+
+fn render_page_head(name: &str, page: &ExplainedPage) -> String {
+    let s = &page.stored;
+    let check = match page.recomputed == s.simhash {
+        true => "recomputed from its record: the same".to_string(),
+        false => format!(
+            "recomputed from its record: {:016x}, NOT the same (the file or the rules changed since)",
+            page.recomputed
+        ),
+    };
+    let text = match (page.html, page.main_content_fallback) {
+        (false, _) => "text record",
+        (true, false) => "HTML, main content",
+        (true, true) => "HTML, no main content found: all its text",
+    };
+    format!(
+        "{name}: {} {}\n   simhash {:016x} ({check})\n   record {} bytes {}..{} ({text}); shard {}\n",
+        s.id,
+        s.url.as_deref().unwrap_or("(no url)"),
+        s.simhash,
+        s.source.as_deref().unwrap_or("?"),
+        s.offset.unwrap_or(0),
+        s.offset.unwrap_or(0) + s.length.unwrap_or(0),
+        s.shard
+    )
+}
+
+/// The diff's parts, equal runs longer than twice [`CONTEXT_WORDS`] cut
+/// to their ends; red and green on a terminal, `[-…-]` and `{+…+}` else.
+fn render_diff(parts: &[DiffPart], color: bool) -> String {
+    if parts.iter().all(|part| part.op == "equal") {
+        return "(the same words)".to_string();
+    }
+    let mut out = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        // Whitespace after a changed run goes outside its marks.
+        let words = part.text.trim_end();
+        let space = &part.text[words.len()..];
+        match part.op {
+            "equal" => out.push_str(&cut_equal(&part.text, i > 0, i + 1 < parts.len())),
+            "delete" if color => out.push_str(&format!("\x1b[31m{words}\x1b[0m{space}")),
+            "insert" if color => out.push_str(&format!("\x1b[32m{words}\x1b[0m{space}")),
+            "delete" => out.push_str(&format!("[-{words}-]{space}")),
+            _ => out.push_str(&format!("{{+{words}+}}{space}")),
+        }
+    }
+    out
+}
+
+/// An equal run with only [`CONTEXT_WORDS`] kept next to each change
+/// (`before`: a change comes before it; `after`: one comes after).
+fn cut_equal(text: &str, before: bool, after: bool) -> String {
+    let words: Vec<&str> = text.split_inclusive(char::is_whitespace).collect();
+    let head = if before { CONTEXT_WORDS } else { 0 };
+    let tail = if after { CONTEXT_WORDS } else { 0 };
+    if words.len() <= head + tail + 1 {
+        return text.to_string();
+    }
+    let mut out: String = words[..head].concat();
+    out.push_str("… ");
+    out.push_str(&words[words.len() - tail..].concat());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fingerprint::simhash::SimhashOptions;
+
+    #[test]
+    fn the_word_diff_names_the_changed_words() {
+        let parts = word_diff("the cat sat on the mat", "the dog sat on the mat");
+        let changed: Vec<(&str, &str)> = parts
+            .iter()
+            .filter(|p| p.op != "equal")
+            .map(|p| (p.op, p.text.trim()))
+            .collect();
+        assert_eq!(changed, [("delete", "cat"), ("insert", "dog")]);
+        assert_eq!(
+            render_diff(&parts, false),
+            "the [-cat-]{+dog+} sat on the mat"
+        );
+    }
+
+    #[test]
+    fn long_equal_runs_are_cut_to_their_ends() {
+        let same: String = (0..40).map(|i| format!("w{i} ")).collect();
+        let a = format!("{same}old end");
+        let b = format!("{same}new end");
+        let shown = render_diff(&word_diff(&a, &b), false);
+        assert!(shown.starts_with("… w32 "), "{shown}");
+        assert!(shown.contains("[-old-]{+new+}"), "{shown}");
+    }
+
+    #[test]
+    fn the_pushing_features_are_those_that_differ() {
+        let options = SimhashOptions {
+            features: crate::fingerprint::simhash::Features::Words,
+            log_weights: false,
+            stop_words: false,
+        };
+        let a = "alpha beta gamma delta epsilon zeta eta theta";
+        let b = "alpha beta gamma delta epsilon zeta eta iota";
+        let (fa, fb) = (
+            fingerprint(a, &options).simhash,
+            fingerprint(b, &options).simhash,
+        );
+        assert_ne!(fa, fb);
+        let pushes = pushing_features(
+            &feature_list(a, &options),
+            &feature_list(b, &options),
+            fa,
+            fa ^ fb,
+            10,
+        );
+        let names: Vec<&str> = pushes.iter().map(|p| p.feature.as_str()).collect();
+        assert!(!names.is_empty());
+        assert!(
+            names.iter().all(|n| ["theta", "iota"].contains(n)),
+            "{names:?}"
+        );
+        // The bits they push toward are all among the differing ones.
+        assert!(pushes
+            .iter()
+            .all(|p| p.bits.iter().all(|&bit| (fa ^ fb) >> bit & 1 == 1)));
+    }
+}

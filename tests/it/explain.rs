@@ -1,0 +1,262 @@
+//! `neardup explain` on a warcio-written crawl: the text it prints is the
+//! text `fingerprint` hashed (an independent simhash of it equals the
+//! stored fingerprint), the distance is the fingerprints', and the word
+//! diff rebuilds both texts and names the words that differ.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{neardup, python_with, run_ok};
+
+/// A crawl of copies written by warcio (`warc_writer.py copies`) and its
+/// fingerprints, in `dir`: the fingerprints' directory.
+fn fingerprinted_copies(dir: &Path) -> PathBuf {
+    let crawl = dir.join("crawl");
+    std::fs::create_dir(&crawl).unwrap();
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
+    let status = Command::new(python_with("warcio"))
+        .arg(&helper)
+        .arg("copies")
+        .arg(&crawl)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let fingerprints = dir.join("fp");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        crawl.to_str().unwrap(),
+        "--out",
+        fingerprints.to_str().unwrap(),
+    ]);
+    fingerprints
+}
+
+/// `simhash_reference.py`'s fingerprint of `text` under the default
+/// scheme (character 5-grams, log weights, for text without Han).
+fn reference_simhash(text: &str) -> u64 {
+    let mut child = Command::new(python_with("xxhash"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/simhash_reference.py"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = serde_json::json!([{"text": text, "features": "script", "log_weights": false, "keep_stop_words": false}]);
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
+    rows[0][0].as_u64().unwrap()
+}
+
+fn hex(value: &Value) -> u64 {
+    u64::from_str_radix(value.as_str().unwrap(), 16).unwrap()
+}
+
+#[test]
+fn explain_prints_the_hashed_texts_their_distance_and_the_changed_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let fingerprints = fingerprinted_copies(dir.path());
+    let fp = fingerprints.to_str().unwrap();
+    // Two copies of one licence: the second has a paragraph more.
+    let (same, more) = (
+        "https://licences.example.org/archive/2024/apache-2.0",
+        "https://licences.example.org/apache-2.0",
+    );
+    let json: Value = serde_json::from_str(&run_ok(&[
+        "explain",
+        same,
+        more,
+        "--fingerprints",
+        fp,
+        "--json",
+    ]))
+    .unwrap();
+    let (a, b) = (&json["a"], &json["b"]);
+    assert_eq!(a["url"], same);
+    assert_eq!(b["url"], more);
+    for page in [a, b] {
+        let text = page["text"].as_str().unwrap();
+        assert!(text.contains("Apache License"), "{text}");
+        assert_eq!(hex(&page["simhash"]), hex(&page["recomputed"]));
+        assert_eq!(reference_simhash(text), hex(&page["simhash"]));
+    }
+    let (fa, fb) = (hex(&a["simhash"]), hex(&b["simhash"]));
+    assert_eq!(json["distance"], (fa ^ fb).count_ones());
+    assert!(json["distance"].as_u64().unwrap() > 0);
+    let bits: Vec<u64> = json["differing_bits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_u64().unwrap())
+        .collect();
+    assert_eq!(bits.iter().fold(0u64, |w, &b| w | 1 << b), fa ^ fb);
+
+    // The diff rebuilds both texts, and what it inserts is the paragraph
+    // the second copy has more.
+    let parts = json["diff"].as_array().unwrap();
+    let rebuilt = |skip: &str| -> String {
+        parts
+            .iter()
+            .filter(|p| p["op"] != skip)
+            .map(|p| p["text"].as_str().unwrap())
+            .collect()
+    };
+    assert_eq!(rebuilt("insert"), a["text"].as_str().unwrap());
+    assert_eq!(rebuilt("delete"), b["text"].as_str().unwrap());
+    let inserted: String = parts
+        .iter()
+        .filter(|p| p["op"] == "insert")
+        .map(|p| p["text"].as_str().unwrap())
+        .collect();
+    assert!(
+        inserted.contains("Share this page with a friend."),
+        "{inserted:?}"
+    );
+    assert!(parts.iter().all(|p| p["op"] != "delete"));
+
+    // The features shown push only differing bits, and are character
+    // 5-grams the second text has more often: counts checked against the
+    // texts (ASCII here: lower case, whitespace runs one space).
+    let normalized = |page: &Value| -> String {
+        let text = page["text"].as_str().unwrap().to_lowercase();
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let (text_a, text_b) = (normalized(a), normalized(b));
+    let occurrences = |text: &str, gram: &str| {
+        (0..text.len())
+            .filter(|&i| text[i..].starts_with(gram))
+            .count() as u64
+    };
+    let features = json["top_features"].as_array().unwrap();
+    assert!(!features.is_empty());
+    for f in features {
+        let gram = f["feature"].as_str().unwrap();
+        assert!(f["bits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| bits.contains(&b.as_u64().unwrap())));
+        assert_eq!(
+            f["count_a"].as_u64().unwrap(),
+            occurrences(&text_a, gram),
+            "{f}"
+        );
+        assert_eq!(
+            f["count_b"].as_u64().unwrap(),
+            occurrences(&text_b, gram),
+            "{f}"
+        );
+        assert!(f["count_b"].as_u64() > f["count_a"].as_u64(), "{f}");
+    }
+
+    // The text view: each page's text alone, as the JSON has it; and the
+    // plain view names both URLs and marks the insertion.
+    let text = run_ok(&["explain", "--text", more, "--fingerprints", fp]);
+    assert_eq!(text.trim_end_matches('\n'), b["text"].as_str().unwrap());
+    let by_id = run_ok(&[
+        "explain",
+        "--text",
+        &b["id"].to_string(),
+        "--fingerprints",
+        fp,
+    ]);
+    assert_eq!(by_id, text);
+    let plain = run_ok(&["explain", same, more, "--fingerprints", fp]);
+    assert!(plain.contains(same) && plain.contains(more), "{plain}");
+    assert!(
+        plain.contains("{+Share this page with a friend.+}"),
+        "{plain}"
+    );
+    assert!(!plain.contains('\x1b'), "no colour in a pipe");
+}
+
+#[test]
+fn explain_refuses_bad_input_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let fingerprints = fingerprinted_copies(dir.path());
+    let fp = fingerprints.to_str().unwrap();
+    let one_error = |args: &[&str], names: &str| {
+        let out = neardup(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        assert!(lines[0].contains(names), "{stderr}");
+        assert!(out.stdout.is_empty());
+    };
+    // An id in no shard.
+    one_error(
+        &["explain", "--text", "12345", "--fingerprints", fp],
+        "12345: no page with this id or URL",
+    );
+    // A missing shard directory.
+    let missing = dir.path().join("nowhere");
+    one_error(
+        &[
+            "explain",
+            "--text",
+            "1",
+            "--fingerprints",
+            missing.to_str().unwrap(),
+        ],
+        "nowhere",
+    );
+    // Shards with no `source` (as `gen` writes them).
+    let generated = dir.path().join("gen");
+    run_ok(&[
+        "gen",
+        "--out",
+        generated.to_str().unwrap(),
+        "--queries",
+        "10",
+        "--corpus",
+        "10",
+    ]);
+    let queries = generated.join("queries");
+    let first: Value = {
+        let out = Command::new(python_with("duckdb"))
+            .args([
+                "-c",
+                "import sys, duckdb; print(duckdb.sql(f\"select id from '{sys.argv[1]}/*.parquet' limit 1\").fetchone()[0])",
+                queries.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    one_error(
+        &[
+            "explain",
+            "--text",
+            &first.to_string(),
+            "--fingerprints",
+            queries.to_str().unwrap(),
+        ],
+        "no `source`, `offset` and `length`",
+    );
+    // The record's file gone since.
+    std::fs::remove_dir_all(dir.path().join("crawl")).unwrap();
+    one_error(
+        &[
+            "explain",
+            "--text",
+            "https://licences.example.org/apache-2.0",
+            "--fingerprints",
+            fp,
+        ],
+        "copies.warc.gz",
+    );
+}
