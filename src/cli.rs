@@ -48,6 +48,19 @@ pub enum Command {
     Run(RunArgs),
     /// Why two pages matched: their fingerprinted texts, a word diff and the features behind the differing bits.
     Explain(ExplainArgs),
+    /// One HTML page of a night's results (and trends over several nights).
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Night directories (each holding the stages' outputs, as `run` writes
+    /// them), oldest first: the last is shown in detail, all in the trends.
+    #[arg(required = true, num_args = 1.., value_name = "NIGHT_DIR")]
+    pub(crate) nights: Vec<PathBuf>,
+    /// The HTML file to write.
+    #[arg(long, default_value = "report.html")]
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -387,9 +400,20 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Cluster(args) => run_cluster_command(args),
         Command::Run(args) => run_job_command(args),
         Command::Explain(args) => run_explain_command(args),
+        Command::Report(args) => run_report_command(args),
     };
     crate::io::parquet::output::remove_local_staging();
     result
+}
+
+fn run_report_command(args: ReportArgs) -> Result<()> {
+    let opts = crate::report::ReportOptions {
+        nights: crate::report::discover_nights(&args.nights)?,
+        out: args.out.clone(),
+        progress: true,
+    };
+    let summary = crate::report::run_report(&opts)?;
+    print_line(&summary.line(&args.out))
 }
 
 fn run_explain_command(args: ExplainArgs) -> Result<()> {
@@ -589,6 +613,9 @@ fn run_job_command(args: RunArgs) -> Result<()> {
     job::run_job(&spec, opts.force, |(name, out, outcome)| {
         let line = match outcome {
             job::StageOutcome::Ran(line) => format!("{name}: {line}"),
+            job::StageOutcome::Skipped if *name == "report" => {
+                format!("{name}: skipped, {} exists", out.display())
+            }
             job::StageOutcome::Skipped => {
                 format!("{name}: skipped, {} has _SUCCESS", out.display())
             }

@@ -5,7 +5,9 @@
 //! 2. `match` B against the corpus F and against itself;
 //! 3. `cluster` the pairs into clusters and a keep/drop list;
 //! 4. `append` B to the corpus as a new batch directory, so the next night
-//!    sees tonight's pages.
+//!    sees tonight's pages;
+//! 5. `report`: the night as one HTML page, `report.html` beside the
+//!    stages' outputs (see [`crate::report`]).
 //!
 //! A stage whose output already has `_SUCCESS` is skipped, so a failed night
 //! resumes where it stopped; once one stage runs, every later stage runs too,
@@ -35,6 +37,7 @@ use crate::io::storage::is_url;
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::{run_match, MatchOptions};
+use crate::report::{run_report, NightDirs, ReportOptions};
 
 /// A job spec as written in TOML. Unknown keys are errors.
 #[derive(Debug, Deserialize)]
@@ -47,6 +50,29 @@ pub(crate) struct JobSpec {
     pub(crate) match_: MatchSpec,
     pub(crate) cluster: Option<ClusterSpec>,
     pub(crate) append: Option<AppendSpec>,
+    #[serde(default)]
+    pub(crate) report: ReportSpec,
+}
+
+/// Stage 5 (`[report]`): the night's HTML report.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ReportSpec {
+    /// Write it (the default).
+    #[serde(default = "yes")]
+    pub(crate) enabled: bool,
+    /// Where (default: `report.html` in the directory that holds the
+    /// cluster stage's output, or else the match stage's).
+    pub(crate) out: Option<String>,
+}
+
+impl Default for ReportSpec {
+    fn default() -> Self {
+        ReportSpec {
+            enabled: true,
+            out: None,
+        }
+    }
 }
 
 /// Stage 3 (`[cluster]`): the match stage's pairs into clusters.
@@ -206,6 +232,8 @@ pub(crate) struct Job {
     pub(crate) matching: MatchOptions,
     pub(crate) clustering: Option<ClusterJobOptions>,
     pub(crate) append: Option<(PathBuf, String)>,
+    /// The report's file, unless `[report] enabled = false`.
+    pub(crate) report: Option<PathBuf>,
 }
 
 /// The cluster stage's options from `[cluster]`: its pages table is the
@@ -360,6 +388,13 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
         o.overwrite = true;
         o
     });
+    let report = spec.report.enabled.then(|| match &spec.report.out {
+        Some(out) => resolve(out),
+        None => {
+            let last = clustering.as_ref().map_or(&matching.out, |c| &c.out);
+            last.parent().unwrap_or(Path::new(".")).join("report.html")
+        }
+    });
     let job = Job {
         spec_path: opts.spec.clone(),
         runtime,
@@ -367,6 +402,7 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
         matching,
         clustering,
         append,
+        report,
     };
     job.check_inputs()?;
     Ok(job)
@@ -403,6 +439,49 @@ fn fingerprint_options(
 
 impl Job {
     /// The append stage's batch directory, if the job has one.
+    /// The night's report at `out`, from the stages' outputs: process 0's,
+    /// and only for local outputs (the report reads their summaries as
+    /// files).
+    fn write_report(&self, out: &Path) -> Result<String> {
+        if !self.runtime.is_leader() {
+            return Ok(format!(
+                "process {}: the report is process 0's",
+                self.runtime.process
+            ));
+        }
+        let clusters = self.clustering.as_ref().map(|c| c.out.clone());
+        let fingerprints = self.fingerprint.as_ref().map(|f| f.out.clone());
+        let outputs = [
+            Some(&self.matching.out),
+            clusters.as_ref(),
+            fingerprints.as_ref(),
+        ];
+        if outputs
+            .iter()
+            .flatten()
+            .any(|o| is_url(&o.display().to_string()))
+            || is_url(&out.display().to_string())
+        {
+            return Ok("not written: the outputs are in an object store (run `neardup report` on a local copy)".into());
+        }
+        let night = out.parent().unwrap_or(Path::new("."));
+        let dirs = NightDirs {
+            name: night.file_name().map_or_else(
+                || night.display().to_string(),
+                |n| n.to_string_lossy().into(),
+            ),
+            fingerprints,
+            pairs: Some(self.matching.out.clone()),
+            clusters,
+        };
+        let opts = ReportOptions {
+            nights: vec![dirs],
+            out: out.to_path_buf(),
+            progress: self.matching.progress,
+        };
+        Ok(run_report(&opts)?.line(out))
+    }
+
     fn batch_dir(&self) -> Option<PathBuf> {
         self.append
             .as_ref()
@@ -513,7 +592,12 @@ pub(crate) fn run_job(
     let mut rerun = force;
     let mut stage =
         |name: &'static str, out: PathBuf, run: &mut dyn FnMut() -> Result<String>| -> Result<()> {
-            let outcome = if !rerun && is_complete(&out)? {
+            // The report is one file, written whole or not at all.
+            let complete = match name {
+                "report" => out.is_file(),
+                _ => is_complete(&out)?,
+            };
+            let outcome = if !rerun && complete {
                 StageOutcome::Skipped
             } else {
                 rerun = true;
@@ -551,6 +635,9 @@ pub(crate) fn run_job(
             }
             append_batch(&queries, &f.0, &batch)
         })?;
+    }
+    if let Some(out) = &job.report {
+        stage("report", out.clone(), &mut || job.write_report(out))?;
     }
     Ok(reports)
 }

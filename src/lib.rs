@@ -18,8 +18,8 @@
 //!   commit of an output ([`io::commit`]);
 //! - [`exec`]: one process or a timely cluster of them ([`exec::runtime`]),
 //!   threads, sorting, progress and logs;
-//! - [`job`] (the nightly workflow), [`gen`] (synthetic data) and [`cli`]
-//!   (the flags) on top.
+//! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page),
+//!   [`gen`] (synthetic data) and [`cli`] (the flags) on top.
 
 pub mod cli;
 pub mod cluster;
@@ -29,3 +29,4 @@ pub mod gen;
 pub mod io;
 pub mod job;
 pub mod matching;
+pub mod report;

@@ -1,12 +1,17 @@
-//! Log setup: `tracing` to stderr, quiet unless `RUST_LOG` asks for more.
+//! Log setup: `tracing` to stderr, quiet unless `RUST_LOG` asks for more;
+//! colours only on a terminal, and never under `NO_COLOR`.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
 /// Installs the stderr subscriber; `RUST_LOG=info` shows the run's stages.
 pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let colours = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(colours)
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();

@@ -125,6 +125,25 @@ impl BytesProgress {
     }
 }
 
+/// A bar over rows read, for readers of whole outputs (the report).
+pub(crate) struct RowsProgress;
+
+impl RowsProgress {
+    pub(crate) fn start(enabled: bool, rows: u64, read: Arc<AtomicU64>) -> Progress {
+        let started = Instant::now();
+        Progress::start(
+            enabled,
+            rows,
+            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} rows  {msg}",
+            move || {
+                let done = read.load(Ordering::Relaxed);
+                let rate = done as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                (done, format!("{}/s", human(rate)))
+            },
+        )
+    }
+}
+
 /// `1234567.0` as `1.23M`.
 pub(crate) fn human(x: f64) -> String {
     match x {

@@ -92,6 +92,9 @@ pub(crate) struct FileRead {
     pub(crate) charset_guesses: u64,
     /// Batches its documents were sent in.
     pub(crate) batches: u32,
+    /// Bytes of its documents as read, uncompressed and decoded (an HTML
+    /// page's markup included).
+    pub(crate) document_bytes: u64,
 }
 
 impl FileRead {
@@ -318,6 +321,7 @@ fn read_into_batches(
         match record {
             Record::Document(document) => {
                 found.count_charset(&document);
+                found.document_bytes += document.text.len() as u64;
                 batch_bytes += document.text.len();
                 batch.push(document);
                 if batch_bytes >= BATCH_BYTES || batch.len() >= BATCH_DOCUMENTS {

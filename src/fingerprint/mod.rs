@@ -91,6 +91,9 @@ pub(crate) struct FileSummary {
     pub(crate) shard: String,
     pub(crate) format: Format,
     pub(crate) bytes: u64,
+    /// Bytes of the documents, uncompressed and decoded.
+    #[serde(default)]
+    pub(crate) document_bytes: u64,
     pub(crate) documents: u64,
     pub(crate) bad_records: u64,
     pub(crate) skipped_records: u64,
@@ -137,9 +140,15 @@ pub(crate) struct FingerprintSummary {
     pub(crate) skipped_records: u64,
     /// The first bad records, with file and offset.
     pub(crate) bad: Vec<FileBadRecord>,
+    /// Bytes of the input files as stored (compressed, for `.gz`).
     pub(crate) bytes: u64,
+    /// Bytes of the documents, uncompressed and decoded.
+    pub(crate) document_bytes: u64,
     pub(crate) seconds: f64,
+    /// Of the input files as stored.
     pub(crate) megabytes_per_second: f64,
+    /// Of the documents, uncompressed.
+    pub(crate) document_megabytes_per_second: f64,
     pub(crate) documents_per_second: f64,
 }
 
@@ -147,11 +156,13 @@ impl FingerprintSummary {
     /// The one line printed at the end of a run.
     pub(crate) fn line(&self, out: &Path) -> String {
         format!(
-            "fingerprinted {} documents from {} file(s), {} ({:.1} MB/s, {} workers, features {}): {} bad and {} skipped records -> {}",
+            "fingerprinted {} documents from {} file(s): {} of files at {:.1} MB/s, {} of documents at {:.1} MB/s ({} workers, features {}): {} bad and {} skipped records -> {}",
             self.documents,
             self.files.len(),
             human_bytes(self.bytes),
             self.megabytes_per_second,
+            human_bytes(self.document_bytes),
+            self.document_megabytes_per_second,
             self.workers * self.processes,
             self.features,
             self.bad_records,
@@ -316,6 +327,7 @@ fn write_shard(
             .unwrap_or_default(),
         format,
         bytes,
+        document_bytes: found.document_bytes,
         documents: rows.ids.len() as u64,
         bad_records: found.bad.len() as u64,
         skipped_records: found.skipped,
@@ -347,6 +359,7 @@ fn summarize(
         .collect();
     let documents = files.iter().map(|f| f.documents).sum::<u64>();
     let bytes = files.iter().map(|f| f.bytes).sum::<u64>();
+    let document_bytes = files.iter().map(|f| f.document_bytes).sum::<u64>();
     FingerprintSummary {
         scheme: opts.scheme.describe(true),
         scheme_name: opts.scheme.name().map(str::to_string),
@@ -371,8 +384,10 @@ fn summarize(
         skipped_records: files.iter().map(|f| f.skipped_records).sum(),
         bad,
         bytes,
+        document_bytes,
         seconds,
         megabytes_per_second: bytes as f64 / 1e6 / seconds.max(1e-9),
+        document_megabytes_per_second: document_bytes as f64 / 1e6 / seconds.max(1e-9),
         documents_per_second: documents as f64 / seconds.max(1e-9),
         files,
     }

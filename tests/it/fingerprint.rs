@@ -400,7 +400,7 @@ fn one_big_file_is_shared_by_every_worker_and_its_shard_is_the_same() {
 #[test]
 fn a_corrupt_gzip_member_is_reported_with_its_offset_and_the_rest_is_read() {
     let dir = tempfile::tempdir().unwrap();
-    write_sample(dir.path());
+    let manifest = write_sample(dir.path());
     let wet = dir.path().join("crawl/sample.wet.gz");
     let mut bytes = std::fs::read(&wet).unwrap();
     // Member starts: every gzip header. Break the deflate data of the 6th member.
@@ -416,9 +416,39 @@ fn a_corrupt_gzip_member_is_reported_with_its_offset_and_the_rest_is_read() {
     }
     std::fs::write(&wet, &bytes).unwrap();
     let out = dir.path().join("fp");
-    fingerprint_into(&wet, &out, &[]);
+    let run = crate::common::neardup(&[
+        "fingerprint",
+        "--input",
+        wet.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(run.status.success());
+    // The warning names the file and offset, in plain text: stderr is a
+    // pipe here, and colours are for terminals.
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!("sample.wet.gz: bad record at offset {start}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains('\x1b'), "{stderr:?}");
     let s = summary(&out);
     assert_eq!(s["documents"], 29, "{s}");
+    // The documents' bytes are those of every text but the lost one.
+    let texts: Vec<u64> = manifest["wet"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["text"].as_str().unwrap().len() as u64)
+        .collect();
+    let lost = texts.iter().sum::<u64>() - s["document_bytes"].as_u64().unwrap();
+    assert!(texts.contains(&lost), "{lost} bytes lost: {s}");
+    // Both rates are printed: of the gzipped file, and of its documents.
+    let line = String::from_utf8(run.stdout).unwrap();
+    assert!(
+        line.contains(" of files at ") && line.contains(" of documents at "),
+        "{line}"
+    );
     assert_eq!(s["bad_records"], 1);
     assert_eq!(s["bad"][0]["offset"], start as u64);
     assert!(s["bad"][0]["file"]

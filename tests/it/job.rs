@@ -70,7 +70,8 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
             ("fingerprint", "fingerprinted"),
             ("match", "matched"),
             ("cluster", "clustered"),
-            ("append", "appended")
+            ("append", "appended"),
+            ("report", "reported")
         ]
         .map(|(s, v)| (s.to_string(), v.to_string()))
     );
@@ -97,14 +98,17 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
 
     // Run again: everything is complete.
     let again = run(d, &["jobs/sample.toml", "--date", NIGHT]);
-    assert_eq!(verbs(&again), ["skipped", "skipped", "skipped", "skipped"]);
+    assert_eq!(
+        verbs(&again),
+        ["skipped", "skipped", "skipped", "skipped", "skipped"]
+    );
 
     // A night that failed after fingerprinting resumes at match.
     std::fs::remove_file(night.join("pairs/_SUCCESS")).unwrap();
     let resumed = run(d, &["jobs/sample.toml", "--date", NIGHT]);
     assert_eq!(
         verbs(&resumed),
-        ["skipped", "matched", "clustered", "appended"]
+        ["skipped", "matched", "clustered", "appended", "reported"]
     );
     // Tonight's own batch is not part of tonight's corpus.
     assert_eq!(read_pairs(&night.join("pairs")), pairs);
@@ -112,14 +116,26 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
     let forced = run(d, &["jobs/sample.toml", "--date", NIGHT, "--force"]);
     assert_eq!(
         verbs(&forced),
-        ["fingerprinted", "matched", "clustered", "appended"]
+        [
+            "fingerprinted",
+            "matched",
+            "clustered",
+            "appended",
+            "reported"
+        ]
     );
 
     // The next night sees this night's batch in its corpus.
     let next = run(d, &["jobs/sample.toml", "--date", "2026-11-23"]);
     assert_eq!(
         verbs(&next),
-        ["fingerprinted", "matched", "clustered", "appended"]
+        [
+            "fingerprinted",
+            "matched",
+            "clustered",
+            "appended",
+            "reported"
+        ]
     );
     let summary: serde_json::Value = serde_json::from_slice(
         &std::fs::read(d.join("sample-output/2026-11-23/pairs/_summary.json")).unwrap(),
@@ -180,7 +196,13 @@ fn a_job_on_two_and_three_local_processes_writes_the_bytes_of_one() {
     let output = run(one.path(), &["jobs/sample.toml", "--date", NIGHT]);
     assert_eq!(
         verbs(&output),
-        ["fingerprinted", "matched", "clustered", "appended"]
+        [
+            "fingerprinted",
+            "matched",
+            "clustered",
+            "appended",
+            "reported"
+        ]
     );
     let expected = night_files(one.path());
     assert_eq!(expected.len(), 5);
@@ -210,6 +232,15 @@ fn a_job_on_two_and_three_local_processes_writes_the_bytes_of_one() {
                 stdout.contains(&format!("[process {i}] match: matched")),
                 "{stdout}"
             );
+        }
+        // Process 0 writes the night's report; the others say so.
+        assert!(
+            stdout.contains("[process 0] report: reported 1 night(s)"),
+            "{stdout}"
+        );
+        for i in 1..n {
+            let line = format!("[process {i}] report: process {i}: the report is process 0's");
+            assert!(stdout.contains(&line), "{stdout}");
         }
         assert_eq!(night_files(dir.path()), expected, "{n} processes");
     }
@@ -253,7 +284,7 @@ fn a_night_of_another_scheme_is_refused_unless_the_spec_allows_it() {
     let output = run(d, &[&spec, "--date", NIGHT]);
     assert_eq!(
         verbs(&output),
-        ["skipped", "matched", "clustered", "appended"]
+        ["skipped", "matched", "clustered", "appended", "reported"]
     );
 }
 

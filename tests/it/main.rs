@@ -16,3 +16,4 @@ mod job;
 mod layout;
 mod object_store;
 mod quality;
+mod report;

@@ -302,6 +302,56 @@ where
         .collect()
 }
 
+/// Reads the columns `columns` of every file of `files` in order, a batch
+/// at a time: `each(batch, file)`. A file without one of them is an error
+/// naming the file and the column. For readers of whole outputs (the
+/// report), which want a few columns of every row and no units.
+pub(crate) fn read_columns(
+    files: &[Location],
+    columns: &[&str],
+    mut each: impl FnMut(&RecordBatch, &Location) -> Result<()>,
+) -> Result<()> {
+    for file in files {
+        let source = file.open()?;
+        source.prefetch_footer()?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new(source)
+            .map_err(|e| anyhow!("{file}: not a readable Parquet file ({e})"))?;
+        let schema = builder.schema().clone();
+        let roots = columns
+            .iter()
+            .map(|name| {
+                schema.index_of(name).map_err(|_| {
+                    anyhow!(
+                        "{file}: no column `{name}` (it has {})",
+                        column_list(&schema)
+                    )
+                })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        let reader = builder
+            .with_projection(mask)
+            .with_batch_size(BATCH_ROWS)
+            .build()
+            .with_context(|| format!("{file}: cannot read"))?;
+        for batch in reader {
+            let batch = batch.with_context(|| format!("{file}: cannot decode"))?;
+            each(&batch, file)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rows in all of `files`, as their footers say.
+pub(crate) fn count_rows(files: &[Location]) -> Result<u64> {
+    let mut rows = 0;
+    for file in files {
+        let footer = read_footer(file)?;
+        rows += footer.metadata().file_metadata().num_rows().max(0) as u64;
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,614 @@
+//! One night's outputs, read into the figures the report shows.
+//!
+//! A night is a directory whose subdirectories are stage outputs, each told
+//! by its `_summary.json`: `fingerprint`'s has a `scheme`, `match`'s its
+//! `queries`, `cluster`'s its `clusters`. Only what the stages wrote is
+//! read, in three streaming passes that keep no per-pair state:
+//! 1. the pairs' `distance` column, for the histogram;
+//! 2. the clusters' `id`, `cluster_id` and `cluster_size`, for the sizes
+//!    and the largest clusters (their members, up to [`MEMBERS_KEPT`]);
+//! 3. the drops, whose ids are kept in a set, and the fingerprints' `id`
+//!    and `url`, for pages and drops by host and the samples' URLs.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{bail, Context, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::Int8Type;
+use arrow_array::{Array, Int64Array, RecordBatch};
+use serde_json::Value;
+
+use crate::io::parquet::input::{expand_locations, read_columns};
+use crate::io::parquet::pages::string_values;
+use crate::io::storage::Location;
+
+/// The largest clusters shown.
+pub(crate) const LARGEST_CLUSTERS: usize = 20;
+/// Sample pages shown of each of the largest clusters, kept and dropped.
+pub(crate) const SAMPLES: usize = 5;
+/// Members of a large cluster remembered to find its samples among.
+const MEMBERS_KEPT: usize = 1 << 20;
+/// Hosts shown in the drops-by-host chart.
+pub(crate) const HOSTS: usize = 30;
+
+/// Where a night's stage outputs are.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NightDirs {
+    /// The night's name (its directory's).
+    pub(crate) name: String,
+    pub(crate) fingerprints: Option<PathBuf>,
+    pub(crate) pairs: Option<PathBuf>,
+    pub(crate) clusters: Option<PathBuf>,
+}
+
+impl NightDirs {
+    /// The stage outputs among `dir`'s subdirectories.
+    pub(crate) fn discover(dir: &Path) -> Result<NightDirs> {
+        let entries = std::fs::read_dir(dir)
+            .with_context(|| format!("{}: cannot read the night's directory", dir.display()))?;
+        let mut found = NightDirs {
+            name: dir
+                .file_name()
+                .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into()),
+            ..NightDirs::default()
+        };
+        let mut subdirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_dir())
+            .collect();
+        subdirs.sort();
+        for sub in subdirs {
+            let Ok(summary) = read_summary(&sub) else {
+                continue;
+            };
+            let slot = match () {
+                _ if summary.get("scheme").is_some() => &mut found.fingerprints,
+                _ if summary.get("queries").is_some() => &mut found.pairs,
+                _ if summary.get("clusters").is_some() => &mut found.clusters,
+                _ => continue,
+            };
+            slot.get_or_insert(sub);
+        }
+        if found.fingerprints.is_none() && found.pairs.is_none() && found.clusters.is_none() {
+            bail!(
+                "{}: no stage outputs (subdirectories with a _summary.json of fingerprint, match or cluster)",
+                dir.display()
+            );
+        }
+        Ok(found)
+    }
+}
+
+fn read_summary(dir: &Path) -> Result<Value> {
+    let path = dir.join("_summary.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("{}: cannot read", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+}
+
+/// A page of a sample: its id and URL (if the night's fingerprints have
+/// it).
+#[derive(Clone, Debug)]
+pub(crate) struct SamplePage {
+    pub(crate) id: i64,
+    pub(crate) url: Option<String>,
+}
+
+/// A dropped page of a sample, with the page kept for it.
+#[derive(Clone, Debug)]
+pub(crate) struct SampleDrop {
+    pub(crate) page: SamplePage,
+    pub(crate) keep: SamplePage,
+    /// The pair's distance (`None` under the `component` policy).
+    pub(crate) distance: Option<i8>,
+}
+
+/// One of the largest clusters.
+#[derive(Clone, Debug)]
+pub(crate) struct LargeCluster {
+    pub(crate) representative: SamplePage,
+    pub(crate) size: u64,
+    /// Of its pages, how many were dropped.
+    pub(crate) dropped: u64,
+    pub(crate) kept_sample: Vec<SamplePage>,
+    pub(crate) dropped_sample: Vec<SampleDrop>,
+}
+
+/// A host's pages in the night's fingerprints and drops among them.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct HostDrops {
+    pub(crate) host: String,
+    pub(crate) pages: u64,
+    pub(crate) dropped: u64,
+}
+
+/// What the report shows of one night.
+#[derive(Debug, Default)]
+pub(crate) struct Night {
+    pub(crate) dirs: NightDirs,
+    pub(crate) fingerprint_summary: Option<Value>,
+    pub(crate) match_summary: Option<Value>,
+    pub(crate) cluster_summary: Option<Value>,
+    /// Pairs by distance, 0 to k.
+    pub(crate) distances: Vec<u64>,
+    /// Clusters by size.
+    pub(crate) cluster_sizes: BTreeMap<u64, u64>,
+    pub(crate) largest: Vec<LargeCluster>,
+    /// The hosts with the most drops, most first.
+    pub(crate) hosts: Vec<HostDrops>,
+    /// Drops whose page is not in the night's fingerprints (corpus pages),
+    /// or all drops when the fingerprints have no URLs.
+    pub(crate) drops_outside: u64,
+    /// Whether the night's fingerprints have URLs (hosts can be shown).
+    pub(crate) has_urls: bool,
+    /// The fingerprint shards `neardup explain` needs for the samples: the
+    /// night's and the corpus's.
+    pub(crate) explain_fingerprints: Vec<String>,
+}
+
+impl Night {
+    /// Pages fingerprinted, pairs and drops, from the summaries.
+    pub(crate) fn documents(&self) -> Option<u64> {
+        number(&self.fingerprint_summary, &["documents"])
+            .or_else(|| number(&self.match_summary, &["queries", "rows"]))
+    }
+
+    pub(crate) fn pairs(&self) -> Option<u64> {
+        number(&self.match_summary, &["pairs"])
+    }
+
+    pub(crate) fn dropped(&self) -> Option<u64> {
+        number(&self.cluster_summary, &["dropped"])
+    }
+}
+
+/// The unsigned number at `path` in a summary, if there.
+pub(crate) fn number(summary: &Option<Value>, path: &[&str]) -> Option<u64> {
+    let mut value = summary.as_ref()?;
+    for key in path {
+        value = value.get(key)?;
+    }
+    value.as_u64()
+}
+
+/// Reads the night's summaries and outputs; `rows` counts the rows read,
+/// for progress.
+pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Result<Night> {
+    let mut night = Night {
+        fingerprint_summary: dirs.fingerprints.as_deref().map(read_summary).transpose()?,
+        match_summary: dirs.pairs.as_deref().map(read_summary).transpose()?,
+        cluster_summary: dirs.clusters.as_deref().map(read_summary).transpose()?,
+        ..Night::default()
+    };
+    night.explain_fingerprints = explain_fingerprints(&dirs, &night.match_summary);
+    night.dirs = dirs;
+    if !details {
+        return Ok(night);
+    }
+    if let Some(pairs) = &night.dirs.pairs {
+        let k = number(&night.match_summary, &["k"]).unwrap_or(3);
+        night.distances = read_distances(pairs, k, rows)?;
+    }
+    let Some(clusters) = night.dirs.clusters.clone() else {
+        return Ok(night);
+    };
+    let (sizes, mut largest) = read_clusters(&clusters.join("clusters"), rows)?;
+    night.cluster_sizes = sizes;
+    let dropped = read_drops(&clusters.join("drop"), &mut largest, rows)?;
+    let with_urls = match &night.dirs.fingerprints {
+        Some(fingerprints) => has_column(fingerprints, "url")?,
+        None => false,
+    };
+    if let (Some(fingerprints), true) = (&night.dirs.fingerprints, with_urls) {
+        let (hosts, found) = read_hosts(fingerprints, &dropped, &mut largest, rows)?;
+        night.drops_outside = dropped.len() as u64 - found;
+        night.hosts = hosts;
+        night.has_urls = true;
+    } else {
+        night.drops_outside = dropped.len() as u64;
+    }
+    night.largest = largest.into_clusters();
+    Ok(night)
+}
+
+/// The shards a sample pair's pages are in: the night's fingerprints and
+/// the corpus `match` read (its files' common directory).
+fn explain_fingerprints(dirs: &NightDirs, match_summary: &Option<Value>) -> Vec<String> {
+    let mut specs: Vec<String> = dirs
+        .fingerprints
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let corpus: Vec<&str> = match_summary
+        .as_ref()
+        .and_then(|s| s.get("corpus")?.get("files")?.as_array())
+        .map(|files| files.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(common) = common_directory(&corpus) {
+        specs.push(common);
+    }
+    specs
+}
+
+/// The one file of `files`, or the deepest directory holding them all.
+fn common_directory(files: &[&str]) -> Option<String> {
+    match files {
+        [] => None,
+        [one] => Some(one.to_string()),
+        [first, rest @ ..] => {
+            let mut prefix = first
+                .rsplit_once('/')
+                .map_or("", |(dir, _)| dir)
+                .to_string();
+            for file in rest {
+                while !file.starts_with(&format!("{prefix}/")) && !prefix.is_empty() {
+                    prefix = prefix
+                        .rsplit_once('/')
+                        .map_or("", |(dir, _)| dir)
+                        .to_string();
+                }
+            }
+            (!prefix.is_empty()).then_some(prefix)
+        }
+    }
+}
+
+/// Whether the first Parquet file under `dir` has column `name`.
+fn has_column(dir: &Path, name: &str) -> Result<bool> {
+    let files = parquet_files(dir)?;
+    let Some(first) = files.first() else {
+        return Ok(false);
+    };
+    let footer = crate::io::parquet::input::read_footer(first)?;
+    Ok(footer.schema().index_of(name).is_ok())
+}
+
+fn parquet_files(dir: &Path) -> Result<Vec<Location>> {
+    expand_locations(&[dir.display().to_string()])
+}
+
+/// Pairs by distance (0 to `k`; a larger one, from a file of another k,
+/// widens the histogram).
+fn read_distances(dir: &Path, k: u64, rows: &AtomicU64) -> Result<Vec<u64>> {
+    let mut counts = vec![0u64; k as usize + 1];
+    read_columns(&parquet_files(dir)?, &["distance"], |batch, file| {
+        let distances = int8_column(batch, "distance", file)?;
+        for d in distances.iter().flatten() {
+            let d = d.max(0) as usize;
+            if d >= counts.len() {
+                counts.resize(d + 1, 0);
+            }
+            counts[d] += 1;
+        }
+        rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+        Ok(())
+    })?;
+    Ok(counts)
+}
+
+fn int8_column<'a>(
+    batch: &'a RecordBatch,
+    name: &str,
+    file: &Location,
+) -> Result<&'a arrow_array::PrimitiveArray<Int8Type>> {
+    let column = batch.column_by_name(name).context("projected column")?;
+    column.as_primitive_opt::<Int8Type>().with_context(|| {
+        format!(
+            "{file}: column `{name}` has type {}, expected INT8",
+            column.data_type()
+        )
+    })
+}
+
+fn int64_column<'a>(batch: &'a RecordBatch, name: &str, file: &Location) -> Result<&'a Int64Array> {
+    let column = batch.column_by_name(name).context("projected column")?;
+    column
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .with_context(|| {
+            format!(
+                "{file}: column `{name}` has type {}, expected INT64",
+                column.data_type()
+            )
+        })
+}
+
+/// The largest clusters as the clusters' pass finds them: a cluster enters
+/// at its first row if it is among the largest so far, and since every
+/// row of a cluster carries its size, one that does not enter then never
+/// will.
+#[derive(Default)]
+struct Largest {
+    /// `(size, cluster_id)`, smallest first.
+    heap: BinaryHeap<Reverse<(u64, i64)>>,
+    /// Members of the clusters in the heap (and of some evicted since).
+    members: HashMap<i64, Vec<i64>>,
+    /// Each member's cluster, once the pass is over.
+    cluster_of: HashMap<i64, i64>,
+    dropped: HashMap<i64, Vec<SampleDrop>>,
+    dropped_count: HashMap<i64, u64>,
+    urls: HashMap<i64, Option<String>>,
+}
+
+impl Largest {
+    fn see(&mut self, id: i64, cluster: i64, size: u64) {
+        if let Some(members) = self.members.get_mut(&cluster) {
+            if members.len() < MEMBERS_KEPT {
+                members.push(id);
+            }
+            return;
+        }
+        let enters = self.heap.len() < LARGEST_CLUSTERS
+            || self
+                .heap
+                .peek()
+                .is_some_and(|Reverse(least)| (size, cluster) > *least);
+        if !enters {
+            return;
+        }
+        self.heap.push(Reverse((size, cluster)));
+        self.members.insert(cluster, vec![id]);
+        if self.heap.len() > LARGEST_CLUSTERS {
+            if let Some(Reverse((_, evicted))) = self.heap.pop() {
+                self.members.remove(&evicted);
+            }
+        }
+    }
+
+    /// After the clusters' pass: which cluster each remembered member is in.
+    fn index_members(&mut self) {
+        for (&cluster, members) in &self.members {
+            for &id in members {
+                self.cluster_of.insert(id, cluster);
+            }
+        }
+    }
+
+    /// The ids whose URLs the samples show.
+    fn sample_ids(&self) -> HashSet<i64> {
+        let mut ids: HashSet<i64> = self.members.keys().copied().collect();
+        for (cluster, members) in &self.members {
+            let dropped = self.dropped.get(cluster);
+            ids.extend(kept_members(members, dropped).take(SAMPLES));
+        }
+        for drops in self.dropped.values() {
+            ids.extend(drops.iter().flat_map(|d| [d.page.id, d.keep.id]));
+        }
+        ids
+    }
+
+    fn into_clusters(self) -> Vec<LargeCluster> {
+        let url = |id: i64| SamplePage {
+            id,
+            url: self.urls.get(&id).cloned().flatten(),
+        };
+        let mut clusters: Vec<(u64, i64)> = self.heap.into_iter().map(|Reverse(c)| c).collect();
+        clusters.sort_by(|a, b| b.cmp(a));
+        clusters
+            .into_iter()
+            .map(|(size, cluster)| {
+                let members = self.members.get(&cluster).map_or(&[][..], Vec::as_slice);
+                let dropped = self.dropped.get(&cluster);
+                LargeCluster {
+                    representative: url(cluster),
+                    size,
+                    dropped: self.dropped_count.get(&cluster).copied().unwrap_or(0),
+                    kept_sample: kept_members(members, dropped)
+                        .take(SAMPLES)
+                        .map(url)
+                        .collect(),
+                    dropped_sample: dropped
+                        .into_iter()
+                        .flatten()
+                        .map(|d| SampleDrop {
+                            page: url(d.page.id),
+                            keep: url(d.keep.id),
+                            distance: d.distance,
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The members of a cluster that are not among its sampled drops, the
+/// representative first.
+fn kept_members<'a>(
+    members: &'a [i64],
+    dropped: Option<&'a Vec<SampleDrop>>,
+) -> impl Iterator<Item = i64> + 'a {
+    let dropped: HashSet<i64> = dropped.into_iter().flatten().map(|d| d.page.id).collect();
+    members
+        .iter()
+        .copied()
+        .filter(move |id| !dropped.contains(id))
+}
+
+/// Clusters by size, and the largest clusters with their members.
+fn read_clusters(dir: &Path, rows: &AtomicU64) -> Result<(BTreeMap<u64, u64>, Largest)> {
+    let mut rows_by_size: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut largest = Largest::default();
+    let columns = ["id", "cluster_id", "cluster_size"];
+    read_columns(&parquet_files(dir)?, &columns, |batch, file| {
+        let ids = int64_column(batch, "id", file)?;
+        let clusters = int64_column(batch, "cluster_id", file)?;
+        let sizes = int64_column(batch, "cluster_size", file)?;
+        for r in 0..batch.num_rows() {
+            let size = sizes.value(r).max(0) as u64;
+            *rows_by_size.entry(size).or_default() += 1;
+            largest.see(ids.value(r), clusters.value(r), size);
+        }
+        rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+        Ok(())
+    })?;
+    largest.index_members();
+    let sizes = rows_by_size
+        .into_iter()
+        .filter(|&(size, _)| size > 0)
+        .map(|(size, pages)| (size, pages / size))
+        .collect();
+    Ok((sizes, largest))
+}
+
+/// Every dropped id; the largest clusters' drops counted and sampled.
+fn read_drops(dir: &Path, largest: &mut Largest, rows: &AtomicU64) -> Result<HashSet<i64>> {
+    let mut dropped = HashSet::new();
+    read_columns(
+        &parquet_files(dir)?,
+        &["id", "keep_id", "distance"],
+        |batch, file| {
+            let ids = int64_column(batch, "id", file)?;
+            let keeps = int64_column(batch, "keep_id", file)?;
+            let distances = int8_column(batch, "distance", file)?;
+            for r in 0..batch.num_rows() {
+                let id = ids.value(r);
+                dropped.insert(id);
+                let Some(&cluster) = largest.cluster_of.get(&id) else {
+                    continue;
+                };
+                *largest.dropped_count.entry(cluster).or_default() += 1;
+                let sample = largest.dropped.entry(cluster).or_default();
+                if sample.len() < SAMPLES {
+                    sample.push(SampleDrop {
+                        page: SamplePage { id, url: None },
+                        keep: SamplePage {
+                            id: keeps.value(r),
+                            url: None,
+                        },
+                        distance: distances.is_valid(r).then(|| distances.value(r)),
+                    });
+                }
+            }
+            rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+            Ok(())
+        },
+    )?;
+    Ok(dropped)
+}
+
+/// The host of a URL: what lies between `://` and the next `/`, `?`, `#`
+/// or `:`, lower case, without a user.
+pub(crate) fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let authority = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    match authority.rfind(':') {
+        Some(colon) if !authority.ends_with(']') => &authority[..colon],
+        _ => authority,
+    }
+}
+
+/// Pages and drops by host over the night's fingerprints (the hosts with
+/// the most drops), how many drops were found among them, and the samples'
+/// URLs.
+fn read_hosts(
+    dir: &Path,
+    dropped: &HashSet<i64>,
+    largest: &mut Largest,
+    rows: &AtomicU64,
+) -> Result<(Vec<HostDrops>, u64)> {
+    let wanted = largest.sample_ids();
+    let mut hosts: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut found = 0u64;
+    read_columns(&parquet_files(dir)?, &["id", "url"], |batch, file| {
+        let ids = int64_column(batch, "id", file)?;
+        let column = batch.column_by_name("url").context("projected column")?;
+        let urls = string_values(column, "url", &file.to_string())?;
+        for (r, url) in urls.enumerate() {
+            let id = ids.value(r);
+            let is_dropped = dropped.contains(&id);
+            found += u64::from(is_dropped);
+            if wanted.contains(&id) {
+                largest.urls.insert(id, url.map(str::to_string));
+            }
+            let host = url.map_or("(no url)", host_of).to_ascii_lowercase();
+            let entry = hosts.entry(host).or_default();
+            entry.0 += 1;
+            entry.1 += u64::from(is_dropped);
+        }
+        rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+        Ok(())
+    })?;
+    let mut hosts: Vec<HostDrops> = hosts
+        .into_iter()
+        .filter(|(_, (_, dropped))| *dropped > 0)
+        .map(|(host, (pages, dropped))| HostDrops {
+            host,
+            pages,
+            dropped,
+        })
+        .collect();
+    hosts.sort_by(|a, b| b.dropped.cmp(&a.dropped).then_with(|| a.host.cmp(&b.host)));
+    hosts.truncate(HOSTS);
+    Ok((hosts, found))
+}
+
+/// Rows the detail passes will read, for the progress bar.
+pub(crate) fn rows_to_read(dirs: &NightDirs) -> u64 {
+    let count = |dir: Option<PathBuf>| {
+        dir.and_then(|d| parquet_files(&d).ok())
+            .and_then(|files| crate::io::parquet::input::count_rows(&files).ok())
+            .unwrap_or(0)
+    };
+    let clusters = dirs.clusters.clone();
+    count(dirs.pairs.clone())
+        + count(clusters.as_ref().map(|c| c.join("clusters")))
+        + count(clusters.as_ref().map(|c| c.join("drop")))
+        + count(dirs.fingerprints.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts_are_the_authority_without_user_or_port() {
+        assert_eq!(host_of("https://Example.org/a/b?c"), "Example.org");
+        assert_eq!(host_of("http://user:pw@example.net:8080/x"), "example.net");
+        assert_eq!(host_of("https://[::1]/x"), "[::1]");
+        assert_eq!(host_of("example.com/path"), "example.com");
+    }
+
+    #[test]
+    fn the_common_directory_of_corpus_files() {
+        assert_eq!(common_directory(&[]), None);
+        assert_eq!(
+            common_directory(&["a/b/c.parquet"]).as_deref(),
+            Some("a/b/c.parquet")
+        );
+        assert_eq!(
+            common_directory(&["c/x/1.parquet", "c/y/2.parquet"]).as_deref(),
+            Some("c")
+        );
+        assert_eq!(common_directory(&["a/1.parquet", "b/2.parquet"]), None);
+    }
+
+    #[test]
+    fn the_largest_clusters_are_kept_whatever_the_row_order() {
+        let mut largest = Largest::default();
+        // 30 clusters of sizes 1..=30, rows interleaved.
+        let mut rows = Vec::new();
+        for size in 1..=30u64 {
+            for m in 0..size {
+                rows.push((size as i64 * 1000 + m as i64, size as i64 * 1000, size));
+            }
+        }
+        rows.sort_by_key(|&(id, _, _)| (id % 7, id));
+        for (id, cluster, size) in rows {
+            largest.see(id, cluster, size);
+        }
+        let mut sizes: Vec<u64> = largest.heap.iter().map(|Reverse((s, _))| *s).collect();
+        sizes.sort();
+        assert_eq!(sizes, (11..=30).collect::<Vec<u64>>());
+        for Reverse((size, cluster)) in &largest.heap {
+            assert_eq!(largest.members[cluster].len() as u64, *size);
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! The report's HTML: one self-contained page, its style inline and its
+//! charts inline SVG ([`super::svg`]), no script. Every figure is also in
+//! the markup as data (`data-key` on a stage figure, `data-size` on a
+//! cluster's row), for tests and scripts that read the page.
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use super::night::{Night, SampleDrop, SamplePage, HOSTS, LARGEST_CLUSTERS};
+use super::svg::{bars, escape, horizontal_bars, lines, log_log};
+
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:980px;color:#222;padding:0 1em}\
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;text-align:left;vertical-align:top}\
+th{font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}\
+.stages{display:flex;gap:2em;flex-wrap:wrap}.meta{color:#666}\
+svg.chart{width:100%;height:auto;max-width:760px;display:block;margin:1em 0}\
+svg .title{font-size:15px;font-weight:600}svg .tick,svg .value{font-size:11px;fill:#444}svg .axis-label{font-size:12px}\
+code{font-size:12px;background:#f4f4f4;padding:1px 4px;word-break:break-all}details{margin:.3em 0}";
+
+/// The figures of each stage's summary, by the keys a user asks about.
+const FINGERPRINT_KEYS: &[&str] = &[
+    "documents",
+    "bad_records",
+    "skipped_records",
+    "html_pages",
+    "main_content_fallbacks",
+    "bytes",
+    "seconds",
+    "documents_per_second",
+    "scheme_name",
+    "scheme",
+];
+const MATCH_KEYS: &[&str] = &[
+    "queries.rows",
+    "corpus.rows",
+    "k",
+    "self_join",
+    "pairs",
+    "seconds",
+    "rows_per_second",
+];
+const CLUSTER_KEYS: &[&str] = &[
+    "pairs",
+    "pages",
+    "clusters",
+    "dropped",
+    "largest_cluster",
+    "oversized_clusters",
+    "drop_policy",
+    "keep_by",
+    "seconds",
+];
+
+/// The page for `nights`, the last of them in detail.
+pub(crate) fn render(nights: &[Night]) -> String {
+    let night = nights.last().expect("at least one night");
+    let mut html = String::new();
+    let title = format!("neardup report: {}", night.dirs.name);
+    let _ = write!(
+        html,
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
+        t = escape(&title)
+    );
+    let _ = write!(
+        html,
+        "<p class=\"meta\">{} night(s); written by neardup {}. Figures come from the stages' <code>_summary.json</code> and their Parquet outputs.</p>",
+        nights.len(),
+        env!("CARGO_PKG_VERSION")
+    );
+    html.push_str(&stage_figures(night));
+    html.push_str(&distances(night));
+    html.push_str(&cluster_sizes(night));
+    html.push_str(&hosts(night));
+    html.push_str(&largest(night));
+    if nights.len() > 1 {
+        html.push_str(&trends(nights));
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
+/// A summary's value at a dotted key, as shown.
+fn shown(summary: &Value, key: &str) -> Option<String> {
+    let mut value = summary;
+    for part in key.split('.') {
+        value = value.get(part)?;
+    }
+    Some(match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or(0.0)),
+        other => other.to_string(),
+    })
+}
+
+fn stage_figures(night: &Night) -> String {
+    let mut html = String::from("<section id=\"stages\"><h2>Stages</h2><div class=\"stages\">");
+    let stages = [
+        ("fingerprint", &night.fingerprint_summary, FINGERPRINT_KEYS),
+        ("match", &night.match_summary, MATCH_KEYS),
+        ("cluster", &night.cluster_summary, CLUSTER_KEYS),
+    ];
+    for (stage, summary, keys) in stages {
+        let Some(summary) = summary else {
+            continue;
+        };
+        let _ = write!(
+            html,
+            "<table class=\"figures\" data-stage=\"{stage}\"><caption><b>{stage}</b></caption>"
+        );
+        for key in keys.iter() {
+            if let Some(value) = shown(summary, key) {
+                let _ = write!(
+                    html,
+                    "<tr><th>{}</th><td class=\"n\" data-key=\"{stage}.{key}\">{}</td></tr>",
+                    escape(&key.replace('_', " ")),
+                    escape(&value)
+                );
+            }
+        }
+        html.push_str("</table>");
+    }
+    html.push_str("</div></section>");
+    html
+}
+
+fn distances(night: &Night) -> String {
+    if night.dirs.pairs.is_none() {
+        return String::new();
+    }
+    let bars_of: Vec<(String, f64)> = night
+        .distances
+        .iter()
+        .enumerate()
+        .map(|(d, &n)| (d.to_string(), n as f64))
+        .collect();
+    format!(
+        "<section id=\"distances\"><h2>Pairs by distance</h2>{}</section>",
+        bars(
+            "distances",
+            "Pairs by Hamming distance",
+            "distance (bits)",
+            "pairs",
+            &bars_of
+        )
+    )
+}
+
+fn cluster_sizes(night: &Night) -> String {
+    if night.dirs.clusters.is_none() {
+        return String::new();
+    }
+    let points: Vec<(f64, f64)> = night
+        .cluster_sizes
+        .iter()
+        .map(|(&size, &count)| (size as f64, count as f64))
+        .collect();
+    format!(
+        "<section id=\"cluster-sizes\"><h2>Cluster sizes</h2>{}</section>",
+        log_log(
+            "cluster-sizes",
+            "Clusters by size (log-log)",
+            "cluster size (pages)",
+            "clusters",
+            &points
+        )
+    )
+}
+
+fn hosts(night: &Night) -> String {
+    if night.dirs.clusters.is_none() || night.dirs.fingerprints.is_none() {
+        return String::new();
+    }
+    if !night.has_urls {
+        return "<section id=\"hosts\"><h2>Drops by host</h2><p>The night's fingerprints have no <code>url</code> column: no hosts to count.</p></section>".to_string();
+    }
+    let rows: Vec<(String, f64, String)> = night
+        .hosts
+        .iter()
+        .map(|h| {
+            let rate = h.dropped as f64 / h.pages.max(1) as f64;
+            (
+                h.host.clone(),
+                h.dropped as f64,
+                format!("{:.1}% of {} pages", rate * 100.0, h.pages),
+            )
+        })
+        .collect();
+    let mut html = format!(
+        "<section id=\"hosts\"><h2>Drops by host</h2>{}",
+        horizontal_bars(
+            "hosts",
+            &format!("The {HOSTS} hosts with the most dropped pages"),
+            "dropped pages (the note: the share of the host's pages tonight)",
+            &rows
+        )
+    );
+    if night.drops_outside > 0 {
+        let _ = write!(
+            html,
+            "<p>{} dropped pages are not among tonight's fingerprints (corpus pages): not counted by host.</p>",
+            night.drops_outside
+        );
+    }
+    html.push_str("</section>");
+    html
+}
+
+fn page_cell(page: &SamplePage) -> String {
+    match &page.url {
+        Some(url) => format!("{} <span class=\"meta\">({})</span>", escape(url), page.id),
+        None => format!(
+            "id {} <span class=\"meta\">(no URL among tonight's fingerprints: a corpus page)</span>",
+            page.id
+        ),
+    }
+}
+
+fn largest(night: &Night) -> String {
+    if night.dirs.clusters.is_none() {
+        return String::new();
+    }
+    let mut html = format!(
+        "<section id=\"largest\"><h2>The {LARGEST_CLUSTERS} largest clusters</h2><table id=\"largest-clusters\"><tr><th>size</th><th>dropped</th><th>representative (kept)</th></tr>"
+    );
+    for cluster in &night.largest {
+        let _ = write!(
+            html,
+            "<tr class=\"cluster\" data-size=\"{}\" data-dropped=\"{}\" data-id=\"{}\"><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}<details><summary>sample</summary>{}</details></td></tr>",
+            cluster.size,
+            cluster.dropped,
+            cluster.representative.id,
+            cluster.size,
+            cluster.dropped,
+            page_cell(&cluster.representative),
+            samples(night, &cluster.kept_sample, &cluster.dropped_sample)
+        );
+    }
+    html.push_str("</table></section>");
+    html
+}
+
+fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String {
+    let mut html = String::from("<table class=\"sample\">");
+    for page in kept {
+        let _ = write!(html, "<tr><td>kept</td><td>{}</td></tr>", page_cell(page));
+    }
+    for drop in dropped {
+        let distance = drop
+            .distance
+            .map_or_else(|| "?".to_string(), |d| d.to_string());
+        let _ = write!(
+            html,
+            "<tr class=\"drop\"><td>dropped, {distance} bits from {}</td><td>{}<br><code>{}</code></td></tr>",
+            drop.keep.id,
+            page_cell(&drop.page),
+            escape(&explain_command(night, drop))
+        );
+    }
+    html.push_str("</table>");
+    html
+}
+
+/// The command that explains a sample pair.
+pub(crate) fn explain_command(night: &Night, drop: &SampleDrop) -> String {
+    let mut command = format!(
+        "neardup explain {} {} --fingerprints",
+        drop.page.id, drop.keep.id
+    );
+    for spec in &night.explain_fingerprints {
+        command.push(' ');
+        command.push_str(&shell_quoted(spec));
+    }
+    command
+}
+
+fn shell_quoted(text: &str) -> String {
+    match text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-:=+@".contains(c))
+    {
+        true => text.to_string(),
+        false => format!("'{}'", text.replace('\'', r"'\''")),
+    }
+}
+
+fn trends(nights: &[Night]) -> String {
+    let names: Vec<String> = nights.iter().map(|n| n.dirs.name.clone()).collect();
+    let figure = |f: &dyn Fn(&Night) -> Option<u64>| -> Vec<f64> {
+        nights.iter().map(|n| f(n).unwrap_or(0) as f64).collect()
+    };
+    let pages = figure(&Night::documents);
+    let pairs = figure(&Night::pairs);
+    let rates: Vec<f64> = nights
+        .iter()
+        .map(|n| n.dropped().unwrap_or(0) as f64 / n.documents().unwrap_or(0).max(1) as f64)
+        .collect();
+    let mut html = String::from("<section id=\"trends\"><h2>Nights</h2>");
+    html.push_str(&lines(
+        "trend-volume",
+        "Pages and pairs per night",
+        "count",
+        &names,
+        &[("pages".into(), pages), ("pairs".into(), pairs)],
+        false,
+    ));
+    html.push_str(&lines(
+        "trend-drop-rate",
+        "Dropped pages per page fingerprinted",
+        "drop rate",
+        &names,
+        &[("drop rate".into(), rates)],
+        true,
+    ));
+    html.push_str(
+        "<table id=\"nights\"><tr><th>night</th><th>pages</th><th>pairs</th><th>dropped</th></tr>",
+    );
+    for night in nights {
+        let cell = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        let _ = write!(
+            html,
+            "<tr class=\"night\" data-night=\"{n}\"><td>{n}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
+            cell(night.documents()),
+            cell(night.pairs()),
+            cell(night.dropped()),
+            n = escape(&night.dirs.name)
+        );
+    }
+    html.push_str("</table></section>");
+    html
+}

@@ -1,0 +1,398 @@
+//! Charts as inline SVG: bars, horizontal bars, a log-log scatter and
+//! lines, each with a title, labelled axes and ticks. No script and no
+//! external style: the page opens offline in any browser.
+//!
+//! Each chart is `<svg class="chart" data-chart="NAME">`, its marks
+//! `class="bar"` or `class="point"`, so tests (and users' scripts) can
+//! count them.
+
+use std::fmt::Write;
+
+/// Plot area and margins, in SVG units.
+const WIDTH: f64 = 720.0;
+const HEIGHT: f64 = 300.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 36.0;
+const BOTTOM: f64 = 52.0;
+
+/// Colours of the series, in order.
+const COLOURS: [&str; 4] = ["#3b6ea5", "#c8553d", "#4f9d69", "#8e6c8a"];
+
+/// Escapes text for HTML and SVG.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A number as a tick or a label shows it: `1.2M`, `35k`, `0.25`.
+pub(crate) fn short(x: f64) -> String {
+    let abs = x.abs();
+    let (value, unit) = match abs {
+        a if a >= 1e9 => (x / 1e9, "G"),
+        a if a >= 1e6 => (x / 1e6, "M"),
+        a if a >= 1e4 => (x / 1e3, "k"),
+        _ => (x, ""),
+    };
+    let text = match value.fract() == 0.0 {
+        true => format!("{value:.0}"),
+        false if value.abs() >= 10.0 => format!("{value:.0}"),
+        false if value.abs() >= 1.0 => format!("{value:.1}"),
+        false => format!("{value:.2}"),
+    };
+    format!("{text}{unit}")
+}
+
+/// Ticks from 0 to at least `max`: steps of 1, 2 or 5 times a power of ten,
+/// about five of them.
+fn linear_ticks(max: f64) -> Vec<f64> {
+    let max = if max > 0.0 { max } else { 1.0 };
+    let rough = max / 5.0;
+    let power = 10f64.powf(rough.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * power)
+        .find(|&s| s >= rough)
+        .unwrap_or(10.0 * power);
+    let n = (max / step).ceil() as usize;
+    (0..=n).map(|i| i as f64 * step).collect()
+}
+
+/// The start of a chart: the frame, its title and its axis labels.
+fn open(name: &str, title: &str, x_label: &str, y_label: &str) -> String {
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{t}"><title>{t}</title>"#,
+        t = escape(title)
+    );
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="20" class="title" text-anchor="middle">{}</text>"#,
+        WIDTH / 2.0,
+        escape(title)
+    );
+    let _ = write!(
+        svg,
+        r#"<text x="{}" y="{}" class="axis-label" text-anchor="middle">{}</text>"#,
+        LEFT + (WIDTH - LEFT - RIGHT) / 2.0,
+        HEIGHT - 8.0,
+        escape(x_label)
+    );
+    let _ = write!(
+        svg,
+        r#"<text x="14" y="{y}" class="axis-label" text-anchor="middle" transform="rotate(-90 14 {y})">{}</text>"#,
+        escape(y_label),
+        y = TOP + (HEIGHT - TOP - BOTTOM) / 2.0
+    );
+    svg
+}
+
+/// Horizontal grid lines and labels at `ticks` of a linear y axis up to
+/// `top`.
+fn y_axis(svg: &mut String, ticks: &[f64], top: f64, label: impl Fn(f64) -> String) {
+    for &tick in ticks {
+        let y = y_of(tick, top);
+        let _ = write!(
+            svg,
+            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" class="tick" text-anchor="end">{}</text>"##,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            escape(&label(tick))
+        );
+    }
+}
+
+fn y_of(value: f64, top: f64) -> f64 {
+    let plot = HEIGHT - TOP - BOTTOM;
+    HEIGHT - BOTTOM - plot * (value / top).clamp(0.0, 1.0)
+}
+
+fn close(mut svg: String) -> String {
+    let _ = write!(
+        svg,
+        r##"<line x1="{LEFT}" x2="{}" y1="{b}" y2="{b}" stroke="#333"/><line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{b}" stroke="#333"/></svg>"##,
+        WIDTH - RIGHT,
+        b = HEIGHT - BOTTOM
+    );
+    svg
+}
+
+/// Vertical bars, one per `(label, value)`, each with its value on top.
+pub(crate) fn bars(
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    bars: &[(String, f64)],
+) -> String {
+    let mut svg = open(name, title, x_label, y_label);
+    let ticks = linear_ticks(bars.iter().map(|b| b.1).fold(0.0, f64::max));
+    let top = *ticks.last().unwrap_or(&1.0);
+    y_axis(&mut svg, &ticks, top, short);
+    let slot = (WIDTH - LEFT - RIGHT) / bars.len().max(1) as f64;
+    for (i, (label, value)) in bars.iter().enumerate() {
+        let x = LEFT + slot * i as f64 + slot * 0.15;
+        let y = y_of(*value, top);
+        let _ = write!(
+            svg,
+            r#"<rect class="bar" data-label="{l}" data-value="{value}" x="{x:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{l}: {value}</title></rect>"#,
+            slot * 0.7,
+            HEIGHT - BOTTOM - y,
+            COLOURS[0],
+            l = escape(label),
+        );
+        let centre = x + slot * 0.35;
+        let _ = write!(
+            svg,
+            r#"<text x="{centre:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text><text x="{centre:.1}" y="{:.1}" class="value" text-anchor="middle">{}</text>"#,
+            HEIGHT - BOTTOM + 16.0,
+            escape(label),
+            y - 4.0,
+            short(*value)
+        );
+    }
+    close(svg)
+}
+
+/// Horizontal bars, one per `(label, value, note)`, largest first as given;
+/// the note (a rate, say) is written after the bar.
+pub(crate) fn horizontal_bars(
+    name: &str,
+    title: &str,
+    x_label: &str,
+    rows: &[(String, f64, String)],
+) -> String {
+    let row_height = 18.0;
+    let height = TOP + BOTTOM + row_height * rows.len().max(1) as f64;
+    let left = 260.0;
+    let right = 150.0;
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r#"<svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{t}"><title>{t}</title><text x="{}" y="20" class="title" text-anchor="middle">{t}</text>"#,
+        WIDTH / 2.0,
+        t = escape(title)
+    );
+    let max = rows.iter().map(|r| r.1).fold(0.0, f64::max);
+    let ticks = linear_ticks(max);
+    let top = *ticks.last().unwrap_or(&1.0);
+    let span = WIDTH - left - right;
+    let bottom = height - BOTTOM;
+    for &tick in &ticks {
+        let x = left + span * tick / top;
+        let _ = write!(
+            svg,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{bottom}" stroke="#ddd"/><text x="{x:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text>"##,
+            bottom + 14.0,
+            short(tick)
+        );
+    }
+    for (i, (label, value, note)) in rows.iter().enumerate() {
+        let y = TOP + row_height * i as f64;
+        let width = span * value / top;
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" class="tick" text-anchor="end">{}</text><rect class="bar" data-label="{l}" data-value="{value}" x="{left}" y="{:.1}" width="{width:.1}" height="{:.1}" fill="{}"><title>{l}: {value}</title></rect><text x="{:.1}" y="{:.1}" class="value">{}</text>"#,
+            left - 6.0,
+            y + 13.0,
+            escape(&truncate(label, 40)),
+            y + 2.0,
+            row_height - 4.0,
+            COLOURS[1],
+            left + width + 4.0,
+            y + 13.0,
+            escape(note),
+            l = escape(label),
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" class="axis-label" text-anchor="middle">{}</text>"#,
+        left + span / 2.0,
+        height - 10.0,
+        escape(x_label)
+    );
+    let _ = write!(
+        svg,
+        r##"<line x1="{left}" x2="{left}" y1="{TOP}" y2="{bottom}" stroke="#333"/></svg>"##
+    );
+    svg
+}
+
+fn truncate(text: &str, chars: usize) -> String {
+    match text.chars().count() > chars {
+        true => text.chars().take(chars - 1).chain(['…']).collect(),
+        false => text.to_string(),
+    }
+}
+
+/// Points on log-log axes, one per `(x, y)`, both positive.
+pub(crate) fn log_log(
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    points: &[(f64, f64)],
+) -> String {
+    let mut svg = open(name, title, x_label, y_label);
+    let decades = |max: f64| max.max(1.0).log10().ceil().max(1.0);
+    let x_decades = decades(points.iter().map(|p| p.0).fold(1.0, f64::max));
+    let y_decades = decades(points.iter().map(|p| p.1).fold(1.0, f64::max));
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let x_of = |x: f64| LEFT + plot_w * x.max(1.0).log10() / x_decades;
+    let y_of = |y: f64| HEIGHT - BOTTOM - plot_h * y.max(1.0).log10() / y_decades;
+    for d in 0..=x_decades as i32 {
+        let x = x_of(10f64.powi(d));
+        let _ = write!(
+            svg,
+            r##"<line x1="{x:.1}" x2="{x:.1}" y1="{TOP}" y2="{}" stroke="#eee"/><text x="{x:.1}" y="{}" class="tick" text-anchor="middle">{}</text>"##,
+            HEIGHT - BOTTOM,
+            HEIGHT - BOTTOM + 16.0,
+            short(10f64.powi(d))
+        );
+    }
+    for d in 0..=y_decades as i32 {
+        let y = y_of(10f64.powi(d));
+        let _ = write!(
+            svg,
+            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" class="tick" text-anchor="end">{}</text>"##,
+            WIDTH - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            short(10f64.powi(d))
+        );
+    }
+    for &(x, y) in points {
+        let _ = write!(
+            svg,
+            r#"<circle class="point" data-x="{x}" data-y="{y}" cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{x}: {y}</title></circle>"#,
+            x_of(x),
+            y_of(y),
+            COLOURS[0],
+        );
+    }
+    close(svg)
+}
+
+/// Lines over the same categories (nights), one per `(name, values)`, with
+/// a point at each value and a legend.
+pub(crate) fn lines(
+    name: &str,
+    title: &str,
+    y_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    percent: bool,
+) -> String {
+    let mut svg = open(name, title, "night", y_label);
+    let max = series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .fold(0.0, f64::max);
+    let ticks = linear_ticks(max);
+    let top = *ticks.last().unwrap_or(&1.0);
+    let label = |v: f64| match percent {
+        true => format!("{:.1}%", v * 100.0),
+        false => short(v),
+    };
+    y_axis(&mut svg, &ticks, top, label);
+    let slot = (WIDTH - LEFT - RIGHT) / categories.len().max(1) as f64;
+    let x_of = |i: usize| LEFT + slot * (i as f64 + 0.5);
+    for (i, category) in categories.iter().enumerate() {
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{}" class="tick" text-anchor="middle">{}</text>"#,
+            x_of(i),
+            HEIGHT - BOTTOM + 16.0,
+            escape(&truncate(category, 16))
+        );
+    }
+    for (s, (series_name, values)) in series.iter().enumerate() {
+        let colour = COLOURS[s % COLOURS.len()];
+        let path: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| format!("{:.1},{:.1}", x_of(i), y_of(v, top)))
+            .collect();
+        let _ = write!(
+            svg,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+            path.join(" ")
+        );
+        for (i, &v) in values.iter().enumerate() {
+            let _ = write!(
+                svg,
+                r#"<circle class="point" data-series="{}" data-x="{}" data-y="{v}" cx="{:.1}" cy="{:.1}" r="4" fill="{colour}"><title>{} {}: {}</title></circle>"#,
+                escape(series_name),
+                escape(&categories[i]),
+                x_of(i),
+                y_of(v, top),
+                escape(series_name),
+                escape(&categories[i]),
+                label(v)
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<rect x="{}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{}" class="tick">{}</text>"#,
+            LEFT + 10.0 + 150.0 * s as f64,
+            TOP - 4.0,
+            LEFT + 24.0 + 150.0 * s as f64,
+            TOP + 5.0,
+            escape(series_name)
+        );
+    }
+    close(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_cover_the_maximum_in_round_steps() {
+        assert_eq!(linear_ticks(7.0), [0.0, 2.0, 4.0, 6.0, 8.0]);
+        assert_eq!(linear_ticks(100.0), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        assert_eq!(linear_ticks(0.0).len(), 6);
+        assert!(*linear_ticks(12_345.0).last().unwrap() >= 12_345.0);
+    }
+
+    #[test]
+    fn every_mark_is_drawn_and_text_is_escaped() {
+        let svg = bars(
+            "d",
+            "a <b>",
+            "x",
+            "y",
+            &[("0".into(), 3.0), ("1".into(), 0.0)],
+        );
+        assert_eq!(svg.matches(r#"class="bar""#).count(), 2);
+        assert!(svg.contains("a &lt;b&gt;") && !svg.contains("<b>"));
+        let svg = log_log("s", "t", "x", "y", &[(2.0, 10.0), (1000.0, 1.0)]);
+        assert_eq!(svg.matches(r#"class="point""#).count(), 2);
+        let svg = lines(
+            "l",
+            "t",
+            "y",
+            &["a".into(), "b".into()],
+            &[("p".into(), vec![1.0, 2.0])],
+            false,
+        );
+        assert_eq!(svg.matches(r#"class="point""#).count(), 2);
+        assert_eq!(short(1_234_567.0), "1.2M");
+        assert_eq!(short(35_000.0), "35k");
+    }
+}

@@ -1,0 +1,412 @@
+//! `neardup report` and the report stage of `neardup run`, on two nights of
+//! the sample crawl: the page's figures equal the stages' summaries and
+//! what DuckDB computes from the Parquet outputs (`tests/report_expect.py`),
+//! the sample pairs' `explain` commands run, and a real browser (Debian's
+//! Chromium) loads the page with no error and draws every mark.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{neardup, python_with, run_ok};
+
+/// A job over the sample crawl writing nights under `dir/nights/{date}`,
+/// appending each night to `dir/corpus`.
+fn write_job(dir: &Path) -> PathBuf {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples");
+    let spec = format!(
+        r#"
+[runtime]
+workers = 2
+
+[fingerprint]
+input = ["{samples}/crawl/text.wet.gz"]
+out = "nights/{{date}}/fingerprints"
+scheme = "v4"
+
+[match]
+corpus = ["{samples}/crawl-fingerprints/part-00000.parquet", "corpus"]
+out = "nights/{{date}}/pairs"
+self = true
+
+[cluster]
+out = "nights/{{date}}/clusters"
+
+[append]
+corpus = "corpus"
+batch = "{{date}}"
+"#,
+        samples = samples.display()
+    );
+    let path = dir.join("job.toml");
+    std::fs::write(&path, spec).unwrap();
+    path
+}
+
+/// The values of attribute `name` of every element that has `marker` in its
+/// tag, in order.
+fn attributes(html: &str, marker: &str, name: &str) -> Vec<String> {
+    html.split('<')
+        .filter(|tag| tag.contains(marker))
+        .filter_map(|tag| {
+            let at = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+            Some(tag[at..at + tag[at..].find('"')?].to_string())
+        })
+        .collect()
+}
+
+/// The chart's SVG in the page.
+fn chart<'a>(html: &'a str, name: &str) -> &'a str {
+    let start = html
+        .find(&format!("data-chart=\"{name}\""))
+        .unwrap_or_else(|| panic!("no chart {name}"));
+    &html[start..start + html[start..].find("</svg>").unwrap()]
+}
+
+/// `data-key` figures of the page: `stage.key` to the value shown.
+fn stage_figures(html: &str) -> BTreeMap<String, String> {
+    html.split("data-key=\"")
+        .skip(1)
+        .map(|rest| {
+            let key = &rest[..rest.find('"').unwrap()];
+            let value = &rest[rest.find('>').unwrap() + 1..rest.find('<').unwrap()];
+            (key.to_string(), value.to_string())
+        })
+        .collect()
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("_summary.json")).unwrap()).unwrap()
+}
+
+fn unescape(text: &str) -> String {
+    text.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// Checks each figure the page shows against the stage's summary.
+fn check_stage_figures(html: &str, night: &Path) {
+    let figures = stage_figures(html);
+    let stages = [
+        ("fingerprint", "fingerprints"),
+        ("match", "pairs"),
+        ("cluster", "clusters"),
+    ];
+    let mut checked = 0;
+    for (key, shown) in &figures {
+        let (stage, path) = key.split_once('.').unwrap();
+        let dir = stages.iter().find(|s| s.0 == stage).unwrap().1;
+        let mut value = &summary(&night.join(dir));
+        for part in path.split('.') {
+            value = &value[part];
+        }
+        let shown = unescape(shown);
+        match value {
+            Value::Number(n) if n.is_f64() => {
+                let v: f64 = shown.parse().unwrap();
+                assert!(
+                    (v - n.as_f64().unwrap()).abs() < 1e-3,
+                    "{key}: {shown} vs {n}"
+                );
+            }
+            Value::String(s) => assert_eq!(&shown, s, "{key}"),
+            Value::Array(items) => {
+                let items: Vec<&str> = items.iter().map(|i| i.as_str().unwrap()).collect();
+                assert_eq!(shown, items.join(", "), "{key}");
+            }
+            other => assert_eq!(shown, other.to_string(), "{key}"),
+        }
+        checked += 1;
+    }
+    for key in [
+        "fingerprint.documents",
+        "match.pairs",
+        "cluster.dropped",
+        "cluster.clusters",
+    ] {
+        assert!(figures.contains_key(key), "{key} shown");
+    }
+    assert!(checked >= 20, "{checked} figures");
+}
+
+/// Checks the charts and the largest clusters against DuckDB's figures.
+fn check_night_details(html: &str, night: &Path) -> Value {
+    let out = Command::new(python_with("duckdb"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_expect.py"))
+        .arg(night)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    let k = summary(&night.join("pairs"))["k"].as_u64().unwrap() as usize;
+    let distances = chart(html, "distances");
+    let shown: Vec<u64> = attributes(distances, "class=\"bar\"", "data-value")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let mut counted: Vec<u64> = expected["distances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    counted.resize(k + 1, 0);
+    assert_eq!(shown, counted);
+
+    let sizes = chart(html, "cluster-sizes");
+    let points: Vec<(u64, u64)> = attributes(sizes, "class=\"point\"", "data-x")
+        .iter()
+        .zip(attributes(sizes, "class=\"point\"", "data-y"))
+        .map(|(x, y)| (x.parse().unwrap(), y.parse().unwrap()))
+        .collect();
+    let expected_sizes: Vec<(u64, u64)> = expected["cluster_sizes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p[0].as_u64().unwrap(), p[1].as_u64().unwrap()))
+        .collect();
+    assert_eq!(points, expected_sizes);
+
+    let hosts = chart(html, "hosts");
+    let bars: Vec<(String, u64)> = attributes(hosts, "class=\"bar\"", "data-label")
+        .into_iter()
+        .zip(attributes(hosts, "class=\"bar\"", "data-value"))
+        .map(|(h, v)| (h, v.parse().unwrap()))
+        .collect();
+    let expected_hosts: Vec<(String, u64)> = expected["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h[0].as_str().unwrap().to_string(), h[2].as_u64().unwrap()))
+        .collect();
+    assert_eq!(bars, expected_hosts);
+
+    let rows: Vec<(u64, i64, u64)> = attributes(html, "class=\"cluster\"", "data-size")
+        .iter()
+        .zip(attributes(html, "class=\"cluster\"", "data-id"))
+        .zip(attributes(html, "class=\"cluster\"", "data-dropped"))
+        .map(|((s, id), d)| (s.parse().unwrap(), id.parse().unwrap(), d.parse().unwrap()))
+        .collect();
+    let expected_largest: Vec<(u64, i64, u64)> = expected["largest"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c[0].as_u64().unwrap(),
+                c[1].as_i64().unwrap(),
+                c[2].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, expected_largest);
+    expected
+}
+
+#[test]
+fn the_report_of_two_nights_shows_what_the_outputs_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = write_job(d);
+    for date in ["2026-12-01", "2026-12-02"] {
+        let printed = run_ok(&["run", job.to_str().unwrap(), "--date", date]);
+        assert!(printed.contains("report: reported 1 night(s)"), "{printed}");
+        assert!(d.join(format!("nights/{date}/report.html")).is_file());
+    }
+    // Done nights are skipped, the report too.
+    let again = run_ok(&["run", job.to_str().unwrap(), "--date", "2026-12-02"]);
+    assert!(again.contains("report: skipped"), "{again}");
+
+    let (first, second) = (d.join("nights/2026-12-01"), d.join("nights/2026-12-02"));
+    // The stage's page and the command's are the same page.
+    let page = d.join("report.html");
+    run_ok(&[
+        "report",
+        second.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html,
+        std::fs::read_to_string(second.join("report.html")).unwrap()
+    );
+    assert!(!html.contains("<script") && !html.contains("http-equiv"));
+    assert!(
+        !html.contains(" src=\"") && !html.contains("<link"),
+        "nothing fetched"
+    );
+    check_stage_figures(&html, &second);
+    check_night_details(&html, &second);
+
+    // Every sample pair's command explains it.
+    let commands: Vec<String> = html
+        .split("<code>neardup explain ")
+        .skip(1)
+        .map(|rest| unescape(&rest[..rest.find("</code>").unwrap()]))
+        .collect();
+    assert!(!commands.is_empty());
+    for command in commands.iter().take(3) {
+        let args: Vec<&str> = std::iter::once("explain")
+            .chain(command.split_whitespace())
+            .collect();
+        let explained = run_ok(&args);
+        assert!(explained.contains("distance: "), "{explained}");
+    }
+
+    // Two nights: the trends, one point per night and series.
+    let both = d.join("both.html");
+    run_ok(&[
+        "report",
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+        "--out",
+        both.to_str().unwrap(),
+    ]);
+    let html = std::fs::read_to_string(&both).unwrap();
+    check_night_details(&html, &second);
+    let volume = chart(&html, "trend-volume");
+    assert_eq!(attributes(volume, "class=\"point\"", "data-y").len(), 4);
+    let rows: Vec<String> = attributes(&html, "class=\"night\"", "data-night");
+    assert_eq!(rows, ["2026-12-01", "2026-12-02"]);
+    let pairs: Vec<u64> = attributes(volume, "data-series=\"pairs\"", "data-y")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let expected: Vec<u64> = [&first, &second]
+        .iter()
+        .map(|n| summary(&n.join("pairs"))["pairs"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pairs, expected);
+    assert!(
+        expected[1] > expected[0],
+        "the second night also matches the first"
+    );
+    let rates: Vec<f64> = attributes(chart(&html, "trend-drop-rate"), "class=\"point\"", "data-y")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    for (night, rate) in [&first, &second].iter().zip(rates) {
+        let dropped = summary(&night.join("clusters"))["dropped"]
+            .as_f64()
+            .unwrap();
+        let documents = summary(&night.join("fingerprints"))["documents"]
+            .as_f64()
+            .unwrap();
+        assert!((rate - dropped / documents).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
+    let chromium = std::env::var_os("NEARDUP_TEST_CHROMIUM")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/browser");
+    if !chromium.exists() || !driver.join("node_modules/playwright-core").exists() {
+        eprintln!(
+            "skipped: no Chromium at {} or no playwright-core in {} (scripts/test.sh installs both)",
+            chromium.display(),
+            driver.display()
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = write_job(d);
+    for date in ["2026-12-01", "2026-12-02"] {
+        run_ok(&["run", job.to_str().unwrap(), "--date", date]);
+    }
+    let (first, second) = (d.join("nights/2026-12-01"), d.join("nights/2026-12-02"));
+    let page = d.join("report.html");
+    run_ok(&[
+        "report",
+        first.to_str().unwrap(),
+        second.to_str().unwrap(),
+        "--out",
+        page.to_str().unwrap(),
+    ]);
+    let shot = d.join("report.png");
+    let out = Command::new("node")
+        .arg(driver.join("check_page.mjs"))
+        .arg(&page)
+        .arg(&shot)
+        .env("NEARDUP_TEST_CHROMIUM", &chromium)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+
+    let html = std::fs::read_to_string(&page).unwrap();
+    let expected = check_night_details(&html, &second);
+    let k = summary(&second.join("pairs"))["k"].as_u64().unwrap();
+    let charts = &seen["charts"];
+    assert_eq!(charts["distances"]["bars"], k + 1);
+    assert_eq!(
+        charts["cluster-sizes"]["points"],
+        expected["cluster_sizes"].as_array().unwrap().len()
+    );
+    assert_eq!(
+        charts["hosts"]["bars"],
+        expected["hosts"].as_array().unwrap().len()
+    );
+    assert_eq!(charts["trend-volume"]["points"], 4);
+    assert_eq!(charts["trend-drop-rate"]["points"], 2);
+    for (name, chart) in charts.as_object().unwrap() {
+        assert!(
+            chart["width"].as_f64().unwrap() > 300.0,
+            "{name} is drawn: {chart}"
+        );
+        assert!(
+            chart["height"].as_f64().unwrap() > 50.0,
+            "{name} is drawn: {chart}"
+        );
+    }
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "a screenshot"
+    );
+}
+
+#[test]
+fn report_refuses_a_missing_or_empty_night_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_page = dir.path().join("r.html");
+    let check = |night: &Path, names: &str| {
+        let out = neardup(&[
+            "report",
+            night.to_str().unwrap(),
+            "--out",
+            out_page.to_str().unwrap(),
+        ]);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(names), "{stderr}");
+        assert!(!out_page.exists(), "nothing written");
+    };
+    check(
+        &dir.path().join("no-such-night"),
+        "no-such-night: cannot read",
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::create_dir(empty.join("pairs")).unwrap();
+    check(&empty, "empty: no stage outputs");
+}

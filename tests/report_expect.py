@@ -1,0 +1,44 @@
+"""What `neardup report` should show of a night, computed by DuckDB from the
+night's Parquet outputs alone (tests/it/report.rs compares it with the page).
+
+    report_expect.py NIGHT_DIR   prints JSON: distances, cluster_sizes,
+                                 largest (size, dropped), hosts (host, pages, dropped)
+"""
+import json
+import sys
+
+import duckdb
+
+night = sys.argv[1]
+pairs = f"'{night}/pairs/*.parquet'"
+clusters = f"'{night}/clusters/clusters/*.parquet'"
+drops = f"'{night}/clusters/drop/*.parquet'"
+fingerprints = f"'{night}/fingerprints/*.parquet'"
+db = duckdb.connect()
+
+distances = dict(db.sql(f"select distance, count(*) from {pairs} group by 1").fetchall())
+sizes = db.sql(
+    f"select cluster_size, count(distinct cluster_id) from {clusters} group by 1 order by 1"
+).fetchall()
+largest = db.sql(
+    f"""with c as (select distinct cluster_id, cluster_size from {clusters}
+                   order by cluster_size desc, cluster_id desc limit 20)
+        select c.cluster_size, c.cluster_id,
+               (select count(*) from {drops} d join {clusters} m on d.id = m.id
+                where m.cluster_id = c.cluster_id)
+        from c order by c.cluster_size desc, c.cluster_id desc"""
+).fetchall()
+hosts = db.sql(
+    f"""with f as (select id, lower(regexp_extract(url, '^[a-zA-Z]+://(?:[^@/]*@)?([^/:?#]+)', 1)) as host
+                   from {fingerprints})
+        select host, count(*) as pages, count(d.id) as dropped
+        from f left join {drops} d on d.id = f.id
+        group by host having count(d.id) > 0
+        order by dropped desc, host limit 30"""
+).fetchall()
+print(json.dumps({
+    "distances": [distances.get(d, 0) for d in range(max(distances, default=0) + 1)],
+    "cluster_sizes": [[s, n] for s, n in sizes],
+    "largest": [[s, c, d] for s, c, d in largest],
+    "hosts": [[h, p, d] for h, p, d in hosts],
+}))
