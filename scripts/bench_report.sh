@@ -29,7 +29,7 @@ db = duckdb.connect()
 db.sql("SET threads = 2")
 scatter = lambda x: f"(({x})::HUGEINT * 2862933555777941757 % 9223372036854775783)::BIGINT"
 db.sql(f"""COPY (SELECT {scatter('x')} AS id, 'https://site' || (x % 20000) || '.example/p/' || x AS url,
-                        hash(x)::BIGINT AS simhash
+                        (hash(x) >> 1)::BIGINT AS simhash
                  FROM range(10000000) t(x))
            TO '{night}/fingerprints/part-00000.parquet' (FORMAT parquet)""")
 db.sql(f"""COPY (WITH inside AS (
@@ -38,7 +38,7 @@ db.sql(f"""COPY (WITH inside AS (
                  across AS (SELECT b * 16 AS a, (b + 1) * 16 AS c FROM range(624999) r(b) WHERE b % 100 = 0),
                  pairs AS (SELECT * FROM inside UNION ALL SELECT * FROM across)
                  SELECT {scatter('a')} AS query_id, {scatter('c')} AS corpus_id,
-                        hash(a)::BIGINT AS query_simhash, hash(c)::BIGINT AS corpus_simhash,
+                        (hash(a) >> 1)::BIGINT AS query_simhash, (hash(c) >> 1)::BIGINT AS corpus_simhash,
                         (hash(a + c) % 4)::TINYINT AS distance, true AS self_pair
                  FROM pairs ORDER BY query_id, corpus_id)
            TO '{night}/pairs' (FORMAT parquet, PER_THREAD_OUTPUT true)""")

@@ -14,7 +14,7 @@ const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;ma
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}\
 table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 10px;text-align:left;vertical-align:top}\
 th{font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}\
-.stages{display:flex;gap:2em;flex-wrap:wrap}.meta{color:#666}\
+.stages{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}.meta{color:#666}\
 svg.chart{width:100%;height:auto;max-width:760px;display:block;margin:1em 0}\
 svg .title{font-size:15px;font-weight:600}svg .tick,svg .value{font-size:11px;fill:#444}svg .axis-label{font-size:12px}\
 code{font-size:12px;background:#f4f4f4;padding:1px 4px;word-break:break-all}details{margin:.3em 0}";

@@ -102,16 +102,20 @@ fn open(name: &str, title: &str, x_label: &str, y_label: &str) -> String {
 /// `top`.
 fn y_axis(svg: &mut String, ticks: &[f64], top: f64, label: impl Fn(f64) -> String) {
     for &tick in ticks {
-        let y = y_of(tick, top);
-        let _ = write!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{}" y="{:.1}" class="tick" text-anchor="end">{}</text>"##,
-            WIDTH - RIGHT,
-            LEFT - 6.0,
-            y + 4.0,
-            escape(&label(tick))
-        );
+        y_grid_line(svg, y_of(tick, top), &label(tick), "#ddd");
     }
+}
+
+/// A horizontal grid line at `y` with its label left of the axis.
+fn y_grid_line(svg: &mut String, y: f64, label: &str, colour: &str) {
+    let _ = write!(
+        svg,
+        r#"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="{colour}"/><text x="{}" y="{:.1}" class="tick" text-anchor="end">{}</text>"#,
+        WIDTH - RIGHT,
+        LEFT - 6.0,
+        y + 4.0,
+        escape(label)
+    );
 }
 
 fn y_of(value: f64, top: f64) -> f64 {
@@ -265,15 +269,8 @@ pub(crate) fn log_log(
         );
     }
     for d in 0..=y_decades as i32 {
-        let y = y_of(10f64.powi(d));
-        let _ = write!(
-            svg,
-            r##"<line x1="{LEFT}" x2="{}" y1="{y:.1}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" class="tick" text-anchor="end">{}</text>"##,
-            WIDTH - RIGHT,
-            LEFT - 6.0,
-            y + 4.0,
-            short(10f64.powi(d))
-        );
+        let value = 10f64.powi(d);
+        y_grid_line(&mut svg, y_of(value), &short(value), "#eee");
     }
     for &(x, y) in points {
         let _ = write!(

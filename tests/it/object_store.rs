@@ -526,6 +526,26 @@ fn fingerprint_streams_warc_wet_and_jsonl_objects_with_the_bytes_of_local_files(
         assert_eq!(remote_shard.2, [format!("s3://crawl/2026-11-22/{name}")]);
     }
     assert_eq!(bad(&remote), bad(&local));
+
+    // `explain` reads a record back from its object by one ranged read:
+    // the text it shows is the local file's, and hashes to the stored
+    // fingerprint (a WET record, and a JSONL line).
+    for page in ["https://mirror.example.net/libdw1/copyright", "5"] {
+        let explain = |shards: &Path| -> serde_json::Value {
+            let output = neardup_on(&server)
+                .args(["explain", "--json", "--text", page, "--fingerprints"])
+                .arg(shards)
+                .output()
+                .unwrap();
+            assert!(succeeded(&output), "{page}");
+            serde_json::from_slice(&output.stdout).unwrap()
+        };
+        let (on_disk, in_s3) = (explain(&local), explain(&remote));
+        assert!(in_s3["source"].as_str().unwrap().starts_with("s3://crawl/"));
+        assert_eq!(in_s3["text"], on_disk["text"], "{page}");
+        assert!(!in_s3["text"].as_str().unwrap().is_empty());
+        assert_eq!(in_s3["recomputed"], in_s3["simhash"], "{page}");
+    }
 }
 
 /// A nightly job (fingerprint, match, cluster, append) with every path in

@@ -135,18 +135,20 @@ fn check_stage_figures(html: &str, night: &Path) {
 }
 
 /// Checks the charts and the largest clusters against DuckDB's figures.
+/// The JSON a helper command prints; it must succeed.
+fn json_of(command: &mut Command) -> Value {
+    let out = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{command:?}: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn check_night_details(html: &str, night: &Path) -> Value {
-    let out = Command::new(python_with("duckdb"))
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_expect.py"))
-        .arg(night)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let expected = json_of(
+        Command::new(python_with("duckdb"))
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_expect.py"))
+            .arg(night),
     );
-    let expected: Value = serde_json::from_slice(&out.stdout).unwrap();
 
     let k = summary(&night.join("pairs"))["k"].as_u64().unwrap() as usize;
     let distances = chart(html, "distances");
@@ -337,19 +339,13 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
         page.to_str().unwrap(),
     ]);
     let shot = d.join("report.png");
-    let out = Command::new("node")
-        .arg(driver.join("check_page.mjs"))
-        .arg(&page)
-        .arg(&shot)
-        .env("NEARDUP_TEST_CHROMIUM", &chromium)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let seen = json_of(
+        Command::new("node")
+            .arg(driver.join("check_page.mjs"))
+            .arg(&page)
+            .arg(&shot)
+            .env("NEARDUP_TEST_CHROMIUM", &chromium),
     );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
 
     let html = std::fs::read_to_string(&page).unwrap();
