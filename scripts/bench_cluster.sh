@@ -2,7 +2,8 @@
 # Benchmark of `neardup cluster` on four pair graphs written by DuckDB into
 # bench-data/ (kept out of git), clustered with --corpus-wins on every core:
 #
-#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed night chain star clique onegroup (default: all)
+#   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed night chain star clique onegroup
+#                                            giant giant-sorted (default: all)
 #   PARTS=1 scripts/bench_cluster.sh         output parts (default: one per core)
 #   PAUSE=5 scripts/bench_cluster.sh         seconds idle before each run (default 0)
 #   PROCESSES=2 scripts/bench_cluster.sh     a timely cluster of that many processes on
@@ -32,6 +33,13 @@
 #           pairs (snappy), as Spark's 128 MB row groups or a pyarrow
 #           `write_table` with a large `row_group_size` hold a night's pairs:
 #           cut into pieces so that every worker reads.
+# - giant:  a crawl-like graph in random order, as a Spark or DuckDB join
+#           writes pairs: 15.3M pages with hashed ids, a giant component
+#           (6M random pairs over 5.2M pages), a 3M-page chain, 2,000
+#           templated sites of 50 pages (each a clique), and 7M pages in
+#           small clusters (pairs and triples): about 17M pairs, written by
+#           pyarrow in 1M-row row groups;
+# - giant-sorted: the same pairs sorted by query_id.
 # A third of the pairs are `--self` pairs; distances are 0 to 3. With PAGES,
 # the pages table holds 10M of a shape's ids (small, clique: 0..10M; the
 # others scattered as their ids are), and a line after each pair of runs
@@ -48,7 +56,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shapes=("$@")
-if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed night chain star clique onegroup); fi
+if [ ${#shapes[@]} -eq 0 ]; then shapes=(small hashed night chain star clique onegroup giant giant-sorted); fi
 cores=$(nproc)
 parts=${PARTS:-$cores}
 processes=${PROCESSES:-1}
@@ -119,6 +127,31 @@ import sys
 import pyarrow.parquet as pq
 table = pq.read_table(sys.argv[1])
 pq.write_table(table, sys.argv[2], row_group_size=table.num_rows, compression="snappy")
+PY
+    fi
+    if [[ $shape == giant* ]] && [ ! -f "$data/part-00000.parquet" ]; then
+        mkdir -p "$data"
+        order=$([ "$shape" = giant ] && echo "hash(e * 31)" || echo "query_id, corpus_id")
+        .venv/bin/python - "$data/part-00000.parquet" "$order" "$scatter" <<'PY'
+import sys
+import duckdb
+import pyarrow.parquet as pq
+path, order, scatter = sys.argv[1:]
+ids = lambda x: scatter.replace("x", f"({x})")
+# Pages by range: giant 0..5.2M, chain 5.2M..8.2M, sites 8.2M..8.3M, small 8.3M..15.3M.
+pairs = f'''
+  SELECT (hash(e) % 5200000)::BIGINT AS a, (hash(e + 99991) % 5200000)::BIGINT AS b FROM range(6000000) t(e)
+  UNION ALL SELECT 5200000 + e, 5200000 + e + 1 FROM range(2999999) t(e)
+  UNION ALL SELECT 8200000 + s * 50 + i, 8200000 + s * 50 + j FROM range(2000) r(s), range(50) x(i), range(50) y(j) WHERE i < j
+  UNION ALL SELECT 8300000 + e, 8300000 + e + 1 FROM range(7000000) t(e) WHERE e % 3 != 2
+'''
+table = duckdb.connect().execute(f'''
+  SELECT {ids("a")} AS query_id, {ids("b")} AS corpus_id, (hash(e * 5) % 4)::TINYINT AS distance,
+         e % 3 = 0 AS self_pair
+  FROM (SELECT a, b, row_number() OVER () AS e FROM ({pairs}) WHERE a != b)
+  ORDER BY {order}
+''').fetch_arrow_table()
+pq.write_table(table, path, row_group_size=1 << 20)
 PY
     fi
     if [ ! -f "$data/part-00000.parquet" ]; then

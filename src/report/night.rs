@@ -215,7 +215,7 @@ pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Re
 }
 
 /// The shards a sample pair's pages are in: the night's fingerprints and
-/// the corpus `match` read (its files' common directory).
+/// the corpus `match` read (its files' directories).
 fn explain_fingerprints(dirs: &NightDirs, match_summary: &Option<Value>) -> Vec<String> {
     let mut specs: Vec<String> = dirs
         .fingerprints
@@ -227,32 +227,40 @@ fn explain_fingerprints(dirs: &NightDirs, match_summary: &Option<Value>) -> Vec<
         .and_then(|s| s.get("corpus")?.get("files")?.as_array())
         .map(|files| files.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    if let Some(common) = common_directory(&corpus) {
-        specs.push(common);
-    }
+    specs.extend(corpus_directories(&corpus));
     specs
 }
 
-/// The one file of `files`, or the deepest directory holding them all.
-fn common_directory(files: &[&str]) -> Option<String> {
-    match files {
-        [] => None,
-        [one] => Some(one.to_string()),
-        [first, rest @ ..] => {
-            let mut prefix = first
+/// The most corpus directories an `explain` command lists one by one.
+const LISTED_DIRECTORIES: usize = 4;
+
+/// Directories that name `files` for `--fingerprints`: each file's own,
+/// once, in order; more than [`LISTED_DIRECTORIES`] (a corpus of many
+/// nightly batches) become the deepest directory above them all, when
+/// there is one below the root.
+fn corpus_directories(files: &[&str]) -> Vec<String> {
+    let mut parents: Vec<&str> = Vec::new();
+    for file in files {
+        let parent = file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        if !parents.contains(&parent) {
+            parents.push(parent);
+        }
+    }
+    if parents.len() <= LISTED_DIRECTORIES {
+        return parents.into_iter().map(str::to_string).collect();
+    }
+    let mut common = parents[0].to_string();
+    for parent in &parents[1..] {
+        while !format!("{parent}/").starts_with(&format!("{common}/")) && common.contains('/') {
+            common = common
                 .rsplit_once('/')
                 .map_or("", |(dir, _)| dir)
                 .to_string();
-            for file in rest {
-                while !file.starts_with(&format!("{prefix}/")) && !prefix.is_empty() {
-                    prefix = prefix
-                        .rsplit_once('/')
-                        .map_or("", |(dir, _)| dir)
-                        .to_string();
-                }
-            }
-            (!prefix.is_empty()).then_some(prefix)
         }
+    }
+    match common.trim_start_matches('/').contains('/') {
+        true => vec![common],
+        false => parents.into_iter().map(str::to_string).collect(),
     }
 }
 
@@ -577,17 +585,22 @@ mod tests {
     }
 
     #[test]
-    fn the_common_directory_of_corpus_files() {
-        assert_eq!(common_directory(&[]), None);
-        assert_eq!(
-            common_directory(&["a/b/c.parquet"]).as_deref(),
-            Some("a/b/c.parquet")
-        );
-        assert_eq!(
-            common_directory(&["c/x/1.parquet", "c/y/2.parquet"]).as_deref(),
-            Some("c")
-        );
-        assert_eq!(common_directory(&["a/1.parquet", "b/2.parquet"]), None);
+    fn the_directories_of_corpus_files() {
+        assert!(corpus_directories(&[]).is_empty());
+        assert_eq!(corpus_directories(&["a/b/c.parquet"]), ["a/b"]);
+        // Apart, each its own: never a broad common directory like /tmp.
+        let apart = ["/tmp/x/1.parquet", "/tmp/y/2.parquet", "/tmp/x/3.parquet"];
+        assert_eq!(corpus_directories(&apart), ["/tmp/x", "/tmp/y"]);
+        // Many nightly batches: the corpus directory above them.
+        let batches: Vec<String> = (1..=9)
+            .map(|d| format!("/n/corpus/2026-12-0{d}/part-00000.parquet"))
+            .collect();
+        let batches: Vec<&str> = batches.iter().map(String::as_str).collect();
+        assert_eq!(corpus_directories(&batches), ["/n/corpus"]);
+        // Only the root above them: each listed.
+        let roots: Vec<String> = (1..=5).map(|d| format!("/d{d}/f.parquet")).collect();
+        let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
+        assert_eq!(corpus_directories(&roots).len(), 5);
     }
 
     #[test]
