@@ -150,7 +150,7 @@ table = duckdb.connect().execute(f'''
          e % 3 = 0 AS self_pair
   FROM (SELECT a, b, row_number() OVER () AS e FROM ({pairs}) WHERE a != b)
   ORDER BY {order}
-''').fetch_arrow_table()
+''').to_arrow_table()
 pq.write_table(table, path, row_group_size=1 << 20)
 PY
     fi
