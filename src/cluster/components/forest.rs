@@ -97,6 +97,13 @@ impl Nodes {
     }
 }
 
+/// Every how many pages one is sampled to find the big components.
+const SIZE_SAMPLE: usize = 64;
+
+/// Sampled pages a component needs to be placed by size: fewer than
+/// 64 x 16 pages never unbalance the workers enough to matter.
+const MIN_BIG_SAMPLES: usize = 16;
+
 /// A root's priority when two are linked: a random order, whatever the
 /// order pages came in. A root is the page of highest priority in its set,
 /// so the worker a set falls to (a hash of its root, [`Forest::flatten`])
@@ -122,6 +129,9 @@ pub(super) struct Forest {
     /// a page, read at random as pairs are sent where they belong (their
     /// roots' nodes would be eight).
     pub(super) owners: Segmented<AtomicU16>,
+    /// Components big enough to unbalance the workers, by root, and the
+    /// worker each is placed on ([`Self::place_big_components`]).
+    pub(super) big_owners: Vec<(Page, usize)>,
 }
 
 impl Forest {
@@ -143,6 +153,51 @@ impl Forest {
             flags,
             keys,
             owners,
+            big_owners: Vec::new(),
+        }
+    }
+
+    /// Places the components big enough to unbalance `workers` workers,
+    /// largest first, each on the worker with the fewest pages so far;
+    /// every other component falls to a worker by a hash of its root. By
+    /// the hash alone, two giant components of a crawl (a random graph of
+    /// millions of pages, a long chain) often fall to one worker, which then
+    /// does most of the process's work after the union-find. Sizes are
+    /// estimated from the roots of every [`SIZE_SAMPLE`]-th page, read
+    /// before any path is flattened (nothing is written).
+    pub(super) fn place_big_components(&mut self, workers: usize) {
+        if workers < 2 {
+            return;
+        }
+        let mut sampled: std::collections::HashMap<Page, usize> = Default::default();
+        let mut used = 0;
+        for page in (0..self.pages).step_by(SIZE_SAMPLE) {
+            if self.flags.get(page).load(Relaxed) & USED != 0 {
+                used += 1;
+                *sampled.entry(self.nodes.root_of(page as Page)).or_default() += 1;
+            }
+        }
+        let least = (used / (4 * workers)).max(MIN_BIG_SAMPLES);
+        let mut big: Vec<(usize, Page)> = sampled
+            .into_iter()
+            .filter(|&(_, n)| n >= least)
+            .map(|(root, n)| (n, root))
+            .collect();
+        big.sort_unstable_by(|a, b| b.cmp(a));
+        let rest = used - big.iter().map(|&(n, _)| n).sum::<usize>();
+        let mut load = vec![rest / workers; workers];
+        for (n, root) in big {
+            let worker = (0..workers).min_by_key(|&w| load[w]).unwrap_or(0);
+            load[worker] += n;
+            self.big_owners.push((root, worker));
+        }
+    }
+
+    /// The worker a component falls to, by its root.
+    fn owner_of_root(&self, root: Page, workers: usize) -> usize {
+        match self.big_owners.iter().find(|&&(big, _)| big == root) {
+            Some(&(_, worker)) => worker,
+            None => (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize,
         }
     }
 
@@ -192,7 +247,7 @@ impl Forest {
             if flags & USED != 0 {
                 let root = self.nodes.root_of(page as Page);
                 self.nodes.set_parent(page as Page, root);
-                let owner = (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize;
+                let owner = self.owner_of_root(root, workers);
                 self.owners.get(page).store(owner as u16, Relaxed);
                 let first = self.corpus_wins && flags & IN_CORPUS != 0;
                 let tag = root | if first { RANKS_FIRST } else { 0 };

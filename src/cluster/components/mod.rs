@@ -60,8 +60,10 @@
 //!
 //! **The shares.** Each worker points the pages of a range at their roots;
 //! a page that ranks first marks its root, so the count reads no flag at
-//! random. Each component falls to one worker by a hash of its root, and
-//! its pairs are routed by a two-byte owner per page. A worker gets its
+//! random. Each component falls to one worker by a hash of its root, but
+//! for the few big enough to unbalance the workers (an eighth of the
+//! process's pages on two workers), placed by size on the least-loaded
+//! one; its pairs are routed by a two-byte owner per page. A worker gets its
 //! components' pages sorted by id ([`crate::exec::sorting`]); one pass in id order
 //! counts each root's size and representative (the first page that ranks
 //! first, else the first page). A giant component (a 10M-page chain, a
@@ -415,7 +417,9 @@ impl SharedGraph {
             let arrays =
                 std::mem::take(&mut *self.building.write().unwrap_or_else(|e| e.into_inner()));
             let pages = self.pages().min(arrays.ids.len());
-            *lock(&self.done) = Some(Arc::new(Forest::new(arrays, pages, self.corpus_wins)));
+            let mut forest = Forest::new(arrays, pages, self.corpus_wins);
+            forest.place_big_components(self.workers);
+            *lock(&self.done) = Some(Arc::new(forest));
         }
         self.barrier.wait();
         let forest = lock(&self.done)
@@ -744,6 +748,29 @@ mod tests {
                 .collect();
             handles.into_iter().map(|h| h.join().unwrap()).collect()
         })
+    }
+
+    #[test]
+    fn big_components_are_spread_evenly_over_the_workers() {
+        // Eight chains of 20,000 pages, and 5,000 pairs, on four workers:
+        // by a hash of the root alone, two chains each is rare (4%).
+        let mut pairs: Vec<(i64, i64, bool)> = Vec::new();
+        for chain in 0..8i64 {
+            let base = chain * 1_000_000;
+            pairs.extend((0..20_000).map(|i| (base + i, base + i + 1, false)));
+        }
+        pairs.extend((0..5_000i64).map(|i| (10_000_000 + 2 * i, 10_000_001 + 2 * i, false)));
+        pairs.sort_by_key(|&(a, b, _)| mix(a ^ b));
+        let shares = shares(&pairs, false, 4, 1024);
+        for (worker, share) in shares.iter().enumerate() {
+            let chains: HashSet<Page> = share
+                .by_id
+                .iter()
+                .map(|&(_, _, root)| root)
+                .filter(|&root| share.components.component_size(root) > 1000)
+                .collect();
+            assert_eq!(chains.len(), 2, "worker {worker}");
+        }
     }
 
     /// Every page's `(id, representative, size)` from the shares, by id.
