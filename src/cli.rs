@@ -610,15 +610,10 @@ fn run_job_command(args: RunArgs) -> Result<()> {
     };
     let spec = job::load(&opts)?;
     let mut printed = Ok(());
-    job::run_job(&spec, opts.force, |(name, out, outcome)| {
+    job::run_job(&spec, opts.force, |(name, outcome)| {
         let line = match outcome {
             job::StageOutcome::Ran(line) => format!("{name}: {line}"),
-            job::StageOutcome::Skipped if *name == "report" => {
-                format!("{name}: skipped, {} exists", out.display())
-            }
-            job::StageOutcome::Skipped => {
-                format!("{name}: skipped, {} has _SUCCESS", out.display())
-            }
+            job::StageOutcome::Skipped(why) => format!("{name}: skipped, {why}"),
         };
         // A stage's line that cannot be printed must not stop the stages
         // after it: the first such error is reported once they are done.

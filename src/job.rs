@@ -273,11 +273,33 @@ fn cluster_options(
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum StageOutcome {
     Ran(String),
-    Skipped,
+    /// Skipped, its output complete: why it counts as complete.
+    Skipped(String),
+}
+
+/// What a stage writes, which says when it is complete.
+#[derive(Clone, Copy)]
+enum StageOutput {
+    /// A directory (or prefix), complete once it has `_SUCCESS`.
+    Committed,
+    /// One file, written whole or not at all.
+    File,
+}
+
+impl StageOutput {
+    /// Why `out` is complete, if it is.
+    fn complete(self, out: &Path) -> Result<Option<String>> {
+        Ok(match self {
+            StageOutput::Committed => {
+                is_complete(out)?.then(|| format!("{} has _SUCCESS", out.display()))
+            }
+            StageOutput::File => out.is_file().then(|| format!("{} exists", out.display())),
+        })
+    }
 }
 
 /// A stage's name and outcome.
-pub(crate) type StageReport = (&'static str, PathBuf, StageOutcome);
+pub(crate) type StageReport = (&'static str, StageOutcome);
 
 /// Reads and checks a job spec: the file parses, every key is known, and
 /// every input the spec names (rather than one a stage produces) exists.
@@ -590,43 +612,57 @@ pub(crate) fn run_job(
 ) -> Result<Vec<StageReport>> {
     let mut reports = Vec::new();
     let mut rerun = force;
-    let mut stage =
-        |name: &'static str, out: PathBuf, run: &mut dyn FnMut() -> Result<String>| -> Result<()> {
-            // The report is one file, written whole or not at all.
-            let complete = match name {
-                "report" => out.is_file(),
-                _ => is_complete(&out)?,
-            };
-            let outcome = if !rerun && complete {
-                StageOutcome::Skipped
-            } else {
+    let mut stage = |name: &'static str,
+                     out: PathBuf,
+                     kind: StageOutput,
+                     run: &mut dyn FnMut() -> Result<String>|
+     -> Result<()> {
+        let complete = match rerun {
+            true => None,
+            false => kind.complete(&out)?,
+        };
+        let outcome = match complete {
+            Some(why) => StageOutcome::Skipped(why),
+            None => {
                 rerun = true;
                 tracing::info!(stage = name, out = %out.display(), "running stage");
                 StageOutcome::Ran(run().with_context(|| format!("stage {name}"))?)
-            };
-            let entry = (name, out, outcome);
-            report(&entry);
-            reports.push(entry);
-            Ok(())
+            }
         };
+        let entry = (name, outcome);
+        report(&entry);
+        reports.push(entry);
+        Ok(())
+    };
     if let Some(f) = &job.fingerprint {
-        stage("fingerprint", f.out.clone(), &mut || {
-            Ok(run_fingerprint(f)?.line(&f.out))
-        })?;
+        stage(
+            "fingerprint",
+            f.out.clone(),
+            StageOutput::Committed,
+            &mut || Ok(run_fingerprint(f)?.line(&f.out)),
+        )?;
     }
-    stage("match", job.matching.out.clone(), &mut || {
-        let mut opts = job.matching.clone();
-        opts.corpus = job.corpus_files()?;
-        Ok(run_match(&opts)?.line(&opts.out))
-    })?;
+    stage(
+        "match",
+        job.matching.out.clone(),
+        StageOutput::Committed,
+        &mut || {
+            let mut opts = job.matching.clone();
+            opts.corpus = job.corpus_files()?;
+            Ok(run_match(&opts)?.line(&opts.out))
+        },
+    )?;
     if let Some(c) = &job.clustering {
-        stage("cluster", c.out.clone(), &mut || {
-            Ok(run_cluster(c)?.line(&c.out))
-        })?;
+        stage(
+            "cluster",
+            c.out.clone(),
+            StageOutput::Committed,
+            &mut || Ok(run_cluster(c)?.line(&c.out)),
+        )?;
     }
     if let (Some(batch), Some(f)) = (job.batch_dir(), job.append.as_ref()) {
         let queries = job.matching.queries.clone();
-        stage("append", batch.clone(), &mut || {
+        stage("append", batch.clone(), StageOutput::Committed, &mut || {
             if !job.runtime.is_leader() {
                 return Ok(format!(
                     "process {}: appending is process 0's",
@@ -637,7 +673,9 @@ pub(crate) fn run_job(
         })?;
     }
     if let Some(out) = &job.report {
-        stage("report", out.clone(), &mut || job.write_report(out))?;
+        stage("report", out.clone(), StageOutput::File, &mut || {
+            job.write_report(out)
+        })?;
     }
     Ok(reports)
 }

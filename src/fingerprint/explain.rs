@@ -71,6 +71,9 @@ pub(crate) struct ExplainedPage {
     /// The fingerprint of `text` under the shard's scheme.
     #[serde(serialize_with = "as_hex")]
     pub(crate) recomputed: u64,
+    /// The shard's scheme, as its description names it.
+    #[serde(skip)]
+    pub(crate) scheme: Scheme,
     /// Whether the record was HTML (its text chosen by the scheme's rules).
     pub(crate) html: bool,
     /// Whether main-content extraction found nothing and fell back to all
@@ -164,20 +167,23 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
         let scheme = table.unit_metadata(unit, METADATA_KEY);
         table.read_unit_columns(unit, &COLUMNS, |row_ids, batch, location| {
             let urls = optional_strings(batch, "url", location)?;
+            let sources = optional_strings(batch, "source", location)?;
+            let at = |values: &Option<Vec<Option<&str>>>, row: usize| {
+                values.as_ref().and_then(|v| v[row]).map(str::to_string)
+            };
             for (row, &id) in row_ids.iter().enumerate() {
-                let url = urls.as_ref().and_then(|urls| urls[row].clone());
+                let url = urls.as_ref().and_then(|urls| urls[row]);
                 for (w, want) in wanted.iter().enumerate() {
                     let hit = match ids[w] {
                         Some(wanted_id) => wanted_id == id,
-                        None => url.as_deref() == Some(want.as_str()),
+                        None => url == Some(want.as_str()),
                     };
                     if hit && found[w].is_none() {
                         found[w] = Some(StoredPage {
                             id,
-                            url: url.clone(),
+                            url: at(&urls, row),
                             simhash: required_i64(batch, "simhash", row, location)? as u64,
-                            source: optional_strings(batch, "source", location)?
-                                .and_then(|s| s[row].clone()),
+                            source: at(&sources, row),
                             offset: optional_i64(batch, "offset", row),
                             length: optional_i64(batch, "length", row),
                             scheme: scheme.clone(),
@@ -205,16 +211,15 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
 }
 
 /// The values of a string column, if the batch has it.
-fn optional_strings(
-    batch: &RecordBatch,
+fn optional_strings<'a>(
+    batch: &'a RecordBatch,
     name: &str,
     location: &str,
-) -> Result<Option<Vec<Option<String>>>> {
+) -> Result<Option<Vec<Option<&'a str>>>> {
     let Some(column) = batch.column_by_name(name) else {
         return Ok(None);
     };
-    let values = string_values(column, name, location)?;
-    Ok(Some(values.map(|v| v.map(str::to_string)).collect()))
+    Ok(Some(string_values(column, name, location)?.collect()))
 }
 
 /// Row `row` of an INT64 or UINT64 column, if the batch has it and it is
@@ -277,6 +282,7 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
     Ok(ExplainedPage {
         stored,
         recomputed,
+        scheme,
         html: document.html,
         main_content_fallback: fell_back,
         text,
@@ -322,14 +328,8 @@ fn read_span(location: &Location, offset: i64, length: i64) -> Result<Vec<u8>> {
 /// Why `a` and `b` matched.
 fn explain_pair(a: ExplainedPage, b: ExplainedPage, top: usize) -> Explanation {
     let differing = a.stored.simhash ^ b.stored.simhash;
-    let scheme = a
-        .stored
-        .scheme
-        .as_deref()
-        .and_then(Scheme::from_description)
-        .unwrap_or_default();
-    let list_a = feature_list(&a.text, &scheme.simhash);
-    let list_b = feature_list(&b.text, &scheme.simhash);
+    let list_a = feature_list(&a.text, &a.scheme.simhash);
+    let list_b = feature_list(&b.text, &a.scheme.simhash);
     let top_features = pushing_features(&list_a, &list_b, a.stored.simhash, differing, top);
     let features = match list_a.log_weights {
         true => format!("{}, log weights", list_a.features),
@@ -370,6 +370,7 @@ pub(crate) fn pushing_features(
             .map(|(f, _)| f.as_str())
             .filter(|f| !in_a.contains_key(f)),
     );
+    let differing_bits = bits_of(differing);
     let mut pushes: Vec<FeaturePush> = features
         .filter_map(|feature| {
             let (count_a, count_b) = (
@@ -380,7 +381,7 @@ pub(crate) fn pushing_features(
             let hash = hash_feature(feature);
             let mut bits = Vec::new();
             let mut push = 0.0;
-            for bit in bits_of(differing) {
+            for &bit in &differing_bits {
                 let sign = if hash >> bit & 1 == 1 { 1.0 } else { -1.0 };
                 let toward = if simhash_a >> bit & 1 == 1 { 1.0 } else { -1.0 };
                 let on_bit = delta * sign * toward;

@@ -217,6 +217,28 @@ pub fn planted_corpus(
     rows
 }
 
+/// `tests/simhash_reference.py`'s `[simhash, n_features, n_chars]` of each
+/// case (`{"text", "features", "log_weights", "keep_stop_words"}`).
+pub fn reference_simhashes(cases: &serde_json::Value) -> Vec<(u64, u64, u64)> {
+    use std::io::Write;
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/simhash_reference.py");
+    let mut child = Command::new(python_with("xxhash"))
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(cases.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 /// The test Python (`.venv/`, installed by `scripts/test.sh`; or
 /// `NEARDUP_TEST_PYTHON`), checked to have `module`.
 pub fn python_with(module: &str) -> PathBuf {

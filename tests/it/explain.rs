@@ -37,24 +37,8 @@ fn fingerprinted_copies(dir: &Path) -> PathBuf {
 /// `simhash_reference.py`'s fingerprint of `text` under the default
 /// scheme (character 5-grams, log weights, for text without Han).
 fn reference_simhash(text: &str) -> u64 {
-    let mut child = Command::new(python_with("xxhash"))
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/simhash_reference.py"))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let input = serde_json::json!([{"text": text, "features": "script", "log_weights": false, "keep_stop_words": false}]);
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
-    rows[0][0].as_u64().unwrap()
+    let case = serde_json::json!([{"text": text, "features": "script", "log_weights": false, "keep_stop_words": false}]);
+    crate::common::reference_simhashes(&case)[0].0
 }
 
 fn hex(value: &Value) -> u64 {
