@@ -1,7 +1,8 @@
 //! How the work runs: one process or a timely cluster of them, the
 //! liveness of its processes and the scheduler that launched them; threads,
-//! sorting, progress and logs.
+//! sorting, progress and logs; arrays on huge pages.
 
+pub(crate) mod huge_pages;
 pub(crate) mod liveness;
 pub mod logging;
 pub(crate) mod parallel;

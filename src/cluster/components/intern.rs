@@ -3,16 +3,18 @@
 //! numbers into, in segments that grow without moving.
 
 use super::*;
+use crate::exec::huge_pages::zeroed_on_huge_pages;
 
-/// Zeroed memory from the allocator.
+/// Zeroed memory, on huge pages where it is large enough: every array
+/// here is read at random.
 pub(super) fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Box<[T]> {
-    bytemuck::allocation::zeroed_slice_box(n)
+    zeroed_on_huge_pages(n)
 }
 
 /// Pages per segment of a [`Segmented`] array.
-pub(super) const SEGMENT_BITS: u32 = 20;
+pub(super) const SEGMENT_BITS: u32 = 22;
 
-/// An array by page, in segments of 2^20 pages: it grows by a segment
+/// An array by page, in segments of 2^22 pages: it grows by a segment
 /// without copying what it holds or stopping the workers for long, and
 /// never holds more than the pages handed out and a segment.
 #[derive(Debug, Default)]

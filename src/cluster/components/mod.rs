@@ -52,7 +52,7 @@
 //! touching its own share, freed once the forest is done.
 //!
 //! **The forest.** The arrays by page (id, node, flags, worker) grow in
-//! segments of 2^20 pages, never copied. A page's node is one 8-byte word:
+//! segments of 2^22 pages, never copied. A page's node is one 8-byte word:
 //! its parent while the forest is built; at a root, once counted, the set's
 //! size and its least label's page. Paths are halved with plain stores:
 //! every parent outranks its child, so a halving that read a stale
@@ -631,6 +631,8 @@ impl GraphWriter<'_> {
                 if let Some(ahead) = pages.get(2 * (at + LOOKAHEAD)..2 * (at + LOOKAHEAD) + 2) {
                     arrays.nodes.prefetch(ahead[0]);
                     arrays.nodes.prefetch(ahead[1]);
+                    // Read by `mark_in_corpus`, at random as the nodes are.
+                    prefetch(arrays.flags.get(ahead[1] as usize));
                 }
                 if in_corpus.next().unwrap_or(false) {
                     arrays.mark_in_corpus(pair[1]);
