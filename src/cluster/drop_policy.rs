@@ -152,6 +152,13 @@ impl PairLog {
         self.chunks.iter().map(|chunk| chunk.ends.len()).sum()
     }
 
+    /// Every pair's first end, in the log's order.
+    pub(crate) fn first_ends(&self) -> impl Iterator<Item = Page> + '_ {
+        self.chunks
+            .iter()
+            .flat_map(|chunk| chunk.ends.iter().map(|&[a, _]| a))
+    }
+
     /// The log cut into `n` logs by `owner` of a pair's first end (whose
     /// data `prefetch` fetches a few pairs ahead), each in this log's order.
     /// A chunk whose pairs all go to one log (a giant component's) is

@@ -100,6 +100,17 @@ impl Nodes {
 /// Every how many pages one is sampled to find the big components.
 const SIZE_SAMPLE: usize = 64;
 
+/// Sampled pages or pairs by root.
+pub(super) type RootCounts = std::collections::HashMap<Page, usize>;
+
+/// The roots of every [`SIZE_SAMPLE`]-th pair's first end in `log`, once
+/// every pair is in (nothing is written).
+pub(super) fn pair_sample(nodes: &Nodes, log: &PairLog, counts: &mut RootCounts) {
+    for page in log.first_ends().step_by(SIZE_SAMPLE) {
+        *counts.entry(nodes.root_of(page)).or_default() += 1;
+    }
+}
+
 /// Sampled pages a component needs to be placed by size: fewer than
 /// 64 x 16 pages never unbalance the workers enough to matter.
 const MIN_BIG_SAMPLES: usize = 16;
@@ -132,6 +143,11 @@ pub(super) struct Forest {
     /// Components big enough to unbalance the workers, by root, and the
     /// worker each is placed on ([`Self::place_big_components`]).
     pub(super) big_owners: Vec<(Page, usize)>,
+    /// Where the other components fall once the big ones are placed: the
+    /// components whose root's 32-bit hash is below `hash_cuts[w]` and at
+    /// least the cut before it go to worker `w` (the last cut is 2^32).
+    /// Empty: an even share each.
+    pub(super) hash_cuts: Vec<u64>,
 }
 
 impl Forest {
@@ -154,22 +170,28 @@ impl Forest {
             keys,
             owners,
             big_owners: Vec::new(),
+            hash_cuts: Vec::new(),
         }
     }
 
     /// Places the components big enough to unbalance `workers` workers,
-    /// largest first, each on the worker with the fewest pages so far;
+    /// largest first, each on the worker with the least work so far;
     /// every other component falls to a worker by a hash of its root. By
     /// the hash alone, two giant components of a crawl (a random graph of
     /// millions of pages, a long chain) often fall to one worker, which then
-    /// does most of the process's work after the union-find. Sizes are
-    /// estimated from the roots of every [`SIZE_SAMPLE`]-th page, read
-    /// before any path is flattened (nothing is written).
-    pub(super) fn place_big_components(&mut self, workers: usize) {
+    /// does most of the process's work after the union-find. A component's
+    /// work is its pages and, under the direct policy, its pairs (the sweep
+    /// costs about as much a pair as the rows a page): a random component
+    /// has two pairs a page where a chain has one. Both are estimated from
+    /// the roots of every [`SIZE_SAMPLE`]-th page and `pair_samples`
+    /// (roots of every [`SIZE_SAMPLE`]-th pair's first end,
+    /// [`pair_sample`]), read before any path is flattened (nothing is
+    /// written).
+    pub(super) fn place_big_components(&mut self, workers: usize, pair_samples: &RootCounts) {
         if workers < 2 {
             return;
         }
-        let mut sampled: std::collections::HashMap<Page, usize> = Default::default();
+        let mut sampled = RootCounts::default();
         let mut used = 0;
         for page in (0..self.pages).step_by(SIZE_SAMPLE) {
             if self.flags.get(page).load(Relaxed) & USED != 0 {
@@ -178,26 +200,55 @@ impl Forest {
             }
         }
         let least = (used / (4 * workers)).max(MIN_BIG_SAMPLES);
+        let work = |root: &Page, pages: usize| pages + pair_samples.get(root).copied().unwrap_or(0);
         let mut big: Vec<(usize, Page)> = sampled
-            .into_iter()
-            .filter(|&(_, n)| n >= least)
-            .map(|(root, n)| (n, root))
+            .iter()
+            .filter(|&(_, &n)| n >= least)
+            .map(|(root, &n)| (work(root, n), *root))
             .collect();
         big.sort_unstable_by(|a, b| b.cmp(a));
-        let rest = used - big.iter().map(|&(n, _)| n).sum::<usize>();
-        let mut load = vec![rest / workers; workers];
+        let all = used + pair_samples.values().sum::<usize>();
+        let rest = all - big.iter().map(|&(n, _)| n).sum::<usize>();
+        let mut load = vec![0; workers];
         for (n, root) in big {
             let worker = (0..workers).min_by_key(|&w| load[w]).unwrap_or(0);
             load[worker] += n;
             self.big_owners.push((root, worker));
         }
+        // The rest fill each worker up to an even share, as far as they go.
+        let even = all / workers;
+        let room: Vec<u64> = load
+            .iter()
+            .map(|&l| even.saturating_sub(l) as u64)
+            .collect();
+        let room_sum: u64 = room.iter().sum();
+        if rest > 0 && room_sum > 0 {
+            let mut below = 0;
+            self.hash_cuts = room
+                .iter()
+                .map(|&r| {
+                    below += r;
+                    ((u128::from(below) << 32) / u128::from(room_sum)) as u64
+                })
+                .collect();
+        }
     }
 
-    /// The worker a component falls to, by its root.
+    /// The worker a component falls to, by its root: a big one's where it
+    /// was placed, any other's by a hash of its root, in proportion to the
+    /// room the big ones leave each worker ([`Self::hash_cuts`]).
     fn owner_of_root(&self, root: Page, workers: usize) -> usize {
-        match self.big_owners.iter().find(|&&(big, _)| big == root) {
-            Some(&(_, worker)) => worker,
-            None => (((mix(i64::from(root)) >> 32) * workers as u64) >> 32) as usize,
+        if let Some(&(_, worker)) = self.big_owners.iter().find(|&&(big, _)| big == root) {
+            return worker;
+        }
+        let hash = mix(i64::from(root)) >> 32;
+        match self.hash_cuts.is_empty() {
+            true => ((hash * workers as u64) >> 32) as usize,
+            false => self
+                .hash_cuts
+                .iter()
+                .take_while(|&&cut| cut <= hash)
+                .count(),
         }
     }
 

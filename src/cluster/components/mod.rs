@@ -60,10 +60,12 @@
 //!
 //! **The shares.** Each worker points the pages of a range at their roots;
 //! a page that ranks first marks its root, so the count reads no flag at
-//! random. Each component falls to one worker by a hash of its root, but
-//! for the few big enough to unbalance the workers (an eighth of the
-//! process's pages on two workers), placed by size on the least-loaded
-//! one; its pairs are routed by a two-byte owner per page. A worker gets its
+//! random. Each component falls to one worker: the few big enough to
+//! unbalance the workers (an eighth of the process's pages on two workers)
+//! are placed by their work (pages, and pairs under the direct policy) on
+//! the least-loaded one, and the rest by a hash of their root, in
+//! proportion to the room the big ones leave each worker. Its pairs are
+//! routed by a two-byte owner per page. A worker gets its
 //! components' pages sorted by id ([`crate::exec::sorting`]); one pass in id order
 //! counts each root's size and representative (the first page that ranks
 //! first, else the first page). A giant component (a 10M-page chain, a
@@ -219,6 +221,9 @@ pub struct SharedGraph {
     /// greatest: none yet).
     least_id: AtomicI64,
     greatest_id: AtomicI64,
+    /// The roots of sampled pairs, from every worker's log, for placing
+    /// big components ([`Forest::place_big_components`]).
+    pair_samples: Mutex<RootCounts>,
     /// The finished forest, while the workers take their shares.
     done: Mutex<Option<Arc<Forest>>>,
     /// Pages `(id, page, root)` on their way to the worker their
@@ -246,6 +251,7 @@ impl SharedGraph {
             estimate: AtomicUsize::new(0),
             least_id: AtomicI64::new(i64::MAX),
             greatest_id: AtomicI64::new(i64::MIN),
+            pair_samples: Mutex::new(RootCounts::default()),
             done: Mutex::new(None),
             pages_out: Mailbox::new(workers),
             pairs_out: Mailbox::new(workers),
@@ -413,12 +419,23 @@ impl SharedGraph {
     /// components from every worker's log.
     pub fn split(&self, worker: usize, pairs: Option<PairLog>) -> WorkerShare {
         self.barrier.wait();
+        if let Some(log) = &pairs {
+            let mut counts = RootCounts::default();
+            let arrays = self.building.read().unwrap_or_else(|e| e.into_inner());
+            pair_sample(&arrays.nodes, log, &mut counts);
+            let mut all = lock(&self.pair_samples);
+            for (root, n) in counts {
+                *all.entry(root).or_default() += n;
+            }
+        }
+        self.barrier.wait();
         if worker == 0 {
             let arrays =
                 std::mem::take(&mut *self.building.write().unwrap_or_else(|e| e.into_inner()));
             let pages = self.pages().min(arrays.ids.len());
             let mut forest = Forest::new(arrays, pages, self.corpus_wins);
-            forest.place_big_components(self.workers);
+            let pair_samples = std::mem::take(&mut *lock(&self.pair_samples));
+            forest.place_big_components(self.workers, &pair_samples);
             *lock(&self.done) = Some(Arc::new(forest));
         }
         self.barrier.wait();
@@ -634,6 +651,13 @@ impl GraphWriter<'_> {
                     // Read by `mark_in_corpus`, at random as the nodes are.
                     prefetch(arrays.flags.get(ahead[1] as usize));
                 }
+                // Halfway there, their nodes have come: their parents are
+                // the next misses of the finds.
+                let near = 2 * (at + LOOKAHEAD / 2);
+                if let Some(ahead) = pages.get(near..near + 2) {
+                    arrays.nodes.prefetch(arrays.nodes.parent(ahead[0]));
+                    arrays.nodes.prefetch(arrays.nodes.parent(ahead[1]));
+                }
                 if in_corpus.next().unwrap_or(false) {
                     arrays.mark_in_corpus(pair[1]);
                 }
@@ -773,6 +797,36 @@ mod tests {
                 .collect();
             assert_eq!(chains.len(), 2, "worker {worker}");
         }
+    }
+
+    #[test]
+    fn small_components_fill_the_room_a_big_one_leaves() {
+        // A 30,000-page chain (60,000 pages and pairs of work) and 30,000
+        // two-page components (90,000) on two workers: an even share is
+        // 75,000, so the chain's worker takes a sixth of the small ones
+        // (an even hash would give it half).
+        let mut pairs: Vec<(i64, i64, bool)> = (0..29_999i64).map(|i| (i, i + 1, false)).collect();
+        pairs.extend((0..30_000i64).map(|i| (1_000_000 + 2 * i, 1_000_001 + 2 * i, false)));
+        pairs.sort_by_key(|&(a, b, _)| mix(a ^ b));
+        let shares = shares(&pairs, false, 2, 1024);
+        let small_pages = |share: &WorkerShare| {
+            let small = share
+                .by_id
+                .iter()
+                .filter(|&&(_, _, root)| share.components.component_size(root) == 2);
+            small.count()
+        };
+        let chain_worker = shares
+            .iter()
+            .position(|share| share.by_id.iter().any(|&(id, _, _)| id == 0))
+            .unwrap();
+        let with_chain = small_pages(&shares[chain_worker]);
+        let other = small_pages(&shares[1 - chain_worker]);
+        assert_eq!(with_chain + other, 60_000);
+        assert!(
+            (7_000..13_000).contains(&with_chain),
+            "{with_chain} small pages beside the chain"
+        );
     }
 
     /// Every page's `(id, representative, size)` from the shares, by id.
