@@ -382,6 +382,58 @@ fn one_giant_component_with_small_ones() {
     check_against_oracle(&edges, "giant");
 }
 
+/// A giant component whose pairs, in random order, lie in every file and
+/// so in every process's row groups, as a Spark or DuckDB join writes
+/// them: three processes of one worker join it across all three, and
+/// write the oracles' rows and the bytes of one process.
+#[test]
+fn a_giant_component_in_every_process_row_groups_on_three_processes() {
+    let mut rng = SplitMix64::new(9);
+    let mut edges = random_edges(&mut rng, 3_000, 9_000, 0);
+    edges.extend(shuffled_chain((10_000..12_000).collect(), 10, 3));
+    edges.extend(random_edges(&mut rng, 20_000, 4_000, 100_000));
+    for i in (1..edges.len()).rev() {
+        edges.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let expected = oracle(&edges, true);
+    let giant_size = expected.iter().map(|&(_, _, size)| size).max().unwrap();
+    let giant: HashSet<i64> = expected
+        .iter()
+        .filter(|&&(_, _, size)| size == giant_size)
+        .map(|&(id, _, _)| id)
+        .collect();
+    assert!(giant.len() > 2_500, "a giant component of {}", giant.len());
+    let parts = 6;
+    for part in edges.chunks(edges.len().div_ceil(parts)) {
+        let in_giant = part.iter().filter(|&&(q, _, _)| giant.contains(&q)).count();
+        assert!(
+            in_giant > 1_000,
+            "a file with {in_giant} of the giant's pairs"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, parts);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let case = format!("3 processes, {policy}");
+        let one = dir.path().join(format!("one-{policy}"));
+        cluster(&pairs, &one, true, policy, 1, 3);
+        let out = dir.path().join(format!("three-{policy}"));
+        run_processes(
+            &pairs,
+            &out,
+            true,
+            policy,
+            [3, 1, 3],
+            &dir.path().join("hosts"),
+        );
+        assert_oracles_agree(&out, &edges, &expected, policy, true, &case);
+        assert!(
+            data_files(&out) == data_files(&one),
+            "{case}: other bytes than one process"
+        );
+    }
+}
+
 /// A chain through `ids` in a shuffled order (by `seed`), so that the
 /// order of priority and the order of the chain differ; every
 /// `corpus_every`-th pair says its corpus side is in the corpus.
