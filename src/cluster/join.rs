@@ -34,6 +34,7 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
 use crate::cluster::components::{mix, Components, Label, Page, MISSING};
+use crate::cluster::keep_order::MAX_KEY_WORDS;
 use crate::cluster::drop_policy::KeyedPage;
 use crate::exec::parallel::prefetch;
 
@@ -600,44 +601,68 @@ fn links_of(
 }
 
 /// At worker 0: the clusters (id and size) of the joined local components.
+/// Links are joined as they arrive, each batch then dropped: held until
+/// the last came, they were most of worker 0's memory (72 bytes a link,
+/// 13M links for 4 processes on a crawl-like graph in random order), and
+/// the union-find waited for the slowest worker's links.
 pub(crate) fn join_at_worker_zero<'scope>(
     links: Stream<'scope, u64, Vec<NodeLink>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
-    after_all_batches(
+    let forest = Rc::new(RefCell::new(NodeForest::default()));
+    let absorbed = forest.clone();
+    after_all(
         links,
         Exchange::new(|_: &NodeLink| 0),
         "JoinAtWorkerZero",
-        move |links, give| {
+        move |batch| {
+            absorbed.borrow_mut().add(batch);
+            batch.clear();
+        },
+        move |give| {
             let started = std::time::Instant::now();
-            let mut joined = NodeForest::from_links(links);
-            let components = joined.nodes.len();
+            let mut joined = std::mem::take(&mut *forest.borrow_mut());
+            let (links, components) = (joined.links, joined.nodes.len());
             for ((worker, root), cluster) in joined.clusters() {
                 give((worker, root, cluster));
             }
-            if links.is_empty() {
-                return;
+            if links > 0 {
+                tracing::info!(
+                    links,
+                    components,
+                    seconds_after_the_last = started.elapsed().as_secs_f64(),
+                    "local components joined"
+                );
             }
-            tracing::info!(
-                links = links.len(),
-                components,
-                seconds = started.elapsed().as_secs_f64(),
-                "local components joined"
-            );
         },
     )
 }
 
 /// The union-find over joined local components at worker 0, over dense
-/// node indexes: a node's index is found in an array per worker, indexed
-/// by local root (a hash map of millions of nodes, and then sorting their
-/// keys, were most of the one sequential step's time when most clusters
-/// span workers). A set's fields are one record, so a union touches one
-/// cache line per root, and every random access is fetched a few links
-/// ahead: this is the one step no other worker shares.
+/// node indexes, fed a batch of links at a time: a node's index is found
+/// in an array per worker, indexed by local root and grown as roots come
+/// (a hash map of millions of nodes, and then sorting their keys, were
+/// most of the one sequential step's time when most clusters span
+/// workers). A set's fields are one record, so a union touches one cache
+/// line per root, and every random access is fetched a few links ahead:
+/// this is the one step no other worker shares.
+///
+/// A link may name a node before any of that node's own links: the node
+/// is numbered then, with no pages and no label, and its own least label
+/// and pages go to its set's root when its first own link comes (a set's
+/// pages and least label are a sum and a least, in any order).
+#[derive(Default)]
 struct NodeForest {
+    /// Each node's index, by worker and local root ([`MISSING`]: none).
+    index_of: Vec<Vec<u32>>,
     /// Each node's `(worker, local root)`, by index.
     nodes: Vec<Node>,
     sets: Vec<NodeSet>,
+    /// Whether a node's own least label and pages are in its set.
+    described: Vec<bool>,
+    /// A batch's nodes, kept for the next batch.
+    own: Vec<u32>,
+    /// Links joined.
+    links: usize,
 }
 
 /// A node of [`NodeForest`]; the sizes and least label are its set's at a root.
@@ -650,6 +675,13 @@ struct NodeSet {
     pages: u64,
     least: Label,
 }
+
+/// A node's label until its own link comes: after every real one.
+const NO_LABEL: Label = Label {
+    later: true,
+    keys: [u32::MAX; MAX_KEY_WORDS],
+    id: i64::MAX,
+};
 
 /// How many links ahead a node's entries are fetched.
 const JOIN_LOOKAHEAD: usize = 16;
@@ -668,10 +700,6 @@ impl<T> Clone for Batches<'_, T> {
 impl<T> Copy for Batches<'_, T> {}
 
 impl<'a, T> Batches<'a, T> {
-    fn len(self) -> usize {
-        self.0.iter().map(Vec::len).sum()
-    }
-
     fn is_empty(self) -> bool {
         self.0.iter().all(Vec::is_empty)
     }
@@ -688,65 +716,82 @@ impl<'a, T> Batches<'a, T> {
     }
 }
 
-/// A node's index in [`NodeForest::from_links`]' arrays per worker.
-fn index_entry(index_of: &[Vec<u32>], (worker, root): Node) -> &u32 {
-    &index_of[worker as usize][root as usize]
-}
-
 impl NodeForest {
+    #[cfg(test)]
     fn from_links(links: Batches<NodeLink>) -> NodeForest {
-        // Local roots are below their worker's page count: an array per
-        // worker, as long as its greatest root, numbers its nodes (each
-        // allocated once, at its length).
-        let mut roots: Vec<usize> = Vec::new();
-        for link in links.iter() {
-            let (worker, root) = (link.node.0 as usize, link.node.1 as usize);
-            if roots.len() <= worker {
-                roots.resize(worker + 1, 0);
-            }
-            roots[worker] = roots[worker].max(root + 1);
-        }
-        let mut index_of: Vec<Vec<u32>> = roots.iter().map(|&n| vec![MISSING; n]).collect();
-        // At most a node per link; memory is touched only as nodes come.
-        let mut forest = NodeForest {
-            nodes: Vec::with_capacity(links.len()),
-            sets: Vec::with_capacity(links.len()),
-        };
-        // Every node's own link carries its least label and pages, and a
-        // link may name a node it joins before that node's own link: number
-        // them all first. A page's copies held by other workers are taken
-        // off their nodes.
-        let mut own = Vec::with_capacity(links.len());
-        for (link, ahead) in links.with_ahead(JOIN_LOOKAHEAD) {
-            if let Some(ahead) = ahead {
-                prefetch(index_entry(&index_of, ahead.node));
-            }
-            let index = &mut index_of[link.node.0 as usize][link.node.1 as usize];
-            if *index == MISSING {
-                *index = forest.nodes.len() as u32;
-                forest.nodes.push(link.node);
-                forest.sets.push(NodeSet {
-                    parent: *index,
-                    size: 1,
-                    pages: u64::from(link.pages),
-                    least: link.least,
-                });
-            }
-            forest.sets[*index as usize].pages -= u64::from(link.copies);
-            own.push(*index);
-        }
-        let mut further = links.iter().skip(2 * JOIN_LOOKAHEAD);
-        for (at, (link, ahead)) in links.with_ahead(JOIN_LOOKAHEAD).enumerate() {
-            if let Some(further) = further.next() {
-                prefetch(index_entry(&index_of, further.joins));
-            }
-            if let Some(ahead) = ahead {
-                forest.prefetch_parent(*index_entry(&index_of, ahead.joins));
-                forest.prefetch_parent(own[at + JOIN_LOOKAHEAD]);
-            }
-            forest.union(own[at], *index_entry(&index_of, link.joins));
+        let mut forest = NodeForest::default();
+        for batch in links.0 {
+            forest.add(batch);
         }
         forest
+    }
+
+    /// Joins a batch of links: each link's node is numbered (and its own
+    /// label and pages put in, less the copies it names) first, then the
+    /// unions, each a few links behind the fetches of its entries.
+    fn add(&mut self, links: &[NodeLink]) {
+        let mut own = std::mem::take(&mut self.own);
+        own.clear();
+        for (at, link) in links.iter().enumerate() {
+            if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
+                self.prefetch_index(ahead.node);
+            }
+            let node = self.index(link.node);
+            let root = self.find(node) as usize;
+            if !std::mem::replace(&mut self.described[node as usize], true) {
+                self.sets[root].pages += u64::from(link.pages);
+                self.sets[root].least = self.sets[root].least.min(link.least);
+            }
+            self.sets[root].pages -= u64::from(link.copies);
+            own.push(node);
+        }
+        for (at, link) in links.iter().enumerate() {
+            if let Some(further) = links.get(at + 2 * JOIN_LOOKAHEAD) {
+                self.prefetch_index(further.joins);
+            }
+            if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
+                let joins = self.index(ahead.joins);
+                self.prefetch_parent(joins);
+                self.prefetch_parent(own[at + JOIN_LOOKAHEAD]);
+            }
+            let joins = self.index(link.joins);
+            self.union(own[at], joins);
+        }
+        self.links += links.len();
+        self.own = own;
+    }
+
+    /// A node's index, numbering it if it has none.
+    fn index(&mut self, node: Node) -> u32 {
+        let (worker, root) = (node.0 as usize, node.1 as usize);
+        if self.index_of.len() <= worker {
+            self.index_of.resize_with(worker + 1, Vec::new);
+        }
+        let slots = &mut self.index_of[worker];
+        if slots.len() <= root {
+            slots.resize((root + 1).max(2 * slots.len()), MISSING);
+        }
+        let index = &mut slots[root];
+        if *index == MISSING {
+            *index = self.nodes.len() as u32;
+            self.nodes.push(node);
+            self.sets.push(NodeSet {
+                parent: *index,
+                size: 1,
+                pages: 0,
+                least: NO_LABEL,
+            });
+            self.described.push(false);
+        }
+        *index
+    }
+
+    /// Asks the CPU to fetch a node's entry in [`Self::index_of`].
+    fn prefetch_index(&self, (worker, root): Node) {
+        let slots = self.index_of.get(worker as usize);
+        if let Some(entry) = slots.and_then(|slots| slots.get(root as usize)) {
+            prefetch(entry);
+        }
     }
 
     /// Asks the CPU to fetch a node's parent's entry.
