@@ -34,8 +34,8 @@ use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
 use crate::cluster::components::{mix, Components, Label, Page, MISSING};
-use crate::cluster::keep_order::MAX_KEY_WORDS;
 use crate::cluster::drop_policy::KeyedPage;
+use crate::cluster::keep_order::MAX_KEY_WORDS;
 use crate::exec::parallel::prefetch;
 
 /// A page as one worker's union-find holds it: `(id, worker and rank,
