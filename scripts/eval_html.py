@@ -20,6 +20,7 @@ With --peers, the peer schemes of scripts/peers.py are scored beside
 neardup on the same pages (`pip install -r scripts/requirements-eval.txt`).
 
     .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3] [--peers] [--unmark] [--json FILE]
+        [--docs A,B]    (two releases of another site, e.g. two Sphinx builds, instead)
 """
 
 import argparse
@@ -50,8 +51,12 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 
 
 class MainText(HTMLParser):
+    """The text inside `<main>` or an element with `role="main"` (Sphinx
+    marks its body so)."""
+
     def __init__(self):
         super().__init__()
+        self.open = []  # (tag, marks main) of the open elements
         self.depth_main = 0
         self.hidden = 0
         self.parts = []
@@ -59,15 +64,19 @@ class MainText(HTMLParser):
     def handle_starttag(self, tag, attrs):
         if tag in VOID:
             return
-        if tag == "main":
-            self.depth_main += 1
+        marks = tag == "main" or ("role", "main") in attrs
+        self.open.append((tag, marks))
+        self.depth_main += marks
         if tag in HIDDEN:
             self.hidden += 1
         self.parts.append(" ")
 
     def handle_endtag(self, tag):
-        if tag == "main":
-            self.depth_main = max(0, self.depth_main - 1)
+        tags = [t for t, _ in self.open]
+        if tag in tags:
+            at = len(tags) - 1 - tags[::-1].index(tag)
+            self.depth_main -= sum(marks for _, marks in self.open[at:])
+            del self.open[at:]
         if tag in HIDDEN:
             self.hidden = max(0, self.hidden - 1)
         self.parts.append(" ")
@@ -109,15 +118,19 @@ def unmarked(html):
     return re.sub(r"""\srole\s*=\s*["']?main["']?""", "", html, flags=re.I)
 
 
-def write_warc(path, unmark=False):
+def write_warc(path, unmark=False, docs=None):
+    """The pages of the Rust docs of both releases, or of `docs`: two
+    directories holding two releases of one site (`--docs A,B`)."""
     pages = {}
+    releases = RELEASES if docs is None else ["a", "b"]
+    sites = SITES if docs is None else ["."]
     with open(path, "wb") as f:
         writer = WARCWriter(f, gzip=True)
-        for release in RELEASES:
-            root = toolchain_docs(release)
+        for at, release in enumerate(releases):
+            root = toolchain_docs(release) if docs is None else docs[at]
             if root is None:
                 sys.exit(f"no {release} toolchain docs under ~/.rustup (rustup component add rust-docs)")
-            for site in SITES:
+            for site in sites:
                 for file in sorted(glob.glob(f"{root}/{site}/**/*.html", recursive=True)):
                     rel = os.path.relpath(file, root)
                     if os.path.basename(rel) in ("print.html", "toc.html", "404.html"):
@@ -126,6 +139,7 @@ def write_warc(path, unmark=False):
                     words = main_words(html)
                     if unmark:
                         html = unmarked(html)
+                    rel = os.path.normpath(rel)
                     url = f"http://{release}.docs.example/{rel}"
                     headers = StatusAndHeaders(
                         "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
@@ -149,12 +163,15 @@ def main():
     ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's schemes")
     ap.add_argument("--unmark", action="store_true",
                     help="serve the pages without <main>, <article> and role=main (the truth is unchanged)")
+    ap.add_argument("--docs", help="A,B: two releases of another site (built HTML directories) "
+                                   "instead of the Rust docs")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
     warc = os.path.join(work, "docs.warc.gz")
-    pages = write_warc(warc, args.unmark)
-    print(f"{len(pages)} pages from {', '.join(SITES)} in {', '.join(RELEASES)}")
+    docs = args.docs.split(",") if args.docs else None
+    pages = write_warc(warc, args.unmark, docs)
+    print(f"{len(pages)} pages from {', '.join(docs or SITES)} in {', '.join(docs and ['a', 'b'] or RELEASES)}")
 
     found = {}
     for mode in args.modes.split(","):

@@ -347,7 +347,7 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub(crate) format: Option<Format>,
-    /// A named fingerprint scheme (v5, the default; v4, v3, v2, v1), fixing features,
+    /// A named fingerprint scheme (v6, the default; v5, v4, v3, v2, v1), fixing features,
     /// weights and HTML text: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub(crate) scheme: Option<String>,

@@ -8,6 +8,8 @@
     warc_writer.py read SHARDS      prints the fingerprint shards' rows as JSON, read
                                     by DuckDB, each with what a plain ranged read of
                                     [offset, offset + length) of its source holds
+    warc_writer.py sphinx DIR       builds a Sphinx site of generated reference pages
+                                    into DIR/site, and DIR/sphinx.warc.gz of its pages
     warc_writer.py copies DIR       writes DIR/copies.warc.gz: real texts (this
                                     machine's licence files), each copied under
                                     several URLs (https and http, tracking queries,
@@ -218,8 +220,58 @@ def copies(out):
                 w.write_record(record)
 
 
+OPERANDS = ["vdst", "vcc", "src0", "src1", "vsrc1", "sdst", "ssrc0", "ssrc1", "simm16", "m0",
+            "exec", "scc"]
+
+
+def sphinx(out):
+    """A real Sphinx site (this machine's Sphinx, its default theme) of 40
+    generated reference pages, as an ISA manual's: each page is the same
+    sentence and a list of its operands, each a link to the glossary, and
+    that list is all that tells the pages apart. Built into OUT/site and
+    written, every HTML page, into OUT/sphinx.warc.gz."""
+    import glob
+    import os
+    import subprocess
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    src = Path(out) / "src"
+    src.mkdir(parents=True)
+    (src / "conf.py").write_text('project = "ISA"\nhtml_theme = "alabaster"\n')
+    glossary = "Operands\n========\n\n" + "".join(
+        f".. _op-{o}:\n\n{o}\n{'-' * len(o)}\n\nThe {o} operand.\n\n" for o in OPERANDS)
+    (src / "operands.rst").write_text(glossary)
+    pages = []
+    for i in range(40):
+        # Six of the twelve operands, a different six on every page.
+        chosen = [o for bit, o in enumerate(OPERANDS) if (i * 2654435761 >> bit) & 1][:6]
+        links = ", ".join(f":ref:`{o} <op-{o}>`" for o in chosen)
+        page = f"inst_{i:02}"
+        (src / f"{page}.rst").write_text(
+            "VOP2 instruction\n================\n\nEncoded as VOP2 or VOP3.\n\n"
+            f"Operands:\n\n{links}\n")
+        pages.append(page)
+    toctree = "\n".join(f"   {p}" for p in ["operands", *pages])
+    (src / "index.rst").write_text(f"ISA\n===\n\n.. toctree::\n\n{toctree}\n")
+    site = Path(out) / "site"
+    subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src), str(site)],
+                   check=True)
+    headers = StatusAndHeaders(
+        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+    )
+    with open(Path(out) / "sphinx.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for file in sorted(glob.glob(f"{site}/*.html")):
+            url = "https://isa.example/" + os.path.basename(file)
+            w.write_record(w.create_warc_record(
+                url, "response", payload=io.BytesIO(Path(file).read_bytes()),
+                http_headers=headers))
+
+
 if __name__ == "__main__":
     commands = {
+        "sphinx": sphinx,
         "write": write,
         "write-plain": lambda out: write(out, gzip=False),
         "read": read,

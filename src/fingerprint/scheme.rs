@@ -11,8 +11,8 @@
 //! written out whole, as v5's
 //! `features=script(han>=200:words,han<200:chars:4,other:chars:5)`), the
 //! stop words (`en+zh` or `none`) and, for shards of WARC files only, the
-//! text of an HTML page: `all`, `main` (the first main-content rules) or
-//! `main/2` (the second). Shards of text (WET, JSONL, Parquet) leave `html=`
+//! text of an HTML page: `all`, `main` (the first main-content rules),
+//! `main/2` or `main/3` (the second and third). Shards of text (WET, JSONL, Parquet) leave `html=`
 //! out, so text shards of two schemes that differ only in it stay
 //! comparable.
 //!
@@ -36,7 +36,10 @@
 //! - `v5`: `v4` with mostly-Han texts of fewer than 200 Han characters as
 //!   `chars:4` with log weights. On text without such a page its
 //!   fingerprints are `v4`'s, but its scheme string differs, so its shards
-//!   meet `v4`'s only when mixing is allowed.
+//!   meet `v4`'s only when mixing is allowed;
+//! - `v6`: `v5` with the third main-content rules (`html=main/3`: inside
+//!   marked main content, link-dense blocks are kept); its text shards are
+//!   `v5`'s and meet them.
 //!
 //! A named scheme (`--scheme NAME`) fixes the features, weights and HTML
 //! text, so it is never combined with `--features`, `--log-weights`,
@@ -114,6 +117,13 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::SECOND),
+        },
+    ),
+    (
+        "v6",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::THIRD),
         },
     ),
 ];
@@ -225,6 +235,7 @@ impl Scheme {
             PageText::All,
             PageText::Main(MainRules::FIRST),
             PageText::Main(MainRules::SECOND),
+            PageText::Main(MainRules::THIRD),
         ];
         let features = [
             Features::Words,
@@ -290,7 +301,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v5");
+        assert_eq!(name, "v6");
     }
 
     #[test]
@@ -317,6 +328,12 @@ mod tests {
         assert_eq!(v5.describe(false), text);
         assert_eq!(v5.describe(true), format!("{text} html=main/2"));
         assert!(!comparable(&v4.describe(false), &v5.describe(false)));
+        // v6 changed only the main-content rules.
+        let v6 = Scheme::named("v6").unwrap();
+        assert_eq!(v6.describe(false), text);
+        assert_eq!(v6.describe(true), format!("{text} html=main/3"));
+        assert!(comparable(&v5.describe(false), &v6.describe(true)));
+        assert!(!comparable(&v5.describe(true), &v6.describe(true)));
     }
 
     #[test]
@@ -328,7 +345,7 @@ mod tests {
         // `--html-text main` means the current rules: the default's.
         let flags = Scheme::from_flags(None, None, false, false, Some(HtmlText::Main)).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v5"));
+        assert_eq!(flags.name(), Some("v6"));
     }
 
     #[test]
@@ -371,7 +388,7 @@ mod tests {
         assert!(error.to_string().contains("--html-text"), "{error}");
         let error = from(Some("v9"), None, false, false, None).unwrap_err();
         assert!(
-            error.to_string().contains("known: v1, v2, v3, v4, v5"),
+            error.to_string().contains("known: v1, v2, v3, v4, v5, v6"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();

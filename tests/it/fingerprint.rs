@@ -152,7 +152,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
         .iter()
         .find(|f| f["format"] == "warc");
     let warc_scheme = warc_shard.unwrap()["scheme"].as_str().unwrap();
-    assert!(warc_scheme.ends_with(" html=main/2"), "{warc_scheme}");
+    assert!(warc_scheme.ends_with(" html=main/3"), "{warc_scheme}");
 
     let mut expected = std::collections::BTreeMap::new();
     let options = Scheme::default().simhash;
@@ -286,7 +286,7 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = write_sample(dir.path());
     let crawl = dir.path().join("crawl");
-    let runs: [(&str, &[&str], &str, PageText); 6] = [
+    let runs: [(&str, &[&str], &str, PageText); 7] = [
         ("v1", &["--scheme", "v1"], "v1", PageText::All),
         (
             "v2",
@@ -312,7 +312,13 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
             "v5",
             PageText::Main(MainRules::SECOND),
         ),
-        ("all", &["--html-text", "all"], "v5", PageText::All),
+        (
+            "v6",
+            &["--scheme", "v6"],
+            "v6",
+            PageText::Main(MainRules::THIRD),
+        ),
+        ("all", &["--html-text", "all"], "v6", PageText::All),
     ];
     let mut wet_shards = Vec::new();
     for (name, flags, simhash_of, mode) in runs {
@@ -349,11 +355,12 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
         assert_eq!(s["main_content_fallbacks"], fallbacks, "{name}");
         wet_shards.push(std::fs::read(&shards[1]).unwrap());
     }
-    // v1 and v2 differ only in the HTML mode; v3 and v4 too, and v5 and
-    // `--html-text all`.
+    // v1 and v2 differ only in the HTML mode; v3 and v4 too, and v5, v6
+    // and `--html-text all`.
     assert_eq!(wet_shards[0], wet_shards[1]);
     assert_eq!(wet_shards[2], wet_shards[3]);
     assert_eq!(wet_shards[4], wet_shards[5]);
+    assert_eq!(wet_shards[5], wet_shards[6]);
     assert_ne!(wet_shards[0], wet_shards[2]);
 }
 
@@ -954,7 +961,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     let path = |name: &str| out(name).display().to_string();
 
     // On text (no HTML), the schemes v2 and v1 differ in nothing: same
-    // bytes, same scheme string. The default, v5, is another scheme.
+    // bytes, same scheme string. The default, v6, is another scheme.
     let by_scheme = |name: &str| {
         run_ok(&[
             "fingerprint",
@@ -976,7 +983,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     );
     let default = shard_scheme(&shard("default")).unwrap();
     assert!(default.contains("features=script("), "{default}");
-    assert_eq!(summary(&out("default"))["scheme_name"], "v5");
+    assert_eq!(summary(&out("default"))["scheme_name"], "v6");
     assert_eq!(summary(&out("v2"))["scheme_name"], "v2");
     let v1 = shard_scheme(&shard("v1")).expect("a scheme in the shard's metadata");
     assert!(
@@ -1100,4 +1107,74 @@ fn html_and_text_shards_of_one_scheme_are_matched_together() {
     );
     assert!(String::from_utf8_lossy(&matched.stderr).trim().is_empty());
     assert!(pairs.join("_SUCCESS").exists());
+}
+
+/// A real Sphinx site (the machine's Sphinx, its default theme) of 40
+/// generated reference pages, each the same sentence and a list of its
+/// operands, every operand a link: v5 drops the list as link-dense, so all
+/// 40 pages get one fingerprint; v6, the default, keeps lists of links
+/// inside the content the page marks (`role="main"`), so each page gets its
+/// own, and the text is still the content's, not the theme's sidebar.
+#[test]
+fn a_sphinx_sites_reference_pages_are_told_apart_by_their_lists_of_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(python_with("sphinx"))
+        .args([&helper(), "sphinx", dir.path().to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let warc = dir.path().join("sphinx.warc.gz");
+    let reference_pages = |scheme: &[&str]| {
+        let out = dir.path().join(format!("fp{}", scheme.join("")));
+        let mut args = vec!["fingerprint", "--input", warc.to_str().unwrap()];
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(scheme);
+        run_ok(&args);
+        let shards = read_with_duckdb(&out);
+        let rows = shards["rows"].as_array().unwrap().clone();
+        let pages: BTreeMap<String, (i64, i64)> = rows
+            .iter()
+            .filter(|row| row["url"].as_str().unwrap().contains("/inst_"))
+            .map(|row| {
+                let url = row["url"].as_str().unwrap().to_string();
+                (
+                    url,
+                    (
+                        row["id"].as_i64().unwrap(),
+                        row["simhash"].as_i64().unwrap(),
+                    ),
+                )
+            })
+            .collect();
+        (out, pages)
+    };
+    let distinct = |pages: &BTreeMap<String, (i64, i64)>| {
+        let values: std::collections::HashSet<i64> = pages.values().map(|p| p.1).collect();
+        values.len()
+    };
+    let (_, v5) = reference_pages(&["--scheme", "v5"]);
+    let (out, v6) = reference_pages(&[]);
+    assert_eq!((v5.len(), v6.len()), (40, 40));
+    assert_eq!(distinct(&v5), 1, "v5 drops the lists of links");
+    assert_eq!(distinct(&v6), 40, "v6 keeps them");
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["scheme_name"], "v6");
+    let (id, _) = v6["https://isa.example/inst_07.html"];
+    let text = run_ok(&[
+        "explain",
+        "--text",
+        &id.to_string(),
+        "--fingerprints",
+        out.to_str().unwrap(),
+    ]);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert!(
+        text.contains("Encoded as VOP2 or VOP3. Operands:"),
+        "{text}"
+    );
+    assert!(
+        words.len() < 20,
+        "the theme's sidebar is not content: {text}"
+    );
 }

@@ -259,7 +259,7 @@ fn rates(
 }
 
 /// The least share of pairs within k per edit (ad, counter, frame, words)
-/// asserted for the schemes' features: `script` (v5, the default; v3 and v4
+/// asserted for the schemes' features: `script` (v5 and v6, the default; v3 and v4
 /// differ only on texts of fewer than 200 Han characters) and
 /// `words` (v1 and v2).
 ///

@@ -25,8 +25,9 @@
 //!   or id words `header`, `masthead`, `banner`;
 //! - never boilerplate: `html`, `body`, `main`, `article`, `role="main"`;
 //! - when the page marks its content, only the blocks inside it are kept;
-//! - a block whose text is more than half link text is dropped; a link to a
-//!   place in the page (`href="#..."`) does not count;
+//! - a block whose text is more than half link text is dropped, unless the
+//!   page marks its content (third rules); a link to a place in the page
+//!   (`href="#..."`) does not count;
 //! - a page left with no text is taken whole (the `all` text), and counted
 //!   in `_summary.json` (`main_content_fallbacks`).
 //!
@@ -34,7 +35,11 @@
 //! published with it: the first (schemes v2 and v3, `html=main`) and the
 //! second (since v4, `html=main/2`), which adds `popup` and `modal` to the
 //! class and id words and never takes a heading or a link (`a`, `span`,
-//! `h1` to `h6`) for the page's header, whatever its class.
+//! `h1` to `h6`) for the page's header, whatever its class; and the third
+//! (since v6, `html=main/3`), which keeps link-dense blocks inside marked
+//! content: a generated reference page (Sphinx, rustdoc) lists what sets it
+//! apart from its siblings as links, and dropped, those pages all had one
+//! fingerprint.
 
 use html5gum::{DefaultEmitter, Emitter, ForwardingEmitter, HtmlString, Token, Tokenizer};
 use serde::{Deserialize, Serialize};
@@ -75,8 +80,13 @@ impl MainRules {
     /// their headings), and popups and modals are boilerplate (a help
     /// popup's text decided the fingerprints of short pages).
     pub const SECOND: MainRules = MainRules(2);
+    /// Since `v6`: inside marked main content a link-dense block is
+    /// content (a generated reference page's list of operands, each a link,
+    /// is all that tells it from its siblings); the link-density rule is
+    /// for pages that mark nothing.
+    pub const THIRD: MainRules = MainRules(3);
     /// The rules `--html-text main` means.
-    pub(crate) const CURRENT: MainRules = MainRules::SECOND;
+    pub(crate) const CURRENT: MainRules = MainRules::THIRD;
 }
 
 impl Default for MainRules {
@@ -452,10 +462,11 @@ impl PageReader {
     /// The main content's text, `None` when nothing is left.
     fn main_content(&self) -> Option<String> {
         let marked = self.blocks.iter().any(|b| b.in_main);
+        let links_are_content = marked && self.rules >= MainRules::THIRD;
         let mut text = String::new();
         for block in &self.blocks {
             let links = block.link_chars as f64 / block.chars as f64;
-            if (marked && !block.in_main) || links > MAX_LINK_DENSITY {
+            if (marked && !block.in_main) || (links > MAX_LINK_DENSITY && !links_are_content) {
                 continue;
             }
             text.push_str(&self.content[block.range.clone()]);
@@ -613,8 +624,9 @@ mod main_content_tests {
             TEMPLATE.replace("{BODY}", unmarked),
             TEMPLATE.replace("{BODY}", ""),
             TEMPLATE.replace("{BODY}", MDBOOK_UNMARKED),
+            TEMPLATE.replace("{BODY}", REFERENCE_MARKED),
         ];
-        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5"]
+        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6"]
             .iter()
             .map(|name| {
                 let scheme = Scheme::named(name).unwrap();
@@ -639,16 +651,44 @@ mod main_content_tests {
         assert_ne!(got[0], got[1].replace("v2", "v1"));
     }
 
-    /// Per named scheme, the five pages above (a `*`: main content fell
-    /// back to all the text). v4 differs from v3 on the last page only,
+    /// Per named scheme, the six pages above (a `*`: main content fell
+    /// back to all the text). v4 differs from v3 on the fifth page only,
     /// whose headings and popup the second rules read otherwise; v5 from v4
-    /// on the short Chinese page only.
+    /// on the short Chinese page only; v6 from v5 on the last page only,
+    /// whose list of linked operands the third rules keep.
     const GOLDEN_HTML: &str = "
-        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602
-        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643
-        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* 7796adf762d2da1b
-        v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b
-        v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b";
+        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602 34fdd4c683df828e
+        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643 b00444290884104a
+        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* 7796adf762d2da1b 4095f4b75988f851
+        v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851
+        v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851
+        v6: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1";
+
+    /// A generated reference page's body, marked as Sphinx marks it: what
+    /// tells it from its siblings is a list of links.
+    const REFERENCE_MARKED: &str = r##"<div class="body" role="main"><h1>v_add_f32</h1>
+        <p>Operands:</p><p><a href="/o/vdst">vdst</a>, <a href="/o/src0">src0</a>,
+        <a href="/o/vsrc1">vsrc1</a>, <a href="/o/vcc">vcc</a></p></div>"##;
+
+    /// The words of the template around `body`, main content by `rules`.
+    fn words_by(body: &str, rules: MainRules) -> String {
+        let page = TEMPLATE.replace("{BODY}", body);
+        let (text, _) = page_text(&page, PageText::Main(rules));
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn marked_content_keeps_its_lists_of_links_from_the_third_rules() {
+        let words = |rules| words_by(REFERENCE_MARKED, rules);
+        assert_eq!(words(MainRules::SECOND), "v_add_f32 Operands:");
+        assert_eq!(
+            words(MainRules::THIRD),
+            "v_add_f32 Operands: vdst, src0, vsrc1, vcc"
+        );
+        // Unmarked, a list of links is still the template's.
+        let unmarked = REFERENCE_MARKED.replace(" role=\"main\"", "");
+        assert_eq!(words_by(&unmarked, MainRules::THIRD), "v_add_f32 Operands:");
+    }
 
     /// A page body as mdBook writes it, without its `<main>`: every
     /// heading's anchor is `class="header"`, and a help popup sits beside
@@ -661,11 +701,7 @@ mod main_content_tests {
 
     #[test]
     fn the_first_rules_lose_unmarked_headings_and_keep_popups_the_second_do_not() {
-        let page = TEMPLATE.replace("{BODY}", MDBOOK_UNMARKED);
-        let words = |rules| {
-            let (text, _) = page_text(&page, PageText::Main(rules));
-            text.split_whitespace().collect::<Vec<_>>().join(" ")
-        };
+        let words = |rules| words_by(MDBOOK_UNMARKED, rules);
         let (first, second) = (words(MainRules::FIRST), words(MainRules::SECOND));
         assert!(first.contains("Keyboard shortcuts"), "{first}");
         assert!(!first.contains("Appendix A"), "{first}");
