@@ -149,8 +149,15 @@ def write_warc(path, unmark=False, docs=None):
     return pages
 
 
+BUCKETS = ["<50", "50-200", "200-1000", ">1000"]
+
+
 def bucket(words):
-    return "<200" if words < 200 else ("200-1000" if words <= 1000 else ">1000")
+    """A pair's length bucket, by its shorter page's words: stubs and
+    generated reference pages are the first."""
+    if words < 200:
+        return "<50" if words < 50 else "50-200"
+    return "200-1000" if words <= 1000 else ">1000"
 
 
 def main():
@@ -214,7 +221,7 @@ def main():
     print()
     figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)],
                             lambda p: bucket(min(pages[p[0]][2], pages[p[1]][2])),
-                            ["<200", "200-1000", ">1000"])
+                            BUCKETS)
     if args.json:
         json.dump(figures, open(args.json, "w"), indent=1)
 
