@@ -384,10 +384,10 @@ fn one_giant_component_with_small_ones() {
 
 /// A giant component whose pairs, in random order, lie in every file and
 /// so in every process's row groups, as a Spark or DuckDB join writes
-/// them: three processes of one worker join it across all three, and
-/// write the oracles' rows and the bytes of one process.
+/// them: three and four processes of one worker join it across all of
+/// them, and write the oracles' rows and the bytes of one process.
 #[test]
-fn a_giant_component_in_every_process_row_groups_on_three_processes() {
+fn a_giant_component_in_every_process_row_groups_on_three_and_four_processes() {
     let mut rng = SplitMix64::new(9);
     let mut edges = random_edges(&mut rng, 3_000, 9_000, 0);
     edges.extend(shuffled_chain((10_000..12_000).collect(), 10, 3));
@@ -414,23 +414,19 @@ fn a_giant_component_in_every_process_row_groups_on_three_processes() {
     let dir = tempfile::tempdir().unwrap();
     let pairs = write_edges(&dir.path().join("pairs"), &edges, parts);
     for policy in [DropPolicy::Direct, DropPolicy::Component] {
-        let case = format!("3 processes, {policy}");
         let one = dir.path().join(format!("one-{policy}"));
         cluster(&pairs, &one, true, policy, 1, 3);
-        let out = dir.path().join(format!("three-{policy}"));
-        run_processes(
-            &pairs,
-            &out,
-            true,
-            policy,
-            [3, 1, 3],
-            &dir.path().join("hosts"),
-        );
-        assert_oracles_agree(&out, &edges, &expected, policy, true, &case);
-        assert!(
-            data_files(&out) == data_files(&one),
-            "{case}: other bytes than one process"
-        );
+        for processes in [3, 4] {
+            let case = format!("{processes} processes, {policy}");
+            let out = dir.path().join(format!("p{processes}-{policy}"));
+            let hosts = dir.path().join("hosts");
+            run_processes(&pairs, &out, true, policy, [processes, 1, 3], &hosts);
+            assert_oracles_agree(&out, &edges, &expected, policy, true, &case);
+            assert!(
+                data_files(&out) == data_files(&one),
+                "{case}: other bytes than one process"
+            );
+        }
     }
 }
 
