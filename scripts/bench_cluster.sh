@@ -8,7 +8,8 @@
 #   PAUSE=5 scripts/bench_cluster.sh         seconds idle before each run (default 0)
 #   PROCESSES=2 scripts/bench_cluster.sh     a timely cluster of that many processes on
 #                                            loopback ports, sharing the cores (time,
-#                                            RSS and CPU are process 0's)
+#                                            RSS and CPU are process 0's; a second line
+#                                            gives every process's peak and their sum)
 #   PAGES=urls scripts/bench_cluster.sh      each run again with --pages, a pages table of
 #                                            10M rows (DuckDB: id, fetch_time, url, n_chars)
 #                                            and the default keys corpus,earliest,canonical-url,
@@ -189,26 +190,35 @@ PY
         if [ "$processes" -gt 1 ]; then
             run+=(--hostfile "$hosts")
             for i in $(seq 1 $((processes - 1))); do
-                "${run[@]}" --process "$i" > /dev/null 2>&1 &
+                /usr/bin/time -f "%M" -o "bench-data/cluster-peak-$i.txt" \
+                    "${run[@]}" --process "$i" > /dev/null 2>&1 &
                 peers+=($!)
             done
             run+=(--process 0)
         fi
         /usr/bin/time -v "${run[@]}" > /dev/null 2> bench-data/cluster-time.txt
         for peer in "${peers[@]}"; do wait "$peer"; done
+        # Every process's peak RSS in MiB, process 0's first, and their sum.
+        peaks=$(awk '/Maximum resident set size/ {printf "%d", $6 / 1024}' bench-data/cluster-time.txt)
+        for i in $(seq 1 $((processes - 1))); do
+            peaks+=" $(awk '{printf "%d", $1 / 1024}' "bench-data/cluster-peak-$i.txt")"
+        done
         peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/cluster-time.txt)
         wall=$(awk '/Elapsed \(wall clock\)/ {print $8}' bench-data/cluster-time.txt)
         cpu=$(awk '/User time/ {u=$4} /System time/ {s=$4} /Minor .* page faults/ {f=$NF}
                    END {print "user " u " s, sys " s " s, " f " minor faults"}' bench-data/cluster-time.txt)
-        python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" "$cpu" "$variant" <<'PY'
+        python3 - "$shape" "$policy" "$peak_kib" "$wall" "$out/_summary.json" "$cpu" "$variant" "$peaks" <<'PY'
 import json, sys
-shape, policy, peak_kib, wall, summary, cpu, variant = sys.argv[1:]
+shape, policy, peak_kib, wall, summary, cpu, variant, peaks = sys.argv[1:]
 s = json.load(open(summary))
 keys = ",".join(s["keep_by"]) + (" +urls" if s.get("drop_urls") else "")
 print(f"{shape:6} {policy:9} {s['processes']}x{s['workers']} {s['pairs']:>10,} pairs {s['pages']:>10,} pages "
       f"{s['clusters']:>9,} clusters (largest {s['largest_cluster']:,}) {s['dropped']:>10,} dropped | "
       f"{s['seconds']:6.2f}s (wall {wall}) {s['pairs'] / s['seconds'] / 1e6:5.2f}M pairs/s "
       f"peak {int(peak_kib) / 1024:5.0f} MiB ({cpu}) [{keys}]")
+if len(peaks.split()) > 1:
+    mib = [int(p) for p in peaks.split()]
+    print(f"{'':16} peak of each process: {' '.join(map(str, mib))} MiB, {sum(mib)} MiB in all")
 if variant == "plain":
     json.dump({"peak_kib": int(peak_kib), "seconds": s["seconds"]}, open("bench-data/cluster-plain.json", "w"))
 else:
