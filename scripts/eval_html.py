@@ -59,6 +59,7 @@ class MainText(HTMLParser):
         self.open = []  # (tag, marks main) of the open elements
         self.depth_main = 0
         self.hidden = 0
+        self.everything = False
         self.parts = []
 
     def handle_starttag(self, tag, attrs):
@@ -82,12 +83,15 @@ class MainText(HTMLParser):
         self.parts.append(" ")
 
     def handle_data(self, data):
-        if self.depth_main and not self.hidden:
+        if (self.depth_main or self.everything) and not self.hidden:
             self.parts.append(data)
 
 
-def main_words(html):
+def main_words(html, everything=False):
+    """The words inside the main content, or with `everything` all of the
+    page's (the truth of a redirect stub, which marks none)."""
     parser = MainText()
+    parser.everything = everything
     parser.feed(html)
     return re.findall(r"\w+", "".join(parser.parts).lower())
 
@@ -145,7 +149,8 @@ def write_warc(path, unmark=False, docs=None):
                         "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1")
                     writer.write_record(writer.create_warc_record(
                         url, "response", payload=io.BytesIO(html.encode()), http_headers=headers))
-                    pages[url] = (rel, shingles(words), len(words), html)
+                    everything = shingles(main_words(html, everything=True))
+                    pages[url] = (rel, shingles(words), len(words), html, everything)
     return pages
 
 
@@ -208,7 +213,7 @@ def main():
         by_rel.setdefault(rel, []).append(url)
     # Pages without main content (redirect stubs) have no truth: left out.
     empty = {url for url, (_, words, *_) in pages.items() if not words}
-    print(f"{len(empty)} pages without a <main> (redirect stubs) left out of the scores")
+    print(f"{len(empty)} pages without a <main> (redirect stubs) scored apart")
     same_page = {tuple(sorted(urls)) for urls in by_rel.values() if len(urls) == 2}
     candidates = (set().union(*found.values()) | same_page)
     candidates = {p for p in candidates if not (set(p) & empty)}
@@ -222,6 +227,14 @@ def main():
     figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)],
                             lambda p: bucket(min(pages[p[0]][2], pages[p[1]][2])),
                             BUCKETS)
+    # Redirect stubs, scored apart on their whole text: pairs of two stubs.
+    stub_pairs = {p for p in set().union(*found.values()) | same_page if set(p) <= empty}
+    stub_truth = {p: jaccard(pages[p[0]][4], pages[p[1]][4]) for p in stub_pairs}
+    stub_positives = {p for p in same_page if p in stub_truth and stub_truth[p] >= 0.9}
+    stub_found = {mode: {p for p in pairs if p in stub_truth} for mode, pairs in found.items()}
+    print("\nredirect stubs (no <main>), truth on their whole text:")
+    figures["stubs"] = scoring.score(stub_found, stub_positives,
+                                     lambda a, b: stub_truth[(a, b)], lambda p: "all", [])
     if args.json:
         json.dump(figures, open(args.json, "w"), indent=1)
 
