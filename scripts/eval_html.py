@@ -52,14 +52,14 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
 
 class MainText(HTMLParser):
     """The text inside `<main>` or an element with `role="main"` (Sphinx
-    marks its body so)."""
+    marks its body so), or with `everything` all the text."""
 
-    def __init__(self):
+    def __init__(self, everything=False):
         super().__init__()
         self.open = []  # (tag, marks main) of the open elements
         self.depth_main = 0
         self.hidden = 0
-        self.everything = False
+        self.everything = everything
         self.parts = []
 
     def handle_starttag(self, tag, attrs):
@@ -90,8 +90,7 @@ class MainText(HTMLParser):
 def main_words(html, everything=False):
     """The words inside the main content, or with `everything` all of the
     page's (the truth of a redirect stub, which marks none)."""
-    parser = MainText()
-    parser.everything = everything
+    parser = MainText(everything)
     parser.feed(html)
     return re.findall(r"\w+", "".join(parser.parts).lower())
 

@@ -602,9 +602,8 @@ fn links_of(
 
 /// At worker 0: the clusters (id and size) of the joined local components.
 /// Links are joined as they arrive, each batch then dropped: held until
-/// the last came, they were most of worker 0's memory (72 bytes a link,
-/// 13M links for 4 processes on a crawl-like graph in random order), and
-/// the union-find waited for the slowest worker's links.
+/// the last came, they were most of worker 0's memory, and the union-find
+/// waited for the slowest worker's links.
 pub(crate) fn join_at_worker_zero<'scope>(
     links: Stream<'scope, u64, Vec<NodeLink>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {

@@ -12,9 +12,9 @@
 //! `features=script(han>=200:words,han<200:chars:4,other:chars:5)`), the
 //! stop words (`en+zh` or `none`) and, for shards of WARC files only, the
 //! text of an HTML page: `all`, `main` (the first main-content rules),
-//! `main/2` or `main/3` (the second and third). Shards of text (WET, JSONL, Parquet) leave `html=`
-//! out, so text shards of two schemes that differ only in it stay
-//! comparable.
+//! `main/2` or `main/3` (the second and third). Shards of text (WET, JSONL,
+//! Parquet) leave `html=` out, so text shards of two schemes that differ
+//! only in it stay comparable.
 //!
 //! Every shard records its scheme in its Parquet key-value metadata under
 //! `neardup.scheme`. Two schemes are comparable when they are the same but

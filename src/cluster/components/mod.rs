@@ -418,8 +418,10 @@ impl SharedGraph {
     /// pages `(id, page, root)` sorted by id and the pairs of its
     /// components from every worker's log.
     pub fn split(&self, worker: usize, pairs: Option<PairLog>) -> WorkerShare {
-        self.barrier.wait();
+        // Every worker has a log or none (the policy is the job's): under
+        // the direct policy, each samples its log's roots once all are in.
         if let Some(log) = &pairs {
+            self.barrier.wait();
             let mut counts = RootCounts::default();
             let arrays = self.building.read().unwrap_or_else(|e| e.into_inner());
             pair_sample(&arrays.nodes, log, &mut counts);
