@@ -54,13 +54,67 @@ pub(crate) type Node = (u32, Page);
 /// may have seen the pair that makes it a corpus page).
 pub(crate) type Join = (u32, Page, Page, Node, bool);
 
+/// A local component's least label as the join carries it: a [`Label`]
+/// when the run orders pages by keys, an [`IdLabel`] when by corpus and id
+/// alone. The join's records are its traffic and most of worker 0's
+/// memory, and eight unused key words were half of each.
+pub(crate) trait JoinLabel:
+    Copy + Ord + Default + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + 'static
+{
+    /// After every real label: a node's until its own link comes.
+    const NONE: Self;
+    /// The least label of a local component.
+    fn of(components: &Components, root: Page) -> Self;
+    fn id(&self) -> i64;
+}
+
+impl JoinLabel for Label {
+    const NONE: Label = Label {
+        later: true,
+        keys: [u32::MAX; MAX_KEY_WORDS],
+        id: i64::MAX,
+    };
+
+    fn of(components: &Components, root: Page) -> Label {
+        components.least(root)
+    }
+
+    fn id(&self) -> i64 {
+        self.id
+    }
+}
+
+/// A [`Label`] without keys, in the same order as a keyless one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct IdLabel {
+    pub(crate) later: bool,
+    pub(crate) id: i64,
+}
+
+impl JoinLabel for IdLabel {
+    const NONE: IdLabel = IdLabel {
+        later: true,
+        id: i64::MAX,
+    };
+
+    fn of(components: &Components, root: Page) -> IdLabel {
+        let Label { later, id, .. } = components.least(root);
+        IdLabel { later, id }
+    }
+
+    fn id(&self) -> i64 {
+        self.id
+    }
+}
+
 /// A joined local component as worker 0 needs it: one per node it joins
 /// (pages shared with the same node make one link).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct NodeLink {
+#[serde(bound = "")]
+pub(crate) struct NodeLink<L: JoinLabel> {
     pub(crate) node: Node,
     pub(crate) joins: Node,
-    pub(crate) least: Label,
+    pub(crate) least: L,
     /// The local component's pages.
     pub(crate) pages: u32,
     /// How many of the pages it shares through this link another worker
@@ -530,6 +584,21 @@ fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) 
     }
 }
 
+/// Local components that share pages, joined into clusters: described at
+/// their workers, joined at worker 0, each resolved back to its worker. Their
+/// labels carry keys only if pages have any (`key_words`).
+pub(crate) fn join_components<'scope>(
+    joins: Stream<'scope, u64, Vec<Join>>,
+    graph: Rc<RefCell<Components>>,
+    shared: Rc<RefCell<SharedPages>>,
+    key_words: usize,
+) -> Stream<'scope, u64, Vec<Resolved>> {
+    match key_words {
+        0 => join_at_worker_zero(describe_joined::<IdLabel>(joins, graph, shared)),
+        _ => join_at_worker_zero(describe_joined::<Label>(joins, graph, shared)),
+    }
+}
+
 /// At each joined component's worker: its least label and size, for worker
 /// 0, once per node it joins. The worker's pages that other workers saw too
 /// are marked in `shared`, with whether this worker writes them.
@@ -538,11 +607,11 @@ fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) 
 /// link for them all, with their copies counted: fewer links, each a
 /// record through the exchange and a union at worker 0, the one step no
 /// worker shares.
-pub(crate) fn describe_joined<'scope>(
+fn describe_joined<'scope, L: JoinLabel>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
     shared: Rc<RefCell<SharedPages>>,
-) -> Stream<'scope, u64, Vec<NodeLink>> {
+) -> Stream<'scope, u64, Vec<NodeLink<L>>> {
     after_all_batches(
         joins,
         Exchange::new(|&(worker, ..): &Join| worker as u64),
@@ -561,12 +630,12 @@ pub(crate) fn describe_joined<'scope>(
 /// pages in `shared`: a root's first link is found by an array by root;
 /// a root that joins several nodes (rare) gives a link for each further
 /// join, not merged.
-fn links_of(
+fn links_of<L: JoinLabel>(
     received: Batches<Join>,
     components: &Components,
     shared: &mut SharedPages,
-) -> Vec<NodeLink> {
-    let mut links: Vec<NodeLink> = Vec::new();
+) -> Vec<NodeLink<L>> {
+    let mut links: Vec<NodeLink<L>> = Vec::new();
     if received.is_empty() {
         return links;
     }
@@ -592,7 +661,7 @@ fn links_of(
         links.push(NodeLink {
             node: (worker, root),
             joins,
-            least: components.least(root),
+            least: L::of(components, root),
             pages: components.component_size(root),
             copies,
         });
@@ -604,14 +673,14 @@ fn links_of(
 /// Links are joined as they arrive, each batch then dropped: held until
 /// the last came, they were most of worker 0's memory, and the union-find
 /// waited for the slowest worker's links.
-pub(crate) fn join_at_worker_zero<'scope>(
-    links: Stream<'scope, u64, Vec<NodeLink>>,
+fn join_at_worker_zero<'scope, L: JoinLabel>(
+    links: Stream<'scope, u64, Vec<NodeLink<L>>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
-    let forest = Rc::new(RefCell::new(NodeForest::default()));
+    let forest = Rc::new(RefCell::new(NodeForest::<L>::default()));
     let absorbed = forest.clone();
     after_all(
         links,
-        Exchange::new(|_: &NodeLink| 0),
+        Exchange::new(|_: &NodeLink<L>| 0),
         "JoinAtWorkerZero",
         move |batch| {
             absorbed.borrow_mut().add(batch);
@@ -649,13 +718,12 @@ pub(crate) fn join_at_worker_zero<'scope>(
 /// is numbered then, with no pages and no label, and its own least label
 /// and pages go to its set's root when its first own link comes (a set's
 /// pages and least label are a sum and a least, in any order).
-#[derive(Default)]
-struct NodeForest {
+struct NodeForest<L: JoinLabel> {
     /// Each node's index, by worker and local root ([`MISSING`]: none).
     index_of: Vec<Vec<u32>>,
     /// Each node's `(worker, local root)`, by index.
     nodes: Vec<Node>,
-    sets: Vec<NodeSet>,
+    sets: Vec<NodeSet<L>>,
     /// Whether a node's own least label and pages are in its set.
     described: Vec<bool>,
     /// A batch's nodes, kept for the next batch.
@@ -666,21 +734,14 @@ struct NodeForest {
 
 /// A node of [`NodeForest`]; the sizes and least label are its set's at a root.
 #[derive(Clone, Copy, Debug)]
-struct NodeSet {
+struct NodeSet<L> {
     parent: u32,
     /// Nodes in the set.
     size: u32,
     /// Distinct pages in the set.
     pages: u64,
-    least: Label,
+    least: L,
 }
-
-/// A node's label until its own link comes: after every real one.
-const NO_LABEL: Label = Label {
-    later: true,
-    keys: [u32::MAX; MAX_KEY_WORDS],
-    id: i64::MAX,
-};
 
 /// How many links ahead a node's entries are fetched.
 const JOIN_LOOKAHEAD: usize = 16;
@@ -715,9 +776,22 @@ impl<'a, T> Batches<'a, T> {
     }
 }
 
-impl NodeForest {
+impl<L: JoinLabel> Default for NodeForest<L> {
+    fn default() -> Self {
+        NodeForest {
+            index_of: Vec::new(),
+            nodes: Vec::new(),
+            sets: Vec::new(),
+            described: Vec::new(),
+            own: Vec::new(),
+            links: 0,
+        }
+    }
+}
+
+impl<L: JoinLabel> NodeForest<L> {
     #[cfg(test)]
-    fn from_links(links: Batches<NodeLink>) -> NodeForest {
+    fn from_links(links: Batches<NodeLink<L>>) -> NodeForest<L> {
         let mut forest = NodeForest::default();
         for batch in links.0 {
             forest.add(batch);
@@ -728,7 +802,7 @@ impl NodeForest {
     /// Joins a batch of links: each link's node is numbered (and its own
     /// label and pages put in, less the copies it names) first, then the
     /// unions, each a few links behind the fetches of its entries.
-    fn add(&mut self, links: &[NodeLink]) {
+    fn add(&mut self, links: &[NodeLink<L>]) {
         let mut own = std::mem::take(&mut self.own);
         own.clear();
         for (at, link) in links.iter().enumerate() {
@@ -778,7 +852,7 @@ impl NodeForest {
                 parent: *index,
                 size: 1,
                 pages: 0,
-                least: NO_LABEL,
+                least: L::NONE,
             });
             self.described.push(false);
         }
@@ -840,7 +914,7 @@ impl NodeForest {
         self.nodes.iter().zip(roots).map(|(&node, root)| {
             let root = &self.sets[root as usize];
             let pages = u32::try_from(root.pages).unwrap_or(u32::MAX);
-            (node, (root.least.id, pages))
+            (node, (root.least.id(), pages))
         })
     }
 }
@@ -918,12 +992,8 @@ mod tests {
     use super::*;
 
     /// A label with no keys.
-    fn keyless(later: bool, id: i64) -> Label {
-        Label {
-            later,
-            id,
-            ..Label::default()
-        }
+    fn keyless(later: bool, id: i64) -> IdLabel {
+        IdLabel { later, id }
     }
 
     #[test]
@@ -952,7 +1022,8 @@ mod tests {
             ],
         ];
         let mut shared = SharedPages::default();
-        let mut links = links_of(Batches(&batches), components, &mut shared);
+        let mut links: Vec<NodeLink<IdLabel>> =
+            links_of(Batches(&batches), components, &mut shared);
         links.sort_by_key(|link| (link.node, link.joins));
         let summary: Vec<(Node, Node, u32, u32)> = links
             .iter()
@@ -1160,7 +1231,7 @@ mod tests {
         }
         // In batches of uneven sizes (some shorter than the lookahead, one
         // empty), as timely delivers them.
-        let mut batches: Vec<Vec<NodeLink>> = Vec::new();
+        let mut batches: Vec<Vec<NodeLink<IdLabel>>> = Vec::new();
         let mut rest = &links[..];
         for size in [5, 0, 1, 40].into_iter().cycle() {
             if rest.is_empty() {
@@ -1173,9 +1244,34 @@ mod tests {
         let mut joined = NodeForest::from_links(Batches(&batches));
         let clusters: std::collections::HashMap<Node, ClusterOf> = joined.clusters().collect();
         for (i, node) in nodes.iter().enumerate() {
-            let (Label { id, .. }, pages) = expected[&label[i]];
+            let (IdLabel { id, .. }, pages) = expected[&label[i]];
             assert_eq!(clusters[node], (id, pages as u32), "node {i}");
         }
+    }
+
+    #[test]
+    fn labels_without_keys_order_as_keyless_labels_do_in_half_the_bytes() {
+        let labels: Vec<(bool, i64)> = [i64::MIN, -3, 0, 1, 7, i64::MAX]
+            .into_iter()
+            .flat_map(|id| [(false, id), (true, id)])
+            .collect();
+        for &(a_later, a) in &labels {
+            for &(b_later, b) in &labels {
+                let full = |later, id| Label {
+                    later,
+                    id,
+                    ..Label::default()
+                };
+                assert_eq!(
+                    keyless(a_later, a).cmp(&keyless(b_later, b)),
+                    full(a_later, a).cmp(&full(b_later, b)),
+                    "{a_later} {a} against {b_later} {b}"
+                );
+            }
+        }
+        assert!(keyless(true, i64::MAX) <= IdLabel::NONE);
+        assert!(std::mem::size_of::<NodeLink<IdLabel>>() <= 40);
+        assert!(std::mem::size_of::<NodeSet<IdLabel>>() <= 32);
     }
 
     #[test]

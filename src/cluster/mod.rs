@@ -64,8 +64,8 @@ use crate::cluster::components::{
 use crate::cluster::drop_policy::{DropPolicy, PairLog};
 use crate::cluster::drop_urls::attach_urls;
 use crate::cluster::join::{
-    after_joins, describe_joined, find_shared, join_at_worker_zero, owner_of, seen_twice,
-    shared_sightings, sightings, FilterChunk, SharedFilter, SharedPages, Sighting,
+    after_joins, find_shared, join_components, owner_of, seen_twice, shared_sightings, sightings,
+    FilterChunk, SharedFilter, SharedPages, Sighting,
 };
 use crate::cluster::keep_order::{KeepOrder, URL};
 use crate::cluster::local_clusters::{Routed, Router, RouterInput};
@@ -303,8 +303,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                 };
                 let joins = find_shared(sighted, peers, expected_sightings.clone());
                 let shared = Rc::new(RefCell::new(SharedPages::default()));
-                let links = describe_joined(joins, graph.clone(), shared.clone());
-                let resolved = join_at_worker_zero(links);
+                let resolved =
+                    join_components(joins, graph.clone(), shared.clone(), opts.keep_by.words());
                 let routed = {
                     let (graph, direct_share, state) =
                         (graph.clone(), direct_share.clone(), state.clone());
