@@ -5,14 +5,16 @@
 //! The fingerprints are uniform random, or, with `NEARDUP_BENCH_DATA=DIR`,
 //! read from a `neardup gen` directory (all of `DIR/queries`, the first
 //! `corpus` rows of `DIR/corpus`), whose planted near-duplicates make the
-//! kernel do the work of real matches as well.
+//! kernel do the work of real matches as well. `NEARDUP_KERNEL=avx2` (or
+//! `avx512`, `portable`) forces a kernel, as `match --kernel` does.
 
 use std::time::Instant;
 
 use anyhow::Result;
+use clap::ValueEnum;
 use neardup::io::parquet::input::{expand_locations, read_files, Columns, FingerprintFile};
 use neardup::matching::design::{plan, DEFAULT_TABLE_MEMORY};
-use neardup::matching::probe::{candidates_per_probe, kernel_name, probe, Scratch};
+use neardup::matching::probe::{probe, Kernel, Scratch};
 use neardup::matching::tables::{Index, QuerySet};
 
 /// Up to `limit` `(fingerprint, id)` rows of the Parquet files at `path`.
@@ -56,21 +58,26 @@ fn main() -> Result<()> {
     };
     let set = QuerySet::from_rows(rows);
     let forced = args.get(3).map(|&m| m as u32);
+    let kernel = match std::env::var("NEARDUP_KERNEL") {
+        Ok(name) => Some(Kernel::from_str(&name, true).map_err(anyhow::Error::msg)?),
+        Err(_) => None,
+    };
+    let (kernel, _) = Kernel::choose(kernel)?;
     let design = plan(
         set.groups() as u64,
         k,
         DEFAULT_TABLE_MEMORY,
         forced,
-        candidates_per_probe(),
+        kernel.max_candidates(),
     )
     .design;
     println!(
         "design: {} (kernel: {})",
         design.describe(),
-        kernel_name(&design)
+        kernel.runs_for(&design)
     );
     let started = Instant::now();
-    let index = Index::build(design, set, 2);
+    let index = Index::build(design, set, 2).probed_by(kernel);
     println!("build: {:.2}s", started.elapsed().as_secs_f64());
     let fps: Vec<u64> = match &data {
         Some(dir) => read_rows(format!("{dir}/corpus"), corpus as usize)?

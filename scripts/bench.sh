@@ -11,7 +11,9 @@
 # once on the shards neardup wrote, once on the same rows as pyarrow writes
 # them (scripts/write_pyarrow_shards.py: snappy, dictionary, 64Ki-row groups).
 # DuckDB joins the queries with the first DUCKDB_SHARDS (default 1) of the
-# pyarrow-written shards, in the same run.
+# pyarrow-written shards, in the same run. KERNEL=avx2 (or avx512, portable)
+# forces `match --kernel`: an AVX-512 host then measures the AVX2 or portable
+# kernel (the portable one is what ARM runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 corpus_rows=${1:-40000000}
@@ -35,9 +37,11 @@ fi
 # neardup match on CORPUS_DIR, with its figures under LABEL.
 run_match() {
     local label=$1 corpus=$2
-    echo "== neardup match, k=3, $cores workers, corpus written by $label"
+    local kernel=()
+    if [ -n "${KERNEL:-}" ]; then kernel=(--kernel "$KERNEL"); fi
+    echo "== neardup match, k=3, $cores workers, corpus written by $label, $("$bin" plan --num-queries 1000000 "${kernel[@]}" | grep '^kernel:')"
     /usr/bin/time -v "$bin" match --queries "$data/queries" --corpus "$corpus" --out bench-data/pairs \
-        --workers "$cores" --overwrite 2> bench-data/time.txt
+        --workers "$cores" --overwrite "${kernel[@]}" 2> bench-data/time.txt
     peak_kib=$(awk '/Maximum resident set size/ {print $6}' bench-data/time.txt)
     python3 - "$cores" "$peak_kib" <<'PY'
 import json, sys

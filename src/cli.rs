@@ -19,8 +19,9 @@ use crate::fingerprint::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
 use crate::io::parquet::input::{open_inputs, Columns};
 use crate::job;
-use crate::matching::design::{self, BITS};
+use crate::matching::design::{self, Design, BITS};
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
+use crate::matching::probe::Kernel;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
@@ -273,6 +274,9 @@ pub struct MatchArgs {
     /// Memory budget for the tables, in MiB.
     #[arg(long, default_value_t = design::DEFAULT_TABLE_MEMORY >> 20)]
     pub(crate) table_memory_mib: u64,
+    /// Probe kernel instead of this CPU's best (`neardup plan` shows which).
+    #[arg(long, value_enum)]
+    pub(crate) kernel: Option<Kernel>,
     /// Pairs a worker holds in memory, in MiB; beyond it they are spilled
     /// as sorted runs under the output's staging directory.
     #[arg(long, default_value_t = DEFAULT_PAIR_MEMORY_MIB)]
@@ -298,6 +302,9 @@ pub struct PlanArgs {
     /// Memory budget for the tables, in MiB.
     #[arg(long, default_value_t = design::DEFAULT_TABLE_MEMORY >> 20)]
     pub(crate) table_memory_mib: u64,
+    /// Plan for this probe kernel instead of this CPU's best.
+    #[arg(long, value_enum)]
+    pub(crate) kernel: Option<Kernel>,
     #[command(flatten)]
     pub(crate) columns: ColumnArgs,
 }
@@ -445,6 +452,7 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
         columns: args.columns.columns(),
         blocks: args.blocks,
         table_memory: args.table_memory_mib << 20,
+        kernel: args.kernel,
         pair_memory: args.pair_memory_mib << 20,
         progress: true,
     };
@@ -464,28 +472,44 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
         Some(n) => n,
         None => count_distinct_fingerprints(&args.queries, &args.columns.columns())?,
     };
+    let (kernel, why) = Kernel::choose(args.kernel)?;
     let plan = design::plan(
         stored,
         args.k,
         args.table_memory_mib << 20,
         args.blocks,
-        crate::matching::probe::candidates_per_probe(),
+        kernel.max_candidates(),
     );
-    print_all(&plan_report(stored, args.k, &plan)?)
+    print_all(&plan_report(stored, args.k, &plan, (kernel, why))?)
+}
+
+/// `plan`'s line on the probe kernel: what runs for the design, and why.
+fn kernel_line(kernel: Kernel, why: &str, design: &Design) -> String {
+    let runs = kernel.runs_for(design);
+    let narrow = match kernel != Kernel::Portable && runs == "filter words" {
+        true => "; the design has at most one candidate per probe",
+        false => "",
+    };
+    format!("kernel: {runs} (--kernel {}: {why}{narrow})", kernel.flag())
 }
 
 /// What `neardup plan` prints for `plan` over `stored` fingerprints at `k`.
-fn plan_report(stored: u64, k: u32, plan: &design::Plan) -> Result<String, std::fmt::Error> {
+fn plan_report(
+    stored: u64,
+    k: u32,
+    plan: &design::Plan,
+    (kernel, why): (Kernel, &str),
+) -> Result<String, std::fmt::Error> {
     let d = &plan.design;
     let mut out = String::new();
     writeln!(out, "{} distinct query fingerprints, k = {}", stored, k)?;
     writeln!(out, "design: {}", d.describe())?;
     writeln!(
         out,
-        "expected candidates per probe: {:.3} (kernel: {})",
-        d.expected_candidates,
-        crate::matching::probe::kernel_name(d)
+        "expected candidates per probe: {:.3}",
+        d.expected_candidates
     )?;
+    writeln!(out, "{}", kernel_line(kernel, why, d))?;
     writeln!(
         out,
         "table memory: {} bytes ({})",

@@ -36,6 +36,7 @@ use crate::io::parquet::output::{
 use crate::io::storage::is_url;
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
+use crate::matching::probe::Kernel;
 use crate::matching::{run_match, MatchOptions};
 use crate::report::{run_report, NightDirs, ReportOptions};
 
@@ -168,6 +169,7 @@ pub(crate) struct MatchSpec {
     pub(crate) parts: usize,
     pub(crate) blocks: Option<u32>,
     pub(crate) table_memory_mib: Option<u64>,
+    pub(crate) kernel: Option<Kernel>,
     pub(crate) pair_memory_mib: Option<u64>,
     pub(crate) id_column: Option<String>,
     pub(crate) simhash_column: Option<String>,
@@ -386,6 +388,7 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     matching.allow_mixed_schemes = m.allow_mixed_schemes;
     matching.parts = m.parts;
     matching.blocks = m.blocks;
+    matching.kernel = m.kernel;
     matching.table_memory = m
         .table_memory_mib
         .map_or(DEFAULT_TABLE_MEMORY, |mib| mib << 20);

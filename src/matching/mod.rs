@@ -27,6 +27,7 @@ use crate::io::parquet::schemes;
 use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side};
 use crate::matching::design::{Design, BITS, MAX_K};
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
+use crate::matching::probe::Kernel;
 use crate::matching::tables::{Index, QuerySet};
 
 /// Options of `neardup match`.
@@ -43,8 +44,11 @@ pub struct MatchOptions {
     pub parts: usize,
     pub overwrite: bool,
     pub(crate) columns: Columns,
-    pub(crate) blocks: Option<u32>,
+    /// Blocks of the table design (`--blocks`); none: planned.
+    pub blocks: Option<u32>,
     pub(crate) table_memory: u64,
+    /// The probe kernel (`--kernel`); none: this CPU's best.
+    pub kernel: Option<Kernel>,
     /// Bytes of pairs a worker holds in memory before it spills them to
     /// disk as sorted runs.
     pub pair_memory: u64,
@@ -67,6 +71,7 @@ impl MatchOptions {
             columns: Columns::default(),
             blocks: None,
             table_memory: design::DEFAULT_TABLE_MEMORY,
+            kernel: None,
             pair_memory: DEFAULT_PAIR_MEMORY_MIB << 20,
             progress: false,
         }
@@ -182,14 +187,20 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         "read queries"
     );
 
+    let (kernel, why) = Kernel::choose(opts.kernel)?;
     let plan = design::plan(
         queries.groups() as u64,
         opts.k,
         opts.table_memory,
         opts.blocks,
-        probe::candidates_per_probe(),
+        kernel.max_candidates(),
     );
-    tracing::info!(design = %plan.design.describe(), "table design");
+    tracing::info!(
+        design = %plan.design.describe(),
+        kernel = kernel.runs_for(&plan.design),
+        why,
+        "table design"
+    );
     // B's ids are sorted only to split the output into parts: one part
     // needs no boundaries, so the build skips the sort.
     let parts = match opts.parts {
@@ -197,7 +208,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),
     };
     let building = Instant::now();
-    let index = Index::build(plan.design, queries, opts.runtime.workers);
+    let index = Index::build(plan.design, queries, opts.runtime.workers).probed_by(kernel);
     let build_seconds = started.elapsed().as_secs_f64();
     tracing::info!(
         seconds = build_seconds,

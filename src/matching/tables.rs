@@ -22,7 +22,7 @@ use crate::exec::parallel::in_parallel;
 use crate::exec::parallel::prefetch;
 use crate::exec::sorting::scatter_sorted_runs;
 use crate::matching::design::{Block, Design, TableSpec, BITS};
-use crate::matching::probe::{lead_groups, LeadGroup};
+use crate::matching::probe::{lead_groups, Kernel, LeadGroup};
 use std::sync::OnceLock;
 
 /// B with every distinct fingerprint stored once.
@@ -346,6 +346,9 @@ pub struct Index {
     pub(crate) tables: Vec<Table>,
     /// How the probe kernel partitions corpus rows for cache locality.
     pub(crate) lead_groups: Vec<LeadGroup>,
+    /// The kernel that probes them: this CPU's best unless
+    /// [`Index::probed_by`] says otherwise.
+    pub(crate) kernel: Kernel,
 }
 
 impl Index {
@@ -386,7 +389,14 @@ impl Index {
             queries,
             tables,
             lead_groups,
+            kernel: Kernel::best().0,
         }
+    }
+
+    /// The index probed by `kernel`, which this CPU must run
+    /// ([`Kernel::choose`]).
+    pub fn probed_by(self, kernel: Kernel) -> Index {
+        Index { kernel, ..self }
     }
 }
 

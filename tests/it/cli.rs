@@ -9,6 +9,7 @@ use crate::common::*;
 use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use neardup::gen::SplitMix64;
+use neardup::matching::probe::Kernel;
 use parquet::arrow::ArrowWriter;
 
 fn write_batch(path: &Path, columns: Vec<(&str, ArrayRef)>) {
@@ -386,12 +387,32 @@ fn plan_prints_the_design_and_its_alternatives() {
         stdout.contains("m=5 blocks [13,13,13,13,12], 10 tables, key 25-26 bits"),
         "{stdout}"
     );
-    assert!(stdout.contains("(kernel: filter words)"), "{stdout}");
+    // A wide kernel takes filter words on so narrow a design, and says why.
+    let (best, why) = Kernel::best();
+    let line = format!("kernel: filter words (--kernel {}: {why}", best.flag());
+    assert!(stdout.contains(&line), "{stdout}");
     assert!(
         stdout
             .lines()
             .any(|l| l.contains("m=4") && l.contains("more than")),
         "{stdout}"
+    );
+    // 1M queries: the wide kernel's ground where the CPU has one; forced
+    // portable, one candidate a probe and filter words.
+    let wide = run_ok(&["plan", "--num-queries", "1048576"]);
+    let expected = match best {
+        Kernel::Portable => "kernel: filter words",
+        _ => "kernel: wide buckets",
+    };
+    assert!(wide.contains(expected), "{wide}");
+    let portable = run_ok(&["plan", "--num-queries", "1048576", "--kernel", "portable"]);
+    assert!(
+        portable.contains("kernel: filter words (--kernel portable: chosen by --kernel)"),
+        "{portable}"
+    );
+    assert!(
+        portable.contains("expected candidates per probe: 0."),
+        "{portable}"
     );
     let bad = neardup(&["plan", "--num-queries", "10", "-k", "12"]);
     assert!(!bad.status.success());

@@ -4,6 +4,8 @@
 use crate::common::*;
 use neardup::gen::SplitMix64;
 use neardup::io::parquet::output::write_fingerprints;
+use neardup::matching::design::{plan, DEFAULT_TABLE_MEMORY};
+use neardup::matching::probe::Kernel;
 use neardup::matching::{run_match, MatchOptions};
 
 fn check(
@@ -279,4 +281,58 @@ fn pairs_beyond_the_memory_budget_are_spilled_and_give_the_same_bytes() {
         outputs[0], outputs[2],
         "1 worker spilling changed the bytes"
     );
+}
+
+/// `match --kernel`: every kernel this CPU runs, forced in turn, gives the
+/// oracle's pairs and the same bytes, on designs of several candidates per
+/// probe (where the wide kernels run) at k = 3, 5 and 7; a kernel this CPU
+/// cannot run is refused in one line. In process, so that it runs under
+/// qemu-user too (`scripts/test_aarch64.sh`).
+#[test]
+fn every_kernel_this_cpu_runs_gives_the_oracles_pairs_and_the_same_bytes() {
+    let all = [Kernel::Avx512, Kernel::Avx2, Kernel::Portable];
+    let (runs, refused): (Vec<Kernel>, Vec<Kernel>) = all
+        .into_iter()
+        .partition(|&kernel| Kernel::choose(Some(kernel)).is_ok());
+    assert!(runs.contains(&Kernel::Portable));
+    for kernel in refused {
+        let error = Kernel::choose(Some(kernel)).unwrap_err().to_string();
+        let line = format!("--kernel {}: this CPU cannot run it", kernel.flag());
+        assert!(error.starts_with(&line) && !error.contains('\n'), "{error}");
+        eprintln!("skipped: {line}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (k, blocks, queries) in [(3u32, 4u32, 120_000usize), (5, 6, 8_000), (7, 8, 2_000)] {
+        let mut rng = SplitMix64::new(300 + u64::from(k));
+        let queries = random_rows(&mut rng, queries, 0);
+        let corpus = planted_corpus(&mut rng, &queries, 40, k + 2, 4_000, 1_000_000);
+        let design = plan(
+            queries.len() as u64,
+            k,
+            DEFAULT_TABLE_MEMORY,
+            Some(blocks),
+            1.0,
+        )
+        .design;
+        let wide = Kernel::Avx2.runs_for(&design);
+        assert_eq!(wide, "wide buckets, AVX2", "k = {k}: a wide design");
+        let expected = oracle(&queries, &corpus, k, false);
+        let q = write_shards(&dir.path().join(format!("q{k}")), &queries, 2);
+        let c = write_shards(&dir.path().join(format!("c{k}")), &corpus, 2);
+        let mut first: Option<Vec<Vec<u8>>> = None;
+        for &kernel in &runs {
+            let out = dir.path().join(format!("out-{k}-{}", kernel.flag()));
+            let mut opts = MatchOptions::new(q.clone(), c.clone(), out.clone());
+            (opts.k, opts.blocks, opts.kernel) = (k, Some(blocks), Some(kernel));
+            (opts.runtime.workers, opts.parts) = (2, 2);
+            run_match(&opts).unwrap();
+            let case = format!("k = {k}, --kernel {}", kernel.flag());
+            assert_eq!(read_pairs(&out), expected, "{case}");
+            let bytes = part_bytes(&out);
+            match &first {
+                None => first = Some(bytes),
+                Some(first) => assert!(*first == bytes, "{case}: other bytes"),
+            }
+        }
+    }
 }

@@ -46,6 +46,8 @@
 //! BMI2 (and AVX-512), picked at run time. The tests run the portable
 //! kernel and every variant of the wide one the CPU can run.
 
+use serde::{Deserialize, Serialize};
+
 use crate::matching::design::Design;
 use crate::matching::tables::Index;
 
@@ -139,45 +141,110 @@ pub struct Scratch {
     near_buckets: Vec<wide::NearBucket>,
 }
 
-/// Candidates per probe the kernel on this CPU checks cheaply: 32 with
-/// AVX-512's population count (the [`wide`] kernel scans a bucket 16 residues
-/// per instruction), 64 with AVX2 (8 residues a vector, the population count
-/// from a nibble table), else 1 (one filter word per probe, then a scalar
-/// check). Up to these, a few wide tables probe a row faster than many
-/// tables of filter words, and in less memory (`cargo bench --bench probe`).
-pub fn candidates_per_probe() -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = wide::Simd::detect() {
-        return simd.max_candidates();
-    }
-    1.0
+/// The probe kernels, as `--kernel` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kernel {
+    /// Wide buckets counted by VPOPCNTD: x86-64 with AVX-512F and VPOPCNTDQ.
+    Avx512,
+    /// Wide buckets counted with AVX2: x86-64 with AVX2 and BMI2.
+    Avx2,
+    /// Filter words and a scalar check: any CPU (ARM among them).
+    Portable,
 }
 
-/// The kernel [`probe`] runs for `design` on this CPU, for `neardup plan`.
-pub fn kernel_name(design: &Design) -> &'static str {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = wide_kernel(design) {
-        return simd.kernel_name();
+impl Kernel {
+    /// The fastest kernel this CPU runs, and why.
+    pub fn best() -> (Kernel, &'static str) {
+        #[cfg(target_arch = "x86_64")]
+        return match wide::Simd::detect() {
+            Some(wide::Simd::Avx512) => (Kernel::Avx512, "this CPU has AVX-512F and VPOPCNTDQ"),
+            Some(wide::Simd::Avx2) => (
+                Kernel::Avx2,
+                "this CPU has AVX2 and BMI2, not AVX-512 VPOPCNTDQ",
+            ),
+            None => (Kernel::Portable, "this CPU lacks AVX2 or BMI2"),
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        (
+            Kernel::Portable,
+            "not an x86-64 CPU: the wide kernels are x86-64's",
+        )
     }
-    let _ = design;
-    "filter words"
-}
 
-/// The instructions [`probe`] runs the wide kernel with for `design`, if it
-/// does: a design of several candidates a probe, on a CPU that has them.
-#[cfg(target_arch = "x86_64")]
-fn wide_kernel(design: &Design) -> Option<wide::Simd> {
-    (design.expected_candidates > 1.0)
-        .then(wide::Simd::detect)
-        .flatten()
+    /// `forced` (`--kernel`) if this CPU runs it, else the best, with why.
+    pub fn choose(forced: Option<Kernel>) -> anyhow::Result<(Kernel, &'static str)> {
+        let (best, why) = Kernel::best();
+        match forced {
+            None => Ok((best, why)),
+            Some(kernel) if kernel.runs_here() => Ok((kernel, "chosen by --kernel")),
+            Some(kernel) => anyhow::bail!(
+                "--kernel {}: this CPU cannot run it ({why}); use --kernel {} or portable",
+                kernel.flag(),
+                best.flag()
+            ),
+        }
+    }
+
+    fn runs_here(self) -> bool {
+        let best = Kernel::best().0;
+        match self {
+            Kernel::Avx512 => best == Kernel::Avx512,
+            Kernel::Avx2 => best != Kernel::Portable,
+            Kernel::Portable => true,
+        }
+    }
+
+    /// The name `--kernel` takes.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Kernel::Avx512 => "avx512",
+            Kernel::Avx2 => "avx2",
+            Kernel::Portable => "portable",
+        }
+    }
+
+    /// Candidates per probe the kernel checks cheaply: 32 with AVX-512's
+    /// population count (a bucket 16 residues per instruction), 64 with AVX2
+    /// (8 residues a vector), else 1 (one filter word per probe, then a
+    /// scalar check). Up to these, a few wide tables probe a row faster than
+    /// many tables of filter words, and in less memory (`cargo bench --bench
+    /// probe`).
+    pub fn max_candidates(self) -> f64 {
+        match self {
+            Kernel::Avx512 => 32.0,
+            Kernel::Avx2 => 64.0,
+            Kernel::Portable => 1.0,
+        }
+    }
+
+    /// What [`probe`] runs for `design` with this kernel, for `neardup plan`:
+    /// a design of at most one candidate a probe takes filter words.
+    pub fn runs_for(self, design: &Design) -> &'static str {
+        match (self, design.expected_candidates > 1.0) {
+            (Kernel::Avx512, true) => "wide buckets, AVX-512",
+            (Kernel::Avx2, true) => "wide buckets, AVX2",
+            _ => "filter words",
+        }
+    }
+
+    /// The wide kernel's instructions for `design`, if it takes them.
+    #[cfg(target_arch = "x86_64")]
+    fn wide_for(self, design: &Design) -> Option<wide::Simd> {
+        match (self, design.expected_candidates > 1.0) {
+            (Kernel::Avx512, true) => Some(wide::Simd::Avx512),
+            (Kernel::Avx2, true) => Some(wide::Simd::Avx2),
+            _ => None,
+        }
+    }
 }
 
 /// Appends to `out` every `(row, group)` of `corpus` within distance k, each
 /// exactly once: a pair seen in several tables is kept only by its owner table.
 pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec<Match>) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = wide_kernel(&index.design) {
-        // SAFETY: this CPU has every feature of `simd`.
+    if let Some(simd) = index.kernel.wide_for(&index.design) {
+        // SAFETY: this CPU has every feature of `simd` ([`Kernel::choose`]).
         return unsafe { wide::probe(simd, index, corpus, scratch, out) };
     }
     #[cfg(target_arch = "x86_64")]

@@ -68,21 +68,6 @@ impl Simd {
         }
     }
 
-    /// Mean bucket length the design may have for this kernel.
-    pub(crate) fn max_candidates(self) -> f64 {
-        match self {
-            Simd::Avx512 => 32.0,
-            Simd::Avx2 => 64.0,
-        }
-    }
-
-    pub(crate) fn kernel_name(self) -> &'static str {
-        match self {
-            Simd::Avx512 => "wide buckets, AVX-512",
-            Simd::Avx2 => "wide buckets, AVX2",
-        }
-    }
-
     /// Residues one vector compares: 16 with AVX-512, 8 with AVX2.
     pub(super) fn lanes(self) -> usize {
         match self {
