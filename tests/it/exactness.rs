@@ -325,8 +325,9 @@ fn every_kernel_this_cpu_runs_gives_the_oracles_pairs_and_the_same_bytes() {
             let mut opts = MatchOptions::new(q.clone(), c.clone(), out.clone());
             (opts.k, opts.blocks, opts.kernel) = (k, Some(blocks), Some(kernel));
             (opts.runtime.workers, opts.parts) = (2, 2);
-            run_match(&opts).unwrap();
+            let summary = serde_json::to_value(run_match(&opts).unwrap()).unwrap();
             let case = format!("k = {k}, --kernel {}", kernel.flag());
+            assert_eq!(summary["kernel"], kernel.runs_for(&design), "{case}");
             assert_eq!(read_pairs(&out), expected, "{case}");
             let bytes = part_bytes(&out);
             match &first {
