@@ -153,6 +153,13 @@ pub(crate) struct Table {
     residue_rotation: u32,
 }
 
+/// Zero residues after the last bucket's: a vector read from any of a
+/// bucket's first 64 entries stays inside the residues, so the wide kernel
+/// loads whole vectors and drops the lanes past the bucket only in the rare
+/// bucket with a lane near (masking each load by the bucket's length cost
+/// the AVX2 loop two instructions a vector, in the hot path).
+pub(crate) const RESIDUE_PADDING: usize = 64;
+
 impl Table {
     /// Buckets every group of `order` (B in its lead block's order) by the
     /// table's key prefix: a counting sort within each lead partition, whose
@@ -167,7 +174,7 @@ impl Table {
         let mut filters = vec![0u64; spec.buckets()];
         let mut offsets = vec![0u32; spec.buckets() + 1];
         let residue_rotation = residue_rotation(lead);
-        let mut residues = vec![0u32; n];
+        let mut residues = vec![0u32; n + RESIDUE_PADDING];
         let mut rests = vec![0u32; n];
         let mut groups = vec![0u32; n];
         let mut fill = vec![0u32; 1 << local_bits];
@@ -234,9 +241,9 @@ impl Table {
     /// `residues[offsets[b] as usize..offsets[b + 1] as usize]`. For a
     /// kernel's hot loop, which then keeps both slices in registers.
     /// `offsets` has an entry per bucket and one more, never decreases and
-    /// ends at `residues.len()` ([`Table::build`] makes it so, and nothing
-    /// changes it): the wide kernel reads a bucket's residues unchecked on
-    /// that promise.
+    /// ends [`RESIDUE_PADDING`] entries before `residues.len()`
+    /// ([`Table::build`] makes it so, and nothing changes it): the wide
+    /// kernel reads a bucket's first 64 residues unchecked on that promise.
     #[inline(always)]
     pub(crate) fn directory(&self) -> (&[u32], &[u32]) {
         (&self.offsets, &self.residues)
@@ -510,7 +517,7 @@ mod tests {
         }
         let mut fill = offsets.clone();
         let residue_rotation = residue_rotation(lead);
-        let mut residues = vec![0u32; queries.groups()];
+        let mut residues = vec![0u32; queries.groups() + RESIDUE_PADDING];
         let mut rests = vec![0u32; queries.groups()];
         let mut groups = vec![0u32; queries.groups()];
         for (g, &f) in queries.fingerprints.iter().enumerate() {

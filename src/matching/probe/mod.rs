@@ -24,12 +24,13 @@
 //!   AVX2) takes each row's bucket whole. Its first vectors of residues
 //!   (the mean bucket length plus two standard deviations: 2 vectors of 16
 //!   with AVX-512, 3 of 8 with AVX2) are XORed with the row's, counted and
-//!   compared with k under a mask of the bucket's length, with no branch on
-//!   the length. AVX-512 counts with VPOPCNTD into a mask register. AVX2
-//!   takes the lanes inside the bucket by one compare of their places with
-//!   its length; for k up to 3 it clears each lane's lowest set bit k times
-//!   and tests what is left for zero, for a larger k it counts by a nibble
-//!   table (`vpshufb`). Longer buckets loop on. A bucket's first residues
+//!   compared with k, with no branch on the length: the vectors are read
+//!   whole (the residues end in padding), and the lanes past the bucket
+//!   are dropped by its length only in a bucket with a lane near. AVX-512
+//!   counts with VPOPCNTD into a mask register. AVX2, for k up to 3, clears
+//!   each lane's lowest set bit k times and joins the vectors by their
+//!   minimum, one test for zero a row; for a larger k it counts by a
+//!   nibble table (`vpshufb`). Longer buckets loop on. A bucket's first residues
 //!   are prefetched 16 rows ahead; a bucket with an entry near the row is
 //!   only noted, and checked after the loop, where its cache misses
 //!   overlap; the directory is read through bucket numbers masked to its
@@ -592,6 +593,35 @@ mod tests {
             .collect();
         let expected = brute_force(&queries, &corpus, 3);
         assert!(expected.len() > 20_000, "{}", expected.len());
+        for m in [4, 5] {
+            let design = forced_design(&queries, 3, m);
+            let index = Index::build(design, QuerySet::from_rows(rows.clone()), 2);
+            for (name, kernel) in kernels() {
+                let mut found = Vec::new();
+                kernel(&index, &corpus, &mut Scratch::default(), &mut found);
+                found.sort();
+                assert_eq!(found, expected, "{name}: m={m}");
+            }
+        }
+    }
+
+    #[test]
+    fn entries_past_a_bucket_near_the_row_are_not_taken() {
+        // Consecutive top-16-bit keys, each query's residue (the 32 bits
+        // after the top block) with at most one bit set, and corpus rows
+        // with at most two: a vector from a bucket of the table keyed on
+        // the top block reads the next buckets' entries, and from the last
+        // bucket the residues' zero padding, all near every row on their
+        // residue though not in its bucket.
+        let rows: Vec<(u64, i64)> = (0..3_000u64)
+            .map(|i| (i << 48 | 1 << (i % 48), i as i64))
+            .collect();
+        let queries = QuerySet::from_rows(rows.clone());
+        let corpus: Vec<u64> = (0..3_000u64)
+            .flat_map(|i| [i << 48, i << 48 | 0b11 << (i % 40), 0xffff << 48 | i])
+            .collect();
+        let expected = brute_force(&queries, &corpus, 3);
+        assert!(expected.len() > 3_000, "{}", expected.len());
         for m in [4, 5] {
             let design = forced_design(&queries, 3, m);
             let index = Index::build(design, QuerySet::from_rows(rows.clone()), 2);

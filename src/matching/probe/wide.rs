@@ -9,7 +9,7 @@
 use std::arch::x86_64::*;
 
 use super::{keep_if_owned, probe_partitioned, Match, Scratch, KEY_CHUNK};
-use crate::matching::tables::Index;
+use crate::matching::tables::{Index, RESIDUE_PADDING};
 
 /// How many rows ahead a bucket's first entries are prefetched.
 const PREFETCH_ROWS: usize = 16;
@@ -224,8 +224,8 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
     let buckets = spec.buckets();
     assert_eq!(offsets.len(), buckets + 1, "a directory entry per bucket");
     assert!(
-        offsets[buckets] as usize <= residues.len(),
-        "buckets inside the table"
+        offsets[buckets] as usize + RESIDUE_PADDING <= residues.len(),
+        "buckets and their padding inside the table"
     );
     debug_assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "buckets in order");
     let (shift, residue_of) = (spec.filter_bits, table.residue_rule());
@@ -261,14 +261,11 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
             let len = end - start;
             // SAFETY: the caller's features are the ones `C` needs.
             let row = unsafe { C::splat(residue_of(f)) };
-            // SAFETY: as above.
-            let entries = unsafe { C::entries(len) };
             let lanes = C::LANES;
-            // SAFETY: lane i of vector v is read only if entry
-            // lanes * v + i < 64 is in the bucket, which the table's
-            // directory keeps inside `residues`.
+            // SAFETY: vector v reads entries up to start + 64, inside the
+            // residues' padding (asserted above); the caller's features.
             let masks: [C::Mask; VECTORS] = std::array::from_fn(|v| unsafe {
-                C::near(residues, start + lanes * v, entries, lanes * v, row, bound)
+                C::near(residues, start + lanes * v, row, bound)
             });
             // SAFETY: as above, the caller's features.
             let near_any = masks
@@ -281,16 +278,19 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
                     // SAFETY: as above.
                     found | unsafe { C::bits(mask) } << (lanes * v)
                 });
-                note(near_buckets, NearBucket::new(from + j, start, found));
+                // SAFETY: as above.
+                let found = found & unsafe { lanes_present(len) };
+                if found != 0 {
+                    note(near_buckets, NearBucket::new(from + j, start, found));
+                }
             }
             let mut v = VECTORS;
             while lanes * v < len {
                 let at = lanes * v;
-                // SAFETY: lane i is read only if entry at + i is in the
-                // bucket; the caller's features.
+                // SAFETY: the vector starts inside the bucket, so it ends
+                // inside the residues' padding; the caller's features.
                 let found = unsafe {
-                    let entries = C::entries(len - at);
-                    C::bits(C::near(residues, start + at, entries, 0, row, bound))
+                    C::bits(C::near(residues, start + at, row, bound)) & lanes_present(len - at)
                 };
                 if found != 0 {
                     note(near_buckets, NearBucket::new(from + j, start + at, found));
@@ -351,28 +351,16 @@ trait NearLanes {
     /// The CPU must have the set's features.
     unsafe fn splat(value: u32) -> Self::Splat;
 
-    /// A bucket's length as [`NearLanes::near`] takes it: made once a
-    /// row, and each vector's lanes cut from it by their place.
-    type Entries: Copy;
-
-    /// # Safety
-    /// As for [`NearLanes::splat`].
-    unsafe fn entries(len: usize) -> Self::Entries;
-
     /// Of the residues `from..from + LANES`, those at a distance below
-    /// `bound` (k + 1) from `row`, lane `i` taken only if `lane + i` is
-    /// below `entries`: the vector's first lane is entry `lane` (below
-    /// 64) of a bucket of `entries`. The loads are masked: they read
-    /// nothing past the lanes taken.
+    /// `bound` (k + 1) from `row`. Every lane is read: the lanes past a
+    /// bucket (the next buckets' residues, or padding) are dropped by the
+    /// caller, by the bucket's length, in the rare bucket with a lane near.
     ///
     /// # Safety
-    /// As for [`NearLanes::splat`], and every lane `i` taken must be
-    /// inside `residues`: `from + i < residues.len()`.
+    /// As for [`NearLanes::splat`], and `from + LANES <= residues.len()`.
     unsafe fn near(
         residues: &[u32],
         from: usize,
-        entries: Self::Entries,
-        lane: usize,
         row: Self::Splat,
         bound: Self::Splat,
     ) -> Self::Mask;
@@ -411,34 +399,15 @@ impl NearLanes for Avx512 {
         _mm512_set1_epi32(value as i32)
     }
 
-    /// Bit `i` for each entry `i` below 64 of the bucket.
-    type Entries = u64;
-
-    #[inline]
-    #[target_feature(enable = "bmi2")]
-    unsafe fn entries(len: usize) -> u64 {
-        lanes_present(len)
-    }
-
     #[inline]
     #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-    unsafe fn near(
-        residues: &[u32],
-        from: usize,
-        entries: u64,
-        lane: usize,
-        row: __m512i,
-        bound: __m512i,
-    ) -> u16 {
+    unsafe fn near(residues: &[u32], from: usize, row: __m512i, bound: __m512i) -> u16 {
         let at = residues.as_ptr().wrapping_add(from);
-        let present = (entries >> lane) as u16;
-        // SAFETY: only the `present` lanes are read, all inside
-        // `residues` (the caller's promise); masked-out lanes are not
-        // accessed and cannot fault.
+        // SAFETY: the 16 lanes are inside `residues` (the caller's promise).
         unsafe {
-            let residues = _mm512_maskz_loadu_epi32(present, at.cast());
+            let residues = _mm512_loadu_si512(at.cast());
             let distance = _mm512_popcnt_epi32(_mm512_xor_si512(residues, row));
-            _mm512_mask_cmplt_epu32_mask(present, distance, bound)
+            _mm512_cmplt_epu32_mask(distance, bound)
         }
     }
 
@@ -459,14 +428,16 @@ impl NearLanes for Avx512 {
 }
 
 /// 8 lanes a vector, for k = `K` when it is at most [`MAX_CLEARED`], else
-/// for any k ([`ANY_K`]). AVX2 has no population count. For any k, each
-/// byte's is the sum of its nibbles' from a 16-entry table (`vpshufb`),
-/// and a lane's the sum of its bytes' (`vpmaddubsw`, then `vpmaddwd`),
-/// compared with k + 1. For a small k, a lane is near when clearing its
-/// lowest set bit k times (`x & (x - 1)`) leaves nothing: 2k + 1
-/// instructions against 9. The lanes near stay a vector until one is: the
-/// test is one `vptest` of the vectors ORed, not a move of each vector's
-/// signs to a register.
+/// for any k ([`ANY_K`]). AVX2 has no population count. For a small k, a
+/// lane is near when clearing its lowest set bit k times (`x & (x - 1)`)
+/// leaves nothing: 2k + 1 instructions. For any k, each byte's count is the
+/// sum of its nibbles' from a 16-entry table (`vpshufb`), and a lane's the
+/// sum of its bytes' (`vpmaddubsw`, then `vpmaddwd`), compared with k + 1.
+///
+/// A mask is what is left of each lane, zero when the lane is near: the
+/// vectors of a row are joined by one unsigned minimum each and tested by
+/// one compare with zero and one `vptest`, not a compare, a mask and an OR
+/// for each vector.
 struct Avx2<const K: u32>;
 
 /// The most bits [`Avx2`] clears for a small k.
@@ -486,43 +457,18 @@ impl<const K: u32> NearLanes for Avx2<K> {
         _mm256_set1_epi32(value as i32)
     }
 
-    /// The length in every lane, compared with each lane's place: one
-    /// compare a vector, where spreading a mask's bits to the lanes takes
-    /// three.
-    type Entries = __m256i;
-
     #[inline]
     #[target_feature(enable = "avx2")]
-    unsafe fn entries(len: usize) -> __m256i {
-        _mm256_set1_epi32(len.min(i32::MAX as usize) as i32)
-    }
-
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn near(
-        residues: &[u32],
-        from: usize,
-        entries: __m256i,
-        lane: usize,
-        row: __m256i,
-        bound: __m256i,
-    ) -> __m256i {
+    unsafe fn near(residues: &[u32], from: usize, row: __m256i, bound: __m256i) -> __m256i {
         let at = residues.as_ptr().wrapping_add(from);
-        let places = _mm256_add_epi32(
-            _mm256_set1_epi32(lane as i32),
-            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-        );
-        let mask = _mm256_cmpgt_epi32(entries, places);
-        // SAFETY: the caller promises that the lanes taken are inside the
-        // residues; masked-out lanes are not accessed and cannot fault.
-        let loaded = unsafe { _mm256_maskload_epi32(at.cast(), mask) };
-        let x = _mm256_xor_si256(loaded, row);
+        // SAFETY: the 8 lanes are inside `residues` (the caller's promise).
+        let x = _mm256_xor_si256(unsafe { _mm256_loadu_si256(at.cast()) }, row);
         if K <= MAX_CLEARED {
             let mut rest = x;
             for _ in 0..K {
                 rest = _mm256_and_si256(rest, _mm256_add_epi32(rest, _mm256_set1_epi32(-1)));
             }
-            return _mm256_and_si256(_mm256_cmpeq_epi32(rest, _mm256_setzero_si256()), mask);
+            return rest;
         }
         let nibbles = _mm256_set1_epi8(0x0f);
         let counts = _mm256_setr_epi8(
@@ -535,25 +481,28 @@ impl<const K: u32> NearLanes for Avx2<K> {
         let bytes = _mm256_add_epi8(low, high);
         let pairs = _mm256_maddubs_epi16(bytes, _mm256_set1_epi8(1));
         let distance = _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-        _mm256_and_si256(_mm256_cmpgt_epi32(bound, distance), mask)
+        // Zero where near: all ones where the distance is below the bound, flipped.
+        _mm256_xor_si256(_mm256_cmpgt_epi32(bound, distance), _mm256_set1_epi32(-1))
     }
 
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn either(a: __m256i, b: __m256i) -> __m256i {
-        _mm256_or_si256(a, b)
+        _mm256_min_epu32(a, b)
     }
 
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn none(mask: __m256i) -> bool {
-        _mm256_testz_si256(mask, mask) != 0
+        let near = _mm256_cmpeq_epi32(mask, _mm256_setzero_si256());
+        _mm256_testz_si256(near, near) != 0
     }
 
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn bits(mask: __m256i) -> u64 {
-        _mm256_movemask_ps(_mm256_castsi256_ps(mask)) as u32 as u64
+        let near = _mm256_cmpeq_epi32(mask, _mm256_setzero_si256());
+        _mm256_movemask_ps(_mm256_castsi256_ps(near)) as u32 as u64
     }
 }
 
@@ -583,72 +532,61 @@ mod tests {
     /// [`NearLanes::near`] of `C` on `residues` as bits, compiled with
     /// `C`'s features by the callers below.
     #[inline(always)]
-    unsafe fn near_bits<C: NearLanes>(residues: &[u32], place: Place, row: u32, bound: u32) -> u64 {
-        // SAFETY: the caller's features; the lanes taken are inside
-        // `residues`.
-        unsafe {
-            C::bits(C::near(
-                residues,
-                0,
-                C::entries(place.entries),
-                place.lane,
-                C::splat(row),
-                C::splat(bound),
-            ))
-        }
-    }
-
-    /// Where a vector lies in its bucket: its first lane is entry
-    /// `lane` of `entries`.
-    #[derive(Clone, Copy, Debug)]
-    struct Place {
-        entries: usize,
-        lane: usize,
+    unsafe fn near_bits<C: NearLanes>(residues: &[u32], row: u32, bound: u32) -> u64 {
+        // SAFETY: the caller's features; `residues` holds a vector.
+        unsafe { C::bits(C::near(residues, 0, C::splat(row), C::splat(bound))) }
     }
 
     #[target_feature(enable = "avx512f,avx512vpopcntdq,avx2,bmi2")]
-    unsafe fn near_bits_avx512(residues: &[u32], place: Place, row: u32, bound: u32) -> u64 {
+    unsafe fn near_bits_avx512(residues: &[u32], row: u32, bound: u32) -> u64 {
         // SAFETY: this function's features are `Avx512`'s.
-        unsafe { near_bits::<Avx512>(residues, place, row, bound) }
+        unsafe { near_bits::<Avx512>(residues, row, bound) }
     }
 
     #[target_feature(enable = "avx2,bmi2")]
-    unsafe fn near_bits_avx2<const K: u32>(
-        residues: &[u32],
-        place: Place,
-        row: u32,
-        bound: u32,
-    ) -> u64 {
+    unsafe fn near_bits_avx2<const K: u32>(residues: &[u32], row: u32, bound: u32) -> u64 {
         // SAFETY: this function's features are `Avx2`'s.
-        unsafe { near_bits::<Avx2<K>>(residues, place, row, bound) }
+        unsafe { near_bits::<Avx2<K>>(residues, row, bound) }
     }
 
     /// The lanes near by every AVX2 compare that takes `bound`: the one
-    /// for any k, and the one for k = `bound - 1` if that is small.
+    /// for any k, and the one for k = `bound - 1` if that is small; each
+    /// also through [`NearLanes::either`] with a vector near nowhere.
     #[target_feature(enable = "avx2,bmi2")]
-    unsafe fn near_bits_avx2_each(
-        residues: &[u32],
-        place: Place,
-        row: u32,
-        bound: u32,
-    ) -> Vec<u64> {
+    unsafe fn near_bits_avx2_each(residues: &[u32], row: u32, bound: u32) -> Vec<u64> {
         // SAFETY: this function's features are `Avx2`'s.
         unsafe {
             let small = match bound {
-                1 => Some(near_bits_avx2::<0>(residues, place, row, bound)),
-                2 => Some(near_bits_avx2::<1>(residues, place, row, bound)),
-                3 => Some(near_bits_avx2::<2>(residues, place, row, bound)),
-                4 => Some(near_bits_avx2::<3>(residues, place, row, bound)),
+                1 => Some(near_bits_avx2::<0>(residues, row, bound)),
+                2 => Some(near_bits_avx2::<1>(residues, row, bound)),
+                3 => Some(near_bits_avx2::<2>(residues, row, bound)),
+                4 => Some(near_bits_avx2::<3>(residues, row, bound)),
                 _ => None,
             };
-            std::iter::once(near_bits_avx2::<ANY_K>(residues, place, row, bound))
+            let far = Avx2::<ANY_K>::near(
+                &[!row; 8],
+                0,
+                Avx2::<ANY_K>::splat(row),
+                Avx2::<ANY_K>::splat(bound.min(32)),
+            );
+            let near = Avx2::<ANY_K>::near(
+                residues,
+                0,
+                Avx2::<ANY_K>::splat(row),
+                Avx2::<ANY_K>::splat(bound),
+            );
+            let joined = Avx2::<ANY_K>::bits(Avx2::<ANY_K>::either(near, far));
+            let none = Avx2::<ANY_K>::none(near);
+            let from_none = if none { 0 } else { u64::MAX };
+            std::iter::once(near_bits_avx2::<ANY_K>(residues, row, bound))
                 .chain(small)
+                .chain([joined, from_none & joined])
                 .collect()
         }
     }
 
     #[test]
-    fn a_lane_is_near_when_in_its_bucket_and_its_distance_is_below_the_bound() {
+    fn a_lane_is_near_when_its_distance_is_below_the_bound() {
         let row = 0x9e37_79b9u32;
         let mut checked = 0;
         for simd in Simd::all_available() {
@@ -661,45 +599,20 @@ mod tests {
                     .iter()
                     .map(|&d| row ^ u32::MAX.checked_shr(32 - d).unwrap_or(0))
                     .collect();
-                // The vector first in its bucket, second, and fourth;
-                // its bucket full past it, ending inside it after all
-                // but one lane or after one, ending just before it, a
-                // hot bucket, and one that ends well before it (a
-                // vector compared unconditionally).
-                let places = [0, lanes, 3 * lanes].into_iter().flat_map(|lane| {
-                    [lanes, lanes - 1, 1, 0, 1 << 20]
-                        .map(|n| Place {
-                            entries: lane + n,
-                            lane,
-                        })
-                        .into_iter()
-                        .chain((lane > 0).then_some(Place { entries: 1, lane }))
-                });
-                for place in places {
-                    let taken = place.entries.saturating_sub(place.lane).min(lanes);
-                    // Only the lanes taken may be read: the slice ends
-                    // with them.
-                    let residues = &residues[..taken];
-                    for bound in 0..=33 {
-                        let expected = (0..taken)
-                            .filter(|&i| distances[i] < bound)
-                            .fold(0u64, |bits, i| bits | 1 << i);
-                        // SAFETY: `all_available` lists what this CPU has.
-                        let got = unsafe {
-                            match simd {
-                                Simd::Avx512 => {
-                                    vec![near_bits_avx512(residues, place, row, bound)]
-                                }
-                                Simd::Avx2 => near_bits_avx2_each(residues, place, row, bound),
-                            }
-                        };
-                        for got in got {
-                            assert_eq!(
-                                got, expected,
-                                "{simd:?} shift {shift} bound {bound} {place:?}"
-                            );
-                            checked += 1;
+                for bound in 0..=33 {
+                    let expected = (0..lanes)
+                        .filter(|&i| distances[i] < bound)
+                        .fold(0u64, |bits, i| bits | 1 << i);
+                    // SAFETY: `all_available` lists what this CPU has.
+                    let got = unsafe {
+                        match simd {
+                            Simd::Avx512 => vec![near_bits_avx512(&residues, row, bound)],
+                            Simd::Avx2 => near_bits_avx2_each(&residues, row, bound),
                         }
+                    };
+                    for got in got {
+                        assert_eq!(got, expected, "{simd:?} shift {shift} bound {bound}");
+                        checked += 1;
                     }
                 }
             }
