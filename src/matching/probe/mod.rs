@@ -569,6 +569,20 @@ mod tests {
         kernels
     }
 
+    /// Asserts that every kernel finds `expected` at k = 3, with 4 and 5 blocks.
+    fn every_kernel_finds(rows: &[(u64, i64)], corpus: &[u64], expected: &[Match]) {
+        for m in [4, 5] {
+            let design = forced_design(&QuerySet::from_rows(rows.to_vec()), 3, m);
+            let index = Index::build(design, QuerySet::from_rows(rows.to_vec()), 2);
+            for (name, kernel) in kernels() {
+                let mut found = Vec::new();
+                kernel(&index, corpus, &mut Scratch::default(), &mut found);
+                found.sort();
+                assert_eq!(found, expected, "{name}: m={m}");
+            }
+        }
+    }
+
     #[test]
     fn hot_buckets_longer_than_the_unconditional_vectors_are_scanned_whole() {
         // 3,000 queries, 1,200 of them sharing their first 16 bits (one
@@ -593,16 +607,7 @@ mod tests {
             .collect();
         let expected = brute_force(&queries, &corpus, 3);
         assert!(expected.len() > 20_000, "{}", expected.len());
-        for m in [4, 5] {
-            let design = forced_design(&queries, 3, m);
-            let index = Index::build(design, QuerySet::from_rows(rows.clone()), 2);
-            for (name, kernel) in kernels() {
-                let mut found = Vec::new();
-                kernel(&index, &corpus, &mut Scratch::default(), &mut found);
-                found.sort();
-                assert_eq!(found, expected, "{name}: m={m}");
-            }
-        }
+        every_kernel_finds(&rows, &corpus, &expected);
     }
 
     #[test]
@@ -622,16 +627,7 @@ mod tests {
             .collect();
         let expected = brute_force(&queries, &corpus, 3);
         assert!(expected.len() > 3_000, "{}", expected.len());
-        for m in [4, 5] {
-            let design = forced_design(&queries, 3, m);
-            let index = Index::build(design, QuerySet::from_rows(rows.clone()), 2);
-            for (name, kernel) in kernels() {
-                let mut found = Vec::new();
-                kernel(&index, &corpus, &mut Scratch::default(), &mut found);
-                found.sort();
-                assert_eq!(found, expected, "{name}: m={m}");
-            }
-        }
+        every_kernel_finds(&rows, &corpus, &expected);
     }
 
     #[test]
