@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Cross-compiles neardup's tests for aarch64-unknown-linux-gnu (Graviton,
-# Ampere) and runs under qemu-user every library test (the golden
+# Lints neardup for aarch64-unknown-linux-gnu (Graviton, Ampere), cross-
+# compiles its tests and runs under qemu-user every library test (the golden
 # fingerprints and the probe kernel's oracles among them) and the match
 # exactness tests (brute-force oracles at k = 0 to 7, byte identity across
 # workers and kernels). Installs what it needs: the target's standard
@@ -34,5 +34,6 @@ export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
 export CXX_aarch64_unknown_linux_gnu=aarch64-linux-gnu-g++
 export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
 
+cargo clippy --profile test-release --target "$target" --all-targets -- -D warnings
 cargo test --profile test-release --target "$target" --lib
 cargo test --profile test-release --target "$target" --test it -- exactness::

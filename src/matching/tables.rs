@@ -244,6 +244,7 @@ impl Table {
     /// ends [`RESIDUE_PADDING`] entries before `residues.len()`
     /// ([`Table::build`] makes it so, and nothing changes it): the wide
     /// kernel reads a bucket's first 64 residues unchecked on that promise.
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(crate) fn directory(&self) -> (&[u32], &[u32]) {
         (&self.offsets, &self.residues)

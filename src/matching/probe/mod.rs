@@ -550,6 +550,7 @@ mod tests {
     /// picks one), the portable one, and the wide one with each number of
     /// unconditional vectors.
     fn kernels() -> Vec<(String, AnyKernel)> {
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut kernels: Vec<(String, AnyKernel)> = vec![
             ("probe".into(), Box::new(probe as Kernel)),
             ("portable".into(), Box::new(probe_batch as Kernel)),
