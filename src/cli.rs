@@ -485,11 +485,11 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
 
 /// `plan`'s line on the probe kernel: what runs for the design, and why.
 fn kernel_line(kernel: Kernel, why: &str, design: &Design) -> String {
-    let runs = kernel.runs_for(design);
-    let narrow = match kernel != Kernel::Portable && runs == "filter words" {
+    let narrow = match kernel.for_design(design) != kernel {
         true => "; the design has at most one candidate per probe",
         false => "",
     };
+    let runs = kernel.runs_for(design);
     format!("kernel: {runs} (--kernel {}: {why}{narrow})", kernel.flag())
 }
 

@@ -59,7 +59,7 @@ pub(crate) type Join = (u32, Page, Page, Node, bool);
 /// alone. The join's records are its traffic and most of worker 0's
 /// memory, and eight unused key words were half of each.
 pub(crate) trait JoinLabel:
-    Copy + Ord + Default + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + 'static
+    Copy + Ord + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + 'static
 {
     /// After every real label: a node's until its own link comes.
     const NONE: Self;
@@ -85,7 +85,7 @@ impl JoinLabel for Label {
 }
 
 /// A [`Label`] without keys, in the same order as a keyless one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub(crate) struct IdLabel {
     pub(crate) later: bool,
     pub(crate) id: i64,

@@ -219,23 +219,32 @@ impl Kernel {
         }
     }
 
-    /// What [`probe`] runs for `design` with this kernel, for `neardup plan`:
-    /// a design of at most one candidate a probe takes filter words.
-    pub fn runs_for(self, design: &Design) -> &'static str {
-        match (self, design.expected_candidates > 1.0) {
-            (Kernel::Avx512, true) => "wide buckets, AVX-512",
-            (Kernel::Avx2, true) => "wide buckets, AVX2",
-            _ => "filter words",
+    /// The kernel [`probe`] runs for `design` with this one: a design of at
+    /// most one candidate a probe takes filter words whatever the CPU.
+    pub fn for_design(self, design: &Design) -> Kernel {
+        match design.expected_candidates > 1.0 {
+            true => self,
+            false => Kernel::Portable,
         }
     }
 
-    /// The wide kernel's instructions for `design`, if it takes them.
+    /// What [`probe`] runs for `design` with this kernel, for `neardup plan`
+    /// and `_summary.json`.
+    pub fn runs_for(self, design: &Design) -> &'static str {
+        match self.for_design(design) {
+            Kernel::Avx512 => "wide buckets, AVX-512",
+            Kernel::Avx2 => "wide buckets, AVX2",
+            Kernel::Portable => "filter words",
+        }
+    }
+
+    /// The wide kernel's instructions, if this is a wide kernel.
     #[cfg(target_arch = "x86_64")]
-    fn wide_for(self, design: &Design) -> Option<wide::Simd> {
-        match (self, design.expected_candidates > 1.0) {
-            (Kernel::Avx512, true) => Some(wide::Simd::Avx512),
-            (Kernel::Avx2, true) => Some(wide::Simd::Avx2),
-            _ => None,
+    fn simd(self) -> Option<wide::Simd> {
+        match self {
+            Kernel::Avx512 => Some(wide::Simd::Avx512),
+            Kernel::Avx2 => Some(wide::Simd::Avx2),
+            Kernel::Portable => None,
         }
     }
 }
@@ -244,7 +253,7 @@ impl Kernel {
 /// exactly once: a pair seen in several tables is kept only by its owner table.
 pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec<Match>) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = index.kernel.wide_for(&index.design) {
+    if let Some(simd) = index.kernel.for_design(&index.design).simd() {
         // SAFETY: this CPU has every feature of `simd` ([`Kernel::choose`]).
         return unsafe { wide::probe(simd, index, corpus, scratch, out) };
     }
