@@ -176,6 +176,7 @@ def main():
                     help="serve the pages without <main>, <article> and role=main (the truth is unchanged)")
     ap.add_argument("--docs", help="A,B: two releases of another site (built HTML directories) "
                                    "instead of the Rust docs")
+    scoring.add_verify_args(ap)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
@@ -191,8 +192,9 @@ def main():
                         "--html-text", mode, "--workers", "2", *args.flags.split()],
                        check=True, stdout=subprocess.DEVNULL)
         urls = dict(duckdb.sql(f"SELECT id, url FROM read_parquet('{fp}/*.parquet')").fetchall())
-        rows = scoring.self_pairs(args.neardup, fp, args.k, pairs, "--workers", "2")
-        found[mode] = {tuple(sorted((urls[q], urls[c]))) for q, c in rows}
+        rows = scoring.self_pairs(args.neardup, fp, scoring.match_k(args), pairs, "--workers", "2",
+                                  args=args)
+        found[mode] = {tuple(sorted((urls[q], urls[c]))): d for (q, c), d in rows.items()}
         fallbacks = json.load(open(os.path.join(fp, "_summary.json")))["main_content_fallbacks"]
         print(f"{mode}: {len(found[mode])} pairs within k={args.k}, {fallbacks} main-content fallbacks")
     if args.peers:
@@ -222,6 +224,17 @@ def main():
 
     # Pairs with a page that has no truth are left out of precision too.
     scored = {mode: {p for p in pairs if p in truth} for mode, pairs in found.items()}
+    if args.frontier:
+        long = {p for p in truth if min(pages[p[0]][2], pages[p[1]][2]) >= 50}
+        rows = {}
+        for mode in args.modes.split(","):
+            for label, kept in [("50+ words", long), ("all", set(truth))]:
+                pairs = {p: d for p, d in found[mode].items() if p in kept}
+                rows[f"{mode}, {label}"] = scoring.frontier(
+                    pairs, positives & kept, lambda a, b: truth[(a, b)], f"{mode}, {label} ")
+        if args.json:
+            json.dump(rows, open(args.json, "w"), indent=1)
+        return
     print()
     figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)],
                             lambda p: bucket(min(pages[p[0]][2], pages[p[1]][2])),

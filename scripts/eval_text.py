@@ -44,6 +44,7 @@ def main():
     ap.add_argument("--flags", default="", help="more `fingerprint` flags")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's simhash")
+    scoring.add_verify_args(ap)
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="neardup-eval-text-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
@@ -59,7 +60,7 @@ def main():
     fp, pairs = os.path.join(work, "fp"), os.path.join(work, "pairs")
     subprocess.run([args.neardup, "fingerprint", "--input", os.path.join(work, "docs.jsonl"),
                     "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
-    found = {"neardup": scoring.self_pairs(args.neardup, fp, args.k, pairs)}
+    found = {"neardup": scoring.self_pairs(args.neardup, fp, scoring.match_k(args), pairs, args=args)}
     if args.peers:
         import peers
 
@@ -79,6 +80,11 @@ def main():
                 positives.add((a, b))
     print(f"{len(docs)} files, {len(positives)} pairs with J >= 0.9, "
           f"{len(found['neardup'])} pairs within k={args.k} ({args.flags or 'defaults'})")
+    if args.frontier:
+        rows = scoring.frontier(found["neardup"], positives, jaccard)
+        if args.json:
+            json.dump(rows, open(args.json, "w"), indent=1)
+        return
     figures = scoring.score(found, positives, jaccard,
                             lambda p: bucket(min(docs[p[0]][2], docs[p[1]][2])),
                             ["<200", "200-1000", ">1000"])

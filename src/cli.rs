@@ -22,6 +22,7 @@ use crate::job;
 use crate::matching::design::{self, Design, BITS};
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::probe::Kernel;
+use crate::matching::verify;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
@@ -250,9 +251,18 @@ pub struct MatchArgs {
     /// Output directory.
     #[arg(long)]
     pub(crate) out: PathBuf,
-    /// Largest Hamming distance that counts as a near-duplicate (0 to 10).
-    #[arg(short, default_value_t = 3)]
-    pub(crate) k: u32,
+    /// Largest Hamming distance that counts as a near-duplicate (0 to 10;
+    /// default 3, under --verify the candidates' k, 6).
+    #[arg(short)]
+    pub(crate) k: Option<u32>,
+    /// Quality mode: find candidates within k, then keep a pair only if
+    /// its fingerprints and sketches together (256 bits) differ in at most
+    /// --verify-threshold bits. Needs shards with a sketch (scheme v7).
+    #[arg(long)]
+    pub(crate) verify: bool,
+    /// The wide distance --verify keeps pairs within (0 to 256; default 22).
+    #[arg(long, requires = "verify")]
+    pub(crate) verify_threshold: Option<u32>,
     /// Also find pairs inside B (each unordered pair once, query_id < corpus_id).
     #[arg(long = "self")]
     pub(crate) self_join: bool,
@@ -338,6 +348,10 @@ pub struct GenArgs {
     /// Rows per Parquet row group.
     #[arg(long, default_value_t = 128 * 1024)]
     pub(crate) row_group_rows: usize,
+    /// Also write a random `sketch` column (for `match --verify`); a
+    /// planted row's sketch is its query's with 0 to 32 bits flipped.
+    #[arg(long)]
+    pub(crate) sketch: bool,
     /// Replace an existing output directory.
     #[arg(long)]
     pub(crate) overwrite: bool,
@@ -354,7 +368,7 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub(crate) format: Option<Format>,
-    /// A named fingerprint scheme (v6, the default; v5, v4, v3, v2, v1), fixing features,
+    /// A named fingerprint scheme (v7, the default; v6, v5, v4, v3, v2, v1), fixing features,
     /// weights and HTML text: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub(crate) scheme: Option<String>,
@@ -375,6 +389,10 @@ pub struct FingerprintArgs {
     /// Keep stop words (by default common English and Chinese function words are dropped).
     #[arg(long)]
     pub(crate) keep_stop_words: bool,
+    /// Leave out the sketch (192 more bits a page, 24 bytes a row, that
+    /// `match --verify` needs): the shards are v6's.
+    #[arg(long)]
+    pub(crate) no_sketch: bool,
     /// Input files are spread over the workers of every process.
     #[command(flatten)]
     pub(crate) runtime: RuntimeArgs,
@@ -439,11 +457,13 @@ fn run_explain_command(args: ExplainArgs) -> Result<()> {
 }
 
 fn run_match_command(args: MatchArgs) -> Result<()> {
+    let (k, verify_threshold) = verify::k_and_threshold(args.k, args.verify, args.verify_threshold);
     let opts = MatchOptions {
         queries: args.queries,
         corpus: args.corpus,
         out: args.out.clone(),
-        k: args.k,
+        k,
+        verify_threshold,
         self_join: args.self_join,
         allow_mixed_schemes: args.allow_mixed_schemes,
         runtime: args.runtime.options()?,
@@ -578,6 +598,7 @@ fn run_gen_command(args: GenArgs) -> Result<()> {
         self_rate: args.self_rate,
         max_distance: args.max_distance,
         row_group_rows: args.row_group_rows,
+        sketch: args.sketch,
         overwrite: args.overwrite,
     };
     let summary = generate(&opts)?;
@@ -608,6 +629,7 @@ fn run_fingerprint_command(args: FingerprintArgs) -> Result<()> {
             args.log_weights,
             args.keep_stop_words,
             args.html_text,
+            args.no_sketch,
         )?,
         runtime: args.runtime.options()?,
         overwrite: args.overwrite,

@@ -17,7 +17,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::io::pairs::{sort_and_dedup, Pair};
-use crate::io::parquet::output::{part_name, write_fingerprints, write_pairs, Staging};
+use crate::io::parquet::output::{part_name, write_pairs, write_sketched_fingerprints, Staging};
+use crate::io::parquet::Sketch;
 
 /// Options of `neardup gen`.
 #[derive(Clone, Debug)]
@@ -34,8 +35,14 @@ pub(crate) struct GenOptions {
     /// Planted distances are drawn uniformly from `0..=max_distance`.
     pub(crate) max_distance: u32,
     pub(crate) row_group_rows: usize,
+    /// Write sketches too: random, a planted row's its query's with up to
+    /// [`MAX_SKETCH_FLIPS`] bits flipped.
+    pub(crate) sketch: bool,
     pub(crate) overwrite: bool,
 }
+
+/// The most sketch bits a planted row's sketch differs in from its query's.
+const MAX_SKETCH_FLIPS: u64 = 32;
 
 /// What was generated.
 #[derive(Debug)]
@@ -80,6 +87,20 @@ impl SplitMix64 {
         f ^= flipped;
         f
     }
+
+    /// A random sketch.
+    fn sketch(&mut self) -> Sketch {
+        std::array::from_fn(|_| self.next_u64())
+    }
+
+    /// `sketch` with up to `most` random bits flipped.
+    fn near_sketch(&mut self, mut sketch: Sketch, most: u64) -> Sketch {
+        for _ in 0..self.below(most + 1) {
+            let bit = self.below(64 * sketch.len() as u64) as usize;
+            sketch[bit / 64] ^= 1 << (bit % 64);
+        }
+        sketch
+    }
 }
 
 /// Writes the synthetic data set.
@@ -98,11 +119,16 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
     let mut rng = SplitMix64::new(opts.seed);
     let mut planted = Vec::new();
     let mut query_fps = Vec::with_capacity(opts.queries as usize);
+    let mut query_sketches = Vec::new();
     for i in 0..opts.queries {
         let f = if i > 0 && rng.chance(opts.self_rate) {
             let j = rng.below(i);
             let d = rng.below(opts.max_distance as u64 + 1) as u32;
             let f = rng.flip_bits(query_fps[j as usize], d);
+            if opts.sketch {
+                let near = rng.near_sketch(query_sketches[j as usize], MAX_SKETCH_FLIPS);
+                query_sketches.push(near);
+            }
             planted.push(Pair {
                 query_id: j as i64,
                 corpus_id: i as i64,
@@ -110,18 +136,23 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
                 corpus_simhash: f,
                 distance: d as u8,
                 self_pair: true,
+                wide_distance: None,
             });
             f
         } else {
+            if opts.sketch {
+                query_sketches.push(rng.sketch());
+            }
             rng.next_u64()
         };
         query_fps.push(f);
     }
     let query_ids: Vec<i64> = (0..opts.queries as i64).collect();
-    write_fingerprints(
+    write_sketched_fingerprints(
         &dir.join("queries").join(part_name(0)),
         &query_ids,
         &query_fps,
+        &query_sketches,
         opts.row_group_rows,
     )?;
 
@@ -131,11 +162,11 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
             .unwrap_or(1);
         let handles: Vec<_> = (0..threads)
             .map(|t| {
-                let query_fps = &query_fps;
+                let queries = (&query_fps[..], &query_sketches[..]);
                 scope.spawn(move || -> Result<Vec<Pair>> {
                     let mut planted = Vec::new();
                     for shard in (t..opts.shards).step_by(threads) {
-                        planted.extend(write_corpus_shard(opts, shard, query_fps, dir)?);
+                        planted.extend(write_corpus_shard(opts, shard, queries, dir)?);
                     }
                     Ok(planted)
                 })
@@ -153,7 +184,7 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
         planted.extend(result?);
     }
     sort_and_dedup(&mut planted);
-    write_pairs(&dir.join("planted.parquet"), &planted)?;
+    write_pairs(&dir.join("planted.parquet"), &planted, false)?;
     staging.commit()?;
     Ok(GenSummary {
         planted: planted.len(),
@@ -165,7 +196,7 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
 fn write_corpus_shard(
     opts: &GenOptions,
     shard: usize,
-    query_fps: &[u64],
+    (query_fps, query_sketches): (&[u64], &[Sketch]),
     dir: &std::path::Path,
 ) -> Result<Vec<Pair>> {
     let first = opts.corpus * shard as u64 / opts.shards as u64;
@@ -175,12 +206,16 @@ fn write_corpus_shard(
     let mut planted = Vec::new();
     let mut ids = Vec::with_capacity((end - first) as usize);
     let mut fps = Vec::with_capacity((end - first) as usize);
+    let mut sketches = Vec::new();
     for row in first..end {
         let id = (opts.queries + row) as i64;
         let f = if !query_fps.is_empty() && rng.chance(opts.plant_rate) {
             let q = rng.below(query_fps.len() as u64) as usize;
             let d = rng.below(opts.max_distance as u64 + 1) as u32;
             let f = rng.flip_bits(query_fps[q], d);
+            if opts.sketch {
+                sketches.push(rng.near_sketch(query_sketches[q], MAX_SKETCH_FLIPS));
+            }
             planted.push(Pair {
                 query_id: q as i64,
                 corpus_id: id,
@@ -188,18 +223,23 @@ fn write_corpus_shard(
                 corpus_simhash: f,
                 distance: d as u8,
                 self_pair: false,
+                wide_distance: None,
             });
             f
         } else {
+            if opts.sketch {
+                sketches.push(rng.sketch());
+            }
             rng.next_u64()
         };
         ids.push(id);
         fps.push(f);
     }
-    write_fingerprints(
+    write_sketched_fingerprints(
         &dir.join("corpus").join(part_name(shard)),
         &ids,
         &fps,
+        &sketches,
         opts.row_group_rows,
     )?;
     Ok(planted)

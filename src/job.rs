@@ -37,6 +37,7 @@ use crate::io::storage::is_url;
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::probe::Kernel;
+use crate::matching::verify;
 use crate::matching::{run_match, MatchOptions};
 use crate::report::{run_report, NightDirs, ReportOptions};
 
@@ -142,6 +143,9 @@ pub(crate) struct FingerprintSpec {
     pub(crate) log_weights: bool,
     #[serde(default)]
     pub(crate) keep_stop_words: bool,
+    /// Leave the sketch out (`--no-sketch`).
+    #[serde(default)]
+    pub(crate) no_sketch: bool,
     pub(crate) id_field: Option<String>,
     pub(crate) url_field: Option<String>,
     pub(crate) text_field: Option<String>,
@@ -159,8 +163,12 @@ pub(crate) struct MatchSpec {
     #[serde(default)]
     pub(crate) corpus: Vec<String>,
     pub(crate) out: String,
-    #[serde(default = "default_k")]
-    pub(crate) k: u32,
+    /// Default 3, or `--verify`'s.
+    pub(crate) k: Option<u32>,
+    /// The quality mode (`match --verify`).
+    #[serde(default)]
+    pub(crate) verify: bool,
+    pub(crate) verify_threshold: Option<u32>,
     #[serde(default = "yes", rename = "self")]
     pub(crate) self_join: bool,
     #[serde(default)]
@@ -189,9 +197,7 @@ fn one() -> usize {
 fn yes() -> bool {
     true
 }
-fn default_k() -> u32 {
-    3
-}
+
 fn default_max_cluster_size() -> u64 {
     1000
 }
@@ -383,7 +389,11 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
         }
     };
     let mut matching = MatchOptions::new(queries, resolve_all(&m.corpus), resolve(&m.out));
-    matching.k = m.k;
+    if m.verify_threshold.is_some() && !m.verify {
+        bail!("{shown}: [match] verify_threshold needs verify = true");
+    }
+    (matching.k, matching.verify_threshold) =
+        verify::k_and_threshold(m.k, m.verify, m.verify_threshold);
     matching.self_join = m.self_join;
     matching.allow_mixed_schemes = m.allow_mixed_schemes;
     matching.parts = m.parts;
@@ -455,6 +465,7 @@ fn fingerprint_options(
         f.log_weights,
         f.keep_stop_words,
         f.html_text,
+        f.no_sketch,
     )?;
     o.runtime = runtime.clone();
     o.overwrite = true;
@@ -785,6 +796,7 @@ mod tests {
                 f.log_weights,
                 f.keep_stop_words,
                 f.html_text,
+                f.no_sketch,
             );
             assert!(options.is_ok(), "{name}: {options:?}");
         }

@@ -3,7 +3,10 @@
 runs of letters and digits (where UAX #29 and `\\w+` agree) and without Han
 characters (no jieba here).
 
-    simhash_reference.py < texts.json   prints [[simhash, n_features, n_chars], ...]
+    simhash_reference.py < texts.json   prints [[simhash, n_features, n_chars, sketch], ...]
+
+and the sketch (scheme v7) as src/fingerprint/simhash/sketch.rs's module doc
+describes it: `sketch` is its three words.
 
 texts.json: [{"text": ..., "features": "script" | "words" | "shingles:N" | "chars:N",
               "log_weights": bool, "keep_stop_words": bool}, ...]
@@ -56,7 +59,37 @@ def simhash(text, features, log_weights, keep_stop_words):
         for i in range(64):
             sums[i] += w if (h >> i) & 1 else -w
     fingerprint = sum(1 << i for i in range(64) if sums[i] > 0)
-    return [fingerprint, len(grams), len(text)]
+    return [fingerprint, len(grams), len(text), sketch(hashes, log_weights)]
+
+
+MASK = (1 << 64) - 1
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def mix(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK
+    return z ^ (z >> 31)
+
+
+def sketch(hashes, log_weights):
+    # Each distinct feature's three words; the sums taken count by count,
+    # in ascending count, each count's exact integer sum times its weight.
+    counts = {}
+    for h in hashes:
+        counts[h] = counts.get(h, 0) + 1
+    sums = [0.0] * 192
+    for count in sorted(set(counts.values())):
+        signed = [0] * 192
+        for h in (h for h, c in counts.items() if c == count):
+            for j in range(3):
+                word = mix((h + (j + 1) * GOLDEN) & MASK)
+                for i in range(64):
+                    signed[64 * j + i] += 1 if (word >> i) & 1 else -1
+        weight = 1.0 + math.log(count) if log_weights else float(count)
+        for b in range(192):
+            sums[b] += weight * signed[b]
+    return [sum(1 << i for i in range(64) if sums[64 * j + i] > 0) for j in range(3)]
 
 
 cases = json.load(sys.stdin)

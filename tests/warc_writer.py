@@ -158,7 +158,8 @@ def ranged_read(source, offset, length):
     return {"exact": exact, "records": records}
 
 
-COLUMNS = ["id", "url", "simhash", "n_features", "n_chars", "fetch_time", "source", "offset", "length"]
+COLUMNS = ["id", "url", "simhash", "sketch", "n_features", "n_chars", "fetch_time", "source", "offset",
+           "length"]
 
 
 def read(shards):
@@ -166,17 +167,19 @@ def read(shards):
 
     rel = duckdb.sql(f"SELECT * FROM read_parquet('{shards}')")
     types = [str(t) for t in rel.types]
-    if rel.columns != COLUMNS[: len(rel.columns)]:
+    # The sketch is there unless the shards were made with --no-sketch.
+    expected = [c for c in COLUMNS if c != "sketch" or c in rel.columns]
+    if rel.columns != expected[: len(rel.columns)]:
         sys.exit(f"unexpected columns {rel.columns}")
     # The instant as DuckDB reads it, in microseconds since the epoch
     # (whatever the session's time zone, and without Python's time zones).
-    select = ", ".join(
-        'epoch_us(fetch_time)' if c == "fetch_time" else f'"{c}"' for c in rel.columns
-    )
+    # The sketch's bytes stay out of the rows (its type is reported).
+    listed = [c for c in rel.columns if c != "sketch"]
+    select = ", ".join('epoch_us(fetch_time)' if c == "fetch_time" else f'"{c}"' for c in listed)
     rel = duckdb.sql(f"SELECT {select} FROM read_parquet('{shards}')")
     rows = []
     for values in rel.fetchall():
-        row = dict(zip(COLUMNS, values))
+        row = dict(zip(listed, values))
         if row.get("offset") is not None:
             row["range"] = ranged_read(row["source"], row["offset"], row["length"])
         rows.append(row)

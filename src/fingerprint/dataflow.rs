@@ -45,7 +45,7 @@ use crate::exec::runtime::Failure;
 use crate::fingerprint::crawl::html;
 use crate::fingerprint::crawl::{read_file, BadRecord, Document, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
-use crate::fingerprint::simhash::fingerprint;
+use crate::fingerprint::simhash::fingerprint_with;
 use crate::fingerprint::FileResults;
 use crate::io::commit::Report;
 use crate::io::parquet::output::DocumentRows;
@@ -409,10 +409,11 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
                 let (text, fell_back) = html::page_text(&document.text, scheme.html);
                 html_pages += 1;
                 fallbacks += u64::from(fell_back);
-                fingerprint(&text, &scheme.simhash)
+                fingerprint_with(&text, &scheme.simhash, scheme.sketch)
             }
-            false => fingerprint(&document.text, &scheme.simhash),
+            false => fingerprint_with(&document.text, &scheme.simhash, scheme.sketch),
         };
+        rows.sketches.extend(f.sketch);
         rows.ids.push(document.id);
         rows.urls.push(document.url);
         rows.simhashes.push(f.simhash);

@@ -39,7 +39,11 @@
 //!   meet `v4`'s only when mixing is allowed;
 //! - `v6`: `v5` with the third main-content rules (`html=main/3`: inside
 //!   marked main content, link-dense blocks are kept); its text shards are
-//!   `v5`'s and meet them.
+//!   `v5`'s and meet them;
+//! - `v7`: `v6` with a sketch (`sketch=simhash192/1`, see
+//!   [`crate::fingerprint::simhash::Sketch`]): 192 more bits of the same
+//!   features in a `sketch` column, for `match --verify`. Its fingerprints
+//!   are `v6`'s and meet them; `--no-sketch` makes `v6`.
 //!
 //! A named scheme (`--scheme NAME`) fixes the features, weights and HTML
 //! text, so it is never combined with `--features`, `--log-weights`,
@@ -50,6 +54,7 @@ use anyhow::{bail, Result};
 
 use crate::fingerprint::crawl::html::{HtmlText, MainRules, PageText};
 use crate::fingerprint::simhash::{Features, ScriptRule, SimhashOptions};
+use crate::io::parquet::schemes::SKETCH_PART;
 
 /// The version of the fingerprint algorithm itself (hash, bit rule): bumped
 /// whenever a change would move a fingerprint computed with the same options.
@@ -61,6 +66,8 @@ pub struct Scheme {
     pub simhash: SimhashOptions,
     /// Which text of an HTML page (WARC responses) is fingerprinted.
     pub html: PageText,
+    /// Whether each page also gets a sketch.
+    pub sketch: bool,
 }
 
 const WORDS_TF_STOP_WORDS: SimhashOptions = SimhashOptions {
@@ -89,6 +96,7 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: WORDS_TF_STOP_WORDS,
             html: PageText::All,
+            sketch: false,
         },
     ),
     (
@@ -96,6 +104,7 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: WORDS_TF_STOP_WORDS,
             html: PageText::Main(MainRules::FIRST),
+            sketch: false,
         },
     ),
     (
@@ -103,6 +112,7 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: SCRIPT_HAN_WORDS,
             html: PageText::Main(MainRules::FIRST),
+            sketch: false,
         },
     ),
     (
@@ -110,6 +120,7 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: SCRIPT_HAN_WORDS,
             html: PageText::Main(MainRules::SECOND),
+            sketch: false,
         },
     ),
     (
@@ -117,6 +128,7 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::SECOND),
+            sketch: false,
         },
     ),
     (
@@ -124,6 +136,15 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::THIRD),
+            sketch: false,
+        },
+    ),
+    (
+        "v7",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::THIRD),
+            sketch: true,
         },
     ),
 ];
@@ -163,6 +184,9 @@ impl Scheme {
         let mut scheme = format!(
             "{ALGORITHM} norm=nfkc-lower-ws features={features} weights={weights} stopwords={stop_words}"
         );
+        if self.sketch {
+            scheme.push_str(SKETCH_PART);
+        }
         if html_input {
             scheme.push_str(&format!(" html={}", self.html));
         }
@@ -193,8 +217,24 @@ impl Scheme {
 
     /// The scheme from the flags of `fingerprint` (or a job spec's
     /// `[fingerprint]`): a named scheme, or its parts one by one (the
-    /// default scheme's where not given), but not both.
+    /// default scheme's where not given), but not both; `no_sketch` drops
+    /// the sketch from either.
     pub(crate) fn from_flags(
+        scheme: Option<&str>,
+        features: Option<&str>,
+        log_weights: bool,
+        keep_stop_words: bool,
+        html: Option<HtmlText>,
+        no_sketch: bool,
+    ) -> Result<Scheme> {
+        let scheme = Scheme::from_parts(scheme, features, log_weights, keep_stop_words, html)?;
+        Ok(Scheme {
+            sketch: scheme.sketch && !no_sketch,
+            ..scheme
+        })
+    }
+
+    fn from_parts(
         scheme: Option<&str>,
         features: Option<&str>,
         log_weights: bool,
@@ -222,6 +262,7 @@ impl Scheme {
                 stop_words: !keep_stop_words,
             },
             html: html.map_or(default.html, PageText::from),
+            sketch: default.sketch,
         })
     }
 
@@ -231,6 +272,13 @@ impl Scheme {
     /// (no `html=` part) the HTML mode is the default's: no text of it
     /// depends on it.
     pub(crate) fn from_description(description: &str) -> Option<Scheme> {
+        if let Some((before, after)) = description.split_once(SKETCH_PART) {
+            let scheme = Scheme::from_description(&format!("{before}{after}"))?;
+            return Some(Scheme {
+                sketch: true,
+                ..scheme
+            });
+        }
         let html_modes = [
             PageText::All,
             PageText::Main(MainRules::FIRST),
@@ -255,7 +303,14 @@ impl Scheme {
             )
         });
         named
-            .chain(flagged.flat_map(|simhash| html_modes.map(|html| Scheme { simhash, html })))
+            .filter(|scheme| !scheme.sketch)
+            .chain(flagged.flat_map(|simhash| {
+                html_modes.map(|html| Scheme {
+                    simhash,
+                    html,
+                    sketch: false,
+                })
+            }))
             .find_map(|scheme| {
                 let html = scheme.describe(true) == description;
                 let text = scheme.describe(false) == description;
@@ -284,7 +339,14 @@ mod tests {
             let text = Scheme::from_description(&scheme.describe(false)).unwrap();
             assert_eq!(text.simhash, scheme.simhash);
         }
-        let flagged = Scheme::from_flags(None, Some("shingles:3"), true, true, Some(HtmlText::All));
+        let flagged = Scheme::from_flags(
+            None,
+            Some("shingles:3"),
+            true,
+            true,
+            Some(HtmlText::All),
+            false,
+        );
         let flagged = flagged.unwrap();
         assert_eq!(
             Scheme::from_description(&flagged.describe(true)),
@@ -301,7 +363,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v6");
+        assert_eq!(name, "v7");
     }
 
     #[test]
@@ -334,6 +396,16 @@ mod tests {
         assert_eq!(v6.describe(true), format!("{text} html=main/3"));
         assert!(comparable(&v5.describe(false), &v6.describe(true)));
         assert!(!comparable(&v5.describe(true), &v6.describe(true)));
+        // v7 added the sketch: v6's fingerprints, so its shards meet v6's.
+        let v7 = Scheme::named("v7").unwrap();
+        let sketched = format!("{text} sketch=simhash192/1");
+        assert_eq!(v7.describe(false), sketched);
+        assert_eq!(v7.describe(true), format!("{sketched} html=main/3"));
+        assert!(comparable(&v6.describe(true), &v7.describe(true)));
+        assert!(comparable(&v6.describe(false), &v7.describe(true)));
+        assert!(!comparable(&v5.describe(true), &v7.describe(true)));
+        let no_sketch = Scheme::from_flags(None, None, false, false, None, true).unwrap();
+        assert_eq!(no_sketch.name(), Some("v6"));
     }
 
     #[test]
@@ -343,9 +415,10 @@ mod tests {
         assert!(comparable(&v3.describe(false), &v4.describe(true)));
         assert!(comparable(&v3.describe(true), &v4.describe(false)));
         // `--html-text main` means the current rules: the default's.
-        let flags = Scheme::from_flags(None, None, false, false, Some(HtmlText::Main)).unwrap();
+        let from = Scheme::from_flags;
+        let flags = from(None, None, false, false, Some(HtmlText::Main), false).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v6"));
+        assert_eq!(flags.name(), Some("v7"));
     }
 
     #[test]
@@ -381,14 +454,18 @@ mod tests {
 
     #[test]
     fn a_scheme_and_its_parts_are_not_given_together() {
-        let from = Scheme::from_flags;
+        let from = |scheme, features, log, keep, html| {
+            Scheme::from_flags(scheme, features, log, keep, html, false)
+        };
         let error = from(Some("v1"), Some("chars:4"), false, false, None).unwrap_err();
         assert!(error.to_string().contains("--scheme v1"), "{error}");
         let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
         assert!(error.to_string().contains("--html-text"), "{error}");
         let error = from(Some("v9"), None, false, false, None).unwrap_err();
         assert!(
-            error.to_string().contains("known: v1, v2, v3, v4, v5, v6"),
+            error
+                .to_string()
+                .contains("known: v1, v2, v3, v4, v5, v6, v7"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();

@@ -18,6 +18,9 @@ pub struct Pair {
     /// Whether the corpus row is a row of B (a `--self` pair): the
     /// clustering then knows which pages are already in the corpus.
     pub self_pair: bool,
+    /// Bits apart over the fingerprints and sketches, 256 bits in all
+    /// (`match --verify`); `None` unverified.
+    pub wide_distance: Option<u16>,
 }
 
 /// Query-id ranges of the output parts.

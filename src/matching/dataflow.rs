@@ -57,6 +57,7 @@ use crate::io::parquet::output::part_name;
 use crate::matching::pair_runs::PairRuns;
 use crate::matching::probe::{probe, Match, Scratch};
 use crate::matching::tables::Index;
+use crate::matching::verify::{wide_distance, BatchUnit, CandidateSketches, Verification};
 
 /// Where a unit's rows come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,14 +104,21 @@ pub(crate) struct Job {
     /// Bytes of pairs a worker holds before spilling sorted runs
     /// ([`PairRuns`]).
     pub(crate) pair_memory: u64,
+    /// `--verify`'s threshold and B's sketches.
+    pub(crate) verify: Option<Verification>,
 }
 
 impl Job {
     /// The file a unit of `side` is a row group of.
     fn file(&self, side: Side, unit: Unit) -> &FingerprintFile {
+        &self.files(side)[unit.file]
+    }
+
+    /// The files of `side`.
+    fn files(&self, side: Side) -> &[FingerprintFile] {
         match side {
-            Side::Corpus => &self.corpus_files[unit.file],
-            Side::Queries => &self.query_files[unit.file],
+            Side::Corpus => &self.corpus_files,
+            Side::Queries => &self.query_files,
         }
     }
 }
@@ -123,6 +131,9 @@ pub(crate) struct MatchTotals {
     pub(crate) pairs: u64,
     /// Pairs written to runs on disk beyond the workers' memory budget.
     pub(crate) pairs_spilled: u64,
+    /// Pairs within k before `--verify` (sightings: before the
+    /// de-duplication); 0 without it.
+    pub(crate) candidates: u64,
 }
 
 impl Merge for MatchTotals {
@@ -131,6 +142,7 @@ impl Merge for MatchTotals {
         self.self_rows += other.self_rows;
         self.pairs += other.pairs;
         self.pairs_spilled += other.pairs_spilled;
+        self.candidates += other.candidates;
     }
 }
 
@@ -224,6 +236,8 @@ struct Scanner {
     ahead: Option<(usize, RowGroupFetch)>,
     scratch: Scratch,
     matches: Vec<Match>,
+    /// The candidate rows' sketches, under `--verify`.
+    sketches: CandidateSketches,
 }
 
 /// Rows of one side, gathered from consecutive units until a probe batch is full.
@@ -232,6 +246,8 @@ struct Batch {
     side: Option<Side>,
     ids: Vec<i64>,
     fingerprints: Vec<u64>,
+    /// The units the rows came from, in order.
+    units: Vec<BatchUnit>,
 }
 
 impl Scanner {
@@ -244,6 +260,7 @@ impl Scanner {
             ahead: None,
             scratch: Scratch::default(),
             matches: Vec::new(),
+            sketches: CandidateSketches::default(),
         }
     }
 
@@ -259,12 +276,12 @@ impl Scanner {
     /// every pair found to `emit`. Returns whether there may be units left.
     fn next_unit(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) -> Result<bool> {
         let Some((at, fetched)) = self.ahead.take().or_else(|| self.claim()) else {
-            self.probe_batch(counters, emit);
+            self.probe_batch(counters, emit)?;
             return Ok(false);
         };
         let ScanUnit { side, unit } = self.job.units[at];
         if self.batch.side != Some(side) {
-            self.probe_batch(counters, emit);
+            self.probe_batch(counters, emit)?;
             self.batch.side = Some(side);
         }
         // An object's next unit is claimed now, so that its bytes come
@@ -275,6 +292,8 @@ impl Scanner {
             self.ahead = self.claim();
         }
         let job = self.job.clone();
+        let start = self.batch.ids.len() as u32;
+        self.batch.units.push(BatchUnit { unit, start });
         job.file(side, unit).read_fetched(
             fetched,
             &job.columns,
@@ -289,22 +308,35 @@ impl Scanner {
             std::thread::sleep(delay);
         }
         if self.batch.ids.len() >= PROBE_BATCH_ROWS {
-            self.probe_batch(counters, emit);
+            self.probe_batch(counters, emit)?;
         }
         Ok(true)
     }
 
     /// Probes the gathered rows and empties the batch.
-    fn probe_batch(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) {
-        let Some(side) = self.batch.side else { return };
-        let (ids, fingerprints) = (&self.batch.ids, &self.batch.fingerprints);
-        if ids.is_empty() {
-            return;
+    fn probe_batch(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) -> Result<()> {
+        let Some(side) = self.batch.side else {
+            return Ok(());
+        };
+        if self.batch.ids.is_empty() {
+            return Ok(());
         }
-        let index = &self.job.index;
+        let job = self.job.clone();
+        let index = &job.index;
         self.matches.clear();
-        probe(index, fingerprints, &mut self.scratch, &mut self.matches);
-        let mut found = 0;
+        probe(
+            index,
+            &self.batch.fingerprints,
+            &mut self.scratch,
+            &mut self.matches,
+        );
+        if job.verify.is_some() && side == Side::Corpus {
+            let rows = self.matches.iter().map(|m| m.row).collect();
+            self.sketches
+                .read(rows, &self.batch.units, job.files(side))?;
+        }
+        let (ids, fingerprints) = (&self.batch.ids, &self.batch.fingerprints);
+        let (mut found, mut candidates) = (0, 0);
         for m in &self.matches {
             let corpus_id = ids[m.row as usize];
             let corpus_simhash = fingerprints[m.row as usize];
@@ -314,17 +346,36 @@ impl Scanner {
                     Side::Corpus => query_id != corpus_id,
                     Side::Queries => query_id < corpus_id,
                 };
-                if keep {
-                    emit(Pair {
-                        query_id,
-                        corpus_id,
-                        query_simhash,
-                        corpus_simhash,
-                        distance: m.distance,
-                        self_pair: side == Side::Queries,
-                    });
-                    found += 1;
+                if !keep {
+                    continue;
                 }
+                let wide_distance = match &job.verify {
+                    None => None,
+                    Some(verify) => {
+                        candidates += 1;
+                        let corpus_sketch = match side {
+                            Side::Corpus => self.sketches.get(m.row),
+                            Side::Queries => verify.queries.get(corpus_id, corpus_simhash),
+                        };
+                        let query_sketch = verify.queries.get(query_id, query_simhash);
+                        let simhashes = (query_simhash, corpus_simhash);
+                        let wide = wide_distance(simhashes, (query_sketch, corpus_sketch));
+                        if wide > verify.threshold {
+                            continue;
+                        }
+                        Some(wide as u16)
+                    }
+                };
+                emit(Pair {
+                    query_id,
+                    corpus_id,
+                    query_simhash,
+                    corpus_simhash,
+                    distance: m.distance,
+                    self_pair: side == Side::Queries,
+                    wide_distance,
+                });
+                found += 1;
             }
         }
         let rows_counter = match side {
@@ -337,9 +388,12 @@ impl Scanner {
             Side::Corpus => totals.corpus_rows += ids.len() as u64,
             Side::Queries => totals.self_rows += ids.len() as u64,
         }
+        totals.candidates += candidates;
         counters.pairs_found.fetch_add(found, Ordering::Relaxed);
         self.batch.ids.clear();
         self.batch.fingerprints.clear();
+        self.batch.units.clear();
+        Ok(())
     }
 }
 
@@ -355,7 +409,8 @@ struct Reducer {
 impl Reducer {
     fn new(job: Arc<Job>, worker: usize, peers: usize, counters: Arc<Counters>) -> Reducer {
         let spill_dir = job.out_dir.join(format!("_spill-{worker}"));
-        let pairs = PairRuns::new(spill_dir, job.parts.len(), job.pair_memory);
+        let wide = job.verify.is_some();
+        let pairs = PairRuns::new(spill_dir, job.parts.len(), job.pair_memory, wide);
         Reducer {
             job,
             worker,

@@ -6,6 +6,7 @@ pub mod design;
 pub(crate) mod pair_runs;
 pub mod probe;
 pub mod tables;
+pub mod verify;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,7 @@ use crate::matching::design::{Design, BITS, MAX_K};
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::probe::Kernel;
 use crate::matching::tables::{Index, QuerySet};
+use crate::matching::verify::{QuerySketches, Verification};
 
 /// Options of `neardup match`.
 #[derive(Clone, Debug)]
@@ -52,6 +54,9 @@ pub struct MatchOptions {
     /// Bytes of pairs a worker holds in memory before it spills them to
     /// disk as sorted runs.
     pub pair_memory: u64,
+    /// `--verify`: keep the pairs within this wide distance (see
+    /// [`verify`]); none: every pair within k.
+    pub verify_threshold: Option<u32>,
     pub(crate) progress: bool,
 }
 
@@ -73,6 +78,7 @@ impl MatchOptions {
             table_memory: design::DEFAULT_TABLE_MEMORY,
             kernel: None,
             pair_memory: DEFAULT_PAIR_MEMORY_MIB << 20,
+            verify_threshold: None,
             progress: false,
         }
     }
@@ -86,6 +92,9 @@ impl MatchOptions {
                     self.k
                 );
             }
+        }
+        if let Some(t) = self.verify_threshold.filter(|&t| t > 256) {
+            bail!("--verify-threshold {t} is out of range: the wide distance is at most 256");
         }
         if self.pair_memory == 0 {
             bail!("--pair-memory-mib 0 leaves no memory for pairs: give at least 1");
@@ -130,6 +139,11 @@ pub struct MatchSummary {
     /// Pairs (sightings, before the de-duplication) spilled to disk beyond
     /// `--pair-memory-mib`.
     pub pairs_spilled: u64,
+    /// `--verify`'s threshold on the wide distance, if verified.
+    pub(crate) verify_threshold: Option<u32>,
+    /// Pairs within k that `--verify` checked (sightings, before the
+    /// de-duplication); 0 without it.
+    pub(crate) candidates: u64,
     pub(crate) seconds: f64,
     pub(crate) build_seconds: f64,
     pub(crate) scan_seconds: f64,
@@ -176,7 +190,24 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     } else {
         open_inputs(&opts.corpus, &opts.columns)?
     };
+    if opts.verify_threshold.is_some() {
+        for file in query_files.iter().chain(&corpus_files) {
+            file.check_sketch()?;
+        }
+    }
     let schemes = same_schemes(&query_files, &corpus_files, opts.allow_mixed_schemes)?;
+    let verify = match opts.verify_threshold {
+        None => None,
+        Some(threshold) => {
+            let queries = QuerySketches::read(
+                &query_files,
+                &query_units,
+                &opts.columns,
+                opts.runtime.workers,
+            )?;
+            Some(Verification { threshold, queries })
+        }
+    };
     let queries = read_queries(
         &query_files,
         &query_units,
@@ -244,6 +275,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         columns: opts.columns.clone(),
         out_dir: Staging::dir_for(&opts.out)?,
         pair_memory: opts.pair_memory,
+        verify,
     });
     let counters = Arc::new(Counters::default());
     let progress = ScanProgress::start(opts.progress, local_units, local_rows, counters.clone());
@@ -328,6 +360,8 @@ impl SummaryDraft {
             rows_scanned,
             pairs: totals.pairs,
             pairs_spilled: totals.pairs_spilled,
+            verify_threshold: opts.verify_threshold,
+            candidates: totals.candidates,
             seconds: self.started.elapsed().as_secs_f64(),
             build_seconds: self.build_seconds,
             scan_seconds,
@@ -361,8 +395,15 @@ pub(crate) fn read_queries(
 impl MatchSummary {
     /// The one line printed at the end of a run.
     pub(crate) fn line(&self, out: &std::path::Path) -> String {
+        let verified = match self.verify_threshold {
+            Some(t) => format!(
+                " (verified: wide distance <= {t}, of {} candidates)",
+                self.candidates
+            ),
+            None => String::new(),
+        };
         format!(
-            "matched {} rows against {} queries (k={}, {}) in {:.2}s ({} rows/s, {} worker(s)): {} pairs in {} part(s) -> {}",
+            "matched {} rows against {} queries (k={}, {}) in {:.2}s ({} rows/s, {} worker(s)): {} pairs{verified} in {} part(s) -> {}",
             human(self.rows_scanned as f64),
             human(self.queries.rows as f64),
             self.k,

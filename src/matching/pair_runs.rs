@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, Int8Type};
+use arrow_array::types::{Int16Type, Int64Type, Int8Type};
 use arrow_array::RecordBatch;
 use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 
@@ -43,12 +43,14 @@ pub(crate) struct PairRuns {
     runs: Vec<Vec<PathBuf>>,
     /// Pairs taken to runs (before each run's de-duplication).
     spilled: u64,
+    /// Verified pairs: their files have `wide_distance`.
+    wide: bool,
 }
 
 impl PairRuns {
     /// Room for `parts` parts, holding at most `budget_bytes` of pairs in
-    /// memory, spilling under `dir`.
-    pub(crate) fn new(dir: PathBuf, parts: usize, budget_bytes: u64) -> PairRuns {
+    /// memory, spilling under `dir`; `wide` for verified pairs.
+    pub(crate) fn new(dir: PathBuf, parts: usize, budget_bytes: u64, wide: bool) -> PairRuns {
         let budget = (budget_bytes / std::mem::size_of::<Pair>() as u64).max(1) as usize;
         PairRuns {
             dir,
@@ -57,6 +59,7 @@ impl PairRuns {
             parts: (0..parts).map(|_| Vec::new()).collect(),
             runs: (0..parts).map(|_| Vec::new()).collect(),
             spilled: 0,
+            wide,
         }
     }
 
@@ -87,7 +90,7 @@ impl PairRuns {
             "part-{part:05}-run-{:05}.parquet",
             self.runs[part].len()
         ));
-        write_pair_run(&path, pairs)?;
+        write_pair_run(&path, pairs, self.wide)?;
         tracing::info!(part, pairs = pairs.len(), run = %path.display(), "pairs spilled to disk");
         pairs.clear();
         self.runs[part].push(path);
@@ -103,7 +106,7 @@ impl PairRuns {
         sort_and_dedup(&mut held);
         let runs = std::mem::take(&mut self.runs[part]);
         if runs.is_empty() {
-            write_pairs(path, &held)?;
+            write_pairs(path, &held, self.wide)?;
             return Ok(held.len() as u64);
         }
         let mut sources = vec![Source::Held(held.into_iter())];
@@ -115,6 +118,7 @@ impl PairRuns {
         write_pair_stream(
             path,
             std::iter::from_fn(|| merged.next().transpose()).inspect(|_| written += 1),
+            self.wide,
         )?;
         for run in &runs {
             fs::remove_file(run).with_context(|| format!("{}: cannot remove", run.display()))?;
@@ -233,6 +237,7 @@ fn pairs_of(batch: &RecordBatch) -> Vec<Pair> {
     let (query_simhashes, corpus_simhashes) = (int64(2), int64(3));
     let distances = batch.column(4).as_primitive::<Int8Type>();
     let self_pairs = batch.column(5).as_boolean();
+    let wide = (batch.num_columns() > 6).then(|| batch.column(6).as_primitive::<Int16Type>());
     (0..batch.num_rows())
         .map(|i| Pair {
             query_id: queries.value(i),
@@ -241,6 +246,7 @@ fn pairs_of(batch: &RecordBatch) -> Vec<Pair> {
             corpus_simhash: corpus_simhashes.value(i) as u64,
             distance: distances.value(i) as u8,
             self_pair: self_pairs.value(i),
+            wide_distance: wide.map(|w| w.value(i) as u16),
         })
         .collect()
 }
@@ -250,7 +256,9 @@ mod tests {
     use super::*;
     use crate::gen::SplitMix64;
 
-    fn random_pairs(n: usize, seed: u64) -> Vec<Pair> {
+    /// With `wide`, verified pairs, of wide distances that tell repeats
+    /// of a pair apart.
+    fn random_pairs(n: usize, seed: u64, wide: bool) -> Vec<Pair> {
         let mut rng = SplitMix64::new(seed);
         (0..n)
             .map(|_| {
@@ -262,6 +270,7 @@ mod tests {
                     corpus_simhash: query_simhash ^ 1,
                     distance: 1,
                     self_pair: rng.below(2) == 0,
+                    wide_distance: wide.then(|| rng.below(3) as u16),
                 }
             })
             .collect()
@@ -269,14 +278,20 @@ mod tests {
 
     #[test]
     fn spilled_parts_are_written_as_one_sort_of_all_their_pairs() {
+        for wide in [false, true] {
+            spilled_parts_sort_as_one(wide);
+        }
+    }
+
+    fn spilled_parts_sort_as_one(wide: bool) {
         // Repeats across runs (50 x 40 ids, 20,000 pairs), three parts.
-        let pairs = random_pairs(20_000, 7);
+        let pairs = random_pairs(20_000, 7, wide);
         let part_of = |pair: &Pair| (pair.query_id.rem_euclid(3)) as usize;
         let dir = tempfile::tempdir().unwrap();
         for (budget_pairs, name) in [(usize::MAX / 64, "held"), (700, "spilled")] {
             let spill = dir.path().join(format!("_spill-{name}"));
             let bytes = (budget_pairs * std::mem::size_of::<Pair>()) as u64;
-            let mut runs = PairRuns::new(spill.clone(), 3, bytes);
+            let mut runs = PairRuns::new(spill.clone(), 3, bytes, wide);
             for &pair in &pairs {
                 runs.push(part_of(&pair), pair).unwrap();
             }
@@ -298,7 +313,7 @@ mod tests {
                 while let Some(pair) = read.next().unwrap() {
                     got.push(pair);
                 }
-                assert_eq!(got, expected, "{name}, part {part}");
+                assert_eq!(got, expected, "{name}, part {part}, wide {wide}");
             }
             runs.remove_spills().unwrap();
             assert!(!spill.exists());

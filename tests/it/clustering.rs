@@ -45,10 +45,11 @@ fn write_edges(dir: &Path, edges: &[Edge], parts: usize) -> String {
                 corpus_simhash: 0,
                 distance: distance(q, c),
                 self_pair,
+                wide_distance: None,
             })
             .collect();
         pairs.sort();
-        write_pairs(&dir.join(format!("part-{i:05}.parquet")), &pairs).unwrap();
+        write_pairs(&dir.join(format!("part-{i:05}.parquet")), &pairs, false).unwrap();
     }
     dir.display().to_string()
 }

@@ -5,10 +5,11 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
+use arrow_array::{Array, BooleanArray, Int16Array, Int64Array, Int8Array};
 use neardup::gen::SplitMix64;
 use neardup::io::pairs::Pair;
-use neardup::io::parquet::output::write_fingerprints;
+use neardup::io::parquet::output::{write_fingerprints, write_sketched_fingerprints};
+use neardup::io::parquet::Sketch;
 use neardup::matching::{run_match, MatchOptions};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
@@ -20,6 +21,27 @@ pub fn write_shard(path: &Path, rows: &[(i64, u64)]) {
     let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
     let fps: Vec<u64> = rows.iter().map(|r| r.1).collect();
     write_fingerprints(path, &ids, &fps, 97).unwrap();
+}
+
+/// Writes rows with their sketches as shards of row groups of 97 rows,
+/// split into `shards` files under `dir`.
+pub fn write_sketched_shards(
+    dir: &Path,
+    rows: &[(i64, u64, Sketch)],
+    shards: usize,
+) -> Vec<String> {
+    let per = rows.len().div_ceil(shards.max(1)).max(1);
+    let mut paths = Vec::new();
+    for (i, chunk) in rows.chunks(per).enumerate() {
+        let path = dir.join(format!("shard-{i:03}.parquet"));
+        std::fs::create_dir_all(dir).unwrap();
+        let ids: Vec<i64> = chunk.iter().map(|r| r.0).collect();
+        let fps: Vec<u64> = chunk.iter().map(|r| r.1).collect();
+        let sketches: Vec<Sketch> = chunk.iter().map(|r| r.2).collect();
+        write_sketched_fingerprints(&path, &ids, &fps, &sketches, 97).unwrap();
+        paths.push(path.display().to_string());
+    }
+    paths
 }
 
 /// Writes `rows` split into `shards` files under `dir`.
@@ -53,6 +75,7 @@ pub fn oracle(queries: &[(i64, u64)], corpus: &[(i64, u64)], k: u32, self_join: 
                     corpus_simhash: cf,
                     distance: d as u8,
                     self_pair,
+                    wide_distance: None,
                 });
             }
         };
@@ -100,6 +123,10 @@ pub fn read_pairs(dir: &Path) -> Vec<Pair> {
                 .as_any()
                 .downcast_ref::<BooleanArray>()
                 .unwrap();
+            let wide = (batch.num_columns() > 6).then(|| {
+                let column = batch.column(6).as_any();
+                column.downcast_ref::<Int16Array>().unwrap().clone()
+            });
             for r in 0..batch.num_rows() {
                 out.push(Pair {
                     query_id: q.value(r),
@@ -108,6 +135,7 @@ pub fn read_pairs(dir: &Path) -> Vec<Pair> {
                     corpus_simhash: cs.value(r) as u64,
                     distance: d.value(r) as u8,
                     self_pair: s.value(r),
+                    wide_distance: wide.as_ref().map(|w| w.value(r) as u16),
                 });
             }
             assert_eq!(d.null_count(), 0);
@@ -217,9 +245,9 @@ pub fn planted_corpus(
     rows
 }
 
-/// `tests/simhash_reference.py`'s `[simhash, n_features, n_chars]` of each
-/// case (`{"text", "features", "log_weights", "keep_stop_words"}`).
-pub fn reference_simhashes(cases: &serde_json::Value) -> Vec<(u64, u64, u64)> {
+/// `tests/simhash_reference.py`'s `[simhash, n_features, n_chars, sketch]`
+/// of each case (`{"text", "features", "log_weights", "keep_stop_words"}`).
+pub fn reference_simhashes(cases: &serde_json::Value) -> Vec<(u64, u64, u64, [u64; 3])> {
     use std::io::Write;
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/simhash_reference.py");
     let mut child = Command::new(python_with("xxhash"))

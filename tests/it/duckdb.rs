@@ -2,11 +2,26 @@
 //! join back to the input shards. The Python package is installed by
 //! `scripts/test.sh` into `.venv/`; `NEARDUP_TEST_PYTHON` names another interpreter.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
 use parquet::file::reader::{FileReader, SerializedFileReader};
+
+/// `tests/duckdb_check.py`'s report on the pairs in `out` of the `gen`
+/// data in `data`.
+fn duckdb_check(python: &Path, out: &Path, data: &Path) -> serde_json::Value {
+    let report = Command::new(python)
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/duckdb_check.py"))
+        .arg(out)
+        .arg(data.join("queries/*.parquet"))
+        .arg(data.join("corpus/*.parquet"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&report.stderr);
+    assert!(report.status.success(), "{stderr}");
+    serde_json::from_slice(&report.stdout).unwrap()
+}
 
 #[test]
 fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
@@ -59,19 +74,7 @@ fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
     let ours = read_pairs(&out);
     assert!(ours.len() > 1000);
 
-    let report = Command::new(&python)
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/duckdb_check.py"))
-        .arg(&out)
-        .arg(data.join("queries/*.parquet"))
-        .arg(data.join("corpus/*.parquet"))
-        .output()
-        .unwrap();
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let report = duckdb_check(&python, &out, &data);
     for column in ["query_id", "corpus_id", "query_simhash", "corpus_simhash"] {
         assert_eq!(report["types"][column], "BIGINT", "{column}");
     }
@@ -103,4 +106,53 @@ fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
             }
         }
     }
+}
+
+/// DuckDB reads the sketches of `gen --sketch` shards as BLOBs and verified
+/// pairs' `wide_distance` as SMALLINT, and recomputes every pair's wide
+/// distance from the fingerprints and sketches in SQL.
+#[test]
+fn duckdb_reads_sketches_and_recomputes_the_wide_distance() {
+    let python = python_with("duckdb");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let out = dir.path().join("pairs");
+    let (data_s, out_s) = (data.to_str().unwrap(), out.to_str().unwrap());
+    run_ok(&[
+        "gen",
+        "--out",
+        data_s,
+        "--queries",
+        "2000",
+        "--corpus",
+        "40000",
+        "--shards",
+        "2",
+        "--plant-rate",
+        "0.05",
+        "--self-rate",
+        "0.05",
+        "--sketch",
+    ]);
+    let queries = data.join("queries").display().to_string();
+    let corpus = data.join("corpus").display().to_string();
+    run_ok(&[
+        "match",
+        "--queries",
+        &queries,
+        "--corpus",
+        &corpus,
+        "--self",
+        "--verify",
+        "--out",
+        out_s,
+    ]);
+    let ours = read_pairs(&out);
+    assert!(ours.len() > 500, "{}", ours.len());
+    let report = duckdb_check(&python, &out, &data);
+    assert_eq!(report["types"]["wide_distance"], "SMALLINT");
+    assert_eq!(report["shard_types"]["sketch"], "BLOB");
+    assert_eq!(report["rows"], ours.len() as u64);
+    assert_eq!(report["joined"], ours.len() as u64);
+    assert_eq!(report["wrong_wide"], 0);
 }

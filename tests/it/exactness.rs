@@ -2,8 +2,12 @@
 //! brute-force oracle on real Parquet files.
 
 use crate::common::*;
+use std::collections::HashMap;
+
 use neardup::gen::SplitMix64;
+use neardup::io::pairs::Pair;
 use neardup::io::parquet::output::write_fingerprints;
+use neardup::io::parquet::Sketch;
 use neardup::matching::design::{plan, DEFAULT_TABLE_MEMORY};
 use neardup::matching::probe::Kernel;
 use neardup::matching::{run_match, MatchOptions};
@@ -336,4 +340,160 @@ fn every_kernel_this_cpu_runs_gives_the_oracles_pairs_and_the_same_bytes() {
             }
         }
     }
+}
+
+/// Rows with their sketches: `(id, simhash, sketch)`.
+type SketchedRows = Vec<(i64, u64, Sketch)>;
+
+/// Rows of B with random sketches, and rows of F: copies of B's rows with
+/// `d <= max_d` bits of the fingerprint and up to `2 * spread` bits of the
+/// sketch flipped (so that the threshold keeps some and drops others),
+/// and unrelated rows.
+fn sketched_rows(rng: &mut SplitMix64, max_d: u32, spread: u32) -> (SketchedRows, SketchedRows) {
+    let sketch = |rng: &mut SplitMix64| std::array::from_fn(|_| rng.next_u64());
+    let queries: SketchedRows = (0..300)
+        .map(|id| (id, rng.next_u64(), sketch(rng)))
+        .collect();
+    let mut corpus = Vec::new();
+    for id in 10_000..10_600 {
+        let (_, f, mut s) = queries[rng.below(queries.len() as u64) as usize];
+        let d = rng.below(u64::from(max_d) + 1) as u32;
+        for _ in 0..rng.below(2 * u64::from(spread) + 1) {
+            let bit = rng.below(64 * s.len() as u64) as usize;
+            s[bit / 64] ^= 1 << (bit % 64);
+        }
+        corpus.push((id, rng.flip_bits(f, d), s));
+    }
+    corpus.extend((20_000..22_000).map(|id| (id, rng.next_u64(), sketch(rng))));
+    (queries, corpus)
+}
+
+/// The oracle's pairs that `--verify` keeps at `threshold`, with their
+/// wide distances (ids are unique across B and F here).
+fn verified_oracle(
+    queries: &[(i64, u64, Sketch)],
+    corpus: &[(i64, u64, Sketch)],
+    k: u32,
+    self_join: bool,
+    threshold: u32,
+) -> Vec<Pair> {
+    let plain = |rows: &[(i64, u64, Sketch)]| -> Rows { rows.iter().map(|r| (r.0, r.1)).collect() };
+    let sketches: HashMap<i64, Sketch> = queries
+        .iter()
+        .chain(corpus)
+        .map(|&(id, _, s)| (id, s))
+        .collect();
+    let mut kept: Vec<Pair> = oracle(&plain(queries), &plain(corpus), k, self_join)
+        .into_iter()
+        .filter_map(|pair| {
+            let (q, c) = (&sketches[&pair.query_id], &sketches[&pair.corpus_id]);
+            let sketch_bits: u32 = q.iter().zip(c).map(|(a, b)| (a ^ b).count_ones()).sum();
+            let wide = u32::from(pair.distance) + sketch_bits;
+            (wide <= threshold).then_some(Pair {
+                wide_distance: Some(wide as u16),
+                ..pair
+            })
+        })
+        .collect();
+    kept.sort();
+    kept
+}
+
+/// `--verify` keeps exactly the pairs within k whose fingerprints and
+/// sketches together lie within the threshold, at several k, thresholds
+/// and worker counts, with and without `--self`; its sketches of F are read
+/// by row selections across row groups of 97 rows and several shards.
+#[test]
+fn verify_keeps_exactly_the_pairs_within_the_wide_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes_by_case: HashMap<(u32, u32, bool), Vec<Vec<u8>>> = HashMap::new();
+    for (case, (k, threshold, self_join, workers)) in [
+        (3, 0, false, 1),
+        (6, 40, true, 2),
+        (8, 20, false, 4),
+        (6, 40, true, 3),
+        (5, 256, false, 2),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut rng = SplitMix64::new(7 + u64::from(k) + u64::from(threshold));
+        let (queries, corpus) = sketched_rows(&mut rng, k + 1, threshold.min(60));
+        let name = format!("k{k}-t{threshold}-s{self_join}-w{workers}");
+        let q = write_sketched_shards(&dir.path().join(&name).join("b"), &queries, 2);
+        let c = write_sketched_shards(&dir.path().join(&name).join("f"), &corpus, 3);
+        let out = dir.path().join(&name).join("out");
+        let mut opts = MatchOptions::new(q, c, out.clone());
+        (opts.k, opts.self_join, opts.verify_threshold) = (k, self_join, Some(threshold));
+        (opts.runtime.workers, opts.parts) = (workers, 3);
+        let summary = serde_json::to_value(run_match(&opts).unwrap()).unwrap();
+        let found = read_pairs(&out);
+        let expected = verified_oracle(&queries, &corpus, k, self_join, threshold);
+        let within_k = oracle(
+            &queries.iter().map(|r| (r.0, r.1)).collect::<Rows>(),
+            &corpus.iter().map(|r| (r.0, r.1)).collect::<Rows>(),
+            k,
+            self_join,
+        );
+        if threshold < 256 {
+            assert!(
+                !expected.is_empty() && expected.len() < within_k.len(),
+                "{name}: the threshold keeps some pairs within k and drops others"
+            );
+        }
+        assert_eq!(found.len(), expected.len(), "{name}");
+        assert!(found == expected, "{name}: pairs or wide distances differ");
+        assert_eq!(summary["pairs"], expected.len(), "{case}");
+        assert_eq!(summary["candidates"], within_k.len(), "{case}");
+        assert_eq!(summary["verify_threshold"], threshold, "{case}");
+        let bytes = part_bytes(&out);
+        let earlier = bytes_by_case
+            .entry((k, threshold, self_join))
+            .or_insert(bytes.clone());
+        assert!(
+            *earlier == bytes,
+            "{name}: other bytes than on other workers"
+        );
+    }
+}
+
+/// `--verify` on shards without a sketch is one clear line naming the file.
+#[test]
+fn verify_refuses_shards_without_a_sketch_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(5);
+    let rows = random_rows(&mut rng, 50, 0);
+    let plain = write_shards(&dir.path().join("plain"), &rows, 1);
+    let out = dir.path().join("out");
+    let args = [
+        "match",
+        "--queries",
+        &plain[0],
+        "--self",
+        "--verify",
+        "--out",
+    ];
+    let result = neardup(&[&args[..], &[out.to_str().unwrap()]].concat());
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success());
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&plain[0]) && stderr.contains("no column `sketch`"),
+        "{stderr}"
+    );
+    assert!(!out.join("_SUCCESS").exists());
+    let threshold_alone = neardup(&[
+        "match",
+        "--queries",
+        &plain[0],
+        "--self",
+        "--verify-threshold",
+        "9",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        !threshold_alone.status.success(),
+        "--verify-threshold needs --verify"
+    );
 }

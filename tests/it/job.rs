@@ -288,6 +288,61 @@ fn a_night_of_another_scheme_is_refused_unless_the_spec_allows_it() {
     );
 }
 
+/// `verify = true` in `[match]` runs the quality mode: against a corpus
+/// shard without sketches (the sample's, scheme v4) it is one line naming
+/// the shard; on the night's own v7 shards it verifies the pairs, which
+/// carry their wide distances to the clustering and the rest of the night.
+#[test]
+fn a_night_in_the_quality_mode_verifies_its_pairs() {
+    let dir = scratch();
+    let d = dir.path();
+    let good = std::fs::read_to_string(d.join("jobs/sample.toml")).unwrap();
+    let v7 = good
+        .lines()
+        .filter(|line| !line.starts_with("scheme = ") && *line != "k = 3")
+        .collect::<Vec<_>>()
+        .join("\n");
+    let verified = v7.replace(
+        "self = true",
+        "self = true\nverify = true\nallow_mixed_schemes = true",
+    );
+    let spec = write_spec(d, &verified);
+    let refused = run(d, &[&spec, "--date", NIGHT]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    for needle in [
+        "crawl-fingerprints/part-00000.parquet",
+        "no column `sketch`",
+    ] {
+        assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
+    }
+    let night = d.join("sample-output").join(NIGHT);
+    assert!(!night.join("pairs/_SUCCESS").exists());
+
+    let own = verified.replace(
+        "    \"../data-samples/crawl-fingerprints/part-00000.parquet\",\n",
+        "",
+    );
+    assert_ne!(own, verified);
+    let output = run(d, &[&write_spec(d, &own), "--date", NIGHT]);
+    assert_eq!(
+        verbs(&output),
+        ["skipped", "matched", "clustered", "appended", "reported"]
+    );
+    let pairs = read_pairs(&night.join("pairs"));
+    assert!(!pairs.is_empty());
+    assert!(pairs
+        .iter()
+        .all(|p| p.wide_distance.is_some_and(|w| w <= 22)));
+    let summary = std::fs::read_to_string(night.join("pairs/_summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(
+        (&summary["k"], &summary["verify_threshold"]),
+        (&6.into(), &22.into())
+    );
+}
+
 #[test]
 fn bad_job_specs_get_one_line() {
     let dir = scratch();
@@ -301,6 +356,10 @@ fn bad_job_specs_get_one_line() {
         (
             good.replace("k = 3", "k = \"three\""),
             "key `k`: invalid type",
+        ),
+        (
+            good.replace("k = 3", "k = 3\nverify_threshold = 20"),
+            "verify_threshold needs verify = true",
         ),
         (
             good.replace("text.wet.gz", "missing.wet.gz"),

@@ -34,6 +34,9 @@
 //!    `i` set when the sum is positive.
 //!
 //! A document without features gets fingerprint 0 and `n_features = 0`.
+//!
+//! Scheme v7 adds a sketch: 192 more bits of the same features and weights
+//! ([`sketch`]).
 
 use std::cell::RefCell;
 use std::fmt;
@@ -46,15 +49,20 @@ use cjk::{for_each_word, is_stable_letter, other_then_plain_runs};
 use feature_hash::{feature_hash, push_window_hashes};
 use jieba_rs::Jieba;
 use rustc_hash::FxHashSet;
-use sums::{simhash_of, with_sums, HashChunks, LOW_BIT_OF_EACH_BYTE};
+#[cfg(test)]
+use sums::simhash_of;
+use sums::{with_sums, HashChunks, LOW_BIT_OF_EACH_BYTE};
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 mod cjk;
 mod feature_hash;
 mod listing;
 mod normalize;
+mod sketch;
 mod sums;
 mod words;
+
+pub use sketch::{Sketch, SKETCH_BITS, SKETCH_WORDS};
 
 pub(crate) use listing::{feature_list, hash_feature, FeatureList};
 use normalize::*;
@@ -172,7 +180,13 @@ pub struct Fingerprint {
     pub n_features: u32,
     /// Characters of the normalised text.
     pub n_chars: u32,
+    /// The document's sketch ([`sketch`]), when asked for.
+    pub sketch: Option<Sketch>,
 }
+
+/// A document's simhash, its features counted with repetition, and its
+/// sketch when asked for.
+type Summed = (u64, u32, Option<Sketch>);
 
 impl SimhashOptions {
     /// The options a normalised text is fingerprinted with: these, unless
@@ -246,6 +260,11 @@ fn may_hold_han(bytes: &[u8]) -> bool {
 
 /// Fingerprints `text` under `options`.
 pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
+    fingerprint_with(text, options, false)
+}
+
+/// Fingerprints `text` under `options`, with its sketch if `sketch`.
+pub fn fingerprint_with(text: &str, options: &SimhashOptions, sketch: bool) -> Fingerprint {
     thread_local! {
         /// The normalised text, one buffer per thread: a fresh one per page
         /// would be, for the pages of megabytes, memory the kernel has to
@@ -255,15 +274,15 @@ pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
     NORMALIZED.with(|normalized| {
         let mut normalized = normalized.borrow_mut();
         normalize_into(text, &mut normalized);
-        fingerprint_normalized(&normalized, options)
+        fingerprint_normalized(&normalized, options, sketch)
     })
 }
 
-fn fingerprint_normalized(text: &str, options: &SimhashOptions) -> Fingerprint {
+fn fingerprint_normalized(text: &str, options: &SimhashOptions, sketch: bool) -> Fingerprint {
     let n_chars = text.chars().count() as u32;
     let options = &options.for_text(text);
-    let (simhash, n_features) = match options.features {
-        Features::Chars(n) => char_grams(text, n, options),
+    let (simhash, n_features, sketch) = match options.features {
+        Features::Chars(n) => char_grams(text, n, options, sketch),
         Features::Words | Features::Shingles(_) | Features::Script(_) => {
             let mut words = words(text);
             if options.stop_words {
@@ -273,20 +292,21 @@ fn fingerprint_normalized(text: &str, options: &SimhashOptions) -> Fingerprint {
                 Features::Shingles(n) => n,
                 _ => 1,
             };
-            word_grams(&words, n, options)
+            word_grams(&words, n, options, sketch)
         }
     };
     Fingerprint {
         simhash,
         n_features,
         n_chars,
+        sketch,
     }
 }
 
 /// The simhash of every n-gram of `words` (joined by one space), and how
 /// many there were.
-fn word_grams(words: &[&str], n: usize, options: &SimhashOptions) -> (u64, u32) {
-    simhash_of_hashes(options, |hashes| {
+fn word_grams(words: &[&str], n: usize, options: &SimhashOptions, sketch: bool) -> Summed {
+    simhash_of_hashes(options, sketch, |hashes| {
         if n == 1 {
             hashes.extend(words.iter().map(|w| feature_hash(w.as_bytes())));
             return;
@@ -305,30 +325,35 @@ fn word_grams(words: &[&str], n: usize, options: &SimhashOptions) -> (u64, u32) 
     })
 }
 
-/// The simhash of the feature hashes `push` gives, and how many there
-/// were: they are added to the sums a chunk at a time, through one buffer
-/// per thread (see [`HashChunks`]).
-fn simhash_of_hashes(options: &SimhashOptions, push: impl FnOnce(&mut HashChunks)) -> (u64, u32) {
+/// The simhash of the feature hashes `push` gives, how many there were,
+/// and with `sketch` their sketch: they are added to the sums a chunk at a
+/// time, through one buffer per thread (see [`HashChunks`]).
+fn simhash_of_hashes(
+    options: &SimhashOptions,
+    sketch: bool,
+    push: impl FnOnce(&mut HashChunks),
+) -> Summed {
     thread_local! {
         static CHUNK: RefCell<Vec<u64>> = RefCell::new(Vec::with_capacity(HashChunks::LEN));
     }
     CHUNK.with(|chunk| {
         let mut chunk = chunk.borrow_mut();
-        with_sums(options.log_weights, |sums| {
+        with_sums(options.log_weights, sketch, |sums| {
             let mut hashes = HashChunks::new(&mut chunk, sums);
             push(&mut hashes);
             hashes.flush();
-            sums.simhash()
+            let (simhash, n_features) = sums.simhash();
+            (simhash, n_features, sums.sketch())
         })
     })
 }
 
 /// The simhash of every character n-gram of `text`, and how many there
 /// were; a text shorter than `n` characters is one feature.
-fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
+fn char_grams(text: &str, n: usize, options: &SimhashOptions, sketch: bool) -> Summed {
     let bytes = text.as_bytes();
     if bytes.is_empty() {
-        return (0, 0);
+        return (0, 0, sketch.then_some([0; SKETCH_WORDS]));
     }
     let ascii = text.is_ascii();
     let shorter_than_n = match ascii {
@@ -336,9 +361,10 @@ fn char_grams(text: &str, n: usize, options: &SimhashOptions) -> (u64, u32) {
         false => text.chars().nth(n - 1).is_none(),
     };
     if shorter_than_n {
-        return simhash_of(&[feature_hash(bytes)], options.log_weights);
+        let whole = feature_hash(bytes);
+        return simhash_of_hashes(options, sketch, |hashes| hashes.extend([whole]));
     }
-    simhash_of_hashes(options, |grams| match ascii {
+    simhash_of_hashes(options, sketch, |grams| match ascii {
         true => push_window_hashes(bytes, n, grams),
         false => mixed_text_gram_hashes(text, n, grams),
     })
@@ -649,7 +675,8 @@ mod tests {
                 true => (0, 0),
                 false => simhash_of(&grams, options.log_weights),
             };
-            assert_eq!(char_grams(text, 3, &options), expected, "{text:?}");
+            let (simhash, n_features, _) = char_grams(text, 3, &options, false);
+            assert_eq!((simhash, n_features), expected, "{text:?}");
         }
     }
 
@@ -852,12 +879,7 @@ mod tests {
     /// stored in a corpus stop matching new ones.
     #[test]
     fn golden_fingerprints() {
-        let texts = [
-            "the cat sat on the mat",
-            "We all scream for ice cream!",
-            "你妈妈喊你回家吃饭哦，回家罗回家罗",
-            "Near-duplicate detection for web crawling, WWW 2007.",
-        ];
+        let texts = GOLDEN_TEXTS;
         let options = [
             SimhashOptions::default(),
             SimhashOptions {
@@ -893,6 +915,49 @@ mod tests {
         let expected: Vec<&str> = GOLDEN.split_whitespace().collect();
         assert_eq!(got, expected, "the simhash algorithm changed");
     }
+
+    const GOLDEN_TEXTS: [&str; 4] = [
+        "the cat sat on the mat",
+        "We all scream for ice cream!",
+        "你妈妈喊你回家吃饭哦，回家罗回家罗",
+        "Near-duplicate detection for web crawling, WWW 2007.",
+    ];
+
+    /// Pins the sketch (scheme v7) under term-frequency words and under
+    /// v7's own `script` features (log weights here): these values must
+    /// never change, or stored sketches stop verifying new ones.
+    #[test]
+    fn golden_sketches() {
+        let options = [
+            SimhashOptions::default(),
+            SimhashOptions {
+                features: Features::Script(ScriptRule::LongHanWords),
+                ..Default::default()
+            },
+        ];
+        let mut got = Vec::new();
+        for o in &options {
+            for text in GOLDEN_TEXTS {
+                let sketched = fingerprint_with(text, o, true);
+                assert_eq!(sketched.simhash, fingerprint(text, o).simhash);
+                let [a, b, c] = sketched.sketch.unwrap();
+                got.push(format!("{a:016x}{b:016x}{c:016x}"));
+            }
+        }
+        let expected: Vec<&str> = GOLDEN_SKETCHES.split_whitespace().collect();
+        assert_eq!(got, expected, "the sketch changed");
+    }
+
+    /// One sketch per text, the texts in turn under each option set.
+    const GOLDEN_SKETCHES: &str = "
+        6596fb42acdc66aab40819254057ecae24e22727dc1b08da
+        3048007448684d00105bc46a1c04df24a0c8093023672106
+        1fb3406b12d13a4a6fb6fb2657e6dc837627dfc8094a281e
+        ef502cb43165b2681b481151ed60ab0c7a150e9a40addb42
+        6e40ee8a4046d71030403c442c80b03391c60164f75e4504
+        4ef718fe156478a6578c8547ec303d239d7a0f88fa29486f
+        5a48a2103f39862a804aa5b1156408a9f65c2588ea39ac04
+        c49f68013f2d612103d5584d604906a78e79d78b9f8bb2d5";
 
     /// One line per option set, one value per text (`script` under v5
     /// differs from v3 and v4 only on the short Han text).

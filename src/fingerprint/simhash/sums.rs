@@ -18,27 +18,31 @@
 
 use std::cell::RefCell;
 
+use super::sketch::{log_weighted_sketch, Sketch, SketchCounts};
 use crate::exec::parallel::prefetch;
 
 /// The simhash of a document's feature hashes and how many there were,
 /// under term-frequency (`log_weights == false`) or log weights.
+#[cfg(test)]
 pub(super) fn simhash_of(hashes: &[u64], log_weights: bool) -> (u64, u32) {
-    with_sums(log_weights, |sums| {
+    with_sums(log_weights, false, |sums| {
         sums.add(hashes);
         sums.simhash()
     })
 }
 
 /// Runs `f` with empty sums of one document's features: the thread's own
-/// table of distinct hashes under log weights.
-pub(super) fn with_sums<R>(log_weights: bool, f: impl FnOnce(&mut Sums) -> R) -> R {
+/// table of distinct hashes under log weights. With `sketch`, the sums
+/// also give the document's sketch.
+pub(super) fn with_sums<R>(log_weights: bool, sketch: bool, f: impl FnOnce(&mut Sums) -> R) -> R {
     if !log_weights {
-        return f(&mut Sums::TermFrequency(BitCounts::default()));
+        let sketch = sketch.then(SketchCounts::default);
+        return f(&mut Sums::TermFrequency(BitCounts::default(), sketch));
     }
     DISTINCT.with(|distinct| {
         let mut distinct = distinct.borrow_mut();
         distinct.clear();
-        f(&mut Sums::Log(&mut distinct))
+        f(&mut Sums::Log(&mut distinct, sketch))
     })
 }
 
@@ -52,26 +56,42 @@ thread_local! {
 // One at a time on a thread's stack: a box per document would buy nothing.
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Sums<'t> {
-    TermFrequency(BitCounts),
-    Log(&'t mut DistinctHashes),
+    /// The counts, and the sketch's when one is wanted.
+    TermFrequency(BitCounts, Option<SketchCounts>),
+    /// The distinct hashes, and whether a sketch is wanted.
+    Log(&'t mut DistinctHashes, bool),
 }
 
 impl Sums<'_> {
     pub(super) fn add(&mut self, hashes: &[u64]) {
         match self {
-            Sums::TermFrequency(counts) => hashes.iter().for_each(|&h| counts.add(h)),
-            Sums::Log(distinct) => distinct.insert_all(hashes),
+            Sums::TermFrequency(counts, sketch) => {
+                hashes.iter().for_each(|&h| counts.add(h));
+                if let Some(sketch) = sketch {
+                    hashes.iter().for_each(|&h| sketch.add(h));
+                }
+            }
+            Sums::Log(distinct, _) => distinct.insert_all(hashes),
         }
     }
 
     /// The simhash of the hashes added, and how many there were.
     pub(super) fn simhash(&mut self) -> (u64, u32) {
         match self {
-            Sums::TermFrequency(counts) => {
+            Sums::TermFrequency(counts, _) => {
                 let sums = counts.signed_sums();
                 (sign_bits(sums.iter().map(|&s| s as f64)), counts.count)
             }
-            Sums::Log(distinct) => log_weighted_simhash(distinct),
+            Sums::Log(distinct, _) => log_weighted_simhash(distinct),
+        }
+    }
+
+    /// The sketch of the hashes added, if one was wanted.
+    pub(super) fn sketch(&mut self) -> Option<Sketch> {
+        match self {
+            Sums::TermFrequency(_, sketch) => sketch.as_mut().map(SketchCounts::sketch),
+            Sums::Log(distinct, true) => Some(log_weighted_sketch(distinct.entries())),
+            Sums::Log(_, false) => None,
         }
     }
 }
@@ -175,7 +195,7 @@ fn log_weighted_simhash(distinct: &DistinctHashes) -> (u64, u32) {
 }
 
 /// The weight of a feature seen `count` times under log weights.
-fn log_weight(count: u32) -> f64 {
+pub(super) fn log_weight(count: u32) -> f64 {
     1.0 + f64::from(count).ln()
 }
 
@@ -201,7 +221,7 @@ fn rounding_bound(n: u32, terms: u64) -> f64 {
 }
 
 /// The sign bits of 64 per-bit sums: bit `i` set when sum `i` is positive.
-fn sign_bits(sums: impl Iterator<Item = f64>) -> u64 {
+pub(super) fn sign_bits(sums: impl Iterator<Item = f64>) -> u64 {
     sums.enumerate()
         .fold(0u64, |acc, (i, s)| acc | (u64::from(s > 0.0) << i))
 }
@@ -235,7 +255,7 @@ pub(super) const LOW_BIT_OF_EACH_BYTE: u64 = 0x0101_0101_0101_0101;
 
 impl BitCounts {
     #[inline]
-    fn add(&mut self, hash: u64) {
+    pub(super) fn add(&mut self, hash: u64) {
         for (j, lane) in self.bytes.iter_mut().enumerate() {
             *lane += (hash >> j) & LOW_BIT_OF_EACH_BYTE;
         }
@@ -244,6 +264,11 @@ impl BitCounts {
         if self.in_bytes == 255 {
             self.empty_bytes();
         }
+    }
+
+    /// How many hashes were added.
+    pub(super) fn count(&self) -> u32 {
+        self.count
     }
 
     fn empty_bytes(&mut self) {
@@ -257,7 +282,7 @@ impl BitCounts {
     }
 
     /// Per bit, the number of hashes with the bit set minus those without.
-    fn signed_sums(&mut self) -> [i64; 64] {
+    pub(super) fn signed_sums(&mut self) -> [i64; 64] {
         self.empty_bytes();
         let n = i64::from(self.count);
         std::array::from_fn(|i| 2 * i64::from(self.ones[i]) - n)
@@ -588,7 +613,7 @@ mod tests {
                 .collect();
             for log_weights in [false, true] {
                 let mut chunk = Vec::with_capacity(HashChunks::LEN);
-                let summed = with_sums(log_weights, |sums| {
+                let summed = with_sums(log_weights, false, |sums| {
                     let mut chunks = HashChunks::new(&mut chunk, sums);
                     let (mut rest, mut piece) = (&hashes[..], 1);
                     while !rest.is_empty() {

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{
-    ArrayRef, BooleanArray, Int32Array, Int64Array, Int8Array, RecordBatch, StringArray,
-    TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, FixedSizeBinaryArray, Int16Array, Int32Array, Int64Array, Int8Array,
+    RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::ArrowWriter;
@@ -307,33 +307,50 @@ pub(crate) fn part_name(p: usize) -> String {
     format!("part-{p:05}.parquet")
 }
 
-/// The schema of a pairs part.
-pub(crate) fn pair_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
+/// The column of a pair's [`Pair::wide_distance`].
+pub(crate) const WIDE_DISTANCE: &str = "wide_distance";
+
+/// The schema of a pairs part; `wide`: verified pairs, with
+/// [`WIDE_DISTANCE`] last.
+pub(crate) fn pair_schema(wide: bool) -> SchemaRef {
+    let mut fields = vec![
         Field::new("query_id", DataType::Int64, false),
         Field::new("corpus_id", DataType::Int64, false),
         Field::new("query_simhash", DataType::Int64, false),
         Field::new("corpus_simhash", DataType::Int64, false),
         Field::new("distance", DataType::Int8, false),
         Field::new("self_pair", DataType::Boolean, false),
-    ]))
+    ];
+    if wide {
+        fields.push(Field::new(WIDE_DISTANCE, DataType::Int16, false));
+    }
+    Arc::new(Schema::new(fields))
 }
 
 /// Writes sorted, de-duplicated pairs as one zstd Parquet file whose footer
-/// records the sort order (query_id, corpus_id).
-pub fn write_pairs(path: &Path, pairs: &[Pair]) -> Result<()> {
-    write_pair_slice(path, pairs, false)
+/// records the sort order (query_id, corpus_id); with `wide`, verified
+/// pairs.
+pub fn write_pairs(path: &Path, pairs: &[Pair], wide: bool) -> Result<()> {
+    write_pair_slice(path, pairs, PairLayout { raw: false, wide })
 }
 
 /// [`write_pairs`] with every column plain and uncompressed: a run of
 /// pairs spilled to disk, read back once by the same job.
-pub(crate) fn write_pair_run(path: &Path, pairs: &[Pair]) -> Result<()> {
-    write_pair_slice(path, pairs, true)
+pub(crate) fn write_pair_run(path: &Path, pairs: &[Pair], wide: bool) -> Result<()> {
+    write_pair_slice(path, pairs, PairLayout { raw: true, wide })
+}
+
+/// How a pairs file is written: `raw` for a spilled run; `wide` with
+/// [`WIDE_DISTANCE`].
+#[derive(Clone, Copy)]
+struct PairLayout {
+    raw: bool,
+    wide: bool,
 }
 
 /// Pairs in a slice, each row group's columns made straight from it.
-fn write_pair_slice(path: &Path, pairs: &[Pair], raw: bool) -> Result<()> {
-    let layout = pair_layout(raw);
+fn write_pair_slice(path: &Path, pairs: &[Pair], layout: PairLayout) -> Result<()> {
+    let layout = pair_layout(layout);
     let schema = layout.schema.clone();
     write_parquet(path, layout, pairs.len(), |range| {
         pair_batch(&schema, &pairs[range])
@@ -345,8 +362,9 @@ fn write_pair_slice(path: &Path, pairs: &[Pair], raw: bool) -> Result<()> {
 pub(crate) fn write_pair_stream(
     path: &Path,
     mut pairs: impl Iterator<Item = Result<Pair>>,
+    wide: bool,
 ) -> Result<()> {
-    let layout = pair_layout(false);
+    let layout = pair_layout(PairLayout { raw: false, wide });
     let mut open = OpenParquet::create(path, &layout)?;
     let mut group = Vec::new();
     loop {
@@ -362,21 +380,21 @@ pub(crate) fn write_pair_stream(
     open.close()
 }
 
-/// How a pairs file is laid out; `raw` for a spilled run.
-fn pair_layout(raw: bool) -> FileLayout {
+/// How a pairs file is laid out.
+fn pair_layout(layout: PairLayout) -> FileLayout {
     FileLayout {
-        schema: pair_schema(),
+        schema: pair_schema(layout.wide),
         zstd_level: OUTPUT_ZSTD_LEVEL,
         sorting: Some(ascending(&[0, 1])),
         key_values: None,
         group_rows: ROW_GROUP_ROWS,
-        raw,
+        raw: layout.raw,
     }
 }
 
-/// The columns of `rows` as a pairs file holds them.
+/// The columns of `rows` as a pairs file of `schema` holds them.
 fn pair_batch(schema: &SchemaRef, rows: &[Pair]) -> Result<RecordBatch> {
-    let columns: Vec<ArrayRef> = vec![
+    let mut columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values(
             rows.iter().map(|p| p.query_id),
         )),
@@ -396,6 +414,12 @@ fn pair_batch(schema: &SchemaRef, rows: &[Pair]) -> Result<RecordBatch> {
             rows.iter().map(|p| Some(p.self_pair)),
         )),
     ];
+    if schema.column_with_name(WIDE_DISTANCE).is_some() {
+        let wide = rows
+            .iter()
+            .map(|p| p.wide_distance.unwrap_or_default() as i16);
+        columns.push(Arc::new(Int16Array::from_iter_values(wide)));
+    }
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
 
@@ -407,11 +431,27 @@ pub fn write_fingerprints(
     fingerprints: &[u64],
     row_group_rows: usize,
 ) -> Result<()> {
+    write_sketched_fingerprints(path, ids, fingerprints, &[], row_group_rows)
+}
+
+/// [`write_fingerprints`] with a `sketch` column (as `fingerprint` writes
+/// it) when `sketches` are given, one a row.
+pub fn write_sketched_fingerprints(
+    path: &Path,
+    ids: &[i64],
+    fingerprints: &[u64],
+    sketches: &[super::Sketch],
+    row_group_rows: usize,
+) -> Result<()> {
     assert_eq!(ids.len(), fingerprints.len());
-    let schema = Arc::new(Schema::new(vec![
+    let sketched = !sketches.is_empty();
+    assert!(!sketched || sketches.len() == ids.len());
+    let mut fields = vec![
         Field::new("id", DataType::Int64, false),
         Field::new("simhash", DataType::Int64, false),
-    ]));
+    ];
+    fields.extend(sketched.then(sketch_field));
+    let schema = Arc::new(Schema::new(fields));
     let layout = FileLayout {
         schema: schema.clone(),
         zstd_level: STORED_ZSTD_LEVEL,
@@ -421,14 +461,17 @@ pub fn write_fingerprints(
         raw: false,
     };
     write_parquet(path, layout, ids.len(), |range| {
-        let columns: Vec<ArrayRef> = vec![
+        let mut columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from_iter_values(
                 ids[range.clone()].iter().copied(),
             )),
             Arc::new(Int64Array::from_iter_values(
-                fingerprints[range].iter().map(|&f| f as i64),
+                fingerprints[range.clone()].iter().map(|&f| f as i64),
             )),
         ];
+        if sketched {
+            columns.push(sketch_column(&sketches[range])?);
+        }
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
 }
@@ -457,7 +500,10 @@ pub fn write_fingerprints(
 ///   costs about the bits of a record's length.
 fn column_layout(name: &str) -> Option<ColumnLayout> {
     match name {
-        "simhash" | "query_simhash" | "corpus_simhash" => Some(ColumnLayout::Raw),
+        // Random bits: nothing to compress.
+        "simhash" | "query_simhash" | "corpus_simhash" | super::SKETCH_COLUMN => {
+            Some(ColumnLayout::Raw)
+        }
         "id" | "query_id" | "corpus_id" | "cluster_id" | "keep_id" | "offset" => {
             Some(ColumnLayout::Delta)
         }
@@ -520,6 +566,8 @@ pub(crate) struct DocumentRows {
     pub(crate) fetch_times: Vec<Option<i64>>,
     /// The `offset` and `length` columns.
     pub(crate) spans: Vec<Option<Span>>,
+    /// The `sketch` column; empty for shards without one.
+    pub(crate) sketches: Vec<super::Sketch>,
 }
 
 impl DocumentRows {
@@ -532,30 +580,38 @@ impl DocumentRows {
         self.n_chars.append(&mut other.n_chars);
         self.fetch_times.append(&mut other.fetch_times);
         self.spans.append(&mut other.spans);
+        self.sketches.append(&mut other.sketches);
     }
 }
 
-/// The schema of a fingerprint shard (see [`write_documents`]).
-pub(crate) fn document_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("url", DataType::Utf8, true),
-        Field::new("simhash", DataType::Int64, false),
-        Field::new("n_features", DataType::Int32, false),
-        Field::new("n_chars", DataType::Int32, false),
-        Field::new(
+/// The schema of a fingerprint shard (see [`write_documents`]), with a
+/// `sketch` column after `simhash` if `sketch`.
+pub(crate) fn document_schema(sketch: bool) -> SchemaRef {
+    let sketch = sketch.then(sketch_field);
+    let fields = [
+        Some(Field::new("id", DataType::Int64, false)),
+        Some(Field::new("url", DataType::Utf8, true)),
+        Some(Field::new("simhash", DataType::Int64, false)),
+        sketch,
+        Some(Field::new("n_features", DataType::Int32, false)),
+        Some(Field::new("n_chars", DataType::Int32, false)),
+        Some(Field::new(
             "fetch_time",
             DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
             true,
-        ),
-        Field::new("source", DataType::Utf8, false),
-        Field::new("offset", DataType::Int64, true),
-        Field::new("length", DataType::Int64, true),
-    ]))
+        )),
+        Some(Field::new("source", DataType::Utf8, false)),
+        Some(Field::new("offset", DataType::Int64, true)),
+        Some(Field::new("length", DataType::Int64, true)),
+    ];
+    Arc::new(Schema::new(
+        fields.into_iter().flatten().collect::<Vec<_>>(),
+    ))
 }
 
 /// Writes a fingerprint shard of documents: `id`, `url` (null when unknown),
-/// `simhash` (INT64, the bit pattern), `n_features`, `n_chars`, `fetch_time`
+/// `simhash` (INT64, the bit pattern), `sketch` (if the rows have sketches:
+/// FIXED_LEN_BYTE_ARRAY(24), see [`super::Sketch`]), `n_features`, `n_chars`, `fetch_time`
 /// (TIMESTAMP in microseconds, UTC; null when unknown), `source` (the input
 /// file, in every row) and `offset` and `length` (the record's bytes in
 /// `source`; null when no range holds it alone); the fingerprint scheme
@@ -569,7 +625,8 @@ pub(crate) fn write_documents(
     scheme: &str,
     source: &str,
 ) -> Result<()> {
-    let schema = document_schema();
+    let sketched = !rows.sketches.is_empty();
+    let schema = document_schema(sketched);
     let n = rows.ids.len();
     let key_values = vec![KeyValue::new(
         super::METADATA_KEY.to_string(),
@@ -584,7 +641,7 @@ pub(crate) fn write_documents(
         raw: false,
     };
     write_parquet(path, layout, n, |range| {
-        let columns: Vec<ArrayRef> = vec![
+        let mut columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
             Arc::new(StringArray::from_iter(
                 rows.urls[range.clone()].iter().map(|u| u.as_deref()),
@@ -592,6 +649,11 @@ pub(crate) fn write_documents(
             Arc::new(Int64Array::from_iter_values(
                 rows.simhashes[range.clone()].iter().map(|&f| f as i64),
             )),
+        ];
+        if sketched {
+            columns.push(sketch_column(&rows.sketches[range.clone()])?);
+        }
+        columns.extend::<[ArrayRef; 6]>([
             Arc::new(Int32Array::from_iter_values(
                 rows.n_features[range.clone()].iter().map(|&x| x as i32),
             )),
@@ -614,9 +676,21 @@ pub(crate) fn write_documents(
             Arc::new(Int64Array::from_iter(
                 rows.spans[range].iter().map(|s| s.map(|s| s.length as i64)),
             )),
-        ];
+        ]);
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
+}
+
+/// The field of a shard's sketches: FIXED_LEN_BYTE_ARRAY(24).
+fn sketch_field() -> Field {
+    let bytes = DataType::FixedSizeBinary(super::SKETCH_BYTES as i32);
+    Field::new(super::SKETCH_COLUMN, bytes, false)
+}
+
+/// A `sketch` column of `sketches`.
+fn sketch_column(sketches: &[super::Sketch]) -> Result<ArrayRef> {
+    let bytes = sketches.iter().map(super::sketch_bytes);
+    Ok(Arc::new(FixedSizeBinaryArray::try_from_iter(bytes)?))
 }
 
 /// What a Parquet file neardup writes is made of, besides each column's
@@ -770,12 +844,13 @@ mod tests {
             corpus_simhash: 7,
             distance: 1,
             self_pair: false,
+            wide_distance: None,
         };
         let prefix = OutputPrefix::in_memory("memory:///out");
         let dir = tempfile::tempdir().unwrap();
         let staging = staging_for(&prefix, dir.path());
         let part = staging.dir().join("part-00000.parquet");
-        write_pairs(&part, &[pair]).unwrap();
+        write_pairs(&part, &[pair], false).unwrap();
         // Uploaded under its final name, and the local copy gone.
         assert!(prefix.has("part-00000.parquet").unwrap());
         assert!(!part.exists());
@@ -789,7 +864,7 @@ mod tests {
         let prefix = OutputPrefix::in_memory("memory:///out");
         let dir = tempfile::tempdir().unwrap();
         let staging = staging_for(&prefix, dir.path());
-        write_pairs(&staging.dir().join("part-00000.parquet"), &[pair]).unwrap();
+        write_pairs(&staging.dir().join("part-00000.parquet"), &[pair], false).unwrap();
         staging.commit_with_summary(&"done").unwrap();
         for name in ["part-00000.parquet", "_summary.json", SUCCESS] {
             assert!(prefix.has(name).unwrap(), "{name}");
@@ -834,9 +909,10 @@ mod tests {
                 corpus_simhash: (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 1,
                 distance: 1,
                 self_pair: i % 2 == 0,
+                wide_distance: None,
             })
             .collect();
-        write_pairs(&path, &pairs)?;
+        write_pairs(&path, &pairs, false)?;
         let reader = SerializedFileReader::new(File::open(&path)?)?;
         for group in reader.metadata().row_groups() {
             for column in group.columns() {

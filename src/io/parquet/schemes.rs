@@ -6,6 +6,11 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Result};
 
+/// The part of a scheme string that says its shards hold a sketch (the
+/// fingerprint's `Scheme` writes it; the sketch does not change the
+/// fingerprints, so [`comparable`] looks past it).
+pub(crate) const SKETCH_PART: &str = " sketch=simhash192/1";
+
 /// A fingerprint file and the scheme its metadata records (`None`: made by
 /// another tool, "unknown", accepted with any).
 pub(crate) struct SchemeOf {
@@ -50,9 +55,12 @@ pub(crate) fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<(Vec<S
 /// one). A shard of text (WET, JSONL) meets an HTML shard of the same
 /// scheme; two HTML shards must agree on it too.
 pub(crate) fn comparable(a: &str, b: &str) -> bool {
-    let split = |scheme: &str| match scheme.rsplit_once(" html=") {
-        Some((base, html)) => (base.to_string(), Some(html.to_string())),
-        None => (scheme.to_string(), None),
+    let split = |scheme: &str| {
+        let scheme = scheme.replace(SKETCH_PART, "");
+        match scheme.rsplit_once(" html=") {
+            Some((base, html)) => (base.to_string(), Some(html.to_string())),
+            None => (scheme, None),
+        }
     };
     let ((base_a, html_a), (base_b, html_b)) = (split(a), split(b));
     base_a == base_b && (html_a.is_none() || html_b.is_none() || html_a == html_b)

@@ -455,6 +455,7 @@ mod tests {
                 corpus_simhash: 0,
                 distance: (i % 4) as u8,
                 self_pair: i % 3 == 0,
+                wide_distance: None,
             })
             .collect()
     }
@@ -462,7 +463,7 @@ mod tests {
     /// A pair file of `n` pairs (one row group) in `dir`, opened as units.
     fn one_row_group_of(dir: &Path, n: i64) -> Vec<PairUnit> {
         let path = dir.join("pairs.parquet");
-        crate::io::parquet::output::write_pairs(&path, &pairs(n)).unwrap();
+        crate::io::parquet::output::write_pairs(&path, &pairs(n), false).unwrap();
         let needs = PairNeeds {
             self_pair: true,
             distance: true,

@@ -1,7 +1,10 @@
 //! Fingerprint shards: their files, the units (row groups or pieces of
-//! them) workers read, and the `id` and `simhash` columns.
+//! them) workers read, the `id` and `simhash` columns, and the `sketch`
+//! column, read for chosen rows only.
 
 use super::*;
+use crate::io::parquet::{sketch_of_bytes, Sketch, SKETCH_BYTES, SKETCH_COLUMN};
+use arrow_array::FixedSizeBinaryArray;
 
 /// Names of the two columns neardup reads.
 #[derive(Clone, Debug)]
@@ -26,6 +29,9 @@ pub struct FingerprintFile {
     metadata: ArrowReaderMetadata,
     id_root: usize,
     simhash_root: usize,
+    /// The `sketch` column, if the file has one; its type is checked by
+    /// [`Self::check_sketch`].
+    sketch_root: Option<usize>,
 }
 
 /// One row group of one file, or a piece of one: the unit of work a worker
@@ -68,11 +74,13 @@ impl FingerprintFile {
         };
         let id_root = root(&columns.id)?;
         let simhash_root = root(&columns.simhash)?;
+        let sketch_root = schema.index_of(SKETCH_COLUMN).ok();
         let shard = FingerprintFile {
             path: path.clone(),
             metadata,
             id_root,
             simhash_root,
+            sketch_root,
         };
         shard.check_null_statistics(columns)?;
         Ok(shard)
@@ -98,6 +106,70 @@ impl FingerprintFile {
                     );
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses a file without a `sketch` column of sketches, for
+    /// `match --verify`.
+    pub(crate) fn check_sketch(&self) -> Result<()> {
+        let schema = self.metadata.schema();
+        let Some(root) = self.sketch_root else {
+            bail!(
+                "{}: no column `{SKETCH_COLUMN}` (columns: {}): --verify needs shards fingerprinted with a sketch (scheme v7, the default, without --no-sketch)",
+                self.path,
+                column_list(schema)
+            );
+        };
+        let found = schema.field(root).data_type();
+        if *found != DataType::FixedSizeBinary(SKETCH_BYTES as i32) {
+            bail!(
+                "{}: column `{SKETCH_COLUMN}` has type {found}, expected FIXED_LEN_BYTE_ARRAY({SKETCH_BYTES})",
+                self.path
+            );
+        }
+        Ok(())
+    }
+
+    /// The sketches of `rows` (ascending, distinct, numbered within row
+    /// group `rg`), appended to `out` in their order: only the pages
+    /// holding them are decoded (a Parquet row selection).
+    pub(crate) fn read_sketches(
+        &self,
+        rg: usize,
+        rows: &[u64],
+        out: &mut Vec<Sketch>,
+    ) -> Result<()> {
+        let root = self.sketch_root.expect("checked by check_sketch");
+        let shown = &self.path;
+        let mut selectors = Vec::new();
+        let mut at = 0;
+        for run in rows.chunk_by(|a, b| a + 1 == *b) {
+            if run[0] > at {
+                selectors.push(RowSelector::skip((run[0] - at) as usize));
+            }
+            selectors.push(RowSelector::select(run.len()));
+            at = run[run.len() - 1] + 1;
+        }
+        let file = open_row_group(&self.path, &self.metadata, rg, &[root])?;
+        let mask = ProjectionMask::roots(self.metadata.parquet_schema(), [root]);
+        let reader =
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, self.metadata.clone())
+                .with_row_groups(vec![rg])
+                .with_projection(mask)
+                .with_row_selection(RowSelection::from(selectors))
+                .with_batch_size(BATCH_ROWS)
+                .build()
+                .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
+        for batch in reader {
+            let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
+            let location = || format!("{shown} (row group {rg})");
+            let column = non_null_column(&batch, SKETCH_COLUMN, &location)?;
+            let sketches = column
+                .as_any()
+                .downcast_ref::<FixedSizeBinaryArray>()
+                .expect("checked by check_sketch");
+            out.extend(sketches.iter().flatten().map(sketch_of_bytes));
         }
         Ok(())
     }

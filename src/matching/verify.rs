@@ -1,0 +1,192 @@
+//! `match --verify`: the exact 64-bit search at a larger k finds the
+//! candidates, and more bits decide. Each pair's *wide distance* counts the
+//! bits apart over the fingerprints and the sketches together (256 bits,
+//! see [`crate::io::parquet::Sketch`]); a pair is kept when it is at most
+//! the threshold.
+//!
+//! Sixty-four bits cannot tell Jaccard 0.9 from 0.75: the bits apart grow
+//! too little between them, so a k that finds the first lets in the second.
+//! Four times the bits estimate the angle between two pages' feature
+//! vectors with half the spread, which is what the threshold acts on.
+//!
+//! B's sketches are read whole with B (24 bytes a row). F's are read for
+//! candidate rows only: after a probe batch, the rows with a candidate are
+//! read again from their row groups by a Parquet row selection on the
+//! `sketch` column, so the scan of F reads its two columns as before.
+
+use anyhow::{bail, Result};
+
+use crate::exec::parallel::in_parallel;
+use crate::io::parquet::input::{into_finer_units, Columns, FingerprintFile, Unit};
+use crate::io::parquet::Sketch;
+
+/// The k `--verify` searches at unless `-k` is given.
+pub const RECOMMENDED_K: u32 = 6;
+
+/// The wide distance `--verify` keeps pairs within unless
+/// `--verify-threshold` is given.
+pub const RECOMMENDED_THRESHOLD: u32 = 22;
+
+/// The k and the `--verify` threshold of a match: `--verify`'s
+/// recommended ones where not given, and k = 3 without it.
+pub(crate) fn k_and_threshold(
+    k: Option<u32>,
+    verify: bool,
+    threshold: Option<u32>,
+) -> (u32, Option<u32>) {
+    match verify {
+        true => (
+            k.unwrap_or(RECOMMENDED_K),
+            Some(threshold.unwrap_or(RECOMMENDED_THRESHOLD)),
+        ),
+        false => (k.unwrap_or(3), None),
+    }
+}
+
+/// Bits apart of two pages over all 256 bits: the fingerprints' 64 and the
+/// sketches' 192.
+pub fn wide_distance(simhashes: (u64, u64), sketches: (&Sketch, &Sketch)) -> u32 {
+    let sketch: u32 = (sketches.0.iter().zip(sketches.1))
+        .map(|(a, b)| (a ^ b).count_ones())
+        .sum();
+    (simhashes.0 ^ simhashes.1).count_ones() + sketch
+}
+
+/// What `--verify` needs at every worker: the threshold and B's sketches.
+pub(crate) struct Verification {
+    pub(crate) threshold: u32,
+    pub(crate) queries: QuerySketches,
+}
+
+/// A row of B's `(id, simhash)` and its sketch.
+type KeyedSketch = ((i64, u64), Sketch);
+
+/// B's sketches by `(id, simhash)`: a row of B is found by the pair it
+/// was emitted for.
+#[derive(Default)]
+pub(crate) struct QuerySketches {
+    keys: Vec<(i64, u64)>,
+    sketches: Vec<Sketch>,
+}
+
+impl QuerySketches {
+    /// Reads the sketches of every row of B (its files' `units`) on
+    /// `threads` threads. Every file must have them.
+    pub(crate) fn read(
+        files: &[FingerprintFile],
+        units: &[Unit],
+        columns: &Columns,
+        threads: usize,
+    ) -> Result<QuerySketches> {
+        let pieces = into_finer_units(files, units, threads);
+        let read = in_parallel(pieces.len(), threads, |p| -> Result<Vec<KeyedSketch>> {
+            let unit = &pieces[p];
+            let file = &files[unit.file];
+            let (mut ids, mut fingerprints, mut sketches) = (Vec::new(), Vec::new(), Vec::new());
+            file.read_fetched(file.fetch_unit(unit), columns, &mut ids, &mut fingerprints)?;
+            let rows: Vec<u64> = (unit.offset..unit.offset + unit.rows).collect();
+            file.read_sketches(unit.row_group, &rows, &mut sketches)?;
+            Ok(ids.into_iter().zip(fingerprints).zip(sketches).collect())
+        });
+        let mut rows: Vec<KeyedSketch> = Vec::new();
+        for piece in read {
+            rows.extend(piece?);
+        }
+        // Stable: a row repeated in B keeps its first sketch.
+        rows.sort_by_key(|&(key, _)| key);
+        rows.dedup_by_key(|&mut (key, _)| key);
+        let (keys, sketches) = rows.into_iter().unzip();
+        Ok(QuerySketches { keys, sketches })
+    }
+
+    /// The sketch of B's row `(id, simhash)`.
+    pub(crate) fn get(&self, id: i64, simhash: u64) -> &Sketch {
+        let at = self.keys.binary_search(&(id, simhash));
+        &self.sketches[at.expect("every row of B has its sketch read")]
+    }
+}
+
+/// The sketches of a probe batch's candidate rows.
+#[derive(Default)]
+pub(crate) struct CandidateSketches {
+    /// Batch rows, ascending...
+    rows: Vec<u32>,
+    /// ...and their sketches.
+    sketches: Vec<Sketch>,
+}
+
+/// Where a probe batch's rows come from: a unit of a file, from a row of
+/// the batch on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchUnit {
+    pub(crate) unit: Unit,
+    /// The batch row that holds the unit's first row.
+    pub(crate) start: u32,
+}
+
+impl CandidateSketches {
+    /// Reads the sketches of `rows` (batch rows, in any order, repeats
+    /// allowed) from the units the batch was read from.
+    pub(crate) fn read(
+        &mut self,
+        mut rows: Vec<u32>,
+        units: &[BatchUnit],
+        files: &[FingerprintFile],
+    ) -> Result<()> {
+        rows.sort_unstable();
+        rows.dedup();
+        self.sketches.clear();
+        let mut group_rows = Vec::new();
+        for (i, unit) in units.iter().enumerate() {
+            let end = units.get(i + 1).map_or(u32::MAX, |next| next.start);
+            let from = rows.partition_point(|&r| r < unit.start);
+            let to = rows.partition_point(|&r| r < end);
+            if from == to {
+                continue;
+            }
+            group_rows.clear();
+            let first = unit.unit.offset;
+            group_rows.extend(
+                rows[from..to]
+                    .iter()
+                    .map(|&r| first + u64::from(r - unit.start)),
+            );
+            let file = &files[unit.unit.file];
+            let before = self.sketches.len();
+            file.read_sketches(unit.unit.row_group, &group_rows, &mut self.sketches)?;
+            if self.sketches.len() - before != group_rows.len() {
+                bail!(
+                    "{}: row group {} gave {} sketches for {} rows",
+                    file.path,
+                    unit.unit.row_group,
+                    self.sketches.len() - before,
+                    group_rows.len()
+                );
+            }
+        }
+        self.rows = rows;
+        Ok(())
+    }
+
+    /// The sketch of batch row `row`, one of those read.
+    pub(crate) fn get(&self, row: u32) -> &Sketch {
+        let at = self.rows.binary_search(&row);
+        &self.sketches[at.expect("the candidate rows' sketches are read")]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wide_distance_counts_all_256_bits() {
+        assert_eq!(wide_distance((5, 5), (&[7, 0, 0], &[7, 0, 0])), 0);
+        assert_eq!(
+            wide_distance((0, 1), (&[0, 0, 0], &[u64::MAX, 1, 0])),
+            1 + 64 + 1
+        );
+        let all = [u64::MAX; 3];
+        assert_eq!(wide_distance((0, u64::MAX), (&[0; 3], &all)), 256);
+    }
+}
