@@ -861,3 +861,58 @@ for blob in container.list_blobs(name_starts_with='night/'):
         assert!(downloaded.join(out).join("_SUCCESS").exists(), "{out}");
     }
 }
+
+/// `match --verify` on shards in S3 reads B's sketches and F's candidate
+/// rows' sketches from the objects (each row group's sketch chunk fetched
+/// only where it has a candidate) and writes the bytes of the same run on
+/// local files.
+#[test]
+fn match_verify_reads_sketches_from_s3_with_the_bytes_of_local_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let data = d.join("data");
+    run_ok(&[
+        "gen",
+        "--out",
+        &data.display().to_string(),
+        "--queries",
+        "2000",
+        "--corpus",
+        "30000",
+        "--shards",
+        "3",
+        "--plant-rate",
+        "0.02",
+        "--row-group-rows",
+        "4000",
+        "--sketch",
+    ]);
+    let server = Server::s3(&[]);
+    upload(&server, "crawl", &data, "gen");
+    let verify = |queries: String, corpus: String, out: &Path| {
+        let mut command = neardup_on(&server);
+        command.args([
+            "match",
+            "--verify",
+            "--self",
+            "--parts",
+            "2",
+            "--workers",
+            "2",
+        ]);
+        let output = command
+            .args(["--queries", &queries, "--corpus", &corpus])
+            .args(["--out", &out.display().to_string()])
+            .output()
+            .unwrap();
+        assert!(succeeded(&output));
+    };
+    let (local, remote) = (d.join("local"), d.join("remote"));
+    let path = |sub: &str| data.join(sub).display().to_string();
+    verify(path("queries"), path("corpus"), &local);
+    let url = |sub: &str| format!("s3://crawl/gen/{sub}");
+    verify(url("queries"), url("corpus"), &remote);
+    let pairs = read_pairs(&local);
+    assert!(pairs.len() > 100 && pairs.iter().all(|p| p.wide_distance.is_some()));
+    assert_eq!(parts_of(&remote), parts_of(&local));
+}
