@@ -1,6 +1,8 @@
 """The same B x F join in DuckDB SQL, for comparison with `neardup match`.
 
-Usage: bench_duckdb.py QUERIES_GLOB CORPUS_FILES K THREADS (CORPUS_FILES comma-separated)
+Usage: bench_duckdb.py QUERIES_GLOB CORPUS_FILES K THREADS [CORPUS_ROWS]
+(CORPUS_FILES comma-separated; CORPUS_ROWS: only the first rows of F, for a
+large k, where the join compares far more pairs)
 Uses the pigeonhole idea in plain SQL: with k + 1 blocks, a pair within k
 bits agrees exactly on at least one block, so the union of k + 1 equi-joins on
 one block, filtered by bit_count(xor) <= k, is the exact answer.
@@ -12,6 +14,7 @@ import time
 import duckdb
 
 queries, corpus_files, k, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+limit = f"LIMIT {int(sys.argv[5])}" if len(sys.argv) > 5 else ""
 corpus = "[" + ", ".join(f"'{f}'" for f in corpus_files.split(",")) + "]"
 con = duckdb.connect()
 con.execute(f"SET threads = {threads}")
@@ -29,9 +32,9 @@ for b in range(blocks):
         WHERE bit_count(xor(q.simhash, c.simhash)) <= {k} AND q.id <> c.id""")
 sql = f"""
     WITH q AS (SELECT id, simhash FROM read_parquet('{queries}')),
-         c AS (SELECT id, simhash FROM read_parquet({corpus}))
+         c AS (SELECT id, simhash FROM read_parquet({corpus}) {limit})
     SELECT count(*) FROM (SELECT DISTINCT * FROM ({' UNION ALL '.join(joins)}))"""
-rows = con.execute(f"SELECT count(*) FROM read_parquet({corpus})").fetchone()[0]
+rows = con.execute(f"SELECT count(*) FROM (SELECT 1 FROM read_parquet({corpus}) {limit})").fetchone()[0]
 started = time.time()
 pairs = con.execute(sql).fetchone()[0]
 seconds = time.time() - started
