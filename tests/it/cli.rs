@@ -673,3 +673,44 @@ fn match_and_cluster_on_a_full_disk_fail_cleanly_and_complete_with_room() {
     assert!(neardup(&strs(&clustering(&clusters))).status.success());
     assert!(clusters.join("_SUCCESS").exists());
 }
+
+/// `--verify` on shards without a sketch is one clear line naming the file.
+#[test]
+fn verify_refuses_shards_without_a_sketch_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(5);
+    let rows = random_rows(&mut rng, 50, 0);
+    let plain = write_shards(&dir.path().join("plain"), &rows, 1);
+    let out = dir.path().join("out");
+    let args = [
+        "match",
+        "--queries",
+        &plain[0],
+        "--self",
+        "--verify",
+        "--out",
+    ];
+    let result = neardup(&[&args[..], &[out.to_str().unwrap()]].concat());
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(!result.status.success());
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains(&plain[0]) && stderr.contains("no column `sketch`"),
+        "{stderr}"
+    );
+    assert!(!out.join("_SUCCESS").exists());
+    let threshold_alone = neardup(&[
+        "match",
+        "--queries",
+        &plain[0],
+        "--self",
+        "--verify-threshold",
+        "9",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        !threshold_alone.status.success(),
+        "--verify-threshold needs --verify"
+    );
+}
