@@ -10,7 +10,9 @@
 //! did (which a published scheme never does).
 //!
 //! For two pages it shows a word diff of the texts and the features that
-//! push the bits the two fingerprints disagree on. A feature's push on bit
+//! push the bits the two fingerprints disagree on, and, when both shards
+//! hold sketches, the pages' wide distance: what `match --verify` compares.
+//! A feature's push on bit
 //! `i` is its weight in one page minus its weight in the other, signed by
 //! bit `i` of its hash; it counts toward the disagreement when it moves the
 //! two sums the way the two bits differ.
@@ -18,7 +20,7 @@
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 
 use anyhow::{bail, Context, Result};
-use arrow_array::{Array, Int64Array, RecordBatch, UInt64Array};
+use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, UInt64Array};
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
@@ -28,7 +30,7 @@ use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{feature_list, fingerprint, hash_feature, FeatureList};
 use crate::io::parquet::input::expand_locations_with;
 use crate::io::parquet::pages::{string_values, PagesTable};
-use crate::io::parquet::METADATA_KEY;
+use crate::io::parquet::{sketch_of_bytes, Sketch, METADATA_KEY, SKETCH_BYTES, SKETCH_COLUMN};
 use crate::io::storage::Location;
 
 /// What `neardup explain` was asked.
@@ -57,6 +59,9 @@ pub(crate) struct StoredPage {
     pub(crate) source: Option<String>,
     pub(crate) offset: Option<i64>,
     pub(crate) length: Option<i64>,
+    /// The stored sketch, if the shard has one (hex of its three words).
+    #[serde(serialize_with = "sketch_as_hex")]
+    pub(crate) sketch: Option<Sketch>,
     /// The shard's scheme string.
     pub(crate) scheme: Option<String>,
     /// The shard the page was found in.
@@ -109,6 +114,9 @@ pub(crate) struct Explanation {
     pub(crate) a: ExplainedPage,
     pub(crate) b: ExplainedPage,
     pub(crate) distance: u32,
+    /// Bits apart over fingerprints and sketches (256 bits), when both
+    /// pages have sketches.
+    pub(crate) wide_distance: Option<u32>,
     pub(crate) differing_bits: Vec<u32>,
     /// The features each text was cut into (`chars:5`, `words`, ...).
     pub(crate) features: String,
@@ -118,6 +126,16 @@ pub(crate) struct Explanation {
 
 fn as_hex<S: serde::Serializer>(value: &u64, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(&format_args!("{value:016x}"))
+}
+
+fn sketch_as_hex<S: serde::Serializer>(
+    value: &Option<Sketch>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match value {
+        Some([a, b, c]) => serializer.collect_str(&format_args!("{a:016x}{b:016x}{c:016x}")),
+        None => serializer.serialize_none(),
+    }
 }
 
 /// Runs `neardup explain`, writing to stdout.
@@ -155,7 +173,14 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
 /// The pages `wanted` (ids or URLs) in the shards of `specs`, in the order
 /// asked, each the first row found.
 pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<StoredPage>> {
-    const COLUMNS: [&str; 5] = ["url", "simhash", "source", "offset", "length"];
+    const COLUMNS: [&str; 6] = [
+        "url",
+        "simhash",
+        "source",
+        "offset",
+        "length",
+        SKETCH_COLUMN,
+    ];
     let table = PagesTable::open(specs, &[], |_, _, _| Ok(()), &COLUMNS, |_| true)?;
     let ids: Vec<Option<i64>> = wanted.iter().map(|w| w.parse().ok()).collect();
     let mut found: Vec<Option<StoredPage>> = vec![None; wanted.len()];
@@ -186,6 +211,7 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
                             source: at(&sources, row),
                             offset: optional_i64(batch, "offset", row),
                             length: optional_i64(batch, "length", row),
+                            sketch: optional_sketch(batch, row),
                             scheme: scheme.clone(),
                             shard: shard.clone(),
                         });
@@ -235,6 +261,14 @@ fn optional_i64(batch: &RecordBatch, name: &str, row: usize) -> Option<i64> {
     }
     any.downcast_ref::<UInt64Array>()
         .map(|values| values.value(row) as i64)
+}
+
+/// Row `row`'s sketch, if the batch has a `sketch` column of sketches.
+fn optional_sketch(batch: &RecordBatch, row: usize) -> Option<Sketch> {
+    let column = batch.column_by_name(SKETCH_COLUMN)?;
+    let values = column.as_any().downcast_ref::<FixedSizeBinaryArray>()?;
+    let whole = values.value_length() as usize == SKETCH_BYTES && !values.is_null(row);
+    whole.then(|| sketch_of_bytes(values.value(row)))
 }
 
 fn required_i64(batch: &RecordBatch, name: &str, row: usize, location: &str) -> Result<i64> {
@@ -335,9 +369,14 @@ fn explain_pair(a: ExplainedPage, b: ExplainedPage, top: usize) -> Explanation {
         true => format!("{}, log weights", list_a.features),
         false => format!("{}, counts", list_a.features),
     };
+    let sketch_bits = match (&a.stored.sketch, &b.stored.sketch) {
+        (Some(x), Some(y)) => Some(x.iter().zip(y).map(|(x, y)| (x ^ y).count_ones()).sum()),
+        _ => None,
+    };
     Explanation {
         diff: word_diff(&a.text, &b.text),
         distance: differing.count_ones(),
+        wide_distance: sketch_bits.map(|bits: u32| bits + differing.count_ones()),
         differing_bits: bits_of(differing),
         features,
         top_features,
@@ -451,6 +490,11 @@ fn render_pair(e: &Explanation, color: bool) -> String {
             false => format!(" ({})", bits.join(", ")),
         }
     ));
+    if let Some(wide) = e.wide_distance {
+        out.push_str(&format!(
+            "wide distance: {wide} of 256 bits (fingerprints and sketches: what match --verify compares)\n\n"
+        ));
+    }
     out.push_str("word diff, A to B ([-only in A-] {+only in B+}):\n");
     out.push_str(&render_diff(&e.diff, color));
     out.push_str("\n\n");

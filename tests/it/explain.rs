@@ -76,6 +76,30 @@ fn explain_prints_the_hashed_texts_their_distance_and_the_changed_words() {
     let (fa, fb) = (hex(&a["simhash"]), hex(&b["simhash"]));
     assert_eq!(json["distance"], (fa ^ fb).count_ones());
     assert!(json["distance"].as_u64().unwrap() > 0);
+    // The shards are v7's: the wide distance is what `match --verify`
+    // gives the same pair.
+    let pairs = dir.path().join("verified");
+    run_ok(&[
+        "match",
+        "--queries",
+        fp,
+        "--self",
+        "--verify",
+        "-k",
+        "10",
+        "--verify-threshold",
+        "256",
+        "--out",
+        pairs.to_str().unwrap(),
+    ]);
+    let ids = [a["id"].as_i64().unwrap(), b["id"].as_i64().unwrap()];
+    let verified = crate::common::read_pairs(&pairs)
+        .into_iter()
+        .find(|p| ids.contains(&p.query_id) && ids.contains(&p.corpus_id))
+        .expect("the pair within k = 10");
+    let wide = verified.wide_distance.unwrap();
+    assert_eq!(json["wide_distance"], u64::from(wide));
+    assert!(u64::from(wide) > json["distance"].as_u64().unwrap());
     let bits: Vec<u64> = json["differing_bits"]
         .as_array()
         .unwrap()
@@ -161,6 +185,8 @@ fn explain_prints_the_hashed_texts_their_distance_and_the_changed_words() {
         "{plain}"
     );
     assert!(!plain.contains('\x1b'), "no colour in a pipe");
+    let wide = format!("wide distance: {} of 256 bits", json["wide_distance"]);
+    assert!(plain.contains(&wide), "{plain}");
 }
 
 #[test]
