@@ -23,12 +23,13 @@ pub fn write_shard(path: &Path, rows: &[(i64, u64)]) {
     write_fingerprints(path, &ids, &fps, 97).unwrap();
 }
 
-/// Writes rows with their sketches as shards of row groups of 97 rows,
-/// split into `shards` files under `dir`.
+/// Writes rows with their sketches as shards of row groups of
+/// `group_rows` rows, split into `shards` files under `dir`.
 pub fn write_sketched_shards(
     dir: &Path,
     rows: &[(i64, u64, Sketch)],
     shards: usize,
+    group_rows: usize,
 ) -> Vec<String> {
     let per = rows.len().div_ceil(shards.max(1)).max(1);
     let mut paths = Vec::new();
@@ -38,7 +39,7 @@ pub fn write_sketched_shards(
         let ids: Vec<i64> = chunk.iter().map(|r| r.0).collect();
         let fps: Vec<u64> = chunk.iter().map(|r| r.1).collect();
         let sketches: Vec<Sketch> = chunk.iter().map(|r| r.2).collect();
-        write_sketched_fingerprints(&path, &ids, &fps, &sketches, 97).unwrap();
+        write_sketched_fingerprints(&path, &ids, &fps, &sketches, group_rows).unwrap();
         paths.push(path.display().to_string());
     }
     paths

@@ -200,7 +200,8 @@ fn parts_cover_increasing_query_id_ranges() {
 
 /// A corpus shard of one row group larger than a probe batch (old pyarrow
 /// wrote 64Mi rows to a group, Spark cuts them at 128 MB) is read in
-/// pieces: still every pair, on 1 and 2 workers, with the same bytes.
+/// pieces: still every pair, on 1 and 2 workers, with the same bytes; and
+/// under `--verify` every candidate's sketch is read from its own row.
 #[test]
 fn a_corpus_row_group_larger_than_a_batch_is_read_in_pieces() {
     let mut rng = SplitMix64::new(29);
@@ -236,6 +237,27 @@ fn a_corpus_row_group_larger_than_a_batch_is_read_in_pieces() {
         outputs.push(bytes);
     }
     assert!(outputs[0] == outputs[1], "1 vs 2 workers");
+
+    // Under --verify, each candidate's sketch is read from its piece of the
+    // row group by its row there: random sketches give every pair its own
+    // wide distance, so a row read from the wrong place shows.
+    let sketch = |rng: &mut SplitMix64| std::array::from_fn(|_| rng.next_u64());
+    let sketched = |rows: &Rows, rng: &mut SplitMix64| -> SketchedRows {
+        rows.iter().map(|&(id, f)| (id, f, sketch(rng))).collect()
+    };
+    let (queries, corpus) = (sketched(&queries, &mut rng), sketched(&corpus, &mut rng));
+    let q = write_sketched_shards(&dir.path().join("sketched-queries"), &queries, 1, 97);
+    let c = write_sketched_shards(
+        &dir.path().join("sketched-corpus"),
+        &corpus,
+        1,
+        corpus.len(),
+    );
+    let out = dir.path().join("verified");
+    let mut opts = MatchOptions::new(q, c, out.clone());
+    (opts.k, opts.verify_threshold, opts.runtime.workers) = (3, Some(256), 2);
+    run_match(&opts).unwrap();
+    assert!(read_pairs(&out) == verified_oracle(&queries, &corpus, 3, false, 256));
 }
 
 #[test]
@@ -420,8 +442,8 @@ fn verify_keeps_exactly_the_pairs_within_the_wide_threshold() {
         let mut rng = SplitMix64::new(7 + u64::from(k) + u64::from(threshold));
         let (queries, corpus) = sketched_rows(&mut rng, k + 1, threshold.min(60));
         let name = format!("k{k}-t{threshold}-s{self_join}-w{workers}");
-        let q = write_sketched_shards(&dir.path().join(&name).join("b"), &queries, 2);
-        let c = write_sketched_shards(&dir.path().join(&name).join("f"), &corpus, 3);
+        let q = write_sketched_shards(&dir.path().join(&name).join("b"), &queries, 2, 97);
+        let c = write_sketched_shards(&dir.path().join(&name).join("f"), &corpus, 3, 97);
         let out = dir.path().join(&name).join("out");
         let mut opts = MatchOptions::new(q, c, out.clone());
         (opts.k, opts.self_join, opts.verify_threshold) = (k, self_join, Some(threshold));
