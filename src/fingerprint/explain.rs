@@ -30,7 +30,9 @@ use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{feature_list, fingerprint, hash_feature, FeatureList};
 use crate::io::parquet::input::expand_locations_with;
 use crate::io::parquet::pages::{string_values, PagesTable};
-use crate::io::parquet::{sketch_of_bytes, Sketch, METADATA_KEY, SKETCH_BYTES, SKETCH_COLUMN};
+use crate::io::parquet::{
+    sketch_of_bytes, wide_distance, Sketch, METADATA_KEY, SKETCH_BYTES, SKETCH_COLUMN,
+};
 use crate::io::storage::Location;
 
 /// What `neardup explain` was asked.
@@ -369,14 +371,15 @@ fn explain_pair(a: ExplainedPage, b: ExplainedPage, top: usize) -> Explanation {
         true => format!("{}, log weights", list_a.features),
         false => format!("{}, counts", list_a.features),
     };
-    let sketch_bits = match (&a.stored.sketch, &b.stored.sketch) {
-        (Some(x), Some(y)) => Some(x.iter().zip(y).map(|(x, y)| (x ^ y).count_ones()).sum()),
+    let simhashes = (a.stored.simhash, b.stored.simhash);
+    let wide_distance = match (&a.stored.sketch, &b.stored.sketch) {
+        (Some(x), Some(y)) => Some(wide_distance(simhashes, (x, y))),
         _ => None,
     };
     Explanation {
         diff: word_diff(&a.text, &b.text),
         distance: differing.count_ones(),
-        wide_distance: sketch_bits.map(|bits: u32| bits + differing.count_ones()),
+        wide_distance,
         differing_bits: bits_of(differing),
         features,
         top_features,

@@ -54,10 +54,11 @@ use crate::exec::parallel::{share_of_process, Tickets};
 use crate::io::pairs::{Pair, Parts};
 use crate::io::parquet::input::{Columns, FingerprintFile, RowGroupFetch, Unit};
 use crate::io::parquet::output::part_name;
+use crate::io::parquet::wide_distance;
 use crate::matching::pair_runs::PairRuns;
 use crate::matching::probe::{probe, Match, Scratch};
 use crate::matching::tables::Index;
-use crate::matching::verify::{wide_distance, BatchUnit, CandidateSketches, Verification};
+use crate::matching::verify::{BatchUnit, CandidateSketches, Verification};
 
 /// Where a unit's rows come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,6 +25,7 @@ use crate::io::pairs::Parts;
 use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, FingerprintFile, Unit};
 use crate::io::parquet::output::Staging;
 use crate::io::parquet::schemes;
+use crate::io::parquet::Sketch;
 use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side};
 use crate::matching::design::{Design, BITS, MAX_K};
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
@@ -196,24 +197,20 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         }
     }
     let schemes = same_schemes(&query_files, &corpus_files, opts.allow_mixed_schemes)?;
-    let verify = match opts.verify_threshold {
-        None => None,
-        Some(threshold) => {
-            let queries = QuerySketches::read(
-                &query_files,
-                &query_units,
-                &opts.columns,
-                opts.runtime.workers,
-            )?;
-            Some(Verification { threshold, queries })
-        }
-    };
-    let queries = read_queries(
+    let threads = opts.runtime.workers;
+    let verifying = opts.verify_threshold.is_some();
+    let rows = read_query_rows(
         &query_files,
         &query_units,
         &opts.columns,
-        opts.runtime.workers,
+        threads,
+        verifying,
     )?;
+    let verify = opts.verify_threshold.map(|threshold| Verification {
+        threshold,
+        queries: QuerySketches::of_rows(&rows),
+    });
+    let queries = query_set(rows, threads);
     tracing::info!(
         rows = queries.rows(),
         distinct = queries.groups(),
@@ -379,17 +376,53 @@ pub(crate) fn read_queries(
     columns: &Columns,
     threads: usize,
 ) -> Result<QuerySet> {
+    let rows = read_query_rows(files, units, columns, threads, false)?;
+    Ok(query_set(rows, threads))
+}
+
+/// A piece of B as read: its ids, fingerprints and, when asked, sketches.
+pub(crate) struct QueryRows {
+    pub(crate) ids: Vec<i64>,
+    pub(crate) fingerprints: Vec<u64>,
+    pub(crate) sketches: Vec<Sketch>,
+}
+
+/// Reads every row of B (its files' `units`), with its sketch if
+/// `sketches`, on `threads` threads, a piece each at a time.
+fn read_query_rows(
+    files: &[FingerprintFile],
+    units: &[Unit],
+    columns: &Columns,
+    threads: usize,
+    sketches: bool,
+) -> Result<Vec<QueryRows>> {
     let pieces = into_finer_units(files, units, threads);
-    let runs = in_parallel(pieces.len(), threads, |p| {
+    let rows = in_parallel(pieces.len(), threads, |p| {
         let unit = &pieces[p];
         let file = &files[unit.file];
         // Not sized from the footer, which proved slower.
-        let (mut ids, mut fingerprints) = (Vec::new(), Vec::new());
+        let (mut ids, mut fingerprints, mut sketched) = (Vec::new(), Vec::new(), Vec::new());
         file.read_fetched(file.fetch_unit(unit), columns, &mut ids, &mut fingerprints)?;
-        Ok(fingerprints.into_iter().zip(ids).collect())
+        if sketches {
+            let rows: Vec<u64> = (unit.offset..unit.offset + unit.rows).collect();
+            file.read_sketches(unit.row_group, &rows, &mut sketched)?;
+        }
+        Ok(QueryRows {
+            ids,
+            fingerprints,
+            sketches: sketched,
+        })
     });
-    let runs = runs.into_iter().collect::<Result<Vec<Vec<(u64, i64)>>>>()?;
-    Ok(QuerySet::from_runs(runs, threads))
+    rows.into_iter().collect()
+}
+
+/// B's rows grouped by fingerprint, sorted on `threads` threads.
+fn query_set(rows: Vec<QueryRows>, threads: usize) -> QuerySet {
+    let runs = rows
+        .into_iter()
+        .map(|piece| piece.fingerprints.into_iter().zip(piece.ids).collect())
+        .collect();
+    QuerySet::from_runs(runs, threads)
 }
 
 impl MatchSummary {

@@ -24,9 +24,9 @@
 
 use anyhow::{bail, Result};
 
-use crate::exec::parallel::in_parallel;
-use crate::io::parquet::input::{into_finer_units, Columns, FingerprintFile, Unit};
+use crate::io::parquet::input::{FingerprintFile, Unit};
 use crate::io::parquet::Sketch;
+use crate::matching::QueryRows;
 
 /// The k `--verify` searches at unless `-k` is given.
 pub const RECOMMENDED_K: u32 = 6;
@@ -51,15 +51,6 @@ pub(crate) fn k_and_threshold(
     }
 }
 
-/// Bits apart of two pages over all 256 bits: the fingerprints' 64 and the
-/// sketches' 192.
-pub fn wide_distance(simhashes: (u64, u64), sketches: (&Sketch, &Sketch)) -> u32 {
-    let sketch: u32 = (sketches.0.iter().zip(sketches.1))
-        .map(|(a, b)| (a ^ b).count_ones())
-        .sum();
-    (simhashes.0 ^ simhashes.1).count_ones() + sketch
-}
-
 /// What `--verify` needs at every worker: the threshold and B's sketches.
 pub(crate) struct Verification {
     pub(crate) threshold: u32,
@@ -78,33 +69,24 @@ pub(crate) struct QuerySketches {
 }
 
 impl QuerySketches {
-    /// Reads the sketches of every row of B (its files' `units`) on
-    /// `threads` threads. Every file must have them.
-    pub(crate) fn read(
-        files: &[FingerprintFile],
-        units: &[Unit],
-        columns: &Columns,
-        threads: usize,
-    ) -> Result<QuerySketches> {
-        let pieces = into_finer_units(files, units, threads);
-        let read = in_parallel(pieces.len(), threads, |p| -> Result<Vec<KeyedSketch>> {
-            let unit = &pieces[p];
-            let file = &files[unit.file];
-            let (mut ids, mut fingerprints, mut sketches) = (Vec::new(), Vec::new(), Vec::new());
-            file.read_fetched(file.fetch_unit(unit), columns, &mut ids, &mut fingerprints)?;
-            let rows: Vec<u64> = (unit.offset..unit.offset + unit.rows).collect();
-            file.read_sketches(unit.row_group, &rows, &mut sketches)?;
-            Ok(ids.into_iter().zip(fingerprints).zip(sketches).collect())
-        });
-        let mut rows: Vec<KeyedSketch> = Vec::new();
-        for piece in read {
-            rows.extend(piece?);
-        }
+    /// The sketches of B's rows, read with them.
+    pub(crate) fn of_rows(pieces: &[QueryRows]) -> QuerySketches {
+        let mut rows: Vec<KeyedSketch> = pieces
+            .iter()
+            .flat_map(|piece| {
+                let keys = piece
+                    .ids
+                    .iter()
+                    .copied()
+                    .zip(piece.fingerprints.iter().copied());
+                keys.zip(piece.sketches.iter().copied())
+            })
+            .collect();
         // Stable: a row repeated in B keeps its first sketch.
         rows.sort_by_key(|&(key, _)| key);
         rows.dedup_by_key(|&mut (key, _)| key);
         let (keys, sketches) = rows.into_iter().unzip();
-        Ok(QuerySketches { keys, sketches })
+        QuerySketches { keys, sketches }
     }
 
     /// The sketch of B's row `(id, simhash)`.
@@ -180,21 +162,5 @@ impl CandidateSketches {
     pub(crate) fn get(&self, row: u32) -> &Sketch {
         let at = self.rows.binary_search(&row);
         &self.sketches[at.expect("the candidate rows' sketches are read")]
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_wide_distance_counts_all_256_bits() {
-        assert_eq!(wide_distance((5, 5), (&[7, 0, 0], &[7, 0, 0])), 0);
-        assert_eq!(
-            wide_distance((0, 1), (&[0, 0, 0], &[u64::MAX, 1, 0])),
-            1 + 64 + 1
-        );
-        let all = [u64::MAX; 3];
-        assert_eq!(wide_distance((0, u64::MAX), (&[0; 3], &all)), 256);
     }
 }

@@ -30,7 +30,32 @@ pub(crate) fn sketch_bytes(sketch: &Sketch) -> [u8; SKETCH_BYTES] {
     bytes
 }
 
+/// Bits apart of two pages over all 256 bits: the fingerprints' 64 and the
+/// sketches' 192 (what `match --verify` compares).
+pub fn wide_distance(simhashes: (u64, u64), sketches: (&Sketch, &Sketch)) -> u32 {
+    let sketch: u32 = (sketches.0.iter().zip(sketches.1))
+        .map(|(a, b)| (a ^ b).count_ones())
+        .sum();
+    (simhashes.0 ^ simhashes.1).count_ones() + sketch
+}
+
 /// A sketch from its bytes in a shard.
 pub(crate) fn sketch_of_bytes(bytes: &[u8]) -> Sketch {
     std::array::from_fn(|j| u64::from_le_bytes(bytes[8 * j..8 * j + 8].try_into().unwrap()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wide_distance_counts_all_256_bits() {
+        assert_eq!(wide_distance((5, 5), (&[7, 0, 0], &[7, 0, 0])), 0);
+        assert_eq!(
+            wide_distance((0, 1), (&[0, 0, 0], &[u64::MAX, 1, 0])),
+            1 + 64 + 1
+        );
+        let all = [u64::MAX; 3];
+        assert_eq!(wide_distance((0, u64::MAX), (&[0; 3], &all)), 256);
+    }
 }
