@@ -1,7 +1,8 @@
 """What `neardup report` should show of a night, computed by DuckDB from the
 night's Parquet outputs alone (tests/it/report.rs compares it with the page).
 
-    report_expect.py NIGHT_DIR   prints JSON: distances, cluster_sizes,
+    report_expect.py NIGHT_DIR   prints JSON: distances, wide_distances (for verified
+                                 pairs; else empty), cluster_sizes,
                                  largest (size, dropped), hosts (host, pages, dropped)
 """
 import json
@@ -17,6 +18,10 @@ fingerprints = f"'{night}/fingerprints/*.parquet'"
 db = duckdb.connect()
 
 distances = dict(db.sql(f"select distance, count(*) from {pairs} group by 1").fetchall())
+pair_columns = [c[0] for c in db.sql(f"describe select * from {pairs}").fetchall()]
+wide = {}
+if "wide_distance" in pair_columns:
+    wide = dict(db.sql(f"select wide_distance, count(*) from {pairs} group by 1").fetchall())
 sizes = db.sql(
     f"select cluster_size, count(distinct cluster_id) from {clusters} group by 1 order by 1"
 ).fetchall()
@@ -38,6 +43,7 @@ hosts = db.sql(
 ).fetchall()
 print(json.dumps({
     "distances": [distances.get(d, 0) for d in range(max(distances, default=0) + 1)],
+    "wide_distances": [wide.get(d, 0) for d in range(max(wide, default=-1) + 1)],
     "cluster_sizes": [[s, n] for s, n in sizes],
     "largest": [[s, c, d] for s, c, d in largest],
     "hosts": [[h, p, d] for h, p, d in hosts],

@@ -4,7 +4,8 @@
 //! by its `_summary.json`: `fingerprint`'s has a `scheme`, `match`'s its
 //! `queries`, `cluster`'s its `clusters`. Only what the stages wrote is
 //! read, in three streaming passes that keep no per-pair state:
-//! 1. the pairs' `distance` column, for the histogram;
+//! 1. the pairs' `distance` column (and `wide_distance`, from
+//!    `match --verify`), for the histograms;
 //! 2. the clusters' `id`, `cluster_id` and `cluster_size`, for the sizes
 //!    and the largest clusters (their members, up to [`MEMBERS_KEPT`]);
 //! 3. the drops, whose ids are kept in a set, and the fingerprints' `id`
@@ -17,11 +18,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{bail, Context, Result};
 use arrow_array::cast::AsArray;
-use arrow_array::types::Int8Type;
-use arrow_array::{Array, Int64Array, RecordBatch};
+use arrow_array::types::{Int16Type, Int8Type};
+use arrow_array::{Array, ArrowPrimitiveType, Int64Array, PrimitiveArray, RecordBatch};
 use serde_json::Value;
 
 use crate::io::parquet::input::{expand_locations, read_columns};
+use crate::io::parquet::output::WIDE_DISTANCE;
 use crate::io::parquet::pages::string_values;
 use crate::io::storage::Location;
 
@@ -134,6 +136,9 @@ pub(crate) struct Night {
     pub(crate) cluster_summary: Option<Value>,
     /// Pairs by distance, 0 to k.
     pub(crate) distances: Vec<u64>,
+    /// Pairs by wide distance, 0 to the `--verify` threshold; empty when
+    /// the pairs were not verified.
+    pub(crate) wide_distances: Vec<u64>,
     /// Clusters by size.
     pub(crate) cluster_sizes: BTreeMap<u64, u64>,
     pub(crate) largest: Vec<LargeCluster>,
@@ -190,7 +195,8 @@ pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Re
     }
     if let Some(pairs) = &night.dirs.pairs {
         let k = number(&night.match_summary, &["k"]).unwrap_or(3);
-        night.distances = read_distances(pairs, k, rows)?;
+        let threshold = number(&night.match_summary, &["verify_threshold"]);
+        (night.distances, night.wide_distances) = read_distances(pairs, k, threshold, rows)?;
     }
     let Some(clusters) = night.dirs.clusters.clone() else {
         return Ok(night);
@@ -278,50 +284,73 @@ fn parquet_files(dir: &Path) -> Result<Vec<Location>> {
     expand_locations(&[dir.display().to_string()])
 }
 
-/// Pairs by distance (0 to `k`; a larger one, from a file of another k,
-/// widens the histogram).
-fn read_distances(dir: &Path, k: u64, rows: &AtomicU64) -> Result<Vec<u64>> {
+/// Pairs by distance (0 to `k`) and, for verified pairs (a `threshold`),
+/// by wide distance (0 to it); a larger value, from a file of another k or
+/// threshold, widens its histogram.
+fn read_distances(
+    dir: &Path,
+    k: u64,
+    threshold: Option<u64>,
+    rows: &AtomicU64,
+) -> Result<(Vec<u64>, Vec<u64>)> {
     let mut counts = vec![0u64; k as usize + 1];
-    read_columns(&parquet_files(dir)?, &["distance"], |batch, file| {
+    let mut wide_counts = threshold.map_or(Vec::new(), |t| vec![0u64; t as usize + 1]);
+    let columns: &[&str] = match threshold {
+        Some(_) => &["distance", WIDE_DISTANCE],
+        None => &["distance"],
+    };
+    read_columns(&parquet_files(dir)?, columns, |batch, file| {
         let distances = int8_column(batch, "distance", file)?;
-        for d in distances.iter().flatten() {
-            let d = d.max(0) as usize;
-            if d >= counts.len() {
-                counts.resize(d + 1, 0);
-            }
-            counts[d] += 1;
+        count_values(distances.iter().flatten().map(i64::from), &mut counts);
+        if threshold.is_some() {
+            let wide = primitive_column::<Int16Type>(batch, WIDE_DISTANCE, file, "INT16")?;
+            count_values(wide.iter().flatten().map(i64::from), &mut wide_counts);
         }
         rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
         Ok(())
     })?;
-    Ok(counts)
+    Ok((counts, wide_counts))
+}
+
+/// Adds each value (negative ones as 0) to its count in `counts`, grown to
+/// hold it.
+fn count_values(values: impl Iterator<Item = i64>, counts: &mut Vec<u64>) {
+    for value in values {
+        let at = value.max(0) as usize;
+        if at >= counts.len() {
+            counts.resize(at + 1, 0);
+        }
+        counts[at] += 1;
+    }
+}
+
+/// A batch's column `name` as the integer type `T` (`expected` names it in
+/// the error).
+fn primitive_column<'a, T: ArrowPrimitiveType>(
+    batch: &'a RecordBatch,
+    name: &str,
+    file: &Location,
+    expected: &str,
+) -> Result<&'a PrimitiveArray<T>> {
+    let column = batch.column_by_name(name).context("projected column")?;
+    column.as_primitive_opt::<T>().with_context(|| {
+        format!(
+            "{file}: column `{name}` has type {}, expected {expected}",
+            column.data_type()
+        )
+    })
 }
 
 fn int8_column<'a>(
     batch: &'a RecordBatch,
     name: &str,
     file: &Location,
-) -> Result<&'a arrow_array::PrimitiveArray<Int8Type>> {
-    let column = batch.column_by_name(name).context("projected column")?;
-    column.as_primitive_opt::<Int8Type>().with_context(|| {
-        format!(
-            "{file}: column `{name}` has type {}, expected INT8",
-            column.data_type()
-        )
-    })
+) -> Result<&'a PrimitiveArray<Int8Type>> {
+    primitive_column(batch, name, file, "INT8")
 }
 
 fn int64_column<'a>(batch: &'a RecordBatch, name: &str, file: &Location) -> Result<&'a Int64Array> {
-    let column = batch.column_by_name(name).context("projected column")?;
-    column
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .with_context(|| {
-            format!(
-                "{file}: column `{name}` has type {}, expected INT64",
-                column.data_type()
-            )
-        })
+    primitive_column(batch, name, file, "INT64")
 }
 
 /// The largest clusters as the clusters' pass finds them: a cluster enters

@@ -36,7 +36,9 @@ const MATCH_KEYS: &[&str] = &[
     "queries.rows",
     "corpus.rows",
     "k",
+    "verify_threshold",
     "self_join",
+    "candidates",
     "pairs",
     "seconds",
     "rows_per_second",
@@ -71,6 +73,7 @@ pub(crate) fn render(nights: &[Night]) -> String {
     );
     html.push_str(&stage_figures(night));
     html.push_str(&distances(night));
+    html.push_str(&wide_distances(night));
     html.push_str(&cluster_sizes(night));
     html.push_str(&hosts(night));
     html.push_str(&largest(night));
@@ -81,13 +84,19 @@ pub(crate) fn render(nights: &[Night]) -> String {
     html
 }
 
-/// A summary's value at a dotted key, as shown.
+/// A summary's value at a dotted key, as shown; none for a null, and
+/// none for `candidates` unless the pairs were verified (they are all
+/// candidates then).
 fn shown(summary: &Value, key: &str) -> Option<String> {
+    if key == "candidates" && summary["verify_threshold"].is_null() {
+        return None;
+    }
     let mut value = summary;
     for part in key.split('.') {
         value = value.get(part)?;
     }
     Some(match value {
+        Value::Null => return None,
         Value::String(s) => s.clone(),
         Value::Array(items) => items
             .iter()
@@ -150,6 +159,47 @@ fn distances(night: &Night) -> String {
             &bars_of
         )
     )
+}
+
+/// The most bars of the wide-distance chart: a larger threshold's
+/// distances are shown in ranges.
+const WIDE_BARS: usize = 32;
+
+/// Verified pairs (`match --verify`) by wide distance: how close to the
+/// threshold the kept pairs lie.
+fn wide_distances(night: &Night) -> String {
+    if night.wide_distances.is_empty() {
+        return String::new();
+    }
+    let bars_of = in_ranges(&night.wide_distances, WIDE_BARS);
+    format!(
+        "<section id=\"wide-distances\"><h2>Verified pairs by wide distance</h2>{}</section>",
+        bars(
+            "wide-distances",
+            "Pairs by bits apart over fingerprint and sketch (256 bits)",
+            "wide distance (bits)",
+            "pairs",
+            &bars_of
+        )
+    )
+}
+
+/// `counts` (by value from 0) as at most `most` bars: each value its own
+/// bar when they fit, else ranges of equal width, labelled `a-b`.
+fn in_ranges(counts: &[u64], most: usize) -> Vec<(String, f64)> {
+    let width = counts.len().div_ceil(most.max(1)).max(1);
+    counts
+        .chunks(width)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let (from, to) = (i * width, i * width + chunk.len() - 1);
+            let label = match from == to {
+                true => from.to_string(),
+                false => format!("{from}-{to}"),
+            };
+            (label, chunk.iter().sum::<u64>() as f64)
+        })
+        .collect()
 }
 
 fn cluster_sizes(night: &Night) -> String {
@@ -334,4 +384,25 @@ fn trends(nights: &[Night]) -> String {
     }
     html.push_str("</table></section>");
     html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_are_bars_of_their_own_until_they_need_ranges() {
+        let labels = |bars: &[(String, f64)]| bars.iter().map(|b| b.0.clone()).collect::<Vec<_>>();
+        let few = in_ranges(&[5, 0, 7], 32);
+        assert_eq!(labels(&few), ["0", "1", "2"]);
+        assert_eq!(few.iter().map(|b| b.1).collect::<Vec<_>>(), [5.0, 0.0, 7.0]);
+        // 0..=40 in ranges of two, the last value alone; no pair is lost.
+        let counts: Vec<u64> = (0..41).collect();
+        let ranged = in_ranges(&counts, 32);
+        assert_eq!(ranged.len(), 21);
+        assert_eq!((ranged[0].0.as_str(), ranged[0].1), ("0-1", 1.0));
+        assert_eq!((ranged[20].0.as_str(), ranged[20].1), ("40", 40.0));
+        let total: f64 = ranged.iter().map(|b| b.1).sum();
+        assert_eq!(total, counts.iter().sum::<u64>() as f64);
+    }
 }

@@ -13,9 +13,22 @@ use serde_json::Value;
 use crate::common::{neardup, python_with, run_ok};
 
 /// A job over the sample crawl writing nights under `dir/nights/{date}`,
-/// appending each night to `dir/corpus`.
-fn write_job(dir: &Path) -> PathBuf {
+/// appending each night to `dir/corpus`; `verified`: in the quality mode
+/// (`verify = true`, the default scheme's sketches, its own corpus only),
+/// else scheme v4 against the sample corpus.
+fn write_job(dir: &Path, verified: bool) -> PathBuf {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples");
+    let (scheme, corpus, verify) = match verified {
+        true => ("", String::new(), "verify = true"),
+        false => (
+            "scheme = \"v4\"",
+            format!(
+                "\"{}/crawl-fingerprints/part-00000.parquet\", ",
+                samples.display()
+            ),
+            "",
+        ),
+    };
     let spec = format!(
         r#"
 [runtime]
@@ -24,12 +37,13 @@ workers = 2
 [fingerprint]
 input = ["{samples}/crawl/text.wet.gz"]
 out = "nights/{{date}}/fingerprints"
-scheme = "v4"
+{scheme}
 
 [match]
-corpus = ["{samples}/crawl-fingerprints/part-00000.parquet", "corpus"]
+corpus = [{corpus}"corpus"]
 out = "nights/{{date}}/pairs"
 self = true
+{verify}
 
 [cluster]
 out = "nights/{{date}}/clusters"
@@ -132,6 +146,32 @@ fn check_stage_figures(html: &str, night: &Path) {
         assert!(figures.contains_key(key), "{key} shown");
     }
     assert!(checked >= 20, "{checked} figures");
+    // The quality mode's figures, only in the quality mode.
+    let verified = !summary(&night.join("pairs"))["verify_threshold"].is_null();
+    for key in ["match.verify_threshold", "match.candidates"] {
+        assert_eq!(figures.contains_key(key), verified, "{key}");
+    }
+}
+
+/// The values of a bar chart's bars, in order.
+fn bar_values(html: &str, name: &str) -> Vec<u64> {
+    attributes(chart(html, name), "class=\"bar\"", "data-value")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect()
+}
+
+/// Counts by value (a JSON array from 0), 0 to `last`, none beyond it.
+fn counts(values: &Value, last: u64) -> Vec<u64> {
+    let mut counts: Vec<u64> = values
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(counts.len() as u64 <= last + 1, "{counts:?}");
+    counts.resize(last as usize + 1, 0);
+    counts
 }
 
 /// Checks the charts and the largest clusters against DuckDB's figures.
@@ -150,20 +190,25 @@ fn check_night_details(html: &str, night: &Path) -> Value {
             .arg(night),
     );
 
-    let k = summary(&night.join("pairs"))["k"].as_u64().unwrap() as usize;
-    let distances = chart(html, "distances");
-    let shown: Vec<u64> = attributes(distances, "class=\"bar\"", "data-value")
-        .iter()
-        .map(|v| v.parse().unwrap())
-        .collect();
-    let mut counted: Vec<u64> = expected["distances"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
-    counted.resize(k + 1, 0);
-    assert_eq!(shown, counted);
+    // Pairs by distance, 0 to k, and verified pairs by wide distance, 0 to
+    // the threshold: one bar each.
+    let pairs = summary(&night.join("pairs"));
+    let k = pairs["k"].as_u64().unwrap();
+    assert_eq!(
+        bar_values(html, "distances"),
+        counts(&expected["distances"], k)
+    );
+    match pairs["verify_threshold"].as_u64() {
+        Some(threshold) => {
+            let shown = bar_values(html, "wide-distances");
+            assert_eq!(shown, counts(&expected["wide_distances"], threshold));
+            assert!(
+                shown.iter().sum::<u64>() > 0,
+                "the night has verified pairs"
+            );
+        }
+        None => assert!(!html.contains("data-chart=\"wide-distances\"")),
+    }
 
     let sizes = chart(html, "cluster-sizes");
     let points: Vec<(u64, u64)> = attributes(sizes, "class=\"point\"", "data-x")
@@ -219,7 +264,7 @@ fn check_night_details(html: &str, night: &Path) -> Value {
 fn the_report_of_two_nights_shows_what_the_outputs_hold() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let job = write_job(d);
+    let job = write_job(d, false);
     for date in ["2026-12-01", "2026-12-02"] {
         let printed = run_ok(&["run", job.to_str().unwrap(), "--date", date]);
         assert!(printed.contains("report: reported 1 night(s)"), "{printed}");
@@ -341,7 +386,7 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
     }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let job = write_job(d);
+    let job = write_job(d, true);
     for date in ["2026-12-01", "2026-12-02"] {
         run_ok(&["run", job.to_str().unwrap(), "--date", date]);
     }
@@ -365,10 +410,15 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
 
     let html = std::fs::read_to_string(&page).unwrap();
+    check_stage_figures(&html, &second);
     let expected = check_night_details(&html, &second);
     let k = summary(&second.join("pairs"))["k"].as_u64().unwrap();
     let charts = &seen["charts"];
     assert_eq!(charts["distances"]["bars"], k + 1);
+    let threshold = summary(&second.join("pairs"))["verify_threshold"]
+        .as_u64()
+        .expect("a night in the quality mode");
+    assert_eq!(charts["wide-distances"]["bars"], threshold + 1);
     assert_eq!(
         charts["cluster-sizes"]["points"],
         expected["cluster_sizes"].as_array().unwrap().len()
