@@ -22,7 +22,9 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
 use crate::cluster::components::Page;
-use crate::cluster::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
+use crate::cluster::drop_policy::{
+    greedy_sweep, sorted_by_later_end, Closeness, DirectDrops, DropCursor,
+};
 use crate::cluster::join::after_all_in_slices;
 use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::cluster::part_runs::{RunBuilder, RunSlice};
@@ -33,7 +35,7 @@ use crate::io::commit::Report;
 
 /// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
 /// slots from its source (and once placed, their positions).
-pub(crate) type SlotPair = (Page, Page, u8);
+pub(crate) type SlotPair = (Page, Page, Closeness);
 
 /// What a worker sends a joined cluster's owner.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

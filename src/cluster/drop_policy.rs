@@ -12,8 +12,9 @@
 //! every cluster's pass. The pairs are first sorted by their later end in
 //! that order, by counting, a bucket of 2,048 positions at a time, in the
 //! pair log's place. A page is kept unless a partner earlier in the order
-//! is kept; its drop names the nearest such partner (by distance, then the
-//! first in the order). The drops come out in two id-ordered runs (pages
+//! is kept; its drop names the nearest such partner (by wide distance, for
+//! `match --verify`'s pairs, then by distance, then the first in the
+//! order: a [`Closeness`]). The drops come out in two id-ordered runs (pages
 //! that rank first, then the others), merged as the drop rows are made. A
 //! drop (12 bytes: its page and kept partner by position) is written over
 //! sorted pairs the sweep has already read, so drops take no memory of
@@ -38,13 +39,36 @@ use crate::exec::sorting::{
 /// How many pairs (or pages) ahead a random read is fetched.
 const LOOKAHEAD: usize = 16;
 
+/// How near a pair's pages are, as the direct policy compares a page's kept
+/// partners, nearest first: the pair's wide distance (`match --verify`'s,
+/// over 256 bits), then its distance. One `u16` carries both, so a drop
+/// row gives both: the wide distance plus one (0: the pairs have none) in
+/// the top nine bits, the distance (at most 64) in the low seven.
+pub(crate) type Closeness = u16;
+
+/// Bits of a [`Closeness`] that hold the distance.
+const DISTANCE_BITS: u32 = 7;
+
+/// The closeness of a pair `distance` bits apart, and `wide` over 256 bits.
+pub(crate) fn closeness(distance: u8, wide: Option<u16>) -> Closeness {
+    debug_assert!(distance <= 64 && wide.is_none_or(|w| w <= 256));
+    (wide.map_or(0, |w| w + 1) << DISTANCE_BITS) | Closeness::from(distance)
+}
+
+/// A closeness's distance and wide distance (if the pair had one).
+pub(crate) fn distances_of(closeness: Closeness) -> (u8, Option<u16>) {
+    let distance = (closeness & ((1 << DISTANCE_BITS) - 1)) as u8;
+    (distance, (closeness >> DISTANCE_BITS).checked_sub(1))
+}
+
 /// How the keep/drop list is made from the pairs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum DropPolicy {
     /// Pages in priority order (`--keep-by`): a page is kept unless a
     /// partner earlier in that order is kept; then it is dropped for the
-    /// nearest such partner (the earliest in that order among the nearest).
+    /// nearest such partner (by wide distance for `match --verify`'s pairs,
+    /// then distance; the earliest in that order among the nearest).
     #[default]
     Direct,
     /// Every page of a component is dropped for its representative.
@@ -61,7 +85,7 @@ impl fmt::Display for DropPolicy {
 }
 
 /// A worker's pairs as page numbers of its process's
-/// [`crate::cluster::components::SharedGraph`], kept for the direct policy's pass: 9
+/// [`crate::cluster::components::SharedGraph`], kept for the direct policy's pass: 10
 /// bytes a pair, instead of reading the pairs again and looking every id up
 /// a second time. Held as the chunks it was put together from (a log per
 /// worker that read pairs of these components), so that putting logs
@@ -75,7 +99,7 @@ pub struct PairLog {
 #[derive(Debug, Default)]
 struct PairChunk {
     ends: Vec<[Page; 2]>,
-    distances: Vec<u8>,
+    distances: Vec<Closeness>,
 }
 
 impl PairChunk {
@@ -105,7 +129,7 @@ impl PairChunk {
     fn pairs_in(
         &self,
         range: std::ops::Range<usize>,
-    ) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
+    ) -> impl Iterator<Item = (Page, Page, Closeness)> + Clone + '_ {
         self.ends[range.clone()]
             .iter()
             .zip(&self.distances[range])
@@ -116,7 +140,7 @@ impl PairChunk {
 impl PairLog {
     /// Appends a batch: `ends` two pages per pair, as
     /// [`crate::cluster::components::GraphWriter::add_pairs`] leaves them.
-    pub(crate) fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = u8>) {
+    pub(crate) fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = Closeness>) {
         let chunk = self.last_chunk();
         chunk
             .ends
@@ -196,7 +220,7 @@ impl PairLog {
 
     /// Appends one pair, in a new chunk of room for `each` pairs if the
     /// last is full.
-    fn push(&mut self, a: Page, b: Page, distance: u8, each: usize) {
+    fn push(&mut self, a: Page, b: Page, distance: Closeness, each: usize) {
         self.make_room(1, each);
         let last = self.last_chunk();
         last.ends.push([a, b]);
@@ -237,7 +261,7 @@ impl PairLog {
     pub(crate) fn pairs_in(
         &self,
         range: std::ops::Range<usize>,
-    ) -> impl Iterator<Item = (Page, Page, u8)> + Clone + '_ {
+    ) -> impl Iterator<Item = (Page, Page, Closeness)> + Clone + '_ {
         let starts = self.chunks.iter().scan(0, |start, chunk| {
             let at = *start;
             *start += chunk.ends.len();
@@ -364,7 +388,7 @@ impl DirectDrops {
         &self,
         cursor: &mut DropCursor,
         last: Option<i64>,
-    ) -> Option<(i64, i64, u8)> {
+    ) -> Option<(i64, i64, Closeness)> {
         let (run, id) = self.run_of_next(cursor)?;
         if last.is_some_and(|last| id > last) {
             return None;
@@ -613,7 +637,7 @@ fn break_ties_beyond_three_words(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>)
 
 /// A pair as the sweep takes it: `(later position, earlier position,
 /// distance)`.
-pub(crate) type OrientedPair = (Page, Page, u8);
+pub(crate) type OrientedPair = (Page, Page, Closeness);
 
 /// Positions per bucket of [`sorted_by_later_end`]'s first pass: a bucket's
 /// pairs sort in the cache.
@@ -638,7 +662,7 @@ pub(crate) fn sorted_by_later_end<I>(
     threads: usize,
 ) -> Vec<OrientedPair>
 where
-    I: Iterator<Item = (Page, Page, u8)> + Clone + Send + Sync,
+    I: Iterator<Item = (Page, Page, Closeness)> + Clone + Send + Sync,
 {
     let bucket_of = |&(later, ..): &OrientedPair| later as usize / POSITIONS_PER_BUCKET;
     let oriented_in = |range| {
@@ -699,7 +723,7 @@ pub(crate) fn greedy_sweep(
             first_drops = Some(dropped);
         }
         // The nearest kept partner.
-        let mut best: Option<(u8, Page)> = None;
+        let mut best: Option<(Closeness, Page)> = None;
         while let Some(&(later, q, distance)) = oriented.get(next) {
             if later != p {
                 break;
@@ -742,11 +766,11 @@ mod tests {
     /// A page: `(ranks first, id)`.
     type RankedPage = (bool, i64);
     /// A pair: `(id, id, distance)`, in either direction.
-    type WeightedPair = (i64, i64, u8);
+    type WeightedPair = (i64, i64, Closeness);
     /// A drop row: `(id, keep_id, distance)`.
-    type Drop = (i64, i64, u8);
+    type Drop = (i64, i64, Closeness);
 
-    fn pair_log(pairs: impl Iterator<Item = (Page, Page, u8)>) -> PairLog {
+    fn pair_log(pairs: impl Iterator<Item = (Page, Page, Closeness)>) -> PairLog {
         let mut log = PairLog::default();
         for (a, b, distance) in pairs {
             log.extend(&[a, b], std::iter::once(distance));
@@ -866,6 +890,33 @@ mod tests {
     }
 
     #[test]
+    fn closeness_orders_by_wide_distance_then_distance_and_gives_both_back() {
+        for distance in [0, 1, 3, 64] {
+            assert_eq!(distances_of(closeness(distance, None)), (distance, None));
+            for wide in [0, 1, 22, 255, 256] {
+                let near = closeness(distance, Some(wide));
+                assert_eq!(distances_of(near), (distance, Some(wide)));
+            }
+        }
+        assert!(closeness(64, Some(3)) < closeness(0, Some(4)));
+        assert!(closeness(2, Some(3)) < closeness(3, Some(3)));
+        assert!(closeness(64, None) < closeness(0, Some(0)));
+    }
+
+    #[test]
+    fn a_verified_page_drops_for_its_partner_nearest_over_256_bits() {
+        // 5's partners: 10 is 1 bit apart over 64 but 30 over 256; 20 is
+        // 3 bits apart over 64 and 12 over 256.
+        let pages = vec![(true, 20), (true, 10), (false, 5)];
+        let pairs = [
+            (5, 10, closeness(1, Some(30))),
+            (5, 20, closeness(3, Some(12))),
+        ];
+        let drops = drops_of(&pages, &pairs);
+        assert_eq!(drops, vec![(5, 20, closeness(3, Some(12)))]);
+    }
+
+    #[test]
     fn a_page_whose_earlier_partners_are_all_dropped_is_kept() {
         // 1 is kept, 2 drops for 1, and 3 (paired only with 2) is kept.
         let pages = vec![(false, 1), (false, 2), (false, 3)];
@@ -965,8 +1016,8 @@ mod tests {
             state ^= state << 17;
             (state % pages as u64) as Page
         };
-        let pairs: Vec<(Page, Page, u8)> = (0..20_000)
-            .map(|i| (next(), next(), (i % 4) as u8))
+        let pairs: Vec<(Page, Page, Closeness)> = (0..20_000)
+            .map(|i| (next(), next(), (i % 4) as Closeness))
             .chain([(7, 7, 0), (pages as Page - 1, 0, 3)])
             .collect();
         let mut expected: Vec<OrientedPair> = pairs
@@ -1014,7 +1065,7 @@ mod tests {
     #[test]
     fn a_chunk_of_one_owner_is_handed_over_whole_and_every_log_keeps_the_order() {
         // Three chunks: mixed owners, all of owner 1, mixed.
-        let chunks: [Vec<(Page, Page, u8)>; 3] = [
+        let chunks: [Vec<(Page, Page, Closeness)>; 3] = [
             (0..50).map(|i| (i, i + 1, 1)).collect(),
             (100..160).map(|i| (i * 2 + 1, i, 2)).collect(),
             (200..260).map(|i| (i, i + 3, 3)).collect(),
@@ -1033,13 +1084,13 @@ mod tests {
         assert!(logs[1].chunks.iter().any(|c| c.ends.as_ptr() == whole));
         assert!(logs[0].chunks.iter().all(|c| c.ends.as_ptr() != whole));
         for (o, log) in logs.iter().enumerate() {
-            let expected: Vec<(Page, Page, u8)> = chunks
+            let expected: Vec<(Page, Page, Closeness)> = chunks
                 .iter()
                 .flatten()
                 .filter(|p| owner(p.0) == o)
                 .copied()
                 .collect();
-            let split: Vec<(Page, Page, u8)> = log
+            let split: Vec<(Page, Page, Closeness)> = log
                 .chunks
                 .iter()
                 .flat_map(|c| c.pairs_in(0..c.ends.len()))
@@ -1050,8 +1101,8 @@ mod tests {
 
     #[test]
     fn logs_put_together_read_as_one_across_their_chunks() {
-        let all: Vec<(Page, Page, u8)> = (0..1000)
-            .map(|i| (i, i * 7 % 1000, (i % 4) as u8))
+        let all: Vec<(Page, Page, Closeness)> = (0..1000)
+            .map(|i| (i, i * 7 % 1000, (i % 4) as Closeness))
             .collect();
         // Split by an owner, then put together: chunks of uneven lengths
         // (room for 297 pairs each, so the two larger logs take two), one
@@ -1072,7 +1123,7 @@ mod tests {
         );
         let log = PairLog::concat(logs);
         assert_eq!(log.chunks.len(), 5);
-        let mut expected: Vec<(Page, Page, u8)> = Vec::new();
+        let mut expected: Vec<(Page, Page, Closeness)> = Vec::new();
         for o in 0..4 {
             expected.extend(all.iter().filter(|p| owner(p.0) == o));
         }

@@ -14,10 +14,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int64Type, Int8Type};
+use arrow_array::types::{Int16Type, Int64Type, Int8Type};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::cluster::components::mix;
+use crate::cluster::drop_policy::closeness;
 use crate::cluster::keep_order::URL;
 use crate::cluster::part_writer::{write_drops_with_urls, DropColumns};
 use crate::exec::parallel::prefetch;
@@ -62,8 +63,12 @@ fn read_drops(path: &Path) -> Result<DropColumns> {
             .extend(column(0).as_primitive::<Int64Type>().values());
         rows.keep_ids
             .extend(column(1).as_primitive::<Int64Type>().values());
-        rows.distances
-            .extend(column(2).as_primitive::<Int8Type>().iter());
+        let distances = column(2).as_primitive::<Int8Type>().iter();
+        let wide = column(3).as_primitive::<Int16Type>().iter();
+        rows.nearness.extend(distances.zip(wide).map(|(d, w)| {
+            let wide = w.map(|w| w as u16);
+            d.map(|d| closeness(d as u8, wide))
+        }));
     }
     Ok(rows)
 }

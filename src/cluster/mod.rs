@@ -28,7 +28,7 @@
 //! worker estimates the distinct pages per pair in up to 1Mi pairs of its
 //! first row group (linear counting), scaled to the process's pairs, plus a
 //! tenth. Under `--drop-policy direct` the pairs are also logged as page
-//! numbers, 9 bytes a pair, for the drop sweep; under `component` nothing
+//! numbers and nearness, 10 bytes a pair, for the drop sweep; under `component` nothing
 //! per pair is kept.
 //!
 //! `cluster` (and `run`) set mimalloc's purge delay to 250 ms instead of
@@ -61,7 +61,7 @@ use crate::cluster::cluster_owner::ClusterOwner;
 use crate::cluster::components::{
     mix, Components, GraphWriter, KeyWriter, Page, SharedGraph, MAX_PROCESS_PAGES,
 };
-use crate::cluster::drop_policy::{DropPolicy, PairLog};
+use crate::cluster::drop_policy::{closeness, DropPolicy, PairLog};
 use crate::cluster::drop_urls::attach_urls;
 use crate::cluster::join::{
     after_joins, find_shared, join_components, owner_of, seen_twice, shared_sightings, sightings,
@@ -629,7 +629,8 @@ impl PairAdder<'_> {
                 self.share / 8
             };
             log.make_room(batch.len(), chunk.max(1));
-            log.extend(&self.ends, batch.iter().map(|r| r.distance));
+            let nearness = batch.iter().map(|r| closeness(r.distance, r.wide_distance));
+            log.extend(&self.ends, nearness);
         }
         Ok(())
     }

@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::drop_policy::Closeness;
 use crate::cluster::placement_part;
 
 /// A `clusters/` row: `(id, cluster_id, cluster_size)`.
@@ -35,7 +36,7 @@ pub(crate) type MemberRow = (i64, i64, u32);
 
 /// A `drop/` row: `(id, keep_id, distance)`; no distance under
 /// `--drop-policy component`.
-pub(crate) type DropRow = (i64, i64, Option<u8>);
+pub(crate) type DropRow = (i64, i64, Option<Closeness>);
 
 /// Consecutive rows of one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

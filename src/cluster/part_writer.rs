@@ -6,13 +6,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
-use arrow_array::{ArrayRef, Int64Array, Int8Array, RecordBatch, StringArray};
+use arrow_array::{ArrayRef, Int16Array, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 
+use crate::cluster::drop_policy::{distances_of, Closeness};
 use crate::cluster::part_runs::{DropRow, MemberRow, Row, RunMerge};
 use crate::io::parquet::output::{
     ascending, write_parquet, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL, PART_CHUNK_ROWS,
-    ROW_GROUP_ROWS,
+    ROW_GROUP_ROWS, WIDE_DISTANCE,
 };
 
 /// A row of a `cluster` output part: an id, another page's id and a
@@ -50,29 +51,42 @@ impl PartRow for MemberRow {
 
 /// `drop/`: `id` to drop, `keep_id` the page kept in its place, and
 /// `distance` between the two when they are a pair (null under
-/// `--drop-policy component`, where they may only be chained).
+/// `--drop-policy component`, where they may only be chained), and
+/// `wide_distance` when the pairs are `match --verify`'s (else null).
 impl PartRow for DropRow {
-    type Third = Option<i8>;
+    type Third = Option<Closeness>;
 
     fn fields() -> Vec<Field> {
         vec![
             Field::new("id", DataType::Int64, false),
             Field::new("keep_id", DataType::Int64, false),
             Field::new("distance", DataType::Int8, true),
+            Field::new(WIDE_DISTANCE, DataType::Int16, true),
         ]
     }
 
-    fn split(self) -> (i64, i64, Option<i8>) {
-        (self.0, self.1, self.2.map(|d| d as i8))
+    fn split(self) -> (i64, i64, Option<Closeness>) {
+        self
     }
 
-    fn columns(ids: Vec<i64>, keeps: Vec<i64>, distances: Vec<Option<i8>>) -> Vec<ArrayRef> {
-        vec![
+    fn columns(ids: Vec<i64>, keeps: Vec<i64>, nearness: Vec<Option<Closeness>>) -> Vec<ArrayRef> {
+        let mut columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(ids)),
             Arc::new(Int64Array::from(keeps)),
-            Arc::new(Int8Array::from(distances)),
-        ]
+        ];
+        columns.extend(distance_columns(&nearness));
+        columns
     }
+}
+
+/// The `distance` and `wide_distance` columns of drops `nearness` apart.
+fn distance_columns(nearness: &[Option<Closeness>]) -> [ArrayRef; 2] {
+    let pairs = || nearness.iter().map(|c| c.map(distances_of));
+    let distances: Int8Array = pairs().map(|d| d.map(|(d, _)| d as i8)).collect();
+    let wide: Int16Array = pairs()
+        .map(|d| d.and_then(|(_, w)| w).map(|w| w as i16))
+        .collect();
+    [Arc::new(distances), Arc::new(wide)]
 }
 
 /// The columns of a chunk of a part's rows.
@@ -216,7 +230,7 @@ impl<T: PartRow> SortedPart<T> {
 pub(crate) struct DropColumns {
     pub(crate) ids: Vec<i64>,
     pub(crate) keep_ids: Vec<i64>,
-    pub(crate) distances: Vec<Option<i8>>,
+    pub(crate) nearness: Vec<Option<Closeness>>,
 }
 
 /// Writes a `drop/` part with the URLs of both pages, `url` and
@@ -241,17 +255,19 @@ pub(crate) fn write_drops_with_urls<'a>(
     };
     write_parquet(path, layout, rows.ids.len(), |range| {
         let (ids, keeps) = (&rows.ids[range.clone()], &rows.keep_ids[range.clone()]);
-        let columns: Vec<ArrayRef> = vec![
+        let mut columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(ids.to_vec())),
             Arc::new(Int64Array::from(keeps.to_vec())),
-            Arc::new(Int8Array::from(rows.distances[range.clone()].to_vec())),
+        ];
+        columns.extend(distance_columns(&rows.nearness[range.clone()]));
+        columns.extend::<[ArrayRef; 2]>([
             Arc::new(StringArray::from_iter(
                 range.clone().map(|row| url_of(row, false)),
             )),
             Arc::new(StringArray::from_iter(
                 range.clone().map(|row| url_of(row, true)),
             )),
-        ];
+        ]);
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
 }
@@ -259,6 +275,7 @@ pub(crate) fn write_drops_with_urls<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::drop_policy::closeness;
     use parquet::basic::{Compression, Encoding};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use std::fs::File;
@@ -309,7 +326,13 @@ mod tests {
         // nullable column (whose pages Parquet cuts where each call starts):
         // one run in one slice, one run in uneven slices, three runs.
         let rows: Vec<DropRow> = (0..(ROW_GROUP_ROWS + PART_CHUNK_ROWS + 4_321) as i64)
-            .map(|i| (3 * i, i / 5, (i % 7 != 0).then_some((i % 4) as u8)))
+            .map(|i| {
+                (
+                    3 * i,
+                    i / 5,
+                    (i % 7 != 0).then_some(((i % 4) as u16) | ((i % 3) as u16) << 7),
+                )
+            })
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let whole = write_part_in_slices(&dir.path().join("a.parquet"), &rows, 1, &[usize::MAX]);
@@ -379,9 +402,9 @@ mod tests {
         let rows = (0..10_000i64).map(|id| (id, id - id % 3, 3)).collect();
         assert_eq!(write_part(&clusters, rows, true)?, 10_000);
         let drops = dir.path().join("drop.parquet");
-        let rows = (0..10_000i64).map(|id| (id, id + 1, Some((id % 4) as u8)));
+        let rows = (0..10_000i64).map(|id| (id, id + 1, Some(closeness(3, Some(id as u16 % 23)))));
         write_part(&drops, rows.collect(), true)?;
-        for (path, few, many) in [(&clusters, 2, 1), (&drops, 2, 1)] {
+        for (path, few, many) in [(&clusters, 2, 1), (&drops, 2, 1), (&drops, 3, 1)] {
             let reader = SerializedFileReader::new(File::open(path)?)?;
             for group in reader.metadata().row_groups() {
                 let dictionary = |column: usize| {

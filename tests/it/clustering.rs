@@ -10,6 +10,7 @@ use std::process::Command;
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
 use neardup::cluster::drop_policy::DropPolicy;
 use neardup::cluster::keep_order::KeepOrder;
@@ -33,25 +34,36 @@ fn distance(a: i64, b: i64) -> u8 {
 
 /// Writes edges as `match` output parts (the columns `cluster` reads).
 fn write_edges(dir: &Path, edges: &[Edge], parts: usize) -> String {
+    write_edges_as(dir, edges, parts, false)
+}
+
+/// [`write_edges`], as `match --verify` writes them if `verified` (with
+/// [`wide_distance`]).
+fn write_edges_as(dir: &Path, edges: &[Edge], parts: usize, verified: bool) -> String {
     std::fs::create_dir_all(dir).unwrap();
     let per = edges.len().div_ceil(parts).max(1);
     for (i, chunk) in edges.chunks(per).enumerate() {
-        let mut pairs: Vec<Pair> = chunk
-            .iter()
-            .map(|&(q, c, self_pair)| Pair {
-                query_id: q,
-                corpus_id: c,
-                query_simhash: 0,
-                corpus_simhash: 0,
-                distance: distance(q, c),
-                self_pair,
-                wide_distance: None,
-            })
-            .collect();
-        pairs.sort();
-        write_pairs(&dir.join(format!("part-{i:05}.parquet")), &pairs, false).unwrap();
+        write_part(&dir.join(format!("part-{i:05}.parquet")), chunk, verified);
     }
     dir.display().to_string()
+}
+
+/// Writes one `match` output part of `edges`.
+fn write_part(path: &Path, edges: &[Edge], verified: bool) {
+    let mut pairs: Vec<Pair> = edges
+        .iter()
+        .map(|&(q, c, self_pair)| Pair {
+            query_id: q,
+            corpus_id: c,
+            query_simhash: 0,
+            corpus_simhash: 0,
+            distance: distance(q, c),
+            self_pair,
+            wide_distance: verified.then(|| wide_distance(q, c)),
+        })
+        .collect();
+    pairs.sort();
+    write_pairs(path, &pairs, verified).unwrap();
 }
 
 /// Union-find with path halving, over ids: the oracle's own, sharing no
@@ -144,12 +156,13 @@ fn greedy_oracle(edges: &[Edge], corpus_wins: bool) -> DropRows {
     greedy_oracle_by(edges, priority(corpus_wins, &in_corpus), &distance)
 }
 
-/// [`greedy_oracle`] with pages ordered by `rank`, pairs `distance` apart.
-fn greedy_oracle_by<K: Ord + Clone>(
+/// [`greedy_oracle`] with pages ordered by `rank`, pairs `distance` apart
+/// (the nearest is the least).
+fn greedy_oracle_by<K: Ord + Clone, D: Ord + Copy>(
     edges: &[Edge],
     rank: impl Fn(i64) -> K,
-    distance: &dyn Fn(i64, i64) -> u8,
-) -> DropRows {
+    distance: &dyn Fn(i64, i64) -> D,
+) -> Vec<(i64, i64, Option<D>)> {
     let mut partners: HashMap<i64, Vec<i64>> = HashMap::new();
     for &(q, c, _) in edges {
         partners.entry(q).or_default().push(c);
@@ -834,6 +847,112 @@ fn run_processes_with(
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// The wide distance a test gives a verified pair: 0 to 40, the same in
+/// both directions, and independent of [`distance`], so that a page's
+/// nearest kept partner over 256 bits is often not its nearest over 64.
+fn wide_distance(a: i64, b: i64) -> u16 {
+    let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
+    let mixed = (hi.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ lo).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ((mixed >> 32) % 41) as u16
+}
+
+/// `drop/` rows with both distances: `(id, keep_id, distance,
+/// wide_distance)`, sorted by id.
+fn read_drops_with_wide(out: &Path) -> Vec<(i64, i64, Option<u8>, Option<u16>)> {
+    let mut drops = Vec::new();
+    for batch in parquet_batches(&out.join("drop")) {
+        assert_eq!(batch.schema().field(3).name(), "wide_distance");
+        let (id, keep) = (int64s(&batch, 0), int64s(&batch, 1));
+        let d = batch
+            .column(2)
+            .as_primitive::<arrow_array::types::Int8Type>();
+        let w = batch
+            .column(3)
+            .as_primitive::<arrow_array::types::Int16Type>();
+        drops.extend((0..batch.num_rows()).map(|r| {
+            let wide = w.is_valid(r).then(|| w.value(r) as u16);
+            (
+                id[r],
+                keep[r],
+                d.is_valid(r).then(|| d.value(r) as u8),
+                wide,
+            )
+        }));
+    }
+    drops.sort_unstable();
+    drops
+}
+
+/// Pairs from `match --verify` carry a wide distance: under the direct
+/// policy a page drops for its kept partner nearest by it (then by
+/// distance, then first in priority order), and `drop/` gives both; on any
+/// workers and processes, the same bytes. Pairs of both modes at once are
+/// refused in one line, except under the component policy, which compares
+/// no distances.
+#[test]
+fn verified_pairs_drop_a_page_for_its_partner_nearest_over_256_bits() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = SplitMix64::new(74);
+    let edges = random_edges(&mut rng, 3_000, 6_000, -1_500);
+    let pairs_dir = d.join("pairs");
+    let pairs = write_edges_as(&pairs_dir, &edges, 3, true);
+    for corpus_wins in [false, true] {
+        let in_corpus = corpus_pages(&edges);
+        let rank = priority(corpus_wins, &in_corpus);
+        let nearest = |a, b| (wide_distance(a, b), distance(a, b));
+        let expected: Vec<_> = greedy_oracle_by(&edges, &rank, &nearest)
+            .into_iter()
+            .map(|(id, keep, near)| (id, keep, near.map(|n| n.1), near.map(|n| n.0)))
+            .collect();
+        // The test has teeth: over 64 bits alone, other partners are nearest.
+        let by_distance = greedy_oracle_by(&edges, &rank, &distance);
+        let differ = expected
+            .iter()
+            .zip(&by_distance)
+            .filter(|(a, b)| (a.0, a.1) != (b.0, b.1))
+            .count();
+        assert!(differ > 100, "{differ} drops name another partner");
+
+        let out = d.join(format!("direct-{corpus_wins}"));
+        cluster(&pairs, &out, corpus_wins, DropPolicy::Direct, 2, 3);
+        assert!(
+            read_drops_with_wide(&out) == expected,
+            "corpus_wins {corpus_wins}"
+        );
+        let one = d.join(format!("one-{corpus_wins}"));
+        cluster(&pairs, &one, corpus_wins, DropPolicy::Direct, 1, 3);
+        assert!(data_files(&one) == data_files(&out), "1 worker");
+        let processes = d.join(format!("p2-{corpus_wins}"));
+        let shape = [2, 2, 3];
+        run_processes(
+            &pairs,
+            &processes,
+            corpus_wins,
+            DropPolicy::Direct,
+            shape,
+            &d.join("hosts"),
+        );
+        assert!(data_files(&processes) == data_files(&out), "2 processes");
+    }
+
+    // A night's pairs of the other mode beside them.
+    write_part(&pairs_dir.join("part-99999.parquet"), &edges[..100], false);
+    let out = d.join("mixed");
+    let refused = refusal(&pairs, &out, false);
+    assert_eq!(refused.trim_end().lines().count(), 1, "{refused}");
+    for needle in [
+        "part-99999.parquet: no column `wide_distance`",
+        "part-00000.parquet",
+    ] {
+        assert!(refused.contains(needle), "`{needle}` not in {refused}");
+    }
+    cluster(&pairs, &out, false, DropPolicy::Component, 2, 3);
+    let drops = read_drops_with_wide(&out);
+    assert!(!drops.is_empty());
+    assert!(drops.iter().all(|&(.., d, w)| d.is_none() && w.is_none()));
 }
 
 #[test]

@@ -110,7 +110,8 @@ fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
 
 /// DuckDB reads the sketches of `gen --sketch` shards as BLOBs and verified
 /// pairs' `wide_distance` as SMALLINT, and recomputes every pair's wide
-/// distance from the fingerprints and sketches in SQL.
+/// distance from the fingerprints and sketches in SQL; the drops `cluster`
+/// makes of them carry their pair's two distances.
 #[test]
 fn duckdb_reads_sketches_and_recomputes_the_wide_distance() {
     let python = python_with("duckdb");
@@ -155,4 +156,43 @@ fn duckdb_reads_sketches_and_recomputes_the_wide_distance() {
     assert_eq!(report["rows"], ours.len() as u64);
     assert_eq!(report["joined"], ours.len() as u64);
     assert_eq!(report["wrong_wide"], 0);
+
+    // The drops of verified pairs: DuckDB reads `wide_distance` as
+    // SMALLINT, and each drop's two distances are its pair's.
+    let clusters = dir.path().join("clusters");
+    run_ok(&[
+        "cluster",
+        "--pairs",
+        out_s,
+        "--out",
+        clusters.to_str().unwrap(),
+    ]);
+    let script = r#"
+import json, sys
+import duckdb
+drops, pairs = sys.argv[1], sys.argv[2]
+db = duckdb.connect()
+types = dict(db.sql(f"describe select * from '{drops}'").fetchall()[i][:2] for i in range(4))
+rows, wrong = db.sql(f"""
+    select count(*), count(*) filter (where p.wide_distance is distinct from d.wide_distance
+                                      or p.distance is distinct from d.distance)
+    from '{drops}' d left join '{pairs}' p
+      on (p.query_id, p.corpus_id) in ((d.id, d.keep_id), (d.keep_id, d.id))""").fetchone()
+print(json.dumps({"types": types, "rows": rows, "wrong": wrong}))
+"#;
+    let drops = Command::new(&python)
+        .args(["-c", script])
+        .arg(clusters.join("drop/*.parquet"))
+        .arg(out.join("*.parquet"))
+        .output()
+        .unwrap();
+    assert!(
+        drops.status.success(),
+        "{}",
+        String::from_utf8_lossy(&drops.stderr)
+    );
+    let drops: serde_json::Value = serde_json::from_slice(&drops.stdout).unwrap();
+    assert_eq!(drops["types"]["wide_distance"], "SMALLINT", "{drops}");
+    assert!(drops["rows"].as_u64().unwrap() > 100, "{drops}");
+    assert_eq!(drops["wrong"], 0, "{drops}");
 }

@@ -341,6 +341,45 @@ fn a_night_in_the_quality_mode_verifies_its_pairs() {
         (&summary["k"], &summary["verify_threshold"]),
         (&6.into(), &22.into())
     );
+    // Each drop gives its pair's wide distance.
+    let wide_of: std::collections::HashMap<(i64, i64), u16> = pairs
+        .iter()
+        .flat_map(|p| {
+            let wide = p.wide_distance.unwrap();
+            [
+                ((p.query_id, p.corpus_id), wide),
+                ((p.corpus_id, p.query_id), wide),
+            ]
+        })
+        .collect();
+    let mut drops = 0;
+    for part in part_files(&night.join("clusters/drop")) {
+        let file = std::fs::File::open(&part).unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        for batch in reader.map(Result::unwrap) {
+            use arrow_array::cast::AsArray;
+            use arrow_array::types::{Int16Type, Int64Type};
+            use arrow_array::Array;
+            let column = |name: &str| batch.column_by_name(name).unwrap().clone();
+            let (ids, keeps) = (column("id"), column("keep_id"));
+            let (ids, keeps) = (
+                ids.as_primitive::<Int64Type>(),
+                keeps.as_primitive::<Int64Type>(),
+            );
+            let wide = column("wide_distance");
+            let wide = wide.as_primitive::<Int16Type>();
+            for r in 0..batch.num_rows() {
+                let pair = (ids.value(r), keeps.value(r));
+                let shown = wide.is_valid(r).then(|| wide.value(r) as u16);
+                assert_eq!(shown, wide_of.get(&pair).copied(), "{pair:?}");
+                drops += 1;
+            }
+        }
+    }
+    assert!(drops > 0);
 }
 
 #[test]

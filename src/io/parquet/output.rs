@@ -492,7 +492,7 @@ pub fn write_sketched_fingerprints(
 ///   Delta-encoded, random ids take about as many bytes as plain, and a
 ///   giant component's rows, which share one representative, a few bits
 ///   each;
-/// - a cluster's size and a pair's distance take few values: a dictionary
+/// - a cluster's size and a pair's distances take few values: a dictionary
 ///   stores each in a few bits, before zstd, in less time than zstd alone
 ///   and in fewer bytes; so does a shard's `source`, one value in every
 ///   row;
@@ -507,7 +507,7 @@ fn column_layout(name: &str) -> Option<ColumnLayout> {
         "id" | "query_id" | "corpus_id" | "cluster_id" | "keep_id" | "offset" => {
             Some(ColumnLayout::Delta)
         }
-        "cluster_size" | "distance" | "source" => Some(ColumnLayout::FewValues),
+        "cluster_size" | "distance" | WIDE_DISTANCE | "source" => Some(ColumnLayout::FewValues),
         _ => None,
     }
 }

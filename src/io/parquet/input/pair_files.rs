@@ -1,7 +1,9 @@
 //! Pair files: `query_id`, `corpus_id` and, when `cluster` needs them,
-//! `distance` and `self_pair`, in units cut for the workers.
+//! `distance` (and `wide_distance`, from `match --verify`) and
+//! `self_pair`, in units cut for the workers.
 
 use super::*;
+use crate::io::parquet::output::WIDE_DISTANCE;
 
 /// One row of a pair file, as `cluster` needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,6 +16,9 @@ pub(crate) struct PairRow {
     /// Bits the fingerprints differ in; 0 when the file has no `distance`
     /// column and it was not asked for.
     pub(crate) distance: u8,
+    /// Bits apart over fingerprints and sketches, when the file has
+    /// `wide_distance` and distances were asked for.
+    pub(crate) wide_distance: Option<u16>,
 }
 
 /// Which optional columns `cluster` needs from pair files.
@@ -39,6 +44,8 @@ pub(crate) struct PairUnit {
     pub(crate) rows: usize,
     pub(super) has_self_pair: bool,
     pub(super) has_distance: bool,
+    /// Read only with `distance`.
+    pub(super) has_wide_distance: bool,
 }
 
 /// The fewest rows a piece of a row group is cut to: below this, setting up
@@ -110,7 +117,26 @@ pub(crate) fn open_pair_inputs(specs: &[String], needs: PairNeeds) -> Result<Vec
     let files = open_all(&expand_locations(specs)?, |path| {
         pair_file_units(path, needs)
     })?;
-    Ok(files.into_iter().flatten().collect())
+    let units: Vec<PairUnit> = files.into_iter().flatten().collect();
+    if needs.distance {
+        check_one_mode(&units)?;
+    }
+    Ok(units)
+}
+
+/// Refuses pair files of which some were verified (`wide_distance`) and
+/// some not: their partners could not be compared by nearness.
+fn check_one_mode(units: &[PairUnit]) -> Result<()> {
+    let with = units.iter().find(|unit| unit.has_wide_distance);
+    let without = units.iter().find(|unit| !unit.has_wide_distance);
+    if let (Some(with), Some(without)) = (with, without) {
+        bail!(
+            "{}: no column `{WIDE_DISTANCE}`, which {} has (from match --verify): cluster the pairs of one mode at a time, or use --drop-policy component",
+            without.path,
+            with.path
+        );
+    }
+    Ok(())
 }
 
 /// The row groups of one pair file, once its columns are checked.
@@ -147,6 +173,13 @@ pub(super) fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<P
         ),
         None => false,
     };
+    let has_wide_distance = match type_of(WIDE_DISTANCE) {
+        Some(t) if t.is_integer() => needs.distance,
+        Some(other) => {
+            bail!("{shown}: column `{WIDE_DISTANCE}` has type {other}, expected an integer")
+        }
+        None => false,
+    };
     Ok((0..metadata.metadata().num_row_groups())
         .map(|row_group| PairUnit {
             path: path.clone(),
@@ -156,6 +189,7 @@ pub(super) fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<P
             rows: row_group_rows(&metadata, row_group),
             has_self_pair,
             has_distance,
+            has_wide_distance,
         })
         .collect())
 }
@@ -166,7 +200,8 @@ pub(super) struct PairBatches {
     pub(super) reader: ParquetRecordBatchReader,
     pub(super) queries: Vec<i64>,
     pub(super) corpus: Vec<i64>,
-    pub(super) distances: Vec<u8>,
+    pub(super) distances: Vec<u16>,
+    pub(super) wide_distances: Vec<u16>,
 }
 
 impl PairBatches {
@@ -174,8 +209,10 @@ impl PairBatches {
     /// them if `None`).
     pub(super) fn open(unit: &PairUnit, selection: Option<RowSelection>) -> Result<PairBatches> {
         let (shown, rg) = (&unit.path, unit.row_group);
+        let wide = unit.has_wide_distance.then_some(WIDE_DISTANCE);
         let roots: Vec<usize> = ["query_id", "corpus_id", "self_pair", "distance"]
-            .iter()
+            .into_iter()
+            .chain(wide)
             .filter_map(|name| unit.metadata.schema().index_of(name).ok())
             .collect();
         let file = open_row_group(&unit.path, &unit.metadata, rg, &roots)?;
@@ -198,6 +235,7 @@ impl PairBatches {
             queries: Vec::new(),
             corpus: Vec::new(),
             distances: Vec::new(),
+            wide_distances: Vec::new(),
         })
     }
 
@@ -209,11 +247,12 @@ impl PairBatches {
         };
         let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
         let location = || format!("{shown} (row group {rg})");
-        let (queries, corpus, distances) =
-            (&mut self.queries, &mut self.corpus, &mut self.distances);
+        let (queries, corpus) = (&mut self.queries, &mut self.corpus);
+        let (distances, wide) = (&mut self.distances, &mut self.wide_distances);
         queries.clear();
         corpus.clear();
         distances.clear();
+        wide.clear();
         integer_column(&batch, "query_id", &location, queries, |v| v)?;
         integer_column(&batch, "corpus_id", &location, corpus, |v| v)?;
         let flags = match self.unit.has_self_pair {
@@ -227,27 +266,33 @@ impl PairBatches {
             false => None,
         };
         if self.unit.has_distance {
-            distance_column(&batch, &location, distances)?;
+            distance_column(&batch, "distance", 64, &location, distances)?;
+        }
+        if self.unit.has_wide_distance {
+            distance_column(&batch, WIDE_DISTANCE, 256, &location, wide)?;
         }
         out.extend((0..batch.num_rows()).map(|r| PairRow {
             query: queries[r],
             corpus: corpus[r],
             corpus_in_corpus: flags.is_some_and(|f| !f.value(r)),
-            distance: distances.get(r).copied().unwrap_or(0),
+            distance: distances.get(r).map_or(0, |&d| d as u8),
+            wide_distance: wide.get(r).copied(),
         }));
         Ok(true)
     }
 }
 
-/// The `distance` column, of whatever integer type the writer chose (INT8
-/// from `match`, INT32 from Spark, BIGINT from DuckDB), checked to be a
-/// distance between 64-bit fingerprints.
+/// Column `name` (`distance`, or `wide_distance`), of whatever integer type
+/// the writer chose (INT8 from `match`, INT32 from Spark, BIGINT from
+/// DuckDB), checked to be a distance between fingerprints of `bits` bits.
 pub(super) fn distance_column(
     batch: &RecordBatch,
+    name: &str,
+    bits: i128,
     location: &dyn Fn() -> String,
-    out: &mut Vec<u8>,
+    out: &mut Vec<u16>,
 ) -> Result<()> {
-    let column = non_null_column(batch, "distance", location)?;
+    let column = non_null_column(batch, name, location)?;
     let wide: Vec<i128> = match column.data_type() {
         DataType::Int8 => values::<Int8Type>(column),
         DataType::Int16 => values::<Int16Type>(column),
@@ -258,18 +303,18 @@ pub(super) fn distance_column(
         DataType::UInt32 => values::<UInt32Type>(column),
         DataType::UInt64 => values::<UInt64Type>(column),
         other => bail!(
-            "{}: column `distance` has type {other}, expected an integer",
+            "{}: column `{name}` has type {other}, expected an integer",
             location()
         ),
     };
     for value in wide {
-        if !(0..=64).contains(&value) {
+        if !(0..=bits).contains(&value) {
             bail!(
-                "{}: column `distance` holds {value}, not a distance between 64-bit fingerprints",
+                "{}: column `{name}` holds {value}, not a distance between {bits}-bit fingerprints",
                 location()
             );
         }
-        out.push(value as u8);
+        out.push(value as u16);
     }
     Ok(())
 }
