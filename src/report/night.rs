@@ -106,6 +106,8 @@ pub(crate) struct SampleDrop {
     pub(crate) keep: SamplePage,
     /// The pair's distance (`None` under the `component` policy).
     pub(crate) distance: Option<i8>,
+    /// Its wide distance, for verified pairs (`match --verify`).
+    pub(crate) wide_distance: Option<i16>,
 }
 
 /// One of the largest clusters.
@@ -444,6 +446,7 @@ impl Largest {
                             page: url(d.page.id),
                             keep: url(d.keep.id),
                             distance: d.distance,
+                            wide_distance: d.wide_distance,
                         })
                         .collect(),
                 }
@@ -494,36 +497,42 @@ fn read_clusters(dir: &Path, rows: &AtomicU64) -> Result<(BTreeMap<u64, u64>, La
 /// Every dropped id; the largest clusters' drops counted and sampled.
 fn read_drops(dir: &Path, largest: &mut Largest, rows: &AtomicU64) -> Result<HashSet<i64>> {
     let mut dropped = HashSet::new();
-    read_columns(
-        &parquet_files(dir)?,
-        &["id", "keep_id", "distance"],
-        |batch, file| {
-            let ids = int64_column(batch, "id", file)?;
-            let keeps = int64_column(batch, "keep_id", file)?;
-            let distances = int8_column(batch, "distance", file)?;
-            for r in 0..batch.num_rows() {
-                let id = ids.value(r);
-                dropped.insert(id);
-                let Some(&cluster) = largest.cluster_of.get(&id) else {
-                    continue;
-                };
-                *largest.dropped_count.entry(cluster).or_default() += 1;
-                let sample = largest.dropped.entry(cluster).or_default();
-                if sample.len() < SAMPLES {
-                    sample.push(SampleDrop {
-                        page: SamplePage { id, url: None },
-                        keep: SamplePage {
-                            id: keeps.value(r),
-                            url: None,
-                        },
-                        distance: distances.is_valid(r).then(|| distances.value(r)),
-                    });
-                }
+    // Outputs of versions before it have no `wide_distance`.
+    let wide = has_column(dir, WIDE_DISTANCE)?;
+    let columns: &[&str] = match wide {
+        true => &["id", "keep_id", "distance", WIDE_DISTANCE],
+        false => &["id", "keep_id", "distance"],
+    };
+    read_columns(&parquet_files(dir)?, columns, |batch, file| {
+        let ids = int64_column(batch, "id", file)?;
+        let keeps = int64_column(batch, "keep_id", file)?;
+        let distances = int8_column(batch, "distance", file)?;
+        let wides = wide
+            .then(|| primitive_column::<Int16Type>(batch, WIDE_DISTANCE, file, "INT16"))
+            .transpose()?;
+        for r in 0..batch.num_rows() {
+            let id = ids.value(r);
+            dropped.insert(id);
+            let Some(&cluster) = largest.cluster_of.get(&id) else {
+                continue;
+            };
+            *largest.dropped_count.entry(cluster).or_default() += 1;
+            let sample = largest.dropped.entry(cluster).or_default();
+            if sample.len() < SAMPLES {
+                sample.push(SampleDrop {
+                    page: SamplePage { id, url: None },
+                    keep: SamplePage {
+                        id: keeps.value(r),
+                        url: None,
+                    },
+                    distance: distances.is_valid(r).then(|| distances.value(r)),
+                    wide_distance: wides.and_then(|w| w.is_valid(r).then(|| w.value(r))),
+                });
             }
-            rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-            Ok(())
-        },
-    )?;
+        }
+        rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+        Ok(())
+    })?;
     Ok(dropped)
 }
 

@@ -305,9 +305,17 @@ fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String
         let distance = drop
             .distance
             .map_or_else(|| "?".to_string(), |d| d.to_string());
+        // Verified drops: the wide distance, as an attribute and in words.
+        let (wide_attribute, wide) = match drop.wide_distance {
+            Some(w) => (
+                format!(" data-wide-distance=\"{w}\""),
+                format!(" ({w} of 256 with the sketch)"),
+            ),
+            None => Default::default(),
+        };
         let _ = write!(
             html,
-            "<tr class=\"drop\"><td>dropped, {distance} bits from {}</td><td>{}<br><code>{}</code></td></tr>",
+            "<tr class=\"drop\"{wide_attribute}><td>dropped, {distance} bits{wide} from {}</td><td>{}<br><code>{}</code></td></tr>",
             drop.keep.id,
             page_cell(&drop.page),
             escape(&explain_command(night, drop))

@@ -198,6 +198,12 @@ fn check_night_details(html: &str, night: &Path) -> Value {
         bar_values(html, "distances"),
         counts(&expected["distances"], k)
     );
+    // Verified sample drops give their wide distance, within the threshold.
+    let sample_drops = html.matches("<tr class=\"drop\"").count();
+    let wide: Vec<u64> = attributes(html, "class=\"drop\"", "data-wide-distance")
+        .iter()
+        .map(|v| v.parse().unwrap())
+        .collect();
     match pairs["verify_threshold"].as_u64() {
         Some(threshold) => {
             let shown = bar_values(html, "wide-distances");
@@ -206,8 +212,14 @@ fn check_night_details(html: &str, night: &Path) -> Value {
                 shown.iter().sum::<u64>() > 0,
                 "the night has verified pairs"
             );
+            assert!(sample_drops > 0);
+            assert_eq!(wide.len(), sample_drops);
+            assert!(wide.iter().all(|&w| w <= threshold), "{wide:?}");
         }
-        None => assert!(!html.contains("data-chart=\"wide-distances\"")),
+        None => {
+            assert!(!html.contains("data-chart=\"wide-distances\""));
+            assert!(wide.is_empty());
+        }
     }
 
     let sizes = chart(html, "cluster-sizes");
