@@ -7,7 +7,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
+use arrow_array::RecordBatch;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
 use serde_json::Value;
 
 use crate::common::{neardup, python_with, run_ok};
@@ -307,6 +311,39 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
     );
     check_stage_figures(&html, &second);
     check_night_details(&html, &second);
+
+    // The drops of a `cluster` before `wide_distance`: the same page.
+    let drops = second.join("clusters/drop");
+    let before = d.join("drop-before-wide");
+    std::fs::rename(&drops, &before).unwrap();
+    std::fs::create_dir(&drops).unwrap();
+    for part in crate::common::part_files(&before) {
+        let file = std::fs::File::open(&part).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+        let wide = batches[0].schema().index_of("wide_distance").unwrap();
+        let kept: Vec<usize> = (0..batches[0].num_columns())
+            .filter(|&c| c != wide)
+            .collect();
+        let out = std::fs::File::create(drops.join(part.file_name().unwrap())).unwrap();
+        let schema = Arc::new(batches[0].schema().project(&kept).unwrap());
+        let mut writer = ArrowWriter::try_new(out, schema, None).unwrap();
+        for batch in &batches {
+            writer.write(&batch.project(&kept).unwrap()).unwrap();
+        }
+        writer.close().unwrap();
+    }
+    let old = d.join("before-wide.html");
+    run_ok(&[
+        "report",
+        second.to_str().unwrap(),
+        "--out",
+        old.to_str().unwrap(),
+    ]);
+    assert!(std::fs::read_to_string(&old).unwrap() == html);
 
     // Every sample pair's command explains it.
     let commands: Vec<String> = html
