@@ -33,7 +33,7 @@ use crate::exec::runtime::Failure;
 use crate::exec::sorting::pieces_in;
 use crate::io::commit::Report;
 
-/// A pair as an owner is sent it: `(slot, slot, distance)`, its ends'
+/// A pair as an owner is sent it: `(slot, slot, closeness)`, its ends'
 /// slots from its source (and once placed, their positions).
 pub(crate) type SlotPair = (Page, Page, Closeness);
 
@@ -50,7 +50,7 @@ pub(crate) enum Assigned {
         ids: Vec<i64>,
         keys: Vec<u32>,
     },
-    /// Pairs `(slot, slot, distance)` by their ends' slots from `source`.
+    /// Pairs `(slot, slot, closeness)` by their ends' slots from `source`.
     Pairs { source: u32, pairs: Vec<SlotPair> },
 }
 
@@ -195,11 +195,11 @@ impl OwnerWork {
     /// given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
         for _ in 0..SLICE {
-            let Some((id, keep, distance)) = self.drops.next_by_id(&mut self.cursor, None) else {
+            let Some((id, keep, near)) = self.drops.next_by_id(&mut self.cursor, None) else {
                 self.rows.finish(give);
                 return false;
             };
-            self.rows.drop((id, keep, Some(distance)), give);
+            self.rows.drop((id, keep, Some(near)), give);
         }
         true
     }

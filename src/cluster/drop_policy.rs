@@ -99,14 +99,14 @@ pub struct PairLog {
 #[derive(Debug, Default)]
 struct PairChunk {
     ends: Vec<[Page; 2]>,
-    distances: Vec<Closeness>,
+    nearness: Vec<Closeness>,
 }
 
 impl PairChunk {
     fn with_capacity(pairs: usize) -> PairChunk {
         PairChunk {
             ends: Vec::with_capacity(pairs),
-            distances: Vec::with_capacity(pairs),
+            nearness: Vec::with_capacity(pairs),
         }
     }
 
@@ -132,21 +132,21 @@ impl PairChunk {
     ) -> impl Iterator<Item = (Page, Page, Closeness)> + Clone + '_ {
         self.ends[range.clone()]
             .iter()
-            .zip(&self.distances[range])
-            .map(|(&[a, b], &distance)| (a, b, distance))
+            .zip(&self.nearness[range])
+            .map(|(&[a, b], &near)| (a, b, near))
     }
 }
 
 impl PairLog {
     /// Appends a batch: `ends` two pages per pair, as
     /// [`crate::cluster::components::GraphWriter::add_pairs`] leaves them.
-    pub(crate) fn extend(&mut self, ends: &[Page], distances: impl Iterator<Item = Closeness>) {
+    pub(crate) fn extend(&mut self, ends: &[Page], nearness: impl Iterator<Item = Closeness>) {
         let chunk = self.last_chunk();
         chunk
             .ends
             .extend(ends.chunks_exact(2).map(|pair| [pair[0], pair[1]]));
-        chunk.distances.extend(distances);
-        debug_assert_eq!(chunk.ends.len(), chunk.distances.len());
+        chunk.nearness.extend(nearness);
+        debug_assert_eq!(chunk.ends.len(), chunk.nearness.len());
     }
 
     /// Makes room for `pairs` more pairs: if the last chunk has not that
@@ -208,11 +208,11 @@ impl PairLog {
                 logs[to].chunks.push(chunk);
                 continue;
             }
-            for (at, (&[a, b], &distance)) in chunk.ends.iter().zip(&chunk.distances).enumerate() {
+            for (at, (&[a, b], &near)) in chunk.ends.iter().zip(&chunk.nearness).enumerate() {
                 if let Some(&[ahead, _]) = chunk.ends.get(at + LOOKAHEAD) {
                     prefetch(ahead);
                 }
-                logs[owner(a)].push(a, b, distance, each);
+                logs[owner(a)].push(a, b, near, each);
             }
         }
         logs
@@ -220,11 +220,11 @@ impl PairLog {
 
     /// Appends one pair, in a new chunk of room for `each` pairs if the
     /// last is full.
-    fn push(&mut self, a: Page, b: Page, distance: Closeness, each: usize) {
+    fn push(&mut self, a: Page, b: Page, near: Closeness, each: usize) {
         self.make_room(1, each);
         let last = self.last_chunk();
         last.ends.push([a, b]);
-        last.distances.push(distance);
+        last.nearness.push(near);
     }
 
     /// The logs one after the other: their chunks, not copied.
@@ -329,7 +329,7 @@ pub(crate) fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<Key
 /// sweep has read past, so drops need no fresh memory of their own.
 #[derive(Debug, Default)]
 pub(crate) struct DirectDrops {
-    /// `(dropped position, kept position, distance)`.
+    /// `(dropped position, kept position, closeness)`.
     drops: Vec<OrientedPair>,
     /// The swept pages' ids, by position.
     ids: Vec<i64>,
@@ -381,7 +381,7 @@ impl DirectDrops {
         DropCursor([before(0..self.first), before(self.first..self.drops.len())])
     }
 
-    /// The drop at `cursor` in id order, `(id, keep_id, distance)`,
+    /// The drop at `cursor` in id order, `(id, keep_id, closeness)`,
     /// whichever run it is in, if its id is at most `last` (whatever its
     /// id, if `None`); moves `cursor` past it.
     pub(crate) fn next_by_id(
@@ -399,8 +399,8 @@ impl DirectDrops {
         if let Some(&(_, ahead, _)) = self.drops.get(at + LOOKAHEAD) {
             prefetch(&self.ids[ahead as usize]);
         }
-        let (_, keep, distance) = self.drops[at];
-        Some((id, self.ids[keep as usize], distance))
+        let (_, keep, near) = self.drops[at];
+        Some((id, self.ids[keep as usize], near))
     }
 
     /// The run whose drop at `cursor` has the least id, and that id.
@@ -636,7 +636,7 @@ fn break_ties_beyond_three_words(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>)
 }
 
 /// A pair as the sweep takes it: `(later position, earlier position,
-/// distance)`.
+/// closeness)`.
 pub(crate) type OrientedPair = (Page, Page, Closeness);
 
 /// Positions per bucket of [`sorted_by_later_end`]'s first pass: a bucket's
@@ -668,7 +668,7 @@ where
     let oriented_in = |range| {
         pairs_in(range)
             .filter(|&(a, b, _)| a != b)
-            .map(|(a, b, distance)| (a.max(b), a.min(b), distance))
+            .map(|(a, b, near)| (a.max(b), a.min(b), near))
     };
     let buckets = pages.div_ceil(POSITIONS_PER_BUCKET);
     let starts = bucket_starts(len, oriented_in, buckets, bucket_of, threads);
@@ -704,7 +704,7 @@ where
 /// The greedy sweep itself, over pages named by their position in
 /// priority order (the first `first_positions` rank first; `ids` their ids,
 /// by position), paired by `oriented` (from [`sorted_by_later_end`];
-/// repeats are harmless); ties in distance go to the earliest in priority
+/// repeats are harmless); ties in closeness go to the earliest in priority
 /// order. One pass
 /// in priority order; the ids of the earlier ends, at random places, are
 /// fetched a few pairs ahead. A dropped page has read at least one pair,
@@ -724,7 +724,7 @@ pub(crate) fn greedy_sweep(
         }
         // The nearest kept partner.
         let mut best: Option<(Closeness, Page)> = None;
-        while let Some(&(later, q, distance)) = oriented.get(next) {
+        while let Some(&(later, q, near)) = oriented.get(next) {
             if later != p {
                 break;
             }
@@ -737,14 +737,14 @@ pub(crate) fn greedy_sweep(
                 continue;
             }
             best = match best {
-                Some((d, b)) if d < distance || (d == distance && b <= q) => Some((d, b)),
-                _ => Some((distance, q)),
+                Some((d, b)) if d < near || (d == near && b <= q) => Some((d, b)),
+                _ => Some((near, q)),
             };
         }
         match best {
-            Some((distance, keep)) => {
+            Some((near, keep)) => {
                 debug_assert!(dropped < next);
-                oriented[dropped] = (p, keep, distance);
+                oriented[dropped] = (p, keep, near);
                 dropped += 1;
             }
             None => kept[p as usize] = true,
@@ -772,8 +772,8 @@ mod tests {
 
     fn pair_log(pairs: impl Iterator<Item = (Page, Page, Closeness)>) -> PairLog {
         let mut log = PairLog::default();
-        for (a, b, distance) in pairs {
-            log.extend(&[a, b], std::iter::once(distance));
+        for (a, b, near) in pairs {
+            log.extend(&[a, b], std::iter::once(near));
         }
         log
     }
@@ -1073,8 +1073,8 @@ mod tests {
         let mut log = PairLog::default();
         for pairs in &chunks {
             log.make_room(pairs.len(), pairs.len());
-            for &(a, b, distance) in pairs {
-                log.extend(&[a, b], std::iter::once(distance));
+            for &(a, b, near) in pairs {
+                log.extend(&[a, b], std::iter::once(near));
             }
         }
         assert_eq!(log.chunks.len(), 3);
@@ -1157,7 +1157,7 @@ mod tests {
                     .iter()
                     .map(|chunk| PairChunk {
                         ends: chunk.ends.clone(),
-                        distances: chunk.distances.clone(),
+                        nearness: chunk.nearness.clone(),
                     })
                     .collect(),
             };

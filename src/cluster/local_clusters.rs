@@ -430,7 +430,7 @@ impl Router {
         let mut ahead = pairs
             .pairs_in((range.start + LOOKAHEAD).min(range.end)..range.end)
             .fuse();
-        for (a, b, distance) in pairs.pairs_in(range) {
+        for (a, b, near) in pairs.pairs_in(range) {
             // The ends' owners and slots are random places in memory.
             if let Some((a, b, _)) = ahead.next() {
                 prefetch(&self.owners[a as usize]);
@@ -441,7 +441,7 @@ impl Router {
                 MISSING => continue,
                 owner => owner as usize,
             };
-            let ends = (self.slots[a as usize], self.slots[b as usize], distance);
+            let ends = (self.slots[a as usize], self.slots[b as usize], near);
             self.outbox[owner].pairs.push(ends);
             if self.outbox[owner].pairs.len() >= BATCH {
                 self.send_pairs(owner, give);
@@ -739,7 +739,7 @@ fn drops_up_to(
     last: Option<i64>,
     sink: &mut impl RowSink,
 ) {
-    while let Some((id, keep, distance)) = drops.next_by_id(cursor, last) {
-        sink.drop((id, keep, Some(distance)));
+    while let Some((id, keep, near)) = drops.next_by_id(cursor, last) {
+        sink.drop((id, keep, Some(near)));
     }
 }

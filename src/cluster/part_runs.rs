@@ -34,8 +34,8 @@ use crate::cluster::placement_part;
 /// A `clusters/` row: `(id, cluster_id, cluster_size)`.
 pub(crate) type MemberRow = (i64, i64, u32);
 
-/// A `drop/` row: `(id, keep_id, distance)`; no distance under
-/// `--drop-policy component`.
+/// A `drop/` row: `(id, keep_id, closeness)`, the closeness giving its
+/// `distance` and `wide_distance`; none under `--drop-policy component`.
 pub(crate) type DropRow = (i64, i64, Option<Closeness>);
 
 /// Consecutive rows of one run.
