@@ -28,8 +28,8 @@
 //! worker estimates the distinct pages per pair in up to 1Mi pairs of its
 //! first row group (linear counting), scaled to the process's pairs, plus a
 //! tenth. Under `--drop-policy direct` the pairs are also logged as page
-//! numbers and nearness, 10 bytes a pair, for the drop sweep; under `component` nothing
-//! per pair is kept.
+//! numbers and nearness, 10 bytes a pair, for the drop sweep; under
+//! `component` nothing per pair is kept.
 //!
 //! `cluster` (and `run`) set mimalloc's purge delay to 250 ms instead of
 //! 1 s (`main.rs`): each step frees buffers of one size as the next

@@ -330,7 +330,9 @@ mod tests {
                 (
                     3 * i,
                     i / 5,
-                    (i % 7 != 0).then_some(((i % 4) as u16) | ((i % 3) as u16) << 7),
+                    (i % 7 != 0).then(|| {
+                        closeness((i % 4) as u8, (i % 3 > 0).then_some((i % 3) as u16 - 1))
+                    }),
                 )
             })
             .collect();

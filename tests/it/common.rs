@@ -354,3 +354,11 @@ impl StderrLines {
         kept.join("\n")
     }
 }
+
+/// The JSON a helper command prints; it must succeed.
+pub fn json_of(command: &mut Command) -> serde_json::Value {
+    let out = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{command:?}: {stderr}");
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -11,16 +11,13 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 /// `tests/duckdb_check.py`'s report on the pairs in `out` of the `gen`
 /// data in `data`.
 fn duckdb_check(python: &Path, out: &Path, data: &Path) -> serde_json::Value {
-    let report = Command::new(python)
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/duckdb_check.py"))
-        .arg(out)
-        .arg(data.join("queries/*.parquet"))
-        .arg(data.join("corpus/*.parquet"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&report.stderr);
-    assert!(report.status.success(), "{stderr}");
-    serde_json::from_slice(&report.stdout).unwrap()
+    json_of(
+        Command::new(python)
+            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/duckdb_check.py"))
+            .arg(out)
+            .arg(data.join("queries/*.parquet"))
+            .arg(data.join("corpus/*.parquet")),
+    )
 }
 
 #[test]
@@ -180,18 +177,12 @@ rows, wrong = db.sql(f"""
       on (p.query_id, p.corpus_id) in ((d.id, d.keep_id), (d.keep_id, d.id))""").fetchone()
 print(json.dumps({"types": types, "rows": rows, "wrong": wrong}))
 "#;
-    let drops = Command::new(&python)
-        .args(["-c", script])
-        .arg(clusters.join("drop/*.parquet"))
-        .arg(out.join("*.parquet"))
-        .output()
-        .unwrap();
-    assert!(
-        drops.status.success(),
-        "{}",
-        String::from_utf8_lossy(&drops.stderr)
+    let drops = json_of(
+        Command::new(&python)
+            .args(["-c", script])
+            .arg(clusters.join("drop/*.parquet"))
+            .arg(out.join("*.parquet")),
     );
-    let drops: serde_json::Value = serde_json::from_slice(&drops.stdout).unwrap();
     assert_eq!(drops["types"]["wide_distance"], "SMALLINT", "{drops}");
     assert!(drops["rows"].as_u64().unwrap() > 100, "{drops}");
     assert_eq!(drops["wrong"], 0, "{drops}");

@@ -14,7 +14,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use serde_json::Value;
 
-use crate::common::{neardup, python_with, run_ok};
+use crate::common::{json_of, neardup, python_with, run_ok};
 
 /// A job over the sample crawl writing nights under `dir/nights/{date}`,
 /// appending each night to `dir/corpus`; `verified`: in the quality mode
@@ -178,15 +178,16 @@ fn counts(values: &Value, last: u64) -> Vec<u64> {
     counts
 }
 
-/// Checks the charts and the largest clusters against DuckDB's figures.
-/// The JSON a helper command prints; it must succeed.
-fn json_of(command: &mut Command) -> Value {
-    let out = command.output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{command:?}: {stderr}");
-    serde_json::from_slice(&out.stdout).unwrap()
+/// `neardup report` of `nights` into `page`, and the page.
+fn report_page(nights: &[&Path], page: &Path) -> String {
+    let mut args = vec!["report"];
+    args.extend(nights.iter().map(|night| night.to_str().unwrap()));
+    args.extend(["--out", page.to_str().unwrap()]);
+    run_ok(&args);
+    std::fs::read_to_string(page).unwrap()
 }
 
+/// Checks the charts and the largest clusters against DuckDB's figures.
 fn check_night_details(html: &str, night: &Path) -> Value {
     let expected = json_of(
         Command::new(python_with("duckdb"))
@@ -292,14 +293,7 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
 
     let (first, second) = (d.join("nights/2026-12-01"), d.join("nights/2026-12-02"));
     // The stage's page and the command's are the same page.
-    let page = d.join("report.html");
-    run_ok(&[
-        "report",
-        second.to_str().unwrap(),
-        "--out",
-        page.to_str().unwrap(),
-    ]);
-    let html = std::fs::read_to_string(&page).unwrap();
+    let html = report_page(&[&second], &d.join("report.html"));
     assert_eq!(
         html,
         std::fs::read_to_string(second.join("report.html")).unwrap()
@@ -336,14 +330,7 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
         }
         writer.close().unwrap();
     }
-    let old = d.join("before-wide.html");
-    run_ok(&[
-        "report",
-        second.to_str().unwrap(),
-        "--out",
-        old.to_str().unwrap(),
-    ]);
-    assert!(std::fs::read_to_string(&old).unwrap() == html);
+    assert!(report_page(&[&second], &d.join("before-wide.html")) == html);
 
     // Every sample pair's command explains it.
     let commands: Vec<String> = html
@@ -377,15 +364,7 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
     assert!(explained > 0, "{commands:?}");
 
     // Two nights: the trends, one point per night and series.
-    let both = d.join("both.html");
-    run_ok(&[
-        "report",
-        first.to_str().unwrap(),
-        second.to_str().unwrap(),
-        "--out",
-        both.to_str().unwrap(),
-    ]);
-    let html = std::fs::read_to_string(&both).unwrap();
+    let html = report_page(&[&first, &second], &d.join("both.html"));
     check_night_details(&html, &second);
     let volume = chart(&html, "trend-volume");
     assert_eq!(attributes(volume, "class=\"point\"", "data-y").len(), 4);
@@ -441,13 +420,7 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
     }
     let (first, second) = (d.join("nights/2026-12-01"), d.join("nights/2026-12-02"));
     let page = d.join("report.html");
-    run_ok(&[
-        "report",
-        first.to_str().unwrap(),
-        second.to_str().unwrap(),
-        "--out",
-        page.to_str().unwrap(),
-    ]);
+    let html = report_page(&[&first, &second], &page);
     let shot = d.join("report.png");
     let seen = json_of(
         Command::new("node")
@@ -458,7 +431,6 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
     );
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
 
-    let html = std::fs::read_to_string(&page).unwrap();
     check_stage_figures(&html, &second);
     let expected = check_night_details(&html, &second);
     let k = summary(&second.join("pairs"))["k"].as_u64().unwrap();
