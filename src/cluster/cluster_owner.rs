@@ -21,10 +21,8 @@ use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use crate::cluster::components::Page;
-use crate::cluster::drop_policy::{
-    greedy_sweep, sorted_by_later_end, Closeness, DirectDrops, DropCursor,
-};
+use crate::cluster::components::{Closeness, Page};
+use crate::cluster::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
 use crate::cluster::join::after_all_in_slices;
 use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::cluster::part_runs::{RunBuilder, RunSlice};

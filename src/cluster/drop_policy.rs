@@ -28,24 +28,21 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::components::{Page, MISSING};
+use crate::cluster::components::{Closeness, KeyedPage, Page, PairLog, MISSING};
 use crate::cluster::keep_order::KeyWords;
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::prefetch;
 use crate::exec::sorting::{
-    bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot, sort_spread_by_key,
+    bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot,
 };
 
 /// How many pairs (or pages) ahead a random read is fetched.
 const LOOKAHEAD: usize = 16;
 
-/// How near a pair's pages are, as the direct policy compares a page's kept
-/// partners, nearest first: the pair's wide distance (`match --verify`'s,
-/// over 256 bits), then its distance. One `u16` carries both, so a drop
-/// row gives both: the wide distance plus one (0: the pairs have none) in
-/// the top nine bits, the distance (at most 64) in the low seven.
-pub(crate) type Closeness = u16;
-
+/// A [`Closeness`] holds the pair's wide distance (`match --verify`'s, over
+/// 256 bits) plus one (0: the pairs have none) in its top nine bits and its
+/// distance (at most 64) in the low seven, so that the wide distance
+/// decides first and a drop row gives both.
 /// Bits of a [`Closeness`] that hold the distance.
 const DISTANCE_BITS: u32 = 7;
 
@@ -82,241 +79,6 @@ impl fmt::Display for DropPolicy {
             DropPolicy::Component => "component",
         })
     }
-}
-
-/// A worker's pairs as page numbers of its process's
-/// [`crate::cluster::components::SharedGraph`], kept for the direct policy's pass: 10
-/// bytes a pair, instead of reading the pairs again and looking every id up
-/// a second time. Held as the chunks it was put together from (a log per
-/// worker that read pairs of these components), so that putting logs
-/// together copies nothing.
-#[derive(Debug, Default)]
-pub struct PairLog {
-    chunks: Vec<PairChunk>,
-}
-
-/// Consecutive pairs of a [`PairLog`].
-#[derive(Debug, Default)]
-struct PairChunk {
-    ends: Vec<[Page; 2]>,
-    nearness: Vec<Closeness>,
-}
-
-impl PairChunk {
-    fn with_capacity(pairs: usize) -> PairChunk {
-        PairChunk {
-            ends: Vec::with_capacity(pairs),
-            nearness: Vec::with_capacity(pairs),
-        }
-    }
-
-    /// The owner of every pair's first end, if they have one: owners are
-    /// read until one differs, which among small clusters (roots hashed to
-    /// workers) is within a few pairs.
-    fn sole_owner(&self, owner: impl Fn(Page) -> usize, prefetch: impl Fn(Page)) -> Option<usize> {
-        let first = owner(self.ends.first()?[0]);
-        for (at, &[a, _]) in self.ends.iter().enumerate() {
-            if let Some(&[ahead, _]) = self.ends.get(at + LOOKAHEAD) {
-                prefetch(ahead);
-            }
-            if owner(a) != first {
-                return None;
-            }
-        }
-        Some(first)
-    }
-
-    fn pairs_in(
-        &self,
-        range: std::ops::Range<usize>,
-    ) -> impl Iterator<Item = (Page, Page, Closeness)> + Clone + '_ {
-        self.ends[range.clone()]
-            .iter()
-            .zip(&self.nearness[range])
-            .map(|(&[a, b], &near)| (a, b, near))
-    }
-}
-
-impl PairLog {
-    /// Appends a batch: `ends` two pages per pair, as
-    /// [`crate::cluster::components::GraphWriter::add_pairs`] leaves them.
-    pub(crate) fn extend(&mut self, ends: &[Page], nearness: impl Iterator<Item = Closeness>) {
-        let chunk = self.last_chunk();
-        chunk
-            .ends
-            .extend(ends.chunks_exact(2).map(|pair| [pair[0], pair[1]]));
-        chunk.nearness.extend(nearness);
-        debug_assert_eq!(chunk.ends.len(), chunk.nearness.len());
-    }
-
-    /// Makes room for `pairs` more pairs: if the last chunk has not that
-    /// much room left, in a new chunk of `pairs` or `chunk` pairs, whichever
-    /// is more, so that nothing logged is ever copied (a worker does not
-    /// know ahead how many pairs it will read: its process's workers take
-    /// row groups as they finish the last).
-    pub(crate) fn make_room(&mut self, pairs: usize, chunk: usize) {
-        let room = self
-            .chunks
-            .last()
-            .map_or(0, |last| last.ends.capacity() - last.ends.len());
-        if room < pairs {
-            self.chunks.push(PairChunk::with_capacity(pairs.max(chunk)));
-        }
-    }
-
-    fn last_chunk(&mut self) -> &mut PairChunk {
-        if self.chunks.is_empty() {
-            self.chunks.push(PairChunk::default());
-        }
-        let last = self.chunks.len() - 1;
-        &mut self.chunks[last]
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.chunks.iter().map(|chunk| chunk.ends.len()).sum()
-    }
-
-    /// Every pair's first end, in the log's order.
-    pub(crate) fn first_ends(&self) -> impl Iterator<Item = Page> + '_ {
-        self.chunks
-            .iter()
-            .flat_map(|chunk| chunk.ends.iter().map(|&[a, _]| a))
-    }
-
-    /// The log cut into `n` logs by `owner` of a pair's first end (whose
-    /// data `prefetch` fetches a few pairs ahead), each in this log's order.
-    /// A chunk whose pairs all go to one log (a giant component's) is
-    /// handed over whole: a copy would touch all of its pairs' memory a
-    /// second time.
-    pub(crate) fn split_by(
-        self,
-        n: usize,
-        owner: impl Fn(Page) -> usize,
-        prefetch: impl Fn(Page),
-    ) -> Vec<PairLog> {
-        if n == 1 {
-            return vec![self];
-        }
-        // Chunks of room for an even split and a little more, a new one
-        // when one is full (a giant component's pairs all go to one
-        // worker): growing by doubling would copy and touch each log's
-        // memory again.
-        let each = self.len() / n + self.len() / n / 8 + 16;
-        let mut logs: Vec<PairLog> = (0..n).map(|_| PairLog::default()).collect();
-        for chunk in self.chunks {
-            if let Some(to) = chunk.sole_owner(&owner, &prefetch) {
-                logs[to].chunks.push(chunk);
-                continue;
-            }
-            for (at, (&[a, b], &near)) in chunk.ends.iter().zip(&chunk.nearness).enumerate() {
-                if let Some(&[ahead, _]) = chunk.ends.get(at + LOOKAHEAD) {
-                    prefetch(ahead);
-                }
-                logs[owner(a)].push(a, b, near, each);
-            }
-        }
-        logs
-    }
-
-    /// Appends one pair, in a new chunk of room for `each` pairs if the
-    /// last is full.
-    fn push(&mut self, a: Page, b: Page, near: Closeness, each: usize) {
-        self.make_room(1, each);
-        let last = self.last_chunk();
-        last.ends.push([a, b]);
-        last.nearness.push(near);
-    }
-
-    /// The logs one after the other: their chunks, not copied.
-    pub(crate) fn concat(logs: Vec<PairLog>) -> PairLog {
-        PairLog {
-            chunks: logs.into_iter().flat_map(|log| log.chunks).collect(),
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Renames both ends of every pair by `position`, in place, its chunks
-    /// shared among `threads` threads; a pair whose first end has no
-    /// position (it is not swept) becomes a self-pair, which the sweep
-    /// ignores.
-    fn rename_by(&mut self, position: &[AtomicU32], threads: usize) {
-        let position_of = |page: Page| position[page as usize].load(Relaxed);
-        let rename = |chunks: &mut [PairChunk]| {
-            for ends in chunks.iter_mut().flat_map(|chunk| &mut chunk.ends) {
-                let [a, b] = *ends;
-                *ends = match position_of(a) {
-                    MISSING => [MISSING; 2],
-                    at => [at, position_of(b)],
-                };
-            }
-        };
-        let each = self.chunks.len().div_ceil(threads.max(1));
-        in_chunks(&mut self.chunks, each, |_, group| rename(group));
-    }
-
-    /// The pairs of `range` (positions in the whole log), across chunks.
-    pub(crate) fn pairs_in(
-        &self,
-        range: std::ops::Range<usize>,
-    ) -> impl Iterator<Item = (Page, Page, Closeness)> + Clone + '_ {
-        let starts = self.chunks.iter().scan(0, |start, chunk| {
-            let at = *start;
-            *start += chunk.ends.len();
-            Some((at, chunk))
-        });
-        starts.flat_map(move |(start, chunk)| {
-            let end = start + chunk.ends.len();
-            let (from, to) = (range.start.clamp(start, end), range.end.clamp(start, end));
-            chunk.pairs_in(from - start..to - start)
-        })
-    }
-}
-
-/// What the direct policy's pass needs of a worker's share of its
-/// process's pages: the pairs of its components, and whether each page
-/// ranks first, by place in the share's id order.
-#[derive(Debug, Default)]
-pub(crate) struct DirectShare {
-    pub(crate) pairs: PairLog,
-    pub(crate) ranks_first: Vec<bool>,
-}
-
-/// How many of its process's `workers` threads a worker holding `share` of
-/// the process's `pages` may use for its sorts, sweep and rows: in
-/// proportion, rounded. A giant component falls whole to one worker, whose
-/// work then takes the cores the other workers, with nothing left to do,
-/// leave idle.
-pub(crate) fn threads_for_share(share: usize, pages: usize, workers: usize) -> usize {
-    match pages {
-        0 => 1,
-        _ => ((workers * share + pages / 2) / pages).clamp(1, workers.max(1)),
-    }
-}
-
-/// A page as the output needs it: `(id, index, what the caller carries
-/// along)`; the third field fills what would be padding.
-pub(crate) type KeyedPage = (i64, Page, u32);
-
-/// The pages of several runs sorted by id as one (a scatter, then buckets of
-/// about 1,024 pages in the cache, by counting where ids are spread as hashes
-/// are, else by radix sort): the order rows are written in, and the order
-/// [`direct_drops`] ranks pages by.
-///
-/// On `threads` threads (see [`crate::exec::sorting::place_and_sort`]).
-pub(crate) fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage> {
-    let key = |&(id, ..): &KeyedPage| ordered(id);
-    let sorter = || {
-        let (mut scratch, mut counts) = (Vec::new(), Vec::new());
-        move |_: usize, bucket: &mut [KeyedPage]| {
-            if !sort_spread_by_key(bucket, key, &mut scratch, &mut counts) {
-                radsort::sort_by_key(bucket, |&(id, ..)| id);
-            }
-        }
-    };
-    scatter_sorted_runs(runs, key, 1 << 10, threads, sorter)
 }
 
 /// The [`DropPolicy::Direct`] drops of a set of pages, in priority order:
@@ -762,6 +524,7 @@ pub(crate) fn greedy_sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::components::sorted_by_id;
 
     /// A page: `(ranks first, id)`.
     type RankedPage = (bool, i64);
@@ -994,19 +757,6 @@ mod tests {
     }
 
     #[test]
-    fn a_share_takes_threads_in_proportion_to_its_pages() {
-        // Two workers: a giant's worker takes both cores, an even split one
-        // each; an idle process or worker still has one.
-        assert_eq!(threads_for_share(10, 10, 2), 2);
-        assert_eq!(threads_for_share(8, 10, 2), 2);
-        assert_eq!(threads_for_share(5, 10, 2), 1);
-        assert_eq!(threads_for_share(0, 10, 2), 1);
-        assert_eq!(threads_for_share(0, 0, 2), 1);
-        assert_eq!(threads_for_share(6, 10, 4), 2);
-        assert_eq!(threads_for_share(10, 10, 1), 1);
-    }
-
-    #[test]
     fn pairs_sorted_bucket_by_bucket_are_sorted_by_their_later_end() {
         let pages = 5 * POSITIONS_PER_BUCKET + 17;
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
@@ -1037,133 +787,6 @@ mod tests {
             assert!(sorted.is_sorted_by_key(|&(later, ..)| later));
             let mut found = sorted;
             found.sort_unstable();
-            assert_eq!(found, expected, "{threads} threads");
-        }
-    }
-
-    #[test]
-    fn room_is_made_in_a_new_chunk_and_nothing_logged_moves() {
-        let mut log = PairLog::default();
-        log.make_room(3, 4);
-        log.extend(&[1, 2, 3, 4, 5, 6], [0, 1, 2].into_iter());
-        let first = log.chunks[0].ends.as_ptr();
-        // One pair's room is left: enough for one, not for two.
-        log.make_room(1, 4);
-        assert_eq!(log.chunks.len(), 1);
-        log.make_room(2, 4);
-        assert_eq!(log.chunks.len(), 2);
-        assert_eq!(log.chunks[1].ends.capacity(), 4);
-        log.extend(&[7, 8, 9, 10], [3, 0].into_iter());
-        assert_eq!(log.chunks[0].ends.as_ptr(), first);
-        let pairs: Vec<_> = log.pairs_in(0..log.len()).collect();
-        assert_eq!(
-            pairs,
-            vec![(1, 2, 0), (3, 4, 1), (5, 6, 2), (7, 8, 3), (9, 10, 0)]
-        );
-    }
-
-    #[test]
-    fn a_chunk_of_one_owner_is_handed_over_whole_and_every_log_keeps_the_order() {
-        // Three chunks: mixed owners, all of owner 1, mixed.
-        let chunks: [Vec<(Page, Page, Closeness)>; 3] = [
-            (0..50).map(|i| (i, i + 1, 1)).collect(),
-            (100..160).map(|i| (i * 2 + 1, i, 2)).collect(),
-            (200..260).map(|i| (i, i + 3, 3)).collect(),
-        ];
-        let mut log = PairLog::default();
-        for pairs in &chunks {
-            log.make_room(pairs.len(), pairs.len());
-            for &(a, b, near) in pairs {
-                log.extend(&[a, b], std::iter::once(near));
-            }
-        }
-        assert_eq!(log.chunks.len(), 3);
-        let whole = log.chunks[1].ends.as_ptr();
-        let owner = |a: Page| (a % 2) as usize;
-        let logs = log.split_by(2, owner, |_| ());
-        assert!(logs[1].chunks.iter().any(|c| c.ends.as_ptr() == whole));
-        assert!(logs[0].chunks.iter().all(|c| c.ends.as_ptr() != whole));
-        for (o, log) in logs.iter().enumerate() {
-            let expected: Vec<(Page, Page, Closeness)> = chunks
-                .iter()
-                .flatten()
-                .filter(|p| owner(p.0) == o)
-                .copied()
-                .collect();
-            let split: Vec<(Page, Page, Closeness)> = log
-                .chunks
-                .iter()
-                .flat_map(|c| c.pairs_in(0..c.ends.len()))
-                .collect();
-            assert_eq!(split, expected, "owner {o}");
-        }
-    }
-
-    #[test]
-    fn logs_put_together_read_as_one_across_their_chunks() {
-        let all: Vec<(Page, Page, Closeness)> = (0..1000)
-            .map(|i| (i, i * 7 % 1000, (i % 4) as Closeness))
-            .collect();
-        // Split by an owner, then put together: chunks of uneven lengths
-        // (room for 297 pairs each, so the two larger logs take two), one
-        // log empty.
-        let owner = |a: Page| {
-            if a.is_multiple_of(3) {
-                0
-            } else if a < 600 {
-                1
-            } else {
-                3
-            }
-        };
-        let logs = pair_log(all.iter().copied()).split_by(4, owner, |_| ());
-        assert_eq!(
-            logs.iter().map(PairLog::len).collect::<Vec<_>>(),
-            vec![334, 400, 0, 266]
-        );
-        let log = PairLog::concat(logs);
-        assert_eq!(log.chunks.len(), 5);
-        let mut expected: Vec<(Page, Page, Closeness)> = Vec::new();
-        for o in 0..4 {
-            expected.extend(all.iter().filter(|p| owner(p.0) == o));
-        }
-        for range in [
-            0..1000,
-            0..334,
-            300..800,
-            334..734,
-            733..735,
-            999..1000,
-            500..500,
-        ] {
-            let found: Vec<_> = log.pairs_in(range.clone()).collect();
-            assert_eq!(found, expected[range.clone()], "{range:?}");
-        }
-        let position: Vec<Page> = (0..1000)
-            .map(|p| if p == 5 { MISSING } else { 999 - p })
-            .collect();
-        let expected: Vec<_> = expected
-            .iter()
-            .map(|&(a, b, d)| match a {
-                5 => (MISSING, MISSING, d),
-                _ => (999 - a, position[b as usize], d),
-            })
-            .collect();
-        // The chunks renamed on one thread, or shared among several.
-        for threads in [1, 2, 3, 9] {
-            let mut renamed = PairLog {
-                chunks: log
-                    .chunks
-                    .iter()
-                    .map(|chunk| PairChunk {
-                        ends: chunk.ends.clone(),
-                        nearness: chunk.nearness.clone(),
-                    })
-                    .collect(),
-            };
-            let atomic: Vec<AtomicU32> = position.iter().map(|&p| AtomicU32::new(p)).collect();
-            renamed.rename_by(&atomic, threads);
-            let found: Vec<_> = renamed.pairs_in(0..renamed.len()).collect();
             assert_eq!(found, expected, "{threads} threads");
         }
     }

@@ -33,8 +33,7 @@ use timely::dataflow::channels::pact::{Exchange, ParallelizationContract};
 use timely::dataflow::operators::generic::Operator;
 use timely::dataflow::Stream;
 
-use crate::cluster::components::{mix, Components, Label, Page, MISSING};
-use crate::cluster::drop_policy::KeyedPage;
+use crate::cluster::components::{mix, Components, KeyedPage, Label, Page, MISSING};
 use crate::cluster::keep_order::MAX_KEY_WORDS;
 use crate::exec::parallel::prefetch;
 

@@ -22,10 +22,8 @@
 //! wait for the sweep.
 
 use crate::cluster::cluster_owner::{Addressed, Assigned, SlotPair};
-use crate::cluster::components::{Components, Page, MISSING};
-use crate::cluster::drop_policy::{
-    direct_drops, DirectDrops, DirectShare, DropCursor, DropPolicy, KeyedPage, PlaceKeys,
-};
+use crate::cluster::components::{Components, DirectShare, KeyedPage, Page, MISSING};
+use crate::cluster::drop_policy::{direct_drops, DirectDrops, DropCursor, DropPolicy, PlaceKeys};
 use crate::cluster::join::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::cluster::part_runs::{router_run, Giving, RangeRows, RowSink, RunBuilder, RunSlice};
 use crate::cluster::{count_cluster, ClusterTotals};

@@ -59,9 +59,9 @@ use timely::dataflow::operators::{Concat, Input};
 
 use crate::cluster::cluster_owner::ClusterOwner;
 use crate::cluster::components::{
-    mix, Components, GraphWriter, KeyWriter, Page, SharedGraph, MAX_PROCESS_PAGES,
+    mix, Components, GraphWriter, KeyWriter, Page, PairLog, SharedGraph, MAX_PROCESS_PAGES,
 };
-use crate::cluster::drop_policy::{closeness, DropPolicy, PairLog};
+use crate::cluster::drop_policy::{closeness, DropPolicy};
 use crate::cluster::drop_urls::attach_urls;
 use crate::cluster::join::{
     after_joins, find_shared, join_components, owner_of, seen_twice, shared_sightings, sightings,

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::drop_policy::Closeness;
+use crate::cluster::components::Closeness;
 use crate::cluster::placement_part;
 
 /// A `clusters/` row: `(id, cluster_id, cluster_size)`.

@@ -9,7 +9,8 @@ use anyhow::{bail, Result};
 use arrow_array::{ArrayRef, Int16Array, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::cluster::drop_policy::{distances_of, Closeness};
+use crate::cluster::components::Closeness;
+use crate::cluster::drop_policy::distances_of;
 use crate::cluster::part_runs::{DropRow, MemberRow, Row, RunMerge};
 use crate::io::parquet::output::{
     ascending, write_parquet, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL, PART_CHUNK_ROWS,

@@ -212,11 +212,7 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         let below = below.split('/');
         let skipped = below.clone().any(|part| part.starts_with(['_', '.']));
         let name = meta.location.filename().unwrap_or("");
-        if !skipped
-            && extensions
-                .iter()
-                .any(|e| crate::io::parquet::input::has_extension(name, e))
-        {
+        if !skipped && extensions.iter().any(|e| has_extension(name, e)) {
             found.push(object(meta.location, meta.size));
         }
     }
@@ -305,6 +301,16 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     Ok(store)
 }
 
+/// Marker written last into a complete output, a directory or a prefix.
+pub(crate) const SUCCESS: &str = "_SUCCESS";
+
+/// Whether a file name ends in `.` and `extension` (which may itself hold
+/// dots, as `warc.gz`).
+pub(crate) fn has_extension(name: &str, extension: &str) -> bool {
+    name.strip_suffix(extension)
+        .is_some_and(|stem| stem.ends_with('.'))
+}
+
 /// An output prefix in an object store (`s3://bucket/nights/pairs`).
 /// Object stores have no atomic rename, so an output there is committed
 /// the way Hadoop and Spark commit theirs: every file is written under its
@@ -383,10 +389,7 @@ impl OutputPrefix {
         let failed = |e: object_store::Error| {
             anyhow::anyhow!("{}: cannot delete ({})", self.url, one_line(&e))
         };
-        match block_on(
-            self.store
-                .delete(&self.child(crate::io::parquet::output::SUCCESS)),
-        ) {
+        match block_on(self.store.delete(&self.child(SUCCESS))) {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(failed(e)),
         }

@@ -125,3 +125,53 @@ fn the_reader_sees_grouped_and_plain_paths() {
     let found: Vec<String> = crate_paths(code).into_iter().collect();
     assert_eq!(found, ["exec", "gen", "io"]);
 }
+
+/// The prefixes of the `crate::` paths named in the `.rs` files under
+/// `src/{dir}` (comments left out), each with a file that names it.
+fn paths_under(dir: &str, prefix: &str) -> BTreeMap<String, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(dir);
+    let files: Vec<_> = match root.is_dir() {
+        true => std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect(),
+        false => vec![root.with_extension("rs")],
+    };
+    let mut found = BTreeMap::new();
+    for file in files {
+        let code = std::fs::read_to_string(&file).unwrap();
+        for line in code.lines().map(|l| l.split("//").next().unwrap_or("")) {
+            for (at, _) in line.match_indices(prefix) {
+                let rest = &line[at + prefix.len()..];
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                found.insert(name, file.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn lower_parts_of_a_folder_import_none_above_them() {
+    // The union-find knows nothing of drop policies, joins or outputs (it
+    // holds each page's keep keys, their encoding `keep_order`'s); the
+    // storage layer nothing of Parquet.
+    for (dir, prefix, allowed) in [
+        (
+            "cluster/components",
+            "crate::cluster::",
+            &["components", "keep_order"][..],
+        ),
+        ("io/storage", "crate::io::", &["storage"]),
+    ] {
+        for (name, file) in paths_under(dir, prefix) {
+            assert!(
+                allowed.contains(&name.as_str()),
+                "{file} imports {prefix}{name}"
+            );
+        }
+    }
+}

@@ -79,13 +79,12 @@ use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
 mod forest;
 mod intern;
+mod share;
 
 pub use forest::*;
 pub use intern::*;
+pub use share::*;
 
-use crate::cluster::drop_policy::{
-    sorted_by_id, threads_for_share, DirectShare, KeyedPage, PairLog,
-};
 use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::lock;

@@ -24,9 +24,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::io::parquet::input::has_extension;
 pub(crate) use crate::io::parquet::output::Span;
-use crate::io::storage::Location;
+use crate::io::storage::{has_extension, Location};
 
 /// One document to fingerprint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

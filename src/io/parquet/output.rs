@@ -27,7 +27,7 @@ use parquet::schema::types::ColumnPath;
 
 use crate::exec::parallel::lock;
 use crate::io::pairs::Pair;
-use crate::io::storage::{is_url, OutputPrefix};
+use crate::io::storage::{is_url, OutputPrefix, SUCCESS};
 
 /// Rows per row group of the files neardup writes.
 pub(crate) const ROW_GROUP_ROWS: usize = 1 << 20;
@@ -38,8 +38,6 @@ pub(crate) const ROW_GROUP_ROWS: usize = 1 << 20;
 /// chunk's end.
 pub(crate) const PART_CHUNK_ROWS: usize = 1 << 16;
 const _: () = assert!(ROW_GROUP_ROWS.is_multiple_of(PART_CHUNK_ROWS));
-/// Marker written last into a complete output directory.
-pub(crate) const SUCCESS: &str = "_SUCCESS";
 
 /// An output directory under construction.
 ///

@@ -31,7 +31,7 @@ use parquet::arrow::arrow_reader::{
 use parquet::arrow::ProjectionMask;
 
 use crate::exec::parallel::lock;
-use crate::io::storage::{expand_remote, is_url, open_all, Fetch, Location, Source};
+use crate::io::storage::{expand_remote, has_extension, is_url, open_all, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
 /// unit in flight whatever the size of the shard's row groups. Small enough

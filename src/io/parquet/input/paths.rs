@@ -72,13 +72,6 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
     Ok(files)
 }
 
-/// Whether a file name ends in `.` and `extension` (which may itself hold
-/// dots, as `warc.gz`).
-pub(crate) fn has_extension(name: &str, extension: &str) -> bool {
-    name.strip_suffix(extension)
-        .is_some_and(|stem| stem.ends_with('.'))
-}
-
 pub(super) fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot list directory", dir.display()))?;
