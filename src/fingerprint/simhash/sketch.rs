@@ -1,6 +1,9 @@
 //! The sketch: [`SKETCH_BITS`] more simhash bits of a document's features,
 //! beside its 64, for `match --verify` (a pair's distance over all 256
-//! bits separates Jaccard 0.9 from 0.75 where 64 bits cannot).
+//! bits separates Jaccard 0.9 from 0.75 where 64 bits cannot). More
+//! bits do not pay: sketches of up to 960 bits moved no point of the
+//! quality mode's recall and precision on the real sets, where how the
+//! features' cosine follows Jaccard is the limit, not the sketch's noise.
 //!
 //! Defined, as the fingerprint is, so that it never moves (scheme v7 pins
 //! it with golden values):
