@@ -43,7 +43,7 @@ pub(super) fn push_window_hashes(bytes: &[u8], n: usize, out: &mut impl Extend<u
 }
 
 /// Windows hashed in one piece: a small part of a chunk of the sums
-/// (`sums::HashChunks`), so that emptying a chunk early for a piece that
+/// (`document_sums::HashChunks`), so that emptying a chunk early for a piece that
 /// would not fit it wastes little of it.
 const WINDOWS_AT_ONCE: usize = 4096;
 

@@ -46,15 +46,17 @@ use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 use cjk::{for_each_word, is_stable_letter, other_then_plain_runs};
+#[cfg(test)]
+use document_sums::simhash_of;
+use document_sums::{with_sums, HashChunks};
 use feature_hash::{feature_hash, push_window_hashes};
 use jieba_rs::Jieba;
 use rustc_hash::FxHashSet;
-#[cfg(test)]
-use sums::simhash_of;
-use sums::{with_sums, HashChunks, LOW_BIT_OF_EACH_BYTE};
+use sums::LOW_BIT_OF_EACH_BYTE;
 use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
 mod cjk;
+mod document_sums;
 mod feature_hash;
 mod listing;
 mod normalize;
