@@ -17,9 +17,9 @@
 //! the counts of every lead group taken in one pass, so that a partition's
 //! probes of one table stay in a slice of it that fits in L2.
 //!
-//! Two kernels check the candidates, both by residue first (a table's 32
-//! bits after its lead block; the whole fingerprint is read only for an
-//! entry within k on its residue):
+//! Two kernels check the candidates, both by residue first (32 bits in a
+//! row with the fewest of the table's key bits, [`crate::matching::tables`];
+//! the whole fingerprint is read only for an entry within k on its residue):
 //! - the *wide* kernel (few tables of short keys, on x86-64 with AVX-512 or
 //!   AVX2) takes each row's bucket whole. Its first vectors of residues
 //!   (the mean bucket length plus two standard deviations: 2 vectors of 16
