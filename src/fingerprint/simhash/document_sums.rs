@@ -140,6 +140,7 @@ impl Extend<u64> for HashChunks<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gen::SplitMix64;
 
     /// The algorithm as defined, with nothing clever: one float sum per
     /// bit, and log weights over the distinct hashes in hash order.
@@ -166,17 +167,6 @@ mod tests {
         sign_bits(sums.into_iter())
     }
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-    }
-
     /// Documents of every shape the shortcuts could get wrong: few features
     /// (sums exactly zero), many repeats of few features, a vocabulary
     /// small enough that many counts exceed the byte counters, pairs of
@@ -184,24 +174,24 @@ mod tests {
     /// distinct hashes than the table's first size.
     #[test]
     fn fast_sums_give_the_defined_bits() {
-        let mut rng = Rng(13);
+        let mut rng = SplitMix64::new(13);
         for case in 0..3000 {
             let len = match case % 5 {
-                0 => (rng.next() % 8) as usize,
-                1 => (rng.next() % 300) as usize,
-                2 => 1000 + (rng.next() % 5000) as usize,
-                _ => (rng.next() % 3000) as usize,
+                0 => (rng.next_u64() % 8) as usize,
+                1 => (rng.next_u64() % 300) as usize,
+                2 => 1000 + (rng.next_u64() % 5000) as usize,
+                _ => (rng.next_u64() % 3000) as usize,
             };
             let vocabulary = match case % 4 {
-                0 => 1 + rng.next() % 4,
-                1 => 1 + rng.next() % 50,
+                0 => 1 + rng.next_u64() % 4,
+                1 => 1 + rng.next_u64() % 50,
                 _ => u64::MAX,
             };
-            let words: Vec<u64> = (0..vocabulary.min(4096)).map(|_| rng.next()).collect();
+            let words: Vec<u64> = (0..vocabulary.min(4096)).map(|_| rng.next_u64()).collect();
             let mut hashes: Vec<u64> = (0..len)
                 .map(|_| match vocabulary {
-                    u64::MAX => rng.next(),
-                    v => words[(rng.next() % v) as usize],
+                    u64::MAX => rng.next_u64(),
+                    v => words[(rng.next_u64() % v) as usize],
                 })
                 .collect();
             if case % 7 == 0 {
@@ -214,7 +204,12 @@ mod tests {
                 // ln 4) + 1, but not always in floats: the fast sum and the
                 // defined one round differently, a hair either side of zero.
                 let set = |h: u64, bit: bool| (h & !1) | u64::from(bit);
-                let (a, b, c, d) = (rng.next(), rng.next(), rng.next(), rng.next());
+                let (a, b, c, d) = (
+                    rng.next_u64(),
+                    rng.next_u64(),
+                    rng.next_u64(),
+                    rng.next_u64(),
+                );
                 hashes = [set(a, true); 2]
                     .into_iter()
                     .chain([set(b, true); 2])
@@ -238,17 +233,17 @@ mod tests {
     /// outgrows its buffer.
     #[test]
     fn hashes_added_in_chunks_sum_as_all_at_once() {
-        let mut rng = Rng(29);
+        let mut rng = SplitMix64::new(29);
         for (len, vocabulary) in [
             (3 * HashChunks::LEN + 17, u64::MAX),
             (2 * HashChunks::LEN + 5, 5000),
             (HashChunks::LEN, 3),
         ] {
-            let words: Vec<u64> = (0..vocabulary.min(5000)).map(|_| rng.next()).collect();
+            let words: Vec<u64> = (0..vocabulary.min(5000)).map(|_| rng.next_u64()).collect();
             let hashes: Vec<u64> = (0..len)
                 .map(|_| match vocabulary {
-                    u64::MAX => rng.next(),
-                    v => words[(rng.next() % v) as usize],
+                    u64::MAX => rng.next_u64(),
+                    v => words[(rng.next_u64() % v) as usize],
                 })
                 .collect();
             for log_weights in [false, true] {
