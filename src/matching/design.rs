@@ -15,7 +15,7 @@
 //! average, at most as many candidates (`|B| / 2^key_bits`) as the CPU's
 //! kernel checks cheaply, within the table memory budget
 //! (`--table-memory-mib`, 8 GiB by default); if none fits, the most blocks
-//! that do. The kernels check 32 candidates cheaply with AVX-512 and its
+//! that do. The kernels check 160 candidates cheaply with AVX-512 and its
 //! population count (VPOPCNTDQ), 64 with AVX2 and BMI2, and 1 elsewhere
 //! ([`crate::matching::probe::Kernel::max_candidates`]). So for |B| = 1M and k = 3 the
 //! design is 4 tables of one 16-bit block each (about 15 candidates a
