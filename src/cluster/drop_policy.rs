@@ -35,20 +35,20 @@ use crate::exec::parallel::prefetch;
 use crate::exec::sorting::{
     bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot,
 };
+use crate::io::parquet::WIDE_BITS;
 
 /// How many pairs (or pages) ahead a random read is fetched.
 const LOOKAHEAD: usize = 16;
 
-/// A [`Closeness`] holds the pair's wide distance (`match --verify`'s, over
-/// 256 bits) plus one (0: the pairs have none) in its top nine bits and its
-/// distance (at most 64) in the low seven, so that the wide distance
-/// decides first and a drop row gives both.
-/// Bits of a [`Closeness`] that hold the distance.
+/// Bits of a [`Closeness`] that hold the distance (at most 64). Above
+/// them, the pair's wide distance (`match --verify`'s) plus one (0: the
+/// pairs have none), so that the wide distance decides first and a drop
+/// row gives both.
 const DISTANCE_BITS: u32 = 7;
 
 /// The closeness of a pair `distance` bits apart, and `wide` over 256 bits.
 pub(crate) fn closeness(distance: u8, wide: Option<u16>) -> Closeness {
-    debug_assert!(distance <= 64 && wide.is_none_or(|w| w <= 256));
+    debug_assert!(distance <= 64 && wide.is_none_or(|w| u32::from(w) <= WIDE_BITS));
     (wide.map_or(0, |w| w + 1) << DISTANCE_BITS) | Closeness::from(distance)
 }
 

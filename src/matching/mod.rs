@@ -25,7 +25,7 @@ use crate::io::pairs::Parts;
 use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, FingerprintFile, Unit};
 use crate::io::parquet::output::Staging;
 use crate::io::parquet::schemes;
-use crate::io::parquet::Sketch;
+use crate::io::parquet::{Sketch, WIDE_BITS};
 use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side};
 use crate::matching::design::{Design, BITS, MAX_K};
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
@@ -94,8 +94,10 @@ impl MatchOptions {
                 );
             }
         }
-        if let Some(t) = self.verify_threshold.filter(|&t| t > 256) {
-            bail!("--verify-threshold {t} is out of range: the wide distance is at most 256");
+        if let Some(t) = self.verify_threshold.filter(|&t| t > WIDE_BITS) {
+            bail!(
+                "--verify-threshold {t} is out of range: the wide distance is at most {WIDE_BITS}"
+            );
         }
         if self.pair_memory == 0 {
             bail!("--pair-memory-mib 0 leaves no memory for pairs: give at least 1");

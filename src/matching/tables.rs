@@ -113,9 +113,8 @@ fn sort_by_fingerprint_then_id(runs: Vec<Vec<(u64, i64)>>, threads: usize) -> Ve
 /// The left rotation that brings to the top the 32 bits (cyclically in a
 /// row) with the fewest key bits, the first such window from the end of
 /// `lead`: a key bit is equal in every entry of a bucket, so each key bit
-/// in the residue is a bit that no longer tells candidates apart (at k = 6,
-/// the window just after the lead block held a second key block, and 1
-/// random entry in 90 passed the residue check instead of 1 in 3,700).
+/// in the residue is a bit that no longer tells candidates apart (at k = 6
+/// the window just after the lead block holds a second key block).
 fn residue_rotation(spec: &TableSpec, lead: Block) -> u32 {
     let after_lead = lead.start + lead.len;
     let key_bits_in = |rotation: u32| (spec.key_mask.rotate_left(rotation) >> 32).count_ones();
@@ -126,11 +125,17 @@ fn residue_rotation(spec: &TableSpec, lead: Block) -> u32 {
 }
 
 /// `f`'s residue (the top 32 bits once rotated left by `rotation`) and the
-/// rest; [`Table::fingerprint`] puts them back together.
+/// rest; [`join_at_residue`] puts them back together.
 #[inline(always)]
 fn split_at_residue(f: u64, rotation: u32) -> (u32, u32) {
     let rotated = f.rotate_left(rotation);
     ((rotated >> 32) as u32, rotated as u32)
+}
+
+/// The fingerprint whose residue and rest under `rotation` these are.
+#[inline(always)]
+fn join_at_residue(residue: u32, rest: u32, rotation: u32) -> u64 {
+    (u64::from(residue) << 32 | u64::from(rest)).rotate_right(rotation)
 }
 
 /// One table: B's fingerprints bucketed by the table's key prefix.
@@ -226,8 +231,7 @@ impl Table {
     /// The fingerprint of entry `e`.
     #[inline(always)]
     pub(crate) fn fingerprint(&self, e: usize) -> u64 {
-        let rotated = u64::from(self.residues[e]) << 32 | u64::from(self.rests[e]);
-        rotated.rotate_right(self.residue_rotation)
+        join_at_residue(self.residues[e], self.rests[e], self.residue_rotation)
     }
 
     /// The 32 bits of `f` that the table's residues hold: 32 in a row,
@@ -585,9 +589,7 @@ mod tests {
                     let residue_distance = (table.residue(a) ^ table.residue(b)).count_ones();
                     assert!(residue_distance <= (a ^ b).count_ones());
                     let (residue, rest) = split_at_residue(a, table.residue_rotation);
-                    let whole = (u64::from(residue) << 32 | u64::from(rest))
-                        .rotate_right(table.residue_rotation);
-                    assert_eq!(whole, a);
+                    assert_eq!(join_at_residue(residue, rest, table.residue_rotation), a);
                 }
             }
         }

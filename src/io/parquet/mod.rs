@@ -30,8 +30,11 @@ pub(crate) fn sketch_bytes(sketch: &Sketch) -> [u8; SKETCH_BYTES] {
     bytes
 }
 
-/// Bits apart of two pages over all 256 bits: the fingerprints' 64 and the
-/// sketches' 192 (what `match --verify` compares).
+/// Bits a wide distance counts: the fingerprint's 64 and the sketch's.
+pub(crate) const WIDE_BITS: u32 = 64 + 8 * SKETCH_BYTES as u32;
+
+/// Bits apart of two pages over all [`WIDE_BITS`] bits: the fingerprints'
+/// 64 and the sketches' 192 (what `match --verify` compares).
 pub fn wide_distance(simhashes: (u64, u64), sketches: (&Sketch, &Sketch)) -> u32 {
     let sketch: u32 = (sketches.0.iter().zip(sketches.1))
         .map(|(a, b)| (a ^ b).count_ones())

@@ -209,10 +209,8 @@ impl Kernel {
     /// population count (a bucket 16 residues per instruction), 64 with AVX2
     /// (8 residues a vector), else 1 (one filter word per probe, then a
     /// scalar check). Up to these, a few wide tables probe a row faster than
-    /// many tables of filter words, and in less memory: on Zen 5, 4 tables
-    /// of 122 candidates took 2.0-3.0 s where 10 of filter words took
-    /// 4.8-6.6 (k = 3, 8M queries), and 5 of 146 3.1 s where 15 took 6.5-9.0
-    /// (k = 4, 1M queries, 60M rows).
+    /// many tables of filter words, and in less memory (measured in the
+    /// README's figures: `match` at a larger k).
     pub fn max_candidates(self) -> f64 {
         match self {
             Kernel::Avx512 => 160.0,
@@ -690,6 +688,8 @@ mod tests {
 
     #[test]
     fn each_kernel_plans_the_fewest_tables_it_checks_cheaply() {
+        // `Kernel` in this module is the kernels' function type.
+        use super::Kernel::{Avx2, Avx512, Portable};
         let m = |queries: u64, k: u32, kernel: super::Kernel| {
             plan(
                 queries,
@@ -703,13 +703,13 @@ mod tests {
         };
         // k = 4, 1M queries: 5 wide tables of 146 candidates with AVX-512,
         // 15 elsewhere.
-        assert_eq!(m(1 << 20, 4, super::Kernel::Avx512), 5);
-        assert_eq!(m(1 << 20, 4, super::Kernel::Avx2), 6);
-        assert_eq!(m(1 << 20, 4, super::Kernel::Portable), 6);
+        assert_eq!(m(1 << 20, 4, Avx512), 5);
+        assert_eq!(m(1 << 20, 4, Avx2), 6);
+        assert_eq!(m(1 << 20, 4, Portable), 6);
         // k = 3: 4 tables up to 8M queries with AVX-512, 4M with AVX2.
-        assert_eq!(m(8 << 20, 3, super::Kernel::Avx512), 4);
-        assert_eq!(m(8 << 20, 3, super::Kernel::Avx2), 5);
-        assert_eq!(m(4 << 20, 3, super::Kernel::Avx2), 4);
-        assert_eq!(m(16 << 20, 3, super::Kernel::Avx512), 5);
+        assert_eq!(m(8 << 20, 3, Avx512), 4);
+        assert_eq!(m(8 << 20, 3, Avx2), 5);
+        assert_eq!(m(4 << 20, 3, Avx2), 4);
+        assert_eq!(m(16 << 20, 3, Avx512), 5);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::io::parquet::output::WIDE_DISTANCE;
+use crate::io::parquet::WIDE_BITS;
 
 /// One row of a pair file, as `cluster` needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,7 +270,7 @@ impl PairBatches {
             distance_column(&batch, "distance", 64, &location, distances)?;
         }
         if self.unit.has_wide_distance {
-            distance_column(&batch, WIDE_DISTANCE, 256, &location, wide)?;
+            distance_column(&batch, WIDE_DISTANCE, WIDE_BITS.into(), &location, wide)?;
         }
         out.extend((0..batch.num_rows()).map(|r| PairRow {
             query: queries[r],
