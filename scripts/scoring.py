@@ -6,7 +6,8 @@ Recall: of the `positives` (pairs with J >= 0.9), the share a scheme found
 within k; precision: of the pairs a scheme found, the share with J >= 0.8.
 
 The quality mode (`match --verify`) is scored with `--verify T` (threshold
-T at the given k), and its frontier over k and T with `--frontier`: one
+T at the given k; `--verify recommended`: the threshold `match` picks for
+the shards), and its frontier over k and T with `--frontier`: one
 match with every candidate within k = 8 and its wide distance, then each
 (k, T) scored on those pairs.
 """
@@ -21,8 +22,9 @@ FRONTIER_T = list(range(12, 41, 2))
 
 
 def add_verify_args(ap):
-    ap.add_argument("--verify", type=int, metavar="T",
-                    help="score `match --verify --verify-threshold T` at --k")
+    ap.add_argument("--verify", metavar="T",
+                    help="score `match --verify --verify-threshold T` at --k "
+                         "(`recommended`: `match --verify` with its own threshold)")
     ap.add_argument("--frontier", action="store_true",
                     help="score --verify over a grid of k and T (k = 8 pairs, scored by their distances)")
 
@@ -40,8 +42,10 @@ def self_pairs(neardup, fingerprints, k, out, *flags, args=None):
     verify = []
     if args is not None and args.frontier:
         verify = ["--verify", "--verify-threshold", "256"]
+    elif args is not None and args.verify == "recommended":
+        verify = ["--verify"]
     elif args is not None and args.verify is not None:
-        verify = ["--verify", "--verify-threshold", str(args.verify)]
+        verify = ["--verify", "--verify-threshold", args.verify]
     subprocess.run([neardup, "match", "--queries", fingerprints, "--self", "-k", str(k),
                     "--out", out, *verify, *flags], check=True, stdout=subprocess.DEVNULL)
     wide = "wide_distance" if verify else "NULL"

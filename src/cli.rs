@@ -260,7 +260,8 @@ pub struct MatchArgs {
     /// --verify-threshold bits. Needs shards with a sketch (scheme v7).
     #[arg(long)]
     pub(crate) verify: bool,
-    /// The wide distance --verify keeps pairs within (0 to 256; default 22).
+    /// The wide distance --verify keeps pairs within (0 to 256; default 28
+    /// on text shards, 20 on HTML shards or shards of an unknown scheme).
     #[arg(long, requires = "verify")]
     pub(crate) verify_threshold: Option<u32>,
     /// Also find pairs inside B (each unordered pair once, query_id < corpus_id).

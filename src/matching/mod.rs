@@ -31,7 +31,7 @@ use crate::matching::design::{Design, BITS, MAX_K};
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::probe::Kernel;
 use crate::matching::tables::{Index, QuerySet};
-use crate::matching::verify::{QuerySketches, Verification};
+use crate::matching::verify::{QuerySketches, Threshold, Verification};
 
 /// Options of `neardup match`.
 #[derive(Clone, Debug)]
@@ -57,7 +57,7 @@ pub struct MatchOptions {
     pub pair_memory: u64,
     /// `--verify`: keep the pairs within this wide distance (see
     /// [`verify`]); none: every pair within k.
-    pub verify_threshold: Option<u32>,
+    pub verify_threshold: Option<Threshold>,
     pub(crate) progress: bool,
 }
 
@@ -94,10 +94,10 @@ impl MatchOptions {
                 );
             }
         }
-        if let Some(t) = self.verify_threshold.filter(|&t| t > WIDE_BITS) {
-            bail!(
-                "--verify-threshold {t} is out of range: the wide distance is at most {WIDE_BITS}"
-            );
+        if let Some(Threshold::Given(t)) = self.verify_threshold {
+            if t > WIDE_BITS {
+                bail!("--verify-threshold {t} is out of range: the wide distance is at most {WIDE_BITS}");
+            }
         }
         if self.pair_memory == 0 {
             bail!("--pair-memory-mib 0 leaves no memory for pairs: give at least 1");
@@ -199,8 +199,16 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         }
     }
     let schemes = same_schemes(&query_files, &corpus_files, opts.allow_mixed_schemes)?;
+    let file_schemes: Vec<Option<String>> = query_files
+        .iter()
+        .chain(&corpus_files)
+        .map(FingerprintFile::scheme)
+        .collect();
+    let verify_threshold = opts
+        .verify_threshold
+        .map(|t| t.resolve(file_schemes.iter().map(Option::as_deref)));
     let threads = opts.runtime.workers;
-    let verifying = opts.verify_threshold.is_some();
+    let verifying = verify_threshold.is_some();
     let rows = read_query_rows(
         &query_files,
         &query_units,
@@ -208,7 +216,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         threads,
         verifying,
     )?;
-    let verify = opts.verify_threshold.map(|threshold| Verification {
+    let verify = verify_threshold.map(|threshold| Verification {
         threshold,
         queries: QuerySketches::of_rows(&rows),
     });
@@ -253,6 +261,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         queries: InputSummary::of(&query_files, &query_units),
         corpus: InputSummary::of(&corpus_files, &corpus_units),
         schemes,
+        verify_threshold,
         design: index.design.clone(),
         kernel: index.kernel.runs_for(&index.design),
         parts: parts.len(),
@@ -333,6 +342,8 @@ struct SummaryDraft {
     queries: InputSummary,
     corpus: InputSummary,
     schemes: Vec<String>,
+    /// `--verify`'s threshold, resolved for the shards.
+    verify_threshold: Option<u32>,
     design: Design,
     kernel: &'static str,
     parts: usize,
@@ -359,7 +370,7 @@ impl SummaryDraft {
             rows_scanned,
             pairs: totals.pairs,
             pairs_spilled: totals.pairs_spilled,
-            verify_threshold: opts.verify_threshold,
+            verify_threshold: self.verify_threshold,
             candidates: totals.candidates,
             seconds: self.started.elapsed().as_secs_f64(),
             build_seconds: self.build_seconds,

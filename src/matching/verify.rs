@@ -17,23 +17,53 @@
 //! candidate).
 //!
 //! The recommended k and threshold were chosen on real English, Chinese and
-//! HTML sets (`scripts/eval_*.py --frontier`, README "Figures"): no pair of
-//! them met every quality goal, and this one came nearest; k = 7 lifts
-//! Chinese recall at a lower HTML precision and over four times the tables,
-//! k = 5 is faster at a lower Chinese recall.
+//! HTML sets (`scripts/eval_*.py --frontier`, README "Figures"). No one
+//! threshold met every quality goal: HTML's templated pages want a lower
+//! one than Chinese text's near-duplicates need. So the threshold follows
+//! the shards: text's unless some shard records an HTML mode, or a shard's
+//! scheme is unknown (precision first: a drop list deletes pages).
 
 use anyhow::{bail, Result};
 
 use crate::io::parquet::input::{FingerprintFile, Unit};
+use crate::io::parquet::schemes::records_html;
 use crate::io::parquet::Sketch;
 use crate::matching::QueryRows;
 
 /// The k `--verify` searches at unless `-k` is given.
 pub const RECOMMENDED_K: u32 = 6;
 
-/// The wide distance `--verify` keeps pairs within unless
-/// `--verify-threshold` is given.
-pub const RECOMMENDED_THRESHOLD: u32 = 22;
+/// The wide distance `--verify` keeps on shards of text (WET, JSONL)
+/// unless `--verify-threshold` is given.
+pub const TEXT_THRESHOLD: u32 = 28;
+
+/// The same on shards of HTML pages, or of an unknown scheme.
+pub const HTML_THRESHOLD: u32 = 20;
+
+/// `--verify`'s threshold on the wide distance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threshold {
+    /// `--verify-threshold T`.
+    Given(u32),
+    /// The one recommended for the shards matched ([`Threshold::resolve`]).
+    Recommended,
+}
+
+impl Threshold {
+    /// The threshold for shards of `schemes` (one per file, `None` for a
+    /// file that records none).
+    pub(crate) fn resolve<'a>(self, mut schemes: impl Iterator<Item = Option<&'a str>>) -> u32 {
+        match self {
+            Threshold::Given(t) => t,
+            Threshold::Recommended => {
+                match schemes.all(|scheme| scheme.is_some_and(|s| !records_html(s))) {
+                    true => TEXT_THRESHOLD,
+                    false => HTML_THRESHOLD,
+                }
+            }
+        }
+    }
+}
 
 /// The k and the `--verify` threshold of a match: `--verify`'s
 /// recommended ones where not given, and k = 3 without it.
@@ -41,11 +71,11 @@ pub(crate) fn k_and_threshold(
     k: Option<u32>,
     verify: bool,
     threshold: Option<u32>,
-) -> (u32, Option<u32>) {
+) -> (u32, Option<Threshold>) {
     match verify {
         true => (
             k.unwrap_or(RECOMMENDED_K),
-            Some(threshold.unwrap_or(RECOMMENDED_THRESHOLD)),
+            Some(threshold.map_or(Threshold::Recommended, Threshold::Given)),
         ),
         false => (k.unwrap_or(3), None),
     }
@@ -162,5 +192,35 @@ impl CandidateSketches {
     pub(crate) fn get(&self, row: u32) -> &Sketch {
         let at = self.rows.binary_search(&row);
         &self.sketches[at.expect("the candidate rows' sketches are read")]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "v7 features=words weights=tf stopwords=drop sketch=simhash192/1";
+    const HTML: &str =
+        "v7 features=words weights=tf stopwords=drop sketch=simhash192/1 html=main/3";
+
+    fn recommended(schemes: &[Option<&str>]) -> u32 {
+        Threshold::Recommended.resolve(schemes.iter().copied())
+    }
+
+    #[test]
+    fn the_recommended_threshold_is_texts_only_when_every_shard_is_known_text() {
+        assert_eq!(recommended(&[Some(TEXT), Some(TEXT)]), TEXT_THRESHOLD);
+        assert_eq!(recommended(&[Some(HTML), Some(HTML)]), HTML_THRESHOLD);
+        assert_eq!(recommended(&[Some(TEXT), Some(HTML)]), HTML_THRESHOLD);
+        assert_eq!(recommended(&[Some(TEXT), None]), HTML_THRESHOLD);
+        assert_ne!(TEXT_THRESHOLD, HTML_THRESHOLD);
+    }
+
+    #[test]
+    fn a_given_threshold_is_kept_whatever_the_shards() {
+        for schemes in [&[Some(TEXT)][..], &[Some(HTML)], &[None]] {
+            let given = Threshold::Given(7).resolve(schemes.iter().copied());
+            assert_eq!(given, 7);
+        }
     }
 }

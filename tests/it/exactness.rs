@@ -10,6 +10,7 @@ use neardup::io::parquet::output::write_fingerprints;
 use neardup::io::parquet::Sketch;
 use neardup::matching::design::{plan, DEFAULT_TABLE_MEMORY};
 use neardup::matching::probe::Kernel;
+use neardup::matching::verify::Threshold;
 use neardup::matching::{run_match, MatchOptions};
 
 fn check(
@@ -255,7 +256,7 @@ fn a_corpus_row_group_larger_than_a_batch_is_read_in_pieces() {
     );
     let out = dir.path().join("verified");
     let mut opts = MatchOptions::new(q, c, out.clone());
-    (opts.k, opts.verify_threshold, opts.runtime.workers) = (3, Some(256), 2);
+    (opts.k, opts.verify_threshold, opts.runtime.workers) = (3, Some(Threshold::Given(256)), 2);
     run_match(&opts).unwrap();
     assert!(read_pairs(&out) == verified_oracle(&queries, &corpus, 3, false, 256));
 }
@@ -446,7 +447,8 @@ fn verify_keeps_exactly_the_pairs_within_the_wide_threshold() {
         let c = write_sketched_shards(&dir.path().join(&name).join("f"), &corpus, 3, 97);
         let out = dir.path().join(&name).join("out");
         let mut opts = MatchOptions::new(q, c, out.clone());
-        (opts.k, opts.self_join, opts.verify_threshold) = (k, self_join, Some(threshold));
+        (opts.k, opts.self_join, opts.verify_threshold) =
+            (k, self_join, Some(Threshold::Given(threshold)));
         (opts.runtime.workers, opts.parts) = (workers, 3);
         let summary = serde_json::to_value(run_match(&opts).unwrap()).unwrap();
         let found = read_pairs(&out);

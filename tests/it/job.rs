@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common::*;
+use neardup::matching::verify::TEXT_THRESHOLD;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -290,8 +291,9 @@ fn a_night_of_another_scheme_is_refused_unless_the_spec_allows_it() {
 
 /// `verify = true` in `[match]` runs the quality mode: against a corpus
 /// shard without sketches (the sample's, scheme v4) it is one line naming
-/// the shard; on the night's own v7 shards it verifies the pairs, which
-/// carry their wide distances to the clustering and the rest of the night.
+/// the shard; on the night's own v7 shards (of WET text: text's threshold)
+/// it verifies the pairs, which carry their wide distances to the
+/// clustering and the rest of the night.
 #[test]
 fn a_night_in_the_quality_mode_verifies_its_pairs() {
     let dir = scratch();
@@ -332,14 +334,14 @@ fn a_night_in_the_quality_mode_verifies_its_pairs() {
     );
     let pairs = read_pairs(&night.join("pairs"));
     assert!(!pairs.is_empty());
-    assert!(pairs
-        .iter()
-        .all(|p| p.wide_distance.is_some_and(|w| w <= 22)));
+    assert!(pairs.iter().all(|p| p
+        .wide_distance
+        .is_some_and(|w| u32::from(w) <= TEXT_THRESHOLD)));
     let summary = std::fs::read_to_string(night.join("pairs/_summary.json")).unwrap();
     let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert_eq!(
         (&summary["k"], &summary["verify_threshold"]),
-        (&6.into(), &22.into())
+        (&6.into(), &TEXT_THRESHOLD.into())
     );
     // Each drop gives its pair's wide distance.
     let wide_of: std::collections::HashMap<(i64, i64), u16> = pairs

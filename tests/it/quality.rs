@@ -365,20 +365,19 @@ fn real_html_meets_the_quality_floors() {
     assert_floors(&figures["main"]["all"], 0.85, 0.90);
 }
 
-/// The quality mode (`match --verify` at its k = 6 and threshold 22, over
-/// the v7 sketch) on the same real sets: every near-duplicate of plain
-/// English text and of HTML pages found, and Chinese recall lifted past
-/// the 64-bit limit (k = 3's 0.80 floor above), each at high precision.
-/// The floors are what was measured (README, "Figures"), a little under:
-/// Chinese recall 0.960 and HTML precision 0.942 fall short of the 0.97 and
-/// 0.95 the issue asked, and no threshold meets both (the frontier in
-/// `scripts/eval_*.py --frontier`).
+/// The quality mode (`match --verify` at its k = 6, with the threshold it
+/// picks for the shards: text's on the text sets, HTML's on the WARC of
+/// HTML pages) on the same real sets meets issue 74's goals: recall and
+/// precision >= 0.97 on English and Chinese text (Chinese recall lifted
+/// past the 64-bit limit, k = 3's 0.80 floor above), and on HTML a recall
+/// of 0.90 or more at precision >= 0.95. No one threshold meets all three
+/// (the frontier in `scripts/eval_*.py --frontier`).
 #[test]
 fn the_quality_mode_finds_what_64_bits_miss_on_real_text_and_html() {
-    let verify = ["--verify", "22", "--k", "6"];
-    assert_floors(&evaluate("eval_text.py", &verify)["all"], 0.99, 0.98);
+    let verify = ["--verify", "recommended", "--k", "6"];
+    assert_floors(&evaluate("eval_text.py", &verify)["all"], 0.97, 0.97);
     let chinese = evaluate("eval_zh.py", &verify);
-    assert_floors(&chinese["all"], 0.95, 0.98);
+    assert_floors(&chinese["all"], 0.97, 0.97);
     assert!(
         chinese["J 0.90-0.95"]["recall"].as_f64().unwrap() >= 0.85,
         "{chinese}"
@@ -387,7 +386,7 @@ fn the_quality_mode_finds_what_64_bits_miss_on_real_text_and_html() {
         "eval_html.py",
         &[&["--modes", "main"][..], &verify].concat(),
     );
-    assert_floors(&html["main"]["all"], 0.99, 0.93);
+    assert_floors(&html["main"]["all"], 0.90, 0.95);
 }
 
 /// The same pages served without what marks their content (`<main>`,

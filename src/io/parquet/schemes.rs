@@ -11,6 +11,14 @@ use anyhow::{bail, Result};
 /// fingerprints, so [`comparable`] looks past it).
 pub(crate) const SKETCH_PART: &str = " sketch=simhash192/1";
 
+/// Where a scheme string gives its HTML mode: shards of HTML pages only.
+const HTML_PART: &str = " html=";
+
+/// Whether shards of `scheme` were made from HTML pages.
+pub(crate) fn records_html(scheme: &str) -> bool {
+    scheme.contains(HTML_PART)
+}
+
 /// A fingerprint file and the scheme its metadata records (`None`: made by
 /// another tool, "unknown", accepted with any).
 pub(crate) struct SchemeOf {
@@ -57,7 +65,7 @@ pub(crate) fn check_same(files: &[SchemeOf], allow_mixed: bool) -> Result<(Vec<S
 pub(crate) fn comparable(a: &str, b: &str) -> bool {
     let split = |scheme: &str| {
         let scheme = scheme.replace(SKETCH_PART, "");
-        match scheme.rsplit_once(" html=") {
+        match scheme.rsplit_once(HTML_PART) {
             Some((base, html)) => (base.to_string(), Some(html.to_string())),
             None => (scheme, None),
         }
