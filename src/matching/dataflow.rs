@@ -342,7 +342,8 @@ impl Scanner {
             let corpus_id = ids[m.row as usize];
             let corpus_simhash = fingerprints[m.row as usize];
             let query_simhash = index.queries.fingerprint(m.group);
-            for &query_id in index.queries.ids(m.group) {
+            let first_row = index.queries.first_row(m.group);
+            for (j, &query_id) in index.queries.ids(m.group).iter().enumerate() {
                 let keep = match side {
                     Side::Corpus => query_id != corpus_id,
                     Side::Queries => query_id < corpus_id,
@@ -358,7 +359,7 @@ impl Scanner {
                             Side::Corpus => self.sketches.get(m.row),
                             Side::Queries => verify.queries.get(corpus_id, corpus_simhash),
                         };
-                        let query_sketch = verify.queries.get(query_id, query_simhash);
+                        let query_sketch = verify.queries.of_row(first_row + j);
                         let simhashes = (query_simhash, corpus_simhash);
                         let wide = wide_distance(simhashes, (query_sketch, corpus_sketch));
                         if wide > verify.threshold {

@@ -221,6 +221,13 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         queries: QuerySketches::of_rows(&rows),
     });
     let queries = query_set(rows, threads);
+    if let Some(verify) = &verify {
+        assert_eq!(
+            verify.queries.rows(),
+            queries.rows(),
+            "a sketch per row of B"
+        );
+    }
     tracing::info!(
         rows = queries.rows(),
         distinct = queries.groups(),

@@ -86,6 +86,12 @@ impl QuerySet {
         self.fingerprints[g as usize]
     }
 
+    /// The row of group `g`'s first id: its ids are rows `first_row(g)..`
+    /// in order (every row sorted by fingerprint, then id).
+    pub(crate) fn first_row(&self, g: u32) -> usize {
+        self.starts[g as usize] as usize
+    }
+
     /// The ids of group `g`, ascending.
     pub(crate) fn ids(&self, g: u32) -> &[i64] {
         let g = g as usize;
@@ -232,6 +238,15 @@ impl Table {
     #[inline(always)]
     pub(crate) fn fingerprint(&self, e: usize) -> u64 {
         join_at_residue(self.residues[e], self.rests[e], self.residue_rotation)
+    }
+
+    /// Warms the cache for [`Table::fingerprint`] of entry `e`: its rest,
+    /// which no probe read, is what misses.
+    #[inline(always)]
+    pub(crate) fn prefetch_fingerprint(&self, e: usize) {
+        if let Some(rest) = self.rests.get(e) {
+            crate::exec::parallel::prefetch(rest);
+        }
     }
 
     /// The 32 bits of `f` that the table's residues hold: 32 in a row,

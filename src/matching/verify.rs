@@ -87,14 +87,16 @@ pub(crate) struct Verification {
     pub(crate) queries: QuerySketches,
 }
 
-/// A row of B's `(id, simhash)` and its sketch.
-type KeyedSketch = ((i64, u64), Sketch);
+/// A row of B's `(simhash, id)` and its sketch.
+type KeyedSketch = ((u64, i64), Sketch);
 
-/// B's sketches by `(id, simhash)`: a row of B is found by the pair it
-/// was emitted for.
+/// B's sketches in the order of [`crate::matching::tables::QuerySet`]'s
+/// rows (by simhash, then id, repeats dropped), so that a pair's query
+/// row gives its sketch at once: a search of a million keys for each
+/// candidate missed the cache about ten times.
 #[derive(Default)]
 pub(crate) struct QuerySketches {
-    keys: Vec<(i64, u64)>,
+    keys: Vec<(u64, i64)>,
     sketches: Vec<Sketch>,
 }
 
@@ -105,10 +107,10 @@ impl QuerySketches {
             .iter()
             .flat_map(|piece| {
                 let keys = piece
-                    .ids
+                    .fingerprints
                     .iter()
                     .copied()
-                    .zip(piece.fingerprints.iter().copied());
+                    .zip(piece.ids.iter().copied());
                 keys.zip(piece.sketches.iter().copied())
             })
             .collect();
@@ -119,9 +121,20 @@ impl QuerySketches {
         QuerySketches { keys, sketches }
     }
 
-    /// The sketch of B's row `(id, simhash)`.
+    /// Rows of B, repeats dropped.
+    pub(crate) fn rows(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// The sketch of the `QuerySet`'s row `row`.
+    pub(crate) fn of_row(&self, row: usize) -> &Sketch {
+        &self.sketches[row]
+    }
+
+    /// The sketch of B's row `(id, simhash)`, searched for: for a row of B
+    /// met as a row of F (`--self`).
     pub(crate) fn get(&self, id: i64, simhash: u64) -> &Sketch {
-        let at = self.keys.binary_search(&(id, simhash));
+        let at = self.keys.binary_search(&(simhash, id));
         &self.sketches[at.expect("every row of B has its sketch read")]
     }
 }

@@ -374,9 +374,15 @@ type SketchedRows = Vec<(i64, u64, Sketch)>;
 /// and unrelated rows.
 fn sketched_rows(rng: &mut SplitMix64, max_d: u32, spread: u32) -> (SketchedRows, SketchedRows) {
     let sketch = |rng: &mut SplitMix64| std::array::from_fn(|_| rng.next_u64());
-    let queries: SketchedRows = (0..300)
+    let mut queries: SketchedRows = (0..300)
         .map(|id| (id, rng.next_u64(), sketch(rng)))
         .collect();
+    // Some pages of B share a fingerprint and not a sketch: a group of
+    // several ids, each with its own.
+    for id in (2..300).step_by(3) {
+        queries[id].1 = queries[id - 1].1;
+        queries[id - 1].1 = queries[id - 2].1;
+    }
     let mut corpus = Vec::new();
     for id in 10_000..10_600 {
         let (_, f, mut s) = queries[rng.below(queries.len() as u64) as usize];

@@ -14,6 +14,10 @@ use crate::matching::tables::{Index, RESIDUE_PADDING};
 /// How many rows ahead a bucket's first entries are prefetched.
 const PREFETCH_ROWS: usize = 16;
 
+/// How many buckets with entries near ahead the first such entry's whole
+/// fingerprint is prefetched, when they are checked after the loop.
+const PREFETCH_NEAR: usize = 8;
+
 /// Up to 64 entries of a bucket, from `first`, that are within k of a
 /// probe's row on their residue: bit `i` of `found` for entry `first + i`.
 #[derive(Clone, Copy, Debug)]
@@ -299,7 +303,11 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
             }
         }
     }
-    for near in near_buckets.iter() {
+    for (i, near) in near_buckets.iter().enumerate() {
+        if let Some(ahead) = near_buckets.get(i + PREFETCH_NEAR) {
+            table
+                .prefetch_fingerprint(ahead.first as usize + ahead.found.trailing_zeros() as usize);
+        }
         let row = near.row as usize;
         keep_found(
             index,
