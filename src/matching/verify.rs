@@ -92,8 +92,8 @@ type KeyedSketch = ((u64, i64), Sketch);
 
 /// B's sketches in the order of [`crate::matching::tables::QuerySet`]'s
 /// rows (by simhash, then id, repeats dropped), so that a pair's query
-/// row gives its sketch at once: a search of a million keys for each
-/// candidate missed the cache about ten times.
+/// row gives its sketch at once: a binary search for each candidate
+/// missed the cache at most of its steps.
 #[derive(Default)]
 pub(crate) struct QuerySketches {
     keys: Vec<(u64, i64)>,
