@@ -204,9 +204,11 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         .chain(&corpus_files)
         .map(FingerprintFile::scheme)
         .collect();
-    let verify_threshold = opts
-        .verify_threshold
-        .map(|t| t.resolve(file_schemes.iter().map(Option::as_deref)));
+    let verify_threshold = opts.verify_threshold.map(|t| {
+        let (threshold, why) = t.resolve(file_schemes.iter().map(Option::as_deref));
+        tracing::info!(threshold, why, "verify threshold");
+        threshold
+    });
     let threads = opts.runtime.workers;
     let verifying = verify_threshold.is_some();
     let rows = read_query_rows(

@@ -51,17 +51,19 @@ pub enum Threshold {
 
 impl Threshold {
     /// The threshold for shards of `schemes` (one per file, `None` for a
-    /// file that records none).
-    pub(crate) fn resolve<'a>(self, mut schemes: impl Iterator<Item = Option<&'a str>>) -> u32 {
-        match self {
-            Threshold::Given(t) => t,
-            Threshold::Recommended => {
-                match schemes.all(|scheme| scheme.is_some_and(|s| !records_html(s))) {
-                    true => TEXT_THRESHOLD,
-                    false => HTML_THRESHOLD,
-                }
-            }
-        }
+    /// file that records none), and why, for the log.
+    pub(crate) fn resolve<'a>(
+        self,
+        mut schemes: impl Iterator<Item = Option<&'a str>>,
+    ) -> (u32, &'static str) {
+        let Threshold::Given(t) = self else {
+            return match schemes.find(|scheme| scheme.is_none_or(records_html)) {
+                None => (TEXT_THRESHOLD, "every shard records a text scheme"),
+                Some(Some(_)) => (HTML_THRESHOLD, "a shard records an HTML mode"),
+                Some(None) => (HTML_THRESHOLD, "a shard records no scheme"),
+            };
+        };
+        (t, "given")
     }
 }
 
@@ -217,7 +219,7 @@ mod tests {
         "v7 features=words weights=tf stopwords=drop sketch=simhash192/1 html=main/3";
 
     fn recommended(schemes: &[Option<&str>]) -> u32 {
-        Threshold::Recommended.resolve(schemes.iter().copied())
+        Threshold::Recommended.resolve(schemes.iter().copied()).0
     }
 
     #[test]
@@ -226,13 +228,15 @@ mod tests {
         assert_eq!(recommended(&[Some(HTML), Some(HTML)]), HTML_THRESHOLD);
         assert_eq!(recommended(&[Some(TEXT), Some(HTML)]), HTML_THRESHOLD);
         assert_eq!(recommended(&[Some(TEXT), None]), HTML_THRESHOLD);
+        let (_, why) = Threshold::Recommended.resolve([Some(TEXT), None].into_iter());
+        assert!(why.contains("no scheme"), "{why}");
         assert_ne!(TEXT_THRESHOLD, HTML_THRESHOLD);
     }
 
     #[test]
     fn a_given_threshold_is_kept_whatever_the_shards() {
         for schemes in [&[Some(TEXT)][..], &[Some(HTML)], &[None]] {
-            let given = Threshold::Given(7).resolve(schemes.iter().copied());
+            let given = Threshold::Given(7).resolve(schemes.iter().copied()).0;
             assert_eq!(given, 7);
         }
     }
