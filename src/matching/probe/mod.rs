@@ -15,7 +15,10 @@
 //! Each worker probes batches of 1M corpus rows. A batch is partitioned (16
 //! ways for |B| = 1M) by the leading bits of each table's first key block,
 //! the counts of every lead group taken in one pass, so that a partition's
-//! probes of one table stay in a slice of it that fits in L2.
+//! probes of one table stay in a slice of it that fits in L2. Not when the
+//! pass costs more than it spares ([`partitioning_pays`]): a wide design of
+//! one table a lead group and about a cache line a bucket probes in arrival
+//! order, its buckets' first lines prefetched ahead.
 //!
 //! Two kernels check the candidates, both by residue first (32 bits in a
 //! row with the fewest of the table's key bits, [`crate::matching::tables`];
@@ -297,8 +300,9 @@ fn probe_partitioned(
     out: &mut Vec<Match>,
     mut probe_slice: impl FnMut(&Index, usize, &[u64], &[u32], &mut Vec<(u32, u32)>, &mut Vec<Match>),
 ) {
-    let partitioned =
-        corpus.len() >= MIN_PARTITIONED_ROWS && index.lead_groups.iter().any(|g| g.mask > 0);
+    let partitioned = corpus.len() >= MIN_PARTITIONED_ROWS
+        && index.lead_groups.iter().any(|g| g.mask > 0)
+        && partitioning_pays(index.kernel, &index.design, &index.lead_groups);
     if !partitioned {
         scratch.rows.clear();
         scratch.rows.extend(0..corpus.len() as u32);
@@ -319,6 +323,21 @@ fn probe_partitioned(
             }
         }
     }
+}
+
+/// Residues in a cache line: a wide bucket of about this many is one read.
+const LINE_RESIDUES: f64 = 16.0;
+
+/// Whether partitioning a batch pays for `index`'s kernel. The pass counts
+/// and scatters the batch once per lead group, to spare each table's probes
+/// their cache misses; a wide design whose lead groups are one table each,
+/// its buckets about a line (|B| = 1M, k = 3: 4 tables of 16 residues),
+/// reads too little a row for the pass to pay. Filter words, several tables
+/// a group (larger k) and longer buckets (larger B, k = 4) keep it.
+fn partitioning_pays(kernel: Kernel, design: &Design, lead_groups: &[LeadGroup]) -> bool {
+    kernel.for_design(design) == Kernel::Portable
+        || design.expected_candidates > LINE_RESIDUES
+        || lead_groups.iter().any(|g| g.tables.len() > 1)
 }
 
 /// Probes rows against table `t`; for a partition, the buckets of these rows
@@ -522,6 +541,32 @@ mod tests {
     use super::*;
     use crate::matching::design::{plan, DEFAULT_TABLE_MEMORY};
     use crate::matching::tables::QuerySet;
+
+    /// The partition pass is skipped only for a wide kernel on a design of
+    /// one table a lead group and about a line a bucket: |B| = 1M at k = 3,
+    /// not at k = 4 (longer buckets) or k = 6 (several tables a group), and
+    /// never for filter words.
+    #[test]
+    fn the_partition_pass_is_skipped_only_where_a_row_reads_a_line_a_table() {
+        let pays = |kernel: super::Kernel, k: u32| {
+            let design = plan(
+                1 << 20,
+                k,
+                DEFAULT_TABLE_MEMORY,
+                None,
+                kernel.max_candidates(),
+            )
+            .design;
+            partitioning_pays(kernel, &design, &lead_groups(&design))
+        };
+        assert!(!pays(super::Kernel::Avx512, 3));
+        assert!(!pays(super::Kernel::Avx2, 3));
+        assert!(pays(super::Kernel::Portable, 3));
+        for kernel in [super::Kernel::Avx512, super::Kernel::Avx2] {
+            assert!(pays(kernel, 4), "{kernel:?}");
+            assert!(pays(kernel, 6), "{kernel:?}");
+        }
+    }
 
     type Kernel = fn(&Index, &[u64], &mut Scratch, &mut Vec<Match>);
     type AnyKernel = Box<dyn Fn(&Index, &[u64], &mut Scratch, &mut Vec<Match>)>;
