@@ -242,6 +242,7 @@ impl Table {
 
     /// Warms the cache for [`Table::fingerprint`] of entry `e`: its rest,
     /// which no probe read, is what misses.
+    #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     pub(crate) fn prefetch_fingerprint(&self, e: usize) {
         if let Some(rest) = self.rests.get(e) {
