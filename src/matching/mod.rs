@@ -198,14 +198,10 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
             file.check_sketch()?;
         }
     }
-    let schemes = same_schemes(&query_files, &corpus_files, opts.allow_mixed_schemes)?;
-    let file_schemes: Vec<Option<String>> = query_files
-        .iter()
-        .chain(&corpus_files)
-        .map(FingerprintFile::scheme)
-        .collect();
+    let file_schemes = schemes_of(&query_files, &corpus_files);
+    let schemes = same_schemes(&file_schemes, opts.allow_mixed_schemes)?;
     let verify_threshold = opts.verify_threshold.map(|t| {
-        let (threshold, why) = t.resolve(file_schemes.iter().map(Option::as_deref));
+        let (threshold, why) = t.resolve(file_schemes.iter().map(|f| f.scheme.as_deref()));
         tracing::info!(threshold, why, "verify threshold");
         threshold
     });
@@ -309,15 +305,10 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     Ok(committed.unwrap_or_else(|| lock(&summary).finish(opts, totals)))
 }
 
-/// The fingerprint schemes of B and F, refused when they differ (see
-/// [`schemes::check_same`]).
-fn same_schemes(
-    queries: &[FingerprintFile],
-    corpus: &[FingerprintFile],
-    allow_mixed: bool,
-) -> Result<Vec<String>> {
+/// The scheme each file of B and F records.
+fn schemes_of(queries: &[FingerprintFile], corpus: &[FingerprintFile]) -> Vec<schemes::SchemeOf> {
     let sides = [("B", queries), ("F", corpus)];
-    let files: Vec<schemes::SchemeOf> = sides
+    sides
         .iter()
         .flat_map(|&(side, files)| {
             files.iter().map(move |f| schemes::SchemeOf {
@@ -326,8 +317,13 @@ fn same_schemes(
                 scheme: f.scheme(),
             })
         })
-        .collect();
-    let (schemes, mixed) = schemes::check_same(&files, allow_mixed)?;
+        .collect()
+}
+
+/// The fingerprint schemes of B's and F's files, refused when they differ
+/// (see [`schemes::check_same`]).
+fn same_schemes(files: &[schemes::SchemeOf], allow_mixed: bool) -> Result<Vec<String>> {
+    let (schemes, mixed) = schemes::check_same(files, allow_mixed)?;
     if mixed {
         tracing::warn!(
             "matching fingerprints of {} schemes (--allow-mixed-schemes): {}",
