@@ -8,7 +8,8 @@
 //!     --those bits, to every worker--> the sightings of pages whose bit is among them
 //!     --each (id, worker, rank, local root), by a hash of the id--> find shared pages
 //!     --local roots that share a page, to their worker--> describe them (least label, pages)
-//!     --to worker 0--> join them (a union-find over local components)
+//!     --links between local components--> join them: rounds spread over the workers, then
+//!       worker 0 for what is left ([`rounds`])
 //!     --each joined local root's cluster and size, back to its worker--> after_joins
 //! ```
 //!
@@ -16,13 +17,16 @@
 //! worker): only that one gives its `clusters/` row, and the others' copies
 //! are taken off the joined cluster's size.
 //!
-//! Every step is parallel but one, and that one sees only the local
-//! components that share a page with another worker's, not the pages. A page
+//! Every step is spread over the workers: worker 0 alone joins only what
+//! the rounds leave, a small share of the local components that share a
+//! page with another worker's, and never the pages. A page
 //! seen by one worker only mostly never leaves it: the bitmap
 //! ([`SharedFilter`]) lets through only pages whose bit another worker's page
 //! set too, so when clusters are small few of the pages are sighted instead
 //! of all of them. Time and memory grow with pages, never with pairs or the
 //! length of a chain.
+
+mod rounds;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -55,7 +59,7 @@ pub(crate) type Join = (u32, Page, Page, Node, bool);
 
 /// A local component's least label as the join carries it: a [`Label`]
 /// when the run orders pages by keys, an [`IdLabel`] when by corpus and id
-/// alone. The join's records are its traffic and most of worker 0's
+/// alone. The join's records are its traffic and most of its workers'
 /// memory, and eight unused key words were half of each.
 pub(crate) trait JoinLabel:
     Copy + Ord + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + 'static
@@ -106,19 +110,21 @@ impl JoinLabel for IdLabel {
     }
 }
 
-/// A joined local component as worker 0 needs it: one per node it joins
+/// A joined local component as the join needs it: one per node it joins
 /// (pages shared with the same node make one link).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(bound = "")]
 pub(crate) struct NodeLink<L: JoinLabel> {
     pub(crate) node: Node,
     pub(crate) joins: Node,
+    /// The node's least label (every link of a node carries it: a set's
+    /// least is a least, whichever links reach it).
     pub(crate) least: L,
-    /// The local component's pages.
-    pub(crate) pages: u32,
-    /// How many of the pages it shares through this link another worker
-    /// writes (so they are counted there, not here).
-    pub(crate) copies: u32,
+    /// What the link adds to its set's pages: on a node's first link its
+    /// pages, less on every link the pages it shares through that link
+    /// that another worker writes (they are counted there). A sum, so
+    /// that a set's pages come right wherever its links are added up.
+    pub(crate) pages: i64,
 }
 
 /// A page other workers saw too, as this worker needs it.
@@ -584,8 +590,9 @@ fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) 
 }
 
 /// Local components that share pages, joined into clusters: described at
-/// their workers, joined at worker 0, each resolved back to its worker. Their
-/// labels carry keys only if pages have any (`key_words`).
+/// their workers, joined in rounds spread over the workers and then at
+/// worker 0 ([`rounds`]), each resolved back to its worker. Their labels
+/// carry keys only if pages have any (`key_words`).
 pub(crate) fn join_components<'scope>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
@@ -593,19 +600,18 @@ pub(crate) fn join_components<'scope>(
     key_words: usize,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
     match key_words {
-        0 => join_at_worker_zero(describe_joined::<IdLabel>(joins, graph, shared)),
-        _ => join_at_worker_zero(describe_joined::<Label>(joins, graph, shared)),
+        0 => rounds::spread_join(describe_joined::<IdLabel>(joins, graph, shared)),
+        _ => rounds::spread_join(describe_joined::<Label>(joins, graph, shared)),
     }
 }
 
-/// At each joined component's worker: its least label and size, for worker
-/// 0, once per node it joins. The worker's pages that other workers saw too
-/// are marked in `shared`, with whether this worker writes them.
+/// At each joined component's worker: its least label and size, for the
+/// join, once per node it joins. The worker's pages that other workers saw
+/// too are marked in `shared`, with whether this worker writes them.
 ///
 /// A component that shares several pages with the same node sends one
 /// link for them all, with their copies counted: fewer links, each a
-/// record through the exchange and a union at worker 0, the one step no
-/// worker shares.
+/// record through the exchange and a union in the join.
 fn describe_joined<'scope, L: JoinLabel>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
@@ -648,34 +654,37 @@ fn links_of<L: JoinLabel>(
         }
         let writes = (worker, root) == joins;
         shared.mark(page, components.len(), SharedPage { writes, first });
-        let copies = u32::from(!writes);
-        match links.get_mut(first_link[root as usize] as usize) {
+        let copies = i64::from(!writes);
+        let pages = match links.get_mut(first_link[root as usize] as usize) {
             Some(link) if link.joins == joins => {
-                link.copies += copies;
+                link.pages -= copies;
                 continue;
             }
-            Some(_) => {}
-            None => first_link[root as usize] = links.len() as u32,
-        }
+            Some(_) => 0,
+            None => {
+                first_link[root as usize] = links.len() as u32;
+                i64::from(components.component_size(root))
+            }
+        };
         links.push(NodeLink {
             node: (worker, root),
             joins,
             least: L::of(components, root),
-            pages: components.component_size(root),
-            copies,
+            pages: pages - copies,
         });
     }
     links
 }
 
-/// At worker 0: the clusters (id and size) of the joined local components.
-/// Links are joined as they arrive, each batch then dropped: held until
-/// the last came, they were most of worker 0's memory, and the union-find
-/// waited for the slowest worker's links.
+/// At worker 0: the clusters (id and size) of the joined local components
+/// the rounds left joined (see [`rounds`]). Links are joined as they
+/// arrive, each batch then dropped: held until the last came, they were
+/// most of worker 0's memory, and the union-find waited for the slowest
+/// worker's links.
 fn join_at_worker_zero<'scope, L: JoinLabel>(
     links: Stream<'scope, u64, Vec<NodeLink<L>>>,
 ) -> Stream<'scope, u64, Vec<Resolved>> {
-    let forest = Rc::new(RefCell::new(NodeForest::<L>::default()));
+    let forest = Rc::new(RefCell::new(NodeForest::<L, ByRoot>::default()));
     let absorbed = forest.clone();
     after_all(
         links,
@@ -697,38 +706,91 @@ fn join_at_worker_zero<'scope, L: JoinLabel>(
                     links,
                     components,
                     seconds_after_the_last = started.elapsed().as_secs_f64(),
-                    "local components joined"
+                    "local components joined at worker 0"
                 );
             }
         },
     )
 }
 
-/// The union-find over joined local components at worker 0, over dense
-/// node indexes, fed a batch of links at a time: a node's index is found
-/// in an array per worker, indexed by local root and grown as roots come
-/// (a hash map of millions of nodes, and then sorting their keys, were
-/// most of the one sequential step's time when most clusters span
-/// workers). A set's fields are one record, so a union touches one cache
-/// line per root, and every random access is fetched a few links ahead:
-/// this is the one step no other worker shares.
+/// A union-find over joined local components, over dense node indexes,
+/// fed a batch of links at a time: at worker 0 a node's index is found in
+/// an array per worker, indexed by local root and grown as roots come
+/// ([`ByRoot`]: a hash map of millions of nodes, and then sorting their
+/// keys, were most of the one sequential step's time when most clusters
+/// span workers); in a round, where any worker's roots come to every
+/// worker, in a hash map ([`Hashed`]), so that no worker holds an array by
+/// every worker's pages. A set's fields are one record, so a union
+/// touches one cache line per root, and every random access is fetched a
+/// few links ahead.
 ///
 /// A link may name a node before any of that node's own links: the node
-/// is numbered then, with no pages and no label, and its own least label
-/// and pages go to its set's root when its first own link comes (a set's
-/// pages and least label are a sum and a least, in any order).
-struct NodeForest<L: JoinLabel> {
-    /// Each node's index, by worker and local root ([`MISSING`]: none).
-    index_of: Vec<Vec<u32>>,
+/// is numbered then, with no pages and no label; a set's pages and least
+/// label are a sum and a least, in any order.
+struct NodeForest<L: JoinLabel, I> {
+    /// Each node's index.
+    index: I,
     /// Each node's `(worker, local root)`, by index.
     nodes: Vec<Node>,
     sets: Vec<NodeSet<L>>,
-    /// Whether a node's own least label and pages are in its set.
-    described: Vec<bool>,
+    /// Whether a node's own links came here (its cluster is given from
+    /// here, by [`rounds`]).
+    own: Vec<bool>,
     /// A batch's nodes, kept for the next batch.
-    own: Vec<u32>,
+    batch_nodes: Vec<u32>,
     /// Links joined.
     links: usize,
+}
+
+/// Where a [`NodeForest`] finds a node's index.
+trait NodeIndex: Default {
+    /// The node's index, if it has one, else `next` after numbering it so.
+    fn index_or(&mut self, node: Node, next: u32) -> u32;
+    /// Asks the CPU to fetch the node's entry.
+    fn prefetch(&self, node: Node);
+}
+
+/// Indexes by worker and local root ([`MISSING`]: none).
+#[derive(Default)]
+struct ByRoot(Vec<Vec<u32>>);
+
+impl NodeIndex for ByRoot {
+    fn index_or(&mut self, (worker, root): Node, next: u32) -> u32 {
+        let (worker, root) = (worker as usize, root as usize);
+        if self.0.len() <= worker {
+            self.0.resize_with(worker + 1, Vec::new);
+        }
+        let slots = &mut self.0[worker];
+        if slots.len() <= root {
+            slots.resize((root + 1).max(2 * slots.len()), MISSING);
+        }
+        if slots[root] == MISSING {
+            slots[root] = next;
+        }
+        slots[root]
+    }
+
+    fn prefetch(&self, (worker, root): Node) {
+        let slots = self.0.get(worker as usize);
+        if let Some(entry) = slots.and_then(|slots| slots.get(root as usize)) {
+            prefetch(entry);
+        }
+    }
+}
+
+/// Indexes by node, hashed.
+#[derive(Default)]
+struct Hashed(rustc_hash::FxHashMap<u64, u32>);
+
+impl NodeIndex for Hashed {
+    fn index_or(&mut self, (worker, root): Node, next: u32) -> u32 {
+        *self
+            .0
+            .entry(u64::from(worker) << 32 | u64::from(root))
+            .or_insert(next)
+    }
+
+    fn prefetch(&self, _: Node) {}
 }
 
 /// A node of [`NodeForest`]; the sizes and least label are its set's at a root.
@@ -737,8 +799,9 @@ struct NodeSet<L> {
     parent: u32,
     /// Nodes in the set.
     size: u32,
-    /// Distinct pages in the set.
-    pages: u64,
+    /// Distinct pages in the set, as far as its links here count them
+    /// (a part of a set whose other links are elsewhere may be below 0).
+    pages: i64,
     least: L,
 }
 
@@ -775,22 +838,22 @@ impl<'a, T> Batches<'a, T> {
     }
 }
 
-impl<L: JoinLabel> Default for NodeForest<L> {
+impl<L: JoinLabel, I: NodeIndex> Default for NodeForest<L, I> {
     fn default() -> Self {
         NodeForest {
-            index_of: Vec::new(),
+            index: I::default(),
             nodes: Vec::new(),
             sets: Vec::new(),
-            described: Vec::new(),
             own: Vec::new(),
+            batch_nodes: Vec::new(),
             links: 0,
         }
     }
 }
 
-impl<L: JoinLabel> NodeForest<L> {
+impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
     #[cfg(test)]
-    fn from_links(links: Batches<NodeLink<L>>) -> NodeForest<L> {
+    fn from_links(links: Batches<NodeLink<L>>) -> NodeForest<L, I> {
         let mut forest = NodeForest::default();
         for batch in links.0 {
             forest.add(batch);
@@ -798,28 +861,26 @@ impl<L: JoinLabel> NodeForest<L> {
         forest
     }
 
-    /// Joins a batch of links: each link's node is numbered (and its own
-    /// label and pages put in, less the copies it names) first, then the
-    /// unions, each a few links behind the fetches of its entries.
+    /// Joins a batch of links: each link's node is numbered (and its label
+    /// and pages put in) first, then the unions, each a few links behind
+    /// the fetches of its entries.
     fn add(&mut self, links: &[NodeLink<L>]) {
-        let mut own = std::mem::take(&mut self.own);
+        let mut own = std::mem::take(&mut self.batch_nodes);
         own.clear();
         for (at, link) in links.iter().enumerate() {
             if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
-                self.prefetch_index(ahead.node);
+                self.index.prefetch(ahead.node);
             }
             let node = self.index(link.node);
+            self.own[node as usize] = true;
             let root = self.find(node) as usize;
-            if !std::mem::replace(&mut self.described[node as usize], true) {
-                self.sets[root].pages += u64::from(link.pages);
-                self.sets[root].least = self.sets[root].least.min(link.least);
-            }
-            self.sets[root].pages -= u64::from(link.copies);
+            self.sets[root].pages += link.pages;
+            self.sets[root].least = self.sets[root].least.min(link.least);
             own.push(node);
         }
         for (at, link) in links.iter().enumerate() {
             if let Some(further) = links.get(at + 2 * JOIN_LOOKAHEAD) {
-                self.prefetch_index(further.joins);
+                self.index.prefetch(further.joins);
             }
             if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
                 let joins = self.index(ahead.joins);
@@ -830,40 +891,24 @@ impl<L: JoinLabel> NodeForest<L> {
             self.union(own[at], joins);
         }
         self.links += links.len();
-        self.own = own;
+        self.batch_nodes = own;
     }
 
     /// A node's index, numbering it if it has none.
     fn index(&mut self, node: Node) -> u32 {
-        let (worker, root) = (node.0 as usize, node.1 as usize);
-        if self.index_of.len() <= worker {
-            self.index_of.resize_with(worker + 1, Vec::new);
-        }
-        let slots = &mut self.index_of[worker];
-        if slots.len() <= root {
-            slots.resize((root + 1).max(2 * slots.len()), MISSING);
-        }
-        let index = &mut slots[root];
-        if *index == MISSING {
-            *index = self.nodes.len() as u32;
+        let next = self.nodes.len() as u32;
+        let index = self.index.index_or(node, next);
+        if index == next {
             self.nodes.push(node);
             self.sets.push(NodeSet {
-                parent: *index,
+                parent: index,
                 size: 1,
                 pages: 0,
                 least: L::NONE,
             });
-            self.described.push(false);
+            self.own.push(false);
         }
-        *index
-    }
-
-    /// Asks the CPU to fetch a node's entry in [`Self::index_of`].
-    fn prefetch_index(&self, (worker, root): Node) {
-        let slots = self.index_of.get(worker as usize);
-        if let Some(entry) = slots.and_then(|slots| slots.get(root as usize)) {
-            prefetch(entry);
-        }
+        index
     }
 
     /// Asks the CPU to fetch a node's parent's entry.
@@ -899,22 +944,35 @@ impl<L: JoinLabel> NodeForest<L> {
         };
     }
 
-    /// Every node's cluster, by index: its set's id and pages (a
-    /// `clusters/` row's size is 32 bits, as a worker's own are).
-    fn clusters(&mut self) -> impl Iterator<Item = (Node, ClusterOf)> + '_ {
-        let roots: Vec<u32> = (0..self.sets.len())
+    /// Every node's root, by index.
+    fn roots(&mut self) -> Vec<u32> {
+        (0..self.sets.len())
             .map(|node| {
                 if node + JOIN_LOOKAHEAD < self.sets.len() {
                     self.prefetch_parent((node + JOIN_LOOKAHEAD) as u32);
                 }
                 self.find(node as u32)
             })
-            .collect();
-        self.nodes.iter().zip(roots).map(|(&node, root)| {
-            let root = &self.sets[root as usize];
-            let pages = u32::try_from(root.pages).unwrap_or(u32::MAX);
-            (node, (root.least.id(), pages))
-        })
+            .collect()
+    }
+
+    /// The cluster of the set whose root is `root`, if every link of the
+    /// set is here: its least label's id and its pages (a `clusters/`
+    /// row's size is 32 bits, as a worker's own are).
+    fn cluster_of_set(&self, root: u32) -> ClusterOf {
+        let set = &self.sets[root as usize];
+        let pages = u32::try_from(set.pages.max(0)).unwrap_or(u32::MAX);
+        (set.least.id(), pages)
+    }
+
+    /// Every node's cluster, by index, when every link is here.
+    fn clusters(&mut self) -> impl Iterator<Item = (Node, ClusterOf)> + '_ {
+        let roots = self.roots();
+        let this = &*self;
+        this.nodes
+            .iter()
+            .zip(roots)
+            .map(move |(&node, root)| (node, this.cluster_of_set(root)))
     }
 }
 
@@ -928,9 +986,14 @@ pub(crate) struct JoinedRoots {
 }
 
 impl JoinedRoots {
+    /// Notes a joined root's cluster (a root's cluster may come from
+    /// several workers of the join, each the same: once is kept).
     fn insert(&mut self, root: Page, cluster: ClusterOf) {
         if self.index.len() <= root as usize {
             self.index.resize(root as usize + 1, MISSING);
+        }
+        if self.index[root as usize] != MISSING {
+            return;
         }
         self.index[root as usize] = self.clusters.len() as Page;
         self.clusters.push(cluster);
@@ -987,11 +1050,13 @@ where
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
+    use std::collections::HashMap;
+
     use super::*;
 
     /// A label with no keys.
-    fn keyless(later: bool, id: i64) -> IdLabel {
+    pub(super) fn keyless(later: bool, id: i64) -> IdLabel {
         IdLabel { later, id }
     }
 
@@ -1024,15 +1089,17 @@ mod tests {
         let mut links: Vec<NodeLink<IdLabel>> =
             links_of(Batches(&batches), components, &mut shared);
         links.sort_by_key(|link| (link.node, link.joins));
-        let summary: Vec<(Node, Node, u32, u32)> = links
+        // A root's first link carries its pages; each link takes off the
+        // copies it names.
+        let summary: Vec<(Node, Node, i64)> = links
             .iter()
-            .map(|link| (link.node, link.joins, link.pages, link.copies))
+            .map(|link| (link.node, link.joins, link.pages))
             .collect();
         let mut expected = vec![
-            ((me, r), (0, 7), 3, 2),
-            ((me, r), (me, r), 3, 0),
-            ((me, s), (0, 7), 2, 1),
-            ((me, s), (0, 9), 2, 1),
+            ((me, r), (0, 7), 3 - 2),
+            ((me, r), (me, r), 0),
+            ((me, s), (0, 7), 2 - 1),
+            ((me, s), (0, 9), -1),
         ];
         expected.sort_by_key(|&(node, joins, ..)| (node, joins));
         assert_eq!(summary, expected);
@@ -1123,28 +1190,27 @@ mod tests {
 
     #[test]
     fn joined_nodes_get_their_cluster_whatever_order_their_links_come_in() {
-        let link = |node: Node, joins: Node, least: i64, pages: u32, copy: bool| NodeLink {
+        let link = |node: Node, joins: Node, least: i64, pages: i64| NodeLink {
             node,
             joins,
             least: keyless(true, least),
             pages,
-            copies: u32::from(copy),
         };
         // Nodes (0, 7) and (1, 2) share a page written by worker 0; (1, 2)
         // and (2, 900) share one written by worker 1; (0, 3) and (2, 5)
         // share one written by worker 0. A link may name a node before that
         // node's own link.
         let links = [
-            link((1, 2), (0, 7), 40, 3, true),
-            link((2, 900), (1, 2), 10, 2, true),
-            link((0, 7), (0, 7), 30, 4, false),
-            link((1, 2), (1, 2), 40, 3, false),
-            link((2, 5), (0, 3), 60, 2, true),
-            link((0, 3), (0, 3), 50, 1, false),
+            link((1, 2), (0, 7), 40, 3 - 1),
+            link((2, 900), (1, 2), 10, 2 - 1),
+            link((0, 7), (0, 7), 30, 4),
+            link((1, 2), (1, 2), 40, 0),
+            link((2, 5), (0, 3), 60, 2 - 1),
+            link((0, 3), (0, 3), 50, 1),
         ];
         // In two batches, as they come from different workers.
         let batches = [links[..2].to_vec(), links[2..].to_vec()];
-        let mut joined = NodeForest::from_links(Batches(&batches));
+        let mut joined = NodeForest::<_, ByRoot>::from_links(Batches(&batches));
         let clusters: Vec<(Node, ClusterOf)> = joined.clusters().collect();
         let cluster_of = |node: Node| clusters.iter().find(|(n, _)| *n == node).unwrap().1;
         // 4 + 3 + 2 pages, less the two copies.
@@ -1157,12 +1223,15 @@ mod tests {
         assert_eq!(clusters.len(), 5);
     }
 
-    #[test]
-    fn every_node_gets_its_sets_cluster_on_deep_random_forests() {
-        // Random links among 2,000 nodes of 3 workers, many joining long
-        // paths (each node to the next of a shuffled order): every node's
-        // cluster must be its whole set's least label and pages, however deep
-        // the forest (path halving leaves a node's parent short of its root).
+    /// Random links among `count` nodes of `workers` workers, many joining
+    /// long paths (each node to the next of a shuffled order), in no
+    /// helpful order; and each node's cluster, found by spreading labels
+    /// along the pairs until nothing changes. Each node has a link to itself
+    /// with its 3 pages, and each pair a link that takes off one copy.
+    pub(super) fn random_links(
+        count: u32,
+        workers: u32,
+    ) -> (Vec<NodeLink<IdLabel>>, HashMap<Node, ClusterOf>) {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = |n: u64| {
             state = state
@@ -1170,8 +1239,9 @@ mod tests {
                 .wrapping_add(1);
             (state >> 33) % n
         };
-        let nodes: Vec<Node> = (0..2_000u32).map(|i| (i % 3, i * 7)).collect();
-        let least = |i: usize| keyless(i.is_multiple_of(5), 10_000 - i as i64);
+        let n = count as usize;
+        let nodes: Vec<Node> = (0..count).map(|i| (i % workers, i * 7)).collect();
+        let least = |i: usize| keyless(i.is_multiple_of(5), 10_000_000 - i as i64);
         let mut links = Vec::new();
         for (i, &node) in nodes.iter().enumerate() {
             links.push(NodeLink {
@@ -1179,13 +1249,12 @@ mod tests {
                 joins: node,
                 least: least(i),
                 pages: 3,
-                copies: 0,
             });
         }
         let mut pairs = Vec::new();
-        for i in 0..1_900usize {
+        for i in 0..n * 19 / 20 {
             let j = if i % 4 == 0 {
-                next(2_000) as usize
+                next(n as u64) as usize
             } else {
                 i + 1
             };
@@ -1194,16 +1263,13 @@ mod tests {
                 node: nodes[i],
                 joins: nodes[j],
                 least: least(i),
-                pages: 3,
-                copies: 1,
+                pages: -1,
             });
         }
-        // Shuffle, so that unions come in no helpful order.
         for at in (1..links.len()).rev() {
             links.swap(at, next(at as u64 + 1) as usize);
         }
-        // Oracle: labels spread along the pairs until nothing changes.
-        let mut label: Vec<usize> = (0..nodes.len()).collect();
+        let mut label: Vec<usize> = (0..n).collect();
         loop {
             let mut changed = false;
             for &(i, j) in &pairs {
@@ -1219,15 +1285,30 @@ mod tests {
                 break;
             }
         }
-        let mut expected = std::collections::HashMap::new();
+        let mut sets = HashMap::new();
         for (i, &set) in label.iter().enumerate() {
             let copies = pairs.iter().filter(|&&(a, _)| a == i).count() as i64;
-            let entry = expected
-                .entry(set)
-                .or_insert((keyless(true, i64::MAX), 0i64));
+            let entry = sets.entry(set).or_insert((keyless(true, i64::MAX), 0i64));
             entry.0 = entry.0.min(least(i));
             entry.1 += 3 - copies;
         }
+        let clusters = nodes
+            .iter()
+            .zip(&label)
+            .map(|(&node, set)| {
+                let (IdLabel { id, .. }, pages) = sets[set];
+                (node, (id, pages as u32))
+            })
+            .collect();
+        (links, clusters)
+    }
+
+    #[test]
+    fn every_node_gets_its_sets_cluster_on_deep_random_forests() {
+        // Every node's cluster must be its whole set's least label and
+        // pages, however deep the forest (path halving leaves a node's
+        // parent short of its root), with either index.
+        let (links, expected) = random_links(2_000, 3);
         // In batches of uneven sizes (some shorter than the lookahead, one
         // empty), as timely delivers them.
         let mut batches: Vec<Vec<NodeLink<IdLabel>>> = Vec::new();
@@ -1240,12 +1321,10 @@ mod tests {
             batches.push(batch.to_vec());
             rest = after;
         }
-        let mut joined = NodeForest::from_links(Batches(&batches));
-        let clusters: std::collections::HashMap<Node, ClusterOf> = joined.clusters().collect();
-        for (i, node) in nodes.iter().enumerate() {
-            let (IdLabel { id, .. }, pages) = expected[&label[i]];
-            assert_eq!(clusters[node], (id, pages as u32), "node {i}");
-        }
+        let mut by_root = NodeForest::<_, ByRoot>::from_links(Batches(&batches));
+        assert_eq!(by_root.clusters().collect::<HashMap<_, _>>(), expected);
+        let mut hashed = NodeForest::<_, Hashed>::from_links(Batches(&batches));
+        assert_eq!(hashed.clusters().collect::<HashMap<_, _>>(), expected);
     }
 
     #[test]
