@@ -19,6 +19,7 @@
 //! one worker in the first round. Each round, with another hash, leaves a
 //! fraction of the links it got: two rounds leave worker 0 a small share
 //! of what it would join alone, while the rounds' work is spread evenly.
+//! On two workers there are no rounds ([`rounds_for`]).
 //!
 //! A set's pages and least label are a sum and a least over its links
 //! (see [`NodeLink::pages`]), so they come right however its links are
@@ -36,8 +37,16 @@ use super::{
     Node, NodeForest, NodeLink, Resolved,
 };
 
-/// Rounds spread over the workers before the links left go to worker 0.
-const ROUNDS: u64 = 2;
+/// Rounds spread over the workers before the links left go to worker 0,
+/// on `peers` workers. Two workers gain little from a round (each keeps
+/// half of the links at best, and worker 0 joins the rest as they come)
+/// while its three exchanges and passes lengthen the join.
+fn rounds_for(peers: usize) -> u64 {
+    match peers {
+        0..=2 => 0,
+        _ => 2,
+    }
+}
 
 /// A node as `(node, the set holding it at a worker)`.
 type Sighting = (Node, Node);
@@ -51,7 +60,7 @@ pub(crate) fn spread_join<'scope, L: JoinLabel>(
     let me = links.scope().index() as u32;
     let mut links = links;
     let mut rounds = Vec::new();
-    for round in 0..ROUNDS {
+    for round in 0..rounds_for(peers) {
         let forest = Rc::new(RefCell::new(Round::<L>::default()));
         links = next_links(
             shared_sets(
