@@ -26,7 +26,7 @@ use crate::cluster::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops
 use crate::cluster::join::after_all_in_slices;
 use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::cluster::part_runs::{RunBuilder, RunSlice};
-use crate::cluster::ClusterTotals;
+use crate::cluster::summary::ClusterTotals;
 use crate::exec::runtime::Failure;
 use crate::exec::sorting::pieces_in;
 use crate::io::commit::Report;

@@ -26,7 +26,7 @@ use crate::cluster::components::{Components, DirectShare, KeyedPage, Page, MISSI
 use crate::cluster::drop_policy::{direct_drops, DirectDrops, DropCursor, DropPolicy, PlaceKeys};
 use crate::cluster::join::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::cluster::part_runs::{router_run, Giving, RangeRows, RowSink, RunBuilder, RunSlice};
-use crate::cluster::{count_cluster, ClusterTotals};
+use crate::cluster::summary::{count_cluster, ClusterTotals};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::prefetch;
 use crate::io::commit::Merge;

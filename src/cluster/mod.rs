@@ -13,23 +13,9 @@
 //! by id (see [`crate::cluster::part_runs`]), merged as `clusters/` and `drop/` are
 //! written; worker 0 commits once every worker has reported.
 //!
-//! **Reading.** The pairs' row groups are spread over the processes
-//! balanced by rows; a process's workers each take the next, largest first,
-//! as they finish the last, and stream it into the union-find 64Ki pairs at
-//! a time. A local row group over a quarter of a worker's share of the
-//! pairs (and over 64Ki rows) is cut into pieces of about that size: pyarrow
-//! writes a 1M-pair file as one row group and Spark cuts at 128 MB, and such
-//! a file read whole would leave every worker but one idle. A process
-//! decodes a row group's pieces with one reader, from which its workers take
-//! batches in turn. Row groups in an object store are not cut: each piece
-//! would fetch all of it.
-//!
-//! The union-find's id table is sized before any pair is added: each
-//! worker estimates the distinct pages per pair in up to 1Mi pairs of its
-//! first row group (linear counting), scaled to the process's pairs, plus a
-//! tenth. Under `--drop-policy direct` the pairs are also logged as page
-//! numbers and nearness, 10 bytes a pair, for the drop sweep; under
-//! `component` nothing per pair is kept.
+//! How the pairs are read into the union-find is in
+//! [`crate::cluster::read_pairs`]; the totals and `_summary.json` in
+//! [`crate::cluster::summary`].
 //!
 //! `cluster` (and `run`) set mimalloc's purge delay to 250 ms instead of
 //! 1 s (`main.rs`): each step frees buffers of one size as the next
@@ -44,6 +30,8 @@ pub mod keep_order;
 pub(crate) mod local_clusters;
 pub(crate) mod part_runs;
 pub(crate) mod part_writer;
+pub(crate) mod read_pairs;
+pub(crate) mod summary;
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -52,19 +40,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::core::OkErr;
 use timely::dataflow::operators::{Concat, Input};
 
 use crate::cluster::cluster_owner::ClusterOwner;
-use crate::cluster::components::{
-    mix, Components, GraphWriter, KeyWriter, Page, PairLog, SharedGraph, MAX_PROCESS_PAGES,
-};
-use crate::cluster::drop_policy::{closeness, DropPolicy};
+use crate::cluster::components::{Components, PairLog, SharedGraph};
+use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::drop_urls::attach_urls;
 use crate::cluster::join::{
-    after_joins, find_shared, join_components, owner_of, seen_twice, shared_sightings, sightings,
+    after_joins, find_shared, join_components, seen_twice, shared_sightings, sightings,
     FilterChunk, SharedFilter, SharedPages, Sighting,
 };
 use crate::cluster::keep_order::{KeepOrder, URL};
@@ -73,18 +58,17 @@ use crate::cluster::part_runs::{
     owner_run, router_run, DropRow, MemberRow, RowKind, Rows, RunMerge, RunSlice,
 };
 use crate::cluster::part_writer::{PartRow, SortedPart};
+use crate::cluster::read_pairs::{add_pairs, write_keys, ProcessUnits};
+use crate::cluster::summary::{ClusterSummary, ClusterTotals, Oversized, SizeBucket};
 use crate::exec::parallel::lock;
-use crate::exec::parallel::{share_of_process, Tickets};
-use crate::exec::progress::human;
+use crate::exec::parallel::Tickets;
 use crate::exec::runtime::Failure;
 use crate::exec::runtime::{self, RuntimeOptions};
 use crate::io::commit::{
     await_outcome, commit_staging, gather_and_commit, report_when_done, FinalStage, Merge,
     OutcomeSlot, Report,
 };
-use crate::io::parquet::input::{
-    into_pieces, open_pair_inputs, PairNeeds, PairRow, PairUnit, SharedRowGroup,
-};
+use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
 use crate::io::parquet::output::{part_name, Staging};
 use crate::io::parquet::pages::{is_string, PagesTable};
 
@@ -125,100 +109,6 @@ impl ClusterJobOptions {
             runtime: RuntimeOptions::default(),
             overwrite: false,
         }
-    }
-}
-
-/// What the workers found, summed over all of them.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub(crate) struct ClusterTotals {
-    pub(crate) pairs: u64,
-    pub(crate) pages: u64,
-    pub(crate) clusters: u64,
-    pub(crate) dropped: u64,
-    pub(crate) largest: u64,
-    /// `histogram[b]`: clusters of size in `(2^(b-1), 2^b]`.
-    pub(crate) histogram: Vec<u64>,
-    /// `(size, representative)` of clusters above `max_cluster_size`.
-    pub(crate) oversized: Vec<(u64, i64)>,
-}
-
-impl Merge for ClusterTotals {
-    fn merge(&mut self, other: Self) {
-        self.pairs += other.pairs;
-        self.pages += other.pages;
-        self.clusters += other.clusters;
-        self.dropped += other.dropped;
-        self.largest = self.largest.max(other.largest);
-        if self.histogram.len() < other.histogram.len() {
-            self.histogram.resize(other.histogram.len(), 0);
-        }
-        for (b, n) in other.histogram.into_iter().enumerate() {
-            self.histogram[b] += n;
-        }
-        self.oversized.extend(other.oversized);
-    }
-}
-
-/// One bucket of the cluster-size distribution.
-#[derive(Debug, Serialize)]
-pub(crate) struct SizeBucket {
-    pub(crate) min_size: u64,
-    pub(crate) max_size: u64,
-    pub(crate) clusters: u64,
-}
-
-/// A cluster above `--max-cluster-size`.
-#[derive(Debug, Serialize)]
-pub(crate) struct Oversized {
-    pub(crate) cluster_id: i64,
-    pub(crate) size: u64,
-}
-
-/// What a run did; written to `_summary.json`.
-#[derive(Debug, Serialize)]
-pub struct ClusterSummary {
-    pub(crate) inputs: Vec<String>,
-    /// The keys of `--keep-by`, in order (then the smallest id).
-    pub(crate) keep_by: Vec<String>,
-    /// The pages table, if one was read.
-    pub(crate) pages_table: Vec<String>,
-    /// Rows of the pages table, read by each process.
-    pub(crate) pages_table_rows: u64,
-    /// Whether `drop/` has `url` and `keep_url`.
-    pub(crate) drop_urls: bool,
-    pub(crate) corpus_wins: bool,
-    pub(crate) drop_policy: DropPolicy,
-    pub(crate) workers: usize,
-    pub(crate) processes: usize,
-    pub(crate) parts: usize,
-    pub(crate) pairs: u64,
-    pub(crate) pages: u64,
-    pub(crate) clusters: u64,
-    pub(crate) dropped: u64,
-    pub(crate) largest_cluster: u64,
-    pub(crate) size_histogram: Vec<SizeBucket>,
-    pub(crate) max_cluster_size: u64,
-    pub(crate) oversized_clusters: u64,
-    /// The largest oversized clusters (at most 1000), largest first.
-    pub(crate) oversized: Vec<Oversized>,
-    pub(crate) seconds: f64,
-}
-
-impl ClusterSummary {
-    /// The one line printed at the end of a run.
-    pub(crate) fn line(&self, out: &std::path::Path) -> String {
-        format!(
-            "clustered {} pages from {} pairs into {} clusters (largest {}, {} above {}) in {:.2}s: {} to drop -> {}",
-            human(self.pages as f64),
-            human(self.pairs as f64),
-            self.clusters,
-            self.largest_cluster,
-            self.oversized_clusters,
-            self.max_cluster_size,
-            self.seconds,
-            self.dropped,
-            out.display()
-        )
     }
 }
 
@@ -423,76 +313,6 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summarize(opts, &totals, started, pages_rows, drop_urls))
 }
 
-/// The pair units one process reads: placed among processes balanced by rows,
-/// and taken by the process's workers one at a time, largest first, as each
-/// finishes the last. Handed out statically (round robin), one worker may
-/// read more rows than another, and whichever worker the VM slows holds the
-/// others up at the split. A unit's rows come from its row group's
-/// [`SharedRowGroup`]: pieces of one row group are decoded by one reader.
-struct ProcessUnits {
-    /// Largest first.
-    units: Vec<PairUnit>,
-    /// Each unit's row group in `groups`.
-    group_of: Vec<usize>,
-    groups: Vec<SharedRowGroup>,
-    tickets: Tickets,
-}
-
-impl ProcessUnits {
-    fn of(units: Vec<PairUnit>, runtime: &RuntimeOptions) -> ProcessUnits {
-        let rows: Vec<u64> = units.iter().map(|unit| unit.rows as u64).collect();
-        let units: Vec<PairUnit> = share_of_process(&rows, runtime.processes, runtime.process)
-            .into_iter()
-            .map(|u| units[u].clone())
-            .collect();
-        let (groups, group_of) = SharedRowGroup::of_pieces(&units);
-        ProcessUnits {
-            tickets: Tickets::new(units.len()),
-            units,
-            group_of,
-            groups,
-        }
-    }
-
-    /// The next unit, for whichever worker asks: its rows are then taken
-    /// a batch or a few at a time ([`UnitRows`]).
-    fn next_unit(&self) -> Option<UnitRows<'_>> {
-        let u = self.tickets.take()?;
-        Some(UnitRows {
-            group: &self.groups[self.group_of[u]],
-            left: self.units[u].rows,
-        })
-    }
-
-    fn pairs(&self) -> usize {
-        self.units.iter().map(|unit| unit.rows).sum()
-    }
-}
-
-/// A unit's rows not yet taken. A worker streams them into the union-find a
-/// batch at a time: held whole, a unit's rows and the ids and pages made of
-/// them would each be written and read again out of the cache. Only the first
-/// unit's sample is held whole, to size the union-find.
-struct UnitRows<'a> {
-    group: &'a SharedRowGroup,
-    left: usize,
-}
-
-impl UnitRows<'_> {
-    /// Replaces `rows` with whole batches of the unit's rows, at least
-    /// `rows_wanted` of them unless the unit runs out first; false once
-    /// none are left (other workers may have taken the last of a shared
-    /// row group's).
-    fn take(&mut self, rows_wanted: usize, rows: &mut Vec<PairRow>) -> Result<bool> {
-        rows.clear();
-        if self.left > 0 {
-            self.group.take(rows_wanted.min(self.left), rows)?;
-            self.left = self.left.saturating_sub(rows.len());
-        }
-        Ok(!rows.is_empty())
-    }
-}
-
 /// Opens the pages table of `--pages`, with the columns the keys need and
 /// `url` where it has one; checks that the keys and the table go together.
 fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
@@ -508,165 +328,6 @@ fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     };
     let table = PagesTable::open(&opts.pages, &keep.columns(), check, &[URL], is_string)?;
     Ok(Some(table))
-}
-
-/// Reads the pages table's row groups, as many as this worker gets to,
-/// and writes the keys of the rows that are pages of the graph.
-fn write_keys(
-    table: &PagesTable,
-    keep: &KeepOrder,
-    units: &Tickets,
-    writer: &mut KeyWriter<'_>,
-) -> Result<()> {
-    let mut keys = Vec::new();
-    while let Some(unit) = units.take() {
-        table.read_unit(unit, |ids, batch, location| {
-            keys.clear();
-            keep.encode(batch, location, &mut keys)?;
-            writer.write(ids, &keys);
-            Ok(())
-        })?;
-    }
-    Ok(())
-}
-
-/// Rows of a worker's first unit that size the union-find: enough for the
-/// count of distinct ids to see pages repeat as the whole graph does.
-const SAMPLE_ROWS: usize = 1 << 20;
-
-/// Reads row groups of its process (`units`, as many as this worker gets
-/// to) into the process's union-find (`worker` its index in the process),
-/// and under the direct policy their pairs into `log` as page numbers. The
-/// union-find is sized from every worker's first rows before any pair is
-/// added.
-fn add_pairs(
-    graph: &SharedGraph,
-    worker: usize,
-    units: &ProcessUnits,
-    log: &mut Option<PairLog>,
-    state: &RefCell<Report<ClusterTotals>>,
-) -> Result<()> {
-    let mut rows = Vec::new();
-    let mut unit = units.next_unit();
-    let sampled = match unit.as_mut() {
-        Some(first) => first.take(SAMPLE_ROWS, &mut rows),
-        None => Ok(false),
-    };
-    let (estimate, range) = match sampled {
-        Ok(true) => (expected_pages(&rows, units.pairs()), id_range(&rows)),
-        _ => (0, None),
-    };
-    // Every worker prepares, even one with nothing to read or a bad file:
-    // the others wait for it.
-    graph.prepare(worker, estimate, range);
-    sampled?;
-    let mut adder = PairAdder {
-        graph,
-        writer: graph.writer(),
-        ends: Vec::new(),
-        share: units.pairs().div_ceil(graph.workers()),
-    };
-    let mut add = |rows: &[PairRow], group: &SharedRowGroup| -> Result<()> {
-        state.borrow_mut().body.pairs += rows.len() as u64;
-        rows.chunks(BATCH_PAIRS)
-            .try_for_each(|batch| adder.add(batch, group, log.as_mut()))
-    };
-    // `rows` holds the first unit's sample; later units start empty.
-    while let Some(mut reading) = unit {
-        let mut read = 0;
-        loop {
-            read += rows.len();
-            add(&rows, reading.group)?;
-            if !reading.take(1, &mut rows)? {
-                break;
-            }
-        }
-        tracing::debug!(worker, rows = read, "pair unit read");
-        rows.clear();
-        unit = units.next_unit();
-    }
-    Ok(())
-}
-
-/// Pairs interned and linked at a time: the ids and pages made of them
-/// stay in the cache.
-const BATCH_PAIRS: usize = 1 << 16;
-
-/// One worker's adding of pairs to its process's union-find.
-struct PairAdder<'a> {
-    graph: &'a SharedGraph,
-    writer: GraphWriter<'a>,
-    /// A batch's pages, two per pair.
-    ends: Vec<Page>,
-    /// An even share of the process's pairs: the first chunk of the pair
-    /// log has room for that many, later ones for an eighth of it.
-    share: usize,
-}
-
-impl PairAdder<'_> {
-    fn add(
-        &mut self,
-        batch: &[PairRow],
-        group: &SharedRowGroup,
-        log: Option<&mut PairLog>,
-    ) -> Result<()> {
-        let held = self.graph.pages();
-        // Every worker of the process may be adding a batch as large.
-        if held + 2 * batch.len() * self.graph.workers() >= MAX_PROCESS_PAGES {
-            bail!(
-                "{}: a process would hold more than 2^31 pages ({held} so far): run on more processes",
-                group.path()
-            );
-        }
-        let pairs = batch
-            .iter()
-            .map(|r| (r.query, r.corpus, r.corpus_in_corpus));
-        self.writer.add_pairs(pairs, &mut self.ends);
-        if let Some(log) = log {
-            let chunk = if log.is_empty() {
-                self.share
-            } else {
-                self.share / 8
-            };
-            log.make_room(batch.len(), chunk.max(1));
-            let nearness = batch.iter().map(|r| closeness(r.distance, r.wide_distance));
-            log.extend(&self.ends, nearness);
-        }
-        Ok(())
-    }
-}
-
-/// The least and greatest id of some pairs (none if there are none).
-fn id_range(rows: &[PairRow]) -> Option<(i64, i64)> {
-    let ids = rows.iter().flat_map(|r| [r.query, r.corpus]);
-    let least = ids.clone().min()?;
-    Some((least, ids.max()?))
-}
-
-/// The pages a process will likely see in all, from a worker's first row
-/// group: as many per pair as the row group has distinct pages (dense
-/// graphs see fewer later, as pages repeat), and a tenth more. The
-/// distinct pages are counted by linear counting (Whang, Vander-Zanden and
-/// Taylor, 1990) in a bitmap of four bits per id: accurate to a percent or
-/// two here, in one pass over the ids.
-fn expected_pages(first: &[PairRow], process_pairs: usize) -> usize {
-    let bits = (8 * first.len()).next_power_of_two().max(64);
-    let mut bitmap = vec![0u64; bits / 64];
-    for id in first.iter().flat_map(|r| [r.query, r.corpus]) {
-        let bit = (mix(id) >> (64 - bits.trailing_zeros())) as usize;
-        bitmap[bit / 64] |= 1 << (bit % 64);
-    }
-    let empty: u32 = bitmap.iter().map(|word| word.count_zeros()).sum();
-    let distinct = bits as f64 * (bits as f64 / f64::from(empty.max(1))).ln();
-    let per_pair = distinct / first.len().max(1) as f64;
-    (per_pair * process_pairs as f64 * 1.1) as usize
-}
-
-/// The part a page's rows go to: a hash of its id, so parts do not depend
-/// on the number of workers, and a giant cluster's rows are spread over
-/// every part (and writer) rather than all in one.
-pub(crate) fn placement_part(id: i64, parts: usize) -> u32 {
-    owner_of(id, parts)
 }
 
 /// The worker that writes part `part`'s file of `kind`: `clusters/` part
@@ -850,20 +511,6 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
             "parts written"
         );
         Ok(())
-    }
-}
-
-/// Adds one cluster to the size counts of `totals`.
-pub(crate) fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
-    totals.clusters += 1;
-    totals.largest = totals.largest.max(size);
-    let bucket = (64 - (size.max(1) - 1).leading_zeros()) as usize;
-    if totals.histogram.len() <= bucket {
-        totals.histogram.resize(bucket + 1, 0);
-    }
-    totals.histogram[bucket] += 1;
-    if size > max_size {
-        totals.oversized.push((size, cluster));
     }
 }
 

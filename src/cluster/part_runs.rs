@@ -29,7 +29,14 @@ use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::components::Closeness;
-use crate::cluster::placement_part;
+use crate::cluster::join::owner_of;
+
+/// The part a page's rows go to: a hash of its id, so parts do not depend
+/// on the number of workers, and a giant cluster's rows are spread over
+/// every part (and writer) rather than all in one.
+pub(crate) fn placement_part(id: i64, parts: usize) -> u32 {
+    owner_of(id, parts)
+}
 
 /// A `clusters/` row: `(id, cluster_id, cluster_size)`.
 pub(crate) type MemberRow = (i64, i64, u32);

@@ -1,0 +1,259 @@
+//! Reading the pairs into the process's union-find: which row groups a
+//! process and its workers read, how the union-find is sized from the
+//! first rows, and the pages table's keys written into it.
+//!
+//! **Reading.** The pairs' row groups are spread over the processes
+//! balanced by rows; a process's workers each take the next, largest first,
+//! as they finish the last, and stream it into the union-find 64Ki pairs at
+//! a time. A local row group over a quarter of a worker's share of the
+//! pairs (and over 64Ki rows) is cut into pieces of about that size: pyarrow
+//! writes a 1M-pair file as one row group and Spark cuts at 128 MB, and such
+//! a file read whole would leave every worker but one idle. A process
+//! decodes a row group's pieces with one reader, from which its workers take
+//! batches in turn. Row groups in an object store are not cut: each piece
+//! would fetch all of it.
+//!
+//! The union-find's id table is sized before any pair is added: each
+//! worker estimates the distinct pages per pair in up to 1Mi pairs of its
+//! first row group (linear counting), scaled to the process's pairs, plus a
+//! tenth. Under `--drop-policy direct` the pairs are also logged as page
+//! numbers and nearness, 10 bytes a pair, for the drop sweep; under
+//! `component` nothing per pair is kept.
+
+use std::cell::RefCell;
+
+use anyhow::{bail, Result};
+
+use crate::cluster::components::{
+    mix, GraphWriter, KeyWriter, Page, PairLog, SharedGraph, MAX_PROCESS_PAGES,
+};
+use crate::cluster::drop_policy::closeness;
+use crate::cluster::keep_order::KeepOrder;
+use crate::cluster::summary::ClusterTotals;
+use crate::exec::parallel::{share_of_process, Tickets};
+use crate::exec::runtime::RuntimeOptions;
+use crate::io::commit::Report;
+use crate::io::parquet::input::{PairRow, PairUnit, SharedRowGroup};
+use crate::io::parquet::pages::PagesTable;
+
+/// The pair units one process reads: placed among processes balanced by rows,
+/// and taken by the process's workers one at a time, largest first, as each
+/// finishes the last. Handed out statically (round robin), one worker may
+/// read more rows than another, and whichever worker the VM slows holds the
+/// others up at the split. A unit's rows come from its row group's
+/// [`SharedRowGroup`]: pieces of one row group are decoded by one reader.
+pub(crate) struct ProcessUnits {
+    /// Largest first.
+    units: Vec<PairUnit>,
+    /// Each unit's row group in `groups`.
+    group_of: Vec<usize>,
+    groups: Vec<SharedRowGroup>,
+    tickets: Tickets,
+}
+
+impl ProcessUnits {
+    pub(crate) fn of(units: Vec<PairUnit>, runtime: &RuntimeOptions) -> ProcessUnits {
+        let rows: Vec<u64> = units.iter().map(|unit| unit.rows as u64).collect();
+        let units: Vec<PairUnit> = share_of_process(&rows, runtime.processes, runtime.process)
+            .into_iter()
+            .map(|u| units[u].clone())
+            .collect();
+        let (groups, group_of) = SharedRowGroup::of_pieces(&units);
+        ProcessUnits {
+            tickets: Tickets::new(units.len()),
+            units,
+            group_of,
+            groups,
+        }
+    }
+
+    /// The next unit, for whichever worker asks: its rows are then taken
+    /// a batch or a few at a time ([`UnitRows`]).
+    fn next_unit(&self) -> Option<UnitRows<'_>> {
+        let u = self.tickets.take()?;
+        Some(UnitRows {
+            group: &self.groups[self.group_of[u]],
+            left: self.units[u].rows,
+        })
+    }
+
+    fn pairs(&self) -> usize {
+        self.units.iter().map(|unit| unit.rows).sum()
+    }
+}
+
+/// A unit's rows not yet taken. A worker streams them into the union-find a
+/// batch at a time: held whole, a unit's rows and the ids and pages made of
+/// them would each be written and read again out of the cache. Only the first
+/// unit's sample is held whole, to size the union-find.
+struct UnitRows<'a> {
+    group: &'a SharedRowGroup,
+    left: usize,
+}
+
+impl UnitRows<'_> {
+    /// Replaces `rows` with whole batches of the unit's rows, at least
+    /// `rows_wanted` of them unless the unit runs out first; false once
+    /// none are left (other workers may have taken the last of a shared
+    /// row group's).
+    fn take(&mut self, rows_wanted: usize, rows: &mut Vec<PairRow>) -> Result<bool> {
+        rows.clear();
+        if self.left > 0 {
+            self.group.take(rows_wanted.min(self.left), rows)?;
+            self.left = self.left.saturating_sub(rows.len());
+        }
+        Ok(!rows.is_empty())
+    }
+}
+
+/// Reads the pages table's row groups, as many as this worker gets to,
+/// and writes the keys of the rows that are pages of the graph.
+pub(crate) fn write_keys(
+    table: &PagesTable,
+    keep: &KeepOrder,
+    units: &Tickets,
+    writer: &mut KeyWriter<'_>,
+) -> Result<()> {
+    let mut keys = Vec::new();
+    while let Some(unit) = units.take() {
+        table.read_unit(unit, |ids, batch, location| {
+            keys.clear();
+            keep.encode(batch, location, &mut keys)?;
+            writer.write(ids, &keys);
+            Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Rows of a worker's first unit that size the union-find: enough for the
+/// count of distinct ids to see pages repeat as the whole graph does.
+const SAMPLE_ROWS: usize = 1 << 20;
+
+/// Reads row groups of its process (`units`, as many as this worker gets
+/// to) into the process's union-find (`worker` its index in the process),
+/// and under the direct policy their pairs into `log` as page numbers. The
+/// union-find is sized from every worker's first rows before any pair is
+/// added.
+pub(crate) fn add_pairs(
+    graph: &SharedGraph,
+    worker: usize,
+    units: &ProcessUnits,
+    log: &mut Option<PairLog>,
+    state: &RefCell<Report<ClusterTotals>>,
+) -> Result<()> {
+    let mut rows = Vec::new();
+    let mut unit = units.next_unit();
+    let sampled = match unit.as_mut() {
+        Some(first) => first.take(SAMPLE_ROWS, &mut rows),
+        None => Ok(false),
+    };
+    let (estimate, range) = match sampled {
+        Ok(true) => (expected_pages(&rows, units.pairs()), id_range(&rows)),
+        _ => (0, None),
+    };
+    // Every worker prepares, even one with nothing to read or a bad file:
+    // the others wait for it.
+    graph.prepare(worker, estimate, range);
+    sampled?;
+    let mut adder = PairAdder {
+        graph,
+        writer: graph.writer(),
+        ends: Vec::new(),
+        share: units.pairs().div_ceil(graph.workers()),
+    };
+    let mut add = |rows: &[PairRow], group: &SharedRowGroup| -> Result<()> {
+        state.borrow_mut().body.pairs += rows.len() as u64;
+        rows.chunks(BATCH_PAIRS)
+            .try_for_each(|batch| adder.add(batch, group, log.as_mut()))
+    };
+    // `rows` holds the first unit's sample; later units start empty.
+    while let Some(mut reading) = unit {
+        let mut read = 0;
+        loop {
+            read += rows.len();
+            add(&rows, reading.group)?;
+            if !reading.take(1, &mut rows)? {
+                break;
+            }
+        }
+        tracing::debug!(worker, rows = read, "pair unit read");
+        rows.clear();
+        unit = units.next_unit();
+    }
+    Ok(())
+}
+
+/// Pairs interned and linked at a time: the ids and pages made of them
+/// stay in the cache.
+const BATCH_PAIRS: usize = 1 << 16;
+
+/// One worker's adding of pairs to its process's union-find.
+struct PairAdder<'a> {
+    graph: &'a SharedGraph,
+    writer: GraphWriter<'a>,
+    /// A batch's pages, two per pair.
+    ends: Vec<Page>,
+    /// An even share of the process's pairs: the first chunk of the pair
+    /// log has room for that many, later ones for an eighth of it.
+    share: usize,
+}
+
+impl PairAdder<'_> {
+    fn add(
+        &mut self,
+        batch: &[PairRow],
+        group: &SharedRowGroup,
+        log: Option<&mut PairLog>,
+    ) -> Result<()> {
+        let held = self.graph.pages();
+        // Every worker of the process may be adding a batch as large.
+        if held + 2 * batch.len() * self.graph.workers() >= MAX_PROCESS_PAGES {
+            bail!(
+                "{}: a process would hold more than 2^31 pages ({held} so far): run on more processes",
+                group.path()
+            );
+        }
+        let pairs = batch
+            .iter()
+            .map(|r| (r.query, r.corpus, r.corpus_in_corpus));
+        self.writer.add_pairs(pairs, &mut self.ends);
+        if let Some(log) = log {
+            let chunk = if log.is_empty() {
+                self.share
+            } else {
+                self.share / 8
+            };
+            log.make_room(batch.len(), chunk.max(1));
+            let nearness = batch.iter().map(|r| closeness(r.distance, r.wide_distance));
+            log.extend(&self.ends, nearness);
+        }
+        Ok(())
+    }
+}
+
+/// The least and greatest id of some pairs (none if there are none).
+fn id_range(rows: &[PairRow]) -> Option<(i64, i64)> {
+    let ids = rows.iter().flat_map(|r| [r.query, r.corpus]);
+    let least = ids.clone().min()?;
+    Some((least, ids.max()?))
+}
+
+/// The pages a process will likely see in all, from a worker's first row
+/// group: as many per pair as the row group has distinct pages (dense
+/// graphs see fewer later, as pages repeat), and a tenth more. The
+/// distinct pages are counted by linear counting (Whang, Vander-Zanden and
+/// Taylor, 1990) in a bitmap of four bits per id: accurate to a percent or
+/// two here, in one pass over the ids.
+fn expected_pages(first: &[PairRow], process_pairs: usize) -> usize {
+    let bits = (8 * first.len()).next_power_of_two().max(64);
+    let mut bitmap = vec![0u64; bits / 64];
+    for id in first.iter().flat_map(|r| [r.query, r.corpus]) {
+        let bit = (mix(id) >> (64 - bits.trailing_zeros())) as usize;
+        bitmap[bit / 64] |= 1 << (bit % 64);
+    }
+    let empty: u32 = bitmap.iter().map(|word| word.count_zeros()).sum();
+    let distinct = bits as f64 * (bits as f64 / f64::from(empty.max(1))).ln();
+    let per_pair = distinct / first.len().max(1) as f64;
+    (per_pair * process_pairs as f64 * 1.1) as usize
+}

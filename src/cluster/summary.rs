@@ -1,0 +1,117 @@
+//! What a run found and reports: the totals every worker counts as it
+//! writes its rows, merged at the commit, and `_summary.json` and the last
+//! line made of them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::cluster::drop_policy::DropPolicy;
+use crate::exec::progress::human;
+use crate::io::commit::Merge;
+
+/// What the workers found, summed over all of them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct ClusterTotals {
+    pub(crate) pairs: u64,
+    pub(crate) pages: u64,
+    pub(crate) clusters: u64,
+    pub(crate) dropped: u64,
+    pub(crate) largest: u64,
+    /// `histogram[b]`: clusters of size in `(2^(b-1), 2^b]`.
+    pub(crate) histogram: Vec<u64>,
+    /// `(size, representative)` of clusters above `max_cluster_size`.
+    pub(crate) oversized: Vec<(u64, i64)>,
+}
+
+impl Merge for ClusterTotals {
+    fn merge(&mut self, other: Self) {
+        self.pairs += other.pairs;
+        self.pages += other.pages;
+        self.clusters += other.clusters;
+        self.dropped += other.dropped;
+        self.largest = self.largest.max(other.largest);
+        if self.histogram.len() < other.histogram.len() {
+            self.histogram.resize(other.histogram.len(), 0);
+        }
+        for (b, n) in other.histogram.into_iter().enumerate() {
+            self.histogram[b] += n;
+        }
+        self.oversized.extend(other.oversized);
+    }
+}
+
+/// One bucket of the cluster-size distribution.
+#[derive(Debug, Serialize)]
+pub(crate) struct SizeBucket {
+    pub(crate) min_size: u64,
+    pub(crate) max_size: u64,
+    pub(crate) clusters: u64,
+}
+
+/// A cluster above `--max-cluster-size`.
+#[derive(Debug, Serialize)]
+pub(crate) struct Oversized {
+    pub(crate) cluster_id: i64,
+    pub(crate) size: u64,
+}
+
+/// What a run did; written to `_summary.json`.
+#[derive(Debug, Serialize)]
+pub struct ClusterSummary {
+    pub(crate) inputs: Vec<String>,
+    /// The keys of `--keep-by`, in order (then the smallest id).
+    pub(crate) keep_by: Vec<String>,
+    /// The pages table, if one was read.
+    pub(crate) pages_table: Vec<String>,
+    /// Rows of the pages table, read by each process.
+    pub(crate) pages_table_rows: u64,
+    /// Whether `drop/` has `url` and `keep_url`.
+    pub(crate) drop_urls: bool,
+    pub(crate) corpus_wins: bool,
+    pub(crate) drop_policy: DropPolicy,
+    pub(crate) workers: usize,
+    pub(crate) processes: usize,
+    pub(crate) parts: usize,
+    pub(crate) pairs: u64,
+    pub(crate) pages: u64,
+    pub(crate) clusters: u64,
+    pub(crate) dropped: u64,
+    pub(crate) largest_cluster: u64,
+    pub(crate) size_histogram: Vec<SizeBucket>,
+    pub(crate) max_cluster_size: u64,
+    pub(crate) oversized_clusters: u64,
+    /// The largest oversized clusters (at most 1000), largest first.
+    pub(crate) oversized: Vec<Oversized>,
+    pub(crate) seconds: f64,
+}
+
+impl ClusterSummary {
+    /// The one line printed at the end of a run.
+    pub(crate) fn line(&self, out: &std::path::Path) -> String {
+        format!(
+            "clustered {} pages from {} pairs into {} clusters (largest {}, {} above {}) in {:.2}s: {} to drop -> {}",
+            human(self.pages as f64),
+            human(self.pairs as f64),
+            self.clusters,
+            self.largest_cluster,
+            self.oversized_clusters,
+            self.max_cluster_size,
+            self.seconds,
+            self.dropped,
+            out.display()
+        )
+    }
+}
+
+/// Adds one cluster to the size counts of `totals`.
+pub(crate) fn count_cluster(totals: &mut ClusterTotals, size: u64, cluster: i64, max_size: u64) {
+    totals.clusters += 1;
+    totals.largest = totals.largest.max(size);
+    let bucket = (64 - (size.max(1) - 1).leading_zeros()) as usize;
+    if totals.histogram.len() <= bucket {
+        totals.histogram.resize(bucket + 1, 0);
+    }
+    totals.histogram[bucket] += 1;
+    if size > max_size {
+        totals.oversized.push((size, cluster));
+    }
+}
