@@ -14,7 +14,8 @@ use anyhow::Result;
 use clap::ValueEnum;
 use neardup::io::parquet::input::{expand_locations, read_files, Columns, FingerprintFile};
 use neardup::matching::design::{plan, DEFAULT_TABLE_MEMORY};
-use neardup::matching::probe::{probe, Kernel, Scratch};
+use neardup::matching::kernel::Kernel;
+use neardup::matching::probe::{probe, Scratch};
 use neardup::matching::tables::{Index, QuerySet};
 
 /// Up to `limit` `(fingerprint, id)` rows of the Parquet files at `path`.

@@ -20,8 +20,8 @@ use crate::gen::{generate, GenOptions};
 use crate::io::parquet::input::{open_inputs, Columns};
 use crate::job;
 use crate::matching::design::{self, Design, BITS};
+use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
-use crate::matching::probe::Kernel;
 use crate::matching::verify;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 

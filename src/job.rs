@@ -35,8 +35,8 @@ use crate::io::parquet::output::{
 };
 use crate::io::storage::is_url;
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
+use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
-use crate::matching::probe::Kernel;
 use crate::matching::verify;
 use crate::matching::{run_match, MatchOptions};
 use crate::report::{run_report, NightDirs, ReportOptions};

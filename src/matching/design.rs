@@ -17,7 +17,7 @@
 //! (`--table-memory-mib`, 8 GiB by default); if none fits, the most blocks
 //! that do. The kernels check 160 candidates cheaply with AVX-512 and its
 //! population count (VPOPCNTDQ), 64 with AVX2 and BMI2, and 1 elsewhere
-//! ([`crate::matching::probe::Kernel::max_candidates`]). So for |B| = 1M and k = 3 the
+//! ([`crate::matching::kernel::Kernel::max_candidates`]). So for |B| = 1M and k = 3 the
 //! design is 4 tables of one 16-bit block each (about 15 candidates a
 //! probe, 51 MB) on the first two, and the paper's 10 tables (blocks of
 //! 13, 13, 13, 13 and 12 bits, keys of 25-26 bits, 246 MB) elsewhere. Every
@@ -305,7 +305,7 @@ pub struct Plan {
 /// More blocks mean longer keys and so fewer candidates per probe, but
 /// `C(m, k)` tables. The rule: the fewest blocks whose probes return at most
 /// `max_candidates` candidates (what the probe kernel checks cheaply: see
-/// [`crate::matching::probe::Kernel::max_candidates`]), as long as the tables fit in
+/// [`crate::matching::kernel::Kernel::max_candidates`]), as long as the tables fit in
 /// `memory_budget`; when no such design fits, the most blocks that do fit
 /// (fewest candidates); when nothing fits, `m = k + 1` (the fewest tables
 /// possible). `forced_m` overrides the choice.

@@ -3,6 +3,8 @@
 
 pub(crate) mod dataflow;
 pub mod design;
+pub mod kernel;
+pub(crate) mod lead_groups;
 pub(crate) mod pair_runs;
 pub mod probe;
 pub mod tables;
@@ -25,12 +27,12 @@ use crate::io::pairs::Parts;
 use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, FingerprintFile, Unit};
 use crate::io::parquet::output::Staging;
 use crate::io::parquet::schemes;
-use crate::io::parquet::{Sketch, WIDE_BITS};
+use crate::io::parquet::WIDE_BITS;
 use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side};
 use crate::matching::design::{Design, BITS, MAX_K};
+use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
-use crate::matching::probe::Kernel;
-use crate::matching::tables::{Index, QuerySet};
+use crate::matching::tables::{Index, QueryRows, QuerySet};
 use crate::matching::verify::{QuerySketches, Threshold, Verification};
 
 /// Options of `neardup match`.
@@ -396,13 +398,6 @@ pub(crate) fn read_queries(
 ) -> Result<QuerySet> {
     let rows = read_query_rows(files, units, columns, threads, false)?;
     Ok(query_set(rows, threads))
-}
-
-/// A piece of B as read: its ids, fingerprints and, when asked, sketches.
-pub(crate) struct QueryRows {
-    pub(crate) ids: Vec<i64>,
-    pub(crate) fingerprints: Vec<u64>,
-    pub(crate) sketches: Vec<Sketch>,
 }
 
 /// Reads every row of B (its files' `units`), with its sketch if

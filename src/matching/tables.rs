@@ -21,9 +21,18 @@
 use crate::exec::parallel::in_parallel;
 use crate::exec::parallel::prefetch;
 use crate::exec::sorting::scatter_sorted_runs;
+use crate::io::parquet::Sketch;
 use crate::matching::design::{Block, Design, TableSpec, BITS};
-use crate::matching::probe::{lead_groups, Kernel, LeadGroup};
+use crate::matching::kernel::Kernel;
+use crate::matching::lead_groups::{lead_groups, LeadGroup};
 use std::sync::OnceLock;
+
+/// A piece of B as read: its ids, fingerprints and, when asked, sketches.
+pub(crate) struct QueryRows {
+    pub(crate) ids: Vec<i64>,
+    pub(crate) fingerprints: Vec<u64>,
+    pub(crate) sketches: Vec<Sketch>,
+}
 
 /// B with every distinct fingerprint stored once.
 ///

@@ -28,7 +28,7 @@ use anyhow::{bail, Result};
 use crate::io::parquet::input::{FingerprintFile, Unit};
 use crate::io::parquet::schemes::records_html;
 use crate::io::parquet::Sketch;
-use crate::matching::QueryRows;
+use crate::matching::tables::QueryRows;
 
 /// The k `--verify` searches at unless `-k` is given.
 pub const RECOMMENDED_K: u32 = 6;

@@ -9,7 +9,7 @@ use crate::common::*;
 use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
 use neardup::gen::SplitMix64;
-use neardup::matching::probe::Kernel;
+use neardup::matching::kernel::Kernel;
 use parquet::arrow::ArrowWriter;
 
 fn write_batch(path: &Path, columns: Vec<(&str, ArrayRef)>) {

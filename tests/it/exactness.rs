@@ -9,7 +9,7 @@ use neardup::io::pairs::Pair;
 use neardup::io::parquet::output::write_fingerprints;
 use neardup::io::parquet::Sketch;
 use neardup::matching::design::{plan, DEFAULT_TABLE_MEMORY};
-use neardup::matching::probe::Kernel;
+use neardup::matching::kernel::Kernel;
 use neardup::matching::verify::Threshold;
 use neardup::matching::{run_match, MatchOptions};
 

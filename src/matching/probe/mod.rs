@@ -50,9 +50,9 @@
 //! BMI2 (and AVX-512), picked at run time. The tests run the portable
 //! kernel and every variant of the wide one the CPU can run.
 
-use serde::{Deserialize, Serialize};
-
 use crate::matching::design::Design;
+use crate::matching::kernel::Kernel;
+use crate::matching::lead_groups::LeadGroup;
 use crate::matching::tables::Index;
 
 /// A corpus row within distance k of a group of B.
@@ -66,10 +66,6 @@ pub struct Match {
     pub(crate) distance: u8,
 }
 
-/// Entries of a table slice that one partition should visit: the tables of a
-/// group are probed one after another, so one table's slice of filter words
-/// (2^15 to 2^16 buckets, 256 to 512 KB) must fit in L2 beside the rows.
-const SLICE_ENTRIES_LOG2: u32 = 16;
 /// Probe keys computed at a time, on the stack, before their buckets are read.
 const KEY_CHUNK: usize = 256;
 /// How many hits ahead the bucket's entries are prefetched (its directory
@@ -77,57 +73,6 @@ const KEY_CHUNK: usize = 256;
 const PREFETCH_HITS: usize = 8;
 /// Batches smaller than this are probed directly: partitioning would not pay.
 const MIN_PARTITIONED_ROWS: usize = 1 << 14;
-
-/// Tables that share their first key block, and how to partition rows for them.
-#[derive(Clone, Debug)]
-pub(crate) struct LeadGroup {
-    /// Partition number of a fingerprint: `(f >> shift) & mask`.
-    shift: u32,
-    mask: u64,
-    tables: Vec<usize>,
-}
-
-impl LeadGroup {
-    /// The group's tables, ascending.
-    pub(crate) fn tables(&self) -> &[usize] {
-        &self.tables
-    }
-}
-
-/// Groups the design's tables by first key block; a group's partitions cut
-/// its tables into slices of about 2^SLICE_ENTRIES_LOG2 entries.
-pub(crate) fn lead_groups(design: &Design) -> Vec<LeadGroup> {
-    lead_groups_with(design, SLICE_ENTRIES_LOG2)
-}
-
-/// Like [`lead_groups`], with slices of about `2^slice_log2` entries.
-fn lead_groups_with(design: &Design, slice_log2: u32) -> Vec<LeadGroup> {
-    let stored_log2 = 63 - design.stored.max(1).leading_zeros();
-    let mut groups: Vec<(usize, LeadGroup)> = Vec::new();
-    for (t, spec) in design.tables.iter().enumerate() {
-        let lead = spec.blocks[0];
-        if let Some((_, g)) = groups.iter_mut().find(|(b, _)| *b == lead) {
-            g.tables.push(t);
-            continue;
-        }
-        let block = design.blocks[lead];
-        let bits = stored_log2
-            .saturating_sub(slice_log2)
-            .min(block.len)
-            .min(spec.index_bits)
-            .min(12);
-        let shift = 64 - block.start - bits;
-        groups.push((
-            lead,
-            LeadGroup {
-                shift,
-                mask: (1u64 << bits) - 1,
-                tables: vec![t],
-            },
-        ));
-    }
-    groups.into_iter().map(|(_, g)| g).collect()
-}
 
 /// Reusable buffers of one probing worker.
 #[derive(Default)]
@@ -143,113 +88,6 @@ pub struct Scratch {
     /// The wide kernel's buckets with entries near a row, per table slice.
     #[cfg(target_arch = "x86_64")]
     near_buckets: Vec<wide::NearBucket>,
-}
-
-/// The probe kernels, as `--kernel` names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kernel {
-    /// Wide buckets counted by VPOPCNTD: x86-64 with AVX-512F and VPOPCNTDQ.
-    Avx512,
-    /// Wide buckets counted with AVX2: x86-64 with AVX2 and BMI2.
-    Avx2,
-    /// Filter words and a scalar check: any CPU (ARM among them).
-    Portable,
-}
-
-impl Kernel {
-    /// The fastest kernel this CPU runs, and why.
-    pub fn best() -> (Kernel, &'static str) {
-        #[cfg(target_arch = "x86_64")]
-        return match wide::Simd::detect() {
-            Some(wide::Simd::Avx512) => (Kernel::Avx512, "this CPU has AVX-512F and VPOPCNTDQ"),
-            Some(wide::Simd::Avx2) => (
-                Kernel::Avx2,
-                "this CPU has AVX2 and BMI2, not AVX-512 VPOPCNTDQ",
-            ),
-            None => (Kernel::Portable, "this CPU lacks AVX2 or BMI2"),
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        (
-            Kernel::Portable,
-            "not an x86-64 CPU: the wide kernels are x86-64's",
-        )
-    }
-
-    /// `forced` (`--kernel`) if this CPU runs it, else the best, with why.
-    pub fn choose(forced: Option<Kernel>) -> anyhow::Result<(Kernel, &'static str)> {
-        let (best, why) = Kernel::best();
-        match forced {
-            None => Ok((best, why)),
-            Some(kernel) if kernel.runs_here() => Ok((kernel, "chosen by --kernel")),
-            Some(kernel) => anyhow::bail!(
-                "--kernel {}: this CPU cannot run it ({why}); use --kernel {} or portable",
-                kernel.flag(),
-                best.flag()
-            ),
-        }
-    }
-
-    fn runs_here(self) -> bool {
-        let best = Kernel::best().0;
-        match self {
-            Kernel::Avx512 => best == Kernel::Avx512,
-            Kernel::Avx2 => best != Kernel::Portable,
-            Kernel::Portable => true,
-        }
-    }
-
-    /// The name `--kernel` takes.
-    pub fn flag(self) -> &'static str {
-        match self {
-            Kernel::Avx512 => "avx512",
-            Kernel::Avx2 => "avx2",
-            Kernel::Portable => "portable",
-        }
-    }
-
-    /// Candidates per probe the kernel checks cheaply: 160 with AVX-512's
-    /// population count (a bucket 16 residues per instruction), 64 with AVX2
-    /// (8 residues a vector), else 1 (one filter word per probe, then a
-    /// scalar check). Up to these, a few wide tables probe a row faster than
-    /// many tables of filter words, and in less memory (measured in the
-    /// README's figures: `match` at a larger k).
-    pub fn max_candidates(self) -> f64 {
-        match self {
-            Kernel::Avx512 => 160.0,
-            Kernel::Avx2 => 64.0,
-            Kernel::Portable => 1.0,
-        }
-    }
-
-    /// The kernel [`probe`] runs for `design` with this one: a design of at
-    /// most one candidate a probe takes filter words whatever the CPU.
-    pub fn for_design(self, design: &Design) -> Kernel {
-        match design.expected_candidates > 1.0 {
-            true => self,
-            false => Kernel::Portable,
-        }
-    }
-
-    /// What [`probe`] runs for `design` with this kernel, for `neardup plan`
-    /// and `_summary.json`.
-    pub fn runs_for(self, design: &Design) -> &'static str {
-        match self.for_design(design) {
-            Kernel::Avx512 => "wide buckets, AVX-512",
-            Kernel::Avx2 => "wide buckets, AVX2",
-            Kernel::Portable => "filter words",
-        }
-    }
-
-    /// The wide kernel's instructions, if this is a wide kernel.
-    #[cfg(target_arch = "x86_64")]
-    fn simd(self) -> Option<wide::Simd> {
-        match self {
-            Kernel::Avx512 => Some(wide::Simd::Avx512),
-            Kernel::Avx2 => Some(wide::Simd::Avx2),
-            Kernel::Portable => None,
-        }
-    }
 }
 
 /// Appends to `out` every `(row, group)` of `corpus` within distance k, each
@@ -318,7 +156,7 @@ fn probe_partitioned(
             let range = scratch.starts[p] as usize..scratch.starts[p + 1] as usize;
             let fingerprints = &scratch.fingerprints[range.clone()];
             let rows = &scratch.rows[range];
-            for &t in &group.tables {
+            for &t in group.tables() {
                 probe_slice(index, t, fingerprints, rows, &mut scratch.hits, out);
             }
         }
@@ -337,7 +175,7 @@ const LINE_RESIDUES: f64 = 16.0;
 fn partitioning_pays(kernel: Kernel, design: &Design, lead_groups: &[LeadGroup]) -> bool {
     kernel.for_design(design) == Kernel::Portable
         || design.expected_candidates > LINE_RESIDUES
-        || lead_groups.iter().any(|g| g.tables.len() > 1)
+        || lead_groups.iter().any(|g| g.tables().len() > 1)
 }
 
 /// Probes rows against table `t`; for a partition, the buckets of these rows
@@ -540,6 +378,7 @@ mod wide;
 mod tests {
     use super::*;
     use crate::matching::design::{plan, DEFAULT_TABLE_MEMORY};
+    use crate::matching::lead_groups::{lead_groups, lead_groups_with, SLICE_ENTRIES_LOG2};
     use crate::matching::tables::QuerySet;
 
     /// The partition pass is skipped only for a wide kernel on a design of
@@ -610,7 +449,7 @@ mod tests {
             ("portable".into(), Box::new(probe_batch as Kernel)),
         ];
         #[cfg(target_arch = "x86_64")]
-        for simd in wide::Simd::all_available() {
+        for simd in crate::matching::kernel::Simd::all_available() {
             for vectors in 1..=simd.max_vectors() {
                 kernels.push((
                     format!("wide, {simd:?}, {vectors} vectors"),

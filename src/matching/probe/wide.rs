@@ -9,6 +9,7 @@
 use std::arch::x86_64::*;
 
 use super::{keep_if_owned, probe_partitioned, Match, Scratch, KEY_CHUNK};
+use crate::matching::kernel::Simd;
 use crate::matching::tables::{Index, RESIDUE_PADDING};
 
 /// How many rows ahead a bucket's first entries are prefetched.
@@ -38,40 +39,7 @@ impl NearBucket {
     }
 }
 
-/// The vector instructions the kernel is built for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Simd {
-    /// AVX-512F with VPOPCNTDQ: 16 residues a vector, counted by one
-    /// instruction.
-    Avx512,
-    /// AVX2 (with BMI2, as every x86-64-v3 CPU has): 8 residues a
-    /// vector, counted by table lookups of their nibbles.
-    Avx2,
-}
-
 impl Simd {
-    /// The best this CPU runs, if any.
-    pub(crate) fn detect() -> Option<Simd> {
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx512vpopcntdq") {
-            Some(Simd::Avx512)
-        } else if has!("avx2") && has!("bmi2") {
-            Some(Simd::Avx2)
-        } else {
-            None
-        }
-    }
-
-    /// Every kind this CPU runs, for tests.
-    #[cfg(test)]
-    pub(crate) fn all_available() -> Vec<Simd> {
-        match Simd::detect() {
-            Some(Simd::Avx512) => vec![Simd::Avx512, Simd::Avx2],
-            Some(Simd::Avx2) => vec![Simd::Avx2],
-            None => Vec::new(),
-        }
-    }
-
     /// Residues one vector compares: 16 with AVX-512, 8 with AVX2.
     pub(super) fn lanes(self) -> usize {
         match self {
