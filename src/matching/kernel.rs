@@ -112,8 +112,8 @@ impl Kernel {
     }
 }
 
+/// The vector instructions the wide kernel is built for.
 #[cfg(target_arch = "x86_64")]
-/// The vector instructions the kernel is built for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Simd {
     /// AVX-512F with VPOPCNTDQ: 16 residues a vector, counted by one
@@ -124,6 +124,7 @@ pub(crate) enum Simd {
     Avx2,
 }
 
+#[cfg(target_arch = "x86_64")]
 impl Simd {
     /// The best this CPU runs, if any.
     pub(crate) fn detect() -> Option<Simd> {
