@@ -135,11 +135,15 @@ fn round_sightings<'scope, L: JoinLabel>(
             }
             forest.joined = vec![None; roots.len()];
             forest.roots = roots;
+            // Nodes are looked up no more: the roots hold what the rounds
+            // after need.
+            forest.forest.index = Hashed::default();
             tracing::debug!(
                 round,
                 links = forest.forest.links,
                 nodes = forest.forest.nodes.len(),
                 seconds = started.elapsed().as_secs_f64(),
+                rss_mib = ?crate::exec::logging::resident_mib(),
                 "join round"
             );
         },
@@ -153,12 +157,18 @@ fn shared_sets<'scope>(
     round: u64,
     peers: usize,
 ) -> Stream<'scope, u64, Vec<(Node, Node)>> {
-    after_all_batches(
+    // Gathered as they come, not kept in their batches and copied at the
+    // end: this step is where a round's memory peaks.
+    let all = Rc::new(RefCell::new(Vec::<Sighting>::new()));
+    let absorbed = all.clone();
+    after_all(
         sightings,
         Exchange::new(move |&(node, _): &Sighting| owner_of(salted(node, round, 1), peers) as u64),
         "SharedInRound",
-        move |batches, give| {
-            let mut all: Vec<Sighting> = batches.iter().copied().collect();
+        move |data| absorbed.borrow_mut().append(data),
+        move |give| {
+            let mut all = std::mem::take(&mut *all.borrow_mut());
+            // In place: a radix sort would take as much again.
             all.sort_unstable();
             for same in all
                 .chunk_by(|a, b| a.0 == b.0)
