@@ -431,6 +431,30 @@ where
     )
 }
 
+/// [`after_all`] for work that sorts its input: gathered into one vector
+/// as it comes, rather than kept in its batches and copied at the end.
+fn after_all_gathered<'scope, D, O, P>(
+    input: Stream<'scope, u64, Vec<D>>,
+    pact: P,
+    name: &str,
+    mut finish: impl FnMut(Vec<D>, &mut dyn FnMut(O)) + 'static,
+) -> Stream<'scope, u64, Vec<O>>
+where
+    D: 'static,
+    O: Clone + 'static,
+    P: ParallelizationContract<u64, Vec<D>>,
+{
+    let gathered = Rc::new(RefCell::new(Vec::<D>::new()));
+    let absorbed = gathered.clone();
+    after_all(
+        input,
+        pact,
+        name,
+        move |data| absorbed.borrow_mut().append(data),
+        move |give| finish(std::mem::take(&mut *gathered.borrow_mut()), give),
+    )
+}
+
 /// Work that gives its output a slice at a time: called until it returns
 /// false (no more to give).
 pub(crate) trait Slices<O> {
@@ -865,8 +889,8 @@ impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
     /// and pages put in) first, then the unions, each a few links behind
     /// the fetches of its entries.
     fn add(&mut self, links: &[NodeLink<L>]) {
-        let mut own = std::mem::take(&mut self.batch_nodes);
-        own.clear();
+        let mut batch = std::mem::take(&mut self.batch_nodes);
+        batch.clear();
         for (at, link) in links.iter().enumerate() {
             if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
                 self.index.prefetch(ahead.node);
@@ -876,7 +900,7 @@ impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
             let root = self.find(node) as usize;
             self.sets[root].pages += link.pages;
             self.sets[root].least = self.sets[root].least.min(link.least);
-            own.push(node);
+            batch.push(node);
         }
         for (at, link) in links.iter().enumerate() {
             if let Some(further) = links.get(at + 2 * JOIN_LOOKAHEAD) {
@@ -885,13 +909,13 @@ impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
             if let Some(ahead) = links.get(at + JOIN_LOOKAHEAD) {
                 let joins = self.index(ahead.joins);
                 self.prefetch_parent(joins);
-                self.prefetch_parent(own[at + JOIN_LOOKAHEAD]);
+                self.prefetch_parent(batch[at + JOIN_LOOKAHEAD]);
             }
             let joins = self.index(link.joins);
-            self.union(own[at], joins);
+            self.union(batch[at], joins);
         }
         self.links += links.len();
-        self.batch_nodes = own;
+        self.batch_nodes = batch;
     }
 
     /// A node's index, numbering it if it has none.

@@ -33,7 +33,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
 use super::{
-    after_all, after_all_batches, join_at_worker_zero, owner_of, ClusterOf, Hashed, JoinLabel,
+    after_all, after_all_gathered, join_at_worker_zero, owner_of, ClusterOf, Hashed, JoinLabel,
     Node, NodeForest, NodeLink, Resolved,
 };
 
@@ -157,18 +157,13 @@ fn shared_sets<'scope>(
     round: u64,
     peers: usize,
 ) -> Stream<'scope, u64, Vec<(Node, Node)>> {
-    // Gathered as they come, not kept in their batches and copied at the
-    // end: this step is where a round's memory peaks.
-    let all = Rc::new(RefCell::new(Vec::<Sighting>::new()));
-    let absorbed = all.clone();
-    after_all(
+    after_all_gathered(
         sightings,
         Exchange::new(move |&(node, _): &Sighting| owner_of(salted(node, round, 1), peers) as u64),
         "SharedInRound",
-        move |data| absorbed.borrow_mut().append(data),
-        move |give| {
-            let mut all = std::mem::take(&mut *all.borrow_mut());
-            // In place: a radix sort would take as much again.
+        move |mut all, give| {
+            // In place (this step is where a round's memory peaks): a
+            // radix sort would take as much again.
             all.sort_unstable();
             for same in all
                 .chunk_by(|a, b| a.0 == b.0)
@@ -189,12 +184,11 @@ fn next_links<'scope, L: JoinLabel>(
     joins: Stream<'scope, u64, Vec<(Node, Node)>>,
     forest: Rc<RefCell<Round<L>>>,
 ) -> Stream<'scope, u64, Vec<NodeLink<L>>> {
-    after_all_batches(
+    after_all_gathered(
         joins,
         Exchange::new(|&(set, _): &(Node, Node)| u64::from(set.0)),
         "NextRoundLinks",
-        move |batches, give| {
-            let mut joins: Vec<(Node, Node)> = batches.iter().copied().collect();
+        move |mut joins, give| {
             joins.sort_unstable();
             joins.dedup();
             let forest = forest.borrow();
@@ -232,11 +226,14 @@ fn resolve_round<'scope, L: JoinLabel>(
         },
         move |give| {
             let round = std::mem::take(&mut *forest.borrow_mut());
-            let nodes = round.forest.nodes.iter().zip(&round.forest.own);
-            for ((&(worker, root), _), &set) in nodes.zip(&round.roots).filter(|((_, &own), _)| own)
-            {
+            let forest = &round.forest;
+            for (at, &(worker, root)) in forest.nodes.iter().enumerate() {
+                if !forest.own[at] {
+                    continue;
+                }
+                let set = round.roots[at];
                 let cluster =
-                    round.joined[set as usize].unwrap_or_else(|| round.forest.cluster_of_set(set));
+                    round.joined[set as usize].unwrap_or_else(|| forest.cluster_of_set(set));
                 give((worker, root, cluster));
             }
         },
