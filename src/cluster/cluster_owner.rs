@@ -23,10 +23,10 @@ use timely::dataflow::Stream;
 
 use crate::cluster::components::{Closeness, Page};
 use crate::cluster::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
-use crate::cluster::join::after_all_in_slices;
 use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::cluster::part_runs::{RunBuilder, RunSlice};
 use crate::cluster::summary::ClusterTotals;
+use crate::exec::after_all::after_all_in_slices;
 use crate::exec::runtime::Failure;
 use crate::exec::sorting::pieces_in;
 use crate::io::commit::Report;

@@ -1,7 +1,9 @@
 //! How the work runs: one process or a timely cluster of them, the
 //! liveness of its processes and the scheduler that launched them; threads,
-//! sorting, progress and logs; arrays on huge pages.
+//! sorting, progress and logs; arrays on huge pages; dataflow steps that
+//! need all of their input.
 
+pub(crate) mod after_all;
 pub(crate) mod huge_pages;
 pub(crate) mod liveness;
 pub mod logging;

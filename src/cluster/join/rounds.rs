@@ -32,10 +32,9 @@ use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use super::{
-    after_all, after_all_gathered, join_at_worker_zero, owner_of, ClusterOf, Hashed, JoinLabel,
-    Node, NodeForest, NodeLink, Resolved,
-};
+use super::links::{owner_of, ClusterOf, JoinLabel, Node, NodeLink, Resolved};
+use super::node_forest::{join_at_worker_zero, Hashed, NodeForest};
+use crate::exec::after_all::{after_all, after_all_gathered};
 
 /// Rounds spread over the workers before the links left go to worker 0,
 /// on `peers` workers. Two workers gain little from a round (each keeps
@@ -247,7 +246,7 @@ mod tests {
 
     use timely::dataflow::operators::{Input, Inspect};
 
-    use super::super::tests::random_links;
+    use super::super::node_forest::tests::random_links;
     use super::*;
     use crate::cluster::join::IdLabel;
 

@@ -1,0 +1,347 @@
+//! From sightings to links: the pages several workers saw are found where
+//! their ids meet, and each local component that shares one is described
+//! to the join by its worker.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::Stream;
+
+use super::links::{owner_of, JoinLabel, Node, NodeLink, LOOKAHEAD};
+use crate::cluster::components::{Components, KeyedPage, Page, MISSING};
+use crate::exec::after_all::{after_all, after_all_batches, Batches};
+use crate::exec::parallel::prefetch;
+
+/// A page as one worker's union-find holds it: `(id, worker and rank,
+/// local root, page)`, the rank (whether the page ranks first, as that
+/// worker saw it) in the lowest bit. The page comes back with its joins, so
+/// that its worker marks it by index rather than looking its id up.
+pub(crate) type Sighting = (i64, u32, Page, Page);
+
+/// A local component that shares a page with another worker's, sent to its
+/// worker: `(worker, local root, the page, the node it joins, whether the
+/// page ranks first)`; the node joined is the least of the page's
+/// sightings, and the page ranks first if any worker saw it so (only one
+/// may have seen the pair that makes it a corpus page).
+pub(crate) type Join = (u32, Page, Page, Node, bool);
+
+/// A page other workers saw too, as this worker needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SharedPage {
+    /// This worker writes the page's rows (it is the least that saw it).
+    pub(crate) writes: bool,
+    /// The page ranks first, as all the workers that saw it know together.
+    pub(crate) first: bool,
+}
+
+/// The pages of a worker that other workers saw too: a byte of flags per
+/// page, read by index as pages are routed (a hash map by id was most of
+/// the routing's time when most clusters span workers).
+#[derive(Debug, Default)]
+pub(crate) struct SharedPages {
+    flags: Vec<u8>,
+}
+
+const SEEN_ELSEWHERE: u8 = 1;
+const WRITES: u8 = 2;
+const RANKS_FIRST: u8 = 4;
+
+impl SharedPages {
+    /// Marks `page` (of `pages` in all) as seen by other workers too.
+    fn mark(&mut self, page: Page, pages: usize, shared: SharedPage) {
+        if self.flags.is_empty() {
+            self.flags = vec![0; pages];
+        }
+        self.flags[page as usize] = SEEN_ELSEWHERE
+            | if shared.writes { WRITES } else { 0 }
+            | if shared.first { RANKS_FIRST } else { 0 };
+    }
+
+    /// Asks the CPU to fetch a page's flags ahead of [`Self::get`].
+    pub(crate) fn prefetch(&self, page: Page) {
+        if let Some(flags) = self.flags.get(page as usize) {
+            prefetch(flags);
+        }
+    }
+
+    /// The page, if other workers saw it too.
+    pub(crate) fn get(&self, page: Page) -> Option<SharedPage> {
+        let flags = *self.flags.get(page as usize)?;
+        (flags & SEEN_ELSEWHERE != 0).then_some(SharedPage {
+            writes: flags & WRITES != 0,
+            first: flags & RANKS_FIRST != 0,
+        })
+    }
+}
+
+/// The sightings of `pages`: those of a worker's share of its process's
+/// pages that pass the [`super::SharedFilter`], in id order, so that each page's
+/// owner merges sorted runs instead of sorting them.
+pub(crate) fn sightings<'a>(
+    components: &'a Components,
+    pages: impl Iterator<Item = &'a KeyedPage> + 'a,
+    worker: u32,
+) -> impl Iterator<Item = Sighting> + 'a {
+    pages.map(move |&(id, page, root)| {
+        let rank = u32::from(components.ranks_first(page));
+        (id, worker << 1 | rank, root, page)
+    })
+}
+
+/// At each page's owner: the pages several workers saw, as joins of their
+/// local components. Each worker sends its sightings in id order, so they
+/// arrive as one sorted run per worker, and the pages seen twice are found
+/// by merging the runs. `expected` is how many sightings this worker will
+/// likely get (its own page count, as ids hash evenly), set before they
+/// come: the runs are sized once instead of doubling (and copying) their
+/// way up.
+pub(crate) fn find_shared<'scope>(
+    sightings: Stream<'scope, u64, Vec<Sighting>>,
+    peers: usize,
+    expected: Rc<std::cell::Cell<usize>>,
+) -> Stream<'scope, u64, Vec<Join>> {
+    let runs = Rc::new(RefCell::new(Vec::<Vec<Sighting>>::new()));
+    let absorbed = runs.clone();
+    after_all(
+        sightings,
+        Exchange::new(move |&(id, ..): &Sighting| owner_of(id, peers) as u64),
+        "FindShared",
+        move |data| {
+            let mut runs = absorbed.borrow_mut();
+            if runs.is_empty() {
+                // A worker's share of this owner's sightings, and an eighth more.
+                let each = (expected.get() / peers) * 9 / 8;
+                runs.extend((0..peers).map(|_| Vec::with_capacity(each)));
+            }
+            for sighting in data.drain(..) {
+                runs[(sighting.1 >> 1) as usize].push(sighting);
+            }
+        },
+        move |give| {
+            let mut runs = std::mem::take(&mut *runs.borrow_mut());
+            for run in &mut runs {
+                // Timely delivers a sender's records in order; sorting is
+                // only a guard, and costs nothing on a sorted run but a pass.
+                if !run.is_sorted_by_key(|&(id, ..)| id) {
+                    radsort::sort_by_key(run, |&(id, ..)| id);
+                }
+            }
+            let node = |&(_, worker, root, _): &Sighting| (worker >> 1, root);
+            for_each_shared(&runs, |same| {
+                // The least worker, not the first to arrive: who writes the
+                // page must not depend on timing.
+                let head = same.iter().map(node).min().unwrap_or(node(&same[0]));
+                let first = same.iter().any(|&(_, worker, ..)| worker & 1 == 1);
+                for sighting in same {
+                    let (worker, root) = node(sighting);
+                    give((worker, root, sighting.3, head, first));
+                }
+            });
+        },
+    )
+}
+
+/// Calls `shared` with the sightings of each id that is in more than one
+/// of `runs` (each sorted by id, an id at most once per run), in id order:
+/// a merge of the runs' heads, one sift of a heap per sighting.
+fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) {
+    use std::cmp::Reverse;
+    use std::collections::binary_heap::{BinaryHeap, PeekMut};
+    let mut heads: BinaryHeap<Reverse<(i64, usize, usize)>> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(run, sightings)| Some(Reverse((sightings.first()?.0, run, 0))))
+        .collect();
+    let mut same: Vec<Sighting> = Vec::new();
+    let mut current = None;
+    while let Some(mut top) = heads.peek_mut() {
+        let Reverse((id, run, at)) = *top;
+        if current != Some(id) {
+            if same.len() > 1 {
+                shared(&same);
+            }
+            same.clear();
+            current = Some(id);
+        }
+        same.push(runs[run][at]);
+        match runs[run].get(at + 1) {
+            Some(next) => *top = Reverse((next.0, run, at + 1)),
+            None => drop(PeekMut::pop(top)),
+        }
+    }
+    if same.len() > 1 {
+        shared(&same);
+    }
+}
+
+/// At each joined component's worker: its least label and size, for the
+/// join, once per node it joins. The worker's pages that other workers saw
+/// too are marked in `shared`, with whether this worker writes them.
+///
+/// A component that shares several pages with the same node sends one
+/// link for them all, with their copies counted: fewer links, each a
+/// record through the exchange and a union in the join.
+pub(super) fn describe_joined<'scope, L: JoinLabel>(
+    joins: Stream<'scope, u64, Vec<Join>>,
+    graph: Rc<RefCell<Components>>,
+    shared: Rc<RefCell<SharedPages>>,
+) -> Stream<'scope, u64, Vec<NodeLink<L>>> {
+    after_all_batches(
+        joins,
+        Exchange::new(|&(worker, ..): &Join| worker as u64),
+        "DescribeJoined",
+        move |joins, give| {
+            let components = &*graph.borrow();
+            let mut shared = shared.borrow_mut();
+            for link in links_of(joins, components, &mut shared) {
+                give(link);
+            }
+        },
+    )
+}
+
+/// The links of a worker's joins (see [`describe_joined`]), marking their
+/// pages in `shared`: a root's first link is found by an array by root;
+/// a root that joins several nodes (rare) gives a link for each further
+/// join, not merged.
+fn links_of<L: JoinLabel>(
+    received: Batches<Join>,
+    components: &Components,
+    shared: &mut SharedPages,
+) -> Vec<NodeLink<L>> {
+    let mut links: Vec<NodeLink<L>> = Vec::new();
+    if received.is_empty() {
+        return links;
+    }
+    let mut first_link = vec![MISSING; components.len()];
+    for (&(worker, root, page, joins, first), ahead) in received.with_ahead(LOOKAHEAD) {
+        // Roots and pages are random places in this worker's arrays.
+        if let Some(&(_, root, page, ..)) = ahead {
+            components.prefetch_node(root);
+            shared.prefetch(page);
+            prefetch(&first_link[root as usize]);
+        }
+        let writes = (worker, root) == joins;
+        shared.mark(page, components.len(), SharedPage { writes, first });
+        let copies = i64::from(!writes);
+        let pages = match links.get_mut(first_link[root as usize] as usize) {
+            Some(link) if link.joins == joins => {
+                link.pages -= copies;
+                continue;
+            }
+            Some(_) => 0,
+            None => {
+                first_link[root as usize] = links.len() as u32;
+                i64::from(components.component_size(root))
+            }
+        };
+        links.push(NodeLink {
+            node: (worker, root),
+            joins,
+            least: L::of(components, root),
+            pages: pages - copies,
+        });
+    }
+    links
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::links::IdLabel;
+    use super::*;
+
+    #[test]
+    fn pages_shared_with_the_same_node_make_one_link_with_their_copies() {
+        // This worker's graph: one component {1, 2, 3}, one {10, 11}.
+        let graph = crate::cluster::components::SharedGraph::new(false, 1, 0);
+        graph.prepare(0, 0, None);
+        let mut ends = Vec::new();
+        let pairs = [(1, 2, false), (2, 3, false), (10, 11, false)];
+        graph.writer().add_pairs(pairs.into_iter(), &mut ends);
+        let share = graph.split(0, None);
+        let (components, by_id) = (&share.components, &share.by_id);
+        let of = |id: i64| *by_id.iter().find(|p| p.0 == id).unwrap();
+        let ((_, p1, r), (_, p2, _), (_, p3, _)) = (of(1), of(2), of(3));
+        let ((_, p10, s), (_, p11, _)) = (of(10), of(11));
+        let me = 1;
+        // Two of {1, 2, 3}'s pages join worker 0's node (0, 7), which
+        // writes them; its third it writes itself. {10, 11} joins two
+        // nodes. The joins come in two batches, as from two owners.
+        let batches = vec![
+            vec![(me, r, p1, (0, 7), false), (me, s, p10, (0, 7), false)],
+            vec![
+                (me, r, p2, (me, r), true),
+                (me, r, p3, (0, 7), false),
+                (me, s, p11, (0, 9), false),
+            ],
+        ];
+        let mut shared = SharedPages::default();
+        let mut links: Vec<NodeLink<IdLabel>> =
+            links_of(Batches(&batches), components, &mut shared);
+        links.sort_by_key(|link| (link.node, link.joins));
+        // A root's first link carries its pages; each link takes off the
+        // copies it names.
+        let summary: Vec<(Node, Node, i64)> = links
+            .iter()
+            .map(|link| (link.node, link.joins, link.pages))
+            .collect();
+        let mut expected = vec![
+            ((me, r), (0, 7), 3 - 2),
+            ((me, r), (me, r), 0),
+            ((me, s), (0, 7), 2 - 1),
+            ((me, s), (0, 9), -1),
+        ];
+        expected.sort_by_key(|&(node, joins, ..)| (node, joins));
+        assert_eq!(summary, expected);
+        assert!(links
+            .iter()
+            .all(|link| link.least.id == if link.node.1 == r { 1 } else { 10 }));
+        // Every shared page is marked, written here only where it joins
+        // this worker's own node.
+        assert_eq!(
+            shared.get(p2),
+            Some(SharedPage {
+                writes: true,
+                first: true
+            })
+        );
+        for page in [p1, p3, p10, p11] {
+            assert_eq!(shared.get(page).map(|s| s.writes), Some(false));
+        }
+    }
+
+    #[test]
+    fn ids_in_several_runs_are_found_once_each_with_every_sighting() {
+        // Run w: multiples of w + 2 below 600 (run 3 is empty), so an id is
+        // shared when two or more of 2, 3, 4 divide it.
+        let runs: Vec<Vec<Sighting>> = (0..4u32)
+            .map(|w| match w {
+                3 => Vec::new(),
+                _ => (0..600i64)
+                    .filter(|id| id % i64::from(w + 2) == 0)
+                    .map(|id| (id, w << 1, id as Page, id as Page))
+                    .collect(),
+            })
+            .collect();
+        let mut found = Vec::new();
+        for_each_shared(&runs, |same| {
+            let workers: Vec<u32> = same.iter().map(|s| s.1 >> 1).collect();
+            assert!(same.iter().all(|s| s.0 == same[0].0));
+            found.push((same[0].0, workers));
+        });
+        let expected: Vec<(i64, Vec<u32>)> = (0..600i64)
+            .map(|id| {
+                (
+                    id,
+                    (0..3u32).filter(|w| id % i64::from(w + 2) == 0).collect(),
+                )
+            })
+            .filter(|(_, workers): &(i64, Vec<u32>)| workers.len() > 1)
+            .collect();
+        let mut sorted_found = found.clone();
+        sorted_found.iter_mut().for_each(|(_, w)| w.sort_unstable());
+        assert_eq!(sorted_found, expected);
+        assert!(found.is_sorted_by_key(|(id, _)| *id));
+    }
+}
