@@ -50,7 +50,7 @@ use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::drop_urls::attach_urls;
 use crate::cluster::join::{
     after_joins, find_shared, join_components, seen_twice, shared_sightings, sightings,
-    FilterChunk, SharedFilter, SharedPages, Sighting,
+    FilterChunk, SharedFilter, SharedPages,
 };
 use crate::cluster::keep_order::{KeepOrder, URL};
 use crate::cluster::local_clusters::{Routed, Router, RouterInput};
@@ -184,11 +184,11 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                     let expected = expected_sightings.clone();
                     shared_sightings(twice, filter, peers, move |twice, give| {
                         let (components, by_id) = (graph.borrow(), by_id.borrow());
+                        // At most every page passes: room for all of them
+                        // is only reserved, and touched as sightings come.
+                        expected.set(by_id.len());
                         let passing = filter.passing(twice, &by_id);
-                        let mine: Vec<Sighting> =
-                            sightings(&components, passing, me as u32).collect();
-                        expected.set(mine.len());
-                        mine.into_iter().for_each(give);
+                        sightings(&components, passing, me as u32).for_each(give);
                     })
                 };
                 let joins = find_shared(sighted, peers, expected_sightings.clone());

@@ -52,7 +52,7 @@ pub(crate) use filter::{seen_twice, shared_sightings, FilterChunk, SharedFilter}
 use links::IdLabel;
 pub(crate) use links::{owner_of, ClusterOf, Resolved};
 use shared_pages::describe_joined;
-pub(crate) use shared_pages::{find_shared, sightings, Join, SharedPage, SharedPages, Sighting};
+pub(crate) use shared_pages::{find_shared, sightings, Join, SharedPage, SharedPages};
 
 use std::cell::RefCell;
 use std::rc::Rc;

@@ -92,10 +92,11 @@ pub(crate) fn sightings<'a>(
 /// At each page's owner: the pages several workers saw, as joins of their
 /// local components. Each worker sends its sightings in id order, so they
 /// arrive as one sorted run per worker, and the pages seen twice are found
-/// by merging the runs. `expected` is how many sightings this worker will
-/// likely get (its own page count, as ids hash evenly), set before they
-/// come: the runs are sized once instead of doubling (and copying) their
-/// way up.
+/// by merging the runs. `expected` is at least how many sightings this
+/// worker will likely get (its own page count: at most every page is
+/// sighted, and ids hash evenly), set before they come: the runs are
+/// reserved once, and touched only as they fill, instead of doubling (and
+/// copying) their way up.
 pub(crate) fn find_shared<'scope>(
     sightings: Stream<'scope, u64, Vec<Sighting>>,
     peers: usize,
