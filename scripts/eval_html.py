@@ -21,6 +21,8 @@ neardup on the same pages (`pip install -r scripts/requirements-eval.txt`).
 
     .venv/bin/python scripts/eval_html.py [--modes main,all] [--k 3] [--peers] [--unmark] [--json FILE]
         [--docs A,B]    (two releases of another site, e.g. two Sphinx builds, instead)
+        [--flags '--scheme v5']    (an older scheme: it fixes its own HTML text, so give one mode)
+        [--show-false N]    (the N least alike of the false pairs in each length bucket)
 """
 
 import argparse
@@ -164,6 +166,26 @@ def bucket(words):
     return "200-1000" if words <= 1000 else ">1000"
 
 
+def show_false(found, truth, same_page, pages, bucket_of, n):
+    """Each mode's false pairs (within k, J < 0.8) by length bucket: how
+    many, how many are one page in both releases, and the `n` least alike,
+    with their distance and words."""
+    for mode, pairs in found.items():
+        false = sorted((truth[p], p) for p in pairs if p in truth and truth[p] < 0.8)
+        for b in BUCKETS:
+            shown = [(j, p) for j, p in false if bucket_of(p) == b]
+            if not shown:
+                continue
+            same = sum(p in same_page for _, p in shown)
+            print(f"\n{mode} {b}: {len(shown)} false pairs, {same} of them one page in both releases")
+            for j, p in shown[:n]:
+                # neardup's pairs carry (distance, wide distance); peers' none.
+                found_as = pairs[p] if isinstance(pairs, dict) else None
+                distance = found_as[0] if isinstance(found_as, tuple) else "?"
+                words = " / ".join(str(pages[url][2]) for url in p)
+                print(f"  J {j:.2f}  distance {distance}  words {words}  {p[0]}  {p[1]}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--modes", default="main,all")
@@ -171,6 +193,8 @@ def main():
     ap.add_argument("--neardup", default="target/release/neardup")
     ap.add_argument("--flags", default="", help="more `fingerprint` flags, e.g. '--log-weights'")
     ap.add_argument("--json", help="also write the figures here, by mode and length")
+    ap.add_argument("--show-false", type=int, default=0, metavar="N",
+                    help="list the N least alike false pairs (within k, J < 0.8) of each length bucket")
     ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's schemes")
     ap.add_argument("--unmark", action="store_true",
                     help="serve the pages without <main>, <article> and role=main (the truth is unchanged)")
@@ -178,6 +202,8 @@ def main():
                                    "instead of the Rust docs")
     scoring.add_verify_args(ap)
     args = ap.parse_args()
+    if "--scheme" in args.flags and "," in args.modes:
+        ap.error("a named scheme fixes its own HTML text: give one mode (--modes main)")
     work = tempfile.mkdtemp(prefix="neardup-eval-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
     warc = os.path.join(work, "docs.warc.gz")
@@ -188,8 +214,10 @@ def main():
     found = {}
     for mode in args.modes.split(","):
         fp, pairs = os.path.join(work, f"fp-{mode}"), os.path.join(work, f"pairs-{mode}")
+        # A named scheme fixes its HTML text: `--html-text` would be refused.
+        html_text = [] if "--scheme" in args.flags else ["--html-text", mode]
         subprocess.run([args.neardup, "fingerprint", "--input", warc, "--out", fp,
-                        "--html-text", mode, "--workers", "2", *args.flags.split()],
+                        *html_text, "--workers", "2", *args.flags.split()],
                        check=True, stdout=subprocess.DEVNULL)
         urls = dict(duckdb.sql(f"SELECT id, url FROM read_parquet('{fp}/*.parquet')").fetchall())
         rows = scoring.self_pairs(args.neardup, fp, scoring.match_k(args), pairs, "--workers", "2",
@@ -236,9 +264,12 @@ def main():
             json.dump(rows, open(args.json, "w"), indent=1)
         return
     print()
-    figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)],
-                            lambda p: bucket(min(pages[p[0]][2], pages[p[1]][2])),
-                            BUCKETS)
+    def bucket_of(pair):
+        return bucket(min(pages[pair[0]][2], pages[pair[1]][2]))
+
+    figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)], bucket_of, BUCKETS)
+    if args.show_false:
+        show_false(found, truth, same_page, pages, bucket_of, args.show_false)
     # Redirect stubs, scored apart on their whole text: pairs of two stubs.
     stub_pairs = {p for p in set().union(*found.values()) | same_page if set(p) <= empty}
     stub_truth = {p: jaccard(pages[p[0]][4], pages[p[1]][4]) for p in stub_pairs}
