@@ -6,14 +6,14 @@ use super::*;
 /// The forest: by page, one word, touched as the page came. While the
 /// forest is built and flattened it holds the page's parent; once every
 /// page points at its root, a root's word holds its set's counts instead
-/// ([`COUNTED`]): its size and its least label's page. Eight bytes a
-/// page: with the least label's id beside them a node would take sixteen,
-/// the largest array by page.
+/// ([`COUNTED`]): its size and its least label's slot in the worker's
+/// [`LeastLabels`]. Eight bytes a page: with the least label's id beside
+/// them a node would take sixteen, the largest array by page.
 #[derive(Debug, Default)]
 pub(super) struct Nodes(pub(super) Segmented<AtomicU64>);
 
 /// In a node's word: the word holds its root's counts, not a parent. Then
-/// the low [`PAGE_BITS`] bits are the least label's page, the next
+/// the low [`PAGE_BITS`] bits are the least label's slot, the next
 /// [`PAGE_BITS`] the set's size (at most [`MAX_PROCESS_PAGES`] - 1), and
 /// [`LEAST_RANKS_FIRST`] is set if that label ranks first.
 pub(super) const COUNTED: u64 = 1 << 63;
@@ -73,7 +73,7 @@ impl Nodes {
         }
     }
 
-    /// A root's size and least label's page (none yet: size 0).
+    /// A root's size and least label's rank and slot (none yet: size 0).
     pub(super) fn counts(&self, root: Page) -> (u32, LeastPage) {
         let word = self.0.get(root as usize).load(Relaxed);
         if word & COUNTED == 0 {
@@ -124,6 +124,48 @@ pub(super) fn priority(page: Page) -> u64 {
     mix(i64::from(!page))
 }
 
+/// A worker's least label of each of its roots, `(id, page)`, at the slot
+/// the root's counts name ([`Nodes::counts`]): the ids by page are freed
+/// once the pages are flattened, and a share has fewer roots than pages.
+/// In chunks, so that it takes only the memory its roots fill, never
+/// copied to grow.
+#[derive(Debug, Default)]
+pub(super) struct LeastLabels {
+    chunks: Vec<Vec<(i64, Page)>>,
+    len: usize,
+}
+
+/// Slots per chunk of [`LeastLabels`].
+pub(super) const LEAST_CHUNK_BITS: u32 = 16;
+pub(super) const LEAST_CHUNK_MASK: Page = (1 << LEAST_CHUNK_BITS) - 1;
+
+impl LeastLabels {
+    /// Gives a new root's label a slot.
+    pub(super) fn push(&mut self, label: (i64, Page)) -> Page {
+        push_chunked(&mut self.chunks, 1 << LEAST_CHUNK_BITS, label);
+        self.len += 1;
+        (self.len - 1) as Page
+    }
+
+    pub(super) fn at(&self, slot: Page) -> Option<&(i64, Page)> {
+        let chunk = self.chunks.get((slot >> LEAST_CHUNK_BITS) as usize)?;
+        chunk.get((slot & LEAST_CHUNK_MASK) as usize)
+    }
+
+    pub(super) fn at_mut(&mut self, slot: Page) -> &mut (i64, Page) {
+        &mut self.chunks[(slot >> LEAST_CHUNK_BITS) as usize][(slot & LEAST_CHUNK_MASK) as usize]
+    }
+
+    /// The label at a slot a root's counts name.
+    pub(super) fn get(&self, slot: Page) -> (i64, Page) {
+        *self.at(slot).expect("a counted root's slot")
+    }
+}
+
+/// A page's label as the counts compare it: its rank and page (its keys
+/// are read by page), and its id.
+pub(super) type Candidate = (LeastPage, i64);
+
 /// The forest once every pair is in: read-only but for the flattening of
 /// paths and each root's counts, which only the worker the root falls to
 /// writes.
@@ -132,7 +174,6 @@ pub(super) struct Forest {
     pub(super) corpus_wins: bool,
     /// Page numbers handed out (those without [`USED`] are not pages).
     pub(super) pages: usize,
-    pub(super) ids: Segmented<AtomicI64>,
     pub(super) nodes: Nodes,
     pub(super) flags: Segmented<AtomicU8>,
     pub(super) keys: PageKeys,
@@ -151,20 +192,17 @@ pub(super) struct Forest {
 }
 
 impl Forest {
+    /// The forest of `arrays`, less their id table and their ids by page
+    /// (which [`Self::flatten`] is given, and which are freed after it).
     pub(super) fn new(arrays: Arrays, pages: usize, corpus_wins: bool) -> Forest {
         let Arrays {
-            ids,
-            nodes,
-            flags,
-            keys,
-            ..
+            nodes, flags, keys, ..
         } = arrays;
         let mut owners = Segmented::default();
         owners.grow_to(pages);
         Forest {
             corpus_wins,
             pages,
-            ids,
             nodes,
             flags,
             keys,
@@ -255,21 +293,18 @@ impl Forest {
     /// The least of two labels of a set, `earlier` from a page before
     /// `later` in id order: the later one only if it ranks first and the
     /// earlier does not, or they rank alike and its keys come first.
-    pub(super) fn least_of(&self, earlier: LeastPage, later: LeastPage) -> LeastPage {
-        let before = match (later.0, earlier.0) {
+    pub(super) fn least_of(&self, earlier: Candidate, later: Candidate) -> Candidate {
+        let ((earlier_first, earlier_page), (later_first, later_page)) = (earlier.0, later.0);
+        let before = match (later_first, earlier_first) {
             (true, false) => true,
             (false, true) => false,
-            _ => self.keys.less(later.1, earlier.1),
+            _ => self.keys.less(later_page, earlier_page),
         };
         if before {
             later
         } else {
             earlier
         }
-    }
-
-    pub(super) fn id(&self, page: Page) -> i64 {
-        self.ids.get(page as usize).load(Relaxed)
     }
 
     /// Points every page of `range` at its root and notes the worker its
@@ -282,6 +317,7 @@ impl Forest {
     /// by doubling would be copied into fresh memory on the way.
     pub(super) fn flatten(
         &self,
+        ids: &IdsByPage,
         range: std::ops::Range<usize>,
         workers: usize,
     ) -> Vec<Vec<Vec<KeyedPage>>> {
@@ -305,7 +341,7 @@ impl Forest {
                 push_chunked(
                     &mut pages[owner],
                     each,
-                    (self.id(page as Page), page as Page, tag),
+                    (ids.get(page).load(Relaxed), page as Page, tag),
                 );
             }
         }
@@ -319,9 +355,9 @@ impl Forest {
 
     /// Counts the size and least label of every root of `by_id` (pages of
     /// whole components, by id: a root's first page is its least id), and
-    /// clears the [`RANKS_FIRST`] marks of [`Self::flatten`]. With
-    /// `keep_ranks`, gives those marks by place in `by_id`, for the direct
-    /// policy's sweep. On `threads` threads (a giant component's share, see
+    /// clears the [`RANKS_FIRST`] marks of [`Self::flatten`]. Gives the
+    /// roots' least labels and, with `keep_ranks`, those marks by place in
+    /// `by_id`, for the direct policy's sweep. On `threads` threads (a giant component's share, see
     /// [`threads_for_share`]), each counting a range of `by_id` into runs
     /// of one root, which are then added up: a giant component's pages are
     /// one run a thread. On one thread, counting a giant component would
@@ -331,8 +367,9 @@ impl Forest {
         by_id: &mut [KeyedPage],
         keep_ranks: bool,
         threads: usize,
-    ) -> Vec<bool> {
+    ) -> (LeastLabels, Vec<bool>) {
         let mut ranks = vec![false; if keep_ranks { by_id.len() } else { 0 }];
+        let mut least = LeastLabels::default();
         if threads <= 1 {
             for at in 0..by_id.len() {
                 if let Some(&(_, _, tag)) = by_id.get(at + LOOKAHEAD) {
@@ -342,9 +379,9 @@ impl Forest {
                     self.keys.prefetch(page);
                 }
                 let (root, label) = take_mark(&mut by_id[at], &mut ranks, at);
-                self.add_to_root(root, 1, label);
+                self.add_to_root(&mut least, root, 1, label);
             }
-            return ranks;
+            return (least, ranks);
         }
         let each = by_id.len().div_ceil(threads).max(1);
         let mut ranges: Vec<(&mut [KeyedPage], &mut [bool])> = match keep_ranks {
@@ -356,7 +393,7 @@ impl Forest {
         };
         let runs = in_chunks(&mut ranges, 1, |_, range| {
             let (pages, ranks) = &mut range[0];
-            let mut runs: Vec<(Page, u32, LeastPage)> = Vec::new();
+            let mut runs: Vec<(Page, u32, Candidate)> = Vec::new();
             for at in 0..pages.len() {
                 let (root, label) = take_mark(&mut pages[at], ranks, at);
                 match runs.last_mut() {
@@ -370,25 +407,38 @@ impl Forest {
             runs
         });
         // In chunk order: each root's runs are added in id order.
-        let runs: Vec<(Page, u32, LeastPage)> = runs.into_iter().flatten().collect();
+        let runs: Vec<(Page, u32, Candidate)> = runs.into_iter().flatten().collect();
         for (at, &(root, size, label)) in runs.iter().enumerate() {
             if let Some(&(ahead, ..)) = runs.get(at + LOOKAHEAD) {
                 self.nodes.prefetch(ahead);
             }
-            self.add_to_root(root, size, label);
+            self.add_to_root(&mut least, root, size, label);
         }
-        ranks
+        (least, ranks)
     }
 
     /// Adds `size` pages whose least label is `label` to `root`'s counts
-    /// (none yet if its size is 0); pages are added in id order.
-    pub(super) fn add_to_root(&self, root: Page, size: u32, label: LeastPage) {
-        let (counted, least) = self.nodes.counts(root);
-        let least = match counted {
-            0 => label,
-            _ => self.least_of(least, label),
-        };
-        self.nodes.set_counts(root, counted + size, least);
+    /// (none yet if its size is 0; then its label takes the next slot of
+    /// `least`); pages are added in id order.
+    pub(super) fn add_to_root(
+        &self,
+        least: &mut LeastLabels,
+        root: Page,
+        size: u32,
+        label @ ((first, page), id): Candidate,
+    ) {
+        let (counted, (held_first, slot)) = self.nodes.counts(root);
+        if counted == 0 {
+            let slot = least.push((id, page));
+            self.nodes.set_counts(root, size, (first, slot));
+            return;
+        }
+        let held_label = least.at_mut(slot);
+        let held = ((held_first, held_label.1), held_label.0);
+        let ((kept_first, kept_page), kept_id) = self.least_of(held, label);
+        *held_label = (kept_id, kept_page);
+        self.nodes
+            .set_counts(root, counted + size, (kept_first, slot));
     }
 
     pub(super) fn in_corpus(&self, page: Page) -> bool {
@@ -417,6 +467,8 @@ pub struct WorkerShare {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Components {
     pub(super) forest: Arc<Forest>,
+    /// The least labels of the share's roots ([`Forest::count_roots`]).
+    pub(super) least: Arc<LeastLabels>,
 }
 
 impl Components {
@@ -432,18 +484,19 @@ impl Components {
 
     /// The least label of a root's set: its representative's.
     pub(crate) fn least(&self, root: Page) -> Label {
-        let (_, (first, page)) = self.forest.nodes.counts(root);
+        let (_, (first, slot)) = self.forest.nodes.counts(root);
+        let (id, page) = self.least.get(slot);
         Label {
             later: !first,
             keys: self.forest.keys.get(page),
-            id: self.forest.id(page),
+            id,
         }
     }
 
     /// The id of a root's representative.
     pub(crate) fn representative(&self, root: Page) -> i64 {
-        let (_, (_, page)) = self.forest.nodes.counts(root);
-        self.forest.id(page)
+        let (_, (_, slot)) = self.forest.nodes.counts(root);
+        self.least.get(slot).0
     }
 
     /// Words of keys a page has (0: pages are ordered by id alone).
@@ -466,7 +519,7 @@ impl Components {
         self.forest.nodes.counts(root).0
     }
 
-    /// Asks the CPU to fetch a root's size and least label's page ahead of
+    /// Asks the CPU to fetch a root's size and least label's slot ahead of
     /// their use.
     pub(crate) fn prefetch_node(&self, root: Page) {
         self.forest.nodes.prefetch(root);
@@ -476,9 +529,9 @@ impl Components {
     /// use: the root's node is read, so it should be fetched first
     /// ([`Self::prefetch_node`]).
     pub(crate) fn prefetch_representative(&self, root: Page) {
-        let (_, (_, page)) = self.forest.nodes.counts(root);
-        if page != MISSING {
-            prefetch(self.forest.ids.get(page as usize));
+        let (_, (_, slot)) = self.forest.nodes.counts(root);
+        if let Some(label) = self.least.at(slot) {
+            prefetch(label);
         }
     }
 }

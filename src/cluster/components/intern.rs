@@ -276,13 +276,16 @@ impl IdTable {
     }
 }
 
+/// Each page's id.
+pub(super) type IdsByPage = Segmented<AtomicI64>;
+
 /// What the workers fill: the id table and the arrays by page. Grown (by
 /// one worker, the others waiting) only between chunks, and only if the
 /// estimate they were made for ([`SharedGraph::prepare`]) was short.
 #[derive(Debug, Default)]
 pub(super) struct Arrays {
     pub(super) table: IdTable,
-    pub(super) ids: Segmented<AtomicI64>,
+    pub(super) ids: IdsByPage,
     pub(super) nodes: Nodes,
     /// [`USED`], [`IN_CORPUS`] and [`HAS_KEYS`].
     pub(super) flags: Segmented<AtomicU8>,

@@ -54,7 +54,10 @@
 //! **The forest.** The arrays by page (id, node, flags, worker) grow in
 //! segments of 2^22 pages, never copied. A page's node is one 8-byte word:
 //! its parent while the forest is built; at a root, once counted, the set's
-//! size and its least label's page. Paths are halved with plain stores:
+//! size and its least label's slot in a vector of the worker's roots,
+//! `(id, page)`. The ids by page are freed once the workers have
+//! flattened the forest (each page's id goes with it to its worker), so
+//! the memory the split's sort then fills is memory already backed. Paths are halved with plain stores:
 //! every parent outranks its child, so a halving that read a stale
 //! grandparent still points up, and only roots are linked.
 //!
@@ -117,10 +120,11 @@ pub(crate) struct Label {
     pub(crate) id: i64,
 }
 
-/// A set's least label as its counts hold it: whether it ranks first, and
-/// its page (the id is read from the page when asked for). Pages are
-/// counted in id order, so a set's least label is its first page that
-/// ranks first, or else its first page: no ids are compared.
+/// A set's least label as it is compared: whether it ranks first, and its
+/// page (its keys are read by page); as its counts hold it, the page is a
+/// slot in the worker's [`LeastLabels`]. Pages are counted in id order, so
+/// a set's least label is its first page that ranks first, or else its
+/// first page: no ids are compared.
 type LeastPage = (bool, Page);
 
 /// No page: a marker in arrays of pages.
@@ -223,8 +227,9 @@ pub struct SharedGraph {
     /// The roots of sampled pairs, from every worker's log, for placing
     /// big components ([`Forest::place_big_components`]).
     pair_samples: Mutex<RootCounts>,
-    /// The finished forest, while the workers take their shares.
-    done: Mutex<Option<Arc<Forest>>>,
+    /// The finished forest and the ids by page, while the workers take
+    /// their shares.
+    done: Mutex<Option<(Arc<Forest>, Arc<IdsByPage>)>>,
     /// Pages `(id, page, root)` on their way to the worker their
     /// components fall to, in chunks.
     pages_out: Mailbox<Vec<Vec<KeyedPage>>>,
@@ -431,24 +436,27 @@ impl SharedGraph {
         }
         self.barrier.wait();
         if worker == 0 {
-            let arrays =
+            let mut arrays =
                 std::mem::take(&mut *self.building.write().unwrap_or_else(|e| e.into_inner()));
-            let pages = self.pages().min(arrays.ids.len());
+            let ids = std::mem::take(&mut arrays.ids);
+            let pages = self.pages().min(ids.len());
             let mut forest = Forest::new(arrays, pages, self.corpus_wins);
             let pair_samples = std::mem::take(&mut *lock(&self.pair_samples));
             forest.place_big_components(self.workers, &pair_samples);
-            *lock(&self.done) = Some(Arc::new(forest));
+            *lock(&self.done) = Some((Arc::new(forest), Arc::new(ids)));
         }
         self.barrier.wait();
-        let forest = lock(&self.done)
+        let (forest, ids) = lock(&self.done)
             .clone()
             .expect("worker 0 has frozen the forest");
         let range = share_of(forest.pages, worker, self.workers);
         self.pages_out
-            .post(worker, forest.flatten(range, self.workers));
+            .post(worker, forest.flatten(&ids, range, self.workers));
+        drop(ids);
         self.barrier.wait();
         if worker == 0 {
-            // Every worker holds the forest now: it goes with the last share.
+            // Every worker holds the forest now: it goes with the last
+            // share. The ids are freed here, before any share is sorted.
             *lock(&self.done) = None;
         }
         let direct = pairs.is_some();
@@ -467,7 +475,7 @@ impl SharedGraph {
         let share = runs.iter().map(Vec::len).sum();
         let threads = threads_for_share(share, forest.pages, self.workers);
         let mut by_id = sorted_by_id(runs, threads);
-        let ranks_first = forest.count_roots(&mut by_id, direct, threads);
+        let (least, ranks_first) = forest.count_roots(&mut by_id, direct, threads);
         let direct = direct.then(|| {
             // Every worker has posted its pairs.
             self.barrier.wait();
@@ -477,7 +485,10 @@ impl SharedGraph {
             }
         });
         WorkerShare {
-            components: Components { forest },
+            components: Components {
+                forest,
+                least: Arc::new(least),
+            },
             by_id,
             direct,
             threads,
@@ -530,16 +541,15 @@ fn push_chunked<T>(chunks: &mut Vec<Vec<T>>, each: usize, item: T) {
 }
 
 /// A page of `by_id` with its [`RANKS_FIRST`] mark cleared (and kept in
-/// `ranks` at `at`, if `ranks` is kept): its root, and its label as a
-/// [`LeastPage`].
-fn take_mark(page: &mut KeyedPage, ranks: &mut [bool], at: usize) -> (Page, LeastPage) {
-    let (_, page, tag) = page;
+/// `ranks` at `at`, if `ranks` is kept): its root, and its label.
+fn take_mark(page: &mut KeyedPage, ranks: &mut [bool], at: usize) -> (Page, Candidate) {
+    let (id, page, tag) = page;
     let (first, root) = (*tag & RANKS_FIRST != 0, *tag & !RANKS_FIRST);
     *tag = root;
     if let Some(rank) = ranks.get_mut(at) {
         *rank = first;
     }
-    (root, (first, *page))
+    (root, ((first, *page), *id))
 }
 
 /// Pages `worker` of `workers` flattens: an even range.
@@ -918,9 +928,24 @@ mod tests {
     }
 
     #[test]
+    fn least_labels_keep_each_slot_across_chunks() {
+        let mut least = LeastLabels::default();
+        let n = 3 << LEAST_CHUNK_BITS | 5;
+        for slot in 0..n {
+            assert_eq!(least.push((-(slot as i64), slot)), slot);
+        }
+        *least.at_mut(1 << LEAST_CHUNK_BITS) = (7, 9);
+        for slot in [0, 1, LEAST_CHUNK_MASK, 2 << LEAST_CHUNK_BITS, n - 1] {
+            assert_eq!(least.get(slot), (-(slot as i64), slot), "slot {slot}");
+        }
+        assert_eq!(least.get(1 << LEAST_CHUNK_BITS), (7, 9));
+        assert_eq!(least.at(n), None, "no slot past the last");
+    }
+
+    #[test]
     fn the_least_label_in_id_order_is_the_first_that_ranks_first_else_the_first() {
-        let later = |page| (false, page);
-        let first = |page| (true, page);
+        let later = |page| ((false, page), i64::from(page) * 10);
+        let first = |page| ((true, page), i64::from(page) * 10);
         let forest = Forest::default();
         assert_eq!(forest.least_of(later(4), later(9)), later(4));
         assert_eq!(forest.least_of(later(4), first(9)), first(9));
