@@ -21,7 +21,7 @@
 
 use std::time::Instant;
 
-use neardup::cluster::components::{mix, SharedGraph};
+use neardup::cluster::components::{mix, PageEstimate, SharedGraph};
 
 /// Pairs added per call, as `cluster` adds a row group.
 const BATCH: usize = 1 << 20;
@@ -64,7 +64,7 @@ fn main() {
 /// `(first pass, second pass, split)` seconds, the slowest worker's.
 fn run(pairs: &[(i64, i64, bool)], workers: usize) -> (f64, f64, f64) {
     let graph = SharedGraph::new(false, workers, 0);
-    let estimate = pairs.len() * 5 / 4;
+    let estimate = PageEstimate::exact(pairs.len() * 5 / 4);
     let times: Vec<(f64, f64, f64)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|w| {

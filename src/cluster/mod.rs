@@ -28,6 +28,7 @@ pub(crate) mod drop_urls;
 pub(crate) mod join;
 pub mod keep_order;
 pub(crate) mod local_clusters;
+pub(crate) mod page_estimate;
 pub(crate) mod part_runs;
 pub(crate) mod part_writer;
 pub(crate) mod read_pairs;

@@ -14,21 +14,22 @@
 //! would fetch all of it.
 //!
 //! The union-find's id table is sized before any pair is added: each
-//! worker estimates the distinct pages per pair in up to 1Mi pairs of its
-//! first row group (linear counting), scaled to the process's pairs, plus a
-//! tenth. Under `--drop-policy direct` the pairs are also logged as page
-//! numbers and nearness, 10 bytes a pair, for the drop sweep; under
-//! `component` nothing per pair is kept.
+//! worker estimates the process's distinct pages from up to 1Mi pairs of
+//! its first row group ([`crate::cluster::page_estimate`]). Under
+//! `--drop-policy direct` the pairs are also logged as page numbers and
+//! nearness, 10 bytes a pair, for the drop sweep; under `component`
+//! nothing per pair is kept.
 
 use std::cell::RefCell;
 
 use anyhow::{bail, Result};
 
 use crate::cluster::components::{
-    mix, GraphWriter, KeyWriter, Page, PairLog, SharedGraph, MAX_PROCESS_PAGES,
+    GraphWriter, KeyWriter, Page, PageEstimate, PairLog, SharedGraph, MAX_PROCESS_PAGES,
 };
 use crate::cluster::drop_policy::closeness;
 use crate::cluster::keep_order::KeepOrder;
+use crate::cluster::page_estimate::expected_pages;
 use crate::cluster::summary::ClusterTotals;
 use crate::exec::parallel::{share_of_process, Tickets};
 use crate::exec::runtime::RuntimeOptions;
@@ -149,8 +150,11 @@ pub(crate) fn add_pairs(
         None => Ok(false),
     };
     let (estimate, range) = match sampled {
-        Ok(true) => (expected_pages(&rows, units.pairs()), id_range(&rows)),
-        _ => (0, None),
+        Ok(true) => {
+            let ids = rows.iter().map(|r| (r.query, r.corpus));
+            (expected_pages(ids, units.pairs()), id_range(&rows))
+        }
+        _ => (PageEstimate::exact(0), None),
     };
     // Every worker prepares, even one with nothing to read or a bad file:
     // the others wait for it.
@@ -237,23 +241,4 @@ fn id_range(rows: &[PairRow]) -> Option<(i64, i64)> {
     let ids = rows.iter().flat_map(|r| [r.query, r.corpus]);
     let least = ids.clone().min()?;
     Some((least, ids.max()?))
-}
-
-/// The pages a process will likely see in all, from a worker's first row
-/// group: as many per pair as the row group has distinct pages (dense
-/// graphs see fewer later, as pages repeat), and a tenth more. The
-/// distinct pages are counted by linear counting (Whang, Vander-Zanden and
-/// Taylor, 1990) in a bitmap of four bits per id: accurate to a percent or
-/// two here, in one pass over the ids.
-fn expected_pages(first: &[PairRow], process_pairs: usize) -> usize {
-    let bits = (8 * first.len()).next_power_of_two().max(64);
-    let mut bitmap = vec![0u64; bits / 64];
-    for id in first.iter().flat_map(|r| [r.query, r.corpus]) {
-        let bit = (mix(id) >> (64 - bits.trailing_zeros())) as usize;
-        bitmap[bit / 64] |= 1 << (bit % 64);
-    }
-    let empty: u32 = bitmap.iter().map(|word| word.count_zeros()).sum();
-    let distinct = bits as f64 * (bits as f64 / f64::from(empty.max(1))).ln();
-    let per_pair = distinct / first.len().max(1) as f64;
-    (per_pair * process_pairs as f64 * 1.1) as usize
 }

@@ -2,6 +2,7 @@
 //! its share of the components ([`Components`]).
 
 use super::*;
+use crate::exec::sorting::ordered;
 
 /// The forest: by page, one word, touched as the page came. While the
 /// forest is built and flattened it holds the page's parent; once every
@@ -307,22 +308,34 @@ impl Forest {
         }
     }
 
+    /// The least and greatest id of the pages of `range`, as [`ordered`]
+    /// (none: no page).
+    pub(super) fn id_span(
+        &self,
+        ids: &IdsByPage,
+        range: std::ops::Range<usize>,
+    ) -> Option<(u64, u64)> {
+        range
+            .filter(|&page| self.flags.get(page).load(Relaxed) & USED != 0)
+            .map(|page| ordered(ids.get(page).load(Relaxed)))
+            .fold(None, |span, id| match span {
+                None => Some((id, id)),
+                Some((least, most)) => Some((least.min(id), most.max(id))),
+            })
+    }
+
     /// Points every page of `range` at its root and notes the worker its
-    /// component falls to (of `workers`, by a hash of the root); gives the
-    /// pages `(id, page, root)` by that worker, the root marked
-    /// [`RANKS_FIRST`] if the page ranks first (its flags are read here in
-    /// page order, where [`Self::count_roots`] would read them at random).
-    /// The pages for a worker come in chunks, room for an even split each:
-    /// a giant component's pages all go to one worker, and a vector grown
-    /// by doubling would be copied into fresh memory on the way.
+    /// component falls to (of `workers`); gives how many of the pages fall
+    /// to each worker, by bucket of their ids ([`IdBuckets`]), for
+    /// [`Self::place_by_id`].
     pub(super) fn flatten(
         &self,
         ids: &IdsByPage,
         range: std::ops::Range<usize>,
         workers: usize,
-    ) -> Vec<Vec<Vec<KeyedPage>>> {
-        let each = range.len() / workers + range.len() / workers / 8 + 16;
-        let mut pages: Vec<Vec<Vec<KeyedPage>>> = (0..workers).map(|_| Vec::new()).collect();
+        buckets: &IdBuckets,
+    ) -> Vec<Vec<u32>> {
+        let mut counts = vec![vec![0u32; buckets.count()]; workers];
         let end = range.end;
         for page in range {
             if page + LOOKAHEAD < end {
@@ -330,22 +343,43 @@ impl Forest {
                 self.nodes
                     .prefetch(self.nodes.parent((page + LOOKAHEAD) as Page));
             }
-            let flags = self.flags.get(page).load(Relaxed);
-            if flags & USED != 0 {
+            if self.flags.get(page).load(Relaxed) & USED != 0 {
                 let root = self.nodes.root_of(page as Page);
                 self.nodes.set_parent(page as Page, root);
                 let owner = self.owner_of_root(root, workers);
                 self.owners.get(page).store(owner as u16, Relaxed);
-                let first = self.corpus_wins && flags & IN_CORPUS != 0;
-                let tag = root | if first { RANKS_FIRST } else { 0 };
-                push_chunked(
-                    &mut pages[owner],
-                    each,
-                    (ids.get(page).load(Relaxed), page as Page, tag),
-                );
+                counts[owner][buckets.of(ids.get(page).load(Relaxed))] += 1;
             }
         }
-        pages
+        counts
+    }
+
+    /// Writes every page of `range`, flattened, as `(id, page, root)` at
+    /// its place in the share of the worker its component falls to
+    /// (`places`, by worker), the root marked [`RANKS_FIRST`] if the page
+    /// ranks first (its flags are read here in page order, where
+    /// [`Self::count_roots`] would read them at random). Every array read
+    /// is read in page order.
+    pub(super) fn place_by_id(
+        &self,
+        ids: &IdsByPage,
+        range: std::ops::Range<usize>,
+        buckets: &IdBuckets,
+        places: &mut [Places],
+    ) {
+        for page in range {
+            let flags = self.flags.get(page).load(Relaxed);
+            if flags & USED != 0 {
+                let root = self.nodes.parent(page as Page);
+                let first = self.corpus_wins && flags & IN_CORPUS != 0;
+                let tag = root | if first { RANKS_FIRST } else { 0 };
+                let id = ids.get(page).load(Relaxed);
+                places[self.owner(page as Page)].put(buckets.of(id), (id, page as Page, tag));
+            }
+        }
+        for places in places {
+            places.check_filled();
+        }
     }
 
     /// The worker of the process a page's component falls to.

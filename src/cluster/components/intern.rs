@@ -138,8 +138,9 @@ pub(super) struct IdTable {
 /// rebuilt hashed, as it is when it grows.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Placement {
-    /// The top bits of the id's [`mix`]: any ids, spread at random.
-    Hashed { shift: u32 },
+    /// The id's [`mix`] scaled to the table (its top bits, for a power
+    /// of two): any ids, spread at random.
+    Hashed { slots: usize },
     /// The id's place in its range scaled to the table: ids in the
     /// sampled range `[least, least + span]` (as ordered keys,
     /// [`ordered_key`]) fill all but a [`HEADROOM`] of the slots at each
@@ -162,16 +163,14 @@ pub(super) const HEADROOM: usize = 64;
 
 impl Default for Placement {
     fn default() -> Placement {
-        Placement::Hashed { shift: 63 }
+        Placement::Hashed { slots: 2 }
     }
 }
 
 impl Placement {
-    /// Hashed homes in a table of `slots` (a power of two).
+    /// Hashed homes in a table of `slots`.
     pub(super) fn hashed(slots: usize) -> Placement {
-        Placement::Hashed {
-            shift: 64 - slots.trailing_zeros(),
-        }
+        Placement::Hashed { slots }
     }
 
     /// Homes in id order for ids in `range`, in a table of `slots`.
@@ -194,7 +193,7 @@ impl Placement {
 
     pub(super) fn home(&self, id: i64) -> usize {
         match *self {
-            Placement::Hashed { shift } => (mix(id) >> shift) as usize,
+            Placement::Hashed { slots } => ((u128::from(mix(id)) * slots as u128) >> 64) as usize,
             Placement::Ordered {
                 least,
                 span,
@@ -220,21 +219,33 @@ pub(super) fn ordered_key(id: i64) -> u64 {
 }
 
 impl IdTable {
-    /// The parts of a table of `slots` slots (a power of two): up to 64, of
-    /// at least 2^16 slots; `(how many, slots each)`.
-    pub(super) fn parts_for(slots: usize) -> (usize, usize) {
-        let parts = (slots >> 16).clamp(1, 64);
-        (parts, slots / parts)
+    /// The parts of the least table of at least `wanted` slots: up to 64
+    /// parts of a power of two slots each, 2^16 or more (one part, of at
+    /// least 8, for fewer), so a table is no more than 1/32 larger than
+    /// wanted; `(how many, log2 of the slots each)`.
+    pub(super) fn parts_for(wanted: usize) -> (usize, u32) {
+        const PART_BITS: u32 = 16;
+        const MAX_PARTS: usize = 64;
+        if wanted <= 1 << PART_BITS {
+            return (1, wanted.next_power_of_two().max(8).trailing_zeros());
+        }
+        let bits = wanted
+            .div_ceil(MAX_PARTS)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(PART_BITS);
+        (wanted.div_ceil(1 << bits), bits)
     }
 
-    /// A table of `slots` slots (a power of two), not yet touched, its
-    /// homes placed in id order for ids in `range` if one is given, else
-    /// hashed.
-    pub(super) fn new(slots: usize, range: Option<(i64, i64)>) -> IdTable {
-        let (_, each) = IdTable::parts_for(slots);
+    /// A table of at least `wanted` slots ([`IdTable::parts_for`]), not
+    /// yet touched, its homes placed in id order for ids in `range` if one
+    /// is given, else hashed.
+    pub(super) fn new(wanted: usize, range: Option<(i64, i64)>) -> IdTable {
+        let (parts, part_bits) = IdTable::parts_for(wanted);
+        let slots = parts << part_bits;
         IdTable {
             slots: zeroed(slots),
-            part_bits: each.trailing_zeros(),
+            part_bits,
             placement: match range {
                 Some(range) => Placement::ordered(range, slots),
                 None => Placement::hashed(slots),
@@ -298,7 +309,7 @@ impl Arrays {
         ids * 4 <= self.table.len() * 3 && pages <= self.ids.len()
     }
 
-    /// Grows the table to `slots` slots (a power of two) if it is smaller.
+    /// Grows the table to at least `slots` slots if it is smaller.
     /// A grown table is hashed: the range its homes were placed by was a
     /// sample's, and the sample was short.
     pub(super) fn grow_table(&mut self, slots: usize) {
@@ -317,7 +328,7 @@ impl Arrays {
         }
     }
 
-    /// The table rebuilt with `slots` slots and hashed homes. Pages keep
+    /// The table rebuilt with at least `slots` slots and hashed homes. Pages keep
     /// their numbers: only the table maps ids to them.
     pub(super) fn rebuild_hashed(&mut self, slots: usize) {
         let table = IdTable::new(slots, None);

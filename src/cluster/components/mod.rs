@@ -46,20 +46,21 @@
 //! claimed by compare-and-swap before its page number is given out, so two
 //! workers meeting a new id agree on its page. The table is sized before
 //! any pair is added, from the largest worker's estimate of the distinct
-//! pages (see [`crate::cluster`]), at the least power of two above it
-//! (a table twice too large costs cache and TLB misses on every lookup, a
-//! low estimate one doubling). It is one allocation, each worker first
-//! touching its own share, freed once the forest is done.
+//! pages ([`crate::cluster::page_estimate`]), at 3/2 of it in parts of a
+//! power of two slots, or fewer if the linear estimate is near
+//! ([`SharedGraph::prepare`]): a table twice too large costs cache and TLB
+//! misses on every lookup, a low estimate one doubling. It is one allocation,
+//! each worker first touching its own share, freed once the forest is done.
 //!
 //! **The forest.** The arrays by page (id, node, flags, worker) grow in
 //! segments of 2^22 pages, never copied. A page's node is one 8-byte word:
 //! its parent while the forest is built; at a root, once counted, the set's
 //! size and its least label's slot in a vector of the worker's roots,
 //! `(id, page)`. The ids by page are freed once the workers have
-//! flattened the forest (each page's id goes with it to its worker), so
-//! the memory the split's sort then fills is memory already backed. Paths are halved with plain stores:
-//! every parent outranks its child, so a halving that read a stale
-//! grandparent still points up, and only roots are linked.
+//! placed each page with its id in its share, before the shares are
+//! sorted. Paths are halved with plain stores: every parent outranks its
+//! child, so a halving that read a stale grandparent still points up, and
+//! only roots are linked.
 //!
 //! **The shares.** Each worker points the pages of a range at their roots;
 //! a page that ranks first marks its root, so the count reads no flag at
@@ -68,8 +69,12 @@
 //! are placed by their work (pages, and pairs under the direct policy) on
 //! the least-loaded one, and the rest by a hash of their root, in
 //! proportion to the room the big ones leave each worker. Its pairs are
-//! routed by a two-byte owner per page. A worker gets its
-//! components' pages sorted by id ([`crate::exec::sorting`]); one pass in id order
+//! routed by a two-byte owner per page. A worker gets its components'
+//! pages sorted by id without a sort's second copy ([`IdBuckets`]): the
+//! workers count their pages by share and by bucket of ids as they
+//! flatten, each share's worker makes room for exactly its pages, the
+//! workers write each page at its bucket's next place in its share, and
+//! each bucket is sorted in the cache. One pass in id order
 //! counts each root's size and representative (the first page that ranks
 //! first, else the first page). A giant component (a 10M-page chain, a
 //! 1M-leaf star) falls to one worker, which takes the process's threads in
@@ -93,6 +98,25 @@ use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::lock;
 use crate::exec::parallel::prefetch;
 use crate::exec::runtime::MAX_WORKERS;
+
+/// A worker's estimate of its process's distinct pages
+/// ([`crate::cluster::page_estimate`]): the likely count, and the linear
+/// estimate, which bounds it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageEstimate {
+    pub likely: usize,
+    pub linear: usize,
+}
+
+impl PageEstimate {
+    /// Pages known (none: the table and arrays grow as pairs come).
+    pub fn exact(pages: usize) -> PageEstimate {
+        PageEstimate {
+            likely: pages,
+            linear: pages,
+        }
+    }
+}
 
 /// A page's dense index in its process's [`SharedGraph`].
 pub(crate) type Page = u32;
@@ -218,8 +242,9 @@ pub struct SharedGraph {
     pages: AtomicUsize,
     /// Ids interned, as workers report them chunk by chunk.
     interned: AtomicUsize,
-    /// The workers' largest estimate of the process's pages.
+    /// The workers' largest estimates of the process's pages.
     estimate: AtomicUsize,
+    linear: AtomicUsize,
     /// The least and greatest id the workers sampled (the least above the
     /// greatest: none yet).
     least_id: AtomicI64,
@@ -230,9 +255,14 @@ pub struct SharedGraph {
     /// The finished forest and the ids by page, while the workers take
     /// their shares.
     done: Mutex<Option<(Arc<Forest>, Arc<IdsByPage>)>>,
-    /// Pages `(id, page, root)` on their way to the worker their
-    /// components fall to, in chunks.
-    pages_out: Mailbox<Vec<Vec<KeyedPage>>>,
+    /// The least and greatest id of the process's pages, as
+    /// [`crate::exec::sorting::ordered`], for [`IdBuckets`].
+    ids_least: AtomicU64,
+    ids_most: AtomicU64,
+    /// Each worker's pages for each share, by bucket of ids.
+    counts_out: Mailbox<Vec<u32>>,
+    /// Each share's places for each worker's pages.
+    places_out: Mailbox<Places>,
     /// Pairs on their way to the worker their components fall to.
     pairs_out: Mailbox<PairLog>,
 }
@@ -253,11 +283,15 @@ impl SharedGraph {
             pages: AtomicUsize::new(0),
             interned: AtomicUsize::new(0),
             estimate: AtomicUsize::new(0),
+            linear: AtomicUsize::new(0),
             least_id: AtomicI64::new(i64::MAX),
             greatest_id: AtomicI64::new(i64::MIN),
             pair_samples: Mutex::new(RootCounts::default()),
             done: Mutex::new(None),
-            pages_out: Mailbox::new(workers),
+            ids_least: AtomicU64::new(u64::MAX),
+            ids_most: AtomicU64::new(0),
+            counts_out: Mailbox::new(workers),
+            places_out: Mailbox::new(workers),
             pairs_out: Mailbox::new(workers),
         }
     }
@@ -296,17 +330,20 @@ impl SharedGraph {
     /// are written in order of page number, as pages come: their memory is
     /// left to be backed then.
     ///
-    /// Estimates run high (pages repeat more as more pairs come), so the
-    /// table is the least power of two above the estimate, not the 4/3 of
-    /// it a table 3/4 full needs: a table twice too large costs more in
-    /// cache and TLB misses than the one doubling an estimate too low costs.
+    /// The table has half again as many slots as the likely pages, so that
+    /// an estimate a tenth short still leaves it under 3/4 full, but never
+    /// more than the least power of two above a tenth more than the linear
+    /// estimate (which counts pages whose pairs lie together right): a
+    /// table twice too large costs cache and TLB misses on every lookup,
+    /// one too small a doubling.
     ///
     /// `range` is the least and greatest id the worker has seen (in its
     /// first row group, as `pages` is estimated from): with every worker's,
     /// the range the table's homes are placed by, in id order
     /// ([`Placement`]). No range from any worker: homes are hashed.
-    pub fn prepare(&self, worker: usize, pages: usize, range: Option<(i64, i64)>) {
-        self.estimate.fetch_max(pages, Relaxed);
+    pub fn prepare(&self, worker: usize, pages: PageEstimate, range: Option<(i64, i64)>) {
+        self.estimate.fetch_max(pages.likely, Relaxed);
+        self.linear.fetch_max(pages.linear, Relaxed);
         if let Some((least, most)) = range {
             self.least_id.fetch_min(least, Relaxed);
             self.greatest_id.fetch_max(most, Relaxed);
@@ -314,7 +351,8 @@ impl SharedGraph {
         self.barrier.wait();
         if worker == 0 {
             let pages = self.estimate.load(Relaxed) + self.margin();
-            let slots = pages.next_power_of_two().max(8);
+            let linear = self.linear.load(Relaxed) + self.margin();
+            let slots = (pages * 3 / 2).min((linear * 11 / 10).next_power_of_two());
             let mut arrays = self.building.write().unwrap_or_else(|e| e.into_inner());
             let (least, most) = (self.least_id.load(Relaxed), self.greatest_id.load(Relaxed));
             let range = (least <= most).then_some((least, most));
@@ -359,8 +397,7 @@ impl SharedGraph {
             let (ids, pages) = needed();
             let slots = arrays.table.len();
             if ids * 4 > slots * 3 {
-                let needed = (ids * 4 / 3 + 1).next_power_of_two();
-                arrays.grow_table(needed.max(2 * slots));
+                arrays.grow_table((ids * 4 / 3 + 1).max(2 * slots));
             }
             arrays.grow_arrays(pages);
         }
@@ -450,8 +487,22 @@ impl SharedGraph {
             .clone()
             .expect("worker 0 has frozen the forest");
         let range = share_of(forest.pages, worker, self.workers);
-        self.pages_out
-            .post(worker, forest.flatten(&ids, range, self.workers));
+        if let Some((least, most)) = forest.id_span(&ids, range.clone()) {
+            self.ids_least.fetch_min(least, Relaxed);
+            self.ids_most.fetch_max(most, Relaxed);
+        }
+        self.barrier.wait();
+        let (least, most) = (self.ids_least.load(Relaxed), self.ids_most.load(Relaxed));
+        let span = (least <= most).then_some((least, most));
+        let buckets = IdBuckets::new(span, forest.pages, self.workers);
+        let counts = forest.flatten(&ids, range.clone(), self.workers, &buckets);
+        self.counts_out.post(worker, counts);
+        self.barrier.wait();
+        let (room, places) = ShareRoom::new(&self.counts_out.collect(worker), buckets.count());
+        self.places_out.post(worker, places);
+        self.barrier.wait();
+        let mut places = self.places_out.collect(worker);
+        forest.place_by_id(&ids, range, &buckets, &mut places);
         drop(ids);
         self.barrier.wait();
         if worker == 0 {
@@ -466,15 +517,10 @@ impl SharedGraph {
             let logs = log.split_by(self.workers, owner, prefetch);
             self.pairs_out.post(worker, logs);
         }
-        let runs: Vec<Vec<KeyedPage>> = self
-            .pages_out
-            .collect(worker)
-            .into_iter()
-            .flatten()
-            .collect();
-        let share = runs.iter().map(Vec::len).sum();
-        let threads = threads_for_share(share, forest.pages, self.workers);
-        let mut by_id = sorted_by_id(runs, threads);
+        let threads = threads_for_share(room.len(), forest.pages, self.workers);
+        // SAFETY: every worker has filled its places (`place_by_id` checks)
+        // before the barrier above.
+        let mut by_id = unsafe { room.into_sorted(threads) };
         let (least, ranks_first) = forest.count_roots(&mut by_id, direct, threads);
         let direct = direct.then(|| {
             // Every worker has posted its pairs.
@@ -769,7 +815,7 @@ mod tests {
                     let (graph, prepared) = (&graph, &prepared);
                     scope.spawn(move || {
                         let (pages, range) = prepared(w);
-                        graph.prepare(w, pages, range);
+                        graph.prepare(w, PageEstimate::exact(pages), range);
                         let mut writer = graph.writer();
                         let mut log = PairLog::default();
                         let mut ends = Vec::new();
@@ -928,6 +974,32 @@ mod tests {
     }
 
     #[test]
+    fn the_table_has_room_for_the_likely_pages_and_never_exceeds_the_linear_bound() {
+        let slots = |likely, linear| {
+            let graph = SharedGraph::new(false, 1, 0);
+            graph.prepare(0, PageEstimate { likely, linear }, None);
+            let slots = graph.building.read().unwrap().table.len();
+            (slots, graph.margin())
+        };
+        // Random order: the likely pages far below the linear bound.
+        let (table, margin) = slots(1_000_000, 2_000_000);
+        let likely = 1_000_000 + margin;
+        assert!(
+            table * 3 >= likely * 4 * 11 / 10,
+            "{table}: room for a tenth more"
+        );
+        assert!(table < likely * 2, "{table}: not the bound's power of two");
+        // Pages that lie together: the estimates agree, and the table is no
+        // larger than the least power of two above a tenth more.
+        let (table, margin) = slots(1_400_000, 1_400_000);
+        assert!(table <= ((1_400_000 + margin) * 11 / 10).next_power_of_two());
+        assert!(
+            table * 3 >= (1_400_000 + margin) * 4,
+            "{table}: 3/4 full at most"
+        );
+    }
+
+    #[test]
     fn least_labels_keep_each_slot_across_chunks() {
         let mut least = LeastLabels::default();
         let n = 3 << LEAST_CHUNK_BITS | 5;
@@ -1006,7 +1078,7 @@ mod tests {
                         .map(|w| {
                             let (graph, edges, rows) = (&graph, &edges, &rows);
                             scope.spawn(move || {
-                                graph.prepare(w, 0, None);
+                                graph.prepare(w, PageEstimate::exact(0), None);
                                 let mut writer = graph.writer();
                                 let mut ends = Vec::new();
                                 for (n, chunk) in edges.chunks(500).enumerate() {
@@ -1274,7 +1346,7 @@ mod tests {
         range: (i64, i64),
     ) -> (bool, Vec<(i64, i64, u32)>) {
         let graph = SharedGraph::new(false, 1, 0);
-        graph.prepare(0, pages, Some(range));
+        graph.prepare(0, PageEstimate::exact(pages), Some(range));
         let mut writer = graph.writer();
         let mut ends = Vec::new();
         for batch in pairs.chunks(1_000) {

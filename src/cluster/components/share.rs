@@ -1,5 +1,5 @@
 //! What a worker's share of its process's components holds besides them:
-//! its pages sorted by id ([`sorted_by_id`]) and, under the direct drop
+//! its pages sorted by id ([`ShareRoom`]) and, under the direct drop
 //! policy, the pairs among them as page numbers ([`PairLog`]), which the
 //! union-find logs as it reads and the split hands to each pair's owner.
 
@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 use super::{Page, LOOKAHEAD, MISSING};
 use crate::exec::parallel::in_chunks;
-use crate::exec::sorting::{ordered, scatter_sorted_runs, sort_spread_by_key};
+#[cfg(test)]
+use crate::exec::sorting::scatter_sorted_runs;
+use crate::exec::sorting::{ordered, sort_spread_by_key};
 
 /// How near a pair's pages are, as the direct drop policy compares a
 /// page's kept partners, nearest first (it says how the wide distance and
@@ -231,22 +233,179 @@ pub(crate) fn threads_for_share(share: usize, pages: usize, workers: usize) -> u
 pub(crate) type KeyedPage = (i64, Page, u32);
 
 /// The pages of several runs sorted by id as one (a scatter, then buckets of
-/// about 1,024 pages in the cache, by counting where ids are spread as hashes
-/// are, else by radix sort): the order rows are written in, and the order
-/// the direct policy's sweep ranks pages by.
+/// about 1,024 pages in the cache, [`id_sorter`]), as a share's pages are
+/// ([`ShareRoom`]): for tests that make shares of their own.
 ///
 /// On `threads` threads (see [`crate::exec::sorting::place_and_sort`]).
+#[cfg(test)]
 pub(crate) fn sorted_by_id(runs: Vec<Vec<KeyedPage>>, threads: usize) -> Vec<KeyedPage> {
     let key = |&(id, ..): &KeyedPage| ordered(id);
     let sorter = || {
-        let (mut scratch, mut counts) = (Vec::new(), Vec::new());
-        move |_: usize, bucket: &mut [KeyedPage]| {
-            if !sort_spread_by_key(bucket, key, &mut scratch, &mut counts) {
-                radsort::sort_by_key(bucket, |&(id, ..)| id);
+        let mut sort = id_sorter();
+        move |_: usize, bucket: &mut [KeyedPage]| sort(bucket)
+    };
+    scatter_sorted_runs(runs, key, PAGES_PER_BUCKET, threads, sorter)
+}
+
+/// Sorts buckets of pages by id, one after another, keeping its scratch:
+/// by counting where ids are spread as hashes are, else by radix sort.
+fn id_sorter() -> impl FnMut(&mut [KeyedPage]) {
+    let (mut scratch, mut counts) = (Vec::new(), Vec::new());
+    move |bucket| {
+        let key = |&(id, ..): &KeyedPage| ordered(id);
+        if !sort_spread_by_key(bucket, key, &mut scratch, &mut counts) {
+            radsort::sort_by_key(bucket, |&(id, ..)| id);
+        }
+    }
+}
+
+/// Pages a bucket of ids holds on average when a worker's share is even:
+/// a bucket sorts in the cache.
+const PAGES_PER_BUCKET: usize = 1 << 10;
+
+/// How the workers place their shares' pages by id without a sort's
+/// second copy ([`super::SharedGraph::split`]): the span of the process's
+/// ids (as [`ordered`]) cut into buckets of equal width, each a range of
+/// every share, which the workers fill, and then sorted on its own.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct IdBuckets {
+    least: u64,
+    shift: u32,
+    count: usize,
+}
+
+impl IdBuckets {
+    /// Buckets for the ids of `span` (none: no page), about
+    /// [`PAGES_PER_BUCKET`] a bucket in an even share of `pages` on
+    /// `workers` workers.
+    pub(super) fn new(span: Option<(u64, u64)>, pages: usize, workers: usize) -> IdBuckets {
+        let (least, most) = span.unwrap_or((0, 0));
+        let count = (pages / PAGES_PER_BUCKET / workers.max(1)).next_power_of_two();
+        let span_bits = 64 - (most - least).leading_zeros();
+        let shift = span_bits.saturating_sub(count.trailing_zeros());
+        IdBuckets {
+            least,
+            shift,
+            count,
+        }
+    }
+
+    pub(super) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The bucket of an id in the span.
+    pub(super) fn of(&self, id: i64) -> usize {
+        (((ordered(id) - self.least) >> self.shift) as usize).min(self.count - 1)
+    }
+}
+
+/// Where one worker writes the pages it flattened that fall to one share
+/// ([`super::Forest::place_by_id`]): the share's array, and by bucket of
+/// ids the place of this worker's next page there and the end of its room.
+#[derive(Debug, Default)]
+pub(super) struct Places {
+    /// The array's address: the share's worker owns it, its room reserved,
+    /// and keeps it in place until every worker has written its pages.
+    share: usize,
+    next: Vec<usize>,
+    ends: Vec<usize>,
+}
+
+impl Places {
+    pub(super) fn put(&mut self, bucket: usize, page: KeyedPage) {
+        let at = self.next[bucket];
+        assert!(
+            at < self.ends[bucket],
+            "more pages for a bucket than counted"
+        );
+        // SAFETY: `at` is in this worker's room of the bucket, which lies in
+        // the array's reserved room (see `ShareRoom::new`), and no other
+        // worker writes there; the array's owner reads it only once every
+        // worker has written.
+        unsafe { (self.share as *mut KeyedPage).add(at).write(page) };
+        self.next[bucket] = at + 1;
+    }
+
+    /// Panics unless every place was written (the array is then whole).
+    pub(super) fn check_filled(&self) {
+        assert!(
+            self.next == self.ends,
+            "fewer pages for a share than counted"
+        );
+    }
+}
+
+/// A worker's share being filled by every worker ([`Places`]).
+pub(super) struct ShareRoom {
+    pages: Vec<KeyedPage>,
+    len: usize,
+    /// Where each bucket starts, and (last) where they end.
+    starts: Vec<usize>,
+}
+
+impl ShareRoom {
+    /// Pages of the share.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Room for the pages every worker counted for this share, `counts`
+    /// (by worker, by bucket), and each worker's places in it: bucket by
+    /// bucket, each worker's pages after the previous worker's.
+    pub(super) fn new(counts: &[Vec<u32>], buckets: usize) -> (ShareRoom, Vec<Places>) {
+        let len: usize = counts.iter().flatten().map(|&n| n as usize).sum();
+        let mut pages: Vec<KeyedPage> = Vec::with_capacity(len);
+        let share = pages.as_mut_ptr() as usize;
+        let mut places: Vec<Places> = counts
+            .iter()
+            .map(|_| Places {
+                share,
+                next: Vec::with_capacity(buckets),
+                ends: Vec::with_capacity(buckets),
+            })
+            .collect();
+        let (mut starts, mut at) = (Vec::with_capacity(buckets + 1), 0);
+        for bucket in 0..buckets {
+            starts.push(at);
+            for (places, counts) in places.iter_mut().zip(counts) {
+                places.next.push(at);
+                at += counts.get(bucket).map_or(0, |&n| n as usize);
+                places.ends.push(at);
             }
         }
-    };
-    scatter_sorted_runs(runs, key, 1 << 10, threads, sorter)
+        starts.push(at);
+        (ShareRoom { pages, len, starts }, places)
+    }
+
+    /// The share, each bucket sorted by id, on `threads` threads.
+    ///
+    /// # Safety
+    /// Every worker has written all the places [`Self::new`] gave it
+    /// ([`Places::check_filled`] passed), and those writes happen before
+    /// this call (a barrier between).
+    pub(super) unsafe fn into_sorted(self, threads: usize) -> Vec<KeyedPage> {
+        let ShareRoom {
+            mut pages,
+            len,
+            starts,
+        } = self;
+        // SAFETY: the caller's promise: every place below `len` is written.
+        unsafe { pages.set_len(len) };
+        let mut buckets: Vec<&mut [KeyedPage]> = Vec::with_capacity(starts.len());
+        let mut rest = &mut pages[..];
+        for bucket in starts.windows(2) {
+            let (this, after) = std::mem::take(&mut rest).split_at_mut(bucket[1] - bucket[0]);
+            buckets.push(this);
+            rest = after;
+        }
+        let each = buckets.len().div_ceil(threads.max(1));
+        in_chunks(&mut buckets, each, |_, buckets| {
+            let mut sort = id_sorter();
+            buckets.iter_mut().for_each(|bucket| sort(bucket));
+        });
+        pages
+    }
 }
 
 #[cfg(test)]

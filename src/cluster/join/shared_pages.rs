@@ -256,7 +256,7 @@ mod tests {
     fn pages_shared_with_the_same_node_make_one_link_with_their_copies() {
         // This worker's graph: one component {1, 2, 3}, one {10, 11}.
         let graph = crate::cluster::components::SharedGraph::new(false, 1, 0);
-        graph.prepare(0, 0, None);
+        graph.prepare(0, crate::cluster::components::PageEstimate::exact(0), None);
         let mut ends = Vec::new();
         let pairs = [(1, 2, false), (2, 3, false), (10, 11, false)];
         graph.writer().add_pairs(pairs.into_iter(), &mut ends);
