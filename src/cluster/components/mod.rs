@@ -486,23 +486,7 @@ impl SharedGraph {
         let (forest, ids) = lock(&self.done)
             .clone()
             .expect("worker 0 has frozen the forest");
-        let range = share_of(forest.pages, worker, self.workers);
-        if let Some((least, most)) = forest.id_span(&ids, range.clone()) {
-            self.ids_least.fetch_min(least, Relaxed);
-            self.ids_most.fetch_max(most, Relaxed);
-        }
-        self.barrier.wait();
-        let (least, most) = (self.ids_least.load(Relaxed), self.ids_most.load(Relaxed));
-        let span = (least <= most).then_some((least, most));
-        let buckets = IdBuckets::new(span, forest.pages, self.workers);
-        let counts = forest.flatten(&ids, range.clone(), self.workers, &buckets);
-        self.counts_out.post(worker, counts);
-        self.barrier.wait();
-        let (room, places) = ShareRoom::new(&self.counts_out.collect(worker), buckets.count());
-        self.places_out.post(worker, places);
-        self.barrier.wait();
-        let mut places = self.places_out.collect(worker);
-        forest.place_by_id(&ids, range, &buckets, &mut places);
+        let room = self.place_shares(worker, &forest, &ids);
         drop(ids);
         self.barrier.wait();
         if worker == 0 {
@@ -539,6 +523,31 @@ impl SharedGraph {
             direct,
             threads,
         }
+    }
+
+    /// Flattens this worker's range of the forest and writes its pages into
+    /// the shares they fall to, every worker at once ([`IdBuckets`]); gives
+    /// this worker's share, filled once every worker has passed the next
+    /// barrier.
+    fn place_shares(&self, worker: usize, forest: &Forest, ids: &IdsByPage) -> ShareRoom {
+        let range = share_of(forest.pages, worker, self.workers);
+        if let Some((least, most)) = forest.id_span(ids, range.clone()) {
+            self.ids_least.fetch_min(least, Relaxed);
+            self.ids_most.fetch_max(most, Relaxed);
+        }
+        self.barrier.wait();
+        let (least, most) = (self.ids_least.load(Relaxed), self.ids_most.load(Relaxed));
+        let span = (least <= most).then_some((least, most));
+        let buckets = IdBuckets::new(span, forest.pages, self.workers);
+        let counts = forest.flatten(ids, range.clone(), self.workers, &buckets);
+        self.counts_out.post(worker, counts);
+        self.barrier.wait();
+        let (room, places) = ShareRoom::new(&self.counts_out.collect(worker), buckets.count());
+        self.places_out.post(worker, places);
+        self.barrier.wait();
+        let mut places = self.places_out.collect(worker);
+        forest.place_by_id(ids, range, &buckets, &mut places);
+        room
     }
 }
 

@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
+#[cfg(test)]
+use super::mix;
 use super::{Page, LOOKAHEAD, MISSING};
 use crate::exec::parallel::in_chunks;
 #[cfg(test)]
@@ -411,6 +413,101 @@ impl ShareRoom {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every worker's pages `(id, page, worker)` written into the shares
+    /// (by `share_of(id)`) as the split does, then each share sorted.
+    fn placed(
+        pages_of: &[Vec<KeyedPage>],
+        share_of: impl Fn(i64) -> usize,
+        shares: usize,
+    ) -> Vec<Vec<KeyedPage>> {
+        let all = pages_of.iter().flatten();
+        let span = all.clone().map(|&(id, ..)| ordered(id));
+        let span = span.clone().min().zip(span.max());
+        let buckets = IdBuckets::new(span, all.count(), shares);
+        let counts: Vec<Vec<Vec<u32>>> = (0..shares)
+            .map(|share| {
+                let mut counts = vec![vec![0u32; buckets.count()]; pages_of.len()];
+                for (worker, pages) in pages_of.iter().enumerate() {
+                    for &(id, ..) in pages.iter().filter(|&&(id, ..)| share_of(id) == share) {
+                        counts[worker][buckets.of(id)] += 1;
+                    }
+                }
+                counts
+            })
+            .collect();
+        let (rooms, mut places): (Vec<ShareRoom>, Vec<Vec<Places>>) = counts
+            .iter()
+            .map(|counts| ShareRoom::new(counts, buckets.count()))
+            .unzip();
+        for (worker, pages) in pages_of.iter().enumerate() {
+            for &page in pages {
+                places[share_of(page.0)][worker].put(buckets.of(page.0), page);
+            }
+        }
+        places.iter().flatten().for_each(Places::check_filled);
+        let threads = [1, 2].into_iter().cycle();
+        // SAFETY: every place is filled (checked above), on this thread.
+        rooms
+            .into_iter()
+            .zip(threads)
+            .map(|(room, threads)| unsafe { room.into_sorted(threads) })
+            .collect()
+    }
+
+    #[test]
+    fn shares_are_placed_by_id_bucket_and_sorted_whatever_the_ids_span() {
+        let mut next = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut random = move || {
+            next ^= next << 13;
+            next ^= next >> 7;
+            next ^= next << 17;
+            next
+        };
+        let spreads: [Box<dyn Fn(u64) -> i64>; 3] = [
+            Box::new(|r| r as i64),
+            Box::new(|r| (r % 1000) as i64 - 500),
+            Box::new(|r| {
+                if r % 2 == 0 {
+                    i64::MIN + (r % 7) as i64
+                } else {
+                    i64::MAX - (r % 5) as i64
+                }
+            }),
+        ];
+        for spread in &spreads {
+            let pages_of: Vec<Vec<KeyedPage>> = (0..3u32)
+                .map(|worker| {
+                    (0..40_000u32)
+                        .map(|page| (spread(random()), page, worker))
+                        .collect()
+                })
+                .collect();
+            let share_of = |id: i64| (mix(id) % 2) as usize;
+            let shares = placed(&pages_of, share_of, 2);
+            for (share, got) in shares.iter().enumerate() {
+                let mut expected: Vec<KeyedPage> = pages_of
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .filter(|&(id, ..)| share_of(id) == share)
+                    .collect();
+                expected.sort_unstable();
+                let mut sorted = got.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, expected, "share {share}: every page, once");
+                assert!(got.is_sorted_by_key(|&(id, ..)| id), "share {share}: by id");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "more pages for a bucket than counted")]
+    fn a_page_beyond_its_count_is_refused() {
+        let (_room, mut places) = ShareRoom::new(&[vec![1, 0]], 2);
+        places[0].put(0, (1, 0, 0));
+        places[0].put(0, (2, 1, 0));
+    }
 
     fn pair_log(pairs: impl Iterator<Item = (Page, Page, Closeness)>) -> PairLog {
         let mut log = PairLog::default();
