@@ -50,9 +50,8 @@ where
     .into_iter()
     .fold((u64::MAX, 0), |(lo, hi), (l, h)| (lo.min(l), hi.max(h)));
     let buckets = (len / per_bucket.max(1)).next_power_of_two();
-    let span_bits = 64 - (most - least).leading_zeros();
-    let shift = span_bits.saturating_sub(buckets.trailing_zeros());
-    let bucket = |item: &T| ((key(item) - least) >> shift) as usize;
+    let by_key = KeyBuckets::new(least, most, buckets);
+    let bucket = |item: &T| by_key.of(key(item));
     let starts = bucket_starts(len, items_in, buckets + 1, bucket, threads);
     let mut sorted = vec![T::default(); len];
     place_and_sort(
@@ -64,6 +63,29 @@ where
         sorter,
     );
     sorted
+}
+
+/// Keys in `least..=most` cut into `count` (a power of two) buckets of
+/// equal width, in key order, by their leading bits above `least` (so
+/// keys bunched in a narrow range spread over the buckets too).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyBuckets {
+    least: u64,
+    shift: u32,
+}
+
+impl KeyBuckets {
+    pub(crate) fn new(least: u64, most: u64, count: usize) -> KeyBuckets {
+        let span_bits = 64 - (most - least).leading_zeros();
+        let shift = span_bits.saturating_sub(count.trailing_zeros());
+        KeyBuckets { least, shift }
+    }
+
+    /// The bucket of a key in `least..=most`: below `count`.
+    pub(crate) fn of(&self, key: u64) -> usize {
+        // One bucket over a 64-bit span shifts by 64: every key is in it.
+        (key - self.least).checked_shr(self.shift).unwrap_or(0) as usize
+    }
 }
 
 /// Fewest items a thread of [`over_ranges`] is given, so that small sorts
@@ -292,6 +314,22 @@ pub(crate) fn ordered(key: i64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_buckets_stay_below_their_count_over_any_span() {
+        for (least, most) in [(0, u64::MAX), (5, 5), (1 << 40, (1 << 40) + 999)] {
+            for count in [1, 2, 64, 1 << 20] {
+                let buckets = KeyBuckets::new(least, most, count);
+                let keys = [least, most, least + (most - least) / 2];
+                let of: Vec<usize> = keys.iter().map(|&k| buckets.of(k)).collect();
+                assert!(
+                    of.iter().all(|&b| b < count),
+                    "{least}..={most} in {count}: {of:?}"
+                );
+                assert!(of[0] <= of[2] && of[2] <= of[1], "in key order: {of:?}");
+            }
+        }
+    }
 
     /// A xorshift generator of spread keys.
     fn xorshift(mut state: u64) -> impl FnMut() -> u64 {

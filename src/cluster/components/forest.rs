@@ -75,7 +75,7 @@ impl Nodes {
     }
 
     /// A root's size and least label's rank and slot (none yet: size 0).
-    pub(super) fn counts(&self, root: Page) -> (u32, LeastPage) {
+    pub(super) fn counts(&self, root: Page) -> (u32, LeastSlot) {
         let word = self.0.get(root as usize).load(Relaxed);
         if word & COUNTED == 0 {
             return (0, (false, MISSING));
@@ -87,7 +87,7 @@ impl Nodes {
 
     /// Writes a root's counts over its parent (itself): only once no
     /// worker reads parents any more.
-    pub(super) fn set_counts(&self, root: Page, size: u32, (first, least): LeastPage) {
+    pub(super) fn set_counts(&self, root: Page, size: u32, (first, least): LeastSlot) {
         let rank = if first { LEAST_RANKS_FIRST } else { 0 };
         let word = COUNTED | rank | u64::from(size) << PAGE_BITS | u64::from(least);
         self.0.get(root as usize).store(word, Relaxed);
@@ -148,13 +148,22 @@ impl LeastLabels {
         (self.len - 1) as Page
     }
 
+    /// A slot's chunk, and its place there.
+    fn place(slot: Page) -> (usize, usize) {
+        (
+            (slot >> LEAST_CHUNK_BITS) as usize,
+            (slot & LEAST_CHUNK_MASK) as usize,
+        )
+    }
+
     pub(super) fn at(&self, slot: Page) -> Option<&(i64, Page)> {
-        let chunk = self.chunks.get((slot >> LEAST_CHUNK_BITS) as usize)?;
-        chunk.get((slot & LEAST_CHUNK_MASK) as usize)
+        let (chunk, at) = Self::place(slot);
+        self.chunks.get(chunk)?.get(at)
     }
 
     pub(super) fn at_mut(&mut self, slot: Page) -> &mut (i64, Page) {
-        &mut self.chunks[(slot >> LEAST_CHUNK_BITS) as usize][(slot & LEAST_CHUNK_MASK) as usize]
+        let (chunk, at) = Self::place(slot);
+        &mut self.chunks[chunk][at]
     }
 
     /// The label at a slot a root's counts name.
@@ -194,7 +203,7 @@ pub(super) struct Forest {
 
 impl Forest {
     /// The forest of `arrays`, less their id table and their ids by page
-    /// (which [`Self::flatten`] is given, and which are freed after it).
+    /// (which the split is given, and frees once the pages are placed).
     pub(super) fn new(arrays: Arrays, pages: usize, corpus_wins: bool) -> Forest {
         let Arrays {
             nodes, flags, keys, ..
@@ -389,9 +398,10 @@ impl Forest {
 
     /// Counts the size and least label of every root of `by_id` (pages of
     /// whole components, by id: a root's first page is its least id), and
-    /// clears the [`RANKS_FIRST`] marks of [`Self::flatten`]. Gives the
-    /// roots' least labels and, with `keep_ranks`, those marks by place in
-    /// `by_id`, for the direct policy's sweep. On `threads` threads (a giant component's share, see
+    /// clears the [`RANKS_FIRST`] marks of [`Self::place_by_id`]. Gives
+    /// the roots' least labels and, with `keep_ranks`, those marks by place
+    /// in `by_id`, for the direct policy's sweep. On `threads` threads (a
+    /// giant component's share, see
     /// [`threads_for_share`]), each counting a range of `by_id` into runs
     /// of one root, which are then added up: a giant component's pages are
     /// one run a thread. On one thread, counting a giant component would

@@ -145,11 +145,14 @@ pub(crate) struct Label {
 }
 
 /// A set's least label as it is compared: whether it ranks first, and its
-/// page (its keys are read by page); as its counts hold it, the page is a
-/// slot in the worker's [`LeastLabels`]. Pages are counted in id order, so
-/// a set's least label is its first page that ranks first, or else its
+/// page (its keys are read by page). Pages are counted in id order, so a
+/// set's least label is its first page that ranks first, or else its
 /// first page: no ids are compared.
 type LeastPage = (bool, Page);
+
+/// A set's least label as its root's counts hold it: whether it ranks
+/// first, and its slot in the worker's [`LeastLabels`].
+type LeastSlot = (bool, u32);
 
 /// No page: a marker in arrays of pages.
 pub(crate) const MISSING: Page = Page::MAX;
@@ -196,7 +199,7 @@ const IN_CORPUS: u8 = 2;
 /// The page's keys are written (a second row for it is a repeat).
 const HAS_KEYS: u8 = 4;
 
-/// Marks a root in [`Forest::flatten`]'s pages as that of a page that ranks
+/// Marks a root in [`Forest::place_by_id`]'s pages as that of a page that ranks
 /// first: a process's pages are fewer than 2^31 ([`MAX_PROCESS_PAGES`]).
 const RANKS_FIRST: Page = 1 << 31;
 

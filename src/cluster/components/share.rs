@@ -11,7 +11,7 @@ use super::{Page, LOOKAHEAD, MISSING};
 use crate::exec::parallel::in_chunks;
 #[cfg(test)]
 use crate::exec::sorting::scatter_sorted_runs;
-use crate::exec::sorting::{ordered, sort_spread_by_key};
+use crate::exec::sorting::{ordered, sort_spread_by_key, KeyBuckets};
 
 /// How near a pair's pages are, as the direct drop policy compares a
 /// page's kept partners, nearest first (it says how the wide distance and
@@ -271,8 +271,7 @@ const PAGES_PER_BUCKET: usize = 1 << 10;
 /// every share, which the workers fill, and then sorted on its own.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct IdBuckets {
-    least: u64,
-    shift: u32,
+    by_key: KeyBuckets,
     count: usize,
 }
 
@@ -283,11 +282,8 @@ impl IdBuckets {
     pub(super) fn new(span: Option<(u64, u64)>, pages: usize, workers: usize) -> IdBuckets {
         let (least, most) = span.unwrap_or((0, 0));
         let count = (pages / PAGES_PER_BUCKET / workers.max(1)).next_power_of_two();
-        let span_bits = 64 - (most - least).leading_zeros();
-        let shift = span_bits.saturating_sub(count.trailing_zeros());
         IdBuckets {
-            least,
-            shift,
+            by_key: KeyBuckets::new(least, most, count),
             count,
         }
     }
@@ -298,7 +294,7 @@ impl IdBuckets {
 
     /// The bucket of an id in the span.
     pub(super) fn of(&self, id: i64) -> usize {
-        (((ordered(id) - self.least) >> self.shift) as usize).min(self.count - 1)
+        self.by_key.of(ordered(id))
     }
 }
 
@@ -341,7 +337,6 @@ impl Places {
 /// A worker's share being filled by every worker ([`Places`]).
 pub(super) struct ShareRoom {
     pages: Vec<KeyedPage>,
-    len: usize,
     /// Where each bucket starts, and (last) where they end.
     starts: Vec<usize>,
 }
@@ -349,15 +344,15 @@ pub(super) struct ShareRoom {
 impl ShareRoom {
     /// Pages of the share.
     pub(super) fn len(&self) -> usize {
-        self.len
+        self.starts.last().copied().unwrap_or(0)
     }
 
     /// Room for the pages every worker counted for this share, `counts`
     /// (by worker, by bucket), and each worker's places in it: bucket by
     /// bucket, each worker's pages after the previous worker's.
     pub(super) fn new(counts: &[Vec<u32>], buckets: usize) -> (ShareRoom, Vec<Places>) {
-        let len: usize = counts.iter().flatten().map(|&n| n as usize).sum();
-        let mut pages: Vec<KeyedPage> = Vec::with_capacity(len);
+        let all: usize = counts.iter().flatten().map(|&n| n as usize).sum();
+        let mut pages: Vec<KeyedPage> = Vec::with_capacity(all);
         let share = pages.as_mut_ptr() as usize;
         let mut places: Vec<Places> = counts
             .iter()
@@ -377,7 +372,7 @@ impl ShareRoom {
             }
         }
         starts.push(at);
-        (ShareRoom { pages, len, starts }, places)
+        (ShareRoom { pages, starts }, places)
     }
 
     /// The share, each bucket sorted by id, on `threads` threads.
@@ -387,11 +382,8 @@ impl ShareRoom {
     /// ([`Places::check_filled`] passed), and those writes happen before
     /// this call (a barrier between).
     pub(super) unsafe fn into_sorted(self, threads: usize) -> Vec<KeyedPage> {
-        let ShareRoom {
-            mut pages,
-            len,
-            starts,
-        } = self;
+        let len = self.len();
+        let ShareRoom { mut pages, starts } = self;
         // SAFETY: the caller's promise: every place below `len` is written.
         unsafe { pages.set_len(len) };
         let mut buckets: Vec<&mut [KeyedPage]> = Vec::with_capacity(starts.len());
