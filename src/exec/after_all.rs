@@ -35,33 +35,6 @@ where
     })
 }
 
-/// [`after_all`] for work that reads its input as it came: the batches are
-/// kept as received and given to `finish` as one [`Batches`].
-pub(crate) fn after_all_batches<'scope, D, O, P>(
-    input: Stream<'scope, u64, Vec<D>>,
-    pact: P,
-    name: &str,
-    mut finish: impl FnMut(Batches<D>, &mut dyn FnMut(O)) + 'static,
-) -> Stream<'scope, u64, Vec<O>>
-where
-    D: 'static,
-    O: Clone + 'static,
-    P: ParallelizationContract<u64, Vec<D>>,
-{
-    let batches_in = Rc::new(RefCell::new(Vec::<Vec<D>>::new()));
-    let absorbed = batches_in.clone();
-    after_all(
-        input,
-        pact,
-        name,
-        move |data| absorbed.borrow_mut().push(std::mem::take(data)),
-        move |give| {
-            let batches = std::mem::take(&mut *batches_in.borrow_mut());
-            finish(Batches(&batches), give);
-        },
-    )
-}
-
 /// [`after_all`] for work that sorts its input: gathered into one vector
 /// as it comes, rather than kept in its batches and copied at the end.
 pub(crate) fn after_all_gathered<'scope, D, O, P>(
@@ -158,34 +131,4 @@ where
             }
         },
     )
-}
-
-/// Records an operator received, kept in the batches they came in: read
-/// as one sequence, never gathered into one vector (which would double its
-/// way up, copying the records and first-touching them twice over).
-pub(crate) struct Batches<'a, T>(pub(crate) &'a [Vec<T>]);
-
-impl<T> Clone for Batches<'_, T> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<T> Copy for Batches<'_, T> {}
-
-impl<'a, T> Batches<'a, T> {
-    pub(crate) fn is_empty(self) -> bool {
-        self.0.iter().all(Vec::is_empty)
-    }
-
-    pub(crate) fn iter(self) -> impl Iterator<Item = &'a T> + Clone {
-        self.0.iter().flatten()
-    }
-
-    /// Each record with the one `ahead` records after it, if any: what to
-    /// fetch while the record is worked on.
-    pub(crate) fn with_ahead(self, ahead: usize) -> impl Iterator<Item = (&'a T, Option<&'a T>)> {
-        let mut later = self.iter().skip(ahead);
-        self.iter().map(move |record| (record, later.next()))
-    }
 }

@@ -10,8 +10,6 @@ use timely::dataflow::Stream;
 use super::links::{ClusterOf, JoinLabel, Node, NodeLink, Resolved};
 use crate::cluster::components::MISSING;
 use crate::exec::after_all::after_all;
-#[cfg(test)]
-use crate::exec::after_all::Batches;
 use crate::exec::parallel::prefetch;
 
 /// At worker 0: the clusters (id and size) of the joined local components
@@ -161,9 +159,9 @@ impl<L: JoinLabel, I: NodeIndex> Default for NodeForest<L, I> {
 
 impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
     #[cfg(test)]
-    fn from_links(links: Batches<NodeLink<L>>) -> NodeForest<L, I> {
+    fn from_links(batches: &[Vec<NodeLink<L>>]) -> NodeForest<L, I> {
         let mut forest = NodeForest::default();
-        for batch in links.0 {
+        for batch in batches {
             forest.add(batch);
         }
         forest
@@ -314,7 +312,7 @@ pub(super) mod tests {
         ];
         // In two batches, as they come from different workers.
         let batches = [links[..2].to_vec(), links[2..].to_vec()];
-        let mut joined = NodeForest::<_, ByRoot>::from_links(Batches(&batches));
+        let mut joined = NodeForest::<_, ByRoot>::from_links(&batches);
         let clusters: Vec<(Node, ClusterOf)> = joined.clusters().collect();
         let cluster_of = |node: Node| clusters.iter().find(|(n, _)| *n == node).unwrap().1;
         // 4 + 3 + 2 pages, less the two copies.
@@ -425,9 +423,9 @@ pub(super) mod tests {
             batches.push(batch.to_vec());
             rest = after;
         }
-        let mut by_root = NodeForest::<_, ByRoot>::from_links(Batches(&batches));
+        let mut by_root = NodeForest::<_, ByRoot>::from_links(&batches);
         assert_eq!(by_root.clusters().collect::<HashMap<_, _>>(), expected);
-        let mut hashed = NodeForest::<_, Hashed>::from_links(Batches(&batches));
+        let mut hashed = NodeForest::<_, Hashed>::from_links(&batches);
         assert_eq!(hashed.clusters().collect::<HashMap<_, _>>(), expected);
     }
 }

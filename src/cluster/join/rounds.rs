@@ -19,7 +19,7 @@
 //! one worker in the first round. Each round, with another hash, leaves a
 //! fraction of the links it got: two rounds leave worker 0 a small share
 //! of what it would join alone, while the rounds' work is spread evenly.
-//! On two workers there are no rounds ([`rounds_for`]).
+//! Two workers run one round ([`rounds_for`]).
 //!
 //! A set's pages and least label are a sum and a least over its links
 //! (see [`NodeLink::pages`]), so they come right however its links are
@@ -37,12 +37,14 @@ use super::node_forest::{join_at_worker_zero, Hashed, NodeForest};
 use crate::exec::after_all::{after_all, after_all_gathered};
 
 /// Rounds spread over the workers before the links left go to worker 0,
-/// on `peers` workers. Two workers gain little from a round (each keeps
-/// half of the links at best, and worker 0 joins the rest as they come)
-/// while its three exchanges and passes lengthen the join.
+/// on `peers` workers. Two workers take one: it costs a little time, but
+/// worker 0 joins links while the workers still describe theirs
+/// ([`super::describe_joined`]), and a forest of every link there beside
+/// that step's state was a process's peak.
 fn rounds_for(peers: usize) -> u64 {
     match peers {
-        0..=2 => 0,
+        0..=1 => 0,
+        2 => 1,
         _ => 2,
     }
 }

@@ -10,7 +10,7 @@ use timely::dataflow::Stream;
 
 use super::links::{owner_of, JoinLabel, Node, NodeLink, LOOKAHEAD};
 use crate::cluster::components::{Components, KeyedPage, Page, MISSING};
-use crate::exec::after_all::{after_all, after_all_batches, Batches};
+use crate::exec::after_all::{after_all, after_all_in_slices};
 use crate::exec::parallel::prefetch;
 
 /// A page as one worker's union-find holds it: `(id, worker and rank,
@@ -182,69 +182,117 @@ fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) 
 ///
 /// A component that shares several pages with the same node sends one
 /// link for them all, with their copies counted: fewer links, each a
-/// record through the exchange and a union in the join.
+/// record through the exchange and a union in the join. Joins are made
+/// into links as they come, each batch then dropped, and the links are
+/// given a chunk at a time, each chunk dropped as given: the joins held
+/// until the last came, and the links held while a copy of them waited
+/// in the exchange, made this step a process's peak.
 pub(super) fn describe_joined<'scope, L: JoinLabel>(
     joins: Stream<'scope, u64, Vec<Join>>,
     graph: Rc<RefCell<Components>>,
     shared: Rc<RefCell<SharedPages>>,
 ) -> Stream<'scope, u64, Vec<NodeLink<L>>> {
-    after_all_batches(
+    let links = Rc::new(RefCell::new(JoinLinks::<L>::default()));
+    let absorbed = links.clone();
+    after_all_in_slices(
         joins,
         Exchange::new(|&(worker, ..): &Join| worker as u64),
         "DescribeJoined",
-        move |joins, give| {
+        move |batch| {
             let components = &*graph.borrow();
-            let mut shared = shared.borrow_mut();
-            for link in links_of(joins, components, &mut shared) {
-                give(link);
+            absorbed
+                .borrow_mut()
+                .add(batch, components, &mut shared.borrow_mut());
+            *batch = Vec::new();
+        },
+        move || {
+            let mut chunks = std::mem::take(&mut links.borrow_mut().chunks).into_iter();
+            move |give: &mut dyn FnMut(NodeLink<L>)| match chunks.next() {
+                Some(chunk) => {
+                    chunk.into_iter().for_each(&mut *give);
+                    true
+                }
+                None => false,
             }
         },
     )
 }
 
-/// The links of a worker's joins (see [`describe_joined`]), marking their
-/// pages in `shared`: a root's first link is found by an array by root;
-/// a root that joins several nodes (rare) gives a link for each further
-/// join, not merged.
-fn links_of<L: JoinLabel>(
-    received: Batches<Join>,
-    components: &Components,
-    shared: &mut SharedPages,
-) -> Vec<NodeLink<L>> {
-    let mut links: Vec<NodeLink<L>> = Vec::new();
-    if received.is_empty() {
-        return links;
-    }
-    let mut first_link = vec![MISSING; components.len()];
-    for (&(worker, root, page, joins, first), ahead) in received.with_ahead(LOOKAHEAD) {
-        // Roots and pages are random places in this worker's arrays.
-        if let Some(&(_, root, page, ..)) = ahead {
-            components.prefetch_node(root);
-            shared.prefetch(page);
-            prefetch(&first_link[root as usize]);
+/// Links a chunk of [`JoinLinks`] holds.
+const LINK_CHUNK_BITS: u32 = 16;
+
+/// The links of a worker's joins (see [`describe_joined`]), made a batch
+/// at a time and kept in chunks: a root's first link is found by an array
+/// by root; a root that joins several nodes (rare) gives a link for each
+/// further join, not merged.
+struct JoinLinks<L: JoinLabel> {
+    /// Each root's first link, by root; empty until a join comes.
+    first_link: Vec<u32>,
+    chunks: Vec<Vec<NodeLink<L>>>,
+    links: u32,
+}
+
+impl<L: JoinLabel> Default for JoinLinks<L> {
+    fn default() -> Self {
+        JoinLinks {
+            first_link: Vec::new(),
+            chunks: Vec::new(),
+            links: 0,
         }
-        let writes = (worker, root) == joins;
-        shared.mark(page, components.len(), SharedPage { writes, first });
-        let copies = i64::from(!writes);
-        let pages = match links.get_mut(first_link[root as usize] as usize) {
-            Some(link) if link.joins == joins => {
-                link.pages -= copies;
-                continue;
-            }
-            Some(_) => 0,
-            None => {
-                first_link[root as usize] = links.len() as u32;
-                i64::from(components.component_size(root))
-            }
-        };
-        links.push(NodeLink {
-            node: (worker, root),
-            joins,
-            least: L::of(components, root),
-            pages: pages - copies,
-        });
     }
-    links
+}
+
+impl<L: JoinLabel> JoinLinks<L> {
+    /// Adds a batch of joins, marking their pages in `shared`.
+    fn add(&mut self, joins: &[Join], components: &Components, shared: &mut SharedPages) {
+        if self.first_link.is_empty() && !joins.is_empty() {
+            self.first_link = vec![MISSING; components.len()];
+        }
+        for (at, &(worker, root, page, joins_node, first)) in joins.iter().enumerate() {
+            // Roots and pages are random places in this worker's arrays.
+            if let Some(&(_, root, page, ..)) = joins.get(at + LOOKAHEAD) {
+                components.prefetch_node(root);
+                shared.prefetch(page);
+                prefetch(&self.first_link[root as usize]);
+            }
+            let writes = (worker, root) == joins_node;
+            shared.mark(page, components.len(), SharedPage { writes, first });
+            let copies = i64::from(!writes);
+            let pages = match self.link(self.first_link[root as usize]) {
+                Some(link) if link.joins == joins_node => {
+                    link.pages -= copies;
+                    continue;
+                }
+                Some(_) => 0,
+                None => {
+                    self.first_link[root as usize] = self.links;
+                    i64::from(components.component_size(root))
+                }
+            };
+            self.push(NodeLink {
+                node: (worker, root),
+                joins: joins_node,
+                least: L::of(components, root),
+                pages: pages - copies,
+            });
+        }
+    }
+
+    /// Link number `at`, if there is one.
+    fn link(&mut self, at: u32) -> Option<&mut NodeLink<L>> {
+        let chunk = self.chunks.get_mut((at >> LINK_CHUNK_BITS) as usize)?;
+        chunk.get_mut((at & ((1 << LINK_CHUNK_BITS) - 1)) as usize)
+    }
+
+    fn push(&mut self, link: NodeLink<L>) {
+        if self.links & ((1 << LINK_CHUNK_BITS) - 1) == 0 {
+            self.chunks.push(Vec::with_capacity(1 << LINK_CHUNK_BITS));
+        }
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.push(link);
+        }
+        self.links += 1;
+    }
 }
 
 #[cfg(test)]
@@ -278,8 +326,11 @@ mod tests {
             ],
         ];
         let mut shared = SharedPages::default();
-        let mut links: Vec<NodeLink<IdLabel>> =
-            links_of(Batches(&batches), components, &mut shared);
+        let mut made = JoinLinks::<IdLabel>::default();
+        for batch in &batches {
+            made.add(batch, components, &mut shared);
+        }
+        let mut links: Vec<NodeLink<IdLabel>> = made.chunks.concat();
         links.sort_by_key(|link| (link.node, link.joins));
         // A root's first link carries its pages; each link takes off the
         // copies it names.
@@ -310,6 +361,42 @@ mod tests {
         for page in [p1, p3, p10, p11] {
             assert_eq!(shared.get(page).map(|s| s.writes), Some(false));
         }
+    }
+
+    #[test]
+    fn a_roots_link_in_an_earlier_chunk_takes_its_later_copies() {
+        // More components than a chunk holds links: {2i, 2i + 1} each.
+        let components_count = (1 << LINK_CHUNK_BITS) + 100;
+        let graph = crate::cluster::components::SharedGraph::new(false, 1, 0);
+        graph.prepare(0, crate::cluster::components::PageEstimate::exact(0), None);
+        let pairs = (0..components_count as i64).map(|i| (2 * i, 2 * i + 1, false));
+        graph.writer().add_pairs(pairs, &mut Vec::new());
+        let share = graph.split(0, None);
+        // Each component shares both pages with worker 0's node (0, 7),
+        // which writes them: the first pages in one batch, the second
+        // pages (their links by then in every chunk) in another.
+        let joins = |odd: i64| -> Vec<Join> {
+            let pages = share.by_id.iter().filter(|&&(id, ..)| id % 2 == odd);
+            pages
+                .map(|&(_, page, root)| (1, root, page, (0, 7), false))
+                .collect()
+        };
+        let mut made = JoinLinks::<IdLabel>::default();
+        let mut shared = SharedPages::default();
+        for batch in [joins(0), joins(1)] {
+            made.add(&batch, &share.components, &mut shared);
+        }
+        assert_eq!(made.chunks.len(), 2);
+        let links = made.chunks.concat();
+        assert_eq!(links.len(), components_count);
+        // Two pages, both copies written by worker 0: nothing left to count.
+        assert!(links
+            .iter()
+            .all(|link| link.pages == 0 && link.joins == (0, 7)));
+        let mut nodes: Vec<Node> = links.iter().map(|link| link.node).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        assert_eq!(nodes.len(), components_count);
     }
 
     #[test]
