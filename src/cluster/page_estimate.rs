@@ -8,13 +8,11 @@
 //!   is right when a page's pairs lie together (`match`'s order, id order,
 //!   one cluster after another): the sample has seen all of its pages'
 //!   repeats, and later rows bring new pages at the same rate. In random
-//!   order it runs high, up to twice the truth on a crawl-like graph,
-//!   because most repeats fall outside the sample.
+//!   order it runs high: most repeats fall outside the sample.
 //! - **Chao1** (Chao, 1984): the pages seen plus f1² / 2f2, where f1 and f2
 //!   count the pages seen once and twice. It estimates the pages a random
-//!   sample has not seen, and was within a few percent on a random-order
-//!   crawl-like graph; on rows where pages lie together it sees no unseen
-//!   pages and runs far low.
+//!   sample has not seen; on rows where pages lie together it sees no
+//!   unseen pages and runs far low.
 //!
 //! The sample's two halves tell the orders apart: in random order a page
 //! seen k times lies in both halves with probability 1 - 2^(1-k), and where

@@ -128,49 +128,8 @@ pub(super) fn priority(page: Page) -> u64 {
 /// A worker's least label of each of its roots, `(id, page)`, at the slot
 /// the root's counts name ([`Nodes::counts`]): the ids by page are freed
 /// once the pages are flattened, and a share has fewer roots than pages.
-/// In chunks, so that it takes only the memory its roots fill, never
-/// copied to grow.
-#[derive(Debug, Default)]
-pub(super) struct LeastLabels {
-    chunks: Vec<Vec<(i64, Page)>>,
-    len: usize,
-}
-
-/// Slots per chunk of [`LeastLabels`].
-pub(super) const LEAST_CHUNK_BITS: u32 = 16;
-pub(super) const LEAST_CHUNK_MASK: Page = (1 << LEAST_CHUNK_BITS) - 1;
-
-impl LeastLabels {
-    /// Gives a new root's label a slot.
-    pub(super) fn push(&mut self, label: (i64, Page)) -> Page {
-        push_chunked(&mut self.chunks, 1 << LEAST_CHUNK_BITS, label);
-        self.len += 1;
-        (self.len - 1) as Page
-    }
-
-    /// A slot's chunk, and its place there.
-    fn place(slot: Page) -> (usize, usize) {
-        (
-            (slot >> LEAST_CHUNK_BITS) as usize,
-            (slot & LEAST_CHUNK_MASK) as usize,
-        )
-    }
-
-    pub(super) fn at(&self, slot: Page) -> Option<&(i64, Page)> {
-        let (chunk, at) = Self::place(slot);
-        self.chunks.get(chunk)?.get(at)
-    }
-
-    pub(super) fn at_mut(&mut self, slot: Page) -> &mut (i64, Page) {
-        let (chunk, at) = Self::place(slot);
-        &mut self.chunks[chunk][at]
-    }
-
-    /// The label at a slot a root's counts name.
-    pub(super) fn get(&self, slot: Page) -> (i64, Page) {
-        *self.at(slot).expect("a counted root's slot")
-    }
-}
+/// In chunks, so that it takes only the memory its roots fill.
+pub(super) type LeastLabels = Chunked<(i64, Page)>;
 
 /// A page's label as the counts compare it: its rank and page (its keys
 /// are read by page), and its id.
@@ -477,7 +436,7 @@ impl Forest {
             self.nodes.set_counts(root, size, (first, slot));
             return;
         }
-        let held_label = least.at_mut(slot);
+        let held_label = least.at_mut(slot).expect("a counted root's slot");
         let held = ((held_first, held_label.1), held_label.0);
         let ((kept_first, kept_page), kept_id) = self.least_of(held, label);
         *held_label = (kept_id, kept_page);

@@ -585,6 +585,74 @@ impl<T: Default> Mailbox<T> {
     }
 }
 
+/// A vector in chunks of 2^[`CHUNK_BITS`] items, each item at the slot
+/// its push gave: it grows without copying, and its chunks can be handed
+/// on one at a time.
+#[derive(Debug)]
+pub(crate) struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+/// Items per chunk of a [`Chunked`], as a power of two.
+pub(crate) const CHUNK_BITS: u32 = 16;
+pub(crate) const CHUNK_MASK: u32 = (1 << CHUNK_BITS) - 1;
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Chunked {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Chunked<T> {
+    /// Adds an item; gives its slot.
+    pub(crate) fn push(&mut self, item: T) -> u32 {
+        push_chunked(&mut self.chunks, 1 << CHUNK_BITS, item);
+        self.len += 1;
+        (self.len - 1) as u32
+    }
+
+    /// Items pushed: the slot the next push gives.
+    pub(crate) fn len(&self) -> u32 {
+        self.len as u32
+    }
+
+    /// A slot's chunk, and its place there.
+    fn place(slot: u32) -> (usize, usize) {
+        ((slot >> CHUNK_BITS) as usize, (slot & CHUNK_MASK) as usize)
+    }
+
+    pub(crate) fn at(&self, slot: u32) -> Option<&T> {
+        let (chunk, at) = Self::place(slot);
+        self.chunks.get(chunk)?.get(at)
+    }
+
+    pub(crate) fn at_mut(&mut self, slot: u32) -> Option<&mut T> {
+        let (chunk, at) = Self::place(slot);
+        self.chunks.get_mut(chunk)?.get_mut(at)
+    }
+
+    /// The item at a slot a push gave.
+    pub(crate) fn get(&self, slot: u32) -> T
+    where
+        T: Copy,
+    {
+        *self.at(slot).expect("a slot a push gave")
+    }
+
+    #[cfg(test)]
+    pub(crate) fn chunks(&self) -> &[Vec<T>] {
+        &self.chunks
+    }
+
+    pub(crate) fn into_chunks(self) -> Vec<Vec<T>> {
+        self.chunks
+    }
+}
+
 /// Appends `item` to the last of `chunks`, or to a new chunk of room for
 /// `each` items if that one is full: nothing is ever copied to grow.
 fn push_chunked<T>(chunks: &mut Vec<Vec<T>>, each: usize, item: T) {
@@ -1014,15 +1082,15 @@ mod tests {
     #[test]
     fn least_labels_keep_each_slot_across_chunks() {
         let mut least = LeastLabels::default();
-        let n = 3 << LEAST_CHUNK_BITS | 5;
+        let n = 3 << CHUNK_BITS | 5;
         for slot in 0..n {
             assert_eq!(least.push((-(slot as i64), slot)), slot);
         }
-        *least.at_mut(1 << LEAST_CHUNK_BITS) = (7, 9);
-        for slot in [0, 1, LEAST_CHUNK_MASK, 2 << LEAST_CHUNK_BITS, n - 1] {
+        *least.at_mut(1 << CHUNK_BITS).unwrap() = (7, 9);
+        for slot in [0, 1, CHUNK_MASK, 2 << CHUNK_BITS, n - 1] {
             assert_eq!(least.get(slot), (-(slot as i64), slot), "slot {slot}");
         }
-        assert_eq!(least.get(1 << LEAST_CHUNK_BITS), (7, 9));
+        assert_eq!(least.get(1 << CHUNK_BITS), (7, 9));
         assert_eq!(least.at(n), None, "no slot past the last");
     }
 

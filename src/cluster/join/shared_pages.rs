@@ -9,7 +9,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
 use super::links::{owner_of, JoinLabel, Node, NodeLink, LOOKAHEAD};
-use crate::cluster::components::{Components, KeyedPage, Page, MISSING};
+use crate::cluster::components::{Chunked, Components, KeyedPage, Page, MISSING};
 use crate::exec::after_all::{after_all, after_all_in_slices};
 use crate::exec::parallel::prefetch;
 
@@ -206,7 +206,8 @@ pub(super) fn describe_joined<'scope, L: JoinLabel>(
             *batch = Vec::new();
         },
         move || {
-            let mut chunks = std::mem::take(&mut links.borrow_mut().chunks).into_iter();
+            let made = std::mem::take(&mut links.borrow_mut().links);
+            let mut chunks = made.into_chunks().into_iter();
             move |give: &mut dyn FnMut(NodeLink<L>)| match chunks.next() {
                 Some(chunk) => {
                     chunk.into_iter().for_each(&mut *give);
@@ -218,9 +219,6 @@ pub(super) fn describe_joined<'scope, L: JoinLabel>(
     )
 }
 
-/// Links a chunk of [`JoinLinks`] holds.
-const LINK_CHUNK_BITS: u32 = 16;
-
 /// The links of a worker's joins (see [`describe_joined`]), made a batch
 /// at a time and kept in chunks: a root's first link is found by an array
 /// by root; a root that joins several nodes (rare) gives a link for each
@@ -228,16 +226,14 @@ const LINK_CHUNK_BITS: u32 = 16;
 struct JoinLinks<L: JoinLabel> {
     /// Each root's first link, by root; empty until a join comes.
     first_link: Vec<u32>,
-    chunks: Vec<Vec<NodeLink<L>>>,
-    links: u32,
+    links: Chunked<NodeLink<L>>,
 }
 
 impl<L: JoinLabel> Default for JoinLinks<L> {
     fn default() -> Self {
         JoinLinks {
             first_link: Vec::new(),
-            chunks: Vec::new(),
-            links: 0,
+            links: Chunked::default(),
         }
     }
 }
@@ -258,18 +254,19 @@ impl<L: JoinLabel> JoinLinks<L> {
             let writes = (worker, root) == joins_node;
             shared.mark(page, components.len(), SharedPage { writes, first });
             let copies = i64::from(!writes);
-            let pages = match self.link(self.first_link[root as usize]) {
+            let first_link = &mut self.first_link[root as usize];
+            let pages = match self.links.at_mut(*first_link) {
                 Some(link) if link.joins == joins_node => {
                     link.pages -= copies;
                     continue;
                 }
                 Some(_) => 0,
                 None => {
-                    self.first_link[root as usize] = self.links;
+                    *first_link = self.links.len();
                     i64::from(components.component_size(root))
                 }
             };
-            self.push(NodeLink {
+            self.links.push(NodeLink {
                 node: (worker, root),
                 joins: joins_node,
                 least: L::of(components, root),
@@ -277,28 +274,13 @@ impl<L: JoinLabel> JoinLinks<L> {
             });
         }
     }
-
-    /// Link number `at`, if there is one.
-    fn link(&mut self, at: u32) -> Option<&mut NodeLink<L>> {
-        let chunk = self.chunks.get_mut((at >> LINK_CHUNK_BITS) as usize)?;
-        chunk.get_mut((at & ((1 << LINK_CHUNK_BITS) - 1)) as usize)
-    }
-
-    fn push(&mut self, link: NodeLink<L>) {
-        if self.links & ((1 << LINK_CHUNK_BITS) - 1) == 0 {
-            self.chunks.push(Vec::with_capacity(1 << LINK_CHUNK_BITS));
-        }
-        if let Some(chunk) = self.chunks.last_mut() {
-            chunk.push(link);
-        }
-        self.links += 1;
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::links::IdLabel;
     use super::*;
+    use crate::cluster::components::CHUNK_BITS;
 
     #[test]
     fn pages_shared_with_the_same_node_make_one_link_with_their_copies() {
@@ -330,7 +312,7 @@ mod tests {
         for batch in &batches {
             made.add(batch, components, &mut shared);
         }
-        let mut links: Vec<NodeLink<IdLabel>> = made.chunks.concat();
+        let mut links: Vec<NodeLink<IdLabel>> = made.links.chunks().concat();
         links.sort_by_key(|link| (link.node, link.joins));
         // A root's first link carries its pages; each link takes off the
         // copies it names.
@@ -366,7 +348,7 @@ mod tests {
     #[test]
     fn a_roots_link_in_an_earlier_chunk_takes_its_later_copies() {
         // More components than a chunk holds links: {2i, 2i + 1} each.
-        let components_count = (1 << LINK_CHUNK_BITS) + 100;
+        let components_count = (1 << CHUNK_BITS) + 100;
         let graph = crate::cluster::components::SharedGraph::new(false, 1, 0);
         graph.prepare(0, crate::cluster::components::PageEstimate::exact(0), None);
         let pairs = (0..components_count as i64).map(|i| (2 * i, 2 * i + 1, false));
@@ -386,8 +368,8 @@ mod tests {
         for batch in [joins(0), joins(1)] {
             made.add(&batch, &share.components, &mut shared);
         }
-        assert_eq!(made.chunks.len(), 2);
-        let links = made.chunks.concat();
+        assert_eq!(made.links.chunks().len(), 2);
+        let links = made.links.chunks().concat();
         assert_eq!(links.len(), components_count);
         // Two pages, both copies written by worker 0: nothing left to count.
         assert!(links
