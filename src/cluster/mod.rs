@@ -176,23 +176,21 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             let direct_share = Rc::new(RefCell::new(None));
             let threads = Rc::new(std::cell::Cell::new(1));
             let by_id = Rc::new(RefCell::new(Vec::new()));
-            let expected_sightings = Rc::new(std::cell::Cell::new(0));
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
                 let (input, bitmaps) = scope.new_input::<Vec<FilterChunk>>();
                 let twice = seen_twice(bitmaps, peers);
                 let sighted = {
                     let (graph, by_id) = (graph.clone(), by_id.clone());
-                    let expected = expected_sightings.clone();
-                    shared_sightings(twice, filter, peers, move |twice, give| {
+                    shared_sightings(twice, filter, peers, move |twice, pages, give| {
                         let (components, by_id) = (graph.borrow(), by_id.borrow());
-                        // At most every page passes: room for all of them
-                        // is only reserved, and touched as sightings come.
-                        expected.set(by_id.len());
-                        let passing = filter.passing(twice, &by_id);
+                        let end = pages.end.min(by_id.len());
+                        let slice = &by_id[pages.start.min(end)..end];
+                        let passing = filter.passing(twice, slice);
                         sightings(&components, passing, me as u32).for_each(give);
+                        end < by_id.len()
                     })
                 };
-                let joins = find_shared(sighted, peers, expected_sightings.clone());
+                let joins = find_shared(sighted, peers);
                 let shared = Rc::new(RefCell::new(SharedPages::default()));
                 let resolved =
                     join_components(joins, graph.clone(), shared.clone(), opts.keep_by.words());

@@ -2,7 +2,8 @@
 //! output: the shape of every step of `cluster`'s join and of the owners
 //! of joined clusters. Each absorbs its input as it comes (the frontier
 //! tells when it is all in), then gives its output once or a slice at a
-//! time.
+//! time. A step that can say part of its output early ([`as_it_comes`])
+//! gives it as its input comes, and the rest at the end.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -113,20 +114,70 @@ where
                     started = Some(std::time::Instant::now());
                     work = Some(start());
                 }
-                let Some(work) = work.as_mut() else {
+                let Some(slices) = work.as_mut() else {
                     return;
                 };
                 let more = {
                     let mut session = output.session(held);
-                    work.next_slice(&mut |item| session.give(item))
+                    slices.next_slice(&mut |item| session.give(item))
                 };
                 if more {
                     activator.activate();
                 } else {
+                    // What the work holds is freed now, not when the
+                    // dataflow ends.
+                    work = None;
                     capability = None;
                     let seconds = started.map(|t| t.elapsed().as_secs_f64());
                     let rss_mib = crate::exec::logging::resident_mib();
                     tracing::debug!(step, seconds, ?rss_mib, "all output given");
+                }
+            }
+        },
+    )
+}
+
+/// A step that gives output as its input comes: `absorb` takes each batch
+/// and gives what it already can, and `finish`, once the frontier is
+/// empty, gives the rest. Nothing waits for the whole input that need not.
+pub(crate) fn as_it_comes<'scope, D, O, P>(
+    input: Stream<'scope, u64, Vec<D>>,
+    pact: P,
+    name: &str,
+    mut absorb: impl FnMut(&mut Vec<D>, &mut dyn FnMut(O)) + 'static,
+    mut finish: impl FnMut(&mut dyn FnMut(O)) + 'static,
+) -> Stream<'scope, u64, Vec<O>>
+where
+    D: 'static,
+    O: Clone + 'static,
+    P: ParallelizationContract<u64, Vec<D>>,
+{
+    let step = name.to_string();
+    input.unary_frontier::<CapacityContainerBuilder<Vec<O>>, _, _, _>(
+        pact,
+        name,
+        move |capability, _info| {
+            let mut capability = Some(capability);
+            move |(input, frontier), output| {
+                let Some(held) = capability.as_ref() else {
+                    input.for_each(|_time, data| data.clear());
+                    return;
+                };
+                let done = frontier.is_empty();
+                {
+                    let mut session = output.session(held);
+                    let mut give = |item| session.give(item);
+                    input.for_each(|_time, data| absorb(data, &mut give));
+                    if done {
+                        let rss_mib = crate::exec::logging::resident_mib();
+                        tracing::debug!(step, ?rss_mib, "all input in");
+                        finish(&mut give);
+                    }
+                }
+                if done {
+                    capability = None;
+                    let rss_mib = crate::exec::logging::resident_mib();
+                    tracing::debug!(step, ?rss_mib, "all output given");
                 }
             }
         },

@@ -2,6 +2,7 @@
 //! bit another worker's page set too may be shared ([`SharedFilter`]).
 
 use std::cell::RefCell;
+use std::ops::Range;
 use std::rc::Rc;
 
 use timely::dataflow::channels::pact::Exchange;
@@ -10,7 +11,7 @@ use timely::dataflow::Stream;
 use super::links::LOOKAHEAD;
 use super::shared_pages::Sighting;
 use crate::cluster::components::{mix, KeyedPage};
-use crate::exec::after_all::after_all;
+use crate::exec::after_all::{after_all, after_all_in_slices};
 use crate::exec::parallel::prefetch;
 
 /// A bitmap over page ids that tells which pages more than one worker may
@@ -150,18 +151,23 @@ fn count_twice(once: &mut [u64], twice: &mut [u64], words: &[u64]) {
     }
 }
 
+/// Pages a worker sights per activation: each slice of sightings flows to
+/// the owners, which find what they can of it ([`super::find_shared`]),
+/// before the next is made.
+const SIGHTED_PER_SLICE: usize = 1 << 16;
+
 /// At every worker, once the bits seen twice are all in: `sighted` gives
-/// the sightings of its pages that may be shared (see [`super::sightings`]).
+/// the sightings of its pages in a range of them that may be shared (see
+/// [`super::sightings`]), and says whether pages are left past it.
 pub(crate) fn shared_sightings<'scope>(
     twice: Stream<'scope, u64, Vec<FilterChunk>>,
     filter: SharedFilter,
     peers: usize,
-    sighted: impl FnOnce(&[u64], &mut dyn FnMut(Sighting)) + 'static,
+    mut sighted: impl FnMut(&[u64], Range<usize>, &mut dyn FnMut(Sighting)) -> bool + 'static,
 ) -> Stream<'scope, u64, Vec<Sighting>> {
     let bits = Rc::new(RefCell::new(vec![0u64; filter.words()]));
     let absorbed = bits.clone();
-    let mut sighted = Some(sighted);
-    after_all(
+    after_all_in_slices(
         twice,
         Exchange::new(|&(worker, ..): &FilterChunk| u64::from(worker)),
         "SharedSightings",
@@ -171,10 +177,13 @@ pub(crate) fn shared_sightings<'scope>(
                 bits[filter.range(range as usize, peers)].copy_from_slice(&words);
             }
         },
-        move |give| {
+        move || {
             let bits = std::mem::take(&mut *bits.borrow_mut());
-            if let Some(sighted) = sighted.take() {
-                sighted(&bits, give);
+            let mut next = 0;
+            move |give: &mut dyn FnMut(Sighting)| {
+                let pages = next..next + SIGHTED_PER_SLICE;
+                next = pages.end;
+                sighted(&bits, pages, give)
             }
         },
     )

@@ -6,7 +6,7 @@
 //!   local union-find (every worker: its row groups)
 //!     --a bit per page, each range of the bitmap to its worker--> bits set by two workers or more
 //!     --those bits, to every worker--> the sightings of pages whose bit is among them
-//!     --each (id, worker, rank, local root), by a hash of the id--> find shared pages
+//!     --each (id, worker, rank, local root), by a hash of the id--> find shared pages (as they come)
 //!     --local roots that share a page, to their worker--> describe them (least label, pages)
 //!     --links between local components--> join them: rounds spread over the workers, then
 //!       worker 0 for what is left ([`rounds`])

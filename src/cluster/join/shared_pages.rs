@@ -3,6 +3,7 @@
 //! to the join by its worker.
 
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::rc::Rc;
 
 use timely::dataflow::channels::pact::Exchange;
@@ -10,7 +11,7 @@ use timely::dataflow::Stream;
 
 use super::links::{owner_of, JoinLabel, Node, NodeLink, LOOKAHEAD};
 use crate::cluster::components::{Chunked, Components, KeyedPage, Page, MISSING};
-use crate::exec::after_all::{after_all, after_all_in_slices};
+use crate::exec::after_all::{after_all_in_slices, as_it_comes};
 use crate::exec::parallel::prefetch;
 
 /// A page as one worker's union-find holds it: `(id, worker and rank,
@@ -90,89 +91,129 @@ pub(crate) fn sightings<'a>(
 }
 
 /// At each page's owner: the pages several workers saw, as joins of their
-/// local components. Each worker sends its sightings in id order, so they
-/// arrive as one sorted run per worker, and the pages seen twice are found
-/// by merging the runs. `expected` is at least how many sightings this
-/// worker will likely get (its own page count: at most every page is
-/// sighted, and ids hash evenly), set before they come: the runs are
-/// reserved once, and touched only as they fill, instead of doubling (and
-/// copying) their way up.
+/// local components, found as the sightings come ([`SharedFinder`]).
 pub(crate) fn find_shared<'scope>(
     sightings: Stream<'scope, u64, Vec<Sighting>>,
     peers: usize,
-    expected: Rc<std::cell::Cell<usize>>,
 ) -> Stream<'scope, u64, Vec<Join>> {
-    let runs = Rc::new(RefCell::new(Vec::<Vec<Sighting>>::new()));
-    let absorbed = runs.clone();
-    after_all(
+    let finder = Rc::new(RefCell::new(SharedFinder::new(peers)));
+    let absorbed = finder.clone();
+    as_it_comes(
         sightings,
         Exchange::new(move |&(id, ..): &Sighting| owner_of(id, peers) as u64),
         "FindShared",
-        move |data| {
-            let mut runs = absorbed.borrow_mut();
-            if runs.is_empty() {
-                // A worker's share of this owner's sightings, and an eighth more.
-                let each = (expected.get() / peers) * 9 / 8;
-                runs.extend((0..peers).map(|_| Vec::with_capacity(each)));
-            }
-            for sighting in data.drain(..) {
-                runs[(sighting.1 >> 1) as usize].push(sighting);
-            }
+        move |data, give| {
+            let mut finder = absorbed.borrow_mut();
+            finder.absorb(data);
+            finder.find_ready(|same| joins_of(same, &mut *give));
         },
         move |give| {
-            let mut runs = std::mem::take(&mut *runs.borrow_mut());
-            for run in &mut runs {
-                // Timely delivers a sender's records in order; sorting is
-                // only a guard, and costs nothing on a sorted run but a pass.
-                if !run.is_sorted_by_key(|&(id, ..)| id) {
-                    radsort::sort_by_key(run, |&(id, ..)| id);
-                }
-            }
-            let node = |&(_, worker, root, _): &Sighting| (worker >> 1, root);
-            for_each_shared(&runs, |same| {
-                // The least worker, not the first to arrive: who writes the
-                // page must not depend on timing.
-                let head = same.iter().map(node).min().unwrap_or(node(&same[0]));
-                let first = same.iter().any(|&(_, worker, ..)| worker & 1 == 1);
-                for sighting in same {
-                    let (worker, root) = node(sighting);
-                    give((worker, root, sighting.3, head, first));
-                }
-            });
+            // Taken, so that the runs' room is freed once they are merged.
+            let mut finder = std::mem::replace(&mut *finder.borrow_mut(), SharedFinder::new(0));
+            finder.find_rest(|same| joins_of(same, &mut *give));
         },
     )
 }
 
-/// Calls `shared` with the sightings of each id that is in more than one
-/// of `runs` (each sorted by id, an id at most once per run), in id order:
-/// a merge of the runs' heads, one sift of a heap per sighting.
-fn for_each_shared(runs: &[Vec<Sighting>], mut shared: impl FnMut(&[Sighting])) {
-    use std::cmp::Reverse;
-    use std::collections::binary_heap::{BinaryHeap, PeekMut};
-    let mut heads: BinaryHeap<Reverse<(i64, usize, usize)>> = runs
-        .iter()
-        .enumerate()
-        .filter_map(|(run, sightings)| Some(Reverse((sightings.first()?.0, run, 0))))
-        .collect();
-    let mut same: Vec<Sighting> = Vec::new();
-    let mut current = None;
-    while let Some(mut top) = heads.peek_mut() {
-        let Reverse((id, run, at)) = *top;
-        if current != Some(id) {
-            if same.len() > 1 {
-                shared(&same);
-            }
-            same.clear();
-            current = Some(id);
-        }
-        same.push(runs[run][at]);
-        match runs[run].get(at + 1) {
-            Some(next) => *top = Reverse((next.0, run, at + 1)),
-            None => drop(PeekMut::pop(top)),
+/// The joins of one shared page, given its sightings.
+fn joins_of(same: &[Sighting], give: &mut dyn FnMut(Join)) {
+    let node = |&(_, worker, root, _): &Sighting| (worker >> 1, root);
+    // The least worker, not the first to arrive: who writes the page must
+    // not depend on timing.
+    let head = same.iter().map(node).min().unwrap_or(node(&same[0]));
+    let first = same.iter().any(|&(_, worker, ..)| worker & 1 == 1);
+    for sighting in same {
+        let (worker, root) = node(sighting);
+        give((worker, root, sighting.3, head, first));
+    }
+}
+
+/// The sightings at one owner, merged as they come. Each worker sends its
+/// sightings in id order, and timely delivers a sender's records in order,
+/// so an id at or below every worker's last one so far has all of its
+/// sightings in: those ids are found at once and their sightings dropped.
+/// What waits is only how far the workers are apart, not every sighting
+/// (held until the last came, they were a process's largest step).
+struct SharedFinder {
+    /// Each worker's sightings not yet merged, in id order.
+    runs: Vec<VecDeque<Sighting>>,
+    /// Each worker's last id so far; `None` until its first comes.
+    last: Vec<Option<i64>>,
+    /// Reused for the sightings of one id.
+    same: Vec<Sighting>,
+}
+
+impl SharedFinder {
+    fn new(peers: usize) -> SharedFinder {
+        SharedFinder {
+            runs: vec![VecDeque::new(); peers],
+            last: vec![None; peers],
+            same: Vec::new(),
         }
     }
-    if same.len() > 1 {
-        shared(&same);
+
+    /// Takes a batch of sightings.
+    fn absorb(&mut self, data: &mut Vec<Sighting>) {
+        for sighting in data.drain(..) {
+            let worker = (sighting.1 >> 1) as usize;
+            let last = &mut self.last[worker];
+            assert!(
+                last.is_none_or(|last| last < sighting.0),
+                "worker {worker}'s sightings came out of id order"
+            );
+            *last = Some(sighting.0);
+            self.runs[worker].push_back(sighting);
+        }
+    }
+
+    /// Calls `shared` with the sightings of each id in more than one run
+    /// whose sightings are all in.
+    fn find_ready(&mut self, shared: impl FnMut(&[Sighting])) {
+        if let Some(bound) = self.last.iter().copied().min().flatten() {
+            self.merge(Some(bound), shared);
+        }
+    }
+
+    /// [`Self::find_ready`] once every sighting is in.
+    fn find_rest(&mut self, shared: impl FnMut(&[Sighting])) {
+        self.merge(None, shared);
+    }
+
+    /// Merges the runs' heads up to `bound` (every id at or below it is
+    /// whole), calling `shared` with the sightings of each id in more
+    /// than one run, in id order: one sift of a heap per sighting.
+    fn merge(&mut self, bound: Option<i64>, mut shared: impl FnMut(&[Sighting])) {
+        use std::cmp::Reverse;
+        use std::collections::binary_heap::{BinaryHeap, PeekMut};
+        let runs = &mut self.runs;
+        let mut heads: BinaryHeap<Reverse<(i64, usize)>> = runs
+            .iter()
+            .enumerate()
+            .filter_map(|(run, sightings)| Some(Reverse((sightings.front()?.0, run))))
+            .collect();
+        let same = &mut self.same;
+        same.clear();
+        while let Some(mut top) = heads.peek_mut() {
+            let Reverse((id, run)) = *top;
+            if bound.is_some_and(|bound| id > bound) {
+                break;
+            }
+            if same.first().is_some_and(|s| s.0 != id) {
+                if same.len() > 1 {
+                    shared(same);
+                }
+                same.clear();
+            }
+            same.extend(runs[run].pop_front());
+            match runs[run].front() {
+                Some(next) => *top = Reverse((next.0, run)),
+                None => drop(PeekMut::pop(top)),
+            }
+        }
+        if same.len() > 1 {
+            shared(same);
+        }
+        same.clear();
     }
 }
 
@@ -206,7 +247,8 @@ pub(super) fn describe_joined<'scope, L: JoinLabel>(
             *batch = Vec::new();
         },
         move || {
-            let made = std::mem::take(&mut links.borrow_mut().links);
+            // Taken whole: the first links by root are not needed again.
+            let made = std::mem::take(&mut *links.borrow_mut()).links;
             let mut chunks = made.into_chunks().into_iter();
             move |give: &mut dyn FnMut(NodeLink<L>)| match chunks.next() {
                 Some(chunk) => {
@@ -382,6 +424,47 @@ mod tests {
     }
 
     #[test]
+    fn sightings_merged_as_they_come_find_what_the_whole_merge_finds() {
+        // Three workers' runs of ids (each a multiple of w + 2), sent in
+        // batches of 7 in turn, as an owner receives them.
+        let runs: Vec<Vec<Sighting>> = (0..3u32)
+            .map(|w| {
+                (0..3000i64)
+                    .filter(|id| id % i64::from(w + 2) == 0)
+                    .map(|id| (id, w << 1 | (id % 5 == 0) as u32, id as Page, w))
+                    .collect()
+            })
+            .collect();
+        let whole = {
+            let mut finder = SharedFinder::new(3);
+            runs.iter().for_each(|run| finder.absorb(&mut run.clone()));
+            let mut found = Vec::new();
+            finder.find_rest(|same| found.push(same.to_vec()));
+            found
+        };
+        let mut finder = SharedFinder::new(3);
+        let (mut found, mut found_early) = (Vec::new(), 0);
+        let batches: Vec<Vec<&[Sighting]>> = runs.iter().map(|r| r.chunks(7).collect()).collect();
+        for at in 0..batches.iter().map(Vec::len).max().unwrap() {
+            for run in &batches {
+                if let Some(batch) = run.get(at) {
+                    finder.absorb(&mut batch.to_vec());
+                    finder.find_ready(|same| found.push(same.to_vec()));
+                }
+            }
+            found_early = found.len();
+        }
+        finder.find_rest(|same| found.push(same.to_vec()));
+        assert_eq!(found, whole);
+        // All but the last batches' ids were found before the end.
+        assert!(
+            found_early * 10 > whole.len() * 9,
+            "{found_early} of {}",
+            whole.len()
+        );
+    }
+
+    #[test]
     fn ids_in_several_runs_are_found_once_each_with_every_sighting() {
         // Run w: multiples of w + 2 below 600 (run 3 is empty), so an id is
         // shared when two or more of 2, 3, 4 divide it.
@@ -395,7 +478,11 @@ mod tests {
             })
             .collect();
         let mut found = Vec::new();
-        for_each_shared(&runs, |same| {
+        let mut finder = SharedFinder::new(runs.len());
+        for run in &runs {
+            finder.absorb(&mut run.clone());
+        }
+        finder.find_rest(|same| {
             let workers: Vec<u32> = same.iter().map(|s| s.1 >> 1).collect();
             assert!(same.iter().all(|s| s.0 == same[0].0));
             found.push((same[0].0, workers));
