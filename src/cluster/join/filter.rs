@@ -181,6 +181,9 @@ pub(crate) fn shared_sightings<'scope>(
             let bits = std::mem::take(&mut *bits.borrow_mut());
             let mut next = 0;
             move |give: &mut dyn FnMut(Sighting)| {
+                if !filter.shares {
+                    return false;
+                }
                 let pages = next..next + SIGHTED_PER_SLICE;
                 next = pages.end;
                 sighted(&bits, pages, give)
