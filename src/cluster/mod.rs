@@ -425,9 +425,11 @@ fn local_name(path: &Path) -> PathBuf {
 impl PartWriter {
     /// The writer of worker `worker` of `peers` in `processes` processes,
     /// over `parts` parts in `dir`. Every worker's router gives rows to
-    /// every part; the owners of joined clusters only on several processes
-    /// (on one, no cluster is joined: waiting for the owners' ends, which
-    /// come after all the routing, would hold every row until then).
+    /// every part; the owners of joined clusters give drops, and only on
+    /// several processes (on one, no cluster is joined). A merge waits for
+    /// the end of every run it expects, and the owners' come after all the
+    /// routing: expected where they give nothing, they would hold every
+    /// row until then.
     fn new(
         dir: &Path,
         worker: usize,
@@ -436,12 +438,9 @@ impl PartWriter {
         parts: usize,
         urls_from: Option<Arc<PagesTable>>,
     ) -> PartWriter {
-        let producers: Vec<u32> = (0..peers as u32)
-            .flat_map(|w| match processes {
-                1 => vec![router_run(w)],
-                _ => vec![router_run(w), owner_run(w)],
-            })
-            .collect();
+        let routers: Vec<u32> = (0..peers as u32).map(router_run).collect();
+        let owners = (0..peers as u32).map(owner_run).filter(|_| processes > 1);
+        let droppers: Vec<u32> = routers.iter().copied().chain(owners).collect();
         let ours = |kind| move |p: usize| writer_of(p, kind, peers) == worker;
         let local = urls_from.is_some();
         PartWriter {
@@ -451,10 +450,10 @@ impl PartWriter {
                 "clusters",
                 parts,
                 ours(RowKind::Members),
-                &producers,
+                &routers,
                 false,
             ),
-            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &producers, local),
+            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &droppers, local),
             urls_from,
             threads: peers / processes,
             writing: std::time::Duration::ZERO,
