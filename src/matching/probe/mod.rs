@@ -18,7 +18,7 @@
 //! probes of one table stay in a slice of it that fits in L2. Not when the
 //! pass costs more than it spares ([`partitioning_pays`]): a wide design of
 //! one table a lead group and about a cache line a bucket probes in arrival
-//! order, its buckets' first lines prefetched ahead.
+//! order, the lines its buckets' first vectors read prefetched ahead.
 //!
 //! Two kernels check the candidates, both by residue first (32 bits in a
 //! row with the fewest of the table's key bits, [`crate::matching::tables`];
@@ -33,10 +33,11 @@
 //!   counts with VPOPCNTD into a mask register. AVX2, for k up to 3, clears
 //!   each lane's lowest set bit k times and joins the vectors by their
 //!   minimum, one test for zero a row; for a larger k it counts by a
-//!   nibble table (`vpshufb`). Longer buckets loop on. A bucket's first residues
-//!   are prefetched 16 rows ahead; a bucket with an entry near the row is
-//!   only noted, and checked after the loop, where its cache misses
-//!   overlap; the directory is read through bucket numbers masked to its
+//!   nibble table (`vpshufb`). Longer buckets loop on. Every line the
+//!   first vectors of a bucket read is prefetched 16 rows ahead (a bucket
+//!   of about a line starts mid-line, so it nearly always spans two); a
+//!   bucket with an entry near the row is only noted, and checked after
+//!   the loop, where its cache misses overlap; the directory is read through bucket numbers masked to its
 //!   size, unchecked;
 //! - the *filter-word* kernel (many tables of long keys, every other CPU)
 //!   runs three tight loops per table and partition: probe keys for 256
@@ -163,8 +164,8 @@ fn probe_partitioned(
     }
 }
 
-/// Residues in a cache line: a wide bucket of about this many is one read.
-const LINE_RESIDUES: f64 = 16.0;
+/// Residues in a cache line.
+const LINE_RESIDUES: usize = 16;
 
 /// Whether partitioning a batch pays for `index`'s kernel. The pass counts
 /// and scatters the batch once per lead group, to spare each table's probes
@@ -174,7 +175,7 @@ const LINE_RESIDUES: f64 = 16.0;
 /// a group (larger k) and longer buckets (larger B, k = 4) keep it.
 fn partitioning_pays(kernel: Kernel, design: &Design, lead_groups: &[LeadGroup]) -> bool {
     kernel.for_design(design) == Kernel::Portable
-        || design.expected_candidates > LINE_RESIDUES
+        || design.expected_candidates > LINE_RESIDUES as f64
         || lead_groups.iter().any(|g| g.tables().len() > 1)
 }
 

@@ -8,11 +8,11 @@
 
 use std::arch::x86_64::*;
 
-use super::{keep_if_owned, probe_partitioned, Match, Scratch, KEY_CHUNK};
+use super::{keep_if_owned, probe_partitioned, Match, Scratch, KEY_CHUNK, LINE_RESIDUES};
 use crate::matching::kernel::Simd;
 use crate::matching::tables::{Index, RESIDUE_PADDING};
 
-/// How many rows ahead a bucket's first entries are prefetched.
+/// How many rows ahead the lines of a bucket's first vectors are prefetched.
 const PREFETCH_ROWS: usize = 16;
 
 /// How many buckets with entries near ahead the first such entry's whole
@@ -163,9 +163,9 @@ unsafe fn probe_slice_avx2<const K: u32, const VECTORS: usize>(
 /// the residues (32 bits of each, a vector at a time), then the whole
 /// fingerprint of those within k on their residue.
 ///
-/// A partition's slice of the table is in L2 and each bucket's first line
-/// is prefetched, so what the loop costs is its own instructions and the
-/// rows that pass: the table's arrays and rotation are read once into
+/// A partition's slice of the table is in L2, or the lines the row's
+/// vectors read are prefetched, so what the loop costs is its own
+/// instructions and the rows that pass: the table's arrays and rotation are read once into
 /// locals (stores to the output made the compiler read them from the
 /// table again for every row), the vectors' length masks come from one
 /// `bzhi`, and a bucket with no entry near (nearly all of them) costs one
@@ -217,11 +217,7 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
             // SAFETY: `bucket_of` is below `buckets` and `offsets` has
             // `buckets + 1` entries.
             let ahead = unsafe { *offsets.get_unchecked(bucket_of(keys[j + PREFETCH_ROWS])) };
-            // SAFETY: a prefetch never faults, whatever the address
-            // (and the caller's features include SSE).
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(residues.as_ptr().wrapping_add(ahead as usize).cast())
-            };
+            prefetch_lines(residues, ahead as usize, C::LANES * VECTORS);
             let b = bucket_of(keys[j]);
             // SAFETY: as above, `b + 1 <= buckets`.
             let (start, end) = unsafe {
@@ -287,6 +283,25 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
             out,
         );
     }
+}
+
+/// Prefetches every cache line of `residues[from..from + entries]`: a
+/// bucket starts anywhere in a line, so its first vectors read two or
+/// three, and a line left to the loop stalls it.
+#[inline(always)]
+fn prefetch_lines(residues: &[u32], from: usize, entries: usize) {
+    let first = residues.as_ptr().wrapping_add(from);
+    let mut at = 0;
+    // A loop over constants, which the compiler unrolls (an iterator
+    // chain it left as a loop).
+    while at < entries {
+        // SAFETY: a prefetch never faults, whatever the address (and the
+        // x86-64 baseline has SSE).
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(at).cast()) };
+        at += LINE_RESIDUES;
+    }
+    // SAFETY: as above.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(entries - 1).cast()) };
 }
 
 /// Notes a bucket with entries near, out of the hot loop: growing the
