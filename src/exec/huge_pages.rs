@@ -1,13 +1,15 @@
 //! Zeroed arrays read at random, on transparent huge pages.
 //!
-//! The union-find's id table and its arrays by page are hundreds of
-//! megabytes read at random: on 4 KiB pages nearly every access misses the
-//! TLB and walks the page tables, which on a VM walk the host's as well. On
-//! 2 MiB pages the TLB covers them. Only these arrays ask for huge pages
-//! (`MADV_HUGEPAGE` on the 2 MiB-aligned part of each): the allocator's own
-//! memory does not (mimalloc is built with `no_thp`), since buffers freed
-//! and allocated again in other sizes cost more to back in 2 MiB pieces
-//! than they save. `main.rs` leaves the process's huge pages to what is
+//! The union-find's arrays by page are hundreds of megabytes read at
+//! random: on 4 KiB pages nearly every access misses the TLB and walks the
+//! page tables, which on a VM walk the host's as well. On 2 MiB pages the
+//! TLB covers them. Only these arrays ask for huge pages (`MADV_HUGEPAGE`
+//! on the 2 MiB-aligned part of each). Not the id table: every worker
+//! writes it at random from its first pair on, and its huge pages' faults
+//! cost more system time than the TLB saves (on every graph shape,
+//! `scripts/bench_cluster.sh`). Nor the allocator's own memory (mimalloc
+//! is built with `no_thp`): buffers freed and allocated again in other
+//! sizes cost more to back in 2 MiB pieces than they save. `main.rs` leaves the process's huge pages to what is
 //! advised.
 //!
 //! The arrays come from the allocator as any other (fresh memory from the

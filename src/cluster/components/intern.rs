@@ -6,7 +6,7 @@ use super::*;
 use crate::exec::huge_pages::zeroed_on_huge_pages;
 
 /// Zeroed memory, on huge pages where it is large enough: every array
-/// here is read at random.
+/// by page is read at random.
 pub(super) fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Box<[T]> {
     zeroed_on_huge_pages(n)
 }
@@ -244,7 +244,8 @@ impl IdTable {
         let (parts, part_bits) = IdTable::parts_for(wanted);
         let slots = parts << part_bits;
         IdTable {
-            slots: zeroed(slots),
+            // 4 KiB pages: see `exec::huge_pages` for why.
+            slots: bytemuck::allocation::zeroed_slice_box(slots),
             part_bits,
             placement: match range {
                 Some(range) => Placement::ordered(range, slots),
