@@ -187,3 +187,76 @@ print(json.dumps({"types": types, "rows": rows, "wrong": wrong}))
     assert!(drops["rows"].as_u64().unwrap() > 100, "{drops}");
     assert_eq!(drops["wrong"], 0, "{drops}");
 }
+
+/// Shards whose `simhash` DuckDB wrote as UBIGINT (Parquet UINT64, the
+/// u64's own type) are matched as the INT64 shards of the same bit
+/// patterns are: the same pairs, byte for byte.
+#[test]
+fn uint64_fingerprints_written_by_duckdb_match_as_int64_ones_do() {
+    let python = python_with("duckdb");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let (queries, corpus) = (data.join("queries"), data.join("corpus"));
+    run_ok(&[
+        "gen",
+        "--out",
+        data.to_str().unwrap(),
+        "--queries",
+        "2000",
+        "--corpus",
+        "40000",
+        "--shards",
+        "2",
+        "--plant-rate",
+        "0.05",
+    ]);
+    let unsigned = dir.path().join("unsigned");
+    for (from, name) in [(&queries, "queries"), (&corpus, "corpus")] {
+        std::fs::create_dir_all(unsigned.join(name)).unwrap();
+        // The same 64 bits: negative INT64s wrap to the top half of UBIGINT.
+        let sql = format!(
+            "COPY (SELECT id, ((simhash::HUGEINT + 18446744073709551616) % 18446744073709551616)::UBIGINT AS simhash \
+             FROM read_parquet('{}/*.parquet')) TO '{}/part-0.parquet' (FORMAT parquet)",
+            from.display(),
+            unsigned.join(name).display()
+        );
+        let status = Command::new(&python)
+            .args(["-c", &format!("import duckdb; duckdb.sql({sql:?})")])
+            .status()
+            .unwrap();
+        assert!(status.success(), "DuckDB's COPY of {name}");
+    }
+    let schema = SerializedFileReader::new(
+        std::fs::File::open(unsigned.join("corpus/part-0.parquet")).unwrap(),
+    )
+    .unwrap()
+    .metadata()
+    .file_metadata()
+    .schema_descr_ptr();
+    let simhash = schema
+        .columns()
+        .iter()
+        .find(|c| c.name() == "simhash")
+        .unwrap();
+    assert_eq!(
+        simhash.converted_type(),
+        parquet::basic::ConvertedType::UINT_64,
+        "DuckDB wrote UINT64"
+    );
+    let mut outputs = Vec::new();
+    for root in [&data, &unsigned] {
+        let out = root.join("pairs");
+        run_ok(&[
+            "match",
+            "--queries",
+            root.join("queries").to_str().unwrap(),
+            "--corpus",
+            root.join("corpus").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(read_pairs(&out).len() > 100);
+        outputs.push(part_bytes(&out));
+    }
+    assert!(outputs[0] == outputs[1], "UINT64 shards gave other pairs");
+}

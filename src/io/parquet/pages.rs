@@ -163,7 +163,7 @@ impl PagesTable {
         for batch in reader {
             let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
             ids.clear();
-            integer_column(&batch, ID, &|| location.clone(), &mut ids, |v| v)?;
+            integer_column(&batch, ID, &|| location.clone(), &mut ids)?;
             each(&ids, &batch, &location)?;
         }
         Ok(())

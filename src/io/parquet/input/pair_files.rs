@@ -254,8 +254,8 @@ impl PairBatches {
         corpus.clear();
         distances.clear();
         wide.clear();
-        integer_column(&batch, "query_id", &location, queries, |v| v)?;
-        integer_column(&batch, "corpus_id", &location, corpus, |v| v)?;
+        integer_column(&batch, "query_id", &location, queries)?;
+        integer_column(&batch, "corpus_id", &location, corpus)?;
         let flags = match self.unit.has_self_pair {
             true => Some(
                 batch

@@ -254,10 +254,8 @@ impl FingerprintFile {
         for batch in reader {
             let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
             let location = || format!("{shown} (row group {rg})");
-            integer_column(&batch, &columns.id, &location, ids, |v| v)?;
-            integer_column(&batch, &columns.simhash, &location, fingerprints, |v| {
-                v as u64
-            })?;
+            integer_column(&batch, &columns.id, &location, ids)?;
+            integer_column(&batch, &columns.simhash, &location, fingerprints)?;
         }
         Ok(())
     }
