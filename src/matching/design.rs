@@ -16,7 +16,7 @@
 //! kernel checks cheaply, within the table memory budget
 //! (`--table-memory-mib`, 8 GiB by default); if none fits, the most blocks
 //! that do. The kernels check 160 candidates cheaply with AVX-512 and its
-//! population count (VPOPCNTDQ), 64 with AVX2 and BMI2, and 1 elsewhere
+//! population count (VPOPCNTDQ) or AVX2 and BMI2, and 1 elsewhere
 //! ([`crate::matching::kernel::Kernel::max_candidates`]). So for |B| = 1M and k = 3 the
 //! design is 4 tables of one 16-bit block each (about 15 candidates a
 //! probe, 51 MB) on the first two, and the paper's 10 tables (blocks of
