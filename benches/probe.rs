@@ -69,14 +69,10 @@ fn main() -> Result<()> {
         k,
         DEFAULT_TABLE_MEMORY,
         forced,
-        kernel.max_candidates(),
+        kernel.probe_cost(),
     )
     .design;
-    println!(
-        "design: {} (kernel: {})",
-        design.describe(),
-        kernel.runs_for(&design)
-    );
+    println!("design: {} (kernel: {})", design.describe(), kernel.runs());
     let started = Instant::now();
     let index = Index::build(design, set, 2).probed_by(kernel);
     println!("build: {:.2}s", started.elapsed().as_secs_f64());

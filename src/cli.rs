@@ -19,7 +19,7 @@ use crate::fingerprint::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
 use crate::io::parquet::input::{open_inputs, Columns};
 use crate::job;
-use crate::matching::design::{self, Design, BITS};
+use crate::matching::design::{self, BITS};
 use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
@@ -499,19 +499,18 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
         args.k,
         args.table_memory_mib << 20,
         args.blocks,
-        kernel.max_candidates(),
+        kernel.probe_cost(),
     );
     print_all(&plan_report(stored, args.k, &plan, (kernel, why))?)
 }
 
-/// `plan`'s line on the probe kernel: what runs for the design, and why.
-fn kernel_line(kernel: Kernel, why: &str, design: &Design) -> String {
-    let narrow = match kernel.for_design(design) != kernel {
-        true => "; the design has at most one candidate per probe",
-        false => "",
-    };
-    let runs = kernel.runs_for(design);
-    format!("kernel: {runs} (--kernel {}: {why}{narrow})", kernel.flag())
+/// `plan`'s line on the probe kernel: what runs, and why.
+fn kernel_line(kernel: Kernel, why: &str) -> String {
+    format!(
+        "kernel: {} (--kernel {}: {why})",
+        kernel.runs(),
+        kernel.flag()
+    )
 }
 
 /// What `neardup plan` prints for `plan` over `stored` fingerprints at `k`.
@@ -530,7 +529,7 @@ fn plan_report(
         "expected candidates per probe: {:.3}",
         d.expected_candidates
     )?;
-    writeln!(out, "{}", kernel_line(kernel, why, d))?;
+    writeln!(out, "{}", kernel_line(kernel, why))?;
     writeln!(
         out,
         "table memory: {} bytes ({})",
@@ -549,11 +548,12 @@ fn plan_report(
     for c in &plan.considered {
         writeln!(
             out,
-            "  m={:<3} {:>5} tables  {:>12.4} candidates/probe  {:>10}  {}",
+            "  m={:<3} {:>5} tables  {:>12.4} candidates/probe  {:>10}  {:>8.1} ns/row  {}",
             c.m,
             c.tables,
             c.expected_candidates,
             human_bytes(c.memory_bytes),
+            c.row_ns,
             c.verdict
         )?;
     }

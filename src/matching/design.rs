@@ -11,19 +11,25 @@
 //! popcount of the XOR of two original fingerprints, so no permutation is ever
 //! applied or undone on the hot path.
 //!
-//! How `m` is chosen ([`plan`]): the fewest blocks whose probes return, on
-//! average, at most as many candidates (`|B| / 2^key_bits`) as the CPU's
-//! kernel checks cheaply, within the table memory budget
-//! (`--table-memory-mib`, 8 GiB by default); if none fits, the most blocks
-//! that do. The kernels check 160 candidates cheaply with AVX-512 and its
-//! population count (VPOPCNTDQ) or AVX2 and BMI2, and 1 elsewhere
-//! ([`crate::matching::kernel::Kernel::max_candidates`]). So for |B| = 1M and k = 3 the
-//! design is 4 tables of one 16-bit block each (about 15 candidates a
-//! probe, 51 MB) on the first two, and the paper's 10 tables (blocks of
-//! 13, 13, 13, 13 and 12 bits, keys of 25-26 bits, 246 MB) elsewhere. Every
-//! design finds the same pairs: a pair is emitted only by its *owner*, the
-//! first table whose key bits all agree ([`Design::owner`]), so exactly
-//! once.
+//! How `m` is chosen ([`plan`]): more blocks mean fewer candidates a probe
+//! but more tables, so the planner estimates what each design's probes cost
+//! a corpus row ([`ProbeCost::row_ns`]): per table, a visit that grows
+//! dearer as the table outgrows the caches, plus its candidates at the
+//! kernel's price ([`crate::matching::kernel::Kernel::probe_cost`]). A wide
+//! kernel checks a vector of candidates at a time, so few tables of
+//! hundreds of candidates can beat many of none; filter words pay a miss
+//! for each. It takes the smallest design within 10% of the cheapest that
+//! fits the memory budget (`--table-memory-mib`, 8 GiB by default). So for
+//! |B| = 1M and k = 3 the design is 4 tables of one 16-bit block each
+//! (about 15 candidates a probe, 51 MB) with a wide kernel, and the
+//! paper's 10 tables (blocks of 13, 13, 13, 13 and 12 bits, keys of 25-26
+//! bits, 246 MB) with filter words. The constants are fitted on
+//! `scripts/bench_plan.sh`, which times each design of a grid of |B| and k
+//! beside its estimate.
+//!
+//! Every design finds the same pairs: a pair is emitted only by its
+//! *owner*, the first table whose key bits all agree ([`Design::owner`]),
+//! so exactly once.
 
 use serde::Serialize;
 
@@ -283,6 +289,40 @@ impl Design {
     }
 }
 
+/// What a probe kernel spends on one corpus row, for comparing designs
+/// ([`plan`]): each table costs a visit to its bucket, dearer as the table
+/// outgrows the caches, and a check of each candidate the bucket holds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ProbeCost {
+    /// Nanoseconds the kernel spends checking one candidate.
+    pub(crate) candidate_ns: f64,
+}
+
+/// A table visit's nanoseconds: a base, one more per [`VISIT_MIB_PER_NS`]
+/// MiB of the table (its cache and TLB misses), and no more than
+/// [`MAX_VISIT_NS`] (a miss to memory, overlapped with the rows around it).
+const BASE_VISIT_NS: f64 = 2.5;
+const VISIT_MIB_PER_NS: f64 = 9.0;
+const MAX_VISIT_NS: f64 = 60.0;
+
+impl ProbeCost {
+    /// A kernel that checks one candidate in `candidate_ns` nanoseconds.
+    pub(crate) const fn new(candidate_ns: f64) -> ProbeCost {
+        ProbeCost { candidate_ns }
+    }
+
+    /// Estimated nanoseconds `design`'s tables cost a corpus row.
+    pub(crate) fn row_ns(self, design: &Design) -> f64 {
+        let tables = design.tables.len() as f64;
+        let table_mib = design.memory_bytes as f64 / tables / f64::from(1u32 << 20);
+        let visit_ns = (BASE_VISIT_NS + table_mib / VISIT_MIB_PER_NS).min(MAX_VISIT_NS);
+        tables * (visit_ns + self.candidate_ns * design.expected_candidates)
+    }
+}
+
+/// Designs estimated within this factor of the cheapest count as cheap.
+const NEAR_ENOUGH: f64 = 1.1;
+
 /// Why a design was or was not chosen.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Considered {
@@ -290,7 +330,9 @@ pub(crate) struct Considered {
     pub(crate) tables: usize,
     pub(crate) expected_candidates: f64,
     pub(crate) memory_bytes: u64,
-    pub(crate) verdict: String,
+    /// [`ProbeCost::row_ns`]: the estimated probe time of a corpus row.
+    pub(crate) row_ns: f64,
+    pub(crate) verdict: &'static str,
 }
 
 /// The chosen design and the alternatives weighed against it.
@@ -303,79 +345,61 @@ pub struct Plan {
 /// Chooses `m` for `stored` distinct fingerprints and threshold `k`.
 ///
 /// More blocks mean longer keys and so fewer candidates per probe, but
-/// `C(m, k)` tables. The rule: the fewest blocks whose probes return at most
-/// `max_candidates` candidates (what the probe kernel checks cheaply: see
-/// [`crate::matching::kernel::Kernel::max_candidates`]), as long as the tables fit in
-/// `memory_budget`; when no such design fits, the most blocks that do fit
-/// (fewest candidates); when nothing fits, `m = k + 1` (the fewest tables
-/// possible). `forced_m` overrides the choice.
+/// `C(m, k)` tables. The rule: of the designs whose tables fit in
+/// `memory_budget`, the smallest whose probes `cost` estimates within
+/// [`NEAR_ENOUGH`] of the cheapest a corpus row ([`ProbeCost::row_ns`]),
+/// since the estimate cannot tell nearer designs apart and memory is
+/// dear too; when none fits, `m = k + 1` (the fewest tables possible).
+/// `forced_m` overrides the choice.
 pub fn plan(
     stored: u64,
     k: u32,
     memory_budget: u64,
     forced_m: Option<u32>,
-    max_candidates: f64,
+    cost: ProbeCost,
 ) -> Plan {
-    let mut considered = Vec::new();
-    let mut chosen: Option<Design> = None;
-    let mut best_fitting: Option<Design> = None;
     let last_m = (k + 1 + 6).min(BITS);
-    for m in (k + 1)..=last_m {
-        if tables_for(m, k) > 4096 {
-            break;
-        }
-        let design = Design::new(stored, k, m);
-        let fits = design.memory_bytes <= memory_budget;
-        let few = design.expected_candidates <= max_candidates;
-        let verdict = match (forced_m, chosen.is_some()) {
-            (Some(f), _) if f == m => "chosen (--blocks)".to_string(),
-            (Some(_), _) => "not requested (--blocks)".to_string(),
-            (None, true) => "more tables than needed".to_string(),
-            (None, false) if !fits => "over the memory budget".to_string(),
-            (None, false) if !few && max_candidates == 1.0 => {
-                "more than one candidate per probe".to_string()
-            }
-            (None, false) if !few => format!("more than {max_candidates} candidates per probe"),
-            (None, false) => "chosen".to_string(),
-        };
-        considered.push(Considered {
-            m,
-            tables: design.tables.len(),
-            expected_candidates: design.expected_candidates,
-            memory_bytes: design.memory_bytes,
-            verdict,
-        });
-        if forced_m.is_none() && chosen.is_none() {
-            if fits && few {
-                chosen = Some(design.clone());
-            } else if fits {
-                best_fitting = Some(design.clone());
-            }
-        }
-    }
-    let design = match forced_m {
-        Some(m) => Design::new(stored, k, m),
-        None => chosen
-            .or(best_fitting)
-            .unwrap_or_else(|| Design::new(stored, k, k + 1)),
+    let designs: Vec<Design> = ((k + 1)..=last_m)
+        .take_while(|&m| tables_for(m, k) <= 4096)
+        .map(|m| Design::new(stored, k, m))
+        .collect();
+    let fits = |d: &Design| d.memory_bytes <= memory_budget;
+    let least_ns = designs
+        .iter()
+        .filter(|d| fits(d))
+        .map(|d| cost.row_ns(d))
+        .min_by(f64::total_cmp);
+    let cheap = |d: &Design| least_ns.is_some_and(|ns| cost.row_ns(d) <= ns * NEAR_ENOUGH);
+    let smallest_cheap = designs
+        .iter()
+        .filter(|d| fits(d) && cheap(d))
+        .min_by_key(|d| d.memory_bytes)
+        .map(Design::m);
+    let chosen_m = forced_m.or(smallest_cheap).unwrap_or(k + 1);
+    let verdict = |d: &Design| match (d.m() == chosen_m, forced_m.is_some()) {
+        (true, true) => "chosen (--blocks)",
+        (true, false) => "chosen",
+        (false, true) => "not requested (--blocks)",
+        (false, false) if !fits(d) => "over the memory budget",
+        (false, false) => "slower",
     };
-    if forced_m.is_none() {
-        for c in considered.iter_mut() {
-            if c.m == design.m() {
-                c.verdict = "chosen".to_string();
-            } else if c.verdict == "chosen" {
-                c.verdict = "not needed".to_string();
-            }
+    let consider = |d: &Design| Considered {
+        m: d.m(),
+        tables: d.tables.len(),
+        expected_candidates: d.expected_candidates,
+        memory_bytes: d.memory_bytes,
+        row_ns: cost.row_ns(d),
+        verdict: verdict(d),
+    };
+    let mut considered: Vec<Considered> = designs.iter().map(consider).collect();
+    let design = match designs.iter().find(|d| d.m() == chosen_m) {
+        Some(design) => design.clone(),
+        None => {
+            let design = Design::new(stored, k, chosen_m);
+            considered.push(consider(&design));
+            design
         }
-    } else if !considered.iter().any(|c| c.m == design.m()) {
-        considered.push(Considered {
-            m: design.m(),
-            tables: design.tables.len(),
-            expected_candidates: design.expected_candidates,
-            memory_bytes: design.memory_bytes,
-            verdict: "chosen (--blocks)".to_string(),
-        });
-    }
+    };
     Plan { design, considered }
 }
 
@@ -486,7 +510,7 @@ mod tests {
             z ^ (z >> 31)
         };
         for k in 0..=MAX_K {
-            let plan = plan(1 << 20, k, DEFAULT_TABLE_MEMORY, None, 1.0);
+            let plan = plan(1 << 20, k, DEFAULT_TABLE_MEMORY, None, FILTER_WORDS);
             let design = plan.design;
             for _ in 0..2000 {
                 let a = next();
@@ -505,22 +529,44 @@ mod tests {
         }
     }
 
+    /// The kernels' costs ([`crate::matching::kernel::Kernel::probe_cost`]).
+    const FILTER_WORDS: ProbeCost = ProbeCost::new(14.0);
+    const AVX2: ProbeCost = ProbeCost::new(0.17);
+    const AVX512: ProbeCost = ProbeCost::new(0.08);
+
     #[test]
-    fn plan_picks_fewest_blocks_with_at_most_one_candidate() {
-        let p = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, None, 1.0);
-        assert_eq!(p.design.m(), 5);
-        assert!(p.design.expected_candidates <= 1.0);
-        let small = plan(1000, 3, DEFAULT_TABLE_MEMORY, None, 1.0);
-        assert_eq!(small.design.m(), 4);
-        let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7), 1.0);
+    fn plan_weighs_tables_against_candidates() {
+        let m = |stored: u64, k: u32, cost: ProbeCost| {
+            plan(stored, k, DEFAULT_TABLE_MEMORY, None, cost).design.m()
+        };
+        // Filter words check a candidate after a second miss: the paper's
+        // 10 tables for |B| = 2^20, 4 for a thousand queries.
+        assert_eq!(m(1 << 20, 3, FILTER_WORDS), 5);
+        assert_eq!(m(1000, 3, FILTER_WORDS), 4);
+        // A wide kernel keeps 4 tables at k = 3 far past a line of
+        // candidates a bucket, but not 6 of 651 at k = 5 against 21 of 3.
+        for wide in [AVX2, AVX512] {
+            assert_eq!(m(1 << 20, 3, wide), 4);
+            assert_eq!(m(16 << 20, 3, wide), 4);
+            assert_eq!(m(1 << 20, 5, wide), 7);
+        }
+        // k = 4, 1M queries: AVX2's candidates cost enough for 15 tables
+        // to pay; AVX-512's 5 tables are about as fast, in a sixth of the
+        // memory.
+        assert_eq!(m(1 << 20, 4, AVX2), 6);
+        assert_eq!(m(1 << 20, 4, AVX512), 5);
+        let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7), AVX512);
         assert_eq!(forced.design.m(), 7);
         assert_eq!(forced.design.tables.len(), 35);
-        // A kernel that checks 16 candidates per probe cheaply takes the
-        // paper's |B| = 2^20 with 4 tables, and twice that with 10.
-        let wide = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, None, 16.0);
-        assert_eq!(wide.design.m(), 4);
-        let twice = plan(2 << 20, 3, DEFAULT_TABLE_MEMORY, None, 16.0);
-        assert_eq!(twice.design.m(), 5);
+        let verdicts: Vec<_> = forced.considered.iter().map(|c| c.verdict).collect();
+        assert_eq!(
+            verdicts
+                .iter()
+                .filter(|&&v| v == "chosen (--blocks)")
+                .count(),
+            1,
+            "{verdicts:?}"
+        );
     }
 
     #[test]
@@ -558,7 +604,7 @@ mod tests {
 
     #[test]
     fn plan_respects_memory_budget() {
-        let p = plan(1 << 20, 3, 60 << 20, None, 1.0);
+        let p = plan(1 << 20, 3, 60 << 20, None, FILTER_WORDS);
         assert!(
             p.design.memory_bytes <= 60 << 20,
             "{}",

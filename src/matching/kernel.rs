@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::matching::design::Design;
+use crate::matching::design::ProbeCost;
 
 /// The probe kernels, as `--kernel` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -68,33 +68,25 @@ impl Kernel {
         }
     }
 
-    /// Candidates per probe the kernel checks cheaply: 160 with a wide
-    /// kernel (AVX-512's population count, 16 residues per instruction, or
-    /// AVX2, 8 a vector), else 1 (one filter word per probe, then a scalar
-    /// check). Up to these, a few wide tables probe a row faster than many
-    /// tables of filter words, and in less memory, with AVX2 as with
-    /// AVX-512 (measured in the README's figures: `match` at a larger k and
-    /// with more queries).
-    pub fn max_candidates(self) -> f64 {
+    /// What a candidate costs the kernel, for the planner
+    /// ([`crate::matching::design::plan`]): a wide kernel checks a vector of
+    /// residues at a time (AVX-512 16, counted by one instruction; AVX2 8,
+    /// counted by nibbles), the filter-word kernel one candidate after a
+    /// second miss into its bucket. Fitted on `scripts/bench_plan.sh`.
+    pub fn probe_cost(self) -> ProbeCost {
         match self {
-            Kernel::Avx512 | Kernel::Avx2 => 160.0,
-            Kernel::Portable => 1.0,
+            Kernel::Avx512 => ProbeCost::new(0.08),
+            Kernel::Avx2 => ProbeCost::new(0.17),
+            Kernel::Portable => ProbeCost::new(14.0),
         }
     }
 
-    /// The kernel [`crate::matching::probe::probe`] runs for `design` with this one: a design of at
-    /// most one candidate a probe takes filter words whatever the CPU.
-    pub fn for_design(self, design: &Design) -> Kernel {
-        match design.expected_candidates > 1.0 {
-            true => self,
-            false => Kernel::Portable,
-        }
-    }
-
-    /// What [`crate::matching::probe::probe`] runs for `design` with this kernel, for `neardup plan`
-    /// and `_summary.json`.
-    pub fn runs_for(self, design: &Design) -> &'static str {
-        match self.for_design(design) {
+    /// What [`crate::matching::probe::probe`] runs, for `neardup plan` and
+    /// `_summary.json`. A wide kernel takes every design whole, even one of
+    /// under a candidate a probe: a vector over an empty or one-entry
+    /// bucket is no dearer than a filter word, with no second miss.
+    pub fn runs(self) -> &'static str {
+        match self {
             Kernel::Avx512 => "wide buckets, AVX-512",
             Kernel::Avx2 => "wide buckets, AVX2",
             Kernel::Portable => "filter words",

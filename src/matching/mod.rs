@@ -134,7 +134,7 @@ pub struct MatchSummary {
     pub(crate) self_join: bool,
     pub(crate) k: u32,
     pub(crate) design: Design,
-    /// The probe kernel that ran ([`Kernel::runs_for`]).
+    /// The probe kernel that ran ([`Kernel::runs`]).
     pub(crate) kernel: &'static str,
     pub(crate) workers: usize,
     pub(crate) processes: usize,
@@ -240,11 +240,11 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         opts.k,
         opts.table_memory,
         opts.blocks,
-        kernel.max_candidates(),
+        kernel.probe_cost(),
     );
     tracing::info!(
         design = %plan.design.describe(),
-        kernel = kernel.runs_for(&plan.design),
+        kernel = kernel.runs(),
         why,
         "table design"
     );
@@ -270,7 +270,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         schemes,
         verify_threshold,
         design: index.design.clone(),
-        kernel: index.kernel.runs_for(&index.design),
+        kernel: index.kernel.runs(),
         parts: parts.len(),
         build_seconds,
         started,

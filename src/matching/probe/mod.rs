@@ -23,8 +23,8 @@
 //! Two kernels check the candidates, both by residue first (32 bits in a
 //! row with the fewest of the table's key bits, [`crate::matching::tables`];
 //! the whole fingerprint is read only for an entry within k on its residue):
-//! - the *wide* kernel (few tables of short keys, on x86-64 with AVX-512 or
-//!   AVX2) takes each row's bucket whole. Its first vectors of residues
+//! - the *wide* kernel (x86-64 with AVX-512 or AVX2, whatever the design)
+//!   takes each row's bucket whole. Its first vectors of residues
 //!   (the mean bucket length plus two standard deviations: 2 vectors of 16
 //!   with AVX-512, 3 of 8 with AVX2) are XORed with the row's, counted and
 //!   compared with k, with no branch on the length: the vectors are read
@@ -39,7 +39,8 @@
 //!   bucket with an entry near the row is only noted, and checked after
 //!   the loop, where its cache misses overlap; the directory is read through bucket numbers masked to its
 //!   size, unchecked;
-//! - the *filter-word* kernel (many tables of long keys, every other CPU)
+//! - the *filter-word* kernel (every other CPU, which the planner gives
+//!   many tables of long keys)
 //!   runs three tight loops per table and partition: probe keys for 256
 //!   rows at a time; one load of a filter word and one bit test per key,
 //!   writing every probe's slot and advancing only on a set bit, so no
@@ -95,7 +96,7 @@ pub struct Scratch {
 /// exactly once: a pair seen in several tables is kept only by its owner table.
 pub fn probe(index: &Index, corpus: &[u64], scratch: &mut Scratch, out: &mut Vec<Match>) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(simd) = index.kernel.for_design(&index.design).simd() {
+    if let Some(simd) = index.kernel.simd() {
         // SAFETY: this CPU has every feature of `simd` ([`Kernel::choose`]).
         return unsafe { wide::probe(simd, index, corpus, scratch, out) };
     }
@@ -174,7 +175,7 @@ const LINE_RESIDUES: usize = 16;
 /// reads too little a row for the pass to pay. Filter words, several tables
 /// a group (larger k) and longer buckets (larger B, k = 4) keep it.
 fn partitioning_pays(kernel: Kernel, design: &Design, lead_groups: &[LeadGroup]) -> bool {
-    kernel.for_design(design) == Kernel::Portable
+    kernel == Kernel::Portable
         || design.expected_candidates > LINE_RESIDUES as f64
         || lead_groups.iter().any(|g| g.tables().len() > 1)
 }
@@ -370,8 +371,8 @@ fn keep_if_owned(index: &Index, t: usize, e: usize, f: u64, row: u32, out: &mut 
     }
 }
 
-/// The kernel for designs with several candidates per probe (AVX-512 or
-/// AVX2): fewer, wider tables, their buckets compared a vector at a time.
+/// The kernel of x86-64 with AVX-512 or AVX2: buckets compared a vector at
+/// a time, which makes fewer, wider tables pay.
 #[cfg(target_arch = "x86_64")]
 mod wide;
 
@@ -389,14 +390,7 @@ mod tests {
     #[test]
     fn the_partition_pass_is_skipped_only_where_a_row_reads_a_line_a_table() {
         let pays = |kernel: super::Kernel, k: u32| {
-            let design = plan(
-                1 << 20,
-                k,
-                DEFAULT_TABLE_MEMORY,
-                None,
-                kernel.max_candidates(),
-            )
-            .design;
+            let design = plan(1 << 20, k, DEFAULT_TABLE_MEMORY, None, kernel.probe_cost()).design;
             partitioning_pays(kernel, &design, &lead_groups(&design))
         };
         assert!(!pays(super::Kernel::Avx512, 3));
@@ -435,7 +429,7 @@ mod tests {
             k,
             DEFAULT_TABLE_MEMORY,
             Some(m),
-            1.0,
+            super::Kernel::Portable.probe_cost(),
         )
         .design
     }
@@ -569,32 +563,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn each_kernel_plans_the_fewest_tables_it_checks_cheaply() {
-        // `Kernel` in this module is the kernels' function type.
-        use super::Kernel::{Avx2, Avx512, Portable};
-        let m = |queries: u64, k: u32, kernel: super::Kernel| {
-            plan(
-                queries,
-                k,
-                DEFAULT_TABLE_MEMORY,
-                None,
-                kernel.max_candidates(),
-            )
-            .design
-            .m()
-        };
-        // k = 4, 1M queries: 5 wide tables of 146 candidates with a wide
-        // kernel, 15 of filter words.
-        assert_eq!(m(1 << 20, 4, Avx512), 5);
-        assert_eq!(m(1 << 20, 4, Avx2), 5);
-        assert_eq!(m(1 << 20, 4, Portable), 6);
-        // k = 3: 4 tables up to 8M queries with a wide kernel.
-        assert_eq!(m(8 << 20, 3, Avx512), 4);
-        assert_eq!(m(8 << 20, 3, Avx2), 4);
-        assert_eq!(m(16 << 20, 3, Avx2), 5);
-        assert_eq!(m(8 << 20, 3, Portable), 5);
     }
 }

@@ -1,6 +1,7 @@
-//! The kernel for designs with several candidates per probe (fewer, wider
-//! tables: for |B| = 1M and k = 3, 4 tables of 16-bit keys and about 16
-//! entries a bucket, against 10 tables of one): no filter word, every
+//! The kernel of x86-64 with AVX-512 or AVX2, for every design, and the one
+//! that makes fewer, wider tables pay (for |B| = 1M and k = 3, 4 tables of
+//! 16-bit keys and about 16 entries a bucket, against 10 tables of one): no
+//! filter word, every
 //! bucket's residues compared with the row's a vector at a time (XOR,
 //! population count, compare; 16 to an AVX-512 vector, 8 to an AVX2 one),
 //! the first few vectors of every bucket unconditionally under a length
