@@ -381,6 +381,7 @@ pub fn plan(
         (true, false) => "chosen",
         (false, true) => "not requested (--blocks)",
         (false, false) if !fits(d) => "over the memory budget",
+        (false, false) if cheap(d) => "about as fast, in more memory",
         (false, false) => "slower",
     };
     let consider = |d: &Design| Considered {
@@ -555,6 +556,8 @@ mod tests {
         // memory.
         assert_eq!(m(1 << 20, 4, AVX2), 6);
         assert_eq!(m(1 << 20, 4, AVX512), 5);
+        let six = plan(1 << 20, 4, DEFAULT_TABLE_MEMORY, None, AVX512).considered[1].clone();
+        assert_eq!((six.m, six.verdict), (6, "about as fast, in more memory"));
         let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7), AVX512);
         assert_eq!(forced.design.m(), 7);
         assert_eq!(forced.design.tables.len(), 35);
