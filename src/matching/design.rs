@@ -453,6 +453,7 @@ fn combinations(n: usize, r: usize) -> Vec<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matching::kernel::Kernel;
 
     #[test]
     fn blocks_cover_all_bits_once() {
@@ -511,7 +512,13 @@ mod tests {
             z ^ (z >> 31)
         };
         for k in 0..=MAX_K {
-            let plan = plan(1 << 20, k, DEFAULT_TABLE_MEMORY, None, FILTER_WORDS);
+            let plan = plan(
+                1 << 20,
+                k,
+                DEFAULT_TABLE_MEMORY,
+                None,
+                Kernel::Portable.probe_cost(),
+            );
             let design = plan.design;
             for _ in 0..2000 {
                 let a = next();
@@ -530,11 +537,6 @@ mod tests {
         }
     }
 
-    /// The kernels' costs ([`crate::matching::kernel::Kernel::probe_cost`]).
-    const FILTER_WORDS: ProbeCost = ProbeCost::new(14.0);
-    const AVX2: ProbeCost = ProbeCost::new(0.17);
-    const AVX512: ProbeCost = ProbeCost::new(0.08);
-
     #[test]
     fn plan_weighs_tables_against_candidates() {
         let m = |stored: u64, k: u32, cost: ProbeCost| {
@@ -542,11 +544,11 @@ mod tests {
         };
         // Filter words check a candidate after a second miss: the paper's
         // 10 tables for |B| = 2^20, 4 for a thousand queries.
-        assert_eq!(m(1 << 20, 3, FILTER_WORDS), 5);
-        assert_eq!(m(1000, 3, FILTER_WORDS), 4);
+        assert_eq!(m(1 << 20, 3, Kernel::Portable.probe_cost()), 5);
+        assert_eq!(m(1000, 3, Kernel::Portable.probe_cost()), 4);
         // A wide kernel keeps 4 tables at k = 3 far past a line of
         // candidates a bucket, but not 6 of 651 at k = 5 against 21 of 3.
-        for wide in [AVX2, AVX512] {
+        for wide in [Kernel::Avx2.probe_cost(), Kernel::Avx512.probe_cost()] {
             assert_eq!(m(1 << 20, 3, wide), 4);
             assert_eq!(m(16 << 20, 3, wide), 4);
             assert_eq!(m(1 << 20, 5, wide), 7);
@@ -554,11 +556,25 @@ mod tests {
         // k = 4, 1M queries: AVX2's candidates cost enough for 15 tables
         // to pay; AVX-512's 5 tables are about as fast, in a sixth of the
         // memory.
-        assert_eq!(m(1 << 20, 4, AVX2), 6);
-        assert_eq!(m(1 << 20, 4, AVX512), 5);
-        let six = plan(1 << 20, 4, DEFAULT_TABLE_MEMORY, None, AVX512).considered[1].clone();
+        assert_eq!(m(1 << 20, 4, Kernel::Avx2.probe_cost()), 6);
+        assert_eq!(m(1 << 20, 4, Kernel::Avx512.probe_cost()), 5);
+        let six = plan(
+            1 << 20,
+            4,
+            DEFAULT_TABLE_MEMORY,
+            None,
+            Kernel::Avx512.probe_cost(),
+        )
+        .considered[1]
+            .clone();
         assert_eq!((six.m, six.verdict), (6, "about as fast, in more memory"));
-        let forced = plan(1 << 20, 3, DEFAULT_TABLE_MEMORY, Some(7), AVX512);
+        let forced = plan(
+            1 << 20,
+            3,
+            DEFAULT_TABLE_MEMORY,
+            Some(7),
+            Kernel::Avx512.probe_cost(),
+        );
         assert_eq!(forced.design.m(), 7);
         assert_eq!(forced.design.tables.len(), 35);
         let verdicts: Vec<_> = forced.considered.iter().map(|c| c.verdict).collect();
@@ -607,7 +623,7 @@ mod tests {
 
     #[test]
     fn plan_respects_memory_budget() {
-        let p = plan(1 << 20, 3, 60 << 20, None, FILTER_WORDS);
+        let p = plan(1 << 20, 3, 60 << 20, None, Kernel::Portable.probe_cost());
         assert!(
             p.design.memory_bytes <= 60 << 20,
             "{}",

@@ -105,6 +105,26 @@ fn duckdb_reads_types_rows_and_order_and_joins_back_to_the_shards() {
     }
 }
 
+/// `gen`'s 2,000 queries and 40,000 corpus rows in 2 shards, 5% of them
+/// planted near a query, into `out`, with `extra` flags.
+fn gen_planted(out: &Path, extra: &[&str]) {
+    let out = out.to_str().unwrap();
+    let flags = [
+        "gen",
+        "--out",
+        out,
+        "--queries",
+        "2000",
+        "--corpus",
+        "40000",
+        "--shards",
+        "2",
+        "--plant-rate",
+        "0.05",
+    ];
+    run_ok(&[&flags[..], extra].concat());
+}
+
 /// DuckDB reads the sketches of `gen --sketch` shards as BLOBs and verified
 /// pairs' `wide_distance` as SMALLINT, and recomputes every pair's wide
 /// distance from the fingerprints and sketches in SQL; the drops `cluster`
@@ -115,23 +135,8 @@ fn duckdb_reads_sketches_and_recomputes_the_wide_distance() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let out = dir.path().join("pairs");
-    let (data_s, out_s) = (data.to_str().unwrap(), out.to_str().unwrap());
-    run_ok(&[
-        "gen",
-        "--out",
-        data_s,
-        "--queries",
-        "2000",
-        "--corpus",
-        "40000",
-        "--shards",
-        "2",
-        "--plant-rate",
-        "0.05",
-        "--self-rate",
-        "0.05",
-        "--sketch",
-    ]);
+    let out_s = out.to_str().unwrap();
+    gen_planted(&data, &["--self-rate", "0.05", "--sketch"]);
     let queries = data.join("queries").display().to_string();
     let corpus = data.join("corpus").display().to_string();
     run_ok(&[
@@ -197,19 +202,7 @@ fn uint64_fingerprints_written_by_duckdb_match_as_int64_ones_do() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let (queries, corpus) = (data.join("queries"), data.join("corpus"));
-    run_ok(&[
-        "gen",
-        "--out",
-        data.to_str().unwrap(),
-        "--queries",
-        "2000",
-        "--corpus",
-        "40000",
-        "--shards",
-        "2",
-        "--plant-rate",
-        "0.05",
-    ]);
+    gen_planted(&data, &[]);
     let unsigned = dir.path().join("unsigned");
     for (from, name) in [(&queries, "queries"), (&corpus, "corpus")] {
         std::fs::create_dir_all(unsigned.join(name)).unwrap();

@@ -24,29 +24,28 @@
 //! row with the fewest of the table's key bits, [`crate::matching::tables`];
 //! the whole fingerprint is read only for an entry within k on its residue):
 //! - the *wide* kernel (x86-64 with AVX-512 or AVX2, whatever the design)
-//!   takes each row's bucket whole. Its first vectors of residues
-//!   (the mean bucket length plus two standard deviations: 2 vectors of 16
-//!   with AVX-512, 3 of 8 with AVX2) are XORed with the row's, counted and
+//!   takes each row's bucket whole. Its first vectors of residues (the mean
+//!   bucket length plus two standard deviations: 2 vectors of 16 with
+//!   AVX-512, 3 of 8 with AVX2) are XORed with the row's, counted and
 //!   compared with k, with no branch on the length: the vectors are read
-//!   whole (the residues end in padding), and the lanes past the bucket
-//!   are dropped by its length only in a bucket with a lane near. AVX-512
-//!   counts with VPOPCNTD into a mask register. AVX2, for k up to 3, clears
-//!   each lane's lowest set bit k times and joins the vectors by their
-//!   minimum, one test for zero a row; for a larger k it counts by a
-//!   nibble table (`vpshufb`). Longer buckets loop on. Every line the
-//!   first vectors of a bucket read is prefetched 16 rows ahead (a bucket
-//!   of about a line starts mid-line, so it nearly always spans two); a
-//!   bucket with an entry near the row is only noted, and checked after
-//!   the loop, where its cache misses overlap; the directory is read through bucket numbers masked to its
-//!   size, unchecked;
-//! - the *filter-word* kernel (every other CPU, which the planner gives
-//!   many tables of long keys)
-//!   runs three tight loops per table and partition: probe keys for 256
-//!   rows at a time; one load of a filter word and one bit test per key,
-//!   writing every probe's slot and advancing only on a set bit, so no
-//!   branch depends on the data; then the probes with a set bit (about 2%
-//!   for |B| = 1M) have their buckets checked exactly, each bucket's
-//!   directory entry and first entry prefetched a few hits ahead.
+//!   whole (the residues end in padding), and the lanes past the bucket are
+//!   dropped by its length only in a bucket with a lane near. AVX-512 counts
+//!   with VPOPCNTD into a mask register. AVX2, for k up to 3, clears each
+//!   lane's lowest set bit k times and joins the vectors by their minimum,
+//!   one test for zero a row; for a larger k it counts by a nibble table
+//!   (`vpshufb`). Longer buckets loop on. Every line the first vectors of a
+//!   bucket read is prefetched 16 rows ahead (a bucket of about a line starts
+//!   mid-line, so it nearly always spans two); a bucket with an entry near
+//!   the row is only noted, and checked after the loop, where its cache
+//!   misses overlap; the directory is read through bucket numbers masked to
+//!   its size, unchecked;
+//! - the *filter-word* kernel (every other CPU, which the planner gives many
+//!   tables of long keys) runs three tight loops per table and partition:
+//!   probe keys for 256 rows at a time; one load of a filter word and one bit
+//!   test per key, writing every probe's slot and advancing only on a set
+//!   bit, so no branch depends on the data; then the probes with a set bit
+//!   (about 2% for |B| = 1M) have their buckets checked exactly, each
+//!   bucket's directory entry and first entry prefetched a few hits ahead.
 //!
 //! The binary targets x86-64-v2; the kernels are also compiled for AVX2 and
 //! BMI2 (and AVX-512), picked at run time. The tests run the portable

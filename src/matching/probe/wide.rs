@@ -1,11 +1,10 @@
 //! The kernel of x86-64 with AVX-512 or AVX2, for every design, and the one
 //! that makes fewer, wider tables pay (for |B| = 1M and k = 3, 4 tables of
 //! 16-bit keys and about 16 entries a bucket, against 10 tables of one): no
-//! filter word, every
-//! bucket's residues compared with the row's a vector at a time (XOR,
-//! population count, compare; 16 to an AVX-512 vector, 8 to an AVX2 one),
-//! the first few vectors of every bucket unconditionally under a length
-//! mask, so that no branch depends on a bucket's length.
+//! filter word, every bucket's residues compared with the row's a vector at
+//! a time (XOR, population count, compare; 16 to an AVX-512 vector, 8 to an
+//! AVX2 one), the first few vectors of every bucket unconditionally under a
+//! length mask, so that no branch depends on a bucket's length.
 
 use std::arch::x86_64::*;
 
@@ -164,19 +163,19 @@ unsafe fn probe_slice_avx2<const K: u32, const VECTORS: usize>(
 /// the residues (32 bits of each, a vector at a time), then the whole
 /// fingerprint of those within k on their residue.
 ///
-/// A partition's slice of the table is in L2, or the lines the row's
-/// vectors read are prefetched, so what the loop costs is its own
-/// instructions and the rows that pass: the table's arrays and rotation are read once into
-/// locals (stores to the output made the compiler read them from the
-/// table again for every row), the vectors' length masks come from one
-/// `bzhi`, and a bucket with no entry near (nearly all of them) costs one
-/// test. Buckets with entries near are only noted: their rows and whole
-/// fingerprints, which miss the cache, are read after the loop, where
-/// those misses overlap instead of each stalling it. The directory is
-/// read unchecked, each bucket number masked to the directory's size
-/// (bounds checks, and the values they kept live, were a large share of
-/// the loop's instructions), and the keys are computed a prefetch
-/// distance past each chunk, so that every row prefetches with no test.
+/// A partition's slice of the table is in L2, or the lines the row's vectors
+/// read are prefetched, so what the loop costs is its own instructions and
+/// the rows that pass: the table's arrays and rotation are read once into
+/// locals (stores to the output made the compiler read them from the table
+/// again for every row), the vectors' length masks come from one `bzhi`, and
+/// a bucket with no entry near (nearly all of them) costs one test. Buckets
+/// with entries near are only noted: their rows and whole fingerprints,
+/// which miss the cache, are read after the loop, where those misses overlap
+/// instead of each stalling it. The directory is read unchecked, each bucket
+/// number masked to the directory's size (bounds checks, and the values they
+/// kept live, were a large share of the loop's instructions), and the keys
+/// are computed a prefetch distance past each chunk, so that every row
+/// prefetches with no test.
 ///
 /// # Safety
 /// Inlined into a function compiled with the features `C` needs.
