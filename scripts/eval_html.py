@@ -23,6 +23,7 @@ neardup on the same pages (`pip install -r scripts/requirements-eval.txt`).
         [--docs A,B]    (two releases of another site, e.g. two Sphinx builds, instead)
         [--flags '--scheme v5']    (an older scheme: it fixes its own HTML text, so give one mode)
         [--show-false N]    (the N least alike of the false pairs in each length bucket)
+        [--draws]    (also the sketch's 64-bit words as fingerprints: k's spread over 4 draws)
 """
 
 import argparse
@@ -201,7 +202,10 @@ def main():
     ap.add_argument("--docs", help="A,B: two releases of another site (built HTML directories) "
                                    "instead of the Rust docs")
     scoring.add_verify_args(ap)
+    scoring.add_draws_arg(ap)
     args = ap.parse_args()
+    if args.draws and (args.verify or args.frontier):
+        ap.error("--draws scores k alone: not with --verify or --frontier")
     if "--scheme" in args.flags and "," in args.modes:
         ap.error("a named scheme fixes its own HTML text: give one mode (--modes main)")
     work = tempfile.mkdtemp(prefix="neardup-eval-")
@@ -223,6 +227,11 @@ def main():
         rows = scoring.self_pairs(args.neardup, fp, scoring.match_k(args), pairs, "--workers", "2",
                                   args=args)
         found[mode] = {tuple(sorted((urls[q], urls[c]))): d for (q, c), d in rows.items()}
+        if args.draws:
+            draws = scoring.sketch_draws(args.neardup, fp, args.k, os.path.join(work, mode))
+            for at, rows in enumerate(draws, start=2):
+                found[f"{mode} draw {at}"] = {tuple(sorted((urls[q], urls[c]))): d
+                                              for (q, c), d in rows.items()}
         fallbacks = json.load(open(os.path.join(fp, "_summary.json")))["main_content_fallbacks"]
         print(f"{mode}: {len(found[mode])} pairs within k={args.k}, {fallbacks} main-content fallbacks")
     if args.peers:
@@ -268,6 +277,10 @@ def main():
         return bucket(min(pages[pair[0]][2], pages[pair[1]][2]))
 
     figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)], bucket_of, BUCKETS)
+    if args.draws:
+        for mode in args.modes.split(","):
+            draws = [s for s in figures if s == mode or s.startswith(f"{mode} draw ")]
+            figures[f"{mode} draws"] = {"all": scoring.spread(figures, draws)}
     if args.show_false:
         show_false(found, truth, same_page, pages, bucket_of, args.show_false)
     # Redirect stubs, scored apart on their whole text: pairs of two stubs.

@@ -11,7 +11,7 @@ With --peers, the peer scheme of scripts/peers.py (`simhash` with its
 defaults) is scored beside neardup on the same files
 (`pip install -r scripts/requirements-eval.txt`).
 
-    .venv/bin/python scripts/eval_text.py ["--flags=--features words"] [--peers] [--json FILE]
+    .venv/bin/python scripts/eval_text.py ["--flags=--features words"] [--peers] [--draws] [--json FILE]
 """
 
 import argparse
@@ -45,7 +45,10 @@ def main():
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--peers", action="store_true", help="also score scripts/peers.py's simhash")
     scoring.add_verify_args(ap)
+    scoring.add_draws_arg(ap)
     args = ap.parse_args()
+    if args.draws and (args.verify or args.frontier):
+        ap.error("--draws scores k alone: not with --verify or --frontier")
     work = tempfile.mkdtemp(prefix="neardup-eval-text-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
     docs = {}
@@ -61,6 +64,9 @@ def main():
     subprocess.run([args.neardup, "fingerprint", "--input", os.path.join(work, "docs.jsonl"),
                     "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
     found = {"neardup": scoring.self_pairs(args.neardup, fp, scoring.match_k(args), pairs, args=args)}
+    if args.draws:
+        for at, rows in enumerate(scoring.sketch_draws(args.neardup, fp, args.k, work), start=2):
+            found[f"neardup draw {at}"] = rows
     if args.peers:
         import peers
 
@@ -88,6 +94,9 @@ def main():
     figures = scoring.score(found, positives, jaccard,
                             lambda p: bucket(min(docs[p[0]][2], docs[p[1]][2])),
                             ["<200", "200-1000", ">1000"])
+    if args.draws:
+        draws = [s for s in figures if s.startswith("neardup")]
+        figures["neardup draws"] = {"all": scoring.spread(figures, draws)}
     if args.json:
         json.dump(scoring.neardup_first(figures), open(args.json, "w"), indent=1)
 

@@ -5,6 +5,13 @@ them, and recall and precision of several schemes' pairs by length bucket.
 Recall: of the `positives` (pairs with J >= 0.9), the share a scheme found
 within k; precision: of the pairs a scheme found, the share with J >= 0.8.
 
+With `--draws`, k's figures are also given for three more draws of the
+64-bit fingerprint: each 64-bit word of the sketch (more simhash bits of
+the same features under other hash functions) taken as the fingerprint.
+Where near-misses come in cliques (templated pages a few bits apart), k =
+3's precision turns on which hash functions were drawn: one draw's figure
+can be luck, the spread over four is not.
+
 The quality mode (`match --verify`) is scored with `--verify T` (threshold
 T at the given k; `--verify recommended`: the threshold `match` picks for
 the shards), and its frontier over k and T with `--frontier`: one
@@ -12,6 +19,7 @@ match with every candidate within k = 8 and its wide distance, then each
 (k, T) scored on those pairs.
 """
 
+import os
 import subprocess
 
 import duckdb
@@ -27,6 +35,12 @@ def add_verify_args(ap):
                          "(`recommended`: `match --verify` with its own threshold)")
     ap.add_argument("--frontier", action="store_true",
                     help="score --verify over a grid of k and T (k = 8 pairs, scored by their distances)")
+
+
+def add_draws_arg(ap):
+    ap.add_argument("--draws", action="store_true",
+                    help="also score the sketch's three 64-bit words as fingerprints, "
+                         "and give the spread over the four draws")
 
 
 def match_k(args):
@@ -53,6 +67,40 @@ def self_pairs(neardup, fingerprints, k, out, *flags, args=None):
         f"SELECT least(query_id, corpus_id), greatest(query_id, corpus_id), distance, {wide} "
         f"FROM read_parquet('{out}/*.parquet')").fetchall()
     return {(a, b): (d, w) for a, b, d, w in rows}
+
+
+def sketch_draws(neardup, fingerprints, k, work):
+    """`self_pairs` of each 64-bit word of the shards' sketches taken as the
+    fingerprint: independent draws of the same features' simhash."""
+    rows = duckdb.sql(f"SELECT id, sketch FROM read_parquet('{fingerprints}/*.parquet')").fetchall()
+    if not rows or any(sketch is None for _, sketch in rows):
+        raise SystemExit(f"--draws: the shards in {fingerprints} have no sketch (scheme v7 or later)")
+    draws = []
+    for word in range(len(rows[0][1]) // 8):
+        shard = os.path.join(work, f"draw-{word + 2}")
+        os.makedirs(shard)
+        con = duckdb.connect()
+        con.execute("CREATE TABLE t (id BIGINT, simhash BIGINT)")
+        con.executemany("INSERT INTO t VALUES (?, ?)", [
+            (i, int.from_bytes(sketch[8 * word:8 * word + 8], "little", signed=True))
+            for i, sketch in rows])
+        con.execute(f"COPY t TO '{shard}/part-0.parquet' (FORMAT parquet)")
+        draws.append(self_pairs(neardup, shard, k, shard + "-pairs"))
+    return draws
+
+
+def spread(figures, draws, bucket="all"):
+    """Prints and returns the mean, least and most of recall and precision
+    over `draws` (scheme names in `figures`, as `score` returns them) in
+    `bucket`."""
+    line, summary = [], {"draws": len(draws)}
+    for measure in ["recall", "precision"]:
+        values = [figures[d][bucket][measure] for d in draws]
+        summary |= {measure: sum(values) / len(values),
+                    f"{measure}_least": min(values), f"{measure}_most": max(values)}
+        line.append(f"{measure} {summary[measure]:.3f} ({min(values):.3f}-{max(values):.3f})")
+    print(f"{draws[0]}, {len(draws)} draws, {bucket}: " + ", ".join(line))
+    return summary
 
 
 def frontier(found, positives, jaccard, label=""):
@@ -95,6 +143,8 @@ def score(found, positives, jaccard, bucket_of, buckets):
 
 def neardup_first(figures):
     """The figures as the tests read them: neardup's at the top level, each
-    peer's under `peer:NAME`."""
+    peer's under `peer:NAME`, each further draw's under `draw N` and their
+    spread under `draws`."""
     return {**figures["neardup"],
-            **{f"peer:{scheme}": v for scheme, v in figures.items() if scheme != "neardup"}}
+            **{scheme.removeprefix("neardup ") if scheme.startswith("neardup ")
+               else f"peer:{scheme}": v for scheme, v in figures.items() if scheme != "neardup"}}

@@ -315,14 +315,30 @@ fn assert_floors(figures: &serde_json::Value, recall_floor: f64, precision_floor
     );
 }
 
+/// Asserts the mean recall and precision over four draws of the 64-bit
+/// fingerprint (`--draws`' spread) against floors.
+fn assert_spread(spread: &serde_json::Value, recall_floor: f64, precision_floor: f64) {
+    assert_eq!(spread["draws"], 4, "{spread}");
+    let recall = spread["recall"].as_f64().unwrap();
+    let precision = spread["precision"].as_f64().unwrap();
+    assert!(
+        recall >= recall_floor && precision >= precision_floor,
+        "{spread}"
+    );
+}
+
 /// The default scheme on real plain text (`scripts/eval_text.py`: the
 /// Debian copyright files of this machine's packages, exact word 5-shingle
 /// Jaccard over all pairs) meets issue 13's floors: recall >= 0.97 of the
-/// pairs with J >= 0.9, precision >= 0.97 (pairs within k with J >= 0.8).
+/// pairs with J >= 0.9, precision >= 0.97 (pairs within k with J >= 0.8),
+/// and so does the mean over four draws of the 64-bit fingerprint (the
+/// simhash and the sketch's three words), so the floors are not met by the
+/// luck of one draw.
 #[test]
 fn real_text_meets_the_quality_floors() {
-    let figures = evaluate("eval_text.py", &[]);
+    let figures = evaluate("eval_text.py", &["--draws"]);
     assert_floors(&figures["all"], 0.97, 0.97);
+    assert_spread(&figures["draws"]["all"], 0.97, 0.97);
 }
 
 /// The default scheme on real Chinese text (`scripts/eval_zh.py`: shopping
@@ -358,11 +374,15 @@ fn real_chinese_text_meets_the_precision_floor_and_finds_pages_a_few_characters_
 /// (`scripts/eval_html.py`: the Rust toolchain's documentation in two
 /// releases, written into a WARC with warcio; the same page in both
 /// releases is a near-duplicate, pages of one site share a heavy template)
-/// meets issue 13's floors: recall >= 0.85, precision >= 0.90.
+/// meets issue 13's floors: recall >= 0.85, precision >= 0.90. Precision
+/// at k = 3 on this set turns on the draw of hash functions (cliques of
+/// templated pages lie a few bits apart: over the sketch's words it ranges
+/// 0.87-0.94), so the mean over four draws is held too, at 0.88.
 #[test]
 fn real_html_meets_the_quality_floors() {
-    let figures = evaluate("eval_html.py", &["--modes", "main"]);
+    let figures = evaluate("eval_html.py", &["--modes", "main", "--draws"]);
     assert_floors(&figures["main"]["all"], 0.85, 0.90);
+    assert_spread(&figures["main draws"]["all"], 0.95, 0.88);
 }
 
 /// The quality mode (`match --verify` at its k = 6, with the threshold it
