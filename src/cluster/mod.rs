@@ -224,6 +224,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
                             let totals = std::mem::take(&mut router.totals);
                             state.borrow_mut().body.merge(totals);
                             tracing::info!(
+                                worker = me,
                                 pages,
                                 seconds = started.elapsed().as_secs_f64(),
                                 rss_mib = ?crate::exec::logging::resident_mib(),
