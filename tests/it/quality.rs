@@ -307,23 +307,21 @@ fn evaluate(script: &str, args: &[&str]) -> serde_json::Value {
 /// lengths) against floors, on enough positive pairs to mean something.
 fn assert_floors(figures: &serde_json::Value, recall_floor: f64, precision_floor: f64) {
     assert!(figures["positives"].as_u64().unwrap() >= 100, "{figures}");
-    let recall = figures["recall"].as_f64().unwrap();
-    let precision = figures["precision"].as_f64().unwrap();
-    assert!(
-        recall >= recall_floor && precision >= precision_floor,
-        "{figures}"
-    );
+    assert_recall_and_precision(figures, recall_floor, precision_floor);
 }
 
 /// Asserts the mean recall and precision over four draws of the 64-bit
 /// fingerprint (`--draws`' spread) against floors.
 fn assert_spread(spread: &serde_json::Value, recall_floor: f64, precision_floor: f64) {
     assert_eq!(spread["draws"], 4, "{spread}");
-    let recall = spread["recall"].as_f64().unwrap();
-    let precision = spread["precision"].as_f64().unwrap();
+    assert_recall_and_precision(spread, recall_floor, precision_floor);
+}
+
+fn assert_recall_and_precision(figures: &serde_json::Value, recall: f64, precision: f64) {
     assert!(
-        recall >= recall_floor && precision >= precision_floor,
-        "{spread}"
+        figures["recall"].as_f64().unwrap() >= recall
+            && figures["precision"].as_f64().unwrap() >= precision,
+        "{figures}"
     );
 }
 
