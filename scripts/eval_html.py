@@ -6,7 +6,8 @@ with warcio. The same page in two releases is a real near-duplicate; pages
 of one site share a heavy template (a sidebar listing every chapter, menus).
 
 Truth: Jaccard of word 5-shingles of each page's main content, taken here
-independently of neardup (Python's html.parser, the text inside <main>);
+independently of neardup (Python's html.parser, the text inside <main>,
+without code listings' line numbers, which shift when a line is added);
 pages without a <main> (redirect stubs) have no truth and are left out.
 With --unmark, the pages are served without what marks their content
 (`<main>`, `<article>`, `role="main"`), as many pages on the web are, and
@@ -53,15 +54,23 @@ VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "met
         "param", "source", "track", "wbr"}
 
 
+# A code listing's line-number gutter (Pygments, Chroma, Rouge, rustdoc,
+# cgit): not content, and every number after a line added shifts.
+GUTTERS = {"linenos", "linenodiv", "lineno", "ln", "lnt", "rouge-gutter", "src-line-numbers",
+           "linenumbers"}
+
+
 class MainText(HTMLParser):
     """The text inside `<main>` or an element with `role="main"` (Sphinx
-    marks its body so), or with `everything` all the text."""
+    marks its body so), or with `everything` all the text; never a
+    line-number gutter's."""
 
     def __init__(self, everything=False):
         super().__init__()
-        self.open = []  # (tag, marks main) of the open elements
+        self.open = []  # (tag, marks main, is a gutter) of the open elements
         self.depth_main = 0
         self.hidden = 0
+        self.gutters = 0
         self.everything = everything
         self.parts = []
 
@@ -69,24 +78,27 @@ class MainText(HTMLParser):
         if tag in VOID:
             return
         marks = tag == "main" or ("role", "main") in attrs
-        self.open.append((tag, marks))
+        gutter = any(c.lower() in GUTTERS for k, v in attrs if k == "class" and v for c in v.split())
+        self.open.append((tag, marks, gutter))
         self.depth_main += marks
+        self.gutters += gutter
         if tag in HIDDEN:
             self.hidden += 1
         self.parts.append(" ")
 
     def handle_endtag(self, tag):
-        tags = [t for t, _ in self.open]
+        tags = [t for t, *_ in self.open]
         if tag in tags:
             at = len(tags) - 1 - tags[::-1].index(tag)
-            self.depth_main -= sum(marks for _, marks in self.open[at:])
+            self.depth_main -= sum(marks for _, marks, _ in self.open[at:])
+            self.gutters -= sum(gutter for *_, gutter in self.open[at:])
             del self.open[at:]
         if tag in HIDDEN:
             self.hidden = max(0, self.hidden - 1)
         self.parts.append(" ")
 
     def handle_data(self, data):
-        if (self.depth_main or self.everything) and not self.hidden:
+        if (self.depth_main or self.everything) and not self.hidden and not self.gutters:
             self.parts.append(data)
 
 

@@ -43,7 +43,10 @@
 //! - `v7`: `v6` with a sketch (`sketch=simhash192/1`, see
 //!   [`crate::fingerprint::simhash::Sketch`]): 192 more bits of the same
 //!   features in a `sketch` column, for `match --verify`. Its fingerprints
-//!   are `v6`'s and meet them; `--no-sketch` makes `v6`.
+//!   are `v6`'s and meet them; `--no-sketch` makes `v6`;
+//! - `v8`: `v7` with the fourth main-content rules (`html=main/4`: a code
+//!   listing's line-number gutter is not text); its text shards are `v7`'s
+//!   and meet them.
 //!
 //! A named scheme (`--scheme NAME`) fixes the features, weights and HTML
 //! text, so it is never combined with `--features`, `--log-weights`,
@@ -144,6 +147,14 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::THIRD),
+            sketch: true,
+        },
+    ),
+    (
+        "v8",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::FOURTH),
             sketch: true,
         },
     ),
@@ -284,6 +295,7 @@ impl Scheme {
             PageText::Main(MainRules::FIRST),
             PageText::Main(MainRules::SECOND),
             PageText::Main(MainRules::THIRD),
+            PageText::Main(MainRules::FOURTH),
         ];
         let features = [
             Features::Words,
@@ -363,7 +375,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v7");
+        assert_eq!(name, "v8");
     }
 
     #[test]
@@ -404,8 +416,15 @@ mod tests {
         assert!(comparable(&v6.describe(true), &v7.describe(true)));
         assert!(comparable(&v6.describe(false), &v7.describe(true)));
         assert!(!comparable(&v5.describe(true), &v7.describe(true)));
+        // v8 changed only the main-content rules.
+        let v8 = Scheme::named("v8").unwrap();
+        assert_eq!(v8.describe(false), sketched);
+        assert_eq!(v8.describe(true), format!("{sketched} html=main/4"));
+        assert!(comparable(&v7.describe(false), &v8.describe(true)));
+        assert!(!comparable(&v7.describe(true), &v8.describe(true)));
         let no_sketch = Scheme::from_flags(None, None, false, false, None, true).unwrap();
-        assert_eq!(no_sketch.name(), Some("v6"));
+        assert_eq!(no_sketch.describe(true), format!("{text} html=main/4"));
+        assert_eq!(no_sketch.name(), None);
     }
 
     #[test]
@@ -418,7 +437,7 @@ mod tests {
         let from = Scheme::from_flags;
         let flags = from(None, None, false, false, Some(HtmlText::Main), false).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v7"));
+        assert_eq!(flags.name(), Some("v8"));
     }
 
     #[test]
@@ -465,7 +484,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .contains("known: v1, v2, v3, v4, v5, v6, v7"),
+                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();

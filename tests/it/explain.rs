@@ -76,7 +76,7 @@ fn explain_prints_the_hashed_texts_their_distance_and_the_changed_words() {
     let (fa, fb) = (hex(&a["simhash"]), hex(&b["simhash"]));
     assert_eq!(json["distance"], (fa ^ fb).count_ones());
     assert!(json["distance"].as_u64().unwrap() > 0);
-    // The shards are v7's: the wide distance is what `match --verify`
+    // The shards have sketches (v7 on): the wide distance is what `match --verify`
     // gives the same pair.
     let pairs = dir.path().join("verified");
     run_ok(&[

@@ -291,7 +291,7 @@ fn a_night_of_another_scheme_is_refused_unless_the_spec_allows_it() {
 
 /// `verify = true` in `[match]` runs the quality mode: against a corpus
 /// shard without sketches (the sample's, scheme v4) it is one line naming
-/// the shard; on the night's own v7 shards (of WET text: text's threshold)
+/// the shard; on the night's own sketched shards (of WET text: text's threshold)
 /// it verifies the pairs, which carry their wide distances to the
 /// clustering and the rest of the night.
 #[test]

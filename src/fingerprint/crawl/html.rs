@@ -25,6 +25,7 @@
 //!   or id words `header`, `masthead`, `banner`;
 //! - never boilerplate: `html`, `body`, `main`, `article`, `role="main"`;
 //! - when the page marks its content, only the blocks inside it are kept;
+//! - a code listing's line-number gutter, from the fourth rules;
 //! - a block whose text is more than half link text is dropped, unless the
 //!   page marks its content (third rules); a link to a place in the page
 //!   (`href="#..."`) does not count;
@@ -39,7 +40,11 @@
 //! (since v6, `html=main/3`), which keeps link-dense blocks inside marked
 //! content: a generated reference page (Sphinx, rustdoc) lists what sets it
 //! apart from its siblings as links, and dropped, those pages all had one
-//! fingerprint.
+//! fingerprint; and the fourth (since v8, `html=main/4`), which leaves out a
+//! code listing's line-number gutter (by its class, [`LINE_NUMBER_CLASSES`]):
+//! a line added near the top of a listing shifts every number after it,
+//! and two versions of a documentation page with source listings (pdoc's)
+//! then lay as far apart as unrelated pages.
 
 use html5gum::{DefaultEmitter, Emitter, ForwardingEmitter, HtmlString, Token, Tokenizer};
 use serde::{Deserialize, Serialize};
@@ -85,8 +90,12 @@ impl MainRules {
     /// is all that tells it from its siblings); the link-density rule is
     /// for pages that mark nothing.
     pub const THIRD: MainRules = MainRules(3);
+    /// Since `v8`: a code listing's line-number gutter is not text (its
+    /// numbers all shift when one line is added, so two versions of a page
+    /// that differ in a line of code lay far apart).
+    pub const FOURTH: MainRules = MainRules(4);
     /// The rules `--html-text main` means.
-    pub(crate) const CURRENT: MainRules = MainRules::THIRD;
+    pub(crate) const CURRENT: MainRules = MainRules::FOURTH;
 }
 
 impl Default for MainRules {
@@ -197,6 +206,23 @@ const BOILERPLATE_WORDS: &[&str] = &[
 /// [`MainRules::SECOND`].
 const BOILERPLATE_WORDS_SINCE_SECOND: &[&str] = &["popup", "modal"];
 
+/// Classes (whole, as written) of a code listing's line-number gutter, since
+/// [`MainRules::FOURTH`]: Pygments' (`linenos`, `linenodiv`, `lineno`:
+/// Sphinx, pdoc, MkDocs), Hugo's Chroma (`ln`, `lnt`), Jekyll's Rouge
+/// (`rouge-gutter`), rustdoc's (`src-line-numbers`) and cgit's
+/// (`linenumbers`). Prism's `line-numbers` marks the listing itself, so it
+/// is not one of them.
+const LINE_NUMBER_CLASSES: &[&str] = &[
+    "linenos",
+    "linenodiv",
+    "lineno",
+    "ln",
+    "lnt",
+    "rouge-gutter",
+    "src-line-numbers",
+    "linenumbers",
+];
+
 /// Words of a class or id that mark boilerplate outside `main`/`article`.
 const OUTER_BOILERPLATE_WORDS: &[&str] = &["header", "masthead", "banner"];
 
@@ -205,6 +231,15 @@ const OUTER_BOILERPLATE_WORDS: &[&str] = &["header", "masthead", "banner"];
 /// heading's link `class="header"`), is the content's.
 const NEVER_OUTER_BOILERPLATE: &[&[u8]] =
     &[b"a", b"span", b"h1", b"h2", b"h3", b"h4", b"h5", b"h6"];
+
+/// Whether an element's class marks it a line-number gutter.
+fn is_line_number_gutter(attributes: &Attributes) -> bool {
+    attributes.get("class").is_some_and(|classes| {
+        classes
+            .split_whitespace()
+            .any(|class| LINE_NUMBER_CLASSES.contains(&class.to_ascii_lowercase().as_str()))
+    })
+}
 
 /// Elements with no end tag.
 const VOID: &[&[u8]] = &[
@@ -428,6 +463,9 @@ impl PageReader {
                 return true;
             }
         }
+        if self.rules >= MainRules::FOURTH && is_line_number_gutter(attributes) {
+            return true;
+        }
         ["class", "id"].iter().any(|key| {
             attributes.get(key).is_some_and(|value| {
                 value
@@ -625,8 +663,9 @@ mod main_content_tests {
             TEMPLATE.replace("{BODY}", ""),
             TEMPLATE.replace("{BODY}", MDBOOK_UNMARKED),
             TEMPLATE.replace("{BODY}", REFERENCE_MARKED),
+            TEMPLATE.replace("{BODY}", NUMBERED_LISTING),
         ];
-        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6"]
+        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6", "v8"]
             .iter()
             .map(|name| {
                 let scheme = Scheme::named(name).unwrap();
@@ -651,18 +690,21 @@ mod main_content_tests {
         assert_ne!(got[0], got[1].replace("v2", "v1"));
     }
 
-    /// Per named scheme, the six pages above (a `*`: main content fell
+    /// Per named scheme, the seven pages above (a `*`: main content fell
     /// back to all the text). v4 differs from v3 on the fifth page only,
     /// whose headings and popup the second rules read otherwise; v5 from v4
-    /// on the short Chinese page only; v6 from v5 on the last page only,
-    /// whose list of linked operands the third rules keep.
+    /// on the short Chinese page only; v6 from v5 on the sixth page only,
+    /// whose list of linked operands the third rules keep; v8 from v6 (v7's
+    /// fingerprints are v6's) on the last page only, whose line numbers the
+    /// fourth rules leave out.
     const GOLDEN_HTML: &str = "
-        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602 34fdd4c683df828e
-        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643 b00444290884104a
-        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* 7796adf762d2da1b 4095f4b75988f851
-        v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851
-        v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851
-        v6: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1";
+        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602 34fdd4c683df828e 36ad0436af5fa216
+        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643 b00444290884104a 73cda4567f5cf8c2
+        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* 7796adf762d2da1b 4095f4b75988f851 09221a51f70eea7f
+        v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f
+        v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f
+        v6: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 09221a51f70eea7f
+        v8: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 512a1654970b7275";
 
     /// A generated reference page's body, marked as Sphinx marks it: what
     /// tells it from its siblings is a list of links.
@@ -709,6 +751,40 @@ mod main_content_tests {
             second,
             "Appendix A: Keywords The following list contains keywords that are reserved \
              for current or future use by the Rust language."
+        );
+    }
+
+    /// A code listing as pdoc writes it (Pygments, numbers inline), with
+    /// Sphinx's table of numbers and Hugo's: the fourth rules keep the code
+    /// and leave out the numbers, whose every value shifts when a line is
+    /// added above them.
+    const NUMBERED_LISTING: &str = r##"<main><h1>graph.py</h1><div class="pdoc-code codehilite"><pre>
+        <span id="L-1"><a href="#L-1"><span class="linenos">1</span></a>import networkx</span>
+        <span id="L-2"><a href="#L-2"><span class="linenos">2</span></a>graph = networkx.Graph()</span></pre></div>
+        <table class="highlighttable"><tr><td class="linenos"><div class="linenodiv"><pre>3</pre></div></td>
+        <td class="code"><pre>graph.add_edge(1, 2)</pre></td></tr></table>
+        <pre class="chroma"><code><span class="line"><span class="ln">4</span>print(graph)</span></code></pre></main>"##;
+
+    #[test]
+    fn line_number_gutters_are_left_out_from_the_fourth_rules() {
+        let words = |rules| words_by(NUMBERED_LISTING, rules);
+        assert_eq!(
+            words(MainRules::THIRD),
+            "graph.py 1import networkx 2graph = networkx.Graph() 3 graph.add_edge(1, 2) 4print(graph)"
+        );
+        assert_eq!(
+            words(MainRules::FOURTH),
+            "graph.py import networkx graph = networkx.Graph() graph.add_edge(1, 2) print(graph)"
+        );
+        // A line added above: every number after it shifts, the rest of the
+        // text gains one line.
+        let edited = NUMBERED_LISTING.replace(
+            "<span id=\"L-1\">",
+            "<span id=\"L-0\"><a href=\"#L-0\"><span class=\"linenos\">1</span></a>import sys</span>\n<span id=\"L-1\">",
+        );
+        assert_eq!(
+            words_by(&edited, MainRules::FOURTH),
+            "graph.py import sys import networkx graph = networkx.Graph() graph.add_edge(1, 2) print(graph)"
         );
     }
 
