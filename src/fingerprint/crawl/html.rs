@@ -44,7 +44,7 @@
 //! code listing's line-number gutter (by its class, [`LINE_NUMBER_CLASSES`]):
 //! a line added near the top of a listing shifts every number after it,
 //! and two versions of a documentation page with source listings (pdoc's)
-//! then lay as far apart as unrelated pages.
+//! then lie as far apart as unrelated pages.
 
 use html5gum::{DefaultEmitter, Emitter, ForwardingEmitter, HtmlString, Token, Tokenizer};
 use serde::{Deserialize, Serialize};
@@ -92,7 +92,7 @@ impl MainRules {
     pub const THIRD: MainRules = MainRules(3);
     /// Since `v8`: a code listing's line-number gutter is not text (its
     /// numbers all shift when one line is added, so two versions of a page
-    /// that differ in a line of code lay far apart).
+    /// that differ in a line of code lie far apart).
     pub const FOURTH: MainRules = MainRules(4);
     /// The rules `--html-text main` means.
     pub(crate) const CURRENT: MainRules = MainRules::FOURTH;
