@@ -216,8 +216,7 @@ def main():
     scoring.add_verify_args(ap)
     scoring.add_draws_arg(ap)
     args = ap.parse_args()
-    if args.draws and (args.verify or args.frontier):
-        ap.error("--draws scores k alone: not with --verify or --frontier")
+    scoring.refuse_draws_with(ap, args)
     if "--scheme" in args.flags and "," in args.modes:
         ap.error("a named scheme fixes its own HTML text: give one mode (--modes main)")
     work = tempfile.mkdtemp(prefix="neardup-eval-")
@@ -240,10 +239,9 @@ def main():
                                   args=args)
         found[mode] = {tuple(sorted((urls[q], urls[c]))): d for (q, c), d in rows.items()}
         if args.draws:
-            draws = scoring.sketch_draws(args.neardup, fp, args.k, os.path.join(work, mode))
-            for at, rows in enumerate(draws, start=2):
-                found[f"{mode} draw {at}"] = {tuple(sorted((urls[q], urls[c]))): d
-                                              for (q, c), d in rows.items()}
+            scoring.add_sketch_draws(found, mode, args.neardup, fp, args.k, os.path.join(work, mode),
+                                     keyed=lambda rows: {tuple(sorted((urls[q], urls[c]))): d
+                                                         for (q, c), d in rows.items()})
         fallbacks = json.load(open(os.path.join(fp, "_summary.json")))["main_content_fallbacks"]
         print(f"{mode}: {len(found[mode])} pairs within k={args.k}, {fallbacks} main-content fallbacks")
     if args.peers:
@@ -291,8 +289,7 @@ def main():
     figures = scoring.score(scored, positives, lambda a, b: truth[(a, b)], bucket_of, BUCKETS)
     if args.draws:
         for mode in args.modes.split(","):
-            draws = [s for s in figures if s == mode or s.startswith(f"{mode} draw ")]
-            figures[f"{mode} draws"] = {"all": scoring.spread(figures, draws)}
+            scoring.add_spread(figures, mode)
     if args.show_false:
         show_false(found, truth, same_page, pages, bucket_of, args.show_false)
     # Redirect stubs, scored apart on their whole text: pairs of two stubs.

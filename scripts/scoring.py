@@ -43,6 +43,14 @@ def add_draws_arg(ap):
                          "and give the spread over the four draws")
 
 
+def refuse_draws_with(ap, args, *others):
+    """Ends with a usage error if `--draws` comes with `--verify`,
+    `--frontier` or any of `others` (`(flag, value)`): draws score k alone."""
+    given = [("--verify", args.verify), ("--frontier", args.frontier), *others]
+    if args.draws and any(value for _, value in given):
+        ap.error(f"--draws scores k alone: not with {', '.join(flag for flag, _ in given)}")
+
+
 def match_k(args):
     """The k the match runs at: the frontier's largest under --frontier."""
     return max(FRONTIER_K) if args.frontier else args.k
@@ -69,13 +77,14 @@ def self_pairs(neardup, fingerprints, k, out, *flags, args=None):
     return {(a, b): (d, w) for a, b, d, w in rows}
 
 
-def sketch_draws(neardup, fingerprints, k, work):
-    """`self_pairs` of each 64-bit word of the shards' sketches taken as the
-    fingerprint: independent draws of the same features' simhash."""
+def add_sketch_draws(found, scheme, neardup, fingerprints, k, work, keyed=lambda rows: rows):
+    """Adds to `found` the `self_pairs` of each 64-bit word of the shards'
+    sketches taken as the fingerprint (independent draws of the same
+    features' simhash), as `scheme draw 2` to `scheme draw 4`; `keyed`
+    turns a draw's pairs of ids into the caller's pairs."""
     rows = duckdb.sql(f"SELECT id, sketch FROM read_parquet('{fingerprints}/*.parquet')").fetchall()
     if not rows or any(sketch is None for _, sketch in rows):
         raise SystemExit(f"--draws: the shards in {fingerprints} have no sketch (scheme v7 or later)")
-    draws = []
     for word in range(len(rows[0][1]) // 8):
         shard = os.path.join(work, f"draw-{word + 2}")
         os.makedirs(shard)
@@ -85,22 +94,22 @@ def sketch_draws(neardup, fingerprints, k, work):
             (i, int.from_bytes(sketch[8 * word:8 * word + 8], "little", signed=True))
             for i, sketch in rows])
         con.execute(f"COPY t TO '{shard}/part-0.parquet' (FORMAT parquet)")
-        draws.append(self_pairs(neardup, shard, k, shard + "-pairs"))
-    return draws
+        found[f"{scheme} draw {word + 2}"] = keyed(self_pairs(neardup, shard, k, shard + "-pairs"))
 
 
-def spread(figures, draws, bucket="all"):
-    """Prints and returns the mean, least and most of recall and precision
-    over `draws` (scheme names in `figures`, as `score` returns them) in
-    `bucket`."""
+def add_spread(figures, scheme):
+    """Prints the mean, least and most of recall and precision over all
+    pages of `scheme` and its draws (in `figures`, as `score` returns
+    them), and adds them as `scheme draws`."""
+    draws = [s for s in figures if s == scheme or s.startswith(f"{scheme} draw ")]
     line, summary = [], {"draws": len(draws)}
     for measure in ["recall", "precision"]:
-        values = [figures[d][bucket][measure] for d in draws]
+        values = [figures[d]["all"][measure] for d in draws]
         summary |= {measure: sum(values) / len(values),
                     f"{measure}_least": min(values), f"{measure}_most": max(values)}
         line.append(f"{measure} {summary[measure]:.3f} ({min(values):.3f}-{max(values):.3f})")
-    print(f"{draws[0]}, {len(draws)} draws, {bucket}: " + ", ".join(line))
-    return summary
+    print(f"{scheme}, {len(draws)} draws, all: " + ", ".join(line))
+    figures[f"{scheme} draws"] = {"all": summary}
 
 
 def frontier(found, positives, jaccard, label=""):
