@@ -9,7 +9,10 @@ and the sketch (scheme v7) as src/fingerprint/simhash/sketch.rs's module doc
 describes it: `sketch` is its three words.
 
 texts.json: [{"text": ..., "features": "script" | "words" | "shingles:N" | "chars:N",
-              "log_weights": bool, "keep_stop_words": bool}, ...]
+              "log_weights": bool, "keep_stop_words": bool, "headings": [...]}, ...]
+
+`headings` (optional): texts whose features weigh four times, as
+src/fingerprint/simhash/headings.rs's module doc describes (scheme v9).
 
 `script` (the default features) on text without Han characters is
 character 5-grams with log weights.
@@ -28,12 +31,13 @@ block = re.search(r"const STOP_WORDS: &\[&str\] = &\[(.*?)\];", rust, re.S).grou
 STOP_WORDS = set(re.findall(r'"([^"]*)"', block))
 
 
-def simhash(text, features, log_weights, keep_stop_words):
+def normalize(text):
     # Lower case one character at a time: no final-sigma rule.
     text = "".join(c.lower() for c in unicodedata.normalize("NFKC", text))
-    text = " ".join(text.split())
-    if features == "script":
-        features, log_weights = "chars:5", True
+    return " ".join(text.split())
+
+
+def grams_of(text, features, keep_stop_words):
     kind, _, n = features.partition(":")
     n = int(n or 1)
     if kind == "chars":
@@ -44,8 +48,27 @@ def simhash(text, features, log_weights, keep_stop_words):
         if not keep_stop_words:
             words = [w for w in words if w not in STOP_WORDS]
         grams = [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
+    return grams
+
+
+HEADING_SALT = 0xD1B54A32D192ED03
+
+
+def simhash(text, features, log_weights, keep_stop_words, headings=()):
+    text = normalize(text)
+    if features == "script":
+        features, log_weights = "chars:5", True
+    grams = grams_of(text, features, keep_stop_words)
     sums = [0] * 64
     hashes = [xxhash.xxh3_64_intdigest(g.encode()) for g in grams]
+    # Each distinct feature of the headings, counted c times in the text,
+    # adds c more of each of three further hashes.
+    heading_hashes = {xxhash.xxh3_64_intdigest(g.encode())
+                      for h in headings for g in grams_of(normalize(h), features, keep_stop_words)}
+    for h in sorted(heading_hashes):
+        count = hashes.count(h)
+        for i in range(1, 4):
+            hashes += [mix((h + i * HEADING_SALT) & MASK)] * count
     if log_weights:
         # Each distinct feature once, weighted 1 + ln(count), in the order
         # of their hashes (the order decides the float sums' rounding).
@@ -93,4 +116,5 @@ def sketch(hashes, log_weights):
 
 
 cases = json.load(sys.stdin)
-print(json.dumps([simhash(c["text"], c["features"], c["log_weights"], c["keep_stop_words"]) for c in cases]))
+print(json.dumps([simhash(c["text"], c["features"], c["log_weights"], c["keep_stop_words"],
+                          c.get("headings", ())) for c in cases]))

@@ -45,7 +45,7 @@ use crate::exec::runtime::Failure;
 use crate::fingerprint::crawl::html;
 use crate::fingerprint::crawl::{read_file, BadRecord, Document, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
-use crate::fingerprint::simhash::fingerprint_with;
+use crate::fingerprint::simhash::{fingerprint_page, fingerprint_with};
 use crate::fingerprint::FileResults;
 use crate::io::commit::Report;
 use crate::io::parquet::output::DocumentRows;
@@ -406,10 +406,10 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     for document in batch.documents {
         let f = match document.html {
             true => {
-                let (text, fell_back) = html::page_text(&document.text, scheme.html);
+                let page = html::page_text(&document.text, scheme.html);
                 html_pages += 1;
-                fallbacks += u64::from(fell_back);
-                fingerprint_with(&text, &scheme.simhash, scheme.sketch)
+                fallbacks += u64::from(page.fell_back);
+                fingerprint_page(&page.text, &page.headings, &scheme.simhash, scheme.sketch)
             }
             false => fingerprint_with(&document.text, &scheme.simhash, scheme.sketch),
         };

@@ -17,6 +17,7 @@
 //! bit `i` of its hash; it counts toward the disagreement when it moves the
 //! two sums the way the two bits differ.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
 
 use anyhow::{bail, Context, Result};
@@ -24,10 +25,12 @@ use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, UInt64Ar
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
-use crate::fingerprint::crawl::html::page_text;
+use crate::fingerprint::crawl::html::{page_text, Extracted};
 use crate::fingerprint::crawl::{record_in_span, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
-use crate::fingerprint::simhash::{feature_list, fingerprint, hash_feature, FeatureList};
+use crate::fingerprint::simhash::{
+    feature_list, fingerprint_page, hash_feature, heading_copies, FeatureList,
+};
 use crate::io::parquet::input::expand_locations_with;
 use crate::io::parquet::pages::{string_values, PagesTable};
 use crate::io::parquet::{
@@ -87,6 +90,9 @@ pub(crate) struct ExplainedPage {
     /// the text.
     pub(crate) main_content_fallback: bool,
     pub(crate) text: String,
+    /// Where `text` holds a heading's text, whose features weigh more.
+    #[serde(skip)]
+    pub(crate) headings: Vec<std::ops::Range<usize>>,
 }
 
 /// A run of words of the diff.
@@ -310,18 +316,22 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
         Record::Bad(bad) => bail!("{source}, bytes {offset}..{end}: {}", bad.reason),
         Record::Skipped => bail!("{source}, bytes {offset}..{end}: a record with no text"),
     };
-    let (text, fell_back) = match document.html {
+    let page = match document.html {
         true => page_text(&document.text, scheme.html),
-        false => (document.text, false),
+        false => Extracted {
+            text: document.text,
+            ..Extracted::default()
+        },
     };
-    let recomputed = fingerprint(&text, &scheme.simhash).simhash;
+    let recomputed = fingerprint_page(&page.text, &page.headings, &scheme.simhash, false).simhash;
     Ok(ExplainedPage {
         stored,
         recomputed,
         scheme,
         html: document.html,
-        main_content_fallback: fell_back,
-        text,
+        main_content_fallback: page.fell_back,
+        text: page.text,
+        headings: page.headings,
     })
 }
 
@@ -364,8 +374,8 @@ fn read_span(location: &Location, offset: i64, length: i64) -> Result<Vec<u8>> {
 /// Why `a` and `b` matched.
 fn explain_pair(a: ExplainedPage, b: ExplainedPage, top: usize) -> Explanation {
     let differing = a.stored.simhash ^ b.stored.simhash;
-    let list_a = feature_list(&a.text, &a.scheme.simhash);
-    let list_b = feature_list(&b.text, &a.scheme.simhash);
+    let list_a = feature_list(&a.text, &a.headings, &a.scheme.simhash);
+    let list_b = feature_list(&b.text, &b.headings, &a.scheme.simhash);
     let top_features = pushing_features(&list_a, &list_b, a.stored.simhash, differing, top);
     let features = match list_a.log_weights {
         true => format!("{}, log weights", list_a.features),
@@ -402,38 +412,37 @@ pub(crate) fn pushing_features(
     differing: u64,
     top: usize,
 ) -> Vec<FeaturePush> {
-    let in_b: std::collections::HashMap<&str, u32> =
-        b.counts.iter().map(|(f, c)| (f.as_str(), *c)).collect();
-    let in_a: std::collections::HashMap<&str, u32> =
-        a.counts.iter().map(|(f, c)| (f.as_str(), *c)).collect();
-    let features = a.counts.iter().map(|(f, _)| f.as_str()).chain(
-        b.counts
-            .iter()
-            .map(|(f, _)| f.as_str())
-            .filter(|f| !in_a.contains_key(f)),
-    );
     let differing_bits = bits_of(differing);
-    let mut pushes: Vec<FeaturePush> = features
-        .filter_map(|feature| {
-            let (count_a, count_b) = (
-                in_a.get(feature).copied().unwrap_or(0),
-                in_b.get(feature).copied().unwrap_or(0),
-            );
+    let text = counted_in_both(&a.counts, &b.counts).map(|(f, counts)| (f, counts, false));
+    let headings =
+        counted_in_both(&a.heading_counts, &b.heading_counts).map(|(f, counts)| (f, counts, true));
+    let mut pushes: Vec<FeaturePush> = text
+        .chain(headings)
+        .filter_map(|(feature, (count_a, count_b), heading)| {
             let delta = a.weight(count_a) - b.weight(count_b);
-            let hash = hash_feature(feature);
+            // A heading's feature pushes through its further hashes.
+            let hashes: Vec<u64> = match heading {
+                false => vec![hash_feature(feature)],
+                true => heading_copies(hash_feature(feature)).collect(),
+            };
             let mut bits = Vec::new();
             let mut push = 0.0;
             for &bit in &differing_bits {
-                let sign = if hash >> bit & 1 == 1 { 1.0 } else { -1.0 };
                 let toward = if simhash_a >> bit & 1 == 1 { 1.0 } else { -1.0 };
-                let on_bit = delta * sign * toward;
+                let on_bit: f64 = hashes
+                    .iter()
+                    .map(|hash| if hash >> bit & 1 == 1 { delta } else { -delta } * toward)
+                    .sum();
                 if on_bit > 0.0 {
                     bits.push(bit);
                 }
                 push += on_bit;
             }
             (push > 0.0).then(|| FeaturePush {
-                feature: feature.to_string(),
+                feature: match heading {
+                    false => feature.to_string(),
+                    true => format!("{feature} (heading)"),
+                },
                 count_a,
                 count_b,
                 bits,
@@ -448,6 +457,30 @@ pub(crate) fn pushing_features(
     });
     pushes.truncate(top);
     pushes
+}
+
+/// Each feature of either list (`a`'s first), with its counts in `a` and
+/// in `b`.
+fn counted_in_both<'l>(
+    a: &'l [(String, u32)],
+    b: &'l [(String, u32)],
+) -> impl Iterator<Item = (&'l str, (u32, u32))> {
+    let counts = |list: &'l [(String, u32)]| -> HashMap<&'l str, u32> {
+        list.iter().map(|(f, c)| (f.as_str(), *c)).collect()
+    };
+    let (in_a, in_b) = (counts(a), counts(b));
+    let only_in_b: Vec<&str> = b
+        .iter()
+        .map(|(f, _)| f.as_str())
+        .filter(|f| !in_a.contains_key(f))
+        .collect();
+    a.iter()
+        .map(|(f, _)| f.as_str())
+        .chain(only_in_b)
+        .map(move |f| {
+            let count = |map: &HashMap<&str, u32>| map.get(f).copied().unwrap_or(0);
+            (f, (count(&in_a), count(&in_b)))
+        })
 }
 
 /// The word diff of `a` to `b`: runs of equal, deleted and inserted words
@@ -595,7 +628,7 @@ fn cut_equal(text: &str, before: bool, after: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fingerprint::simhash::SimhashOptions;
+    use crate::fingerprint::simhash::{fingerprint, SimhashOptions};
 
     #[test]
     fn the_word_diff_names_the_changed_words() {
@@ -637,8 +670,8 @@ mod tests {
         );
         assert_ne!(fa, fb);
         let pushes = pushing_features(
-            &feature_list(a, &options),
-            &feature_list(b, &options),
+            &feature_list(a, &[], &options),
+            &feature_list(b, &[], &options),
             fa,
             fa ^ fb,
             10,

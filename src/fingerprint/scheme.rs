@@ -12,7 +12,7 @@
 //! `features=script(han>=200:words,han<200:chars:4,other:chars:5)`), the
 //! stop words (`en+zh` or `none`) and, for shards of WARC files only, the
 //! text of an HTML page: `all`, `main` (the first main-content rules),
-//! `main/2` or `main/3` (the second and third). Shards of text (WET, JSONL,
+//! `main/2` to `main/5` (the later revisions). Shards of text (WET, JSONL,
 //! Parquet) leave `html=` out, so text shards of two schemes that differ
 //! only in it stay comparable.
 //!
@@ -46,7 +46,10 @@
 //!   are `v6`'s and meet them; `--no-sketch` makes `v6`;
 //! - `v8`: `v7` with the fourth main-content rules (`html=main/4`: a code
 //!   listing's line-number gutter is not text); its text shards are `v7`'s
-//!   and meet them.
+//!   and meet them;
+//! - `v9`: `v8` with the fifth (`html=main/5`: the features of the main
+//!   content's headings weigh four times); its text shards are `v8`'s and
+//!   meet them.
 //!
 //! A named scheme (`--scheme NAME`) fixes the features, weights and HTML
 //! text, so it is never combined with `--features`, `--log-weights`,
@@ -155,6 +158,14 @@ const NAMED: &[(&str, Scheme)] = &[
         Scheme {
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::FOURTH),
+            sketch: true,
+        },
+    ),
+    (
+        "v9",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::FIFTH),
             sketch: true,
         },
     ),
@@ -296,6 +307,7 @@ impl Scheme {
             PageText::Main(MainRules::SECOND),
             PageText::Main(MainRules::THIRD),
             PageText::Main(MainRules::FOURTH),
+            PageText::Main(MainRules::FIFTH),
         ];
         let features = [
             Features::Words,
@@ -375,7 +387,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v8");
+        assert_eq!(name, "v9");
     }
 
     #[test]
@@ -422,8 +434,14 @@ mod tests {
         assert_eq!(v8.describe(true), format!("{sketched} html=main/4"));
         assert!(comparable(&v7.describe(false), &v8.describe(true)));
         assert!(!comparable(&v7.describe(true), &v8.describe(true)));
+        // v9 too (headings weigh more).
+        let v9 = Scheme::named("v9").unwrap();
+        assert_eq!(v9.describe(false), sketched);
+        assert_eq!(v9.describe(true), format!("{sketched} html=main/5"));
+        assert!(comparable(&v8.describe(false), &v9.describe(true)));
+        assert!(!comparable(&v8.describe(true), &v9.describe(true)));
         let no_sketch = Scheme::from_flags(None, None, false, false, None, true).unwrap();
-        assert_eq!(no_sketch.describe(true), format!("{text} html=main/4"));
+        assert_eq!(no_sketch.describe(true), format!("{text} html=main/5"));
         assert_eq!(no_sketch.name(), None);
     }
 
@@ -437,7 +455,7 @@ mod tests {
         let from = Scheme::from_flags;
         let flags = from(None, None, false, false, Some(HtmlText::Main), false).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v8"));
+        assert_eq!(flags.name(), Some("v9"));
     }
 
     #[test]
@@ -480,11 +498,11 @@ mod tests {
         assert!(error.to_string().contains("--scheme v1"), "{error}");
         let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
         assert!(error.to_string().contains("--html-text"), "{error}");
-        let error = from(Some("v9"), None, false, false, None).unwrap_err();
+        let error = from(Some("v10"), None, false, false, None).unwrap_err();
         assert!(
             error
                 .to_string()
-                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8"),
+                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8, v9"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();

@@ -23,7 +23,9 @@ use crate::common::*;
 use neardup::fingerprint::crawl::html::{self, MainRules, PageText};
 use neardup::fingerprint::crawl::url_id;
 use neardup::fingerprint::scheme::Scheme;
-use neardup::fingerprint::simhash::{fingerprint, fingerprint_with, Features, SimhashOptions};
+use neardup::fingerprint::simhash::{
+    fingerprint, fingerprint_page, fingerprint_with, Features, SimhashOptions,
+};
 use serde_json::Value;
 
 fn helper() -> String {
@@ -153,7 +155,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
         .iter()
         .find(|f| f["format"] == "warc");
     let warc_scheme = warc_shard.unwrap()["scheme"].as_str().unwrap();
-    assert!(warc_scheme.ends_with(" html=main/4"), "{warc_scheme}");
+    assert!(warc_scheme.ends_with(" html=main/5"), "{warc_scheme}");
 
     let mut expected = std::collections::BTreeMap::new();
     let options = Scheme::default().simhash;
@@ -163,8 +165,9 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     }
     for r in manifest["warc"].as_array().unwrap() {
         let (url, page) = (r["url"].as_str().unwrap(), r["html"].as_str().unwrap());
-        let (text, _) = html::page_text(page, Scheme::default().html);
-        expected.insert(url.to_string(), fingerprint(&text, &options));
+        let page = html::page_text(page, Scheme::default().html);
+        let f = fingerprint_page(&page.text, &page.headings, &options, false);
+        expected.insert(url.to_string(), f);
     }
 
     let table = read_with_duckdb(&out);
@@ -192,10 +195,11 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     }
     // Markup, scripts and styles are gone, and so are the navigation and
     // the footer; the page's words are there.
-    let (page0, _) = html::page_text(
+    let page0 = html::page_text(
         manifest["warc"][0]["html"].as_str().unwrap(),
         Scheme::default().html,
-    );
+    )
+    .text;
     assert!(
         page0.contains("Story number 0") && page0.contains("中文内容第0段"),
         "{page0}"
@@ -340,8 +344,9 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
             .iter()
             .map(|r| {
                 let (url, page) = (r["url"].as_str().unwrap(), r["html"].as_str().unwrap());
-                let (text, _) = html::page_text(page, mode);
-                (url_id(url), fingerprint(&text, &options).simhash)
+                let page = html::page_text(page, mode);
+                let f = fingerprint_page(&page.text, &page.headings, &options, false);
+                (url_id(url), f.simhash)
             })
             .collect();
         // Shards come in input order: the WARC's, then the WET's.
@@ -895,9 +900,9 @@ fn bad_input_gets_one_line_and_leaves_nothing() {
     }
 }
 
-/// The simhash and the sketch as `src/fingerprint/simhash/mod.rs`'s and
-/// `sketch.rs`'s module docs describe them, implemented independently in
-/// Python, give the same fingerprints and sketches.
+/// The simhash and the sketch as `src/fingerprint/simhash/mod.rs`'s,
+/// `sketch.rs`'s and `headings.rs`'s module docs describe them, implemented
+/// independently in Python, give the same fingerprints and sketches.
 #[test]
 fn an_independent_implementation_of_the_documented_algorithm_agrees() {
     // Features seen more often than the sketch groups by count.
@@ -933,6 +938,35 @@ fn an_independent_implementation_of_the_documented_algorithm_agrees() {
                 expected.push((f.simhash, counts.0, counts.1, f.sketch.unwrap()));
             }
         }
+    }
+    // Headings weigh four times (v9's HTML pages): a heading's words that
+    // recur in the text, one that does not, and a heading shorter than a
+    // gram.
+    let page = "Closures and iterators. Closures capture their environment; \
+                iterators chain closures. Smart pointers";
+    let headings = ["Closures and iterators", "Smart pointers", "it"];
+    let ranges: Vec<std::ops::Range<usize>> = headings
+        .iter()
+        .map(|h| {
+            let at = page.rfind(h).unwrap();
+            at..at + h.len()
+        })
+        .collect();
+    for (features, log_weights) in [("script", false), ("words", false), ("chars:3", true)] {
+        let options = SimhashOptions {
+            features: features.parse().unwrap(),
+            log_weights,
+            stop_words: true,
+        };
+        let f = fingerprint_page(page, &ranges, &options, true);
+        cases.push(serde_json::json!({"text": page, "features": features, "log_weights": log_weights, "keep_stop_words": false, "headings": headings}));
+        let counts = (u64::from(f.n_features), u64::from(f.n_chars));
+        expected.push((f.simhash, counts.0, counts.1, f.sketch.unwrap()));
+        let plain = fingerprint_with(page, &options, true);
+        assert_ne!(
+            plain.simhash, f.simhash,
+            "{features}: the headings weigh nothing"
+        );
     }
     let got = crate::common::reference_simhashes(&serde_json::json!(cases));
     for ((case, e), g) in cases.iter().zip(&expected).zip(&got) {
@@ -995,10 +1029,10 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     );
     let default = shard_scheme(&shard("default")).unwrap();
     assert!(default.contains("features=script("), "{default}");
-    assert_eq!(summary(&out("default"))["scheme_name"], "v8");
-    // --no-sketch leaves v8's sketch out: a scheme without a name, whose
+    assert_eq!(summary(&out("default"))["scheme_name"], "v9");
+    // --no-sketch leaves v9's sketch out: a scheme without a name, whose
     // text shards are v6's, byte for byte but for what names the tool's run
-    // (v8 differs from v6 only in HTML pages and the sketch).
+    // (v9 differs from v6 only in HTML pages and the sketch).
     by_scheme("v6");
     let no_sketch = ["fingerprint", "--input", input, "--no-sketch", "--out"];
     run_ok(&[&no_sketch[..], &[&path("no-sketch")]].concat());
@@ -1183,8 +1217,8 @@ fn a_sphinx_sites_reference_pages_are_told_apart_by_their_lists_of_links() {
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
     assert_eq!(
-        summary["scheme_name"], "v8",
-        "the default: v6's fingerprints of these pages, with a sketch"
+        summary["scheme_name"], "v9",
+        "the default: v6's text of these pages, headings weighed, with a sketch"
     );
     let (id, _) = v6["https://isa.example/inst_07.html"];
     let text = run_ok(&[

@@ -416,7 +416,7 @@ fn bad_job_specs_get_one_line() {
             "bigrams",
         ),
         (
-            good.replace("scheme = \"v4\"", "scheme = \"v9\""),
+            good.replace("scheme = \"v4\"", "scheme = \"v99\""),
             "no such scheme",
         ),
         (

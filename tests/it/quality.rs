@@ -374,13 +374,14 @@ fn real_chinese_text_meets_the_precision_floor_and_finds_pages_a_few_characters_
 /// releases is a near-duplicate, pages of one site share a heavy template)
 /// meets issue 13's floors: recall >= 0.85, precision >= 0.90. Precision
 /// at k = 3 on this set turns on the draw of hash functions (cliques of
-/// templated pages lie a few bits apart: over the sketch's words it ranges
-/// 0.87-0.94), so the mean over four draws is held too, at 0.88.
+/// templated pages lie a few bits apart), so the mean over four draws is
+/// held too, above what v8 reached; weighed headings (v9) lift it to
+/// issue 74's goal (README, "Figures").
 #[test]
 fn real_html_meets_the_quality_floors() {
     let figures = evaluate("eval_html.py", &["--modes", "main", "--draws"]);
     assert_floors(&figures["main"]["all"], 0.85, 0.90);
-    assert_spread(&figures["main draws"]["all"], 0.95, 0.88);
+    assert_spread(&figures["main draws"]["all"], 0.97, 0.94);
 }
 
 /// Verifying k = 3's pairs (`--verify -k 3`, with the threshold `match`
@@ -399,8 +400,8 @@ fn verifying_k_3_lifts_its_precision_on_templated_html() {
 /// A third generator, pdoc, on two releases of networkx
 /// (`scripts/make_pdoc_docs.sh`): each module's page lists its source with
 /// every line numbered, so a line added near the top of a module shifts
-/// every number below it. The fourth main-content rules (the default
-/// scheme, v8) leave the numbers out and find most of the pages again,
+/// every number below it. The fourth main-content rules (v8, and the
+/// default, v9) leave the numbers out and find most of the pages again,
 /// at the precision of the other sites; v7, which keeps them, finds
 /// under half as many.
 #[test]
@@ -422,11 +423,11 @@ fn pages_with_numbered_source_listings_meet_again_once_the_numbers_are_left_out(
         let args = [&["--modes", "main", "--docs", &docs][..], flags].concat();
         evaluate("eval_html.py", &args)["main"]["all"].clone()
     };
-    let v8 = figures(&[]);
-    assert_floors(&v8, 0.60, 0.95);
+    let v9 = figures(&[]);
+    assert_floors(&v9, 0.60, 0.95);
     let v7 = figures(&["--flags", "--scheme v7"]);
     let recall = |f: &serde_json::Value| f["recall"].as_f64().unwrap();
-    assert!(recall(&v7) < recall(&v8) / 2.0, "v7 {v7} against v8 {v8}");
+    assert!(recall(&v7) < recall(&v9) / 2.0, "v7 {v7} against v9 {v9}");
 }
 
 /// The quality mode (`match --verify` at its k = 6, with the threshold it
@@ -480,11 +481,12 @@ fn the_quality_mode_meets_the_text_goals_on_korean_and_on_japanese_at_k_7() {
 /// The same pages served without what marks their content (`<main>`,
 /// `<article>`, `role="main"`), as many pages on the web come: the
 /// extraction's other cues alone meet the same floors (the first rules,
-/// schemes `v2` and `v3`, do not).
+/// schemes `v2` and `v3`, do not), in the mean over four draws of hash
+/// functions, since one draw's precision here is luck as above.
 #[test]
 fn real_html_without_main_marks_meets_the_quality_floors() {
-    let figures = evaluate("eval_html.py", &["--modes", "main", "--unmark"]);
-    assert_floors(&figures["main"]["all"], 0.85, 0.90);
+    let figures = evaluate("eval_html.py", &["--modes", "main", "--unmark", "--draws"]);
+    assert_spread(&figures["main draws"]["all"], 0.85, 0.90);
 }
 
 /// Real pages in legacy encodings (`scripts/eval_charsets.py`: Rust by

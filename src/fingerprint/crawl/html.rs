@@ -26,6 +26,7 @@
 //! - never boilerplate: `html`, `body`, `main`, `article`, `role="main"`;
 //! - when the page marks its content, only the blocks inside it are kept;
 //! - a code listing's line-number gutter, from the fourth rules;
+//! - a heading's text (`h1` to `h3`) is marked, from the fifth rules;
 //! - a block whose text is more than half link text is dropped, unless the
 //!   page marks its content (third rules); a link to a place in the page
 //!   (`href="#..."`) does not count;
@@ -44,7 +45,13 @@
 //! code listing's line-number gutter (by its class, [`LINE_NUMBER_CLASSES`]):
 //! a line added near the top of a listing shifts every number after it,
 //! and two versions of a documentation page with source listings (pdoc's)
-//! then lie as far apart as unrelated pages.
+//! then lie as far apart as unrelated pages; and the fifth (since v9,
+//! `html=main/5`), which marks where the kept text holds a heading (`h1`
+//! to `h3`, [`Extracted::headings`]), whose features then weigh four times
+//! (`simhash::headings`): sibling pages of a generator share most of their
+//! text and differ in their headings.
+
+use std::ops::Range;
 
 use html5gum::{DefaultEmitter, Emitter, ForwardingEmitter, HtmlString, Token, Tokenizer};
 use serde::{Deserialize, Serialize};
@@ -94,8 +101,15 @@ impl MainRules {
     /// numbers all shift when one line is added, so two versions of a page
     /// that differ in a line of code lie far apart).
     pub const FOURTH: MainRules = MainRules(4);
+    /// Since `v9`: the text of the main content's headings (`h1` to `h3`,
+    /// [`WEIGHED_HEADINGS`]) is marked ([`Extracted::headings`]), and its
+    /// features weigh more (see [`crate::fingerprint::simhash`]): a heading
+    /// names what its page or section is, so two pages that share a
+    /// template's text but not their headings (a generated reference
+    /// page's, a "moved" stub's) are not one page.
+    pub const FIFTH: MainRules = MainRules(5);
     /// The rules `--html-text main` means.
-    pub(crate) const CURRENT: MainRules = MainRules::FOURTH;
+    pub(crate) const CURRENT: MainRules = MainRules::FIFTH;
 }
 
 impl Default for MainRules {
@@ -232,6 +246,11 @@ const OUTER_BOILERPLATE_WORDS: &[&str] = &["header", "masthead", "banner"];
 const NEVER_OUTER_BOILERPLATE: &[&[u8]] =
     &[b"a", b"span", b"h1", b"h2", b"h3", b"h4", b"h5", b"h6"];
 
+/// The headings whose text the fifth rules mark: a page's title and its
+/// sections'. Lower levels are left out: rustdoc writes every method's
+/// signature as an `h4`, and sibling pages share most of those.
+const WEIGHED_HEADINGS: &[&[u8]] = &[b"h1", b"h2", b"h3"];
+
 /// Whether an element's class marks it a line-number gutter.
 fn is_line_number_gutter(attributes: &Attributes) -> bool {
     attributes.get("class").is_some_and(|classes| {
@@ -290,7 +309,7 @@ const MAX_LINK_DENSITY: f64 = 0.5;
 /// `a<br>b` and `<p>a</p><p>b</p>` do not glue words together). The title
 /// counts as text.
 pub fn to_text(html: &str) -> String {
-    page_text(html, PageText::All).0
+    page_text(html, PageText::All).text
 }
 
 /// html5gum's default emitter, told that nobody reads parse errors: the
@@ -317,9 +336,19 @@ pub(super) fn tokens(html: &[u8]) -> impl Iterator<Item = Token> + '_ {
     Tokenizer::new_with_emitter(html, WithoutErrors(emitter)).flatten()
 }
 
-/// The text of an HTML page under `mode`, and whether `main` found no main
-/// content and gave all the text instead.
-pub fn page_text(html: &str, mode: PageText) -> (String, bool) {
+/// The text of an HTML page, as a scheme fingerprints it.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Extracted {
+    pub text: String,
+    /// Where `text` holds a heading's text (from the fifth rules on):
+    /// byte ranges, in order.
+    pub headings: Vec<Range<usize>>,
+    /// Whether `main` found no main content and gave all the text instead.
+    pub fell_back: bool,
+}
+
+/// The text of an HTML page under `mode`.
+pub fn page_text(html: &str, mode: PageText) -> Extracted {
     let mut reader = PageReader::default();
     if let PageText::Main(rules) = mode {
         reader.rules = rules;
@@ -328,11 +357,20 @@ pub fn page_text(html: &str, mode: PageText) -> (String, bool) {
         reader.token(token);
     }
     reader.end_block();
+    let all = |reader: PageReader, fell_back| Extracted {
+        text: reader.all,
+        headings: Vec::new(),
+        fell_back,
+    };
     match mode {
-        PageText::All => (reader.all, false),
+        PageText::All => all(reader, false),
         PageText::Main(_) => match reader.main_content() {
-            Some(text) => (text, false),
-            None => (reader.all, true),
+            Some((text, headings)) => Extracted {
+                text,
+                headings,
+                fell_back: false,
+            },
+            None => all(reader, true),
         },
     }
 }
@@ -344,6 +382,7 @@ struct Open {
     boilerplate: bool,
     main: bool,
     link: bool,
+    heading: bool,
 }
 
 /// A run of text between block boundaries, outside boilerplate.
@@ -352,6 +391,7 @@ struct Block {
     chars: usize,
     link_chars: usize,
     in_main: bool,
+    in_heading: bool,
 }
 
 #[derive(Default)]
@@ -366,11 +406,13 @@ struct PageReader {
     block_chars: usize,
     block_link_chars: usize,
     block_in_main: bool,
+    block_in_heading: bool,
     open: Vec<Open>,
     hidden: usize,
     boilerplate: usize,
     main: usize,
     links: usize,
+    headings: usize,
 }
 
 impl PageReader {
@@ -394,6 +436,8 @@ impl PageReader {
                     // anchor) is not navigation away from it.
                     link: name == b"a"
                         && !attributes.get("href").is_some_and(|h| h.starts_with('#')),
+                    heading: self.rules >= MainRules::FIFTH
+                        && WEIGHED_HEADINGS.contains(&name.as_slice()),
                     name,
                 };
                 self.enter(&open, 1);
@@ -422,6 +466,7 @@ impl PageReader {
                         self.block_link_chars += chars;
                     }
                     self.block_in_main |= self.main > 0 && chars > 0;
+                    self.block_in_heading |= self.headings > 0 && chars > 0;
                 }
             }
             _ => {}
@@ -439,6 +484,7 @@ impl PageReader {
         add(&mut self.boilerplate, open.boilerplate);
         add(&mut self.main, open.main);
         add(&mut self.links, open.link);
+        add(&mut self.headings, open.heading);
     }
 
     fn is_boilerplate(&self, name: &[u8], attributes: &Attributes) -> bool {
@@ -488,6 +534,7 @@ impl PageReader {
                 chars: self.block_chars,
                 link_chars: self.block_link_chars,
                 in_main: self.block_in_main,
+                in_heading: self.block_in_heading,
             });
         }
         self.content.push(' ');
@@ -495,22 +542,28 @@ impl PageReader {
         self.block_chars = 0;
         self.block_link_chars = 0;
         self.block_in_main = false;
+        self.block_in_heading = false;
     }
 
-    /// The main content's text, `None` when nothing is left.
-    fn main_content(&self) -> Option<String> {
+    /// The main content's text and where its headings are, `None` when
+    /// nothing is left.
+    fn main_content(&self) -> Option<(String, Vec<Range<usize>>)> {
         let marked = self.blocks.iter().any(|b| b.in_main);
         let links_are_content = marked && self.rules >= MainRules::THIRD;
         let mut text = String::new();
+        let mut headings = Vec::new();
         for block in &self.blocks {
             let links = block.link_chars as f64 / block.chars as f64;
             if (marked && !block.in_main) || (links > MAX_LINK_DENSITY && !links_are_content) {
                 continue;
             }
+            if block.in_heading {
+                headings.push(text.len()..text.len() + block.range.len());
+            }
             text.push_str(&self.content[block.range.clone()]);
             text.push(' ');
         }
-        (!text.trim().is_empty()).then_some(text)
+        (!text.trim().is_empty()).then_some((text, headings))
     }
 }
 
@@ -567,10 +620,10 @@ mod main_content_tests {
     use super::*;
 
     fn main_words(html: &str) -> (String, bool) {
-        let (text, fell_back) = page_text(html, PageText::Main(MainRules::CURRENT));
+        let page = page_text(html, PageText::Main(MainRules::CURRENT));
         (
-            text.split_whitespace().collect::<Vec<_>>().join(" "),
-            fell_back,
+            page.text.split_whitespace().collect::<Vec<_>>().join(" "),
+            page.fell_back,
         )
     }
 
@@ -648,7 +701,7 @@ mod main_content_tests {
     #[test]
     fn golden_fingerprints_of_html_pages_under_the_named_schemes() {
         use crate::fingerprint::scheme::Scheme;
-        use crate::fingerprint::simhash::fingerprint;
+        use crate::fingerprint::simhash::fingerprint_page;
         let article = "<article><h1>Rust 1.80 released</h1><p>The release adds lazy \
                        cells, exclusive ranges in patterns and new lints.</p></article>";
         let chinese = "<main><h1>新闻</h1><p>北京时间今天上午，国家统计局发布了最新的经济数据，\
@@ -665,16 +718,21 @@ mod main_content_tests {
             TEMPLATE.replace("{BODY}", REFERENCE_MARKED),
             TEMPLATE.replace("{BODY}", NUMBERED_LISTING),
         ];
-        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6", "v8"]
+        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6", "v8", "v9"]
             .iter()
             .map(|name| {
                 let scheme = Scheme::named(name).unwrap();
                 let values: Vec<String> = pages
                     .iter()
                     .map(|page| {
-                        let (text, fell_back) = page_text(page, scheme.html);
-                        let f = fingerprint(&text, &scheme.simhash).simhash;
-                        format!("{f:016x}{}", if fell_back { "*" } else { "" })
+                        let page = page_text(page, scheme.html);
+                        let f =
+                            fingerprint_page(&page.text, &page.headings, &scheme.simhash, false);
+                        format!(
+                            "{:016x}{}",
+                            f.simhash,
+                            if page.fell_back { "*" } else { "" }
+                        )
                     })
                     .collect();
                 format!("{name}: {}", values.join(" "))
@@ -686,6 +744,19 @@ mod main_content_tests {
             .filter(|l| !l.is_empty())
             .collect();
         assert_eq!(got, expected, "a named scheme's HTML fingerprints changed");
+        // v9's sketches too: the headings' further features are in them.
+        let v9 = Scheme::named("v9").unwrap();
+        let sketches: Vec<String> = pages
+            .iter()
+            .map(|page| {
+                let page = page_text(page, v9.html);
+                let f = fingerprint_page(&page.text, &page.headings, &v9.simhash, true);
+                let [a, b, c] = f.sketch.unwrap();
+                format!("{a:016x}{b:016x}{c:016x}")
+            })
+            .collect();
+        let expected: Vec<&str> = GOLDEN_HTML_SKETCHES_V9.split_whitespace().collect();
+        assert_eq!(sketches, expected, "v9's HTML sketches changed");
         // Extraction is what tells v1 from v2 on a page with a template.
         assert_ne!(got[0], got[1].replace("v2", "v1"));
     }
@@ -696,7 +767,9 @@ mod main_content_tests {
     /// on the short Chinese page only; v6 from v5 on the sixth page only,
     /// whose list of linked operands the third rules keep; v8 from v6 (v7's
     /// fingerprints are v6's) on the last page only, whose line numbers the
-    /// fourth rules leave out.
+    /// fourth rules leave out; v9 from v8 on every page whose headings have
+    /// a feature of the page's, which the fifth rules weigh more (the
+    /// Chinese page's two-character heading is shorter than its 4-grams).
     const GOLDEN_HTML: &str = "
         v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602 34fdd4c683df828e 36ad0436af5fa216
         v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643 b00444290884104a 73cda4567f5cf8c2
@@ -704,7 +777,18 @@ mod main_content_tests {
         v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f
         v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f
         v6: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 09221a51f70eea7f
-        v8: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 512a1654970b7275";
+        v8: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 512a1654970b7275
+        v9: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff";
+
+    /// v9's sketches of the seven pages, in turn.
+    const GOLDEN_HTML_SKETCHES_V9: &str = "
+        bd1c09f61ef80eba980c8eb0c5b68d881bfd98fbbba6e7e8
+        11c98ac0b96e97fb0eabab00b9ad628001d4ba453b814103
+        cf62436a6336d5673a62a6ba16d4da653c6f586f3a99a300
+        a1bf060b84b0e62a0895f546db78425035065a71a2177981
+        ddc160fb15c70234444d09bc6bcb799235e28775ec135a0c
+        6dd9940b0fa43a78afc6999be13aedd583b55c3db297ba80
+        6141236a69276d7f161c8a0da535f66f83424a6e05381d61";
 
     /// A generated reference page's body, marked as Sphinx marks it: what
     /// tells it from its siblings is a list of links.
@@ -715,7 +799,7 @@ mod main_content_tests {
     /// The words of the template around `body`, main content by `rules`.
     fn words_by(body: &str, rules: MainRules) -> String {
         let page = TEMPLATE.replace("{BODY}", body);
-        let (text, _) = page_text(&page, PageText::Main(rules));
+        let text = page_text(&page, PageText::Main(rules)).text;
         text.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
@@ -788,10 +872,93 @@ mod main_content_tests {
         );
     }
 
+    /// A page's title and sections, a heading in the template's sidebar, a
+    /// method's signature (`h4`), and a heading with a link of its own.
+    const HEADED: &str = r##"<main><h1>Struct <a href="#">Iter</a></h1><p>An iterator over a slice.</p>
+        <h2>Implementations</h2><h3>impl Iterator for Iter</h3><h4>fn next(&amp;mut self)</h4>
+        <p>Advances the iterator.</p></main>"##;
+
+    fn headings_by(body: &str, rules: MainRules) -> Vec<String> {
+        let page = page_text(&TEMPLATE.replace("{BODY}", body), PageText::Main(rules));
+        let text = |range: &Range<usize>| {
+            page.text[range.clone()]
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        page.headings
+            .iter()
+            .map(|range| text(range).join(" "))
+            .collect()
+    }
+
+    #[test]
+    fn headings_are_marked_from_the_fifth_rules() {
+        assert_eq!(
+            headings_by(HEADED, MainRules::FIFTH),
+            ["Struct Iter", "Implementations", "impl Iterator for Iter"]
+        );
+        assert!(headings_by(HEADED, MainRules::FOURTH).is_empty());
+        // The text is the fourth rules' whatever the headings.
+        let text = |rules| words_by(HEADED, rules);
+        assert_eq!(text(MainRules::FIFTH), text(MainRules::FOURTH));
+        // A heading outside the kept content (the template's sidebar) is not
+        // the page's; nor is one in a page that falls back to all its text.
+        let sidebar = format!("<aside><h2>Chapters</h2></aside>{HEADED}");
+        assert_eq!(headings_by(&sidebar, MainRules::FIFTH).len(), 3);
+        let page = page_text("<nav><h1>Menu</h1></nav>", PageText::Main(MainRules::FIFTH));
+        assert!(page.fell_back && page.headings.is_empty());
+    }
+
+    /// Two sibling pages, alike but for their headings, lie farther apart
+    /// once headings weigh more; the same page with a sentence changed does
+    /// not move away.
+    #[test]
+    fn weighed_headings_part_siblings_and_keep_versions_together() {
+        use crate::fingerprint::scheme::Scheme;
+        use crate::fingerprint::simhash::fingerprint_page;
+        let body = "<p>This chapter has moved. The second edition of the book is no longer \
+                    distributed with Rust's documentation; read the current edition instead, \
+                    where every chapter has been revised and many examples rewritten.</p>";
+        let page = |title: &str, body: &str| format!("<main><h1>{title}</h1>{body}</main>");
+        let distance = |a: &str, b: &str, name| {
+            let scheme = Scheme::named(name).unwrap();
+            let f = |html: &str| {
+                let page = page_text(html, scheme.html);
+                fingerprint_page(&page.text, &page.headings, &scheme.simhash, true)
+            };
+            let (a, b) = (f(a), f(b));
+            let (x, y) = (a.sketch.unwrap(), b.sketch.unwrap());
+            let bits = x
+                .iter()
+                .zip(y)
+                .map(|(x, y)| (x ^ y).count_ones())
+                .sum::<u32>();
+            bits + (a.simhash ^ b.simhash).count_ones()
+        };
+        let titles = [
+            "Closures",
+            "Smart Pointers",
+            "Generic Types",
+            "Error Handling",
+        ];
+        for pair in titles.windows(2) {
+            let (a, b) = (page(pair[0], body), page(pair[1], body));
+            // Over all 256 bits, so that one draw of hashes decides little.
+            let (v8, v9) = (distance(&a, &b, "v8"), distance(&a, &b, "v9"));
+            assert!(
+                v9 >= v8 + 10,
+                "{pair:?}: {v8} bits apart under v8, {v9} under v9"
+            );
+        }
+        let edited = body.replace("many examples rewritten", "some examples rewritten");
+        let (a, b) = (page(titles[0], body), page(titles[0], &edited));
+        assert!(distance(&a, &b, "v9") <= distance(&a, &b, "v8") + 4);
+    }
+
     #[test]
     fn all_mode_is_unchanged_by_extraction() {
         let page = TEMPLATE.replace("{BODY}", "<p>Body</p>");
-        assert_eq!(page_text(&page, PageText::All).0, to_text(&page));
+        assert_eq!(page_text(&page, PageText::All).text, to_text(&page));
         assert!(to_text(&page).contains("Copyright"));
     }
 }

@@ -62,6 +62,15 @@ impl Sums<'_> {
         }
     }
 
+    /// How many times `hash` was added, where the sums keep count (log
+    /// weights keep each distinct hash's).
+    pub(super) fn count_of(&self, hash: u64) -> Option<u32> {
+        match self {
+            Sums::TermFrequency(..) => None,
+            Sums::Log(distinct, _) => Some(distinct.count_of(hash)),
+        }
+    }
+
     /// The simhash of the hashes added, and how many there were.
     pub(super) fn simhash(&mut self) -> (u64, u32) {
         match self {
@@ -101,6 +110,12 @@ impl<'a, 't> HashChunks<'a, 't> {
     pub(super) fn new(chunk: &'a mut Vec<u64>, sums: &'a mut Sums<'t>) -> Self {
         chunk.clear();
         HashChunks { chunk, sums }
+    }
+
+    /// How many times `hash` was added so far, where the sums keep count.
+    pub(super) fn count_of(&mut self, hash: u64) -> Option<u32> {
+        self.flush();
+        self.sums.count_of(hash)
     }
 
     /// Adds the hashes still in the buffer to the sums.

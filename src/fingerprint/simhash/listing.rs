@@ -11,6 +11,10 @@ use super::*;
 pub(crate) struct FeatureList {
     /// Distinct features and how often each occurs, most frequent first.
     pub(crate) counts: Vec<(String, u32)>,
+    /// The distinct features of the text's headings, each with its count
+    /// in the text: each adds further features of its own, as often
+    /// ([`super::heading_copies`]).
+    pub(crate) heading_counts: Vec<(String, u32)>,
     /// Whether weights are `1 + ln(count)` rather than the count.
     pub(crate) log_weights: bool,
     /// The features as chosen for this text (a script rule resolved).
@@ -28,14 +32,46 @@ impl FeatureList {
     }
 }
 
-/// The features of `text` under `options`, from the same normalisation
-/// and segmentation as [`super::fingerprint`].
-pub(crate) fn feature_list(text: &str, options: &SimhashOptions) -> FeatureList {
+/// The features of `text` and of its `headings` (byte ranges) under
+/// `options`, from the same normalisation and segmentation as
+/// [`super::fingerprint_page`].
+pub(crate) fn feature_list(
+    text: &str,
+    headings: &[Range<usize>],
+    options: &SimhashOptions,
+) -> FeatureList {
     let mut normalized = String::new();
     normalize_into(text, &mut normalized);
-    let text = normalized.as_str();
-    let options = options.for_text(text);
+    let options = options.for_text(&normalized);
     let mut counts: HashMap<String, u32> = HashMap::new();
+    count_features(&normalized, &options, &mut counts);
+    let mut heading_features: HashMap<String, u32> = HashMap::new();
+    for heading in headings.iter().filter_map(|range| text.get(range.clone())) {
+        normalize_into(heading, &mut normalized);
+        count_features(&normalized, &options, &mut heading_features);
+    }
+    let heading_counts: HashMap<String, u32> = heading_features
+        .into_keys()
+        .filter_map(|feature| Some((counts.get(&feature).copied()?, feature)))
+        .map(|(count, feature)| (feature, count))
+        .collect();
+    FeatureList {
+        counts: most_frequent_first(counts),
+        heading_counts: most_frequent_first(heading_counts),
+        log_weights: options.log_weights,
+        features: options.features,
+    }
+}
+
+fn most_frequent_first(counts: HashMap<String, u32>) -> Vec<(String, u32)> {
+    let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts
+}
+
+/// Counts the features of a normalised `text` under `options` (whose
+/// features are chosen for the page) into `counts`.
+fn count_features(text: &str, options: &SimhashOptions, counts: &mut HashMap<String, u32>) {
     let mut add = |feature: &str| *counts.entry(feature.to_string()).or_default() += 1;
     match options.features {
         Features::Chars(n) => {
@@ -60,13 +96,6 @@ pub(crate) fn feature_list(text: &str, options: &SimhashOptions) -> FeatureList 
             }
         }
     }
-    let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
-    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    FeatureList {
-        counts,
-        log_weights: options.log_weights,
-        features: options.features,
-    }
 }
 
 /// The 64-bit hash of a feature, as the fingerprint takes it.
@@ -80,14 +109,20 @@ mod tests {
     use crate::fingerprint::scheme::Scheme;
 
     /// The fingerprint of a listing: every feature's hash, as often as it
-    /// occurs, through the same sums as the fingerprint's.
+    /// occurs, and every heading feature's further hashes as often,
+    /// through the same sums as the fingerprint's.
     fn simhash_of_list(list: &FeatureList) -> u64 {
+        let copies = list.heading_counts.iter().flat_map(|(feature, count)| {
+            heading_copies(hash_feature(feature))
+                .flat_map(move |copy| std::iter::repeat_n(copy, *count as usize))
+        });
         let hashes: Vec<u64> = list
             .counts
             .iter()
             .flat_map(|(feature, count)| {
                 std::iter::repeat_n(hash_feature(feature), *count as usize)
             })
+            .chain(copies)
             .collect();
         match hashes.len() {
             0 => 0,
@@ -121,17 +156,22 @@ mod tests {
             },
         ];
         for text in texts {
-            for options in &options {
-                let list = feature_list(text, options);
-                let expected = fingerprint(text, options);
-                let n: u32 = list.counts.iter().map(|(_, count)| count).sum();
-                assert_eq!(
-                    simhash_of_list(&list),
-                    expected.simhash,
-                    "{text:?} {options:?}"
-                );
-                assert_eq!(n, expected.n_features, "{text:?} {options:?}");
+            // The whole text and its first word as headings, and none.
+            let first_word = 0..text.find(' ').unwrap_or(text.len());
+            for headings in [vec![], vec![0..text.len(), first_word]] {
+                for options in &options {
+                    check_listing(text, &headings, options);
+                }
             }
         }
+    }
+
+    fn check_listing(text: &str, headings: &[Range<usize>], options: &SimhashOptions) {
+        let list = feature_list(text, headings, options);
+        let expected = fingerprint_page(text, headings, options, false);
+        let n: u32 = list.counts.iter().map(|(_, count)| count).sum();
+        let context = format!("{text:?} {headings:?} {options:?}");
+        assert_eq!(simhash_of_list(&list), expected.simhash, "{context}");
+        assert_eq!(n, expected.n_features, "{context}");
     }
 }

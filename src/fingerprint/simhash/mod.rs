@@ -35,6 +35,9 @@
 //!
 //! A document without features gets fingerprint 0 and `n_features = 0`.
 //!
+//! Headings (HTML pages from the fifth main-content rules, scheme v9)
+//! weigh more: [`headings`].
+//!
 //! Scheme v7 adds a sketch: 192 more bits of the same features and weights
 //! ([`sketch`]).
 
@@ -58,12 +61,16 @@ use unicode_normalization::{is_nfkc_quick, IsNormalized, UnicodeNormalization};
 mod cjk;
 mod document_sums;
 mod feature_hash;
+mod headings;
 mod listing;
 mod normalize;
 mod sketch;
 mod sums;
 mod words;
 
+pub(crate) use headings::heading_copies;
+pub use headings::HEADING_WEIGHT;
+use headings::{Counting, HeadingFeatures};
 pub use sketch::{Sketch, SKETCH_BITS, SKETCH_WORDS};
 
 pub(crate) use listing::{feature_list, hash_feature, FeatureList};
@@ -267,6 +274,17 @@ pub fn fingerprint(text: &str, options: &SimhashOptions) -> Fingerprint {
 
 /// Fingerprints `text` under `options`, with its sketch if `sketch`.
 pub fn fingerprint_with(text: &str, options: &SimhashOptions, sketch: bool) -> Fingerprint {
+    fingerprint_page(text, &[], options, sketch)
+}
+
+/// Fingerprints `text`, whose `headings` (byte ranges) weigh
+/// [`HEADING_WEIGHT`] times ([`headings`]), under `options`, with its sketch if `sketch`.
+pub fn fingerprint_page(
+    text: &str,
+    headings: &[Range<usize>],
+    options: &SimhashOptions,
+    sketch: bool,
+) -> Fingerprint {
     thread_local! {
         /// The normalised text, one buffer per thread: a fresh one per page
         /// would be, for the pages of megabytes, memory the kernel has to
@@ -276,15 +294,35 @@ pub fn fingerprint_with(text: &str, options: &SimhashOptions, sketch: bool) -> F
     NORMALIZED.with(|normalized| {
         let mut normalized = normalized.borrow_mut();
         normalize_into(text, &mut normalized);
-        fingerprint_normalized(&normalized, options, sketch)
+        let headings = headings.iter().filter_map(|range| text.get(range.clone()));
+        fingerprint_normalized(&normalized, headings, options, sketch)
     })
 }
 
-fn fingerprint_normalized(text: &str, options: &SimhashOptions, sketch: bool) -> Fingerprint {
+fn fingerprint_normalized<'h>(
+    text: &str,
+    headings: impl Iterator<Item = &'h str>,
+    options: &SimhashOptions,
+    sketch: bool,
+) -> Fingerprint {
     let n_chars = text.chars().count() as u32;
     let options = &options.for_text(text);
-    let (simhash, n_features, sketch) = match options.features {
-        Features::Chars(n) => char_grams(text, n, options, sketch),
+    let (simhash, n_features, sketch) = simhash_of_hashes(options, sketch, |hashes| {
+        push_page_features(text, headings, options, hashes)
+    });
+    Fingerprint {
+        simhash,
+        n_features,
+        n_chars,
+        sketch,
+    }
+}
+
+/// Pushes the hashes of a normalised text's features under `options`
+/// (whose features are already chosen for the text).
+fn push_feature_hashes(text: &str, options: &SimhashOptions, hashes: &mut impl Extend<u64>) {
+    match options.features {
+        Features::Chars(n) => char_gram_hashes(text, n, hashes),
         Features::Words | Features::Shingles(_) | Features::Script(_) => {
             let mut words = words(text);
             if options.stop_words {
@@ -294,46 +332,70 @@ fn fingerprint_normalized(text: &str, options: &SimhashOptions, sketch: bool) ->
                 Features::Shingles(n) => n,
                 _ => 1,
             };
-            word_grams(&words, n, options, sketch)
+            word_gram_hashes(&words, n, hashes)
         }
-    };
-    Fingerprint {
-        simhash,
-        n_features,
-        n_chars,
-        sketch,
     }
 }
 
-/// The simhash of every n-gram of `words` (joined by one space), and how
-/// many there were.
-fn word_grams(words: &[&str], n: usize, options: &SimhashOptions, sketch: bool) -> Summed {
-    simhash_of_hashes(options, sketch, |hashes| {
-        if n == 1 {
-            hashes.extend(words.iter().map(|w| feature_hash(w.as_bytes())));
-            return;
-        }
-        let mut joined = String::new();
-        hashes.extend(words.windows(n).map(|gram| {
-            joined.clear();
-            for (i, w) in gram.iter().enumerate() {
-                if i > 0 {
-                    joined.push(' ');
-                }
-                joined.push_str(w);
-            }
-            feature_hash(joined.as_bytes())
-        }));
-    })
+/// Pushes the features of `text` and, when `headings` have features, their
+/// further hashes (see [`headings`]); returns how many further ones. Under
+/// log weights the sums count the page's features; under term frequency
+/// the headings' are counted on their way.
+fn push_page_features<'h>(
+    text: &str,
+    headings: impl Iterator<Item = &'h str>,
+    options: &SimhashOptions,
+    out: &mut HashChunks,
+) -> u32 {
+    let (mut normalized, mut hashes) = (String::new(), Vec::new());
+    for heading in headings {
+        normalize_into(heading, &mut normalized);
+        push_feature_hashes(&normalized, options, &mut hashes);
+    }
+    let Some(mut headings) = HeadingFeatures::of(hashes) else {
+        push_feature_hashes(text, options, out);
+        return 0;
+    };
+    if options.log_weights {
+        push_feature_hashes(text, options, out);
+        headings.count_with(|hash| out.count_of(hash).unwrap_or(0));
+    } else {
+        let mut counting = Counting {
+            inner: out,
+            headings: &mut headings,
+        };
+        push_feature_hashes(text, options, &mut counting);
+    }
+    headings.push_copies(out)
 }
 
-/// The simhash of the feature hashes `push` gives, how many there were,
-/// and with `sketch` their sketch: they are added to the sums a chunk at a
-/// time, through one buffer per thread (see [`HashChunks`]).
+/// Pushes the hash of every n-gram of `words` (joined by one space).
+fn word_gram_hashes(words: &[&str], n: usize, hashes: &mut impl Extend<u64>) {
+    if n == 1 {
+        hashes.extend(words.iter().map(|w| feature_hash(w.as_bytes())));
+        return;
+    }
+    let mut joined = String::new();
+    hashes.extend(words.windows(n).map(|gram| {
+        joined.clear();
+        for (i, w) in gram.iter().enumerate() {
+            if i > 0 {
+                joined.push(' ');
+            }
+            joined.push_str(w);
+        }
+        feature_hash(joined.as_bytes())
+    }));
+}
+
+/// The simhash of the feature hashes `push` gives, how many there were
+/// less the further copies `push` returns, and with `sketch` their sketch:
+/// they are added to the sums a chunk at a time, through one buffer per
+/// thread (see [`HashChunks`]).
 fn simhash_of_hashes(
     options: &SimhashOptions,
     sketch: bool,
-    push: impl FnOnce(&mut HashChunks),
+    push: impl FnOnce(&mut HashChunks) -> u32,
 ) -> Summed {
     thread_local! {
         static CHUNK: RefCell<Vec<u64>> = RefCell::new(Vec::with_capacity(HashChunks::LEN));
@@ -342,34 +404,31 @@ fn simhash_of_hashes(
         let mut chunk = chunk.borrow_mut();
         with_sums(options.log_weights, sketch, |sums| {
             let mut hashes = HashChunks::new(&mut chunk, sums);
-            push(&mut hashes);
+            let copies = push(&mut hashes);
             hashes.flush();
             let (simhash, n_features) = sums.simhash();
-            (simhash, n_features, sums.sketch())
+            (simhash, n_features - copies, sums.sketch())
         })
     })
 }
 
-/// The simhash of every character n-gram of `text`, and how many there
-/// were; a text shorter than `n` characters is one feature.
-fn char_grams(text: &str, n: usize, options: &SimhashOptions, sketch: bool) -> Summed {
+/// Pushes the hash of every character n-gram of `text`; a text shorter
+/// than `n` characters is one feature, an empty one none.
+fn char_gram_hashes(text: &str, n: usize, grams: &mut impl Extend<u64>) {
     let bytes = text.as_bytes();
     if bytes.is_empty() {
-        return (0, 0, sketch.then_some([0; SKETCH_WORDS]));
+        return;
     }
     let ascii = text.is_ascii();
     let shorter_than_n = match ascii {
         true => bytes.len() < n,
         false => text.chars().nth(n - 1).is_none(),
     };
-    if shorter_than_n {
-        let whole = feature_hash(bytes);
-        return simhash_of_hashes(options, sketch, |hashes| hashes.extend([whole]));
+    match (shorter_than_n, ascii) {
+        (true, _) => grams.extend([feature_hash(bytes)]),
+        (false, true) => push_window_hashes(bytes, n, grams),
+        (false, false) => mixed_text_gram_hashes(text, n, grams),
     }
-    simhash_of_hashes(options, sketch, |grams| match ascii {
-        true => push_window_hashes(bytes, n, grams),
-        false => mixed_text_gram_hashes(text, n, grams),
-    })
 }
 
 /// The hashes of every `n`-character gram of `text` (at least `n`
@@ -677,8 +736,11 @@ mod tests {
                 true => (0, 0),
                 false => simhash_of(&grams, options.log_weights),
             };
-            let (simhash, n_features, _) = char_grams(text, 3, &options, false);
-            assert_eq!((simhash, n_features), expected, "{text:?}");
+            let mut hashes = Vec::new();
+            char_gram_hashes(text, 3, &mut hashes);
+            assert_eq!(hashes, grams, "{text:?}");
+            let found = fingerprint_normalized(text, std::iter::empty(), &options, false);
+            assert_eq!((found.simhash, found.n_features), expected, "{text:?}");
         }
     }
 

@@ -340,6 +340,22 @@ impl DistinctHashes {
         }
     }
 
+    /// How many times `hash` was counted for the current document.
+    pub(super) fn count_of(&self, hash: u64) -> u32 {
+        if self.hashes.is_empty() {
+            return 0;
+        }
+        let mut at = home(hash, self.mask);
+        while self.slots[at].document == self.document {
+            let entry = self.slots[at].entry as usize;
+            if self.hashes[entry] == hash {
+                return self.counts[entry];
+            }
+            at = (at + 1) & self.mask;
+        }
+        0
+    }
+
     /// The distinct hashes with their counts, in the order first seen.
     pub(super) fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
         self.hashes.iter().copied().zip(self.counts.iter().copied())
