@@ -687,4 +687,37 @@ mod tests {
             .iter()
             .all(|p| p.bits.iter().all(|&bit| (fa ^ fb) >> bit & 1 == 1)));
     }
+
+    /// Two pages that differ in their heading alone: the heading's words
+    /// push through their further hashes too, and are shown as a heading's.
+    #[test]
+    fn a_headings_features_push_as_the_headings() {
+        let options = SimhashOptions {
+            features: crate::fingerprint::simhash::Features::Words,
+            log_weights: false,
+            stop_words: false,
+        };
+        let body = " alpha beta gamma delta epsilon zeta eta theta";
+        let (a, b) = (format!("iota{body}"), format!("kappa{body}"));
+        // Each page's first word is its heading.
+        let heading = |text: &str| std::iter::once(0..text.find(' ').unwrap()).collect::<Vec<_>>();
+        let fingerprint = |text: &str| fingerprint_page(text, &heading(text), &options, false);
+        let (fa, fb) = (fingerprint(&a).simhash, fingerprint(&b).simhash);
+        assert_ne!(fa, fb);
+        let list_a = feature_list(&a, &heading(&a), &options);
+        let list_b = feature_list(&b, &heading(&b), &options);
+        let pushes = pushing_features(&list_a, &list_b, fa, fa ^ fb, 10);
+        let mut names: Vec<&str> = pushes.iter().map(|p| p.feature.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(
+            names,
+            ["iota", "iota (heading)", "kappa", "kappa (heading)"],
+            "{pushes:?}"
+        );
+        // Three further hashes each: a heading's word pushes harder than
+        // the word alone.
+        let push = |name: &str| pushes.iter().find(|p| p.feature == name).unwrap().push;
+        assert!(push("iota (heading)") > push("iota"), "{pushes:?}");
+        assert!(push("kappa (heading)") > push("kappa"), "{pushes:?}");
+    }
 }
