@@ -102,7 +102,7 @@ impl MainRules {
     /// that differ in a line of code lie far apart).
     pub const FOURTH: MainRules = MainRules(4);
     /// Since `v9`: the text of the main content's headings (`h1` to `h3`,
-    /// [`WEIGHED_HEADINGS`]) is marked ([`Extracted::headings`]), and its
+    /// `WEIGHED_HEADINGS`) is marked ([`Extracted::headings`]), and its
     /// features weigh more (see [`crate::fingerprint::simhash`]): a heading
     /// names what its page or section is, so two pages that share a
     /// template's text but not their headings (a generated reference

@@ -36,7 +36,7 @@
 //! A document without features gets fingerprint 0 and `n_features = 0`.
 //!
 //! Headings (HTML pages from the fifth main-content rules, scheme v9)
-//! weigh more: [`headings`].
+//! weigh more: see `headings.rs`.
 //!
 //! Scheme v7 adds a sketch: 192 more bits of the same features and weights
 //! ([`sketch`]).
@@ -278,7 +278,8 @@ pub fn fingerprint_with(text: &str, options: &SimhashOptions, sketch: bool) -> F
 }
 
 /// Fingerprints `text`, whose `headings` (byte ranges) weigh
-/// [`HEADING_WEIGHT`] times ([`headings`]), under `options`, with its sketch if `sketch`.
+/// [`HEADING_WEIGHT`] times (see the `headings` module), under `options`,
+/// with its sketch if `sketch`.
 pub fn fingerprint_page(
     text: &str,
     headings: &[Range<usize>],
