@@ -52,8 +52,10 @@ pub(crate) fn feature_list(
     }
     let heading_counts: HashMap<String, u32> = heading_features
         .into_keys()
-        .filter_map(|feature| Some((counts.get(&feature).copied()?, feature)))
-        .map(|(count, feature)| (feature, count))
+        .filter_map(|feature| {
+            let count = *counts.get(&feature)?;
+            Some((feature, count))
+        })
         .collect();
     FeatureList {
         counts: most_frequent_first(counts),
