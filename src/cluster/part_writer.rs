@@ -1,9 +1,12 @@
 //! Writing `cluster`'s parts: the rows of `clusters/` and `drop/`, merged
 //! from sorted runs, to Parquet files sorted by id (and `drop/` again with
 //! its pages' URLs), through the Parquet writer of [`crate::io::parquet::output`].
+//! [`PartWriter`] is the dataflow's last stage: the parts one worker writes,
+//! each from the runs of every worker that may give it rows.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::{bail, Result};
 use arrow_array::{ArrayRef, Int16Array, Int64Array, Int8Array, RecordBatch, StringArray};
@@ -11,11 +14,17 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::cluster::components::Closeness;
 use crate::cluster::drop_policy::distances_of;
-use crate::cluster::part_runs::{DropRow, MemberRow, Row, RunMerge};
-use crate::io::parquet::output::{
-    ascending, write_parquet, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL, PART_CHUNK_ROWS,
-    ROW_GROUP_ROWS, WIDE_DISTANCE,
+use crate::cluster::drop_urls::attach_urls;
+use crate::cluster::part_runs::{
+    owner_run, router_run, DropRow, MemberRow, Row, RowKind, Rows, RunMerge, RunSlice,
 };
+use crate::cluster::summary::ClusterTotals;
+use crate::io::commit::FinalStage;
+use crate::io::parquet::output::{
+    ascending, part_name, write_parquet, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL,
+    PART_CHUNK_ROWS, ROW_GROUP_ROWS, WIDE_DISTANCE,
+};
+use crate::io::parquet::pages::PagesTable;
 
 /// A row of a `cluster` output part: an id, another page's id and a
 /// third column, gathered column by column as rows come (each column's
@@ -273,6 +282,189 @@ pub(crate) fn write_drops_with_urls<'a>(
     })
 }
 
+/// The worker that writes part `part`'s file of `kind`: `clusters/` part
+/// `p` falls to worker `p % peers` and `drop/` part `p` to the worker half
+/// the workers further on, so that the two files of a part are written at
+/// once (with the default single part, by two workers instead of one) and
+/// with as many parts as workers each writes one file of each kind.
+pub(crate) fn writer_of(part: usize, kind: RowKind, peers: usize) -> usize {
+    match kind {
+        RowKind::Members => part % peers,
+        RowKind::Drops => (part + peers / 2) % peers,
+    }
+}
+
+/// The `clusters/` and `drop/` parts one worker writes, each from the runs
+/// of every producer that may give it rows, written as they come.
+pub(crate) struct PartWriter {
+    worker: usize,
+    members: Vec<Option<StreamedPart<MemberRow>>>,
+    drops: Vec<Option<StreamedPart<DropRow>>>,
+    /// The pages table `drop/`'s URLs are read from, if it has them.
+    urls_from: Option<Arc<PagesTable>>,
+    /// Threads that read it: the process's workers, idle once routed.
+    threads: usize,
+    /// Time spent writing, while the rows came and after.
+    writing: std::time::Duration,
+}
+
+/// A part being written: its runs' merge and its file.
+struct StreamedPart<T: PartRow> {
+    merge: RunMerge<T>,
+    file: SortedPart<T>,
+    /// Where the part goes once placed.
+    path: PathBuf,
+}
+
+impl<T: PartRow> StreamedPart<T> {
+    /// A part written to `path`, or with `local` to a plain file beside it
+    /// read again before it is placed ([`crate::cluster::drop_urls`]).
+    fn new(path: PathBuf, producers: &[u32], local: bool) -> StreamedPart<T> {
+        let merge = RunMerge::new(producers.iter().copied());
+        let file = match local {
+            true => SortedPart::new_local(local_name(&path)),
+            false => SortedPart::new(path.clone()),
+        };
+        StreamedPart { merge, file, path }
+    }
+
+    /// Takes in a slice of producer `run` and writes what it lets through.
+    fn add(&mut self, run: u32, seq: u32, rows: Vec<T>, last: bool) -> Result<()> {
+        self.merge.add(run, seq, rows, last)?;
+        self.file.write_from(&mut self.merge)
+    }
+
+    /// Parts `0..parts` of folder `folder` of `dir`, those that `ours`
+    /// keeps being written here.
+    fn all(
+        dir: &Path,
+        folder: &str,
+        parts: usize,
+        ours: impl Fn(usize) -> bool,
+        producers: &[u32],
+        local: bool,
+    ) -> Vec<Option<StreamedPart<T>>> {
+        (0..parts)
+            .map(|p| {
+                let path = dir.join(folder).join(part_name(p));
+                ours(p).then(|| StreamedPart::new(path, producers, local))
+            })
+            .collect()
+    }
+
+    /// The part `p` of `parts`, if this worker writes it.
+    fn of(parts: &mut [Option<StreamedPart<T>>], p: usize) -> Result<&mut StreamedPart<T>> {
+        match parts.get_mut(p) {
+            Some(Some(part)) => Ok(part),
+            _ => bail!("rows of part {p} came to a worker that does not write it (internal error)"),
+        }
+    }
+
+    fn finish(self) -> Result<u64> {
+        let StreamedPart {
+            mut merge, file, ..
+        } = self;
+        file.finish(&mut merge)
+    }
+}
+
+/// The plain file a part is first written to when it is read again before
+/// it is placed: a hidden name beside it, never uploaded.
+fn local_name(path: &Path) -> PathBuf {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{}.plain", name.unwrap_or_default()))
+}
+
+impl PartWriter {
+    /// The writer of worker `worker` of `peers` in `processes` processes,
+    /// over `parts` parts in `dir`. Every worker's router gives rows to
+    /// every part; the owners of joined clusters give drops, and only on
+    /// several processes (on one, no cluster is joined). A merge waits for
+    /// the end of every run it expects, and the owners' come after all the
+    /// routing: expected where they give nothing, they would hold every
+    /// row until then.
+    pub(crate) fn new(
+        dir: &Path,
+        worker: usize,
+        peers: usize,
+        processes: usize,
+        parts: usize,
+        urls_from: Option<Arc<PagesTable>>,
+    ) -> PartWriter {
+        let routers: Vec<u32> = (0..peers as u32).map(router_run).collect();
+        let owners = (0..peers as u32).map(owner_run).filter(|_| processes > 1);
+        let droppers: Vec<u32> = routers.iter().copied().chain(owners).collect();
+        let ours = |kind| move |p: usize| writer_of(p, kind, peers) == worker;
+        let local = urls_from.is_some();
+        PartWriter {
+            worker,
+            members: StreamedPart::all(
+                dir,
+                "clusters",
+                parts,
+                ours(RowKind::Members),
+                &routers,
+                false,
+            ),
+            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &droppers, local),
+            urls_from,
+            threads: peers / processes,
+            writing: std::time::Duration::ZERO,
+        }
+    }
+}
+
+impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
+    fn absorb(&mut self, slices: &mut Vec<RunSlice>) -> Result<()> {
+        let started = Instant::now();
+        for slice in slices.drain(..) {
+            let RunSlice {
+                part,
+                run,
+                seq,
+                last,
+                rows,
+            } = slice;
+            let p = part as usize;
+            match rows {
+                Rows::Members(rows) => {
+                    StreamedPart::of(&mut self.members, p)?.add(run, seq, rows, last)?
+                }
+                Rows::Drops(rows) => {
+                    StreamedPart::of(&mut self.drops, p)?.add(run, seq, rows, last)?
+                }
+            }
+        }
+        self.writing += started.elapsed();
+        Ok(())
+    }
+
+    /// Writes what is left of this worker's parts (empty ones included, so
+    /// the output always has all `--parts` files of each kind) and places
+    /// them.
+    fn finish(&mut self, totals: &mut ClusterTotals) -> Result<()> {
+        let started = Instant::now();
+        for part in std::mem::take(&mut self.members).into_iter().flatten() {
+            totals.pages += part.finish()?;
+        }
+        for part in std::mem::take(&mut self.drops).into_iter().flatten() {
+            let path = part.path.clone();
+            totals.dropped += part.finish()?;
+            if let Some(table) = &self.urls_from {
+                attach_urls(&local_name(&path), &path, table, self.threads)?;
+            }
+        }
+        tracing::info!(
+            worker = self.worker,
+            seconds = (self.writing + started.elapsed()).as_secs_f64(),
+            after_routing = started.elapsed().as_secs_f64(),
+            rss_mib = ?crate::exec::logging::resident_mib(),
+            "parts written"
+        );
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -431,5 +623,32 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    #[test]
+    fn every_file_has_one_writer_and_a_parts_two_files_are_written_apart() {
+        for peers in 1..=6 {
+            for parts in 1..=9 {
+                let mut files = vec![0usize; peers];
+                for p in 0..parts {
+                    let members = writer_of(p, RowKind::Members, peers);
+                    let drops = writer_of(p, RowKind::Drops, peers);
+                    assert!(members < peers && drops < peers);
+                    assert_eq!(members == drops, peers == 1, "{peers} {parts} {p}");
+                    files[members] += 1;
+                    files[drops] += 1;
+                }
+                // Files spread evenly: with as many parts as workers, one
+                // of each kind a worker.
+                let (most, least) = (files.iter().max(), files.iter().min());
+                assert!(
+                    most.unwrap() - least.unwrap() <= 2,
+                    "{peers} {parts} {files:?}"
+                );
+                if parts == peers {
+                    assert!(files.iter().all(|&n| n == 2), "{peers} {files:?}");
+                }
+            }
+        }
     }
 }

@@ -2,9 +2,12 @@
 //! writes its rows, merged at the commit, and `_summary.json` and the last
 //! line made of them.
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::ClusterJobOptions;
 use crate::exec::progress::human;
 use crate::io::commit::Merge;
 
@@ -38,6 +41,9 @@ impl Merge for ClusterTotals {
         self.oversized.extend(other.oversized);
     }
 }
+
+/// Representatives of oversized clusters listed in `_summary.json`.
+const LISTED_OVERSIZED: usize = 1000;
 
 /// One bucket of the cluster-size distribution.
 #[derive(Debug, Serialize)]
@@ -85,6 +91,53 @@ pub struct ClusterSummary {
 }
 
 impl ClusterSummary {
+    /// The summary of a run of `opts` begun at `started` that found
+    /// `totals`, having read `pages_rows` rows of the pages table; warns of
+    /// oversized clusters.
+    pub(crate) fn of(
+        opts: &ClusterJobOptions,
+        totals: &ClusterTotals,
+        started: Instant,
+        pages_rows: u64,
+        drop_urls: bool,
+    ) -> ClusterSummary {
+        let mut oversized = totals.oversized.clone();
+        oversized.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        if let Some(&(largest, _)) = oversized.first() {
+            tracing::warn!(
+                "{} cluster(s) have more than {} pages (largest {largest}): chains of near-duplicates can join distant pages; their representatives are listed in _summary.json",
+                oversized.len(),
+                opts.max_cluster_size,
+            );
+        }
+        ClusterSummary {
+            inputs: opts.pairs.clone(),
+            keep_by: opts.keep_by.names(),
+            pages_table: opts.pages.clone(),
+            pages_table_rows: pages_rows,
+            drop_urls,
+            corpus_wins: opts.keep_by.corpus_first(),
+            drop_policy: opts.drop_policy,
+            workers: opts.runtime.workers,
+            processes: opts.runtime.processes,
+            parts: opts.parts,
+            pairs: totals.pairs,
+            pages: totals.pages,
+            clusters: totals.clusters,
+            dropped: totals.dropped,
+            largest_cluster: totals.largest,
+            size_histogram: size_buckets(&totals.histogram),
+            max_cluster_size: opts.max_cluster_size,
+            oversized_clusters: oversized.len() as u64,
+            oversized: oversized
+                .into_iter()
+                .take(LISTED_OVERSIZED)
+                .map(|(size, cluster_id)| Oversized { cluster_id, size })
+                .collect(),
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    }
+
     /// The one line printed at the end of a run.
     pub(crate) fn line(&self, out: &std::path::Path) -> String {
         format!(
@@ -100,6 +153,20 @@ impl ClusterSummary {
             out.display()
         )
     }
+}
+
+/// The non-empty buckets of a histogram counted by [`count_cluster`].
+fn size_buckets(histogram: &[u64]) -> Vec<SizeBucket> {
+    histogram
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(b, &n)| SizeBucket {
+            min_size: if b == 0 { 1 } else { (1u64 << (b - 1)) + 1 },
+            max_size: 1u64 << b,
+            clusters: n,
+        })
+        .collect()
 }
 
 /// Adds one cluster to the size counts of `totals`.

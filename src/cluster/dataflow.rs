@@ -1,0 +1,280 @@
+//! The `cluster` dataflow on timely: each worker reads its share of the
+//! pairs into its process's union-find and takes its share of the
+//! components before the dataflow's first step; the dataflow then joins the
+//! processes' components, chooses each cluster's drops and writes the parts.
+//!
+//! ```text
+//!   read pairs, split the union-find (every worker: its row groups, before stepping)
+//!     --bitmap chunks--> pages seen by several workers --> shared pages --> joined components
+//!     --> route pages: whole clusters' rows here, joined clusters' pages to their owner
+//!     --> the owners' rows --runs by part--> write parts --> commit (worker 0)
+//! ```
+//!
+//! The steps are [`crate::cluster::join`]'s, [`crate::cluster::local_clusters`]'s,
+//! [`crate::cluster::cluster_owner`]'s and [`crate::cluster::part_writer`]'s.
+//! A worker's share of the components is handed to the dataflow's operators
+//! through [`ShareCells`], filled once it is split.
+
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::core::OkErr;
+use timely::dataflow::operators::{Concat, Input};
+use timely::dataflow::Stream;
+use timely::worker::Worker;
+
+use crate::cluster::cluster_owner::ClusterOwner;
+use crate::cluster::components::{Components, KeyedPage, PairLog, SharedGraph, WorkerShare};
+use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::join::{
+    after_joins, find_shared, join_components, seen_twice, shared_sightings, sightings,
+    FilterChunk, Resolved, SharedFilter, SharedPages,
+};
+use crate::cluster::local_clusters::{Routed, Router, RouterInput};
+use crate::cluster::part_runs::{owner_run, RunSlice};
+use crate::cluster::part_writer::{writer_of, PartWriter};
+use crate::cluster::read_pairs::{add_pairs, write_keys, ProcessUnits};
+use crate::cluster::summary::ClusterTotals;
+use crate::cluster::ClusterJobOptions;
+use crate::exec::logging::resident_mib;
+use crate::exec::parallel::Tickets;
+use crate::exec::runtime::{self, Failure};
+use crate::io::commit::{await_outcome, gather_and_commit, report_when_done, Commit};
+use crate::io::commit::{Merge, OutcomeSlot, Report};
+use crate::io::parquet::pages::PagesTable;
+
+/// What every worker of a process reads.
+pub(crate) struct Job {
+    pub(crate) opts: ClusterJobOptions,
+    /// This process's share of the pairs' row groups.
+    pub(crate) units: ProcessUnits,
+    /// Pairs in every process's share, which sizes the bitmap of shared pages.
+    pub(crate) total_pairs: u64,
+    /// Where the parts are written.
+    pub(crate) dir: PathBuf,
+    /// The process's union-find, built by all of its workers at once.
+    pub(crate) graph: SharedGraph,
+    /// The pages table of `--pages`, and its units to read, a ticket each.
+    pub(crate) pages: Option<Arc<PagesTable>>,
+    pub(crate) page_units: Tickets,
+    /// Whether `drop/` gets the pages' URLs.
+    pub(crate) drop_urls: bool,
+}
+
+/// Runs the dataflow on this process's workers, joined to the rest of the
+/// cluster, and waits until worker 0 has committed (with `commit`, given on
+/// process 0 only) or refused to. Returns the job's totals.
+pub(crate) fn run(job: Arc<Job>, commit: Option<Commit<ClusterTotals>>) -> Result<ClusterTotals> {
+    let failure = Arc::new(Failure::default());
+    let outcome = Arc::new(OutcomeSlot::default());
+    let guards = {
+        let (failure, outcome) = (failure.clone(), outcome.clone());
+        let runtime = job.opts.runtime.clone();
+        runtime::execute(&runtime, move |worker| {
+            let ends = Ends {
+                state: Rc::new(RefCell::new(Report::<ClusterTotals>::new(worker.index()))),
+                failure: failure.clone(),
+                outcome: outcome.clone(),
+                commit: commit.clone(),
+            };
+            run_worker(worker, &job, ends)
+        })?
+    };
+    await_outcome(guards, &failure, &outcome)
+}
+
+/// Where a worker's totals, failure and outcome go.
+struct Ends {
+    state: Rc<RefCell<Report<ClusterTotals>>>,
+    failure: Arc<Failure>,
+    outcome: Arc<OutcomeSlot<ClusterTotals>>,
+    commit: Option<Commit<ClusterTotals>>,
+}
+
+/// A worker's share of its process's components, filled once the
+/// union-find is split and taken by the operators that need it.
+#[derive(Clone, Default)]
+struct ShareCells {
+    components: Rc<RefCell<Components>>,
+    /// The share's pages `(id, page, root)`, sorted by id.
+    by_id: Rc<RefCell<Vec<KeyedPage>>>,
+    direct: Rc<RefCell<Option<crate::cluster::components::DirectShare>>>,
+    threads: Rc<Cell<usize>>,
+    /// The pages this worker shares with others, found by the join.
+    shared: Rc<RefCell<SharedPages>>,
+}
+
+impl ShareCells {
+    fn fill(&self, share: WorkerShare) {
+        *self.components.borrow_mut() = share.components;
+        *self.by_id.borrow_mut() = share.by_id;
+        *self.direct.borrow_mut() = share.direct;
+        self.threads.set(share.threads);
+    }
+}
+
+/// One worker: builds the dataflow, reads and splits its pairs, sends the
+/// bitmap of its pages, and steps until the job is done.
+fn run_worker(worker: &mut Worker, job: &Arc<Job>, ends: Ends) {
+    let (me, peers) = (worker.index(), worker.peers());
+    let filter = SharedFilter::new(job.total_pairs, peers, job.opts.runtime.processes);
+    let cells = ShareCells::default();
+    let mut input = worker.dataflow::<u64, _, _>(|scope| {
+        let (input, bitmaps) = scope.new_input::<Vec<FilterChunk>>();
+        let sighted = {
+            let cells = cells.clone();
+            shared_sightings(seen_twice(bitmaps, peers), filter, peers, {
+                move |twice, pages, give| {
+                    let (components, by_id) = (cells.components.borrow(), cells.by_id.borrow());
+                    let end = pages.end.min(by_id.len());
+                    let slice = &by_id[pages.start.min(end)..end];
+                    let passing = filter.passing(twice, slice);
+                    sightings(&components, passing, me as u32).for_each(give);
+                    end < by_id.len()
+                }
+            })
+        };
+        let resolved = join_components(
+            find_shared(sighted, peers),
+            cells.components.clone(),
+            cells.shared.clone(),
+            job.opts.keep_by.words(),
+        );
+        let routed = route_pages(resolved, &cells, &job.opts, me, peers, &ends.state);
+        let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
+        let owner = ClusterOwner {
+            run: owner_run(me as u32),
+            parts: job.opts.parts,
+            state: ends.state.clone(),
+            failure: ends.failure.clone(),
+        };
+        let rows = owner.rows(to_owners).concat(decided);
+        write_parts(rows, job, me, peers, &ends);
+        input
+    });
+    let share = read_and_split(job, me, &ends);
+    for chunk in filter.chunks(&share.by_id, peers) {
+        input.send(chunk);
+    }
+    cells.fill(share);
+    drop(input);
+    while worker.step_or_park(None) {}
+}
+
+/// Reads this worker's pairs (and the keys of their pages) into the
+/// process's union-find and takes its share of the components. Every local
+/// worker comes to the split, even after a failure: the others wait for it.
+fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
+    let started = Instant::now();
+    let opts = &job.opts;
+    let local = me % opts.runtime.workers;
+    let mut pairs = (opts.drop_policy == DropPolicy::Direct).then(PairLog::default);
+    if let Err(error) = add_pairs(&job.graph, local, &job.units, &mut pairs, &ends.state) {
+        ends.state.borrow_mut().fail(error, &ends.failure);
+    }
+    log_step(
+        me,
+        job.graph.pages(),
+        started,
+        "pairs read into the process's union-find",
+    );
+    if let Some(table) = job.pages.as_ref().filter(|_| opts.keep_by.words() > 0) {
+        let keep = &opts.keep_by;
+        let written = job.graph.write_keys(local, |writer| {
+            write_keys(table, keep, &job.page_units, writer)
+        });
+        if let Err(error) = written {
+            ends.state.borrow_mut().fail(error, &ends.failure);
+        }
+        log_step(me, job.graph.pages(), started, "keys of pages read");
+    }
+    let share = job.graph.split(local, pairs);
+    let step = "components split among the process's workers";
+    log_step(me, share.by_id.len(), started, step);
+    share
+}
+
+/// Logs the end of a worker's step begun at `started`: its pages, time
+/// and the process's resident memory.
+fn log_step(worker: usize, pages: usize, started: Instant, step: &str) {
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::info!(worker, pages, seconds, rss_mib = ?resident_mib(), "{step}");
+}
+
+/// Once the joined components' clusters are known: this worker's rows of
+/// whole clusters (`Err`), and the pages of joined clusters addressed to
+/// their owners (`Ok`), a slice at a time.
+fn route_pages<'scope>(
+    resolved: Stream<'scope, u64, Vec<Resolved>>,
+    cells: &ShareCells,
+    opts: &ClusterJobOptions,
+    me: usize,
+    peers: usize,
+    state: &Rc<RefCell<Report<ClusterTotals>>>,
+) -> Stream<'scope, u64, Vec<Routed>> {
+    let (cells, state) = (cells.clone(), state.clone());
+    let (policy, max_size, parts) = (opts.drop_policy, opts.max_cluster_size, opts.parts);
+    after_joins(resolved, "RoutePages", move |joined| {
+        let started = Instant::now();
+        let components = std::mem::take(&mut *cells.components.borrow_mut());
+        let pages = components.len();
+        let mut router = Router::new(RouterInput {
+            worker: me as u32,
+            components,
+            by_id: std::mem::take(&mut *cells.by_id.borrow_mut()),
+            joined,
+            shared: std::mem::take(&mut *cells.shared.borrow_mut()),
+            direct: cells.direct.borrow_mut().take(),
+            threads: cells.threads.get(),
+            policy,
+            parts,
+            peers,
+            max_size,
+        });
+        move |give: &mut dyn FnMut(Routed)| {
+            if router.next_slice(give) {
+                return true;
+            }
+            state
+                .borrow_mut()
+                .body
+                .merge(std::mem::take(&mut router.totals));
+            let seconds = started.elapsed().as_secs_f64();
+            tracing::info!(worker = me, pages, seconds, rss_mib = ?resident_mib(), "pages routed");
+            false
+        }
+    })
+}
+
+/// Sends the rows' runs to the workers that write their parts, and reports
+/// to worker 0 once every part is written, which commits.
+fn write_parts(
+    rows: Stream<'_, u64, Vec<RunSlice>>,
+    job: &Job,
+    me: usize,
+    peers: usize,
+    ends: &Ends,
+) {
+    let opts = &job.opts;
+    let urls_from = job.pages.clone().filter(|_| job.drop_urls);
+    let writer = PartWriter::new(
+        &job.dir,
+        me,
+        peers,
+        opts.runtime.processes,
+        opts.parts,
+        urls_from,
+    );
+    let to_writer = Exchange::new(move |slice: &RunSlice| {
+        writer_of(slice.part as usize, slice.rows.kind(), peers) as u64
+    });
+    let (state, failure) = (ends.state.clone(), ends.failure.clone());
+    let reports = report_when_done(rows, to_writer, "WriteParts", state, failure, writer);
+    let (commit, outcome) = (ends.commit.clone(), ends.outcome.clone());
+    gather_and_commit(reports, me, peers, commit, outcome);
+}
