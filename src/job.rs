@@ -336,33 +336,8 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
             .collect()
     };
 
-    let o = &opts.overrides;
-    let flags = &o.cluster;
-    let (hostfile, hostfile_pattern) = match (&flags.hostfile, &flags.hostfile_pattern) {
-        (None, None) => (
-            spec.runtime.hostfile.as_deref().map(&resolve),
-            spec.runtime.hostfile_pattern.clone(),
-        ),
-        (file, pattern) => (file.clone(), pattern.clone()),
-    };
-    let cluster = Cluster {
-        processes: flags.processes.or(spec.runtime.processes),
-        process: flags.process,
-        hostfile,
-        hostfile_pattern,
-        port: flags.port.or(spec.runtime.port),
-    };
-    let timeouts = Timeouts {
-        connect: o.connect_timeout.unwrap_or(spec.runtime.connect_timeout),
-        peer: o.peer_timeout.unwrap_or(spec.runtime.peer_timeout),
-    };
-    let runtime = RuntimeOptions::from_settings(
-        o.workers.unwrap_or(spec.runtime.workers),
-        &cluster,
-        timeouts,
-        &process_env,
-    )
-    .with_context(|| format!("{shown}: [runtime]"))?;
+    let runtime = runtime_options(&spec.runtime, opts, &resolve)
+        .with_context(|| format!("{shown}: [runtime]"))?;
 
     let fingerprint = match &spec.fingerprint {
         Some(f) => Some(
@@ -388,27 +363,12 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
             bail!("{shown}: [match] needs queries when the job has no [fingerprint] stage")
         }
     };
-    let mut matching = MatchOptions::new(queries, resolve_all(&m.corpus), resolve(&m.out));
     if m.verify_threshold.is_some() && !m.verify {
         bail!("{shown}: [match] verify_threshold needs verify = true");
     }
-    (matching.k, matching.verify_threshold) =
-        verify::k_and_threshold(m.k, m.verify, m.verify_threshold);
-    matching.self_join = m.self_join;
-    matching.allow_mixed_schemes = m.allow_mixed_schemes;
-    matching.parts = m.parts;
-    matching.blocks = m.blocks;
-    matching.kernel = m.kernel;
-    matching.table_memory = m
-        .table_memory_mib
-        .map_or(DEFAULT_TABLE_MEMORY, |mib| mib << 20);
-    matching.pair_memory = m.pair_memory_mib.unwrap_or(DEFAULT_PAIR_MEMORY_MIB) << 20;
-    matching.columns = Columns {
-        id: m.id_column.clone().unwrap_or_else(|| "id".into()),
-        simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),
-    };
+    let mut matching = MatchOptions::new(queries, resolve_all(&m.corpus), resolve(&m.out));
+    set_match_options(m, &mut matching);
     matching.runtime = runtime.clone();
-    matching.overwrite = true;
     matching.progress = opts.progress;
 
     let clustering = match &spec.cluster {
@@ -441,6 +401,57 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     };
     job.check_inputs()?;
     Ok(job)
+}
+
+/// The runtime of a job: `[runtime]`, with the command line's flags in
+/// place of the keys of the same names.
+fn runtime_options(
+    r: &RuntimeSpec,
+    opts: &RunOptions,
+    resolve: &dyn Fn(&str) -> PathBuf,
+) -> Result<RuntimeOptions> {
+    let o = &opts.overrides;
+    let flags = &o.cluster;
+    let (hostfile, hostfile_pattern) = match (&flags.hostfile, &flags.hostfile_pattern) {
+        (None, None) => (
+            r.hostfile.as_deref().map(resolve),
+            r.hostfile_pattern.clone(),
+        ),
+        (file, pattern) => (file.clone(), pattern.clone()),
+    };
+    let cluster = Cluster {
+        processes: flags.processes.or(r.processes),
+        process: flags.process,
+        hostfile,
+        hostfile_pattern,
+        port: flags.port.or(r.port),
+    };
+    let timeouts = Timeouts {
+        connect: o.connect_timeout.unwrap_or(r.connect_timeout),
+        peer: o.peer_timeout.unwrap_or(r.peer_timeout),
+    };
+    let workers = o.workers.unwrap_or(r.workers);
+    RuntimeOptions::from_settings(workers, &cluster, timeouts, &process_env)
+}
+
+/// Sets `matching`'s options from the keys of `[match]`.
+fn set_match_options(m: &MatchSpec, matching: &mut MatchOptions) {
+    (matching.k, matching.verify_threshold) =
+        verify::k_and_threshold(m.k, m.verify, m.verify_threshold);
+    matching.self_join = m.self_join;
+    matching.allow_mixed_schemes = m.allow_mixed_schemes;
+    matching.parts = m.parts;
+    matching.blocks = m.blocks;
+    matching.kernel = m.kernel;
+    matching.table_memory = m
+        .table_memory_mib
+        .map_or(DEFAULT_TABLE_MEMORY, |mib| mib << 20);
+    matching.pair_memory = m.pair_memory_mib.unwrap_or(DEFAULT_PAIR_MEMORY_MIB) << 20;
+    matching.columns = Columns {
+        id: m.id_column.clone().unwrap_or_else(|| "id".into()),
+        simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),
+    };
+    matching.overwrite = true;
 }
 
 fn fingerprint_options(

@@ -180,33 +180,22 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let started = Instant::now();
     tracing::info!("match started");
     opts.validate()?;
-    let leader = opts.runtime.is_leader();
-    let staging = if leader {
-        let staging = Staging::create(&opts.out, opts.overwrite)?;
-        staging.remove_on_abort();
-        Some(staging)
-    } else {
-        None
-    };
-
-    let (query_files, query_units) = open_inputs(&opts.queries, &opts.columns)?;
-    let (corpus_files, corpus_units) = if opts.corpus.is_empty() {
-        (Vec::new(), Vec::new())
-    } else {
-        open_inputs(&opts.corpus, &opts.columns)?
-    };
-    if opts.verify_threshold.is_some() {
-        for file in query_files.iter().chain(&corpus_files) {
-            file.check_sketch()?;
+    let staging = match opts.runtime.is_leader() {
+        true => {
+            let staging = Staging::create(&opts.out, opts.overwrite)?;
+            staging.remove_on_abort();
+            Some(staging)
         }
-    }
-    let file_schemes = schemes_of(&query_files, &corpus_files);
-    let schemes = same_schemes(&file_schemes, opts.allow_mixed_schemes)?;
-    let verify_threshold = opts.verify_threshold.map(|t| {
-        let (threshold, why) = t.resolve(file_schemes.iter().map(|f| f.scheme.as_deref()));
-        tracing::info!(threshold, why, "verify threshold");
-        threshold
-    });
+        false => None,
+    };
+    let Inputs {
+        query_files,
+        query_units,
+        corpus_files,
+        corpus_units,
+        schemes,
+        verify_threshold,
+    } = Inputs::open(opts)?;
     let threads = opts.runtime.workers;
     let verifying = verify_threshold.is_some();
     let rows = read_query_rows(
@@ -234,34 +223,8 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         "read queries"
     );
 
-    let (kernel, why) = Kernel::choose(opts.kernel)?;
-    let plan = design::plan(
-        queries.groups() as u64,
-        opts.k,
-        opts.table_memory,
-        opts.blocks,
-        kernel.probe_cost(),
-    );
-    tracing::info!(
-        design = %plan.design.describe(),
-        kernel = kernel.runs(),
-        why,
-        "table design"
-    );
-    // B's ids are sorted only to split the output into parts: one part
-    // needs no boundaries, so the build skips the sort.
-    let parts = match opts.parts {
-        1 => Parts::from_sorted_ids(&[], 1),
-        parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),
-    };
-    let building = Instant::now();
-    let index = Index::build(plan.design, queries, opts.runtime.workers).probed_by(kernel);
+    let (index, parts) = build_tables(opts, queries)?;
     let build_seconds = started.elapsed().as_secs_f64();
-    tracing::info!(
-        seconds = build_seconds,
-        tables_alone = building.elapsed().as_secs_f64(),
-        "tables built"
-    );
 
     let units = scan_units(&corpus_units, opts.self_join.then_some(&query_units[..]));
     let summary = Arc::new(Mutex::new(SummaryDraft {
@@ -305,6 +268,82 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let totals = result?;
     let committed = lock(&written).take();
     Ok(committed.unwrap_or_else(|| lock(&summary).finish(opts, totals)))
+}
+
+/// The fingerprint files of B and F, their units, and what their schemes
+/// decide.
+struct Inputs {
+    query_files: Vec<FingerprintFile>,
+    query_units: Vec<Unit>,
+    corpus_files: Vec<FingerprintFile>,
+    corpus_units: Vec<Unit>,
+    /// The schemes B and F record (one unless mixed schemes are allowed).
+    schemes: Vec<String>,
+    /// `--verify`'s threshold, for the schemes the files record.
+    verify_threshold: Option<u32>,
+}
+
+impl Inputs {
+    /// Opens B and F (footers only) and checks them against each other
+    /// and against the options: sketches for `--verify`, one scheme unless
+    /// mixed schemes are allowed.
+    fn open(opts: &MatchOptions) -> Result<Inputs> {
+        let (query_files, query_units) = open_inputs(&opts.queries, &opts.columns)?;
+        let (corpus_files, corpus_units) = match opts.corpus.is_empty() {
+            true => (Vec::new(), Vec::new()),
+            false => open_inputs(&opts.corpus, &opts.columns)?,
+        };
+        if opts.verify_threshold.is_some() {
+            for file in query_files.iter().chain(&corpus_files) {
+                file.check_sketch()?;
+            }
+        }
+        let file_schemes = schemes_of(&query_files, &corpus_files);
+        let schemes = same_schemes(&file_schemes, opts.allow_mixed_schemes)?;
+        let verify_threshold = opts.verify_threshold.map(|t| {
+            let (threshold, why) = t.resolve(file_schemes.iter().map(|f| f.scheme.as_deref()));
+            tracing::info!(threshold, why, "verify threshold");
+            threshold
+        });
+        Ok(Inputs {
+            query_files,
+            query_units,
+            corpus_files,
+            corpus_units,
+            schemes,
+            verify_threshold,
+        })
+    }
+}
+
+/// Chooses the kernel and the table design for B and builds the tables,
+/// and the parts B's ids split the output into.
+fn build_tables(opts: &MatchOptions, queries: QuerySet) -> Result<(Index, Parts)> {
+    let (kernel, why) = Kernel::choose(opts.kernel)?;
+    let plan = design::plan(
+        queries.groups() as u64,
+        opts.k,
+        opts.table_memory,
+        opts.blocks,
+        kernel.probe_cost(),
+    );
+    tracing::info!(
+        design = %plan.design.describe(),
+        kernel = kernel.runs(),
+        why,
+        "table design"
+    );
+    // B's ids are sorted only to split the output into parts: one part
+    // needs no boundaries, so the build skips the sort.
+    let parts = match opts.parts {
+        1 => Parts::from_sorted_ids(&[], 1),
+        parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),
+    };
+    let building = Instant::now();
+    let index = Index::build(plan.design, queries, opts.runtime.workers).probed_by(kernel);
+    let seconds = building.elapsed().as_secs_f64();
+    tracing::info!(seconds, "tables built");
+    Ok((index, parts))
 }
 
 /// The scheme each file of B and F records.
