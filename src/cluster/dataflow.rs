@@ -29,7 +29,9 @@ use timely::dataflow::Stream;
 use timely::worker::Worker;
 
 use crate::cluster::cluster_owner::ClusterOwner;
-use crate::cluster::components::{Components, KeyedPage, PairLog, SharedGraph, WorkerShare};
+use crate::cluster::components::{
+    Components, DirectShare, KeyedPage, PairLog, SharedGraph, WorkerShare,
+};
 use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::join::{
     after_joins, find_shared, join_components, seen_twice, shared_sightings, sightings,
@@ -103,7 +105,7 @@ struct ShareCells {
     components: Rc<RefCell<Components>>,
     /// The share's pages `(id, page, root)`, sorted by id.
     by_id: Rc<RefCell<Vec<KeyedPage>>>,
-    direct: Rc<RefCell<Option<crate::cluster::components::DirectShare>>>,
+    direct: Rc<RefCell<Option<DirectShare>>>,
     threads: Rc<Cell<usize>>,
     /// The pages this worker shares with others, found by the join.
     shared: Rc<RefCell<SharedPages>>,
