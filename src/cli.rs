@@ -686,6 +686,7 @@ fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
         parts: args.parts,
         runtime: args.runtime.options()?,
         overwrite: args.overwrite,
+        progress: true,
     };
     let summary = run_cluster(&opts)?;
     print_line(&summary.line(&args.out))

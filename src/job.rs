@@ -381,6 +381,7 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     let clustering = clustering.map(|mut o: ClusterJobOptions| {
         o.runtime = runtime.clone();
         o.overwrite = true;
+        o.progress = opts.progress;
         o
     });
     let report = spec.report.enabled.then(|| match &spec.report.out {

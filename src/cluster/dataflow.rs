@@ -45,6 +45,7 @@ use crate::cluster::summary::ClusterTotals;
 use crate::cluster::ClusterJobOptions;
 use crate::exec::logging::resident_mib;
 use crate::exec::parallel::Tickets;
+use crate::exec::progress::StepCounters;
 use crate::exec::runtime::{self, Failure};
 use crate::io::commit::{await_outcome, gather_and_commit, report_when_done, Commit};
 use crate::io::commit::{Merge, OutcomeSlot, Report};
@@ -66,7 +67,22 @@ pub(crate) struct Job {
     pub(crate) page_units: Tickets,
     /// Whether `drop/` gets the pages' URLs.
     pub(crate) drop_urls: bool,
+    /// Pairs read and the step reached, for the progress bar.
+    pub(crate) counters: Arc<StepCounters>,
 }
+
+/// The steps the progress bar names, in order, and where each begins.
+pub(crate) const STEPS: &[&str] = &[
+    "reading pairs",
+    "reading the pages' keys",
+    "splitting components",
+    "joining components",
+    "choosing drops, writing parts",
+];
+const READING_KEYS: usize = 1;
+const SPLITTING: usize = 2;
+const JOINING: usize = 3;
+const WRITING: usize = 4;
 
 /// Runs the dataflow on this process's workers, joined to the rest of the
 /// cluster, and waits until worker 0 has committed (with `commit`, given on
@@ -147,7 +163,7 @@ fn run_worker(worker: &mut Worker, job: &Arc<Job>, ends: Ends) {
             cells.shared.clone(),
             job.opts.keep_by.words(),
         );
-        let routed = route_pages(resolved, &cells, &job.opts, me, peers, &ends.state);
+        let routed = route_pages(resolved, &cells, job, me, peers, &ends.state);
         let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
         let owner = ClusterOwner {
             run: owner_run(me as u32),
@@ -160,6 +176,7 @@ fn run_worker(worker: &mut Worker, job: &Arc<Job>, ends: Ends) {
         input
     });
     let share = read_and_split(job, me, &ends);
+    job.counters.reach(JOINING);
     for chunk in filter.chunks(&share.by_id, peers) {
         input.send(chunk);
     }
@@ -176,7 +193,8 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
     let opts = &job.opts;
     let local = me % opts.runtime.workers;
     let mut pairs = (opts.drop_policy == DropPolicy::Direct).then(PairLog::default);
-    if let Err(error) = add_pairs(&job.graph, local, &job.units, &mut pairs, &ends.state) {
+    let read = &job.counters.rows;
+    if let Err(error) = add_pairs(&job.graph, local, &job.units, &mut pairs, &ends.state, read) {
         ends.state.borrow_mut().fail(error, &ends.failure);
     }
     log_step(
@@ -186,6 +204,7 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
         "pairs read into the process's union-find",
     );
     if let Some(table) = job.pages.as_ref().filter(|_| opts.keep_by.words() > 0) {
+        job.counters.reach(READING_KEYS);
         let keep = &opts.keep_by;
         let written = job.graph.write_keys(local, |writer| {
             write_keys(table, keep, &job.page_units, writer)
@@ -195,6 +214,7 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
         }
         log_step(me, job.graph.pages(), started, "keys of pages read");
     }
+    job.counters.reach(SPLITTING);
     let share = job.graph.split(local, pairs);
     let step = "components split among the process's workers";
     log_step(me, share.by_id.len(), started, step);
@@ -214,14 +234,16 @@ fn log_step(worker: usize, pages: usize, started: Instant, step: &str) {
 fn route_pages<'scope>(
     resolved: Stream<'scope, u64, Vec<Resolved>>,
     cells: &ShareCells,
-    opts: &ClusterJobOptions,
+    job: &Job,
     me: usize,
     peers: usize,
     state: &Rc<RefCell<Report<ClusterTotals>>>,
 ) -> Stream<'scope, u64, Vec<Routed>> {
-    let (cells, state) = (cells.clone(), state.clone());
+    let (cells, state, counters) = (cells.clone(), state.clone(), job.counters.clone());
+    let opts = &job.opts;
     let (policy, max_size, parts) = (opts.drop_policy, opts.max_cluster_size, opts.parts);
     after_joins(resolved, "RoutePages", move |joined| {
+        counters.reach(WRITING);
         let started = Instant::now();
         let components = std::mem::take(&mut *cells.components.borrow_mut());
         let pages = components.len();

@@ -49,6 +49,7 @@ use crate::cluster::keep_order::{KeepOrder, URL};
 use crate::cluster::read_pairs::ProcessUnits;
 use crate::cluster::summary::{ClusterSummary, ClusterTotals};
 use crate::exec::parallel::{lock, Tickets};
+use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::RuntimeOptions;
 use crate::io::commit::commit_staging;
 use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
@@ -73,6 +74,8 @@ pub struct ClusterJobOptions {
     pub parts: usize,
     pub runtime: RuntimeOptions,
     pub overwrite: bool,
+    /// A progress bar on a terminal.
+    pub(crate) progress: bool,
 }
 
 impl ClusterJobOptions {
@@ -88,6 +91,7 @@ impl ClusterJobOptions {
             parts: 1,
             runtime: RuntimeOptions::default(),
             overwrite: false,
+            progress: false,
         }
     }
 }
@@ -131,8 +135,17 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         page_units: Tickets::new(pages.as_ref().map_or(0, |table| table.units())),
         pages,
         drop_urls,
+        counters: Arc::default(),
     });
-    let totals = dataflow::run(job, commit)?;
+    let progress = StepsProgress::start(
+        opts.progress,
+        (job.units.pairs() as u64, "pairs"),
+        dataflow::STEPS,
+        job.counters.clone(),
+    );
+    let totals = dataflow::run(job, commit);
+    progress.finish();
+    let totals = totals?;
     if let Some(summary) = lock(&written).take() {
         return Ok(summary);
     }

@@ -21,6 +21,8 @@
 //! nothing per pair is kept.
 
 use std::cell::RefCell;
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{bail, Result};
 
@@ -78,7 +80,7 @@ impl ProcessUnits {
         })
     }
 
-    fn pairs(&self) -> usize {
+    pub(crate) fn pairs(&self) -> usize {
         self.units.iter().map(|unit| unit.rows).sum()
     }
 }
@@ -135,13 +137,14 @@ const SAMPLE_ROWS: usize = 1 << 20;
 /// to) into the process's union-find (`worker` its index in the process),
 /// and under the direct policy their pairs into `log` as page numbers. The
 /// union-find is sized from every worker's first rows before any pair is
-/// added.
+/// added. Pairs read are counted in `read` as they come (the progress bar).
 pub(crate) fn add_pairs(
     graph: &SharedGraph,
     worker: usize,
     units: &ProcessUnits,
     log: &mut Option<PairLog>,
     state: &RefCell<Report<ClusterTotals>>,
+    read: &AtomicU64,
 ) -> Result<()> {
     let mut rows = Vec::new();
     let mut unit = units.next_unit();
@@ -168,6 +171,7 @@ pub(crate) fn add_pairs(
     };
     let mut add = |rows: &[PairRow], group: &SharedRowGroup| -> Result<()> {
         state.borrow_mut().body.pairs += rows.len() as u64;
+        read.fetch_add(rows.len() as u64, Relaxed);
         rows.chunks(BATCH_PAIRS)
             .try_for_each(|batch| adder.add(batch, group, log.as_mut()))
     };

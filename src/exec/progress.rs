@@ -1,7 +1,7 @@
 //! Progress on a terminal, silence in a pipe.
 
 use std::io::IsTerminal;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -23,6 +23,22 @@ pub(crate) struct Counters {
 pub(crate) struct TextCounters {
     pub(crate) bytes: AtomicU64,
     pub(crate) documents: AtomicU64,
+}
+
+/// Live counters of a job that reads rows and then goes through steps of
+/// its own: rows read, and the furthest step any worker has reached.
+#[derive(Debug, Default)]
+pub(crate) struct StepCounters {
+    pub(crate) rows: AtomicU64,
+    step: AtomicUsize,
+}
+
+impl StepCounters {
+    /// Notes that a worker has reached step `step` (workers reach steps at
+    /// their own pace: the bar shows the furthest).
+    pub(crate) fn reach(&self, step: usize) {
+        self.step.fetch_max(step, Ordering::Relaxed);
+    }
 }
 
 /// A progress bar redrawn by a background thread from shared counters, so
@@ -119,6 +135,38 @@ impl BytesProgress {
                 let documents = counters.documents.load(Ordering::Relaxed);
                 let rate = read as f64 / started.elapsed().as_secs_f64().max(1e-9);
                 let message = format!("{} documents, {}B/s", human(documents as f64), human(rate));
+                (read, message)
+            },
+        )
+    }
+}
+
+/// The `cluster` bar: rows read (`rows` of them, each one `unit`), then the
+/// step the workers are at, one of `steps` (the first is reading the rows).
+pub(crate) struct StepsProgress;
+
+impl StepsProgress {
+    pub(crate) fn start(
+        enabled: bool,
+        (rows, unit): (u64, &str),
+        steps: &'static [&'static str],
+        counters: Arc<StepCounters>,
+    ) -> Progress {
+        let started = Instant::now();
+        Progress::start(
+            enabled,
+            rows,
+            &format!("{{spinner}} [{{elapsed_precise}}] {{bar:30}} {{human_pos}}/{{human_len}} {unit}  {{msg}}"),
+            move || {
+                let read = counters.rows.load(Ordering::Relaxed);
+                let step = counters.step.load(Ordering::Relaxed).min(steps.len() - 1);
+                let message = match step {
+                    0 => {
+                        let rate = read as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                        format!("{}, {}/s", steps[0], human(rate))
+                    }
+                    _ => steps[step].to_string(),
+                };
                 (read, message)
             },
         )

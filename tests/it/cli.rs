@@ -322,6 +322,96 @@ fn in_a_pipe_match_prints_only_the_summary_line() {
     assert_eq!(summary["design"]["tables"].as_array().unwrap().len(), 4);
 }
 
+/// Runs `args` on a terminal (a pseudo-terminal made by util-linux's
+/// `script`), or `None` where there is no `script`. Its stdout is what the
+/// terminal showed, stdout and stderr together.
+fn on_a_terminal(args: &[&str]) -> Option<Output> {
+    let script = ["/usr/bin/script", "/bin/script"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())?;
+    let line: Vec<String> = std::iter::once(env!("CARGO_BIN_EXE_neardup"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{a}'"))
+        .collect();
+    let output = Command::new(script)
+        .args(["-q", "-e", "-c", &line.join(" "), "/dev/null"])
+        .env("TERM", "xterm")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    Some(output)
+}
+
+#[test]
+fn long_stages_draw_a_progress_bar_on_a_terminal_and_none_in_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = |name: &str| dir.path().join(name).display().to_string();
+    let (out, self_rate) = (d("gen"), "0.2");
+    run_ok(&[
+        "gen",
+        "--out",
+        &out,
+        "--queries",
+        "20000",
+        "--corpus",
+        "200000",
+        "--self-rate",
+        self_rate,
+    ]);
+    let matching = [
+        "match",
+        "--queries",
+        &d("gen/queries"),
+        "--corpus",
+        &d("gen/corpus"),
+        "--self",
+        "--out",
+        &d("pairs"),
+        "--overwrite",
+    ];
+    let clustering = [
+        "cluster",
+        "--pairs",
+        &d("pairs"),
+        "--out",
+        &d("clusters"),
+        "--overwrite",
+    ];
+    // In a pipe: the summary line alone, nothing on stderr.
+    for args in [&matching[..], &clustering[..]] {
+        let result = neardup(args);
+        assert!(result.status.success(), "{args:?}");
+        assert!(
+            result.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&result.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&result.stdout).lines().count(), 1);
+    }
+    // On a terminal: the bar, then the same line.
+    for (args, bar) in [
+        (&matching[..], "row groups"),
+        (&clustering[..], "pairs  reading pairs"),
+    ] {
+        let Some(result) = on_a_terminal(args) else {
+            eprintln!("skipped: no `script` (util-linux) to make a terminal");
+            return;
+        };
+        let shown = String::from_utf8_lossy(&result.stdout);
+        assert!(result.status.success(), "{args:?}: {shown}");
+        assert!(
+            shown.contains(bar),
+            "{args:?}: no progress bar in {shown:?}"
+        );
+        let summary = if args[0] == "match" {
+            "matched "
+        } else {
+            "clustered "
+        };
+        assert!(shown.contains(summary), "{shown:?}");
+    }
+}
+
 /// `neardup plan | head`: a reader that closes the pipe early ends the
 /// output quietly, not with a panic.
 #[test]
