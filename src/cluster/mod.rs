@@ -111,10 +111,10 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let peers = opts.runtime.workers * opts.runtime.processes;
     let pages = open_pages(opts)?.map(Arc::new);
     let units = into_pieces(open_pair_inputs(&opts.pairs, needs)?, peers);
-    let staging = match opts.runtime.is_leader() {
-        true => Some(stage_output(opts)?),
-        false => None,
-    };
+    let staging = Staging::for_job(&opts.out, opts.overwrite, opts.runtime.is_leader())?;
+    if let Some(staging) = &staging {
+        make_folders(staging)?;
+    }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
     let drop_urls = pages.as_ref().is_some_and(|table| table.has_optional(0));
     let summary_of = move |opts: &ClusterJobOptions, totals: &ClusterTotals| -> ClusterSummary {
@@ -152,16 +152,13 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     Ok(summary_of(opts, &totals))
 }
 
-/// The leader's staging directory for `--out`, with `clusters/` and
-/// `drop/` made, removed if the run aborts.
-fn stage_output(opts: &ClusterJobOptions) -> Result<Staging> {
-    let staging = Staging::create(&opts.out, opts.overwrite)?;
-    staging.remove_on_abort();
+/// Makes the output's two folders, `clusters/` and `drop/`, in its staging.
+fn make_folders(staging: &Staging) -> Result<()> {
     for sub in ["clusters", "drop"] {
         let dir = staging.dir().join(sub);
         std::fs::create_dir(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
     }
-    Ok(staging)
+    Ok(())
 }
 
 /// Opens the pages table of `--pages`, with the columns the keys need and

@@ -192,14 +192,7 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     let started = Instant::now();
     opts.runtime.validate()?;
     let inputs = input_files(opts)?;
-    let staging = match opts.runtime.is_leader() {
-        true => {
-            let staging = Staging::create(&opts.out, opts.overwrite)?;
-            staging.remove_on_abort();
-            Some(staging)
-        }
-        false => None,
-    };
+    let staging = Staging::for_job(&opts.out, opts.overwrite, opts.runtime.is_leader())?;
     let dir = Staging::dir_for(&opts.out)?;
     let local_bytes: u64 = inputs
         .iter()

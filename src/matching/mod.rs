@@ -180,14 +180,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let started = Instant::now();
     tracing::info!("match started");
     opts.validate()?;
-    let staging = match opts.runtime.is_leader() {
-        true => {
-            let staging = Staging::create(&opts.out, opts.overwrite)?;
-            staging.remove_on_abort();
-            Some(staging)
-        }
-        false => None,
-    };
+    let staging = Staging::for_job(&opts.out, opts.overwrite, opts.runtime.is_leader())?;
     let Inputs {
         query_files,
         query_units,

@@ -210,6 +210,18 @@ impl Staging {
         Ok(parent.join(format!(".{}.neardup-staging", name.to_string_lossy())))
     }
 
+    /// The staging of a job's output: the leader (process 0) creates it
+    /// ([`Self::create`]) and has it removed if the job aborts; the other
+    /// processes have none.
+    pub(crate) fn for_job(target: &Path, overwrite: bool, leader: bool) -> Result<Option<Staging>> {
+        if !leader {
+            return Ok(None);
+        }
+        let staging = Staging::create(target, overwrite)?;
+        staging.remove_on_abort();
+        Ok(Some(staging))
+    }
+
     /// Removes what this output wrote if the process has to stop at once (a
     /// lost peer, a failed worker): its staging directory, and for an
     /// object store, the objects under its prefix.
