@@ -369,6 +369,7 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     let mut matching = MatchOptions::new(queries, resolve_all(&m.corpus), resolve(&m.out));
     set_match_options(m, &mut matching);
     matching.runtime = runtime.clone();
+    matching.overwrite = true;
     matching.progress = opts.progress;
 
     let clustering = match &spec.cluster {
@@ -452,7 +453,6 @@ fn set_match_options(m: &MatchSpec, matching: &mut MatchOptions) {
         id: m.id_column.clone().unwrap_or_else(|| "id".into()),
         simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),
     };
-    matching.overwrite = true;
 }
 
 fn fingerprint_options(

@@ -139,7 +139,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     });
     let progress = StepsProgress::start(
         opts.progress,
-        (job.units.pairs() as u64, "pairs"),
+        job.units.pairs() as u64,
+        "pairs",
         dataflow::STEPS,
         job.counters.clone(),
     );

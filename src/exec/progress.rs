@@ -148,7 +148,8 @@ pub(crate) struct StepsProgress;
 impl StepsProgress {
     pub(crate) fn start(
         enabled: bool,
-        (rows, unit): (u64, &str),
+        rows: u64,
+        unit: &str,
         steps: &'static [&'static str],
         counters: Arc<StepCounters>,
     ) -> Progress {
