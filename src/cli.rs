@@ -257,7 +257,7 @@ pub struct MatchArgs {
     pub(crate) k: Option<u32>,
     /// Quality mode: find candidates within k, then keep a pair only if
     /// its fingerprints and sketches together (256 bits) differ in at most
-    /// --verify-threshold bits. Needs shards with a sketch (scheme v7 or v8).
+    /// --verify-threshold bits. Needs shards with a sketch (scheme v7 or later).
     #[arg(long)]
     pub(crate) verify: bool,
     /// The wide distance --verify keeps pairs within (0 to 256; default 28
@@ -369,7 +369,7 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub(crate) format: Option<Format>,
-    /// A named fingerprint scheme (v8, the default; v7, v6, v5, v4, v3, v2, v1), fixing features,
+    /// A named fingerprint scheme (v9, the default; v8, v7, ..., v1), fixing features,
     /// weights and HTML text: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub(crate) scheme: Option<String>,
@@ -391,7 +391,8 @@ pub struct FingerprintArgs {
     #[arg(long)]
     pub(crate) keep_stop_words: bool,
     /// Leave out the sketch (192 more bits a page, 24 bytes a row, that
-    /// `match --verify` needs): the shards are v6's.
+    /// `match --verify` needs): the same fingerprints, under a scheme
+    /// without a name.
     #[arg(long)]
     pub(crate) no_sketch: bool,
     /// Input files are spread over the workers of every process.

@@ -20,6 +20,12 @@
 //!   threads, sorting, progress and logs;
 //! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page),
 //!   [`gen`] (synthetic data) and [`cli`] (the flags) on top.
+//!
+//! Beside `src/`: `tests/it/` (the integration tests, one binary, a module
+//! per surface, with their Python helpers in `tests/`), `benches/` (probe,
+//! fingerprint and union-find), `scripts/` (the test command, benchmarks,
+//! quality evaluations, sample makers, cluster launchers), `jobs/` (job
+//! specs, Kubernetes and Slurm files) and `data-samples/`.
 
 pub mod cli;
 pub mod cluster;
