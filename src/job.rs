@@ -31,7 +31,7 @@ use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
 use crate::io::parquet::input::{expand_locations, Columns};
 use crate::io::parquet::output::{
-    copy_into_place, is_complete, part_name, write_atomically, Staging,
+    copy_into_place, file_exists, is_complete, part_name, write_atomically, Staging,
 };
 use crate::io::storage::is_url;
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
@@ -301,7 +301,7 @@ impl StageOutput {
             StageOutput::Committed => {
                 is_complete(out)?.then(|| format!("{} has _SUCCESS", out.display()))
             }
-            StageOutput::File => out.is_file().then(|| format!("{} exists", out.display())),
+            StageOutput::File => file_exists(out)?.then(|| format!("{} exists", out.display())),
         })
     }
 }
@@ -487,9 +487,7 @@ fn fingerprint_options(
 
 impl Job {
     /// The append stage's batch directory, if the job has one.
-    /// The night's report at `out`, from the stages' outputs: process 0's,
-    /// and only for local outputs (the report reads their summaries as
-    /// files).
+    /// The night's report at `out`, from the stages' outputs: process 0's.
     fn write_report(&self, out: &Path) -> Result<String> {
         if !self.runtime.is_leader() {
             return Ok(format!(
@@ -499,19 +497,6 @@ impl Job {
         }
         let clusters = self.clustering.as_ref().map(|c| c.out.clone());
         let fingerprints = self.fingerprint.as_ref().map(|f| f.out.clone());
-        let outputs = [
-            Some(&self.matching.out),
-            clusters.as_ref(),
-            fingerprints.as_ref(),
-        ];
-        if outputs
-            .iter()
-            .flatten()
-            .any(|o| is_url(&o.display().to_string()))
-            || is_url(&out.display().to_string())
-        {
-            return Ok("not written: the outputs are in an object store (run `neardup report` on a local copy)".into());
-        }
         let night = out.parent().unwrap_or(Path::new("."));
         let dirs = NightDirs {
             name: night.file_name().map_or_else(

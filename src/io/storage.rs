@@ -225,6 +225,51 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
     Ok(found)
 }
 
+/// The store and key of the object a URL names.
+fn object_of(spec: &str) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+    let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
+    let key = ObjectPath::from_url_path(url.path())
+        .with_context(|| format!("{spec}: not a valid object path"))?;
+    Ok((store_for(&url)?, key))
+}
+
+/// The whole of a small file (a `_summary.json`), local or an object.
+pub(crate) fn read_whole(spec: &str) -> Result<Bytes> {
+    if !is_url(spec) {
+        return std::fs::read(spec)
+            .map(Bytes::from)
+            .with_context(|| format!("{spec}: cannot read"));
+    }
+    let (store, key) = object_of(spec)?;
+    block_on(async { store.get(&key).await?.bytes().await })
+        .map_err(|error| anyhow::anyhow!("{spec}: cannot read ({})", one_line(&error)))
+}
+
+/// The directories right below a local directory, or the prefixes right
+/// below an object-store prefix, sorted.
+pub(crate) fn subdirectories(spec: &str) -> Result<Vec<String>> {
+    let mut found: Vec<String> = if is_url(spec) {
+        let (store, key) = object_of(spec)?;
+        let listed = block_on(store.list_with_delimiter(Some(&key)))
+            .map_err(|error| anyhow::anyhow!("{spec}: cannot list ({})", one_line(&error)))?;
+        let base = spec.trim_end_matches('/');
+        listed
+            .common_prefixes
+            .iter()
+            .filter_map(|prefix| prefix.filename().map(|name| format!("{base}/{name}")))
+            .collect()
+    } else {
+        std::fs::read_dir(spec)
+            .with_context(|| format!("{spec}: cannot read the directory"))?
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|path| path.is_dir())
+            .map(|path| path.display().to_string())
+            .collect()
+    };
+    found.sort();
+    Ok(found)
+}
+
 /// Every object under `prefix`, sorted by key.
 fn list(
     store: &Arc<dyn ObjectStore>,

@@ -5,6 +5,7 @@
 //! pairs' distances, the clusters, the drops, and the night's fingerprints
 //! for URLs. The page ([`page`]) is self-contained, its charts inline SVG
 //! ([`svg`]), so it opens offline, from an object store or a CI artifact.
+//! The nights and the page may be local or in an object store.
 //! With several nights, the last is shown in detail and all in the trends.
 
 mod night;
@@ -19,7 +20,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 
 use crate::exec::progress::RowsProgress;
-use crate::io::parquet::output::write_atomically;
+use crate::io::parquet::output::write_file;
 pub(crate) use night::NightDirs;
 
 /// What `neardup report` was asked.
@@ -78,7 +79,7 @@ pub(crate) fn run_report(opts: &ReportOptions) -> Result<ReportSummary> {
     nights.push(night::read_night(last.clone(), &rows, true)?);
     progress.finish();
     let html = page::render(&nights);
-    write_atomically(&opts.out, html.as_bytes())?;
+    write_file(&opts.out, html.as_bytes())?;
     Ok(ReportSummary {
         nights: nights.len(),
         rows_read: rows.load(Ordering::Relaxed),

@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::io::parquet::input::{expand_locations, read_columns};
 use crate::io::parquet::output::WIDE_DISTANCE;
 use crate::io::parquet::pages::string_values;
-use crate::io::storage::Location;
+use crate::io::storage::{read_whole, subdirectories, Location};
 
 /// The largest clusters shown.
 pub(crate) const LARGEST_CLUSTERS: usize = 20;
@@ -49,20 +49,14 @@ pub(crate) struct NightDirs {
 impl NightDirs {
     /// The stage outputs among `dir`'s subdirectories.
     pub(crate) fn discover(dir: &Path) -> Result<NightDirs> {
-        let entries = std::fs::read_dir(dir)
-            .with_context(|| format!("{}: cannot read the night's directory", dir.display()))?;
+        let subdirs = subdirectories(&dir.to_string_lossy())?;
         let mut found = NightDirs {
             name: dir
                 .file_name()
                 .map_or_else(|| dir.display().to_string(), |n| n.to_string_lossy().into()),
             ..NightDirs::default()
         };
-        let mut subdirs: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_dir())
-            .collect();
-        subdirs.sort();
-        for sub in subdirs {
+        for sub in subdirs.into_iter().map(PathBuf::from) {
             let Ok(summary) = read_summary(&sub) else {
                 continue;
             };
@@ -86,9 +80,8 @@ impl NightDirs {
 
 fn read_summary(dir: &Path) -> Result<Value> {
     let path = dir.join("_summary.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+    let text = read_whole(&path.to_string_lossy())?;
+    serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))
 }
 
 /// A page of a sample: its id and URL (if the night's fingerprints have

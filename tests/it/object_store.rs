@@ -284,7 +284,7 @@ fn match_cluster_and_a_job_read_s3_with_the_bytes_of_local_files() {
     }
 
     // A job spec whose inputs are objects, and so are its outputs: a
-    // rerun finds their `_SUCCESS` and skips both stages.
+    // rerun finds their `_SUCCESS` and the report, and skips all three.
     std::fs::write(
         d.join("night.toml"),
         "[match]\nqueries = [\"s3://crawl/night/queries\"]\ncorpus = [\"s3://crawl/corpus\"]\n\
@@ -315,7 +315,7 @@ fn match_cluster_and_a_job_read_s3_with_the_bytes_of_local_files() {
     let again = night(&[]);
     assert!(succeeded(&again));
     let stdout = String::from_utf8_lossy(&again.stdout);
-    assert_eq!(stdout.matches("skipped").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches("skipped").count(), 3, "{stdout}");
 }
 
 #[test]
@@ -620,6 +620,59 @@ fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
         serde_json::from_str::<serde_json::Value>(&summary).unwrap()["rows_scanned"].as_u64()
     };
     assert!(rows(&got, "2026-11-23") > rows(&got, "2026-11-22"));
+
+    // Each night's report went into S3, with the marks of the report on
+    // disk; a rerun finds it there and skips it.
+    let marks_of = |path: PathBuf| report_marks(&std::fs::read_to_string(path).unwrap());
+    let disk_marks = marks_of(disk.join("2026-11-23/report.html"));
+    assert!(disk_marks.len() > 20, "{disk_marks:?}");
+    assert_eq!(marks_of(got.join("2026-11-23/report.html")), disk_marks);
+    let again = neardup_on(&server)
+        .args(["run", &d.join("s3.toml").display().to_string()])
+        .args(["--date", "2026-11-23"])
+        .output()
+        .unwrap();
+    assert!(succeeded(&again));
+    let printed = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        printed.contains("report: skipped, s3://crawl/jobs/2026-11-23/report.html exists"),
+        "{printed}"
+    );
+    // `neardup report` reads nights in S3 and writes its page there.
+    let two_nights = |root: &str, out: &str| {
+        let output = neardup_on(&server)
+            .arg("report")
+            .args(["2026-11-22", "2026-11-23"].map(|date| format!("{root}/{date}")))
+            .args(["--out", out])
+            .output()
+            .unwrap();
+        assert!(succeeded(&output), "{root}");
+    };
+    two_nights("s3://crawl/jobs", "s3://crawl/reports/two-nights.html");
+    two_nights(
+        &disk.display().to_string(),
+        &d.join("two-nights.html").display().to_string(),
+    );
+    download(&server, "crawl", "reports", &d.join("reports"));
+    assert_eq!(
+        marks_of(d.join("reports/two-nights.html")),
+        marks_of(d.join("two-nights.html"))
+    );
+}
+
+/// A report's `data-*` attributes, in order: what the outputs hold,
+/// without their paths or timings.
+fn report_marks(html: &str) -> Vec<String> {
+    let mut marks = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find(" data-") {
+        rest = &rest[at + 1..];
+        let open = rest.find('"').unwrap();
+        let close = open + 1 + rest[open + 1..].find('"').unwrap();
+        marks.push(rest[..=close].to_string());
+        rest = &rest[close..];
+    }
+    marks
 }
 
 /// Runs `command`, which must fail with one line holding every one of

@@ -304,6 +304,36 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     place(&tmp, path)
 }
 
+/// Writes the file `path` (a local path or an object's URL) whole or not
+/// at all: a local file by a rename, an object by one upload, which a
+/// store shows only once it is whole.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    match object_file(path)? {
+        Some((prefix, name)) => prefix.put(&name, bytes.to_vec().into()),
+        None => write_atomically(path, bytes),
+    }
+}
+
+/// Whether the file `path` (a local path or an object's URL) exists.
+pub(crate) fn file_exists(path: &Path) -> Result<bool> {
+    match object_file(path)? {
+        Some((prefix, name)) => prefix.has(&name),
+        None => Ok(path.is_file()),
+    }
+}
+
+/// The prefix and name of a file named by URL (`None`: local).
+fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
+    let shown = path.to_string_lossy();
+    if !is_url(&shown) {
+        return Ok(None);
+    }
+    match shown.trim_end_matches('/').rsplit_once('/') {
+        Some((prefix, name)) => Ok(Some((OutputPrefix::parse(prefix)?, name.to_string()))),
+        None => bail!("{shown}: not a file's URL"),
+    }
+}
+
 fn temporary_name(path: &Path) -> PathBuf {
     let name = path
         .file_name()
