@@ -858,8 +858,8 @@ fn azure_client(server: &Server, script: &str, args: &[&str]) {
     assert!(status.success());
 }
 
-/// The crawl sample through `fingerprint`, `match --self` and `cluster`,
-/// every input and output in Azure Blob Storage (Azurite) as `az://`
+/// The crawl sample through `fingerprint`, `match --self`, `cluster` and
+/// `report`, every input and output in Azure Blob Storage (Azurite) as `az://`
 /// URLs: what a reader downloads is what the same runs write to disk.
 #[test]
 fn the_crawl_pipeline_in_azure_blob_storage_writes_the_bytes_of_local_files() {
@@ -873,17 +873,26 @@ fn the_crawl_pipeline_in_azure_blob_storage_writes_the_bytes_of_local_files() {
         .to_string();
     let run = |root: &str| {
         let steps = [
-            vec!["fingerprint", "--input", &samples],
-            vec!["match", "--queries", "{root}/fp", "--self"],
-            vec!["cluster", "--pairs", "{root}/pairs"],
+            vec!["fingerprint", "--input", &samples, "--workers", "2"],
+            vec![
+                "match",
+                "--queries",
+                "{root}/fp",
+                "--self",
+                "--workers",
+                "2",
+            ],
+            vec!["cluster", "--pairs", "{root}/pairs", "--workers", "2"],
+            vec!["report", "{root}"],
         ];
-        for (step, out) in steps.iter().zip(["fp", "pairs", "clusters"]) {
+        let outs = ["fp", "pairs", "clusters", "report.html"];
+        for (step, out) in steps.iter().zip(outs) {
             let args: Vec<String> = step.iter().map(|a| a.replace("{root}", root)).collect();
             let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
                 .env("AZURE_STORAGE_USE_EMULATOR", "true")
                 .env("AZURITE_BLOB_STORAGE_URL", server.endpoint())
                 .args(&args)
-                .args(["--workers", "2", "--out", &format!("{root}/{out}")])
+                .args(["--out", &format!("{root}/{out}")])
                 .output()
                 .unwrap();
             assert!(succeeded(&output), "{args:?}");
@@ -913,6 +922,11 @@ for blob in container.list_blobs(name_starts_with='night/'):
     for out in ["fp", "pairs", "clusters"] {
         assert!(downloaded.join(out).join("_SUCCESS").exists(), "{out}");
     }
+    // `report` read the night in the container and wrote its page there.
+    let marks_of = |path: PathBuf| report_marks(&std::fs::read_to_string(path).unwrap());
+    let local_marks = marks_of(local.join("report.html"));
+    assert!(local_marks.len() > 20, "{local_marks:?}");
+    assert_eq!(marks_of(downloaded.join("report.html")), local_marks);
 }
 
 /// `match --verify` on shards in S3 reads B's sketches and F's candidate
