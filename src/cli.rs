@@ -58,6 +58,8 @@ pub enum Command {
 pub struct ReportArgs {
     /// Night directories (each holding the stages' outputs, as `run` writes
     /// them), oldest first: the last is shown in detail, all in the trends.
+    /// A quoted glob in the last part ('s3://crawl/nights/*') stands for
+    /// the directories it matches, in name order.
     #[arg(required = true, num_args = 1.., value_name = "NIGHT_DIR")]
     pub(crate) nights: Vec<PathBuf>,
     /// The HTML file to write.

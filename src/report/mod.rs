@@ -12,15 +12,16 @@ mod night;
 mod page;
 mod svg;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::exec::progress::RowsProgress;
 use crate::io::parquet::output::write_file;
+use crate::io::storage::subdirectories;
 pub(crate) use night::NightDirs;
 
 /// What `neardup report` was asked.
@@ -55,12 +56,47 @@ impl ReportSummary {
     }
 }
 
-/// The nights of `dirs` (night directories, in the order given).
+/// The nights of `dirs` (night directories, in the order given; a glob
+/// in a directory's last part stands for the directories it matches, in
+/// name order).
 pub(crate) fn discover_nights(dirs: &[PathBuf]) -> Result<Vec<NightDirs>> {
     if dirs.is_empty() {
         bail!("give at least one night directory");
     }
-    dirs.iter().map(|dir| NightDirs::discover(dir)).collect()
+    let mut nights = Vec::new();
+    for dir in dirs {
+        for night in expand_night(dir)? {
+            nights.push(NightDirs::discover(&night)?);
+        }
+    }
+    Ok(nights)
+}
+
+/// The directories a night's spec names: itself, or those its last part's
+/// glob matches. A store cannot be globbed by the shell, so `neardup
+/// report 's3://crawl/nights/*'` is expanded here, as a local one may be.
+fn expand_night(dir: &Path) -> Result<Vec<PathBuf>> {
+    let shown = dir.to_string_lossy();
+    let trimmed = shown.trim_end_matches('/');
+    let (parent, last) = trimmed.rsplit_once('/').unwrap_or((".", trimmed));
+    if !last.contains(['*', '?', '[']) {
+        return Ok(vec![dir.to_path_buf()]);
+    }
+    let pattern =
+        glob::Pattern::new(last).with_context(|| format!("{shown}: invalid glob pattern"))?;
+    let matched: Vec<PathBuf> = subdirectories(parent)?
+        .into_iter()
+        .filter(|sub| {
+            sub.rsplit('/')
+                .next()
+                .is_some_and(|name| pattern.matches(name))
+        })
+        .map(PathBuf::from)
+        .collect();
+    if matched.is_empty() {
+        bail!("{shown}: no night directories match this pattern");
+    }
+    Ok(matched)
 }
 
 /// Writes the report of `opts.nights` to `opts.out`.

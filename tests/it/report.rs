@@ -492,4 +492,8 @@ fn report_refuses_a_missing_or_empty_night_in_one_line() {
     std::fs::create_dir(&empty).unwrap();
     std::fs::create_dir(empty.join("pairs")).unwrap();
     check(&empty, "empty: no stage outputs");
+    check(
+        &dir.path().join("night-*"),
+        "night-*: no night directories match this pattern",
+    );
 }
