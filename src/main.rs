@@ -52,6 +52,8 @@ fn huge_pages_only_where_advised() {
 }
 
 fn main() -> ExitCode {
+    #[cfg(unix)]
+    neardup::exec::runtime::stop_on_signals();
     neardup::exec::logging::init();
     let cli = neardup::cli::Cli::parse();
     tune_allocator(&cli.command);

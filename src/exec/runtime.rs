@@ -23,6 +23,10 @@
 //! writing `_SUCCESS`. A worker thread that panics (a bug) leaves the other
 //! workers of its process waiting just as long for its progress, on one
 //! process as on many: that too ends the process at once, with one line.
+//! So does SIGINT, SIGTERM or SIGHUP ([`stop_on_signals`]). Each way out
+//! runs the clean-ups of the outputs still in progress (`on_abort`): a
+//! committed output's is dropped with its guard, so a job stopped in a later
+//! stage keeps it.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
@@ -570,21 +574,91 @@ fn watch_peers(heartbeats: PeerSockets, timeout: Duration) -> Result<Heartbeats>
 /// [`on_abort`] named: the other threads may be waiting forever.
 fn abort(code: i32, line: &str) -> ! {
     eprintln!("{line}");
-    for cleanup in lock(&ABORT_CLEANUP).iter() {
+    for (_, cleanup) in lock(&ABORT_CLEANUP).iter() {
         cleanup();
     }
     std::process::exit(code);
 }
 
-/// Directories to remove when the process exits for a lost peer or a failed
-/// worker: process 0's staging directory, so that an aborted run leaves
-/// nothing behind.
-static ABORT_CLEANUP: Mutex<Vec<Box<dyn Fn() + Send>>> = Mutex::new(Vec::new());
+/// What to remove when the process stops at once (a lost peer, a failed
+/// worker, a signal): process 0's outputs in progress, so that an aborted
+/// run leaves nothing behind. Each is keyed by its [`AbortCleanup`].
+static ABORT_CLEANUP: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
 
-/// Runs `cleanup` (best effort) if this process has to stop because a peer
-/// was lost or a worker failed.
-pub(crate) fn on_abort(cleanup: impl Fn() + Send + 'static) {
-    lock(&ABORT_CLEANUP).push(Box::new(cleanup));
+type Cleanup = Box<dyn Fn() + Send>;
+
+/// A clean-up [`abort`] runs while this lives: an output's, until it is
+/// committed (a job's later stage failing must not remove it).
+#[derive(Debug)]
+pub(crate) struct AbortCleanup(u64);
+
+impl Drop for AbortCleanup {
+    fn drop(&mut self) {
+        lock(&ABORT_CLEANUP).retain(|(key, _)| *key != self.0);
+    }
+}
+
+/// Runs `cleanup` (best effort) if this process has to stop at once while
+/// the returned guard lives.
+pub(crate) fn on_abort(cleanup: impl Fn() + Send + 'static) -> AbortCleanup {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let key = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    lock(&ABORT_CLEANUP).push((key, Box::new(cleanup)));
+    AbortCleanup(key)
+}
+
+/// Stops the process on SIGINT, SIGTERM or SIGHUP (Ctrl-C, `kill`, a
+/// scheduler's preemption) as on a lost peer: one line, and the outputs
+/// in progress removed. Called before any other thread exists, so every
+/// thread inherits the blocked signals and one watcher takes them in plain
+/// code, where removing files and objects is safe. A signal the process
+/// was started ignoring (`nohup`) stays ignored.
+#[cfg(unix)]
+pub fn stop_on_signals() {
+    let signals = block_stop_signals();
+    let _ = std::thread::Builder::new()
+        .name("neardup:signals".into())
+        .spawn(move || stop_on_first(signals));
+}
+
+/// SIGINT, SIGTERM and SIGHUP, blocked in this thread and so in every
+/// thread it starts.
+#[cfg(unix)]
+fn block_stop_signals() -> libc::sigset_t {
+    // SAFETY: sigset operations on a local set, and this thread's mask.
+    unsafe {
+        let mut signals: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut signals);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut signals, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut());
+        signals
+    }
+}
+
+/// Waits for one of `signals` and aborts, exiting as a shell reports a
+/// process the signal ended (128 + its number). The signals are unblocked
+/// here first, so a second one ends the process at once, clean-up or not.
+#[cfg(unix)]
+fn stop_on_first(signals: libc::sigset_t) {
+    let mut signal = 0;
+    // SAFETY: `signals` is a valid set; only this thread's mask changes.
+    unsafe {
+        if libc::sigwait(&signals, &mut signal) != 0 {
+            return;
+        }
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
+    }
+    let name = match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "SIGHUP",
+    };
+    abort(
+        128 + signal,
+        &format!("error: stopped by {name}; the output in progress is removed, without _SUCCESS"),
+    );
 }
 
 /// The cluster's addresses, to name a lost peer, and this process's index

@@ -588,6 +588,65 @@ fn a_frozen_peer_stops_the_others_after_the_peer_timeout_and_a_rerun_is_complete
     assert_eq!(read_pairs(&out).len(), expected);
 }
 
+/// `command` with SIGINT and SIGHUP as an interactive shell leaves them
+/// to a foreground command (a test run in the background inherits them
+/// ignored, and an ignored signal is never delivered).
+fn with_default_signals(command: &mut Command) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn a_signal_stops_a_run_in_one_line_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let args = match_args(&q, Some(&c), &out, false);
+    let staging = dir.path().join(".pairs.neardup-staging");
+    for (name, signal_name, code) in [
+        ("-INT", "SIGINT", 130),
+        ("-TERM", "SIGTERM", 143),
+        ("-HUP", "SIGHUP", 129),
+    ] {
+        let mut child = with_default_signals(
+            neardup()
+                .args(&args)
+                .env("NEARDUP_TEST_UNIT_DELAY_MS", "100")
+                .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .spawn()
+        .unwrap();
+        let mut lines = StderrLines::of(&mut child);
+        lines.wait_for("unit read");
+        assert!(staging.exists(), "{name}: mid-scan, the output is staged");
+        signal(&child, name);
+        let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
+        let stderr = lines.text_without("unit read");
+        assert!(!hung, "{name}: {stderr}");
+        assert_eq!(output.status.code(), Some(code), "{name}: {stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!("error: stopped by {signal_name}; the output in progress is removed, without _SUCCESS")
+        );
+        assert!(
+            !out.exists() && !staging.exists(),
+            "{name}: nothing is left behind"
+        );
+    }
+    let output = neardup().args(&args).output().unwrap();
+    assert!(output.status.success());
+    assert_eq!(read_pairs(&out).len(), expected);
+}
+
 #[test]
 fn a_slow_but_live_peer_does_not_trip_the_peer_timeout() {
     let dir = tempfile::tempdir().unwrap();

@@ -678,6 +678,68 @@ fn report_marks(html: &str) -> Vec<String> {
     marks
 }
 
+/// A job whose outputs are in S3, stopped by SIGTERM in its second
+/// stage: the first stage's committed output stays (only the output in
+/// progress is removed), and a rerun resumes from it.
+#[test]
+fn a_job_stopped_mid_stage_keeps_its_committed_stages_in_s3() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let server = Server::s3(&[]);
+    // An empty bucket.
+    std::fs::create_dir(d.join("empty")).unwrap();
+    upload(&server, "crawl", &d.join("empty"), "empty");
+    let (_, corpus) = inputs(d);
+    let wet = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/text.wet.gz");
+    let spec = d.join("night.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "[fingerprint]\ninput = [\"{}\"]\nout = \"s3://crawl/night/fingerprints\"\n\n\
+             [match]\ncorpus = [\"{}\"]\nout = \"s3://crawl/night/pairs\"\n",
+            wet.display(),
+            corpus.display()
+        ),
+    )
+    .unwrap();
+    let mut child = neardup_on(&server)
+        .args(["run", &spec.display().to_string()])
+        .env("NEARDUP_TEST_UNIT_DELAY_MS", "100")
+        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("unit read");
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = lines.text_without("unit read");
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    let got = d.join("got");
+    download(&server, "crawl", "night", &got);
+    assert!(got.join("fingerprints/_SUCCESS").exists(), "{stderr}");
+    assert!(!part_like(&got.join("fingerprints")).is_empty());
+    assert!(
+        !got.join("pairs").exists(),
+        "the stage in progress is removed"
+    );
+
+    let again = neardup_on(&server)
+        .args(["run", &spec.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(succeeded(&again));
+    let printed = String::from_utf8_lossy(&again.stdout);
+    assert!(printed.contains("fingerprint: skipped"), "{printed}");
+    assert!(printed.contains("match: matched"), "{printed}");
+}
+
 /// Runs `command`, which must fail with one line holding every one of
 /// `needles`, and write nothing at `out`.
 fn assert_fails_with(mut command: Command, out: &Path, needles: &[&str]) {

@@ -26,6 +26,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 
 use crate::exec::parallel::lock;
+use crate::exec::runtime::AbortCleanup;
 use crate::io::pairs::Pair;
 use crate::io::storage::{is_url, OutputPrefix, SUCCESS};
 
@@ -51,6 +52,9 @@ pub(crate) struct Staging {
     committed: bool,
     /// The object-store prefix the output goes to, if it does.
     remote: Option<OutputPrefix>,
+    /// The removal of this output if the process stops at once, until it
+    /// is committed.
+    abort_cleanup: Option<AbortCleanup>,
 }
 
 /// Local staging directories of outputs bound for an object store, with
@@ -152,6 +156,7 @@ impl Staging {
             staging,
             committed: false,
             remote: None,
+            abort_cleanup: None,
         })
     }
 
@@ -179,6 +184,7 @@ impl Staging {
             staging,
             committed: false,
             remote: Some(prefix),
+            abort_cleanup: None,
         })
     }
 
@@ -217,22 +223,23 @@ impl Staging {
         if !leader {
             return Ok(None);
         }
-        let staging = Staging::create(target, overwrite)?;
+        let mut staging = Staging::create(target, overwrite)?;
         staging.remove_on_abort();
         Ok(Some(staging))
     }
 
     /// Removes what this output wrote if the process has to stop at once (a
-    /// lost peer, a failed worker): its staging directory, and for an
-    /// object store, the objects under its prefix.
-    pub(crate) fn remove_on_abort(&self) {
+    /// lost peer, a failed worker, a signal) before it is committed: its
+    /// staging directory, and for an object store, the objects under its
+    /// prefix.
+    fn remove_on_abort(&mut self) {
         let (dir, remote) = (self.staging.clone(), self.remote.clone());
-        crate::exec::runtime::on_abort(move || {
+        self.abort_cleanup = Some(crate::exec::runtime::on_abort(move || {
             let _ = fs::remove_dir_all(&dir);
             if let Some(prefix) = &remote {
                 let _ = prefix.delete_all();
             }
-        });
+        }));
     }
 
     /// Where files are written until commit.
@@ -872,6 +879,7 @@ mod tests {
             staging: dir.to_path_buf(),
             committed: false,
             remote: Some(prefix.clone()),
+            abort_cleanup: None,
         }
     }
 
