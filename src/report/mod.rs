@@ -78,7 +78,11 @@ pub(crate) fn discover_nights(dirs: &[PathBuf]) -> Result<Vec<NightDirs>> {
 fn expand_night(dir: &Path) -> Result<Vec<PathBuf>> {
     let shown = dir.to_string_lossy();
     let trimmed = shown.trim_end_matches('/');
-    let (parent, last) = trimmed.rsplit_once('/').unwrap_or((".", trimmed));
+    let (parent, last) = match trimmed.rsplit_once('/') {
+        Some(("", last)) => ("/", last),
+        Some(split) => split,
+        None => (".", trimmed),
+    };
     if !last.contains(['*', '?', '[']) {
         return Ok(vec![dir.to_path_buf()]);
     }
