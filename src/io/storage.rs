@@ -156,10 +156,7 @@ pub(crate) fn open_all<T: Send>(
 /// start with `_` or `.` at any level), and a glob is matched against the
 /// keys listed under its literal prefix.
 pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Location>> {
-    let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
-    let store = store_for(&url)?;
-    let key = ObjectPath::from_url_path(url.path())
-        .with_context(|| format!("{spec}: not a valid object path"))?;
+    let (url, store, key) = object_of(spec)?;
     let object = |path: ObjectPath, size: u64| {
         let mut object_url = url.clone();
         object_url.set_path(&format!("/{path}"));
@@ -225,12 +222,13 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
     Ok(found)
 }
 
-/// The store and key of the object a URL names.
-fn object_of(spec: &str) -> Result<(Arc<dyn ObjectStore>, ObjectPath)> {
+/// The URL, store and key of the object (or prefix) `spec` names.
+fn object_of(spec: &str) -> Result<(Url, Arc<dyn ObjectStore>, ObjectPath)> {
     let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
     let key = ObjectPath::from_url_path(url.path())
         .with_context(|| format!("{spec}: not a valid object path"))?;
-    Ok((store_for(&url)?, key))
+    let store = store_for(&url)?;
+    Ok((url, store, key))
 }
 
 /// The whole of a small file (a `_summary.json`), local or an object.
@@ -240,7 +238,7 @@ pub(crate) fn read_whole(spec: &str) -> Result<Bytes> {
             .map(Bytes::from)
             .with_context(|| format!("{spec}: cannot read"));
     }
-    let (store, key) = object_of(spec)?;
+    let (_, store, key) = object_of(spec)?;
     block_on(async { store.get(&key).await?.bytes().await })
         .map_err(|error| anyhow::anyhow!("{spec}: cannot read ({})", one_line(&error)))
 }
@@ -249,7 +247,7 @@ pub(crate) fn read_whole(spec: &str) -> Result<Bytes> {
 /// below an object-store prefix, sorted.
 pub(crate) fn subdirectories(spec: &str) -> Result<Vec<String>> {
     let mut found: Vec<String> = if is_url(spec) {
-        let (store, key) = object_of(spec)?;
+        let (_, store, key) = object_of(spec)?;
         let listed = block_on(store.list_with_delimiter(Some(&key)))
             .map_err(|error| anyhow::anyhow!("{spec}: cannot list ({})", one_line(&error)))?;
         let base = spec.trim_end_matches('/');

@@ -181,24 +181,17 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     tracing::info!("match started");
     opts.validate()?;
     let staging = Staging::for_job(&opts.out, opts.overwrite, opts.runtime.is_leader())?;
-    let Inputs {
-        query_files,
-        query_units,
-        corpus_files,
-        corpus_units,
-        schemes,
-        verify_threshold,
-    } = Inputs::open(opts)?;
+    let inputs = Inputs::open(opts)?;
     let threads = opts.runtime.workers;
-    let verifying = verify_threshold.is_some();
+    let verifying = inputs.verify_threshold.is_some();
     let rows = read_query_rows(
-        &query_files,
-        &query_units,
+        &inputs.query_files,
+        &inputs.query_units,
         &opts.columns,
         threads,
         verifying,
     )?;
-    let verify = verify_threshold.map(|threshold| Verification {
+    let verify = inputs.verify_threshold.map(|threshold| Verification {
         threshold,
         queries: QuerySketches::of_rows(&rows),
     });
@@ -219,12 +212,15 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let (index, parts) = build_tables(opts, queries)?;
     let build_seconds = started.elapsed().as_secs_f64();
 
-    let units = scan_units(&corpus_units, opts.self_join.then_some(&query_units[..]));
+    let units = scan_units(
+        &inputs.corpus_units,
+        opts.self_join.then_some(&inputs.query_units[..]),
+    );
     let summary = Arc::new(Mutex::new(SummaryDraft {
-        queries: InputSummary::of(&query_files, &query_units),
-        corpus: InputSummary::of(&corpus_files, &corpus_units),
-        schemes,
-        verify_threshold,
+        queries: InputSummary::of(&inputs.query_files, &inputs.query_units),
+        corpus: InputSummary::of(&inputs.corpus_files, &inputs.corpus_units),
+        schemes: inputs.schemes,
+        verify_threshold: inputs.verify_threshold,
         design: index.design.clone(),
         kernel: index.kernel.runs(),
         parts: parts.len(),
@@ -238,8 +234,8 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let job = Arc::new(Job {
         index,
         parts,
-        corpus_files,
-        query_files,
+        corpus_files: inputs.corpus_files,
+        query_files: inputs.query_files,
         units,
         tickets: Tickets::new(mine.len()),
         mine,

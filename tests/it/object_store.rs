@@ -623,10 +623,12 @@ fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
 
     // Each night's report went into S3, with the marks of the report on
     // disk; a rerun finds it there and skips it.
-    let marks_of = |path: PathBuf| report_marks(&std::fs::read_to_string(path).unwrap());
-    let disk_marks = marks_of(disk.join("2026-11-23/report.html"));
+    let disk_marks = report_marks(&disk.join("2026-11-23/report.html"));
     assert!(disk_marks.len() > 20, "{disk_marks:?}");
-    assert_eq!(marks_of(got.join("2026-11-23/report.html")), disk_marks);
+    assert_eq!(
+        report_marks(&got.join("2026-11-23/report.html")),
+        disk_marks
+    );
     let again = neardup_on(&server)
         .args(["run", &d.join("s3.toml").display().to_string()])
         .args(["--date", "2026-11-23"])
@@ -653,21 +655,22 @@ fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
         &d.join("two-nights.html").display().to_string(),
     );
     download(&server, "crawl", "reports", &d.join("reports"));
-    let trend = marks_of(d.join("two-nights.html"));
+    let trend = report_marks(&d.join("two-nights.html"));
     for night in ["2026-11-22", "2026-11-23"] {
         assert!(
             trend.contains(&format!("data-night=\"{night}\"")),
             "{trend:?}"
         );
     }
-    assert_eq!(marks_of(d.join("reports/two-nights.html")), trend);
+    assert_eq!(report_marks(&d.join("reports/two-nights.html")), trend);
 }
 
-/// A report's `data-*` attributes, in order: what the outputs hold,
-/// without their paths or timings.
-fn report_marks(html: &str) -> Vec<String> {
+/// The `data-*` attributes of the report at `page`, in order: what the
+/// outputs hold, without their paths or timings.
+fn report_marks(page: &Path) -> Vec<String> {
+    let html = std::fs::read_to_string(page).unwrap();
     let mut marks = Vec::new();
-    let mut rest = html;
+    let mut rest = html.as_str();
     while let Some(at) = rest.find(" data-") {
         rest = &rest[at + 1..];
         let open = rest.find('"').unwrap();
@@ -988,10 +991,9 @@ for blob in container.list_blobs(name_starts_with='night/'):
         assert!(downloaded.join(out).join("_SUCCESS").exists(), "{out}");
     }
     // `report` read the night in the container and wrote its page there.
-    let marks_of = |path: PathBuf| report_marks(&std::fs::read_to_string(path).unwrap());
-    let local_marks = marks_of(local.join("report.html"));
+    let local_marks = report_marks(&local.join("report.html"));
     assert!(local_marks.len() > 20, "{local_marks:?}");
-    assert_eq!(marks_of(downloaded.join("report.html")), local_marks);
+    assert_eq!(report_marks(&downloaded.join("report.html")), local_marks);
 }
 
 /// `match --verify` on shards in S3 reads B's sketches and F's candidate
