@@ -29,7 +29,9 @@ use crate::fingerprint::crawl::html::HtmlText;
 use crate::fingerprint::crawl::{Format, TextFields};
 use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
-use crate::io::parquet::input::{expand_locations, Columns};
+use crate::io::parquet::input::{
+    clean, expand_locations, nested, refuse_output_over_inputs, Columns,
+};
 use crate::io::parquet::output::{
     copy_into_place, file_exists, is_complete, part_name, write_atomically, Staging,
 };
@@ -316,6 +318,8 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     let text = fs::read_to_string(&opts.spec).with_context(|| format!("{shown}: cannot read"))?;
     let spec: JobSpec = toml::from_str(&text)
         .map_err(|e| anyhow::anyhow!("{shown}: {}", describe_toml_error(&text, &e)))?;
+    check_placeholders(&text).with_context(|| format!("{shown}"))?;
+    check_nightly_outputs(&spec, &text).with_context(|| format!("{shown}"))?;
     let base = opts
         .spec
         .parent()
@@ -402,7 +406,79 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
         report,
     };
     job.check_inputs()?;
+    job.check_outputs()?;
     Ok(job)
+}
+
+/// Refuses a `{word}` in the spec's strings other than `{date}`: a typo such
+/// as `{dat}` would stay in the path as it is, shared by every night.
+fn check_placeholders(text: &str) -> Result<()> {
+    let table: toml::Table = toml::from_str(text)?;
+    let mut strings = Vec::new();
+    collect_strings(&toml::Value::Table(table), "", &mut strings);
+    for (key, value) in strings {
+        for (at, _) in value.match_indices('{') {
+            let Some(end) = value[at + 1..].find('}') else {
+                continue;
+            };
+            let word = &value[at + 1..at + 1 + end];
+            let is_word = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+            if is_word && word != "date" {
+                bail!(
+                    "{key} = {value:?}: unknown placeholder {{{word}}}; the only one is {{date}}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every string of a TOML value, with its dotted key.
+fn collect_strings(value: &toml::Value, key: &str, out: &mut Vec<(String, String)>) {
+    let child = |name: &str| match key.is_empty() {
+        true => name.to_string(),
+        false => format!("{key}.{name}"),
+    };
+    match value {
+        toml::Value::String(s) => out.push((key.to_string(), s.clone())),
+        toml::Value::Array(items) => items.iter().for_each(|v| collect_strings(v, key, out)),
+        toml::Value::Table(table) => table
+            .iter()
+            .for_each(|(name, v)| collect_strings(v, &child(name), out)),
+        _ => {}
+    }
+}
+
+/// A job with `{date}` in its paths runs night after night, so each of its
+/// outputs must name `{date}` too: else the second night finds the first
+/// night's output complete and skips the stage (or, for the append batch,
+/// leaves the first night's batch out of the corpus).
+fn check_nightly_outputs(spec: &JobSpec, text: &str) -> Result<()> {
+    if !text.contains("{date}") {
+        return Ok(());
+    }
+    let outputs = [
+        (
+            "[fingerprint] out",
+            spec.fingerprint.as_ref().map(|f| &f.out),
+        ),
+        ("[match] out", Some(&spec.match_.out)),
+        ("[cluster] out", spec.cluster.as_ref().map(|c| &c.out)),
+        ("[append] batch", spec.append.as_ref().map(|a| &a.batch)),
+        ("[report] out", spec.report.out.as_ref()),
+    ];
+    for (name, out) in outputs {
+        if let Some(out) = out.filter(|out| !out.contains("{date}")) {
+            bail!(
+                "{name} {out:?} has no {{date}} while the job's other paths do; \
+                 the next night would skip it as complete"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The runtime of a job: `[runtime]`, with the command line's flags in
@@ -546,6 +622,62 @@ impl Job {
         Ok(())
     }
 
+    /// Checks that no two stages write to one place, and that no stage
+    /// writes over an input the spec names.
+    fn check_outputs(&self) -> Result<()> {
+        let shown = self.spec_path.display();
+        let outputs = self.outputs();
+        for (i, (name, out)) in outputs.iter().enumerate() {
+            for (other, path) in &outputs[i + 1..] {
+                if nested(out, path) {
+                    bail!(
+                        "{shown}: {name} {} and {other} {} overlap; each stage needs a path of its own",
+                        out.display(),
+                        path.display()
+                    );
+                }
+            }
+        }
+        let produced: Vec<String> = outputs
+            .iter()
+            .map(|(_, o)| o.display().to_string())
+            .collect();
+        let named = self.fingerprint.iter().flat_map(|f| &f.inputs);
+        let named = named
+            .chain(&self.matching.queries)
+            .chain(&self.matching.corpus)
+            .chain(self.clustering.iter().flat_map(|c| &c.pages))
+            .filter(|spec| !produced.contains(spec));
+        let inputs: Vec<&String> = named.collect();
+        for (name, out) in &outputs {
+            // The batch lies in the corpus, which match reads, by design.
+            if *name != "[append] batch" {
+                refuse_output_over_inputs(out, inputs.iter().copied())
+                    .with_context(|| format!("{shown}: {name}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Each stage's output, with the spec's name for it.
+    fn outputs(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut outputs = Vec::new();
+        if let Some(f) = &self.fingerprint {
+            outputs.push(("[fingerprint] out", f.out.clone()));
+        }
+        outputs.push(("[match] out", self.matching.out.clone()));
+        if let Some(c) = &self.clustering {
+            outputs.push(("[cluster] out", c.out.clone()));
+        }
+        if let Some(batch) = self.batch_dir() {
+            outputs.push(("[append] batch", batch));
+        }
+        if let Some(report) = &self.report {
+            outputs.push(("[report] out", report.clone()));
+        }
+        outputs
+    }
+
     /// Whether `spec` is the append stage's corpus directory, which the
     /// first night has not created yet.
     fn is_growing_corpus(&self, spec: &str) -> bool {
@@ -591,28 +723,6 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
         }
         _ => format!("line {number}: {message}"),
     }
-}
-
-/// `a/b/../c` as `a/c`, so that paths in messages read as the user means
-/// them (lexically: the spec's paths name directories, not symlinks to climb).
-fn clean(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir
-                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
-            {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
 }
 
 /// Runs the job's stages, skipping those already complete unless `force`.

@@ -90,8 +90,12 @@ const EMPTY: u64 = u64::MAX;
 impl IdIndex {
     fn new(ids: impl Iterator<Item = i64> + Clone) -> IdIndex {
         let most = ids.clone().count();
-        // At most 3/4 full, whatever share of the ids repeat.
-        let bits = (most * 4 / 3).max(2).next_power_of_two().trailing_zeros();
+        // At most 3/4 full, whatever share of the ids repeat, and never
+        // full: a lookup of an absent id stops at an empty slot.
+        let bits = (most * 4 / 3 + 1)
+            .max(2)
+            .next_power_of_two()
+            .trailing_zeros();
         let mut index = IdIndex {
             slots: vec![[0, EMPTY]; 1 << bits],
             shift: 64 - bits,
@@ -259,5 +263,16 @@ mod tests {
             assert_eq!(index.find(absent), None, "{absent}");
         }
         assert_eq!(IdIndex::new(std::iter::empty()).find(5), None);
+    }
+
+    #[test]
+    fn an_index_of_any_size_keeps_an_empty_slot_so_absent_ids_are_not_found() {
+        // Two ids (one drop and its keeper) once filled a table of two slots,
+        // and a lookup of any other page went round it for ever.
+        for most in 0..200i64 {
+            let index = IdIndex::new(0..most);
+            assert!(index.slots.len() > index.len(), "{most} ids");
+            assert_eq!(index.find(most), None, "{most} ids");
+        }
     }
 }

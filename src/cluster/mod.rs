@@ -111,7 +111,12 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let peers = opts.runtime.workers * opts.runtime.processes;
     let pages = open_pages(opts)?.map(Arc::new);
     let units = into_pieces(open_pair_inputs(&opts.pairs, needs)?, peers);
-    let staging = Staging::for_job(&opts.out, opts.overwrite, opts.runtime.is_leader())?;
+    let staging = Staging::for_job(
+        &opts.out,
+        opts.overwrite,
+        opts.runtime.is_leader(),
+        opts.pairs.iter().chain(&opts.pages),
+    )?;
     if let Some(staging) = &staging {
         make_folders(staging)?;
     }

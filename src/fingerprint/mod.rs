@@ -192,7 +192,12 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     let started = Instant::now();
     opts.runtime.validate()?;
     let inputs = input_files(opts)?;
-    let staging = Staging::for_job(&opts.out, opts.overwrite, opts.runtime.is_leader())?;
+    let staging = Staging::for_job(
+        &opts.out,
+        opts.overwrite,
+        opts.runtime.is_leader(),
+        &opts.inputs,
+    )?;
     let dir = Staging::dir_for(&opts.out)?;
     let local_bytes: u64 = inputs
         .iter()

@@ -180,7 +180,12 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let started = Instant::now();
     tracing::info!("match started");
     opts.validate()?;
-    let staging = Staging::for_job(&opts.out, opts.overwrite, opts.runtime.is_leader())?;
+    let staging = Staging::for_job(
+        &opts.out,
+        opts.overwrite,
+        opts.runtime.is_leader(),
+        opts.queries.iter().chain(&opts.corpus),
+    )?;
     let inputs = Inputs::open(opts)?;
     let threads = opts.runtime.workers;
     let verifying = inputs.verify_threshold.is_some();

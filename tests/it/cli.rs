@@ -816,3 +816,119 @@ fn verify_refuses_shards_without_a_sketch_in_one_line() {
         "--verify-threshold needs --verify"
     );
 }
+
+/// An output that is an input, holds one, or lies in an input directory (or
+/// one a glob reaches into) is refused on one line, `--overwrite` or not,
+/// and the input is left as it was; a sibling with a longer name, or a
+/// directory beside a glob's files, is not.
+#[test]
+fn an_output_over_an_input_is_refused_even_with_overwrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let shard = d.join("top/fp/part-0.parquet");
+    write_shard(&shard, &random_rows(&mut SplitMix64::new(3), 50, 0));
+    let bytes = std::fs::read(&shard).unwrap();
+    std::fs::create_dir_all(d.join("nights/a")).unwrap();
+    std::fs::write(
+        d.join("top/crawl.jsonl"),
+        "{\"url\":\"u\",\"text\":\"t\"}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(d.join("top/fp"), d.join("link")).unwrap();
+    let p = |rel: &str| d.join(rel).display().to_string();
+    let pairs = p("top/pairs");
+    let glob = p("top/fp/*.parquet");
+    run_ok(&["match", "--queries", &glob, "--self", "--out", &pairs]);
+    let cases: Vec<Vec<String>> = vec![
+        vec![
+            "match".into(),
+            "--queries".into(),
+            p("top/fp"),
+            "--out".into(),
+            p("top/fp"),
+        ],
+        vec![
+            "match".into(),
+            "--queries".into(),
+            p("top/fp"),
+            "--out".into(),
+            p("top"),
+        ],
+        vec![
+            "match".into(),
+            "--queries".into(),
+            p("top/fp"),
+            "--out".into(),
+            p("top/fp/pairs"),
+        ],
+        vec![
+            "match".into(),
+            "--queries".into(),
+            p("top/fp/part-0.parquet"),
+            "--out".into(),
+            p("top/./x/../fp/"),
+        ],
+        vec![
+            "match".into(),
+            "--queries".into(),
+            p("top/fp"),
+            "--out".into(),
+            p("link"),
+        ],
+        vec![
+            "match".into(),
+            "--queries".into(),
+            p("top/*/part-*.parquet"),
+            "--out".into(),
+            p("top/fp"),
+        ],
+        vec![
+            "match".into(),
+            "--queries".into(),
+            p("top/fp"),
+            "--corpus".into(),
+            p("nights/*/fp"),
+            "--out".into(),
+            p("nights/b"),
+        ],
+        vec![
+            "cluster".into(),
+            "--pairs".into(),
+            pairs.clone(),
+            "--out".into(),
+            p("top"),
+        ],
+        vec![
+            "fingerprint".into(),
+            "--input".into(),
+            p("top/crawl.jsonl"),
+            "--out".into(),
+            p("top"),
+        ],
+    ];
+    for case in &cases {
+        let mut args: Vec<&str> = case.iter().map(String::as_str).collect();
+        args.push("--overwrite");
+        if args[0] == "match" {
+            args.push("--self");
+        }
+        let result = neardup(&args);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("overlaps the input"), "{args:?}: {stderr}");
+        assert_eq!(std::fs::read(&shard).unwrap(), bytes, "{args:?}");
+        assert!(d.join("top/crawl.jsonl").exists(), "{args:?}");
+        assert!(!d.join("top/fp/_SUCCESS").exists() && !d.join("top/_SUCCESS").exists());
+    }
+    assert!(d.join("top/pairs/_SUCCESS").exists());
+    let sibling = p("top/fp2");
+    run_ok(&[
+        "match",
+        "--queries",
+        &p("top/fp"),
+        "--self",
+        "--out",
+        &sibling,
+    ]);
+}

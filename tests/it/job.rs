@@ -430,6 +430,26 @@ fn bad_job_specs_get_one_line() {
             ),
             "--hostfile-pattern \"h:1\" has no {i}",
         ),
+        (
+            good.replace("{date}/pairs", "{dat}/pairs"),
+            "unknown placeholder {dat}",
+        ),
+        (
+            good.replace("batch = \"{date}\"", "batch = \"latest\""),
+            "[append] batch \"latest\" has no {date}",
+        ),
+        (
+            good.replace("{date}/pairs", "{date}/fingerprints"),
+            "overlap",
+        ),
+        (
+            good.replace("{date}/clusters", "{date}/fingerprints/clusters"),
+            "overlap",
+        ),
+        (
+            good.replace("{date}/pairs", "corpus/{date}-pairs"),
+            "[match] out: ",
+        ),
     ];
     for (text, needle) in cases {
         let spec = write_spec(d, &text);

@@ -28,6 +28,7 @@ use parquet::schema::types::ColumnPath;
 use crate::exec::parallel::lock;
 use crate::exec::runtime::AbortCleanup;
 use crate::io::pairs::Pair;
+use crate::io::parquet::input::refuse_output_over_inputs;
 use crate::io::storage::{is_url, OutputPrefix, SUCCESS};
 
 /// Rows per row group of the files neardup writes.
@@ -216,10 +217,16 @@ impl Staging {
         Ok(parent.join(format!(".{}.neardup-staging", name.to_string_lossy())))
     }
 
-    /// The staging of a job's output: the leader (process 0) creates it
-    /// ([`Self::create`]) and has it removed if the job aborts; the other
-    /// processes have none.
-    pub(crate) fn for_job(target: &Path, overwrite: bool, leader: bool) -> Result<Option<Staging>> {
+    /// The staging of a job's output, which may not overlap what the job
+    /// `reads`: the leader (process 0) creates it ([`Self::create`]) and has
+    /// it removed if the job aborts; the other processes have none.
+    pub(crate) fn for_job<'a>(
+        target: &Path,
+        overwrite: bool,
+        leader: bool,
+        reads: impl IntoIterator<Item = &'a String>,
+    ) -> Result<Option<Staging>> {
+        refuse_output_over_inputs(target, reads)?;
         if !leader {
             return Ok(None);
         }

@@ -91,3 +91,110 @@ pub(super) fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathB
     }
     Ok(())
 }
+
+/// Refuses an output that is one of `inputs`, holds one, or lies inside an
+/// input directory (or one a glob reaches into): `--overwrite` would delete
+/// the input, and the next run would read the output as input.
+pub(crate) fn refuse_output_over_inputs<'a>(
+    out: &Path,
+    inputs: impl IntoIterator<Item = &'a String>,
+) -> Result<()> {
+    let shown = out.display();
+    let out = place(&out.to_string_lossy());
+    for spec in inputs {
+        if overlaps(&out, spec) {
+            bail!("{shown}: the output overlaps the input {spec}; give it a path of its own");
+        }
+    }
+    Ok(())
+}
+
+/// Whether one of the two places is the other or lies inside it.
+pub(crate) fn nested(a: &Path, b: &Path) -> bool {
+    let (a, b) = (place(&a.to_string_lossy()), place(&b.to_string_lossy()));
+    within(&a, &b) || within(&b, &a)
+}
+
+/// Whether the output at `out` (a [`place`]) and the input `spec` overlap.
+fn overlaps(out: &str, spec: &str) -> bool {
+    let Some(glob_at) = spec.find(['*', '?', '[']) else {
+        let input = place(spec);
+        return within(&input, out) || within(out, &input);
+    };
+    let literal = spec[..glob_at]
+        .rfind('/')
+        .map_or("", |slash| &spec[..slash]);
+    let input = place(if literal.is_empty() { "." } else { literal });
+    if within(&input, out) {
+        return true;
+    }
+    // Below the literal part, the glob reaches `out` (or inside it) when
+    // each of its parts matches `out`'s part at the same depth.
+    let Some(below) = out.strip_prefix(&input).and_then(|b| b.strip_prefix('/')) else {
+        return false;
+    };
+    let pattern = spec[literal.len()..].trim_start_matches('/');
+    pattern
+        .split('/')
+        .zip(below.split('/'))
+        .all(|(part, name)| part == "**" || glob::Pattern::new(part).is_ok_and(|p| p.matches(name)))
+}
+
+/// Whether `inner` is `outer` or lies inside it; both are [`place`]s.
+fn within(inner: &str, outer: &str) -> bool {
+    inner
+        .strip_prefix(outer)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// A path or URL as one comparable string without a trailing `/`: a URL as
+/// given, a local path made absolute with the part that exists resolved
+/// (symlinks included), so `out`, `./out/` and a link to it are one place.
+fn place(spec: &str) -> String {
+    let text = match is_url(spec) {
+        true => spec.to_string(),
+        false => resolved(Path::new(spec)).to_string_lossy().into_owned(),
+    };
+    text.trim_end_matches('/').to_string()
+}
+
+/// `path` made absolute, its longest existing ancestor canonicalized.
+fn resolved(path: &Path) -> PathBuf {
+    let absolute = clean(&std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()));
+    let mut existing = absolute.as_path();
+    let mut missing = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return missing.iter().rev().fold(real, |p, name| p.join(name));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name);
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
+}
+
+/// `a/b/../c` as `a/c`, lexically: a job spec's paths name directories,
+/// not symlinks to climb, and messages show paths as the user means them.
+pub(crate) fn clean(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
