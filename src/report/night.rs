@@ -362,6 +362,8 @@ struct Largest {
     cluster_of: HashMap<i64, i64>,
     dropped: HashMap<i64, Vec<SampleDrop>>,
     dropped_count: HashMap<i64, u64>,
+    /// Every remembered member that is dropped, sampled or not.
+    dropped_members: HashSet<i64>,
     urls: HashMap<i64, Option<String>>,
 }
 
@@ -390,6 +392,20 @@ impl Largest {
         }
     }
 
+    /// A row of `drop/`: counted, and sampled, when its page is a
+    /// remembered member.
+    fn see_drop(&mut self, drop: SampleDrop) {
+        let Some(&cluster) = self.cluster_of.get(&drop.page.id) else {
+            return;
+        };
+        *self.dropped_count.entry(cluster).or_default() += 1;
+        self.dropped_members.insert(drop.page.id);
+        let sample = self.dropped.entry(cluster).or_default();
+        if sample.len() < SAMPLES {
+            sample.push(drop);
+        }
+    }
+
     /// After the clusters' pass: which cluster each remembered member is in.
     fn index_members(&mut self) {
         for (&cluster, members) in &self.members {
@@ -402,9 +418,8 @@ impl Largest {
     /// The ids whose URLs the samples show.
     fn sample_ids(&self) -> HashSet<i64> {
         let mut ids: HashSet<i64> = self.members.keys().copied().collect();
-        for (cluster, members) in &self.members {
-            let dropped = self.dropped.get(cluster);
-            ids.extend(kept_members(members, dropped).take(SAMPLES));
+        for (&cluster, members) in &self.members {
+            ids.extend(kept_members(cluster, members, &self.dropped_members).take(SAMPLES));
         }
         for drops in self.dropped.values() {
             ids.extend(drops.iter().flat_map(|d| [d.page.id, d.keep.id]));
@@ -428,7 +443,7 @@ impl Largest {
                     representative: url(cluster),
                     size,
                     dropped: self.dropped_count.get(&cluster).copied().unwrap_or(0),
-                    kept_sample: kept_members(members, dropped)
+                    kept_sample: kept_members(cluster, members, &self.dropped_members)
                         .take(SAMPLES)
                         .map(url)
                         .collect(),
@@ -448,17 +463,18 @@ impl Largest {
     }
 }
 
-/// The members of a cluster that are not among its sampled drops, the
-/// representative first.
+/// The members of a cluster that are not dropped, the representative
+/// (`cluster`) first.
 fn kept_members<'a>(
+    cluster: i64,
     members: &'a [i64],
-    dropped: Option<&'a Vec<SampleDrop>>,
+    dropped: &'a HashSet<i64>,
 ) -> impl Iterator<Item = i64> + 'a {
-    let dropped: HashSet<i64> = dropped.into_iter().flatten().map(|d| d.page.id).collect();
-    members
+    let others = members
         .iter()
         .copied()
-        .filter(move |id| !dropped.contains(id))
+        .filter(move |&id| id != cluster && !dropped.contains(&id));
+    std::iter::once(cluster).chain(others)
 }
 
 /// Clusters by size, and the largest clusters with their members.
@@ -506,22 +522,15 @@ fn read_drops(dir: &Path, largest: &mut Largest, rows: &AtomicU64) -> Result<Has
         for r in 0..batch.num_rows() {
             let id = ids.value(r);
             dropped.insert(id);
-            let Some(&cluster) = largest.cluster_of.get(&id) else {
-                continue;
-            };
-            *largest.dropped_count.entry(cluster).or_default() += 1;
-            let sample = largest.dropped.entry(cluster).or_default();
-            if sample.len() < SAMPLES {
-                sample.push(SampleDrop {
-                    page: SamplePage { id, url: None },
-                    keep: SamplePage {
-                        id: keeps.value(r),
-                        url: None,
-                    },
-                    distance: distances.is_valid(r).then(|| distances.value(r)),
-                    wide_distance: wides.and_then(|w| w.is_valid(r).then(|| w.value(r))),
-                });
-            }
+            largest.see_drop(SampleDrop {
+                page: SamplePage { id, url: None },
+                keep: SamplePage {
+                    id: keeps.value(r),
+                    url: None,
+                },
+                distance: distances.is_valid(r).then(|| distances.value(r)),
+                wide_distance: wides.and_then(|w| w.is_valid(r).then(|| w.value(r))),
+            });
         }
         rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
         Ok(())
@@ -654,5 +663,34 @@ mod tests {
         for Reverse((size, cluster)) in &largest.heap {
             assert_eq!(largest.members[cluster].len() as u64, *size);
         }
+    }
+
+    #[test]
+    fn the_kept_sample_holds_no_dropped_page_sampled_or_not() {
+        // One cluster of 14: its representative 50 (met last), 13 drops
+        // (more than the samples), and a second cluster whose pages stay.
+        let mut largest = Largest::default();
+        let rows = (1..=13)
+            .map(|id| (id, 50, 14))
+            .chain([(50, 50, 14), (60, 60, 2), (61, 60, 2)]);
+        for (id, cluster, size) in rows {
+            largest.see(id, cluster, size);
+        }
+        largest.index_members();
+        let page = |id| SamplePage { id, url: None };
+        for id in 1..=13 {
+            largest.see_drop(SampleDrop {
+                page: page(id),
+                keep: page(50),
+                distance: Some(0),
+                wide_distance: None,
+            });
+        }
+        let clusters = largest.into_clusters();
+        let kept = |c: &LargeCluster| c.kept_sample.iter().map(|p| p.id).collect::<Vec<_>>();
+        assert_eq!((clusters[0].size, clusters[0].dropped), (14, 13));
+        assert_eq!(clusters[0].dropped_sample.len(), SAMPLES);
+        assert_eq!(kept(&clusters[0]), [50]);
+        assert_eq!(kept(&clusters[1]), [60, 61]);
     }
 }
