@@ -46,7 +46,7 @@ use crate::cluster::ClusterJobOptions;
 use crate::exec::logging::resident_mib;
 use crate::exec::parallel::Tickets;
 use crate::exec::progress::StepCounters;
-use crate::exec::runtime::{self, Failure};
+use crate::exec::runtime::{self, Failure, Terms};
 use crate::io::commit::{await_outcome, gather_and_commit, report_when_done, Commit};
 use crate::io::commit::{Merge, OutcomeSlot, Report};
 use crate::io::parquet::pages::PagesTable;
@@ -87,13 +87,17 @@ const WRITING: usize = 4;
 /// Runs the dataflow on this process's workers, joined to the rest of the
 /// cluster, and waits until worker 0 has committed (with `commit`, given on
 /// process 0 only) or refused to. Returns the job's totals.
-pub(crate) fn run(job: Arc<Job>, commit: Option<Commit<ClusterTotals>>) -> Result<ClusterTotals> {
+pub(crate) fn run(
+    job: Arc<Job>,
+    terms: &Terms,
+    commit: Option<Commit<ClusterTotals>>,
+) -> Result<ClusterTotals> {
     let failure = Arc::new(Failure::default());
     let outcome = Arc::new(OutcomeSlot::default());
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
         let runtime = job.opts.runtime.clone();
-        runtime::execute(&runtime, move |worker| {
+        runtime::execute(&runtime, terms, move |worker| {
             let ends = Ends {
                 state: Rc::new(RefCell::new(Report::<ClusterTotals>::new(worker.index()))),
                 failure: failure.clone(),

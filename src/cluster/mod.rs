@@ -50,7 +50,7 @@ use crate::cluster::read_pairs::ProcessUnits;
 use crate::cluster::summary::{ClusterSummary, ClusterTotals};
 use crate::exec::parallel::{lock, Tickets};
 use crate::exec::progress::StepsProgress;
-use crate::exec::runtime::RuntimeOptions;
+use crate::exec::runtime::{RuntimeOptions, Terms};
 use crate::io::commit::commit_staging;
 use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
 use crate::io::parquet::output::Staging;
@@ -131,6 +131,18 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
             summary_of(&opts, totals)
         })
     };
+    let pair_units: Vec<(String, usize, usize)> = units
+        .iter()
+        .map(|unit| (unit.path.to_string(), unit.row_group, unit.rows))
+        .collect();
+    let terms = Terms::new("cluster", &opts.runtime)
+        .with("--keep-by", &opts.keep_by)
+        .with("--drop-policy", opts.drop_policy)
+        .with("--parts", opts.parts)
+        .with("--max-cluster-size", opts.max_cluster_size)
+        .with("--out", &opts.out)
+        .with("pairs", pair_units)
+        .with("pages", (&opts.pages, pages_rows));
     let job = Arc::new(Job {
         opts: opts.clone(),
         total_pairs: units.iter().map(|unit| unit.rows as u64).sum(),
@@ -149,7 +161,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         dataflow::STEPS,
         job.counters.clone(),
     );
-    let totals = dataflow::run(job, commit);
+    let totals = dataflow::run(job, &terms, commit);
     progress.finish();
     let totals = totals?;
     if let Some(summary) = lock(&written).take() {

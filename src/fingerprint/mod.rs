@@ -27,7 +27,7 @@ use crate::exec::parallel::lock;
 use crate::exec::progress::TextCounters;
 use crate::exec::progress::{human, BytesProgress};
 use crate::exec::runtime::Failure;
-use crate::exec::runtime::{self, RuntimeOptions};
+use crate::exec::runtime::{self, RuntimeOptions, Terms};
 use crate::fingerprint::crawl::html::PageText;
 use crate::fingerprint::crawl::{BadRecord, Format, TextFields};
 use crate::fingerprint::dataflow::{
@@ -214,13 +214,23 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
             summarize(results.0.clone(), &opts, started.elapsed().as_secs_f64())
         })
     };
+    let files: Vec<(String, u64)> = inputs
+        .iter()
+        .map(|(file, _, bytes)| (file.to_string(), *bytes))
+        .collect();
+    let terms = Terms::new("fingerprint", &opts.runtime)
+        .with("--format", opts.format)
+        .with("fields", &opts.fields)
+        .with("--scheme", opts.scheme)
+        .with("--out", &opts.out)
+        .with("inputs", files);
     let failure = Arc::new(Failure::default());
     let outcome = Arc::new(OutcomeSlot::default());
     let job = Arc::new((inputs, opts.clone(), dir));
     crate::fingerprint::simhash::prepare_han_segmentation(&opts.scheme.simhash);
     let guards = {
         let (failure, outcome, counters) = (failure.clone(), outcome.clone(), counters.clone());
-        runtime::execute(&opts.runtime, move |worker| {
+        runtime::execute(&opts.runtime, &terms, move |worker| {
             let (me, peers) = (worker.index(), worker.peers());
             let (job, counters) = (job.clone(), counters.clone());
             let (commit, outcome) = (commit.clone(), outcome.clone());

@@ -44,7 +44,7 @@ use timely::dataflow::operators::generic::operator::source;
 
 use crate::exec::progress::Counters;
 use crate::exec::runtime::Failure;
-use crate::exec::runtime::{self, RuntimeOptions};
+use crate::exec::runtime::{self, RuntimeOptions, Terms};
 use crate::io::commit::{
     await_outcome, gather_and_commit, report_when_done, Commit, FinalStage, Merge, OutcomeSlot,
     Report,
@@ -153,6 +153,7 @@ impl Merge for MatchTotals {
 pub(crate) fn run(
     job: Arc<Job>,
     cluster: &RuntimeOptions,
+    terms: &Terms,
     counters: Arc<Counters>,
     commit: Option<Commit<MatchTotals>>,
 ) -> Result<MatchTotals> {
@@ -160,7 +161,7 @@ pub(crate) fn run(
     let outcome = Arc::new(OutcomeSlot::default());
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
-        runtime::execute(cluster, move |worker| {
+        runtime::execute(cluster, terms, move |worker| {
             let index = worker.index();
             let peers = worker.peers();
             let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());

@@ -21,7 +21,7 @@ use crate::exec::parallel::lock;
 use crate::exec::parallel::{in_parallel, Tickets};
 use crate::exec::progress::Counters;
 use crate::exec::progress::{human, ScanProgress};
-use crate::exec::runtime::RuntimeOptions;
+use crate::exec::runtime::{RuntimeOptions, Terms};
 use crate::io::commit::commit_staging;
 use crate::io::pairs::Parts;
 use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, FingerprintFile, Unit};
@@ -233,6 +233,17 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         started,
         scan_started: Instant::now(),
     }));
+    let terms = Terms::new("match", &opts.runtime)
+        .with("-k", opts.k)
+        .with("--self", opts.self_join)
+        .with("--parts", opts.parts)
+        .with("--blocks", opts.blocks)
+        .with("--table-memory-mib", opts.table_memory)
+        .with("--verify-threshold", inputs.verify_threshold)
+        .with("columns", &opts.columns)
+        .with("--out", &opts.out)
+        .with("queries", files_and_rows(&inputs.query_files))
+        .with("corpus", files_and_rows(&inputs.corpus_files));
     let mine = process_units(&units, opts.runtime.processes, opts.runtime.process);
     let local_rows = mine.iter().map(|&u| units[u].unit.rows).sum();
     let local_units = mine.len() as u64;
@@ -257,7 +268,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
             lock(&summary).finish(&opts, *totals)
         })
     };
-    let result = dataflow::run(job, &opts.runtime, counters, commit);
+    let result = dataflow::run(job, &opts.runtime, &terms, counters, commit);
     progress.finish();
     let totals = result?;
     let committed = lock(&written).take();
@@ -266,6 +277,14 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
 
 /// The fingerprint files of B and F, their units, and what their schemes
 /// decide.
+/// Each file's path and rows, which every process must see alike.
+fn files_and_rows(files: &[FingerprintFile]) -> Vec<(String, u64)> {
+    files
+        .iter()
+        .map(|f| (f.path.to_string(), f.rows()))
+        .collect()
+}
+
 struct Inputs {
     query_files: Vec<FingerprintFile>,
     query_units: Vec<Unit>,

@@ -686,3 +686,71 @@ fn a_slow_but_live_peer_does_not_trip_the_peer_timeout() {
     assert!(output.status.success());
     assert_eq!(data_files(&out), data_files(&single));
 }
+
+/// Processes started with different settings or inputs would each do their
+/// share of a different job: each stops before the dataflow, on one line
+/// naming the setting, and nothing is written.
+#[test]
+fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let fewer = dir.path().join("fewer");
+    std::fs::create_dir(&fewer).unwrap();
+    std::fs::copy(
+        Path::new(&c).join("shard-000.parquet"),
+        fewer.join("shard-000.parquet"),
+    )
+    .unwrap();
+    let pairs = dir.path().join("pairs").display().to_string();
+    run_ok(&["match", "--queries", &q, "--self", "--out", &pairs]);
+    let out = dir.path().join("out");
+    let base = match_args(&q, Some(&c), &out, true);
+    let with = |extra: &[&str]| [base.clone(), strings(extra)].concat();
+    let fewer = fewer.display().to_string();
+    let parts_2: Vec<String> = base
+        .iter()
+        .map(|a| if a == "3" { "2".into() } else { a.clone() })
+        .collect();
+    let cases: Vec<(Vec<String>, Vec<String>, &str)> = vec![
+        (with(&["-k", "3"]), with(&["-k", "4"]), "-k: "),
+        (base.clone(), parts_2, "--parts: "),
+        (
+            base.clone(),
+            match_args(&q, Some(&fewer), &out, true),
+            "corpus: ",
+        ),
+        (
+            base.clone(),
+            strings(&[
+                "cluster",
+                "--pairs",
+                &pairs,
+                "--out",
+                &out.display().to_string(),
+            ]),
+            "stage: ",
+        ),
+    ];
+    for (first, second, needle) in cases {
+        let hosts = hostfile(dir.path(), 2);
+        let children = [
+            spawn(&first, &hosts, 0, 1, &[]),
+            spawn(&second, &hosts, 1, 1, &[]),
+        ];
+        for (i, child) in children.into_iter().enumerate() {
+            let output = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(
+                output.status.code(),
+                Some(1),
+                "{needle}, process {i}: {stderr}"
+            );
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{needle}: {stderr}");
+            assert!(stderr.contains("was started with another job"), "{stderr}");
+            assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
+        }
+        assert!(!out.exists(), "{needle}: an output was written");
+        let staging = dir.path().join(".out.neardup-staging");
+        assert!(!staging.exists(), "{needle}: staging left behind");
+    }
+}
