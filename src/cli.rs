@@ -101,7 +101,7 @@ pub struct ClusterCommandArgs {
     /// Which page of a cluster is kept: keys in order, each breaking the
     /// ties of the one before, then the smallest id. Keys: corpus (first
     /// only), earliest, latest, canonical-url, longest, column:NAME:asc|desc
-    /// [default: corpus,earliest,canonical-url with --pages, else the
+    /// [default: corpus,canonical-url,earliest with --pages, else the
     /// smallest id]
     #[arg(long, value_name = "KEY,...")]
     pub(crate) keep_by: Option<String>,

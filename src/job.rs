@@ -248,7 +248,7 @@ pub(crate) struct Job {
 
 /// The cluster stage's options from `[cluster]`: its pages table is the
 /// night's fingerprints (`match`'s queries) unless `pages` names one. The
-/// keys default to `corpus,earliest,canonical-url` when the job
+/// keys default to `corpus,canonical-url,earliest` when the job
 /// fingerprints the night (its shards have those columns), else to the
 /// corpus alone; `corpus_wins = false` leaves the corpus key out.
 fn cluster_options(
@@ -264,7 +264,7 @@ fn cluster_options(
     o.keep_by = match (&c.keep_by, c.corpus_wins) {
         (Some(_), Some(_)) => bail!("give keep_by or corpus_wins, not both"),
         (Some(keys), None) => KeepOrder::parse(&keys.join(","))?,
-        (None, Some(false)) if with_pages => KeepOrder::parse("earliest,canonical-url")?,
+        (None, Some(false)) if with_pages => KeepOrder::parse("canonical-url,earliest")?,
         (None, _) if with_pages => KeepOrder::default_with_pages(),
         (None, corpus_wins) => KeepOrder::without_pages(corpus_wins.unwrap_or(true)),
     };

@@ -19,7 +19,7 @@
 //! same wherever it is seen: the words of two pages from different
 //! processes compare as the pages' keys do.
 //!
-//! Without `--keep-by`, the order is `corpus,earliest,canonical-url` when
+//! Without `--keep-by`, the order is `corpus,canonical-url,earliest` when
 //! a pages table is given, else the smallest id alone (or `corpus` first
 //! with `--corpus-wins`). A page with several rows in the table keeps its
 //! least words, whichever row came first. A page's words are held beside
@@ -224,10 +224,11 @@ impl KeepOrder {
     }
 
     /// The order when a pages table is given and no keys are: corpus pages
-    /// first, then the earliest fetched, then the most canonical URL.
+    /// first, then the most canonical URL, then the earliest fetched (fetch
+    /// times rarely tie, so a key after them would rarely be read).
     pub fn default_with_pages() -> KeepOrder {
         KeepOrder {
-            keys: vec![KeepKey::Corpus, KeepKey::Earliest, KeepKey::CanonicalUrl],
+            keys: vec![KeepKey::Corpus, KeepKey::CanonicalUrl, KeepKey::Earliest],
         }
     }
 
@@ -343,10 +344,11 @@ impl fmt::Display for KeepOrder {
 }
 
 /// A key of `canonical-url` as one word, least first: the scheme (https,
-/// http, any other) in the top two bits, then whether there is a query
-/// string, then the path's segments (ten bits), then the URL's length in
-/// bytes (nineteen bits); segments and lengths beyond their bits count as
-/// the most they hold.
+/// http, any other) in the top two bits, then whether the URL is a
+/// [variant](is_variant) of a page, then whether there is a query string,
+/// then the path's segments (nine bits), then the URL's length in bytes
+/// (nineteen bits); segments and lengths beyond their bits count as the
+/// most they hold.
 pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let (scheme, rest) = match url.split_once("://") {
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (0, rest),
@@ -354,15 +356,57 @@ pub(crate) fn canonical_url_key(url: &str) -> u32 {
         Some((_, rest)) => (2, rest),
         None => (2, url),
     };
-    let before_fragment = rest.split('#').next().unwrap_or("");
-    let (address, query) = match before_fragment.split_once('?') {
-        Some((address, _)) => (address, 1),
-        None => (before_fragment, 0),
+    let (before_fragment, fragment) = match rest.split_once('#') {
+        Some((before, _)) => (before, true),
+        None => (rest, false),
     };
-    let path = address.split_once('/').map_or("", |(_, path)| path);
-    let segments = path.split('/').filter(|s| !s.is_empty()).count().min(1023) as u32;
+    let (address, query) = match before_fragment.split_once('?') {
+        Some((address, query)) => (address, Some(query)),
+        None => (before_fragment, None),
+    };
+    let (host, path) = address.split_once('/').unwrap_or((address, ""));
+    let variant = fragment || is_variant(host, path, query.unwrap_or(""));
+    let segments = path.split('/').filter(|s| !s.is_empty()).count().min(511) as u32;
     let length = url.len().min((1 << 19) - 1) as u32;
-    scheme << 30 | query << 29 | segments << 19 | length
+    scheme << 30 | (variant as u32) << 29 | (query.is_some() as u32) << 28 | segments << 19 | length
+}
+
+/// Host prefixes of a site's mobile or AMP copy.
+const VARIANT_HOSTS: &[&str] = &["m.", "mobile.", "amp.", "print."];
+
+/// Path segments and query keys of a page's AMP, print or mobile view.
+const VARIANT_PARTS: &[&str] = &["amp", "print", "printable", "mobile"];
+
+/// A directory's default page, the same page as the directory itself.
+const INDEX_PAGES: &[&str] = &[
+    "index.html",
+    "index.htm",
+    "index.php",
+    "index.asp",
+    "default.aspx",
+    "default.asp",
+    "default.htm",
+];
+
+/// Whether a URL names another view of a page (mobile, AMP, print) or a
+/// directory's default page by name: such URLs come after the page's own.
+fn is_variant(host: &str, path: &str, query: &str) -> bool {
+    let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+    let is = |part: &str, names: &[&str]| names.iter().any(|n| part.eq_ignore_ascii_case(n));
+    // The prefix must leave a domain of two labels: `m.org` is a site.
+    let variant_host = VARIANT_HOSTS.iter().any(|prefix| {
+        let (start, rest) = host.split_at_checked(prefix.len()).unwrap_or(("", ""));
+        start.eq_ignore_ascii_case(prefix) && rest.contains('.')
+    });
+    let mut segments = path.split('/').filter(|s| !s.is_empty());
+    let last = path.rsplit('/').next().unwrap_or("");
+    let mut query_keys = query
+        .split('&')
+        .map(|pair| pair.split('=').next().unwrap_or(""));
+    variant_host
+        || segments.any(|segment| is(segment, VARIANT_PARTS))
+        || is(last, INDEX_PAGES)
+        || query_keys.any(|key| is(key, VARIANT_PARTS))
 }
 
 fn is_numeric(data_type: &DataType) -> bool {
@@ -479,7 +523,7 @@ mod tests {
         assert_eq!(order.columns(), vec!["fetch_time", "url", "q"]);
         assert_eq!(
             KeepOrder::default_with_pages().to_string(),
-            "corpus,earliest,canonical-url"
+            "corpus,canonical-url,earliest"
         );
     }
 
@@ -503,13 +547,18 @@ mod tests {
     }
 
     #[test]
-    fn canonical_urls_rank_by_scheme_then_query_then_segments_then_length() {
+    fn canonical_urls_rank_by_scheme_then_variant_then_query_then_segments_then_length() {
         let ranked = [
             "https://a.org/x/y",
             "https://a.org/x/yy",
             "https://a.org/x/y/z",
             "https://a.org/x/y/z/",
             "https://a.org/?s=1",
+            "https://m.a.org/x",
+            "https://a.org/x#comments",
+            "https://a.org/amp/x",
+            "https://a.org/x/index.html",
+            "https://a.org/x?print=1",
             "http://a.org/",
             "http://a.org/x?utm_source=feed",
             "ftp://a.org/",
@@ -518,9 +567,35 @@ mod tests {
         let keys: Vec<u32> = ranked.iter().map(|url| canonical_url_key(url)).collect();
         assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{keys:?}");
         assert!(canonical_url_key("https://a.org/x/y") < canonical_url_key("https://a.org/x/y/z"));
+        // Each view of a page comes after the page's own URL.
+        for (page, view) in [
+            ("https://www.a.org/news/story", "https://m.a.org/news/story"),
+            ("https://a.org/news/story", "https://a.org/news/story/amp"),
+            ("https://a.org/news/story", "https://a.org/print/news/story"),
+            ("https://a.org/news/", "https://a.org/news/index.html"),
+            ("https://a.org/news/", "https://a.org/news/Default.aspx"),
+            ("https://a.org/story", "https://a.org/story#history"),
+            ("https://a.org/p?id=5", "https://a.org/p?id=5&print=1"),
+            ("https://a.org/p?id=5", "https://a.org/p?amp&id=5"),
+        ] {
+            assert!(
+                canonical_url_key(page) < canonical_url_key(view),
+                "{page} {view}"
+            );
+        }
+        // Names that merely begin like a view are no views.
+        for page in [
+            "https://mail.a.org/x",
+            "https://a.org/amplifiers/x",
+            "https://a.org/printers",
+            "https://a.org/x?printer=1",
+            "https://m.org/x",
+        ] {
+            assert_eq!(canonical_url_key(page) >> 29 & 1, 0, "{page}");
+        }
         // A trailing slash or a fragment adds no segment; the scheme's case
         // does not matter.
-        let segments = |url| canonical_url_key(url) >> 19 & 1023;
+        let segments = |url| canonical_url_key(url) >> 19 & 511;
         assert_eq!(segments("https://a.org/x/y/"), 2);
         assert_eq!(segments("HTTPS://a.org/x/y#z/w"), 2);
         assert_eq!(canonical_url_key("HTTPS://a.org/") >> 30, 0);

@@ -1685,3 +1685,79 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
         }
     }
 }
+
+/// The default keys keep the page a crawl engineer would keep when each
+/// copy was fetched before its original: the https page, not its mobile,
+/// AMP, print, tracking or `index.html` view; and one pair (1 drop) in a
+/// part of its own finishes (its id table once had no empty slot).
+#[test]
+fn the_default_keys_keep_the_original_over_a_view_fetched_earlier() {
+    let dir = tempfile::tempdir().unwrap();
+    let originals_and_views = [
+        (
+            "https://news.example/2026/story",
+            "http://news.example/2026/story",
+        ),
+        (
+            "https://news.example/story",
+            "https://news.example/story?utm_source=feed",
+        ),
+        (
+            "https://www.news.example/story",
+            "https://m.news.example/story",
+        ),
+        (
+            "https://news.example/story",
+            "https://news.example/amp/story",
+        ),
+        (
+            "https://news.example/story",
+            "https://news.example/story/print",
+        ),
+        (
+            "https://news.example/guide/",
+            "https://news.example/guide/index.html",
+        ),
+        (
+            "https://news.example/p?id=7",
+            "https://news.example/p?id=7&print=1",
+        ),
+        (
+            "https://news.example/faq",
+            "https://news.example/faq#shipping",
+        ),
+    ];
+    let mut rows = Vec::new();
+    let mut edges = Vec::new();
+    for (i, (original, view)) in originals_and_views.iter().enumerate() {
+        let (o, v) = (100 + 2 * i as i64, 101 + 2 * i as i64);
+        edges.push((o, v, true));
+        let row = |id, url: &str, fetched: i64| PageRow {
+            id,
+            fetch_time: Some(1_700_000_000_000_000 + fetched),
+            url: Some(url.to_string()),
+            n_chars: 1000,
+            quality: None,
+        };
+        rows.push(row(o, original, 5_000_000));
+        rows.push(row(v, view, 1_000_000));
+    }
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 2);
+    let pages = write_pages(&dir.path().join("pages"), &rows, 2);
+    for parts in [1, 16] {
+        let out = dir.path().join(format!("out-{parts}"));
+        let mut opts = options(&pairs, &out, false, DropPolicy::Direct, 2, parts);
+        opts.pages = vec![pages.clone()];
+        opts.keep_by = KeepOrder::default_with_pages();
+        run_cluster(&opts).unwrap();
+        let (_, drops) = read_output(&out);
+        let dropped: HashSet<i64> = drops.iter().map(|d| d.0).collect();
+        let views: HashSet<i64> = (0..originals_and_views.len() as i64)
+            .map(|i| 101 + 2 * i)
+            .collect();
+        assert_eq!(
+            dropped, views,
+            "{parts} parts: every view dropped, no original"
+        );
+    }
+}
