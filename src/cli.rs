@@ -497,6 +497,7 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
         None => count_distinct_fingerprints(&args.queries, &args.columns.columns())?,
     };
     let (kernel, why) = Kernel::choose(args.kernel)?;
+    design::check_blocks(stored, args.k, args.blocks, args.table_memory_mib << 20)?;
     let plan = design::plan(
         stored,
         args.k,

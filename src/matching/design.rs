@@ -31,6 +31,7 @@
 //! *owner*, the first table whose key bits all agree ([`Design::owner`]),
 //! so exactly once.
 
+use anyhow::{bail, Result};
 use serde::Serialize;
 
 /// Bits in a fingerprint.
@@ -402,6 +403,36 @@ pub fn plan(
         }
     };
     Plan { design, considered }
+}
+
+/// The most tables `--blocks` may ask for: the planner never considers more
+/// than 4096, and each table costs a probe of every corpus row.
+const MAX_TABLES: u64 = 1 << 16;
+
+/// Refuses `--blocks m` when its tables' entries alone exceed the memory
+/// budget: `C(m, k)` grows fast (64 blocks at k = 5 make 7.6M tables), and
+/// building such a design would exhaust the machine before any error.
+pub(crate) fn check_blocks(stored: u64, k: u32, forced_m: Option<u32>, budget: u64) -> Result<()> {
+    let Some(m) = forced_m else {
+        return Ok(());
+    };
+    let tables = tables_for(m, k);
+    if tables > MAX_TABLES {
+        bail!(
+            "--blocks {m}: {tables} tables at k = {k}, more than {MAX_TABLES}; give fewer blocks"
+        );
+    }
+    let least = tables
+        .saturating_mul(stored.max(1))
+        .saturating_mul(ENTRY_BYTES);
+    if least > budget {
+        bail!(
+            "--blocks {m}: {tables} tables of {stored} fingerprints need at least {} MiB, more than --table-memory-mib {}; give fewer blocks or more memory",
+            least >> 20,
+            budget >> 20
+        );
+    }
+    Ok(())
 }
 
 /// Number of tables for `m` blocks and threshold `k`: `C(m, k)`.

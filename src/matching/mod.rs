@@ -333,8 +333,10 @@ impl Inputs {
 /// and the parts B's ids split the output into.
 fn build_tables(opts: &MatchOptions, queries: QuerySet) -> Result<(Index, Parts)> {
     let (kernel, why) = Kernel::choose(opts.kernel)?;
+    let stored = queries.groups() as u64;
+    design::check_blocks(stored, opts.k, opts.blocks, opts.table_memory)?;
     let plan = design::plan(
-        queries.groups() as u64,
+        stored,
         opts.k,
         opts.table_memory,
         opts.blocks,

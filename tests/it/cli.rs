@@ -199,6 +199,24 @@ fn k_out_of_range_is_refused() {
     );
     assert_fails(
         dir.path(),
+        &["--queries", &good, "--self", "-k", "5", "--blocks", "64"],
+        "7624512 tables at k = 5, more than 65536",
+    );
+    assert_fails(
+        dir.path(),
+        &[
+            "--queries",
+            &good,
+            "--self",
+            "--blocks",
+            "40",
+            "--table-memory-mib",
+            "1",
+        ],
+        "more than --table-memory-mib 1",
+    );
+    assert_fails(
+        dir.path(),
         &["--queries", &good, "--self", "--pair-memory-mib", "0"],
         "--pair-memory-mib 0 leaves no memory for pairs",
     );
