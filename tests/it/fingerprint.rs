@@ -825,6 +825,26 @@ fn parquet_time_columns_of_timestamps_or_strings_give_fetch_times_and_bad_ones_a
         assert!(stderr.contains(&needle), "{stderr}");
         assert!(!out.exists(), "{column}");
     }
+    // An id or URL column named on the command line must be there: a typo
+    // would give every page a URL hash for an id, or no URL.
+    for flag in ["--id-field", "--url-field"] {
+        let out = dir.path().join("fp-typo");
+        let result = neardup(&[
+            "fingerprint",
+            "--input",
+            &input,
+            "--out",
+            out.to_str().unwrap(),
+            flag,
+            "doc_idd",
+        ]);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{flag}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        let needle = format!("{input}: no column `doc_idd` ({flag})");
+        assert!(stderr.contains(&needle), "{stderr}");
+        assert!(!out.exists(), "{flag}");
+    }
 }
 
 /// The columns of a shard up to `n_chars`: the document and its

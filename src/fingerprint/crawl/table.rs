@@ -41,6 +41,17 @@ pub(crate) fn read(
         find(&fields.text).ok_or_else(|| anyhow!("{shown}: no text column `{}`", fields.text))?;
     let id_index = find(&fields.id);
     let url_index = find(&fields.url);
+    // A column named other than the default was asked for: its absence is
+    // a typo, which would give every page a URL hash or no URL.
+    let defaults = TextFields::default();
+    for (index, name, default, flag) in [
+        (id_index, &fields.id, &defaults.id, "--id-field"),
+        (url_index, &fields.url, &defaults.url, "--url-field"),
+    ] {
+        if index.is_none() && name != default {
+            bail!("{shown}: no column `{name}` ({flag})");
+        }
+    }
     if id_index.is_none() && url_index.is_none() {
         bail!(
             "{shown}: neither an id column `{}` nor a url column `{}`",
