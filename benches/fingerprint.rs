@@ -13,6 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use neardup::fingerprint::crawl::http::HttpBodies;
 use neardup::fingerprint::crawl::{warc, Record};
 use neardup::fingerprint::simhash::{fingerprint, Features, ScriptRule, SimhashOptions};
 use neardup::io::storage::Location;
@@ -30,21 +31,25 @@ fn main() {
     };
     let mut english = Vec::new();
     let mut chinese = Vec::new();
-    warc::read(&Location::Local(sample), &mut |record, _| {
-        if let Record::Document(doc) = record {
-            let han = doc
-                .text
-                .chars()
-                .filter(|c| ('\u{4e00}'..='\u{9fff}').contains(c))
-                .count();
-            if han * 10 > doc.text.chars().count() {
-                chinese.push(doc.text);
-            } else {
-                english.push(doc.text);
+    warc::read(
+        &Location::Local(sample),
+        HttpBodies::Decoded,
+        &mut |record, _| {
+            if let Record::Document(doc) = record {
+                let han = doc
+                    .text
+                    .chars()
+                    .filter(|c| ('\u{4e00}'..='\u{9fff}').contains(c))
+                    .count();
+                if han * 10 > doc.text.chars().count() {
+                    chinese.push(doc.text);
+                } else {
+                    english.push(doc.text);
+                }
             }
-        }
-        Ok(())
-    })
+            Ok(())
+        },
+    )
     .expect("read the crawl sample");
     let options = [
         (

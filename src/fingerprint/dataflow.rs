@@ -43,6 +43,7 @@ use timely::scheduling::{Activator, SyncActivator};
 use crate::exec::progress::TextCounters;
 use crate::exec::runtime::Failure;
 use crate::fingerprint::crawl::html;
+use crate::fingerprint::crawl::http::HttpBodies;
 use crate::fingerprint::crawl::{read_file, BadRecord, Document, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{fingerprint_page, fingerprint_with};
@@ -180,6 +181,7 @@ pub(crate) fn read_documents<'scope>(
     scope: Scope<'scope, u64>,
     files: Vec<InputFile>,
     fields: TextFields,
+    http: HttpBodies,
     counters: Arc<TextCounters>,
     window: usize,
     state: &ReadState,
@@ -199,7 +201,7 @@ pub(crate) fn read_documents<'scope>(
             let mut capability = first_capability(capability, &files);
             let mut reading = capability
                 .is_some()
-                .then(|| spawn_reader(files.clone(), fields, counters, activator));
+                .then(|| spawn_reader(files.clone(), fields, http, counters, activator));
             let next_file =
                 move |done: u32| files.iter().find(|f| f.0 > done as usize).map(|f| f.0);
             let mut seq = 0u32;
@@ -269,6 +271,7 @@ fn first_capability(capability: Capability<u64>, files: &[InputFile]) -> Option<
 fn spawn_reader(
     files: Vec<InputFile>,
     fields: TextFields,
+    http: HttpBodies,
     counters: Arc<TextCounters>,
     activator: SyncActivator,
 ) -> Receiver<Reading> {
@@ -281,10 +284,10 @@ fn spawn_reader(
         .spawn(move || {
             for (index, path, format, bytes) in files {
                 let file = index as u32;
+                let give =
+                    &mut |documents| send(&sender, &activator, Reading::Batch(file, documents));
                 let outcome =
-                    read_into_batches(&path, format, bytes, &fields, &counters, &mut |documents| {
-                        send(&sender, &activator, Reading::Batch(file, documents))
-                    });
+                    read_into_batches(&path, format, bytes, &fields, http, &counters, give);
                 let failed = outcome.is_err();
                 if send(&sender, &activator, Reading::Done(file, outcome)).is_err() || failed {
                     return;
@@ -311,13 +314,14 @@ fn read_into_batches(
     format: Format,
     bytes: u64,
     fields: &TextFields,
+    http: HttpBodies,
     counters: &TextCounters,
     give: &mut dyn FnMut(Vec<Document>) -> Result<()>,
 ) -> Result<FileRead> {
     let mut found = FileRead::default();
     let (mut batch, mut batch_bytes) = (Vec::new(), 0);
     let mut reported = 0u64;
-    read_file(path, format, fields, &mut |record, position| {
+    read_file(path, format, fields, http, &mut |record, position| {
         match record {
             Record::Document(document) => {
                 found.count_charset(&document);

@@ -309,7 +309,7 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
     let format = Format::from_path(&location)?;
     let bytes = read_span(&location, offset, length)?;
     let end = offset + length;
-    let document = match record_in_span(&bytes, format, fields)
+    let document = match record_in_span(&bytes, format, fields, scheme.http)
         .with_context(|| format!("{source}, bytes {offset}..{end}"))?
     {
         Record::Document(document) => document,

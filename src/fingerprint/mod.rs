@@ -254,7 +254,9 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
                 // `spawn_reader`'s channel for why not 4).
                 let window = (8 * peers).clamp(16, 128);
                 let fields = opts.fields.clone();
-                let batches = read_documents(scope, mine, fields, counters.clone(), window, &state);
+                let http = opts.scheme.http;
+                let batches =
+                    read_documents(scope, mine, fields, http, counters.clone(), window, &state);
                 let rows = fingerprint_batches(batches, opts.scheme, counters);
                 let write = {
                     let (job, report) = (job.clone(), state.report.clone());

@@ -12,9 +12,11 @@
 //! `features=script(han>=200:words,han<200:chars:4,other:chars:5)`), the
 //! stop words (`en+zh` or `none`) and, for shards of WARC files only, the
 //! text of an HTML page: `all`, `main` (the first main-content rules),
-//! `main/2` to `main/5` (the later revisions). Shards of text (WET, JSONL,
-//! Parquet) leave `html=` out, so text shards of two schemes that differ
-//! only in it stay comparable.
+//! `main/2` to `main/5` (the later revisions), followed by `http=decoded`
+//! when HTTP response bodies were decoded (see
+//! [`crate::fingerprint::crawl::http`]). Shards of text (WET, JSONL,
+//! Parquet) leave both out, so text shards of two schemes that differ
+//! only in them stay comparable.
 //!
 //! Every shard records its scheme in its Parquet key-value metadata under
 //! `neardup.scheme`. Two schemes are comparable when they are the same but
@@ -49,22 +51,34 @@
 //!   and meet them;
 //! - `v9`: `v8` with the fifth (`html=main/5`: the features of the main
 //!   content's headings weigh four times); its text shards are `v8`'s and
-//!   meet them.
+//!   meet them;
+//! - `v10`: `v9` with HTTP bodies decoded (`html=main/5 http=decoded`): a
+//!   response sent in chunks or compressed is fingerprinted on the page it
+//!   carries. On every record without such codings its fingerprints are
+//!   `v9`'s; its text shards are `v9`'s and meet them, its HTML shards do
+//!   not meet `v9`'s.
 //!
-//! A named scheme (`--scheme NAME`) fixes the features, weights and HTML
-//! text, so it is never combined with `--features`, `--log-weights`,
-//! `--keep-stop-words` or `--html-text`. The `script` features choose their
-//! own weights: `--log-weights` needs other `--features`.
+//! A named scheme (`--scheme NAME`) fixes the features, weights, HTML
+//! text and HTTP decoding, so it is never combined with `--features`,
+//! `--log-weights`, `--keep-stop-words` or `--html-text`; those flags keep
+//! the default's HTTP decoding. The `script` features choose their own
+//! weights: `--log-weights` needs other `--features`.
 
 use anyhow::{bail, Result};
 
 use crate::fingerprint::crawl::html::{HtmlText, MainRules, PageText};
+use crate::fingerprint::crawl::http::HttpBodies;
 use crate::fingerprint::simhash::{Features, ScriptRule, SimhashOptions};
 use crate::io::parquet::schemes::SKETCH_PART;
 
 /// The version of the fingerprint algorithm itself (hash, bit rule): bumped
 /// whenever a change would move a fingerprint computed with the same options.
 const ALGORITHM: &str = "simhash64/1";
+
+/// What the scheme string of an HTML shard says after its HTML mode when
+/// HTTP bodies were decoded; nothing when they were not, as schemes before
+/// v10 wrote none.
+const HTTP_DECODED_PART: &str = " http=decoded";
 
 /// Everything that decides a page's fingerprint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,6 +88,8 @@ pub struct Scheme {
     pub html: PageText,
     /// Whether each page also gets a sketch.
     pub sketch: bool,
+    /// Whether HTTP response bodies (WARC responses) are decoded first.
+    pub http: HttpBodies,
 }
 
 const WORDS_TF_STOP_WORDS: SimhashOptions = SimhashOptions {
@@ -103,6 +119,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: WORDS_TF_STOP_WORDS,
             html: PageText::All,
             sketch: false,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -111,6 +128,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: WORDS_TF_STOP_WORDS,
             html: PageText::Main(MainRules::FIRST),
             sketch: false,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -119,6 +137,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: SCRIPT_HAN_WORDS,
             html: PageText::Main(MainRules::FIRST),
             sketch: false,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -127,6 +146,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: SCRIPT_HAN_WORDS,
             html: PageText::Main(MainRules::SECOND),
             sketch: false,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -135,6 +155,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::SECOND),
             sketch: false,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -143,6 +164,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::THIRD),
             sketch: false,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -151,6 +173,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::THIRD),
             sketch: true,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -159,6 +182,7 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::FOURTH),
             sketch: true,
+            http: HttpBodies::Raw,
         },
     ),
     (
@@ -167,6 +191,16 @@ const NAMED: &[(&str, Scheme)] = &[
             simhash: SCRIPT_LONG_HAN_WORDS,
             html: PageText::Main(MainRules::FIFTH),
             sketch: true,
+            http: HttpBodies::Raw,
+        },
+    ),
+    (
+        "v10",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::FIFTH),
+            sketch: true,
+            http: HttpBodies::Decoded,
         },
     ),
 ];
@@ -211,6 +245,9 @@ impl Scheme {
         }
         if html_input {
             scheme.push_str(&format!(" html={}", self.html));
+            if self.http == HttpBodies::Decoded {
+                scheme.push_str(HTTP_DECODED_PART);
+            }
         }
         scheme
     }
@@ -285,6 +322,7 @@ impl Scheme {
             },
             html: html.map_or(default.html, PageText::from),
             sketch: default.sketch,
+            http: default.http,
         })
     }
 
@@ -329,10 +367,13 @@ impl Scheme {
         named
             .filter(|scheme| !scheme.sketch)
             .chain(flagged.flat_map(|simhash| {
-                html_modes.map(|html| Scheme {
-                    simhash,
-                    html,
-                    sketch: false,
+                html_modes.into_iter().flat_map(move |html| {
+                    [HttpBodies::Raw, HttpBodies::Decoded].map(|http| Scheme {
+                        simhash,
+                        html,
+                        sketch: false,
+                        http,
+                    })
                 })
             }))
             .find_map(|scheme| {
@@ -342,6 +383,7 @@ impl Scheme {
                     (true, _) => Some(scheme),
                     (false, true) => Some(Scheme {
                         html: Scheme::default().html,
+                        http: Scheme::default().http,
                         ..scheme
                     }),
                     _ => None,
@@ -376,6 +418,11 @@ mod tests {
             Scheme::from_description(&flagged.describe(true)),
             Some(flagged)
         );
+        let raw = Scheme {
+            http: HttpBodies::Raw,
+            ..flagged
+        };
+        assert_eq!(Scheme::from_description(&raw.describe(true)), Some(raw));
         assert_eq!(
             Scheme::from_description("simhash64/9 features=unknown"),
             None
@@ -387,7 +434,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v9");
+        assert_eq!(name, "v10");
     }
 
     #[test]
@@ -440,9 +487,35 @@ mod tests {
         assert_eq!(v9.describe(true), format!("{sketched} html=main/5"));
         assert!(comparable(&v8.describe(false), &v9.describe(true)));
         assert!(!comparable(&v8.describe(true), &v9.describe(true)));
+        // v10 decodes HTTP bodies: v9's text shards, other HTML shards.
+        let v10 = Scheme::named("v10").unwrap();
+        assert_eq!(v10.describe(false), sketched);
+        assert_eq!(
+            v10.describe(true),
+            format!("{sketched} html=main/5 http=decoded")
+        );
+        assert!(comparable(&v9.describe(false), &v10.describe(true)));
+        assert!(comparable(&v9.describe(true), &v10.describe(false)));
+        assert!(!comparable(&v9.describe(true), &v10.describe(true)));
+        assert_eq!((v9.http, v10.http), (HttpBodies::Raw, HttpBodies::Decoded));
+        assert_eq!(
+            Scheme {
+                http: v9.http,
+                ..v10
+            },
+            v9
+        );
         let no_sketch = Scheme::from_flags(None, None, false, false, None, true).unwrap();
-        assert_eq!(no_sketch.describe(true), format!("{text} html=main/5"));
+        assert_eq!(
+            no_sketch.describe(true),
+            format!("{text} html=main/5 http=decoded")
+        );
         assert_eq!(no_sketch.name(), None);
+        // Before v10 no scheme decoded HTTP bodies, nor said so.
+        for (name, scheme) in &NAMED[..NAMED.len() - 1] {
+            assert_eq!(scheme.http, HttpBodies::Raw, "{name}");
+            assert!(!scheme.describe(true).contains("http="), "{name}");
+        }
     }
 
     #[test]
@@ -455,7 +528,7 @@ mod tests {
         let from = Scheme::from_flags;
         let flags = from(None, None, false, false, Some(HtmlText::Main), false).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v9"));
+        assert_eq!(flags.name(), Some("v10"));
     }
 
     #[test]
@@ -498,11 +571,11 @@ mod tests {
         assert!(error.to_string().contains("--scheme v1"), "{error}");
         let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
         assert!(error.to_string().contains("--html-text"), "{error}");
-        let error = from(Some("v10"), None, false, false, None).unwrap_err();
+        let error = from(Some("v11"), None, false, false, None).unwrap_err();
         assert!(
             error
                 .to_string()
-                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8, v9"),
+                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8, v9, v10)"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();

@@ -483,3 +483,68 @@ fn verify_keeps_exactly_the_pairs_within_the_wide_threshold() {
         );
     }
 }
+
+/// pyarrow's Parquet in each codec it writes, GZIP and BROTLI among them:
+/// `match` reads them all and finds the oracle's pairs.
+#[test]
+fn match_reads_pyarrows_parquet_in_every_codec() {
+    use parquet::basic::Compression;
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+
+    let mut rng = SplitMix64::new(31);
+    let queries = random_rows(&mut rng, 500, 0);
+    let corpus = planted_corpus(&mut rng, &queries, 80, 3, 5000, 1_000_000);
+    let expected = oracle(&queries, &corpus, 3, false);
+    assert!(!expected.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    let rows =
+        |rows: &Rows| -> Vec<(i64, i64)> { rows.iter().map(|&(i, f)| (i, f as i64)).collect() };
+    let json = serde_json::json!({"queries": rows(&queries), "corpus": rows(&corpus)});
+    std::fs::write(dir.path().join("rows.json"), json.to_string()).unwrap();
+    let codecs = ["gzip", "brotli", "zstd", "snappy", "lz4", "none"];
+    let write = "import json, sys, pyarrow as pa, pyarrow.parquet as pq\n\
+                 rows = json.load(open(sys.argv[1]))\n\
+                 for codec in sys.argv[3:]:\n\
+                 \x20   for side in ('queries', 'corpus'):\n\
+                 \x20       ids, fps = zip(*rows[side])\n\
+                 \x20       table = pa.table({'id': pa.array(ids, pa.int64()), 'simhash': pa.array(fps, pa.int64())})\n\
+                 \x20       pq.write_table(table, f'{sys.argv[2]}/{side}-{codec}.parquet', compression=codec)\n";
+    let status = std::process::Command::new(python_with("pyarrow"))
+        .args(["-c", write])
+        .arg(dir.path().join("rows.json"))
+        .arg(dir.path())
+        .args(codecs)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for codec in codecs {
+        let file = |side: &str| dir.path().join(format!("{side}-{codec}.parquet"));
+        let reader =
+            SerializedFileReader::new(std::fs::File::open(file("corpus")).unwrap()).unwrap();
+        let written = reader.metadata().row_group(0).column(1).compression();
+        let named = match written {
+            Compression::UNCOMPRESSED => "none",
+            Compression::GZIP(_) => "gzip",
+            Compression::BROTLI(_) => "brotli",
+            Compression::ZSTD(_) => "zstd",
+            Compression::SNAPPY => "snappy",
+            Compression::LZ4 | Compression::LZ4_RAW => "lz4",
+            other => panic!("{codec}: {other:?}"),
+        };
+        assert_eq!(named, codec, "pyarrow wrote {written:?}");
+        let out = dir.path().join(format!("pairs-{codec}"));
+        run_ok(&[
+            "match",
+            "--queries",
+            file("queries").to_str().unwrap(),
+            "--corpus",
+            file("corpus").to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            read_pairs(&out) == expected,
+            "{codec}: not the oracle's pairs"
+        );
+    }
+}

@@ -155,7 +155,10 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
         .iter()
         .find(|f| f["format"] == "warc");
     let warc_scheme = warc_shard.unwrap()["scheme"].as_str().unwrap();
-    assert!(warc_scheme.ends_with(" html=main/5"), "{warc_scheme}");
+    assert!(
+        warc_scheme.ends_with(" html=main/5 http=decoded"),
+        "{warc_scheme}"
+    );
 
     let mut expected = std::collections::BTreeMap::new();
     let options = Scheme::default().simhash;
@@ -357,8 +360,10 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
         let s = summary(&out);
         assert_eq!(s["files"][0]["format"], "warc", "{name}");
         let scheme = shard_scheme(&shards[0]).unwrap();
+        // Flags without a name take the default's HTTP decoding.
+        let http = if name == "all" { " http=decoded" } else { "" };
         assert!(
-            scheme.ends_with(&format!(" html={mode}")),
+            scheme.ends_with(&format!(" html={mode}{http}")),
             "{name}: {scheme}"
         );
         assert_eq!(s["html_pages"], 42, "{name}");
@@ -1027,7 +1032,7 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     let path = |name: &str| out(name).display().to_string();
 
     // On text (no HTML), the schemes v2 and v1 differ in nothing: same
-    // bytes, same scheme string. The default, v6, is another scheme.
+    // bytes, same scheme string. The default is another scheme.
     let by_scheme = |name: &str| {
         run_ok(&[
             "fingerprint",
@@ -1049,10 +1054,10 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     );
     let default = shard_scheme(&shard("default")).unwrap();
     assert!(default.contains("features=script("), "{default}");
-    assert_eq!(summary(&out("default"))["scheme_name"], "v9");
-    // --no-sketch leaves v9's sketch out: a scheme without a name, whose
+    assert_eq!(summary(&out("default"))["scheme_name"], "v10");
+    // --no-sketch leaves v10's sketch out: a scheme without a name, whose
     // text shards are v6's, byte for byte but for what names the tool's run
-    // (v9 differs from v6 only in HTML pages and the sketch).
+    // (v10 differs from v6 only in HTML pages and the sketch).
     by_scheme("v6");
     let no_sketch = ["fingerprint", "--input", input, "--no-sketch", "--out"];
     run_ok(&[&no_sketch[..], &[&path("no-sketch")]].concat());
@@ -1237,7 +1242,7 @@ fn a_sphinx_sites_reference_pages_are_told_apart_by_their_lists_of_links() {
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
     assert_eq!(
-        summary["scheme_name"], "v9",
+        summary["scheme_name"], "v10",
         "the default: v6's text of these pages, headings weighed, with a sketch"
     );
     let (id, _) = v6["https://isa.example/inst_07.html"];
@@ -1257,4 +1262,123 @@ fn a_sphinx_sites_reference_pages_are_told_apart_by_their_lists_of_links() {
         words.len() < 20,
         "the theme's sidebar is not content: {text}"
     );
+}
+
+/// What `fingerprint --scheme v9` gave the warcio-written encoded pages
+/// (`warc_writer.py encoded`) before v10: the compressed and chunked bytes
+/// as the page. A published scheme keeps them.
+const V9_ENCODED: [(&str, u64); 5] = [
+    ("plain", 0x155120342e001129),
+    ("gzip", 0x9d39efd1eadc0760),
+    ("chunked", 0x1511a0742f201123),
+    ("chunked-gzip", 0x9d3deeb8a9dc8360),
+    ("corrupt", 0x9d39efd1eadc0760),
+];
+
+/// A page sent plain, gzip-encoded, chunked, and chunked and gzipped, as a
+/// recording proxy stores the raw HTTP (warcio writes the WARC): under
+/// v10, the default, all four give the plain page's fingerprint, a corrupt
+/// gzip body is a bad record at its record's offset, and `explain` reads
+/// the pages back decoded; under v9 every body is read as stored, and the
+/// fingerprints are the ones v9 always gave.
+#[test]
+fn pages_sent_compressed_or_in_chunks_are_the_plain_page_from_v10_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = dir.path().join("crawl");
+    std::fs::create_dir_all(&crawl).unwrap();
+    let status = Command::new(python_with("warcio"))
+        .args([&helper(), "encoded", crawl.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(crawl.join("manifest.json")).unwrap())
+            .unwrap();
+    std::fs::remove_file(crawl.join("manifest.json")).unwrap();
+    let url = |name: &str| format!("https://encoded.example/{name}");
+    let fingerprints = |out: &Path| -> BTreeMap<i64, u64> {
+        read_documents(&out.join("part-00000.parquet"))
+            .into_iter()
+            .collect()
+    };
+
+    let v10 = Scheme::named("v10").unwrap();
+    let page = html::page_text(manifest["html"].as_str().unwrap(), v10.html);
+    assert!(page.text.contains("One page, four ways"), "{}", page.text);
+    let plain = fingerprint_page(&page.text, &page.headings, &v10.simhash, false).simhash;
+    let default = dir.path().join("default");
+    let run = neardup(&[
+        "fingerprint",
+        "--input",
+        crawl.to_str().unwrap(),
+        "--out",
+        default.to_str().unwrap(),
+    ]);
+    assert!(run.status.success());
+    let got = fingerprints(&default);
+    for name in ["plain", "gzip", "chunked", "chunked-gzip"] {
+        assert_eq!(got[&url_id(&url(name))], plain, "{name} under v10");
+    }
+    assert_eq!(got.len(), 4);
+    let s = summary(&default);
+    assert_eq!(s["scheme_name"], "v10");
+    assert!(
+        s["scheme"]
+            .as_str()
+            .unwrap()
+            .ends_with(" html=main/5 http=decoded"),
+        "{s}"
+    );
+    assert_eq!(
+        (s["documents"].as_u64(), s["bad_records"].as_u64()),
+        (Some(4), Some(1))
+    );
+    let corrupt_at = manifest["records"][4]["offset"].as_u64().unwrap();
+    assert_eq!(manifest["records"][4]["url"], url("corrupt"));
+    assert_eq!(s["bad"][0]["offset"], corrupt_at);
+    let reason = s["bad"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("cannot decode the HTTP body: Content-Encoding gzip: "),
+        "{reason}"
+    );
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    let line = format!("encoded.warc.gz: bad record at offset {corrupt_at}: {reason}");
+    assert!(stderr.contains(&line), "{line} not in {stderr}");
+    let named = dir.path().join("v10");
+    fingerprint_into(&crawl, &named, &["--scheme", "v10"]);
+    assert_eq!(fingerprints(&named), got);
+
+    let v9 = dir.path().join("v9");
+    fingerprint_into(&crawl, &v9, &["--scheme", "v9"]);
+    let got = fingerprints(&v9);
+    for (name, simhash) in V9_ENCODED {
+        assert_eq!(got[&url_id(&url(name))], simhash, "{name} under v9");
+    }
+    assert_eq!(got.len(), 5);
+    assert_eq!(V9_ENCODED[0].1, plain, "v10 is v9 on a page sent plain");
+    // As stored, the chunked page is too far from the plain one for k = 3.
+    assert!((V9_ENCODED[2].1 ^ plain).count_ones() > 3);
+    assert_eq!(summary(&v9)["bad_records"], 0);
+
+    // `explain` reads a record back as its shard's scheme read it.
+    for (out, name, simhash) in [
+        (&default, "chunked-gzip", plain),
+        (&default, "gzip", plain),
+        (&v9, "gzip", V9_ENCODED[1].1),
+    ] {
+        let json: Value = serde_json::from_str(&run_ok(&[
+            "explain",
+            "--text",
+            &url(name),
+            "--fingerprints",
+            out.to_str().unwrap(),
+            "--json",
+        ]))
+        .unwrap();
+        let hex = |v: &Value| u64::from_str_radix(v.as_str().unwrap(), 16).unwrap();
+        assert_eq!(hex(&json["simhash"]), simhash, "{name}: {json}");
+        assert_eq!(hex(&json["recomputed"]), simhash, "{name}: {json}");
+        let decoded = json["text"] == page.text.as_str();
+        assert_eq!(decoded, simhash == plain, "{name}: {json}");
+    }
 }

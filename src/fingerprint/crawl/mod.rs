@@ -15,6 +15,7 @@
 
 pub(crate) mod charset;
 pub mod html;
+pub mod http;
 pub(crate) mod jsonl;
 pub(crate) mod table;
 pub(crate) mod timestamp;
@@ -26,6 +27,7 @@ use xxhash_rust::xxh3::xxh3_64;
 
 pub(crate) use crate::io::parquet::output::Span;
 use crate::io::storage::{has_extension, Location};
+use http::HttpBodies;
 
 /// One document to fingerprint.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,25 +145,33 @@ impl Default for TextFields {
     }
 }
 
-/// Reads every record of `path` in `format`, handing each to `sink`.
+/// Reads every record of `path` in `format`, handing each to `sink`; the
+/// bodies of HTTP responses as `http` says.
 pub(crate) fn read_file(
     path: &Location,
     format: Format,
     fields: &TextFields,
+    http: HttpBodies,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
     match format {
-        Format::Warc | Format::Wet => warc::read(path, sink),
+        Format::Warc | Format::Wet => warc::read(path, http, sink),
         Format::Jsonl => jsonl::read(path, fields, sink),
         Format::Parquet => table::read(path, fields, sink),
     }
 }
 
 /// The record that one span of a file in `format` holds (a shard's
-/// `source`, `offset` and `length`): a WARC or WET record, or a JSONL line.
-pub(crate) fn record_in_span(bytes: &[u8], format: Format, fields: &TextFields) -> Result<Record> {
+/// `source`, `offset` and `length`): a WARC or WET record, or a JSONL line,
+/// read as [`read_file`] reads it.
+pub(crate) fn record_in_span(
+    bytes: &[u8],
+    format: Format,
+    fields: &TextFields,
+    http: HttpBodies,
+) -> Result<Record> {
     match format {
-        Format::Warc | Format::Wet => warc::record_in(bytes),
+        Format::Warc | Format::Wet => warc::record_in(bytes, http),
         Format::Jsonl => Ok(jsonl::parse_line(bytes, fields, None)
             .unwrap_or_else(|reason| Record::Bad(BadRecord { offset: 0, reason }))),
         Format::Parquet => anyhow::bail!("Parquet input rows have no byte span"),

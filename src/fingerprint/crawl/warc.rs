@@ -15,7 +15,11 @@
 //! the `WARC/` line through the closing `\r\n\r\n`. A member holding
 //! several records (a whole file in one member) gives none: no range of
 //! it decompresses to one record alone.
+//!
+//! The body of an HTML `response` record is decoded (its HTTP transfer and
+//! content codings undone) when the scheme says so: see [`super::http`].
 
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::ptr::NonNull;
 
@@ -23,6 +27,7 @@ use anyhow::{Context, Result};
 use flate2::bufread::GzDecoder;
 
 use super::charset::{content_type, decode_html};
+use super::http::{decode_body, HttpBodies};
 use super::timestamp::parse_rfc3339;
 use super::{url_id, BadRecord, Document, Record, Span};
 use crate::io::storage::{InputReader, Location};
@@ -31,25 +36,30 @@ const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// Bytes read at a time from a plain file.
 const CHUNK: usize = 1 << 20;
 
-/// Reads every record of a WARC or WET file.
-pub fn read(path: &Location, sink: &mut dyn FnMut(Record, u64) -> Result<()>) -> Result<()> {
+/// Reads every record of a WARC or WET file, HTTP response bodies as
+/// `http` says.
+pub fn read(
+    path: &Location,
+    http: HttpBodies,
+    sink: &mut dyn FnMut(Record, u64) -> Result<()>,
+) -> Result<()> {
     let mut input = BufReader::with_capacity(CHUNK, path.reader()?);
     let gzipped = input
         .fill_buf()
         .with_context(|| format!("{path}: cannot read"))?
         .starts_with(&GZIP_MAGIC[..2]);
     if gzipped {
-        read_members(&mut input, sink).with_context(|| format!("{path}: cannot read"))
+        read_members(&mut input, http, sink).with_context(|| format!("{path}: cannot read"))
     } else {
-        parse_stream(Some(&mut input), &mut Vec::new(), 0, None, sink)
+        parse_stream(Some(&mut input), &mut Vec::new(), 0, None, http, sink)
             .with_context(|| format!("{path}: cannot read"))
     }
 }
 
 /// The first record of `bytes`, one record's span of a WARC or WET file
 /// as a shard's `offset` and `length` give it: a gzip member, or the
-/// record's plain bytes.
-pub(crate) fn record_in(bytes: &[u8]) -> Result<Record> {
+/// record's plain bytes. HTTP bodies are read as [`read`] reads them.
+pub(crate) fn record_in(bytes: &[u8], http: HttpBodies) -> Result<Record> {
     let mut plain = Vec::new();
     match bytes.starts_with(&GZIP_MAGIC[..2]) {
         true => {
@@ -60,7 +70,7 @@ pub(crate) fn record_in(bytes: &[u8]) -> Result<Record> {
         false => plain.extend_from_slice(bytes),
     }
     let mut first = None;
-    parse_stream(None, &mut plain, 0, None, &mut |record, _| {
+    parse_stream(None, &mut plain, 0, None, http, &mut |record, _| {
         first.get_or_insert(record);
         Ok(())
     })?;
@@ -77,6 +87,7 @@ pub(crate) fn record_in(bytes: &[u8]) -> Result<Record> {
 /// before.
 fn read_members(
     input: &mut BufReader<InputReader>,
+    http: HttpBodies,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
     // One buffer for every member (a record each, in Common Crawl's files).
@@ -97,7 +108,8 @@ fn read_members(
                 offset,
                 length: used as u64,
             };
-            parse_stream(None, &mut decoded, offset + used as u64, Some(member), sink)?;
+            let end = offset + used as u64;
+            parse_stream(None, &mut decoded, end, Some(member), http, sink)?;
             continue;
         }
         let mut decoder = GzDecoder::new(&mut *input);
@@ -109,7 +121,7 @@ fn read_members(
                     offset,
                     length: end - offset,
                 };
-                parse_stream(None, &mut decoded, end, Some(member), sink)?;
+                parse_stream(None, &mut decoded, end, Some(member), http, sink)?;
             }
             Err(error) => {
                 let bad = BadRecord {
@@ -231,6 +243,7 @@ fn parse_stream(
     buf: &mut Vec<u8>,
     base: u64,
     member: Option<Span>,
+    http: HttpBodies,
     sink: &mut dyn FnMut(Record, u64) -> Result<()>,
 ) -> Result<()> {
     let mut start = 0usize; // first unparsed byte of buf
@@ -263,7 +276,7 @@ fn parse_stream(
                         length: used as u64,
                     }),
                 };
-                let record = to_record(&headers, body, offset_here, span);
+                let record = to_record(&headers, body, offset_here, span, http);
                 start += used;
                 sink(record, progress(start))?;
             }
@@ -338,8 +351,15 @@ fn header<'a>(headers: &'a [(&str, &[u8])], name: &str) -> Option<&'a [u8]> {
 }
 
 /// Turns a parsed record into a document: conversion records carry text,
-/// response records carry an HTTP response whose HTML is stripped to text.
-fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64, span: Option<Span>) -> Record {
+/// response records carry an HTTP response whose HTML is stripped to text
+/// (its body decoded first if `http` says so).
+fn to_record(
+    headers: &[(&str, &[u8])],
+    body: &[u8],
+    offset: u64,
+    span: Option<Span>,
+    http: HttpBodies,
+) -> Record {
     let kind = header(headers, "WARC-Type").unwrap_or_default();
     let url = header(headers, "WARC-Target-URI")
         .map(|u| String::from_utf8_lossy(u).trim().to_string())
@@ -364,7 +384,14 @@ fn to_record(headers: &[(&str, &[u8])], body: &[u8], offset: u64, span: Option<S
         if !content_type.is_some_and(is_html) {
             return Record::Skipped;
         }
-        let (page, charset) = decode_html(payload, content_type, url.as_deref());
+        let payload = match http {
+            HttpBodies::Raw => Cow::Borrowed(payload),
+            HttpBodies::Decoded => match decode_body(http_headers, payload) {
+                Ok(payload) => payload,
+                Err(reason) => return bad(&format!("cannot decode the HTTP body: {reason}")),
+            },
+        };
+        let (page, charset) = decode_html(&payload, content_type, url.as_deref());
         (page.into_owned(), true, charset)
     } else {
         return Record::Skipped;
@@ -423,11 +450,15 @@ mod tests {
     }
 
     fn read_all(bytes: &[u8]) -> Vec<Record> {
+        read_as(bytes, HttpBodies::Decoded)
+    }
+
+    fn read_as(bytes: &[u8], http: HttpBodies) -> Vec<Record> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.warc");
         std::fs::write(&path, bytes).unwrap();
         let mut out = Vec::new();
-        read(&Location::Local(path), &mut |r, _| {
+        read(&Location::Local(path), http, &mut |r, _| {
             out.push(r);
             Ok(())
         })
@@ -705,6 +736,126 @@ mod tests {
                 assert_eq!((charset.name(), charset.guessed), ("GBK", false));
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    /// A response record of an HTML `body` sent with the HTTP header
+    /// lines `codings`.
+    fn response(uri: &str, codings: &str, body: &[u8]) -> Vec<u8> {
+        let mut http =
+            format!("HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n{codings}\r\n")
+                .into_bytes();
+        http.extend_from_slice(body);
+        record("response", uri, "application/http; msgtype=response", &http)
+    }
+
+    /// `bytes` in chunks of 9 bytes, with a chunk extension and a trailer.
+    fn chunked(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for piece in bytes.chunks(9) {
+            out.extend(format!("{:x};ext=1\r\n", piece.len()).into_bytes());
+            out.extend_from_slice(piece);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0\r\nX-Trailer: yes\r\n\r\n");
+        out
+    }
+
+    /// Under v10 a page sent compressed or in chunks is the page sent
+    /// plain, and a body that does not decode is a bad record at its
+    /// record's offset (its member's, gzipped); before v10 every body is
+    /// read as stored. The one record of a span (`neardup explain`) is
+    /// read the same way.
+    #[test]
+    fn http_bodies_are_decoded_when_the_scheme_says_so() {
+        let page = b"<html><body><p>Hello <b>web</b></p></body></html>";
+        let mut corrupt = gzip(page);
+        let mid = corrupt.len() / 2;
+        corrupt[mid] ^= 0x5a;
+        let bomb = gzip(&vec![
+            b' ';
+            crate::fingerprint::crawl::http::MAX_DECODED_BODY + 1
+        ]);
+        let gzip_chunked = "Transfer-Encoding: chunked\r\nContent-Encoding: gzip\r\n";
+        let records = [
+            response("http://plain/", "", page),
+            response("http://gzip/", "Content-Encoding: gzip\r\n", &gzip(page)),
+            response(
+                "http://chunked/",
+                "Transfer-Encoding: chunked\r\n",
+                &chunked(page),
+            ),
+            response("http://both/", gzip_chunked, &chunked(&gzip(page))),
+            // Common Crawl's: decoded by the crawler, the headers renamed.
+            response(
+                "http://cc/",
+                "X-Crawler-Transfer-Encoding: chunked\r\nX-Crawler-Content-Encoding: gzip\r\n",
+                page,
+            ),
+            response("http://corrupt/", "Content-Encoding: gzip\r\n", &corrupt),
+            response("http://compress/", "Content-Encoding: compress\r\n", page),
+            response("http://bomb/", "Content-Encoding: gzip\r\n", &bomb),
+        ];
+        let offsets = |records: &[Vec<u8>]| -> Vec<u64> {
+            let mut at = 0;
+            records
+                .iter()
+                .map(|r| {
+                    at += r.len() as u64;
+                    at - r.len() as u64
+                })
+                .collect()
+        };
+        let members: Vec<Vec<u8>> = records.iter().map(|r| gzip(r)).collect();
+        for (file, at) in [
+            (records.concat(), offsets(&records)),
+            (members.concat(), offsets(&members)),
+        ] {
+            let got = summary(&read_as(&file, HttpBodies::Decoded));
+            let cannot = "cannot decode the HTTP body: Content-Encoding";
+            assert_eq!(
+                got[..5],
+                ["plain", "gzip", "chunked", "both", "cc"]
+                    .map(|n| format!("doc http://{n}/ Hello web"))
+            );
+            assert!(
+                got[5].starts_with(&format!("bad {} {cannot} gzip: ", at[5])),
+                "{}",
+                got[5]
+            );
+            assert_eq!(
+                got[6],
+                format!(
+                    "bad {} {cannot} compress: not a coding neardup decodes",
+                    at[6]
+                )
+            );
+            assert_eq!(
+                got[7],
+                format!("bad {} {cannot} gzip: decodes to more than 64 MiB", at[7])
+            );
+            assert_eq!(got.len(), 8);
+        }
+        let raw = read_as(&records.concat(), HttpBodies::Raw);
+        let texts: Vec<&str> = raw
+            .iter()
+            .map(|r| match r {
+                Record::Document(d) => d.text.as_str(),
+                other => panic!("read as stored, every record is a page: {other:?}"),
+            })
+            .collect();
+        assert_eq!(texts[0], std::str::from_utf8(page).unwrap());
+        assert_eq!(texts[4], texts[0]);
+        assert_eq!(texts[2], String::from_utf8(chunked(page)).unwrap());
+        assert_eq!(texts[6], texts[0]);
+        assert!(!texts[1].contains("Hello") && !texts[3].contains("Hello"));
+        // A span's one record, as `explain` reads it back.
+        for (i, record) in records.iter().enumerate() {
+            for http in [HttpBodies::Raw, HttpBodies::Decoded] {
+                let from_span = record_in(&members[i], http).unwrap();
+                let from_file = summary(&read_as(record, http));
+                assert_eq!(summary(&[from_span]), from_file, "record {i}, {http:?}");
+            }
         }
     }
 
