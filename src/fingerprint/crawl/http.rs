@@ -24,11 +24,11 @@
 //!   read as raw), and `identity`, in either header;
 //! - `br` and `zstd`, content codings only.
 //!
-//! An empty body (a `HEAD` or `304` answer) is left empty. A body that
-//! does not decode, one that names a coding not listed, and one that
-//! decompresses to more than [`MAX_DECODED_BODY`] (a decompression bomb
-//! would otherwise take the reader's memory) are bad records with the
-//! reason. Only HTML responses, the records fingerprinted, are decoded.
+//! An empty body (a `HEAD` or `304` answer) is left empty, and a coding
+//! not listed (`none` and `utf-8` are common misuses) is passed over, as
+//! browsers do. A body that does not decode, and one that decompresses to
+//! more than [`MAX_DECODED_BODY`] (a decompression bomb would otherwise
+//! take the reader's memory), are bad records with the reason. Only HTML responses, the records fingerprinted, are decoded.
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -103,7 +103,8 @@ fn codings(http_headers: &[u8], name: &str) -> Vec<String> {
     out
 }
 
-/// `body` with `coding` undone; None for `identity`.
+/// `body` with `coding` undone; None for `identity` and for a coding not
+/// listed, left as stored.
 /// `br` and `zstd` are content codings only, `chunked` a transfer coding
 /// only (as the IANA registries list them).
 fn undo(header: &str, coding: &str, body: &[u8]) -> Result<Option<Vec<u8>>, String> {
@@ -119,7 +120,9 @@ fn undo(header: &str, coding: &str, body: &[u8]) -> Result<Option<Vec<u8>>, Stri
             Ok(decoder) => capped(decoder),
             Err(error) => Err(error.to_string()),
         },
-        _ => Err("not a coding neardup decodes".to_string()),
+        // As browsers do: `none`, `utf-8` and other misused values are
+        // common, and the body is as sent.
+        _ => return Ok(None),
     };
     decoded.map(Some).map_err(failed)
 }
@@ -362,19 +365,18 @@ mod tests {
     }
 
     #[test]
-    fn unknown_and_corrupt_codings_are_undecodable() {
-        let error = decode("Content-Encoding: compress\r\n", PAGE).unwrap_err();
-        assert_eq!(
-            error,
-            "Content-Encoding compress: not a coding neardup decodes"
-        );
-        let error = decode("Transfer-Encoding: br\r\n", &brotli(PAGE)).unwrap_err();
-        assert_eq!(error, "Transfer-Encoding br: not a coding neardup decodes");
-        let error = decode("Content-Encoding: chunked\r\n", &chunked(PAGE, 9, "", "")).unwrap_err();
-        assert_eq!(
-            error,
-            "Content-Encoding chunked: not a coding neardup decodes"
-        );
+    fn unknown_codings_are_passed_over_and_corrupt_ones_are_undecodable() {
+        for headers in [
+            "Content-Encoding: none\r\n",
+            "Content-Encoding: utf-8\r\n",
+            "Content-Encoding: compress\r\n",
+            "Transfer-Encoding: br\r\n",
+            "Content-Encoding: chunked\r\n",
+        ] {
+            assert_eq!(decode(headers, PAGE).unwrap(), PAGE, "{headers}");
+        }
+        let headers = "Content-Encoding: gzip, none\r\n";
+        assert_eq!(decode(headers, &gzip(PAGE)).unwrap(), PAGE);
         let mut corrupt = gzip(PAGE);
         let mid = corrupt.len() / 2;
         corrupt[mid] ^= 0x5a;
