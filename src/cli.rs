@@ -431,6 +431,9 @@ pub fn run(cli: Cli) -> Result<()> {
         Command::Explain(args) => run_explain_command(args),
         Command::Report(args) => run_report_command(args),
     };
+    if let Err(error) = &result {
+        crate::exec::runtime::tell_peers_of_failure(error);
+    }
     crate::io::parquet::output::remove_local_staging();
     result
 }

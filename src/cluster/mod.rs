@@ -100,6 +100,7 @@ impl ClusterJobOptions {
 pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
     opts.runtime.validate()?;
+    crate::exec::runtime::stage_starting(&opts.runtime);
     if opts.parts == 0 {
         bail!("--parts must be at least 1");
     }

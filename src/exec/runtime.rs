@@ -455,6 +455,44 @@ impl Terms {
     }
 }
 
+/// The cluster of the stage in progress, until it starts to connect: a
+/// process that fails before then (a missing input on its host) tells its
+/// peers, which would otherwise wait out `--connect-timeout` for it.
+static NOT_YET_CONNECTED: Mutex<Option<RuntimeOptions>> = Mutex::new(None);
+
+/// How long a failed process tries to reach its peers to tell them.
+const TELL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The term that stands for all others when a process failed before its
+/// stage could start; its value is the error.
+const FAILED: &str = "failed before starting";
+
+/// Marks the start of a stage run on `runtime`, for
+/// [`tell_peers_of_failure`].
+pub(crate) fn stage_starting(runtime: &RuntimeOptions) {
+    *lock(&NOT_YET_CONNECTED) = (runtime.processes > 1).then(|| runtime.clone());
+}
+
+/// Tells the peers of a stage that failed before it connected why: it
+/// connects as the stage would (within [`TELL_TIMEOUT`]) and sends the error
+/// in place of its terms, so that each peer stops with a line naming it.
+pub fn tell_peers_of_failure(error: &anyhow::Error) {
+    let Some(runtime) = lock(&NOT_YET_CONNECTED).take() else {
+        return;
+    };
+    let Ok(addresses) = runtime.addresses() else {
+        return;
+    };
+    let timeout = runtime.connect_timeout.min(TELL_TIMEOUT);
+    if let Ok((_, mut heartbeats)) = connect_peers(&addresses, runtime.process, timeout) {
+        let failed = Terms(vec![(FAILED.to_string(), format!("{error:#}"))]);
+        let bytes = failed.encode();
+        for stream in heartbeats.iter_mut().flatten() {
+            let _ = stream.write_all(&bytes);
+        }
+    }
+}
+
 /// Sends this process's terms to every peer, then reads theirs (each within
 /// `timeout`: a peer sends its terms once all of its own peers connected):
 /// one line naming the first peer and term that differ, or a peer that sent
@@ -469,6 +507,11 @@ fn agree(heartbeats: &mut PeerSockets, me: usize, terms: &Terms, timeout: Durati
         stream.set_read_timeout(Some(timeout))?;
         let theirs = Terms::decode(stream);
         stream.set_read_timeout(None)?;
+        if let Some(Terms(failed)) = &theirs {
+            if let Some((_, error)) = failed.iter().find(|(name, _)| name == FAILED) {
+                bail!("process {me}: process {peer} failed before starting: {error}");
+            }
+        }
         match theirs.map(|theirs| terms.difference(&theirs)) {
             None => bail!("process {me}: process {peer} sent no job terms: is it running this neardup?"),
             Some(Some(difference)) => bail!(
@@ -507,6 +550,7 @@ where
         return timely::execute(timely::Config::process(runtime.workers), func)
             .map_err(|e| anyhow!("cannot start timely workers: {e}"));
     }
+    lock(&NOT_YET_CONNECTED).take();
     let addresses = runtime.addresses()?;
     // A job's stages each connect anew: the previous stage's beats end.
     if let Some(previous) = lock(&HEARTBEATS).take() {

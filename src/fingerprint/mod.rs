@@ -191,6 +191,7 @@ impl Merge for FileResults {
 pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> {
     let started = Instant::now();
     opts.runtime.validate()?;
+    runtime::stage_starting(&opts.runtime);
     let inputs = input_files(opts)?;
     let staging = Staging::for_job(
         &opts.out,

@@ -180,6 +180,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let started = Instant::now();
     tracing::info!("match started");
     opts.validate()?;
+    crate::exec::runtime::stage_starting(&opts.runtime);
     let staging = Staging::for_job(
         &opts.out,
         opts.overwrite,

@@ -754,3 +754,46 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
         assert!(!staging.exists(), "{needle}: staging left behind");
     }
 }
+
+/// A process that fails before its stage connects (an input missing on its
+/// host) tells its peers why, so each stops on one line naming it rather
+/// than waiting out --connect-timeout for a peer that will never come.
+#[test]
+fn a_process_that_fails_on_its_input_stops_its_peers_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let out = dir.path().join("out");
+    let missing = dir.path().join("missing").display().to_string();
+    let hosts = hostfile(dir.path(), 3);
+    let children = [
+        spawn(&match_args(&q, Some(&c), &out, true), &hosts, 0, 1, &[]),
+        spawn(
+            &match_args(&q, Some(&missing), &out, true),
+            &hosts,
+            1,
+            1,
+            &[],
+        ),
+        spawn(&match_args(&q, Some(&c), &out, true), &hosts, 2, 1, &[]),
+    ];
+    for (i, child) in children.into_iter().enumerate() {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "process {i}: {stderr}"
+        );
+        assert!(
+            stderr.contains("missing: no such file"),
+            "process {i}: {stderr}"
+        );
+        if i != 1 {
+            let reason = format!("process {i}: process 1 failed before starting: ");
+            assert!(stderr.contains(&reason), "{stderr}");
+        }
+    }
+    assert!(!out.exists());
+    assert!(!dir.path().join(".out.neardup-staging").exists());
+}
