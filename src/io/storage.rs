@@ -182,7 +182,7 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
             .with_context(|| format!("{spec}: invalid glob pattern"))?;
         let mut found = Vec::new();
         for meta in list(&store, &prefix, spec)? {
-            if pattern.matches(meta.location.as_ref()) {
+            if glob_takes(&pattern, meta.location.as_ref(), extensions) {
                 found.push(object(meta.location, meta.size));
             }
         }
@@ -220,6 +220,32 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         );
     }
     Ok(found)
+}
+
+/// Whether a glob takes the object `key`, as a local glob takes files: the
+/// pattern matches the key (a `*` stays within one part of it) and its name
+/// does not start with `_` or `.`; or the pattern matches a prefix of the
+/// key, a directory, which gives the objects below it whose names end in
+/// one of `extensions`, skipping parts that start with `_` or `.`.
+fn glob_takes(pattern: &glob::Pattern, key: &str, extensions: &[&str]) -> bool {
+    let options = glob::MatchOptions {
+        require_literal_separator: true,
+        ..glob::MatchOptions::new()
+    };
+    let hidden = |part: &str| part.starts_with(['_', '.']);
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = parts.last().copied().unwrap_or("");
+    if pattern.matches_with(key, options) {
+        return !hidden(name);
+    }
+    let has_extension = extensions.iter().any(|e| has_extension(name, e));
+    (1..parts.len()).any(|depth| {
+        let (above, below) = parts.split_at(depth);
+        pattern.matches_with(&above.join("/"), options)
+            && !hidden(above[depth - 1])
+            && !below.iter().any(|part| hidden(part))
+            && has_extension
+    })
 }
 
 /// The URL, store and key of the object (or prefix) `spec` names.
@@ -885,6 +911,28 @@ mod tests {
             }
         }
         n
+    }
+
+    #[test]
+    fn a_glob_takes_keys_and_the_objects_below_prefixes_it_matches_as_local_globs_do() {
+        let pattern = glob::Pattern::new("nights/*/fp").unwrap();
+        let takes = |key| glob_takes(&pattern, key, &["parquet"]);
+        assert!(takes("nights/a/fp/part-0.parquet"));
+        assert!(takes("nights/a/fp/sub/part-1.parquet"));
+        assert!(!takes("nights/a/fp/_SUCCESS"));
+        assert!(!takes("nights/a/fp/_tmp/part-0.parquet"));
+        assert!(
+            !takes("nights/a/b/fp/part-0.parquet"),
+            "a * stays within one part"
+        );
+        let files = glob::Pattern::new("pairs/*").unwrap();
+        assert!(glob_takes(&files, "pairs/part-0.parquet", &["parquet"]));
+        assert!(!glob_takes(&files, "pairs/_SUCCESS", &["parquet"]));
+        assert!(!glob_takes(&files, "pairs/.staging", &["parquet"]));
+        assert!(
+            glob_takes(&files, "pairs/x/part-0.parquet", &["parquet"]),
+            "a matched prefix is a directory"
+        );
     }
 
     #[test]

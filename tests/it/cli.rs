@@ -950,3 +950,32 @@ fn an_output_over_an_input_is_refused_even_with_overwrite() {
         &sibling,
     ]);
 }
+
+/// A glob reads as Spark reads one: a matched directory as a directory
+/// input, and matched names that start with `_` or `.` skipped.
+#[test]
+fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = SplitMix64::new(9);
+    for night in ["a", "b"] {
+        let fp = d.join(format!("nights/{night}/fp"));
+        write_shard(&fp.join("part-0.parquet"), &random_rows(&mut rng, 40, 0));
+        std::fs::write(fp.join("_SUCCESS"), "").unwrap();
+        std::fs::write(fp.join("_summary.json"), "{}").unwrap();
+        std::fs::write(fp.join(".part-1.parquet.tmp"), "partial").unwrap();
+    }
+    let p = |rel: &str| d.join(rel).display().to_string();
+    let pairs_of = |queries: &[String], out: &str| {
+        let mut args = vec!["match", "--self", "-k", "10", "--out", out];
+        for q in queries {
+            args.extend(["--queries", q.as_str()]);
+        }
+        run_ok(&args);
+        part_bytes(Path::new(out))
+    };
+    let listed = pairs_of(&[p("nights/a/fp"), p("nights/b/fp")], &p("listed"));
+    assert_eq!(pairs_of(&[p("nights/*/fp")], &p("by-dirs")), listed);
+    let files = [p("nights/a/fp/*"), p("nights/b/fp/*")];
+    assert_eq!(pairs_of(&files, &p("by-files")), listed);
+}

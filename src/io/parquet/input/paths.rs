@@ -52,11 +52,20 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
             files.push(path.to_path_buf());
         } else if spec.contains(['*', '?', '[']) {
             let before = files.len();
+            // As Spark reads a glob: a matched directory is read as a
+            // directory input, and matched names starting `_` or `.` (a
+            // `_SUCCESS`, a staging directory) are skipped.
             for entry in
                 glob::glob(spec).with_context(|| format!("{spec}: invalid glob pattern"))?
             {
                 let entry = entry.with_context(|| format!("{spec}: cannot read a match"))?;
-                if entry.is_file() {
+                let name = entry.file_name().unwrap_or_default().to_string_lossy();
+                if name.starts_with(['_', '.']) {
+                    continue;
+                }
+                if entry.is_dir() {
+                    collect_files(&entry, extensions, &mut files)?;
+                } else if entry.is_file() {
                     files.push(entry);
                 }
             }
