@@ -419,6 +419,32 @@ pub struct FingerprintArgs {
     pub(crate) overwrite: bool,
 }
 
+/// Parses the command line. A usage error is one line on stderr and exit
+/// code 1, as every other error is (clap's own is several lines and 2);
+/// help and the version print as clap prints them.
+pub fn parse() -> Cli {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            error.exit()
+        }
+        Err(error) => {
+            let text = error.render().to_string();
+            let line = text.lines().next().unwrap_or("error: invalid arguments");
+            eprintln!("{line} (see --help)");
+            std::process::exit(1)
+        }
+    }
+}
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> Result<()> {
     let result = match cli.command {

@@ -1,7 +1,5 @@
 use std::process::ExitCode;
 
-use clap::Parser;
-
 /// mimalloc keeps freed memory for reuse where glibc returns large blocks to
 /// the kernel, so big per-stage buffers are not faulted in and zeroed again.
 #[global_allocator]
@@ -55,7 +53,7 @@ fn main() -> ExitCode {
     #[cfg(unix)]
     neardup::exec::runtime::stop_on_signals();
     neardup::exec::logging::init();
-    let cli = neardup::cli::Cli::parse();
+    let cli = neardup::cli::parse();
     tune_allocator(&cli.command);
     match neardup::cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -979,3 +979,46 @@ fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
     let files = [p("nights/a/fp/*"), p("nights/b/fp/*")];
     assert_eq!(pairs_of(&files, &p("by-files")), listed);
 }
+
+/// A flag the parser refuses is one line and exit code 1, as any other
+/// bad input; help still prints whole and exits 0.
+#[test]
+fn flags_the_parser_refuses_get_one_line_and_exit_code_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    for (args, needle) in [
+        (
+            vec!["match", "--queries", &good, "--self", "-k", "-1"],
+            "'-1'",
+        ),
+        (
+            vec![
+                "match",
+                "--queries",
+                &good,
+                "--self",
+                "--blocks",
+                "99999999999",
+            ],
+            "'99999999999'",
+        ),
+        (
+            vec!["match", "--queries", &good, "--self", "--threshold", "4"],
+            "'--threshold'",
+        ),
+        (vec!["clusters"], "'clusters'"),
+    ] {
+        let out = neardup(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(needle),
+            "{stderr}"
+        );
+        assert!(stderr.trim_end().ends_with("(see --help)"), "{stderr}");
+    }
+    let help = neardup(&["match", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).lines().count() > 10);
+}
