@@ -168,13 +168,10 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         })
     };
     let http = matches!(url.scheme(), "http" | "https");
-    if spec.contains(['*', '?', '[']) {
+    if let Some((literal, _)) = split_glob(spec) {
         if http {
             bail!("{spec}: an HTTP server cannot be listed: name each file");
         }
-        let literal = spec[..spec.find(['*', '?', '[']).unwrap_or(spec.len())]
-            .rsplit_once('/')
-            .map_or("", |(before, _)| before);
         let prefix_url = Url::parse(literal).with_context(|| format!("{spec}: not a valid URL"))?;
         let prefix = ObjectPath::from_url_path(prefix_url.path())
             .with_context(|| format!("{spec}: not a valid object path"))?;
@@ -220,6 +217,14 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         );
     }
     Ok(found)
+}
+
+/// A glob's literal part (the path up to the `/` before its first `*`, `?`
+/// or `[`) and its pattern below that; None for a spec without one.
+pub(crate) fn split_glob(spec: &str) -> Option<(&str, &str)> {
+    let at = spec.find(['*', '?', '['])?;
+    let literal = spec[..at].rfind('/').map_or("", |slash| &spec[..slash]);
+    Some((literal, spec[literal.len()..].trim_start_matches('/')))
 }
 
 /// Whether a glob takes the object `key`, as a local glob takes files: the

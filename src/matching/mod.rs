@@ -276,8 +276,6 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     Ok(committed.unwrap_or_else(|| lock(&summary).finish(opts, totals)))
 }
 
-/// The fingerprint files of B and F, their units, and what their schemes
-/// decide.
 /// Each file's path and rows, which every process must see alike.
 fn files_and_rows(files: &[FingerprintFile]) -> Vec<(String, u64)> {
     files
@@ -286,6 +284,8 @@ fn files_and_rows(files: &[FingerprintFile]) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// The fingerprint files of B and F, their units, and what their schemes
+/// decide.
 struct Inputs {
     query_files: Vec<FingerprintFile>,
     query_units: Vec<Unit>,

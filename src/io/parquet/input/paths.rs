@@ -2,6 +2,7 @@
 //! name, expanded to files (local, or objects in a store).
 
 use super::*;
+use crate::io::storage::split_glob;
 
 /// Like [`expand_paths`] for Parquet files that may also be objects
 /// (`s3://`, `gs://`, `az://`, `http(s)://`; see [`crate::io::storage`]):
@@ -120,19 +121,18 @@ pub(crate) fn refuse_output_over_inputs<'a>(
 
 /// Whether one of the two places is the other or lies inside it.
 pub(crate) fn nested(a: &Path, b: &Path) -> bool {
-    let (a, b) = (place(&a.to_string_lossy()), place(&b.to_string_lossy()));
-    within(&a, &b) || within(&b, &a)
+    nested_places(&place(&a.to_string_lossy()), &place(&b.to_string_lossy()))
+}
+
+fn nested_places(a: &str, b: &str) -> bool {
+    within(a, b) || within(b, a)
 }
 
 /// Whether the output at `out` (a [`place`]) and the input `spec` overlap.
 fn overlaps(out: &str, spec: &str) -> bool {
-    let Some(glob_at) = spec.find(['*', '?', '[']) else {
-        let input = place(spec);
-        return within(&input, out) || within(out, &input);
+    let Some((literal, pattern)) = split_glob(spec) else {
+        return nested_places(out, &place(spec));
     };
-    let literal = spec[..glob_at]
-        .rfind('/')
-        .map_or("", |slash| &spec[..slash]);
     let input = place(if literal.is_empty() { "." } else { literal });
     if within(&input, out) {
         return true;
@@ -142,7 +142,6 @@ fn overlaps(out: &str, spec: &str) -> bool {
     let Some(below) = out.strip_prefix(&input).and_then(|b| b.strip_prefix('/')) else {
         return false;
     };
-    let pattern = spec[literal.len()..].trim_start_matches('/');
     pattern
         .split('/')
         .zip(below.split('/'))
