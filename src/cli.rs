@@ -110,6 +110,11 @@ pub struct ClusterCommandArgs {
     /// columns; files, directories, globs or object-store URLs.
     #[arg(long, num_args = 1..)]
     pub(crate) pages: Vec<String>,
+    /// The corpus's fingerprint shards (match's --corpus): drop/'s keep_url
+    /// for pages kept from it. Its ids are read in full, its URLs only in
+    /// row groups that hold a kept page.
+    #[arg(long, num_args = 1..)]
+    pub(crate) corpus: Vec<String>,
     /// The same as --keep-by corpus.
     #[arg(long)]
     pub(crate) corpus_wins: bool,
@@ -714,6 +719,7 @@ fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
             !args.pages.is_empty(),
         )?,
         pages: args.pages,
+        corpus: args.corpus,
         drop_policy: args.drop_policy,
         max_cluster_size: args.max_cluster_size,
         parts: args.parts,

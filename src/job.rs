@@ -98,6 +98,10 @@ pub(crate) struct ClusterSpec {
     pub(crate) max_cluster_size: u64,
     #[serde(default = "one")]
     pub(crate) parts: usize,
+    /// `drop/`'s `keep_url` for pages kept from the corpus, read from
+    /// `[match] corpus` (its ids in full).
+    #[serde(default = "yes")]
+    pub(crate) corpus_urls: bool,
 }
 
 /// Where the workers run (`[runtime]`).
@@ -250,7 +254,8 @@ pub(crate) struct Job {
 /// night's fingerprints (`match`'s queries) unless `pages` names one. The
 /// keys default to `corpus,canonical-url,earliest` when the job
 /// fingerprints the night (its shards have those columns), else to the
-/// corpus alone; `corpus_wins = false` leaves the corpus key out.
+/// corpus alone; `corpus_wins = false` leaves the corpus key out. The
+/// corpus gives `drop/` its pages' URLs unless `corpus_urls = false`.
 fn cluster_options(
     c: &ClusterSpec,
     matching: &MatchOptions,
@@ -273,6 +278,9 @@ fn cluster_options(
         None if o.keep_by.words() > 0 || fingerprints => matching.queries.clone(),
         None => Vec::new(),
     };
+    if c.corpus_urls {
+        o.corpus = matching.corpus.clone();
+    }
     o.drop_policy = c.drop_policy;
     o.max_cluster_size = c.max_cluster_size;
     o.parts = c.parts;
@@ -778,7 +786,13 @@ pub(crate) fn run_job(
             "cluster",
             c.out.clone(),
             StageOutput::Committed,
-            &mut || Ok(run_cluster(c)?.line(&c.out)),
+            &mut || {
+                let mut c = c.clone();
+                if !c.corpus.is_empty() {
+                    c.corpus = job.corpus_files()?;
+                }
+                Ok(run_cluster(&c)?.line(&c.out))
+            },
         )?;
     }
     if let (Some(batch), Some(f)) = (job.batch_dir(), job.append.as_ref()) {

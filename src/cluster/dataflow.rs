@@ -33,6 +33,7 @@ use crate::cluster::components::{
     Components, DirectShare, KeyedPage, PairLog, SharedGraph, WorkerShare,
 };
 use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::drop_urls::UrlSources;
 use crate::cluster::join::{
     after_joins, find_shared, join_components, seen_twice, shared_sightings, sightings,
     FilterChunk, Resolved, SharedFilter, SharedPages,
@@ -65,8 +66,8 @@ pub(crate) struct Job {
     /// The pages table of `--pages`, and its units to read, a ticket each.
     pub(crate) pages: Option<Arc<PagesTable>>,
     pub(crate) page_units: Tickets,
-    /// Whether `drop/` gets the pages' URLs.
-    pub(crate) drop_urls: bool,
+    /// Where `drop/`'s URLs come from, if it gets them.
+    pub(crate) drop_urls: Option<Arc<UrlSources>>,
     /// Pairs read and the step reached, for the progress bar.
     pub(crate) counters: Arc<StepCounters>,
 }
@@ -289,7 +290,7 @@ fn write_parts(
     ends: &Ends,
 ) {
     let opts = &job.opts;
-    let urls_from = job.pages.clone().filter(|_| job.drop_urls);
+    let urls_from = job.drop_urls.clone();
     let writer = PartWriter::new(
         &job.dir,
         me,

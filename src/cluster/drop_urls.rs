@@ -1,5 +1,7 @@
 //! The evidence in `drop/`: the URL of each dropped page (`url`) and of the
-//! page kept in its place (`keep_url`), from the pages table's `url` column.
+//! page kept in its place (`keep_url`), from the pages table's `url` column,
+//! and for the pages it lacks (those kept from the corpus) from the
+//! corpus's shards (`cluster --corpus`).
 //!
 //! A part is written as its rows come, long before its writer could know
 //! their URLs without holding every page's. So when the pages table has
@@ -9,8 +11,14 @@
 //! columns. Its memory is the URLs of the part's pages, at the end of the
 //! job, when the union-find's memory is gone; the rows and their order do
 //! not change, so the part is the same whatever the workers and processes.
+//!
+//! The corpus is read after the pages table, for the ids still without a
+//! URL, and only its ids in full: a row group's URLs are read only when
+//! its ids include one of them, since a night's drops are kept in favour
+//! of a few corpus pages among billions.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
@@ -24,19 +32,36 @@ use crate::cluster::part_writer::{write_drops_with_urls, DropColumns};
 use crate::exec::parallel::prefetch;
 use crate::io::parquet::pages::{string_values, PagesTable};
 
+/// Where `drop/`'s URLs come from: the pages table, then the corpus for
+/// the pages the table lacks.
+#[derive(Default)]
+pub(crate) struct UrlSources {
+    pub(crate) pages: Option<Arc<PagesTable>>,
+    pub(crate) corpus: Option<PagesTable>,
+}
+
 /// Writes `part` from the plain part `written` (then removed) with the URLs
-/// of both pages of every row, as `table` has them (the first row of a
-/// page with a URL, in the table's order), the table read on `threads`
+/// of both pages of every row, as `sources` have them (the first row of a
+/// page with a URL, in a table's order), each table read on `threads`
 /// threads.
 pub(crate) fn attach_urls(
     written: &Path,
     part: &Path,
-    table: &PagesTable,
+    sources: &UrlSources,
     threads: usize,
 ) -> Result<()> {
     let rows = read_drops(written)?;
     let index = IdIndex::new(rows.ids.iter().chain(&rows.keep_ids).copied());
-    let urls = UrlsOf::read(&index, table, threads)?;
+    let mut urls = UrlsOf::new(index.len());
+    if let Some(table) = &sources.pages {
+        urls = urls.read(&index, table, Skim::No, threads)?;
+    }
+    if let Some(corpus) = &sources.corpus {
+        let missing = urls.missing();
+        if missing.contains(&true) {
+            urls = urls.read(&index, corpus, Skim::For(&missing), threads)?;
+        }
+    }
     let (mut at_id, mut at_keep) = (Vec::new(), Vec::new());
     index.find_all(&rows.ids, &mut at_id);
     index.find_all(&rows.keep_ids, &mut at_keep);
@@ -160,22 +185,42 @@ struct UnitUrls {
     text: String,
 }
 
+/// Whether a table's URLs are read in every row group, or only in those
+/// whose ids include one marked (by number) as still wanted.
+#[derive(Clone, Copy)]
+enum Skim<'a> {
+    No,
+    For(&'a [bool]),
+}
+
 impl UrlsOf {
-    /// Reads the ids and URLs of `table` on `threads` threads, keeping
-    /// those of `index`: each unit's on its own, then added in the table's
-    /// order as soon as the units before it are (so the first row of a
-    /// page wins whatever the threads, and at most a unit a thread waits).
-    fn read(index: &IdIndex, table: &PagesTable, threads: usize) -> Result<UrlsOf> {
+    /// No URL yet for each of `len` numbers.
+    fn new(len: usize) -> UrlsOf {
+        UrlsOf {
+            text: String::new(),
+            spans: vec![(0, u32::MAX); len],
+        }
+    }
+
+    /// Reads the ids and URLs of `table` on `threads` threads, adding those
+    /// of `index` that have none yet: each unit's on its own, then added in
+    /// the table's order as soon as the units before it are (so the first
+    /// row of a page wins whatever the threads, and at most a unit a thread
+    /// waits).
+    fn read(
+        self,
+        index: &IdIndex,
+        table: &PagesTable,
+        skim: Skim,
+        threads: usize,
+    ) -> Result<UrlsOf> {
         let merged = std::sync::Mutex::new(InOrder {
             next: 0,
             waiting: std::collections::BTreeMap::new(),
-            urls: UrlsOf {
-                text: String::new(),
-                spans: vec![(0, u32::MAX); index.len()],
-            },
+            urls: self,
         });
         let read = crate::exec::parallel::in_parallel(table.units(), threads, |unit| {
-            let found = unit_urls(index, table, unit)?;
+            let found = unit_urls(index, table, skim, unit)?;
             let mut guard = crate::exec::parallel::lock(&merged);
             let merged = &mut *guard;
             merged.waiting.insert(unit, found);
@@ -207,6 +252,11 @@ impl UrlsOf {
         }
     }
 
+    /// Whether each number still has no URL.
+    fn missing(&self) -> Vec<bool> {
+        self.spans.iter().map(|span| span.1 == u32::MAX).collect()
+    }
+
     fn get(&self, at: usize) -> Option<&str> {
         let (start, len) = *self.spans.get(at)?;
         (len != u32::MAX).then(|| &self.text[start as usize..start as usize + len as usize])
@@ -221,9 +271,22 @@ struct InOrder {
 }
 
 /// The URLs of unit `unit` of `table` whose ids `index` has.
-fn unit_urls(index: &IdIndex, table: &PagesTable, unit: usize) -> Result<UnitUrls> {
+fn unit_urls(index: &IdIndex, table: &PagesTable, skim: Skim, unit: usize) -> Result<UnitUrls> {
     let mut found = UnitUrls::default();
     let mut numbers = Vec::new();
+    if let Skim::For(wanted) = skim {
+        let mut any = false;
+        table.read_unit_columns(unit, &[], |ids, _, _| {
+            index.find_all(ids, &mut numbers);
+            any |= numbers
+                .iter()
+                .any(|&n| wanted.get(n as usize) == Some(&true));
+            Ok(())
+        })?;
+        if !any {
+            return Ok(found);
+        }
+    }
     table.read_unit_columns(unit, &[URL], |ids, batch, location| {
         let Some(column) = batch.column_by_name(URL) else {
             return Ok(());

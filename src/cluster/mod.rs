@@ -45,6 +45,7 @@ use anyhow::{bail, Context, Result};
 use crate::cluster::components::SharedGraph;
 use crate::cluster::dataflow::Job;
 use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::drop_urls::UrlSources;
 use crate::cluster::keep_order::{KeepOrder, URL};
 use crate::cluster::read_pairs::ProcessUnits;
 use crate::cluster::summary::{ClusterSummary, ClusterTotals};
@@ -67,6 +68,9 @@ pub struct ClusterJobOptions {
     /// The pages table the keys are read from (`--pages`): files,
     /// directories or globs; none for an order by corpus and id alone.
     pub pages: Vec<String>,
+    /// The corpus's shards (`--corpus`), which `drop/`'s URLs come from
+    /// for the pages the pages table lacks.
+    pub corpus: Vec<String>,
     /// How pages are chosen for `drop/`.
     pub drop_policy: DropPolicy,
     /// Warn about clusters with more pages than this.
@@ -86,6 +90,7 @@ impl ClusterJobOptions {
             out,
             keep_by: KeepOrder::default(),
             pages: Vec::new(),
+            corpus: Vec::new(),
             drop_policy: DropPolicy::default(),
             max_cluster_size: 1000,
             parts: 1,
@@ -116,15 +121,20 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         &opts.out,
         opts.overwrite,
         opts.runtime.is_leader(),
-        opts.pairs.iter().chain(&opts.pages),
+        opts.pairs.iter().chain(&opts.pages).chain(&opts.corpus),
     )?;
     if let Some(staging) = &staging {
         make_folders(staging)?;
     }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
-    let drop_urls = pages.as_ref().is_some_and(|table| table.has_optional(0));
+    let drop_urls = url_sources(&pages, open_corpus(opts)?);
+    let corpus_rows = drop_urls
+        .as_ref()
+        .and_then(|sources| sources.corpus.as_ref())
+        .map_or(0, |table| table.rows());
+    let with_urls = drop_urls.is_some();
     let summary_of = move |opts: &ClusterJobOptions, totals: &ClusterTotals| -> ClusterSummary {
-        ClusterSummary::of(opts, totals, started, pages_rows, drop_urls)
+        ClusterSummary::of(opts, totals, started, pages_rows, with_urls)
     };
     let (commit, written) = {
         let opts = opts.clone();
@@ -143,7 +153,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         .with("--max-cluster-size", opts.max_cluster_size)
         .with("--out", &opts.out)
         .with("pairs", pair_units)
-        .with("pages", (&opts.pages, pages_rows));
+        .with("pages", (&opts.pages, pages_rows))
+        .with("corpus", (&opts.corpus, corpus_rows));
     let job = Arc::new(Job {
         opts: opts.clone(),
         total_pairs: units.iter().map(|unit| unit.rows as u64).sum(),
@@ -193,6 +204,44 @@ fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
         keep.check_column(file, column, data_type)
     };
-    let table = PagesTable::open(&opts.pages, &keep.columns(), check, &[URL], is_string)?;
+    let table = PagesTable::open(
+        "--pages",
+        &opts.pages,
+        &keep.columns(),
+        check,
+        &[URL],
+        is_string,
+    )?;
     Ok(Some(table))
+}
+
+/// Opens the corpus of `--corpus` for its ids and URLs, if given; a corpus
+/// without URLs is passed over with a warning.
+fn open_corpus(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
+    if opts.corpus.is_empty() {
+        return Ok(None);
+    }
+    let table = PagesTable::open(
+        "--corpus",
+        &opts.corpus,
+        &[],
+        |_, _, _| Ok(()),
+        &[URL],
+        is_string,
+    )?;
+    if !table.has_optional(0) {
+        tracing::warn!(corpus = ?opts.corpus, "no file of --corpus has a `url` column: drop/ has no keep_url for pages kept from it");
+        return Ok(None);
+    }
+    Ok(Some(table))
+}
+
+/// Where `drop/`'s URLs come from: the pages table if it has URLs, then the
+/// corpus; none if neither has them.
+fn url_sources(
+    pages: &Option<Arc<PagesTable>>,
+    corpus: Option<PagesTable>,
+) -> Option<Arc<UrlSources>> {
+    let pages = pages.clone().filter(|table| table.has_optional(0));
+    (pages.is_some() || corpus.is_some()).then(|| Arc::new(UrlSources { pages, corpus }))
 }

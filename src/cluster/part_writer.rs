@@ -14,7 +14,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use crate::cluster::components::Closeness;
 use crate::cluster::drop_policy::distances_of;
-use crate::cluster::drop_urls::attach_urls;
+use crate::cluster::drop_urls::{attach_urls, UrlSources};
 use crate::cluster::part_runs::{
     owner_run, router_run, DropRow, MemberRow, Row, RowKind, Rows, RunMerge, RunSlice,
 };
@@ -24,7 +24,6 @@ use crate::io::parquet::output::{
     ascending, part_name, write_parquet, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL,
     PART_CHUNK_ROWS, ROW_GROUP_ROWS, WIDE_DISTANCE,
 };
-use crate::io::parquet::pages::PagesTable;
 
 /// A row of a `cluster` output part: an id, another page's id and a
 /// third column, gathered column by column as rows come (each column's
@@ -301,7 +300,7 @@ pub(crate) struct PartWriter {
     members: Vec<Option<StreamedPart<MemberRow>>>,
     drops: Vec<Option<StreamedPart<DropRow>>>,
     /// The pages table `drop/`'s URLs are read from, if it has them.
-    urls_from: Option<Arc<PagesTable>>,
+    urls_from: Option<Arc<UrlSources>>,
     /// Threads that read it: the process's workers, idle once routed.
     threads: usize,
     /// Time spent writing, while the rows came and after.
@@ -389,7 +388,7 @@ impl PartWriter {
         peers: usize,
         processes: usize,
         parts: usize,
-        urls_from: Option<Arc<PagesTable>>,
+        urls_from: Option<Arc<UrlSources>>,
     ) -> PartWriter {
         let routers: Vec<u32> = (0..peers as u32).map(router_run).collect();
         let owners = (0..peers as u32).map(owner_run).filter(|_| processes > 1);
@@ -450,8 +449,8 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
         for part in std::mem::take(&mut self.drops).into_iter().flatten() {
             let path = part.path.clone();
             totals.dropped += part.finish()?;
-            if let Some(table) = &self.urls_from {
-                attach_urls(&local_name(&path), &path, table, self.threads)?;
+            if let Some(sources) = &self.urls_from {
+                attach_urls(&local_name(&path), &path, sources, self.threads)?;
             }
         }
         tracing::info!(

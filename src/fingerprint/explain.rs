@@ -189,7 +189,14 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
         "length",
         SKETCH_COLUMN,
     ];
-    let table = PagesTable::open(specs, &[], |_, _, _| Ok(()), &COLUMNS, |_| true)?;
+    let table = PagesTable::open(
+        "--fingerprints",
+        specs,
+        &[],
+        |_, _, _| Ok(()),
+        &COLUMNS,
+        |_| true,
+    )?;
     let ids: Vec<Option<i64>> = wanted.iter().map(|w| w.parse().ok()).collect();
     let mut found: Vec<Option<StoredPage>> = vec![None; wanted.len()];
     for unit in 0..table.units() {

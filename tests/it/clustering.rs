@@ -19,6 +19,8 @@ use neardup::exec::runtime::RuntimeOptions;
 use neardup::gen::SplitMix64;
 use neardup::io::pairs::Pair;
 use neardup::io::parquet::output::write_pairs;
+
+use crate::common::parquet_batches;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 /// A pair-graph edge: (query_id, corpus_id, self_pair).
@@ -225,18 +227,6 @@ fn check_direct_invariants(edges: &[Edge], clusters: &ClusterRows, drops: &DropR
         dropped.is_subset(&pages),
         "{name}: a dropped page is in no cluster"
     );
-}
-
-fn parquet_batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
-    let mut batches = Vec::new();
-    for part in crate::common::part_files(dir) {
-        let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(&part).unwrap())
-            .unwrap()
-            .build()
-            .unwrap();
-        batches.extend(reader.map(|b| b.unwrap()));
-    }
-    batches
 }
 
 fn int64s(batch: &arrow_array::RecordBatch, column: usize) -> &[i64] {
@@ -1425,6 +1415,55 @@ fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
             assert_eq!(summary["keep_by"], serde_json::json!(keys), "{case}");
             assert_eq!(summary["drop_urls"], true, "{case}");
         }
+    }
+}
+
+#[test]
+fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(73);
+    let mut edges = random_edges(&mut rng, 3_000, 2_500, 0);
+    edges.extend((1..=150).map(|leaf| (40_000 + leaf, 40_000, leaf % 4 == 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let in_corpus = corpus_pages(&edges);
+    // The night's table has its own pages; the corpus the rest, among many
+    // pages of no pair, in row groups most of which hold none of the drops.
+    let (corpus_rows, night_rows): (Vec<PageRow>, Vec<PageRow>) = random_pages(&edges, &mut rng)
+        .into_iter()
+        .partition(|row| in_corpus.contains(&row.id));
+    let pages = write_pages(&dir.path().join("pages"), &night_rows, 2);
+    let corpus = write_pages(&dir.path().join("corpus"), &corpus_rows, 2);
+    let others: Vec<PageRow> = (0..40_000)
+        .map(|i| PageRow {
+            id: 1_000_000 + i,
+            fetch_time: None,
+            url: Some(format!("https://other.example/{i}")),
+            n_chars: 0,
+            quality: None,
+        })
+        .collect();
+    let other = write_pages(&dir.path().join("other"), &others, 8);
+    let mut urls = first_urls(&corpus_rows);
+    urls.extend(first_urls(&night_rows));
+    let keys = ["corpus", "canonical-url", "earliest"];
+    let rank = keyed_rank(&keys, &night_rows, &in_corpus);
+    let expected = oracle_by(&edges, &rank);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let case = format!("--corpus, {policy}");
+        let out = dir.path().join(format!("out-{policy}"));
+        let mut opts = options(&pairs, &out, false, policy, 2, 2);
+        opts.keep_by = KeepOrder::default_with_pages();
+        opts.pages = vec![pages.clone()];
+        opts.corpus = vec![other.clone(), corpus.clone()];
+        run_cluster(&opts).unwrap();
+        let (_, drops) = assert_keyed_output(
+            &out, &edges, &expected, &rank, &distance, policy, &urls, &case,
+        );
+        let from_corpus = drops.iter().filter(|d| in_corpus.contains(&d.1)).count();
+        assert!(
+            from_corpus > 100,
+            "{case}: {from_corpus} drops for corpus pages"
+        );
     }
 }
 

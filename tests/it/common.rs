@@ -160,6 +160,20 @@ pub fn part_files(dir: &Path) -> Vec<PathBuf> {
     parts
 }
 
+/// The record batches of the part files in `dir`, in part order.
+pub fn parquet_batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
+    let mut batches = Vec::new();
+    for part in part_files(dir) {
+        let file = std::fs::File::open(&part).unwrap();
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+        batches.extend(reader.map(Result::unwrap));
+    }
+    batches
+}
+
 /// The bytes of every part file under `dir`, in part order.
 pub fn part_bytes(dir: &Path) -> Vec<Vec<u8>> {
     part_files(dir)

@@ -164,6 +164,62 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
     let next_pairs = read_pairs(&d.join("sample-output/2026-11-23/pairs"));
     assert!(next_pairs.len() > pairs.len());
     assert!(next_pairs.iter().all(|p| p.query_id != p.corpus_id));
+    // Every drop names both pages' URLs, those of pages kept from the
+    // corpus too (every sample page has one).
+    for night in [NIGHT, "2026-11-23"] {
+        let night = d.join("sample-output").join(night);
+        let tonight: std::collections::HashSet<i64> =
+            int64_column(&night.join("fingerprints"), "id")
+                .into_iter()
+                .collect();
+        let drops = drop_rows(&night.join("clusters/drop"));
+        let kept_from_corpus = drops.iter().filter(|d| !tonight.contains(&d.1)).count();
+        assert!(kept_from_corpus > 0, "{}", night.display());
+        for (id, keep, url, keep_url) in &drops {
+            assert!(
+                url.is_some() && keep_url.is_some(),
+                "{id} for {keep}: {url:?}, {keep_url:?}"
+            );
+        }
+    }
+}
+
+/// The INT64 column `name` of the part files in `dir`.
+fn int64_column(dir: &Path, name: &str) -> Vec<i64> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::Int64Type;
+    parquet_batches(dir)
+        .iter()
+        .flat_map(|batch| {
+            let column = batch.column_by_name(name).unwrap();
+            column.as_primitive::<Int64Type>().values().to_vec()
+        })
+        .collect()
+}
+
+/// `drop/`'s rows: `(id, keep_id, url, keep_url)`.
+fn drop_rows(dir: &Path) -> Vec<(i64, i64, Option<String>, Option<String>)> {
+    use arrow_array::cast::AsArray;
+    let mut rows = Vec::new();
+    let ids = int64_column(dir, "id");
+    let keeps = int64_column(dir, "keep_id");
+    let strings = |name: &str| -> Vec<Option<String>> {
+        parquet_batches(dir)
+            .iter()
+            .flat_map(|batch| {
+                let column = batch.column_by_name(name).unwrap().as_string::<i32>();
+                column
+                    .iter()
+                    .map(|s| s.map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let (urls, keep_urls) = (strings("url"), strings("keep_url"));
+    for (at, (&id, &keep)) in ids.iter().zip(&keeps).enumerate() {
+        rows.push((id, keep, urls[at].clone(), keep_urls[at].clone()));
+    }
+    rows
 }
 
 /// The data files (not summaries) of a night's outputs, by relative path.

@@ -40,11 +40,12 @@ struct PagesFile {
 }
 
 impl PagesTable {
-    /// Opens the files of `specs`, each of which must have `id` and every
-    /// column of `required`, each checked by `check(file, column, type)`;
-    /// the columns of `optional` are read where a file has them with a
-    /// type `optional_fits`.
+    /// Opens the files of `specs` (given with `flag`, which errors name),
+    /// each of which must have `id` and every column of `required`, each
+    /// checked by `check(file, column, type)`; the columns of `optional`
+    /// are read where a file has them with a type `optional_fits`.
     pub(crate) fn open(
+        flag: &str,
         specs: &[String],
         required: &[String],
         check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
@@ -53,10 +54,10 @@ impl PagesTable {
     ) -> Result<PagesTable> {
         let locations = expand_locations(specs)?;
         if locations.is_empty() {
-            bail!("--pages {}: no Parquet files found", specs.join(" "));
+            bail!("{flag} {}: no Parquet files found", specs.join(" "));
         }
         let files = open_all(&locations, |path| {
-            PagesFile::open(path, required, &check, optional, &optional_fits)
+            PagesFile::open(flag, path, required, &check, optional, &optional_fits)
         })?;
         let has_optional = optional
             .iter()
@@ -172,6 +173,7 @@ impl PagesTable {
 
 impl PagesFile {
     fn open(
+        flag: &str,
         path: &Location,
         required: &[String],
         check: &impl Fn(&str, &str, &DataType) -> Result<()>,
@@ -183,7 +185,7 @@ impl PagesFile {
         let shown = path.to_string();
         let missing = |name: &str| {
             anyhow!(
-                "{shown}: no column `{name}` (columns: {}), which --pages must have",
+                "{shown}: no column `{name}` (columns: {}), which {flag} must have",
                 column_list(schema)
             )
         };
