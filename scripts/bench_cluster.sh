@@ -12,7 +12,7 @@
 #                                            gives every process's peak and their sum)
 #   PAGES=urls scripts/bench_cluster.sh      each run again with --pages, a pages table of
 #                                            10M rows (DuckDB: id, fetch_time, url, n_chars)
-#                                            and the default keys corpus,canonical-url,earliest,
+#                                            and the default keys,
 #                                            so drop/ gets url and keep_url too
 #   PAGES=keys scripts/bench_cluster.sh      the same with a table without url (id,
 #                                            fetch_time, n_chars) and keys corpus,earliest,longest

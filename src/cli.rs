@@ -100,9 +100,9 @@ pub struct ClusterCommandArgs {
     pub(crate) out: PathBuf,
     /// Which page of a cluster is kept: keys in order, each breaking the
     /// ties of the one before, then the smallest id. Keys: corpus (first
-    /// only), earliest, latest, canonical-url, longest, column:NAME:asc|desc
-    /// [default: corpus,canonical-url,earliest with --pages, else the
-    /// smallest id]
+    /// only), earliest, latest, rel-canonical, canonical-url, longest,
+    /// column:NAME:asc|desc [default: corpus,rel-canonical,canonical-url,earliest
+    /// with --pages, else the smallest id]
     #[arg(long, value_name = "KEY,...")]
     pub(crate) keep_by: Option<String>,
     /// The table of page attributes the keys read (and drop/'s URLs): the

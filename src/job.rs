@@ -269,7 +269,9 @@ fn cluster_options(
     o.keep_by = match (&c.keep_by, c.corpus_wins) {
         (Some(_), Some(_)) => bail!("give keep_by or corpus_wins, not both"),
         (Some(keys), None) => KeepOrder::parse(&keys.join(","))?,
-        (None, Some(false)) if with_pages => KeepOrder::parse("canonical-url,earliest")?,
+        (None, Some(false)) if with_pages => {
+            KeepOrder::parse("rel-canonical,canonical-url,earliest")?
+        }
         (None, _) if with_pages => KeepOrder::default_with_pages(),
         (None, corpus_wins) => KeepOrder::without_pages(corpus_wins.unwrap_or(true)),
     };

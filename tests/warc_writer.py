@@ -15,6 +15,12 @@
                                     several URLs (https and http, tracking queries,
                                     deeper paths, other sites) on other dates, some
                                     with a line more or less, for cluster --keep-by
+    warc_writer.py canonical DIR    writes DIR/canonical.warc.gz: real texts, each an
+                                    original page (http, a deep path, fetched last)
+                                    naming itself canonical by a relative link, its
+                                    AMP view and a syndicated copy naming it, a copy
+                                    naming none, and a copy whose content carries a
+                                    canonical link in its body
     warc_writer.py encoded DIR      writes DIR/encoded.warc.gz: one HTML page sent
                                     plain, gzip-encoded, chunked, chunked and gzipped
                                     (the raw HTTP a proxy records), and a corrupt gzip
@@ -164,7 +170,7 @@ def ranged_read(source, offset, length):
 
 
 COLUMNS = ["id", "url", "simhash", "sketch", "n_features", "n_chars", "fetch_time", "source", "offset",
-           "length"]
+           "length", "canonical_url"]
 
 
 def read(shards):
@@ -222,6 +228,45 @@ def copies(out):
                 date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
                 record = w.create_warc_record(
                     pattern.format(name=name.lower()), "response",
+                    payload=io.BytesIO(html.encode()), http_headers=headers,
+                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                )
+                w.write_record(record)
+
+
+def canonical(out):
+    """Copies of pages whose sites name the original with rel="canonical",
+    every copy with a URL and a fetch time the other keys would prefer."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    licences = Path("/usr/share/common-licenses")
+    names = ["Apache-2.0", "GPL-3", "MPL-2.0", "LGPL-2.1"]
+    headers = StatusAndHeaders(
+        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+    )
+    with open(Path(out) / "canonical.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for n, licence in enumerate(names):
+            name = licence.lower()
+            paragraphs = [p for p in (licences / licence).read_text().split("\n\n") if p.strip()][:12]
+            main = "<main>" + "".join(f"<p>{p}</p>" for p in paragraphs) + "</main>"
+            path = f"/articles/2024/{name}/full-story.html"
+            original = "http://publisher.example" + path
+            link = '<link rel="canonical" href="{}">'
+            pages = [
+                # (URL, days after the first crawl, head, start of the body)
+                (original, 6, link.format(path), ""),
+                (f"https://publisher.example/amp/{name}", 0, link.format(original), ""),
+                (f"https://news.example/{name}", 1, link.format(original), ""),
+                (f"https://copy.example/{name}", 2, "", ""),
+                (f"https://t.example/{name}", 3, "", link.format(f"https://t.example/{name}")),
+            ]
+            for url, days, head, body in pages:
+                html = f"<html><head><title>{name}</title>{head}</head><body>{body}{main}</body></html>"
+                date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
+                record = w.create_warc_record(
+                    url, "response",
                     payload=io.BytesIO(html.encode()), http_headers=headers,
                     warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
                 )
@@ -341,5 +386,6 @@ if __name__ == "__main__":
         "read": read,
         "copies": copies,
         "encoded": encoded,
+        "canonical": canonical,
     }
     commands[sys.argv[1]](sys.argv[2])

@@ -53,6 +53,8 @@ pub(crate) const NO_VALUE: u32 = u32::MAX;
 pub(crate) const FETCH_TIME: &str = "fetch_time";
 /// The column `canonical-url` reads, and `drop/` takes its URLs from.
 pub(crate) const URL: &str = "url";
+/// The column `rel-canonical` reads beside `url`, where a file has it.
+pub(crate) const CANONICAL_URL: &str = crate::io::parquet::output::CANONICAL_URL;
 /// The column `longest` reads.
 pub(crate) const N_CHARS: &str = "n_chars";
 
@@ -68,6 +70,9 @@ pub(crate) enum KeepKey {
     /// https before http (before any other scheme), then no query string,
     /// then the fewest path segments, then the shortest URL.
     CanonicalUrl,
+    /// A page whose canonical link names itself, then one with none, then
+    /// one that names another page ([`rel_canonical_key`]).
+    RelCanonical,
     /// The most `n_chars` first.
     Longest,
     /// A numeric column of the pages table, ascending or descending.
@@ -82,6 +87,7 @@ impl KeepKey {
             "earliest" => KeepKey::Earliest,
             "latest" => KeepKey::Latest,
             "canonical-url" => KeepKey::CanonicalUrl,
+            "rel-canonical" => KeepKey::RelCanonical,
             "longest" => KeepKey::Longest,
             other => match other.strip_prefix("column:") {
                 Some(rest) => {
@@ -104,7 +110,7 @@ impl KeepKey {
                     }
                 }
                 None => bail!(
-                    "--keep-by: unknown key `{other}` (keys: corpus, earliest, latest, canonical-url, longest, column:NAME:asc|desc)"
+                    "--keep-by: unknown key `{other}` (keys: corpus, earliest, latest, rel-canonical, canonical-url, longest, column:NAME:asc|desc)"
                 ),
             },
         })
@@ -115,7 +121,7 @@ impl KeepKey {
         match self {
             KeepKey::Corpus => None,
             KeepKey::Earliest | KeepKey::Latest => Some(FETCH_TIME),
-            KeepKey::CanonicalUrl => Some(URL),
+            KeepKey::CanonicalUrl | KeepKey::RelCanonical => Some(URL),
             KeepKey::Longest => Some(N_CHARS),
             KeepKey::Column { name, .. } => Some(name),
         }
@@ -125,7 +131,7 @@ impl KeepKey {
     fn words(&self) -> usize {
         match self {
             KeepKey::Corpus => 0,
-            KeepKey::CanonicalUrl | KeepKey::Longest => 1,
+            KeepKey::CanonicalUrl | KeepKey::RelCanonical | KeepKey::Longest => 1,
             _ => 2,
         }
     }
@@ -147,6 +153,7 @@ impl fmt::Display for KeepKey {
             KeepKey::Earliest => f.write_str("earliest"),
             KeepKey::Latest => f.write_str("latest"),
             KeepKey::CanonicalUrl => f.write_str("canonical-url"),
+            KeepKey::RelCanonical => f.write_str("rel-canonical"),
             KeepKey::Longest => f.write_str("longest"),
             KeepKey::Column { name, descending } => {
                 let direction = if *descending { "desc" } else { "asc" };
@@ -177,7 +184,7 @@ impl KeepOrder {
         let order = KeepOrder { keys };
         if order.words() > MAX_KEY_WORDS {
             bail!(
-                "--keep-by {order}: the keys take {} bytes a page, more than {} (corpus takes none, canonical-url and longest 4, every other key 8)",
+                "--keep-by {order}: the keys take {} bytes a page, more than {} (corpus takes none, rel-canonical, canonical-url and longest 4, every other key 8)",
                 4 * order.words(),
                 4 * MAX_KEY_WORDS
             );
@@ -224,11 +231,17 @@ impl KeepOrder {
     }
 
     /// The order when a pages table is given and no keys are: corpus pages
-    /// first, then the most canonical URL, then the earliest fetched (fetch
-    /// times rarely tie, so a key after them would rarely be read).
+    /// first, then the page its site names canonical, then the most
+    /// canonical URL, then the earliest fetched (fetch times rarely tie, so
+    /// a key after them would rarely be read).
     pub fn default_with_pages() -> KeepOrder {
         KeepOrder {
-            keys: vec![KeepKey::Corpus, KeepKey::CanonicalUrl, KeepKey::Earliest],
+            keys: vec![
+                KeepKey::Corpus,
+                KeepKey::RelCanonical,
+                KeepKey::CanonicalUrl,
+                KeepKey::Earliest,
+            ],
         }
     }
 
@@ -253,6 +266,13 @@ impl KeepOrder {
         columns
     }
 
+    /// The columns the keys read where a file has them: `canonical_url`
+    /// for `rel-canonical` (fingerprint shards from before it have none).
+    pub(crate) fn optional_columns(&self) -> Vec<&'static str> {
+        let reads = self.keys.contains(&KeepKey::RelCanonical);
+        reads.then_some(CANONICAL_URL).into_iter().collect()
+    }
+
     /// The keys as `--keep-by` spells them, for `_summary.json`.
     pub(crate) fn names(&self) -> Vec<String> {
         self.keys.iter().map(KeepKey::to_string).collect()
@@ -268,13 +288,13 @@ impl KeepOrder {
     ) -> Result<()> {
         for key in self.keys.iter().filter(|key| key.column() == Some(name)) {
             let fits = match key {
-                KeepKey::CanonicalUrl => is_string(data_type),
+                KeepKey::CanonicalUrl | KeepKey::RelCanonical => is_string(data_type),
                 KeepKey::Longest => data_type.is_integer(),
                 _ => is_numeric(data_type),
             };
             if !fits {
                 let expected = match key {
-                    KeepKey::CanonicalUrl => "a string",
+                    KeepKey::CanonicalUrl | KeepKey::RelCanonical => "a string",
                     KeepKey::Longest => "an integer",
                     _ => "a number, timestamp or date",
                 };
@@ -310,6 +330,16 @@ impl KeepOrder {
                         if let Some(url) = url {
                             rows[row * words + at] = canonical_url_key(url);
                         }
+                    }
+                }
+                KeepKey::RelCanonical => {
+                    let canonicals = match batch.column_by_name(CANONICAL_URL) {
+                        Some(c) => string_values(c, CANONICAL_URL, location)?.collect(),
+                        None => vec![None; batch.num_rows()],
+                    };
+                    let urls = string_values(column, name, location)?;
+                    for (row, (url, canonical)) in urls.zip(canonicals).enumerate() {
+                        rows[row * words + at] = rel_canonical_key(url, canonical);
                     }
                 }
                 KeepKey::Longest => {
@@ -369,6 +399,31 @@ pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let segments = path.split('/').filter(|s| !s.is_empty()).count().min(511) as u32;
     let length = url.len().min((1 << 19) - 1) as u32;
     scheme << 30 | (variant as u32) << 29 | (query.is_some() as u32) << 28 | segments << 19 | length
+}
+
+/// A key of `rel-canonical`: 0 for a page whose canonical link names
+/// itself (as URLs, whatever their fragments), 1 for one without a link,
+/// 2 for one whose link names another page: the site says that page is
+/// the one to keep.
+pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u32 {
+    let Some(canonical) = canonical else {
+        return 1;
+    };
+    let page = |text: &str| {
+        url::Url::parse(text).ok().map(|mut url| {
+            url.set_fragment(None);
+            url
+        })
+    };
+    let itself = url.is_some_and(|url| match (page(url), page(canonical)) {
+        (Some(a), Some(b)) => a == b,
+        _ => url == canonical,
+    });
+    if itself {
+        0
+    } else {
+        2
+    }
 }
 
 /// Host prefixes of a site's mobile or AMP copy.
@@ -523,8 +578,42 @@ mod tests {
         assert_eq!(order.columns(), vec!["fetch_time", "url", "q"]);
         assert_eq!(
             KeepOrder::default_with_pages().to_string(),
-            "corpus,canonical-url,earliest"
+            "corpus,rel-canonical,canonical-url,earliest"
         );
+        assert_eq!(
+            KeepOrder::default_with_pages().optional_columns(),
+            vec![CANONICAL_URL]
+        );
+    }
+
+    #[test]
+    fn a_page_naming_itself_canonical_comes_first_and_one_naming_another_last() {
+        let page = "https://news.example/story";
+        let key = |canonical| rel_canonical_key(Some(page), canonical);
+        assert_eq!(key(Some(page)), 0);
+        assert_eq!(key(Some("https://news.example/story#top")), 0);
+        assert_eq!(key(Some("HTTPS://News.Example:443/story")), 0);
+        assert_eq!(key(None), 1);
+        assert_eq!(key(Some("https://news.example/story/")), 2);
+        assert_eq!(key(Some("https://publisher.example/story")), 2);
+        assert_eq!(rel_canonical_key(None, Some(page)), 2);
+        assert_eq!(rel_canonical_key(None, None), 1);
+        // Through a batch: a file without the column names no canonical.
+        let order = KeepOrder::parse("rel-canonical").unwrap();
+        let urls: ArrayRef = Arc::new(StringArray::from(vec![Some(page), Some(page), None]));
+        let canonicals: ArrayRef = Arc::new(StringArray::from(vec![
+            Some(page),
+            Some("https://elsewhere.example/"),
+            None,
+        ]));
+        let with = RecordBatch::try_from_iter([(URL, urls.clone()), (CANONICAL_URL, canonicals)]);
+        let mut words = Vec::new();
+        order.encode(&with.unwrap(), "t", &mut words).unwrap();
+        assert_eq!(words, vec![0, 2, 1]);
+        let without = RecordBatch::try_from_iter([(URL, urls)]).unwrap();
+        words.clear();
+        order.encode(&without, "t", &mut words).unwrap();
+        assert_eq!(words, vec![1, 1, 1]);
     }
 
     #[test]

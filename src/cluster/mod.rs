@@ -204,12 +204,16 @@ fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
         keep.check_column(file, column, data_type)
     };
+    // `url` first: `drop/` asks for it as optional column 0.
+    let optional: Vec<&str> = std::iter::once(URL)
+        .chain(keep.optional_columns())
+        .collect();
     let table = PagesTable::open(
         "--pages",
         &opts.pages,
         &keep.columns(),
         check,
-        &[URL],
+        &optional,
         is_string,
     )?;
     Ok(Some(table))

@@ -408,15 +408,25 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     let mut rows = DocumentRows::default();
     let (mut html_pages, mut fallbacks) = (0, 0);
     for document in batch.documents {
-        let f = match document.html {
+        let (f, canonical) = match document.html {
             true => {
                 let page = html::page_text(&document.text, scheme.html);
                 html_pages += 1;
                 fallbacks += u64::from(page.fell_back);
-                fingerprint_page(&page.text, &page.headings, &scheme.simhash, scheme.sketch)
+                let canonical = page
+                    .canonical
+                    .as_deref()
+                    .and_then(|href| html::resolve_canonical(href, document.url.as_deref()));
+                let f =
+                    fingerprint_page(&page.text, &page.headings, &scheme.simhash, scheme.sketch);
+                (f, canonical)
             }
-            false => fingerprint_with(&document.text, &scheme.simhash, scheme.sketch),
+            false => (
+                fingerprint_with(&document.text, &scheme.simhash, scheme.sketch),
+                None,
+            ),
         };
+        rows.canonical_urls.push(canonical);
         rows.sketches.extend(f.sketch);
         rows.ids.push(document.id);
         rows.urls.push(document.url);

@@ -1583,6 +1583,91 @@ fn read_table(dir: &Path) -> Vec<arrow_array::RecordBatch> {
     batches
 }
 
+/// A warcio crawl in which each original page is the one its sites name
+/// canonical, and every copy has a URL and fetch time the other keys
+/// prefer: the default keys keep the originals, the keys without
+/// `rel-canonical` do not.
+#[test]
+fn the_default_keys_keep_the_page_its_copies_name_canonical() {
+    use arrow_array::cast::AsArray;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir(d.join("crawl")).unwrap();
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
+    let status = Command::new(crate::common::python_with("warcio"))
+        .arg(&helper)
+        .args(["canonical", d.join("crawl").to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (fp, pairs) = (d.join("fp"), d.join("pairs"));
+    let (fp, pairs) = (fp.to_str().unwrap(), pairs.to_str().unwrap());
+    let crawl = d.join("crawl");
+    crate::common::run_ok(&[
+        "fingerprint",
+        "--input",
+        crawl.to_str().unwrap(),
+        "--out",
+        fp,
+    ]);
+    crate::common::run_ok(&["match", "--queries", fp, "--self", "--out", pairs]);
+
+    let mut url_of = HashMap::new();
+    let mut originals = HashSet::new();
+    for batch in read_table(Path::new(fp)) {
+        let ids = int64s(&batch, 0);
+        let urls = batch.column_by_name("url").unwrap().as_string::<i32>();
+        let canonicals = batch.column_by_name("canonical_url").unwrap();
+        let canonicals = canonicals.as_string::<i32>();
+        for (r, &id) in ids.iter().enumerate() {
+            let url = urls.value(r);
+            let names = ["apache-2.0", "gpl-3", "mpl-2.0", "lgpl-2.1"];
+            let name = url.split('/').find(|part| names.contains(part)).unwrap();
+            let original = format!("http://publisher.example/articles/2024/{name}/full-story.html");
+            let named = url == original
+                || url.starts_with("https://publisher.example/amp/")
+                || url.starts_with("https://news.example/");
+            let canonical = canonicals.is_valid(r).then(|| canonicals.value(r));
+            assert_eq!(canonical, named.then_some(original.as_str()), "{url}");
+            if url == original {
+                originals.insert(id);
+            }
+            url_of.insert(id, url.to_string());
+        }
+    }
+    assert_eq!((url_of.len(), originals.len()), (20, 4));
+    let dropped = |keep_by: &str| -> HashSet<i64> {
+        let out = d.join(format!("clusters-{keep_by}"));
+        crate::common::run_ok(&[
+            "cluster",
+            "--pairs",
+            pairs,
+            "--pages",
+            fp,
+            "--keep-by",
+            keep_by,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let (_, drops) = read_output(&out);
+        drops.iter().map(|drop| drop.0).collect()
+    };
+    let copies: HashSet<i64> = url_of
+        .keys()
+        .filter(|id| !originals.contains(id))
+        .copied()
+        .collect();
+    assert_eq!(
+        dropped(&KeepOrder::default_with_pages().to_string()),
+        copies
+    );
+    let without = dropped("corpus,canonical-url,earliest");
+    assert!(
+        originals.is_subset(&without),
+        "the https copies win without rel-canonical"
+    );
+}
+
 #[test]
 fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
     use arrow_array::cast::AsArray;

@@ -79,7 +79,7 @@ fn read_with_duckdb(out: &Path) -> Value {
 }
 
 /// DuckDB's types of a fingerprint shard's columns.
-const SHARD_TYPES: [&str; 10] = [
+const SHARD_TYPES: [&str; 11] = [
     "BIGINT",
     "VARCHAR",
     "BIGINT",
@@ -90,6 +90,7 @@ const SHARD_TYPES: [&str; 10] = [
     "VARCHAR",
     "BIGINT",
     "BIGINT",
+    "VARCHAR",
 ];
 
 /// Checks every shard row of the warcio sample against its manifest: the

@@ -345,6 +345,10 @@ pub struct Extracted {
     pub headings: Vec<Range<usize>>,
     /// Whether `main` found no main content and gave all the text instead.
     pub fell_back: bool,
+    /// The `href` of the page's first `<link rel="canonical">` before its
+    /// body, as written (search engines ignore one in the body, where a
+    /// page's content, copied from elsewhere, may carry another page's).
+    pub canonical: Option<String>,
 }
 
 /// The text of an HTML page under `mode`.
@@ -357,10 +361,12 @@ pub fn page_text(html: &str, mode: PageText) -> Extracted {
         reader.token(token);
     }
     reader.end_block();
+    let canonical = reader.canonical.take();
     let all = |reader: PageReader, fell_back| Extracted {
         text: reader.all,
         headings: Vec::new(),
         fell_back,
+        canonical: canonical.clone(),
     };
     match mode {
         PageText::All => all(reader, false),
@@ -369,10 +375,22 @@ pub fn page_text(html: &str, mode: PageText) -> Extracted {
                 text,
                 headings,
                 fell_back: false,
+                canonical,
             },
             None => all(reader, true),
         },
     }
+}
+
+/// A canonical link's `href` as an absolute http(s) URL, resolved against
+/// the page's URL `page` when relative; none if it names no such URL.
+pub(crate) fn resolve_canonical(href: &str, page: Option<&str>) -> Option<String> {
+    let base = page.and_then(|page| url::Url::parse(page).ok());
+    let url = match base {
+        Some(base) => base.join(href).ok()?,
+        None => url::Url::parse(href).ok()?,
+    };
+    matches!(url.scheme(), "http" | "https").then(|| url.to_string())
 }
 
 /// An open element and what it makes of the text inside it.
@@ -413,6 +431,10 @@ struct PageReader {
     main: usize,
     links: usize,
     headings: usize,
+    /// The first `<link rel="canonical">`'s `href`, and whether the body
+    /// has begun (after which none is taken).
+    canonical: Option<String>,
+    in_body: bool,
 }
 
 impl PageReader {
@@ -424,10 +446,11 @@ impl PageReader {
                 if BLOCKS.contains(&name.as_slice()) {
                     self.end_block();
                 }
+                let attributes = Attributes(&tag.attributes);
+                self.see_head_element(&name, &attributes);
                 if tag.self_closing || VOID.contains(&name.as_slice()) {
                     return;
                 }
-                let attributes = Attributes(&tag.attributes);
                 let open = Open {
                     hidden: HIDDEN.contains(&name.as_slice()),
                     boilerplate: self.is_boilerplate(&name, &attributes),
@@ -470,6 +493,22 @@ impl PageReader {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Takes the first canonical link before the body begins.
+    fn see_head_element(&mut self, name: &[u8], attributes: &Attributes) {
+        self.in_body |= name == b"body";
+        if self.in_body || self.canonical.is_some() || name != b"link" {
+            return;
+        }
+        let canonical = attributes.get("rel").is_some_and(|rel| {
+            rel.split_ascii_whitespace()
+                .any(|r| r.eq_ignore_ascii_case("canonical"))
+        });
+        let href = attributes.get("href").map(str::trim);
+        if let (true, Some(href)) = (canonical, href.filter(|h| !h.is_empty())) {
+            self.canonical = Some(href.to_string());
         }
     }
 
@@ -956,6 +995,56 @@ mod main_content_tests {
         let edited = body.replace("many examples rewritten", "some examples rewritten");
         let (a, b) = (page(titles[0], body), page(titles[0], &edited));
         assert!(distance(&a, &b, "v9") <= distance(&a, &b, "v8") + 4);
+    }
+
+    #[test]
+    fn the_first_canonical_link_before_the_body_is_taken_and_resolved() {
+        let canonical = |html: &str| page_text(html, PageText::Main(MainRules::CURRENT)).canonical;
+        let head =
+            |links: &str| format!("<html><head>{links}</head><body><p>Text.</p></body></html>");
+        assert_eq!(
+            canonical(&head(r#"<link rel="canonical" href="/a/story">"#)).as_deref(),
+            Some("/a/story")
+        );
+        let two = r#"<LINK REL="Canonical alternate" HREF=" https://x.example/1 "><link rel=canonical href=/2>"#;
+        assert_eq!(
+            canonical(&head(two)).as_deref(),
+            Some("https://x.example/1")
+        );
+        assert_eq!(
+            canonical(&head(r#"<link rel="stylesheet" href="/s.css">"#)),
+            None
+        );
+        assert_eq!(canonical(&head(r#"<link rel="canonical" href="">"#)), None);
+        // One in the body, copied with a page's content, is not the page's.
+        let in_body =
+            r#"<html><body><link rel="canonical" href="https://other.example/">Text</body></html>"#;
+        assert_eq!(canonical(in_body), None);
+        assert_eq!(
+            page_text(&head(two), PageText::All).canonical.as_deref(),
+            Some("https://x.example/1")
+        );
+
+        let page = Some("https://news.example/2026/story?id=1");
+        let resolved = |href| resolve_canonical(href, page);
+        assert_eq!(
+            resolved("/a/story").as_deref(),
+            Some("https://news.example/a/story")
+        );
+        assert_eq!(
+            resolved("other").as_deref(),
+            Some("https://news.example/2026/other")
+        );
+        assert_eq!(
+            resolved("//cdn.example/x").as_deref(),
+            Some("https://cdn.example/x")
+        );
+        assert_eq!(resolved("mailto:a@b.example"), None);
+        assert_eq!(resolve_canonical("/a", None), None);
+        assert_eq!(
+            resolve_canonical("http://a.example", None).as_deref(),
+            Some("http://a.example/")
+        );
     }
 
     #[test]

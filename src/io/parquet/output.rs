@@ -622,6 +622,8 @@ pub(crate) struct DocumentRows {
     pub(crate) spans: Vec<Option<Span>>,
     /// The `sketch` column; empty for shards without one.
     pub(crate) sketches: Vec<super::Sketch>,
+    /// The `canonical_url` column: an HTML page's `rel="canonical"` link.
+    pub(crate) canonical_urls: Vec<Option<String>>,
 }
 
 impl DocumentRows {
@@ -635,6 +637,7 @@ impl DocumentRows {
         self.fetch_times.append(&mut other.fetch_times);
         self.spans.append(&mut other.spans);
         self.sketches.append(&mut other.sketches);
+        self.canonical_urls.append(&mut other.canonical_urls);
     }
 }
 
@@ -657,6 +660,7 @@ pub(crate) fn document_schema(sketch: bool) -> SchemaRef {
         Some(Field::new("source", DataType::Utf8, false)),
         Some(Field::new("offset", DataType::Int64, true)),
         Some(Field::new("length", DataType::Int64, true)),
+        Some(Field::new(CANONICAL_URL, DataType::Utf8, true)),
     ];
     Arc::new(Schema::new(
         fields.into_iter().flatten().collect::<Vec<_>>(),
@@ -667,9 +671,10 @@ pub(crate) fn document_schema(sketch: bool) -> SchemaRef {
 /// `simhash` (INT64, the bit pattern), `sketch` (if the rows have sketches:
 /// FIXED_LEN_BYTE_ARRAY(24), see [`super::Sketch`]), `n_features`, `n_chars`, `fetch_time`
 /// (TIMESTAMP in microseconds, UTC; null when unknown), `source` (the input
-/// file, in every row) and `offset` and `length` (the record's bytes in
-/// `source`; null when no range holds it alone); the fingerprint scheme
-/// goes into the key-value metadata.
+/// file, in every row), `offset` and `length` (the record's bytes in
+/// `source`; null when no range holds it alone) and `canonical_url` (an
+/// HTML page's canonical link, absolute; else null); the fingerprint
+/// scheme goes into the key-value metadata.
 ///
 /// `source` is made into a column a row group at a time, one value
 /// repeated, and stored with a dictionary: a few bytes a row group.
@@ -707,7 +712,7 @@ pub(crate) fn write_documents(
         if sketched {
             columns.push(sketch_column(&rows.sketches[range.clone()])?);
         }
-        columns.extend::<[ArrayRef; 6]>([
+        columns.extend::<[ArrayRef; 7]>([
             Arc::new(Int32Array::from_iter_values(
                 rows.n_features[range.clone()].iter().map(|&x| x as i32),
             )),
@@ -728,12 +733,20 @@ pub(crate) fn write_documents(
                     .map(|s| s.map(|s| s.offset as i64)),
             )),
             Arc::new(Int64Array::from_iter(
-                rows.spans[range].iter().map(|s| s.map(|s| s.length as i64)),
+                rows.spans[range.clone()]
+                    .iter()
+                    .map(|s| s.map(|s| s.length as i64)),
+            )),
+            Arc::new(StringArray::from_iter(
+                rows.canonical_urls[range].iter().map(|u| u.as_deref()),
             )),
         ]);
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
 }
+
+/// A fingerprint shard's column of canonical links.
+pub(crate) const CANONICAL_URL: &str = "canonical_url";
 
 /// The field of a shard's sketches: FIXED_LEN_BYTE_ARRAY(24).
 fn sketch_field() -> Field {
