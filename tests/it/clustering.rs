@@ -1583,6 +1583,30 @@ fn read_table(dir: &Path) -> Vec<arrow_array::RecordBatch> {
     batches
 }
 
+/// Writes `warc_writer.py MODE`'s crawl into `d/crawl`, its fingerprints
+/// into `d/fp` and their pairs (`match --self`) into `d/pairs`.
+fn warcio_crawl_and_pairs(d: &Path, mode: &str) {
+    let crawl = d.join("crawl");
+    std::fs::create_dir(&crawl).unwrap();
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
+    let status = Command::new(crate::common::python_with("warcio"))
+        .arg(&helper)
+        .args([mode, crawl.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (fp, pairs) = (d.join("fp"), d.join("pairs"));
+    let (fp, pairs) = (fp.to_str().unwrap(), pairs.to_str().unwrap());
+    crate::common::run_ok(&[
+        "fingerprint",
+        "--input",
+        crawl.to_str().unwrap(),
+        "--out",
+        fp,
+    ]);
+    crate::common::run_ok(&["match", "--queries", fp, "--self", "--out", pairs]);
+}
+
 /// A warcio crawl in which each original page is the one its sites name
 /// canonical, and every copy has a URL and fetch time the other keys
 /// prefer: the default keys keep the originals, the keys without
@@ -1592,25 +1616,9 @@ fn the_default_keys_keep_the_page_its_copies_name_canonical() {
     use arrow_array::cast::AsArray;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir(d.join("crawl")).unwrap();
-    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
-    let status = Command::new(crate::common::python_with("warcio"))
-        .arg(&helper)
-        .args(["canonical", d.join("crawl").to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    warcio_crawl_and_pairs(d, "canonical");
     let (fp, pairs) = (d.join("fp"), d.join("pairs"));
     let (fp, pairs) = (fp.to_str().unwrap(), pairs.to_str().unwrap());
-    let crawl = d.join("crawl");
-    crate::common::run_ok(&[
-        "fingerprint",
-        "--input",
-        crawl.to_str().unwrap(),
-        "--out",
-        fp,
-    ]);
-    crate::common::run_ok(&["match", "--queries", fp, "--self", "--out", pairs]);
 
     let mut url_of = HashMap::new();
     let mut originals = HashSet::new();
@@ -1674,32 +1682,9 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
     use arrow_array::types::{Int32Type, TimestampMicrosecondType};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir(d.join("crawl")).unwrap();
-    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
-    let status = Command::new(crate::common::python_with("warcio"))
-        .arg(&helper)
-        .arg("copies")
-        .arg(d.join("crawl"))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    warcio_crawl_and_pairs(d, "copies");
     let (fingerprints, pairs) = (d.join("fp"), d.join("pairs"));
     let fp = fingerprints.to_str().unwrap();
-    crate::common::run_ok(&[
-        "fingerprint",
-        "--input",
-        d.join("crawl").to_str().unwrap(),
-        "--out",
-        fp,
-    ]);
-    crate::common::run_ok(&[
-        "match",
-        "--queries",
-        fp,
-        "--self",
-        "--out",
-        pairs.to_str().unwrap(),
-    ]);
 
     let mut rows = Vec::new();
     for batch in read_table(&fingerprints) {
