@@ -552,6 +552,28 @@ fn jsonl_and_parquet_text_inputs_give_the_same_fingerprints() {
     assert_eq!(rows, expected);
 }
 
+/// A JSONL file that a Windows tool opened with a UTF-8 byte order mark
+/// gives the fingerprints of the same file without it, and no bad record.
+#[test]
+fn a_jsonl_file_opening_with_a_byte_order_mark_gives_the_same_fingerprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = [(1, "the cat sat on the mat"), (2, "a dog in the fog")]
+        .iter()
+        .map(|(id, text)| serde_json::json!({"id": id, "text": text}).to_string() + "\n")
+        .collect();
+    std::fs::write(dir.path().join("plain.jsonl"), &lines).unwrap();
+    std::fs::write(dir.path().join("bom.jsonl"), format!("\u{feff}{lines}")).unwrap();
+    let mut outputs = Vec::new();
+    for name in ["plain", "bom"] {
+        let out = dir.path().join(format!("fp-{name}"));
+        fingerprint_into(&dir.path().join(format!("{name}.jsonl")), &out, &[]);
+        assert_eq!(summary(&out)["bad_records"], 0, "{name}");
+        outputs.push(fingerprint_columns(&out.join("part-00000.parquet")));
+    }
+    assert_eq!(outputs[0].iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+    assert!(outputs[0] == outputs[1], "{outputs:?}");
+}
+
 /// A shard row's page attributes.
 #[derive(Debug)]
 struct Attributes {
