@@ -105,12 +105,7 @@ impl SplitMix64 {
 
 /// Writes the synthetic data set.
 pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
-    if opts.shards == 0 {
-        bail!("--shards must be at least 1");
-    }
-    if opts.max_distance > 64 {
-        bail!("--max-distance must be at most 64");
-    }
+    check_options(opts)?;
     let staging = Staging::create(&opts.out, opts.overwrite)?;
     let dir = staging.dir();
     std::fs::create_dir(dir.join("queries"))?;
@@ -189,6 +184,30 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
     Ok(GenSummary {
         planted: planted.len(),
     })
+}
+
+/// Refuses a flag out of its range, naming it and its value, before
+/// anything is written.
+fn check_options(opts: &GenOptions) -> Result<()> {
+    if opts.shards == 0 {
+        bail!("--shards must be at least 1");
+    }
+    for (flag, rate) in [
+        ("--plant-rate", opts.plant_rate),
+        ("--self-rate", opts.self_rate),
+    ] {
+        // Also false for NaN, which `chance` would treat as 0.
+        if !(0.0..=1.0).contains(&rate) {
+            bail!("{flag} {rate} is out of range: a rate must be between 0 and 1");
+        }
+    }
+    if opts.max_distance > 64 {
+        bail!(
+            "--max-distance {} is out of range: it must be at most 64",
+            opts.max_distance
+        );
+    }
+    Ok(())
 }
 
 /// Generates and writes one corpus shard from its own seeded stream, so the

@@ -980,6 +980,41 @@ fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
     assert_eq!(pairs_of(&files, &p("by-files")), listed);
 }
 
+/// `gen` refuses a rate outside 0..=1 (or not a number) and a distance
+/// beyond 64 bits in one line naming the flag and its value, and writes
+/// nothing.
+#[test]
+fn gen_refuses_rates_and_distances_out_of_range_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (flag, value) in [
+        ("--plant-rate", "2"),
+        ("--plant-rate", "NaN"),
+        ("--self-rate", "1.5"),
+        ("--self-rate", "inf"),
+        ("--max-distance", "65"),
+    ] {
+        let args = [
+            "gen",
+            "--out",
+            out.to_str().unwrap(),
+            "--queries",
+            "10",
+            "--corpus",
+            "10",
+            flag,
+            value,
+        ];
+        let result = neardup(&args);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{flag} {value}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        let named = format!("error: {flag} {value} is out of range");
+        assert!(stderr.starts_with(&named), "{stderr}");
+        assert!(!out.exists(), "{flag} {value}");
+    }
+}
+
 /// A flag the parser refuses is one line and exit code 1, as any other
 /// bad input; help still prints whole and exits 0.
 #[test]

@@ -1,8 +1,10 @@
 //! `match` finds every pair within k and no other, checked against a
-//! brute-force oracle on real Parquet files.
+//! brute-force oracle on real Parquet files, pyarrow's among them (every
+//! codec, and dictionary-encoded columns, which every command reads).
 
 use crate::common::*;
 use std::collections::HashMap;
+use std::path::Path;
 
 use neardup::gen::SplitMix64;
 use neardup::io::pairs::Pair;
@@ -547,4 +549,122 @@ fn match_reads_pyarrows_parquet_in_every_codec() {
             "{codec}: not the oracle's pairs"
         );
     }
+}
+
+/// Writes, with pyarrow, `dir/plain/` and `dir/dict/`: the same tables,
+/// every column dictionary-encoded in the second (a `DictionaryArray`, as
+/// pyarrow keeps it in the file's Arrow schema). The tables: `queries` and
+/// `corpus` (`id`, `simhash`), `pairs` (`query_id`, `corpus_id`,
+/// `distance`, `self_pair`), `pages` of the pairs' ids (`url`,
+/// `fetch_time`) and `docs` (`id`, `url`, `text`, `ts`).
+fn write_plain_and_dictionary_tables(dir: &Path, queries: &Rows, corpus: &Rows, pairs: &[Pair]) {
+    let signed =
+        |rows: &Rows| -> Vec<(i64, i64)> { rows.iter().map(|&(i, f)| (i, f as i64)).collect() };
+    let pairs: Vec<(i64, i64, u8)> = pairs
+        .iter()
+        .map(|p| (p.query_id, p.corpus_id, p.distance))
+        .collect();
+    let json =
+        serde_json::json!({"queries": signed(queries), "corpus": signed(corpus), "pairs": pairs});
+    std::fs::write(dir.join("rows.json"), json.to_string()).unwrap();
+    for mode in ["plain", "dict"] {
+        std::fs::create_dir_all(dir.join(mode)).unwrap();
+    }
+    let write = r#"
+import json, sys, pyarrow as pa, pyarrow.parquet as pq
+rows = json.load(open(sys.argv[1]))
+def write(name, columns, encoded):
+    table = pa.table({k: v.dictionary_encode() if encoded else v for k, v in columns.items()})
+    pq.write_table(table, f"{sys.argv[2]}/{'dict' if encoded else 'plain'}/{name}.parquet")
+def url(i):
+    return f"{'https' if i % 3 else 'http'}://site{i % 5}.example/{i % 11}" + ("?q=1" if i % 4 == 0 else "")
+ids = sorted({i for pair in rows["pairs"] for i in pair[:2]})
+for encoded in (False, True):
+    for side in ("queries", "corpus"):
+        i, f = zip(*rows[side])
+        write(side, {"id": pa.array(i, pa.int64()), "simhash": pa.array(f, pa.int64())}, encoded)
+    q, c, d = zip(*rows["pairs"])
+    write("pairs", {"query_id": pa.array(q, pa.int64()), "corpus_id": pa.array(c, pa.int64()),
+                    "distance": pa.array(d, pa.int8()), "self_pair": pa.array([False] * len(q))}, encoded)
+    write("pages", {"id": pa.array(ids, pa.int64()), "url": pa.array([url(i) for i in ids]),
+                    "fetch_time": pa.array([i * 7919 % 100 for i in ids], pa.timestamp("us", tz="UTC"))}, encoded)
+    docs = list(range(60))
+    write("docs", {"id": pa.array(docs, pa.int64()), "url": pa.array([url(i) for i in docs]),
+                   "text": pa.array([f"page {i % 7} of a site about cats, dogs and mats" for i in docs]),
+                   "ts": pa.array([i % 9 for i in docs], pa.timestamp("ms", tz="UTC"))}, encoded)
+"#;
+    let status = std::process::Command::new(python_with("pyarrow"))
+        .args(["-c", write])
+        .arg(dir.join("rows.json"))
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// A column pyarrow wrote from a `DictionaryArray` (arrow-rs reads it as
+/// `Dictionary(Int32, Int64)`, or of strings or timestamps) is read as its
+/// values: `match`, `cluster` (pairs and pages) and `fingerprint` (a text
+/// table) give what they give on the same table written plain.
+#[test]
+fn pyarrows_dictionary_encoded_columns_read_as_their_values() {
+    let mut rng = SplitMix64::new(37);
+    let queries = random_rows(&mut rng, 300, 0);
+    let corpus = planted_corpus(&mut rng, &queries, 40, 3, 2000, 1_000_000);
+    let expected = oracle(&queries, &corpus, 3, false);
+    assert!(!expected.is_empty());
+    let dir = tempfile::tempdir().unwrap();
+    write_plain_and_dictionary_tables(dir.path(), &queries, &corpus, &expected);
+    let mut outputs = Vec::new();
+    for mode in ["plain", "dict"] {
+        let at = dir.path().join(mode);
+        let path = |name: &str| at.join(name).display().to_string();
+        let pairs = at.join("pairs-out");
+        run_ok(&[
+            "match",
+            "--queries",
+            &path("queries.parquet"),
+            "--corpus",
+            &path("corpus.parquet"),
+            "--out",
+            &path("pairs-out"),
+        ]);
+        assert!(
+            read_pairs(&pairs) == expected,
+            "{mode}: not the oracle's pairs"
+        );
+        run_ok(&[
+            "cluster",
+            "--pairs",
+            &path("pairs.parquet"),
+            "--pages",
+            &path("pages.parquet"),
+            "--out",
+            &path("clusters"),
+        ]);
+        // Run in the table's directory: the shards' `source` is the path given.
+        let fingerprinted = std::process::Command::new(env!("CARGO_BIN_EXE_neardup"))
+            .current_dir(&at)
+            .args([
+                "fingerprint",
+                "--input",
+                "docs.parquet",
+                "--time-field",
+                "ts",
+            ])
+            .args(["--out", "fingerprints"])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&fingerprinted.stderr);
+        assert!(fingerprinted.status.success(), "{mode}: {stderr}");
+        outputs.push(
+            ["clusters/clusters", "clusters/drop", "fingerprints"]
+                .map(|out| part_bytes(&at.join(out))),
+        );
+    }
+    assert!(outputs[0].iter().all(|parts| !parts.is_empty()));
+    assert!(
+        outputs[0] == outputs[1],
+        "other bytes from dictionary columns"
+    );
 }

@@ -485,6 +485,58 @@ fn a_corrupt_gzip_member_is_reported_with_its_offset_and_the_rest_is_read() {
     );
 }
 
+/// A WARC cut in the middle, plain, gzipped per record (warcio) or gzipped
+/// whole, keeps the pages before the cut: the run succeeds and the cut is
+/// one bad record, logged on one line naming the file. Gzipped whole, it
+/// gave no page at all.
+#[test]
+fn a_truncated_warc_keeps_the_pages_before_the_cut_plain_or_gzipped_either_way() {
+    let dir = tempfile::tempdir().unwrap();
+    write_sample_with(dir.path(), "write-plain", "plain");
+    write_sample_with(dir.path(), "write", "members");
+    let plain = std::fs::read(dir.path().join("plain/sample.warc")).unwrap();
+    let members = std::fs::read(dir.path().join("members/sample.warc.gz")).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &plain).unwrap();
+    let whole = gz.finish().unwrap();
+    let full = dir.path().join("fp-full");
+    fingerprint_into(&dir.path().join("plain/sample.warc"), &full, &[]);
+    let expected = read_documents(&full.join("part-00000.parquet"));
+    for (layout, bytes, name) in [
+        ("plain", plain, "sample.warc"),
+        ("members", members, "sample.warc.gz"),
+        ("whole", whole, "sample.warc.gz"),
+    ] {
+        let cut = dir.path().join(format!("cut-{layout}")).join(name);
+        std::fs::create_dir_all(cut.parent().unwrap()).unwrap();
+        std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+        let out = dir.path().join(format!("fp-{layout}"));
+        let run = neardup(&[
+            "fingerprint",
+            "--input",
+            cut.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "{layout}: {stderr}");
+        let logged: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("bad record"))
+            .collect();
+        assert_eq!(logged.len(), 1, "{layout}: {stderr}");
+        assert!(logged[0].contains(&format!("{name}: bad record at offset ")));
+        assert_eq!(summary(&out)["bad_records"], 1, "{layout}");
+        let rows = read_documents(&out.join("part-00000.parquet"));
+        assert!(
+            rows.len() >= expected.len() / 4 && expected.starts_with(&rows),
+            "{layout}: {} of {} pages",
+            rows.len(),
+            expected.len()
+        );
+    }
+}
+
 #[test]
 fn jsonl_and_parquet_text_inputs_give_the_same_fingerprints() {
     let dir = tempfile::tempdir().unwrap();
@@ -551,6 +603,28 @@ fn jsonl_and_parquet_text_inputs_give_the_same_fingerprints() {
         .map(|d| (d.0, fingerprint(d.2, &options).simhash))
         .collect();
     assert_eq!(rows, expected);
+}
+
+/// A JSONL file that a Windows tool opened with a UTF-8 byte order mark
+/// gives the fingerprints of the same file without it, and no bad record.
+#[test]
+fn a_jsonl_file_opening_with_a_byte_order_mark_gives_the_same_fingerprints() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines: String = [(1, "the cat sat on the mat"), (2, "a dog in the fog")]
+        .iter()
+        .map(|(id, text)| serde_json::json!({"id": id, "text": text}).to_string() + "\n")
+        .collect();
+    std::fs::write(dir.path().join("plain.jsonl"), &lines).unwrap();
+    std::fs::write(dir.path().join("bom.jsonl"), format!("\u{feff}{lines}")).unwrap();
+    let mut outputs = Vec::new();
+    for name in ["plain", "bom"] {
+        let out = dir.path().join(format!("fp-{name}"));
+        fingerprint_into(&dir.path().join(format!("{name}.jsonl")), &out, &[]);
+        assert_eq!(summary(&out)["bad_records"], 0, "{name}");
+        outputs.push(fingerprint_columns(&out.join("part-00000.parquet")));
+    }
+    assert_eq!(outputs[0].iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+    assert!(outputs[0] == outputs[1], "{outputs:?}");
 }
 
 /// A shard row's page attributes.

@@ -5,6 +5,10 @@
 //! A line of a plain file is its document's [`Span`]: its first byte, and
 //! its length without the line break, so that the range is the JSON object.
 //! A gzipped file gives none, as no range of it is one line.
+//!
+//! A UTF-8 byte order mark at the very start of the (decompressed) text,
+//! as Windows tools write one, is passed over: the first line's range
+//! begins after it. Anywhere else it is part of its line.
 
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 
@@ -46,18 +50,36 @@ pub(crate) fn read(
         if n == 0 {
             return Ok(());
         }
-        let record = if line.iter().all(u8::is_ascii_whitespace) {
+        let bom = leading_bom_len(&line, offset);
+        let (content, start) = (&line[bom..], offset + bom as u64);
+        let record = if content.iter().all(u8::is_ascii_whitespace) {
             Record::Skipped
         } else {
             let span = (!gzipped).then(|| Span {
-                offset,
-                length: line_length(&line) as u64,
+                offset: start,
+                length: line_length(content) as u64,
             });
-            parse_line(&line, fields, span)
-                .unwrap_or_else(|reason| Record::Bad(BadRecord { offset, reason }))
+            parse_line(content, fields, span).unwrap_or_else(|reason| {
+                Record::Bad(BadRecord {
+                    offset: start,
+                    reason,
+                })
+            })
         };
         offset += n as u64;
         sink(record, offset)?;
+    }
+}
+
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The length of a byte order mark opening `line` if the line is the
+/// file's first (at `offset` 0), else 0.
+fn leading_bom_len(line: &[u8], offset: u64) -> usize {
+    match offset == 0 && line.starts_with(BOM) {
+        true => BOM.len(),
+        false => 0,
     }
 }
 
@@ -191,6 +213,48 @@ mod tests {
         })
         .unwrap();
         got
+    }
+
+    /// A byte order mark opening the file, plain or gzipped, is passed
+    /// over; the first line's range starts after it. One on a later line
+    /// is that line's, and makes it bad JSON.
+    #[test]
+    fn a_byte_order_mark_at_the_start_of_the_file_is_passed_over() {
+        let lines = [
+            r#"{"id": 1, "text": "first"}"#,
+            r#"{"id": 2, "text": "second"}"#,
+        ];
+        let file = lines.join("\n").into_bytes();
+        let with_bom = [BOM, file.as_slice()].concat();
+        let documents = |records: &[Record]| -> Vec<(i64, String)> {
+            let document = |r: &Record| match r {
+                Record::Document(d) => (d.id, d.text.clone()),
+                other => panic!("{other:?}"),
+            };
+            records.iter().map(document).collect()
+        };
+        let fields = TextFields::default();
+        let got = read_bytes(&with_bom, &fields);
+        assert_eq!(documents(&got), documents(&read_bytes(&file, &fields)));
+        let Record::Document(first) = &got[0] else {
+            unreachable!()
+        };
+        let span = first.span.unwrap();
+        assert_eq!((span.offset, span.length), (3, lines[0].len() as u64));
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, &with_bom).unwrap();
+        let got = read_bytes(&gz.finish().unwrap(), &fields);
+        assert_eq!(documents(&got), documents(&read_bytes(&file, &fields)));
+
+        let inner = [
+            lines[0].as_bytes(),
+            b"\n".as_slice(),
+            BOM,
+            lines[1].as_bytes(),
+        ]
+        .concat();
+        let got = read_bytes(&inner, &fields);
+        assert!(matches!(&got[1], Record::Bad(b) if b.reason.starts_with("invalid JSON")));
     }
 
     #[test]

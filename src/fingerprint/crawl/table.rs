@@ -19,6 +19,7 @@ use parquet::arrow::ProjectionMask;
 
 use super::timestamp::parse_rfc3339;
 use super::{url_id, BadRecord, Document, Record, TextFields};
+use crate::io::parquet::input::load_footer;
 use crate::io::storage::Location;
 
 /// Reads every row; a row with a null text, with neither an id nor a url, or
@@ -33,8 +34,8 @@ pub(crate) fn read(
     let shown = path;
     let file = path.open()?;
     file.prefetch_footer()?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)
-        .map_err(|e| anyhow!("{shown}: not a readable Parquet file ({e})"))?;
+    let footer = load_footer(&file, path)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer);
     let schema = builder.schema().clone();
     let find = |name: &str| schema.index_of(name).ok();
     let text_index =

@@ -7,6 +7,15 @@
 //! and reading resumes at the next gzip member header; a record that does not
 //! parse is reported and reading resumes at the next `WARC/` version line.
 //!
+//! A member the file ends inside (a truncated file) keeps the records it
+//! decoded to whole before the end, read as any others but without a range:
+//! a file gzipped whole and cut short keeps every record before the cut, as
+//! the same file plain or gzipped per record does, and the cut is its one
+//! bad record. Its bytes are not searched for another member, as nothing
+//! follows it: a whole file's compressed bytes may hold the gzip magic
+//! number by chance. A member damaged otherwise is lost whole: its decoder
+//! may have turned the damage into wrong bytes before it noticed.
+//!
 //! Each document records its `WARC-Date` (null when missing or not RFC
 //! 3339) and, where one range of the file holds its record alone, that
 //! range ([`Span`]): in a file of one gzip member per record, the member,
@@ -128,11 +137,63 @@ fn read_members(
                     offset,
                     reason: format!("bad gzip member: {error}"),
                 };
+                let cut_by_the_end = error.kind() == std::io::ErrorKind::UnexpectedEof
+                    && input.fill_buf()?.is_empty();
+                if cut_by_the_end {
+                    let end = input.stream_position()?;
+                    parse_decoded_before_the_end(&mut decoded, offset, end, http, sink)?;
+                    return sink(Record::Bad(bad), end);
+                }
                 input.seek(SeekFrom::Start(offset + 1))?;
                 skip_to_gzip_member(input)?;
                 sink(Record::Bad(bad), input.stream_position()?)?;
             }
         }
+    }
+}
+
+/// Reads the records in `decoded`, what the member at `offset` decoded to
+/// before the file ended inside it, each whole one as a record of a good
+/// member but without a range (no range of the file decompresses to it).
+/// The last, if it does not parse, is the part the end cut off: the
+/// caller's bad record, not another.
+fn parse_decoded_before_the_end(
+    decoded: &mut Vec<u8>,
+    offset: u64,
+    end: u64,
+    http: HttpBodies,
+    sink: &mut dyn FnMut(Record, u64) -> Result<()>,
+) -> Result<()> {
+    let member = Span {
+        offset,
+        length: end - offset,
+    };
+    let mut held: Option<(Record, u64)> = None;
+    parse_stream(
+        None,
+        decoded,
+        end,
+        Some(member),
+        http,
+        &mut |record, at| match held.replace((without_span(record), at)) {
+            Some((before, at)) => sink(before, at),
+            None => Ok(()),
+        },
+    )?;
+    match held {
+        Some((Record::Bad(_), _)) | None => Ok(()),
+        Some((record, at)) => sink(record, at),
+    }
+}
+
+/// `record` without the range of its document.
+fn without_span(record: Record) -> Record {
+    match record {
+        Record::Document(document) => Record::Document(Document {
+            span: None,
+            ..document
+        }),
+        other => other,
     }
 }
 
@@ -714,6 +775,38 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(got[2], "doc http://b/ Hello web");
+    }
+
+    /// A file cut in the middle, plain, gzipped per record or gzipped
+    /// whole, keeps the documents of the records before the cut, and the
+    /// cut is one bad record.
+    #[test]
+    fn a_file_cut_short_keeps_the_records_before_the_cut_in_every_layout() {
+        let records: Vec<Vec<u8>> = (0..40u64)
+            .map(|i| {
+                let text: String = (0..300u64)
+                    .map(|j| format!("{:x} ", (i * 1000 + j).wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+                    .collect();
+                let uri = format!("http://x/{i}");
+                record("conversion", &uri, "text/plain", text.as_bytes())
+            })
+            .collect();
+        let plain = records.concat();
+        let members: Vec<u8> = records.iter().flat_map(|r| gzip(r)).collect();
+        let expected = summary(&read_all(&plain));
+        for (layout, file) in [
+            ("plain", plain.clone()),
+            ("per record", members),
+            ("whole", gzip(&plain)),
+        ] {
+            let got = summary(&read_all(&file[..file.len() / 2]));
+            let (last, documents) = got.split_last().unwrap();
+            assert!(last.starts_with("bad "), "{layout}: {last}");
+            assert!(
+                documents.len() > 5 && expected.starts_with(documents),
+                "{layout}: {got:?}"
+            );
+        }
     }
 
     #[test]

@@ -2,6 +2,13 @@
 //! ([`shards`]) and pair files ([`pair_files`]); here, what they share:
 //! footers, row-group fetches (local or from an object store), pieces of a
 //! row group, and column checks.
+//!
+//! A column pyarrow wrote from a `DictionaryArray` carries its dictionary
+//! type in the file's Arrow schema, and arrow-rs would decode it as one
+//! (`Dictionary(Int32, Int64)` for an id). Every footer is read with that
+//! type replaced by its value type ([`without_dictionaries`]), so the
+//! decoder unpacks such a column into plain values, and each check and
+//! reader sees the INT64, string or timestamp it accepts.
 
 mod pair_files;
 mod paths;
@@ -13,7 +20,7 @@ pub use shards::*;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::cast::AsArray;
@@ -23,7 +30,7 @@ use arrow_array::types::{
 use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, Int64Array, RecordBatch, UInt64Array,
 };
-use arrow_schema::DataType;
+use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
@@ -200,8 +207,39 @@ fn selection_of(mut ranges: Vec<(usize, usize)>, whole: usize) -> Option<RowSele
 pub(crate) fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
     let source = path.open()?;
     source.prefetch_footer()?;
-    ArrowReaderMetadata::load(&source, ArrowReaderOptions::new())
+    load_footer(&source, path)
+}
+
+/// Parses the footer of `source`, the file at `path` (its footer
+/// prefetched), dictionary-typed columns read as their values.
+pub(crate) fn load_footer(source: &Source, path: &Location) -> Result<ArrowReaderMetadata> {
+    ArrowReaderMetadata::load(source, ArrowReaderOptions::new())
+        .and_then(without_dictionaries)
         .map_err(|e| anyhow!("{path}: not a readable Parquet file ({e})"))
+}
+
+/// `metadata` with each top-level dictionary column's type replaced by its
+/// value type: given as the schema to read, it makes the decoder unpack the
+/// dictionary (see the module doc). Unchanged if there is none.
+fn without_dictionaries(
+    metadata: ArrowReaderMetadata,
+) -> parquet::errors::Result<ArrowReaderMetadata> {
+    let schema = metadata.schema();
+    let is_dictionary = |field: &Arc<Field>| matches!(field.data_type(), DataType::Dictionary(..));
+    if !schema.fields().iter().any(is_dictionary) {
+        return Ok(metadata);
+    }
+    let plain: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|field| match field.data_type() {
+            DataType::Dictionary(_, value) => field.as_ref().clone().with_data_type(*value.clone()),
+            _ => field.as_ref().clone(),
+        })
+        .collect();
+    let plain = Schema::new_with_metadata(plain, schema.metadata().clone());
+    let options = ArrowReaderOptions::new().with_schema(Arc::new(plain));
+    ArrowReaderMetadata::try_new(metadata.metadata().clone(), options)
 }
 
 /// A row group of a fingerprint file whose bytes (for an object) are on
@@ -316,8 +354,8 @@ pub(crate) fn read_columns(
     for file in files {
         let source = file.open()?;
         source.prefetch_footer()?;
-        let builder = ParquetRecordBatchReaderBuilder::try_new(source)
-            .map_err(|e| anyhow!("{file}: not a readable Parquet file ({e})"))?;
+        let footer = load_footer(&source, file)?;
+        let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, footer);
         let schema = builder.schema().clone();
         let roots = columns
             .iter()
