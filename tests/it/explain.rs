@@ -34,6 +34,52 @@ fn fingerprinted_copies(dir: &Path) -> PathBuf {
     fingerprints
 }
 
+/// A crawl fingerprinted from its own directory by a relative path is
+/// explained from any other: the shards name their files by absolute path.
+#[test]
+fn a_crawl_fingerprinted_by_a_relative_path_is_explained_from_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = dir.path().join("night/crawl");
+    std::fs::create_dir_all(&crawl).unwrap();
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
+    let status = Command::new(python_with("warcio"))
+        .arg(&helper)
+        .arg("copies")
+        .arg(&crawl)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let binary = env!("CARGO_BIN_EXE_neardup");
+    let fingerprinted = Command::new(binary)
+        .current_dir(dir.path().join("night"))
+        .args(["fingerprint", "--input", "./crawl/../crawl", "--out", "fp"])
+        .output()
+        .unwrap();
+    assert!(fingerprinted.status.success(), "{fingerprinted:?}");
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let fp = dir.path().join("night/fp");
+    let explained = Command::new(binary)
+        .current_dir(&elsewhere)
+        .args(["explain", "https://licences.example.org/apache-2.0"])
+        .args([
+            "https://licences.example.org/archive/2024/apache-2.0",
+            "--json",
+        ])
+        .arg("--fingerprints")
+        .arg(&fp)
+        .output()
+        .unwrap();
+    assert!(explained.status.success(), "{explained:?}");
+    let json: Value = serde_json::from_slice(&explained.stdout).unwrap();
+    let source = crawl.join("copies.warc.gz");
+    for page in [&json["a"], &json["b"]] {
+        assert_eq!(page["source"], source.to_str().unwrap());
+        let text = page["text"].as_str().unwrap();
+        assert!(text.contains("Apache License"), "{text}");
+    }
+}
+
 /// `simhash_reference.py`'s fingerprint of `text` under the default
 /// scheme (character 5-grams, log weights, for text without Han).
 fn reference_simhash(text: &str) -> u64 {
