@@ -797,3 +797,49 @@ fn a_process_that_fails_on_its_input_stops_its_peers_with_its_reason() {
     assert!(!out.exists());
     assert!(!dir.path().join(".out.neardup-staging").exists());
 }
+
+/// Processes that name one relative `--out` from different working
+/// directories do not share it: process 0 must not commit a directory that
+/// lacks the other process's parts, and says why on one line.
+#[test]
+fn an_output_not_shared_by_every_process_is_not_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let args = match_args(&q, Some(&c), Path::new("pairs"), false);
+    let hosts = hostfile(dir.path(), 2);
+    let homes = [dir.path().join("a"), dir.path().join("b")];
+    for home in &homes {
+        std::fs::create_dir(home).unwrap();
+    }
+    // A staging directory left in process 1's directory lets its writes
+    // succeed there, unseen by process 0.
+    std::fs::create_dir(homes[1].join(".pairs.neardup-staging")).unwrap();
+    let children: Vec<Child> = homes
+        .iter()
+        .enumerate()
+        .map(|(i, home)| {
+            let mut command = neardup();
+            command.current_dir(home);
+            command
+                .args(&args)
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string(), "--workers", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let stderr = String::from_utf8_lossy(&outputs[0].stderr);
+    assert_eq!(outputs[0].status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("storage all processes share") && stderr.contains("part-00001.parquet"),
+        "{stderr}"
+    );
+    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
+}

@@ -7,6 +7,13 @@
 //! final name as soon as it is complete (from a local staging directory,
 //! by the worker that wrote it), `_SUCCESS` is written last by process 0
 //! once every worker has reported, and a failed run deletes what it wrote.
+//!
+//! Before a local commit, process 0 checks that every part the stage
+//! should have is in staging ([`Staging::expect_parts`]): processes that
+//! name one relative `--out` from different working directories, or mount
+//! different disks there, each write their parts to a staging directory of
+//! their own, and process 0 alone would otherwise commit a directory
+//! lacking the others' parts.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -56,6 +63,8 @@ pub(crate) struct Staging {
     /// The removal of this output if the process stops at once, until it
     /// is committed.
     abort_cleanup: Option<AbortCleanup>,
+    /// Files (relative to the staging directory) the commit requires.
+    expected: Vec<PathBuf>,
 }
 
 /// Local staging directories of outputs bound for an object store, with
@@ -158,6 +167,7 @@ impl Staging {
             committed: false,
             remote: None,
             abort_cleanup: None,
+            expected: Vec::new(),
         })
     }
 
@@ -186,6 +196,7 @@ impl Staging {
             committed: false,
             remote: Some(prefix),
             abort_cleanup: None,
+            expected: Vec::new(),
         })
     }
 
@@ -254,6 +265,33 @@ impl Staging {
         &self.staging
     }
 
+    /// Makes the commit require `parts` (paths relative to the staging
+    /// directory), which every worker of every process writes its share of.
+    pub(crate) fn expect_parts(&mut self, parts: impl IntoIterator<Item = PathBuf>) {
+        self.expected.extend(parts);
+    }
+
+    /// Fails, naming the first part missing from a local staging
+    /// directory, if any is: another process wrote it elsewhere.
+    fn check_parts_present(&self) -> Result<()> {
+        let missing: Vec<&PathBuf> = self
+            .expected
+            .iter()
+            .filter(|part| !self.staging.join(part).is_file())
+            .collect();
+        let Some(first) = missing.first() else {
+            return Ok(());
+        };
+        bail!(
+            "{}: part {} ({} of {} missing) is not in {}; nothing is committed: --out must be on storage all processes share",
+            self.target.display(),
+            first.display(),
+            missing.len(),
+            self.expected.len(),
+            self.staging.display()
+        )
+    }
+
     /// Writes `summary` as `_summary.json`, then commits.
     pub(crate) fn commit_with_summary(self, summary: &impl serde::Serialize) -> Result<()> {
         write_atomically(
@@ -272,6 +310,7 @@ impl Staging {
             let _ = fs::remove_dir_all(&self.staging);
             return Ok(());
         }
+        self.check_parts_present()?;
         if self.target.exists() {
             fs::remove_dir_all(&self.target)
                 .with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
@@ -887,6 +926,7 @@ mod tests {
             committed: false,
             remote: Some(prefix.clone()),
             abort_cleanup: None,
+            expected: Vec::new(),
         }
     }
 
