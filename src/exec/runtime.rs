@@ -11,6 +11,10 @@
 //! connect and send their index as a big-endian u64), with a deadline, and
 //! the connected sockets are handed to timely unchanged.
 //!
+//! A stage of process 0 alone (a job's append and report) is run by
+//! [`on_process_0`]: the others connect as for any stage and wait for its
+//! outcome, so none exits 0 when process 0 failed to commit.
+//!
 //! A peer that goes silent without closing its sockets (frozen, or its host
 //! gone) is noticed by [`crate::exec::liveness`]: beside each timely connection is
 //! a heartbeat connection, and a peer silent for `--peer-timeout` ends the
@@ -550,6 +554,26 @@ where
         return timely::execute(timely::Config::process(runtime.workers), func)
             .map_err(|e| anyhow!("cannot start timely workers: {e}"));
     }
+    let sockets = join_cluster(runtime, terms)?;
+    let hooks = Hooks::default();
+    let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
+    let (builders, guard) =
+        initialize_networking_from_sockets(local, sockets, runtime.process, runtime.workers, hooks)
+            .context("cannot start the cluster's network threads")?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    timely::execute::execute_from(
+        builders,
+        Box::new(guard),
+        timely::WorkerConfig::default(),
+        func,
+    )
+    .map_err(|e| anyhow!("cannot start timely workers: {e}"))
+}
+
+/// Connects this process to its peers for a stage, which they must agree
+/// on (`terms`), and watches their heartbeats; returns the connections
+/// that are not the heartbeats', for timely or for [`on_process_0`].
+fn join_cluster(runtime: &RuntimeOptions, terms: &Terms) -> Result<PeerSockets> {
     lock(&NOT_YET_CONNECTED).take();
     let addresses = runtime.addresses()?;
     // A job's stages each connect anew: the previous stage's beats end.
@@ -566,19 +590,55 @@ where
     )?;
     *lock(&PEER_ADDRESSES) = (addresses, runtime.process);
     *lock(&HEARTBEATS) = Some(watch_peers(heartbeats, runtime.peer_timeout)?);
-    let hooks = Hooks::default();
-    let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
-    let (builders, guard) =
-        initialize_networking_from_sockets(local, sockets, runtime.process, runtime.workers, hooks)
-            .context("cannot start the cluster's network threads")?;
-    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
-    timely::execute::execute_from(
-        builders,
-        Box::new(guard),
-        timely::WorkerConfig::default(),
-        func,
-    )
-    .map_err(|e| anyhow!("cannot start timely workers: {e}"))
+    Ok(sockets)
+}
+
+/// The outcome term of a step of process 0 alone that failed; its value is
+/// the error.
+const STEP_FAILED: &str = "process 0's step failed";
+
+/// Runs `work`, a stage of process 0 alone (a job's append or report), and
+/// makes every other process learn how it ended: they connect as for any
+/// stage, watch process 0's heartbeats while it works, and fail with its
+/// error if it failed, so that no process exits 0 while process 0 did not
+/// commit. Elsewhere than process 0 the stage's line is `elsewhere`.
+pub(crate) fn on_process_0(
+    runtime: &RuntimeOptions,
+    stage: &str,
+    elsewhere: String,
+    work: impl FnOnce() -> Result<String>,
+) -> Result<String> {
+    if runtime.processes == 1 {
+        return work();
+    }
+    let mut sockets = join_cluster(runtime, &Terms::new(stage, runtime))?;
+    if !runtime.is_leader() {
+        let stream = sockets[0].as_mut().context("no connection to process 0")?;
+        return hear_outcome_of_process_0(stream, runtime.process, stage).map(|()| elsewhere);
+    }
+    let result = work();
+    let outcome = match &result {
+        Ok(_) => Terms::default(),
+        Err(error) => Terms(vec![(STEP_FAILED.to_string(), format!("{error:#}"))]),
+    };
+    let bytes = outcome.encode();
+    for stream in sockets.iter_mut().flatten() {
+        let _ = stream.write_all(&bytes);
+    }
+    result
+}
+
+/// Waits for process 0 to say how its `stage` ended (its heartbeats say
+/// meanwhile that it is alive): an error if it failed or stopped first.
+fn hear_outcome_of_process_0(stream: &mut TcpStream, me: usize, stage: &str) -> Result<()> {
+    stream.set_read_timeout(None)?;
+    let Some(Terms(outcome)) = Terms::decode(stream) else {
+        bail!("process {me}: process 0 stopped before saying how its {stage} ended");
+    };
+    match outcome.iter().find(|(name, _)| name == STEP_FAILED) {
+        Some((_, error)) => bail!("process {me}: process 0's {stage} failed: {error}"),
+        None => Ok(()),
+    }
 }
 
 /// A process's connections to its peers, by peer index (none to itself).
