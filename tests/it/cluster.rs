@@ -843,3 +843,52 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
     );
     assert!(!homes[0].join("pairs").exists(), "nothing is committed");
 }
+
+/// Two runs on one --out would write one staging directory: the second
+/// stops on one line naming the first, which completes. A lock left by a
+/// process that is gone (a crash) does not block the next run.
+#[test]
+fn a_second_run_on_the_same_output_is_refused_and_a_stale_lock_is_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let args = match_args(&q, Some(&c), &out, false);
+    let lock = dir.path().join(".pairs.neardup-lock");
+    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
+    let mut first = neardup()
+        .args(&args)
+        .envs([delay, UNIT_READ_LOG])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut first);
+    lines.wait_for("unit read");
+    let second = neardup().args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let holder = format!("another run (process {} on ", first.id());
+    assert!(stderr.contains(&holder), "{stderr}");
+    assert!(stderr.contains(&lock.display().to_string()), "{stderr}");
+    let status = first.wait().unwrap();
+    assert!(status.success(), "{}", lines.text_without("unit read"));
+    assert_eq!(read_pairs(&out).len(), expected);
+    assert!(!lock.exists(), "the commit releases the lock");
+
+    // A crashed run's lock: its process is gone from this host.
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    std::fs::write(&lock, format!("{} {}", host.trim(), gone.id())).unwrap();
+    let mut again = args.clone();
+    again.push("--overwrite".into());
+    let output = neardup().args(&again).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(read_pairs(&out).len(), expected);
+    assert!(!lock.exists());
+}

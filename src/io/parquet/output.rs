@@ -14,6 +14,13 @@
 //! different disks there, each write their parts to a staging directory of
 //! their own, and process 0 alone would otherwise commit a directory
 //! lacking the others' parts.
+//!
+//! One run at a time writes a local output: process 0 holds a lock file
+//! beside the target ([`RunLock`], created only if absent) from staging to
+//! commit, and a second run on the same `--out` stops on one line rather
+//! than both writing the one staging directory. A lock left by a crashed
+//! process of this host is taken over; one from another host names the
+//! file to remove.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -65,6 +72,9 @@ pub(crate) struct Staging {
     abort_cleanup: Option<AbortCleanup>,
     /// Files (relative to the staging directory) the commit requires.
     expected: Vec<PathBuf>,
+    /// This run's hold on a local target, released once the staging is
+    /// committed or removed (it is dropped after [`Drop for Staging`]).
+    lock: Option<RunLock>,
 }
 
 /// Local staging directories of outputs bound for an object store, with
@@ -151,6 +161,7 @@ impl Staging {
             fs::create_dir_all(parent)
                 .with_context(|| format!("{}: cannot create directory", parent.display()))?;
         }
+        let lock = RunLock::take(target)?;
         if staging.exists() {
             fs::remove_dir_all(&staging).with_context(|| {
                 format!(
@@ -168,6 +179,7 @@ impl Staging {
             remote: None,
             abort_cleanup: None,
             expected: Vec::new(),
+            lock: Some(lock),
         })
     }
 
@@ -197,6 +209,7 @@ impl Staging {
             remote: Some(prefix),
             abort_cleanup: None,
             expected: Vec::new(),
+            lock: None,
         })
     }
 
@@ -252,8 +265,12 @@ impl Staging {
     /// prefix.
     fn remove_on_abort(&mut self) {
         let (dir, remote) = (self.staging.clone(), self.remote.clone());
+        let lock = self.lock.as_ref().map(|lock| lock.path.clone());
         self.abort_cleanup = Some(crate::exec::runtime::on_abort(move || {
             let _ = fs::remove_dir_all(&dir);
+            if let Some(lock) = &lock {
+                let _ = fs::remove_file(lock);
+            }
             if let Some(prefix) = &remote {
                 let _ = prefix.delete_all();
             }
@@ -332,6 +349,100 @@ impl Drop for Staging {
                 let _ = prefix.delete_all();
             }
         }
+    }
+}
+
+/// A run's exclusive hold on a local output: a file beside the target,
+/// created only if absent, naming this host and process; removed on drop.
+#[derive(Debug)]
+struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Takes the lock of `target`, or fails on one line naming the run
+    /// that holds it. A lock whose process is gone from this host is stale
+    /// (a crash) and taken over.
+    fn take(target: &Path) -> Result<RunLock> {
+        let path = RunLock::path_for(target)?;
+        let holder = format!("{} {}", host_name(), std::process::id());
+        for _ in 0..2 {
+            match fs::File::create_new(&path) {
+                Ok(mut file) => {
+                    std::io::Write::write_all(&mut file, holder.as_bytes())
+                        .with_context(|| format!("{}: cannot write", path.display()))?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let held_by = fs::read_to_string(&path).unwrap_or_default();
+                    if !is_stale(&held_by) {
+                        bail!(
+                            "{}: another run ({}) is writing this output; if none is, remove {}",
+                            target.display(),
+                            describe_holder(&held_by),
+                            path.display()
+                        );
+                    }
+                    tracing::warn!(lock = %path.display(), "taking over the lock of a run that is gone");
+                    let _ = fs::remove_file(&path);
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("{}: cannot create", path.display()))
+                }
+            }
+        }
+        bail!(
+            "{}: cannot take the lock {}: another run keeps taking it",
+            target.display(),
+            path.display()
+        )
+    }
+
+    /// The lock file of `target`: a hidden sibling, as its staging is.
+    fn path_for(target: &Path) -> Result<PathBuf> {
+        let staging = Staging::dir_for(target)?;
+        Ok(staging.with_extension("neardup-lock"))
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// This host's name, as a lock records it.
+fn host_name() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is valid for its length, and terminated below.
+    let ok = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len() - 1) } == 0;
+    let end = name.iter().position(|&b| b == 0).unwrap_or(0);
+    match ok {
+        true => String::from_utf8_lossy(&name[..end]).into_owned(),
+        false => "unknown-host".to_string(),
+    }
+}
+
+/// Whether a lock's `holder` (`host pid`) is a process of this host that
+/// no longer runs. One on another host cannot be checked from here.
+fn is_stale(holder: &str) -> bool {
+    let Some((host, pid)) = holder.trim().rsplit_once(' ') else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let gone = unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    host == host_name() && gone
+}
+
+/// A lock's holder in words: "process 123 on host-a".
+fn describe_holder(holder: &str) -> String {
+    match holder.trim().rsplit_once(' ') {
+        Some((host, pid)) => format!("process {pid} on {host}"),
+        None => "unknown".to_string(),
     }
 }
 
@@ -927,6 +1038,7 @@ mod tests {
             remote: Some(prefix.clone()),
             abort_cleanup: None,
             expected: Vec::new(),
+            lock: None,
         }
     }
 
