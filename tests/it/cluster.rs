@@ -844,6 +844,64 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
     assert!(!homes[0].join("pairs").exists(), "nothing is committed");
 }
 
+/// Holds `address` as another program would: accepts every connection and
+/// writes `answer` (nothing: never speaks) on each, keeping them open.
+fn occupy(address: &str, answer: &'static [u8]) -> TcpListener {
+    let listener = TcpListener::bind(address).unwrap();
+    let accepting = listener.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in accepting.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let _ = stream.write_all(answer);
+            held.push(stream);
+        }
+    });
+    listener
+}
+
+/// A port another program holds: the process that cannot listen there
+/// stops at once naming it and tells its peer, which stops too instead of
+/// waiting out --connect-timeout; a process that reaches a program that
+/// answers, but not as neardup, stops at once saying so.
+#[test]
+fn a_port_held_by_another_program_stops_every_process_at_once_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let mut args = match_args(&q, Some(&c), &out, false);
+    // Far beyond the hang guard below: only the fix stops them before it.
+    args.extend(strings(&["--connect-timeout", "600"]));
+    let cases: [(usize, &'static [u8], [&str; 2]); 2] = [
+        (
+            1,
+            b"",
+            ["process 1 failed before starting: ", "cannot listen on"],
+        ),
+        (
+            0,
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            ["cannot listen on", "answered, but not as neardup"],
+        ),
+    ];
+    for (held, answer, expected) in cases {
+        let hosts = hostfile(dir.path(), 2);
+        let address = read_hostfile(&hosts).unwrap()[held].clone();
+        let _program = occupy(&address, answer);
+        let children: Vec<Child> = (0..2).map(|i| spawn(&args, &hosts, i, 1, &[])).collect();
+        for (i, child) in children.into_iter().enumerate() {
+            let (output, hung) = wait_or_kill(child, Duration::from_secs(120));
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!hung, "process {i} waited for its peer: {stderr}");
+            assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+            assert!(stderr.contains(&address), "process {i}: {stderr}");
+            assert!(stderr.contains(expected[i]), "process {i}: {stderr}");
+        }
+        assert!(!out.exists());
+    }
+}
+
 /// Two runs on one --out would write one staging directory: the second
 /// stops on one line naming the first, which completes. A lock left by a
 /// process that is gone (a crash) does not block the next run.
