@@ -465,7 +465,11 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
     fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
-    place(&tmp, path)
+    // A file that cannot be placed (a directory in the way) leaves no
+    // temporary behind.
+    place(&tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
 }
 
 /// Writes the file `path` (a local path or an object's URL) whole or not
