@@ -706,10 +706,11 @@ fn connect_peers(
 fn listen(addresses: &[String], me: usize, timeout: Duration) -> Result<TcpListener> {
     let error = match TcpListener::bind(&addresses[me]) {
         Ok(listener) => return Ok(listener),
-        Err(e) => anyhow!(
+        Err(e) if e.kind() == ErrorKind::AddrInUse => anyhow!(
             "process {me}: cannot listen on {}: {e}; is another program using the port?",
             addresses[me]
         ),
+        Err(e) => anyhow!("process {me}: cannot listen on {}: {e}", addresses[me]),
     };
     tell_lower_peers(addresses, me, &error, timeout.min(TELL_TIMEOUT));
     Err(error)
