@@ -841,6 +841,12 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
         stderr.contains("storage all processes share") && stderr.contains("part-00001.parquet"),
         "{stderr}"
     );
+    let theirs = String::from_utf8_lossy(&outputs[1].stderr);
+    assert_eq!(outputs[1].status.code(), Some(1), "{theirs}");
+    assert!(
+        theirs.contains("process 0's commit failed: ") && theirs.contains("part-00001.parquet"),
+        "{theirs}"
+    );
     assert!(!homes[0].join("pairs").exists(), "nothing is committed");
 }
 
