@@ -848,6 +848,37 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
         "{theirs}"
     );
     assert!(!homes[0].join("pairs").exists(), "nothing is committed");
+
+    // Without one, process 1 cannot write its part, and says why.
+    std::fs::remove_dir_all(homes[1].join(".pairs.neardup-staging")).unwrap();
+    let hosts = hostfile(dir.path(), 2);
+    let children: Vec<Child> = homes
+        .iter()
+        .enumerate()
+        .map(|(i, home)| {
+            let mut command = neardup();
+            command.current_dir(home);
+            command
+                .args(&args)
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string(), "--workers", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("storage all processes share"),
+            "process {i}: {stderr}"
+        );
+    }
+    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
 }
 
 /// Holds `address` as another program would: accepts every connection and

@@ -451,8 +451,7 @@ fn describe_holder(holder: &str) -> String {
 pub(crate) fn copy_into_place(source: &crate::io::storage::Location, path: &Path) -> Result<u64> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
-    let mut target =
-        File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let mut target = File::create(&tmp).map_err(|e| cannot_write(&tmp, "create", e))?;
     let bytes = std::io::copy(&mut source.reader()?, &mut target)
         .with_context(|| format!("cannot copy {source} to {}", path.display()))?;
     drop(target);
@@ -464,7 +463,7 @@ pub(crate) fn copy_into_place(source: &crate::io::storage::Location, path: &Path
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
-    fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
+    fs::write(&tmp, bytes).map_err(|e| cannot_write(&tmp, "write", e))?;
     // A file that cannot be placed (a directory in the way) leaves no
     // temporary behind.
     place(&tmp, path).inspect_err(|_| {
@@ -499,6 +498,22 @@ fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
     match shown.trim_end_matches('/').rsplit_once('/') {
         Some((prefix, name)) => Ok(Some((OutputPrefix::parse(prefix)?, name.to_string()))),
         None => bail!("{shown}: not a file's URL"),
+    }
+}
+
+/// The error of a file `tmp` that cannot be made (`verb`: create, write).
+/// In a staging directory that is not there, it is a process of a cluster
+/// whose `--out` is not the one process 0 made (another disk, another
+/// working directory).
+fn cannot_write(tmp: &Path, verb: &str, error: std::io::Error) -> anyhow::Error {
+    let parent = tmp.parent().unwrap_or(Path::new("."));
+    let in_staging = parent.to_string_lossy().ends_with(".neardup-staging");
+    match error.kind() == std::io::ErrorKind::NotFound && in_staging && !parent.exists() {
+        true => anyhow!(
+            "{}: no such staging directory here: --out must be on storage all processes share",
+            parent.display()
+        ),
+        false => anyhow!(error).context(format!("{}: cannot {verb}", tmp.display())),
     }
 }
 
@@ -973,8 +988,7 @@ impl OpenParquet {
         }
         let tmp = temporary_name(path);
         prepare_parent(path)?;
-        let file =
-            File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let file = File::create(&tmp).map_err(|e| cannot_write(&tmp, "create", e))?;
         let schema = layout.schema.clone();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.build()))
             .map_err(|error| writing_error(path, error))?;
