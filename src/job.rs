@@ -24,7 +24,9 @@ use serde::Deserialize;
 use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{run_cluster, ClusterJobOptions};
-use crate::exec::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
+use crate::exec::runtime::{
+    default_workers, on_process_0, process_env, Cluster, RuntimeOptions, Timeouts,
+};
 use crate::fingerprint::crawl::html::HtmlText;
 use crate::fingerprint::crawl::{Format, TextFields};
 use crate::fingerprint::scheme::Scheme;
@@ -572,15 +574,8 @@ fn fingerprint_options(
 }
 
 impl Job {
-    /// The append stage's batch directory, if the job has one.
     /// The night's report at `out`, from the stages' outputs: process 0's.
     fn write_report(&self, out: &Path) -> Result<String> {
-        if !self.runtime.is_leader() {
-            return Ok(format!(
-                "process {}: the report is process 0's",
-                self.runtime.process
-            ));
-        }
         let clusters = self.clustering.as_ref().map(|c| c.out.clone());
         let fingerprints = self.fingerprint.as_ref().map(|f| f.out.clone());
         let night = out.parent().unwrap_or(Path::new("."));
@@ -601,6 +596,7 @@ impl Job {
         Ok(run_report(&opts)?.line(out))
     }
 
+    /// The append stage's batch directory, if the job has one.
     fn batch_dir(&self) -> Option<PathBuf> {
         self.append
             .as_ref()
@@ -800,18 +796,16 @@ pub(crate) fn run_job(
     if let (Some(batch), Some(f)) = (job.batch_dir(), job.append.as_ref()) {
         let queries = job.matching.queries.clone();
         stage("append", batch.clone(), StageOutput::Committed, &mut || {
-            if !job.runtime.is_leader() {
-                return Ok(format!(
-                    "process {}: appending is process 0's",
-                    job.runtime.process
-                ));
-            }
-            append_batch(&queries, &f.0, &batch)
+            let elsewhere = format!("process {}: appending is process 0's", job.runtime.process);
+            on_process_0(&job.runtime, "append", elsewhere, || {
+                append_batch(&queries, &f.0, &batch)
+            })
         })?;
     }
     if let Some(out) = &job.report {
         stage("report", out.clone(), StageOutput::File, &mut || {
-            job.write_report(out)
+            let elsewhere = format!("process {}: the report is process 0's", job.runtime.process);
+            on_process_0(&job.runtime, "report", elsewhere, || job.write_report(out))
         })?;
     }
     Ok(reports)

@@ -36,7 +36,7 @@ pub(crate) mod part_writer;
 pub(crate) mod read_pairs;
 pub(crate) mod summary;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,7 +54,7 @@ use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::{RuntimeOptions, Terms};
 use crate::io::commit::commit_staging;
 use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
-use crate::io::parquet::output::Staging;
+use crate::io::parquet::output::{part_name, Staging};
 use crate::io::parquet::pages::{is_string, PagesTable};
 
 /// Options of `neardup cluster`.
@@ -117,14 +117,18 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let peers = opts.runtime.workers * opts.runtime.processes;
     let pages = open_pages(opts)?.map(Arc::new);
     let units = into_pieces(open_pair_inputs(&opts.pairs, needs)?, peers);
-    let staging = Staging::for_job(
+    let mut staging = Staging::for_job(
         &opts.out,
         opts.overwrite,
         opts.runtime.is_leader(),
         opts.pairs.iter().chain(&opts.pages).chain(&opts.corpus),
     )?;
-    if let Some(staging) = &staging {
+    if let Some(staging) = &mut staging {
         make_folders(staging)?;
+        let names: Vec<String> = (0..opts.parts).map(part_name).collect();
+        for folder in ["clusters", "drop"] {
+            staging.expect_parts(names.iter().map(|name| Path::new(folder).join(name)));
+        }
     }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
     let drop_urls = url_sources(&pages, open_corpus(opts)?);

@@ -9,7 +9,14 @@
 //! forever for a peer that never comes and prints its progress on stdout. The
 //! handshake here is timely's (lower-numbered processes accept, higher ones
 //! connect and send their index as a big-endian u64), with a deadline, and
-//! the connected sockets are handed to timely unchanged.
+//! the connected sockets are handed to timely unchanged. The accepting side
+//! answers with a [`GREETING`], so that a process that reaches another
+//! program on a peer's port stops at once; a process that cannot listen on
+//! its own port tells its lower-numbered peers ([`listen`]).
+//!
+//! A stage of process 0 alone (a job's append and report) is run by
+//! [`on_process_0`]: the others connect as for any stage and wait for its
+//! outcome, so none exits 0 when process 0 failed to commit.
 //!
 //! A peer that goes silent without closing its sockets (frozen, or its host
 //! gone) is noticed by [`crate::exec::liveness`]: beside each timely connection is
@@ -550,6 +557,26 @@ where
         return timely::execute(timely::Config::process(runtime.workers), func)
             .map_err(|e| anyhow!("cannot start timely workers: {e}"));
     }
+    let sockets = join_cluster(runtime, terms)?;
+    let hooks = Hooks::default();
+    let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
+    let (builders, guard) =
+        initialize_networking_from_sockets(local, sockets, runtime.process, runtime.workers, hooks)
+            .context("cannot start the cluster's network threads")?;
+    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
+    timely::execute::execute_from(
+        builders,
+        Box::new(guard),
+        timely::WorkerConfig::default(),
+        func,
+    )
+    .map_err(|e| anyhow!("cannot start timely workers: {e}"))
+}
+
+/// Connects this process to its peers for a stage, which they must agree
+/// on (`terms`), and watches their heartbeats; returns the connections
+/// that are not the heartbeats', for timely or for [`on_process_0`].
+fn join_cluster(runtime: &RuntimeOptions, terms: &Terms) -> Result<PeerSockets> {
     lock(&NOT_YET_CONNECTED).take();
     let addresses = runtime.addresses()?;
     // A job's stages each connect anew: the previous stage's beats end.
@@ -566,19 +593,55 @@ where
     )?;
     *lock(&PEER_ADDRESSES) = (addresses, runtime.process);
     *lock(&HEARTBEATS) = Some(watch_peers(heartbeats, runtime.peer_timeout)?);
-    let hooks = Hooks::default();
-    let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
-    let (builders, guard) =
-        initialize_networking_from_sockets(local, sockets, runtime.process, runtime.workers, hooks)
-            .context("cannot start the cluster's network threads")?;
-    let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
-    timely::execute::execute_from(
-        builders,
-        Box::new(guard),
-        timely::WorkerConfig::default(),
-        func,
-    )
-    .map_err(|e| anyhow!("cannot start timely workers: {e}"))
+    Ok(sockets)
+}
+
+/// The outcome term of a step of process 0 alone that failed; its value is
+/// the error.
+const STEP_FAILED: &str = "process 0's step failed";
+
+/// Runs `work`, a stage of process 0 alone (a job's append or report), and
+/// makes every other process learn how it ended: they connect as for any
+/// stage, watch process 0's heartbeats while it works, and fail with its
+/// error if it failed, so that no process exits 0 while process 0 did not
+/// commit. Elsewhere than process 0 the stage's line is `elsewhere`.
+pub(crate) fn on_process_0(
+    runtime: &RuntimeOptions,
+    stage: &str,
+    elsewhere: String,
+    work: impl FnOnce() -> Result<String>,
+) -> Result<String> {
+    if runtime.processes == 1 {
+        return work();
+    }
+    let mut sockets = join_cluster(runtime, &Terms::new(stage, runtime))?;
+    if !runtime.is_leader() {
+        let stream = sockets[0].as_mut().context("no connection to process 0")?;
+        return hear_outcome_of_process_0(stream, runtime.process, stage).map(|()| elsewhere);
+    }
+    let result = work();
+    let outcome = match &result {
+        Ok(_) => Terms::default(),
+        Err(error) => Terms(vec![(STEP_FAILED.to_string(), format!("{error:#}"))]),
+    };
+    let bytes = outcome.encode();
+    for stream in sockets.iter_mut().flatten() {
+        let _ = stream.write_all(&bytes);
+    }
+    result
+}
+
+/// Waits for process 0 to say how its `stage` ended (its heartbeats say
+/// meanwhile that it is alive): an error if it failed or stopped first.
+fn hear_outcome_of_process_0(stream: &mut TcpStream, me: usize, stage: &str) -> Result<()> {
+    stream.set_read_timeout(None)?;
+    let Some(Terms(outcome)) = Terms::decode(stream) else {
+        bail!("process {me}: process 0 stopped before saying how its {stage} ended");
+    };
+    match outcome.iter().find(|(name, _)| name == STEP_FAILED) {
+        Some((_, error)) => bail!("process {me}: process 0's {stage} failed: {error}"),
+        None => Ok(()),
+    }
 }
 
 /// A process's connections to its peers, by peer index (none to itself).
@@ -594,8 +657,7 @@ fn connect_peers(
     timeout: Duration,
 ) -> Result<(PeerSockets, PeerSockets)> {
     let deadline = Instant::now() + timeout;
-    let listener = TcpListener::bind(&addresses[me])
-        .with_context(|| format!("process {me}: cannot listen on {}", addresses[me]))?;
+    let listener = listen(addresses, me, timeout)?;
     listener
         .set_nonblocking(true)
         .context("cannot configure the listening socket")?;
@@ -604,7 +666,11 @@ fn connect_peers(
     loop {
         for peer in 0..me {
             if sockets[peer].is_none() || heartbeats[peer].is_none() {
-                if let Some((timely, heartbeat)) = try_connect(&addresses[peer], me) {
+                if let Some((timely, heartbeat)) =
+                    try_connect(&addresses[peer], me).map_err(|e| {
+                        anyhow!("process {me}: process {peer} ({}) {e}", addresses[peer])
+                    })?
+                {
                     sockets[peer] = Some(timely);
                     heartbeats[peer] = Some(heartbeat);
                 }
@@ -633,19 +699,107 @@ fn connect_peers(
     }
 }
 
-/// One attempt to connect to a lower-numbered peer and introduce ourselves,
-/// on timely's connection and then on the heartbeat connection.
-fn try_connect(address: &str, me: usize) -> Option<(TcpStream, TcpStream)> {
-    let target = address.to_socket_addrs().ok()?.next()?;
-    let introduce = |index: u64| -> Option<TcpStream> {
-        let mut stream = TcpStream::connect_timeout(&target, Duration::from_secs(1)).ok()?;
-        configure(&stream).ok()?;
-        stream.write_all(&index.to_be_bytes()).ok()?;
-        Some(stream)
+/// Listens on this process's address. A port another program holds is
+/// told at once to the lower-numbered peers, which would otherwise wait
+/// out `--connect-timeout` for this process (the higher-numbered ones find
+/// that program there instead: see [`GREETING`]).
+fn listen(addresses: &[String], me: usize, timeout: Duration) -> Result<TcpListener> {
+    let error = match TcpListener::bind(&addresses[me]) {
+        Ok(listener) => return Ok(listener),
+        Err(e) if e.kind() == ErrorKind::AddrInUse => anyhow!(
+            "process {me}: cannot listen on {}: {e}; is another program using the port?",
+            addresses[me]
+        ),
+        Err(e) => anyhow!("process {me}: cannot listen on {}: {e}", addresses[me]),
     };
-    let timely = introduce(me as u64)?;
-    let heartbeat = introduce(me as u64 | HEARTBEAT_CONNECTION)?;
-    Some((timely, heartbeat))
+    tell_lower_peers(addresses, me, &error, timeout.min(TELL_TIMEOUT));
+    Err(error)
+}
+
+/// Tells each lower-numbered peer reached within `timeout` that this
+/// process failed before starting, and why, as [`tell_peers_of_failure`]
+/// does once connected to all.
+fn tell_lower_peers(addresses: &[String], me: usize, error: &anyhow::Error, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    let failed = Terms(vec![(FAILED.to_string(), format!("{error:#}"))]).encode();
+    let mut untold: Vec<usize> = (0..me).collect();
+    while !untold.is_empty() && Instant::now() < deadline {
+        untold.retain(|&peer| match try_connect(&addresses[peer], me) {
+            Ok(Some((_timely, mut heartbeat))) => heartbeat.write_all(&failed).is_err(),
+            Ok(None) => true,
+            Err(_) => false,
+        });
+        if !untold.is_empty() {
+            std::thread::sleep(RETRY_PAUSE);
+        }
+    }
+}
+
+/// What a process sends back once a peer has introduced itself, so that
+/// the peer knows it reached neardup, not another program on the port.
+const GREETING: &[u8; 8] = b"neardup\n";
+
+/// One attempt to connect to a lower-numbered peer and introduce ourselves,
+/// on timely's connection and then on the heartbeat connection: `None` if
+/// it is not reached (yet), an error if another program answers there.
+fn try_connect(address: &str, me: usize) -> Result<Option<(TcpStream, TcpStream)>> {
+    let Some(target) = address.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        return Ok(None);
+    };
+    let introduce = |index: u64| -> Result<Option<TcpStream>> {
+        let Ok(mut stream) = TcpStream::connect_timeout(&target, Duration::from_secs(1)) else {
+            return Ok(None);
+        };
+        let sent = configure(&stream).and_then(|()| stream.write_all(&index.to_be_bytes()));
+        if sent.is_err() {
+            return Ok(None);
+        }
+        match hear_greeting(&mut stream) {
+            Greeting::Neardup => Ok(Some(stream)),
+            // Not accepted yet (a busy peer), or the peer just stopped.
+            Greeting::Nothing => Ok(None),
+            Greeting::Other => {
+                bail!("answered, but not as neardup: another program is on its port")
+            }
+        }
+    };
+    let Some(timely) = introduce(me as u64)? else {
+        return Ok(None);
+    };
+    let Some(heartbeat) = introduce(me as u64 | HEARTBEAT_CONNECTION)? else {
+        return Ok(None);
+    };
+    Ok(Some((timely, heartbeat)))
+}
+
+/// What came back on a connection once this process introduced itself.
+enum Greeting {
+    Neardup,
+    Other,
+    Nothing,
+}
+
+/// Reads a peer's [`GREETING`] (within [`HANDSHAKE_TIMEOUT`]).
+fn hear_greeting(stream: &mut TcpStream) -> Greeting {
+    let mut heard = [0u8; GREETING.len()];
+    let mut got = 0;
+    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    while got < heard.len() {
+        match stream.read(&mut heard[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+        if heard[..got] != GREETING[..got] {
+            return Greeting::Other;
+        }
+    }
+    let _ = stream.set_read_timeout(None);
+    match got == heard.len() {
+        true => Greeting::Neardup,
+        false => Greeting::Nothing,
+    }
 }
 
 /// No Nagle delay (timely's messages are latency-bound), and TCP keepalive.
@@ -683,6 +837,10 @@ fn accept_waiting(
         let peer = (index & !HEARTBEAT_CONNECTION) as usize;
         if peer <= me || peer >= sockets.len() {
             tracing::warn!("dropped a connection that is not a cluster peer");
+            continue;
+        }
+        let mut stream = stream;
+        if stream.write_all(GREETING).is_err() {
             continue;
         }
         match index & HEARTBEAT_CONNECTION {

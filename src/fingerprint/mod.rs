@@ -193,12 +193,15 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     opts.runtime.validate()?;
     runtime::stage_starting(&opts.runtime);
     let inputs = input_files(opts)?;
-    let staging = Staging::for_job(
+    let mut staging = Staging::for_job(
         &opts.out,
         opts.overwrite,
         opts.runtime.is_leader(),
         &opts.inputs,
     )?;
+    if let Some(staging) = &mut staging {
+        staging.expect_parts((0..inputs.len()).map(|i| part_name(i).into()));
+    }
     let dir = Staging::dir_for(&opts.out)?;
     let local_bytes: u64 = inputs
         .iter()

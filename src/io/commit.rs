@@ -3,7 +3,8 @@
 //! (or refuses to, if any worker failed); then every worker learns the
 //! outcome. A process returns only once it knows the outcome, so no process
 //! of a cluster exits 0 before `_SUCCESS` is in place, and a later stage can
-//! read this one's output on any of them.
+//! read this one's output on any of them; when the commit itself fails, the
+//! other processes say that process 0's commit failed, and why.
 //!
 //! ```text
 //!   report (every worker) --exchange to worker 0--> commit --exchange to each worker--> outcome
@@ -62,6 +63,26 @@ pub(crate) trait Merge: ExchangeData + Clone + Default {
 
 /// The job's outcome: the merged reports once committed, or why not.
 pub(crate) type Outcome<R> = Result<R, String>;
+
+/// Why worker 0 did not commit, as it tells every worker: a process other
+/// than process 0 says that it was process 0's commit that failed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+enum Refused {
+    /// A worker failed or is missing.
+    Workers(String),
+    /// The commit itself failed.
+    Commit(String),
+}
+
+impl Refused {
+    /// The line of a process that commits (`commits`: process 0) or not.
+    fn message(self, commits: bool) -> String {
+        match self {
+            Refused::Commit(error) if !commits => format!("process 0's commit failed: {error}"),
+            Refused::Commit(error) | Refused::Workers(error) => error,
+        }
+    }
+}
 
 /// Worker 0's commit step: publishes the output given the merged reports.
 pub(crate) type Commit<R> = Arc<dyn Fn(&R) -> anyhow::Result<()> + Send + Sync>;
@@ -208,8 +229,9 @@ pub(crate) fn gather_and_commit<'scope, R: Merge>(
     commit: Option<Commit<R>>,
     slot: Arc<OutcomeSlot<R>>,
 ) {
+    let commits_here = commit.is_some();
     let decided = reports
-        .unary_frontier::<CapacityContainerBuilder<Vec<(usize, Outcome<R>)>>, _, _, _>(
+        .unary_frontier::<CapacityContainerBuilder<Vec<(usize, Result<R, Refused>)>>, _, _, _>(
             Exchange::new(|_: &Report<R>| 0),
             "Commit",
             move |capability, _info| {
@@ -234,12 +256,12 @@ pub(crate) fn gather_and_commit<'scope, R: Merge>(
             },
         );
     decided.sink(
-        Exchange::new(|(target, _): &(usize, Outcome<R>)| *target as u64),
+        Exchange::new(|(target, _): &(usize, Result<R, Refused>)| *target as u64),
         "Outcome",
         move |(input, _frontier)| {
             input.for_each(|_time, data| {
                 for (_, outcome) in data.drain(..) {
-                    slot.set(outcome);
+                    slot.set(outcome.map_err(|refused| refused.message(commits_here)));
                 }
             });
         },
@@ -251,24 +273,28 @@ fn decide<R: Merge>(
     mut reports: Vec<Report<R>>,
     peers: usize,
     commit: Option<&Commit<R>>,
-) -> Outcome<R> {
+) -> Result<R, Refused> {
     reports.sort_by_key(|r| r.worker);
     if let Some(failed) = reports.iter().find(|r| r.error.is_some()) {
-        return Err(failed.error.clone().unwrap_or_default());
+        return Err(Refused::Workers(failed.error.clone().unwrap_or_default()));
     }
     if reports.len() != peers {
-        return Err(format!(
+        return Err(Refused::Workers(format!(
             "only {} of {peers} workers reported; the output is not committed",
             reports.len()
-        ));
+        )));
     }
     let mut total = R::default();
     for report in reports {
         total.merge(report.body);
     }
     match commit {
-        Some(commit) => commit(&total).map_err(|e| format!("{e:#}"))?,
-        None => return Err("worker 0 has nothing to commit with".to_string()),
+        Some(commit) => commit(&total).map_err(|e| Refused::Commit(format!("{e:#}")))?,
+        None => {
+            return Err(Refused::Workers(
+                "worker 0 has nothing to commit with".to_string(),
+            ))
+        }
     }
     Ok(total)
 }

@@ -25,7 +25,7 @@ use crate::exec::runtime::{RuntimeOptions, Terms};
 use crate::io::commit::commit_staging;
 use crate::io::pairs::Parts;
 use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, FingerprintFile, Unit};
-use crate::io::parquet::output::Staging;
+use crate::io::parquet::output::{part_name, Staging};
 use crate::io::parquet::schemes;
 use crate::io::parquet::WIDE_BITS;
 use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side};
@@ -181,7 +181,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     tracing::info!("match started");
     opts.validate()?;
     crate::exec::runtime::stage_starting(&opts.runtime);
-    let staging = Staging::for_job(
+    let mut staging = Staging::for_job(
         &opts.out,
         opts.overwrite,
         opts.runtime.is_leader(),
@@ -216,6 +216,9 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     );
 
     let (index, parts) = build_tables(opts, queries)?;
+    if let Some(staging) = &mut staging {
+        staging.expect_parts((0..parts.len()).map(|p| part_name(p).into()));
+    }
     let build_seconds = started.elapsed().as_secs_f64();
 
     let units = scan_units(

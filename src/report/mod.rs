@@ -109,6 +109,12 @@ pub(crate) fn run_report(opts: &ReportOptions) -> Result<ReportSummary> {
     let Some((last, earlier)) = opts.nights.split_last() else {
         bail!("give at least one night directory");
     };
+    if opts.out.is_dir() {
+        bail!(
+            "{}: is a directory; give --out the HTML file to write",
+            opts.out.display()
+        );
+    }
     let rows = Arc::new(AtomicU64::new(0));
     let total = night::rows_to_read(last);
     let progress = RowsProgress::start(opts.progress, total, rows.clone());

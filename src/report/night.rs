@@ -10,6 +10,10 @@
 //!    and the largest clusters (their members, up to [`MEMBERS_KEPT`]);
 //! 3. the drops, whose ids are kept in a set, and the fingerprints' `id`
 //!    and `url`, for pages and drops by host and the samples' URLs.
+//!
+//! A stage output without `_SUCCESS` (a stage that failed or is still
+//! running) is refused, naming it: its files may be partial, and a page
+//! built from them would look like a complete night.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
@@ -23,7 +27,7 @@ use arrow_array::{Array, ArrowPrimitiveType, Int64Array, PrimitiveArray, RecordB
 use serde_json::Value;
 
 use crate::io::parquet::input::{expand_locations, read_columns};
-use crate::io::parquet::output::WIDE_DISTANCE;
+use crate::io::parquet::output::{is_complete, WIDE_DISTANCE};
 use crate::io::parquet::pages::string_values;
 use crate::io::storage::{read_whole, subdirectories, Location};
 
@@ -177,6 +181,9 @@ pub(crate) fn number(summary: &Option<Value>, path: &[&str]) -> Option<u64> {
 /// Reads the night's summaries and outputs; `rows` counts the rows read,
 /// for progress.
 pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Result<Night> {
+    for dir in [&dirs.fingerprints, &dirs.pairs, &dirs.clusters] {
+        refuse_incomplete(dir.as_deref())?;
+    }
     let mut night = Night {
         fingerprint_summary: dirs.fingerprints.as_deref().map(read_summary).transpose()?,
         match_summary: dirs.pairs.as_deref().map(read_summary).transpose()?,
@@ -213,6 +220,17 @@ pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Re
     }
     night.largest = largest.into_clusters();
     Ok(night)
+}
+
+/// Fails, naming `dir`, if it is a stage output without `_SUCCESS`.
+fn refuse_incomplete(dir: Option<&Path>) -> Result<()> {
+    match dir {
+        Some(dir) if !is_complete(dir)? => bail!(
+            "{}: no _SUCCESS, so the stage did not finish; run it again before reporting",
+            dir.display()
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// The shards a sample pair's pages are in: the night's fingerprints and

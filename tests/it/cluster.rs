@@ -797,3 +797,193 @@ fn a_process_that_fails_on_its_input_stops_its_peers_with_its_reason() {
     assert!(!out.exists());
     assert!(!dir.path().join(".out.neardup-staging").exists());
 }
+
+/// Processes that name one relative `--out` from different working
+/// directories do not share it: process 0 must not commit a directory that
+/// lacks the other process's parts, and says why on one line.
+#[test]
+fn an_output_not_shared_by_every_process_is_not_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let args = match_args(&q, Some(&c), Path::new("pairs"), false);
+    let hosts = hostfile(dir.path(), 2);
+    let homes = [dir.path().join("a"), dir.path().join("b")];
+    for home in &homes {
+        std::fs::create_dir(home).unwrap();
+    }
+    // A staging directory left in process 1's directory lets its writes
+    // succeed there, unseen by process 0.
+    std::fs::create_dir(homes[1].join(".pairs.neardup-staging")).unwrap();
+    let children: Vec<Child> = homes
+        .iter()
+        .enumerate()
+        .map(|(i, home)| {
+            let mut command = neardup();
+            command.current_dir(home);
+            command
+                .args(&args)
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string(), "--workers", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let stderr = String::from_utf8_lossy(&outputs[0].stderr);
+    assert_eq!(outputs[0].status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("storage all processes share") && stderr.contains("part-00001.parquet"),
+        "{stderr}"
+    );
+    let theirs = String::from_utf8_lossy(&outputs[1].stderr);
+    assert_eq!(outputs[1].status.code(), Some(1), "{theirs}");
+    assert!(
+        theirs.contains("process 0's commit failed: ") && theirs.contains("part-00001.parquet"),
+        "{theirs}"
+    );
+    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
+
+    // Without one, process 1 cannot write its part, and says why.
+    std::fs::remove_dir_all(homes[1].join(".pairs.neardup-staging")).unwrap();
+    let hosts = hostfile(dir.path(), 2);
+    let children: Vec<Child> = homes
+        .iter()
+        .enumerate()
+        .map(|(i, home)| {
+            let mut command = neardup();
+            command.current_dir(home);
+            command
+                .args(&args)
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string(), "--workers", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("storage all processes share"),
+            "process {i}: {stderr}"
+        );
+    }
+    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
+}
+
+/// Holds `address` as another program would: accepts every connection and
+/// writes `answer` (nothing: never speaks) on each, keeping them open.
+fn occupy(address: &str, answer: &'static [u8]) -> TcpListener {
+    let listener = TcpListener::bind(address).unwrap();
+    let accepting = listener.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in accepting.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let _ = stream.write_all(answer);
+            held.push(stream);
+        }
+    });
+    listener
+}
+
+/// A port another program holds: the process that cannot listen there
+/// stops at once naming it and tells its peer, which stops too instead of
+/// waiting out --connect-timeout; a process that reaches a program that
+/// answers, but not as neardup, stops at once saying so.
+#[test]
+fn a_port_held_by_another_program_stops_every_process_at_once_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let mut args = match_args(&q, Some(&c), &out, false);
+    // Far beyond the hang guard below: only the fix stops them before it.
+    args.extend(strings(&["--connect-timeout", "600"]));
+    let cases: [(usize, &'static [u8], [&str; 2]); 2] = [
+        (
+            1,
+            b"",
+            ["process 1 failed before starting: ", "cannot listen on"],
+        ),
+        (
+            0,
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            ["cannot listen on", "answered, but not as neardup"],
+        ),
+    ];
+    for (held, answer, expected) in cases {
+        let hosts = hostfile(dir.path(), 2);
+        let address = read_hostfile(&hosts).unwrap()[held].clone();
+        let _program = occupy(&address, answer);
+        let children: Vec<Child> = (0..2).map(|i| spawn(&args, &hosts, i, 1, &[])).collect();
+        for (i, child) in children.into_iter().enumerate() {
+            let (output, hung) = wait_or_kill(child, Duration::from_secs(120));
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!hung, "process {i} waited for its peer: {stderr}");
+            assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+            assert!(stderr.contains(&address), "process {i}: {stderr}");
+            assert!(stderr.contains(expected[i]), "process {i}: {stderr}");
+        }
+        assert!(!out.exists());
+    }
+}
+
+/// Two runs on one --out would write one staging directory: the second
+/// stops on one line naming the first, which completes. A lock left by a
+/// process that is gone (a crash) does not block the next run.
+#[test]
+fn a_second_run_on_the_same_output_is_refused_and_a_stale_lock_is_taken_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let args = match_args(&q, Some(&c), &out, false);
+    let lock = dir.path().join(".pairs.neardup-lock");
+    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
+    let mut first = neardup()
+        .args(&args)
+        .envs([delay, UNIT_READ_LOG])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut first);
+    lines.wait_for("unit read");
+    let second = neardup().args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let holder = format!("another run (process {} on ", first.id());
+    assert!(stderr.contains(&holder), "{stderr}");
+    assert!(stderr.contains(&lock.display().to_string()), "{stderr}");
+    let status = first.wait().unwrap();
+    assert!(status.success(), "{}", lines.text_without("unit read"));
+    assert_eq!(read_pairs(&out).len(), expected);
+    assert!(!lock.exists(), "the commit releases the lock");
+
+    // A crashed run's lock: its process is gone from this host.
+    let mut gone = Command::new("true").spawn().unwrap();
+    gone.wait().unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    std::fs::write(&lock, format!("{} {}", host.trim(), gone.id())).unwrap();
+    let mut again = args.clone();
+    again.push("--overwrite".into());
+    let output = neardup().args(&again).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(read_pairs(&out).len(), expected);
+    assert!(!lock.exists());
+}

@@ -685,3 +685,66 @@ fn the_kubernetes_example_names_its_pods_as_neardup_expects() {
     assert!(stderr(&past).contains(&expected), "{}", stderr(&past));
     assert_eq!(stderr(&past).trim_end().lines().count(), 1);
 }
+
+/// A hostfile of two loopback addresses on ports free a moment ago.
+fn two_local_addresses(dir: &Path) -> PathBuf {
+    let listeners: Vec<std::net::TcpListener> = (0..2)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let lines: Vec<String> = listeners
+        .iter()
+        .map(|l| l.local_addr().unwrap().to_string())
+        .collect();
+    let path = dir.join("hosts");
+    std::fs::write(&path, lines.join("\n")).unwrap();
+    path
+}
+
+/// The append is process 0's alone; when it fails, process 1 must not exit
+/// 0 as if the night were complete, but say that process 0's append failed.
+#[test]
+fn when_process_0_fails_to_append_every_process_fails() {
+    let dir = scratch();
+    let night = dir.path().join("sample-output").join(NIGHT);
+    let batch = dir.path().join("sample-output/corpus").join(NIGHT);
+    run(dir.path(), &["jobs/sample.toml", "--date", NIGHT]);
+    // The append runs again (its _SUCCESS is gone), and cannot copy a shard.
+    std::fs::remove_file(batch.join("_SUCCESS")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("nowhere"),
+        night.join("fingerprints/part-09999.parquet"),
+    )
+    .unwrap();
+    let hosts = two_local_addresses(dir.path());
+    let children: Vec<std::process::Child> = (0..2)
+        .map(|i| {
+            Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .current_dir(dir.path())
+                .args(["run", "jobs/sample.toml", "--date", NIGHT, "--workers", "1"])
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for (i, output) in outputs.iter().enumerate() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+        assert!(
+            stderr.contains("part-09999.parquet"),
+            "process {i}: {stderr}"
+        );
+    }
+    let stderr = String::from_utf8_lossy(&outputs[1].stderr);
+    assert!(
+        stderr.contains("process 1: process 0's append failed: "),
+        "{stderr}"
+    );
+    assert!(!batch.join("_SUCCESS").exists());
+}

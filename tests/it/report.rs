@@ -485,3 +485,39 @@ fn report_refuses_a_missing_or_empty_night_in_one_line() {
         "night-*: no night directories match this pattern",
     );
 }
+
+/// A stage output without _SUCCESS may be partial: the report refuses it
+/// on one line naming it. An --out that is a directory is refused too, and
+/// leaves no temporary file beside it.
+#[test]
+fn report_refuses_an_unfinished_stage_and_a_directory_as_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let job = write_job(d, false);
+    run_ok(&["run", job.to_str().unwrap(), "--date", "2026-12-01"]);
+    let night = d.join("nights/2026-12-01");
+    let night_arg = night.to_str().unwrap();
+    let page_dir = d.join("pages");
+    std::fs::create_dir(&page_dir).unwrap();
+    let out = neardup(&["report", night_arg, "--out", page_dir.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("pages: is a directory"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    std::fs::remove_file(night.join("pairs/_SUCCESS")).unwrap();
+    let page = d.join("r.html");
+    let out = neardup(&["report", night_arg, "--out", page.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let named = format!("{}: no _SUCCESS", night.join("pairs").display());
+    assert!(stderr.contains(&named), "{stderr}");
+    assert!(!page.exists());
+}

@@ -7,6 +7,20 @@
 //! final name as soon as it is complete (from a local staging directory,
 //! by the worker that wrote it), `_SUCCESS` is written last by process 0
 //! once every worker has reported, and a failed run deletes what it wrote.
+//!
+//! Before a local commit, process 0 checks that every part the stage
+//! should have is in staging ([`Staging::expect_parts`]): processes that
+//! name one relative `--out` from different working directories, or mount
+//! different disks there, each write their parts to a staging directory of
+//! their own, and process 0 alone would otherwise commit a directory
+//! lacking the others' parts.
+//!
+//! One run at a time writes a local output: process 0 holds a lock file
+//! beside the target ([`RunLock`], created only if absent) from staging to
+//! commit, and a second run on the same `--out` stops on one line rather
+//! than both writing the one staging directory. A lock left by a crashed
+//! process of this host is taken over; one from another host names the
+//! file to remove.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -56,6 +70,11 @@ pub(crate) struct Staging {
     /// The removal of this output if the process stops at once, until it
     /// is committed.
     abort_cleanup: Option<AbortCleanup>,
+    /// Files (relative to the staging directory) the commit requires.
+    expected: Vec<PathBuf>,
+    /// This run's hold on a local target, released once the staging is
+    /// committed or removed (it is dropped after [`Drop for Staging`]).
+    lock: Option<RunLock>,
 }
 
 /// Local staging directories of outputs bound for an object store, with
@@ -142,6 +161,7 @@ impl Staging {
             fs::create_dir_all(parent)
                 .with_context(|| format!("{}: cannot create directory", parent.display()))?;
         }
+        let lock = RunLock::take(target)?;
         if staging.exists() {
             fs::remove_dir_all(&staging).with_context(|| {
                 format!(
@@ -158,6 +178,8 @@ impl Staging {
             committed: false,
             remote: None,
             abort_cleanup: None,
+            expected: Vec::new(),
+            lock: Some(lock),
         })
     }
 
@@ -186,6 +208,8 @@ impl Staging {
             committed: false,
             remote: Some(prefix),
             abort_cleanup: None,
+            expected: Vec::new(),
+            lock: None,
         })
     }
 
@@ -241,8 +265,12 @@ impl Staging {
     /// prefix.
     fn remove_on_abort(&mut self) {
         let (dir, remote) = (self.staging.clone(), self.remote.clone());
+        let lock = self.lock.as_ref().map(|lock| lock.path.clone());
         self.abort_cleanup = Some(crate::exec::runtime::on_abort(move || {
             let _ = fs::remove_dir_all(&dir);
+            if let Some(lock) = &lock {
+                let _ = fs::remove_file(lock);
+            }
             if let Some(prefix) = &remote {
                 let _ = prefix.delete_all();
             }
@@ -252,6 +280,33 @@ impl Staging {
     /// Where files are written until commit.
     pub(crate) fn dir(&self) -> &Path {
         &self.staging
+    }
+
+    /// Makes the commit require `parts` (paths relative to the staging
+    /// directory), which every worker of every process writes its share of.
+    pub(crate) fn expect_parts(&mut self, parts: impl IntoIterator<Item = PathBuf>) {
+        self.expected.extend(parts);
+    }
+
+    /// Fails, naming the first part missing from a local staging
+    /// directory, if any is: another process wrote it elsewhere.
+    fn check_parts_present(&self) -> Result<()> {
+        let missing: Vec<&PathBuf> = self
+            .expected
+            .iter()
+            .filter(|part| !self.staging.join(part).is_file())
+            .collect();
+        let Some(first) = missing.first() else {
+            return Ok(());
+        };
+        bail!(
+            "{}: part {} ({} of {} missing) is not in {}; nothing is committed: --out must be on storage all processes share",
+            self.target.display(),
+            first.display(),
+            missing.len(),
+            self.expected.len(),
+            self.staging.display()
+        )
     }
 
     /// Writes `summary` as `_summary.json`, then commits.
@@ -272,6 +327,7 @@ impl Staging {
             let _ = fs::remove_dir_all(&self.staging);
             return Ok(());
         }
+        self.check_parts_present()?;
         if self.target.exists() {
             fs::remove_dir_all(&self.target)
                 .with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
@@ -296,13 +352,106 @@ impl Drop for Staging {
     }
 }
 
+/// A run's exclusive hold on a local output: a file beside the target,
+/// created only if absent, naming this host and process; removed on drop.
+#[derive(Debug)]
+struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Takes the lock of `target`, or fails on one line naming the run
+    /// that holds it. A lock whose process is gone from this host is stale
+    /// (a crash) and taken over.
+    fn take(target: &Path) -> Result<RunLock> {
+        let path = RunLock::path_for(target)?;
+        let holder = format!("{} {}", host_name(), std::process::id());
+        for _ in 0..2 {
+            match fs::File::create_new(&path) {
+                Ok(mut file) => {
+                    std::io::Write::write_all(&mut file, holder.as_bytes())
+                        .with_context(|| format!("{}: cannot write", path.display()))?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let held_by = fs::read_to_string(&path).unwrap_or_default();
+                    if !is_stale(&held_by) {
+                        bail!(
+                            "{}: another run ({}) is writing this output; if none is, remove {}",
+                            target.display(),
+                            describe_holder(&held_by),
+                            path.display()
+                        );
+                    }
+                    tracing::warn!(lock = %path.display(), "taking over the lock of a run that is gone");
+                    let _ = fs::remove_file(&path);
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("{}: cannot create", path.display()))
+                }
+            }
+        }
+        bail!(
+            "{}: cannot take the lock {}: another run keeps taking it",
+            target.display(),
+            path.display()
+        )
+    }
+
+    /// The lock file of `target`: a hidden sibling, as its staging is.
+    fn path_for(target: &Path) -> Result<PathBuf> {
+        let staging = Staging::dir_for(target)?;
+        Ok(staging.with_extension("neardup-lock"))
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// This host's name, as a lock records it.
+fn host_name() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is valid for its length, and terminated below.
+    let ok = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len() - 1) } == 0;
+    let end = name.iter().position(|&b| b == 0).unwrap_or(0);
+    match ok {
+        true => String::from_utf8_lossy(&name[..end]).into_owned(),
+        false => "unknown-host".to_string(),
+    }
+}
+
+/// Whether a lock's `holder` (`host pid`) is a process of this host that
+/// no longer runs. One on another host cannot be checked from here.
+fn is_stale(holder: &str) -> bool {
+    let Some((host, pid)) = holder.trim().rsplit_once(' ') else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let gone = unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    host == host_name() && gone
+}
+
+/// A lock's holder in words: "process 123 on host-a".
+fn describe_holder(holder: &str) -> String {
+    match holder.trim().rsplit_once(' ') {
+        Some((host, pid)) => format!("process {pid} on {host}"),
+        None => "unknown".to_string(),
+    }
+}
+
 /// Copies a file (local, or an object) to `path` through a temporary name,
 /// as every output file is placed; returns the bytes copied.
 pub(crate) fn copy_into_place(source: &crate::io::storage::Location, path: &Path) -> Result<u64> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
-    let mut target =
-        File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+    let mut target = File::create(&tmp).map_err(|e| cannot_write(&tmp, "create", e))?;
     let bytes = std::io::copy(&mut source.reader()?, &mut target)
         .with_context(|| format!("cannot copy {source} to {}", path.display()))?;
     drop(target);
@@ -314,8 +463,12 @@ pub(crate) fn copy_into_place(source: &crate::io::storage::Location, path: &Path
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
-    fs::write(&tmp, bytes).with_context(|| format!("{}: cannot write", tmp.display()))?;
-    place(&tmp, path)
+    fs::write(&tmp, bytes).map_err(|e| cannot_write(&tmp, "write", e))?;
+    // A file that cannot be placed (a directory in the way) leaves no
+    // temporary behind.
+    place(&tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
 }
 
 /// Writes the file `path` (a local path or an object's URL) whole or not
@@ -345,6 +498,22 @@ fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
     match shown.trim_end_matches('/').rsplit_once('/') {
         Some((prefix, name)) => Ok(Some((OutputPrefix::parse(prefix)?, name.to_string()))),
         None => bail!("{shown}: not a file's URL"),
+    }
+}
+
+/// The error of a file `tmp` that cannot be made (`verb`: create, write).
+/// In a staging directory that is not there, it is a process of a cluster
+/// whose `--out` is not the one process 0 made (another disk, another
+/// working directory).
+fn cannot_write(tmp: &Path, verb: &str, error: std::io::Error) -> anyhow::Error {
+    let parent = tmp.parent().unwrap_or(Path::new("."));
+    let in_staging = parent.to_string_lossy().ends_with(".neardup-staging");
+    match error.kind() == std::io::ErrorKind::NotFound && in_staging && !parent.exists() {
+        true => anyhow!(
+            "{}: no such staging directory here: --out must be on storage all processes share",
+            parent.display()
+        ),
+        false => anyhow!(error).context(format!("{}: cannot {verb}", tmp.display())),
     }
 }
 
@@ -832,8 +1001,7 @@ impl OpenParquet {
         }
         let tmp = temporary_name(path);
         prepare_parent(path)?;
-        let file =
-            File::create(&tmp).with_context(|| format!("{}: cannot create", tmp.display()))?;
+        let file = File::create(&tmp).map_err(|e| cannot_write(&tmp, "create", e))?;
         let schema = layout.schema.clone();
         let writer = ArrowWriter::try_new(file, schema.clone(), Some(props.build()))
             .map_err(|error| writing_error(path, error))?;
@@ -900,6 +1068,8 @@ mod tests {
             committed: false,
             remote: Some(prefix.clone()),
             abort_cleanup: None,
+            expected: Vec::new(),
+            lock: None,
         }
     }
 
