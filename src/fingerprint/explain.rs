@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, UInt64Array};
@@ -36,7 +37,7 @@ use crate::io::parquet::pages::{string_values, PagesTable};
 use crate::io::parquet::{
     sketch_of_bytes, wide_distance, Sketch, METADATA_KEY, SKETCH_BYTES, SKETCH_COLUMN,
 };
-use crate::io::storage::Location;
+use crate::io::storage::{is_url, Location};
 
 /// What `neardup explain` was asked.
 #[derive(Clone, Debug)]
@@ -312,7 +313,7 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
             stored.shard
         )
     })?;
-    let location = source_location(source)?;
+    let location = source_location(source, &stored.shard)?;
     let format = Format::from_path(&location)?;
     let bytes = read_span(&location, offset, length)?;
     let end = offset + length;
@@ -342,15 +343,23 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
     })
 }
 
-/// The file a shard's `source` names: a local path (relative to the
-/// working directory, as `fingerprint` was given it) or an object URL.
-fn source_location(source: &str) -> Result<Location> {
-    let files = expand_locations_with(&[source.to_string()], &[])
-        .with_context(|| format!("{source}: cannot open the record's source file"))?;
-    files
-        .into_iter()
-        .next()
-        .with_context(|| format!("{source}: cannot open the record's source file"))
+/// The file a shard's `source` names: an object URL, or a local path as
+/// `fingerprint` was given it. A relative one is found from the working
+/// directory, else from the directories above the shard (`fingerprint` ran
+/// in one of them when the crawl and the outputs share a root), so that
+/// it is found from any directory.
+fn source_location(source: &str, shard: &str) -> Result<Location> {
+    let found = |spec: &str| {
+        let files = expand_locations_with(&[spec.to_string()], &[]).ok()?;
+        files.into_iter().next()
+    };
+    let relative = !is_url(source) && !is_url(shard) && Path::new(source).is_relative();
+    let above_shard = Path::new(shard).ancestors().skip(1).filter(|_| relative);
+    let mut candidates = std::iter::once(source.to_string())
+        .chain(above_shard.map(|dir| dir.join(source).display().to_string()));
+    candidates
+        .find_map(|candidate| found(&candidate))
+        .with_context(|| format!("{source}: cannot open the record's source file (looked from the working directory and from the directories above {shard})"))
 }
 
 /// `length` bytes at `offset` of `location`.

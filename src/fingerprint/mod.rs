@@ -38,7 +38,7 @@ use crate::fingerprint::scheme::Scheme;
 use crate::io::commit::{
     await_outcome, commit_staging, gather_and_commit, Merge, OutcomeSlot, Report,
 };
-use crate::io::parquet::input::{clean, expand_locations_with};
+use crate::io::parquet::input::expand_locations_with;
 use crate::io::parquet::output::{part_name, write_documents, Staging};
 use crate::io::storage::Location;
 
@@ -312,19 +312,6 @@ pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(Location, Fo
         .collect()
 }
 
-/// The `source` a shard names its input file by: an object's URL, or a
-/// local file's absolute path (as given, not through symlinks), so that
-/// `explain` finds its records from any directory.
-fn source_of(path: &Location) -> String {
-    match path {
-        Location::Local(local) => match std::path::absolute(local) {
-            Ok(absolute) => clean(&absolute).display().to_string(),
-            Err(_) => path.to_string(),
-        },
-        Location::Remote(_) => path.to_string(),
-    }
-}
-
 /// One file's summary and its bad records.
 type FileResult = (FileSummary, Vec<BadRecord>);
 
@@ -345,7 +332,7 @@ fn write_shard(
     // chosen from them.
     let scheme = opts.scheme.describe(format == Format::Warc);
     let file = path.to_string();
-    write_documents(shard, &rows, &scheme, &source_of(path))?;
+    write_documents(shard, &rows, &scheme, &file)?;
     let summary = FileSummary {
         file,
         shard: shard
