@@ -38,6 +38,8 @@ use arrow_array::types::{
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 
+/// The column `rel-canonical` reads beside `url`, where a file has it.
+pub(crate) use crate::io::parquet::output::CANONICAL_URL;
 use crate::io::parquet::pages::{is_string, string_values};
 
 /// The most words a page's keys may take: 32 bytes.
@@ -53,8 +55,6 @@ pub(crate) const NO_VALUE: u32 = u32::MAX;
 pub(crate) const FETCH_TIME: &str = "fetch_time";
 /// The column `canonical-url` reads, and `drop/` takes its URLs from.
 pub(crate) const URL: &str = "url";
-/// The column `rel-canonical` reads beside `url`, where a file has it.
-pub(crate) const CANONICAL_URL: &str = crate::io::parquet::output::CANONICAL_URL;
 /// The column `longest` reads.
 pub(crate) const N_CHARS: &str = "n_chars";
 

@@ -814,22 +814,26 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
     // A staging directory left in process 1's directory lets its writes
     // succeed there, unseen by process 0.
     std::fs::create_dir(homes[1].join(".pairs.neardup-staging")).unwrap();
-    let children: Vec<Child> = homes
-        .iter()
-        .enumerate()
-        .map(|(i, home)| {
-            let mut command = neardup();
-            command.current_dir(home);
-            command
-                .args(&args)
-                .args(["--hostfile", &hosts.display().to_string()])
-                .args(["--process", &i.to_string(), "--workers", "1"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    // Process i runs in homes[i], each naming `pairs` as its --out.
+    let start = |hosts: &Path| -> Vec<Child> {
+        homes
+            .iter()
+            .enumerate()
+            .map(|(i, home)| {
+                let mut command = neardup();
+                command.current_dir(home);
+                command
+                    .args(&args)
+                    .args(["--hostfile", &hosts.display().to_string()])
+                    .args(["--process", &i.to_string(), "--workers", "1"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let children = start(&hosts);
     let outputs: Vec<Output> = children
         .into_iter()
         .map(|c| c.wait_with_output().unwrap())
@@ -852,22 +856,7 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
     // Without one, process 1 cannot write its part, and says why.
     std::fs::remove_dir_all(homes[1].join(".pairs.neardup-staging")).unwrap();
     let hosts = hostfile(dir.path(), 2);
-    let children: Vec<Child> = homes
-        .iter()
-        .enumerate()
-        .map(|(i, home)| {
-            let mut command = neardup();
-            command.current_dir(home);
-            command
-                .args(&args)
-                .args(["--hostfile", &hosts.display().to_string()])
-                .args(["--process", &i.to_string(), "--workers", "1"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
+    let children = start(&hosts);
     for (i, child) in children.into_iter().enumerate() {
         let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -1587,14 +1587,7 @@ fn read_table(dir: &Path) -> Vec<arrow_array::RecordBatch> {
 /// into `d/fp` and their pairs (`match --self`) into `d/pairs`.
 fn warcio_crawl_and_pairs(d: &Path, mode: &str) {
     let crawl = d.join("crawl");
-    std::fs::create_dir(&crawl).unwrap();
-    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
-    let status = Command::new(crate::common::python_with("warcio"))
-        .arg(&helper)
-        .args([mode, crawl.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    crate::common::write_warcio_crawl(mode, &crawl);
     let (fp, pairs) = (d.join("fp"), d.join("pairs"));
     let (fp, pairs) = (fp.to_str().unwrap(), pairs.to_str().unwrap());
     crate::common::run_ok(&[

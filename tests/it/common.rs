@@ -160,6 +160,20 @@ pub fn part_files(dir: &Path) -> Vec<PathBuf> {
     parts
 }
 
+/// Writes `warc_writer.py MODE`'s crawl (written by warcio) into `crawl`,
+/// which it creates.
+pub fn write_warcio_crawl(mode: &str, crawl: &Path) {
+    std::fs::create_dir_all(crawl).unwrap();
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
+    let status = std::process::Command::new(python_with("warcio"))
+        .arg(&helper)
+        .arg(mode)
+        .arg(crawl)
+        .status()
+        .unwrap();
+    assert!(status.success(), "warc_writer.py {mode}");
+}
+
 /// The record batches of the part files in `dir`, in part order.
 pub fn parquet_batches(dir: &Path) -> Vec<arrow_array::RecordBatch> {
     let mut batches = Vec::new();

@@ -8,21 +8,13 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{neardup, python_with, run_ok};
+use crate::common::{neardup, python_with, run_ok, write_warcio_crawl};
 
 /// A crawl of copies written by warcio (`warc_writer.py copies`) and its
 /// fingerprints, in `dir`: the fingerprints' directory.
 fn fingerprinted_copies(dir: &Path) -> PathBuf {
     let crawl = dir.join("crawl");
-    std::fs::create_dir(&crawl).unwrap();
-    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
-    let status = Command::new(python_with("warcio"))
-        .arg(&helper)
-        .arg("copies")
-        .arg(&crawl)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    write_warcio_crawl("copies", &crawl);
     let fingerprints = dir.join("fp");
     run_ok(&[
         "fingerprint",
@@ -39,16 +31,7 @@ fn fingerprinted_copies(dir: &Path) -> PathBuf {
 #[test]
 fn a_crawl_fingerprinted_by_a_relative_path_is_explained_from_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
-    let crawl = dir.path().join("night/crawl");
-    std::fs::create_dir_all(&crawl).unwrap();
-    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
-    let status = Command::new(python_with("warcio"))
-        .arg(&helper)
-        .arg("copies")
-        .arg(&crawl)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    write_warcio_crawl("copies", &dir.path().join("night/crawl"));
     let binary = env!("CARGO_BIN_EXE_neardup");
     let fingerprinted = Command::new(binary)
         .current_dir(dir.path().join("night"))
