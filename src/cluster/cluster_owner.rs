@@ -193,11 +193,11 @@ impl OwnerWork {
     /// given.
     fn next_slice(&mut self, give: &mut dyn FnMut(RunSlice)) -> bool {
         for _ in 0..SLICE {
-            let Some((id, keep, near)) = self.drops.next_by_id(&mut self.cursor, None) else {
+            let Some(row) = self.drops.next_by_id(&mut self.cursor, None) else {
                 self.rows.finish(give);
                 return false;
             };
-            self.rows.drop((id, keep, Some(near)), give);
+            self.rows.drop(row, give);
         }
         true
     }

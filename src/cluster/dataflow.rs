@@ -32,8 +32,8 @@ use crate::cluster::cluster_owner::ClusterOwner;
 use crate::cluster::components::{
     Components, DirectShare, KeyedPage, PairLog, SharedGraph, WorkerShare,
 };
+use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
-use crate::cluster::drop_urls::UrlSources;
 use crate::cluster::join::{
     after_joins, find_shared, join_components, seen_twice, shared_sightings, sightings,
     FilterChunk, Resolved, SharedFilter, SharedPages,
@@ -66,8 +66,8 @@ pub(crate) struct Job {
     /// The pages table of `--pages`, and its units to read, a ticket each.
     pub(crate) pages: Option<Arc<PagesTable>>,
     pub(crate) page_units: Tickets,
-    /// Where `drop/`'s URLs come from, if it gets them.
-    pub(crate) drop_urls: Option<Arc<UrlSources>>,
+    /// Where `drop/`'s keys and URLs come from, if it needs them.
+    pub(crate) drop_evidence: Option<Arc<EvidenceSources>>,
     /// Pairs read and the step reached, for the progress bar.
     pub(crate) counters: Arc<StepCounters>,
 }
@@ -290,14 +290,14 @@ fn write_parts(
     ends: &Ends,
 ) {
     let opts = &job.opts;
-    let urls_from = job.drop_urls.clone();
+    let evidence = job.drop_evidence.clone();
     let writer = PartWriter::new(
         &job.dir,
         me,
         peers,
         opts.runtime.processes,
         opts.parts,
-        urls_from,
+        evidence,
     );
     let to_writer = Exchange::new(move |slice: &RunSlice| {
         writer_of(slice.part as usize, slice.rows.kind(), peers) as u64

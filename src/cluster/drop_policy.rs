@@ -58,6 +58,18 @@ pub(crate) fn distances_of(closeness: Closeness) -> (u8, Option<u16>) {
     (distance, (closeness >> DISTANCE_BITS).checked_sub(1))
 }
 
+/// Why a page is dropped for its keeper, as a `drop/` row gives it: the
+/// closeness of their pair (none under the component policy, where the two
+/// may only be chained), and whether the keeper ranks first (a corpus page)
+/// where the dropped page does not. Which later key decided, if any, is
+/// read from the pages table as the part is written
+/// ([`crate::cluster::drop_urls`]): the keys' words are not kept this long.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Grounds {
+    pub(crate) near: Option<Closeness>,
+    pub(crate) by_corpus: bool,
+}
+
 /// How the keep/drop list is made from the pairs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -97,6 +109,8 @@ pub(crate) struct DirectDrops {
     ids: Vec<i64>,
     /// How many of `drops` are of pages that rank first.
     first: usize,
+    /// How many positions rank first.
+    first_positions: usize,
 }
 
 /// Where a reader of [`DirectDrops`] in id order is: the next drop of each
@@ -143,14 +157,14 @@ impl DirectDrops {
         DropCursor([before(0..self.first), before(self.first..self.drops.len())])
     }
 
-    /// The drop at `cursor` in id order, `(id, keep_id, closeness)`,
+    /// The drop at `cursor` in id order, `(id, keep_id, grounds)`,
     /// whichever run it is in, if its id is at most `last` (whatever its
     /// id, if `None`); moves `cursor` past it.
     pub(crate) fn next_by_id(
         &self,
         cursor: &mut DropCursor,
         last: Option<i64>,
-    ) -> Option<(i64, i64, Closeness)> {
+    ) -> Option<(i64, i64, Grounds)> {
         let (run, id) = self.run_of_next(cursor)?;
         if last.is_some_and(|last| id > last) {
             return None;
@@ -161,8 +175,13 @@ impl DirectDrops {
         if let Some(&(_, ahead, _)) = self.drops.get(at + LOOKAHEAD) {
             prefetch(&self.ids[ahead as usize]);
         }
-        let (_, keep, near) = self.drops[at];
-        Some((id, self.ids[keep as usize], near))
+        let (dropped, keep, near) = self.drops[at];
+        let first = |position: Page| (position as usize) < self.first_positions;
+        let grounds = Grounds {
+            near: Some(near),
+            by_corpus: first(keep) && !first(dropped),
+        };
+        Some((id, self.ids[keep as usize], grounds))
     }
 
     /// The run whose drop at `cursor` has the least id, and that id.
@@ -518,6 +537,7 @@ pub(crate) fn greedy_sweep(
         drops: oriented,
         ids,
         first,
+        first_positions,
     }
 }
 
@@ -560,13 +580,23 @@ mod tests {
         direct_drops(&by_id, pages.len(), rank, None, indexed, threads)
     }
 
+    /// Every drop in id order, `(id, keep_id, closeness, by corpus)`.
+    fn every_drop(drops: &DirectDrops) -> Vec<(i64, i64, Closeness, bool)> {
+        let mut at = drops.start();
+        std::iter::from_fn(|| drops.next_by_id(&mut at, None))
+            .map(|(id, keep, grounds)| (id, keep, grounds.near.unwrap(), grounds.by_corpus))
+            .collect()
+    }
+
     /// [`direct_drops_of`], all of them, in id order; the same on 1, 2 and
     /// 3 threads.
     fn drops_of(pages: &[RankedPage], pairs: &[WeightedPair]) -> Vec<Drop> {
         let on = |threads: usize| {
             let drops = direct_drops_of(pages, pairs, threads);
-            let mut at = drops.start();
-            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
+            let found: Vec<Drop> = every_drop(&drops)
+                .into_iter()
+                .map(|(id, keep, near, _)| (id, keep, near))
+                .collect();
             assert_eq!(found.len(), drops.len());
             assert!(found.is_sorted_by_key(|&(id, ..)| id));
             found
@@ -610,12 +640,21 @@ mod tests {
         assert_eq!(drops, vec![(11, 10, 1), (12, 10, 2), (14, 10, 2)]);
         let given = direct_drops_of(&pages, &pairs, 2);
         let mut at = given.start();
+        // 11 and 12 rank later than 10, so 10 was kept over them for being
+        // first; 14 ranks first as 10 does.
+        let grounds = |near, by_corpus| Grounds {
+            near: Some(near),
+            by_corpus,
+        };
         assert_eq!(given.next_by_id(&mut at, Some(10)), None);
-        assert_eq!(given.next_by_id(&mut at, Some(11)), Some((11, 10, 1)));
+        let eleven = Some((11, 10, grounds(1, true)));
+        assert_eq!(given.next_by_id(&mut at, Some(11)), eleven);
         assert_eq!(given.next_by_id(&mut at, Some(11)), None);
-        assert_eq!(given.next_by_id(&mut at, Some(13)), Some((12, 10, 2)));
+        let twelve = Some((12, 10, grounds(2, true)));
+        assert_eq!(given.next_by_id(&mut at, Some(13)), twelve);
         assert_eq!(given.next_by_id(&mut at, Some(13)), None);
-        assert_eq!(given.next_by_id(&mut at, None), Some((14, 10, 2)));
+        let fourteen = Some((14, 10, grounds(2, false)));
+        assert_eq!(given.next_by_id(&mut at, None), fourteen);
         assert_eq!(given.next_by_id(&mut at, None), None);
         // A reader may start at any id: at the first drop of that id or
         // more, whichever run it is in.
@@ -627,7 +666,7 @@ mod tests {
             assert_eq!(next, first, "from {from}");
         }
         let mut at = given.cursor_before(12);
-        assert_eq!(given.next_by_id(&mut at, Some(13)), Some((12, 10, 2)));
+        assert_eq!(given.next_by_id(&mut at, Some(13)), twelve);
         assert_eq!(given.next_by_id(&mut at, Some(13)), None);
         assert_eq!(at, given.cursor_before(14));
     }
@@ -701,9 +740,7 @@ mod tests {
             (page < 3).then_some(pages[page as usize].0)
         };
         let drops = direct_drops(&by_id, 5, rank, None, pair_log(pairs.into_iter()), 1);
-        let mut at = drops.start();
-        let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
-        assert_eq!(found, vec![(1, 0, 1)]);
+        assert_eq!(every_drop(&drops), vec![(1, 0, 1, false)]);
     }
 
     #[test]
@@ -741,18 +778,23 @@ mod tests {
             let rank = |at: usize| Some(first[by_id[at].1 as usize]);
             let log = pair_log(pairs.iter().copied());
             let drops = direct_drops(&by_id, 7, rank, Some(place_keys), log, threads);
-            let mut at = drops.start();
-            let found: Vec<Drop> = std::iter::from_fn(|| drops.next_by_id(&mut at, None)).collect();
             // Order: 1, 3 (first, by keys), then 4, 2, 0, 6, 5: 1 and 3 are
             // kept; 4 drops for 3, 0 for 1, and 2, as near to both, for 1,
-            // the earlier; 5 drops for 6.
+            // the earlier, each for a keeper that ranks first; 5 drops for
+            // 6, both later.
             assert_eq!(
-                found,
-                vec![(0, 1, 1), (2, 1, 1), (4, 3, 1), (5, 6, 2)],
+                every_drop(&drops),
+                vec![
+                    (0, 1, 1, true),
+                    (2, 1, 1, true),
+                    (4, 3, 1, true),
+                    (5, 6, 2, false)
+                ],
                 "{threads} threads"
             );
             let mut from = drops.cursor_before(3);
-            assert_eq!(drops.next_by_id(&mut from, None), Some((4, 3, 1)));
+            let (id, keep, grounds) = drops.next_by_id(&mut from, None).unwrap();
+            assert_eq!((id, keep, grounds.near), (4, 3, Some(1)));
         }
     }
 

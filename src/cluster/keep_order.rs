@@ -273,7 +273,23 @@ impl KeepOrder {
         reads.then_some(CANONICAL_URL).into_iter().collect()
     }
 
-    /// The keys as `--keep-by` spells them, for `_summary.json`.
+    /// The first key (by its place in the order) under which pages with
+    /// words `a` and `b` ([`Self::encode`]'s) differ, if any: `corpus`, which
+    /// has no words, never.
+    pub(crate) fn first_difference(&self, a: &[u32], b: &[u32]) -> Option<usize> {
+        let mut at = 0;
+        for (place, key) in self.keys.iter().enumerate() {
+            let words = at..at + key.words();
+            if a[words.clone()] != b[words] {
+                return Some(place);
+            }
+            at += key.words();
+        }
+        None
+    }
+
+    /// The keys as `--keep-by` spells them, for `_summary.json` and
+    /// `drop/`'s `kept_by`.
     pub(crate) fn names(&self) -> Vec<String> {
         self.keys.iter().map(KeepKey::to_string).collect()
     }

@@ -23,7 +23,9 @@
 
 use crate::cluster::cluster_owner::{Addressed, Assigned, SlotPair};
 use crate::cluster::components::{Components, DirectShare, KeyedPage, Page, MISSING};
-use crate::cluster::drop_policy::{direct_drops, DirectDrops, DropCursor, DropPolicy, PlaceKeys};
+use crate::cluster::drop_policy::{
+    direct_drops, DirectDrops, DropCursor, DropPolicy, Grounds, PlaceKeys,
+};
 use crate::cluster::join::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
 use crate::cluster::part_runs::{router_run, Giving, RangeRows, RowSink, RunBuilder, RunSlice};
 use crate::cluster::summary::{count_cluster, ClusterTotals};
@@ -713,10 +715,11 @@ impl RowMaker<'_> {
         if joined.is_some() && self.shared.get(page).is_some_and(copy) {
             return;
         }
-        let (cluster, size) = joined.unwrap_or_else(|| {
+        let (cluster, size, first) = joined.unwrap_or_else(|| {
             (
                 self.components.representative(tag),
                 self.components.component_size(tag),
+                self.components.representative_ranks_first(tag),
             )
         });
         if id == cluster {
@@ -724,8 +727,19 @@ impl RowMaker<'_> {
         }
         sink.member((id, cluster, size));
         if self.policy == DropPolicy::Component && id != cluster {
-            sink.drop((id, cluster, None));
+            let grounds = Grounds {
+                near: None,
+                by_corpus: first && !self.ranks_first(page, joined.is_some()),
+            };
+            sink.drop((id, cluster, grounds));
         }
+    }
+
+    /// Whether a page ranks first: a page of a joined cluster that other
+    /// workers saw too, as they all know together.
+    fn ranks_first(&self, page: Page, joined: bool) -> bool {
+        let shared = joined.then(|| self.shared.get(page)).flatten();
+        shared.map_or_else(|| self.components.ranks_first(page), |shared| shared.first)
     }
 }
 
@@ -737,7 +751,7 @@ fn drops_up_to(
     last: Option<i64>,
     sink: &mut impl RowSink,
 ) {
-    while let Some((id, keep, near)) = drops.next_by_id(cursor, last) {
-        sink.drop((id, keep, Some(near)));
+    while let Some(row) = drops.next_by_id(cursor, last) {
+        sink.drop(row);
     }
 }

@@ -25,8 +25,8 @@
 pub(crate) mod cluster_owner;
 pub mod components;
 pub(crate) mod dataflow;
+pub(crate) mod drop_evidence;
 pub mod drop_policy;
-pub(crate) mod drop_urls;
 pub(crate) mod join;
 pub mod keep_order;
 pub(crate) mod local_clusters;
@@ -44,8 +44,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::cluster::components::SharedGraph;
 use crate::cluster::dataflow::Job;
+use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
-use crate::cluster::drop_urls::UrlSources;
 use crate::cluster::keep_order::{KeepOrder, URL};
 use crate::cluster::read_pairs::ProcessUnits;
 use crate::cluster::summary::{ClusterSummary, ClusterTotals};
@@ -131,12 +131,12 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         }
     }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
-    let drop_urls = url_sources(&pages, open_corpus(opts)?);
-    let corpus_rows = drop_urls
+    let drop_evidence = EvidenceSources::of(&pages, open_corpus(opts)?, keep);
+    let corpus_rows = drop_evidence
         .as_ref()
-        .and_then(|sources| sources.corpus.as_ref())
+        .and_then(|sources| sources.corpus())
         .map_or(0, |table| table.rows());
-    let with_urls = drop_urls.is_some();
+    let with_urls = drop_evidence.as_ref().is_some_and(|sources| sources.urls());
     let summary_of = move |opts: &ClusterJobOptions, totals: &ClusterTotals| -> ClusterSummary {
         ClusterSummary::of(opts, totals, started, pages_rows, with_urls)
     };
@@ -167,7 +167,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         graph: SharedGraph::new(keep.corpus_first(), opts.runtime.workers, keep.words()),
         page_units: Tickets::new(pages.as_ref().map_or(0, |table| table.units())),
         pages,
-        drop_urls,
+        drop_evidence,
         counters: Arc::default(),
     });
     let progress = StepsProgress::start(
@@ -242,14 +242,4 @@ fn open_corpus(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
         return Ok(None);
     }
     Ok(Some(table))
-}
-
-/// Where `drop/`'s URLs come from: the pages table if it has URLs, then the
-/// corpus; none if neither has them.
-fn url_sources(
-    pages: &Option<Arc<PagesTable>>,
-    corpus: Option<PagesTable>,
-) -> Option<Arc<UrlSources>> {
-    let pages = pages.clone().filter(|table| table.has_optional(0));
-    (pages.is_some() || corpus.is_some()).then(|| Arc::new(UrlSources { pages, corpus }))
 }

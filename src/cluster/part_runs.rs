@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::cluster::components::Closeness;
+use crate::cluster::drop_policy::Grounds;
 use crate::cluster::join::owner_of;
 
 /// The part a page's rows go to: a hash of its id, so parts do not depend
@@ -41,9 +41,9 @@ pub(crate) fn placement_part(id: i64, parts: usize) -> u32 {
 /// A `clusters/` row: `(id, cluster_id, cluster_size)`.
 pub(crate) type MemberRow = (i64, i64, u32);
 
-/// A `drop/` row: `(id, keep_id, closeness)`, the closeness giving its
-/// `distance` and `wide_distance`; none under `--drop-policy component`.
-pub(crate) type DropRow = (i64, i64, Option<Closeness>);
+/// A `drop/` row: `(id, keep_id, grounds)`, the grounds giving its
+/// `distance`, `wide_distance` and `kept_by`.
+pub(crate) type DropRow = (i64, i64, Grounds);
 
 /// Consecutive rows of one run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -562,7 +562,7 @@ mod tests {
         for &(id, cluster) in ids {
             builder.member((id, cluster, 1), &mut |s| out.push(s));
             if id != cluster {
-                builder.drop((id, cluster, None), &mut |s| out.push(s));
+                builder.drop((id, cluster, Grounds::default()), &mut |s| out.push(s));
             }
         }
         builder.finish(&mut |s| out.push(s));
@@ -800,7 +800,7 @@ mod tests {
             for &(id, cluster) in &rows[start..end] {
                 range.member((id, cluster, 1));
                 if id != cluster {
-                    range.drop((id, cluster, None));
+                    range.drop((id, cluster, Grounds::default()));
                 }
             }
             builder.take_in(&mut range, &mut |s| given.push(s));

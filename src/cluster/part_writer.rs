@@ -12,16 +12,15 @@ use anyhow::{bail, Result};
 use arrow_array::{ArrayRef, Int16Array, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::cluster::components::Closeness;
-use crate::cluster::drop_policy::distances_of;
-use crate::cluster::drop_urls::{attach_urls, UrlSources};
+use crate::cluster::drop_evidence::{attach_evidence, EvidenceSources, BY_CORPUS, BY_ID};
+use crate::cluster::drop_policy::{distances_of, Grounds};
 use crate::cluster::part_runs::{
     owner_run, router_run, DropRow, MemberRow, Row, RowKind, Rows, RunMerge, RunSlice,
 };
 use crate::cluster::summary::ClusterTotals;
 use crate::io::commit::FinalStage;
 use crate::io::parquet::output::{
-    ascending, part_name, write_parquet, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL,
+    ascending, part_name, write_parquet, FileLayout, OpenParquet, KEPT_BY, OUTPUT_ZSTD_LEVEL,
     PART_CHUNK_ROWS, ROW_GROUP_ROWS, WIDE_DISTANCE,
 };
 
@@ -58,12 +57,15 @@ impl PartRow for MemberRow {
     }
 }
 
-/// `drop/`: `id` to drop, `keep_id` the page kept in its place, and
+/// `drop/`: `id` to drop, `keep_id` the page kept in its place,
 /// `distance` between the two when they are a pair (null under
-/// `--drop-policy component`, where they may only be chained), and
-/// `wide_distance` when the pairs are `match --verify`'s (else null).
+/// `--drop-policy component`, where they may only be chained),
+/// `wide_distance` when the pairs are `match --verify`'s (else null), and
+/// `kept_by`, the first key of `--keep-by` that ranks the kept page first
+/// (`id` if none does). Written here with `corpus` or `id`; the keys'
+/// names are read from the pages table ([`crate::cluster::drop_evidence`]).
 impl PartRow for DropRow {
-    type Third = Option<Closeness>;
+    type Third = Grounds;
 
     fn fields() -> Vec<Field> {
         vec![
@@ -71,26 +73,31 @@ impl PartRow for DropRow {
             Field::new("keep_id", DataType::Int64, false),
             Field::new("distance", DataType::Int8, true),
             Field::new(WIDE_DISTANCE, DataType::Int16, true),
+            Field::new(KEPT_BY, DataType::Utf8, false),
         ]
     }
 
-    fn split(self) -> (i64, i64, Option<Closeness>) {
+    fn split(self) -> (i64, i64, Grounds) {
         self
     }
 
-    fn columns(ids: Vec<i64>, keeps: Vec<i64>, nearness: Vec<Option<Closeness>>) -> Vec<ArrayRef> {
+    fn columns(ids: Vec<i64>, keeps: Vec<i64>, grounds: Vec<Grounds>) -> Vec<ArrayRef> {
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(ids)),
             Arc::new(Int64Array::from(keeps)),
         ];
-        columns.extend(distance_columns(&nearness));
+        columns.extend(distance_columns(&grounds));
+        let kept_by = grounds
+            .iter()
+            .map(|g| if g.by_corpus { BY_CORPUS } else { BY_ID });
+        columns.push(Arc::new(StringArray::from_iter_values(kept_by)));
         columns
     }
 }
 
-/// The `distance` and `wide_distance` columns of drops `nearness` apart.
-fn distance_columns(nearness: &[Option<Closeness>]) -> [ArrayRef; 2] {
-    let pairs = || nearness.iter().map(|c| c.map(distances_of));
+/// The `distance` and `wide_distance` columns of drops on `grounds`.
+fn distance_columns(grounds: &[Grounds]) -> [ArrayRef; 2] {
+    let pairs = || grounds.iter().map(|g| g.near.map(distances_of));
     let distances: Int8Array = pairs().map(|d| d.map(|(d, _)| d as i8)).collect();
     let wide: Int16Array = pairs()
         .map(|d| d.and_then(|(_, w)| w).map(|w| w as i16))
@@ -239,20 +246,27 @@ impl<T: PartRow> SortedPart<T> {
 pub(crate) struct DropColumns {
     pub(crate) ids: Vec<i64>,
     pub(crate) keep_ids: Vec<i64>,
-    pub(crate) nearness: Vec<Option<Closeness>>,
+    pub(crate) grounds: Vec<Grounds>,
 }
 
-/// Writes a `drop/` part with the URLs of both pages, `url` and
-/// `keep_url` (`url_of(row, false)` and `url_of(row, true)`, null where it
-/// knows none), as [`SortedPart`] writes one without them.
-pub(crate) fn write_drops_with_urls<'a>(
+/// The URLs of a `drop/` row's two pages: `url_of(row, false)` and
+/// `url_of(row, true)`, null where none is known.
+pub(crate) type UrlOf<'a> = &'a dyn Fn(usize, bool) -> Option<&'a str>;
+
+/// Writes a `drop/` part with each row's `kept_by` as `kept_by(row)` has
+/// it, and with `url_of` the URLs of both pages, `url` and `keep_url`, as
+/// [`SortedPart`] writes one without them.
+pub(crate) fn write_drops_with_evidence<'a>(
     path: &Path,
     rows: &DropColumns,
-    url_of: impl Fn(usize, bool) -> Option<&'a str>,
+    kept_by: impl Fn(usize) -> &'a str,
+    url_of: Option<UrlOf<'a>>,
 ) -> Result<()> {
     let mut fields = DropRow::fields();
-    fields.push(Field::new("url", DataType::Utf8, true));
-    fields.push(Field::new("keep_url", DataType::Utf8, true));
+    if url_of.is_some() {
+        fields.push(Field::new("url", DataType::Utf8, true));
+        fields.push(Field::new("keep_url", DataType::Utf8, true));
+    }
     let schema = Arc::new(Schema::new(fields));
     let layout = FileLayout {
         schema: schema.clone(),
@@ -268,15 +282,15 @@ pub(crate) fn write_drops_with_urls<'a>(
             Arc::new(Int64Array::from(ids.to_vec())),
             Arc::new(Int64Array::from(keeps.to_vec())),
         ];
-        columns.extend(distance_columns(&rows.nearness[range.clone()]));
-        columns.extend::<[ArrayRef; 2]>([
-            Arc::new(StringArray::from_iter(
-                range.clone().map(|row| url_of(row, false)),
-            )),
-            Arc::new(StringArray::from_iter(
-                range.clone().map(|row| url_of(row, true)),
-            )),
-        ]);
+        columns.extend(distance_columns(&rows.grounds[range.clone()]));
+        let kept_by = range.clone().map(&kept_by);
+        columns.push(Arc::new(StringArray::from_iter_values(kept_by)));
+        if let Some(url_of) = url_of {
+            for keep in [false, true] {
+                let urls = range.clone().map(|row| url_of(row, keep));
+                columns.push(Arc::new(StringArray::from_iter(urls)));
+            }
+        }
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
 }
@@ -299,8 +313,8 @@ pub(crate) struct PartWriter {
     worker: usize,
     members: Vec<Option<StreamedPart<MemberRow>>>,
     drops: Vec<Option<StreamedPart<DropRow>>>,
-    /// The pages table `drop/`'s URLs are read from, if it has them.
-    urls_from: Option<Arc<UrlSources>>,
+    /// Where `drop/`'s keys and URLs are read from, if anywhere.
+    evidence: Option<Arc<EvidenceSources>>,
     /// Threads that read it: the process's workers, idle once routed.
     threads: usize,
     /// Time spent writing, while the rows came and after.
@@ -317,7 +331,7 @@ struct StreamedPart<T: PartRow> {
 
 impl<T: PartRow> StreamedPart<T> {
     /// A part written to `path`, or with `local` to a plain file beside it
-    /// read again before it is placed ([`crate::cluster::drop_urls`]).
+    /// read again before it is placed ([`crate::cluster::drop_evidence`]).
     fn new(path: PathBuf, producers: &[u32], local: bool) -> StreamedPart<T> {
         let merge = RunMerge::new(producers.iter().copied());
         let file = match local {
@@ -388,13 +402,13 @@ impl PartWriter {
         peers: usize,
         processes: usize,
         parts: usize,
-        urls_from: Option<Arc<UrlSources>>,
+        evidence: Option<Arc<EvidenceSources>>,
     ) -> PartWriter {
         let routers: Vec<u32> = (0..peers as u32).map(router_run).collect();
         let owners = (0..peers as u32).map(owner_run).filter(|_| processes > 1);
         let droppers: Vec<u32> = routers.iter().copied().chain(owners).collect();
         let ours = |kind| move |p: usize| writer_of(p, kind, peers) == worker;
-        let local = urls_from.is_some();
+        let local = evidence.is_some();
         PartWriter {
             worker,
             members: StreamedPart::all(
@@ -406,7 +420,7 @@ impl PartWriter {
                 false,
             ),
             drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &droppers, local),
-            urls_from,
+            evidence,
             threads: peers / processes,
             writing: std::time::Duration::ZERO,
         }
@@ -449,8 +463,8 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
         for part in std::mem::take(&mut self.drops).into_iter().flatten() {
             let path = part.path.clone();
             totals.dropped += part.finish()?;
-            if let Some(sources) = &self.urls_from {
-                attach_urls(&local_name(&path), &path, sources, self.threads)?;
+            if let Some(sources) = &self.evidence {
+                attach_evidence(&local_name(&path), &path, sources, self.threads)?;
             }
         }
         tracing::info!(
@@ -467,10 +481,19 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::components::Closeness;
     use crate::cluster::drop_policy::closeness;
     use parquet::basic::{Compression, Encoding};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use std::fs::File;
+
+    /// The grounds of a drop `near` its keeper, not kept for the corpus.
+    fn grounds(near: Option<Closeness>) -> Grounds {
+        Grounds {
+            near,
+            by_corpus: false,
+        }
+    }
 
     /// Writes `rows` as a part through a merge of one run, ended or not.
     fn write_part<T: PartRow>(path: &Path, rows: Vec<T>, ended: bool) -> Result<u64> {
@@ -519,13 +542,10 @@ mod tests {
         // one run in one slice, one run in uneven slices, three runs.
         let rows: Vec<DropRow> = (0..(ROW_GROUP_ROWS + PART_CHUNK_ROWS + 4_321) as i64)
             .map(|i| {
-                (
-                    3 * i,
-                    i / 5,
-                    (i % 7 != 0).then(|| {
-                        closeness((i % 4) as u8, (i % 3 > 0).then_some((i % 3) as u16 - 1))
-                    }),
-                )
+                let near = (i % 7 != 0)
+                    .then(|| closeness((i % 4) as u8, (i % 3 > 0).then_some((i % 3) as u16 - 1)));
+                let by_corpus = i % 5 == 0;
+                (3 * i, i / 5, Grounds { near, by_corpus })
             })
             .collect();
         let dir = tempfile::tempdir().unwrap();
@@ -566,17 +586,17 @@ mod tests {
         for (name, rows, ended, message) in [
             (
                 "backwards",
-                vec![(5, 5, None), (4, 5, Some(1))],
+                vec![(5, 5, grounds(None)), (4, 5, grounds(Some(1)))],
                 true,
                 "out of order or repeated",
             ),
             (
                 "repeated",
-                vec![(5, 6, Some(1)), (5, 6, Some(1))],
+                vec![(5, 6, grounds(Some(1))), (5, 6, grounds(Some(1)))],
                 true,
                 "out of order or repeated",
             ),
-            ("unended", vec![(1, 2, None)], false, "never ended"),
+            ("unended", vec![(1, 2, grounds(None))], false, "never ended"),
         ] {
             let path = dir.path().join(format!("{name}.parquet"));
             let error = write_part(&path, rows, ended).unwrap_err();
@@ -596,9 +616,18 @@ mod tests {
         let rows = (0..10_000i64).map(|id| (id, id - id % 3, 3)).collect();
         assert_eq!(write_part(&clusters, rows, true)?, 10_000);
         let drops = dir.path().join("drop.parquet");
-        let rows = (0..10_000i64).map(|id| (id, id + 1, Some(closeness(3, Some(id as u16 % 23)))));
+        let rows = (0..10_000i64).map(|id| {
+            let near = Some(closeness(3, Some(id as u16 % 23)));
+            (id, id + 1, grounds(near))
+        });
         write_part(&drops, rows.collect(), true)?;
-        for (path, few, many) in [(&clusters, 2, 1), (&drops, 2, 1), (&drops, 3, 1)] {
+        let few_valued = [
+            (&clusters, 2, 1),
+            (&drops, 2, 1),
+            (&drops, 3, 1),
+            (&drops, 4, 1),
+        ];
+        for (path, few, many) in few_valued {
             let reader = SerializedFileReader::new(File::open(path)?)?;
             for group in reader.metadata().row_groups() {
                 let dictionary = |column: usize| {

@@ -244,6 +244,20 @@ type ClusterRows = Vec<(i64, i64, u64)>;
 /// `drop/` rows: `(id, keep_id, distance)`.
 type DropRows = Vec<(i64, i64, Option<u8>)>;
 
+/// `drop/`'s `kept_by` by dropped id.
+fn kept_by(out: &Path) -> HashMap<i64, String> {
+    let mut kept_by = HashMap::new();
+    for batch in parquet_batches(&out.join("drop")) {
+        let ids = int64s(&batch, 0);
+        let names = batch.column_by_name("kept_by").unwrap().as_string::<i32>();
+        assert_eq!(names.null_count(), 0);
+        for (&id, name) in ids.iter().zip(names.iter()) {
+            kept_by.insert(id, name.unwrap().to_string());
+        }
+    }
+    kept_by
+}
+
 /// `clusters/` rows sorted by id, and `drop/` rows sorted by id.
 fn read_output(out: &Path) -> (ClusterRows, DropRows) {
     let mut clusters = Vec::new();
@@ -318,6 +332,14 @@ fn assert_oracles_agree(
         drops == expected_drops,
         "{case}: drops differ from the oracle"
     );
+    // Without keys, a page is kept for being in the corpus or for its id.
+    let in_corpus = corpus_pages(edges);
+    let named = kept_by(out);
+    for &(id, keep, _) in &drops {
+        let by_corpus = corpus_wins && in_corpus.contains(&keep) && !in_corpus.contains(&id);
+        let expected = if by_corpus { "corpus" } else { "id" };
+        assert_eq!(named[&id], expected, "{case}: kept_by of {id} for {keep}");
+    }
     (clusters, drops)
 }
 
@@ -1231,7 +1253,7 @@ fn keyed_rank<'a>(
     keys: &'a [&'a str],
     rows: &'a [PageRow],
     in_corpus: &'a HashSet<i64>,
-) -> impl Fn(i64) -> (Vec<(bool, i128)>, i64) + 'a {
+) -> impl Fn(i64) -> KeyedRank + 'a {
     let canonical = |url: &str| -> i128 {
         let parsed = url::Url::parse(url).unwrap();
         let scheme = match parsed.scheme() {
@@ -1254,6 +1276,9 @@ fn keyed_rank<'a>(
                     "latest" => row.fetch_time.map(|t| -i128::from(t)),
                     "longest" => Some(-i128::from(row.n_chars)),
                     "canonical-url" => row.url.as_deref().map(canonical),
+                    // These rows name no canonical page: every row ties,
+                    // before pages without one.
+                    "rel-canonical" => Some(1),
                     "column:quality:desc" | "column:quality:asc" => {
                         row.quality.filter(|q| !q.is_nan()).map(|q| {
                             // f64's total order, as integers.
@@ -1297,6 +1322,22 @@ fn keyed_rank<'a>(
     }
 }
 
+/// A page's priority under keys, as [`keyed_rank`] gives it: whether it
+/// ranks later for the corpus, then each other key's value, then its id.
+type KeyedRank = (Vec<(bool, i128)>, i64);
+
+/// The `kept_by` a page ranked `kept` should name over one ranked
+/// `dropped`, under `keys`: the first key whose values differ, else `id`.
+fn expected_kept_by<'a>(keys: &[&'a str], kept: &KeyedRank, dropped: &KeyedRank) -> &'a str {
+    let named: Vec<&str> = keys.iter().copied().filter(|&k| k != "corpus").collect();
+    let differs = (0..kept.0.len()).find(|&at| kept.0[at] != dropped.0[at]);
+    match differs {
+        Some(0) => "corpus",
+        Some(at) => named[at - 1],
+        None => "id",
+    }
+}
+
 /// The URL `drop/` should name for a page: its first row's with one.
 fn first_urls(rows: &[PageRow]) -> HashMap<i64, String> {
     let mut urls = HashMap::new();
@@ -1331,15 +1372,17 @@ fn drop_urls(out: &Path) -> HashMap<i64, (Option<String>, Option<String>)> {
     urls
 }
 
-/// The output in `out` of a run under the order `rank`: its clusters are
-/// `expected`, its drops the drop oracle's (pairs `distance` apart), and
-/// each drop names both pages' URLs as `urls` has them.
+/// The output in `out` of a run under `keys`, ranked by `rank`: its
+/// clusters are `expected`, its drops the drop oracle's (pairs `distance`
+/// apart), each drop names the first key its kept page wins by, and both
+/// pages' URLs as `urls` has them.
 #[allow(clippy::too_many_arguments)]
-fn assert_keyed_output<K: Ord + Clone>(
+fn assert_keyed_output(
     out: &Path,
     edges: &[Edge],
     expected: &ClusterRows,
-    rank: impl Fn(i64) -> K,
+    keys: &[&str],
+    rank: impl Fn(i64) -> KeyedRank,
     distance: &dyn Fn(i64, i64) -> u8,
     policy: DropPolicy,
     urls: &HashMap<i64, String>,
@@ -1351,13 +1394,18 @@ fn assert_keyed_output<K: Ord + Clone>(
         "{case}: clusters differ from the oracle"
     );
     let expected_drops = match policy {
-        DropPolicy::Direct => greedy_oracle_by(edges, rank, distance),
+        DropPolicy::Direct => greedy_oracle_by(edges, &rank, distance),
         DropPolicy::Component => drop_oracle(edges, expected, policy, false),
     };
     assert!(
         drops == expected_drops,
         "{case}: drops differ from the oracle"
     );
+    let decided = kept_by(out);
+    for &(id, keep, _) in &drops {
+        let expected = expected_kept_by(keys, &rank(keep), &rank(id));
+        assert_eq!(decided[&id], expected, "{case}: kept_by of {id} for {keep}");
+    }
     let named = drop_urls(out);
     for &(id, keep, _) in &drops {
         let expected = (urls.get(&id).cloned(), urls.get(&keep).cloned());
@@ -1405,7 +1453,7 @@ fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
             opts.pages = vec![pages.clone()];
             run_cluster(&opts).unwrap();
             let (clusters, drops) = assert_keyed_output(
-                &out, &edges, &expected, &rank, &distance, policy, &urls, &case,
+                &out, &edges, &expected, keys, &rank, &distance, policy, &urls, &case,
             );
             if policy == DropPolicy::Direct {
                 check_direct_invariants(&edges, &clusters, &drops, &case);
@@ -1445,7 +1493,8 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
     let other = write_pages(&dir.path().join("other"), &others, 8);
     let mut urls = first_urls(&corpus_rows);
     urls.extend(first_urls(&night_rows));
-    let keys = ["corpus", "canonical-url", "earliest"];
+    let default = KeepOrder::default_with_pages().to_string();
+    let keys: Vec<&str> = default.split(',').collect();
     let rank = keyed_rank(&keys, &night_rows, &in_corpus);
     let expected = oracle_by(&edges, &rank);
     for policy in [DropPolicy::Direct, DropPolicy::Component] {
@@ -1457,7 +1506,7 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
         opts.corpus = vec![other.clone(), corpus.clone()];
         run_cluster(&opts).unwrap();
         let (_, drops) = assert_keyed_output(
-            &out, &edges, &expected, &rank, &distance, policy, &urls, &case,
+            &out, &edges, &expected, &keys, &rank, &distance, policy, &urls, &case,
         );
         let from_corpus = drops.iter().filter(|d| in_corpus.contains(&d.1)).count();
         assert!(
@@ -1637,7 +1686,8 @@ fn the_default_keys_keep_the_page_its_copies_name_canonical() {
         }
     }
     assert_eq!((url_of.len(), originals.len()), (20, 4));
-    let dropped = |keep_by: &str| -> HashSet<i64> {
+    // Each dropped page and the key its kept page won by.
+    let dropped = |keep_by: &str| -> HashMap<i64, String> {
         let out = d.join(format!("clusters-{keep_by}"));
         crate::common::run_ok(&[
             "cluster",
@@ -1650,13 +1700,14 @@ fn the_default_keys_keep_the_page_its_copies_name_canonical() {
             "--out",
             out.to_str().unwrap(),
         ]);
-        let (_, drops) = read_output(&out);
-        drops.iter().map(|drop| drop.0).collect()
+        kept_by(&out)
     };
-    let copies: HashSet<i64> = url_of
+    // Every copy is dropped for its original, which wins by naming itself
+    // canonical where the copy names it or nothing.
+    let copies: HashMap<i64, String> = url_of
         .keys()
         .filter(|id| !originals.contains(id))
-        .copied()
+        .map(|&id| (id, "rel-canonical".to_string()))
         .collect();
     assert_eq!(
         dropped(&KeepOrder::default_with_pages().to_string()),
@@ -1664,9 +1715,16 @@ fn the_default_keys_keep_the_page_its_copies_name_canonical() {
     );
     let without = dropped("corpus,canonical-url,earliest");
     assert!(
-        originals.is_subset(&without),
+        originals.iter().all(|id| without.contains_key(id)),
         "the https copies win without rel-canonical"
     );
+    for (id, key) in &without {
+        assert!(
+            key == "canonical-url" || key == "earliest",
+            "{}: kept by {key}",
+            url_of[id]
+        );
+    }
 }
 
 #[test]
@@ -1759,6 +1817,7 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
                 &out,
                 &edges,
                 &expected,
+                keys,
                 &rank,
                 &distance_of,
                 policy,

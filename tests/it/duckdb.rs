@@ -160,7 +160,9 @@ fn duckdb_reads_sketches_and_recomputes_the_wide_distance() {
     assert_eq!(report["wrong_wide"], 0);
 
     // The drops of verified pairs: DuckDB reads `wide_distance` as
-    // SMALLINT, and each drop's two distances are its pair's.
+    // SMALLINT, and each drop's two distances are its pair's; `kept_by`,
+    // dictionary-encoded, as VARCHAR (without keys, every page is kept for
+    // its id).
     let clusters = dir.path().join("clusters");
     run_ok(&[
         "cluster",
@@ -174,13 +176,14 @@ import json, sys
 import duckdb
 drops, pairs = sys.argv[1], sys.argv[2]
 db = duckdb.connect()
-types = dict(db.sql(f"describe select * from '{drops}'").fetchall()[i][:2] for i in range(4))
+types = dict(row[:2] for row in db.sql(f"describe select * from '{drops}'").fetchall())
+kept_by = dict(db.sql(f"select kept_by, count(*) from '{drops}' group by 1").fetchall())
 rows, wrong = db.sql(f"""
     select count(*), count(*) filter (where p.wide_distance is distinct from d.wide_distance
                                       or p.distance is distinct from d.distance)
     from '{drops}' d left join '{pairs}' p
       on (p.query_id, p.corpus_id) in ((d.id, d.keep_id), (d.keep_id, d.id))""").fetchone()
-print(json.dumps({"types": types, "rows": rows, "wrong": wrong}))
+print(json.dumps({"types": types, "rows": rows, "wrong": wrong, "kept_by": kept_by}))
 "#;
     let drops = json_of(
         Command::new(&python)
@@ -189,7 +192,9 @@ print(json.dumps({"types": types, "rows": rows, "wrong": wrong}))
             .arg(out.join("*.parquet")),
     );
     assert_eq!(drops["types"]["wide_distance"], "SMALLINT", "{drops}");
+    assert_eq!(drops["types"]["kept_by"], "VARCHAR", "{drops}");
     assert!(drops["rows"].as_u64().unwrap() > 100, "{drops}");
+    assert_eq!(drops["kept_by"], serde_json::json!({"id": drops["rows"]}));
     assert_eq!(drops["wrong"], 0, "{drops}");
 }
 

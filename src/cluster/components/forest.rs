@@ -502,6 +502,11 @@ impl Components {
         self.least.get(slot).0
     }
 
+    /// Whether a root's representative ranks first (a corpus page).
+    pub(crate) fn representative_ranks_first(&self, root: Page) -> bool {
+        self.forest.nodes.counts(root).1 .0
+    }
+
     /// Words of keys a page has (0: pages are ordered by id alone).
     pub(crate) fn key_words(&self) -> usize {
         self.forest.keys.words

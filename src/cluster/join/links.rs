@@ -21,6 +21,8 @@ pub(crate) trait JoinLabel:
     /// The least label of a local component.
     fn of(components: &Components, root: Page) -> Self;
     fn id(&self) -> i64;
+    /// Whether the labelled page ranks first (a corpus page).
+    fn ranks_first(&self) -> bool;
 }
 
 impl JoinLabel for Label {
@@ -36,6 +38,10 @@ impl JoinLabel for Label {
 
     fn id(&self) -> i64 {
         self.id
+    }
+
+    fn ranks_first(&self) -> bool {
+        !self.later
     }
 }
 
@@ -60,6 +66,10 @@ impl JoinLabel for IdLabel {
     fn id(&self) -> i64 {
         self.id
     }
+
+    fn ranks_first(&self) -> bool {
+        !self.later
+    }
 }
 
 /// A joined local component as the join needs it: one per node it joins
@@ -79,8 +89,9 @@ pub(crate) struct NodeLink<L: JoinLabel> {
     pub(crate) pages: i64,
 }
 
-/// A cluster as the workers that hold its pages need it: `(id, pages)`.
-pub(crate) type ClusterOf = (i64, u32);
+/// A cluster as the workers that hold its pages need it: `(id, pages,
+/// whether its representative ranks first)`.
+pub(crate) type ClusterOf = (i64, u32, bool);
 
 /// A joined local component's cluster: `(worker, local root, cluster)`.
 pub(crate) type Resolved = (u32, Page, ClusterOf);

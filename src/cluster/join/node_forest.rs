@@ -268,7 +268,7 @@ impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
     pub(super) fn cluster_of_set(&self, root: u32) -> ClusterOf {
         let set = &self.sets[root as usize];
         let pages = u32::try_from(set.pages.max(0)).unwrap_or(u32::MAX);
-        (set.least.id(), pages)
+        (set.least.id(), pages, set.least.ranks_first())
     }
 
     /// Every node's cluster, by index, when every link is here.
@@ -317,10 +317,10 @@ pub(super) mod tests {
         let cluster_of = |node: Node| clusters.iter().find(|(n, _)| *n == node).unwrap().1;
         // 4 + 3 + 2 pages, less the two copies.
         for node in [(0, 7), (1, 2), (2, 900)] {
-            assert_eq!(cluster_of(node), (10, 7), "{node:?}");
+            assert_eq!(cluster_of(node), (10, 7, false), "{node:?}");
         }
         for node in [(0, 3), (2, 5)] {
-            assert_eq!(cluster_of(node), (50, 2), "{node:?}");
+            assert_eq!(cluster_of(node), (50, 2, false), "{node:?}");
         }
         assert_eq!(clusters.len(), 5);
     }
@@ -398,8 +398,8 @@ pub(super) mod tests {
             .iter()
             .zip(&label)
             .map(|(&node, set)| {
-                let (IdLabel { id, .. }, pages) = sets[set];
-                (node, (id, pages as u32))
+                let (IdLabel { id, later }, pages) = sets[set];
+                (node, (id, pages as u32, !later))
             })
             .collect();
         (links, clusters)

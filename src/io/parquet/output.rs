@@ -533,6 +533,9 @@ pub(crate) fn part_name(p: usize) -> String {
 /// The column of a pair's [`Pair::wide_distance`].
 pub(crate) const WIDE_DISTANCE: &str = "wide_distance";
 
+/// The column of a `drop/` row that names the key its kept page won by.
+pub(crate) const KEPT_BY: &str = "kept_by";
+
 /// The schema of a pairs part; `wide`: verified pairs, with
 /// [`WIDE_DISTANCE`] last.
 pub(crate) fn pair_schema(wide: bool) -> SchemaRef {
@@ -717,8 +720,8 @@ pub fn write_sketched_fingerprints(
 ///   each;
 /// - a cluster's size and a pair's distances take few values: a dictionary
 ///   stores each in a few bits, before zstd, in less time than zstd alone
-///   and in fewer bytes; so does a shard's `source`, one value in every
-///   row;
+///   and in fewer bytes; so do a drop's `kept_by` (a key's name) and a
+///   shard's `source`, one value in every row;
 /// - a shard's record `offset`s ascend in reading order: delta-encoded, each
 ///   costs about the bits of a record's length.
 fn column_layout(name: &str) -> Option<ColumnLayout> {
@@ -730,7 +733,9 @@ fn column_layout(name: &str) -> Option<ColumnLayout> {
         "id" | "query_id" | "corpus_id" | "cluster_id" | "keep_id" | "offset" => {
             Some(ColumnLayout::Delta)
         }
-        "cluster_size" | "distance" | WIDE_DISTANCE | "source" => Some(ColumnLayout::FewValues),
+        "cluster_size" | "distance" | WIDE_DISTANCE | KEPT_BY | "source" => {
+            Some(ColumnLayout::FewValues)
+        }
         _ => None,
     }
 }
