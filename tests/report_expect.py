@@ -3,7 +3,8 @@ night's Parquet outputs alone (tests/it/report.rs compares it with the page).
 
     report_expect.py NIGHT_DIR   prints JSON: distances, wide_distances (for verified
                                  pairs; else empty), cluster_sizes,
-                                 largest (size, dropped), hosts (host, pages, dropped)
+                                 largest (size, dropped), hosts (host, pages, dropped),
+                                 kept_by (key, drops)
 """
 import json
 import sys
@@ -41,10 +42,12 @@ hosts = db.sql(
         group by host having count(d.id) > 0
         order by dropped desc, host limit 30"""
 ).fetchall()
+kept_by = db.sql(f"select kept_by, count(*) from {drops} group by 1 order by 2 desc, 1").fetchall()
 print(json.dumps({
     "distances": [distances.get(d, 0) for d in range(max(distances, default=0) + 1)],
     "wide_distances": [wide.get(d, 0) for d in range(max(wide, default=-1) + 1)],
     "cluster_sizes": [[s, n] for s, n in sizes],
     "largest": [[s, c, d] for s, c, d in largest],
     "hosts": [[h, p, d] for h, p, d in hosts],
+    "kept_by": [[k, n] for k, n in kept_by],
 }))

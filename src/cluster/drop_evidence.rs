@@ -359,6 +359,29 @@ struct InOrder {
     facts: PageFacts,
 }
 
+/// The words of the rows of `batch` whose `numbers` are wanted, added to
+/// `found`: only those rows are encoded (a part's pages are a fraction of
+/// the table's, and encoding a URL key parses the URL).
+fn encode_wanted(
+    keys: &KeepOrder,
+    batch: &arrow_array::RecordBatch,
+    location: &str,
+    numbers: &[u32],
+    found: &mut UnitFacts,
+) -> Result<()> {
+    let wanted: arrow_array::BooleanArray = numbers.iter().map(|&n| Some(n != u32::MAX)).collect();
+    if wanted.true_count() == 0 {
+        return Ok(());
+    }
+    let rows = arrow_select::filter::filter_record_batch(batch, &wanted)
+        .with_context(|| format!("{location}: cannot select rows"))?;
+    keys.encode(&rows, location, &mut found.words)?;
+    found
+        .keyed
+        .extend(numbers.iter().copied().filter(|&n| n != u32::MAX));
+    Ok(())
+}
+
 /// The URLs of unit `unit` of `table` whose ids `index` has, and with
 /// `keys` their rows' words.
 fn unit_facts(
@@ -383,19 +406,10 @@ fn unit_facts(
             return Ok(found);
         }
     }
-    let mut words = Vec::new();
     let mut each = |ids: &[i64], batch: &arrow_array::RecordBatch, location: &str| {
         index.find_all(ids, &mut numbers);
         if let Some(keys) = keys {
-            words.clear();
-            keys.encode(batch, location, &mut words)?;
-            let width = keys.words();
-            for (row, &number) in numbers.iter().enumerate() {
-                if number != u32::MAX {
-                    found.keyed.push(number);
-                    found.words.extend(&words[row * width..(row + 1) * width]);
-                }
-            }
+            encode_wanted(keys, batch, location, &numbers, &mut found)?;
         }
         let Some(column) = batch.column_by_name(URL) else {
             return Ok(());

@@ -27,7 +27,7 @@ use arrow_array::{Array, ArrowPrimitiveType, Int64Array, PrimitiveArray, RecordB
 use serde_json::Value;
 
 use crate::io::parquet::input::{expand_locations, read_columns};
-use crate::io::parquet::output::{is_complete, WIDE_DISTANCE};
+use crate::io::parquet::output::{is_complete, KEPT_BY, WIDE_DISTANCE};
 use crate::io::parquet::pages::string_values;
 use crate::io::storage::{read_whole, subdirectories, Location};
 
@@ -105,6 +105,8 @@ pub(crate) struct SampleDrop {
     pub(crate) distance: Option<i8>,
     /// Its wide distance, for verified pairs (`match --verify`).
     pub(crate) wide_distance: Option<i16>,
+    /// The key its kept page won by.
+    pub(crate) kept_by: Option<String>,
 }
 
 /// One of the largest clusters.
@@ -148,6 +150,9 @@ pub(crate) struct Night {
     pub(crate) drops_outside: u64,
     /// Whether the night's fingerprints have URLs (hosts can be shown).
     pub(crate) has_urls: bool,
+    /// Drops by the key their kept page won by (`drop/`'s `kept_by`), most
+    /// first; empty for outputs of versions without it.
+    pub(crate) kept_by: KeyCounts,
     /// The fingerprint shards `neardup explain` needs for the samples: the
     /// night's and the corpus's.
     pub(crate) explain_fingerprints: Vec<String>,
@@ -205,7 +210,8 @@ pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Re
     };
     let (sizes, mut largest) = read_clusters(&clusters.join("clusters"), rows)?;
     night.cluster_sizes = sizes;
-    let dropped = read_drops(&clusters.join("drop"), &mut largest, rows)?;
+    let (dropped, kept_by) = read_drops(&clusters.join("drop"), &mut largest, rows)?;
+    night.kept_by = kept_by;
     let with_urls = match &night.dirs.fingerprints {
         Some(fingerprints) => has_column(fingerprints, "url")?,
         None => false,
@@ -473,6 +479,7 @@ impl Largest {
                             keep: url(d.keep.id),
                             distance: d.distance,
                             wide_distance: d.wide_distance,
+                            kept_by: d.kept_by.clone(),
                         })
                         .collect(),
                 }
@@ -521,25 +528,49 @@ fn read_clusters(dir: &Path, rows: &AtomicU64) -> Result<(BTreeMap<u64, u64>, La
     Ok((sizes, largest))
 }
 
-/// Every dropped id; the largest clusters' drops counted and sampled.
-fn read_drops(dir: &Path, largest: &mut Largest, rows: &AtomicU64) -> Result<HashSet<i64>> {
+/// Drops by the key their kept page won by: `(key, drops)`.
+pub(crate) type KeyCounts = Vec<(String, u64)>;
+
+/// Every dropped id, and the drops by `kept_by` (most first); the largest
+/// clusters' drops counted and sampled.
+fn read_drops(
+    dir: &Path,
+    largest: &mut Largest,
+    rows: &AtomicU64,
+) -> Result<(HashSet<i64>, KeyCounts)> {
     let mut dropped = HashSet::new();
-    // Outputs of versions before it have no `wide_distance`.
+    let mut kept_by: HashMap<String, u64> = HashMap::new();
+    // Outputs of versions before them have no `wide_distance` or `kept_by`.
     let wide = has_column(dir, WIDE_DISTANCE)?;
-    let columns: &[&str] = match wide {
-        true => &["id", "keep_id", "distance", WIDE_DISTANCE],
-        false => &["id", "keep_id", "distance"],
-    };
-    read_columns(&parquet_files(dir)?, columns, |batch, file| {
+    let with_kept_by = has_column(dir, KEPT_BY)?;
+    let mut columns = vec!["id", "keep_id", "distance"];
+    columns.extend(wide.then_some(WIDE_DISTANCE));
+    columns.extend(with_kept_by.then_some(KEPT_BY));
+    read_columns(&parquet_files(dir)?, &columns, |batch, file| {
         let ids = int64_column(batch, "id", file)?;
         let keeps = int64_column(batch, "keep_id", file)?;
         let distances = int8_column(batch, "distance", file)?;
         let wides = wide
             .then(|| primitive_column::<Int16Type>(batch, WIDE_DISTANCE, file, "INT16"))
             .transpose()?;
-        for r in 0..batch.num_rows() {
+        let names: Vec<Option<&str>> = match with_kept_by {
+            true => {
+                let column = batch.column_by_name(KEPT_BY).context("projected column")?;
+                string_values(column, KEPT_BY, &file.to_string())?.collect()
+            }
+            false => vec![None; batch.num_rows()],
+        };
+        for (r, name) in names.into_iter().enumerate() {
             let id = ids.value(r);
             dropped.insert(id);
+            if let Some(name) = name {
+                match kept_by.get_mut(name) {
+                    Some(count) => *count += 1,
+                    None => {
+                        kept_by.insert(name.to_string(), 1);
+                    }
+                }
+            }
             largest.see_drop(SampleDrop {
                 page: SamplePage { id, url: None },
                 keep: SamplePage {
@@ -548,12 +579,15 @@ fn read_drops(dir: &Path, largest: &mut Largest, rows: &AtomicU64) -> Result<Has
                 },
                 distance: distances.is_valid(r).then(|| distances.value(r)),
                 wide_distance: wides.and_then(|w| w.is_valid(r).then(|| w.value(r))),
+                kept_by: name.map(str::to_string),
             });
         }
         rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
         Ok(())
     })?;
-    Ok(dropped)
+    let mut kept_by: KeyCounts = kept_by.into_iter().collect();
+    kept_by.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    Ok((dropped, kept_by))
 }
 
 /// The host of a URL: what lies between `://` and the next `/`, `?`, `#`
@@ -702,6 +736,7 @@ mod tests {
                 keep: page(50),
                 distance: Some(0),
                 wide_distance: None,
+                kept_by: None,
             });
         }
         let clusters = largest.into_clusters();

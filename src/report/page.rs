@@ -75,6 +75,7 @@ pub(crate) fn render(nights: &[Night]) -> String {
     html.push_str(&distances(night));
     html.push_str(&wide_distances(night));
     html.push_str(&cluster_sizes(night));
+    html.push_str(&kept_by(night));
     html.push_str(&hosts(night));
     html.push_str(&largest(night));
     if nights.len() > 1 {
@@ -223,6 +224,31 @@ fn cluster_sizes(night: &Night) -> String {
     )
 }
 
+/// Drops by the key of `--keep-by` their kept page won by.
+fn kept_by(night: &Night) -> String {
+    if night.kept_by.is_empty() {
+        return String::new();
+    }
+    let dropped: u64 = night.kept_by.iter().map(|(_, n)| n).sum();
+    let rows: Vec<(String, f64, String)> = night
+        .kept_by
+        .iter()
+        .map(|(key, n)| {
+            let share = *n as f64 / dropped.max(1) as f64;
+            (key.clone(), *n as f64, format!("{:.1}%", share * 100.0))
+        })
+        .collect();
+    format!(
+        "<section id=\"kept-by\"><h2>Drops by the key that kept their page</h2>{}<p>The first key of <code>--keep-by</code> under which the kept page ranks before the dropped one; <code>id</code>: every key tied, and the smaller id was kept.</p></section>",
+        horizontal_bars(
+            "kept-by",
+            "Dropped pages by the key that kept their partner",
+            "dropped pages (the note: their share of the drops)",
+            &rows
+        )
+    )
+}
+
 fn hosts(night: &Night) -> String {
     if night.dirs.clusters.is_none() || night.dirs.fingerprints.is_none() {
         return String::new();
@@ -313,9 +339,13 @@ fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String
             ),
             None => Default::default(),
         };
+        let kept_by = drop
+            .kept_by
+            .as_deref()
+            .map_or_else(String::new, |key| format!(", kept by {}", escape(key)));
         let _ = write!(
             html,
-            "<tr class=\"drop\"{wide_attribute}><td>dropped, {distance} bits{wide} from {}</td><td>{}<br><code>{}</code></td></tr>",
+            "<tr class=\"drop\"{wide_attribute}><td>dropped, {distance} bits{wide} from {}{kept_by}</td><td>{}<br><code>{}</code></td></tr>",
             drop.keep.id,
             page_cell(&drop.page),
             escape(&explain_command(night, drop))

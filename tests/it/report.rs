@@ -255,6 +255,28 @@ fn check_night_details(html: &str, night: &Path) -> Value {
         .collect();
     assert_eq!(bars, expected_hosts);
 
+    // Drops by the key that kept their partner: every drop counted once,
+    // and more than one key at work on a crawl of several sites.
+    let keys = chart(html, "kept-by");
+    let bars: Vec<(String, u64)> = attributes(keys, "class=\"bar\"", "data-label")
+        .into_iter()
+        .zip(attributes(keys, "class=\"bar\"", "data-value"))
+        .map(|(k, v)| (k, v.parse().unwrap()))
+        .collect();
+    let expected_keys: Vec<(String, u64)> = expected["kept_by"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| (k[0].as_str().unwrap().to_string(), k[1].as_u64().unwrap()))
+        .collect();
+    assert_eq!(bars, expected_keys);
+    assert!(bars.len() > 1, "{bars:?}");
+    assert_eq!(
+        html.matches(", kept by ").count(),
+        sample_drops,
+        "every sample drop names its key"
+    );
+
     let rows: Vec<(u64, i64, u64)> = attributes(html, "class=\"cluster\"", "data-size")
         .iter()
         .zip(attributes(html, "class=\"cluster\"", "data-id"))
