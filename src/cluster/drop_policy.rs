@@ -63,7 +63,7 @@ pub(crate) fn distances_of(closeness: Closeness) -> (u8, Option<u16>) {
 /// may only be chained), and whether the keeper ranks first (a corpus page)
 /// where the dropped page does not. Which later key decided, if any, is
 /// read from the pages table as the part is written
-/// ([`crate::cluster::drop_urls`]): the keys' words are not kept this long.
+/// ([`crate::cluster::drop_evidence`]): the keys' words are not kept this long.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Grounds {
     pub(crate) near: Option<Closeness>,

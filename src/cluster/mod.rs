@@ -11,8 +11,9 @@
 //! go to its owner, a hash of the representative, which does the same
 //! ([`crate::cluster::cluster_owner`]). The rows go to their part's writer as runs sorted
 //! by id (see [`crate::cluster::part_runs`]), merged as `clusters/` and `drop/` are
-//! written ([`crate::cluster::part_writer`]); worker 0 commits once every worker has
-//! reported. The dataflow that wires these steps is [`crate::cluster::dataflow`]'s.
+//! written ([`crate::cluster::part_writer`]), each `drop/` part then given
+//! its evidence, `kept_by` and the URLs ([`crate::cluster::drop_evidence`]);
+//! worker 0 commits once every worker has reported. The dataflow that wires these steps is [`crate::cluster::dataflow`]'s.
 //!
 //! How the pairs are read into the union-find is in
 //! [`crate::cluster::read_pairs`]; the totals and `_summary.json` in
