@@ -239,7 +239,7 @@ fn kept_by(night: &Night) -> String {
         })
         .collect();
     format!(
-        "<section id=\"kept-by\"><h2>Drops by the key that kept their page</h2>{}<p>The first key of <code>--keep-by</code> under which the kept page ranks before the dropped one; <code>id</code>: every key tied, and the smaller id was kept.</p></section>",
+        "<section id=\"kept-by\"><h2>Drops by the key that kept their partner</h2>{}<p>The first key of <code>--keep-by</code> under which the kept page ranks before the dropped one; <code>id</code>: every key tied, and the smaller id was kept.</p></section>",
         horizontal_bars(
             "kept-by",
             "Dropped pages by the key that kept their partner",
