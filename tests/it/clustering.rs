@@ -246,16 +246,23 @@ type DropRows = Vec<(i64, i64, Option<u8>)>;
 
 /// `drop/`'s `kept_by` by dropped id.
 fn kept_by(out: &Path) -> HashMap<i64, String> {
-    let mut kept_by = HashMap::new();
+    drop_strings(out, "kept_by")
+        .into_iter()
+        .map(|(id, name)| (id, name.expect("kept_by is never null")))
+        .collect()
+}
+
+/// A string column of `drop/` by dropped id.
+fn drop_strings(out: &Path, name: &str) -> HashMap<i64, Option<String>> {
+    let mut values = HashMap::new();
     for batch in parquet_batches(&out.join("drop")) {
         let ids = int64s(&batch, 0);
-        let names = batch.column_by_name("kept_by").unwrap().as_string::<i32>();
-        assert_eq!(names.null_count(), 0);
-        for (&id, name) in ids.iter().zip(names.iter()) {
-            kept_by.insert(id, name.unwrap().to_string());
+        let strings = batch.column_by_name(name).unwrap().as_string::<i32>();
+        for (&id, value) in ids.iter().zip(strings.iter()) {
+            values.insert(id, value.map(str::to_string));
         }
     }
-    kept_by
+    values
 }
 
 /// `clusters/` rows sorted by id, and `drop/` rows sorted by id.
@@ -1351,25 +1358,11 @@ fn first_urls(rows: &[PageRow]) -> HashMap<i64, String> {
 
 /// `drop/`'s `url` and `keep_url` by dropped id.
 fn drop_urls(out: &Path) -> HashMap<i64, (Option<String>, Option<String>)> {
-    let mut urls = HashMap::new();
-    for batch in parquet_batches(&out.join("drop")) {
-        let ids = int64s(&batch, 0);
-        let column = |name: &str| {
-            let column = batch.column_by_name(name).unwrap();
-            let strings = column
-                .as_any()
-                .downcast_ref::<arrow_array::StringArray>()
-                .unwrap();
-            (0..batch.num_rows())
-                .map(|r| strings.is_valid(r).then(|| strings.value(r).to_string()))
-                .collect::<Vec<_>>()
-        };
-        let (url, keep_url) = (column("url"), column("keep_url"));
-        for r in 0..batch.num_rows() {
-            urls.insert(ids[r], (url[r].clone(), keep_url[r].clone()));
-        }
-    }
-    urls
+    let mut keep_urls = drop_strings(out, "keep_url");
+    drop_strings(out, "url")
+        .into_iter()
+        .map(|(id, url)| (id, (url, keep_urls.remove(&id).flatten())))
+        .collect()
 }
 
 /// The output in `out` of a run under `keys`, ranked by `rank`: its
