@@ -22,8 +22,10 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
 use crate::cluster::components::{Closeness, Page};
-use crate::cluster::drop_policy::{greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor};
-use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
+use crate::cluster::drop_policy::{
+    greedy_sweep, sorted_by_later_end, DirectDrops, DropCursor, Steps,
+};
+use crate::cluster::keep_order::{KeptBy, KeyWords, MAX_KEY_WORDS};
 use crate::cluster::part_runs::{RunBuilder, RunSlice};
 use crate::cluster::summary::ClusterTotals;
 use crate::exec::after_all::after_all_in_slices;
@@ -60,6 +62,8 @@ pub(crate) struct ClusterOwner {
     /// The run its rows form (unique among the producers of rows).
     pub(crate) run: u32,
     pub(crate) parts: usize,
+    /// The key of each word of a page's keys.
+    pub(crate) word_keys: Vec<KeptBy>,
     pub(crate) state: Rc<RefCell<Report<ClusterTotals>>>,
     pub(crate) failure: Arc<Failure>,
 }
@@ -161,7 +165,7 @@ impl OwnerWork {
             .enumerate()
             .map(|(source, slices)| SourceRun::new(source, slices))
             .collect::<Result<Vec<_>>>()?;
-        let merged = merge_in_priority_order(runs)?;
+        let merged = merge_in_priority_order(runs, &owner.word_keys)?;
         to_positions(&mut pairs, &merged.positions)?;
         drop(merged.positions);
         let ids = merged.ids;
@@ -170,7 +174,7 @@ impl OwnerWork {
         let oriented = sorted_by_later_end(ids.len(), len, |range| pieces_in(&slices, range), 1);
         drop(pairs);
         let pages = ids.len();
-        let drops = greedy_sweep(merged.first, oriented, ids);
+        let drops = greedy_sweep(&merged.steps, oriented, ids);
         // With keys, priority order within a run is not id order.
         let drops = match merged.keyed {
             true => drops.into_id_order(1),
@@ -270,8 +274,8 @@ impl SourceRun {
 struct Merged {
     /// The distinct pages' ids, by position.
     ids: Vec<i64>,
-    /// How many positions rank first.
-    first: usize,
+    /// Where each position first differs from the one before it.
+    steps: Steps,
     /// Whether the pages came with keys.
     keyed: bool,
     /// Each source's slots' positions.
@@ -281,10 +285,12 @@ struct Merged {
 /// Merges the sources' runs (each in priority order: those that rank first,
 /// by keys and id, then the others) into one; a page several sources sent
 /// (ranked alike by all, see [`crate::cluster::join::Join`], with
-/// the same keys, read from the same rows) is one position.
-fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
+/// the same keys, read from the same rows) is one position. Each position's
+/// step is the first of `word_keys` its keys differ from the last's in.
+fn merge_in_priority_order(mut runs: Vec<SourceRun>, word_keys: &[KeptBy]) -> Result<Merged> {
     let mut ids: Vec<i64> = Vec::with_capacity(runs.iter().map(|run| run.len).sum());
-    let mut first = 0;
+    let mut steps = Steps::default();
+    let keyed = runs.iter().any(|run| run.keyed);
     let mut positions: Vec<Vec<Page>> =
         runs.iter().map(|run| Vec::with_capacity(run.len)).collect();
     let mut heads: Vec<Option<PriorityKey>> = runs.iter_mut().map(SourceRun::peek).collect();
@@ -309,8 +315,12 @@ fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
                 )
             }
             _ => {
+                if keyed {
+                    let step = last.map(|last| KeptBy::between(&last.1, &key.1, word_keys));
+                    steps.by_keys.push(step.unwrap_or(KeptBy::ID));
+                }
                 ids.push(key.2);
-                first += usize::from(!key.0);
+                steps.first_positions += usize::from(!key.0);
                 last = Some(key);
             }
         }
@@ -320,8 +330,8 @@ fn merge_in_priority_order(mut runs: Vec<SourceRun>) -> Result<Merged> {
     }
     Ok(Merged {
         ids,
-        first,
-        keyed: runs.iter().any(|run| run.keyed),
+        steps,
+        keyed,
         positions,
     })
 }
@@ -371,9 +381,10 @@ mod tests {
                 ],
             ),
         ];
-        let merged = merge_in_priority_order(runs).unwrap();
+        let merged = merge_in_priority_order(runs, &[]).unwrap();
         assert_eq!(merged.ids, vec![4, 9, 1, 2, 7, 8, 10]);
-        assert_eq!(merged.first, 2);
+        assert_eq!(merged.steps.first_positions, 2);
+        assert!(merged.steps.by_keys.is_empty());
         assert_eq!(
             merged.positions,
             vec![vec![0, 1, 2, 4, 5], vec![1, 3, 4, 6]]
@@ -382,23 +393,32 @@ mod tests {
 
     #[test]
     fn runs_with_keys_merge_by_keys_then_id() {
-        // One word of keys a page: source 0 sends 5 (key 1) and 2 (key 3);
-        // source 1 sends 8 (key 1), then 2 (key 3, shared); corpus page 9
-        // (key 7) ranks first whatever its keys.
+        // Two keys of a word each: source 0 sends 5 (keys 1, 4) and 2
+        // (keys 3, 0); source 1 sends 8 (keys 1, 4), 6 (keys 1, 6), then 2
+        // (shared); corpus page 9 (keys 7, 7) ranks first whatever its keys.
         let runs = vec![
-            run(0, vec![(0, false, vec![5, 2], vec![1, 3])]),
+            run(0, vec![(0, false, vec![5, 2], vec![1, 4, 3, 0])]),
             run(
                 1,
                 vec![
-                    (0, true, vec![9], vec![7]),
-                    (1, false, vec![8, 2], vec![1, 3]),
+                    (0, true, vec![9], vec![7, 7]),
+                    (1, false, vec![8, 6, 2], vec![1, 4, 1, 6, 3, 0]),
                 ],
             ),
         ];
-        let merged = merge_in_priority_order(runs).unwrap();
-        assert_eq!(merged.ids, vec![9, 5, 8, 2]);
-        assert_eq!(merged.first, 1);
-        assert_eq!(merged.positions, vec![vec![1, 3], vec![0, 2, 3]]);
+        // The keys are at places 1 and 2 of the order (corpus is 0).
+        let order = crate::cluster::keep_order::KeepOrder::parse("corpus,rel-canonical,longest");
+        let word_keys = order.unwrap().word_keys();
+        let merged = merge_in_priority_order(runs, &word_keys).unwrap();
+        assert_eq!(merged.ids, vec![9, 5, 8, 6, 2]);
+        assert_eq!(merged.steps.first_positions, 1);
+        let (second, third) = (word_keys[0], word_keys[1]);
+        assert_ne!(second, third);
+        assert_eq!(
+            merged.steps.by_keys,
+            vec![KeptBy::ID, second, KeptBy::ID, third, second]
+        );
+        assert_eq!(merged.positions, vec![vec![1, 4], vec![0, 2, 3, 4]]);
     }
 
     #[test]
@@ -412,7 +432,7 @@ mod tests {
         )
         .is_err());
         let unordered = vec![run(0, vec![(0, false, vec![5, 3], Vec::new())])];
-        assert!(merge_in_priority_order(unordered).is_err());
+        assert!(merge_in_priority_order(unordered, &[]).is_err());
         let mut pairs = vec![vec![vec![(0, 1, 2)]]];
         assert!(to_positions(&mut pairs, &[vec![7]]).is_err());
         assert!(to_positions(&mut pairs, &[vec![7, 3]]).is_ok());

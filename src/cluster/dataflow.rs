@@ -173,6 +173,7 @@ fn run_worker(worker: &mut Worker, job: &Arc<Job>, ends: Ends) {
         let owner = ClusterOwner {
             run: owner_run(me as u32),
             parts: job.opts.parts,
+            word_keys: job.opts.keep_by.word_keys(),
             state: ends.state.clone(),
             failure: ends.failure.clone(),
         };
@@ -247,6 +248,7 @@ fn route_pages<'scope>(
     let (cells, state, counters) = (cells.clone(), state.clone(), job.counters.clone());
     let opts = &job.opts;
     let (policy, max_size, parts) = (opts.drop_policy, opts.max_cluster_size, opts.parts);
+    let word_keys: Arc<[_]> = opts.keep_by.word_keys().into();
     after_joins(resolved, "RoutePages", move |joined| {
         counters.reach(WRITING);
         let started = Instant::now();
@@ -261,6 +263,7 @@ fn route_pages<'scope>(
             direct: cells.direct.borrow_mut().take(),
             threads: cells.threads.get(),
             policy,
+            word_keys,
             parts,
             peers,
             max_size,
@@ -297,6 +300,7 @@ fn write_parts(
         peers,
         opts.runtime.processes,
         opts.parts,
+        opts.keep_by.kept_by_names(),
         evidence,
     );
     let to_writer = Exchange::new(move |slice: &RunSlice| {

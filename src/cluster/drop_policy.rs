@@ -21,6 +21,18 @@
 //! their own. This sweep is the one sequential step for a giant cluster:
 //! the greedy rule is an order, and a chain of pages each deciding the next
 //! cannot be split without rounds that grow with the chain.
+//!
+//! A drop also names the key its keeper won by (`kept_by`, a [`KeptBy`]):
+//! the first key under which the two pages differ. Sorted by keys, that is
+//! the least, over the positions after the keeper's up to the dropped
+//! page's, of each position's *step*, the first key under which it differs
+//! from the one before it ([`Steps`]: a byte a position, found as the
+//! order is sorted, or where the pages that rank first end). The sweep
+//! keeps the suffix minima of the steps on a stack of at most one entry a
+//! key ([`LeastSteps`]), so each drop's key costs a scan of a few entries
+//! and no read of the keys. Under the component policy a drop compares its
+//! page's keys with its representative's, which a joined cluster's
+//! workers are given with the cluster.
 
 use std::fmt;
 use std::ops::Range;
@@ -29,7 +41,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::components::{Closeness, KeyedPage, Page, PairLog, MISSING};
-use crate::cluster::keep_order::KeyWords;
+use crate::cluster::keep_order::{KeptBy, KeyWords};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::prefetch;
 use crate::exec::sorting::{
@@ -60,14 +72,12 @@ pub(crate) fn distances_of(closeness: Closeness) -> (u8, Option<u16>) {
 
 /// Why a page is dropped for its keeper, as a `drop/` row gives it: the
 /// closeness of their pair (none under the component policy, where the two
-/// may only be chained), and whether the keeper ranks first (a corpus page)
-/// where the dropped page does not. Which later key decided, if any, is
-/// read from the pages table as the part is written
-/// ([`crate::cluster::drop_evidence`]): the keys' words are not kept this long.
+/// may only be chained), and the first key under which the keeper ranks
+/// before it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Grounds {
     pub(crate) near: Option<Closeness>,
-    pub(crate) by_corpus: bool,
+    pub(crate) kept_by: KeptBy,
 }
 
 /// How the keep/drop list is made from the pairs.
@@ -103,14 +113,12 @@ impl fmt::Display for DropPolicy {
 /// sweep has read past, so drops need no fresh memory of their own.
 #[derive(Debug, Default)]
 pub(crate) struct DirectDrops {
-    /// `(dropped position, kept position, closeness)`.
+    /// `(dropped position, kept position, closeness, kept by)`.
     drops: Vec<OrientedPair>,
     /// The swept pages' ids, by position.
     ids: Vec<i64>,
     /// How many of `drops` are of pages that rank first.
     first: usize,
-    /// How many positions rank first.
-    first_positions: usize,
 }
 
 /// Where a reader of [`DirectDrops`] in id order is: the next drop of each
@@ -172,14 +180,13 @@ impl DirectDrops {
         let at = cursor.0[run];
         cursor.0[run] += 1;
         // The kept page is anywhere in `ids`.
-        if let Some(&(_, ahead, _)) = self.drops.get(at + LOOKAHEAD) {
+        if let Some(&(_, ahead, ..)) = self.drops.get(at + LOOKAHEAD) {
             prefetch(&self.ids[ahead as usize]);
         }
-        let (dropped, keep, near) = self.drops[at];
-        let first = |position: Page| (position as usize) < self.first_positions;
+        let (_, keep, near, kept_by) = self.drops[at];
         let grounds = Grounds {
             near: Some(near),
-            by_corpus: first(keep) && !first(dropped),
+            kept_by,
         };
         Some((id, self.ids[keep as usize], grounds))
     }
@@ -205,6 +212,8 @@ impl DirectDrops {
 pub(crate) struct PlaceKeys<'a> {
     /// Words of keys a page (0: by id alone).
     pub(crate) words: usize,
+    /// The key of each word ([`crate::cluster::keep_order::KeepOrder::word_keys`]).
+    pub(crate) word_keys: &'a [KeptBy],
     pub(crate) keys: &'a (dyn Fn(usize) -> KeyWords + Sync),
     /// Fetches a place's keys ahead of their use (a place past the end is
     /// ignored).
@@ -229,9 +238,19 @@ pub(crate) fn direct_drops(
 ) -> DirectDrops {
     let position: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(MISSING)).collect();
     let keyed = keys.as_ref().is_some_and(|keys| keys.words > 0);
-    let (ids, first_positions) = match keys.filter(|_| keyed) {
+    let (ids, steps) = match keys.filter(|_| keyed) {
         Some(keys) => in_keyed_priority_order(by_id, rank, &keys, &position),
-        None => in_priority_order(by_id, rank, &position, threads),
+        None => {
+            let (ids, first_positions) = in_priority_order(by_id, rank, &position, threads);
+            let by_keys = Vec::new();
+            (
+                ids,
+                Steps {
+                    first_positions,
+                    by_keys,
+                },
+            )
+        }
     };
     pairs.rename_by(&position, threads);
     drop(position);
@@ -242,7 +261,7 @@ pub(crate) fn direct_drops(
         threads,
     );
     drop(pairs);
-    let drops = greedy_sweep(first_positions, oriented, ids);
+    let drops = greedy_sweep(&steps, oriented, ids);
     match keyed {
         true => drops.into_id_order(threads),
         false => drops,
@@ -323,18 +342,19 @@ fn in_priority_order(
 }
 
 /// [`in_priority_order`] when pages have keys: each run (those that rank
-/// first, then the others) sorted by the pages' keys and then id. A page's
-/// entry is two words, its first three words of keys and its place in
-/// `by_id` (the id's order), sorted in place; the entries' memory then
-/// becomes the ids by position, read in the order it is written over, so
-/// the sort costs no memory beyond the ids'. Keys beyond three words break
-/// the ties of the first three.
+/// first, then the others) sorted by the pages' keys and then id, with
+/// each position's step from the one before it. A page's entry is two
+/// words, its first three words of keys and its place in `by_id` (the id's
+/// order), sorted in place; the entries' memory then becomes the ids by
+/// position, read in the order it is written over, so the sort costs no
+/// memory beyond the ids'. Keys beyond three words break the ties of the
+/// first three.
 fn in_keyed_priority_order(
     by_id: &[KeyedPage],
     rank: impl Fn(usize) -> Option<bool>,
     keys: &PlaceKeys<'_>,
     position: &[AtomicU32],
-) -> (Vec<i64>, usize) {
+) -> (Vec<i64>, Steps) {
     let entry = |place: usize| {
         let k = (keys.keys)(place);
         let [a, b, c] = [k[0], k[1], k[2]].map(u64::from);
@@ -356,10 +376,9 @@ fn in_keyed_priority_order(
     }
     entries[..first].sort_unstable();
     entries[first..].sort_unstable();
-    if keys.words > 3 {
-        for run in [0..first, first..entries.len()] {
-            break_ties_beyond_three_words(&mut entries[run], keys);
-        }
+    let mut by_keys = Vec::with_capacity(entries.len());
+    for run in [0..first, first..entries.len()] {
+        by_keys.extend(sort_ties_and_step(&mut entries[run], keys));
     }
     let len = entries.len();
     let mut ids: Vec<i64> = bytemuck::allocation::cast_vec(entries);
@@ -373,7 +392,11 @@ fn in_keyed_priority_order(
     }
     ids.truncate(len);
     give_back_spare_pages(&mut ids);
-    (ids, first)
+    let steps = Steps {
+        first_positions: first,
+        by_keys,
+    };
+    (ids, steps)
 }
 
 /// Hands the whole memory pages of `items`' spare capacity back to the
@@ -399,26 +422,98 @@ fn give_back_spare_pages<T>(items: &mut Vec<T>) {
 }
 
 /// Sorts each group of `entries` (sorted) whose first three words of keys
-/// are equal by the rest of their keys, then by place.
-fn break_ties_beyond_three_words(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>) {
-    let prefix = |e: &[u64; 2]| (e[0], e[1] >> 32);
+/// are equal by the rest of their keys, then by place, and gives each
+/// entry's step from the one before it (see [`Steps`]; the first's is
+/// `id`): where the first three words differ, the first word they differ
+/// in; within a group, from the rest of the keys, read once an entry.
+fn sort_ties_and_step(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>) -> Vec<KeptBy> {
+    let three = |e: &[u64; 2]| [(e[0] >> 32) as u32, e[0] as u32, (e[1] >> 32) as u32];
     let place = |e: &[u64; 2]| (e[1] & u64::from(u32::MAX)) as usize;
+    let mut steps = Vec::with_capacity(entries.len());
     let mut start = 0;
     while start < entries.len() {
         let mut end = start + 1;
-        while end < entries.len() && prefix(&entries[end]) == prefix(&entries[start]) {
+        while end < entries.len() && three(&entries[end]) == three(&entries[start]) {
             end += 1;
         }
-        if end - start > 1 {
-            entries[start..end].sort_by_cached_key(|e| ((keys.keys)(place(e)), place(e)));
+        steps.push(match start {
+            0 => KeptBy::ID,
+            _ => KeptBy::between(
+                &three(&entries[start - 1]),
+                &three(&entries[start]),
+                keys.word_keys,
+            ),
+        });
+        let group = &mut entries[start..end];
+        match keys.words > 3 && group.len() > 1 {
+            true => {
+                let mut keyed: Vec<(KeyWords, usize, [u64; 2])> = group
+                    .iter()
+                    .map(|e| ((keys.keys)(place(e)), place(e), *e))
+                    .collect();
+                keyed.sort_unstable();
+                for (at, &(words, _, entry)) in keyed.iter().enumerate() {
+                    group[at] = entry;
+                    if at > 0 {
+                        steps.push(KeptBy::between(&keyed[at - 1].0, &words, keys.word_keys));
+                    }
+                }
+            }
+            false => steps.extend(std::iter::repeat_n(KeptBy::ID, group.len() - 1)),
         }
         start = end;
     }
+    steps
 }
 
 /// A pair as the sweep takes it: `(later position, earlier position,
-/// closeness)`.
-pub(crate) type OrientedPair = (Page, Page, Closeness);
+/// closeness, kept by)`; the last is the drop's, once the sweep has
+/// written one over the pair.
+pub(crate) type OrientedPair = (Page, Page, Closeness, KeptBy);
+
+/// Where each position in priority order first differs from the one
+/// before it: the first key under which two positions differ is the least
+/// step between them (sorted by keys, a later key only counts where the
+/// earlier ones tie).
+#[derive(Debug, Default)]
+pub(crate) struct Steps {
+    /// How many positions rank first: where they end is a step under
+    /// `corpus` (the first key whenever any page ranks first).
+    pub(crate) first_positions: usize,
+    /// Each position's step under the keys (none: pages have no keys).
+    pub(crate) by_keys: Vec<KeptBy>,
+}
+
+impl Steps {
+    fn at(&self, position: usize) -> KeptBy {
+        match position == self.first_positions {
+            true => KeptBy::CORPUS,
+            false => self.by_keys.get(position).copied().unwrap_or(KeptBy::ID),
+        }
+    }
+}
+
+/// The least step from any position up to the last one pushed: a stack of
+/// suffix minima, positions and steps both increasing, so it holds at most
+/// one entry a key and one for `id`.
+#[derive(Default)]
+struct LeastSteps(Vec<(Page, KeptBy)>);
+
+impl LeastSteps {
+    fn push(&mut self, position: Page, step: KeptBy) {
+        while self.0.last().is_some_and(|&(_, s)| s >= step) {
+            self.0.pop();
+        }
+        self.0.push((position, step));
+    }
+
+    /// The first key under which `earlier` differs from the last position
+    /// pushed.
+    fn since(&self, earlier: Page) -> KeptBy {
+        let after = self.0.iter().find(|&&(position, _)| position > earlier);
+        after.map_or(KeptBy::ID, |&(_, step)| step)
+    }
+}
 
 /// Positions per bucket of [`sorted_by_later_end`]'s first pass: a bucket's
 /// pairs sort in the cache.
@@ -449,11 +544,11 @@ where
     let oriented_in = |range| {
         pairs_in(range)
             .filter(|&(a, b, _)| a != b)
-            .map(|(a, b, near)| (a.max(b), a.min(b), near))
+            .map(|(a, b, near)| (a.max(b), a.min(b), near, KeptBy::ID))
     };
     let buckets = pages.div_ceil(POSITIONS_PER_BUCKET);
     let starts = bucket_starts(len, oriented_in, buckets, bucket_of, threads);
-    let mut sorted = vec![(0, 0, 0); starts[buckets]];
+    let mut sorted = vec![(0, 0, 0, KeptBy::ID); starts[buckets]];
     // Each bucket by counting, its counts and copy in the first-level
     // cache: quicker than a radix sort of each bucket.
     let sorter = || {
@@ -483,33 +578,35 @@ where
 }
 
 /// The greedy sweep itself, over pages named by their position in
-/// priority order (the first `first_positions` rank first; `ids` their ids,
-/// by position), paired by `oriented` (from [`sorted_by_later_end`];
-/// repeats are harmless); ties in closeness go to the earliest in priority
-/// order. One pass
-/// in priority order; the ids of the earlier ends, at random places, are
-/// fetched a few pairs ahead. A dropped page has read at least one pair,
-/// so its drop is written over a pair already read.
+/// priority order (`ids` their ids, by position; `steps` where each first
+/// differs from the one before it), paired by `oriented` (from
+/// [`sorted_by_later_end`]; repeats are harmless); ties in closeness go to
+/// the earliest in priority order. One pass in priority order; the ids of
+/// the earlier ends, at random places, are fetched a few pairs ahead. A
+/// dropped page has read at least one pair, so its drop is written over a
+/// pair already read.
 pub(crate) fn greedy_sweep(
-    first_positions: usize,
+    steps: &Steps,
     mut oriented: Vec<OrientedPair>,
     ids: Vec<i64>,
 ) -> DirectDrops {
     let mut kept = vec![false; ids.len()];
     let (mut next, mut dropped) = (0, 0);
+    let mut least = LeastSteps::default();
     // How many drops are of pages that rank first (they come first).
     let mut first_drops = None;
     for p in 0..ids.len() as Page {
-        if p as usize == first_positions {
+        if p as usize == steps.first_positions {
             first_drops = Some(dropped);
         }
+        least.push(p, steps.at(p as usize));
         // The nearest kept partner.
         let mut best: Option<(Closeness, Page)> = None;
-        while let Some(&(later, q, near)) = oriented.get(next) {
+        while let Some(&(later, q, near, _)) = oriented.get(next) {
             if later != p {
                 break;
             }
-            if let Some(&(_, ahead, _)) = oriented.get(next + LOOKAHEAD) {
+            if let Some(&(_, ahead, ..)) = oriented.get(next + LOOKAHEAD) {
                 prefetch(&ids[ahead as usize]);
                 prefetch(&kept[ahead as usize]);
             }
@@ -525,7 +622,7 @@ pub(crate) fn greedy_sweep(
         match best {
             Some((near, keep)) => {
                 debug_assert!(dropped < next);
-                oriented[dropped] = (p, keep, near);
+                oriented[dropped] = (p, keep, near, least.since(keep));
                 dropped += 1;
             }
             None => kept[p as usize] = true,
@@ -537,7 +634,6 @@ pub(crate) fn greedy_sweep(
         drops: oriented,
         ids,
         first,
-        first_positions,
     }
 }
 
@@ -580,11 +676,11 @@ mod tests {
         direct_drops(&by_id, pages.len(), rank, None, indexed, threads)
     }
 
-    /// Every drop in id order, `(id, keep_id, closeness, by corpus)`.
-    fn every_drop(drops: &DirectDrops) -> Vec<(i64, i64, Closeness, bool)> {
+    /// Every drop in id order, `(id, keep_id, closeness, kept by)`.
+    fn every_drop(drops: &DirectDrops) -> Vec<(i64, i64, Closeness, KeptBy)> {
         let mut at = drops.start();
         std::iter::from_fn(|| drops.next_by_id(&mut at, None))
-            .map(|(id, keep, grounds)| (id, keep, grounds.near.unwrap(), grounds.by_corpus))
+            .map(|(id, keep, grounds)| (id, keep, grounds.near.unwrap(), grounds.kept_by))
             .collect()
     }
 
@@ -642,18 +738,18 @@ mod tests {
         let mut at = given.start();
         // 11 and 12 rank later than 10, so 10 was kept over them for being
         // first; 14 ranks first as 10 does.
-        let grounds = |near, by_corpus| Grounds {
+        let grounds = |near, kept_by| Grounds {
             near: Some(near),
-            by_corpus,
+            kept_by,
         };
         assert_eq!(given.next_by_id(&mut at, Some(10)), None);
-        let eleven = Some((11, 10, grounds(1, true)));
+        let eleven = Some((11, 10, grounds(1, KeptBy::CORPUS)));
         assert_eq!(given.next_by_id(&mut at, Some(11)), eleven);
         assert_eq!(given.next_by_id(&mut at, Some(11)), None);
-        let twelve = Some((12, 10, grounds(2, true)));
+        let twelve = Some((12, 10, grounds(2, KeptBy::CORPUS)));
         assert_eq!(given.next_by_id(&mut at, Some(13)), twelve);
         assert_eq!(given.next_by_id(&mut at, Some(13)), None);
-        let fourteen = Some((14, 10, grounds(2, false)));
+        let fourteen = Some((14, 10, grounds(2, KeptBy::ID)));
         assert_eq!(given.next_by_id(&mut at, None), fourteen);
         assert_eq!(given.next_by_id(&mut at, None), None);
         // A reader may start at any id: at the first drop of that id or
@@ -740,15 +836,16 @@ mod tests {
             (page < 3).then_some(pages[page as usize].0)
         };
         let drops = direct_drops(&by_id, 5, rank, None, pair_log(pairs.into_iter()), 1);
-        assert_eq!(every_drop(&drops), vec![(1, 0, 1, false)]);
+        assert_eq!(every_drop(&drops), vec![(1, 0, 1, KeptBy::ID)]);
     }
 
     #[test]
     fn pages_with_keys_are_swept_in_key_order_and_their_drops_come_by_id() {
-        // A chain 0-1-2-3-4 and a pair 5-6; keys (four words, the fourth
-        // breaking ties of the first three) put 1 before 3, which rank
-        // first whatever their keys, then 4, 2, 0, 6, 5.
-        let keys: [[u32; 4]; 7] = [
+        // A chain 0-1-2-3-4, a pair 5-6 and a chain 7-8-9; keys (four
+        // words, the fourth breaking ties of the first three) put 1 before
+        // 3, which rank first whatever their keys, then 4, 2, 0, 6, 5, 7,
+        // 8, 9.
+        let keys: [[u32; 4]; 10] = [
             [0, 0, 2, 1],
             [0, 0, 9, 0],
             [0, 0, 2, 0],
@@ -756,11 +853,30 @@ mod tests {
             [0, 0, 1, 0],
             [0, 5, 0, 0],
             [0, 4, 0, 0],
+            [0, 6, 0, 0],
+            [0, 7, 0, 0],
+            [0, 7, 0, 3],
         ];
-        let first = [false, true, false, true, false, false, false];
-        let pairs = [(0, 1, 1), (1, 2, 1), (2, 3, 1), (3, 4, 1), (5, 6, 2)];
+        let first = [
+            false, true, false, true, false, false, false, false, false, false,
+        ];
+        let pairs = [
+            (0, 1, 1),
+            (1, 2, 1),
+            (2, 3, 1),
+            (3, 4, 1),
+            (5, 6, 2),
+            (7, 8, 1),
+            (8, 9, 1),
+            (7, 9, 2),
+        ];
+        // The words' keys: corpus has none; rel-canonical and
+        // canonical-url one each; earliest two.
+        let order = crate::cluster::keep_order::KeepOrder::default_with_pages();
+        let word_keys = order.word_keys();
+        assert_eq!(word_keys.len(), 4);
         let by_id = sorted_by_id(
-            vec![(0..7).map(|page| (i64::from(page), page, 0)).collect()],
+            vec![(0..10).map(|page| (i64::from(page), page, 0)).collect()],
             1,
         );
         let words = |at: usize| {
@@ -772,23 +888,29 @@ mod tests {
         for threads in [1, 2] {
             let place_keys = PlaceKeys {
                 words: 4,
+                word_keys: &word_keys,
                 keys: &words,
                 prefetch: &prefetch,
             };
             let rank = |at: usize| Some(first[by_id[at].1 as usize]);
             let log = pair_log(pairs.iter().copied());
-            let drops = direct_drops(&by_id, 7, rank, Some(place_keys), log, threads);
-            // Order: 1, 3 (first, by keys), then 4, 2, 0, 6, 5: 1 and 3 are
-            // kept; 4 drops for 3, 0 for 1, and 2, as near to both, for 1,
-            // the earlier, each for a keeper that ranks first; 5 drops for
-            // 6, both later.
+            let drops = direct_drops(&by_id, 10, rank, Some(place_keys), log, threads);
+            // Order: 1, 3 (first, by keys), then 4, 2, 0, 6, 5, 7, 8, 9: 1
+            // and 3 are kept; 4 drops for 3, 0 for 1, and 2, as near to
+            // both, for 1, the earlier, each for a keeper that ranks first;
+            // 5 drops for 6 (canonical-url, the second word); 8 drops for 7
+            // (canonical-url), and so does 9, 2 bits away, though 8 lies
+            // between them and 9 differs from 8 only in earliest's second
+            // word (past the three the sort's entries hold).
             assert_eq!(
                 every_drop(&drops),
                 vec![
-                    (0, 1, 1, true),
-                    (2, 1, 1, true),
-                    (4, 3, 1, true),
-                    (5, 6, 2, false)
+                    (0, 1, 1, KeptBy::CORPUS),
+                    (2, 1, 1, KeptBy::CORPUS),
+                    (4, 3, 1, KeptBy::CORPUS),
+                    (5, 6, 2, word_keys[1]),
+                    (8, 7, 1, word_keys[1]),
+                    (9, 7, 2, word_keys[1]),
                 ],
                 "{threads} threads"
             );
@@ -815,7 +937,7 @@ mod tests {
         let mut expected: Vec<OrientedPair> = pairs
             .iter()
             .filter(|&&(a, b, _)| a != b)
-            .map(|&(a, b, d)| (a.max(b), a.min(b), d))
+            .map(|&(a, b, d)| (a.max(b), a.min(b), d, KeptBy::ID))
             .collect();
         expected.sort_unstable();
         // Several threads place and sort ranges of buckets of their own.
@@ -830,6 +952,34 @@ mod tests {
             let mut found = sorted;
             found.sort_unstable();
             assert_eq!(found, expected, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn the_least_step_since_any_earlier_position_is_the_first_difference() {
+        // Steps of a few keys and `id`, at random; every earlier position
+        // against a brute-force minimum.
+        let order = crate::cluster::keep_order::KeepOrder::parse("corpus,longest,latest").unwrap();
+        let kinds: Vec<KeptBy> = [KeptBy::CORPUS, KeptBy::ID]
+            .into_iter()
+            .chain(order.word_keys())
+            .collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            (state >> 33) as usize % n
+        };
+        let steps: Vec<KeptBy> = (0..400).map(|_| kinds[next(kinds.len())]).collect();
+        let mut least = LeastSteps::default();
+        for (p, &step) in steps.iter().enumerate() {
+            least.push(p as Page, step);
+            assert!(least.0.len() <= kinds.len());
+            for q in 0..p {
+                let brute = *steps[q + 1..=p].iter().min().unwrap();
+                assert_eq!(least.since(q as Page), brute, "{q}..={p}");
+            }
         }
     }
 

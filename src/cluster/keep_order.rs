@@ -37,6 +37,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
+use serde::{Deserialize, Serialize};
 
 /// The column `rel-canonical` reads beside `url`, where a file has it.
 pub(crate) use crate::io::parquet::output::CANONICAL_URL;
@@ -57,6 +58,62 @@ pub(crate) const FETCH_TIME: &str = "fetch_time";
 pub(crate) const URL: &str = "url";
 /// The column `longest` reads.
 pub(crate) const N_CHARS: &str = "n_chars";
+
+/// Why a kept page ranks before the page dropped for it: the place in the
+/// order of the first key under which the two differ (`corpus`, only ever
+/// first, is 0), or [`KeptBy::ID`] when every key ties and the smaller id
+/// was kept. Along priority order, the first difference between two pages
+/// is the least of the steps between them: the sweep finds it from a byte
+/// a position ([`crate::cluster::drop_policy`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub(crate) struct KeptBy(u8);
+
+impl KeptBy {
+    /// The kept page ranks first (a corpus page) and the dropped one not.
+    pub(crate) const CORPUS: KeptBy = KeptBy(0);
+    /// Every key ties: the smaller id was kept.
+    pub(crate) const ID: KeptBy = KeptBy(u8::MAX);
+
+    /// The first key under which pages with words `kept` and `dropped`
+    /// ([`KeepOrder::encode`]'s) differ, by `word_keys`
+    /// ([`KeepOrder::word_keys`]), or [`Self::ID`].
+    pub(crate) fn between(kept: &[u32], dropped: &[u32], word_keys: &[KeptBy]) -> KeptBy {
+        let differ = |(w, (a, b)): (usize, (&u32, &u32))| (a != b).then(|| word_keys[w]);
+        kept.iter()
+            .zip(dropped)
+            .take(word_keys.len())
+            .enumerate()
+            .find_map(differ)
+            .unwrap_or(KeptBy::ID)
+    }
+}
+
+impl Default for KeptBy {
+    fn default() -> KeptBy {
+        KeptBy::ID
+    }
+}
+
+/// `drop/`'s `kept_by` strings: the keys' names by place, then `id`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct KeptByNames(Vec<String>);
+
+impl KeptByNames {
+    pub(crate) fn name(&self, by: KeptBy) -> &str {
+        self.0.get(usize::from(by.0)).map_or(BY_ID, String::as_str)
+    }
+
+    /// The [`KeptBy`] named `name`, if any is.
+    pub(crate) fn parse(&self, name: &str) -> Option<KeptBy> {
+        match self.0.iter().position(|known| known == name) {
+            Some(place) => Some(KeptBy(place as u8)),
+            None => (name == BY_ID).then_some(KeptBy::ID),
+        }
+    }
+}
+
+/// `kept_by` of a page kept for its smaller id, every key being tied.
+pub(crate) const BY_ID: &str = "id";
 
 /// One key of `--keep-by`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -273,25 +330,23 @@ impl KeepOrder {
         reads.then_some(CANONICAL_URL).into_iter().collect()
     }
 
-    /// The first key (by its place in the order) under which pages with
-    /// words `a` and `b` ([`Self::encode`]'s) differ, if any: `corpus`, which
-    /// has no words, never.
-    pub(crate) fn first_difference(&self, a: &[u32], b: &[u32]) -> Option<usize> {
-        let mut at = 0;
-        for (place, key) in self.keys.iter().enumerate() {
-            let words = at..at + key.words();
-            if a[words.clone()] != b[words] {
-                return Some(place);
-            }
-            at += key.words();
-        }
-        None
+    /// The key each word of a page's words belongs to: a difference first
+    /// found at word `w` is a difference under key `word_keys()[w]`.
+    pub(crate) fn word_keys(&self) -> Vec<KeptBy> {
+        let each =
+            |(place, key): (usize, &KeepKey)| std::iter::repeat_n(KeptBy(place as u8), key.words());
+        self.keys.iter().enumerate().flat_map(each).collect()
     }
 
-    /// The keys as `--keep-by` spells them, for `_summary.json` and
-    /// `drop/`'s `kept_by`.
+    /// The keys as `--keep-by` spells them, for `_summary.json`.
     pub(crate) fn names(&self) -> Vec<String> {
         self.keys.iter().map(KeepKey::to_string).collect()
+    }
+
+    /// `drop/`'s `kept_by` of each [`KeptBy`]: the keys' names, by place,
+    /// and `id`.
+    pub(crate) fn kept_by_names(&self) -> KeptByNames {
+        KeptByNames(self.names())
     }
 
     /// Checks that `field`, a column of a pages file named `location`, can

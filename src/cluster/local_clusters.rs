@@ -27,6 +27,7 @@ use crate::cluster::drop_policy::{
     direct_drops, DirectDrops, DropCursor, DropPolicy, Grounds, PlaceKeys,
 };
 use crate::cluster::join::{owner_of, ClusterOf, JoinedRoots, SharedPage, SharedPages};
+use crate::cluster::keep_order::{KeptBy, KeyWords};
 use crate::cluster::part_runs::{router_run, Giving, RangeRows, RowSink, RunBuilder, RunSlice};
 use crate::cluster::summary::{count_cluster, ClusterTotals};
 use crate::exec::parallel::in_chunks;
@@ -72,6 +73,8 @@ pub(crate) struct RouterInput {
     /// [`crate::cluster::drop_policy::threads_for_share`]).
     pub(crate) threads: usize,
     pub(crate) policy: DropPolicy,
+    /// The key of each word of a page's keys.
+    pub(crate) word_keys: Arc<[KeptBy]>,
     pub(crate) parts: usize,
     pub(crate) peers: usize,
     pub(crate) max_size: u64,
@@ -93,6 +96,9 @@ pub(crate) struct Router {
     by_id: Arc<Vec<KeyedPage>>,
     /// The joined clusters `(cluster, owner)`.
     clusters: Vec<(ClusterOf, u32)>,
+    /// Their representatives' keys, by index, where pages have keys and
+    /// drops are made here (under the component policy).
+    rep_keys: Vec<KeyWords>,
     /// A page of a joined cluster: its slot among those sent its owner.
     slots: Vec<Page>,
     /// Joined pages that rank first, and those that do not: `(place in
@@ -162,7 +168,11 @@ enum Stage {
 impl Router {
     pub(crate) fn new(mut input: RouterInput) -> Router {
         debug_assert!(input.components.len() < crate::cluster::components::MAX_PROCESS_PAGES);
-        let joined = std::mem::take(&mut input.joined);
+        let mut joined = std::mem::take(&mut input.joined);
+        let rep_keys = match input.policy {
+            DropPolicy::Component => joined.take_keys(),
+            DropPolicy::Direct => Vec::new(),
+        };
         let clusters: Vec<(ClusterOf, u32)> = joined
             .clusters()
             .iter()
@@ -218,6 +228,7 @@ impl Router {
             owners,
             by_id: Arc::new(by_id),
             clusters,
+            rep_keys,
             totals: ClusterTotals::default(),
         }
     }
@@ -500,6 +511,7 @@ impl Router {
         let threads = self.input.threads;
         let by_id = self.by_id.clone();
         let components = self.input.components.clone();
+        let word_keys = self.input.word_keys.clone();
         let pages = components.len();
         let choose = move || {
             let rank = |at: usize| (by_id[at].2 & JOINED == 0).then(|| ranks_first[at]);
@@ -511,6 +523,7 @@ impl Router {
             };
             let keys = PlaceKeys {
                 words: components.key_words(),
+                word_keys: &word_keys,
                 keys: &keys,
                 prefetch: &prefetch,
             };
@@ -544,6 +557,8 @@ impl Router {
         let maker = RowMaker {
             by_id: &self.by_id,
             clusters: &self.clusters,
+            rep_keys: &self.rep_keys,
+            word_keys: &self.input.word_keys,
             components: &self.input.components,
             shared: &self.input.shared,
             policy: self.input.policy,
@@ -614,6 +629,7 @@ impl Router {
     fn free(&mut self) {
         self.free_joined();
         self.clusters = Vec::new();
+        self.rep_keys = Vec::new();
         self.input.shared = SharedPages::default();
         self.input.components = Components::default();
         self.by_id = Arc::default();
@@ -652,6 +668,8 @@ fn joined_of(clusters: &[(ClusterOf, u32)], tag: u32) -> Option<(ClusterOf, u32)
 struct RowMaker<'a> {
     by_id: &'a [KeyedPage],
     clusters: &'a [(ClusterOf, u32)],
+    rep_keys: &'a [KeyWords],
+    word_keys: &'a [KeptBy],
     components: &'a Components,
     shared: &'a SharedPages,
     policy: DropPolicy,
@@ -710,18 +728,18 @@ impl RowMaker<'_> {
         sink: &mut impl RowSink,
         totals: &mut ClusterTotals,
     ) {
-        let joined = joined_of(self.clusters, tag).map(|(cluster, _)| cluster);
+        let joined = joined_of(self.clusters, tag);
         let copy = |shared: SharedPage| !shared.writes;
         if joined.is_some() && self.shared.get(page).is_some_and(copy) {
             return;
         }
-        let (cluster, size, first) = joined.unwrap_or_else(|| {
-            (
+        let (cluster, size) = match joined {
+            Some(((cluster, size, _), _)) => (cluster, size),
+            None => (
                 self.components.representative(tag),
                 self.components.component_size(tag),
-                self.components.representative_ranks_first(tag),
-            )
-        });
+            ),
+        };
         if id == cluster {
             count_cluster(totals, u64::from(size), cluster, self.max_size);
         }
@@ -729,10 +747,32 @@ impl RowMaker<'_> {
         if self.policy == DropPolicy::Component && id != cluster {
             let grounds = Grounds {
                 near: None,
-                by_corpus: first && !self.ranks_first(page, joined.is_some()),
+                kept_by: self.kept_by(page, tag),
             };
             sink.drop((id, cluster, grounds));
         }
+    }
+
+    /// The first key under which a page of the cluster its tag names
+    /// ranks after the cluster's representative (under the component
+    /// policy, the page it is dropped for).
+    fn kept_by(&self, page: Page, tag: u32) -> KeptBy {
+        let joined = tag & JOINED != 0;
+        let first = match joined_of(self.clusters, tag) {
+            Some(((_, _, first), _)) => first,
+            None => self.components.representative_ranks_first(tag),
+        };
+        if first && !self.ranks_first(page, joined) {
+            return KeptBy::CORPUS;
+        }
+        if self.word_keys.is_empty() {
+            return KeptBy::ID;
+        }
+        let representative = match joined {
+            true => self.rep_keys[(tag & !JOINED) as usize],
+            false => self.components.least(tag).keys,
+        };
+        KeptBy::between(&representative, &self.components.keys(page), self.word_keys)
     }
 
     /// Whether a page ranks first: a page of a joined cluster that other

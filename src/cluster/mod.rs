@@ -12,7 +12,7 @@
 //! ([`crate::cluster::cluster_owner`]). The rows go to their part's writer as runs sorted
 //! by id (see [`crate::cluster::part_runs`]), merged as `clusters/` and `drop/` are
 //! written ([`crate::cluster::part_writer`]), each `drop/` part then given
-//! its evidence, `kept_by` and the URLs ([`crate::cluster::drop_evidence`]);
+//! its pages' URLs if a table has them ([`crate::cluster::drop_evidence`]);
 //! worker 0 commits once every worker has reported. The dataflow that wires these steps is [`crate::cluster::dataflow`]'s.
 //!
 //! How the pairs are read into the union-find is in
@@ -132,12 +132,12 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         }
     }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
-    let drop_evidence = EvidenceSources::of(&pages, open_corpus(opts)?, keep);
+    let drop_evidence = EvidenceSources::of(&pages, open_corpus(opts)?, keep.kept_by_names());
     let corpus_rows = drop_evidence
         .as_ref()
         .and_then(|sources| sources.corpus())
         .map_or(0, |table| table.rows());
-    let with_urls = drop_evidence.as_ref().is_some_and(|sources| sources.urls());
+    let with_urls = drop_evidence.is_some();
     let summary_of = move |opts: &ClusterJobOptions, totals: &ClusterTotals| -> ClusterSummary {
         ClusterSummary::of(opts, totals, started, pages_rows, with_urls)
     };

@@ -12,8 +12,9 @@ use anyhow::{bail, Result};
 use arrow_array::{ArrayRef, Int16Array, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::cluster::drop_evidence::{attach_evidence, EvidenceSources, BY_CORPUS, BY_ID};
+use crate::cluster::drop_evidence::{attach_evidence, EvidenceSources};
 use crate::cluster::drop_policy::{distances_of, Grounds};
+use crate::cluster::keep_order::KeptByNames;
 use crate::cluster::part_runs::{
     owner_run, router_run, DropRow, MemberRow, Row, RowKind, Rows, RunMerge, RunSlice,
 };
@@ -26,12 +27,18 @@ use crate::io::parquet::output::{
 
 /// A row of a `cluster` output part: an id, another page's id and a
 /// third column, gathered column by column as rows come (each column's
-/// buffer then becomes its Arrow array without a copy).
+/// buffer then becomes its Arrow array without a copy), a key named by
+/// `names`.
 pub(crate) trait PartRow: Row + Copy {
     type Third;
     fn fields() -> Vec<Field>;
     fn split(self) -> (i64, i64, Self::Third);
-    fn columns(ids: Vec<i64>, others: Vec<i64>, thirds: Vec<Self::Third>) -> Vec<ArrayRef>;
+    fn columns(
+        ids: Vec<i64>,
+        others: Vec<i64>,
+        thirds: Vec<Self::Third>,
+        names: &KeptByNames,
+    ) -> Vec<ArrayRef>;
 }
 
 /// `clusters/`: `id`, `cluster_id` (the representative), `cluster_size`.
@@ -48,7 +55,12 @@ impl PartRow for MemberRow {
         (self.0, self.1, i64::from(self.2))
     }
 
-    fn columns(ids: Vec<i64>, clusters: Vec<i64>, sizes: Vec<i64>) -> Vec<ArrayRef> {
+    fn columns(
+        ids: Vec<i64>,
+        clusters: Vec<i64>,
+        sizes: Vec<i64>,
+        _: &KeptByNames,
+    ) -> Vec<ArrayRef> {
         vec![
             Arc::new(Int64Array::from(ids)),
             Arc::new(Int64Array::from(clusters)),
@@ -62,8 +74,7 @@ impl PartRow for MemberRow {
 /// `--drop-policy component`, where they may only be chained),
 /// `wide_distance` when the pairs are `match --verify`'s (else null), and
 /// `kept_by`, the first key of `--keep-by` that ranks the kept page first
-/// (`id` if none does). Written here with `corpus` or `id`; the keys'
-/// names are read from the pages table ([`crate::cluster::drop_evidence`]).
+/// (`id` if none does).
 impl PartRow for DropRow {
     type Third = Grounds;
 
@@ -81,28 +92,32 @@ impl PartRow for DropRow {
         self
     }
 
-    fn columns(ids: Vec<i64>, keeps: Vec<i64>, grounds: Vec<Grounds>) -> Vec<ArrayRef> {
+    fn columns(
+        ids: Vec<i64>,
+        keeps: Vec<i64>,
+        grounds: Vec<Grounds>,
+        names: &KeptByNames,
+    ) -> Vec<ArrayRef> {
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(ids)),
             Arc::new(Int64Array::from(keeps)),
         ];
-        columns.extend(distance_columns(&grounds));
-        let kept_by = grounds
-            .iter()
-            .map(|g| if g.by_corpus { BY_CORPUS } else { BY_ID });
-        columns.push(Arc::new(StringArray::from_iter_values(kept_by)));
+        columns.extend(grounds_columns(&grounds, names));
         columns
     }
 }
 
-/// The `distance` and `wide_distance` columns of drops on `grounds`.
-fn distance_columns(grounds: &[Grounds]) -> [ArrayRef; 2] {
+/// The `distance`, `wide_distance` and `kept_by` columns of drops on
+/// `grounds`.
+fn grounds_columns(grounds: &[Grounds], names: &KeptByNames) -> [ArrayRef; 3] {
     let pairs = || grounds.iter().map(|g| g.near.map(distances_of));
     let distances: Int8Array = pairs().map(|d| d.map(|(d, _)| d as i8)).collect();
     let wide: Int16Array = pairs()
         .map(|d| d.and_then(|(_, w)| w).map(|w| w as i16))
         .collect();
-    [Arc::new(distances), Arc::new(wide)]
+    let kept_by = grounds.iter().map(|g| names.name(g.kept_by));
+    let kept_by = StringArray::from_iter_values(kept_by);
+    [Arc::new(distances), Arc::new(wide), Arc::new(kept_by)]
 }
 
 /// The columns of a chunk of a part's rows.
@@ -142,26 +157,29 @@ pub(crate) struct SortedPart<T: PartRow> {
     open: Option<OpenParquet>,
     last: Option<i64>,
     written: u64,
+    /// `kept_by`'s names (for `drop/`).
+    names: Arc<KeptByNames>,
     row: std::marker::PhantomData<T>,
 }
 
 impl<T: PartRow> SortedPart<T> {
     /// A part the job reads again before the output is placed (plain,
     /// uncompressed, never uploaded to an object store).
-    pub(crate) fn new_local(path: PathBuf) -> SortedPart<T> {
+    pub(crate) fn new_local(path: PathBuf, names: Arc<KeptByNames>) -> SortedPart<T> {
         SortedPart {
             local: true,
-            ..SortedPart::new(path)
+            ..SortedPart::new(path, names)
         }
     }
 
-    pub(crate) fn new(path: PathBuf) -> SortedPart<T> {
+    pub(crate) fn new(path: PathBuf, names: Arc<KeptByNames>) -> SortedPart<T> {
         SortedPart {
             path,
             local: false,
             open: None,
             last: None,
             written: 0,
+            names,
             row: std::marker::PhantomData,
         }
     }
@@ -221,7 +239,7 @@ impl<T: PartRow> SortedPart<T> {
         }
         let open = self.open.as_mut().expect("opened just above");
         let given = chunk.ids.len();
-        let columns = T::columns(chunk.ids, chunk.others, chunk.thirds);
+        let columns = T::columns(chunk.ids, chunk.others, chunk.thirds, &self.names);
         let batch = RecordBatch::try_new(open.schema.clone(), columns)?;
         open.write(&batch)?;
         self.written += given as u64;
@@ -253,20 +271,17 @@ pub(crate) struct DropColumns {
 /// `url_of(row, true)`, null where none is known.
 pub(crate) type UrlOf<'a> = &'a dyn Fn(usize, bool) -> Option<&'a str>;
 
-/// Writes a `drop/` part with each row's `kept_by` as `kept_by(row)` has
-/// it, and with `url_of` the URLs of both pages, `url` and `keep_url`, as
-/// [`SortedPart`] writes one without them.
-pub(crate) fn write_drops_with_evidence<'a>(
+/// Writes a `drop/` part with `url_of` the URLs of both pages, `url` and
+/// `keep_url`, as [`SortedPart`] writes one without them.
+pub(crate) fn write_drops_with_urls<'a>(
     path: &Path,
     rows: &DropColumns,
-    kept_by: impl Fn(usize) -> &'a str,
-    url_of: Option<UrlOf<'a>>,
+    names: &KeptByNames,
+    url_of: UrlOf<'a>,
 ) -> Result<()> {
     let mut fields = DropRow::fields();
-    if url_of.is_some() {
-        fields.push(Field::new("url", DataType::Utf8, true));
-        fields.push(Field::new("keep_url", DataType::Utf8, true));
-    }
+    fields.push(Field::new("url", DataType::Utf8, true));
+    fields.push(Field::new("keep_url", DataType::Utf8, true));
     let schema = Arc::new(Schema::new(fields));
     let layout = FileLayout {
         schema: schema.clone(),
@@ -282,14 +297,10 @@ pub(crate) fn write_drops_with_evidence<'a>(
             Arc::new(Int64Array::from(ids.to_vec())),
             Arc::new(Int64Array::from(keeps.to_vec())),
         ];
-        columns.extend(distance_columns(&rows.grounds[range.clone()]));
-        let kept_by = range.clone().map(&kept_by);
-        columns.push(Arc::new(StringArray::from_iter_values(kept_by)));
-        if let Some(url_of) = url_of {
-            for keep in [false, true] {
-                let urls = range.clone().map(|row| url_of(row, keep));
-                columns.push(Arc::new(StringArray::from_iter(urls)));
-            }
+        columns.extend(grounds_columns(&rows.grounds[range.clone()], names));
+        for keep in [false, true] {
+            let urls = range.clone().map(|row| url_of(row, keep));
+            columns.push(Arc::new(StringArray::from_iter(urls)));
         }
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
@@ -313,7 +324,7 @@ pub(crate) struct PartWriter {
     worker: usize,
     members: Vec<Option<StreamedPart<MemberRow>>>,
     drops: Vec<Option<StreamedPart<DropRow>>>,
-    /// Where `drop/`'s keys and URLs are read from, if anywhere.
+    /// Where `drop/`'s URLs are read from, if anywhere.
     evidence: Option<Arc<EvidenceSources>>,
     /// Threads that read it: the process's workers, idle once routed.
     threads: usize,
@@ -332,11 +343,16 @@ struct StreamedPart<T: PartRow> {
 impl<T: PartRow> StreamedPart<T> {
     /// A part written to `path`, or with `local` to a plain file beside it
     /// read again before it is placed ([`crate::cluster::drop_evidence`]).
-    fn new(path: PathBuf, producers: &[u32], local: bool) -> StreamedPart<T> {
+    fn new(
+        path: PathBuf,
+        producers: &[u32],
+        local: bool,
+        names: &Arc<KeptByNames>,
+    ) -> StreamedPart<T> {
         let merge = RunMerge::new(producers.iter().copied());
         let file = match local {
-            true => SortedPart::new_local(local_name(&path)),
-            false => SortedPart::new(path.clone()),
+            true => SortedPart::new_local(local_name(&path), names.clone()),
+            false => SortedPart::new(path.clone(), names.clone()),
         };
         StreamedPart { merge, file, path }
     }
@@ -356,11 +372,12 @@ impl<T: PartRow> StreamedPart<T> {
         ours: impl Fn(usize) -> bool,
         producers: &[u32],
         local: bool,
+        names: &Arc<KeptByNames>,
     ) -> Vec<Option<StreamedPart<T>>> {
         (0..parts)
             .map(|p| {
                 let path = dir.join(folder).join(part_name(p));
-                ours(p).then(|| StreamedPart::new(path, producers, local))
+                ours(p).then(|| StreamedPart::new(path, producers, local, names))
             })
             .collect()
     }
@@ -390,7 +407,8 @@ fn local_name(path: &Path) -> PathBuf {
 
 impl PartWriter {
     /// The writer of worker `worker` of `peers` in `processes` processes,
-    /// over `parts` parts in `dir`. Every worker's router gives rows to
+    /// over `parts` parts in `dir`, naming `kept_by` by `names`. Every
+    /// worker's router gives rows to
     /// every part; the owners of joined clusters give drops, and only on
     /// several processes (on one, no cluster is joined). A merge waits for
     /// the end of every run it expects, and the owners' come after all the
@@ -402,8 +420,10 @@ impl PartWriter {
         peers: usize,
         processes: usize,
         parts: usize,
+        names: KeptByNames,
         evidence: Option<Arc<EvidenceSources>>,
     ) -> PartWriter {
+        let names = Arc::new(names);
         let routers: Vec<u32> = (0..peers as u32).map(router_run).collect();
         let owners = (0..peers as u32).map(owner_run).filter(|_| processes > 1);
         let droppers: Vec<u32> = routers.iter().copied().chain(owners).collect();
@@ -418,8 +438,17 @@ impl PartWriter {
                 ours(RowKind::Members),
                 &routers,
                 false,
+                &names,
             ),
-            drops: StreamedPart::all(dir, "drop", parts, ours(RowKind::Drops), &droppers, local),
+            drops: StreamedPart::all(
+                dir,
+                "drop",
+                parts,
+                ours(RowKind::Drops),
+                &droppers,
+                local,
+                &names,
+            ),
             evidence,
             threads: peers / processes,
             writing: std::time::Duration::ZERO,
@@ -483,15 +512,16 @@ mod tests {
     use super::*;
     use crate::cluster::components::Closeness;
     use crate::cluster::drop_policy::closeness;
+    use crate::cluster::keep_order::KeptBy;
     use parquet::basic::{Compression, Encoding};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use std::fs::File;
 
-    /// The grounds of a drop `near` its keeper, not kept for the corpus.
+    /// The grounds of a drop `near` its keeper, kept for its smaller id.
     fn grounds(near: Option<Closeness>) -> Grounds {
         Grounds {
             near,
-            by_corpus: false,
+            kept_by: KeptBy::ID,
         }
     }
 
@@ -499,7 +529,7 @@ mod tests {
     fn write_part<T: PartRow>(path: &Path, rows: Vec<T>, ended: bool) -> Result<u64> {
         let mut merge = RunMerge::new([0]);
         merge.add(0, 0, rows, ended)?;
-        let mut part = SortedPart::new(path.to_path_buf());
+        let mut part = SortedPart::new(path.to_path_buf(), Arc::default());
         part.write_from(&mut merge)?;
         part.finish(&mut merge)
     }
@@ -512,7 +542,7 @@ mod tests {
             .map(|r| rows.iter().copied().skip(r).step_by(runs).collect())
             .collect();
         let mut merge = RunMerge::new(0..runs as u32);
-        let mut part = SortedPart::new(path.to_path_buf());
+        let mut part = SortedPart::new(path.to_path_buf(), Arc::default());
         let (mut starts, mut seqs) = (vec![0; runs], vec![0u32; runs]);
         let mut turn = 0;
         while (0..runs).any(|r| seqs[r] == 0 || starts[r] < dealt[r].len()) {
@@ -544,8 +574,8 @@ mod tests {
             .map(|i| {
                 let near = (i % 7 != 0)
                     .then(|| closeness((i % 4) as u8, (i % 3 > 0).then_some((i % 3) as u16 - 1)));
-                let by_corpus = i % 5 == 0;
-                (3 * i, i / 5, Grounds { near, by_corpus })
+                let kept_by = [KeptBy::CORPUS, KeptBy::ID][usize::from(i % 5 == 0)];
+                (3 * i, i / 5, Grounds { near, kept_by })
             })
             .collect();
         let dir = tempfile::tempdir().unwrap();

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::components::{Components, Label, Page};
-use crate::cluster::keep_order::MAX_KEY_WORDS;
+use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 
 /// A component of one worker's union-find: `(worker, local root)`.
 pub(crate) type Node = (u32, Page);
@@ -23,6 +23,8 @@ pub(crate) trait JoinLabel:
     fn id(&self) -> i64;
     /// Whether the labelled page ranks first (a corpus page).
     fn ranks_first(&self) -> bool;
+    /// The labelled page's keys, if the label carries them.
+    fn keys(&self) -> RepKeys;
 }
 
 impl JoinLabel for Label {
@@ -42,6 +44,10 @@ impl JoinLabel for Label {
 
     fn ranks_first(&self) -> bool {
         !self.later
+    }
+
+    fn keys(&self) -> RepKeys {
+        Some(Box::new(self.keys))
     }
 }
 
@@ -70,6 +76,10 @@ impl JoinLabel for IdLabel {
     fn ranks_first(&self) -> bool {
         !self.later
     }
+
+    fn keys(&self) -> RepKeys {
+        None
+    }
 }
 
 /// A joined local component as the join needs it: one per node it joins
@@ -93,8 +103,14 @@ pub(crate) struct NodeLink<L: JoinLabel> {
 /// whether its representative ranks first)`.
 pub(crate) type ClusterOf = (i64, u32, bool);
 
-/// A joined local component's cluster: `(worker, local root, cluster)`.
-pub(crate) type Resolved = (u32, Page, ClusterOf);
+/// A cluster's representative's keys, where pages have keys: a drop under
+/// the component policy names the first key its representative won by.
+/// Boxed, so that a run without keys carries a word, not eight.
+pub(crate) type RepKeys = Option<Box<KeyWords>>;
+
+/// A joined local component's cluster: `(worker, local root, cluster,
+/// representative's keys)`.
+pub(crate) type Resolved = (u32, Page, ClusterOf, RepKeys);
 
 /// The worker that owns a key (a page or a cluster id) among `peers` (also
 /// a row's output part): its hash's remainder. A power of two (the usual

@@ -50,7 +50,7 @@ mod shared_pages;
 
 pub(crate) use filter::{seen_twice, shared_sightings, FilterChunk, SharedFilter};
 use links::IdLabel;
-pub(crate) use links::{owner_of, ClusterOf, Resolved};
+pub(crate) use links::{owner_of, ClusterOf, RepKeys, Resolved};
 use shared_pages::describe_joined;
 pub(crate) use shared_pages::{find_shared, sightings, Join, SharedPage, SharedPages};
 
@@ -61,6 +61,7 @@ use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
 use crate::cluster::components::{Components, Label, Page, MISSING};
+use crate::cluster::keep_order::KeyWords;
 use crate::exec::after_all::{after_all_in_slices, Slices};
 use crate::exec::parallel::prefetch;
 
@@ -87,12 +88,15 @@ pub(crate) fn join_components<'scope>(
 pub(crate) struct JoinedRoots {
     index: Vec<Page>,
     clusters: Vec<ClusterOf>,
+    /// The clusters' representatives' keys, by index, where pages have
+    /// keys.
+    keys: Vec<KeyWords>,
 }
 
 impl JoinedRoots {
     /// Notes a joined root's cluster (a root's cluster may come from
     /// several workers of the join, each the same: once is kept).
-    fn insert(&mut self, root: Page, cluster: ClusterOf) {
+    fn insert(&mut self, root: Page, cluster: ClusterOf, keys: RepKeys) {
         if self.index.len() <= root as usize {
             self.index.resize(root as usize + 1, MISSING);
         }
@@ -101,6 +105,7 @@ impl JoinedRoots {
         }
         self.index[root as usize] = self.clusters.len() as Page;
         self.clusters.push(cluster);
+        self.keys.extend(keys.as_deref());
     }
 
     /// The index of the cluster of a local root, if it was joined.
@@ -121,6 +126,12 @@ impl JoinedRoots {
     /// The joined clusters, by index.
     pub(crate) fn clusters(&self) -> &[ClusterOf] {
         &self.clusters
+    }
+
+    /// Their representatives' keys, by index (none if pages have no
+    /// keys).
+    pub(crate) fn take_keys(&mut self) -> Vec<KeyWords> {
+        std::mem::take(&mut self.keys)
     }
 }
 
@@ -145,8 +156,8 @@ where
         name,
         move |data| {
             let mut joined = absorbed.borrow_mut();
-            for (_, root, cluster) in data.drain(..) {
-                joined.insert(root, cluster);
+            for (_, root, cluster, keys) in data.drain(..) {
+                joined.insert(root, cluster, keys);
             }
         },
         move || start(std::mem::take(&mut *joined.borrow_mut())),

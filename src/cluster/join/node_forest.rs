@@ -7,7 +7,7 @@ use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use super::links::{ClusterOf, JoinLabel, Node, NodeLink, Resolved};
+use super::links::{ClusterOf, JoinLabel, Node, NodeLink, RepKeys, Resolved};
 use crate::cluster::components::MISSING;
 use crate::exec::after_all::after_all;
 use crate::exec::parallel::prefetch;
@@ -34,8 +34,8 @@ pub(super) fn join_at_worker_zero<'scope, L: JoinLabel>(
             let started = std::time::Instant::now();
             let mut joined = std::mem::take(&mut *forest.borrow_mut());
             let (links, components) = (joined.links, joined.nodes.len());
-            for ((worker, root), cluster) in joined.clusters() {
-                give((worker, root, cluster));
+            for ((worker, root), cluster, keys) in joined.clusters() {
+                give((worker, root, cluster, keys));
             }
             if links > 0 {
                 tracing::info!(
@@ -271,14 +271,20 @@ impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
         (set.least.id(), pages, set.least.ranks_first())
     }
 
-    /// Every node's cluster, by index, when every link is here.
-    pub(super) fn clusters(&mut self) -> impl Iterator<Item = (Node, ClusterOf)> + '_ {
+    /// The keys of the representative of the set whose root is `root`.
+    pub(super) fn keys_of_set(&self, root: u32) -> RepKeys {
+        self.sets[root as usize].least.keys()
+    }
+
+    /// Every node's cluster, and its representative's keys, when every link
+    /// is here.
+    pub(super) fn clusters(&mut self) -> impl Iterator<Item = (Node, ClusterOf, RepKeys)> + '_ {
         let roots = self.roots();
         let this = &*self;
         this.nodes
             .iter()
             .zip(roots)
-            .map(move |(&node, root)| (node, this.cluster_of_set(root)))
+            .map(move |(&node, root)| (node, this.cluster_of_set(root), this.keys_of_set(root)))
     }
 }
 
@@ -313,8 +319,8 @@ pub(super) mod tests {
         // In two batches, as they come from different workers.
         let batches = [links[..2].to_vec(), links[2..].to_vec()];
         let mut joined = NodeForest::<_, ByRoot>::from_links(&batches);
-        let clusters: Vec<(Node, ClusterOf)> = joined.clusters().collect();
-        let cluster_of = |node: Node| clusters.iter().find(|(n, _)| *n == node).unwrap().1;
+        let clusters = clusters_of(&mut joined);
+        let cluster_of = |node: Node| clusters[&node];
         // 4 + 3 + 2 pages, less the two copies.
         for node in [(0, 7), (1, 2), (2, 900)] {
             assert_eq!(cluster_of(node), (10, 7, false), "{node:?}");
@@ -424,8 +430,17 @@ pub(super) mod tests {
             rest = after;
         }
         let mut by_root = NodeForest::<_, ByRoot>::from_links(&batches);
-        assert_eq!(by_root.clusters().collect::<HashMap<_, _>>(), expected);
+        assert_eq!(clusters_of(&mut by_root), expected);
         let mut hashed = NodeForest::<_, Hashed>::from_links(&batches);
-        assert_eq!(hashed.clusters().collect::<HashMap<_, _>>(), expected);
+        assert_eq!(clusters_of(&mut hashed), expected);
+    }
+
+    /// Each node's cluster (keyless labels carry no keys).
+    fn clusters_of<I: NodeIndex>(forest: &mut NodeForest<IdLabel, I>) -> HashMap<Node, ClusterOf> {
+        let clusters = forest.clusters().map(|(node, cluster, keys)| {
+            assert!(keys.is_none());
+            (node, cluster)
+        });
+        clusters.collect()
     }
 }

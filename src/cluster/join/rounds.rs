@@ -32,7 +32,7 @@ use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use super::links::{owner_of, ClusterOf, JoinLabel, Node, NodeLink, Resolved};
+use super::links::{owner_of, ClusterOf, JoinLabel, Node, NodeLink, RepKeys, Resolved};
 use super::node_forest::{join_at_worker_zero, Hashed, NodeForest};
 use crate::exec::after_all::{after_all, after_all_gathered};
 
@@ -86,8 +86,9 @@ struct Round<L: JoinLabel> {
     forest: NodeForest<L, Hashed>,
     /// Each node's root, once every link is in.
     roots: Vec<u32>,
-    /// The clusters the later rounds gave this worker's sets, by root.
-    joined: Vec<Option<ClusterOf>>,
+    /// The clusters the later rounds gave this worker's sets, by root,
+    /// with their representatives' keys.
+    joined: Vec<Option<(ClusterOf, RepKeys)>>,
 }
 
 impl<L: JoinLabel> Default for Round<L> {
@@ -221,8 +222,8 @@ fn resolve_round<'scope, L: JoinLabel>(
         "ResolveRound",
         move |data| {
             let mut forest = absorbed.borrow_mut();
-            for (_, root, cluster) in data.drain(..) {
-                forest.joined[root as usize] = Some(cluster);
+            for (_, root, cluster, keys) in data.drain(..) {
+                forest.joined[root as usize] = Some((cluster, keys));
             }
         },
         move |give| {
@@ -233,9 +234,11 @@ fn resolve_round<'scope, L: JoinLabel>(
                     continue;
                 }
                 let set = round.roots[at];
-                let cluster =
-                    round.joined[set as usize].unwrap_or_else(|| forest.cluster_of_set(set));
-                give((worker, root, cluster));
+                let (cluster, keys) = match &round.joined[set as usize] {
+                    Some(joined) => joined.clone(),
+                    None => (forest.cluster_of_set(set), forest.keys_of_set(set)),
+                };
+                give((worker, root, cluster, keys));
             }
         },
     )
@@ -263,7 +266,7 @@ mod tests {
             let out = out.clone();
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
                 let (input, links) = scope.new_input::<Vec<NodeLink<IdLabel>>>();
-                spread_join(links).inspect(move |r| out.lock().unwrap().push(*r));
+                spread_join(links).inspect(move |r| out.lock().unwrap().push(r.clone()));
                 input
             });
             let mine = links
@@ -288,7 +291,8 @@ mod tests {
         for workers in [1, 2, 3, 4] {
             let given = spread(&links, workers);
             let mut clusters: HashMap<Node, ClusterOf> = HashMap::new();
-            for (worker, root, cluster) in given {
+            for (worker, root, cluster, keys) in given {
+                assert!(keys.is_none(), "a keyless label carries keys");
                 let before = clusters.insert((worker, root), cluster);
                 assert!(
                     before.is_none_or(|c| c == cluster),
