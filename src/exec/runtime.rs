@@ -97,6 +97,11 @@ const RETRY_PAUSE: Duration = Duration::from_millis(100);
 /// Marks, in the handshake, a peer's heartbeat connection (as opposed to
 /// its timely connection).
 const HEARTBEAT_CONNECTION: u64 = 1 << 63;
+/// Marks, in the handshake, a connection that only brings a lower-numbered
+/// peer's failure before starting: one that cannot listen on its port
+/// tells the higher-numbered peers so, since on that port they may find a
+/// program that accepts and never answers.
+const FAILURE_NOTICE: u64 = 1 << 62;
 /// TCP keepalive: probes after this long idle, every `KEEPALIVE_INTERVAL`,
 /// `KEEPALIVE_RETRIES` times, before the kernel fails the connection.
 const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
@@ -676,7 +681,7 @@ fn connect_peers(
                 }
             }
         }
-        accept_waiting(&listener, me, &mut sockets, &mut heartbeats);
+        accept_waiting(&listener, me, &mut sockets, &mut heartbeats)?;
         let missing: Vec<usize> = (0..addresses.len())
             .filter(|&p| p != me && (sockets[p].is_none() || heartbeats[p].is_none()))
             .collect();
@@ -700,9 +705,10 @@ fn connect_peers(
 }
 
 /// Listens on this process's address. A port another program holds is
-/// told at once to the lower-numbered peers, which would otherwise wait
-/// out `--connect-timeout` for this process (the higher-numbered ones find
-/// that program there instead: see [`GREETING`]).
+/// told at once to every peer, which would otherwise wait out
+/// `--connect-timeout` for this process (the higher-numbered ones would
+/// find that program there, and one that never answers cannot be told
+/// from a busy peer: see [`GREETING`]).
 fn listen(addresses: &[String], me: usize, timeout: Duration) -> Result<TcpListener> {
     let error = match TcpListener::bind(&addresses[me]) {
         Ok(listener) => return Ok(listener),
@@ -712,27 +718,54 @@ fn listen(addresses: &[String], me: usize, timeout: Duration) -> Result<TcpListe
         ),
         Err(e) => anyhow!("process {me}: cannot listen on {}: {e}", addresses[me]),
     };
-    tell_lower_peers(addresses, me, &error, timeout.min(TELL_TIMEOUT));
+    tell_peers_unconnected(addresses, me, &error, timeout.min(TELL_TIMEOUT));
     Err(error)
 }
 
-/// Tells each lower-numbered peer reached within `timeout` that this
-/// process failed before starting, and why, as [`tell_peers_of_failure`]
-/// does once connected to all.
-fn tell_lower_peers(addresses: &[String], me: usize, error: &anyhow::Error, timeout: Duration) {
+/// Tells each peer reached within `timeout` that this process failed
+/// before starting, and why, as [`tell_peers_of_failure`] does once
+/// connected to all: a lower-numbered peer as this process would connect
+/// to it, a higher-numbered one on a [`FAILURE_NOTICE`] connection.
+fn tell_peers_unconnected(
+    addresses: &[String],
+    me: usize,
+    error: &anyhow::Error,
+    timeout: Duration,
+) {
     let deadline = Instant::now() + timeout;
     let failed = Terms(vec![(FAILED.to_string(), format!("{error:#}"))]).encode();
-    let mut untold: Vec<usize> = (0..me).collect();
+    let mut untold: Vec<usize> = (0..addresses.len()).filter(|&peer| peer != me).collect();
+    let told = |peer: usize| match peer < me {
+        true => match try_connect(&addresses[peer], me) {
+            Ok(Some((_timely, mut heartbeat))) => heartbeat.write_all(&failed).is_ok(),
+            Ok(None) => false,
+            Err(_) => true,
+        },
+        false => send_failure_notice(&addresses[peer], me, &failed),
+    };
     while !untold.is_empty() && Instant::now() < deadline {
-        untold.retain(|&peer| match try_connect(&addresses[peer], me) {
-            Ok(Some((_timely, mut heartbeat))) => heartbeat.write_all(&failed).is_err(),
-            Ok(None) => true,
-            Err(_) => false,
-        });
+        untold.retain(|&peer| !told(peer));
         if !untold.is_empty() {
             std::thread::sleep(RETRY_PAUSE);
         }
     }
+}
+
+/// Sends `failed` (encoded [`Terms`]) to a higher-numbered peer on a
+/// [`FAILURE_NOTICE`] connection; whether its address took it. The peer
+/// reads it when it next accepts, even after this process is gone.
+fn send_failure_notice(address: &str, me: usize, failed: &[u8]) -> bool {
+    let Some(target) = address.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+        return false;
+    };
+    let Ok(mut stream) = TcpStream::connect_timeout(&target, Duration::from_secs(1)) else {
+        return false;
+    };
+    let notice = (me as u64 | FAILURE_NOTICE).to_be_bytes();
+    stream
+        .write_all(&notice)
+        .and_then(|()| stream.write_all(failed))
+        .is_ok()
 }
 
 /// What a process sends back once a peer has introduced itself, so that
@@ -812,28 +845,33 @@ fn configure(stream: &TcpStream) -> std::io::Result<()> {
     SockRef::from(stream).set_tcp_keepalive(&keepalive)
 }
 
-/// Accepts every pending connection from a higher-numbered peer. A connection
-/// that does not introduce itself as one (a port scanner, a stray client) is
+/// Accepts every pending connection from a higher-numbered peer, or fails
+/// on a lower-numbered one's [`FAILURE_NOTICE`]. A connection that does
+/// not introduce itself as a peer (a port scanner, a stray client) is
 /// dropped.
 fn accept_waiting(
     listener: &TcpListener,
     me: usize,
     sockets: &mut [Option<TcpStream>],
     heartbeats: &mut [Option<TcpStream>],
-) {
+) -> Result<()> {
     loop {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
             Err(e) => {
                 tracing::warn!("accepting a peer failed: {e}");
-                return;
+                return Ok(());
             }
         };
         let Some((index, stream)) = read_peer_index(stream) else {
             tracing::warn!("dropped a connection that is not a cluster peer");
             continue;
         };
+        if index & FAILURE_NOTICE != 0 {
+            read_failure_notice(stream, me, index & !FAILURE_NOTICE)?;
+            continue;
+        }
         let peer = (index & !HEARTBEAT_CONNECTION) as usize;
         if peer <= me || peer >= sockets.len() {
             tracing::warn!("dropped a connection that is not a cluster peer");
@@ -847,6 +885,22 @@ fn accept_waiting(
             0 => sockets[peer] = Some(stream),
             _ => heartbeats[peer] = Some(stream),
         }
+    }
+}
+
+/// The error a lower-numbered `peer` sent on a [`FAILURE_NOTICE`]
+/// connection (one that sends none is dropped).
+fn read_failure_notice(mut stream: TcpStream, me: usize, peer: u64) -> Result<()> {
+    let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    let Some(Terms(failed)) = Terms::decode(&mut stream) else {
+        tracing::warn!("dropped a connection that is not a cluster peer");
+        return Ok(());
+    };
+    match failed.iter().find(|(name, _)| name == FAILED) {
+        Some((_, error)) if peer < me as u64 => {
+            bail!("process {me}: process {peer} failed before starting: {error}")
+        }
+        _ => Ok(()),
     }
 }
 

@@ -887,9 +887,10 @@ fn occupy(address: &str, answer: &'static [u8]) -> TcpListener {
 }
 
 /// A port another program holds: the process that cannot listen there
-/// stops at once naming it and tells its peer, which stops too instead of
-/// waiting out --connect-timeout; a process that reaches a program that
-/// answers, but not as neardup, stops at once saying so.
+/// stops at once naming it and tells its peers, which stop too instead of
+/// waiting out --connect-timeout, whether the program answers nothing or
+/// something; a process that reaches a program that answers, but not as
+/// neardup, stops at once saying so.
 #[test]
 fn a_port_held_by_another_program_stops_every_process_at_once_naming_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -898,11 +899,16 @@ fn a_port_held_by_another_program_stops_every_process_at_once_naming_it() {
     let mut args = match_args(&q, Some(&c), &out, false);
     // Far beyond the hang guard below: only the fix stops them before it.
     args.extend(strings(&["--connect-timeout", "600"]));
-    let cases: [(usize, &'static [u8], [&str; 2]); 2] = [
+    let cases: [(usize, &'static [u8], [&str; 2]); 3] = [
         (
             1,
             b"",
             ["process 1 failed before starting: ", "cannot listen on"],
+        ),
+        (
+            0,
+            b"",
+            ["cannot listen on", "process 0 failed before starting: "],
         ),
         (
             0,
