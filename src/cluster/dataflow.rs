@@ -36,7 +36,7 @@ use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::join::{
     after_joins, find_shared, join_components, seen_twice, shared_sightings, sightings,
-    FilterChunk, Resolved, SharedFilter, SharedPages,
+    FilterChunk, JoinedClusters, SharedFilter, SharedPages,
 };
 use crate::cluster::local_clusters::{Routed, Router, RouterInput};
 use crate::cluster::part_runs::{owner_run, RunSlice};
@@ -238,7 +238,7 @@ fn log_step(worker: usize, pages: usize, started: Instant, step: &str) {
 /// whole clusters (`Err`), and the pages of joined clusters addressed to
 /// their owners (`Ok`), a slice at a time.
 fn route_pages<'scope>(
-    resolved: Stream<'scope, u64, Vec<Resolved>>,
+    resolved: JoinedClusters<'scope>,
     cells: &ShareCells,
     job: &Job,
     me: usize,
@@ -249,7 +249,7 @@ fn route_pages<'scope>(
     let opts = &job.opts;
     let (policy, max_size, parts) = (opts.drop_policy, opts.max_cluster_size, opts.parts);
     let word_keys: Arc<[_]> = opts.keep_by.word_keys().into();
-    after_joins(resolved, "RoutePages", move |joined| {
+    let start = move |joined| {
         counters.reach(WRITING);
         let started = Instant::now();
         let components = std::mem::take(&mut *cells.components.borrow_mut());
@@ -280,7 +280,11 @@ fn route_pages<'scope>(
             tracing::info!(worker = me, pages, seconds, rss_mib = ?resident_mib(), "pages routed");
             false
         }
-    })
+    };
+    match resolved {
+        JoinedClusters::Keyless(resolved) => after_joins(resolved, "RoutePages", start),
+        JoinedClusters::Keyed(resolved) => after_joins(resolved, "RoutePages", start),
+    }
 }
 
 /// Sends the rows' runs to the workers that write their parts, and reports

@@ -23,8 +23,32 @@ pub(crate) trait JoinLabel:
     fn id(&self) -> i64;
     /// Whether the labelled page ranks first (a corpus page).
     fn ranks_first(&self) -> bool;
-    /// The labelled page's keys, if the label carries them.
-    fn keys(&self) -> RepKeys;
+    /// What a joined cluster carries of its representative's keys:
+    /// nothing for a label without keys.
+    type Keys: RepresentativeKeys;
+    fn keys(&self) -> Self::Keys;
+}
+
+/// A joined cluster's representative's keys as the join sends them with
+/// it: a drop under the component policy names the first key its
+/// representative won by. A run without keys sends nothing (`()`), not a
+/// word a cluster.
+pub(crate) trait RepresentativeKeys:
+    Clone + std::fmt::Debug + Serialize + for<'de> Deserialize<'de> + Send + 'static
+{
+    fn words(&self) -> Option<&KeyWords>;
+}
+
+impl RepresentativeKeys for () {
+    fn words(&self) -> Option<&KeyWords> {
+        None
+    }
+}
+
+impl RepresentativeKeys for KeyWords {
+    fn words(&self) -> Option<&KeyWords> {
+        Some(self)
+    }
 }
 
 impl JoinLabel for Label {
@@ -46,8 +70,10 @@ impl JoinLabel for Label {
         !self.later
     }
 
-    fn keys(&self) -> RepKeys {
-        Some(Box::new(self.keys))
+    type Keys = KeyWords;
+
+    fn keys(&self) -> KeyWords {
+        self.keys
     }
 }
 
@@ -77,9 +103,9 @@ impl JoinLabel for IdLabel {
         !self.later
     }
 
-    fn keys(&self) -> RepKeys {
-        None
-    }
+    type Keys = ();
+
+    fn keys(&self) {}
 }
 
 /// A joined local component as the join needs it: one per node it joins
@@ -103,14 +129,9 @@ pub(crate) struct NodeLink<L: JoinLabel> {
 /// whether its representative ranks first)`.
 pub(crate) type ClusterOf = (i64, u32, bool);
 
-/// A cluster's representative's keys, where pages have keys: a drop under
-/// the component policy names the first key its representative won by.
-/// Boxed, so that a run without keys carries a word, not eight.
-pub(crate) type RepKeys = Option<Box<KeyWords>>;
-
 /// A joined local component's cluster: `(worker, local root, cluster,
 /// representative's keys)`.
-pub(crate) type Resolved = (u32, Page, ClusterOf, RepKeys);
+pub(crate) type Resolved<K> = (u32, Page, ClusterOf, K);
 
 /// The worker that owns a key (a page or a cluster id) among `peers` (also
 /// a row's output part): its hash's remainder. A power of two (the usual

@@ -50,7 +50,7 @@ mod shared_pages;
 
 pub(crate) use filter::{seen_twice, shared_sightings, FilterChunk, SharedFilter};
 use links::IdLabel;
-pub(crate) use links::{owner_of, ClusterOf, RepKeys, Resolved};
+pub(crate) use links::{owner_of, ClusterOf, RepresentativeKeys, Resolved};
 use shared_pages::describe_joined;
 pub(crate) use shared_pages::{find_shared, sightings, Join, SharedPage, SharedPages};
 
@@ -65,6 +65,13 @@ use crate::cluster::keep_order::KeyWords;
 use crate::exec::after_all::{after_all_in_slices, Slices};
 use crate::exec::parallel::prefetch;
 
+/// The clusters of joined local components, each with its
+/// representative's keys if pages have any.
+pub(crate) enum JoinedClusters<'scope> {
+    Keyless(Stream<'scope, u64, Vec<Resolved<()>>>),
+    Keyed(Stream<'scope, u64, Vec<Resolved<KeyWords>>>),
+}
+
 /// Local components that share pages, joined into clusters: described at
 /// their workers, joined in rounds spread over the workers and then at
 /// worker 0 ([`rounds`]), each resolved back to its worker. Their labels
@@ -74,10 +81,14 @@ pub(crate) fn join_components<'scope>(
     graph: Rc<RefCell<Components>>,
     shared: Rc<RefCell<SharedPages>>,
     key_words: usize,
-) -> Stream<'scope, u64, Vec<Resolved>> {
+) -> JoinedClusters<'scope> {
     match key_words {
-        0 => rounds::spread_join(describe_joined::<IdLabel>(joins, graph, shared)),
-        _ => rounds::spread_join(describe_joined::<Label>(joins, graph, shared)),
+        0 => JoinedClusters::Keyless(rounds::spread_join(describe_joined::<IdLabel>(
+            joins, graph, shared,
+        ))),
+        _ => JoinedClusters::Keyed(rounds::spread_join(describe_joined::<Label>(
+            joins, graph, shared,
+        ))),
     }
 }
 
@@ -96,7 +107,7 @@ pub(crate) struct JoinedRoots {
 impl JoinedRoots {
     /// Notes a joined root's cluster (a root's cluster may come from
     /// several workers of the join, each the same: once is kept).
-    fn insert(&mut self, root: Page, cluster: ClusterOf, keys: RepKeys) {
+    fn insert(&mut self, root: Page, cluster: ClusterOf, keys: &impl RepresentativeKeys) {
         if self.index.len() <= root as usize {
             self.index.resize(root as usize + 1, MISSING);
         }
@@ -105,7 +116,7 @@ impl JoinedRoots {
         }
         self.index[root as usize] = self.clusters.len() as Page;
         self.clusters.push(cluster);
-        self.keys.extend(keys.as_deref());
+        self.keys.extend(keys.words());
     }
 
     /// The index of the cluster of a local root, if it was joined.
@@ -139,12 +150,13 @@ impl JoinedRoots {
 /// `start` makes the work that follows from them (the rest of this
 /// worker's roots are whole clusters of their own), given a slice at a time
 /// (see [`after_all_in_slices`]).
-pub(crate) fn after_joins<'scope, O, S>(
-    resolved: Stream<'scope, u64, Vec<Resolved>>,
+pub(crate) fn after_joins<'scope, K, O, S>(
+    resolved: Stream<'scope, u64, Vec<Resolved<K>>>,
     name: &str,
     start: impl FnOnce(JoinedRoots) -> S + 'static,
 ) -> Stream<'scope, u64, Vec<O>>
 where
+    K: RepresentativeKeys,
     O: Clone + 'static,
     S: Slices<O> + 'static,
 {
@@ -152,12 +164,12 @@ where
     let absorbed = joined.clone();
     after_all_in_slices(
         resolved,
-        Exchange::new(|&(worker, ..): &Resolved| worker as u64),
+        Exchange::new(|&(worker, ..): &Resolved<K>| worker as u64),
         name,
         move |data| {
             let mut joined = absorbed.borrow_mut();
             for (_, root, cluster, keys) in data.drain(..) {
-                joined.insert(root, cluster, keys);
+                joined.insert(root, cluster, &keys);
             }
         },
         move || start(std::mem::take(&mut *joined.borrow_mut())),

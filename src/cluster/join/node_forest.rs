@@ -7,7 +7,7 @@ use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use super::links::{ClusterOf, JoinLabel, Node, NodeLink, RepKeys, Resolved};
+use super::links::{ClusterOf, JoinLabel, Node, NodeLink, Resolved};
 use crate::cluster::components::MISSING;
 use crate::exec::after_all::after_all;
 use crate::exec::parallel::prefetch;
@@ -19,7 +19,7 @@ use crate::exec::parallel::prefetch;
 /// worker's links.
 pub(super) fn join_at_worker_zero<'scope, L: JoinLabel>(
     links: Stream<'scope, u64, Vec<NodeLink<L>>>,
-) -> Stream<'scope, u64, Vec<Resolved>> {
+) -> Stream<'scope, u64, Vec<Resolved<L::Keys>>> {
     let forest = Rc::new(RefCell::new(NodeForest::<L, ByRoot>::default()));
     let absorbed = forest.clone();
     after_all(
@@ -272,13 +272,13 @@ impl<L: JoinLabel, I: NodeIndex> NodeForest<L, I> {
     }
 
     /// The keys of the representative of the set whose root is `root`.
-    pub(super) fn keys_of_set(&self, root: u32) -> RepKeys {
+    pub(super) fn keys_of_set(&self, root: u32) -> L::Keys {
         self.sets[root as usize].least.keys()
     }
 
     /// Every node's cluster, and its representative's keys, when every link
     /// is here.
-    pub(super) fn clusters(&mut self) -> impl Iterator<Item = (Node, ClusterOf, RepKeys)> + '_ {
+    pub(super) fn clusters(&mut self) -> impl Iterator<Item = (Node, ClusterOf, L::Keys)> + '_ {
         let roots = self.roots();
         let this = &*self;
         this.nodes
@@ -435,12 +435,11 @@ pub(super) mod tests {
         assert_eq!(clusters_of(&mut hashed), expected);
     }
 
-    /// Each node's cluster (keyless labels carry no keys).
+    /// Each node's cluster.
     fn clusters_of<I: NodeIndex>(forest: &mut NodeForest<IdLabel, I>) -> HashMap<Node, ClusterOf> {
-        let clusters = forest.clusters().map(|(node, cluster, keys)| {
-            assert!(keys.is_none());
-            (node, cluster)
-        });
-        clusters.collect()
+        forest
+            .clusters()
+            .map(|(node, cluster, ())| (node, cluster))
+            .collect()
     }
 }

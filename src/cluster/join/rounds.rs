@@ -32,7 +32,7 @@ use std::rc::Rc;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::Stream;
 
-use super::links::{owner_of, ClusterOf, JoinLabel, Node, NodeLink, RepKeys, Resolved};
+use super::links::{owner_of, ClusterOf, JoinLabel, Node, NodeLink, Resolved};
 use super::node_forest::{join_at_worker_zero, Hashed, NodeForest};
 use crate::exec::after_all::{after_all, after_all_gathered};
 
@@ -56,7 +56,7 @@ type Sighting = (Node, Node);
 /// doc), each given to its worker.
 pub(crate) fn spread_join<'scope, L: JoinLabel>(
     links: Stream<'scope, u64, Vec<NodeLink<L>>>,
-) -> Stream<'scope, u64, Vec<Resolved>> {
+) -> Stream<'scope, u64, Vec<Resolved<L::Keys>>> {
     let peers = links.scope().peers();
     let me = links.scope().index() as u32;
     let mut links = links;
@@ -88,7 +88,7 @@ struct Round<L: JoinLabel> {
     roots: Vec<u32>,
     /// The clusters the later rounds gave this worker's sets, by root,
     /// with their representatives' keys.
-    joined: Vec<Option<(ClusterOf, RepKeys)>>,
+    joined: Vec<Option<(ClusterOf, L::Keys)>>,
 }
 
 impl<L: JoinLabel> Default for Round<L> {
@@ -212,13 +212,13 @@ fn next_links<'scope, L: JoinLabel>(
 /// Once the later rounds have given this worker's joined sets their
 /// clusters: every node whose own links came here, its set's cluster.
 fn resolve_round<'scope, L: JoinLabel>(
-    resolved: Stream<'scope, u64, Vec<Resolved>>,
+    resolved: Stream<'scope, u64, Vec<Resolved<L::Keys>>>,
     forest: Rc<RefCell<Round<L>>>,
-) -> Stream<'scope, u64, Vec<Resolved>> {
+) -> Stream<'scope, u64, Vec<Resolved<L::Keys>>> {
     let absorbed = forest.clone();
     after_all(
         resolved,
-        Exchange::new(|&(worker, ..): &Resolved| u64::from(worker)),
+        Exchange::new(|&(worker, ..): &Resolved<L::Keys>| u64::from(worker)),
         "ResolveRound",
         move |data| {
             let mut forest = absorbed.borrow_mut();
@@ -258,7 +258,7 @@ mod tests {
     /// The clusters [`spread_join`] gives on `workers` workers of one
     /// process, each node's own links given at its worker, as
     /// `describe_joined` gives them.
-    fn spread(links: &[NodeLink<IdLabel>], workers: usize) -> Vec<Resolved> {
+    fn spread(links: &[NodeLink<IdLabel>], workers: usize) -> Vec<Resolved<()>> {
         let given = Arc::new(Mutex::new(Vec::new()));
         let (links, out) = (Arc::new(links.to_vec()), given.clone());
         timely::execute(timely::Config::process(workers), move |worker| {
@@ -266,7 +266,7 @@ mod tests {
             let out = out.clone();
             let mut input = worker.dataflow::<u64, _, _>(|scope| {
                 let (input, links) = scope.new_input::<Vec<NodeLink<IdLabel>>>();
-                spread_join(links).inspect(move |r| out.lock().unwrap().push(r.clone()));
+                spread_join(links).inspect(move |r| out.lock().unwrap().push(*r));
                 input
             });
             let mine = links
@@ -291,8 +291,7 @@ mod tests {
         for workers in [1, 2, 3, 4] {
             let given = spread(&links, workers);
             let mut clusters: HashMap<Node, ClusterOf> = HashMap::new();
-            for (worker, root, cluster, keys) in given {
-                assert!(keys.is_none(), "a keyless label carries keys");
+            for (worker, root, cluster, ()) in given {
                 let before = clusters.insert((worker, root), cluster);
                 assert!(
                     before.is_none_or(|c| c == cluster),
