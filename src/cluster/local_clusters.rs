@@ -747,30 +747,29 @@ impl RowMaker<'_> {
         if self.policy == DropPolicy::Component && id != cluster {
             let grounds = Grounds {
                 near: None,
-                kept_by: self.kept_by(page, tag),
+                kept_by: self.kept_by(page, tag, joined.map(|(cluster, _)| cluster)),
             };
             sink.drop((id, cluster, grounds));
         }
     }
 
-    /// The first key under which a page of the cluster its tag names
-    /// ranks after the cluster's representative (under the component
-    /// policy, the page it is dropped for).
-    fn kept_by(&self, page: Page, tag: u32) -> KeptBy {
-        let joined = tag & JOINED != 0;
-        let first = match joined_of(self.clusters, tag) {
-            Some(((_, _, first), _)) => first,
+    /// The first key under which a page of the cluster its tag names (a
+    /// `joined` one, if it is) ranks after the cluster's representative
+    /// (under the component policy, the page it is dropped for).
+    fn kept_by(&self, page: Page, tag: u32, joined: Option<ClusterOf>) -> KeptBy {
+        let first = match joined {
+            Some((_, _, first)) => first,
             None => self.components.representative_ranks_first(tag),
         };
-        if first && !self.ranks_first(page, joined) {
+        if first && !self.ranks_first(page, joined.is_some()) {
             return KeptBy::CORPUS;
         }
         if self.word_keys.is_empty() {
             return KeptBy::ID;
         }
         let representative = match joined {
-            true => self.rep_keys[(tag & !JOINED) as usize],
-            false => self.components.least(tag).keys,
+            Some(_) => self.rep_keys[(tag & !JOINED) as usize],
+            None => self.components.least(tag).keys,
         };
         KeptBy::between(&representative, &self.components.keys(page), self.word_keys)
     }

@@ -13,7 +13,8 @@
 //! by id (see [`crate::cluster::part_runs`]), merged as `clusters/` and `drop/` are
 //! written ([`crate::cluster::part_writer`]), each `drop/` part then given
 //! its pages' URLs if a table has them ([`crate::cluster::drop_evidence`]);
-//! worker 0 commits once every worker has reported. The dataflow that wires these steps is [`crate::cluster::dataflow`]'s.
+//! worker 0 commits once every worker has reported. The dataflow that
+//! wires these steps is [`crate::cluster::dataflow`]'s.
 //!
 //! How the pairs are read into the union-find is in
 //! [`crate::cluster::read_pairs`]; the totals and `_summary.json` in
