@@ -30,7 +30,7 @@ use timely::worker::Worker;
 
 use crate::cluster::cluster_owner::ClusterOwner;
 use crate::cluster::components::{
-    Components, DirectShare, KeyedPage, PairLog, SharedGraph, WorkerShare,
+    Components, DirectShare, KeyedPage, PairLog, RanksByPlace, SharedGraph, WorkerShare,
 };
 use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
@@ -126,6 +126,7 @@ struct ShareCells {
     components: Rc<RefCell<Components>>,
     /// The share's pages `(id, page, root)`, sorted by id.
     by_id: Rc<RefCell<Vec<KeyedPage>>>,
+    ranks: Rc<RefCell<RanksByPlace>>,
     direct: Rc<RefCell<Option<DirectShare>>>,
     threads: Rc<Cell<usize>>,
     /// The pages this worker shares with others, found by the join.
@@ -136,6 +137,7 @@ impl ShareCells {
     fn fill(&self, share: WorkerShare) {
         *self.components.borrow_mut() = share.components;
         *self.by_id.borrow_mut() = share.by_id;
+        *self.ranks.borrow_mut() = share.ranks;
         *self.direct.borrow_mut() = share.direct;
         self.threads.set(share.threads);
     }
@@ -258,6 +260,7 @@ fn route_pages<'scope>(
             worker: me as u32,
             components,
             by_id: std::mem::take(&mut *cells.by_id.borrow_mut()),
+            ranks: std::mem::take(&mut *cells.ranks.borrow_mut()),
             joined,
             shared: std::mem::take(&mut *cells.shared.borrow_mut()),
             direct: cells.direct.borrow_mut().take(),

@@ -22,7 +22,7 @@
 //! wait for the sweep.
 
 use crate::cluster::cluster_owner::{Addressed, Assigned, SlotPair};
-use crate::cluster::components::{Components, DirectShare, KeyedPage, Page, MISSING};
+use crate::cluster::components::{Components, DirectShare, KeyedPage, Page, RanksByPlace, MISSING};
 use crate::cluster::drop_policy::{
     direct_drops, DirectDrops, DropCursor, DropPolicy, Grounds, PlaceKeys,
 };
@@ -65,9 +65,11 @@ pub(crate) struct RouterInput {
     pub(crate) components: Components,
     /// Every page `(id, page, local root)`, in id order.
     pub(crate) by_id: Vec<KeyedPage>,
+    /// Whether each of them ranks first, by place.
+    pub(crate) ranks: RanksByPlace,
     pub(crate) joined: JoinedRoots,
     pub(crate) shared: SharedPages,
-    /// The pairs and pages' ranks, under the direct policy.
+    /// The pairs, under the direct policy.
     pub(crate) direct: Option<DirectShare>,
     /// Threads the sweep and the rows may use (see
     /// [`crate::cluster::drop_policy::threads_for_share`]).
@@ -359,11 +361,7 @@ impl Router {
         };
         let ranks_first = match self.input.shared.get(page) {
             Some(shared) => shared.first,
-            None => self
-                .input
-                .direct
-                .as_ref()
-                .is_some_and(|d| d.ranks_first[place]),
+            None => self.input.ranks.get(place),
         };
         match ranks_first {
             true => self.firsts.push((place as u32, owner)),
@@ -506,15 +504,16 @@ impl Router {
     /// a thread of its own while its `clusters/` rows are made and written:
     /// its worker's peers, with their shares done, would otherwise idle
     /// until its first rows came. A share of one thread gains nothing by it.
-    fn local_drops(&self, direct: DirectShare) -> LocalDrops {
-        let DirectShare { pairs, ranks_first } = direct;
+    fn local_drops(&mut self, direct: DirectShare) -> LocalDrops {
+        let DirectShare { pairs } = direct;
+        let ranks = std::mem::take(&mut self.input.ranks);
         let threads = self.input.threads;
         let by_id = self.by_id.clone();
         let components = self.input.components.clone();
         let word_keys = self.input.word_keys.clone();
         let pages = components.len();
         let choose = move || {
-            let rank = |at: usize| (by_id[at].2 & JOINED == 0).then(|| ranks_first[at]);
+            let rank = |at: usize| (by_id[at].2 & JOINED == 0).then(|| ranks.get(at));
             let keys = |at: usize| components.keys(by_id[at].1);
             let prefetch = |at: usize| {
                 if let Some(&(_, page, _)) = by_id.get(at) {
@@ -556,6 +555,7 @@ impl Router {
         let end = (next + pages).min(self.by_id.len());
         let maker = RowMaker {
             by_id: &self.by_id,
+            ranks: &self.input.ranks,
             clusters: &self.clusters,
             rep_keys: &self.rep_keys,
             word_keys: &self.input.word_keys,
@@ -667,6 +667,7 @@ fn joined_of(clusters: &[(ClusterOf, u32)], tag: u32) -> Option<(ClusterOf, u32)
 /// that it writes: ranges can be made on several threads at once.
 struct RowMaker<'a> {
     by_id: &'a [KeyedPage],
+    ranks: &'a RanksByPlace,
     clusters: &'a [(ClusterOf, u32)],
     rep_keys: &'a [KeyWords],
     word_keys: &'a [KeptBy],
@@ -701,7 +702,7 @@ impl RowMaker<'_> {
                     self.components.prefetch_representative(tag);
                 }
             }
-            self.page_rows(self.by_id[at], sink, totals);
+            self.page_rows(at, sink, totals);
         }
     }
 
@@ -722,12 +723,8 @@ impl RowMaker<'_> {
     /// A page's rows, if this worker writes it: its cluster's (counted once,
     /// at its representative's row), and under the component policy its
     /// drop (the direct policy's come from [`DirectDrops`]).
-    fn page_rows(
-        &self,
-        (id, page, tag): KeyedPage,
-        sink: &mut impl RowSink,
-        totals: &mut ClusterTotals,
-    ) {
+    fn page_rows(&self, at: usize, sink: &mut impl RowSink, totals: &mut ClusterTotals) {
+        let (id, page, tag) = self.by_id[at];
         let joined = joined_of(self.clusters, tag);
         let copy = |shared: SharedPage| !shared.writes;
         if joined.is_some() && self.shared.get(page).is_some_and(copy) {
@@ -747,21 +744,22 @@ impl RowMaker<'_> {
         if self.policy == DropPolicy::Component && id != cluster {
             let grounds = Grounds {
                 near: None,
-                kept_by: self.kept_by(page, tag, joined.map(|(cluster, _)| cluster)),
+                kept_by: self.kept_by(at, joined.map(|(cluster, _)| cluster)),
             };
             sink.drop((id, cluster, grounds));
         }
     }
 
-    /// The first key under which a page of the cluster its tag names (a
-    /// `joined` one, if it is) ranks after the cluster's representative
-    /// (under the component policy, the page it is dropped for).
-    fn kept_by(&self, page: Page, tag: u32, joined: Option<ClusterOf>) -> KeptBy {
+    /// The first key under which the page at `at` ranks after the
+    /// representative of its cluster (`joined`, if it is): under the
+    /// component policy, the page it is dropped for.
+    fn kept_by(&self, at: usize, joined: Option<ClusterOf>) -> KeptBy {
+        let (_, page, tag) = self.by_id[at];
         let first = match joined {
             Some((_, _, first)) => first,
             None => self.components.representative_ranks_first(tag),
         };
-        if first && !self.ranks_first(page, joined.is_some()) {
+        if first && !self.ranks_first(at, joined.is_some()) {
             return KeptBy::CORPUS;
         }
         if self.word_keys.is_empty() {
@@ -774,11 +772,11 @@ impl RowMaker<'_> {
         KeptBy::between(&representative, &self.components.keys(page), self.word_keys)
     }
 
-    /// Whether a page ranks first: a page of a joined cluster that other
-    /// workers saw too, as they all know together.
-    fn ranks_first(&self, page: Page, joined: bool) -> bool {
-        let shared = joined.then(|| self.shared.get(page)).flatten();
-        shared.map_or_else(|| self.components.ranks_first(page), |shared| shared.first)
+    /// Whether the page at `at` ranks first: a page of a joined cluster
+    /// that other workers saw too, as they all know together.
+    fn ranks_first(&self, at: usize, joined: bool) -> bool {
+        let shared = joined.then(|| self.shared.get(self.by_id[at].1)).flatten();
+        shared.map_or_else(|| self.ranks.get(at), |shared| shared.first)
     }
 }
 

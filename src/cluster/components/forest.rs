@@ -358,8 +358,8 @@ impl Forest {
     /// Counts the size and least label of every root of `by_id` (pages of
     /// whole components, by id: a root's first page is its least id), and
     /// clears the [`RANKS_FIRST`] marks of [`Self::place_by_id`]. Gives
-    /// the roots' least labels and, with `keep_ranks`, those marks by place
-    /// in `by_id`, for the direct policy's sweep. On `threads` threads (a
+    /// the roots' least labels and those marks by place in `by_id` (none
+    /// unless corpus pages come first). On `threads` threads (a
     /// giant component's share, see
     /// [`threads_for_share`]), each counting a range of `by_id` into runs
     /// of one root, which are then added up: a giant component's pages are
@@ -368,9 +368,9 @@ impl Forest {
     pub(super) fn count_roots(
         &self,
         by_id: &mut [KeyedPage],
-        keep_ranks: bool,
         threads: usize,
-    ) -> (LeastLabels, Vec<bool>) {
+    ) -> (LeastLabels, RanksByPlace) {
+        let keep_ranks = self.corpus_wins;
         let mut ranks = vec![false; if keep_ranks { by_id.len() } else { 0 }];
         let mut least = LeastLabels::default();
         if threads <= 1 {
@@ -384,7 +384,7 @@ impl Forest {
                 let (root, label) = take_mark(&mut by_id[at], &mut ranks, at);
                 self.add_to_root(&mut least, root, 1, label);
             }
-            return (least, ranks);
+            return (least, RanksByPlace(ranks));
         }
         let each = by_id.len().div_ceil(threads).max(1);
         let mut ranges: Vec<(&mut [KeyedPage], &mut [bool])> = match keep_ranks {
@@ -417,7 +417,7 @@ impl Forest {
             }
             self.add_to_root(&mut least, root, size, label);
         }
-        (least, ranks)
+        (least, RanksByPlace(ranks))
     }
 
     /// Adds `size` pages whose least label is `label` to `root`'s counts
@@ -459,6 +459,8 @@ pub struct WorkerShare {
     pub(crate) components: Components,
     /// The share's pages `(id, page, root)`, sorted by id.
     pub by_id: Vec<KeyedPage>,
+    /// Whether each of them ranks first.
+    pub(crate) ranks: RanksByPlace,
     /// What the direct policy needs, under it.
     pub(crate) direct: Option<DirectShare>,
     /// Threads its work may use (see [`threads_for_share`]).

@@ -508,13 +508,12 @@ impl SharedGraph {
         // SAFETY: every worker has filled its places (`place_by_id` checks)
         // before the barrier above.
         let mut by_id = unsafe { room.into_sorted(threads) };
-        let (least, ranks_first) = forest.count_roots(&mut by_id, direct, threads);
+        let (least, ranks) = forest.count_roots(&mut by_id, threads);
         let direct = direct.then(|| {
             // Every worker has posted its pairs.
             self.barrier.wait();
             DirectShare {
                 pairs: PairLog::concat(self.pairs_out.collect(worker)),
-                ranks_first,
             }
         });
         WorkerShare {
@@ -523,6 +522,7 @@ impl SharedGraph {
                 least: Arc::new(least),
             },
             by_id,
+            ranks,
             direct,
             threads,
         }
@@ -1255,9 +1255,9 @@ mod tests {
         for (w, share) in shares.iter().enumerate() {
             let direct = share.direct.as_ref().unwrap();
             // The ranks kept while counting are the pages' own, by place.
-            assert_eq!(direct.ranks_first.len(), share.by_id.len());
-            for (&(_, page, _), &first) in share.by_id.iter().zip(&direct.ranks_first) {
-                assert_eq!(first, share.components.ranks_first(page));
+            assert_eq!(share.ranks.0.len(), share.by_id.len());
+            for (at, &(_, page, _)) in share.by_id.iter().enumerate() {
+                assert_eq!(share.ranks.get(at), share.components.ranks_first(page));
             }
             let log = &direct.pairs;
             for (a, b, _) in log.pairs_in(0..log.len()) {

@@ -215,7 +215,20 @@ impl PairLog {
 #[derive(Debug, Default)]
 pub(crate) struct DirectShare {
     pub(crate) pairs: PairLog,
-    pub(crate) ranks_first: Vec<bool>,
+}
+
+/// Whether each page of a worker's share ranks first, by its place in the
+/// share's `by_id`: kept while the roots are counted, which reads the marks
+/// in that order anyway, so that later steps need not read each page's
+/// flags at random. Empty when no page can rank first.
+#[derive(Debug, Default)]
+pub(crate) struct RanksByPlace(pub(super) Vec<bool>);
+
+impl RanksByPlace {
+    /// Whether the page at `at` of `by_id` ranks first.
+    pub(crate) fn get(&self, at: usize) -> bool {
+        !self.0.is_empty() && self.0[at]
+    }
 }
 
 /// How many of its process's `workers` threads a worker holding `share` of
