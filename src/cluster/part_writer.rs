@@ -640,7 +640,8 @@ mod tests {
     }
 
     #[test]
-    fn few_valued_columns_are_dictionary_encoded_and_other_pages_ids_delta_encoded() -> Result<()> {
+    fn few_valued_columns_are_dictionary_encoded_and_other_pages_ids_delta_encoded_kept_by_without_statistics(
+    ) -> Result<()> {
         let dir = tempfile::tempdir()?;
         let clusters = dir.path().join("clusters.parquet");
         let rows = (0..10_000i64).map(|id| (id, id - id % 3, 3)).collect();
@@ -678,6 +679,15 @@ mod tests {
                     group.column(few).compression(),
                     Compression::ZSTD(_)
                 ));
+                // `kept_by`'s min and max would skip nothing.
+                let kept_by = path == &drops && few == 4;
+                let stats = group.column(few).statistics();
+                assert_eq!(
+                    stats.is_none(),
+                    kept_by,
+                    "{}",
+                    group.column(few).column_path()
+                );
             }
         }
         Ok(())

@@ -36,7 +36,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{KeyValue, SortingColumn};
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::schema::types::ColumnPath;
 
 use crate::exec::parallel::lock;
@@ -720,8 +720,11 @@ pub fn write_sketched_fingerprints(
 ///   each;
 /// - a cluster's size and a pair's distances take few values: a dictionary
 ///   stores each in a few bits, before zstd, in less time than zstd alone
-///   and in fewer bytes; so do a drop's `kept_by` (a key's name) and a
-///   shard's `source`, one value in every row;
+///   and in fewer bytes; so does a shard's `source`, one value in every row;
+/// - so does a drop's `kept_by`, a key's name, without statistics: in rows
+///   sorted by id every row group holds every name, so a min and max would
+///   skip nothing, and they cost two string comparisons a row, the larger
+///   part of writing the column;
 /// - a shard's record `offset`s ascend in reading order: delta-encoded, each
 ///   costs about the bits of a record's length.
 fn column_layout(name: &str) -> Option<ColumnLayout> {
@@ -733,9 +736,8 @@ fn column_layout(name: &str) -> Option<ColumnLayout> {
         "id" | "query_id" | "corpus_id" | "cluster_id" | "keep_id" | "offset" => {
             Some(ColumnLayout::Delta)
         }
-        "cluster_size" | "distance" | WIDE_DISTANCE | KEPT_BY | "source" => {
-            Some(ColumnLayout::FewValues)
-        }
+        "cluster_size" | "distance" | WIDE_DISTANCE | "source" => Some(ColumnLayout::FewValues),
+        KEPT_BY => Some(ColumnLayout::Names),
         _ => None,
     }
 }
@@ -748,6 +750,8 @@ enum ColumnLayout {
     Delta,
     /// Dictionary-encoded, then compressed as the rest of the file.
     FewValues,
+    /// [`ColumnLayout::FewValues`] without statistics.
+    Names,
 }
 
 /// The zstd level of files read again and again (fingerprint shards, kept
@@ -1001,6 +1005,9 @@ impl OpenParquet {
                     .set_column_encoding(column.clone(), Encoding::DELTA_BINARY_PACKED)
                     .set_column_compression(column, Compression::UNCOMPRESSED),
                 Some(ColumnLayout::FewValues) => props.set_column_dictionary_enabled(column, true),
+                Some(ColumnLayout::Names) => props
+                    .set_column_dictionary_enabled(column.clone(), true)
+                    .set_column_statistics_enabled(column, EnabledStatistics::None),
                 None => props,
             };
         }
