@@ -155,11 +155,12 @@ fn run_worker(worker: &mut Worker, job: &Arc<Job>, ends: Ends) {
             let cells = cells.clone();
             shared_sightings(seen_twice(bitmaps, peers), filter, peers, {
                 move |twice, pages, give| {
-                    let (components, by_id) = (cells.components.borrow(), cells.by_id.borrow());
+                    let (by_id, ranks) = (cells.by_id.borrow(), cells.ranks.borrow());
                     let end = pages.end.min(by_id.len());
-                    let slice = &by_id[pages.start.min(end)..end];
-                    let passing = filter.passing(twice, slice);
-                    sightings(&components, passing, me as u32).for_each(give);
+                    let start = pages.start.min(end);
+                    let passing = filter.passing(twice, &by_id[start..end]);
+                    let ranked = passing.map(|(at, page)| (page, ranks.get(start + at)));
+                    sightings(ranked, me as u32).for_each(give);
                     end < by_id.len()
                 }
             })

@@ -443,14 +443,6 @@ impl Forest {
         self.nodes
             .set_counts(root, counted + size, (kept_first, slot));
     }
-
-    pub(super) fn in_corpus(&self, page: Page) -> bool {
-        self.flags.get(page as usize).load(Relaxed) & IN_CORPUS != 0
-    }
-
-    pub(super) fn ranks_first(&self, page: Page) -> bool {
-        self.corpus_wins && self.in_corpus(page)
-    }
 }
 
 /// One worker's share of its process's graph, from [`SharedGraph::split`].
@@ -480,11 +472,6 @@ impl Components {
     /// Page numbers of the process: arrays by page are this long.
     pub(crate) fn len(&self) -> usize {
         self.forest.pages
-    }
-
-    /// Whether the page ranks first under the representative policy.
-    pub(crate) fn ranks_first(&self, page: Page) -> bool {
-        self.forest.ranks_first(page)
     }
 
     /// The least label of a root's set: its representative's.

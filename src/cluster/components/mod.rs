@@ -1239,6 +1239,8 @@ mod tests {
     fn shares_are_disjoint_whole_components_with_their_own_pairs() {
         let edges = random_pairs(40_000, 50_000, 7);
         let shares = shares(&edges, true, 3, 1000);
+        let in_corpus: std::collections::HashSet<i64> =
+            edges.iter().filter(|e| e.2).map(|e| e.1).collect();
         let mut owner = std::collections::HashMap::new();
         for (w, share) in shares.iter().enumerate() {
             assert!(share.by_id.is_sorted_by_key(|&(id, ..)| id));
@@ -1254,10 +1256,11 @@ mod tests {
         let mut pairs = 0;
         for (w, share) in shares.iter().enumerate() {
             let direct = share.direct.as_ref().unwrap();
-            // The ranks kept while counting are the pages' own, by place.
+            // The ranks kept while counting are the pages' own, by place:
+            // a page ranks first if a pair marks it a corpus page.
             assert_eq!(share.ranks.0.len(), share.by_id.len());
-            for (at, &(_, page, _)) in share.by_id.iter().enumerate() {
-                assert_eq!(share.ranks.get(at), share.components.ranks_first(page));
+            for (at, &(id, ..)) in share.by_id.iter().enumerate() {
+                assert_eq!(share.ranks.get(at), in_corpus.contains(&id), "page {id}");
             }
             let log = &direct.pairs;
             for (a, b, _) in log.pairs_in(0..log.len()) {

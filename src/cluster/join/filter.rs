@@ -90,19 +90,19 @@ impl SharedFilter {
     }
 
     /// The pages that may be shared, by `twice` (the bits set by two
-    /// workers or more, from [`seen_twice`]).
+    /// workers or more, from [`seen_twice`]), each with its place in `pages`.
     pub(crate) fn passing<'a>(
         &'a self,
         twice: &'a [u64],
         pages: &'a [KeyedPage],
-    ) -> impl Iterator<Item = &'a KeyedPage> + 'a {
+    ) -> impl Iterator<Item = (usize, &'a KeyedPage)> + 'a {
         let pages = if self.shares { pages } else { &[] };
         pages.iter().enumerate().filter_map(move |(at, page)| {
             if let Some(&(ahead, ..)) = pages.get(at + LOOKAHEAD) {
                 prefetch(&twice[self.bit(ahead) / 64]);
             }
             let bit = self.bit(page.0);
-            (twice[bit / 64] >> (bit % 64) & 1 == 1).then_some(page)
+            (twice[bit / 64] >> (bit % 64) & 1 == 1).then_some((at, page))
         })
     }
 }
@@ -240,7 +240,7 @@ mod tests {
         let filter = SharedFilter::new(pairs, 3, 3);
         let twice = twice_of(filter, &workers);
         for pages in &workers {
-            let passing: Vec<i64> = filter.passing(&twice, pages).map(|p| p.0).collect();
+            let passing: Vec<i64> = filter.passing(&twice, pages).map(|(_, p)| p.0).collect();
             let unshared = pages.iter().filter(|p| !shared.contains(&p.0)).count();
             let let_through = passing.iter().filter(|id| !shared.contains(id)).count();
             for page in pages.iter().filter(|p| shared.contains(&p.0)) {

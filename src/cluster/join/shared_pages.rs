@@ -78,16 +78,13 @@ impl SharedPages {
 
 /// The sightings of `pages`: those of a worker's share of its process's
 /// pages that pass the [`super::SharedFilter`], in id order, so that each page's
-/// owner merges sorted runs instead of sorting them.
+/// owner merges sorted runs instead of sorting them, each with whether it
+/// ranks first.
 pub(crate) fn sightings<'a>(
-    components: &'a Components,
-    pages: impl Iterator<Item = &'a KeyedPage> + 'a,
+    pages: impl Iterator<Item = (&'a KeyedPage, bool)> + 'a,
     worker: u32,
 ) -> impl Iterator<Item = Sighting> + 'a {
-    pages.map(move |&(id, page, root)| {
-        let rank = u32::from(components.ranks_first(page));
-        (id, worker << 1 | rank, root, page)
-    })
+    pages.map(move |(&(id, page, root), first)| (id, worker << 1 | u32::from(first), root, page))
 }
 
 /// At each page's owner: the pages several workers saw, as joins of their
