@@ -76,7 +76,8 @@
 //! workers write each page at its bucket's next place in its share, and
 //! each bucket is sorted in the cache. One pass in id order
 //! counts each root's size and representative (the first page that ranks
-//! first, else the first page). A giant component (a 10M-page chain, a
+//! first, else the first page), and keeps whether each page ranks first
+//! by its place, for the steps after the split. A giant component (a 10M-page chain, a
 //! 1M-leaf star) falls to one worker, which takes the process's threads in
 //! proportion to its share of the pages for its sorts, counts and rows:
 //! the cores the other workers leave idle.

@@ -210,8 +210,7 @@ impl PairLog {
 }
 
 /// What the direct policy's pass needs of a worker's share of its
-/// process's pages: the pairs of its components, and whether each page
-/// ranks first, by place in the share's id order.
+/// process's pages, besides the pages: the pairs of its components.
 #[derive(Debug, Default)]
 pub(crate) struct DirectShare {
     pub(crate) pairs: PairLog,
