@@ -96,6 +96,8 @@ pub(crate) struct Router {
     /// local root, or [`JOINED`] and the index of its joined cluster in
     /// `clusters`. Shared with the thread that chooses the local drops.
     by_id: Arc<Vec<KeyedPage>>,
+    /// Whether each of them ranks first, by place; shared as `by_id` is.
+    ranks: Arc<RanksByPlace>,
     /// The joined clusters `(cluster, owner)`.
     clusters: Vec<(ClusterOf, u32)>,
     /// Their representatives' keys, by index, where pages have keys and
@@ -182,6 +184,7 @@ impl Router {
             .collect();
         // Tags are local roots so far.
         let mut by_id = std::mem::take(&mut input.by_id);
+        let ranks = Arc::new(std::mem::take(&mut input.ranks));
         if !clusters.is_empty() {
             for at in 0..by_id.len() {
                 if let Some(&(_, _, ahead)) = by_id.get(at + LOOKAHEAD) {
@@ -229,6 +232,7 @@ impl Router {
             input,
             owners,
             by_id: Arc::new(by_id),
+            ranks,
             clusters,
             rep_keys,
             totals: ClusterTotals::default(),
@@ -361,7 +365,7 @@ impl Router {
         };
         let ranks_first = match self.input.shared.get(page) {
             Some(shared) => shared.first,
-            None => self.input.ranks.get(place),
+            None => self.ranks.get(place),
         };
         match ranks_first {
             true => self.firsts.push((place as u32, owner)),
@@ -504,9 +508,9 @@ impl Router {
     /// a thread of its own while its `clusters/` rows are made and written:
     /// its worker's peers, with their shares done, would otherwise idle
     /// until its first rows came. A share of one thread gains nothing by it.
-    fn local_drops(&mut self, direct: DirectShare) -> LocalDrops {
+    fn local_drops(&self, direct: DirectShare) -> LocalDrops {
         let DirectShare { pairs } = direct;
-        let ranks = std::mem::take(&mut self.input.ranks);
+        let ranks = self.ranks.clone();
         let threads = self.input.threads;
         let by_id = self.by_id.clone();
         let components = self.input.components.clone();
@@ -555,7 +559,7 @@ impl Router {
         let end = (next + pages).min(self.by_id.len());
         let maker = RowMaker {
             by_id: &self.by_id,
-            ranks: &self.input.ranks,
+            ranks: &self.ranks,
             clusters: &self.clusters,
             rep_keys: &self.rep_keys,
             word_keys: &self.input.word_keys,
@@ -633,6 +637,7 @@ impl Router {
         self.input.shared = SharedPages::default();
         self.input.components = Components::default();
         self.by_id = Arc::default();
+        self.ranks = Arc::default();
     }
 }
 
