@@ -242,12 +242,11 @@ pub(crate) fn direct_drops(
         Some(keys) => in_keyed_priority_order(by_id, rank, &keys, &position),
         None => {
             let (ids, first_positions) = in_priority_order(by_id, rank, &position, threads);
-            let by_keys = Vec::new();
             (
                 ids,
                 Steps {
                     first_positions,
-                    by_keys,
+                    ..Steps::default()
                 },
             )
         }

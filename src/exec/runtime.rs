@@ -36,7 +36,7 @@
 //! stage keeps it.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
@@ -751,14 +751,21 @@ fn tell_peers_unconnected(
     }
 }
 
+/// A peer's address, resolved (the first, if it names several).
+fn resolve(address: &str) -> Option<SocketAddr> {
+    address.to_socket_addrs().ok()?.next()
+}
+
+/// A connection to `target`, if it takes one within a second.
+fn dial(target: SocketAddr) -> Option<TcpStream> {
+    TcpStream::connect_timeout(&target, Duration::from_secs(1)).ok()
+}
+
 /// Sends `failed` (encoded [`Terms`]) to a higher-numbered peer on a
 /// [`FAILURE_NOTICE`] connection; whether its address took it. The peer
 /// reads it when it next accepts, even after this process is gone.
 fn send_failure_notice(address: &str, me: usize, failed: &[u8]) -> bool {
-    let Some(target) = address.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
-        return false;
-    };
-    let Ok(mut stream) = TcpStream::connect_timeout(&target, Duration::from_secs(1)) else {
+    let Some(mut stream) = resolve(address).and_then(dial) else {
         return false;
     };
     let notice = (me as u64 | FAILURE_NOTICE).to_be_bytes();
@@ -776,11 +783,11 @@ const GREETING: &[u8; 8] = b"neardup\n";
 /// on timely's connection and then on the heartbeat connection: `None` if
 /// it is not reached (yet), an error if another program answers there.
 fn try_connect(address: &str, me: usize) -> Result<Option<(TcpStream, TcpStream)>> {
-    let Some(target) = address.to_socket_addrs().ok().and_then(|mut a| a.next()) else {
+    let Some(target) = resolve(address) else {
         return Ok(None);
     };
     let introduce = |index: u64| -> Result<Option<TcpStream>> {
-        let Ok(mut stream) = TcpStream::connect_timeout(&target, Duration::from_secs(1)) else {
+        let Some(mut stream) = dial(target) else {
             return Ok(None);
         };
         let sent = configure(&stream).and_then(|()| stream.write_all(&index.to_be_bytes()));
