@@ -21,16 +21,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
-use arrow_array::types::{Int16Type, Int64Type, Int8Type};
+use arrow_array::types::Int64Type;
+use arrow_array::{RecordBatch, RecordBatchReader, StringArray};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::cluster::components::mix;
-use crate::cluster::drop_policy::{closeness, Grounds};
-use crate::cluster::keep_order::{KeptByNames, URL};
-use crate::cluster::part_writer::{write_drops_with_urls, DropColumns};
+use crate::cluster::keep_order::URL;
 use crate::exec::parallel::prefetch;
+use crate::io::parquet::output::{
+    ascending, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL, ROW_GROUP_ROWS,
+};
 use crate::io::parquet::pages::{string_values, PagesTable};
 
 /// Where `drop/`'s URLs come from: the pages table, then the corpus for
@@ -38,22 +41,19 @@ use crate::io::parquet::pages::{string_values, PagesTable};
 pub(crate) struct EvidenceSources {
     pages: Option<Arc<PagesTable>>,
     corpus: Option<PagesTable>,
-    names: KeptByNames,
 }
 
 impl EvidenceSources {
-    /// The sources of a run whose `kept_by` has `names`: none if neither
-    /// table has URLs (then each part is written once, as its rows come).
+    /// The sources of a run: none if neither table has URLs (then each
+    /// part is written once, as its rows come).
     pub(crate) fn of(
         pages: &Option<Arc<PagesTable>>,
         corpus: Option<PagesTable>,
-        names: KeptByNames,
     ) -> Option<Arc<EvidenceSources>> {
         let urls = corpus.is_some() || pages.as_ref().is_some_and(|t| t.has_optional(0));
         let sources = EvidenceSources {
             pages: pages.clone(),
             corpus,
-            names,
         };
         urls.then(|| Arc::new(sources))
     }
@@ -64,18 +64,29 @@ impl EvidenceSources {
     }
 }
 
-/// Writes `part` from the plain part `written` (then removed) with the URLs
-/// of both pages of every row, as `sources` have them (the first row of a
-/// page with a URL, in a table's order), each table read on `threads`
-/// threads.
+/// Writes `part` from the plain part `written` (then removed): its row
+/// groups as they are, each with the URLs of both pages of every row
+/// (`url` and `keep_url`) as `sources` have them (the first row of a page
+/// with a URL, in a table's order), each table read on `threads` threads.
 pub(crate) fn attach_evidence(
     written: &Path,
     part: &Path,
     sources: &EvidenceSources,
     threads: usize,
 ) -> Result<()> {
-    let rows = read_drops(written, &sources.names)?;
-    let index = IdIndex::new(rows.ids.iter().chain(&rows.keep_ids).copied());
+    let (plain, groups) = read_groups(written)?;
+    let ids = |column: usize| {
+        let groups = groups.iter();
+        groups.flat_map(move |group| {
+            group
+                .column(column)
+                .as_primitive::<Int64Type>()
+                .values()
+                .iter()
+                .copied()
+        })
+    };
+    let index = IdIndex::new(ids(0).chain(ids(1)));
     let mut urls = UrlsOf::new(index.len());
     if let Some(table) = &sources.pages {
         urls = urls.read(&index, table, Skim::No, threads)?;
@@ -86,45 +97,61 @@ pub(crate) fn attach_evidence(
             urls = urls.read(&index, corpus, Skim::For(&missing), threads)?;
         }
     }
-    let (mut at_id, mut at_keep) = (Vec::new(), Vec::new());
-    index.find_all(&rows.ids, &mut at_id);
-    index.find_all(&rows.keep_ids, &mut at_keep);
-    let url_of = |row: usize, keep: bool| {
-        let at = if keep { at_keep[row] } else { at_id[row] };
-        urls.get(at as usize)
-    };
-    write_drops_with_urls(part, &rows, &sources.names, &url_of)?;
+    write_with_urls(part, &plain, &groups, &index, &urls)?;
     std::fs::remove_file(written).with_context(|| format!("{}: cannot remove", written.display()))
 }
 
-/// Reads a plain `drop/` part whole, its `kept_by` by `names`.
-fn read_drops(path: &Path, names: &KeptByNames) -> Result<DropColumns> {
+/// Reads a plain `drop/` part whole: its schema, and a batch a row group.
+fn read_groups(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let shown = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{shown}: cannot open"))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|builder| builder.build())
+        .and_then(|builder| builder.with_batch_size(ROW_GROUP_ROWS).build())
         .with_context(|| format!("{shown}: cannot read"))?;
-    let mut rows = DropColumns::default();
-    for batch in reader {
-        let batch = batch.with_context(|| format!("{shown}: cannot decode"))?;
-        let column = |at: usize| batch.column(at);
-        rows.ids
-            .extend(column(0).as_primitive::<Int64Type>().values());
-        rows.keep_ids
-            .extend(column(1).as_primitive::<Int64Type>().values());
-        let distances = column(2).as_primitive::<Int8Type>().iter();
-        let wide = column(3).as_primitive::<Int16Type>().iter();
-        let kept_by = column(4).as_string::<i32>().iter();
-        for ((d, w), by) in distances.zip(wide).zip(kept_by) {
-            let kept_by = by.and_then(|by| names.parse(by));
-            let kept_by = kept_by
-                .ok_or_else(|| anyhow!("{shown}: kept_by {by:?} names no key (internal error)"))?;
-            let wide = w.map(|w| w as u16);
-            let near = d.map(|d| closeness(d as u8, wide));
-            rows.grounds.push(Grounds { near, kept_by });
+    let schema = RecordBatchReader::schema(&reader);
+    let groups = reader.collect::<Result<Vec<_>, _>>();
+    Ok((
+        schema,
+        groups.with_context(|| format!("{shown}: cannot decode"))?,
+    ))
+}
+
+/// Writes the row groups of a plain `drop/` part to `part` with the URLs
+/// of both pages of every row, as [`crate::cluster::part_writer`] writes
+/// one without them.
+fn write_with_urls(
+    part: &Path,
+    plain: &Schema,
+    groups: &[RecordBatch],
+    index: &IdIndex,
+    urls: &UrlsOf,
+) -> Result<()> {
+    let mut fields: Vec<Field> = plain.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("url", DataType::Utf8, true));
+    fields.push(Field::new("keep_url", DataType::Utf8, true));
+    let layout = FileLayout {
+        schema: Arc::new(Schema::new(fields)),
+        zstd_level: OUTPUT_ZSTD_LEVEL,
+        sorting: Some(ascending(&[0])),
+        key_values: None,
+        group_rows: ROW_GROUP_ROWS,
+        raw: false,
+    };
+    let mut open = OpenParquet::create(part, &layout)?;
+    let mut numbers = Vec::new();
+    for group in groups {
+        let mut columns = group.columns().to_vec();
+        for column in [0, 1] {
+            index.find_all(
+                group.column(column).as_primitive::<Int64Type>().values(),
+                &mut numbers,
+            );
+            let urls = numbers.iter().map(|&n| urls.get(n as usize));
+            columns.push(Arc::new(StringArray::from_iter(urls)));
         }
+        open.write_group(&RecordBatch::try_new(layout.schema.clone(), columns)?)?;
     }
-    Ok(rows)
+    open.close()
 }
 
 /// How many lookups ahead a slot is fetched.

@@ -102,14 +102,6 @@ impl KeptByNames {
     pub(crate) fn name(&self, by: KeptBy) -> &str {
         self.0.get(usize::from(by.0)).map_or(BY_ID, String::as_str)
     }
-
-    /// The [`KeptBy`] named `name`, if any is.
-    pub(crate) fn parse(&self, name: &str) -> Option<KeptBy> {
-        match self.0.iter().position(|known| known == name) {
-            Some(place) => Some(KeptBy(place as u8)),
-            None => (name == BY_ID).then_some(KeptBy::ID),
-        }
-    }
 }
 
 /// `kept_by` of a page kept for its smaller id, every key being tied.

@@ -21,8 +21,8 @@ use crate::cluster::part_runs::{
 use crate::cluster::summary::ClusterTotals;
 use crate::io::commit::FinalStage;
 use crate::io::parquet::output::{
-    ascending, part_name, write_parquet, FileLayout, OpenParquet, KEPT_BY, OUTPUT_ZSTD_LEVEL,
-    PART_CHUNK_ROWS, ROW_GROUP_ROWS, WIDE_DISTANCE,
+    ascending, part_name, FileLayout, OpenParquet, KEPT_BY, OUTPUT_ZSTD_LEVEL, PART_CHUNK_ROWS,
+    ROW_GROUP_ROWS, WIDE_DISTANCE,
 };
 
 /// A row of a `cluster` output part: an id, another page's id and a
@@ -257,53 +257,6 @@ impl<T: PartRow> SortedPart<T> {
         };
         OpenParquet::create(&self.path, &layout)
     }
-}
-
-/// The rows of a `drop/` part, as columns.
-#[derive(Debug, Default)]
-pub(crate) struct DropColumns {
-    pub(crate) ids: Vec<i64>,
-    pub(crate) keep_ids: Vec<i64>,
-    pub(crate) grounds: Vec<Grounds>,
-}
-
-/// The URLs of a `drop/` row's two pages: `url_of(row, false)` and
-/// `url_of(row, true)`, null where none is known.
-pub(crate) type UrlOf<'a> = &'a dyn Fn(usize, bool) -> Option<&'a str>;
-
-/// Writes a `drop/` part with `url_of` the URLs of both pages, `url` and
-/// `keep_url`, as [`SortedPart`] writes one without them.
-pub(crate) fn write_drops_with_urls<'a>(
-    path: &Path,
-    rows: &DropColumns,
-    names: &KeptByNames,
-    url_of: UrlOf<'a>,
-) -> Result<()> {
-    let mut fields = DropRow::fields();
-    fields.push(Field::new("url", DataType::Utf8, true));
-    fields.push(Field::new("keep_url", DataType::Utf8, true));
-    let schema = Arc::new(Schema::new(fields));
-    let layout = FileLayout {
-        schema: schema.clone(),
-        zstd_level: OUTPUT_ZSTD_LEVEL,
-        sorting: Some(ascending(&[0])),
-        key_values: None,
-        group_rows: ROW_GROUP_ROWS,
-        raw: false,
-    };
-    write_parquet(path, layout, rows.ids.len(), |range| {
-        let (ids, keeps) = (&rows.ids[range.clone()], &rows.keep_ids[range.clone()]);
-        let mut columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(ids.to_vec())),
-            Arc::new(Int64Array::from(keeps.to_vec())),
-        ];
-        columns.extend(grounds_columns(&rows.grounds[range.clone()], names));
-        for keep in [false, true] {
-            let urls = range.clone().map(|row| url_of(row, keep));
-            columns.push(Arc::new(StringArray::from_iter(urls)));
-        }
-        Ok(RecordBatch::try_new(schema.clone(), columns)?)
-    })
 }
 
 /// The worker that writes part `part`'s file of `kind`: `clusters/` part

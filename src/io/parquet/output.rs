@@ -956,7 +956,7 @@ pub(crate) struct FileLayout {
 
 /// Writes `rows` rows produced batch by batch, one row group per batch of
 /// `layout.group_rows`, under a temporary name renamed into place.
-pub(crate) fn write_parquet(
+fn write_parquet(
     path: &Path,
     layout: FileLayout,
     rows: usize,
