@@ -6,20 +6,25 @@
 //!
 //! A part is written as its rows come, long before its writer could know
 //! their URLs without holding every page's. So when the pages table has
-//! URLs, the part is first written plain beside its final name, and once it
-//! is whole its writer reads it back, gathers the ids it names, reads the
-//! pages table's ids and URLs once, and writes the part with the two
-//! columns. Its memory is the URLs of the part's pages, at the end of the
-//! job, when the union-find's memory is gone; the rows and their order do
-//! not change, so the part is the same whatever the workers and processes.
+//! URLs, each part is first written plain beside its final name. Each of a
+//! process's workers hands its whole plain parts over
+//! ([`EvidenceSources::hand_over`]), and the last to do so gathers the ids
+//! all of them name, reads the tables' ids and URLs once for them all on
+//! every thread of the process, and writes each part again, its row groups
+//! as they were with the two columns beside them. The tables are so read
+//! once a process, not once a part: with many parts a process, as at crawl
+//! scale, reading the corpus's ids for each part would cost the most. The
+//! memory is the URLs of the process's drops, at the end of the job, when
+//! the union-find's memory is gone; the rows and their order do not
+//! change, so a part is the same whatever the workers and processes.
 //!
 //! The corpus is read after the pages table, for the ids still without a
 //! URL, and only its ids in full: a row group's URLs are read only when
 //! its ids include one of them, since a night's drops are kept in favour
 //! of a few corpus pages among billions.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use arrow_array::cast::AsArray;
@@ -27,33 +32,56 @@ use arrow_array::types::Int64Type;
 use arrow_array::{RecordBatch, RecordBatchReader, StringArray};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
 
 use crate::cluster::components::mix;
 use crate::cluster::keep_order::URL;
-use crate::exec::parallel::prefetch;
+use crate::exec::parallel::{in_parallel, lock, prefetch};
 use crate::io::parquet::output::{
     ascending, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL, ROW_GROUP_ROWS,
 };
 use crate::io::parquet::pages::{string_values, PagesTable};
 
 /// Where `drop/`'s URLs come from: the pages table, then the corpus for
-/// the pages the table lacks.
+/// the pages the table lacks; and the plain parts of the process's workers
+/// handed over so far.
 pub(crate) struct EvidenceSources {
     pages: Option<Arc<PagesTable>>,
     corpus: Option<PagesTable>,
+    /// The process's workers, each of which hands its plain parts over once.
+    workers: usize,
+    handed: Mutex<Handed>,
+}
+
+/// The plain parts handed over, and by how many workers.
+#[derive(Default)]
+struct Handed {
+    parts: Vec<PlainPart>,
+    workers: usize,
+}
+
+/// A `drop/` part written plain (`written`), to be written again with its
+/// URLs as `part`.
+pub(crate) struct PlainPart {
+    pub(crate) written: PathBuf,
+    pub(crate) part: PathBuf,
 }
 
 impl EvidenceSources {
-    /// The sources of a run: none if neither table has URLs (then each
-    /// part is written once, as its rows come).
+    /// The sources of a run on `workers` workers a process: none if
+    /// neither table has URLs (then each part is written once, as its rows
+    /// come).
     pub(crate) fn of(
         pages: &Option<Arc<PagesTable>>,
         corpus: Option<PagesTable>,
+        workers: usize,
     ) -> Option<Arc<EvidenceSources>> {
         let urls = corpus.is_some() || pages.as_ref().is_some_and(|t| t.has_optional(0));
         let sources = EvidenceSources {
             pages: pages.clone(),
             corpus,
+            workers,
+            handed: Mutex::default(),
         };
         urls.then(|| Arc::new(sources))
     }
@@ -62,51 +90,93 @@ impl EvidenceSources {
     pub(crate) fn corpus(&self) -> Option<&PagesTable> {
         self.corpus.as_ref()
     }
-}
 
-/// Writes `part` from the plain part `written` (then removed): its row
-/// groups as they are, each with the URLs of both pages of every row
-/// (`url` and `keep_url`) as `sources` have them (the first row of a page
-/// with a URL, in a table's order), each table read on `threads` threads.
-pub(crate) fn attach_evidence(
-    written: &Path,
-    part: &Path,
-    sources: &EvidenceSources,
-    threads: usize,
-) -> Result<()> {
-    let (plain, groups) = read_groups(written)?;
-    let ids = |column: usize| {
-        let groups = groups.iter();
-        groups.flat_map(move |group| {
-            group
-                .column(column)
-                .as_primitive::<Int64Type>()
-                .values()
-                .iter()
-                .copied()
-        })
-    };
-    let index = IdIndex::new(ids(0).chain(ids(1)));
-    let mut urls = UrlsOf::new(index.len());
-    if let Some(table) = &sources.pages {
-        urls = urls.read(&index, table, Skim::No, threads)?;
-    }
-    if let Some(corpus) = &sources.corpus {
-        let missing = urls.missing();
-        if missing.contains(&true) {
-            urls = urls.read(&index, corpus, Skim::For(&missing), threads)?;
+    /// Takes a worker's plain parts, none or several; each of the
+    /// process's workers hands its over once. The last to do so gives every
+    /// part its URLs, so that the tables are read once a process rather
+    /// than once a part; the others go on meanwhile (their reports reach
+    /// the commit before its report does).
+    pub(crate) fn hand_over(&self, parts: Vec<PlainPart>) -> Result<()> {
+        let all = {
+            let mut handed = lock(&self.handed);
+            handed.parts.extend(parts);
+            handed.workers += 1;
+            let last = handed.workers == self.workers;
+            last.then(|| std::mem::take(&mut handed.parts))
+        };
+        match all {
+            Some(parts) => self.attach(&parts),
+            None => Ok(()),
         }
     }
-    write_with_urls(part, &plain, &groups, &index, &urls)?;
-    std::fs::remove_file(written).with_context(|| format!("{}: cannot remove", written.display()))
+
+    /// Writes each of `parts` from its plain part (then removed): its row
+    /// groups as they are, each with the URLs of both pages of every row
+    /// (`url` and `keep_url`) as the tables have them (the first row of a
+    /// page with a URL, in a table's order), on the process's workers'
+    /// threads (all idle by now but this one).
+    fn attach(&self, parts: &[PlainPart]) -> Result<()> {
+        let threads = self.workers;
+        let index = {
+            let ids = in_parallel(parts.len(), threads, |p| read_ids(&parts[p].written));
+            let ids: Vec<[Vec<i64>; 2]> = ids.into_iter().collect::<Result<_>>()?;
+            IdIndex::new(ids.iter().flatten().map(Vec::as_slice))
+        };
+        let mut urls = UrlsOf::new(index.len());
+        if let Some(table) = &self.pages {
+            urls = urls.read(&index, table, Skim::No, threads)?;
+        }
+        if let Some(corpus) = &self.corpus {
+            let missing = urls.missing();
+            if missing.contains(&true) {
+                urls = urls.read(&index, corpus, Skim::For(&missing), threads)?;
+            }
+        }
+        // A part's rows are read again as it is written, so that only the
+        // parts being written are held.
+        let written = in_parallel(parts.len(), threads, |p| {
+            let PlainPart { written, part } = &parts[p];
+            let (plain, groups) = read_groups(written, None)?;
+            write_with_urls(part, &plain, &groups, &index, &urls)?;
+            std::fs::remove_file(written)
+                .with_context(|| format!("{}: cannot remove", written.display()))
+        });
+        written.into_iter().collect()
+    }
 }
 
-/// Reads a plain `drop/` part whole: its schema, and a batch a row group.
-fn read_groups(path: &Path) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+/// The ids of a plain `drop/` part's pages (`id`) and of their keepers
+/// (`keep_id`).
+fn read_ids(path: &Path) -> Result<[Vec<i64>; 2]> {
+    let (_, groups) = read_groups(path, Some(&[0, 1]))?;
+    Ok([0, 1].map(|column| {
+        let values = groups
+            .iter()
+            .map(|group| group.column(column).as_primitive::<Int64Type>());
+        values
+            .flat_map(|ids| ids.values().iter().copied())
+            .collect()
+    }))
+}
+
+/// Reads a plain `drop/` part whole, or only its `columns`: its schema,
+/// and a batch a row group.
+fn read_groups(path: &Path, columns: Option<&[usize]>) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let shown = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{shown}: cannot open"))?;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .and_then(|builder| builder.with_batch_size(ROW_GROUP_ROWS).build())
+        .and_then(|builder| {
+            let builder = builder.with_batch_size(ROW_GROUP_ROWS);
+            let builder = match columns {
+                Some(columns) => {
+                    let mask =
+                        ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
+                    builder.with_projection(mask)
+                }
+                None => builder,
+            };
+            builder.build()
+        })
         .with_context(|| format!("{shown}: cannot read"))?;
     let schema = RecordBatchReader::schema(&reader);
     let groups = reader.collect::<Result<Vec<_>, _>>();
@@ -169,8 +239,10 @@ struct IdIndex {
 const EMPTY: u64 = u64::MAX;
 
 impl IdIndex {
-    fn new(ids: impl Iterator<Item = i64> + Clone) -> IdIndex {
-        let most = ids.clone().count();
+    /// The index of the ids in `slices`, each slot fetched a few ids
+    /// ahead.
+    fn new<'a>(slices: impl Iterator<Item = &'a [i64]> + Clone) -> IdIndex {
+        let most: usize = slices.clone().map(<[i64]>::len).sum();
         // At most 3/4 full, whatever share of the ids repeat, and never
         // full: a lookup of an absent id stops at an empty slot.
         let bits = (most * 4 / 3 + 1)
@@ -182,15 +254,24 @@ impl IdIndex {
             shift: 64 - bits,
             len: 0,
         };
-        for id in ids {
-            let m = mix(id);
-            let at = index.slot_of(m);
-            if index.slots[at][1] == EMPTY {
-                index.slots[at] = [m, index.len as u64];
-                index.len += 1;
+        for ids in slices {
+            for (at, &id) in ids.iter().enumerate() {
+                if let Some(&ahead) = ids.get(at + LOOKAHEAD) {
+                    prefetch(&index.slots[(mix(ahead) >> index.shift) as usize]);
+                }
+                index.insert(mix(id));
             }
         }
         index
+    }
+
+    /// Numbers the mixed id `m` unless it has a number.
+    fn insert(&mut self, m: u64) {
+        let at = self.slot_of(m);
+        if self.slots[at][1] == EMPTY {
+            self.slots[at] = [m, self.len as u64];
+            self.len += 1;
+        }
     }
 
     fn len(&self) -> usize {
@@ -275,9 +356,9 @@ impl UrlsOf {
             waiting: std::collections::BTreeMap::new(),
             urls: self,
         });
-        let read = crate::exec::parallel::in_parallel(table.units(), threads, |unit| {
+        let read = in_parallel(table.units(), threads, |unit| {
             let found = unit_urls(index, table, skim, unit)?;
-            let mut guard = crate::exec::parallel::lock(&merged);
+            let mut guard = lock(&merged);
             let merged = &mut *guard;
             merged.waiting.insert(unit, found);
             while let Some(found) = merged.waiting.remove(&merged.next) {
@@ -372,7 +453,7 @@ mod tests {
             .chain(0..3_000)
             .chain([i64::MIN, i64::MAX, -1])
             .collect();
-        let index = IdIndex::new(ids.iter().chain(&ids).copied());
+        let index = IdIndex::new([&ids[..], &ids[..]].into_iter());
         assert_eq!(index.len(), 8_003);
         let mut numbers: Vec<usize> = ids.iter().map(|&id| index.find(id).unwrap()).collect();
         numbers.sort_unstable();
@@ -382,6 +463,11 @@ mod tests {
             assert_eq!(index.find(absent), None, "{absent}");
         }
         assert_eq!(IdIndex::new(std::iter::empty()).find(5), None);
+        // Ids given over several slices, a lookahead's worth and less each.
+        let cut: Vec<&[i64]> = ids.chunks(LOOKAHEAD + 3).collect();
+        let index = IdIndex::new(cut.iter().copied());
+        assert_eq!(index.len(), 8_003);
+        assert!(ids.iter().all(|&id| index.find(id).is_some()));
     }
 
     #[test]
@@ -389,7 +475,8 @@ mod tests {
         // Two ids (one drop and its keeper) once filled a table of two slots,
         // and a lookup of any other page went round it for ever.
         for most in 0..200i64 {
-            let index = IdIndex::new(0..most);
+            let ids: Vec<i64> = (0..most).collect();
+            let index = IdIndex::new([&ids[..]].into_iter());
             assert!(index.slots.len() > index.len(), "{most} ids");
             assert_eq!(index.find(most), None, "{most} ids");
         }

@@ -133,7 +133,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         }
     }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
-    let drop_evidence = EvidenceSources::of(&pages, open_corpus(opts)?);
+    let drop_evidence = EvidenceSources::of(&pages, open_corpus(opts)?, opts.runtime.workers);
     let corpus_rows = drop_evidence
         .as_ref()
         .and_then(|sources| sources.corpus())

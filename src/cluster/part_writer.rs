@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 use arrow_array::{ArrayRef, Int16Array, Int64Array, Int8Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 
-use crate::cluster::drop_evidence::{attach_evidence, EvidenceSources};
+use crate::cluster::drop_evidence::{EvidenceSources, PlainPart};
 use crate::cluster::drop_policy::{distances_of, Grounds};
 use crate::cluster::keep_order::KeptByNames;
 use crate::cluster::part_runs::{
@@ -279,8 +279,6 @@ pub(crate) struct PartWriter {
     drops: Vec<Option<StreamedPart<DropRow>>>,
     /// Where `drop/`'s URLs are read from, if anywhere.
     evidence: Option<Arc<EvidenceSources>>,
-    /// Threads that read it: the process's workers, idle once routed.
-    threads: usize,
     /// Time spent writing, while the rows came and after.
     writing: std::time::Duration,
 }
@@ -403,7 +401,6 @@ impl PartWriter {
                 &names,
             ),
             evidence,
-            threads: peers / processes,
             writing: std::time::Duration::ZERO,
         }
     }
@@ -442,12 +439,18 @@ impl FinalStage<RunSlice, ClusterTotals> for PartWriter {
         for part in std::mem::take(&mut self.members).into_iter().flatten() {
             totals.pages += part.finish()?;
         }
+        let mut plain = Vec::new();
         for part in std::mem::take(&mut self.drops).into_iter().flatten() {
             let path = part.path.clone();
             totals.dropped += part.finish()?;
-            if let Some(sources) = &self.evidence {
-                attach_evidence(&local_name(&path), &path, sources, self.threads)?;
-            }
+            let written = local_name(&path);
+            plain.push(PlainPart {
+                written,
+                part: path,
+            });
+        }
+        if let Some(sources) = &self.evidence {
+            sources.hand_over(plain)?;
         }
         tracing::info!(
             worker = self.worker,
@@ -671,5 +674,98 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_last_worker_to_hand_over_gives_every_part_its_urls() -> Result<()> {
+        use crate::cluster::drop_evidence::{EvidenceSources, PlainPart};
+        use crate::cluster::keep_order::URL;
+        use crate::io::parquet::pages::{is_string, PagesTable};
+        use arrow_array::cast::AsArray;
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        use parquet::arrow::ArrowWriter;
+
+        let dir = tempfile::tempdir()?;
+        // URLs for pages 1 to 4; page 9 has none.
+        let table = dir.path().join("pages.parquet");
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new(URL, DataType::Utf8, true),
+        ]));
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![3, 1, 4, 2])),
+            Arc::new(StringArray::from(vec!["u3", "u1", "u4", "u2"])),
+        ];
+        let mut writer = ArrowWriter::try_new(File::create(&table)?, schema.clone(), None)?;
+        writer.write(&RecordBatch::try_new(schema, columns)?)?;
+        writer.close()?;
+        let table = table.to_string_lossy().into_owned();
+        let pages = PagesTable::open(
+            "--pages",
+            &[table],
+            &[],
+            |_, _, _| Ok(()),
+            &[URL],
+            is_string,
+        )?;
+        let sources = EvidenceSources::of(&Some(Arc::new(pages)), None, 2).unwrap();
+        let plain_part = |name: &str, rows: Vec<DropRow>| -> Result<PlainPart> {
+            let part = dir.path().join(name);
+            let written = local_name(&part);
+            let mut merge = RunMerge::new([0]);
+            merge.add(0, 0, rows, true)?;
+            let mut plain = SortedPart::new_local(written.clone(), Arc::default());
+            plain.write_from(&mut merge)?;
+            plain.finish(&mut merge)?;
+            Ok(PlainPart { written, part })
+        };
+        // Two workers' parts: drops 2 and 9 (for 1 and 3), and 4 (for 1).
+        let a = plain_part(
+            "a.parquet",
+            vec![(2, 1, grounds(None)), (9, 3, grounds(None))],
+        )?;
+        let b = plain_part("b.parquet", vec![(4, 1, grounds(None))])?;
+        let (a_part, a_plain) = (a.part.clone(), a.written.clone());
+        sources.hand_over(vec![a])?;
+        assert!(
+            a_plain.exists() && !a_part.exists(),
+            "the first worker's part waits for the last worker's"
+        );
+        let parts = [(b.part.clone(), b.written.clone()), (a_part, a_plain)];
+        sources.hand_over(vec![b])?;
+        let expected = [
+            (vec![4], vec![Some("u4")], vec![Some("u1")]),
+            (
+                vec![2, 9],
+                vec![Some("u2"), None],
+                vec![Some("u1"), Some("u3")],
+            ),
+        ];
+        for ((part, plain), (ids, urls, keep_urls)) in parts.iter().zip(expected) {
+            assert!(
+                !plain.exists(),
+                "{}: the plain part is removed",
+                plain.display()
+            );
+            let reader = ParquetRecordBatchReaderBuilder::try_new(File::open(part)?)?.build()?;
+            let batches = reader.collect::<Result<Vec<_>, _>>()?;
+            let [batch] = &batches[..] else {
+                panic!("{}: {} batches", part.display(), batches.len());
+            };
+            let strings = |name: &str| -> Vec<Option<String>> {
+                let column = batch.column_by_name(name).unwrap().as_string::<i32>();
+                column.iter().map(|s| s.map(str::to_string)).collect()
+            };
+            let owned = |v: Vec<Option<&str>>| -> Vec<Option<String>> {
+                v.into_iter().map(|s| s.map(str::to_string)).collect()
+            };
+            let id = batch
+                .column(0)
+                .as_primitive::<arrow_array::types::Int64Type>();
+            assert_eq!(id.values().to_vec(), ids);
+            assert_eq!(strings("url"), owned(urls), "{}", part.display());
+            assert_eq!(strings("keep_url"), owned(keep_urls), "{}", part.display());
+        }
+        Ok(())
     }
 }
