@@ -134,10 +134,13 @@ impl EvidenceSources {
         }
         // A part's rows are read again as it is written, so that only the
         // parts being written are held.
+        // Parts in parallel, and a part's columns when parts are fewer than
+        // threads.
+        let each = (threads / parts.len().max(1)).max(1);
         let written = in_parallel(parts.len(), threads, |p| {
             let PlainPart { written, part } = &parts[p];
             let (plain, groups) = read_groups(written, None)?;
-            write_with_urls(part, &plain, &groups, &index, &urls)?;
+            write_with_urls(part, &plain, &groups, (&index, &urls), each)?;
             std::fs::remove_file(written)
                 .with_context(|| format!("{}: cannot remove", written.display()))
         });
@@ -188,13 +191,14 @@ fn read_groups(path: &Path, columns: Option<&[usize]>) -> Result<(SchemaRef, Vec
 
 /// Writes the row groups of a plain `drop/` part to `part` with the URLs
 /// of both pages of every row, as [`crate::cluster::part_writer`] writes
-/// one without them.
+/// one without them; each group's columns made and encoded on up to
+/// `threads` threads.
 fn write_with_urls(
     part: &Path,
     plain: &Schema,
     groups: &[RecordBatch],
-    index: &IdIndex,
-    urls: &UrlsOf,
+    (index, urls): (&IdIndex, &UrlsOf),
+    threads: usize,
 ) -> Result<()> {
     let mut fields: Vec<Field> = plain.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new("url", DataType::Utf8, true));
@@ -207,21 +211,22 @@ fn write_with_urls(
         group_rows: ROW_GROUP_ROWS,
         raw: false,
     };
-    let mut open = OpenParquet::create(part, &layout)?;
-    let mut numbers = Vec::new();
+    let mut file = OpenParquet::create(part, &layout)?.columnwise()?;
+    let plain_columns = plain.fields().len();
     for group in groups {
-        let mut columns = group.columns().to_vec();
-        for column in [0, 1] {
-            index.find_all(
-                group.column(column).as_primitive::<Int64Type>().values(),
-                &mut numbers,
-            );
-            let urls = numbers.iter().map(|&n| urls.get(n as usize));
-            columns.push(Arc::new(StringArray::from_iter(urls)));
-        }
-        open.write_group(&RecordBatch::try_new(layout.schema.clone(), columns)?)?;
+        file.write_group(threads, |c| match c.checked_sub(plain_columns) {
+            None => Ok(group.column(c).clone()),
+            // `url` of `id` (column 0), `keep_url` of `keep_id` (column 1).
+            Some(of) => {
+                let ids = group.column(of).as_primitive::<Int64Type>().values();
+                let mut numbers = Vec::with_capacity(ids.len());
+                index.find_all(ids, &mut numbers);
+                let urls = numbers.iter().map(|&n| urls.get(n as usize));
+                Ok(Arc::new(StringArray::from_iter(urls)))
+            }
+        })?;
     }
-    open.close()
+    file.close()
 }
 
 /// How many lookups ahead a slot is fetched.

@@ -24,7 +24,7 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{
@@ -32,14 +32,18 @@ use arrow_array::{
     RecordBatch, StringArray, TimestampMicrosecondArray,
 };
 use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnChunk, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::{KeyValue, SortingColumn};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
+use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::types::ColumnPath;
 
-use crate::exec::parallel::lock;
+use crate::exec::parallel::{in_parallel, lock};
 use crate::exec::runtime::AbortCleanup;
 use crate::io::pairs::Pair;
 use crate::io::parquet::input::refuse_output_over_inputs;
@@ -1047,12 +1051,94 @@ impl OpenParquet {
         self.writer
             .close()
             .map_err(|error| writing_error(&self.path, error))?;
-        if self.local {
-            return fs::rename(&self.tmp, &self.path)
-                .with_context(|| format!("{}: cannot rename into place", self.path.display()));
-        }
-        place(&self.tmp, &self.path)
+        place_written(&self.tmp, &self.path, self.local)
     }
+
+    /// This file written on instead a row group at a time, the columns of
+    /// each encoded on several threads.
+    pub(crate) fn columnwise(self) -> Result<ColumnwiseParquet> {
+        let (writer, groups) = self
+            .writer
+            .into_serialized_writer()
+            .map_err(|error| writing_error(&self.path, error))?;
+        Ok(ColumnwiseParquet {
+            writer,
+            groups,
+            written: 0,
+            path: self.path,
+            tmp: self.tmp,
+            schema: self.schema,
+            local: self.local,
+        })
+    }
+}
+
+/// A Parquet file being written under its temporary name a row group at a
+/// time, each group's columns made and encoded on several threads
+/// ([`OpenParquet::columnwise`]): a file too large to wait for on one
+/// thread while others are idle, such as a `drop/` part with URLs.
+pub(crate) struct ColumnwiseParquet {
+    writer: SerializedFileWriter<File>,
+    groups: ArrowRowGroupWriterFactory,
+    /// Row groups written so far.
+    written: usize,
+    path: PathBuf,
+    tmp: PathBuf,
+    schema: SchemaRef,
+    local: bool,
+}
+
+impl ColumnwiseParquet {
+    /// Writes a row group whose column `c` is `column(c)`, each column
+    /// made and encoded as a task of its own on up to `threads` threads.
+    /// The schema's fields are flat: one Parquet column each.
+    pub(crate) fn write_group(
+        &mut self,
+        threads: usize,
+        column: impl Fn(usize) -> Result<ArrayRef> + Sync,
+    ) -> Result<()> {
+        let failed = |error| writing_error(&self.path, error);
+        let writers = self.groups.create_column_writers(self.written);
+        let writers: Vec<Mutex<Option<ArrowColumnWriter>>> = writers
+            .map_err(failed)?
+            .into_iter()
+            .map(|w| Mutex::new(Some(w)))
+            .collect();
+        let fields = self.schema.fields();
+        let chunks = in_parallel(fields.len(), threads, |c| -> Result<ArrowColumnChunk> {
+            let mut writer = lock(&writers[c]).take().expect("each column is one task");
+            let array = column(c)?;
+            for leaf in compute_leaves(&fields[c], &array).map_err(failed)? {
+                writer.write(&leaf).map_err(failed)?;
+            }
+            writer.close().map_err(failed)
+        });
+        let mut group = self.writer.next_row_group().map_err(failed)?;
+        for chunk in chunks {
+            chunk?.append_to_row_group(&mut group).map_err(failed)?;
+        }
+        group.close().map_err(failed)?;
+        self.written += 1;
+        Ok(())
+    }
+
+    /// Writes the footer and renames the file into place.
+    pub(crate) fn close(self) -> Result<()> {
+        self.writer
+            .close()
+            .map_err(|error| writing_error(&self.path, error))?;
+        place_written(&self.tmp, &self.path, self.local)
+    }
+}
+
+/// Renames a closed file into place, and for an output bound for an
+/// object store (unless `local`) uploads it.
+fn place_written(tmp: &Path, path: &Path, local: bool) -> Result<()> {
+    if local {
+        return fs::rename(tmp, path)
+            .with_context(|| format!("{}: cannot rename into place", path.display()));
+    }
+    place(tmp, path)
 }
 
 /// A Parquet writer's error as one line naming the file: an I/O failure (a
@@ -1175,6 +1261,64 @@ mod tests {
                     assert_eq!(column.compression(), Compression::UNCOMPRESSED, "{name}");
                 }
             }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_written_columnwise_has_the_bytes_of_one_written_batch_by_batch() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("distance", DataType::Int8, true),
+            Field::new("url", DataType::Utf8, true),
+            Field::new("keep_url", DataType::Utf8, true),
+        ]));
+        let layout = FileLayout {
+            schema: schema.clone(),
+            zstd_level: OUTPUT_ZSTD_LEVEL,
+            sorting: Some(ascending(&[0])),
+            key_values: None,
+            group_rows: 1_000,
+            raw: false,
+        };
+        // Three groups of other sizes, with nulls and strings of all lengths.
+        let groups: Vec<RecordBatch> = [1_000i64, 1_000, 17]
+            .iter()
+            .enumerate()
+            .map(|(g, &rows)| {
+                let ids = (0..rows).map(|i| g as i64 * 1_000 + i);
+                let url =
+                    |i: i64, step: i64| (i % step != 0).then(|| "u".repeat((i % 91) as usize));
+                let columns: Vec<ArrayRef> = vec![
+                    Arc::new(Int64Array::from_iter_values(ids.clone())),
+                    Arc::new(Int8Array::from_iter(
+                        ids.clone().map(|i| (i % 5 > 0).then_some(i as i8 % 4)),
+                    )),
+                    Arc::new(StringArray::from_iter(ids.clone().map(|i| url(i, 7)))),
+                    Arc::new(StringArray::from_iter(ids.map(|i| url(i * 3, 11)))),
+                ];
+                RecordBatch::try_new(schema.clone(), columns).unwrap()
+            })
+            .collect();
+        let batchwise = dir.path().join("batchwise.parquet");
+        let mut file = OpenParquet::create(&batchwise, &layout)?;
+        for group in &groups {
+            file.write_group(group)?;
+        }
+        file.close()?;
+        let expected = fs::read(&batchwise)?;
+        for threads in [1, 3] {
+            let columnwise = dir.path().join(format!("columnwise-{threads}.parquet"));
+            let mut file = OpenParquet::create(&columnwise, &layout)?.columnwise()?;
+            for group in &groups {
+                file.write_group(threads, |c| Ok(group.column(c).clone()))?;
+            }
+            file.close()?;
+            assert!(
+                fs::read(&columnwise)? == expected,
+                "{threads} threads: other bytes"
+            );
         }
         Ok(())
     }
