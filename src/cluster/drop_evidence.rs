@@ -132,10 +132,9 @@ impl EvidenceSources {
                 urls = urls.read(&index, corpus, Skim::For(&missing), threads)?;
             }
         }
-        // A part's rows are read again as it is written, so that only the
+        // Parts in parallel (and a part's columns, when parts are fewer than
+        // threads), each read again as it is written so that only the
         // parts being written are held.
-        // Parts in parallel, and a part's columns when parts are fewer than
-        // threads.
         let each = (threads / parts.len().max(1)).max(1);
         let written = in_parallel(parts.len(), threads, |p| {
             let PlainPart { written, part } = &parts[p];
