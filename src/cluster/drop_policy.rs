@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::components::{Closeness, KeyedPage, Page, PairLog, MISSING};
-use crate::cluster::keep_order::{KeptBy, KeyWords};
+use crate::cluster::keep_order::{KeptBy, KeyWords, MAX_KEY_WORDS};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::prefetch;
 use crate::exec::sorting::{
@@ -342,25 +342,46 @@ fn in_priority_order(
 
 /// [`in_priority_order`] when pages have keys: each run (those that rank
 /// first, then the others) sorted by the pages' keys and then id, with
-/// each position's step from the one before it. A page's entry is two
-/// words, its first three words of keys and its place in `by_id` (the id's
-/// order), sorted in place; the entries' memory then becomes the ids by
+/// each position's step from the one before it. A page's entry is its
+/// words of keys and then its place in `by_id` (the id's order), packed
+/// into the fewest 64-bit words that hold them, and the entries are sorted
+/// in place: every key is in the sort, so the keys are read once, in
+/// order, never at random. The entries' memory then becomes the ids by
 /// position, read in the order it is written over, so the sort costs no
-/// memory beyond the ids'. Keys beyond three words break the ties of the
-/// first three.
+/// memory beyond the ids'.
 fn in_keyed_priority_order(
     by_id: &[KeyedPage],
     rank: impl Fn(usize) -> Option<bool>,
     keys: &PlaceKeys<'_>,
     position: &[AtomicU32],
 ) -> (Vec<i64>, Steps) {
+    match keys.words {
+        0..=3 => keyed_order::<2>(by_id, rank, keys, position),
+        4..=5 => keyed_order::<3>(by_id, rank, keys, position),
+        6..=7 => keyed_order::<4>(by_id, rank, keys, position),
+        _ => keyed_order::<5>(by_id, rank, keys, position),
+    }
+}
+
+/// [`in_keyed_priority_order`] with entries of `S` words: room for
+/// `2S - 1` words of keys and the place.
+fn keyed_order<const S: usize>(
+    by_id: &[KeyedPage],
+    rank: impl Fn(usize) -> Option<bool>,
+    keys: &PlaceKeys<'_>,
+    position: &[AtomicU32],
+) -> (Vec<i64>, Steps) {
+    debug_assert!(keys.words < 2 * S && keys.words <= MAX_KEY_WORDS);
     let entry = |place: usize| {
-        let k = (keys.keys)(place);
-        let [a, b, c] = [k[0], k[1], k[2]].map(u64::from);
-        [a << 32 | b, c << 32 | place as u64]
+        let mut entry = [0u64; S];
+        for (w, &word) in (keys.keys)(place)[..keys.words].iter().enumerate() {
+            entry[w / 2] |= u64::from(word) << (32 * (1 - w % 2));
+        }
+        entry[S - 1] |= place as u64;
+        entry
     };
     // Room for every page: grown by doubling, the entries would be copied.
-    let mut entries: Vec<[u64; 2]> = Vec::with_capacity(by_id.len());
+    let mut entries: Vec<[u64; S]> = Vec::with_capacity(by_id.len());
     let mut first = 0;
     for ranks_first in [true, false] {
         for at in 0..by_id.len() {
@@ -376,15 +397,15 @@ fn in_keyed_priority_order(
     entries[..first].sort_unstable();
     entries[first..].sort_unstable();
     let mut by_keys = Vec::with_capacity(entries.len());
-    for run in [0..first, first..entries.len()] {
-        by_keys.extend(sort_ties_and_step(&mut entries[run], keys));
+    for run in [&entries[..first], &entries[first..]] {
+        by_keys.extend(steps_of(run, keys));
     }
     let len = entries.len();
     let mut ids: Vec<i64> = bytemuck::allocation::cast_vec(entries);
     for at in 0..len {
-        // Entry `at` is words 2at and 2at + 1; id `at` is word `at`, which
-        // lies in an entry already read.
-        let place = (ids[2 * at + 1] as u64 & u64::from(u32::MAX)) as usize;
+        // Entry `at` is words S at to S at + S - 1; id `at` is word `at`,
+        // which lies in an entry already read.
+        let place = (ids[S * at + S - 1] as u64 & u64::from(u32::MAX)) as usize;
         let (id, page, _) = by_id[place];
         position[page as usize].store(at as Page, Relaxed);
         ids[at] = id;
@@ -396,6 +417,27 @@ fn in_keyed_priority_order(
         by_keys,
     };
     (ids, steps)
+}
+
+/// Each entry's step from the one before it in a sorted run (see
+/// [`Steps`]; the first's is `id`): the first word of keys they differ in.
+fn steps_of<const S: usize>(run: &[[u64; S]], keys: &PlaceKeys<'_>) -> Vec<KeptBy> {
+    let words = |entry: &[u64; S]| {
+        let mut words = [0u32; MAX_KEY_WORDS];
+        for (w, word) in words.iter_mut().enumerate().take(keys.words) {
+            *word = (entry[w / 2] >> (32 * (1 - w % 2))) as u32;
+        }
+        words
+    };
+    let after = run.windows(2).map(|pair| {
+        let [before, entry] = [&pair[0], &pair[1]].map(words);
+        KeptBy::between(&before[..keys.words], &entry[..keys.words], keys.word_keys)
+    });
+    run.first()
+        .map(|_| KeptBy::ID)
+        .into_iter()
+        .chain(after)
+        .collect()
 }
 
 /// Hands the whole memory pages of `items`' spare capacity back to the
@@ -418,51 +460,6 @@ fn give_back_spare_pages<T>(items: &mut Vec<T>) {
             unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
         }
     }
-}
-
-/// Sorts each group of `entries` (sorted) whose first three words of keys
-/// are equal by the rest of their keys, then by place, and gives each
-/// entry's step from the one before it (see [`Steps`]; the first's is
-/// `id`): where the first three words differ, the first word they differ
-/// in; within a group, from the rest of the keys, read once an entry.
-fn sort_ties_and_step(entries: &mut [[u64; 2]], keys: &PlaceKeys<'_>) -> Vec<KeptBy> {
-    let three = |e: &[u64; 2]| [(e[0] >> 32) as u32, e[0] as u32, (e[1] >> 32) as u32];
-    let place = |e: &[u64; 2]| (e[1] & u64::from(u32::MAX)) as usize;
-    let mut steps = Vec::with_capacity(entries.len());
-    let mut start = 0;
-    while start < entries.len() {
-        let mut end = start + 1;
-        while end < entries.len() && three(&entries[end]) == three(&entries[start]) {
-            end += 1;
-        }
-        steps.push(match start {
-            0 => KeptBy::ID,
-            _ => KeptBy::between(
-                &three(&entries[start - 1]),
-                &three(&entries[start]),
-                keys.word_keys,
-            ),
-        });
-        let group = &mut entries[start..end];
-        match keys.words > 3 && group.len() > 1 {
-            true => {
-                let mut keyed: Vec<(KeyWords, usize, [u64; 2])> = group
-                    .iter()
-                    .map(|e| ((keys.keys)(place(e)), place(e), *e))
-                    .collect();
-                keyed.sort_unstable();
-                for (at, &(words, _, entry)) in keyed.iter().enumerate() {
-                    group[at] = entry;
-                    if at > 0 {
-                        steps.push(KeptBy::between(&keyed[at - 1].0, &words, keys.word_keys));
-                    }
-                }
-            }
-            false => steps.extend(std::iter::repeat_n(KeptBy::ID, group.len() - 1)),
-        }
-        start = end;
-    }
-    steps
 }
 
 /// A pair as the sweep takes it: `(later position, earlier position,
@@ -900,7 +897,7 @@ mod tests {
             // 5 drops for 6 (canonical-url, the second word); 8 drops for 7
             // (canonical-url), and so does 9, 2 bits away, though 8 lies
             // between them and 9 differs from 8 only in earliest's second
-            // word (past the three the sort's entries hold).
+            // word, the fourth.
             assert_eq!(
                 every_drop(&drops),
                 vec![
@@ -916,6 +913,79 @@ mod tests {
             let mut from = drops.cursor_before(3);
             let (id, keep, grounds) = drops.next_by_id(&mut from, None).unwrap();
             assert_eq!((id, keep, grounds.near), (4, 3, Some(1)));
+        }
+    }
+
+    #[test]
+    fn pages_are_ordered_by_every_word_of_their_keys_whatever_the_words() {
+        // Words from a few values, so that pages tie on any prefix of them;
+        // the oracle sorts whole pages (rank, words, id) and names each
+        // position's first differing word.
+        let order = crate::cluster::keep_order::KeepOrder::parse(
+            "earliest,latest,column:a:asc,column:b:desc",
+        )
+        .unwrap();
+        let all_word_keys = order.word_keys();
+        let mut next = 0x2545_f491_4f6c_dd1d_u64;
+        let mut random = move |below: u64| {
+            next ^= next << 13;
+            next ^= next >> 7;
+            next ^= next << 17;
+            next % below
+        };
+        let n = 500;
+        let keys: Vec<KeyWords> = (0..n)
+            .map(|_| std::array::from_fn(|_| random(3) as u32 * 0x7fff_ffff))
+            .collect();
+        let first: Vec<Option<bool>> = (0..n)
+            .map(|_| [None, Some(true), Some(false), Some(false)][random(4) as usize])
+            .collect();
+        let by_id = sorted_by_id(
+            vec![(0..n as Page)
+                .map(|page| (random(1 << 40) as i64 - (1 << 39), page, 0))
+                .collect()],
+            1,
+        );
+        for words in 1..=MAX_KEY_WORDS {
+            let word_keys = &all_word_keys[..words];
+            let keys_at = |at: usize| {
+                let mut k = [0; MAX_KEY_WORDS];
+                k[..words].copy_from_slice(&keys[by_id[at].1 as usize][..words]);
+                k
+            };
+            let prefetch = |_: usize| {};
+            let place_keys = PlaceKeys {
+                words,
+                word_keys,
+                keys: &keys_at,
+                prefetch: &prefetch,
+            };
+            let position: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(MISSING)).collect();
+            let rank = |at: usize| first[by_id[at].1 as usize];
+            let (ids, steps) = in_keyed_priority_order(&by_id, rank, &place_keys, &position);
+
+            let mut expected: Vec<(bool, KeyWords, i64, Page)> = (0..by_id.len())
+                .filter_map(|at| rank(at).map(|f| (!f, keys_at(at), by_id[at].0, by_id[at].1)))
+                .collect();
+            expected.sort_unstable();
+            let expected_ids: Vec<i64> = expected.iter().map(|&(_, _, id, _)| id).collect();
+            assert_eq!(ids, expected_ids, "{words} words");
+            let firsts = expected.iter().filter(|&&(later, ..)| !later).count();
+            assert_eq!(steps.first_positions, firsts, "{words} words");
+            for (at, &(later, ref k, _, page)) in expected.iter().enumerate() {
+                assert_eq!(position[page as usize].load(Relaxed), at as Page);
+                let step = match at {
+                    0 => KeptBy::ID,
+                    _ if expected[at - 1].0 != later => KeptBy::ID,
+                    _ => {
+                        let before = &expected[at - 1].1;
+                        (0..words)
+                            .find(|&w| before[w] != k[w])
+                            .map_or(KeptBy::ID, |w| word_keys[w])
+                    }
+                };
+                assert_eq!(steps.by_keys[at], step, "{words} words, position {at}");
+            }
         }
     }
 
