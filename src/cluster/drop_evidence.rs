@@ -122,6 +122,7 @@ impl EvidenceSources {
             let ids: Vec<[Vec<i64>; 2]> = ids.into_iter().collect::<Result<_>>()?;
             IdIndex::new(ids.iter().flatten().map(Vec::as_slice))
         };
+        tracing::debug!(ids = index.len(), "drop/'s ids indexed");
         let mut urls = UrlsOf::new(index.len());
         if let Some(table) = &self.pages {
             urls = urls.read(&index, table, Skim::No, threads)?;
@@ -132,6 +133,7 @@ impl EvidenceSources {
                 urls = urls.read(&index, corpus, Skim::For(&missing), threads)?;
             }
         }
+        tracing::debug!("drop/'s URLs read");
         // Parts in parallel (and a part's columns, when parts are fewer than
         // threads), each read again as it is written so that only the
         // parts being written are held.
