@@ -374,6 +374,8 @@ fn keyed_order<const S: usize>(
     debug_assert!(keys.words < 2 * S && keys.words <= MAX_KEY_WORDS);
     let entry = |place: usize| {
         let mut entry = [0u64; S];
+        // Two words of keys a word of the entry, the first in its high half,
+        // so that entries compare as the keys do.
         for (w, &word) in (keys.keys)(place)[..keys.words].iter().enumerate() {
             entry[w / 2] |= u64::from(word) << (32 * (1 - w % 2));
         }
@@ -441,9 +443,9 @@ fn steps_of<const S: usize>(run: &[[u64; S]], keys: &PlaceKeys<'_>) -> Vec<KeptB
 }
 
 /// Hands the whole memory pages of `items`' spare capacity back to the
-/// kernel: the keyed entries' second half, which the allocator would keep
-/// resident through the sweep (a shrink in place frees nothing, and one
-/// that moves holds both copies at once).
+/// kernel: the keyed entries' words past the ids, which the allocator
+/// would keep resident through the sweep (a shrink in place frees nothing,
+/// and one that moves holds both copies at once).
 #[cfg_attr(not(unix), allow(unused_variables))]
 fn give_back_spare_pages<T>(items: &mut Vec<T>) {
     #[cfg(unix)]
