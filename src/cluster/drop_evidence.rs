@@ -37,9 +37,7 @@ use parquet::arrow::ProjectionMask;
 use crate::cluster::components::mix;
 use crate::cluster::keep_order::URL;
 use crate::exec::parallel::{in_parallel, lock, prefetch};
-use crate::io::parquet::output::{
-    ascending, FileLayout, OpenParquet, OUTPUT_ZSTD_LEVEL, ROW_GROUP_ROWS,
-};
+use crate::io::parquet::output::{FileLayout, OpenParquet, ROW_GROUP_ROWS};
 use crate::io::parquet::pages::{string_values, PagesTable};
 
 /// Where `drop/`'s URLs come from: the pages table, then the corpus for
@@ -204,14 +202,7 @@ fn write_with_urls(
     let mut fields: Vec<Field> = plain.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new("url", DataType::Utf8, true));
     fields.push(Field::new("keep_url", DataType::Utf8, true));
-    let layout = FileLayout {
-        schema: Arc::new(Schema::new(fields)),
-        zstd_level: OUTPUT_ZSTD_LEVEL,
-        sorting: Some(ascending(&[0])),
-        key_values: None,
-        group_rows: ROW_GROUP_ROWS,
-        raw: false,
-    };
+    let layout = FileLayout::cluster_part(Arc::new(Schema::new(fields)), false);
     let mut file = OpenParquet::create(part, &layout)?.columnwise()?;
     let plain_columns = plain.fields().len();
     for group in groups {

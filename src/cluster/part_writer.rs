@@ -21,8 +21,7 @@ use crate::cluster::part_runs::{
 use crate::cluster::summary::ClusterTotals;
 use crate::io::commit::FinalStage;
 use crate::io::parquet::output::{
-    ascending, part_name, FileLayout, OpenParquet, KEPT_BY, OUTPUT_ZSTD_LEVEL, PART_CHUNK_ROWS,
-    ROW_GROUP_ROWS, WIDE_DISTANCE,
+    part_name, FileLayout, OpenParquet, KEPT_BY, PART_CHUNK_ROWS, WIDE_DISTANCE,
 };
 
 /// A row of a `cluster` output part: an id, another page's id and a
@@ -247,14 +246,7 @@ impl<T: PartRow> SortedPart<T> {
     }
 
     fn open_file(&self) -> Result<OpenParquet> {
-        let layout = FileLayout {
-            schema: Arc::new(Schema::new(T::fields())),
-            zstd_level: OUTPUT_ZSTD_LEVEL,
-            sorting: Some(ascending(&[0])),
-            key_values: None,
-            group_rows: ROW_GROUP_ROWS,
-            raw: self.local,
-        };
+        let layout = FileLayout::cluster_part(Arc::new(Schema::new(T::fields())), self.local);
         OpenParquet::create(&self.path, &layout)
     }
 }
@@ -469,6 +461,7 @@ mod tests {
     use crate::cluster::components::Closeness;
     use crate::cluster::drop_policy::closeness;
     use crate::cluster::keep_order::KeptBy;
+    use crate::io::parquet::output::ROW_GROUP_ROWS;
     use parquet::basic::{Compression, Encoding};
     use parquet::file::reader::{FileReader, SerializedFileReader};
     use std::fs::File;

@@ -958,6 +958,21 @@ pub(crate) struct FileLayout {
     pub(crate) raw: bool,
 }
 
+impl FileLayout {
+    /// A `cluster` output part's: sorted by its first column (the page's
+    /// id), in row groups of [`ROW_GROUP_ROWS`].
+    pub(crate) fn cluster_part(schema: SchemaRef, raw: bool) -> FileLayout {
+        FileLayout {
+            schema,
+            zstd_level: OUTPUT_ZSTD_LEVEL,
+            sorting: Some(ascending(&[0])),
+            key_values: None,
+            group_rows: ROW_GROUP_ROWS,
+            raw,
+        }
+    }
+}
+
 /// Writes `rows` rows produced batch by batch, one row group per batch of
 /// `layout.group_rows`, under a temporary name renamed into place.
 fn write_parquet(
