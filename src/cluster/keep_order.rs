@@ -441,27 +441,124 @@ impl fmt::Display for KeepOrder {
 /// [variant](is_variant) of a page, then whether there is a query string,
 /// then the path's segments (nine bits), then the URL's length in bytes
 /// (nineteen bits); segments and lengths beyond their bits count as the
-/// most they hold.
+/// most they hold. Every page's URL is keyed, so the URL is read as bytes
+/// in one pass up to its fragment, and the path once more by segment.
 pub(crate) fn canonical_url_key(url: &str) -> u32 {
-    let (scheme, rest) = match url.split_once("://") {
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (0, rest),
-        Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (1, rest),
-        Some((_, rest)) => (2, rest),
-        None => (2, url),
+    let (scheme, rest) = match url.as_bytes().windows(3).position(|w| w == b"://") {
+        Some(at) => match &url[..at] {
+            s if s.eq_ignore_ascii_case("https") => (0, &url.as_bytes()[at + 3..]),
+            s if s.eq_ignore_ascii_case("http") => (1, &url.as_bytes()[at + 3..]),
+            _ => (2, &url.as_bytes()[at + 3..]),
+        },
+        None => (2, url.as_bytes()),
     };
-    let (before_fragment, fragment) = match rest.split_once('#') {
-        Some((before, _)) => (before, true),
-        None => (rest, false),
-    };
-    let (address, query) = match before_fragment.split_once('?') {
-        Some((address, query)) => (address, Some(query)),
-        None => (before_fragment, None),
-    };
-    let (host, path) = address.split_once('/').unwrap_or((address, ""));
-    let variant = fragment || is_variant(host, path, query.unwrap_or(""));
-    let segments = path.split('/').filter(|s| !s.is_empty()).count().min(511) as u32;
+    let parts = UrlParts::of(rest);
+    let (segments, variant_path) = path_segments(parts.path);
+    let variant = parts.fragment
+        || variant_path
+        || variant_host(parts.host)
+        || parts.query.is_some_and(variant_query);
+    let segments = segments.min(511) as u32;
     let length = url.len().min((1 << 19) - 1) as u32;
-    scheme << 30 | (variant as u32) << 29 | (query.is_some() as u32) << 28 | segments << 19 | length
+    scheme << 30
+        | (variant as u32) << 29
+        | (parts.query.is_some() as u32) << 28
+        | segments << 19
+        | length
+}
+
+/// A URL after its scheme, cut as the key reads it: the host (up to the
+/// first `/`, `?` or `#`), the path (after that `/`, up to `?` or `#`),
+/// the query (after the first `?`, up to `#`), and whether a `#` follows.
+struct UrlParts<'a> {
+    host: &'a [u8],
+    path: &'a [u8],
+    query: Option<&'a [u8]>,
+    fragment: bool,
+}
+
+impl<'a> UrlParts<'a> {
+    fn of(rest: &'a [u8]) -> UrlParts<'a> {
+        let (mut slash, mut question, mut hash) = (None, None, rest.len());
+        for (at, &byte) in rest.iter().enumerate() {
+            match byte {
+                b'#' => {
+                    hash = at;
+                    break;
+                }
+                b'?' if question.is_none() => question = Some(at),
+                b'/' if question.is_none() && slash.is_none() => slash = Some(at),
+                _ => {}
+            }
+        }
+        let path_end = question.unwrap_or(hash);
+        UrlParts {
+            host: &rest[..slash.unwrap_or(path_end)],
+            path: slash.map_or(&[][..], |at| &rest[at + 1..path_end]),
+            query: question.map(|at| &rest[at + 1..hash]),
+            fragment: hash < rest.len(),
+        }
+    }
+}
+
+/// Host prefixes of a site's mobile or AMP copy.
+const VARIANT_HOSTS: &[&str] = &["m.", "mobile.", "amp.", "print."];
+
+/// Path segments and query keys of a page's AMP, print or mobile view.
+const VARIANT_PARTS: &[&str] = &["amp", "print", "printable", "mobile"];
+
+/// A directory's default page, the same page as the directory itself.
+const INDEX_PAGES: &[&str] = &[
+    "index.html",
+    "index.htm",
+    "index.php",
+    "index.asp",
+    "default.aspx",
+    "default.asp",
+    "default.htm",
+];
+
+/// Whether `part` is one of `names`, whatever its case.
+fn is_one_of(part: &[u8], names: &[&str]) -> bool {
+    names
+        .iter()
+        .any(|name| part.eq_ignore_ascii_case(name.as_bytes()))
+}
+
+/// A path's non-empty segments, and whether it names another view of a
+/// page: a segment that is a [`VARIANT_PARTS`] name, or a last piece that
+/// names a directory's default page ([`INDEX_PAGES`]).
+fn path_segments(path: &[u8]) -> (usize, bool) {
+    let (mut segments, mut variant, mut last) = (0, false, &[][..]);
+    for segment in path.split(|&byte| byte == b'/') {
+        segments += usize::from(!segment.is_empty());
+        variant |= is_one_of(segment, VARIANT_PARTS);
+        last = segment;
+    }
+    (segments, variant || is_one_of(last, INDEX_PAGES))
+}
+
+/// Whether a host (after any `user@`) begins with a mobile or AMP prefix
+/// that leaves a domain of two labels: `m.org` is a site.
+fn variant_host(host: &[u8]) -> bool {
+    let host = match host.iter().rposition(|&byte| byte == b'@') {
+        Some(at) => &host[at + 1..],
+        None => host,
+    };
+    VARIANT_HOSTS.iter().any(|prefix| {
+        host.len() >= prefix.len()
+            && host[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+            && host[prefix.len()..].contains(&b'.')
+    })
+}
+
+/// Whether a query has a key (before any `=`) that is a [`VARIANT_PARTS`]
+/// name.
+fn variant_query(query: &[u8]) -> bool {
+    query.split(|&byte| byte == b'&').any(|pair| {
+        let key = pair.split(|&byte| byte == b'=').next().unwrap_or(&[]);
+        is_one_of(key, VARIANT_PARTS)
+    })
 }
 
 /// A key of `rel-canonical`: 0 for a page whose canonical link names
@@ -487,44 +584,6 @@ pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u
     } else {
         2
     }
-}
-
-/// Host prefixes of a site's mobile or AMP copy.
-const VARIANT_HOSTS: &[&str] = &["m.", "mobile.", "amp.", "print."];
-
-/// Path segments and query keys of a page's AMP, print or mobile view.
-const VARIANT_PARTS: &[&str] = &["amp", "print", "printable", "mobile"];
-
-/// A directory's default page, the same page as the directory itself.
-const INDEX_PAGES: &[&str] = &[
-    "index.html",
-    "index.htm",
-    "index.php",
-    "index.asp",
-    "default.aspx",
-    "default.asp",
-    "default.htm",
-];
-
-/// Whether a URL names another view of a page (mobile, AMP, print) or a
-/// directory's default page by name: such URLs come after the page's own.
-fn is_variant(host: &str, path: &str, query: &str) -> bool {
-    let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
-    let is = |part: &str, names: &[&str]| names.iter().any(|n| part.eq_ignore_ascii_case(n));
-    // The prefix must leave a domain of two labels: `m.org` is a site.
-    let variant_host = VARIANT_HOSTS.iter().any(|prefix| {
-        let (start, rest) = host.split_at_checked(prefix.len()).unwrap_or(("", ""));
-        start.eq_ignore_ascii_case(prefix) && rest.contains('.')
-    });
-    let mut segments = path.split('/').filter(|s| !s.is_empty());
-    let last = path.rsplit('/').next().unwrap_or("");
-    let mut query_keys = query
-        .split('&')
-        .map(|pair| pair.split('=').next().unwrap_or(""));
-    variant_host
-        || segments.any(|segment| is(segment, VARIANT_PARTS))
-        || is(last, INDEX_PAGES)
-        || query_keys.any(|key| is(key, VARIANT_PARTS))
 }
 
 fn is_numeric(data_type: &DataType) -> bool {
@@ -628,6 +687,7 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::components::mix;
     use arrow_array::{Float64Array, Int32Array, Int64Array, StringArray, TimestampSecondArray};
     use std::sync::Arc;
 
@@ -752,6 +812,125 @@ mod tests {
         assert_eq!(segments("HTTPS://a.org/x/y#z/w"), 2);
         assert_eq!(canonical_url_key("HTTPS://a.org/") >> 30, 0);
         assert!(canonical_url_key(&format!("https://a.org/{}", "x".repeat(1 << 20))) < NO_VALUE);
+    }
+
+    #[test]
+    fn the_one_pass_key_is_the_key_as_first_written_on_any_url() {
+        // URLs made of the pieces the key looks for, in every order and
+        // case, as an attacker or a broken crawler might write them.
+        let pieces = [
+            "https://",
+            "HTTP://",
+            "ftp://",
+            "://",
+            "m.",
+            "Mobile.",
+            "amp.",
+            "print.",
+            "a",
+            "org",
+            ".",
+            "@",
+            "/",
+            "//",
+            "?",
+            "&",
+            "=",
+            "#",
+            "amp",
+            "PRINT",
+            "printable",
+            "mobile",
+            "index.html",
+            "Default.aspx",
+            "index.htm",
+            "é",
+            "x",
+            "%2F",
+            ":",
+        ];
+        let mut state = 7i64;
+        for _ in 0..200_000 {
+            state = mix(state) as i64;
+            let mut url = String::new();
+            let mut bits = state as u64;
+            for _ in 0..(bits % 12) {
+                bits = mix(bits as i64);
+                url.push_str(pieces[(bits % pieces.len() as u64) as usize]);
+            }
+            assert_eq!(canonical_url_key(&url), reference_key(&url), "{url:?}");
+        }
+        for url in [
+            "",
+            "https://",
+            "https://m.a",
+            "http://u@m.a.org",
+            "a/b?c#d?e/f",
+            "?#/",
+        ] {
+            assert_eq!(canonical_url_key(url), reference_key(url), "{url:?}");
+        }
+    }
+
+    /// `canonical_url_key` as it was first written, on `str`'s splits: the
+    /// rule the key keeps, which the one-pass key is checked against.
+    fn reference_key(url: &str) -> u32 {
+        let (scheme, rest) = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (0, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (1, rest),
+            Some((_, rest)) => (2, rest),
+            None => (2, url),
+        };
+        let (before_fragment, fragment) = match rest.split_once('#') {
+            Some((before, _)) => (before, true),
+            None => (rest, false),
+        };
+        let (address, query) = match before_fragment.split_once('?') {
+            Some((address, query)) => (address, Some(query)),
+            None => (before_fragment, None),
+        };
+        let (host, path) = address.split_once('/').unwrap_or((address, ""));
+        let variant = fragment || is_variant_ref(host, path, query.unwrap_or(""));
+        let segments = path.split('/').filter(|s| !s.is_empty()).count().min(511) as u32;
+        let length = url.len().min((1 << 19) - 1) as u32;
+        scheme << 30
+            | (variant as u32) << 29
+            | (query.is_some() as u32) << 28
+            | segments << 19
+            | length
+    }
+
+    const VARIANT_HOSTS_REF: &[&str] = &["m.", "mobile.", "amp.", "print."];
+
+    const VARIANT_PARTS_REF: &[&str] = &["amp", "print", "printable", "mobile"];
+
+    const INDEX_PAGES_REF: &[&str] = &[
+        "index.html",
+        "index.htm",
+        "index.php",
+        "index.asp",
+        "default.aspx",
+        "default.asp",
+        "default.htm",
+    ];
+
+    fn is_variant_ref(host: &str, path: &str, query: &str) -> bool {
+        let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+        let is = |part: &str, names: &[&str]| names.iter().any(|n| part.eq_ignore_ascii_case(n));
+        // The prefix must leave a domain of two labels: `m.org` is a site.
+        let variant_host = VARIANT_HOSTS_REF.iter().any(|prefix| {
+            let (start, rest) = host.split_at_checked(prefix.len()).unwrap_or(("", ""));
+            start.eq_ignore_ascii_case(prefix) && rest.contains('.')
+        });
+        let mut segments = path.split('/').filter(|s| !s.is_empty());
+        let last = path.rsplit('/').next().unwrap_or("");
+        let mut query_keys = query
+            .split('&')
+            .map(|pair| pair.split('=').next().unwrap_or(""));
+        variant_host
+            || segments.any(|segment| is(segment, VARIANT_PARTS_REF))
+            || is(last, INDEX_PAGES_REF)
+            || query_keys.any(|key| is(key, VARIANT_PARTS_REF))
     }
 
     #[test]
