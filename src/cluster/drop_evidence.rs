@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
+use arrow_array::builder::StringBuilder;
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
 use arrow_array::{RecordBatch, RecordBatchReader, StringArray};
@@ -213,8 +214,7 @@ fn write_with_urls(
                 let ids = group.column(of).as_primitive::<Int64Type>().values();
                 let mut numbers = Vec::with_capacity(ids.len());
                 index.find_all(ids, &mut numbers);
-                let urls = numbers.iter().map(|&n| urls.get(n as usize));
-                Ok(Arc::new(StringArray::from_iter(urls)))
+                Ok(Arc::new(urls.column(&numbers)))
             }
         })?;
     }
@@ -304,16 +304,32 @@ impl IdIndex {
     }
 }
 
-/// The URLs of the ids of an [`IdIndex`], by number, in one buffer.
+/// The URLs of the ids of an [`IdIndex`], by number, in the texts of the
+/// units they were read from (each made at its size, never copied again).
 struct UrlsOf {
-    text: String,
-    /// Each id's URL in `text`: `(start, length)`; length `u32::MAX`: none.
-    spans: Vec<(u64, u32)>,
+    texts: Vec<String>,
+    spans: Vec<Span>,
 }
 
-/// The URLs one unit of the table gives: `(number, URL)` in its order.
+/// Where a number's URL is: in `texts[text]`, from `start`, `len` bytes
+/// long; `len` `u32::MAX`: no URL.
+#[derive(Clone, Copy)]
+struct Span {
+    text: u32,
+    len: u32,
+    start: u64,
+}
+
+const NO_URL: Span = Span {
+    text: 0,
+    len: u32::MAX,
+    start: 0,
+};
+
+/// The URLs one batch of the table gives: `(number, URL)` in its order,
+/// the URLs in one text made at its size.
 #[derive(Default)]
-struct UnitUrls {
+struct FoundUrls {
     numbers: Vec<u32>,
     ends: Vec<usize>,
     text: String,
@@ -331,8 +347,8 @@ impl UrlsOf {
     /// No URL yet for each of `len` numbers.
     fn new(len: usize) -> UrlsOf {
         UrlsOf {
-            text: String::new(),
-            spans: vec![(0, u32::MAX); len],
+            texts: Vec::new(),
+            spans: vec![NO_URL; len],
         }
     }
 
@@ -359,7 +375,7 @@ impl UrlsOf {
             let merged = &mut *guard;
             merged.waiting.insert(unit, found);
             while let Some(found) = merged.waiting.remove(&merged.next) {
-                merged.urls.add(&found);
+                found.into_iter().for_each(|batch| merged.urls.add(batch));
                 merged.next += 1;
             }
             Ok(())
@@ -369,56 +385,107 @@ impl UrlsOf {
         Ok(merged.urls)
     }
 
-    /// Takes the URLs of numbers that have none yet.
-    fn add(&mut self, found: &UnitUrls) {
-        let mut start = 0;
+    /// Takes the URLs of numbers that have none yet, keeping the batch's
+    /// text if any does.
+    fn add(&mut self, found: FoundUrls) {
+        let text = self.texts.len() as u32;
+        let (mut start, mut taken) = (0, false);
         for (&number, &end) in found.numbers.iter().zip(&found.ends) {
             let span = &mut self.spans[number as usize];
-            if span.1 == u32::MAX {
-                let url = &found.text[start..end];
-                *span = (
-                    self.text.len() as u64,
-                    url.len().min(u32::MAX as usize - 1) as u32,
-                );
-                self.text.push_str(url);
+            if span.len == u32::MAX {
+                let len = (end - start).min(u32::MAX as usize - 1) as u32;
+                *span = Span {
+                    text,
+                    len,
+                    start: start as u64,
+                };
+                taken = true;
             }
             start = end;
+        }
+        if taken {
+            self.texts.push(found.text);
         }
     }
 
     /// Whether each number still has no URL.
     fn missing(&self) -> Vec<bool> {
-        self.spans.iter().map(|span| span.1 == u32::MAX).collect()
+        self.spans.iter().map(|span| span.len == u32::MAX).collect()
     }
 
-    fn get(&self, at: usize) -> Option<&str> {
-        let (start, len) = *self.spans.get(at)?;
-        (len != u32::MAX).then(|| &self.text[start as usize..start as usize + len as usize])
+    fn text_of(&self, span: Span) -> Option<&str> {
+        let start = span.start as usize;
+        (span.len != u32::MAX)
+            .then(|| &self.texts[span.text as usize][start..][..span.len as usize])
+    }
+
+    /// The URLs of `numbers` (`u32::MAX`, or a number without one: null),
+    /// as a column made at its size. Both the spans and the URLs are read
+    /// at random, so each is fetched a few numbers ahead: the spans in one
+    /// pass, then the URLs as they are copied.
+    fn column(&self, numbers: &[u32]) -> StringArray {
+        let spans: Vec<Span> = (0..numbers.len())
+            .map(|at| {
+                let ahead = numbers.get(at + LOOKAHEAD);
+                if let Some(span) = ahead.and_then(|&n| self.spans.get(n as usize)) {
+                    prefetch(span);
+                }
+                self.spans
+                    .get(numbers[at] as usize)
+                    .copied()
+                    .unwrap_or(NO_URL)
+            })
+            .collect();
+        let with_url = |span: &&Span| span.len != u32::MAX;
+        let bytes = spans
+            .iter()
+            .filter(with_url)
+            .map(|span| span.len as usize)
+            .sum();
+        let mut column = StringBuilder::with_capacity(spans.len(), bytes);
+        for (at, &span) in spans.iter().enumerate() {
+            if let Some(ahead) = spans.get(at + LOOKAHEAD).filter(with_url) {
+                let text = self.texts[ahead.text as usize].as_bytes();
+                if let Some(first) = text.get(ahead.start as usize) {
+                    prefetch(first);
+                }
+            }
+            column.append_option(self.text_of(span));
+        }
+        column.finish()
     }
 }
 
 /// [`UrlsOf::read`]'s units, added in order.
 struct InOrder {
     next: usize,
-    waiting: std::collections::BTreeMap<usize, UnitUrls>,
+    waiting: std::collections::BTreeMap<usize, Vec<FoundUrls>>,
     urls: UrlsOf,
 }
 
-/// The URLs of unit `unit` of `table` whose ids `index` has.
-fn unit_urls(index: &IdIndex, table: &PagesTable, skim: Skim, unit: usize) -> Result<UnitUrls> {
-    let mut found = UnitUrls::default();
+/// The URLs of unit `unit` of `table` whose ids `index` has (and, when
+/// skimming, that are still wanted), batch by batch.
+fn unit_urls(
+    index: &IdIndex,
+    table: &PagesTable,
+    skim: Skim,
+    unit: usize,
+) -> Result<Vec<FoundUrls>> {
+    let mut batches = Vec::new();
     let mut numbers = Vec::new();
-    if let Skim::For(wanted) = skim {
+    let wanted = |number: u32| match skim {
+        Skim::No => number != u32::MAX,
+        Skim::For(wanted) => wanted.get(number as usize) == Some(&true),
+    };
+    if let Skim::For(_) = skim {
         let mut any = false;
         table.read_unit_columns(unit, &[], |ids, _, _| {
             index.find_all(ids, &mut numbers);
-            any |= numbers
-                .iter()
-                .any(|&n| wanted.get(n as usize) == Some(&true));
+            any |= numbers.iter().any(|&n| wanted(n));
             Ok(())
         })?;
         if !any {
-            return Ok(found);
+            return Ok(batches);
         }
     }
     table.read_unit_columns(unit, &[URL], |ids, batch, location| {
@@ -426,16 +493,25 @@ fn unit_urls(index: &IdIndex, table: &PagesTable, skim: Skim, unit: usize) -> Re
             return Ok(());
         };
         index.find_all(ids, &mut numbers);
-        for (&number, url) in numbers.iter().zip(string_values(column, URL, location)?) {
-            if let (Some(url), true) = (url, number != u32::MAX) {
-                found.numbers.push(number);
-                found.text.push_str(url);
-                found.ends.push(found.text.len());
-            }
+        let urls = numbers.iter().zip(string_values(column, URL, location)?);
+        let urls: Vec<(u32, &str)> = urls
+            .filter_map(|(&number, url)| Some((number, url?)).filter(|_| wanted(number)))
+            .collect();
+        let bytes = urls.iter().map(|(_, url)| url.len()).sum();
+        let mut found = FoundUrls {
+            numbers: Vec::with_capacity(urls.len()),
+            ends: Vec::with_capacity(urls.len()),
+            text: String::with_capacity(bytes),
+        };
+        for (number, url) in urls {
+            found.numbers.push(number);
+            found.text.push_str(url);
+            found.ends.push(found.text.len());
         }
+        batches.push(found);
         Ok(())
     })?;
-    Ok(found)
+    Ok(batches)
 }
 
 #[cfg(test)]
