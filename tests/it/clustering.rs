@@ -1473,7 +1473,16 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
         .into_iter()
         .partition(|row| in_corpus.contains(&row.id));
     let pages = write_pages(&dir.path().join("pages"), &night_rows, 2);
-    let corpus = write_pages(&dir.path().join("corpus"), &corpus_rows, 2);
+    // The corpus also holds older copies of some of the night's pages under
+    // other URLs, before its own rows: the night's table speaks for the
+    // pages it gives a URL.
+    let with_url = night_rows.iter().filter(|row| row.url.is_some());
+    let stale = with_url.step_by(7).map(|row| PageRow {
+        url: Some(format!("https://stale.example/{}", row.id)),
+        ..row.clone()
+    });
+    let corpus_table: Vec<PageRow> = stale.chain(corpus_rows.iter().cloned()).collect();
+    let corpus = write_pages(&dir.path().join("corpus"), &corpus_table, 2);
     let others: Vec<PageRow> = (0..40_000)
         .map(|i| PageRow {
             id: 1_000_000 + i,
