@@ -441,10 +441,13 @@ impl fmt::Display for KeepOrder {
 /// [variant](is_variant) of a page, then whether there is a query string,
 /// then the path's segments (nine bits), then the URL's length in bytes
 /// (nineteen bits); segments and lengths beyond their bits count as the
-/// most they hold. Every page's URL is keyed, so the URL is read as bytes
-/// in one pass up to its fragment, and the path once more by segment.
+/// most they hold. Every page's URL is keyed, so its `:`, `/`, `?`, `#`
+/// and `@` are found a vector at a time, not by `str`'s splits.
 pub(crate) fn canonical_url_key(url: &str) -> u32 {
-    let (scheme, rest) = match url.as_bytes().windows(3).position(|w| w == b"://") {
+    let bytes = url.as_bytes();
+    let colons = memchr::memchr_iter(b':', bytes);
+    let mut after_scheme = colons.filter(|&at| bytes[at + 1..].starts_with(b"//"));
+    let (scheme, rest) = match after_scheme.next() {
         Some(at) => match &url[..at] {
             s if s.eq_ignore_ascii_case("https") => (0, &url.as_bytes()[at + 3..]),
             s if s.eq_ignore_ascii_case("http") => (1, &url.as_bytes()[at + 3..]),
@@ -479,19 +482,10 @@ struct UrlParts<'a> {
 
 impl<'a> UrlParts<'a> {
     fn of(rest: &'a [u8]) -> UrlParts<'a> {
-        let (mut slash, mut question, mut hash) = (None, None, rest.len());
-        for (at, &byte) in rest.iter().enumerate() {
-            match byte {
-                b'#' => {
-                    hash = at;
-                    break;
-                }
-                b'?' if question.is_none() => question = Some(at),
-                b'/' if question.is_none() && slash.is_none() => slash = Some(at),
-                _ => {}
-            }
-        }
+        let hash = memchr::memchr(b'#', rest).unwrap_or(rest.len());
+        let question = memchr::memchr(b'?', &rest[..hash]);
         let path_end = question.unwrap_or(hash);
+        let slash = memchr::memchr(b'/', &rest[..path_end]);
         UrlParts {
             host: &rest[..slash.unwrap_or(path_end)],
             path: slash.map_or(&[][..], |at| &rest[at + 1..path_end]),
@@ -529,11 +523,12 @@ fn is_one_of(part: &[u8], names: &[&str]) -> bool {
 /// page: a segment that is a [`VARIANT_PARTS`] name, or a last piece that
 /// names a directory's default page ([`INDEX_PAGES`]).
 fn path_segments(path: &[u8]) -> (usize, bool) {
-    let (mut segments, mut variant, mut last) = (0, false, &[][..]);
-    for segment in path.split(|&byte| byte == b'/') {
-        segments += usize::from(!segment.is_empty());
-        variant |= is_one_of(segment, VARIANT_PARTS);
-        last = segment;
+    let (mut segments, mut variant, mut start, mut last) = (0, false, 0, &[][..]);
+    for end in memchr::memchr_iter(b'/', path).chain([path.len()]) {
+        last = &path[start..end];
+        segments += usize::from(!last.is_empty());
+        variant |= is_one_of(last, VARIANT_PARTS);
+        start = end + 1;
     }
     (segments, variant || is_one_of(last, INDEX_PAGES))
 }
@@ -541,7 +536,7 @@ fn path_segments(path: &[u8]) -> (usize, bool) {
 /// Whether a host (after any `user@`) begins with a mobile or AMP prefix
 /// that leaves a domain of two labels: `m.org` is a site.
 fn variant_host(host: &[u8]) -> bool {
-    let host = match host.iter().rposition(|&byte| byte == b'@') {
+    let host = match memchr::memrchr(b'@', host) {
         Some(at) => &host[at + 1..],
         None => host,
     };
