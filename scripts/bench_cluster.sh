@@ -11,8 +11,8 @@
 #                                            RSS and CPU are process 0's; a second line
 #                                            gives every process's peak and their sum)
 #   PAGES=urls scripts/bench_cluster.sh      each run again with --pages, a pages table of
-#                                            10M rows (DuckDB: id, fetch_time, url, n_chars)
-#                                            and the default keys,
+#                                            10M rows (DuckDB: id, fetch_time, url,
+#                                            canonical_url, n_chars) and the default keys,
 #                                            so drop/ gets url and keep_url too
 #   PAGES=keys scripts/bench_cluster.sh      the same with a table without url (id,
 #                                            fetch_time, n_chars) and keys corpus,earliest,longest
@@ -92,13 +92,22 @@ declare -A sql=(
 
 pages_table() {  # pages_table plain|scattered -> the path of the shape's pages table
     local ids=$1 path="bench-data/pages-$PAGES-$1.parquet"
+    if [ "$PAGES" = urls ]; then path="bench-data/pages-urls-canonical-$1.parquet"; fi
     if [ ! -f "$path" ]; then
         local id="e" url=""
         if [ "$ids" = scattered ]; then id="${scatter//x/e}"; fi
         if [ "$PAGES" = urls ]; then
             url="CASE hash(e) % 4 WHEN 0 THEN 'http://' ELSE 'https://' END || 'site'
                  || (hash(e * 3) % 5000)::VARCHAR || '.example.com/' || repeat('a/', (hash(e * 11) % 4)::INT)
-                 || e::VARCHAR || CASE WHEN hash(e * 13) % 5 = 0 THEN '?utm_source=feed' ELSE '' END AS url,"
+                 || e::VARCHAR || CASE WHEN hash(e * 13) % 5 = 0 THEN '?utm_source=feed' ELSE '' END"
+            # As fingerprint shards give it: none (text, or no link) for
+            # 40%; the page itself for 50%, verbatim or with its scheme
+            # and host in capitals; another page for 10%.
+            url="$url AS url, CASE hash(e * 19) % 10
+                 WHEN 0 THEN NULL WHEN 1 THEN NULL WHEN 2 THEN NULL WHEN 3 THEN NULL
+                 WHEN 8 THEN replace(replace($url, 'https://site', 'HTTPS://SITE'), 'http://site', 'HTTP://SITE')
+                 WHEN 9 THEN 'https://site0.example.com/' || (e + 1)::VARCHAR
+                 ELSE $url END AS canonical_url,"
         fi
         .venv/bin/python - "$path" "SELECT $id AS id,
               TIMESTAMP '2026-11-30' + to_microseconds((hash(e * 7) % 86400000000)::BIGINT) AS fetch_time,

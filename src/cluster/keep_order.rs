@@ -570,9 +570,14 @@ pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u
             url
         })
     };
-    let itself = url.is_some_and(|url| match (page(url), page(canonical)) {
-        (Some(a), Some(b)) => a == b,
-        _ => url == canonical,
+    // The same text is the same page whether or not it parses, and most
+    // pages that name themselves do so verbatim: parsing costs far more.
+    let itself = url.is_some_and(|url| {
+        url == canonical
+            || match (page(url), page(canonical)) {
+                (Some(a), Some(b)) => a == b,
+                _ => false,
+            }
     });
     if itself {
         0
