@@ -437,8 +437,11 @@ impl fmt::Display for KeepOrder {
 }
 
 /// A key of `canonical-url` as one word, least first: the scheme (https,
-/// http, any other) in the top two bits, then whether the URL is a
-/// [variant](is_variant) of a page, then whether there is a query string,
+/// http, any other) in the top two bits, then whether the URL names
+/// another view of a page (a mobile or AMP host, [`variant_host`]; an AMP,
+/// print or mobile segment or query key, or a directory's default page,
+/// [`path_segments`], [`variant_query`]; a fragment), such URLs coming
+/// after the page's own, then whether there is a query string,
 /// then the path's segments (nine bits), then the URL's length in bytes
 /// (nineteen bits); segments and lengths beyond their bits count as the
 /// most they hold. Every page's URL is keyed, so its `:`, `/`, `?`, `#`
@@ -448,12 +451,18 @@ pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let colons = memchr::memchr_iter(b':', bytes);
     let mut after_scheme = colons.filter(|&at| bytes[at + 1..].starts_with(b"//"));
     let (scheme, rest) = match after_scheme.next() {
-        Some(at) => match &url[..at] {
-            s if s.eq_ignore_ascii_case("https") => (0, &url.as_bytes()[at + 3..]),
-            s if s.eq_ignore_ascii_case("http") => (1, &url.as_bytes()[at + 3..]),
-            _ => (2, &url.as_bytes()[at + 3..]),
-        },
-        None => (2, url.as_bytes()),
+        Some(at) => {
+            let is = |name: &str| url[..at].eq_ignore_ascii_case(name);
+            let scheme = if is("https") {
+                0
+            } else if is("http") {
+                1
+            } else {
+                2
+            };
+            (scheme, &bytes[at + 3..])
+        }
+        None => (2, bytes),
     };
     let parts = UrlParts::of(rest);
     let (segments, variant_path) = path_segments(parts.path);
@@ -815,7 +824,7 @@ mod tests {
     }
 
     #[test]
-    fn the_one_pass_key_is_the_key_as_first_written_on_any_url() {
+    fn the_key_read_as_bytes_is_the_key_as_first_written_on_any_url() {
         // URLs made of the pieces the key looks for, in every order and
         // case, as an attacker or a broken crawler might write them.
         let pieces = [
@@ -873,7 +882,7 @@ mod tests {
     }
 
     /// `canonical_url_key` as it was first written, on `str`'s splits: the
-    /// rule the key keeps, which the one-pass key is checked against.
+    /// rule the key keeps, which the key read as bytes is checked against.
     fn reference_key(url: &str) -> u32 {
         let (scheme, rest) = match url.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (0, rest),
@@ -900,25 +909,11 @@ mod tests {
             | length
     }
 
-    const VARIANT_HOSTS_REF: &[&str] = &["m.", "mobile.", "amp.", "print."];
-
-    const VARIANT_PARTS_REF: &[&str] = &["amp", "print", "printable", "mobile"];
-
-    const INDEX_PAGES_REF: &[&str] = &[
-        "index.html",
-        "index.htm",
-        "index.php",
-        "index.asp",
-        "default.aspx",
-        "default.asp",
-        "default.htm",
-    ];
-
     fn is_variant_ref(host: &str, path: &str, query: &str) -> bool {
         let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
         let is = |part: &str, names: &[&str]| names.iter().any(|n| part.eq_ignore_ascii_case(n));
         // The prefix must leave a domain of two labels: `m.org` is a site.
-        let variant_host = VARIANT_HOSTS_REF.iter().any(|prefix| {
+        let variant_host = VARIANT_HOSTS.iter().any(|prefix| {
             let (start, rest) = host.split_at_checked(prefix.len()).unwrap_or(("", ""));
             start.eq_ignore_ascii_case(prefix) && rest.contains('.')
         });
@@ -928,9 +923,9 @@ mod tests {
             .split('&')
             .map(|pair| pair.split('=').next().unwrap_or(""));
         variant_host
-            || segments.any(|segment| is(segment, VARIANT_PARTS_REF))
-            || is(last, INDEX_PAGES_REF)
-            || query_keys.any(|key| is(key, VARIANT_PARTS_REF))
+            || segments.any(|segment| is(segment, VARIANT_PARTS))
+            || is(last, INDEX_PAGES)
+            || query_keys.any(|key| is(key, VARIANT_PARTS))
     }
 
     #[test]
