@@ -1,6 +1,10 @@
 //! Command-line interface: argument definitions and their mapping onto the
 //! library's calls.
 
+// `--help` prints the doc comments as they are, where `[runtime]` is the
+// job spec's table, not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 

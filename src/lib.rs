@@ -26,6 +26,12 @@
 //! fingerprint and union-find), `scripts/` (the test command, benchmarks,
 //! quality evaluations, sample makers, cluster launchers), `jobs/` (job
 //! specs, Kubernetes and Slurm files) and `data-samples/`.
+//!
+//! The modules' docs are the design notes, most of them on modules private
+//! to the crate: `cargo doc --document-private-items --open`.
+
+// The design notes link to private items, read with them.
+#![allow(rustdoc::private_intra_doc_links)]
 
 pub mod cli;
 pub mod cluster;

@@ -72,7 +72,7 @@ pub(crate) struct RouterInput {
     /// The pairs, under the direct policy.
     pub(crate) direct: Option<DirectShare>,
     /// Threads the sweep and the rows may use (see
-    /// [`crate::cluster::drop_policy::threads_for_share`]).
+    /// [`crate::cluster::components::threads_for_share`]).
     pub(crate) threads: usize,
     pub(crate) policy: DropPolicy,
     /// The key of each word of a page's keys.

@@ -265,7 +265,7 @@ impl DistinctHashes {
         }
     }
 
-    /// Counts every hash. The hashes come computed (see [`HashChunks`]), so
+    /// Counts every hash. The hashes come computed (see [`super::document_sums::HashChunks`]), so
     /// that each one's slot can be fetched into the cache a few hashes
     /// ahead of its turn.
     pub(super) fn insert_all(&mut self, mut hashes: &[u64]) {

@@ -4,9 +4,9 @@
 use super::*;
 use crate::io::storage::split_glob;
 
-/// Like [`expand_paths`] for Parquet files that may also be objects
-/// (`s3://`, `gs://`, `az://`, `http(s)://`; see [`crate::io::storage`]):
-/// in the order of `specs`, each spec's files sorted.
+/// The Parquet files `specs` name, local or objects (`s3://`, `gs://`,
+/// `az://`, `http(s)://`; see [`crate::io::storage`]): in the order of
+/// `specs`, each spec's files sorted.
 pub fn expand_locations(specs: &[String]) -> Result<Vec<Location>> {
     expand_locations_with(specs, &["parquet"])
 }
@@ -31,8 +31,8 @@ pub(crate) fn expand_locations_with(
     Ok(files)
 }
 
-/// Like [`expand_paths`], taking from directories the files whose names end
-/// in `.` and one of `extensions`. Local only: an object URL is refused.
+/// The local files `specs` name, taking from directories the files whose
+/// names end in `.` and one of `extensions`. An object URL is refused.
 pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for spec in specs {

@@ -221,7 +221,8 @@ impl FingerprintFile {
         }
     }
 
-    /// [`Self::read_row_group`] for a row group whose fetch has started.
+    /// Reads a row group's ids and fingerprints once its fetch
+    /// ([`Self::fetch_row_group`], [`Self::fetch_unit`]) has started.
     pub(crate) fn read_fetched(
         &self,
         fetched: RowGroupFetch,
