@@ -573,25 +573,93 @@ pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u
     let Some(canonical) = canonical else {
         return 1;
     };
+    match url.is_some_and(|url| same_page(url, canonical)) {
+        true => 0,
+        false => 2,
+    }
+}
+
+/// Whether two URLs name the same page: equal as the URL Standard parses
+/// them, fragments aside, or the same text where either does not parse.
+/// The same text is the same page whether or not it parses, and two plain
+/// http(s) URLs ([`PlainUrl`]) compare as they are: parsing costs far more,
+/// and every page with a canonical link is compared.
+fn same_page(url: &str, canonical: &str) -> bool {
+    if url == canonical {
+        return true;
+    }
+    if let (Some(a), Some(b)) = (PlainUrl::of(url), PlainUrl::of(canonical)) {
+        return a.same_page(&b);
+    }
     let page = |text: &str| {
         url::Url::parse(text).ok().map(|mut url| {
             url.set_fragment(None);
             url
         })
     };
-    // The same text is the same page whether or not it parses, and most
-    // pages that name themselves do so verbatim: parsing costs far more.
-    let itself = url.is_some_and(|url| {
-        url == canonical
-            || match (page(url), page(canonical)) {
-                (Some(a), Some(b)) => a == b,
-                _ => false,
-            }
-    });
-    if itself {
-        0
-    } else {
-        2
+    match (page(url), page(canonical)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// An http(s) URL that the URL Standard leaves as it is but for the case
+/// of its scheme and host, and a `/` for an empty path: before any `#`,
+/// only letters, digits and `-._~/?&=` (nothing to percent-encode or
+/// decode, no port, user or dot segment); a host of letters, digits, `-`
+/// and `.` whose last label starts with a letter (no IP address, no
+/// trailing dot) and that has no `xn--` label (no IDNA to check).
+struct PlainUrl<'a> {
+    https: bool,
+    host: &'a [u8],
+    path: &'a [u8],
+    query: Option<&'a [u8]>,
+}
+
+impl<'a> PlainUrl<'a> {
+    fn of(url: &'a str) -> Option<PlainUrl<'a>> {
+        let bytes = url.as_bytes();
+        let starts = |prefix: &str| {
+            bytes.len() >= prefix.len()
+                && bytes[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+        };
+        let (https, rest) = match () {
+            _ if starts("https://") => (true, &bytes[8..]),
+            _ if starts("http://") => (false, &bytes[7..]),
+            _ => return None,
+        };
+        let before_fragment = &rest[..memchr::memchr(b'#', rest).unwrap_or(rest.len())];
+        let plain = |&byte: &u8| matches!(byte, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' | b'?' | b'&' | b'=');
+        if !before_fragment.iter().all(plain) {
+            return None;
+        }
+        let parts = UrlParts::of(rest);
+        let host = parts.host;
+        let last_label = host.rsplit(|&byte| byte == b'.').next().unwrap_or(&[]);
+        let host_plain = host
+            .iter()
+            .all(|&byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'.')
+            && last_label.first().is_some_and(u8::is_ascii_alphabetic)
+            && !host
+                .split(|&byte| byte == b'.')
+                .any(|label| label.len() >= 4 && label[..4].eq_ignore_ascii_case(b"xn--"));
+        let dot_segment = parts
+            .path
+            .split(|&byte| byte == b'/')
+            .any(|s| s == b"." || s == b"..");
+        (host_plain && !dot_segment).then_some(PlainUrl {
+            https,
+            host,
+            path: parts.path,
+            query: parts.query,
+        })
+    }
+
+    fn same_page(&self, other: &PlainUrl<'_>) -> bool {
+        self.https == other.https
+            && self.host.eq_ignore_ascii_case(other.host)
+            && self.path == other.path
+            && self.query == other.query
     }
 }
 
@@ -746,6 +814,114 @@ mod tests {
         words.clear();
         order.encode(&without, "t", &mut words).unwrap();
         assert_eq!(words, vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn plain_urls_compare_as_the_url_standard_parses_them() {
+        // Pairs of URLs made of pieces, plain and not (ports, users, IP
+        // addresses, IDNA, dot segments, escapes, spaces), each beside a
+        // respelling of itself or another URL.
+        let starts = [
+            "http://", "https://", "HTTP://", "HtTpS://", "ftp://", "http:/", "",
+        ];
+        let hosts = [
+            "a.org",
+            "A.ORG",
+            "www.a.org",
+            "m.a.org",
+            "a..org",
+            ".a.org",
+            "a.org.",
+            "a-b.org",
+            "-a.org",
+            "127.0.0.1",
+            "127.1",
+            "0x7f.1",
+            "a.123",
+            "a.0x1",
+            "xn--nxasmq6b.org",
+            "XN--a.org",
+            "a.xn--zz",
+            "a.org:80",
+            "a.org:443",
+            "u@a.org",
+            "a%2Eorg",
+            "é.org",
+            "localhost",
+            "1a.org",
+            "a.b1",
+            "",
+        ];
+        let paths = [
+            "",
+            "/",
+            "/x",
+            "/X",
+            "//x",
+            "/x/",
+            "/./x",
+            "/x/..",
+            "/x/../y",
+            "/%2e/x",
+            "/a b",
+            "/~u",
+            "/a-b_c.d",
+            "/x;y",
+            "/x\\y",
+            "/x\ty",
+            "/é",
+            "/.well-known",
+        ];
+        let queries = ["", "?", "?a=1", "?a=1&b", "?a b", "?'", "?a=/../"];
+        let fragments = ["", "#", "#top", "#a b"];
+        let mut state = 11i64;
+        let mut pick = |options: &[&'static str]| {
+            state = mix(state) as i64;
+            options[(state as u64 % options.len() as u64) as usize]
+        };
+        let mut plain = 0;
+        for _ in 0..300_000 {
+            let url = [
+                pick(&starts),
+                pick(&hosts),
+                pick(&paths),
+                pick(&queries),
+                pick(&fragments),
+            ];
+            let other = match pick(&["case", "fragment", "slash", "other"]) {
+                "case" => [pick(&starts), pick(&hosts), url[2], url[3], url[4]],
+                "fragment" => [url[0], url[1], url[2], url[3], pick(&fragments)],
+                "slash" => [url[0], url[1], pick(&["", "/"]), url[3], url[4]],
+                _ => [
+                    pick(&starts),
+                    pick(&hosts),
+                    pick(&paths),
+                    pick(&queries),
+                    pick(&fragments),
+                ],
+            };
+            let (a, b) = (url.concat(), other.concat());
+            plain += usize::from(PlainUrl::of(&a).is_some() && PlainUrl::of(&b).is_some());
+            assert_eq!(same_page(&a, &b), parsed_same_page(&a, &b), "{a:?} {b:?}");
+        }
+        assert!(
+            plain > 10_000,
+            "only {plain} pairs were compared as plain URLs"
+        );
+    }
+
+    /// `same_page` by parsing alone, as `rel-canonical` was first written.
+    fn parsed_same_page(url: &str, canonical: &str) -> bool {
+        let page = |text: &str| {
+            url::Url::parse(text).ok().map(|mut url| {
+                url.set_fragment(None);
+                url
+            })
+        };
+        match (page(url), page(canonical)) {
+            (Some(a), Some(b)) => a == b,
+            _ => url == canonical,
+        }
     }
 
     #[test]
