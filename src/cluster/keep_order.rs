@@ -629,8 +629,7 @@ impl<'a> PlainUrl<'a> {
             _ => return None,
         };
         let before_fragment = &rest[..memchr::memchr(b'#', rest).unwrap_or(rest.len())];
-        let plain = |&byte: &u8| matches!(byte, b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' | b'?' | b'&' | b'=');
-        if !before_fragment.iter().all(plain) {
+        if !before_fragment.iter().all(|&byte| is_plain(byte)) {
             return None;
         }
         let parts = UrlParts::of(rest);
@@ -661,6 +660,11 @@ impl<'a> PlainUrl<'a> {
             && self.path == other.path
             && self.query == other.query
     }
+}
+
+/// Whether a byte stands in a [`PlainUrl`] as it is, whatever its place.
+fn is_plain(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-._~/?&=".contains(&byte)
 }
 
 fn is_numeric(data_type: &DataType) -> bool {
