@@ -588,9 +588,14 @@ fn same_page(url: &str, canonical: &str) -> bool {
     if url == canonical {
         return true;
     }
-    if let (Some(a), Some(b)) = (PlainUrl::of(url), PlainUrl::of(canonical)) {
-        return a.same_page(&b);
+    match (PlainUrl::of(url), PlainUrl::of(canonical)) {
+        (Some(a), Some(b)) => a.same_page(&b),
+        _ => parsed_same_page(url, canonical),
     }
+}
+
+/// [`same_page`] by parsing both URLs.
+fn parsed_same_page(url: &str, canonical: &str) -> bool {
     let page = |text: &str| {
         url::Url::parse(text).ok().map(|mut url| {
             url.set_fragment(None);
@@ -599,7 +604,7 @@ fn same_page(url: &str, canonical: &str) -> bool {
     };
     match (page(url), page(canonical)) {
         (Some(a), Some(b)) => a == b,
-        _ => false,
+        _ => url == canonical,
     }
 }
 
@@ -912,20 +917,6 @@ mod tests {
             plain > 10_000,
             "only {plain} pairs were compared as plain URLs"
         );
-    }
-
-    /// `same_page` by parsing alone, as `rel-canonical` was first written.
-    fn parsed_same_page(url: &str, canonical: &str) -> bool {
-        let page = |text: &str| {
-            url::Url::parse(text).ok().map(|mut url| {
-                url.set_fragment(None);
-                url
-            })
-        };
-        match (page(url), page(canonical)) {
-            (Some(a), Some(b)) => a == b,
-            _ => url == canonical,
-        }
     }
 
     #[test]
