@@ -305,14 +305,14 @@ impl IdIndex {
 }
 
 /// The URLs of the ids of an [`IdIndex`], by number, in the texts of the
-/// units they were read from (each made at its size, never copied again).
+/// batches they were read from (each made at its size, never copied again).
 struct UrlsOf {
     texts: Vec<String>,
     spans: Vec<Span>,
 }
 
 /// Where a number's URL is: in `texts[text]`, from `start`, `len` bytes
-/// long; `len` `u32::MAX`: no URL.
+/// long ([`Span::NONE`]: no URL).
 #[derive(Clone, Copy)]
 struct Span {
     text: u32,
@@ -320,15 +320,20 @@ struct Span {
     start: u64,
 }
 
-const NO_URL: Span = Span {
-    text: 0,
-    len: u32::MAX,
-    start: 0,
-};
+impl Span {
+    const NONE: Span = Span {
+        text: 0,
+        len: u32::MAX,
+        start: 0,
+    };
+
+    fn is_url(&self) -> bool {
+        self.len != u32::MAX
+    }
+}
 
 /// The URLs one batch of the table gives: `(number, URL)` in its order,
 /// the URLs in one text made at its size.
-#[derive(Default)]
 struct FoundUrls {
     numbers: Vec<u32>,
     ends: Vec<usize>,
@@ -348,7 +353,7 @@ impl UrlsOf {
     fn new(len: usize) -> UrlsOf {
         UrlsOf {
             texts: Vec::new(),
-            spans: vec![NO_URL; len],
+            spans: vec![Span::NONE; len],
         }
     }
 
@@ -392,7 +397,7 @@ impl UrlsOf {
         let (mut start, mut taken) = (0, false);
         for (&number, &end) in found.numbers.iter().zip(&found.ends) {
             let span = &mut self.spans[number as usize];
-            if span.len == u32::MAX {
+            if !span.is_url() {
                 let len = (end - start).min(u32::MAX as usize - 1) as u32;
                 *span = Span {
                     text,
@@ -410,12 +415,12 @@ impl UrlsOf {
 
     /// Whether each number still has no URL.
     fn missing(&self) -> Vec<bool> {
-        self.spans.iter().map(|span| span.len == u32::MAX).collect()
+        self.spans.iter().map(|span| !span.is_url()).collect()
     }
 
     fn text_of(&self, span: Span) -> Option<&str> {
         let start = span.start as usize;
-        (span.len != u32::MAX)
+        span.is_url()
             .then(|| &self.texts[span.text as usize][start..][..span.len as usize])
     }
 
@@ -433,10 +438,10 @@ impl UrlsOf {
                 self.spans
                     .get(numbers[at] as usize)
                     .copied()
-                    .unwrap_or(NO_URL)
+                    .unwrap_or(Span::NONE)
             })
             .collect();
-        let with_url = |span: &&Span| span.len != u32::MAX;
+        let with_url = |span: &&Span| span.is_url();
         let bytes = spans
             .iter()
             .filter(with_url)

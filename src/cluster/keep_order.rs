@@ -633,11 +633,13 @@ impl<'a> PlainUrl<'a> {
             _ if starts("http://") => (false, &bytes[7..]),
             _ => return None,
         };
-        let before_fragment = &rest[..memchr::memchr(b'#', rest).unwrap_or(rest.len())];
-        if !before_fragment.iter().all(|&byte| is_plain(byte)) {
+        let parts = UrlParts::of(rest);
+        // The host is held to fewer bytes below; the `/` and `?` between the
+        // parts are plain.
+        let plain = |part: &[u8]| part.iter().all(|&byte| is_plain(byte));
+        if !plain(parts.path) || !parts.query.is_none_or(plain) {
             return None;
         }
-        let parts = UrlParts::of(rest);
         let host = parts.host;
         let last_label = host.rsplit(|&byte| byte == b'.').next().unwrap_or(&[]);
         let host_plain = host
