@@ -8,10 +8,11 @@
 //! their URLs without holding every page's. So when the pages table has
 //! URLs, each part is first written plain beside its final name. Each of a
 //! process's workers hands its whole plain parts over
-//! ([`EvidenceSources::hand_over`]), and the last to do so gathers the ids
-//! all of them name, reads the tables' ids and URLs once for them all on
-//! every thread of the process, and writes each part again, its row groups
-//! as they were with the two columns beside them. The tables are so read
+//! ([`EvidenceSources::hand_over`]), and the last to do so indexes the ids
+//! all of them name ([`IdIndex`]), reads the tables' ids and URLs once for
+//! them all, and writes each part again (its row groups as they were, with
+//! the two columns beside them), each step on every thread of the process:
+//! the other workers have nothing left to do. The tables are so read
 //! once a process, not once a part: with many parts a process, as at crawl
 //! scale, reading the corpus's ids for each part would cost the most. The
 //! memory is the URLs of the process's drops, at the end of the job, when
@@ -37,7 +38,7 @@ use parquet::arrow::ProjectionMask;
 
 use crate::cluster::components::mix;
 use crate::cluster::keep_order::URL;
-use crate::exec::parallel::{in_parallel, lock, prefetch};
+use crate::exec::parallel::{in_chunks, in_parallel, lock, prefetch};
 use crate::io::parquet::output::{FileLayout, OpenParquet, ROW_GROUP_ROWS};
 use crate::io::parquet::pages::{string_values, PagesTable};
 
@@ -119,7 +120,8 @@ impl EvidenceSources {
         let index = {
             let ids = in_parallel(parts.len(), threads, |p| read_ids(&parts[p].written));
             let ids: Vec<[Vec<i64>; 2]> = ids.into_iter().collect::<Result<_>>()?;
-            IdIndex::new(ids.iter().flatten().map(Vec::as_slice))
+            let slices: Vec<&[i64]> = ids.iter().flatten().map(Vec::as_slice).collect();
+            IdIndex::new(&slices, threads)
         };
         tracing::debug!(ids = index.len(), "drop/'s ids indexed");
         let mut urls = UrlsOf::new(index.len());
@@ -224,71 +226,121 @@ fn write_with_urls(
 /// How many lookups ahead a slot is fetched.
 const LOOKAHEAD: usize = 16;
 
+/// The fewest slots a region of an [`IdIndex`] has when it has several.
+const MIN_REGION_BITS: u32 = 16;
+
 /// A set of ids, each numbered, in an open-addressing table by the ids'
 /// mixed bits: a lookup is one random read, fetched ahead.
+///
+/// The table is cut into regions by the top bits of the mixed ids, one for
+/// each thread that builds it, and a probe wraps within its region: the
+/// ids are first sorted into their regions (a pass in order), then each
+/// region is filled by a thread of its own, numbering its ids from 0, and
+/// a number is its region's offset plus that. Built on one thread, a
+/// process's drops would leave every other core idle at the end of the job.
 struct IdIndex {
-    /// `[mixed id, number]`; number `u64::MAX`: empty.
+    /// `[mixed id, number in its region + 1]`; 0: empty.
     slots: Vec<[u64; 2]>,
     shift: u32,
+    /// Slots per region, as a power of two.
+    region_bits: u32,
+    /// Each region's first number.
+    offsets: Vec<usize>,
     len: usize,
 }
 
-const EMPTY: u64 = u64::MAX;
-
 impl IdIndex {
-    /// The index of the ids in `slices`, each slot fetched a few ids
-    /// ahead.
-    fn new<'a>(slices: impl Iterator<Item = &'a [i64]> + Clone) -> IdIndex {
-        let most: usize = slices.clone().map(<[i64]>::len).sum();
+    /// The index of the ids in `slices`, built on up to `threads` threads.
+    fn new(slices: &[&[i64]], threads: usize) -> IdIndex {
+        let most: usize = slices.iter().map(|ids| ids.len()).sum();
         // At most 3/4 full, whatever share of the ids repeat, and never
         // full: a lookup of an absent id stops at an empty slot.
         let bits = (most * 4 / 3 + 1)
             .max(2)
             .next_power_of_two()
             .trailing_zeros();
-        let mut index = IdIndex {
-            slots: vec![[0, EMPTY]; 1 << bits],
-            shift: 64 - bits,
-            len: 0,
-        };
-        for ids in slices {
-            for (at, &id) in ids.iter().enumerate() {
-                if let Some(&ahead) = ids.get(at + LOOKAHEAD) {
-                    prefetch(&index.slots[(mix(ahead) >> index.shift) as usize]);
-                }
-                index.insert(mix(id));
+        let regions = threads.max(1).next_power_of_two().trailing_zeros();
+        let region_bits = bits.saturating_sub(regions).max(MIN_REGION_BITS).min(bits);
+        let by_region = in_parallel(slices.len(), threads, |s| {
+            in_regions(slices[s], bits - region_bits)
+        });
+        // Ids crowded into one region (they would fill it) are indexed as
+        // one region, on one thread.
+        let room = (1usize << region_bits) / 8 * 7;
+        let crowded = (0..1usize << (bits - region_bits))
+            .any(|r| by_region.iter().map(|of| of[r].len()).sum::<usize>() > room);
+        match crowded {
+            false => IdIndex::fill(bits, region_bits, &by_region),
+            true => {
+                let whole: Vec<Vec<Vec<u64>>> =
+                    by_region.into_iter().map(|of| vec![of.concat()]).collect();
+                IdIndex::fill(bits, bits, &whole)
             }
         }
-        index
     }
 
-    /// Numbers the mixed id `m` unless it has a number.
-    fn insert(&mut self, m: u64) {
-        let at = self.slot_of(m);
-        if self.slots[at][1] == EMPTY {
-            self.slots[at] = [m, self.len as u64];
-            self.len += 1;
-        }
+    /// A table of `2^bits` slots in regions of `2^region_bits`, each filled
+    /// on a thread of its own with its mixed ids from each of `by_region`.
+    fn fill(bits: u32, region_bits: u32, by_region: &[Vec<Vec<u64>>]) -> IdIndex {
+        let mut index = IdIndex {
+            slots: vec![[0, 0]; 1 << bits],
+            shift: 64 - bits,
+            region_bits,
+            offsets: Vec::new(),
+            len: 0,
+        };
+        let (shift, mask) = (index.shift, (1usize << region_bits) - 1);
+        let counts = in_chunks(&mut index.slots, 1 << region_bits, |start, region| {
+            let r = start >> region_bits;
+            let mut ahead = by_region.iter().flat_map(|of| &of[r]).skip(LOOKAHEAD);
+            let mut numbered = 0;
+            for &m in by_region.iter().flat_map(|of| &of[r]) {
+                if let Some(&next) = ahead.next() {
+                    prefetch(&region[(next >> shift) as usize & mask]);
+                }
+                let mut at = (m >> shift) as usize & mask;
+                while region[at][1] != 0 && region[at][0] != m {
+                    at = (at + 1) & mask;
+                }
+                if region[at][1] == 0 {
+                    numbered += 1;
+                    region[at] = [m, numbered];
+                }
+            }
+            numbered as usize
+        });
+        index.offsets = counts
+            .iter()
+            .scan(0, |first, &count| {
+                let this = *first;
+                *first += count;
+                Some(this)
+            })
+            .collect();
+        index.len = counts.iter().sum();
+        index
     }
 
     fn len(&self) -> usize {
         self.len
     }
 
-    /// The slot holding the mixed id `m`, or the empty one where it goes.
+    /// The slot holding the mixed id `m`, or the empty one where it goes:
+    /// a probe wraps within the region of its home.
     fn slot_of(&self, m: u64) -> usize {
-        let mask = self.slots.len() - 1;
+        let mask = (1usize << self.region_bits) - 1;
         let mut at = (m >> self.shift) as usize;
-        while self.slots[at][1] != EMPTY && self.slots[at][0] != m {
-            at = (at + 1) & mask;
+        while self.slots[at][1] != 0 && self.slots[at][0] != m {
+            at = (at & !mask) | ((at + 1) & mask);
         }
         at
     }
 
     /// The number of `id`, if it is in the set.
     fn find(&self, id: i64) -> Option<usize> {
-        let number = self.slots[self.slot_of(mix(id))][1];
-        (number != EMPTY).then_some(number as usize)
+        let at = self.slot_of(mix(id));
+        let number = self.slots[at][1] as usize;
+        (number != 0).then(|| self.offsets[at >> self.region_bits] + number - 1)
     }
 
     /// The numbers of `ids` (`u32::MAX` for an id not in the set), each
@@ -302,6 +354,20 @@ impl IdIndex {
             out.push(self.find(id).map_or(u32::MAX, |n| n as u32));
         }
     }
+}
+
+/// The mixed bits of `ids`, by region: their top `region_bits` bits.
+fn in_regions(ids: &[i64], region_bits: u32) -> Vec<Vec<u64>> {
+    let each = (ids.len() >> region_bits) + (ids.len() >> (region_bits + 4)) + 16;
+    let mut regions: Vec<Vec<u64>> = (0..1 << region_bits)
+        .map(|_| Vec::with_capacity(each))
+        .collect();
+    for &id in ids {
+        let m = mix(id);
+        let r = m.checked_shr(64 - region_bits).unwrap_or(0) as usize;
+        regions[r].push(m);
+    }
+    regions
 }
 
 /// The URLs of the ids of an [`IdIndex`], by number, in the texts of the
@@ -523,6 +589,22 @@ fn unit_urls(
 mod tests {
     use super::*;
 
+    /// Checks that `index` numbers each of `ids` (and nothing else) once,
+    /// densely from 0.
+    fn assert_numbers_each_id_once(index: &IdIndex, ids: &[i64], absent: &[i64]) {
+        let distinct: std::collections::HashSet<i64> = ids.iter().copied().collect();
+        assert_eq!(index.len(), distinct.len());
+        let mut numbers: Vec<usize> = distinct.iter().map(|&id| index.find(id).unwrap()).collect();
+        numbers.sort_unstable();
+        assert!(
+            numbers.iter().copied().eq(0..distinct.len()),
+            "each id has a number of its own, from 0 on"
+        );
+        for &id in absent {
+            assert_eq!(index.find(id), None, "{id}");
+        }
+    }
+
     #[test]
     fn an_index_finds_each_of_its_ids_and_nothing_else() {
         // Hashed ids, small integers and extremes: mixed, all spread evenly.
@@ -531,21 +613,73 @@ mod tests {
             .chain(0..3_000)
             .chain([i64::MIN, i64::MAX, -1])
             .collect();
-        let index = IdIndex::new([&ids[..], &ids[..]].into_iter());
-        assert_eq!(index.len(), 8_003);
-        let mut numbers: Vec<usize> = ids.iter().map(|&id| index.find(id).unwrap()).collect();
-        numbers.sort_unstable();
-        numbers.dedup();
-        assert_eq!(numbers.len(), 8_003, "each id has a number of its own");
-        for absent in [3_000, 10_000, -2, i64::MIN + 1] {
-            assert_eq!(index.find(absent), None, "{absent}");
+        let absent = [3_000, 10_000, -2, i64::MIN + 1];
+        for threads in [1, 2, 3] {
+            let index = IdIndex::new(&[&ids[..], &ids[..]], threads);
+            assert_numbers_each_id_once(&index, &ids, &absent);
+            // Ids given over several slices, a lookahead's worth and less each.
+            let cut: Vec<&[i64]> = ids.chunks(LOOKAHEAD + 3).collect();
+            assert_numbers_each_id_once(&IdIndex::new(&cut, threads), &ids, &absent);
         }
-        assert_eq!(IdIndex::new(std::iter::empty()).find(5), None);
-        // Ids given over several slices, a lookahead's worth and less each.
-        let cut: Vec<&[i64]> = ids.chunks(LOOKAHEAD + 3).collect();
-        let index = IdIndex::new(cut.iter().copied());
-        assert_eq!(index.len(), 8_003);
-        assert!(ids.iter().all(|&id| index.find(id).is_some()));
+        assert_eq!(IdIndex::new(&[], 2).find(5), None);
+    }
+
+    #[test]
+    fn an_index_in_regions_numbers_every_id_as_one_region_does() {
+        // Large enough for regions of their own on 2 and 4 threads; the
+        // ids repeat, across slices and within one. The last few have the
+        // table's last slot as their home: their probes wrap to the start
+        // of the last region.
+        let last_home = (0..8).map(|k| unmix(u64::MAX - k));
+        let ids: Vec<i64> = (0..300_000i64)
+            .map(|i| mix(i % 250_000) as i64 ^ (i % 7))
+            .chain(last_home)
+            .collect();
+        let (a, b) = ids.split_at(120_000);
+        let absent: Vec<i64> = (0..1_000).map(|i| mix(i + 10_000_000) as i64).collect();
+        for threads in [1, 2, 4] {
+            let index = IdIndex::new(&[a, b, a], threads);
+            let regions = index.slots.len() >> index.region_bits;
+            assert_eq!(regions, threads, "{threads} threads");
+            assert_numbers_each_id_once(&index, &ids, &absent);
+        }
+    }
+
+    /// The id whose [`mix`] is `m`: SplitMix64's finalizer undone.
+    fn unmix(m: u64) -> i64 {
+        let unshift = |mut z: u64, by: u32| {
+            let mut shifted = z >> by;
+            while shifted != 0 {
+                z ^= shifted;
+                shifted >>= by;
+            }
+            z
+        };
+        let inverse = |a: u64| {
+            (0..6).fold(a, |x, _| {
+                x.wrapping_mul(2u64.wrapping_sub(a.wrapping_mul(x)))
+            })
+        };
+        let mut z = unshift(m, 31);
+        z = unshift(z.wrapping_mul(inverse(0x94d0_49bb_1331_11eb)), 27);
+        z = unshift(z.wrapping_mul(inverse(0xbf58_476d_1ce4_e5b9)), 30);
+        z as i64
+    }
+
+    #[test]
+    fn ids_crowding_one_region_are_indexed_as_one_region() {
+        assert_eq!(mix(unmix(0x1234_5678_9abc_def0)), 0x1234_5678_9abc_def0);
+        // 100,000 ids make a table of 2^18 slots, in 4 regions of 2^16 on
+        // 4 threads; 60,000 of them mix into the first region, which with
+        // a quarter of the others is more than it holds.
+        let crowded = (0..60_000u64).map(|i| unmix(i * ((1 << 62) / 60_000) + 1));
+        let spread = (0..40_000i64).map(|i| mix(i) as i64);
+        let ids: Vec<i64> = crowded.chain(spread).collect();
+        assert!(ids.iter().take(60_000).all(|&id| mix(id) >> 62 == 0));
+        let index = IdIndex::new(&[&ids[..]], 4);
+        assert_eq!(index.slots.len(), 1 << 18);
+        assert_eq!(index.region_bits, 18, "one region");
+        assert_numbers_each_id_once(&index, &ids, &[unmix(3 << 62), unmix(2)]);
     }
 
     #[test]
@@ -554,7 +688,7 @@ mod tests {
         // and a lookup of any other page went round it for ever.
         for most in 0..200i64 {
             let ids: Vec<i64> = (0..most).collect();
-            let index = IdIndex::new([&ids[..]].into_iter());
+            let index = IdIndex::new(&[&ids[..]], 2);
             assert!(index.slots.len() > index.len(), "{most} ids");
             assert_eq!(index.find(most), None, "{most} ids");
         }
