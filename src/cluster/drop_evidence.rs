@@ -141,8 +141,7 @@ impl EvidenceSources {
         let each = (threads / parts.len().max(1)).max(1);
         let written = in_parallel(parts.len(), threads, |p| {
             let PlainPart { written, part } = &parts[p];
-            let (plain, groups) = read_groups(written, None)?;
-            write_with_urls(part, &plain, &groups, (&index, &urls), each)?;
+            write_with_urls(part, read_groups(written, None)?, (&index, &urls), each)?;
             std::fs::remove_file(written)
                 .with_context(|| format!("{}: cannot remove", written.display()))
         });
@@ -153,24 +152,33 @@ impl EvidenceSources {
 /// The ids of a plain `drop/` part's pages (`id`) and of their keepers
 /// (`keep_id`).
 fn read_ids(path: &Path) -> Result<[Vec<i64>; 2]> {
-    let (_, groups) = read_groups(path, Some(&[0, 1]))?;
-    Ok([0, 1].map(|column| {
-        let values = groups
-            .iter()
-            .map(|group| group.column(column).as_primitive::<Int64Type>());
-        values
-            .flat_map(|ids| ids.values().iter().copied())
-            .collect()
-    }))
+    let plain = read_groups(path, Some(&[0, 1]))?;
+    let mut ids = [0, 1].map(|_| Vec::with_capacity(plain.rows));
+    for group in plain.groups {
+        let group = group?;
+        for (column, ids) in ids.iter_mut().enumerate() {
+            ids.extend_from_slice(group.column(column).as_primitive::<Int64Type>().values());
+        }
+    }
+    Ok(ids)
 }
 
-/// Reads a plain `drop/` part whole, or only its `columns`: its schema,
-/// and a batch a row group.
-fn read_groups(path: &Path, columns: Option<&[usize]>) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+/// A plain `drop/` part being read, a batch a row group.
+struct PlainGroups {
+    schema: SchemaRef,
+    rows: usize,
+    groups: Box<dyn Iterator<Item = Result<RecordBatch>> + Send>,
+}
+
+/// Reads a plain `drop/` part, or only its `columns`, a row group at a
+/// time: only the group being written again is held.
+fn read_groups(path: &Path, columns: Option<&[usize]>) -> Result<PlainGroups> {
     let shown = path.display();
     let file = std::fs::File::open(path).with_context(|| format!("{shown}: cannot open"))?;
+    let mut rows = 0;
     let reader = ParquetRecordBatchReaderBuilder::try_new(file)
         .and_then(|builder| {
+            rows = usize::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
             let builder = builder.with_batch_size(ROW_GROUP_ROWS);
             let builder = match columns {
                 Some(columns) => {
@@ -184,11 +192,13 @@ fn read_groups(path: &Path, columns: Option<&[usize]>) -> Result<(SchemaRef, Vec
         })
         .with_context(|| format!("{shown}: cannot read"))?;
     let schema = RecordBatchReader::schema(&reader);
-    let groups = reader.collect::<Result<Vec<_>, _>>();
-    Ok((
+    let shown = shown.to_string();
+    let groups = reader.map(move |group| group.with_context(|| format!("{shown}: cannot decode")));
+    Ok(PlainGroups {
         schema,
-        groups.with_context(|| format!("{shown}: cannot decode"))?,
-    ))
+        rows,
+        groups: Box::new(groups),
+    })
 }
 
 /// Writes the row groups of a plain `drop/` part to `part` with the URLs
@@ -197,18 +207,23 @@ fn read_groups(path: &Path, columns: Option<&[usize]>) -> Result<(SchemaRef, Vec
 /// `threads` threads.
 fn write_with_urls(
     part: &Path,
-    plain: &Schema,
-    groups: &[RecordBatch],
+    plain: PlainGroups,
     (index, urls): (&IdIndex, &UrlsOf),
     threads: usize,
 ) -> Result<()> {
-    let mut fields: Vec<Field> = plain.fields().iter().map(|f| f.as_ref().clone()).collect();
+    let mut fields: Vec<Field> = plain
+        .schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
     fields.push(Field::new("url", DataType::Utf8, true));
     fields.push(Field::new("keep_url", DataType::Utf8, true));
     let layout = FileLayout::cluster_part(Arc::new(Schema::new(fields)), false);
     let mut file = OpenParquet::create(part, &layout)?.columnwise()?;
-    let plain_columns = plain.fields().len();
-    for group in groups {
+    let plain_columns = plain.schema.fields().len();
+    for group in plain.groups {
+        let group = group?;
         file.write_group(threads, |c| match c.checked_sub(plain_columns) {
             None => Ok(group.column(c).clone()),
             // `url` of `id` (column 0), `keep_url` of `keep_id` (column 1).
