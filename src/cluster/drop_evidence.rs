@@ -313,10 +313,7 @@ impl IdIndex {
                 if let Some(&next) = ahead.next() {
                     prefetch(&region[(next >> shift) as usize & mask]);
                 }
-                let mut at = (m >> shift) as usize & mask;
-                while region[at][1] != 0 && region[at][0] != m {
-                    at = (at + 1) & mask;
-                }
+                let at = slot_in_region(region, m, shift);
                 if region[at][1] == 0 {
                     numbered += 1;
                     region[at] = [m, numbered];
@@ -340,15 +337,12 @@ impl IdIndex {
         self.len
     }
 
-    /// The slot holding the mixed id `m`, or the empty one where it goes:
-    /// a probe wraps within the region of its home.
+    /// The slot holding the mixed id `m`, or the empty one where it goes,
+    /// in the region of its home.
     fn slot_of(&self, m: u64) -> usize {
-        let mask = (1usize << self.region_bits) - 1;
-        let mut at = (m >> self.shift) as usize;
-        while self.slots[at][1] != 0 && self.slots[at][0] != m {
-            at = (at & !mask) | ((at + 1) & mask);
-        }
-        at
+        let size = 1usize << self.region_bits;
+        let first = (m >> self.shift) as usize & !(size - 1);
+        first + slot_in_region(&self.slots[first..first + size], m, self.shift)
     }
 
     /// The number of `id`, if it is in the set.
@@ -369,6 +363,19 @@ impl IdIndex {
             out.push(self.find(id).map_or(u32::MAX, |n| n as u32));
         }
     }
+}
+
+/// The slot of `region` (a power of two of an [`IdIndex`]'s slots) holding
+/// the mixed id `m`, or the empty one where it goes: a probe starts at its
+/// home (its top bits above `shift`, within the region) and wraps within the
+/// region.
+fn slot_in_region(region: &[[u64; 2]], m: u64, shift: u32) -> usize {
+    let mask = region.len() - 1;
+    let mut at = (m >> shift) as usize & mask;
+    while region[at][1] != 0 && region[at][0] != m {
+        at = (at + 1) & mask;
+    }
+    at
 }
 
 /// The mixed bits of `ids`, by region: their top `region_bits` bits.
