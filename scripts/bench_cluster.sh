@@ -16,6 +16,9 @@
 #                                            so drop/ gets url and keep_url too
 #   PAGES=keys scripts/bench_cluster.sh      the same with a table without url (id,
 #                                            fetch_time, n_chars) and keys corpus,earliest,longest
+#   IN_GRAPH=30 PAGES=urls scripts/bench_cluster.sh   with only 30% of the table's pages in a
+#                                            pair (a night's table holds every page it fetched,
+#                                            most of them duplicating none; default 100)
 #
 # - small:  10M pairs in small clusters (blocks of 5 ids), 1% of pairs joining
 #           random pages, which chains blocks into larger components;
@@ -91,11 +94,17 @@ declare -A sql=(
 )
 
 pages_table() {  # pages_table plain|scattered -> the path of the shape's pages table
-    local ids=$1 path="bench-data/pages-$PAGES-$1.parquet"
-    if [ "$PAGES" = urls ]; then path="bench-data/pages-urls-canonical-$1.parquet"; fi
+    local ids=$1 in_graph=${IN_GRAPH:-100} path="bench-data/pages-$PAGES-$1"
+    if [ "$PAGES" = urls ]; then path="bench-data/pages-urls-canonical-$1"; fi
+    if [ "$in_graph" != 100 ]; then path="$path-$in_graph"; fi
+    path="$path.parquet"
     if [ ! -f "$path" ]; then
         local id="e" url=""
         if [ "$ids" = scattered ]; then id="${scatter//x/e}"; fi
+        # A shape's ids are never negative: -1 - id is no page of it.
+        if [ "$in_graph" != 100 ]; then
+            id="CASE WHEN hash(e * 23) % 100 < $in_graph THEN $id ELSE -1 - $id END"
+        fi
         if [ "$PAGES" = urls ]; then
             url="CASE hash(e) % 4 WHEN 0 THEN 'http://' ELSE 'https://' END || 'site'
                  || (hash(e * 3) % 5000)::VARCHAR || '.example.com/' || repeat('a/', (hash(e * 11) % 4)::INT)

@@ -368,11 +368,15 @@ impl KeepOrder {
     }
 
     /// Appends the words of every row of `batch` to `out` ([`Self::words`]
-    /// a row), `location` naming the batch in errors.
+    /// a row), `location` naming the batch in errors. Only the rows
+    /// `wanted` are keyed (the others' words are [`NO_VALUE`]): a pages
+    /// table holds every page of the night, most of them in no pair, and
+    /// keying a URL costs more than reading it.
     pub(crate) fn encode(
         &self,
         batch: &RecordBatch,
         location: &str,
+        wanted: impl Fn(usize) -> bool,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let words = self.words();
@@ -389,7 +393,8 @@ impl KeepOrder {
                 .ok_or_else(|| anyhow!("{location}: no column `{name}`"))?;
             match key {
                 KeepKey::CanonicalUrl => {
-                    for (row, url) in string_values(column, name, location)?.enumerate() {
+                    let urls = string_values(column, name, location)?.enumerate();
+                    for (row, url) in urls.filter(|&(row, _)| wanted(row)) {
                         if let Some(url) = url {
                             rows[row * words + at] = canonical_url_key(url);
                         }
@@ -397,24 +402,28 @@ impl KeepOrder {
                 }
                 KeepKey::RelCanonical => {
                     let canonicals = match batch.column_by_name(CANONICAL_URL) {
-                        Some(c) => string_values(c, CANONICAL_URL, location)?.collect(),
-                        None => vec![None; batch.num_rows()],
+                        Some(c) => string_values(c, CANONICAL_URL, location)?,
+                        None => Box::new(std::iter::repeat_n(None, batch.num_rows())),
                     };
-                    let urls = string_values(column, name, location)?;
-                    for (row, (url, canonical)) in urls.zip(canonicals).enumerate() {
+                    let urls = string_values(column, name, location)?.zip(canonicals);
+                    for (row, (url, canonical)) in urls.enumerate().filter(|&(row, _)| wanted(row))
+                    {
                         rows[row * words + at] = rel_canonical_key(url, canonical);
                     }
                 }
                 KeepKey::Longest => {
-                    for (row, count) in counts(column, name, location)?.into_iter().enumerate() {
+                    let counts = counts(column, name, location)?.into_iter().enumerate();
+                    for (row, count) in counts.filter(|&(row, _)| wanted(row)) {
                         if let Some(count) = count {
                             rows[row * words + at] = NO_VALUE - 1 - count;
                         }
                     }
                 }
                 _ => {
-                    let values = ordered_values(column, name, location)?;
-                    for (row, value) in values.into_iter().enumerate() {
+                    let values = ordered_values(column, name, location)?
+                        .into_iter()
+                        .enumerate();
+                    for (row, value) in values.filter(|&(row, _)| wanted(row)) {
                         if let Some(value) = value {
                             let value = if key.descending() { !value } else { value };
                             let value = value.min(u64::MAX - 1);
@@ -819,11 +828,13 @@ mod tests {
         ]));
         let with = RecordBatch::try_from_iter([(URL, urls.clone()), (CANONICAL_URL, canonicals)]);
         let mut words = Vec::new();
-        order.encode(&with.unwrap(), "t", &mut words).unwrap();
+        order
+            .encode(&with.unwrap(), "t", |_| true, &mut words)
+            .unwrap();
         assert_eq!(words, vec![0, 2, 1]);
         let without = RecordBatch::try_from_iter([(URL, urls)]).unwrap();
         words.clear();
-        order.encode(&without, "t", &mut words).unwrap();
+        order.encode(&without, "t", |_| true, &mut words).unwrap();
         assert_eq!(words, vec![1, 1, 1]);
     }
 
@@ -1138,7 +1149,7 @@ mod tests {
         ])
         .unwrap();
         let mut words = Vec::new();
-        order.encode(&batch, "t", &mut words).unwrap();
+        order.encode(&batch, "t", |_| true, &mut words).unwrap();
         let rows: Vec<&[u32]> = words.chunks(order.words()).collect();
         // Earliest first (a time before 1970 included); then the greatest q;
         // then https, fewer segments; a page with no time last.
@@ -1148,6 +1159,18 @@ mod tests {
         assert_eq!(sorted, expected_order);
         assert_eq!(rows[0][4], NO_VALUE, "a null URL has no value");
         assert!(rows[4][..2].iter().all(|&w| w == NO_VALUE));
+
+        // Rows not wanted are not keyed; the wanted ones are keyed as before.
+        let mut some = Vec::new();
+        order
+            .encode(&batch, "t", |row| row % 2 == 1, &mut some)
+            .unwrap();
+        for (row, (all, wanted)) in rows.iter().zip(some.chunks(order.words())).enumerate() {
+            match row % 2 {
+                1 => assert_eq!(wanted, *all, "row {row}"),
+                _ => assert!(wanted.iter().all(|&w| w == NO_VALUE), "row {row}"),
+            }
+        }
     }
 
     #[test]
@@ -1167,7 +1190,7 @@ mod tests {
         for column in columns {
             let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
             let mut words = Vec::new();
-            order.encode(&batch, "t", &mut words).unwrap();
+            order.encode(&batch, "t", |_| true, &mut words).unwrap();
             let rows: Vec<&[u32]> = words.chunks(2).collect();
             assert!(rows.windows(2).all(|w| w[0] < w[1]), "{rows:?}");
             assert!(rows.iter().all(|row| row != &[NO_VALUE, NO_VALUE]));
@@ -1178,7 +1201,7 @@ mod tests {
         )])
         .unwrap();
         let mut words = Vec::new();
-        order.encode(&nan, "t", &mut words).unwrap();
+        order.encode(&nan, "t", |_| true, &mut words).unwrap();
         assert_eq!(words, vec![NO_VALUE, NO_VALUE], "NaN is no value");
     }
 
@@ -1205,7 +1228,7 @@ mod tests {
         for column in columns {
             let batch = RecordBatch::try_from_iter([("n_chars", column)]).unwrap();
             let mut words = Vec::new();
-            order.encode(&batch, "t", &mut words).unwrap();
+            order.encode(&batch, "t", |_| true, &mut words).unwrap();
             assert!(words[..3].windows(2).all(|w| w[0] < w[1]), "{words:?}");
             assert_eq!(words[2], words[3], "below zero counts as zero");
             assert!(words[3] < NO_VALUE);

@@ -120,9 +120,12 @@ pub(crate) fn write_keys(
     let mut keys = Vec::new();
     while let Some(unit) = units.take() {
         table.read_unit(unit, |ids, batch, location| {
+            if writer.find(ids) == 0 {
+                return Ok(());
+            }
             keys.clear();
-            keep.encode(batch, location, &mut keys)?;
-            writer.write(ids, &keys);
+            keep.encode(batch, location, |row| writer.is_page(row), &mut keys)?;
+            writer.write(&keys);
             Ok(())
         })?;
     }

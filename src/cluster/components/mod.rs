@@ -697,25 +697,38 @@ pub(crate) struct KeyWriter<'a> {
 }
 
 impl KeyWriter<'_> {
-    /// Writes the keys of the rows `ids` (`keys` holds [`Self::words`] a
-    /// row) whose id is a page of the graph; the others are no page's.
-    pub(crate) fn write(&mut self, ids: &[i64], keys: &[u32]) {
-        debug_assert_eq!(keys.len(), ids.len() * self.words);
+    /// Looks up the pages of the rows `ids`, to be written by
+    /// [`Self::write`]: how many rows are pages of the graph
+    /// ([`Self::is_page`] says which).
+    pub(crate) fn find(&mut self, ids: &[i64]) -> usize {
         let arrays = self.arrays;
         // A row's slot, then its page's flags and keys, are random places
         // in arrays far larger than the cache: the batch's pages are looked
         // up first, each slot fetched ahead, then written, each page ahead.
-        let mut homes = std::mem::take(&mut self.homes);
-        homes.clear();
-        homes.extend(ids.iter().map(|&id| arrays.table.home(id)));
-        let mut pages = std::mem::take(&mut self.pages);
-        pages.clear();
+        self.homes.clear();
+        self.homes
+            .extend(ids.iter().map(|&id| arrays.table.home(id)));
+        self.pages.clear();
         for (at, &id) in ids.iter().enumerate() {
-            if let Some(&ahead) = homes.get(at + LOOKAHEAD) {
+            if let Some(&ahead) = self.homes.get(at + LOOKAHEAD) {
                 prefetch(arrays.table.slot(ahead));
             }
-            pages.push(arrays.page_of(id).unwrap_or(MISSING));
+            self.pages.push(arrays.page_of(id).unwrap_or(MISSING));
         }
+        self.pages.iter().filter(|&&page| page != MISSING).count()
+    }
+
+    /// Whether row `row` of the rows last found is a page of the graph.
+    pub(crate) fn is_page(&self, row: usize) -> bool {
+        self.pages[row] != MISSING
+    }
+
+    /// Writes the keys of the rows last found ([`Self::find`]) that are
+    /// pages of the graph; `keys` holds [`Self::words`] a row.
+    pub(crate) fn write(&mut self, keys: &[u32]) {
+        debug_assert_eq!(keys.len(), self.pages.len() * self.words);
+        let arrays = self.arrays;
+        let pages = &self.pages;
         let rows = keys.chunks_exact(self.words.max(1));
         for (at, (&page, row)) in pages.iter().zip(rows).enumerate() {
             if let Some(&ahead) = pages.get(at + LOOKAHEAD).filter(|&&p| p != MISSING) {
@@ -735,8 +748,6 @@ impl KeyWriter<'_> {
                 self.repeats.push((page, repeat));
             }
         }
-        self.homes = homes;
-        self.pages = pages;
     }
 }
 
@@ -1175,7 +1186,8 @@ mod tests {
                                                     chunk.iter().map(|r| r.0).collect();
                                                 let words: Vec<u32> =
                                                     chunk.iter().flat_map(|r| r.1).collect();
-                                                keys.write(&ids, &words);
+                                                keys.find(&ids);
+                                                keys.write(&words);
                                             }
                                         }
                                         Ok(())
