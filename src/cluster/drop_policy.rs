@@ -45,7 +45,7 @@ use crate::cluster::keep_order::{KeptBy, KeyWords, MAX_KEY_WORDS};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::prefetch;
 use crate::exec::sorting::{
-    bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot,
+    bucket_starts, ordered, place_and_sort, scatter_sorted_runs, sort_by_slot, sort_on_threads,
 };
 use crate::io::parquet::WIDE_BITS;
 
@@ -239,7 +239,7 @@ pub(crate) fn direct_drops(
     let position: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(MISSING)).collect();
     let keyed = keys.as_ref().is_some_and(|keys| keys.words > 0);
     let (ids, steps) = match keys.filter(|_| keyed) {
-        Some(keys) => in_keyed_priority_order(by_id, rank, &keys, &position),
+        Some(keys) => in_keyed_priority_order(by_id, rank, &keys, &position, threads),
         None => {
             let (ids, first_positions) = in_priority_order(by_id, rank, &position, threads);
             (
@@ -271,25 +271,51 @@ pub(crate) fn direct_drops(
 /// by position, and how many rank first; each page's position is written
 /// into `position`, by index. The sweep reads an id at random for each
 /// drop; one array by position is one cache miss where a position's place
-/// in `by_id` and then its page would be two. Each page is ranked once (its
-/// flag is a random read), into a byte per page; the ids are then placed
-/// from two cursors, with no buffer for the pages that rank later: grown
-/// by doubling, that buffer would be copied into fresh memory several times
-/// over (a nightly run's pages mostly rank later). On `threads` threads,
-/// each ranking and placing a range of `by_id` (its cursors start where
-/// the ranges before it end; `position`'s entries, at random places, are
-/// each written once, by one thread).
+/// in `by_id` and then its page would be two. On `threads` threads
+/// ([`in_two_runs`]; `position`'s entries, at random places, are each
+/// written once, by one thread).
 fn in_priority_order(
     by_id: &[KeyedPage],
     rank: impl Fn(usize) -> Option<bool> + Sync,
     position: &[AtomicU32],
     threads: usize,
 ) -> (Vec<i64>, usize) {
+    let id_at = |at: usize, to: usize| {
+        let (id, index, _) = by_id[at];
+        position[index as usize].store(to as Page, Relaxed);
+        id
+    };
+    // A page's index is anywhere in `position`.
+    let ahead = |at: usize| {
+        if let Some(&(_, index, _)) = by_id.get(at) {
+            prefetch(&position[index as usize]);
+        }
+    };
+    in_two_runs(by_id.len(), rank, id_at, ahead, threads)
+}
+
+/// The places `0..len` whose `rank` is known as two runs, those that rank
+/// first and then the others, each in place order: `item(place, to)` at
+/// its position `to`, and how many rank first (`ahead(place)` fetches what
+/// `item` reads, [`LOOKAHEAD`] places ahead). Each place is ranked once,
+/// into a byte a place; the items are then placed from two cursors, with
+/// no buffer for the places that rank later: grown by doubling, that
+/// buffer would be copied into fresh memory several times over (a nightly
+/// run's pages mostly rank later). On `threads` threads, each ranking and
+/// placing a range of places (its cursors start where the ranges before
+/// it end).
+fn in_two_runs<T: Copy + bytemuck::Zeroable + Send>(
+    len: usize,
+    rank: impl Fn(usize) -> Option<bool> + Sync,
+    item: impl Fn(usize, usize) -> T + Sync,
+    ahead: impl Fn(usize) + Sync,
+    threads: usize,
+) -> (Vec<T>, usize) {
     const FIRST: u8 = 1;
     const LATER: u8 = 2;
-    let threads = threads.clamp(1, by_id.len().max(1));
-    let each = by_id.len().div_ceil(threads).max(1);
-    let mut ranks = vec![0u8; by_id.len()];
+    let threads = threads.clamp(1, len.max(1));
+    let each = len.div_ceil(threads).max(1);
+    let mut ranks = vec![0u8; len];
     // Per range: how many rank first, and how many later.
     let counts: Vec<[usize; 2]> = in_chunks(&mut ranks, each, |start, ranks| {
         let mut count = [0, 0];
@@ -305,9 +331,10 @@ fn in_priority_order(
     });
     let first: usize = counts.iter().map(|c| c[0]).sum();
     let later: usize = counts.iter().map(|c| c[1]).sum();
-    let mut ids = vec![0i64; first + later];
-    // Each range's share of the two runs of `ids`, and where they start.
-    let (mut firsts, mut laters) = ids.split_at_mut(first);
+    // Zeroed fresh memory: untouched until an item is placed.
+    let mut items: Vec<T> = bytemuck::allocation::zeroed_vec(first + later);
+    // Each range's share of the two runs of `items`, and where they start.
+    let (mut firsts, mut laters) = items.split_at_mut(first);
     let (mut shares, mut starts) = (Vec::new(), [0, first]);
     for count in &counts {
         let (f, rest_f) = std::mem::take(&mut firsts).split_at_mut(count[0]);
@@ -316,19 +343,15 @@ fn in_priority_order(
         shares.push((f, l, starts));
         starts = [starts[0] + count[0], starts[1] + count[1]];
     }
-    let place = |range: usize, f: &mut [i64], l: &mut [i64], starts: [usize; 2]| {
-        let pages = &by_id[range * each..((range + 1) * each).min(by_id.len())];
-        let ranks = &ranks[range * each..][..pages.len()];
+    let place = |range: usize, f: &mut [T], l: &mut [T], starts: [usize; 2]| {
+        let places = range * each..((range + 1) * each).min(len);
+        let ranks = &ranks[places.clone()];
         let mut runs = [f.iter_mut().zip(starts[0]..), l.iter_mut().zip(starts[1]..)];
-        for (at, (&(id, index, _), &r)) in pages.iter().zip(ranks).enumerate() {
-            // A page's index is anywhere in `position`.
-            if let Some(&(_, ahead, _)) = pages.get(at + LOOKAHEAD) {
-                prefetch(&position[ahead as usize]);
-            }
+        for (at, &r) in places.zip(ranks) {
+            ahead(at + LOOKAHEAD);
             if r != 0 {
                 if let Some((slot, to)) = runs[usize::from(r - 1)].next() {
-                    *slot = id;
-                    position[index as usize].store(to as Page, Relaxed);
+                    *slot = item(at, to);
                 }
             }
         }
@@ -337,7 +360,7 @@ fn in_priority_order(
         let (f, l, starts) = &mut share[0];
         place(range, f, l, *starts);
     });
-    (ids, first)
+    (items, first)
 }
 
 /// [`in_priority_order`] when pages have keys: each run (those that rank
@@ -351,15 +374,16 @@ fn in_priority_order(
 /// memory beyond the ids'.
 fn in_keyed_priority_order(
     by_id: &[KeyedPage],
-    rank: impl Fn(usize) -> Option<bool>,
+    rank: impl Fn(usize) -> Option<bool> + Sync,
     keys: &PlaceKeys<'_>,
     position: &[AtomicU32],
+    threads: usize,
 ) -> (Vec<i64>, Steps) {
     match keys.words {
-        0..=3 => keyed_order::<2>(by_id, rank, keys, position),
-        4..=5 => keyed_order::<3>(by_id, rank, keys, position),
-        6..=7 => keyed_order::<4>(by_id, rank, keys, position),
-        _ => keyed_order::<5>(by_id, rank, keys, position),
+        0..=3 => keyed_order::<2>(by_id, rank, keys, position, threads),
+        4..=5 => keyed_order::<3>(by_id, rank, keys, position, threads),
+        6..=7 => keyed_order::<4>(by_id, rank, keys, position, threads),
+        _ => keyed_order::<5>(by_id, rank, keys, position, threads),
     }
 }
 
@@ -367,9 +391,10 @@ fn in_keyed_priority_order(
 /// `2S - 1` words of keys and the place.
 fn keyed_order<const S: usize>(
     by_id: &[KeyedPage],
-    rank: impl Fn(usize) -> Option<bool>,
+    rank: impl Fn(usize) -> Option<bool> + Sync,
     keys: &PlaceKeys<'_>,
     position: &[AtomicU32],
+    threads: usize,
 ) -> (Vec<i64>, Steps) {
     debug_assert!(keys.words < 2 * S && keys.words <= MAX_KEY_WORDS);
     let entry = |place: usize| {
@@ -382,22 +407,10 @@ fn keyed_order<const S: usize>(
         entry[S - 1] |= place as u64;
         entry
     };
-    // Room for every page: grown by doubling, the entries would be copied.
-    let mut entries: Vec<[u64; S]> = Vec::with_capacity(by_id.len());
-    let mut first = 0;
-    for ranks_first in [true, false] {
-        for at in 0..by_id.len() {
-            (keys.prefetch)(at + LOOKAHEAD);
-            if rank(at) == Some(ranks_first) {
-                entries.push(entry(at));
-            }
-        }
-        if ranks_first {
-            first = entries.len();
-        }
-    }
-    entries[..first].sort_unstable();
-    entries[first..].sort_unstable();
+    let (mut entries, first) =
+        in_two_runs(by_id.len(), rank, |at, _| entry(at), keys.prefetch, threads);
+    sort_on_threads(&mut entries[..first], threads);
+    sort_on_threads(&mut entries[first..], threads);
     let mut by_keys = Vec::with_capacity(entries.len());
     for run in [&entries[..first], &entries[first..]] {
         by_keys.extend(steps_of(run, keys));
@@ -948,7 +961,8 @@ mod tests {
                 .collect()],
             1,
         );
-        for words in 1..=MAX_KEY_WORDS {
+        // 3 threads: each ranks and places a range of the pages.
+        for (words, threads) in (1..=MAX_KEY_WORDS).flat_map(|w| [(w, 1), (w, 3)]) {
             let word_keys = &all_word_keys[..words];
             let keys_at = |at: usize| {
                 let mut k = [0; MAX_KEY_WORDS];
@@ -964,14 +978,15 @@ mod tests {
             };
             let position: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(MISSING)).collect();
             let rank = |at: usize| first[by_id[at].1 as usize];
-            let (ids, steps) = in_keyed_priority_order(&by_id, rank, &place_keys, &position);
+            let (ids, steps) =
+                in_keyed_priority_order(&by_id, rank, &place_keys, &position, threads);
 
             let mut expected: Vec<(bool, KeyWords, i64, Page)> = (0..by_id.len())
                 .filter_map(|at| rank(at).map(|f| (!f, keys_at(at), by_id[at].0, by_id[at].1)))
                 .collect();
             expected.sort_unstable();
             let expected_ids: Vec<i64> = expected.iter().map(|&(_, _, id, _)| id).collect();
-            assert_eq!(ids, expected_ids, "{words} words");
+            assert_eq!(ids, expected_ids, "{words} words, {threads} threads");
             let firsts = expected.iter().filter(|&&(later, ..)| !later).count();
             assert_eq!(steps.first_positions, firsts, "{words} words");
             for (at, &(later, ref k, _, page)) in expected.iter().enumerate() {

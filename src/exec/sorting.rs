@@ -159,6 +159,26 @@ pub(crate) fn bucket_starts<T, I: Iterator<Item = T>>(
     starts
 }
 
+/// Sorts `items` on `threads` threads: the item whose place ends the first
+/// half of the threads' share is put in its place with the lesser items
+/// before it ([`slice::select_nth_unstable`], about two passes), then each
+/// side is sorted on its half of the threads. In place: no memory beyond
+/// the items'.
+pub(crate) fn sort_on_threads<T: Ord + Send>(items: &mut [T], threads: usize) {
+    if threads < 2 || items.len() < SCATTER_FROM {
+        items.sort_unstable();
+        return;
+    }
+    let low_threads = threads / 2;
+    let split = items.len() * low_threads / threads;
+    items.select_nth_unstable(split);
+    let (low, high) = items.split_at_mut(split);
+    std::thread::scope(|scope| {
+        scope.spawn(|| sort_on_threads(low, low_threads));
+        sort_on_threads(high, threads - low_threads);
+    });
+}
+
 /// Places `items` into `out` by `bucket` (bucket `b` at
 /// `starts[b]..starts[b + 1]`, from [`bucket_starts`]), then sorts each
 /// bucket with `(b, bucket)` by a sorter from `sorter`. On `threads`
@@ -338,6 +358,22 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             state
+        }
+    }
+
+    #[test]
+    fn a_sort_on_several_threads_sorts_as_one_does() {
+        // Past SCATTER_FROM, so that the threads split it; repeated keys too.
+        let mut next = xorshift(7);
+        for len in [10, SCATTER_FROM * 3 + 5] {
+            let items: Vec<[u64; 2]> = (0..len).map(|_| [next() % 1000, next()]).collect();
+            let mut expected = items.clone();
+            expected.sort_unstable();
+            for threads in [1, 2, 3, 4] {
+                let mut sorted = items.clone();
+                sort_on_threads(&mut sorted, threads);
+                assert!(sorted == expected, "{len} items on {threads} threads");
+            }
         }
     }
 
