@@ -371,7 +371,8 @@ fn in_two_runs<T: Copy + bytemuck::Zeroable + Send>(
 /// in place: every key is in the sort, so the keys are read once, in
 /// order, never at random. The entries' memory then becomes the ids by
 /// position, read in the order it is written over, so the sort costs no
-/// memory beyond the ids'.
+/// memory beyond the ids'. On `threads` threads, the entries are made and
+/// sorted (a giant component's worker has the process's idle cores).
 fn in_keyed_priority_order(
     by_id: &[KeyedPage],
     rank: impl Fn(usize) -> Option<bool> + Sync,
