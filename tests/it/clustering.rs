@@ -1417,7 +1417,22 @@ fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
     edges.extend((1..=200).map(|leaf| (20_000 + leaf, 20_000, leaf % 5 != 0)));
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
     let rows = random_pages(&edges, &mut rng);
-    let pages = write_pages(&dir.path().join("pages"), &rows, 3);
+    // A night's table holds every page fetched, most of them in no pair:
+    // rows of other pages, with keys that would win any cluster, among the
+    // rows and in a file of their own.
+    let strangers: Vec<PageRow> = rows
+        .iter()
+        .map(|row| PageRow {
+            id: row.id + 1_000_000_000,
+            fetch_time: Some(0),
+            url: Some("https://a.example/".to_string()),
+            n_chars: 1_000_000,
+            quality: Some(100.0),
+        })
+        .collect();
+    let (among, alone) = strangers.split_at(strangers.len() / 2);
+    let pages = write_pages(&dir.path().join("pages"), &[&rows, among].concat(), 3);
+    write_pages(&dir.path().join("pages/others"), alone, 1);
     let in_corpus = corpus_pages(&edges);
     let urls = first_urls(&rows);
     let orders: [&[&str]; 8] = [
