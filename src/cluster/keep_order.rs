@@ -393,8 +393,8 @@ impl KeepOrder {
                 .ok_or_else(|| anyhow!("{location}: no column `{name}`"))?;
             match key {
                 KeepKey::CanonicalUrl => {
-                    let urls = string_values(column, name, location)?.enumerate();
-                    for (row, url) in urls.filter(|&(row, _)| wanted(row)) {
+                    let urls = string_values(column, name, location)?;
+                    for (row, url) in of_rows(urls, &wanted) {
                         if let Some(url) = url {
                             rows[row * words + at] = canonical_url_key(url);
                         }
@@ -406,24 +406,20 @@ impl KeepOrder {
                         None => Box::new(std::iter::repeat_n(None, batch.num_rows())),
                     };
                     let urls = string_values(column, name, location)?.zip(canonicals);
-                    for (row, (url, canonical)) in urls.enumerate().filter(|&(row, _)| wanted(row))
-                    {
+                    for (row, (url, canonical)) in of_rows(urls, &wanted) {
                         rows[row * words + at] = rel_canonical_key(url, canonical);
                     }
                 }
                 KeepKey::Longest => {
-                    let counts = counts(column, name, location)?.into_iter().enumerate();
-                    for (row, count) in counts.filter(|&(row, _)| wanted(row)) {
+                    for (row, count) in of_rows(counts(column, name, location)?, &wanted) {
                         if let Some(count) = count {
                             rows[row * words + at] = NO_VALUE - 1 - count;
                         }
                     }
                 }
                 _ => {
-                    let values = ordered_values(column, name, location)?
-                        .into_iter()
-                        .enumerate();
-                    for (row, value) in values.filter(|&(row, _)| wanted(row)) {
+                    let values = ordered_values(column, name, location)?;
+                    for (row, value) in of_rows(values, &wanted) {
                         if let Some(value) = value {
                             let value = if key.descending() { !value } else { value };
                             let value = value.min(u64::MAX - 1);
@@ -437,6 +433,17 @@ impl KeepOrder {
         }
         Ok(())
     }
+}
+
+/// The items of `values` with their rows, of the rows `wanted` alone.
+fn of_rows<'a, T>(
+    values: impl IntoIterator<Item = T> + 'a,
+    wanted: &'a impl Fn(usize) -> bool,
+) -> impl Iterator<Item = (usize, T)> + 'a {
+    values
+        .into_iter()
+        .enumerate()
+        .filter(move |&(row, _)| wanted(row))
 }
 
 impl fmt::Display for KeepOrder {
