@@ -715,7 +715,9 @@ impl KeyWriter<'_> {
             }
             self.pages.push(arrays.page_of(id).unwrap_or(MISSING));
         }
-        self.pages.iter().filter(|&&page| page != MISSING).count()
+        let found = self.pages.iter().filter(|&&page| page != MISSING).count();
+        self.matched += found;
+        found
     }
 
     /// Whether row `row` of the rows last found is a page of the graph.
@@ -738,7 +740,6 @@ impl KeyWriter<'_> {
             if page == MISSING {
                 continue;
             }
-            self.matched += 1;
             let flags = arrays.flags.get(page as usize).fetch_or(HAS_KEYS, Relaxed);
             if flags & HAS_KEYS == 0 {
                 arrays.keys.write(page, row);
