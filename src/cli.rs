@@ -469,7 +469,7 @@ pub fn run(cli: Cli) -> Result<()> {
     if let Err(error) = &result {
         crate::exec::runtime::tell_peers_of_failure(error);
     }
-    crate::io::parquet::output::remove_local_staging();
+    crate::io::staging::remove_local_staging();
     result
 }
 

@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::io::pairs::{sort_and_dedup, Pair};
-use crate::io::parquet::output::{part_name, write_pairs, write_sketched_fingerprints, Staging};
+use crate::io::parquet::output::{write_pairs, write_sketched_fingerprints};
 use crate::io::parquet::Sketch;
+use crate::io::staging::{part_name, Staging};
 
 /// Options of `neardup gen`.
 #[derive(Clone, Debug)]

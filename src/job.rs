@@ -34,7 +34,7 @@ use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
 use crate::io::parquet::input::{
     clean, expand_locations, nested, refuse_output_over_inputs, Columns,
 };
-use crate::io::parquet::output::{
+use crate::io::staging::{
     copy_into_place, file_exists, is_complete, part_name, write_atomically, Staging,
 };
 use crate::io::storage::is_url;

@@ -56,8 +56,8 @@ use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::{RuntimeOptions, Terms};
 use crate::io::commit::commit_staging;
 use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
-use crate::io::parquet::output::{part_name, Staging};
 use crate::io::parquet::pages::{is_string, PagesTable};
+use crate::io::staging::{part_name, Staging};
 
 /// Options of `neardup cluster`.
 #[derive(Clone, Debug)]

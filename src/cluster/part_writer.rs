@@ -20,9 +20,9 @@ use crate::cluster::part_runs::{
 };
 use crate::cluster::summary::ClusterTotals;
 use crate::io::commit::FinalStage;
-use crate::io::parquet::output::{
-    part_name, FileLayout, OpenParquet, KEPT_BY, PART_CHUNK_ROWS, WIDE_DISTANCE,
-};
+use crate::io::parquet::output::{FileLayout, OpenParquet, KEPT_BY, PART_CHUNK_ROWS};
+use crate::io::parquet::WIDE_DISTANCE;
+use crate::io::staging::part_name;
 
 /// A row of a `cluster` output part: an id, another page's id and a
 /// third column, gathered column by column as rows come (each column's

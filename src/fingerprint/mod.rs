@@ -39,7 +39,8 @@ use crate::io::commit::{
     await_outcome, commit_staging, gather_and_commit, Merge, OutcomeSlot, Report,
 };
 use crate::io::parquet::input::expand_locations_with;
-use crate::io::parquet::output::{part_name, write_documents, Staging};
+use crate::io::parquet::output::write_documents;
+use crate::io::staging::{part_name, Staging};
 use crate::io::storage::Location;
 
 /// Bad records listed in `_summary.json` (all are counted).

@@ -25,7 +25,7 @@ use timely::ExchangeData;
 
 use crate::exec::parallel::lock;
 use crate::exec::runtime::Failure;
-use crate::io::parquet::output::Staging;
+use crate::io::staging::Staging;
 
 /// What a worker did, or the error that stopped it.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -23,7 +23,7 @@
 //! skipped by seeking back as on disk. HTTP(S) URLs are files only: HTTP
 //! cannot list. An output bound for a store is written into a local staging
 //! directory and each file uploaded under its final name once complete (a
-//! multipart upload above 16 MiB); see [`crate::io::parquet::output`].
+//! multipart upload above 16 MiB); see [`crate::io::staging`].
 
 use std::collections::HashMap;
 use std::fmt;

@@ -53,8 +53,8 @@ use crate::io::commit::{
 use crate::exec::parallel::{share_of_process, Tickets};
 use crate::io::pairs::{Pair, Parts};
 use crate::io::parquet::input::{Columns, FingerprintFile, RowGroupFetch, Unit};
-use crate::io::parquet::output::part_name;
 use crate::io::parquet::wide_distance;
+use crate::io::staging::part_name;
 use crate::matching::pair_runs::PairRuns;
 use crate::matching::probe::{probe, Match, Scratch};
 use crate::matching::tables::Index;

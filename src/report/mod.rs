@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::exec::progress::RowsProgress;
-use crate::io::parquet::output::write_file;
+use crate::io::staging::write_file;
 use crate::io::storage::subdirectories;
 pub(crate) use night::NightDirs;
 

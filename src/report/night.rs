@@ -27,8 +27,10 @@ use arrow_array::{Array, ArrowPrimitiveType, Int64Array, PrimitiveArray, RecordB
 use serde_json::Value;
 
 use crate::io::parquet::input::{expand_locations, read_columns};
-use crate::io::parquet::output::{is_complete, KEPT_BY, WIDE_DISTANCE};
+use crate::io::parquet::output::KEPT_BY;
 use crate::io::parquet::pages::string_values;
+use crate::io::parquet::WIDE_DISTANCE;
+use crate::io::staging::is_complete;
 use crate::io::storage::{read_whole, subdirectories, Location};
 
 /// The largest clusters shown.

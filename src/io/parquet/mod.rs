@@ -30,6 +30,9 @@ pub(crate) fn sketch_bytes(sketch: &Sketch) -> [u8; SKETCH_BYTES] {
     bytes
 }
 
+/// The column of a pair's [`crate::io::pairs::Pair::wide_distance`].
+pub(crate) const WIDE_DISTANCE: &str = "wide_distance";
+
 /// Bits a wide distance counts: the fingerprint's 64 and the sketch's.
 pub(crate) const WIDE_BITS: u32 = 64 + 8 * SKETCH_BYTES as u32;
 

@@ -3,8 +3,8 @@
 //! `self_pair`, in units cut for the workers.
 
 use super::*;
-use crate::io::parquet::output::WIDE_DISTANCE;
 use crate::io::parquet::WIDE_BITS;
+use crate::io::parquet::WIDE_DISTANCE;
 
 /// One row of a pair file, as `cluster` needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,557 @@
+//! Writing results so that a reader never mistakes a failed run for a
+//! finished one: everything goes to a staging directory beside the target,
+//! each file under a temporary name renamed into place, the directory is
+//! renamed to the target when complete, and `_SUCCESS` comes last.
+//!
+//! An object store has no rename: there, each file is uploaded under its
+//! final name as soon as it is complete (from a local staging directory,
+//! by the worker that wrote it), `_SUCCESS` is written last by process 0
+//! once every worker has reported, and a failed run deletes what it wrote.
+//!
+//! Before a local commit, process 0 checks that every part the stage
+//! should have is in staging ([`Staging::expect_parts`]): processes that
+//! name one relative `--out` from different working directories, or mount
+//! different disks there, each write their parts to a staging directory of
+//! their own, and process 0 alone would otherwise commit a directory
+//! lacking the others' parts.
+//!
+//! One run at a time writes a local output: process 0 holds a lock file
+//! beside the target ([`RunLock`], created only if absent) from staging to
+//! commit, and a second run on the same `--out` stops on one line rather
+//! than both writing the one staging directory. A lock left by a crashed
+//! process of this host is taken over; one from another host names the
+//! file to remove.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::exec::parallel::lock;
+use crate::exec::runtime::AbortCleanup;
+use crate::io::parquet::input::refuse_output_over_inputs;
+use crate::io::storage::{is_url, OutputPrefix, SUCCESS};
+
+/// An output directory under construction.
+///
+/// Dropped without [`Staging::commit`], it removes everything it wrote: a
+/// failed run leaves nothing at the target (and an old output replaced with
+/// `--overwrite` stays intact until the new one is complete).
+#[derive(Debug)]
+pub(crate) struct Staging {
+    target: PathBuf,
+    staging: PathBuf,
+    committed: bool,
+    /// The object-store prefix the output goes to, if it does.
+    remote: Option<OutputPrefix>,
+    /// The removal of this output if the process stops at once, until it
+    /// is committed.
+    abort_cleanup: Option<AbortCleanup>,
+    /// Files (relative to the staging directory) the commit requires.
+    expected: Vec<PathBuf>,
+    /// This run's hold on a local target, released once the staging is
+    /// committed or removed (it is dropped after [`Drop for Staging`]).
+    lock: Option<RunLock>,
+}
+
+/// Local staging directories of outputs bound for an object store, with
+/// their prefixes: a file placed in one is uploaded under its final name.
+static REMOTE_STAGING: std::sync::Mutex<Vec<(PathBuf, OutputPrefix)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// The object-store prefix of an output directory (`None`: local).
+fn remote_target(target: &Path) -> Result<Option<OutputPrefix>> {
+    let shown = target.to_string_lossy();
+    match is_url(&shown) {
+        true => OutputPrefix::parse(&shown).map(Some),
+        false => Ok(None),
+    }
+}
+
+/// Whether the output at `target` is complete (has `_SUCCESS`).
+pub(crate) fn is_complete(target: &Path) -> Result<bool> {
+    match remote_target(target)? {
+        Some(prefix) => prefix.has(SUCCESS),
+        None => Ok(target.join(SUCCESS).exists()),
+    }
+}
+
+/// The object-store prefix and the path below it of a file in the local
+/// staging directory of an output bound for one.
+fn remote_file(path: &Path) -> Option<(OutputPrefix, String)> {
+    lock(&REMOTE_STAGING).iter().find_map(|(dir, prefix)| {
+        let relative = path.strip_prefix(dir).ok()?;
+        Some((prefix.clone(), relative.to_string_lossy().into_owned()))
+    })
+}
+
+/// Removes this process's local staging directories of outputs bound for
+/// an object store, once its command is over: every file in them was
+/// uploaded and removed as it was placed, and process 0's commit removes
+/// its own, but every other process of a run made one too (in the
+/// system's temporary directory) and would leave it there.
+pub(crate) fn remove_local_staging() {
+    for (dir, _) in lock(&REMOTE_STAGING).drain(..) {
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
+
+/// Renames a finished file from its temporary name into place; in the
+/// staging directory of an output bound for an object store, it is then
+/// uploaded under its final name and its local copy removed.
+pub(crate) fn place(tmp: &Path, path: &Path) -> Result<()> {
+    fs::rename(tmp, path)
+        .with_context(|| format!("{}: cannot rename into place", path.display()))?;
+    if let Some((prefix, relative)) = remote_file(path) {
+        prefix.upload(path, &relative)?;
+        let _ = fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Creates the directory a file is about to be written in, when it is in
+/// the local staging of an output bound for an object store: there, each
+/// process has its own, and only process 0 made the subdirectories.
+pub(crate) fn prepare_parent(path: &Path) -> Result<()> {
+    match (remote_file(path), path.parent()) {
+        (Some(_), Some(parent)) => fs::create_dir_all(parent)
+            .with_context(|| format!("{}: cannot create directory", parent.display())),
+        _ => Ok(()),
+    }
+}
+
+impl Staging {
+    /// Refuses an existing `target` unless `overwrite`, then creates a fresh
+    /// staging directory beside it.
+    pub(crate) fn create(target: &Path, overwrite: bool) -> Result<Staging> {
+        if let Some(prefix) = remote_target(target)? {
+            return Staging::create_for_object_store(target, prefix, overwrite);
+        }
+        if target.exists() && !overwrite {
+            bail!(
+                "{}: output directory already exists (use --overwrite to replace it)",
+                target.display()
+            );
+        }
+        let staging = Staging::dir_for(target)?;
+        if let Some(parent) = staging.parent() {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+        }
+        let lock = RunLock::take(target)?;
+        if staging.exists() {
+            fs::remove_dir_all(&staging).with_context(|| {
+                format!(
+                    "{}: cannot remove stale staging directory",
+                    staging.display()
+                )
+            })?;
+        }
+        fs::create_dir(&staging)
+            .with_context(|| format!("{}: cannot create staging directory", staging.display()))?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            staging,
+            committed: false,
+            remote: None,
+            abort_cleanup: None,
+            expected: Vec::new(),
+            lock: Some(lock),
+        })
+    }
+
+    /// [`Staging::create`] for an output in an object store: an existing
+    /// prefix is refused unless `overwrite`, and then deleted now (files
+    /// are written under their final names, so the old ones cannot stay
+    /// until the commit).
+    fn create_for_object_store(
+        target: &Path,
+        prefix: OutputPrefix,
+        overwrite: bool,
+    ) -> Result<Staging> {
+        if prefix.exists()? {
+            if !overwrite {
+                bail!(
+                    "{}: output prefix already exists (use --overwrite to replace it)",
+                    target.display()
+                );
+            }
+            prefix.delete_all()?;
+        }
+        let staging = Staging::dir_for(target)?;
+        Ok(Staging {
+            target: target.to_path_buf(),
+            staging,
+            committed: false,
+            remote: Some(prefix),
+            abort_cleanup: None,
+            expected: Vec::new(),
+            lock: None,
+        })
+    }
+
+    /// The staging directory of `target`: a hidden sibling, so that it is on
+    /// the same file system (the commit is a rename) and every process of a
+    /// cluster finds it without being told. For an output in an object
+    /// store, this process's own local directory, made here, whose files
+    /// are uploaded as they are placed.
+    pub(crate) fn dir_for(target: &Path) -> Result<PathBuf> {
+        if let Some(prefix) = remote_target(target)? {
+            let key = xxhash_rust::xxh3::xxh3_64(target.to_string_lossy().as_bytes());
+            let name = format!("neardup-staging-{key:016x}-{}", std::process::id());
+            let dir = std::env::temp_dir().join(name);
+            fs::create_dir_all(&dir)
+                .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+            let mut remote = lock(&REMOTE_STAGING);
+            if !remote.iter().any(|(known, _)| *known == dir) {
+                remote.push((dir.clone(), prefix));
+            }
+            return Ok(dir);
+        }
+        let name = target
+            .file_name()
+            .with_context(|| format!("{}: not a usable output directory name", target.display()))?;
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(parent.join(format!(".{}.neardup-staging", name.to_string_lossy())))
+    }
+
+    /// The staging of a job's output, which may not overlap what the job
+    /// `reads`: the leader (process 0) creates it ([`Self::create`]) and has
+    /// it removed if the job aborts; the other processes have none.
+    pub(crate) fn for_job<'a>(
+        target: &Path,
+        overwrite: bool,
+        leader: bool,
+        reads: impl IntoIterator<Item = &'a String>,
+    ) -> Result<Option<Staging>> {
+        refuse_output_over_inputs(target, reads)?;
+        if !leader {
+            return Ok(None);
+        }
+        let mut staging = Staging::create(target, overwrite)?;
+        staging.remove_on_abort();
+        Ok(Some(staging))
+    }
+
+    /// Removes what this output wrote if the process has to stop at once (a
+    /// lost peer, a failed worker, a signal) before it is committed: its
+    /// staging directory, and for an object store, the objects under its
+    /// prefix.
+    fn remove_on_abort(&mut self) {
+        let (dir, remote) = (self.staging.clone(), self.remote.clone());
+        let lock = self.lock.as_ref().map(|lock| lock.path.clone());
+        self.abort_cleanup = Some(crate::exec::runtime::on_abort(move || {
+            let _ = fs::remove_dir_all(&dir);
+            if let Some(lock) = &lock {
+                let _ = fs::remove_file(lock);
+            }
+            if let Some(prefix) = &remote {
+                let _ = prefix.delete_all();
+            }
+        }));
+    }
+
+    /// Where files are written until commit.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.staging
+    }
+
+    /// Makes the commit require `parts` (paths relative to the staging
+    /// directory), which every worker of every process writes its share of.
+    pub(crate) fn expect_parts(&mut self, parts: impl IntoIterator<Item = PathBuf>) {
+        self.expected.extend(parts);
+    }
+
+    /// Fails, naming the first part missing from a local staging
+    /// directory, if any is: another process wrote it elsewhere.
+    fn check_parts_present(&self) -> Result<()> {
+        let missing: Vec<&PathBuf> = self
+            .expected
+            .iter()
+            .filter(|part| !self.staging.join(part).is_file())
+            .collect();
+        let Some(first) = missing.first() else {
+            return Ok(());
+        };
+        bail!(
+            "{}: part {} ({} of {} missing) is not in {}; nothing is committed: --out must be on storage all processes share",
+            self.target.display(),
+            first.display(),
+            missing.len(),
+            self.expected.len(),
+            self.staging.display()
+        )
+    }
+
+    /// Writes `summary` as `_summary.json`, then commits.
+    pub(crate) fn commit_with_summary(self, summary: &impl serde::Serialize) -> Result<()> {
+        write_atomically(
+            &self.staging.join("_summary.json"),
+            &serde_json::to_vec_pretty(summary)?,
+        )?;
+        self.commit()
+    }
+
+    /// Moves the staged directory to the target and writes `_SUCCESS` last.
+    pub(crate) fn commit(mut self) -> Result<()> {
+        if let Some(prefix) = &self.remote {
+            // Every part was uploaded by its writer before it reported.
+            prefix.put(SUCCESS, Default::default())?;
+            self.committed = true;
+            let _ = fs::remove_dir_all(&self.staging);
+            return Ok(());
+        }
+        self.check_parts_present()?;
+        if self.target.exists() {
+            fs::remove_dir_all(&self.target)
+                .with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
+        }
+        fs::rename(&self.staging, &self.target)
+            .with_context(|| format!("{}: cannot move output into place", self.target.display()))?;
+        self.committed = true;
+        File::create(self.target.join(SUCCESS))
+            .with_context(|| format!("{}: cannot write {SUCCESS}", self.target.display()))?;
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = fs::remove_dir_all(&self.staging);
+            if let Some(prefix) = &self.remote {
+                let _ = prefix.delete_all();
+            }
+        }
+    }
+}
+
+/// A run's exclusive hold on a local output: a file beside the target,
+/// created only if absent, naming this host and process; removed on drop.
+#[derive(Debug)]
+struct RunLock {
+    path: PathBuf,
+}
+
+impl RunLock {
+    /// Takes the lock of `target`, or fails on one line naming the run
+    /// that holds it. A lock whose process is gone from this host is stale
+    /// (a crash) and taken over.
+    fn take(target: &Path) -> Result<RunLock> {
+        let path = RunLock::path_for(target)?;
+        let holder = format!("{} {}", host_name(), std::process::id());
+        for _ in 0..2 {
+            match fs::File::create_new(&path) {
+                Ok(mut file) => {
+                    std::io::Write::write_all(&mut file, holder.as_bytes())
+                        .with_context(|| format!("{}: cannot write", path.display()))?;
+                    return Ok(RunLock { path });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let held_by = fs::read_to_string(&path).unwrap_or_default();
+                    if !is_stale(&held_by) {
+                        bail!(
+                            "{}: another run ({}) is writing this output; if none is, remove {}",
+                            target.display(),
+                            describe_holder(&held_by),
+                            path.display()
+                        );
+                    }
+                    tracing::warn!(lock = %path.display(), "taking over the lock of a run that is gone");
+                    let _ = fs::remove_file(&path);
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("{}: cannot create", path.display()))
+                }
+            }
+        }
+        bail!(
+            "{}: cannot take the lock {}: another run keeps taking it",
+            target.display(),
+            path.display()
+        )
+    }
+
+    /// The lock file of `target`: a hidden sibling, as its staging is.
+    fn path_for(target: &Path) -> Result<PathBuf> {
+        let staging = Staging::dir_for(target)?;
+        Ok(staging.with_extension("neardup-lock"))
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// This host's name, as a lock records it.
+fn host_name() -> String {
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is valid for its length, and terminated below.
+    let ok = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len() - 1) } == 0;
+    let end = name.iter().position(|&b| b == 0).unwrap_or(0);
+    match ok {
+        true => String::from_utf8_lossy(&name[..end]).into_owned(),
+        false => "unknown-host".to_string(),
+    }
+}
+
+/// Whether a lock's `holder` (`host pid`) is a process of this host that
+/// no longer runs. One on another host cannot be checked from here.
+fn is_stale(holder: &str) -> bool {
+    let Some((host, pid)) = holder.trim().rsplit_once(' ') else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<libc::pid_t>() else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let gone = unsafe { libc::kill(pid, 0) } != 0
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    host == host_name() && gone
+}
+
+/// A lock's holder in words: "process 123 on host-a".
+fn describe_holder(holder: &str) -> String {
+    match holder.trim().rsplit_once(' ') {
+        Some((host, pid)) => format!("process {pid} on {host}"),
+        None => "unknown".to_string(),
+    }
+}
+
+/// Copies a file (local, or an object) to `path` through a temporary name,
+/// as every output file is placed; returns the bytes copied.
+pub(crate) fn copy_into_place(source: &crate::io::storage::Location, path: &Path) -> Result<u64> {
+    let tmp = temporary_name(path);
+    prepare_parent(path)?;
+    let mut target = File::create(&tmp).map_err(|e| cannot_write(&tmp, "create", e))?;
+    let bytes = std::io::copy(&mut source.reader()?, &mut target)
+        .with_context(|| format!("cannot copy {source} to {}", path.display()))?;
+    drop(target);
+    place(&tmp, path)?;
+    Ok(bytes)
+}
+
+/// Writes `bytes` to `path` through a temporary name in the same directory.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = temporary_name(path);
+    prepare_parent(path)?;
+    fs::write(&tmp, bytes).map_err(|e| cannot_write(&tmp, "write", e))?;
+    // A file that cannot be placed (a directory in the way) leaves no
+    // temporary behind.
+    place(&tmp, path).inspect_err(|_| {
+        let _ = fs::remove_file(&tmp);
+    })
+}
+
+/// Writes the file `path` (a local path or an object's URL) whole or not
+/// at all: a local file by a rename, an object by one upload, which a
+/// store shows only once it is whole.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    match object_file(path)? {
+        Some((prefix, name)) => prefix.put(&name, bytes.to_vec().into()),
+        None => write_atomically(path, bytes),
+    }
+}
+
+/// Whether the file `path` (a local path or an object's URL) exists.
+pub(crate) fn file_exists(path: &Path) -> Result<bool> {
+    match object_file(path)? {
+        Some((prefix, name)) => prefix.has(&name),
+        None => Ok(path.is_file()),
+    }
+}
+
+/// The prefix and name of a file named by URL (`None`: local).
+fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
+    let shown = path.to_string_lossy();
+    if !is_url(&shown) {
+        return Ok(None);
+    }
+    match shown.trim_end_matches('/').rsplit_once('/') {
+        Some((prefix, name)) => Ok(Some((OutputPrefix::parse(prefix)?, name.to_string()))),
+        None => bail!("{shown}: not a file's URL"),
+    }
+}
+
+/// The error of a file `tmp` that cannot be made (`verb`: create, write).
+/// In a staging directory that is not there, it is a process of a cluster
+/// whose `--out` is not the one process 0 made (another disk, another
+/// working directory).
+pub(crate) fn cannot_write(tmp: &Path, verb: &str, error: std::io::Error) -> anyhow::Error {
+    let parent = tmp.parent().unwrap_or(Path::new("."));
+    let in_staging = parent.to_string_lossy().ends_with(".neardup-staging");
+    match error.kind() == std::io::ErrorKind::NotFound && in_staging && !parent.exists() {
+        true => anyhow!(
+            "{}: no such staging directory here: --out must be on storage all processes share",
+            parent.display()
+        ),
+        false => anyhow!(error).context(format!("{}: cannot {verb}", tmp.display())),
+    }
+}
+
+/// The temporary name of `path` while it is written: hidden, beside it.
+pub(crate) fn temporary_name(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp"))
+}
+
+/// File name of output part `p`.
+pub(crate) fn part_name(p: usize) -> String {
+    format!("part-{p:05}.parquet")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A staging directory bound for `prefix`, as [`Staging::create`] makes
+    /// it for a URL.
+    fn staging_for(prefix: &OutputPrefix, dir: &Path) -> Staging {
+        lock(&REMOTE_STAGING).push((dir.to_path_buf(), prefix.clone()));
+        Staging {
+            target: PathBuf::from("memory:///out"),
+            staging: dir.to_path_buf(),
+            committed: false,
+            remote: Some(prefix.clone()),
+            abort_cleanup: None,
+            expected: Vec::new(),
+            lock: None,
+        }
+    }
+
+    #[test]
+    fn an_object_store_output_uploads_files_as_placed_and_a_failed_run_deletes_them() {
+        let prefix = OutputPrefix::in_memory("memory:///out");
+        let dir = tempfile::tempdir().unwrap();
+        let staging = staging_for(&prefix, dir.path());
+        let part = staging.dir().join("part-00000.parquet");
+        write_atomically(&part, b"PAR1").unwrap();
+        // Uploaded under its final name, and the local copy gone.
+        assert!(prefix.has("part-00000.parquet").unwrap());
+        assert!(!part.exists());
+        // A subdirectory only process 0 made locally is made where needed.
+        write_atomically(&staging.dir().join("drop/x.json"), b"{}").unwrap();
+        assert!(prefix.has("drop/x.json").unwrap());
+        assert!(!prefix.has(SUCCESS).unwrap());
+        drop(staging);
+        assert!(!prefix.exists().unwrap(), "a failed run leaves nothing");
+
+        let prefix = OutputPrefix::in_memory("memory:///out");
+        let dir = tempfile::tempdir().unwrap();
+        let staging = staging_for(&prefix, dir.path());
+        write_atomically(&staging.dir().join("part-00000.parquet"), b"PAR1").unwrap();
+        staging.commit_with_summary(&"done").unwrap();
+        for name in ["part-00000.parquet", "_summary.json", SUCCESS] {
+            assert!(prefix.has(name).unwrap(), "{name}");
+        }
+        assert!(!dir.path().exists(), "the local staging is removed");
+    }
+}
