@@ -15,7 +15,9 @@ use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{run_cluster, ClusterJobOptions};
 use crate::exec::progress::human;
-use crate::exec::runtime::{default_workers, process_env, Cluster, RuntimeOptions, Timeouts};
+use crate::exec::runtime::{
+    default_workers, process_env, ProcessSettings, RuntimeOptions, Timeouts,
+};
 use crate::fingerprint::crawl::html::HtmlText;
 use crate::fingerprint::crawl::{Format, TextFields};
 use crate::fingerprint::scheme::Scheme;
@@ -155,7 +157,7 @@ pub struct RunArgs {
     /// The processes and their peers (each replaces the spec's [runtime] key
     /// of the same name).
     #[command(flatten)]
-    pub(crate) cluster: ClusterArgs,
+    pub(crate) processes: ProcessArgs,
     /// Seconds to wait for every process to connect (replaces [runtime] connect_timeout).
     #[arg(long)]
     pub(crate) connect_timeout: Option<f64>,
@@ -172,7 +174,7 @@ pub(crate) struct RuntimeArgs {
     #[arg(long)]
     pub(crate) workers: Option<usize>,
     #[command(flatten)]
-    pub(crate) cluster: ClusterArgs,
+    pub(crate) processes: ProcessArgs,
     /// Seconds to wait for every process to connect before giving up.
     #[arg(long, default_value_t = 60.0)]
     pub(crate) connect_timeout: f64,
@@ -182,10 +184,10 @@ pub(crate) struct RuntimeArgs {
     pub(crate) peer_timeout: f64,
 }
 
-/// The processes of a cluster and how they find each other; what is left
+/// The processes of a run and how they find each other; what is left
 /// out comes from a scheduler's environment ([`crate::exec::scheduler`]).
 #[derive(Clone, Debug, Args)]
-pub(crate) struct ClusterArgs {
+pub(crate) struct ProcessArgs {
     /// Processes in the cluster (default: the hostfile's length, Slurm's
     /// task count, else 1).
     #[arg(long)]
@@ -207,9 +209,9 @@ pub(crate) struct ClusterArgs {
     pub(crate) port: Option<u16>,
 }
 
-impl From<ClusterArgs> for Cluster {
-    fn from(args: ClusterArgs) -> Cluster {
-        Cluster {
+impl From<ProcessArgs> for ProcessSettings {
+    fn from(args: ProcessArgs) -> ProcessSettings {
+        ProcessSettings {
             processes: args.processes,
             process: args.process,
             hostfile: args.hostfile,
@@ -221,13 +223,13 @@ impl From<ClusterArgs> for Cluster {
 
 impl RuntimeArgs {
     pub(crate) fn options(&self) -> Result<RuntimeOptions> {
-        let cluster = Cluster::from(self.cluster.clone());
+        let settings = ProcessSettings::from(self.processes.clone());
         let timeouts = Timeouts {
             connect: self.connect_timeout,
             peer: self.peer_timeout,
         };
         let workers = self.workers.unwrap_or_else(default_workers);
-        RuntimeOptions::from_settings(workers, &cluster, timeouts, &process_env)
+        RuntimeOptions::from_settings(workers, &settings, timeouts, &process_env)
     }
 }
 
@@ -692,7 +694,7 @@ fn run_job_command(args: RunArgs) -> Result<()> {
         progress: true,
         overrides: job::RuntimeOverrides {
             workers: args.workers,
-            cluster: args.cluster.into(),
+            processes: args.processes.into(),
             connect_timeout: args.connect_timeout,
             peer_timeout: args.peer_timeout,
         },

@@ -25,7 +25,7 @@ use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{run_cluster, ClusterJobOptions};
 use crate::exec::runtime::{
-    default_workers, on_process_0, process_env, Cluster, RuntimeOptions, Timeouts,
+    default_workers, on_process_0, process_env, ProcessSettings, RuntimeOptions, Timeouts,
 };
 use crate::fingerprint::crawl::html::HtmlText;
 use crate::fingerprint::crawl::{Format, TextFields};
@@ -233,7 +233,7 @@ pub(crate) struct RuntimeOverrides {
     pub(crate) workers: Option<usize>,
     /// The process index and the peers; a hostfile or a pattern here
     /// replaces both of the spec's.
-    pub(crate) cluster: Cluster,
+    pub(crate) processes: ProcessSettings,
     pub(crate) connect_timeout: Option<f64>,
     pub(crate) peer_timeout: Option<f64>,
 }
@@ -501,7 +501,7 @@ fn runtime_options(
     resolve: &dyn Fn(&str) -> PathBuf,
 ) -> Result<RuntimeOptions> {
     let o = &opts.overrides;
-    let flags = &o.cluster;
+    let flags = &o.processes;
     let (hostfile, hostfile_pattern) = match (&flags.hostfile, &flags.hostfile_pattern) {
         (None, None) => (
             r.hostfile.as_deref().map(resolve),
@@ -509,7 +509,7 @@ fn runtime_options(
         ),
         (file, pattern) => (file.clone(), pattern.clone()),
     };
-    let cluster = Cluster {
+    let settings = ProcessSettings {
         processes: flags.processes.or(r.processes),
         process: flags.process,
         hostfile,
@@ -521,7 +521,7 @@ fn runtime_options(
         peer: o.peer_timeout.unwrap_or(r.peer_timeout),
     };
     let workers = o.workers.unwrap_or(r.workers);
-    RuntimeOptions::from_settings(workers, &cluster, timeouts, &process_env)
+    RuntimeOptions::from_settings(workers, &settings, timeouts, &process_env)
 }
 
 /// Sets `matching`'s options from the keys of `[match]`.

@@ -151,15 +151,15 @@ impl RuntimeOptions {
     }
 
     /// Options from flags or a job spec, completed from a scheduler's
-    /// environment (`env`) where they are silent: see [`Cluster::resolve`].
+    /// environment (`env`) where they are silent: see [`ProcessSettings::resolve`].
     /// The timeouts are in seconds.
     pub(crate) fn from_settings(
         workers: usize,
-        cluster: &Cluster,
+        settings: &ProcessSettings,
         timeouts: Timeouts,
         env: Env,
     ) -> Result<RuntimeOptions> {
-        let (process, processes, peers) = cluster.resolve(env)?;
+        let (process, processes, peers) = settings.resolve(env)?;
         let options = RuntimeOptions {
             workers,
             processes,
@@ -272,7 +272,7 @@ pub(crate) enum Peers {
 /// What the flags or a job spec say about the processes, before a
 /// scheduler's environment fills in what they leave out.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Cluster {
+pub(crate) struct ProcessSettings {
     pub(crate) processes: Option<usize>,
     pub(crate) process: Option<usize>,
     pub(crate) hostfile: Option<PathBuf>,
@@ -284,7 +284,7 @@ pub(crate) struct Cluster {
 /// The default base port for peers from a Slurm node list.
 pub(crate) const DEFAULT_PORT: u16 = 4100;
 
-impl Cluster {
+impl ProcessSettings {
     /// `(process, processes, peers)`. Flags win; what they leave out comes
     /// from a scheduler (Kubernetes' `JOB_COMPLETION_INDEX`, Slurm's
     /// `SLURM_PROCID`, task count and node list), else from the defaults:
@@ -1193,33 +1193,33 @@ mod tests {
             ("SLURM_NTASKS", "2"),
             ("SLURM_JOB_NODELIST", "n[1-2]"),
         ];
-        let from_slurm = Cluster::default().resolve(&env_of(SLURM)).unwrap();
+        let from_slurm = ProcessSettings::default().resolve(&env_of(SLURM)).unwrap();
         let peers = Peers::Slurm(vec!["n1:4100".into(), "n2:4100".into()]);
         assert_eq!(from_slurm, (1, 2, Some(peers)));
-        let port = Cluster {
+        let port = ProcessSettings {
             port: Some(9),
-            ..Cluster::default()
+            ..ProcessSettings::default()
         };
         let peers = Peers::Slurm(vec!["n1:9".into(), "n2:9".into()]);
         assert_eq!(port.resolve(&env_of(SLURM)).unwrap(), (1, 2, Some(peers)));
-        let flagged = Cluster {
+        let flagged = ProcessSettings {
             process: Some(0),
             hostfile_pattern: Some("h{i}:1".into()),
-            ..Cluster::default()
+            ..ProcessSettings::default()
         };
         let pattern = Some(Peers::Pattern("h{i}:1".into()));
         assert_eq!(flagged.resolve(&env_of(SLURM)).unwrap(), (0, 2, pattern));
         // One process: the scheduler's index is not taken.
-        let alone = Cluster {
+        let alone = ProcessSettings {
             processes: Some(1),
-            ..Cluster::default()
+            ..ProcessSettings::default()
         };
         assert_eq!(alone.resolve(&env_of(SLURM)).unwrap().0, 0);
         const POD: &[(&str, &str)] = &[("JOB_COMPLETION_INDEX", "3")];
-        let pods = Cluster {
+        let pods = ProcessSettings {
             processes: Some(4),
             hostfile_pattern: Some("neardup-{i}.neardup:4100".into()),
-            ..Cluster::default()
+            ..ProcessSettings::default()
         };
         let (process, processes, peers) = pods.resolve(&env_of(POD)).unwrap();
         assert_eq!((process, processes), (3, 4));
@@ -1231,7 +1231,7 @@ mod tests {
         };
         assert_eq!(opts.addresses().unwrap()[3], "neardup-3.neardup:4100");
         assert_eq!(
-            Cluster::default().resolve(&env_of(&[])).unwrap(),
+            ProcessSettings::default().resolve(&env_of(&[])).unwrap(),
             (0, 1, None)
         );
     }
