@@ -1,0 +1,200 @@
+//! Stopping the process at once, with one line and the outputs in progress
+//! removed ([`on_abort`]): a lost peer, a worker thread's panic, or SIGINT,
+//! SIGTERM or SIGHUP.
+
+use std::sync::{Mutex, Once};
+
+use crate::exec::parallel::lock;
+
+/// Exit status of a process that lost a peer mid-run (closed or silent).
+pub(super) const LOST_PEER_EXIT: i32 = 3;
+
+/// Exit status of a process one of whose worker threads panicked.
+const WORKER_PANIC_EXIT: i32 = 4;
+
+/// Ends the process at once with `line` and `code`, after the clean-ups
+/// [`on_abort`] named: the other threads may be waiting forever.
+pub(super) fn abort(code: i32, line: &str) -> ! {
+    eprintln!("{line}");
+    for (_, cleanup) in lock(&ABORT_CLEANUP).iter() {
+        cleanup();
+    }
+    std::process::exit(code);
+}
+
+/// What to remove when the process stops at once (a lost peer, a failed
+/// worker, a signal): process 0's outputs in progress, so that an aborted
+/// run leaves nothing behind. Each is keyed by its [`AbortCleanup`].
+static ABORT_CLEANUP: Mutex<Vec<(u64, Cleanup)>> = Mutex::new(Vec::new());
+
+type Cleanup = Box<dyn Fn() + Send>;
+
+/// A clean-up [`abort`] runs while this lives: an output's, until it is
+/// committed (a job's later stage failing must not remove it).
+#[derive(Debug)]
+pub(crate) struct AbortCleanup(u64);
+
+impl Drop for AbortCleanup {
+    fn drop(&mut self) {
+        lock(&ABORT_CLEANUP).retain(|(key, _)| *key != self.0);
+    }
+}
+
+/// Runs `cleanup` (best effort) if this process has to stop at once while
+/// the returned guard lives.
+pub(crate) fn on_abort(cleanup: impl Fn() + Send + 'static) -> AbortCleanup {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let key = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    lock(&ABORT_CLEANUP).push((key, Box::new(cleanup)));
+    AbortCleanup(key)
+}
+
+/// Stops the process on SIGINT, SIGTERM or SIGHUP (Ctrl-C, `kill`, a
+/// scheduler's preemption) as on a lost peer: one line, and the outputs
+/// in progress removed. Called before any other thread exists, so every
+/// thread inherits the blocked signals and one watcher takes them in plain
+/// code, where removing files and objects is safe. A signal the process
+/// was started ignoring (`nohup`) stays ignored.
+#[cfg(unix)]
+pub fn stop_on_signals() {
+    let signals = block_stop_signals();
+    let _ = std::thread::Builder::new()
+        .name("neardup:signals".into())
+        .spawn(move || stop_on_first(signals));
+}
+
+/// SIGINT, SIGTERM and SIGHUP, blocked in this thread and so in every
+/// thread it starts.
+#[cfg(unix)]
+fn block_stop_signals() -> libc::sigset_t {
+    // SAFETY: sigset operations on a local set, and this thread's mask.
+    unsafe {
+        let mut signals: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut signals);
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaddset(&mut signals, signal);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &signals, std::ptr::null_mut());
+        signals
+    }
+}
+
+/// Waits for one of `signals` and aborts, exiting as a shell reports a
+/// process the signal ended (128 + its number). The signals are unblocked
+/// here first, so a second one ends the process at once, clean-up or not.
+#[cfg(unix)]
+fn stop_on_first(signals: libc::sigset_t) {
+    let mut signal = 0;
+    // SAFETY: `signals` is a valid set; only this thread's mask changes.
+    unsafe {
+        if libc::sigwait(&signals, &mut signal) != 0 {
+            return;
+        }
+        libc::pthread_sigmask(libc::SIG_UNBLOCK, &signals, std::ptr::null_mut());
+    }
+    let name = match signal {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        _ => "SIGHUP",
+    };
+    abort(
+        128 + signal,
+        &format!("error: stopped by {name}; the output in progress is removed, without _SUCCESS"),
+    );
+}
+
+/// The cluster's addresses, to name a lost peer, and this process's index
+/// (no addresses: a single process).
+pub(super) static PEER_ADDRESSES: Mutex<(Vec<String>, usize)> = Mutex::new((Vec::new(), 0));
+
+/// A thread of timely whose panic ends the process: a network thread
+/// (`timely:send-N`, `timely:recv-N`: process N is lost) or a worker
+/// (`timely:work-N`).
+#[derive(Debug, PartialEq, Eq)]
+enum FailedThread {
+    Network { peer: usize },
+    Worker { index: usize },
+}
+
+impl FailedThread {
+    fn of(name: &str) -> Option<FailedThread> {
+        let number = |prefix: &str| name.strip_prefix(prefix)?.parse::<usize>().ok();
+        if let Some(peer) = number("timely:recv-").or_else(|| number("timely:send-")) {
+            return Some(FailedThread::Network { peer });
+        }
+        number("timely:work-").map(|index| FailedThread::Worker { index })
+    }
+}
+
+/// Installs (once) a panic hook that turns the panic of a timely thread
+/// into an immediate exit with one line, removing process 0's staging: the
+/// other workers would otherwise wait forever for the lost peer or the
+/// failed worker.
+pub(super) fn exit_on_a_failed_thread() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(move || {
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let thread = std::thread::current();
+            let Some(failed) = thread.name().and_then(FailedThread::of) else {
+                return default_hook(info);
+            };
+            let cause = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            let (addresses, process) = lock(&PEER_ADDRESSES).clone();
+            let (code, line) = match failed {
+                FailedThread::Network { peer } => {
+                    let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
+                    let line = format!(
+                        "error: lost process {peer} ({address}) of the cluster: {cause}; stopping without _SUCCESS"
+                    );
+                    (LOST_PEER_EXIT, line)
+                }
+                FailedThread::Worker { index } => {
+                    let place = info
+                        .location()
+                        .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                        .unwrap_or_default();
+                    // Thread names count this process's workers only.
+                    let worker = match addresses.is_empty() {
+                        true => format!("worker {index}"),
+                        false => format!("process {process}'s worker {index}"),
+                    };
+                    let line = format!(
+                        "error: {worker} failed ({cause}{place}), a bug in neardup; stopping without _SUCCESS"
+                    );
+                    (WORKER_PANIC_EXIT, line)
+                }
+            };
+            abort(code, &line);
+        }));
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timely_threads_are_told_apart_by_name() {
+        assert_eq!(
+            FailedThread::of("timely:recv-2"),
+            Some(FailedThread::Network { peer: 2 })
+        );
+        assert_eq!(
+            FailedThread::of("timely:send-0"),
+            Some(FailedThread::Network { peer: 0 })
+        );
+        assert_eq!(
+            FailedThread::of("timely:work-13"),
+            Some(FailedThread::Worker { index: 13 })
+        );
+        assert_eq!(FailedThread::of("neardup:read"), None);
+        assert_eq!(FailedThread::of("timely:work-x"), None);
+        assert_eq!(FailedThread::of("main"), None);
+    }
+}
