@@ -14,8 +14,8 @@
 //!   [`cluster::components`] (union-find), [`cluster::join`] (across
 //!   processes), [`cluster::drop_policy`], [`cluster::keep_order`];
 //! - [`io`]: local files and object stores ([`io::storage`]), Parquet in
-//!   and out ([`io::parquet`]), the pair record ([`io::pairs`]) and the
-//!   commit of an output ([`io::commit`]);
+//!   and out ([`io::parquet`]), the pair record ([`io::pairs`]) and an
+//!   output's staging and commit ([`io::staging`], [`io::commit`]);
 //! - [`exec`]: one process or a timely cluster of them ([`exec::runtime`]),
 //!   threads, sorting, progress and logs;
 //! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page),

@@ -15,20 +15,18 @@
 //! process runs the same job with its own `--process`; stage outputs are
 //! committed by process 0 before any process moves on.
 
+mod dates;
+mod spec;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use serde::Deserialize;
 
-use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{run_cluster, ClusterJobOptions};
-use crate::exec::runtime::{
-    default_workers, on_process_0, process_env, ProcessSettings, RuntimeOptions, Timeouts,
-};
-use crate::fingerprint::crawl::html::HtmlText;
-use crate::fingerprint::crawl::{Format, TextFields};
+use crate::exec::runtime::{on_process_0, process_env, ProcessSettings, RuntimeOptions, Timeouts};
+use crate::fingerprint::crawl::TextFields;
 use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
 use crate::io::parquet::input::{
@@ -39,179 +37,13 @@ use crate::io::staging::{
 };
 use crate::io::storage::is_url;
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
-use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
 use crate::matching::{run_match, MatchOptions};
 use crate::report::{run_report, NightDirs, ReportOptions};
 
-/// A job spec as written in TOML. Unknown keys are errors.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct JobSpec {
-    #[serde(default)]
-    pub(crate) runtime: RuntimeSpec,
-    pub(crate) fingerprint: Option<FingerprintSpec>,
-    #[serde(rename = "match")]
-    pub(crate) match_: MatchSpec,
-    pub(crate) cluster: Option<ClusterSpec>,
-    pub(crate) append: Option<AppendSpec>,
-    #[serde(default)]
-    pub(crate) report: ReportSpec,
-}
-
-/// Stage 5 (`[report]`): the night's HTML report.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ReportSpec {
-    /// Write it (the default).
-    #[serde(default = "yes")]
-    pub(crate) enabled: bool,
-    /// Where (default: `report.html` in the directory that holds the
-    /// cluster stage's output, or else the match stage's).
-    pub(crate) out: Option<String>,
-}
-
-impl Default for ReportSpec {
-    fn default() -> Self {
-        ReportSpec {
-            enabled: true,
-            out: None,
-        }
-    }
-}
-
-/// Stage 3 (`[cluster]`): the match stage's pairs into clusters.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ClusterSpec {
-    pub(crate) out: String,
-    /// `--keep-by`'s keys, in order (default: corpus, earliest,
-    /// canonical-url, read from the night's fingerprints).
-    pub(crate) keep_by: Option<Vec<String>>,
-    /// The pages table (default: the night's fingerprints, `match`'s
-    /// queries).
-    pub(crate) pages: Option<Vec<String>>,
-    /// `keep_by = ["corpus"]`, or with `false` no corpus key in the default.
-    pub(crate) corpus_wins: Option<bool>,
-    #[serde(default)]
-    pub(crate) drop_policy: DropPolicy,
-    #[serde(default = "default_max_cluster_size")]
-    pub(crate) max_cluster_size: u64,
-    #[serde(default = "one")]
-    pub(crate) parts: usize,
-    /// `drop/`'s `keep_url` for pages kept from the corpus, read from
-    /// `[match] corpus` (its ids in full).
-    #[serde(default = "yes")]
-    pub(crate) corpus_urls: bool,
-}
-
-/// Where the workers run (`[runtime]`).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RuntimeSpec {
-    #[serde(default = "default_workers")]
-    pub(crate) workers: usize,
-    pub(crate) processes: Option<usize>,
-    pub(crate) hostfile: Option<String>,
-    pub(crate) hostfile_pattern: Option<String>,
-    pub(crate) port: Option<u16>,
-    #[serde(default = "default_timeout")]
-    pub(crate) connect_timeout: f64,
-    #[serde(default = "default_timeout")]
-    pub(crate) peer_timeout: f64,
-}
-
-impl Default for RuntimeSpec {
-    fn default() -> Self {
-        RuntimeSpec {
-            workers: default_workers(),
-            processes: None,
-            hostfile: None,
-            hostfile_pattern: None,
-            port: None,
-            connect_timeout: default_timeout(),
-            peer_timeout: default_timeout(),
-        }
-    }
-}
-
-/// Stage 1 (`[fingerprint]`): crawl text in, B out.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct FingerprintSpec {
-    pub(crate) input: Vec<String>,
-    pub(crate) out: String,
-    pub(crate) format: Option<Format>,
-    /// A named fingerprint scheme; excludes the four below.
-    pub(crate) scheme: Option<String>,
-    pub(crate) features: Option<String>,
-    pub(crate) html_text: Option<HtmlText>,
-    #[serde(default)]
-    pub(crate) log_weights: bool,
-    #[serde(default)]
-    pub(crate) keep_stop_words: bool,
-    /// Leave the sketch out (`--no-sketch`).
-    #[serde(default)]
-    pub(crate) no_sketch: bool,
-    pub(crate) id_field: Option<String>,
-    pub(crate) url_field: Option<String>,
-    pub(crate) text_field: Option<String>,
-    pub(crate) time_field: Option<String>,
-}
-
-/// Stage 2 (`[match]`): pairs of B against F, and inside B.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct MatchSpec {
-    /// B; defaults to the fingerprint stage's output.
-    pub(crate) queries: Option<Vec<String>>,
-    /// F: shards, directories or globs. The append stage's corpus directory
-    /// may be listed before it exists.
-    #[serde(default)]
-    pub(crate) corpus: Vec<String>,
-    pub(crate) out: String,
-    /// Default 3, or `--verify`'s.
-    pub(crate) k: Option<u32>,
-    /// The quality mode (`match --verify`).
-    #[serde(default)]
-    pub(crate) verify: bool,
-    pub(crate) verify_threshold: Option<u32>,
-    #[serde(default = "yes", rename = "self")]
-    pub(crate) self_join: bool,
-    #[serde(default)]
-    pub(crate) allow_mixed_schemes: bool,
-    #[serde(default = "one")]
-    pub(crate) parts: usize,
-    pub(crate) blocks: Option<u32>,
-    pub(crate) table_memory_mib: Option<u64>,
-    pub(crate) kernel: Option<Kernel>,
-    pub(crate) pair_memory_mib: Option<u64>,
-    pub(crate) id_column: Option<String>,
-    pub(crate) simhash_column: Option<String>,
-}
-
-/// Stage 4 (`[append]`): B becomes `corpus/batch/`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct AppendSpec {
-    pub(crate) corpus: String,
-    pub(crate) batch: String,
-}
-
-fn one() -> usize {
-    1
-}
-fn yes() -> bool {
-    true
-}
-
-fn default_max_cluster_size() -> u64 {
-    1000
-}
-fn default_timeout() -> f64 {
-    60.0
-}
+pub(crate) use dates::{check_date, today};
+use spec::{ClusterSpec, FingerprintSpec, JobSpec, MatchSpec, RuntimeSpec};
 
 /// How to run a job: the spec file and the per-invocation settings.
 #[derive(Clone, Debug)]
@@ -840,56 +672,9 @@ fn append_batch(queries: &[String], corpus: &Path, batch: &Path) -> Result<Strin
     ))
 }
 
-/// Today's date (UTC) as `YYYY-MM-DD`, the default for `{date}`.
-pub(crate) fn today() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() / 86_400)
-        .unwrap_or(0) as i64;
-    let (y, m, d) = civil_from_days(days);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
-/// algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// Checks a `--date` value: `YYYY-MM-DD`.
-pub(crate) fn check_date(date: &str) -> Result<()> {
-    let parts: Vec<&str> = date.split('-').collect();
-    let ok = parts.len() == 3
-        && [4, 2, 2]
-            .iter()
-            .zip(&parts)
-            .all(|(n, p)| p.len() == *n && p.bytes().all(|b| b.is_ascii_digit()));
-    if !ok {
-        bail!("--date {date:?} must look like 2026-11-22");
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn civil_dates_round_known_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(20_779), (2026, 11, 22));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-    }
 
     #[test]
     fn paths_are_cleaned_lexically() {
@@ -898,51 +683,5 @@ mod tests {
         assert_eq!(clean(Path::new("../x")), Path::new("../x"));
         assert_eq!(clean(Path::new("/a/../b")), Path::new("/b"));
         assert_eq!(clean(Path::new("jobs/..")), Path::new("."));
-    }
-
-    #[test]
-    fn every_shipped_spec_parses_and_builds_its_fingerprint_options() {
-        let jobs = Path::new(env!("CARGO_MANIFEST_DIR")).join("jobs");
-        for name in ["sample.toml", "nightly.toml"] {
-            let text = fs::read_to_string(jobs.join(name)).unwrap();
-            let spec: JobSpec = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let f = spec.fingerprint.as_ref().unwrap();
-            let options = Scheme::from_flags(
-                f.scheme.as_deref(),
-                f.features.as_deref(),
-                f.log_weights,
-                f.keep_stop_words,
-                f.html_text,
-                f.no_sketch,
-            );
-            assert!(options.is_ok(), "{name}: {options:?}");
-        }
-    }
-
-    #[test]
-    fn workers_default_to_every_core_with_or_without_a_runtime_table() {
-        let cores = std::thread::available_parallelism().unwrap().get();
-        let stages = "[match]\nqueries = [\"q\"]\ncorpus = [\"c\"]\nout = \"o\"\n";
-        for runtime in [
-            "",
-            "[runtime]\npeer_timeout = 5\n",
-            "[runtime]\nworkers = 3\n",
-        ] {
-            let spec: JobSpec = toml::from_str(&format!("{runtime}{stages}")).unwrap();
-            let expected = if runtime.contains("workers") {
-                3
-            } else {
-                cores
-            };
-            assert_eq!(spec.runtime.workers, expected, "{runtime:?}");
-        }
-    }
-
-    #[test]
-    fn dates_are_checked() {
-        check_date("2026-11-22").unwrap();
-        for bad in ["2026-1-22", "yesterday", "2026/11/22", ""] {
-            assert!(check_date(bad).is_err(), "{bad}");
-        }
     }
 }
