@@ -39,11 +39,11 @@ use crate::cluster::join::{
     FilterChunk, JoinedClusters, SharedFilter, SharedPages,
 };
 use crate::cluster::local_clusters::{Routed, Router, RouterInput};
+use crate::cluster::options::ClusterJobOptions;
 use crate::cluster::part_runs::{owner_run, RunSlice};
 use crate::cluster::part_writer::{writer_of, PartWriter};
 use crate::cluster::read_pairs::{add_pairs, write_keys, ProcessUnits};
 use crate::cluster::summary::ClusterTotals;
-use crate::cluster::ClusterJobOptions;
 use crate::exec::logging::resident_mib;
 use crate::exec::parallel::Tickets;
 use crate::exec::progress::StepCounters;

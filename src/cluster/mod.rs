@@ -32,13 +32,16 @@ pub mod drop_policy;
 pub(crate) mod join;
 pub mod keep_order;
 pub(crate) mod local_clusters;
+pub(crate) mod options;
 pub(crate) mod page_estimate;
 pub(crate) mod part_runs;
 pub(crate) mod part_writer;
 pub(crate) mod read_pairs;
 pub(crate) mod summary;
 
-use std::path::{Path, PathBuf};
+pub use options::ClusterJobOptions;
+
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -48,60 +51,16 @@ use crate::cluster::components::SharedGraph;
 use crate::cluster::dataflow::Job;
 use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
-use crate::cluster::keep_order::{KeepOrder, URL};
+use crate::cluster::keep_order::URL;
 use crate::cluster::read_pairs::ProcessUnits;
 use crate::cluster::summary::{ClusterSummary, ClusterTotals};
 use crate::exec::parallel::{lock, Tickets};
 use crate::exec::progress::StepsProgress;
-use crate::exec::runtime::{RuntimeOptions, Terms};
+use crate::exec::runtime::Terms;
 use crate::io::commit::commit_staging;
 use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
 use crate::io::parquet::pages::{is_string, PagesTable};
 use crate::io::staging::{part_name, Staging};
-
-/// Options of `neardup cluster`.
-#[derive(Clone, Debug)]
-pub struct ClusterJobOptions {
-    /// `match` outputs: directories, files or globs.
-    pub(crate) pairs: Vec<String>,
-    pub(crate) out: PathBuf,
-    /// Which page of a cluster is kept ([`crate::cluster::keep_order`]).
-    pub keep_by: KeepOrder,
-    /// The pages table the keys are read from (`--pages`): files,
-    /// directories or globs; none for an order by corpus and id alone.
-    pub pages: Vec<String>,
-    /// The corpus's shards (`--corpus`), which `drop/`'s URLs come from
-    /// for the pages the pages table lacks.
-    pub corpus: Vec<String>,
-    /// How pages are chosen for `drop/`.
-    pub drop_policy: DropPolicy,
-    /// Warn about clusters with more pages than this.
-    pub(crate) max_cluster_size: u64,
-    pub parts: usize,
-    pub runtime: RuntimeOptions,
-    pub overwrite: bool,
-    /// A progress bar on a terminal.
-    pub(crate) progress: bool,
-}
-
-impl ClusterJobOptions {
-    /// Options with the CLI's defaults.
-    pub fn new(pairs: Vec<String>, out: PathBuf) -> ClusterJobOptions {
-        ClusterJobOptions {
-            pairs,
-            out,
-            keep_by: KeepOrder::default(),
-            pages: Vec::new(),
-            corpus: Vec::new(),
-            drop_policy: DropPolicy::default(),
-            max_cluster_size: 1000,
-            parts: 1,
-            runtime: RuntimeOptions::default(),
-            overwrite: false,
-            progress: false,
-        }
-    }
-}
 
 /// Runs `cluster` end to end; on a cluster every process calls this.
 pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {

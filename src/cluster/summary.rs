@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::drop_policy::DropPolicy;
-use crate::cluster::ClusterJobOptions;
+use crate::cluster::options::ClusterJobOptions;
 use crate::exec::progress::human;
 use crate::io::commit::Merge;
 

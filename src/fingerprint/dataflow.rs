@@ -47,7 +47,7 @@ use crate::fingerprint::crawl::http::HttpBodies;
 use crate::fingerprint::crawl::{read_file, BadRecord, Document, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{fingerprint_page, fingerprint_with};
-use crate::fingerprint::FileResults;
+use crate::fingerprint::summary::FileResults;
 use crate::io::commit::Report;
 use crate::io::parquet::output::DocumentRows;
 

@@ -1,0 +1,51 @@
+//! The options of `neardup cluster`, which every step of the run reads.
+
+use std::path::PathBuf;
+
+use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::keep_order::KeepOrder;
+use crate::exec::runtime::RuntimeOptions;
+
+/// Options of `neardup cluster`.
+#[derive(Clone, Debug)]
+pub struct ClusterJobOptions {
+    /// `match` outputs: directories, files or globs.
+    pub(crate) pairs: Vec<String>,
+    pub(crate) out: PathBuf,
+    /// Which page of a cluster is kept ([`crate::cluster::keep_order`]).
+    pub keep_by: KeepOrder,
+    /// The pages table the keys are read from (`--pages`): files,
+    /// directories or globs; none for an order by corpus and id alone.
+    pub pages: Vec<String>,
+    /// The corpus's shards (`--corpus`), which `drop/`'s URLs come from
+    /// for the pages the pages table lacks.
+    pub corpus: Vec<String>,
+    /// How pages are chosen for `drop/`.
+    pub drop_policy: DropPolicy,
+    /// Warn about clusters with more pages than this.
+    pub(crate) max_cluster_size: u64,
+    pub parts: usize,
+    pub runtime: RuntimeOptions,
+    pub overwrite: bool,
+    /// A progress bar on a terminal.
+    pub(crate) progress: bool,
+}
+
+impl ClusterJobOptions {
+    /// Options with the CLI's defaults.
+    pub fn new(pairs: Vec<String>, out: PathBuf) -> ClusterJobOptions {
+        ClusterJobOptions {
+            pairs,
+            out,
+            keep_by: KeepOrder::default(),
+            pages: Vec::new(),
+            corpus: Vec::new(),
+            drop_policy: DropPolicy::default(),
+            max_cluster_size: 1000,
+            parts: 1,
+            runtime: RuntimeOptions::default(),
+            overwrite: false,
+            progress: false,
+        }
+    }
+}
