@@ -81,6 +81,11 @@
 //! 1M-leaf star) falls to one worker, which takes the process's threads in
 //! proportion to its share of the pages for its sorts, counts and rows:
 //! the cores the other workers leave idle.
+//!
+//! The parts: [`page`] (a page, its label and flags, shared by all),
+//! [`writers`] (a worker's handles while the graph is built), [`intern`]
+//! (ids to pages), [`forest`] (the union-find) and [`share`] (a worker's
+//! share of the components); the graph that ties them is here.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
 use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
@@ -88,145 +93,21 @@ use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
 mod forest;
 mod intern;
+mod page;
 mod share;
+mod writers;
 
 pub use forest::*;
 pub use intern::*;
+pub use page::*;
 pub use share::*;
+pub use writers::*;
 
 use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::lock;
 use crate::exec::parallel::prefetch;
 use crate::exec::runtime::MAX_WORKERS;
-
-/// A worker's estimate of its process's distinct pages
-/// ([`crate::cluster::page_estimate`]): the likely count, and the linear
-/// estimate, which bounds it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageEstimate {
-    pub likely: usize,
-    pub linear: usize,
-}
-
-impl PageEstimate {
-    /// Pages known (none: the table and arrays grow as pairs come).
-    pub fn exact(pages: usize) -> PageEstimate {
-        PageEstimate {
-            likely: pages,
-            linear: pages,
-        }
-    }
-}
-
-/// A page's dense index in its process's [`SharedGraph`].
-pub(crate) type Page = u32;
-
-/// A page's label: the lower one is the representative. `later: false`
-/// ranks first (a page already in the corpus, when corpus pages come
-/// first); then the page's keys ([`crate::cluster::keep_order`]); ties go to the
-/// smallest id.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    Default,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    serde::Serialize,
-    serde::Deserialize,
-)]
-pub(crate) struct Label {
-    pub(crate) later: bool,
-    pub(crate) keys: KeyWords,
-    pub(crate) id: i64,
-}
-
-/// A set's least label as it is compared: whether it ranks first, and its
-/// page (its keys are read by page). Pages are counted in id order, so a
-/// set's least label is its first page that ranks first, or else its
-/// first page: no ids are compared.
-type LeastPage = (bool, Page);
-
-/// A set's least label as its root's counts hold it: whether it ranks
-/// first, and its slot in the worker's [`LeastLabels`].
-type LeastSlot = (bool, u32);
-
-/// No page: a marker in arrays of pages.
-pub(crate) const MISSING: Page = Page::MAX;
-
-/// Pages one process may hold: page numbers are 32 bits, and the router
-/// marks joined clusters with the top bit.
-pub(crate) const MAX_PROCESS_PAGES: usize = 1 << 31;
-
-/// How many lookups of a batch are in flight at once.
-const LOOKAHEAD: usize = 16;
-
-/// Ids interned between two checks of the table's room (even: a chunk holds
-/// whole pairs).
-const CHUNK: usize = 4096;
-
-/// Page numbers a worker takes from the shared count at once: at least a
-/// chunk's, so a chunk needs at most one new block.
-const BLOCK: usize = CHUNK;
-
-/// Slots one lookup may probe past its home while homes are in id order
-/// ([`Placement::Ordered`]) before the table is rebuilt hashed. Crowded
-/// homes can fill a part, and probing wraps within it: the limit is what
-/// ends such a probe (a table of several parts has parts of 2^16 slots or
-/// more; a table of one part is at most 3/4 full). Evenly spread ids in a
-/// table at most 3/4 full all but never probe this far.
-const CROWDED_PROBES: usize = 1 << 10;
-
-/// Slots probed past their homes per id, over a chunk, above which homes in
-/// id order are given up for hashed ones. Linear probing at load `a`
-/// probes `(1 + 1/(1-a)^2)/2` slots on a miss: in a table 3/4 full (the
-/// most it gets before it grows; 77% where the ids in range are, less the
-/// headroom) a new id probes 7.5-9 slots past its home on average.
-/// Crowded homes probe hundreds.
-const CROWDED_CHUNK_PROBES: usize = 32;
-
-/// A table slot's page word while another worker fills the slot (an empty
-/// slot's is 0, a full one's its page plus one).
-const BUSY: u64 = u64::MAX;
-
-/// A page's flags: its number is in use (some are handed out in a block
-/// and never used), and it is a corpus page.
-const USED: u8 = 1;
-const IN_CORPUS: u8 = 2;
-/// The page's keys are written (a second row for it is a repeat).
-const HAS_KEYS: u8 = 4;
-
-/// Marks a root in [`Forest::place_by_id`]'s pages as that of a page that ranks
-/// first: a process's pages are fewer than 2^31 ([`MAX_PROCESS_PAGES`]).
-const RANKS_FIRST: Page = 1 << 31;
-
-/// A worker's current block of page numbers.
-#[derive(Debug)]
-struct Block<'a> {
-    next: usize,
-    end: usize,
-    /// The process's count of page numbers handed out.
-    counter: &'a AtomicUsize,
-}
-
-impl Block<'_> {
-    fn next(&mut self, arrays: &Arrays) -> Page {
-        if self.next == self.end {
-            self.next = self.counter.fetch_add(BLOCK, Relaxed);
-            self.end = self.next + BLOCK;
-            assert!(
-                self.end <= arrays.ids.len(),
-                "a block of pages beyond the arrays"
-            );
-        }
-        self.next += 1;
-        (self.next - 1) as Page
-    }
-}
 
 /// The pages and components of one process, built by its `workers` at once
 /// ([`SharedGraph::writer`]), then split among them
@@ -586,87 +467,6 @@ impl<T: Default> Mailbox<T> {
     }
 }
 
-/// A vector in chunks of 2^[`CHUNK_BITS`] items, each item at the slot
-/// its push gave: it grows without copying, and its chunks can be handed
-/// on one at a time.
-#[derive(Debug)]
-pub(crate) struct Chunked<T> {
-    chunks: Vec<Vec<T>>,
-    len: usize,
-}
-
-/// Items per chunk of a [`Chunked`], as a power of two.
-pub(crate) const CHUNK_BITS: u32 = 16;
-pub(crate) const CHUNK_MASK: u32 = (1 << CHUNK_BITS) - 1;
-
-impl<T> Default for Chunked<T> {
-    fn default() -> Self {
-        Chunked {
-            chunks: Vec::new(),
-            len: 0,
-        }
-    }
-}
-
-impl<T> Chunked<T> {
-    /// Adds an item; gives its slot.
-    pub(crate) fn push(&mut self, item: T) -> u32 {
-        push_chunked(&mut self.chunks, 1 << CHUNK_BITS, item);
-        self.len += 1;
-        (self.len - 1) as u32
-    }
-
-    /// Items pushed: the slot the next push gives.
-    pub(crate) fn len(&self) -> u32 {
-        self.len as u32
-    }
-
-    /// A slot's chunk, and its place there.
-    fn place(slot: u32) -> (usize, usize) {
-        ((slot >> CHUNK_BITS) as usize, (slot & CHUNK_MASK) as usize)
-    }
-
-    pub(crate) fn at(&self, slot: u32) -> Option<&T> {
-        let (chunk, at) = Self::place(slot);
-        self.chunks.get(chunk)?.get(at)
-    }
-
-    pub(crate) fn at_mut(&mut self, slot: u32) -> Option<&mut T> {
-        let (chunk, at) = Self::place(slot);
-        self.chunks.get_mut(chunk)?.get_mut(at)
-    }
-
-    /// The item at a slot a push gave.
-    pub(crate) fn get(&self, slot: u32) -> T
-    where
-        T: Copy,
-    {
-        *self.at(slot).expect("a slot a push gave")
-    }
-
-    #[cfg(test)]
-    pub(crate) fn chunks(&self) -> &[Vec<T>] {
-        &self.chunks
-    }
-
-    pub(crate) fn into_chunks(self) -> Vec<Vec<T>> {
-        self.chunks
-    }
-}
-
-/// Appends `item` to the last of `chunks`, or to a new chunk of room for
-/// `each` items if that one is full: nothing is ever copied to grow.
-fn push_chunked<T>(chunks: &mut Vec<Vec<T>>, each: usize, item: T) {
-    match chunks.last_mut() {
-        Some(last) if last.len() < last.capacity() => last.push(item),
-        _ => {
-            let mut chunk = Vec::with_capacity(each);
-            chunk.push(item);
-            chunks.push(chunk);
-        }
-    }
-}
-
 /// A page of `by_id` with its [`RANKS_FIRST`] mark cleared (and kept in
 /// `ranks` at `at`, if `ranks` is kept): its root, and its label.
 fn take_mark(page: &mut KeyedPage, ranks: &mut [bool], at: usize) -> (Page, Candidate) {
@@ -682,176 +482,6 @@ fn take_mark(page: &mut KeyedPage, ranks: &mut [bool], at: usize) -> (Page, Cand
 /// Pages `worker` of `workers` flattens: an even range.
 fn share_of(pages: usize, worker: usize, workers: usize) -> std::ops::Range<usize> {
     pages * worker / workers..pages * (worker + 1) / workers
-}
-
-/// One worker's handle to write keys of pages ([`SharedGraph::write_keys`]).
-pub(crate) struct KeyWriter<'a> {
-    arrays: &'a Arrays,
-    words: usize,
-    homes: Vec<usize>,
-    /// A batch's pages ([`MISSING`]: a row of no page).
-    pages: Vec<Page>,
-    repeats: Vec<(Page, KeyWords)>,
-    /// Rows whose id is a page of the graph.
-    matched: usize,
-}
-
-impl KeyWriter<'_> {
-    /// Looks up the pages of the rows `ids`, to be written by
-    /// [`Self::write`]: how many rows are pages of the graph
-    /// ([`Self::is_page`] says which).
-    pub(crate) fn find(&mut self, ids: &[i64]) -> usize {
-        let arrays = self.arrays;
-        // A row's slot, then its page's flags and keys, are random places
-        // in arrays far larger than the cache: the batch's pages are looked
-        // up first, each slot fetched ahead, then written, each page ahead.
-        self.homes.clear();
-        self.homes
-            .extend(ids.iter().map(|&id| arrays.table.home(id)));
-        self.pages.clear();
-        for (at, &id) in ids.iter().enumerate() {
-            if let Some(&ahead) = self.homes.get(at + LOOKAHEAD) {
-                prefetch(arrays.table.slot(ahead));
-            }
-            self.pages.push(arrays.page_of(id).unwrap_or(MISSING));
-        }
-        let found = self.pages.iter().filter(|&&page| page != MISSING).count();
-        self.matched += found;
-        found
-    }
-
-    /// Whether row `row` of the rows last found is a page of the graph.
-    pub(crate) fn is_page(&self, row: usize) -> bool {
-        self.pages[row] != MISSING
-    }
-
-    /// Writes the keys of the rows last found ([`Self::find`]) that are
-    /// pages of the graph; `keys` holds [`Self::words`] a row.
-    pub(crate) fn write(&mut self, keys: &[u32]) {
-        debug_assert_eq!(keys.len(), self.pages.len() * self.words);
-        let arrays = self.arrays;
-        let pages = &self.pages;
-        let rows = keys.chunks_exact(self.words.max(1));
-        for (at, (&page, row)) in pages.iter().zip(rows).enumerate() {
-            if let Some(&ahead) = pages.get(at + LOOKAHEAD).filter(|&&p| p != MISSING) {
-                prefetch(arrays.flags.get(ahead as usize));
-                arrays.keys.prefetch(ahead);
-            }
-            if page == MISSING {
-                continue;
-            }
-            let flags = arrays.flags.get(page as usize).fetch_or(HAS_KEYS, Relaxed);
-            if flags & HAS_KEYS == 0 {
-                arrays.keys.write(page, row);
-            } else {
-                let mut repeat = [0; MAX_KEY_WORDS];
-                repeat[..row.len()].copy_from_slice(row);
-                self.repeats.push((page, repeat));
-            }
-        }
-    }
-}
-
-/// One worker's handle on a [`SharedGraph`] being built.
-#[derive(Debug)]
-pub struct GraphWriter<'a> {
-    graph: &'a SharedGraph,
-    block: Block<'a>,
-    /// A batch's ids, kept for the next batch.
-    ids: Vec<i64>,
-    /// A chunk's homes, kept for the next chunk.
-    homes: Vec<usize>,
-}
-
-impl GraphWriter<'_> {
-    /// Adds a batch of pairs: `(query, corpus, corpus side is in the
-    /// corpus)`, leaving their pages in `ends` (two per pair). Returns how
-    /// many joined two components.
-    pub fn add_pairs(
-        &mut self,
-        pairs: impl Iterator<Item = (i64, i64, bool)> + Clone,
-        ends: &mut Vec<Page>,
-    ) -> usize {
-        let mut ids = std::mem::take(&mut self.ids);
-        ids.clear();
-        ids.extend(pairs.clone().flat_map(|(q, c, _)| [q, c]));
-        ends.clear();
-        let mut joined = 0;
-        let mut in_corpus = pairs.map(|(_, _, in_corpus)| in_corpus);
-        for chunk in ids.chunks(CHUNK) {
-            let start = ends.len();
-            let (arrays, crowded) = loop {
-                let arrays = self.graph.room_for_a_chunk();
-                match self.intern(&arrays, chunk, ends) {
-                    Some(probes) => break (arrays, probes > CROWDED_CHUNK_PROBES * chunk.len()),
-                    None => {
-                        // Interned again once the table is hashed: the ids
-                        // interned so far keep their pages.
-                        ends.truncate(start);
-                        drop(arrays);
-                        self.graph.spread_by_hash();
-                    }
-                }
-            };
-            let pages = &ends[start..];
-            for (at, pair) in pages.chunks_exact(2).enumerate() {
-                if let Some(ahead) = pages.get(2 * (at + LOOKAHEAD)..2 * (at + LOOKAHEAD) + 2) {
-                    arrays.nodes.prefetch(ahead[0]);
-                    arrays.nodes.prefetch(ahead[1]);
-                    // Read by `mark_in_corpus`, at random as the nodes are.
-                    prefetch(arrays.flags.get(ahead[1] as usize));
-                }
-                // Halfway there, their nodes have come: their parents are
-                // the next misses of the finds.
-                let near = 2 * (at + LOOKAHEAD / 2);
-                if let Some(ahead) = pages.get(near..near + 2) {
-                    arrays.nodes.prefetch(arrays.nodes.parent(ahead[0]));
-                    arrays.nodes.prefetch(arrays.nodes.parent(ahead[1]));
-                }
-                if in_corpus.next().unwrap_or(false) {
-                    arrays.mark_in_corpus(pair[1]);
-                }
-                joined += usize::from(arrays.union(pair[0], pair[1]));
-            }
-            if crowded && arrays.table.placement.is_ordered() {
-                drop(arrays);
-                self.graph.spread_by_hash();
-            }
-        }
-        self.ids = ids;
-        joined
-    }
-
-    /// Appends the pages of a chunk's ids to `ends`; gives the slots probed
-    /// past their homes, or `None` if homes in id order crowd (the ids
-    /// before are interned, and counted).
-    ///
-    /// The chunk's homes are placed first, in a loop of their own; the
-    /// lookups then prefetch a home already placed. Placing each home twice
-    /// inside the loop of cache misses (once to prefetch it, once to probe
-    /// it) is slower, however far ahead the prefetch.
-    fn intern(&mut self, arrays: &Arrays, chunk: &[i64], ends: &mut Vec<Page>) -> Option<usize> {
-        let (mut fresh, mut probes) = (0, 0);
-        let mut crowded = false;
-        let mut homes = std::mem::take(&mut self.homes);
-        homes.clear();
-        homes.extend(chunk.iter().map(|&id| arrays.table.home(id)));
-        for (at, (&id, &home)) in chunk.iter().zip(&homes).enumerate() {
-            if let Some(&ahead) = homes.get(at + LOOKAHEAD) {
-                prefetch(arrays.table.slot(ahead));
-            }
-            match arrays.get_or_insert(id, home, &mut self.block, &mut fresh, &mut probes) {
-                Some(page) => ends.push(page),
-                None => {
-                    crowded = true;
-                    break;
-                }
-            }
-        }
-        self.homes = homes;
-        self.graph.interned.fetch_add(fresh, Relaxed);
-        (!crowded).then_some(probes)
-    }
 }
 
 #[cfg(test)]
