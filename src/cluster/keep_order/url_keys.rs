@@ -1,0 +1,503 @@
+//! The keys read from a page's URLs: `canonical-url`, how much a URL
+//! looks like the page's own address rather than another view of it, and
+//! `rel-canonical`, whether the page's canonical link names itself.
+
+/// A key of `canonical-url` as one word, least first: the scheme (https,
+/// http, any other) in the top two bits, then whether the URL names
+/// another view of a page (a mobile or AMP host, [`variant_host`]; an AMP,
+/// print or mobile segment or query key, or a directory's default page,
+/// [`path_segments`], [`variant_query`]; a fragment), such URLs coming
+/// after the page's own, then whether there is a query string,
+/// then the path's segments (nine bits), then the URL's length in bytes
+/// (nineteen bits); segments and lengths beyond their bits count as the
+/// most they hold. Every page's URL is keyed, so its `:`, `/`, `?`, `#`
+/// and `@` are found a vector at a time, not by `str`'s splits.
+pub(crate) fn canonical_url_key(url: &str) -> u32 {
+    let bytes = url.as_bytes();
+    let colons = memchr::memchr_iter(b':', bytes);
+    let mut after_scheme = colons.filter(|&at| bytes[at + 1..].starts_with(b"//"));
+    let (scheme, rest) = match after_scheme.next() {
+        Some(at) => {
+            let is = |name: &str| url[..at].eq_ignore_ascii_case(name);
+            let scheme = if is("https") {
+                0
+            } else if is("http") {
+                1
+            } else {
+                2
+            };
+            (scheme, &bytes[at + 3..])
+        }
+        None => (2, bytes),
+    };
+    let parts = UrlParts::of(rest);
+    let (segments, variant_path) = path_segments(parts.path);
+    let variant = parts.fragment
+        || variant_path
+        || variant_host(parts.host)
+        || parts.query.is_some_and(variant_query);
+    let segments = segments.min(511) as u32;
+    let length = url.len().min((1 << 19) - 1) as u32;
+    scheme << 30
+        | (variant as u32) << 29
+        | (parts.query.is_some() as u32) << 28
+        | segments << 19
+        | length
+}
+
+/// A URL after its scheme, cut as the key reads it: the host (up to the
+/// first `/`, `?` or `#`), the path (after that `/`, up to `?` or `#`),
+/// the query (after the first `?`, up to `#`), and whether a `#` follows.
+struct UrlParts<'a> {
+    host: &'a [u8],
+    path: &'a [u8],
+    query: Option<&'a [u8]>,
+    fragment: bool,
+}
+
+impl<'a> UrlParts<'a> {
+    fn of(rest: &'a [u8]) -> UrlParts<'a> {
+        let hash = memchr::memchr(b'#', rest).unwrap_or(rest.len());
+        let question = memchr::memchr(b'?', &rest[..hash]);
+        let path_end = question.unwrap_or(hash);
+        let slash = memchr::memchr(b'/', &rest[..path_end]);
+        UrlParts {
+            host: &rest[..slash.unwrap_or(path_end)],
+            path: slash.map_or(&[][..], |at| &rest[at + 1..path_end]),
+            query: question.map(|at| &rest[at + 1..hash]),
+            fragment: hash < rest.len(),
+        }
+    }
+}
+
+/// Host prefixes of a site's mobile or AMP copy.
+const VARIANT_HOSTS: &[&str] = &["m.", "mobile.", "amp.", "print."];
+
+/// Path segments and query keys of a page's AMP, print or mobile view.
+const VARIANT_PARTS: &[&str] = &["amp", "print", "printable", "mobile"];
+
+/// A directory's default page, the same page as the directory itself.
+const INDEX_PAGES: &[&str] = &[
+    "index.html",
+    "index.htm",
+    "index.php",
+    "index.asp",
+    "default.aspx",
+    "default.asp",
+    "default.htm",
+];
+
+/// Whether `part` is one of `names`, whatever its case.
+fn is_one_of(part: &[u8], names: &[&str]) -> bool {
+    names
+        .iter()
+        .any(|name| part.eq_ignore_ascii_case(name.as_bytes()))
+}
+
+/// A path's non-empty segments, and whether it names another view of a
+/// page: a segment that is a [`VARIANT_PARTS`] name, or a last piece that
+/// names a directory's default page ([`INDEX_PAGES`]).
+fn path_segments(path: &[u8]) -> (usize, bool) {
+    let (mut segments, mut variant, mut start, mut last) = (0, false, 0, &[][..]);
+    for end in memchr::memchr_iter(b'/', path).chain([path.len()]) {
+        last = &path[start..end];
+        segments += usize::from(!last.is_empty());
+        variant |= is_one_of(last, VARIANT_PARTS);
+        start = end + 1;
+    }
+    (segments, variant || is_one_of(last, INDEX_PAGES))
+}
+
+/// Whether a host (after any `user@`) begins with a mobile or AMP prefix
+/// that leaves a domain of two labels: `m.org` is a site.
+fn variant_host(host: &[u8]) -> bool {
+    let host = match memchr::memrchr(b'@', host) {
+        Some(at) => &host[at + 1..],
+        None => host,
+    };
+    VARIANT_HOSTS.iter().any(|prefix| {
+        host.len() >= prefix.len()
+            && host[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+            && host[prefix.len()..].contains(&b'.')
+    })
+}
+
+/// Whether a query has a key (before any `=`) that is a [`VARIANT_PARTS`]
+/// name.
+fn variant_query(query: &[u8]) -> bool {
+    query.split(|&byte| byte == b'&').any(|pair| {
+        let key = pair.split(|&byte| byte == b'=').next().unwrap_or(&[]);
+        is_one_of(key, VARIANT_PARTS)
+    })
+}
+
+/// A key of `rel-canonical`: 0 for a page whose canonical link names
+/// itself (as URLs, whatever their fragments), 1 for one without a link,
+/// 2 for one whose link names another page: the site says that page is
+/// the one to keep.
+pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u32 {
+    let Some(canonical) = canonical else {
+        return 1;
+    };
+    match url.is_some_and(|url| same_page(url, canonical)) {
+        true => 0,
+        false => 2,
+    }
+}
+
+/// Whether two URLs name the same page: equal as the URL Standard parses
+/// them, fragments aside, or the same text where either does not parse.
+/// The same text is the same page whether or not it parses, and two plain
+/// http(s) URLs ([`PlainUrl`]) compare as they are: parsing costs far more,
+/// and every page with a canonical link is compared.
+fn same_page(url: &str, canonical: &str) -> bool {
+    if url == canonical {
+        return true;
+    }
+    match (PlainUrl::of(url), PlainUrl::of(canonical)) {
+        (Some(a), Some(b)) => a.same_page(&b),
+        _ => parsed_same_page(url, canonical),
+    }
+}
+
+/// [`same_page`] by parsing both URLs.
+fn parsed_same_page(url: &str, canonical: &str) -> bool {
+    let page = |text: &str| {
+        url::Url::parse(text).ok().map(|mut url| {
+            url.set_fragment(None);
+            url
+        })
+    };
+    match (page(url), page(canonical)) {
+        (Some(a), Some(b)) => a == b,
+        _ => url == canonical,
+    }
+}
+
+/// An http(s) URL that the URL Standard leaves as it is but for the case
+/// of its scheme and host, and a `/` for an empty path: before any `#`,
+/// only letters, digits and `-._~/?&=` (nothing to percent-encode or
+/// decode, no port, user or dot segment); a host of letters, digits, `-`
+/// and `.` whose last label starts with a letter (no IP address, no
+/// trailing dot) and that has no `xn--` label (no IDNA to check).
+struct PlainUrl<'a> {
+    https: bool,
+    host: &'a [u8],
+    path: &'a [u8],
+    query: Option<&'a [u8]>,
+}
+
+impl<'a> PlainUrl<'a> {
+    fn of(url: &'a str) -> Option<PlainUrl<'a>> {
+        let bytes = url.as_bytes();
+        let starts = |prefix: &str| {
+            bytes.len() >= prefix.len()
+                && bytes[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+        };
+        let (https, rest) = match () {
+            _ if starts("https://") => (true, &bytes[8..]),
+            _ if starts("http://") => (false, &bytes[7..]),
+            _ => return None,
+        };
+        let parts = UrlParts::of(rest);
+        // The host is held to fewer bytes below; the `/` and `?` between the
+        // parts are plain.
+        let plain = |part: &[u8]| part.iter().all(|&byte| is_plain(byte));
+        if !plain(parts.path) || !parts.query.is_none_or(plain) {
+            return None;
+        }
+        let host = parts.host;
+        let last_label = host.rsplit(|&byte| byte == b'.').next().unwrap_or(&[]);
+        let host_plain = host
+            .iter()
+            .all(|&byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'.')
+            && last_label.first().is_some_and(u8::is_ascii_alphabetic)
+            && !host
+                .split(|&byte| byte == b'.')
+                .any(|label| label.len() >= 4 && label[..4].eq_ignore_ascii_case(b"xn--"));
+        let dot_segment = parts
+            .path
+            .split(|&byte| byte == b'/')
+            .any(|s| s == b"." || s == b"..");
+        (host_plain && !dot_segment).then_some(PlainUrl {
+            https,
+            host,
+            path: parts.path,
+            query: parts.query,
+        })
+    }
+
+    fn same_page(&self, other: &PlainUrl<'_>) -> bool {
+        self.https == other.https
+            && self.host.eq_ignore_ascii_case(other.host)
+            && self.path == other.path
+            && self.query == other.query
+    }
+}
+
+/// Whether a byte stands in a [`PlainUrl`] as it is, whatever its place.
+fn is_plain(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"-._~/?&=".contains(&byte)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::components::mix;
+    use crate::cluster::keep_order::NO_VALUE;
+
+    #[test]
+    fn plain_urls_compare_as_the_url_standard_parses_them() {
+        // Pairs of URLs made of pieces, plain and not (ports, users, IP
+        // addresses, IDNA, dot segments, escapes, spaces), each beside a
+        // respelling of itself or another URL.
+        let starts = [
+            "http://", "https://", "HTTP://", "HtTpS://", "ftp://", "http:/", "",
+        ];
+        let hosts = [
+            "a.org",
+            "A.ORG",
+            "www.a.org",
+            "m.a.org",
+            "a..org",
+            ".a.org",
+            "a.org.",
+            "a-b.org",
+            "-a.org",
+            "127.0.0.1",
+            "127.1",
+            "0x7f.1",
+            "a.123",
+            "a.0x1",
+            "xn--nxasmq6b.org",
+            "XN--a.org",
+            "a.xn--zz",
+            "a.org:80",
+            "a.org:443",
+            "u@a.org",
+            "a%2Eorg",
+            "é.org",
+            "localhost",
+            "1a.org",
+            "a.b1",
+            "",
+        ];
+        let paths = [
+            "",
+            "/",
+            "/x",
+            "/X",
+            "//x",
+            "/x/",
+            "/./x",
+            "/x/..",
+            "/x/../y",
+            "/%2e/x",
+            "/a b",
+            "/~u",
+            "/a-b_c.d",
+            "/x;y",
+            "/x\\y",
+            "/x\ty",
+            "/é",
+            "/.well-known",
+        ];
+        let queries = ["", "?", "?a=1", "?a=1&b", "?a b", "?'", "?a=/../"];
+        let fragments = ["", "#", "#top", "#a b"];
+        let mut state = 11i64;
+        let mut pick = |options: &[&'static str]| {
+            state = mix(state) as i64;
+            options[(state as u64 % options.len() as u64) as usize]
+        };
+        let mut plain = 0;
+        for _ in 0..300_000 {
+            let url = [
+                pick(&starts),
+                pick(&hosts),
+                pick(&paths),
+                pick(&queries),
+                pick(&fragments),
+            ];
+            let other = match pick(&["case", "fragment", "slash", "other"]) {
+                "case" => [pick(&starts), pick(&hosts), url[2], url[3], url[4]],
+                "fragment" => [url[0], url[1], url[2], url[3], pick(&fragments)],
+                "slash" => [url[0], url[1], pick(&["", "/"]), url[3], url[4]],
+                _ => [
+                    pick(&starts),
+                    pick(&hosts),
+                    pick(&paths),
+                    pick(&queries),
+                    pick(&fragments),
+                ],
+            };
+            let (a, b) = (url.concat(), other.concat());
+            plain += usize::from(PlainUrl::of(&a).is_some() && PlainUrl::of(&b).is_some());
+            assert_eq!(same_page(&a, &b), parsed_same_page(&a, &b), "{a:?} {b:?}");
+        }
+        assert!(
+            plain > 10_000,
+            "only {plain} pairs were compared as plain URLs"
+        );
+    }
+
+    #[test]
+    fn canonical_urls_rank_by_scheme_then_variant_then_query_then_segments_then_length() {
+        let ranked = [
+            "https://a.org/x/y",
+            "https://a.org/x/yy",
+            "https://a.org/x/y/z",
+            "https://a.org/x/y/z/",
+            "https://a.org/?s=1",
+            "https://m.a.org/x",
+            "https://a.org/x#comments",
+            "https://a.org/amp/x",
+            "https://a.org/x/index.html",
+            "https://a.org/x?print=1",
+            "http://a.org/",
+            "http://a.org/x?utm_source=feed",
+            "ftp://a.org/",
+            "a.org/x",
+        ];
+        let keys: Vec<u32> = ranked.iter().map(|url| canonical_url_key(url)).collect();
+        assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{keys:?}");
+        assert!(canonical_url_key("https://a.org/x/y") < canonical_url_key("https://a.org/x/y/z"));
+        // Each view of a page comes after the page's own URL.
+        for (page, view) in [
+            ("https://www.a.org/news/story", "https://m.a.org/news/story"),
+            ("https://a.org/news/story", "https://a.org/news/story/amp"),
+            ("https://a.org/news/story", "https://a.org/print/news/story"),
+            ("https://a.org/news/", "https://a.org/news/index.html"),
+            ("https://a.org/news/", "https://a.org/news/Default.aspx"),
+            ("https://a.org/story", "https://a.org/story#history"),
+            ("https://a.org/p?id=5", "https://a.org/p?id=5&print=1"),
+            ("https://a.org/p?id=5", "https://a.org/p?amp&id=5"),
+        ] {
+            assert!(
+                canonical_url_key(page) < canonical_url_key(view),
+                "{page} {view}"
+            );
+        }
+        // Names that merely begin like a view are no views.
+        for page in [
+            "https://mail.a.org/x",
+            "https://a.org/amplifiers/x",
+            "https://a.org/printers",
+            "https://a.org/x?printer=1",
+            "https://m.org/x",
+        ] {
+            assert_eq!(canonical_url_key(page) >> 29 & 1, 0, "{page}");
+        }
+        // A trailing slash or a fragment adds no segment; the scheme's case
+        // does not matter.
+        let segments = |url| canonical_url_key(url) >> 19 & 511;
+        assert_eq!(segments("https://a.org/x/y/"), 2);
+        assert_eq!(segments("HTTPS://a.org/x/y#z/w"), 2);
+        assert_eq!(canonical_url_key("HTTPS://a.org/") >> 30, 0);
+        assert!(canonical_url_key(&format!("https://a.org/{}", "x".repeat(1 << 20))) < NO_VALUE);
+    }
+
+    #[test]
+    fn the_key_read_as_bytes_is_the_key_as_first_written_on_any_url() {
+        // URLs made of the pieces the key looks for, in every order and
+        // case, as an attacker or a broken crawler might write them.
+        let pieces = [
+            "https://",
+            "HTTP://",
+            "ftp://",
+            "://",
+            "m.",
+            "Mobile.",
+            "amp.",
+            "print.",
+            "a",
+            "org",
+            ".",
+            "@",
+            "/",
+            "//",
+            "?",
+            "&",
+            "=",
+            "#",
+            "amp",
+            "PRINT",
+            "printable",
+            "mobile",
+            "index.html",
+            "Default.aspx",
+            "index.htm",
+            "é",
+            "x",
+            "%2F",
+            ":",
+        ];
+        let mut state = 7i64;
+        for _ in 0..200_000 {
+            state = mix(state) as i64;
+            let mut url = String::new();
+            let mut bits = state as u64;
+            for _ in 0..(bits % 12) {
+                bits = mix(bits as i64);
+                url.push_str(pieces[(bits % pieces.len() as u64) as usize]);
+            }
+            assert_eq!(canonical_url_key(&url), reference_key(&url), "{url:?}");
+        }
+        for url in [
+            "",
+            "https://",
+            "https://m.a",
+            "http://u@m.a.org",
+            "a/b?c#d?e/f",
+            "?#/",
+        ] {
+            assert_eq!(canonical_url_key(url), reference_key(url), "{url:?}");
+        }
+    }
+
+    /// `canonical_url_key` as it was first written, on `str`'s splits: the
+    /// rule the key keeps, which the key read as bytes is checked against.
+    fn reference_key(url: &str) -> u32 {
+        let (scheme, rest) = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (0, rest),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (1, rest),
+            Some((_, rest)) => (2, rest),
+            None => (2, url),
+        };
+        let (before_fragment, fragment) = match rest.split_once('#') {
+            Some((before, _)) => (before, true),
+            None => (rest, false),
+        };
+        let (address, query) = match before_fragment.split_once('?') {
+            Some((address, query)) => (address, Some(query)),
+            None => (before_fragment, None),
+        };
+        let (host, path) = address.split_once('/').unwrap_or((address, ""));
+        let variant = fragment || is_variant_ref(host, path, query.unwrap_or(""));
+        let segments = path.split('/').filter(|s| !s.is_empty()).count().min(511) as u32;
+        let length = url.len().min((1 << 19) - 1) as u32;
+        scheme << 30
+            | (variant as u32) << 29
+            | (query.is_some() as u32) << 28
+            | segments << 19
+            | length
+    }
+
+    fn is_variant_ref(host: &str, path: &str, query: &str) -> bool {
+        let host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+        let is = |part: &str, names: &[&str]| names.iter().any(|n| part.eq_ignore_ascii_case(n));
+        // The prefix must leave a domain of two labels: `m.org` is a site.
+        let variant_host = VARIANT_HOSTS.iter().any(|prefix| {
+            let (start, rest) = host.split_at_checked(prefix.len()).unwrap_or(("", ""));
+            start.eq_ignore_ascii_case(prefix) && rest.contains('.')
+        });
+        let mut segments = path.split('/').filter(|s| !s.is_empty());
+        let last = path.rsplit('/').next().unwrap_or("");
+        let mut query_keys = query
+            .split('&')
+            .map(|pair| pair.split('=').next().unwrap_or(""));
+        variant_host
+            || segments.any(|segment| is(segment, VARIANT_PARTS))
+            || is(last, INDEX_PAGES)
+            || query_keys.any(|key| is(key, VARIANT_PARTS))
+    }
+}
