@@ -51,8 +51,8 @@ impl Default for ReportSpec {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ClusterSpec {
     pub(crate) out: String,
-    /// `--keep-by`'s keys, in order (default: corpus, canonical-url,
-    /// earliest, read from the night's fingerprints).
+    /// `--keep-by`'s keys, in order (default: corpus, rel-canonical,
+    /// canonical-url, earliest, read from the night's fingerprints).
     pub(crate) keep_by: Option<Vec<String>>,
     /// The pages table (default: the night's fingerprints, `match`'s
     /// queries).

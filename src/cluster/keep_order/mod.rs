@@ -19,9 +19,10 @@
 //! same wherever it is seen: the words of two pages from different
 //! processes compare as the pages' keys do.
 //!
-//! Without `--keep-by`, the order is `corpus,canonical-url,earliest` when
-//! a pages table is given, else the smallest id alone (or `corpus` first
-//! with `--corpus-wins`). A page with several rows in the table keeps its
+//! Without `--keep-by`, the order is
+//! `corpus,rel-canonical,canonical-url,earliest` when a pages table is
+//! given, else the smallest id alone (or `corpus` first with
+//! `--corpus-wins`). A page with several rows in the table keeps its
 //! least words, whichever row came first. A page's words are held beside
 //! it in the union-find's arrays, so the keys' width is memory per page:
 //! they may take at most `MAX_KEY_WORDS` words.
