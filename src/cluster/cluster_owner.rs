@@ -3,10 +3,11 @@
 //! id) that chooses its drops. Their `clusters/` rows need no owner: every
 //! worker writes its own pages' (see [`crate::cluster::local_clusters`]).
 //!
-//! A sender gives its pages in id order and numbers them densely (their
+//! A sender gives its pages in priority order (those that rank first, then
+//! the others, each by keys and then id) and numbers them densely (their
 //! *slots* here), and names a pair's ends by those slots: the owner merges
-//! the senders' runs into id order (a page several workers saw comes once
-//! from each, adjacent in the merge) and never looks an id up. All the
+//! the senders' runs into priority order (a page several workers saw comes
+//! once from each, adjacent in the merge) and never looks an id up. All the
 //! owner's clusters then share one greedy sweep in priority order, as a
 //! worker's own clusters do: a 10M-page chain costs a merge and a pass, not
 //! a sort or a hash lookup per pair end.

@@ -6,7 +6,7 @@
 //! ```text
 //!   read pairs, split the union-find (every worker: its row groups, before stepping)
 //!     --bitmap chunks--> pages seen by several workers --> shared pages --> joined components
-//!     --> route pages: whole clusters' rows here, joined clusters' pages to their owner
+//!     --> route pages: whole clusters' rows here, joined clusters' pages to their owner (direct)
 //!     --> the owners' rows --runs by part--> write parts --> commit (worker 0)
 //! ```
 //!

@@ -5,8 +5,8 @@
 //! kept from the corpus) from the corpus's shards (`cluster --corpus`).
 //!
 //! A part is written as its rows come, long before its writer could know
-//! their URLs without holding every page's. So when the pages table has
-//! URLs, each part is first written plain beside its final name. Each of a
+//! their URLs without holding every page's. So when the pages table or
+//! the corpus has URLs, each part is first written plain beside its final name. Each of a
 //! process's workers hands its whole plain parts over
 //! ([`EvidenceSources::hand_over`]), and the last to do so indexes the ids
 //! all of them name ([`IdIndex`]), reads the tables' ids and URLs once for

@@ -14,8 +14,10 @@
 //! pair log's place. A page is kept unless a partner earlier in the order
 //! is kept; its drop names the nearest such partner (by wide distance, for
 //! `match --verify`'s pairs, then by distance, then the first in the
-//! order: a [`Closeness`]). The drops come out in two id-ordered runs (pages
-//! that rank first, then the others), merged as the drop rows are made. A
+//! order: a [`Closeness`]). Without keys, the drops come out in two
+//! id-ordered runs (pages that rank first, then the others), merged as the
+//! drop rows are made; with keys, they are first sorted into one run by id
+//! ([`DirectDrops::into_id_order`]). A
 //! drop (12 bytes: its page and kept partner by position) is written over
 //! sorted pairs the sweep has already read, so drops take no memory of
 //! their own. This sweep is the one sequential step for a giant cluster:
@@ -103,10 +105,11 @@ impl fmt::Display for DropPolicy {
     }
 }
 
-/// The [`DropPolicy::Direct`] drops of a set of pages, in priority order:
-/// those of pages that rank first, by id, then those of the others, by id.
-/// They are given in id order ([`DirectDrops::next_by_id`]) by a merge of
-/// those two runs: no lookup table, no random access but a kept page's id.
+/// The [`DropPolicy::Direct`] drops of a set of pages: without keys, those
+/// of pages that rank first, by id, then those of the others, by id (with
+/// keys, one run by id, [`DirectDrops::into_id_order`]). They are given in
+/// id order ([`DirectDrops::next_by_id`]) by a merge of the runs: no lookup
+/// table, no random access but a kept page's id.
 ///
 /// A drop names its two pages by position in priority order, not by id
 /// (12 bytes instead of 24), and lies in the front of the sorted pairs the

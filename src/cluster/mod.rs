@@ -6,10 +6,11 @@
 //! among themselves; the components of different processes are joined
 //! where they share pages (see [`crate::cluster::join`]). A cluster
 //! one worker holds whole is counted and its drops chosen there
-//! ([`crate::cluster::local_clusters`]); the
-//! pages (and under `--drop-policy direct` the pairs) of a joined cluster
-//! go to its owner, a hash of the representative, which does the same
-//! ([`crate::cluster::cluster_owner`]). The rows go to their part's writer as runs sorted
+//! ([`crate::cluster::local_clusters`]). Under `--drop-policy direct`
+//! the pages and pairs of a joined cluster go to its owner, a hash of the
+//! representative, which does the same ([`crate::cluster::cluster_owner`]);
+//! under `component` each worker drops its own pages of a joined cluster
+//! for the representative the join gave it. The rows go to their part's writer as runs sorted
 //! by id (see [`crate::cluster::part_runs`]), merged as `clusters/` and `drop/` are
 //! written ([`crate::cluster::part_writer`]), each `drop/` part then given
 //! its pages' URLs if a table has them ([`crate::cluster::drop_evidence`]);

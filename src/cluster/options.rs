@@ -32,7 +32,8 @@ pub struct ClusterJobOptions {
 }
 
 impl ClusterJobOptions {
-    /// Options with the CLI's defaults.
+    /// Options with the CLI's defaults, on one worker of one process (the
+    /// CLI's workers default to every core).
     pub fn new(pairs: Vec<String>, out: PathBuf) -> ClusterJobOptions {
         ClusterJobOptions {
             pairs,

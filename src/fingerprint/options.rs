@@ -22,7 +22,8 @@ pub(crate) struct FingerprintOptions {
 }
 
 impl FingerprintOptions {
-    /// Options with the CLI's defaults.
+    /// Options with the CLI's defaults, on one worker of one process (the
+    /// CLI's workers default to every core).
     pub(crate) fn new(inputs: Vec<String>, out: PathBuf) -> FingerprintOptions {
         FingerprintOptions {
             inputs,

@@ -86,9 +86,9 @@ pub(crate) struct Job {
 
 /// The cluster stage's options from `[cluster]`: its pages table is the
 /// night's fingerprints (`match`'s queries) unless `pages` names one. The
-/// keys default to `corpus,rel-canonical,canonical-url,earliest` when the
-/// job fingerprints the night (its shards have those columns), else to the
-/// corpus alone; `corpus_wins = false` leaves the corpus key out. The
+/// keys default to `corpus,rel-canonical,canonical-url,earliest` when
+/// there is a pages table (the job fingerprints the night, whose shards
+/// have those columns, or `pages` names one), else to the corpus alone; `corpus_wins = false` leaves the corpus key out. The
 /// corpus gives `drop/` its pages' URLs unless `corpus_urls = false`.
 fn cluster_options(
     c: &ClusterSpec,

@@ -52,12 +52,14 @@ impl Default for ReportSpec {
 pub(crate) struct ClusterSpec {
     pub(crate) out: String,
     /// `--keep-by`'s keys, in order (default: corpus, rel-canonical,
-    /// canonical-url, earliest, read from the night's fingerprints).
+    /// canonical-url, earliest, read from the pages table; the corpus alone
+    /// without one).
     pub(crate) keep_by: Option<Vec<String>>,
     /// The pages table (default: the night's fingerprints, `match`'s
     /// queries).
     pub(crate) pages: Option<Vec<String>>,
-    /// `keep_by = ["corpus"]`, or with `false` no corpus key in the default.
+    /// `true`: corpus pages first (the default order already has them);
+    /// `false`: the default order without the corpus key.
     pub(crate) corpus_wins: Option<bool>,
     #[serde(default)]
     pub(crate) drop_policy: DropPolicy,

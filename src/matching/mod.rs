@@ -64,7 +64,8 @@ pub struct MatchOptions {
 }
 
 impl MatchOptions {
-    /// Options with the CLI's defaults.
+    /// Options with the CLI's defaults, on one worker of one process (the
+    /// CLI's workers default to every core).
     pub fn new(queries: Vec<String>, corpus: Vec<String>, out: PathBuf) -> MatchOptions {
         MatchOptions {
             queries,

@@ -221,8 +221,9 @@ pub(super) fn ordered_key(id: i64) -> u64 {
 impl IdTable {
     /// The parts of the least table of at least `wanted` slots: up to 64
     /// parts of a power of two slots each, 2^16 or more (one part, of at
-    /// least 8, for fewer), so a table is no more than 1/32 larger than
-    /// wanted; `(how many, log2 of the slots each)`.
+    /// least 8, for fewer), so a table of more than 2^21 slots is no more
+    /// than 1/32 larger than wanted (a smaller one, at most a part of 2^16
+    /// larger); `(how many, log2 of the slots each)`.
     pub(super) fn parts_for(wanted: usize) -> (usize, u32) {
         const PART_BITS: u32 = 16;
         const MAX_PARTS: usize = 64;

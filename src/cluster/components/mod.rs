@@ -75,8 +75,8 @@
 //! flatten, each share's worker makes room for exactly its pages, the
 //! workers write each page at its bucket's next place in its share, and
 //! each bucket is sorted in the cache. One pass in id order
-//! counts each root's size and representative (the first page that ranks
-//! first, else the first page), and keeps whether each page ranks first
+//! counts each root's size and representative (the least page by rank and
+//! then keys, the first in id order among equals), and keeps whether each page ranks first
 //! by its place, for the steps after the split. A giant component (a 10M-page chain, a
 //! 1M-leaf star) falls to one worker, which takes the process's threads in
 //! proportion to its share of the pages for its sorts, counts and rows:

@@ -50,9 +50,9 @@ pub(crate) struct Label {
 }
 
 /// A set's least label as it is compared: whether it ranks first, and its
-/// page (its keys are read by page). Pages are counted in id order, so a
-/// set's least label is its first page that ranks first, or else its
-/// first page: no ids are compared.
+/// page (its keys are read by page). Pages are counted in id order, so of
+/// pages that rank alike with equal keys the first is the least: no ids
+/// are compared.
 pub(super) type LeastPage = (bool, Page);
 
 /// A set's least label as its root's counts hold it: whether it ranks

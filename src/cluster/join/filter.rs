@@ -21,7 +21,7 @@ use crate::exec::parallel::prefetch;
 /// page one worker saw passes when another worker's page set the same bit,
 /// about as often as the other workers' pages are a share of the bits.
 ///
-/// Sighting every page cost a 16-byte record per page through the
+/// Sighting every page costs a 24-byte record per page through the
 /// exchange and a merge at its owner; a bit per page (a few per pair) costs
 /// a sixteenth of it or less.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -123,8 +123,10 @@ pub(crate) enum KeepKey {
     Earliest,
     /// The latest `fetch_time` first.
     Latest,
-    /// https before http (before any other scheme), then no query string,
-    /// then the fewest path segments, then the shortest URL.
+    /// https before http (before any other scheme), then the page's own URL
+    /// before another view of it (a mobile, AMP or print copy, a
+    /// directory's index page, a fragment), then no query string, then the
+    /// fewest path segments, then the shortest URL.
     CanonicalUrl,
     /// A page whose canonical link names itself, then one with none, then
     /// one that names another page ([`rel_canonical_key`]).
@@ -348,8 +350,8 @@ impl KeepOrder {
         KeptByNames(self.names())
     }
 
-    /// Checks that `field`, a column of a pages file named `location`, can
-    /// be read as every key that reads it.
+    /// Checks that the column `name`, of `data_type` in the pages file
+    /// `location`, can be read as every key that reads it.
     pub(crate) fn check_column(
         &self,
         location: &str,
