@@ -6,7 +6,7 @@
 //!   read (file i's worker, by a reader thread: batches of documents)
 //!     --to the worker with the fewest in flight--> fingerprint (every worker)
 //!     --back to the file's worker--> write shard i once all its rows are in
-//!     --> commit (see [`super::commit`])
+//!     --> commit (see [`crate::io::commit`])
 //! ```
 //!
 //! A batch's timestamp is its file's index, so a file's shard is written as

@@ -57,7 +57,8 @@ pub(crate) struct FileSummary {
 /// What a run did; written to `_summary.json`.
 #[derive(Debug, Serialize)]
 pub(crate) struct FingerprintSummary {
-    /// The fingerprint scheme, as every shard's metadata records it.
+    /// The fingerprint scheme, as the shards of WARC files record it (those
+    /// of text files record it without its HTML part).
     pub(crate) scheme: String,
     /// Its name, when it is a named scheme (`--scheme`).
     pub(crate) scheme_name: Option<String>,

@@ -71,6 +71,7 @@ impl Kernel {
     /// What a candidate costs the kernel, for the planner
     /// ([`crate::matching::design::plan`]): a wide kernel checks a vector of
     /// residues at a time (AVX-512 16, counted by one instruction; AVX2 8,
+    /// each lane's lowest set bit cleared k times for k up to 3, else
     /// counted by nibbles), the filter-word kernel one candidate after a
     /// second miss into its bucket. Fitted on `scripts/bench_plan.sh`.
     pub fn probe_cost(self) -> ProbeCost {
@@ -112,7 +113,8 @@ pub(crate) enum Simd {
     /// instruction.
     Avx512,
     /// AVX2 (with BMI2, as every x86-64-v3 CPU has): 8 residues a
-    /// vector, counted by table lookups of their nibbles.
+    /// vector, each lane's lowest set bit cleared k times for k up to 3,
+    /// else counted by table lookups of their nibbles.
     Avx2,
 }
 

@@ -6,7 +6,9 @@ use crate::matching::design::Design;
 
 /// Entries of a table slice that one partition should visit: the tables of a
 /// group are probed one after another, so one table's slice of filter words
-/// (2^15 to 2^16 buckets, 256 to 512 KB) must fit in L2 beside the rows.
+/// (2^16 or 2^17 buckets, 512 KB or 1 MiB, as |B| is a power of two or
+/// not; more where the partition bits are capped) must fit in L2 beside
+/// the rows.
 pub(crate) const SLICE_ENTRIES_LOG2: u32 = 16;
 
 /// Tables that share their first key block, and how to partition rows for them.

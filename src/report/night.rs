@@ -3,7 +3,7 @@
 //! A night is a directory whose subdirectories are stage outputs, each told
 //! by its `_summary.json`: `fingerprint`'s has a `scheme`, `match`'s its
 //! `queries`, `cluster`'s its `clusters`. Only what the stages wrote is
-//! read, in three streaming passes that keep no per-pair state:
+//! read, in streaming passes that keep no per-pair state:
 //! 1. the pairs' `distance` column (and `wide_distance`, from
 //!    `match --verify`), for the histograms;
 //! 2. the clusters' `id`, `cluster_id` and `cluster_size`, for the sizes
@@ -593,7 +593,7 @@ fn read_drops(
 }
 
 /// The host of a URL: what lies between `://` and the next `/`, `?`, `#`
-/// or `:`, lower case, without a user.
+/// or `:`, without a user, in the URL's case.
 pub(crate) fn host_of(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());

@@ -412,8 +412,9 @@ fn header<'a>(headers: &'a [(&str, &[u8])], name: &str) -> Option<&'a [u8]> {
 }
 
 /// Turns a parsed record into a document: conversion records carry text,
-/// response records carry an HTTP response whose HTML is stripped to text
-/// (its body decoded first if `http` says so).
+/// response records an HTTP response whose HTML is decoded to UTF-8 and
+/// kept as HTML, for the fingerprint to take its text (its body's content
+/// encoding undone first if `http` says so).
 fn to_record(
     headers: &[(&str, &[u8])],
     body: &[u8],

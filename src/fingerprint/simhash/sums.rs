@@ -180,8 +180,8 @@ impl WeightedBits {
 }
 
 /// The distinct hashes of one document and their counts: an open-addressing
-/// table (the hashes are xxh3 outputs, uniform already, so their top bits
-/// are the slot) whose slots belong to the current document when stamped
+/// table (the hashes are xxh3 outputs, uniform already, so their upper
+/// bits give the slot, [`home`]) whose slots belong to the current document when stamped
 /// with its number, so that clearing it costs nothing.
 ///
 /// A slot holds only its stamp and the index of its entry; the hashes and
