@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of `neardup cluster` on four pair graphs written by DuckDB into
+# Benchmark of `neardup cluster` on pair graphs written by DuckDB into
 # bench-data/ (kept out of git), clustered with --corpus-wins on every core:
 #
 #   scripts/bench_cluster.sh [SHAPE...]      SHAPE: small hashed night chain star clique onegroup
@@ -38,15 +38,16 @@
 #           `write_table` with a large `row_group_size` hold a night's pairs:
 #           cut into pieces so that every worker reads.
 # - giant:  a crawl-like graph in random order, as a Spark or DuckDB join
-#           writes pairs: 15.3M pages with hashed ids, a giant component
-#           (6M random pairs over 5.2M pages), a 3M-page chain, 2,000
-#           templated sites of 50 pages (each a clique), and 7M pages in
-#           small clusters (pairs and triples): about 17M pairs, written by
+#           writes pairs: 13.7M pages with hashed ids, a giant component
+#           (6M random pairs among 5.2M ids, 3.6M of them paired), a
+#           3M-page chain, 2,000 templated sites of 50 pages (each a
+#           clique), and 7M pages in triples: about 16.1M pairs, written by
 #           pyarrow in 1M-row row groups;
 # - giant-sorted: the same pairs sorted by query_id.
 # A third of the pairs are `--self` pairs; distances are 0 to 3. With PAGES,
-# the pages table holds 10M of a shape's ids (small, clique: 0..10M; the
-# others scattered as their ids are), and a line after each pair of runs
+# the pages table holds 10M of a shape's ids (small: 0..10M; the others
+# scattered as their ids are; clique's ids lie beyond 0..10M, so its table
+# names none of its pages), and a line after each pair of runs
 # gives the run with --pages against the one without: its pairs/s, and its
 # extra peak memory per page of the pair graph.
 # Each shape runs with both drop policies; the line gives time, pairs/s,

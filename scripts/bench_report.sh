@@ -6,7 +6,8 @@
 #
 # - fingerprints/: 10M pages, ids scattered over the i64 range as URL hashes
 #   are, URLs on 20,000 hosts;
-# - pairs/: 50M `--self` pairs, in `match`'s order (by query id), distances
+# - pairs/: 50M `--self` pairs, by query id as `match` writes them (each
+#   end scattered on its own, so a query id is not always the lesser), distances
 #   0 to 3: the pages in blocks of 16, 80 of each block's 120 pairs, and
 #   every 100th block paired with the next, which chains some blocks into
 #   larger clusters;

@@ -1,5 +1,6 @@
 // Loads an HTML file in headless Chromium (Debian's, through playwright-core)
-// and prints, as JSON: the console errors, page errors and failed requests;
+// and prints, as JSON: the console errors and warnings, page errors, failed
+// requests and any request for other than a local file;
 // for each chart (svg.chart[data-chart]) its bars and points; and writes a
 // screenshot of the whole page.
 //
