@@ -27,7 +27,6 @@ use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{run_cluster, ClusterJobOptions};
 use crate::exec::runtime::{on_process_0, process_env, ProcessSettings, RuntimeOptions, Timeouts};
 use crate::fingerprint::crawl::TextFields;
-use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
 use crate::io::parquet::input::{
     clean, expand_locations, nested, refuse_output_over_inputs, Columns,
@@ -391,14 +390,7 @@ fn fingerprint_options(
         text: f.text_field.clone().unwrap_or(defaults.text),
         time: f.time_field.clone(),
     };
-    o.scheme = Scheme::from_flags(
-        f.scheme.as_deref(),
-        f.features.as_deref(),
-        f.log_weights,
-        f.keep_stop_words,
-        f.html_text,
-        f.no_sketch,
-    )?;
+    o.scheme = f.scheme()?;
     o.runtime = runtime.clone();
     o.overwrite = true;
     o.progress = opts.progress;

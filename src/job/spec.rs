@@ -8,6 +8,7 @@ use crate::cluster::drop_policy::DropPolicy;
 use crate::exec::runtime::default_workers;
 use crate::fingerprint::crawl::html::HtmlText;
 use crate::fingerprint::crawl::Format;
+use crate::fingerprint::scheme::Scheme;
 use crate::matching::kernel::Kernel;
 
 /// A job spec as written in TOML. Unknown keys are errors.
@@ -127,6 +128,20 @@ pub(crate) struct FingerprintSpec {
     pub(crate) time_field: Option<String>,
 }
 
+impl FingerprintSpec {
+    /// The scheme its keys name, as `fingerprint`'s flags would.
+    pub(crate) fn scheme(&self) -> anyhow::Result<Scheme> {
+        Scheme::from_flags(
+            self.scheme.as_deref(),
+            self.features.as_deref(),
+            self.log_weights,
+            self.keep_stop_words,
+            self.html_text,
+            self.no_sketch,
+        )
+    }
+}
+
 /// Stage 2 (`[match]`): pairs of B against F, and inside B.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -183,7 +198,6 @@ fn default_timeout() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fingerprint::scheme::Scheme;
     use std::fs;
     use std::path::Path;
 
@@ -194,14 +208,7 @@ mod tests {
             let text = fs::read_to_string(jobs.join(name)).unwrap();
             let spec: JobSpec = toml::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
             let f = spec.fingerprint.as_ref().unwrap();
-            let options = Scheme::from_flags(
-                f.scheme.as_deref(),
-                f.features.as_deref(),
-                f.log_weights,
-                f.keep_stop_words,
-                f.html_text,
-                f.no_sketch,
-            );
+            let options = f.scheme();
             assert!(options.is_ok(), "{name}: {options:?}");
         }
     }
