@@ -103,7 +103,7 @@ fn stop_on_first(signals: libc::sigset_t) {
     );
 }
 
-/// The cluster's addresses, to name a lost peer, and this process's index
+/// Every process's address, to name a lost peer, and this process's index
 /// (no addresses: a single process).
 pub(super) static PEER_ADDRESSES: Mutex<(Vec<String>, usize)> = Mutex::new((Vec::new(), 0));
 

@@ -99,7 +99,7 @@ pub(crate) fn default_workers() -> usize {
 /// fault injection for the tests of [`abort::exit_on_a_failed_thread`].
 const PANIC_FAULT_VAR: &str = "NEARDUP_FAULT_PANIC_WORKER";
 
-/// The cluster of the stage in progress, until it starts to connect: a
+/// The processes of the stage in progress, until it starts to connect: a
 /// process that fails before then (a missing input on its host) tells its
 /// peers, which would otherwise wait out `--connect-timeout` for it.
 static NOT_YET_CONNECTED: Mutex<Option<RuntimeOptions>> = Mutex::new(None);

@@ -243,7 +243,7 @@ impl ProcessSettings {
     }
 }
 
-/// The cluster's timeouts as given, in seconds.
+/// The processes' timeouts as given, in seconds.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timeouts {
     /// `--connect-timeout`: for every peer to connect.
