@@ -125,7 +125,7 @@ fn tell_peers_unconnected(
     timeout: Duration,
 ) {
     let deadline = Instant::now() + timeout;
-    let failed = Terms(vec![(FAILED.to_string(), format!("{error:#}"))]).encode();
+    let failed = Terms::error(FAILED, error).encode();
     let mut untold: Vec<usize> = (0..addresses.len()).filter(|&peer| peer != me).collect();
     let told = |peer: usize| match peer < me {
         true => match try_connect(&addresses[peer], me) {
@@ -291,12 +291,12 @@ fn accept_waiting(
 /// connection (one that sends none is dropped).
 fn read_failure_notice(mut stream: TcpStream, me: usize, peer: u64) -> Result<()> {
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
-    let Some(Terms(failed)) = Terms::decode(&mut stream) else {
+    let Some(notice) = Terms::decode(&mut stream) else {
         tracing::warn!("dropped a connection that is not a cluster peer");
         return Ok(());
     };
-    match failed.iter().find(|(name, _)| name == FAILED) {
-        Some((_, error)) if peer < me as u64 => {
+    match notice.error_under(FAILED) {
+        Some(error) if peer < me as u64 => {
             bail!("process {me}: process {peer} failed before starting: {error}")
         }
         _ => Ok(()),

@@ -122,8 +122,7 @@ pub fn tell_peers_of_failure(error: &anyhow::Error) {
     };
     let timeout = runtime.connect_timeout.min(TELL_TIMEOUT);
     if let Ok((_, mut heartbeats)) = connect_peers(&addresses, runtime.process, timeout) {
-        let failed = Terms(vec![(FAILED.to_string(), format!("{error:#}"))]);
-        let bytes = failed.encode();
+        let bytes = Terms::error(FAILED, error).encode();
         for stream in heartbeats.iter_mut().flatten() {
             let _ = stream.write_all(&bytes);
         }
@@ -222,7 +221,7 @@ pub(crate) fn on_process_0(
     let result = work();
     let outcome = match &result {
         Ok(_) => Terms::default(),
-        Err(error) => Terms(vec![(STEP_FAILED.to_string(), format!("{error:#}"))]),
+        Err(error) => Terms::error(STEP_FAILED, error),
     };
     let bytes = outcome.encode();
     for stream in sockets.iter_mut().flatten() {
@@ -235,11 +234,11 @@ pub(crate) fn on_process_0(
 /// meanwhile that it is alive): an error if it failed or stopped first.
 fn hear_outcome_of_process_0(stream: &mut TcpStream, me: usize, stage: &str) -> Result<()> {
     stream.set_read_timeout(None)?;
-    let Some(Terms(outcome)) = Terms::decode(stream) else {
+    let Some(outcome) = Terms::decode(stream) else {
         bail!("process {me}: process 0 stopped before saying how its {stage} ended");
     };
-    match outcome.iter().find(|(name, _)| name == STEP_FAILED) {
-        Some((_, error)) => bail!("process {me}: process 0's {stage} failed: {error}"),
+    match outcome.error_under(STEP_FAILED) {
+        Some(error) => bail!("process {me}: process 0's {stage} failed: {error}"),
         None => Ok(()),
     }
 }

@@ -17,7 +17,7 @@ use super::RuntimeOptions;
 /// Each process sends its terms to every peer before the dataflow starts,
 /// and stops with one line naming the first that differs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Terms(pub(super) Vec<(String, String)>);
+pub(crate) struct Terms(Vec<(String, String)>);
 
 /// A term's value longer than this is sent as its hash.
 const TERM_SHOWN: usize = 100;
@@ -42,6 +42,21 @@ impl Terms {
         };
         self.0.push((name.to_string(), value));
         self
+    }
+
+    /// Terms that carry `error` under `name` in place of a job's: a
+    /// process that failed before starting ([`FAILED`]), or a step of
+    /// process 0 that failed.
+    pub(super) fn error(name: &str, error: &anyhow::Error) -> Terms {
+        Terms(vec![(name.to_string(), format!("{error:#}"))])
+    }
+
+    /// The error these terms carry under `name`, if they do.
+    pub(super) fn error_under(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, error)| error.as_str())
     }
 
     pub(super) fn encode(&self) -> Vec<u8> {
@@ -110,10 +125,8 @@ pub(super) fn agree(
         stream.set_read_timeout(Some(timeout))?;
         let theirs = Terms::decode(stream);
         stream.set_read_timeout(None)?;
-        if let Some(Terms(failed)) = &theirs {
-            if let Some((_, error)) = failed.iter().find(|(name, _)| name == FAILED) {
-                bail!("process {me}: process {peer} failed before starting: {error}");
-            }
+        if let Some(error) = theirs.as_ref().and_then(|t| t.error_under(FAILED)) {
+            bail!("process {me}: process {peer} failed before starting: {error}");
         }
         match theirs.map(|theirs| terms.difference(&theirs)) {
             None => bail!("process {me}: process {peer} sent no job terms: is it running this neardup?"),
