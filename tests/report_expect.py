@@ -3,8 +3,9 @@ night's Parquet outputs alone (tests/it/report.rs compares it with the page).
 
     report_expect.py NIGHT_DIR   prints JSON: distances, wide_distances (for verified
                                  pairs; else empty), cluster_sizes,
-                                 largest (size, dropped), hosts (host, pages, dropped),
-                                 kept_by (key, drops)
+                                 largest (size, id, dropped), representative_urls (id, URL,
+                                 where from), drops_without_keep_url,
+                                 hosts (host, pages, dropped), kept_by (key, drops)
 """
 import json
 import sys
@@ -26,14 +27,19 @@ if "wide_distance" in pair_columns:
 sizes = db.sql(
     f"select cluster_size, count(distinct cluster_id) from {clusters} group by 1 order by 1"
 ).fetchall()
+# A representative's URL: the night's fingerprints', else drop/'s keep_url
+# of a page dropped in its favour (a corpus page's only URL).
 largest = db.sql(
     f"""with c as (select distinct cluster_id, cluster_size from {clusters}
                    order by cluster_size desc, cluster_id desc limit 20)
         select c.cluster_size, c.cluster_id,
                (select count(*) from {drops} d join {clusters} m on d.id = m.id
-                where m.cluster_id = c.cluster_id)
+                where m.cluster_id = c.cluster_id),
+               (select any_value(url) from {fingerprints} f where f.id = c.cluster_id),
+               (select any_value(keep_url) from {drops} d where d.keep_id = c.cluster_id)
         from c order by c.cluster_size desc, c.cluster_id desc"""
 ).fetchall()
+drops_without_keep_url = db.sql(f"select count(*) - count(keep_url) from {drops}").fetchone()[0]
 hosts = db.sql(
     f"""with f as (select id, lower(regexp_extract(url, '^[a-zA-Z]+://(?:[^@/]*@)?([^/:?#]+)', 1)) as host
                    from {fingerprints})
@@ -47,7 +53,10 @@ print(json.dumps({
     "distances": [distances.get(d, 0) for d in range(max(distances, default=0) + 1)],
     "wide_distances": [wide.get(d, 0) for d in range(max(wide, default=-1) + 1)],
     "cluster_sizes": [[s, n] for s, n in sizes],
-    "largest": [[s, c, d] for s, c, d in largest],
+    "largest": [[s, c, d] for s, c, d, _, _ in largest],
+    "representative_urls": [[c, f or k, "fingerprints" if f else "drops" if k else None]
+                            for _, c, _, f, k in largest],
+    "drops_without_keep_url": drops_without_keep_url,
     "hosts": [[h, p, d] for h, p, d in hosts],
     "kept_by": [[k, n] for k, n in kept_by],
 }))

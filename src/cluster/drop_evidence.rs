@@ -39,7 +39,7 @@ use parquet::arrow::ProjectionMask;
 use crate::cluster::components::mix;
 use crate::cluster::keep_order::URL;
 use crate::exec::parallel::{in_chunks, in_parallel, lock, prefetch};
-use crate::io::parquet::output::{FileLayout, OpenParquet, ROW_GROUP_ROWS};
+use crate::io::parquet::output::{FileLayout, OpenParquet, DROP_URL, KEEP_URL, ROW_GROUP_ROWS};
 use crate::io::parquet::pages::{string_values, PagesTable};
 
 /// Where `drop/`'s URLs come from: the pages table, then the corpus for
@@ -217,8 +217,8 @@ fn write_with_urls(
         .iter()
         .map(|f| f.as_ref().clone())
         .collect();
-    fields.push(Field::new("url", DataType::Utf8, true));
-    fields.push(Field::new("keep_url", DataType::Utf8, true));
+    fields.push(Field::new(DROP_URL, DataType::Utf8, true));
+    fields.push(Field::new(KEEP_URL, DataType::Utf8, true));
     let layout = FileLayout::cluster_part(Arc::new(Schema::new(fields)), false);
     let mut file = OpenParquet::create(part, &layout)?.columnwise()?;
     let plain_columns = plain.schema.fields().len();

@@ -9,7 +9,10 @@
 //! 2. the clusters' `id`, `cluster_id` and `cluster_size`, for the sizes
 //!    and the largest clusters (their members, up to [`MEMBERS_KEPT`]);
 //! 3. the drops, whose ids are kept in a set, and the fingerprints' `id`
-//!    and `url`, for pages and drops by host and the samples' URLs.
+//!    and `url`, for pages and drops by host and the samples' URLs. A
+//!    corpus page is not among the night's fingerprints: its URL, when
+//!    `cluster` had the corpus's, is the `keep_url` of a page dropped in
+//!    its favour.
 //!
 //! A stage output without `_SUCCESS` (a stage that failed or is still
 //! running) is refused, naming it: its files may be partial, and a page
@@ -27,7 +30,7 @@ use arrow_array::{Array, ArrowPrimitiveType, Int64Array, PrimitiveArray, RecordB
 use serde_json::Value;
 
 use crate::io::parquet::input::{expand_locations, read_columns};
-use crate::io::parquet::output::KEPT_BY;
+use crate::io::parquet::output::{DROP_URL, KEEP_URL, KEPT_BY};
 use crate::io::parquet::pages::string_values;
 use crate::io::parquet::WIDE_DISTANCE;
 use crate::io::staging::is_complete;
@@ -370,6 +373,16 @@ fn int8_column<'a>(
     primitive_column(batch, name, file, "INT8")
 }
 
+/// A string column's values, null where a row has none.
+fn string_column<'a>(
+    batch: &'a RecordBatch,
+    name: &str,
+    file: &Location,
+) -> Result<Vec<Option<&'a str>>> {
+    let column = batch.column_by_name(name).context("projected column")?;
+    Ok(string_values(column, name, &file.to_string())?.collect())
+}
+
 fn int64_column<'a>(batch: &'a RecordBatch, name: &str, file: &Location) -> Result<&'a Int64Array> {
     primitive_column(batch, name, file, "INT64")
 }
@@ -390,7 +403,11 @@ struct Largest {
     dropped_count: HashMap<i64, u64>,
     /// Every remembered member that is dropped, sampled or not.
     dropped_members: HashSet<i64>,
+    /// URLs from the night's fingerprints, of the samples' pages.
     urls: HashMap<i64, Option<String>>,
+    /// URLs from `drop/` (which has them for corpus pages too), of
+    /// remembered members kept in another page's place.
+    keep_urls: HashMap<i64, String>,
 }
 
 impl Largest {
@@ -421,6 +438,13 @@ impl Largest {
     /// A row of `drop/`: counted, and sampled, when its page is a
     /// remembered member.
     fn see_drop(&mut self, drop: SampleDrop) {
+        if let Some(url) = &drop.keep.url {
+            if self.cluster_of.contains_key(&drop.keep.id) {
+                self.keep_urls
+                    .entry(drop.keep.id)
+                    .or_insert_with(|| url.clone());
+            }
+        }
         let Some(&cluster) = self.cluster_of.get(&drop.page.id) else {
             return;
         };
@@ -454,10 +478,14 @@ impl Largest {
     }
 
     fn into_clusters(self) -> Vec<LargeCluster> {
-        let url = |id: i64| SamplePage {
-            id,
-            url: self.urls.get(&id).cloned().flatten(),
+        // The fingerprints' URL, else `drop/`'s: the only one a corpus page has.
+        let known = |page: &SamplePage| SamplePage {
+            id: page.id,
+            url: (self.urls.get(&page.id).cloned().flatten())
+                .or_else(|| page.url.clone())
+                .or_else(|| self.keep_urls.get(&page.id).cloned()),
         };
+        let url = |id: i64| known(&SamplePage { id, url: None });
         let mut clusters: Vec<(u64, i64)> = self.heap.into_iter().map(|Reverse(c)| c).collect();
         clusters.sort_by(|a, b| b.cmp(a));
         clusters
@@ -477,8 +505,8 @@ impl Largest {
                         .into_iter()
                         .flatten()
                         .map(|d| SampleDrop {
-                            page: url(d.page.id),
-                            keep: url(d.keep.id),
+                            page: known(&d.page),
+                            keep: known(&d.keep),
                             distance: d.distance,
                             wide_distance: d.wide_distance,
                             kept_by: d.kept_by.clone(),
@@ -545,9 +573,17 @@ fn read_drops(
     // Outputs of versions before them have no `wide_distance` or `kept_by`.
     let wide = has_column(dir, WIDE_DISTANCE)?;
     let with_kept_by = has_column(dir, KEPT_BY)?;
+    // Nor, unless the pages table or the corpus had them, URLs.
+    let with_urls = has_column(dir, KEEP_URL)?;
     let mut columns = vec!["id", "keep_id", "distance"];
     columns.extend(wide.then_some(WIDE_DISTANCE));
     columns.extend(with_kept_by.then_some(KEPT_BY));
+    columns.extend(
+        with_urls
+            .then_some([DROP_URL, KEEP_URL])
+            .into_iter()
+            .flatten(),
+    );
     read_columns(&parquet_files(dir)?, &columns, |batch, file| {
         let ids = int64_column(batch, "id", file)?;
         let keeps = int64_column(batch, "keep_id", file)?;
@@ -556,11 +592,15 @@ fn read_drops(
             .then(|| primitive_column::<Int16Type>(batch, WIDE_DISTANCE, file, "INT16"))
             .transpose()?;
         let names: Vec<Option<&str>> = match with_kept_by {
-            true => {
-                let column = batch.column_by_name(KEPT_BY).context("projected column")?;
-                string_values(column, KEPT_BY, &file.to_string())?.collect()
-            }
+            true => string_column(batch, KEPT_BY, file)?,
             false => vec![None; batch.num_rows()],
+        };
+        let (urls, keep_urls) = match with_urls {
+            true => (
+                string_column(batch, DROP_URL, file)?,
+                string_column(batch, KEEP_URL, file)?,
+            ),
+            false => (vec![None; batch.num_rows()], vec![None; batch.num_rows()]),
         };
         for (r, name) in names.into_iter().enumerate() {
             let id = ids.value(r);
@@ -574,10 +614,13 @@ fn read_drops(
                 }
             }
             largest.see_drop(SampleDrop {
-                page: SamplePage { id, url: None },
+                page: SamplePage {
+                    id,
+                    url: urls[r].map(str::to_string),
+                },
                 keep: SamplePage {
                     id: keeps.value(r),
-                    url: None,
+                    url: keep_urls[r].map(str::to_string),
                 },
                 distance: distances.is_valid(r).then(|| distances.value(r)),
                 wide_distance: wides.and_then(|w| w.is_valid(r).then(|| w.value(r))),
@@ -621,9 +664,7 @@ fn read_hosts(
     let mut found = 0u64;
     read_columns(&parquet_files(dir)?, &["id", "url"], |batch, file| {
         let ids = int64_column(batch, "id", file)?;
-        let column = batch.column_by_name("url").context("projected column")?;
-        let urls = string_values(column, "url", &file.to_string())?;
-        for (r, url) in urls.enumerate() {
+        for (r, url) in string_column(batch, "url", file)?.into_iter().enumerate() {
             let id = ids.value(r);
             let is_dropped = dropped.contains(&id);
             found += u64::from(is_dropped);

@@ -292,7 +292,7 @@ fn page_cell(page: &SamplePage) -> String {
     match &page.url {
         Some(url) => format!("{} <span class=\"meta\">({})</span>", escape(url), page.id),
         None => format!(
-            "id {} <span class=\"meta\">(no URL among tonight's fingerprints: a corpus page)</span>",
+            "id {} <span class=\"meta\">(a corpus page: no URL among tonight's fingerprints or drops)</span>",
             page.id
         ),
     }
@@ -345,9 +345,9 @@ fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String
             .map_or_else(String::new, |key| format!(", kept by {}", escape(key)));
         let _ = write!(
             html,
-            "<tr class=\"drop\"{wide_attribute}><td>dropped, {distance} bits{wide} from {}{kept_by}</td><td>{}<br><code>{}</code></td></tr>",
-            drop.keep.id,
+            "<tr class=\"drop\"{wide_attribute}><td>dropped, {distance} bits{wide}{kept_by}</td><td>{}<br>in favour of {}<br><code>{}</code></td></tr>",
             page_cell(&drop.page),
+            page_cell(&drop.keep),
             escape(&explain_command(night, drop))
         );
     }

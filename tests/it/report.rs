@@ -298,7 +298,41 @@ fn check_night_details(html: &str, night: &Path) -> Value {
         })
         .collect();
     assert_eq!(rows, expected_largest);
+    check_page_urls(html, &expected);
     expected
+}
+
+/// Each of the largest clusters' representatives shows its URL, from the
+/// night's fingerprints or, for a corpus page, from `drop/`; each sample
+/// drop shows the URL of the page kept in its place when `drop/` has it.
+fn check_page_urls(html: &str, expected: &Value) {
+    for shown in expected["representative_urls"].as_array().unwrap() {
+        let id = shown[0].as_i64().unwrap();
+        let cell = match shown[1].as_str() {
+            Some(url) => format!("{} <span class=\"meta\">({id})</span>", escape(url)),
+            None => format!("id {id} <span class=\"meta\">(a corpus page"),
+        };
+        assert!(html.contains(&cell), "{cell}");
+    }
+    if expected["drops_without_keep_url"] == 0 {
+        assert!(
+            !html.contains("in favour of id "),
+            "a kept page without its URL"
+        );
+    }
+    assert!(
+        html.contains("in favour of http"),
+        "sample drops name their kept page's URL"
+    );
+}
+
+/// `text` as the page writes it in HTML.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
 }
 
 #[test]
@@ -328,7 +362,15 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
         "nothing fetched"
     );
     check_stage_figures(&html, &second);
-    check_night_details(&html, &second);
+    let expected = check_night_details(&html, &second);
+    // Corpus pages kept for tonight's copies: their URLs come from drop/.
+    let from_drops = expected["representative_urls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|shown| shown[2] == "drops")
+        .count();
+    assert!(from_drops > 0, "{expected}");
 
     // The drops of a `cluster` before `wide_distance`: the same page.
     let drops = second.join("clusters/drop");

@@ -43,6 +43,11 @@ const _: () = assert!(ROW_GROUP_ROWS.is_multiple_of(PART_CHUNK_ROWS));
 /// The column of a `drop/` row that names the key its kept page won by.
 pub(crate) const KEPT_BY: &str = "kept_by";
 
+/// The columns of a `drop/` row with the URLs of its page and of the page
+/// kept in its place (when the pages table or the corpus has URLs).
+pub(crate) const DROP_URL: &str = "url";
+pub(crate) const KEEP_URL: &str = "keep_url";
+
 /// The schema of a pairs part; `wide`: verified pairs, with
 /// [`WIDE_DISTANCE`] last.
 pub(crate) fn pair_schema(wide: bool) -> SchemaRef {
