@@ -20,6 +20,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::exec::progress::RowsProgress;
+use crate::io::parquet::input::refuse_output_over_inputs;
 use crate::io::staging::write_file;
 use crate::io::storage::subdirectories;
 pub(crate) use night::NightDirs;
@@ -115,6 +116,12 @@ pub(crate) fn run_report(opts: &ReportOptions) -> Result<ReportSummary> {
             opts.out.display()
         );
     }
+    // The page may go beside a night's stages, never into one.
+    let stages: Vec<String> = (opts.nights.iter())
+        .flat_map(NightDirs::stages)
+        .map(|dir| dir.display().to_string())
+        .collect();
+    refuse_output_over_inputs(&opts.out, &stages)?;
     let rows = Arc::new(AtomicU64::new(0));
     let total = night::rows_to_read(last);
     let progress = RowsProgress::start(opts.progress, total, rows.clone());

@@ -33,7 +33,7 @@ use crate::io::parquet::input::{expand_locations, read_columns};
 use crate::io::parquet::output::{DROP_URL, KEEP_URL, KEPT_BY};
 use crate::io::parquet::pages::string_values;
 use crate::io::parquet::WIDE_DISTANCE;
-use crate::io::staging::is_complete;
+use crate::io::staging::{file_exists, is_complete};
 use crate::io::storage::{read_whole, subdirectories, Location};
 
 /// The largest clusters shown.
@@ -56,6 +56,13 @@ pub(crate) struct NightDirs {
 }
 
 impl NightDirs {
+    /// The night's stage outputs.
+    pub(crate) fn stages(&self) -> impl Iterator<Item = &PathBuf> {
+        [&self.fingerprints, &self.pairs, &self.clusters]
+            .into_iter()
+            .flatten()
+    }
+
     /// The stage outputs among `dir`'s subdirectories.
     pub(crate) fn discover(dir: &Path) -> Result<NightDirs> {
         let subdirs = subdirectories(&dir.to_string_lossy())?;
@@ -66,14 +73,20 @@ impl NightDirs {
             ..NightDirs::default()
         };
         for sub in subdirs.into_iter().map(PathBuf::from) {
-            let Ok(summary) = read_summary(&sub) else {
+            // A directory of another kind is passed over; a summary that
+            // names no stage would leave the stage out of the page unsaid.
+            if !file_exists(&sub.join("_summary.json"))? {
                 continue;
-            };
+            }
+            let summary = read_summary(&sub)?;
             let slot = match () {
                 _ if summary.get("scheme").is_some() => &mut found.fingerprints,
                 _ if summary.get("queries").is_some() => &mut found.pairs,
                 _ if summary.get("clusters").is_some() => &mut found.clusters,
-                _ => continue,
+                _ => bail!(
+                    "{}: not the summary of a fingerprint, match or cluster output",
+                    sub.join("_summary.json").display()
+                ),
             };
             slot.get_or_insert(sub);
         }
@@ -191,8 +204,8 @@ pub(crate) fn number(summary: &Option<Value>, path: &[&str]) -> Option<u64> {
 /// Reads the night's summaries and outputs; `rows` counts the rows read,
 /// for progress.
 pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Result<Night> {
-    for dir in [&dirs.fingerprints, &dirs.pairs, &dirs.clusters] {
-        refuse_incomplete(dir.as_deref())?;
+    for dir in dirs.stages() {
+        refuse_incomplete(dir)?;
     }
     let mut night = Night {
         fingerprint_summary: dirs.fingerprints.as_deref().map(read_summary).transpose()?,
@@ -234,13 +247,13 @@ pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Re
 }
 
 /// Fails, naming `dir`, if it is a stage output without `_SUCCESS`.
-fn refuse_incomplete(dir: Option<&Path>) -> Result<()> {
-    match dir {
-        Some(dir) if !is_complete(dir)? => bail!(
+fn refuse_incomplete(dir: &Path) -> Result<()> {
+    match is_complete(dir)? {
+        false => bail!(
             "{}: no _SUCCESS, so the stage did not finish; run it again before reporting",
             dir.display()
         ),
-        _ => Ok(()),
+        true => Ok(()),
     }
 }
 

@@ -553,10 +553,11 @@ fn report_refuses_a_missing_or_empty_night_in_one_line() {
 }
 
 /// A stage output without _SUCCESS may be partial: the report refuses it
-/// on one line naming it. An --out that is a directory is refused too, and
-/// leaves no temporary file beside it.
+/// on one line naming it, as it does a stage's summary it cannot read. An
+/// --out that is a directory is refused too, and leaves no temporary file
+/// beside it; so is one inside a stage's output.
 #[test]
-fn report_refuses_an_unfinished_stage_and_a_directory_as_out() {
+fn report_refuses_an_unfinished_stage_a_bad_summary_and_an_out_in_a_stage() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let job = write_job(d, false);
@@ -576,6 +577,35 @@ fn report_refuses_an_unfinished_stage_and_a_directory_as_out() {
         .filter(|name| name.ends_with(".tmp"))
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+
+    // A page written into a stage's output would replace one of its files
+    // while its _SUCCESS stays.
+    for into in ["pairs/part-00000.parquet", "clusters/drop/page.html"] {
+        let target = night.join(into);
+        let before = std::fs::read(&target).ok();
+        let out = neardup(&["report", night_arg, "--out", target.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("the output overlaps the input"), "{stderr}");
+        assert_eq!(std::fs::read(&target).ok(), before, "{into}");
+    }
+
+    // A summary that is not JSON, or names no stage, is an error naming
+    // it, not a stage left out of the page.
+    let summary = night.join("pairs/_summary.json");
+    let kept = std::fs::read(&summary).unwrap();
+    for text in ["{not json", "{}"] {
+        std::fs::write(&summary, text).unwrap();
+        let page = d.join("r.html");
+        let out = neardup(&["report", night_arg, "--out", page.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{text}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&*summary.to_string_lossy()), "{stderr}");
+        assert!(!page.exists());
+    }
+    std::fs::write(&summary, kept).unwrap();
 
     std::fs::remove_file(night.join("pairs/_SUCCESS")).unwrap();
     let page = d.join("r.html");
