@@ -66,11 +66,8 @@ use crate::io::staging::{part_name, Staging};
 /// Runs `cluster` end to end; on a cluster every process calls this.
 pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
-    opts.runtime.validate()?;
+    opts.validate()?;
     crate::exec::runtime::stage_starting(&opts.runtime);
-    if opts.parts == 0 {
-        bail!("--parts must be at least 1");
-    }
     let keep = &opts.keep_by;
     let needs = PairNeeds {
         self_pair: keep.corpus_first(),

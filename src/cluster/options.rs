@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use anyhow::{bail, Result};
+
 use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::KeepOrder;
 use crate::exec::runtime::RuntimeOptions;
@@ -48,5 +50,15 @@ impl ClusterJobOptions {
             overwrite: false,
             progress: false,
         }
+    }
+
+    /// Refuses options no run could take, before anything is read (a
+    /// job's, before its first stage runs).
+    pub(crate) fn validate(&self) -> Result<()> {
+        self.runtime.validate()?;
+        if self.parts == 0 {
+            bail!("--parts must be at least 1");
+        }
+        Ok(())
     }
 }

@@ -23,7 +23,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::exec::parallel::lock;
 use crate::exec::progress::BytesProgress;
@@ -148,6 +148,9 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
 
 /// The input files in sorted order, each with its format and size.
 pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(Location, Format, u64)>> {
+    if opts.inputs.is_empty() {
+        bail!("no input given: name the crawl files or directories");
+    }
     let formats = match &opts.format {
         Some(format) => std::slice::from_ref(format),
         None => <Format as clap::ValueEnum>::value_variants(),

@@ -218,6 +218,10 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     matching.runtime = runtime.clone();
     matching.overwrite = true;
     matching.progress = opts.progress;
+    // Refused before the first stage commits, not once it has.
+    matching
+        .validate()
+        .with_context(|| format!("{shown}: [match]"))?;
 
     let clustering = match &spec.cluster {
         Some(c) => Some(
@@ -232,6 +236,10 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
         o.progress = opts.progress;
         o
     });
+    if let Some(c) = &clustering {
+        c.validate()
+            .with_context(|| format!("{shown}: [cluster]"))?;
+    }
     let report = spec.report.enabled.then(|| match &spec.report.out {
         Some(out) => resolve(out),
         None => {

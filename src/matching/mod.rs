@@ -87,7 +87,9 @@ impl MatchOptions {
         }
     }
 
-    fn validate(&self) -> Result<()> {
+    /// Refuses options no run could take, before anything is read (a
+    /// job's, before its first stage runs).
+    pub(crate) fn validate(&self) -> Result<()> {
         check_k(self.k)?;
         if let Some(m) = self.blocks {
             if m <= self.k || m > BITS {

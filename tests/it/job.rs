@@ -506,6 +506,30 @@ fn bad_job_specs_get_one_line() {
             good.replace("{date}/pairs", "corpus/{date}-pairs"),
             "[match] out: ",
         ),
+        // Values a later stage refuses are refused before the first runs.
+        (
+            good.replace("k = 3", "k = 65"),
+            "[match]: -k 65 is out of range",
+        ),
+        (
+            good.replace("self = true", "self = true\nparts = 0"),
+            "[match]: --parts must be at least 1",
+        ),
+        (
+            good.replace("k = 3", "verify = true\nverify_threshold = 999"),
+            "[match]: --verify-threshold 999 is out of range",
+        ),
+        (
+            good.replace("max_cluster_size = 1000", "parts = 0"),
+            "[cluster]: --parts must be at least 1",
+        ),
+        (
+            good.replace(
+                "input = [\"../data-samples/crawl/text.wet.gz\"]",
+                "input = []",
+            ),
+            "[fingerprint] input: no input given",
+        ),
     ];
     for (text, needle) in cases {
         let spec = write_spec(d, &text);
