@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 
 use crate::cluster::drop_policy::DropPolicy;
@@ -275,7 +275,7 @@ pub struct MatchArgs {
     pub(crate) verify: bool,
     /// The wide distance --verify keeps pairs within (0 to 256; default 28
     /// on text shards, 20 on HTML shards or shards of an unknown scheme).
-    #[arg(long, requires = "verify")]
+    #[arg(long)]
     pub(crate) verify_threshold: Option<u32>,
     /// Also find pairs inside B (each unordered pair once, query_id < corpus_id).
     #[arg(long = "self")]
@@ -501,6 +501,11 @@ fn run_explain_command(args: ExplainArgs) -> Result<()> {
 }
 
 fn run_match_command(args: MatchArgs) -> Result<()> {
+    // Checked here, not by clap: its error for a flag another needs lists
+    // no flag.
+    if args.verify_threshold.is_some() && !args.verify {
+        bail!("--verify-threshold needs --verify");
+    }
     let (k, verify_threshold) = verify::k_and_threshold(args.k, args.verify, args.verify_threshold);
     let opts = MatchOptions {
         queries: args.queries,
@@ -527,11 +532,12 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
 fn run_plan_command(args: PlanArgs) -> Result<()> {
     check_k(args.k)?;
     if let Some(m) = args.blocks.filter(|&m| m <= args.k || m > BITS) {
-        anyhow::bail!(
+        bail!(
             "--blocks {m} is out of range: it must be more than k ({}) and at most 64",
             args.k
         );
     }
+    design::check_table_memory(args.table_memory_mib << 20)?;
     let stored = match args.num_queries {
         Some(n) => n,
         None => count_distinct_fingerprints(&args.queries, &args.columns.columns())?,

@@ -104,6 +104,15 @@ impl SplitMix64 {
     }
 }
 
+/// The most rows `gen` makes in memory at once: the queries, or a corpus
+/// shard.
+const MAX_ROWS_IN_MEMORY: u64 = 1 << 32;
+
+/// The most corpus rows and shards (so that a shard's first row, corpus
+/// rows times its index, fits in a `u64`).
+const MAX_CORPUS: u64 = 1 << 40;
+const MAX_SHARDS: usize = 1 << 20;
+
 /// Writes the synthetic data set.
 pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
     check_options(opts)?;
@@ -192,6 +201,27 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
 fn check_options(opts: &GenOptions) -> Result<()> {
     if opts.shards == 0 {
         bail!("--shards must be at least 1");
+    }
+    // The queries, and each corpus shard, are made in memory.
+    if opts.queries > MAX_ROWS_IN_MEMORY {
+        bail!(
+            "--queries {} is out of range: gen makes the queries in memory, at most {MAX_ROWS_IN_MEMORY}",
+            opts.queries
+        );
+    }
+    if opts.corpus > MAX_CORPUS || opts.shards > MAX_SHARDS {
+        bail!(
+            "--corpus {} over --shards {} is out of range: at most {MAX_CORPUS} rows in at most {MAX_SHARDS} shards",
+            opts.corpus,
+            opts.shards
+        );
+    }
+    if opts.corpus.div_ceil(opts.shards as u64) > MAX_ROWS_IN_MEMORY {
+        bail!(
+            "--corpus {} over --shards {} makes shards of more than {MAX_ROWS_IN_MEMORY} rows, each made in memory: give more shards",
+            opts.corpus,
+            opts.shards
+        );
     }
     for (flag, rate) in [
         ("--plant-rate", opts.plant_rate),

@@ -368,6 +368,16 @@ fn read_span(location: &Location, offset: i64, length: i64) -> Result<Vec<u8>> {
     let (Ok(offset), Ok(length)) = (u64::try_from(offset), u64::try_from(length)) else {
         bail!("{source}: offset {offset} and length {length} are not a byte range");
     };
+    let end = offset.saturating_add(length);
+    let past_end = |size: u64| {
+        anyhow::anyhow!(
+            "{source}: bytes {offset}..{end} run past its end ({size} bytes): the file changed since it was fingerprinted"
+        )
+    };
+    let size = location.size()?;
+    if end > size {
+        return Err(past_end(size));
+    }
     let mut reader = location.reader()?;
     reader
         .seek(SeekFrom::Start(offset))
@@ -376,13 +386,10 @@ fn read_span(location: &Location, offset: i64, length: i64) -> Result<Vec<u8>> {
     reader
         .take(length)
         .read_to_end(&mut bytes)
-        .with_context(|| format!("{source}: cannot read bytes {offset}..{}", offset + length))?;
+        .with_context(|| format!("{source}: cannot read bytes {offset}..{end}"))?;
     if bytes.len() as u64 != length {
-        bail!(
-            "{source}: bytes {offset}..{} run past its end ({} bytes): the file changed since it was fingerprinted",
-            offset + length,
-            offset + bytes.len() as u64
-        );
+        // Cut while it was read.
+        return Err(past_end(offset + bytes.len() as u64));
     }
     Ok(bytes)
 }

@@ -122,8 +122,15 @@ pub(crate) fn prepare_parent(path: &Path) -> Result<()> {
 
 impl Staging {
     /// Refuses an existing `target` unless `overwrite`, then creates a fresh
-    /// staging directory beside it.
+    /// staging directory beside it, removed if the process has to stop at
+    /// once (a signal, a lost peer) before it is committed.
     pub(crate) fn create(target: &Path, overwrite: bool) -> Result<Staging> {
+        let mut staging = Staging::start(target, overwrite)?;
+        staging.remove_on_abort();
+        Ok(staging)
+    }
+
+    fn start(target: &Path, overwrite: bool) -> Result<Staging> {
         if let Some(prefix) = remote_target(target)? {
             return Staging::create_for_object_store(target, prefix, overwrite);
         }
@@ -219,8 +226,8 @@ impl Staging {
     }
 
     /// The staging of a job's output, which may not overlap what the job
-    /// `reads`: the leader (process 0) creates it ([`Self::create`]) and has
-    /// it removed if the job aborts; the other processes have none.
+    /// `reads`: the leader (process 0) creates it ([`Self::create`]); the
+    /// other processes have none.
     pub(crate) fn for_job<'a>(
         target: &Path,
         overwrite: bool,
@@ -231,9 +238,7 @@ impl Staging {
         if !leader {
             return Ok(None);
         }
-        let mut staging = Staging::create(target, overwrite)?;
-        staging.remove_on_abort();
-        Ok(Some(staging))
+        Staging::create(target, overwrite).map(Some)
     }
 
     /// Removes what this output wrote if the process has to stop at once (a

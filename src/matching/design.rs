@@ -428,9 +428,18 @@ pub(crate) fn check_blocks(stored: u64, k: u32, forced_m: Option<u32>, budget: u
     if least > budget {
         bail!(
             "--blocks {m}: {tables} tables of {stored} fingerprints need at least {} MiB, more than --table-memory-mib {}; give fewer blocks or more memory",
-            least >> 20,
+            least.div_ceil(1 << 20),
             budget >> 20
         );
+    }
+    Ok(())
+}
+
+/// Refuses a table memory budget of nothing (`--table-memory-mib 0`),
+/// which no design could keep to.
+pub(crate) fn check_table_memory(budget: u64) -> Result<()> {
+    if budget == 0 {
+        bail!("--table-memory-mib 0 leaves no memory for the tables: give at least 1");
     }
     Ok(())
 }

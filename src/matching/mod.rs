@@ -104,6 +104,7 @@ impl MatchOptions {
                 bail!("--verify-threshold {t} is out of range: the wide distance is at most {WIDE_BITS}");
             }
         }
+        design::check_table_memory(self.table_memory)?;
         if self.pair_memory == 0 {
             bail!("--pair-memory-mib 0 leaves no memory for pairs: give at least 1");
         }

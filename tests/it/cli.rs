@@ -220,6 +220,19 @@ fn k_out_of_range_is_refused() {
         &["--queries", &good, "--self", "--pair-memory-mib", "0"],
         "--pair-memory-mib 0 leaves no memory for pairs",
     );
+    let no_tables = "--table-memory-mib 0 leaves no memory for the tables";
+    assert_fails(
+        dir.path(),
+        &["--queries", &good, "--self", "--table-memory-mib", "0"],
+        no_tables,
+    );
+    let plan = neardup(&["plan", "--num-queries", "1000", "--table-memory-mib", "0"]);
+    let stderr = String::from_utf8_lossy(&plan.stderr);
+    assert!(!plan.status.success());
+    assert_eq!(
+        stderr.trim_end(),
+        format!("error: {no_tables}: give at least 1")
+    );
 }
 
 #[test]
@@ -838,9 +851,12 @@ fn verify_refuses_shards_without_a_sketch_in_one_line() {
         "--out",
         out.to_str().unwrap(),
     ]);
-    assert!(
-        !threshold_alone.status.success(),
-        "--verify-threshold needs --verify"
+    let stderr = String::from_utf8_lossy(&threshold_alone.stderr);
+    assert!(!threshold_alone.status.success());
+    assert_eq!(
+        stderr.trim_end(),
+        "error: --verify-threshold needs --verify",
+        "{stderr}"
     );
 }
 
@@ -989,9 +1005,9 @@ fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
     assert_eq!(pairs_of(&files, &p("by-files")), listed);
 }
 
-/// `gen` refuses a rate outside 0..=1 (or not a number) and a distance
-/// beyond 64 bits in one line naming the flag and its value, and writes
-/// nothing.
+/// `gen` refuses a rate outside 0..=1 (or not a number), a distance
+/// beyond 64 bits and sizes beyond what it makes in memory in one line
+/// naming the flag and its value, and writes nothing.
 #[test]
 fn gen_refuses_rates_and_distances_out_of_range_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -1021,6 +1037,31 @@ fn gen_refuses_rates_and_distances_out_of_range_in_one_line() {
         let named = format!("error: {flag} {value} is out of range");
         assert!(stderr.starts_with(&named), "{stderr}");
         assert!(!out.exists(), "{flag} {value}");
+    }
+    // Sizes it could not hold (a panic, and the run's lock left behind).
+    let huge = u64::MAX.to_string();
+    for (sizes, named) in [
+        (
+            ["--queries", &huge, "--corpus", "10"],
+            format!("--queries {huge} is out of range"),
+        ),
+        (
+            ["--queries", "10", "--corpus", &huge],
+            format!("--corpus {huge} over --shards 1 is out of range"),
+        ),
+        (
+            ["--queries", "10", "--corpus", "8589934592"],
+            "makes shards of more than 4294967296 rows".to_string(),
+        ),
+    ] {
+        let args = [&["gen", "--out", out.to_str().unwrap()][..], &sizes].concat();
+        let result = neardup(&args);
+        let stderr = String::from_utf8_lossy(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{sizes:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&named), "{stderr}");
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{sizes:?} left {left:?}");
     }
 }
 

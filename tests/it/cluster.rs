@@ -647,6 +647,40 @@ fn a_signal_stops_a_run_in_one_line_and_leaves_nothing_behind() {
     assert_eq!(read_pairs(&out).len(), expected);
 }
 
+/// `gen` stopped mid-run leaves neither its staging nor its run's lock.
+#[test]
+fn a_signal_stops_gen_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("gen");
+    let mut child = neardup()
+        .args(["gen", "--out", out.to_str().unwrap()])
+        .args([
+            "--queries",
+            "1000",
+            "--corpus",
+            "1000000000",
+            "--shards",
+            "64",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let staged = dir.path().join(".gen.neardup-staging/corpus");
+    while !staged.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "gen ended first");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    signal(&child, "-TERM");
+    let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!hung, "{stderr}");
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 #[test]
 fn a_slow_but_live_peer_does_not_trip_the_peer_timeout() {
     let dir = tempfile::tempdir().unwrap();

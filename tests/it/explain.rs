@@ -285,6 +285,24 @@ fn explain_refuses_bad_input_in_one_line() {
         ],
         "no `source`, `offset` and `length`",
     );
+    // The record's file cut short since: the error gives its size.
+    let crawl: Vec<PathBuf> = std::fs::read_dir(dir.path().join("crawl"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(crawl.len(), 1, "{crawl:?}");
+    let kept = std::fs::read(&crawl[0]).unwrap();
+    std::fs::write(&crawl[0], &kept[..100]).unwrap();
+    one_error(
+        &[
+            "explain",
+            "--text",
+            "https://licences.example.org/apache-2.0",
+            "--fingerprints",
+            fp,
+        ],
+        "run past its end (100 bytes)",
+    );
     // The record's file gone since.
     std::fs::remove_dir_all(dir.path().join("crawl")).unwrap();
     one_error(
