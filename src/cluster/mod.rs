@@ -102,7 +102,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let (commit, written) = {
         let opts = opts.clone();
         commit_staging(staging, move |totals: &ClusterTotals| {
-            summary_of(&opts, totals)
+            Ok(summary_of(&opts, totals))
         })
     };
     let pair_units: Vec<(String, usize, usize)> = units

@@ -308,6 +308,53 @@ fn send(sender: &SyncSender<Reading>, activator: &SyncActivator, reading: Readin
         .map_err(|_| anyhow!("the job stopped reading"))
 }
 
+/// The most bad records of a file logged one by one; `_summary.json`
+/// counts them all.
+const LOGGED_BAD_RECORDS: usize = 10;
+
+/// A file's bad records as warnings: none until one of its records reads
+/// (a file none of whose do is one line at the commit, see
+/// [`crate::fingerprint::summary::refuse_unreadable`], not thousands), then
+/// the first [`LOGGED_BAD_RECORDS`], and a line saying the rest are not.
+#[derive(Default)]
+struct BadRecordWarnings {
+    readable: bool,
+    logged: usize,
+}
+
+impl BadRecordWarnings {
+    /// A record of the file read: the bad ones before it are logged.
+    fn file_is_readable(&mut self, path: &Location, bad: &[BadRecord]) {
+        if !self.readable {
+            self.readable = true;
+            for record in bad {
+                self.log(path, record);
+            }
+        }
+    }
+
+    /// `bad`'s last record is new.
+    fn bad_record(&mut self, path: &Location, bad: &[BadRecord]) {
+        if let (true, Some(record)) = (self.readable, bad.last()) {
+            self.log(path, record);
+        }
+    }
+
+    fn log(&mut self, path: &Location, record: &BadRecord) {
+        if self.logged < LOGGED_BAD_RECORDS {
+            tracing::warn!(
+                "{}: bad record at offset {}: {}",
+                path,
+                record.offset,
+                record.reason
+            );
+        } else if self.logged == LOGGED_BAD_RECORDS {
+            tracing::warn!("{path}: more bad records, not logged; _summary.json counts them");
+        }
+        self.logged += 1;
+    }
+}
+
 /// Reads one file, giving its documents in batches to `give`.
 fn read_into_batches(
     path: &Location,
@@ -321,7 +368,11 @@ fn read_into_batches(
     let mut found = FileRead::default();
     let (mut batch, mut batch_bytes) = (Vec::new(), 0);
     let mut reported = 0u64;
+    let mut warnings = BadRecordWarnings::default();
     read_file(path, format, fields, http, &mut |record, position| {
+        if !matches!(record, Record::Bad(_)) {
+            warnings.file_is_readable(path, &found.bad);
+        }
         match record {
             Record::Document(document) => {
                 found.count_charset(&document);
@@ -334,13 +385,8 @@ fn read_into_batches(
                 }
             }
             Record::Bad(record) => {
-                tracing::warn!(
-                    "{}: bad record at offset {}: {}",
-                    path,
-                    record.offset,
-                    record.reason
-                );
                 found.bad.push(record);
+                warnings.bad_record(path, &found.bad);
             }
             Record::Skipped => found.skipped += 1,
         }

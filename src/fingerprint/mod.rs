@@ -36,7 +36,7 @@ use crate::fingerprint::dataflow::{
     InFlight, InputFile, ReadState, RowBatch,
 };
 use crate::fingerprint::summary::{
-    summarize, FileResult, FileResults, FileSummary, FingerprintSummary,
+    refuse_unreadable, summarize, FileResult, FileResults, FileSummary, FingerprintSummary,
 };
 use crate::io::commit::{await_outcome, commit_staging, gather_and_commit, OutcomeSlot, Report};
 use crate::io::parquet::input::expand_locations_with;
@@ -73,7 +73,12 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     let (commit, written) = {
         let opts = opts.clone();
         commit_staging(staging, move |results: &FileResults| {
-            summarize(results.0.clone(), &opts, started.elapsed().as_secs_f64())
+            refuse_unreadable(&results.0)?;
+            Ok(summarize(
+                results.0.clone(),
+                &opts,
+                started.elapsed().as_secs_f64(),
+            ))
         })
     };
     let files: Vec<(String, u64)> = inputs

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::exec::progress::human;
@@ -129,6 +130,35 @@ impl Merge for FileResults {
 
 /// One file's summary and its bad records.
 pub(crate) type FileResult = (FileSummary, Vec<BadRecord>);
+
+/// Refuses a run none of whose records could be read, and some of whose
+/// were bad (a WET file read as JSONL, a file that is no WARC): its shards
+/// would be empty, every record a warning. Among readable files, each file
+/// none of whose records could be read is named in one warning (a crawler's
+/// file cut inside its first record), and the run goes on.
+pub(crate) fn refuse_unreadable(results: &[FileResult]) -> Result<()> {
+    let read = |f: &FileSummary| f.documents > 0 || f.skipped_records > 0;
+    let unreadable = results
+        .iter()
+        .filter(|(f, bad)| !read(f) && !bad.is_empty());
+    let bad_records: usize = results.iter().map(|(_, bad)| bad.len()).sum();
+    let none_read = !results.iter().any(|(f, _)| read(f));
+    for (file, bad) in unreadable {
+        let (first, format) = (&bad[0], file.format);
+        let line = format!(
+            "{}: no record could be read as {format} ({} bad; the first at offset {}: {})",
+            file.file,
+            bad.len(),
+            first.offset,
+            first.reason
+        );
+        if none_read {
+            bail!("{line}; {bad_records} bad records in all and none read: is --format right?");
+        }
+        tracing::warn!("{line}");
+    }
+    Ok(())
+}
 
 /// The run's summary from every file's result, files by shard.
 pub(crate) fn summarize(

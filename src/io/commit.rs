@@ -112,10 +112,11 @@ pub(crate) type Written<S> = Arc<Mutex<Option<S>>>;
 
 /// Worker 0's commit step over `staging` (process 0 only, so `None`
 /// elsewhere): writes `summarize(merged reports)` as `_summary.json`, moves
-/// the directory into place, writes `_SUCCESS`, and keeps the summary.
+/// the directory into place, writes `_SUCCESS`, and keeps the summary. A
+/// run whose reports `summarize` refuses is not committed.
 pub(crate) fn commit_staging<R, S>(
     staging: Option<Staging>,
-    summarize: impl Fn(&R) -> S + Send + Sync + 'static,
+    summarize: impl Fn(&R) -> Result<S> + Send + Sync + 'static,
 ) -> (Option<Commit<R>>, Written<S>)
 where
     R: 'static,
@@ -126,7 +127,7 @@ where
         let staging = Mutex::new(Some(staging));
         let keep = written.clone();
         let commit: Commit<R> = Arc::new(move |merged: &R| {
-            let summary = summarize(merged);
+            let summary = summarize(merged)?;
             let staging = lock(&staging)
                 .take()
                 .context("the output was already committed")?;

@@ -273,7 +273,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     let (commit, written) = {
         let (summary, opts) = (summary.clone(), opts.clone());
         commit_staging(staging, move |totals: &MatchTotals| {
-            lock(&summary).finish(&opts, *totals)
+            Ok(lock(&summary).finish(&opts, *totals))
         })
     };
     let result = dataflow::run(job, &opts.runtime, &terms, counters, commit);

@@ -1457,3 +1457,85 @@ fn pages_sent_compressed_or_in_chunks_are_the_plain_page_from_v10_on() {
         assert_eq!(decoded, simhash == plain, "{name}: {json}");
     }
 }
+
+/// A run none of whose records could be read (a WET file read as JSONL, a
+/// file that is no WARC) fails on one line naming the file, and commits
+/// nothing; beside readable files, such a file is one warning. A file's
+/// bad records are logged up to ten, then one line says the rest are not.
+#[test]
+fn a_run_with_no_readable_record_fails_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let wet = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/text.wet.gz");
+    let garbage = d.join("garbage.warc");
+    std::fs::write(&garbage, "this is not a WARC file\n".repeat(100)).unwrap();
+    let out = d.join("fp");
+    let (out_s, wet_s, garbage_s) = (
+        out.to_str().unwrap(),
+        wet.to_str().unwrap(),
+        garbage.to_str().unwrap(),
+    );
+    for (args, named) in [
+        (
+            vec![wet_s, "--format", "jsonl"],
+            "text.wet.gz: no record could be read as jsonl",
+        ),
+        (
+            vec![garbage_s],
+            "garbage.warc: no record could be read as warc",
+        ),
+    ] {
+        let run = neardup(&[&["fingerprint", "--out", out_s, "--input"], &args[..]].concat());
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(named),
+            "{stderr}"
+        );
+        assert!(stderr.contains("is --format right?"), "{stderr}");
+        let left: Vec<_> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| name != "garbage.warc")
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+
+    // Beside a readable file: one warning for the unreadable one.
+    let run = neardup(&["fingerprint", "--out", out_s, "--input", garbage_s, wet_s]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let warned: Vec<&str> = stderr.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(warned[0].contains("garbage.warc: no record could be read as warc"));
+    assert_eq!(summary(&out)["bad_records"], 1);
+
+    // Many bad lines among good ones: ten logged, then one line.
+    let jsonl = d.join("docs.jsonl");
+    let lines: String = (0..40)
+        .map(|i| match i % 2 {
+            0 => format!("{{\"id\": {i}, \"text\": \"page {i}\"}}\n"),
+            _ => "not json\n".to_string(),
+        })
+        .collect();
+    std::fs::write(&jsonl, lines).unwrap();
+    let out = d.join("fp-jsonl");
+    let run = neardup(&[
+        "fingerprint",
+        "--out",
+        out.to_str().unwrap(),
+        "--input",
+        jsonl.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.matches("bad record at offset").count(),
+        10,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("more bad records, not logged").count(), 1);
+    assert_eq!(summary(&out)["bad_records"], 20);
+    assert_eq!(summary(&out)["documents"], 20);
+}

@@ -89,6 +89,15 @@ pub(crate) enum Format {
     Parquet,
 }
 
+impl std::fmt::Display for Format {
+    /// As `--format` names it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use clap::ValueEnum;
+        let name = self.to_possible_value().map(|v| v.get_name().to_string());
+        f.write_str(name.as_deref().unwrap_or("?"))
+    }
+}
+
 impl Format {
     /// The format a file's name suggests: the first whose
     /// [`Format::extensions`] the name ends with, in any case.
