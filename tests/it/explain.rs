@@ -293,26 +293,15 @@ fn explain_refuses_bad_input_in_one_line() {
     assert_eq!(crawl.len(), 1, "{crawl:?}");
     let kept = std::fs::read(&crawl[0]).unwrap();
     std::fs::write(&crawl[0], &kept[..100]).unwrap();
-    one_error(
-        &[
-            "explain",
-            "--text",
-            "https://licences.example.org/apache-2.0",
-            "--fingerprints",
-            fp,
-        ],
-        "run past its end (100 bytes)",
-    );
+    let apache = [
+        "explain",
+        "--text",
+        "https://licences.example.org/apache-2.0",
+        "--fingerprints",
+        fp,
+    ];
+    one_error(&apache, "run past its end (100 bytes)");
     // The record's file gone since.
     std::fs::remove_dir_all(dir.path().join("crawl")).unwrap();
-    one_error(
-        &[
-            "explain",
-            "--text",
-            "https://licences.example.org/apache-2.0",
-            "--fingerprints",
-            fp,
-        ],
-        "copies.warc.gz",
-    );
+    one_error(&apache, "copies.warc.gz");
 }
