@@ -202,6 +202,9 @@ fn check_options(opts: &GenOptions) -> Result<()> {
     if opts.shards == 0 {
         bail!("--shards must be at least 1");
     }
+    if opts.row_group_rows == 0 {
+        bail!("--row-group-rows must be at least 1");
+    }
     // The queries, and each corpus shard, are made in memory.
     if opts.queries > MAX_ROWS_IN_MEMORY {
         bail!(

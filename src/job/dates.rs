@@ -28,18 +28,33 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// Checks a `--date` value: `YYYY-MM-DD`.
+/// Checks a `--date` value: `YYYY-MM-DD`, a day of the calendar (a typo
+/// such as 2026-13-40 would name a night no schedule makes).
 pub(crate) fn check_date(date: &str) -> Result<()> {
     let parts: Vec<&str> = date.split('-').collect();
-    let ok = parts.len() == 3
+    let shaped = parts.len() == 3
         && [4, 2, 2]
             .iter()
             .zip(&parts)
             .all(|(n, p)| p.len() == *n && p.bytes().all(|b| b.is_ascii_digit()));
-    if !ok {
+    if !shaped {
         bail!("--date {date:?} must look like 2026-11-22");
     }
+    let [y, m, d] = [0, 1, 2].map(|i| parts[i].parse::<u32>().unwrap_or(0));
+    if !(1..=12).contains(&m) || !(1..=days_in_month(y, m)).contains(&d) {
+        bail!("--date {date:?} is no day of the calendar");
+    }
     Ok(())
+}
+
+fn days_in_month(year: u32, month: u32) -> u32 {
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
 }
 
 #[cfg(test)]
@@ -56,8 +71,12 @@ mod tests {
 
     #[test]
     fn dates_are_checked() {
-        check_date("2026-11-22").unwrap();
-        for bad in ["2026-1-22", "yesterday", "2026/11/22", ""] {
+        for good in ["2026-11-22", "2024-02-29", "2000-02-29", "2026-12-31"] {
+            check_date(good).unwrap();
+        }
+        let bad = ["2026-1-22", "yesterday", "2026/11/22", "", "2026-13-40"];
+        let not_days = ["2026-02-29", "1900-02-29", "2026-04-31", "2026-00-10"];
+        for bad in bad.into_iter().chain(not_days) {
             assert!(check_date(bad).is_err(), "{bad}");
         }
     }

@@ -1038,20 +1038,25 @@ fn gen_refuses_rates_and_distances_out_of_range_in_one_line() {
         assert!(stderr.starts_with(&named), "{stderr}");
         assert!(!out.exists(), "{flag} {value}");
     }
-    // Sizes it could not hold (a panic, and the run's lock left behind).
+    // Sizes it could not hold (a panic, and the run's lock left behind),
+    // and row groups of no rows.
     let huge = u64::MAX.to_string();
     for (sizes, named) in [
         (
-            ["--queries", &huge, "--corpus", "10"],
+            vec!["--queries", &huge, "--corpus", "10"],
             format!("--queries {huge} is out of range"),
         ),
         (
-            ["--queries", "10", "--corpus", &huge],
+            vec!["--queries", "10", "--corpus", &huge],
             format!("--corpus {huge} over --shards 1 is out of range"),
         ),
         (
-            ["--queries", "10", "--corpus", "8589934592"],
+            vec!["--queries", "10", "--corpus", "8589934592"],
             "makes shards of more than 4294967296 rows".to_string(),
+        ),
+        (
+            vec!["--queries", "10", "--corpus", "10", "--row-group-rows", "0"],
+            "--row-group-rows must be at least 1".to_string(),
         ),
     ] {
         let args = [&["gen", "--out", out.to_str().unwrap()][..], &sizes].concat();
