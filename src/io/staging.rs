@@ -471,6 +471,20 @@ pub(crate) fn file_exists(path: &Path) -> Result<bool> {
     }
 }
 
+/// Removes the file `path` (a local path or an object's URL), if it is
+/// there.
+pub(crate) fn remove_file(path: &Path) -> Result<()> {
+    match object_file(path)? {
+        Some((prefix, name)) => prefix.delete(&name),
+        None => match fs::remove_file(path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                Err(error).with_context(|| format!("{}: cannot remove", path.display()))
+            }
+            _ => Ok(()),
+        },
+    }
+}
+
 /// The prefix and name of a file named by URL (`None`: local).
 fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
     let shown = path.to_string_lossy();

@@ -457,6 +457,14 @@ impl OutputPrefix {
         }
     }
 
+    /// Deletes the object `relative`, if it is there.
+    pub(crate) fn delete(&self, relative: &str) -> Result<()> {
+        match block_on(self.store.delete(&self.child(relative))) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => bail!("{}/{relative}: cannot delete ({})", self.url, one_line(&e)),
+        }
+    }
+
     /// Deletes every object under the prefix, `_SUCCESS` first, so that no
     /// reader takes a half-deleted output for a complete one.
     pub(crate) fn delete_all(&self) -> Result<()> {

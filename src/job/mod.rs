@@ -11,7 +11,11 @@
 //!
 //! A stage whose output already has `_SUCCESS` is skipped, so a failed night
 //! resumes where it stopped; once one stage runs, every later stage runs too,
-//! since its input changed. `--force` runs them all. On a cluster every
+//! since its input changed. Process 0 first removes the later stages'
+//! completion marks: a local output keeps its old `_SUCCESS` until the new
+//! one is committed, so a night stopped between two stages would otherwise
+//! find the later one complete, made from the earlier one's old output.
+//! `--force` runs them all. On a cluster every
 //! process runs the same job with its own `--process`; stage outputs are
 //! committed by process 0 before any process moves on.
 
@@ -32,9 +36,9 @@ use crate::io::parquet::input::{
     clean, expand_locations, nested, refuse_output_over_inputs, Columns,
 };
 use crate::io::staging::{
-    copy_into_place, file_exists, is_complete, part_name, write_atomically, Staging,
+    copy_into_place, file_exists, is_complete, part_name, remove_file, write_atomically, Staging,
 };
-use crate::io::storage::is_url;
+use crate::io::storage::{is_url, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
@@ -498,6 +502,26 @@ impl Job {
     }
 
     /// Each stage's output, with the spec's name for it.
+    /// Each stage's name and the file whose presence makes it complete
+    /// ([`StageOutput::complete`]), in the order they run.
+    fn completion_marks(&self) -> Vec<(&'static str, PathBuf)> {
+        let mut marks = Vec::new();
+        if let Some(f) = &self.fingerprint {
+            marks.push(("fingerprint", f.out.join(SUCCESS)));
+        }
+        marks.push(("match", self.matching.out.join(SUCCESS)));
+        if let Some(c) = &self.clustering {
+            marks.push(("cluster", c.out.join(SUCCESS)));
+        }
+        if let Some(batch) = self.batch_dir() {
+            marks.push(("append", batch.join(SUCCESS)));
+        }
+        if let Some(report) = &self.report {
+            marks.push(("report", report.clone()));
+        }
+        marks
+    }
+
     fn outputs(&self) -> Vec<(&'static str, PathBuf)> {
         let mut outputs = Vec::new();
         if let Some(f) = &self.fingerprint {
@@ -563,6 +587,18 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
     }
 }
 
+/// Removes the completion marks of the stages after `name`: their outputs
+/// were made from what `name` is about to replace, so a run stopped before
+/// they are made again must not find them complete (a local output keeps
+/// its old `_SUCCESS` until the new one is committed).
+fn unmark_later_stages(marks: &[(&'static str, PathBuf)], name: &str) -> Result<()> {
+    let later = marks.iter().skip_while(|(stage, _)| *stage != name).skip(1);
+    for (_, mark) in later {
+        remove_file(mark)?;
+    }
+    Ok(())
+}
+
 /// Runs the job's stages, skipping those already complete unless `force`.
 pub(crate) fn run_job(
     job: &Job,
@@ -571,6 +607,7 @@ pub(crate) fn run_job(
 ) -> Result<Vec<StageReport>> {
     let mut reports = Vec::new();
     let mut rerun = force;
+    let marks = job.completion_marks();
     let mut stage = |name: &'static str,
                      out: PathBuf,
                      kind: StageOutput,
@@ -584,6 +621,9 @@ pub(crate) fn run_job(
             Some(why) => StageOutcome::Skipped(why),
             None => {
                 rerun = true;
+                if job.runtime.is_leader() {
+                    unmark_later_stages(&marks, name)?;
+                }
                 tracing::info!(stage = name, out = %out.display(), "running stage");
                 StageOutcome::Ran(run().with_context(|| format!("stage {name}"))?)
             }

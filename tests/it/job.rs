@@ -184,6 +184,49 @@ fn sample_job_runs_skips_resumes_and_feeds_the_next_night() {
     }
 }
 
+/// A stage that runs again unmarks every later stage first: a night
+/// stopped after it committed, before the next stage was made again from
+/// its new output, resumes at that next stage instead of finding the old
+/// one complete.
+#[test]
+fn a_stage_run_again_leaves_no_later_stage_marked_complete() {
+    let dir = scratch();
+    let d = dir.path();
+    let night = d.join("sample-output").join(NIGHT);
+    run(d, &["jobs/sample.toml", "--date", NIGHT]);
+    let marks = [
+        night.join("clusters/_SUCCESS"),
+        d.join("sample-output/corpus").join(NIGHT).join("_SUCCESS"),
+        night.join("report.html"),
+    ];
+    assert!(marks.iter().all(|mark| mark.exists()));
+
+    // match runs again and commits; cluster then fails (its pages table is
+    // no Parquet), as a night stopped between the two would.
+    std::fs::remove_file(night.join("pairs/_SUCCESS")).unwrap();
+    std::fs::write(d.join("not-parquet.parquet"), "no").unwrap();
+    let good = std::fs::read_to_string(d.join("jobs/sample.toml")).unwrap();
+    let failing = good.replace(
+        "max_cluster_size = 1000",
+        "max_cluster_size = 1000\npages = [\"../not-parquet.parquet\"]",
+    );
+    let spec = write_spec(d, &failing);
+    let stopped = run(d, &[&spec, "--date", NIGHT]);
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert!(!stopped.status.success(), "{stderr}");
+    assert!(stderr.contains("stage cluster"), "{stderr}");
+    assert!(night.join("pairs/_SUCCESS").exists(), "match committed");
+    for mark in &marks {
+        assert!(!mark.exists(), "{} still marks its stage", mark.display());
+    }
+
+    let resumed = run(d, &["jobs/sample.toml", "--date", NIGHT]);
+    assert_eq!(
+        verbs(&resumed),
+        ["skipped", "skipped", "clustered", "appended", "reported"]
+    );
+}
+
 /// The INT64 column `name` of the part files in `dir`.
 fn int64_column(dir: &Path, name: &str) -> Vec<i64> {
     use arrow_array::cast::AsArray;
