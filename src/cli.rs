@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use crate::cluster::drop_policy::DropPolicy;
@@ -450,7 +450,7 @@ pub fn parse() -> Cli {
         Err(error) => {
             let text = error.render().to_string();
             let line = text.lines().next().unwrap_or("error: invalid arguments");
-            eprintln!("{line} (see --help)");
+            print_error(&format!("{line} (see --help)"));
             std::process::exit(1)
         }
     }
@@ -624,8 +624,15 @@ fn print_all(text: &str) -> Result<()> {
     use std::io::Write;
     match std::io::stdout().lock().write_all(text.as_bytes()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        result => Ok(result?),
+        result => result.context("stdout: cannot write the summary line (the output is committed)"),
     }
+}
+
+/// Writes `line` to stderr, ignoring a stderr that cannot be written (a
+/// full disk, a closed pipe): `eprintln!` would panic there instead.
+pub fn print_error(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u64> {

@@ -14,6 +14,9 @@ pub fn init() {
         .with_ansi(colours)
         .with_writer(std::io::stderr)
         .with_target(false)
+        // A stderr that cannot be written (a full disk, a closed pipe)
+        // loses the logs; reporting that on stderr would panic.
+        .log_internal_errors(false)
         .try_init();
 }
 

@@ -1112,3 +1112,33 @@ fn flags_the_parser_refuses_get_one_line_and_exit_code_1() {
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).lines().count() > 10);
 }
+
+/// A stderr that cannot be written (a full disk; a reader gone, as
+/// `2>&1 | head -1` leaves it) loses the logs, not the run: no panic, the
+/// output committed, and an error still exits 1.
+#[test]
+fn an_unwritable_stderr_loses_the_logs_not_the_run() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full on this system");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let out = dir.path().join("out");
+    let status = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["match", "--queries", &good, "--self", "--out"])
+        .arg(&out)
+        .env("RUST_LOG", "info")
+        .stderr(full.try_clone().unwrap())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(out.join("_SUCCESS").exists());
+    let failed = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["match", "--queries", "nowhere.parquet", "--self", "--out"])
+        .arg(dir.path().join("out2"))
+        .stderr(full)
+        .status()
+        .unwrap();
+    assert_eq!(failed.code(), Some(1));
+}

@@ -2,6 +2,7 @@
 //! removed ([`on_abort`]): a lost peer, a worker thread's panic, or SIGINT,
 //! SIGTERM or SIGHUP.
 
+use std::io::Write;
 use std::sync::{Mutex, Once};
 
 use crate::exec::parallel::lock;
@@ -15,7 +16,8 @@ const WORKER_PANIC_EXIT: i32 = 4;
 /// Ends the process at once with `line` and `code`, after the clean-ups
 /// [`on_abort`] named: the other threads may be waiting forever.
 pub(super) fn abort(code: i32, line: &str) -> ! {
-    eprintln!("{line}");
+    // Not `eprintln!`, which panics where stderr cannot be written.
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
     for (_, cleanup) in lock(&ABORT_CLEANUP).iter() {
         cleanup();
     }
