@@ -60,7 +60,7 @@ use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::Terms;
 use crate::io::commit::commit_staging;
 use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
-use crate::io::parquet::pages::{is_string, PagesTable};
+use crate::io::parquet::pages::{check_string, PagesTable};
 use crate::io::staging::{part_name, Staging};
 
 /// Runs `cluster` end to end; on a cluster every process calls this.
@@ -177,7 +177,7 @@ fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
         &keep.columns(),
         check,
         &optional,
-        is_string,
+        check_string,
     )?;
     Ok(Some(table))
 }
@@ -194,7 +194,7 @@ fn open_corpus(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
         &[],
         |_, _, _| Ok(()),
         &[URL],
-        is_string,
+        check_string,
     )?;
     if !table.has_optional(0) {
         tracing::warn!(corpus = ?opts.corpus, "no file of --corpus has a `url` column: drop/ has no keep_url for pages kept from it");

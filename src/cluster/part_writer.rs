@@ -673,7 +673,7 @@ mod tests {
     fn the_last_worker_to_hand_over_gives_every_part_its_urls() -> Result<()> {
         use crate::cluster::drop_evidence::{EvidenceSources, PlainPart};
         use crate::cluster::keep_order::URL;
-        use crate::io::parquet::pages::{is_string, PagesTable};
+        use crate::io::parquet::pages::{check_string, PagesTable};
         use arrow_array::cast::AsArray;
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
         use parquet::arrow::ArrowWriter;
@@ -699,7 +699,7 @@ mod tests {
             &[],
             |_, _, _| Ok(()),
             &[URL],
-            is_string,
+            check_string,
         )?;
         let sources = EvidenceSources::of(&Some(Arc::new(pages)), None, 2).unwrap();
         let plain_part = |name: &str, rows: Vec<DropRow>| -> Result<PlainPart> {

@@ -196,7 +196,7 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
         &[],
         |_, _, _| Ok(()),
         &COLUMNS,
-        |_| true,
+        |_, _, _| Ok(()),
     )?;
     let ids: Vec<Option<i64>> = wanted.iter().map(|w| w.parse().ok()).collect();
     let mut found: Vec<Option<StoredPage>> = vec![None; wanted.len()];

@@ -1630,6 +1630,44 @@ fn bad_keep_by_input_gets_one_line() {
     );
     let error = one_line_failure(&bare, &["--keep-by", "corpus"]);
     assert!(error.contains("no column `self_pair`"), "{error}");
+
+    // A column read only if there, of another type: refused, not passed
+    // over (the key never applied, or drop/ lost its URLs, unsaid).
+    let typed = |name: &str, column: &str| {
+        use arrow_array::{ArrayRef, RecordBatch, StringArray};
+        let path = dir.path().join(format!("{name}.parquet"));
+        let mut columns = vec![("id", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef)];
+        if column != "url" {
+            let urls = StringArray::from(vec!["https://a/1", "https://a/2", "https://a/3"]);
+            columns.push(("url", Arc::new(urls)));
+        }
+        columns.push((column, Arc::new(Int64Array::from(vec![7, 8, 9]))));
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let file = File::create(&path).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let int_url = typed("int-url", "url");
+    let int_canonical = typed("int-canonical", "canonical_url");
+    for (extra, file, column) in [
+        (
+            vec!["--pages", &int_url, "--keep-by", "corpus"],
+            &int_url,
+            "url",
+        ),
+        (
+            vec!["--pages", &int_canonical, "--keep-by", "rel-canonical"],
+            &int_canonical,
+            "canonical_url",
+        ),
+        (vec!["--corpus", &int_url], &int_url, "url"),
+    ] {
+        let error = one_line_failure(&pairs, &extra);
+        let said = format!("{file}: column `{column}` has type Int64, expected a string");
+        assert!(error.contains(&said), "{extra:?}: {error}");
+    }
 }
 
 /// Reads a directory of Parquet files whole.

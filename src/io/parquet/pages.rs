@@ -43,21 +43,22 @@ impl PagesTable {
     /// Opens the files of `specs` (given with `flag`, which errors name),
     /// each of which must have `id` and every column of `required`, each
     /// checked by `check(file, column, type)`; the columns of `optional`
-    /// are read where a file has them with a type `optional_fits`.
+    /// are read where a file has them, checked by `optional_check` (a
+    /// column of another type is refused, not passed over unsaid).
     pub(crate) fn open(
         flag: &str,
         specs: &[String],
         required: &[String],
         check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
         optional: &[&str],
-        optional_fits: impl Fn(&DataType) -> bool + Sync,
+        optional_check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
     ) -> Result<PagesTable> {
         let locations = expand_locations(specs)?;
         if locations.is_empty() {
             bail!("{flag} {}: no Parquet files found", specs.join(" "));
         }
         let files = open_all(&locations, |path| {
-            PagesFile::open(flag, path, required, &check, optional, &optional_fits)
+            PagesFile::open(flag, path, required, &check, optional, &optional_check)
         })?;
         let has_optional = optional
             .iter()
@@ -178,7 +179,7 @@ impl PagesFile {
         required: &[String],
         check: &impl Fn(&str, &str, &DataType) -> Result<()>,
         optional: &[&str],
-        optional_fits: &impl Fn(&DataType) -> bool,
+        optional_check: &impl Fn(&str, &str, &DataType) -> Result<()>,
     ) -> Result<PagesFile> {
         let metadata = read_footer(path)?;
         let schema = metadata.schema();
@@ -204,9 +205,8 @@ impl PagesFile {
         }
         for name in optional {
             if let Some((root, field)) = schema.column_with_name(name) {
-                if optional_fits(field.data_type()) && !roots.contains(&root) {
-                    roots.push(root);
-                }
+                optional_check(&shown, name, field.data_type())?;
+                roots.push(root);
             }
         }
         roots.sort_unstable();
@@ -224,6 +224,14 @@ impl PagesFile {
             .index_of(name)
             .is_ok_and(|index| self.roots.contains(&index))
     }
+}
+
+/// Refuses column `name` of `file` unless it holds strings ([`is_string`]).
+pub(crate) fn check_string(file: &str, name: &str, data_type: &DataType) -> Result<()> {
+    if !is_string(data_type) {
+        bail!("{file}: column `{name}` has type {data_type}, expected a string");
+    }
+    Ok(())
 }
 
 /// Whether a column of this type holds strings as Parquet writers give them
