@@ -63,6 +63,14 @@ use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
 use crate::io::parquet::pages::{check_string, PagesTable};
 use crate::io::staging::{part_name, Staging};
 
+/// Paths as given and the rows they hold, as a term: `none` for no paths.
+fn paths_and_rows(paths: &[String], rows: u64) -> String {
+    match paths.is_empty() {
+        true => "none".to_string(),
+        false => format!("{} ({rows} rows)", paths.join(" ")),
+    }
+}
+
 /// Runs `cluster` end to end; on a cluster every process calls this.
 pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
@@ -110,14 +118,14 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         .map(|unit| (unit.path.to_string(), unit.row_group, unit.rows))
         .collect();
     let terms = Terms::new("cluster", &opts.runtime)
-        .with("--keep-by", &opts.keep_by)
-        .with("--drop-policy", opts.drop_policy)
+        .with_shown("--keep-by", &opts.keep_by)
+        .with_shown("--drop-policy", opts.drop_policy)
         .with("--parts", opts.parts)
         .with("--max-cluster-size", opts.max_cluster_size)
         .with("--out", &opts.out)
         .with("pairs", pair_units)
-        .with("pages", (&opts.pages, pages_rows))
-        .with("corpus", (&opts.corpus, corpus_rows));
+        .with_shown("--pages", paths_and_rows(&opts.pages, pages_rows))
+        .with_shown("--corpus", paths_and_rows(&opts.corpus, corpus_rows));
     let job = Arc::new(Job {
         opts: opts.clone(),
         total_pairs: units.iter().map(|unit| unit.rows as u64).sum(),

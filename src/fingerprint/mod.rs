@@ -86,9 +86,10 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
         .map(|(file, _, bytes)| (file.to_string(), *bytes))
         .collect();
     let terms = Terms::new("fingerprint", &opts.runtime)
-        .with("--format", opts.format)
+        .with("--format", opts.format.map(|f| f.to_string()))
         .with("fields", &opts.fields)
-        .with("--scheme", opts.scheme)
+        .with_shown("--scheme", opts.scheme.name().unwrap_or("given by flags"))
+        .with("scheme", opts.scheme)
         .with("--out", &opts.out)
         .with("inputs", files);
     let failure = Arc::new(Failure::default());

@@ -246,7 +246,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         .with("--self", opts.self_join)
         .with("--parts", opts.parts)
         .with("--blocks", opts.blocks)
-        .with("--table-memory-mib", opts.table_memory)
+        .with("--table-memory-mib", opts.table_memory >> 20)
         .with("--verify-threshold", inputs.verify_threshold)
         .with("columns", &opts.columns)
         .with("--out", &opts.out)

@@ -745,6 +745,13 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
         .iter()
         .map(|a| if a == "3" { "2".into() } else { a.clone() })
         .collect();
+    let cluster_args = strings(&[
+        "cluster",
+        "--pairs",
+        &pairs,
+        "--out",
+        &out.display().to_string(),
+    ]);
     let cases: Vec<(Vec<String>, Vec<String>, &str)> = vec![
         (with(&["-k", "3"]), with(&["-k", "4"]), "-k: "),
         (base.clone(), parts_2, "--parts: "),
@@ -764,6 +771,15 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
             ]),
             "stage: ",
         ),
+        (
+            cluster_args.clone(),
+            [
+                cluster_args.clone(),
+                strings(&["--drop-policy", "component"]),
+            ]
+            .concat(),
+            "--drop-policy: ",
+        ),
     ];
     for (first, second, needle) in cases {
         let hosts = hostfile(dir.path(), 2);
@@ -782,6 +798,15 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
             assert_eq!(stderr.trim_end().lines().count(), 1, "{needle}: {stderr}");
             assert!(stderr.contains("was started with another job"), "{stderr}");
             assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
+            // Values as the flags take them, not as Rust spells them.
+            if needle == "--drop-policy: " {
+                let (theirs, ours) = match i {
+                    0 => ("component", "direct"),
+                    _ => ("direct", "component"),
+                };
+                let said = format!("--drop-policy: {theirs} there, {ours} here");
+                assert!(stderr.contains(&said), "{stderr}");
+            }
         }
         assert!(!out.exists(), "{needle}: an output was written");
         let staging = dir.path().join(".out.neardup-staging");

@@ -34,8 +34,17 @@ impl Terms {
         ])
     }
 
-    pub(crate) fn with(mut self, name: &str, value: impl std::fmt::Debug) -> Terms {
-        let value = format!("{value:?}");
+    pub(crate) fn with(self, name: &str, value: impl std::fmt::Debug) -> Terms {
+        self.with_text(name, format!("{value:?}"))
+    }
+
+    /// A term as its flag's value is written (a mismatch names it so, not
+    /// as Rust spells the value).
+    pub(crate) fn with_shown(self, name: &str, value: impl std::fmt::Display) -> Terms {
+        self.with_text(name, value.to_string())
+    }
+
+    fn with_text(mut self, name: &str, value: String) -> Terms {
         let value = match value.len() > TERM_SHOWN {
             true => format!("#{:016x}", xxhash_rust::xxh3::xxh3_64(value.as_bytes())),
             false => value,
