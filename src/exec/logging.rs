@@ -12,12 +12,26 @@ pub fn init() {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colours)
-        .with_writer(std::io::stderr)
+        .with_writer(|| LogLines)
         .with_target(false)
         // A stderr that cannot be written (a full disk, a closed pipe)
         // loses the logs; reporting that on stderr would panic.
         .log_internal_errors(false)
         .try_init();
+}
+
+/// Stderr for log lines, written around a progress bar being drawn.
+struct LogLines;
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        crate::exec::progress::write_around_bar(bytes)?;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// The process's resident and peak resident memory in MiB (Linux; zeros

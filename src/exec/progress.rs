@@ -2,11 +2,13 @@
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::exec::parallel::lock;
 
 /// `match`'s live counters, for progress and the summary.
 #[derive(Debug, Default)]
@@ -41,6 +43,22 @@ impl StepCounters {
     }
 }
 
+/// The bar being drawn, if any: log lines are written around it
+/// ([`write_around_bar`]).
+static DRAWN: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// Writes `bytes` (a log line) to stderr, the bar being drawn, if any,
+/// cleared first and drawn again after: a line written over it would
+/// leave the bar's last frame on screen and the line after its text.
+pub(crate) fn write_around_bar(bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let bar = lock(&DRAWN).clone();
+    match bar {
+        Some(bar) => bar.suspend(|| std::io::stderr().lock().write_all(bytes)),
+        None => std::io::stderr().lock().write_all(bytes),
+    }
+}
+
 /// A progress bar redrawn by a background thread from shared counters, so
 /// the workers never touch the terminal. Draws nothing unless stderr is a
 /// terminal.
@@ -67,12 +85,14 @@ impl Progress {
             ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         let flag = stop.clone();
+        *lock(&DRAWN) = Some(bar.clone());
         let thread = std::thread::spawn(move || loop {
             let done = flag.load(Ordering::Relaxed);
             let (position, message) = update();
             bar.set_position(position);
             bar.set_message(message);
             if done {
+                *lock(&DRAWN) = None;
                 bar.finish_and_clear();
                 return;
             }

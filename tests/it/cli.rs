@@ -1142,3 +1142,57 @@ fn an_unwritable_stderr_loses_the_logs_not_the_run() {
         .unwrap();
     assert_eq!(failed.code(), Some(1));
 }
+
+/// On a terminal, a log line written while a progress bar is drawn clears
+/// the bar first: no line starts after the bar's text, and no frame of it
+/// is left above the logs. Run under `script`, the terminal a user has.
+#[test]
+fn log_lines_on_a_terminal_clear_the_progress_bar_first() {
+    let has_script = Command::new("script").arg("--version").output();
+    if !has_script.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no `script` (util-linux) to give the run a terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let pairs = dir.path().join("pairs");
+    run_ok(&[
+        "match",
+        "--queries",
+        &good,
+        "--self",
+        "-k",
+        "10",
+        "--out",
+        pairs.to_str().unwrap(),
+    ]);
+    let command = format!(
+        "RUST_LOG=info '{}' cluster --pairs '{}' --out '{}' --max-cluster-size 2",
+        env!("CARGO_BIN_EXE_neardup"),
+        pairs.display(),
+        dir.path().join("clusters").display()
+    );
+    let screen = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    assert!(screen.status.success(), "{screen:?}");
+    let bytes = String::from_utf8_lossy(&screen.stdout);
+    let dim = "\u{1b}[2m";
+    let lines: Vec<usize> = bytes.match_indices(" INFO").map(|(at, _)| at).collect();
+    assert!(!lines.is_empty(), "{bytes:?}");
+    for at in lines {
+        // The line's start: its timestamp (27 bytes), dimmed on a terminal.
+        let start = bytes[..at].rfind(dim).unwrap_or(at);
+        let before = &bytes[..start];
+        assert!(
+            before.is_empty() || before.ends_with('\n') || before.ends_with("\u{1b}[2K"),
+            "a log line after the bar's text: {:?}",
+            &before[before.len().saturating_sub(60)..]
+        );
+    }
+    assert!(
+        bytes.contains("reading pairs"),
+        "a bar was drawn: {bytes:?}"
+    );
+}
