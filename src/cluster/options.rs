@@ -59,6 +59,9 @@ impl ClusterJobOptions {
         if self.parts == 0 {
             bail!("--parts must be at least 1");
         }
+        if self.max_cluster_size == 0 {
+            bail!("--max-cluster-size must be at least 1 (every cluster has a page)");
+        }
         Ok(())
     }
 }

@@ -145,7 +145,7 @@ impl Staging {
             fs::create_dir_all(parent)
                 .with_context(|| format!("{}: cannot create directory", parent.display()))?;
         }
-        let lock = RunLock::take(target)?;
+        let lock = RunLock::take(target, "writing this output")?;
         if staging.exists() {
             fs::remove_dir_all(&staging).with_context(|| {
                 format!(
@@ -337,15 +337,37 @@ impl Drop for Staging {
 /// A run's exclusive hold on a local output: a file beside the target,
 /// created only if absent, naming this host and process; removed on drop.
 #[derive(Debug)]
-struct RunLock {
+pub(crate) struct RunLock {
     path: PathBuf,
+    /// Its removal if the process has to stop at once (a signal), for a
+    /// lock not held through a [`Staging`] (which removes its own).
+    _on_abort: Option<AbortCleanup>,
 }
 
 impl RunLock {
     /// Takes the lock of `target`, or fails on one line naming the run
     /// that holds it. A lock whose process is gone from this host is stale
-    /// (a crash) and taken over.
-    fn take(target: &Path) -> Result<RunLock> {
+    /// (a crash) and taken over. An object store's target has none: its
+    /// outputs are staged locally by each run.
+    pub(crate) fn take_local(target: &Path, what: &str) -> Result<Option<RunLock>> {
+        if is_url(&target.to_string_lossy()) {
+            return Ok(None);
+        }
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent)
+                .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+        }
+        let mut lock = RunLock::take(target, what)?;
+        let path = lock.path.clone();
+        lock._on_abort = Some(crate::exec::runtime::on_abort(move || {
+            let _ = fs::remove_file(&path);
+        }));
+        Ok(Some(lock))
+    }
+
+    /// [`RunLock::take_local`] of a local `target`, whose run is `what`
+    /// (writing this output, running this night) in the error.
+    fn take(target: &Path, what: &str) -> Result<RunLock> {
         let path = RunLock::path_for(target)?;
         let holder = format!("{} {}", host_name(), std::process::id());
         for _ in 0..2 {
@@ -353,13 +375,16 @@ impl RunLock {
                 Ok(mut file) => {
                     std::io::Write::write_all(&mut file, holder.as_bytes())
                         .with_context(|| format!("{}: cannot write", path.display()))?;
-                    return Ok(RunLock { path });
+                    return Ok(RunLock {
+                        path,
+                        _on_abort: None,
+                    });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let held_by = fs::read_to_string(&path).unwrap_or_default();
                     if !is_stale(&held_by) {
                         bail!(
-                            "{}: another run ({}) is writing this output; if none is, remove {}",
+                            "{}: another run ({}) is {what}; if none is, remove {}",
                             target.display(),
                             describe_holder(&held_by),
                             path.display()

@@ -36,7 +36,8 @@ use crate::io::parquet::input::{
     clean, expand_locations, nested, refuse_output_over_inputs, Columns,
 };
 use crate::io::staging::{
-    copy_into_place, file_exists, is_complete, part_name, remove_file, write_atomically, Staging,
+    copy_into_place, file_exists, is_complete, part_name, remove_file, write_atomically, RunLock,
+    Staging,
 };
 use crate::io::storage::{is_url, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
@@ -605,6 +606,15 @@ pub(crate) fn run_job(
     force: bool,
     mut report: impl FnMut(&StageReport),
 ) -> Result<Vec<StageReport>> {
+    // One run of a night at a time: a second would find stages complete
+    // that the first is rewriting, or run one beside it.
+    let _night = match job.runtime.is_leader() {
+        true => {
+            let night = job.matching.out.with_extension("night");
+            RunLock::take_local(&night, "running this night")?
+        }
+        false => None,
+    };
     let mut reports = Vec::new();
     let mut rerun = force;
     let marks = job.completion_marks();

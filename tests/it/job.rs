@@ -227,6 +227,36 @@ fn a_stage_run_again_leaves_no_later_stage_marked_complete() {
     );
 }
 
+/// One run of a night at a time: a second, started while the first runs
+/// (a --force rerun rewriting what it would find complete), stops on one
+/// line naming the first, before any stage; the lock goes with the run.
+#[test]
+fn a_second_run_of_a_night_is_refused_while_the_first_runs() {
+    let dir = scratch();
+    let d = dir.path();
+    let night = d.join("sample-output").join(NIGHT);
+    std::fs::create_dir_all(&night).unwrap();
+    let lock = night.join(".pairs.night.neardup-lock");
+    // Held by a live process of this host: this test's.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    std::fs::write(&lock, format!("{} {}", host.trim(), std::process::id())).unwrap();
+    let second = run(d, &["jobs/sample.toml", "--date", NIGHT]);
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let holder = format!("another run (process {} on ", std::process::id());
+    assert!(
+        stderr.contains(&holder) && stderr.contains("running this night"),
+        "{stderr}"
+    );
+    assert!(!night.join("fingerprints").exists(), "a stage ran");
+
+    std::fs::remove_file(&lock).unwrap();
+    let first = run(d, &["jobs/sample.toml", "--date", NIGHT]);
+    assert_eq!(verbs(&first).len(), 5);
+    assert!(!lock.exists(), "the run releases its lock");
+}
+
 /// The INT64 column `name` of the part files in `dir`.
 fn int64_column(dir: &Path, name: &str) -> Vec<i64> {
     use arrow_array::cast::AsArray;
@@ -565,6 +595,10 @@ fn bad_job_specs_get_one_line() {
         (
             good.replace("max_cluster_size = 1000", "parts = 0"),
             "[cluster]: --parts must be at least 1",
+        ),
+        (
+            good.replace("max_cluster_size = 1000", "max_cluster_size = 0"),
+            "[cluster]: --max-cluster-size must be at least 1",
         ),
         (
             good.replace(
