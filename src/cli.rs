@@ -450,7 +450,7 @@ pub fn parse() -> Cli {
         Err(error) => {
             let text = error.render().to_string();
             let line = text.lines().next().unwrap_or("error: invalid arguments");
-            print_error(&format!("{line} (see --help)"));
+            crate::exec::logging::print_error(&format!("{line} (see --help)"));
             std::process::exit(1)
         }
     }
@@ -626,13 +626,6 @@ fn print_all(text: &str) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         result => result.context("stdout: cannot write the summary line (the output is committed)"),
     }
-}
-
-/// Writes `line` to stderr, ignoring a stderr that cannot be written (a
-/// full disk, a closed pipe): `eprintln!` would panic there instead.
-pub fn print_error(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u64> {

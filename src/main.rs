@@ -58,7 +58,7 @@ fn main() -> ExitCode {
     match neardup::cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            neardup::cli::print_error(&format!("error: {error:#}"));
+            neardup::exec::logging::print_error(&format!("error: {error:#}"));
             ExitCode::FAILURE
         }
     }

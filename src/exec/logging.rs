@@ -20,6 +20,13 @@ pub fn init() {
         .try_init();
 }
 
+/// Writes `line` to stderr, ignoring a stderr that cannot be written (a
+/// full disk, a closed pipe): `eprintln!` would panic there instead.
+pub fn print_error(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// Stderr for log lines, written around a progress bar being drawn.
 struct LogLines;
 

@@ -51,7 +51,7 @@ pub(crate) struct Staging {
     expected: Vec<PathBuf>,
     /// This run's hold on a local target, released once the staging is
     /// committed or removed (it is dropped after [`Drop for Staging`]).
-    lock: Option<RunLock>,
+    _lock: Option<RunLock>,
 }
 
 /// Local staging directories of outputs bound for an object store, with
@@ -163,7 +163,7 @@ impl Staging {
             remote: None,
             abort_cleanup: None,
             expected: Vec::new(),
-            lock: Some(lock),
+            _lock: Some(lock),
         })
     }
 
@@ -193,7 +193,7 @@ impl Staging {
             remote: Some(prefix),
             abort_cleanup: None,
             expected: Vec::new(),
-            lock: None,
+            _lock: None,
         })
     }
 
@@ -247,12 +247,8 @@ impl Staging {
     /// prefix.
     fn remove_on_abort(&mut self) {
         let (dir, remote) = (self.staging.clone(), self.remote.clone());
-        let lock = self.lock.as_ref().map(|lock| lock.path.clone());
         self.abort_cleanup = Some(crate::exec::runtime::on_abort(move || {
             let _ = fs::remove_dir_all(&dir);
-            if let Some(lock) = &lock {
-                let _ = fs::remove_file(lock);
-            }
             if let Some(prefix) = &remote {
                 let _ = prefix.delete_all();
             }
@@ -339,9 +335,9 @@ impl Drop for Staging {
 #[derive(Debug)]
 pub(crate) struct RunLock {
     path: PathBuf,
-    /// Its removal if the process has to stop at once (a signal), for a
-    /// lock not held through a [`Staging`] (which removes its own).
-    _on_abort: Option<AbortCleanup>,
+    /// Its removal if the process has to stop at once (a signal, a lost
+    /// peer), while it is held.
+    _on_abort: AbortCleanup,
 }
 
 impl RunLock {
@@ -357,12 +353,7 @@ impl RunLock {
             fs::create_dir_all(parent)
                 .with_context(|| format!("{}: cannot create directory", parent.display()))?;
         }
-        let mut lock = RunLock::take(target, what)?;
-        let path = lock.path.clone();
-        lock._on_abort = Some(crate::exec::runtime::on_abort(move || {
-            let _ = fs::remove_file(&path);
-        }));
-        Ok(Some(lock))
+        RunLock::take(target, what).map(Some)
     }
 
     /// [`RunLock::take_local`] of a local `target`, whose run is `what`
@@ -375,10 +366,11 @@ impl RunLock {
                 Ok(mut file) => {
                     std::io::Write::write_all(&mut file, holder.as_bytes())
                         .with_context(|| format!("{}: cannot write", path.display()))?;
-                    return Ok(RunLock {
-                        path,
-                        _on_abort: None,
+                    let removed = path.clone();
+                    let _on_abort = crate::exec::runtime::on_abort(move || {
+                        let _ = fs::remove_file(&removed);
                     });
+                    return Ok(RunLock { path, _on_abort });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let held_by = fs::read_to_string(&path).unwrap_or_default();
@@ -567,7 +559,7 @@ mod tests {
             remote: Some(prefix.clone()),
             abort_cleanup: None,
             expected: Vec::new(),
-            lock: None,
+            _lock: None,
         }
     }
 

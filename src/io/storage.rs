@@ -471,10 +471,7 @@ impl OutputPrefix {
         let failed = |e: object_store::Error| {
             anyhow::anyhow!("{}: cannot delete ({})", self.url, one_line(&e))
         };
-        match block_on(self.store.delete(&self.child(SUCCESS))) {
-            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(failed(e)),
-        }
+        self.delete(SUCCESS)?;
         let listed: Vec<object_store::ObjectMeta> =
             block_on(self.store.list(Some(&self.prefix)).try_collect()).map_err(failed)?;
         for meta in listed {

@@ -448,24 +448,29 @@ impl Largest {
         }
     }
 
-    /// A row of `drop/`: counted, and sampled, when its page is a
+    /// A row of `drop/`, page `id` dropped for `keep` (with its URL when
+    /// `drop/` has one): counted, and sampled (as `sample` makes it, so a
+    /// row not sampled costs no copy of its strings), when its page is a
     /// remembered member.
-    fn see_drop(&mut self, drop: SampleDrop) {
-        if let Some(url) = &drop.keep.url {
-            if self.cluster_of.contains_key(&drop.keep.id) {
-                self.keep_urls
-                    .entry(drop.keep.id)
-                    .or_insert_with(|| url.clone());
-            }
+    fn see_drop(
+        &mut self,
+        id: i64,
+        (keep, keep_url): (i64, Option<&str>),
+        sample: impl FnOnce() -> SampleDrop,
+    ) {
+        if let Some(url) = keep_url.filter(|_| self.cluster_of.contains_key(&keep)) {
+            self.keep_urls
+                .entry(keep)
+                .or_insert_with(|| url.to_string());
         }
-        let Some(&cluster) = self.cluster_of.get(&drop.page.id) else {
+        let Some(&cluster) = self.cluster_of.get(&id) else {
             return;
         };
         *self.dropped_count.entry(cluster).or_default() += 1;
-        self.dropped_members.insert(drop.page.id);
-        let sample = self.dropped.entry(cluster).or_default();
-        if sample.len() < SAMPLES {
-            sample.push(drop);
+        self.dropped_members.insert(id);
+        let samples = self.dropped.entry(cluster).or_default();
+        if samples.len() < SAMPLES {
+            samples.push(sample());
         }
     }
 
@@ -626,13 +631,14 @@ fn read_drops(
                     }
                 }
             }
-            largest.see_drop(SampleDrop {
+            let keep = keeps.value(r);
+            largest.see_drop(id, (keep, keep_urls[r]), || SampleDrop {
                 page: SamplePage {
                     id,
                     url: urls[r].map(str::to_string),
                 },
                 keep: SamplePage {
-                    id: keeps.value(r),
+                    id: keep,
                     url: keep_urls[r].map(str::to_string),
                 },
                 distance: distances.is_valid(r).then(|| distances.value(r)),
@@ -787,7 +793,7 @@ mod tests {
         largest.index_members();
         let page = |id| SamplePage { id, url: None };
         for id in 1..=13 {
-            largest.see_drop(SampleDrop {
+            largest.see_drop(id, (50, None), || SampleDrop {
                 page: page(id),
                 keep: page(50),
                 distance: Some(0),

@@ -2,9 +2,9 @@
 //! removed ([`on_abort`]): a lost peer, a worker thread's panic, or SIGINT,
 //! SIGTERM or SIGHUP.
 
-use std::io::Write;
 use std::sync::{Mutex, Once};
 
+use crate::exec::logging::print_error;
 use crate::exec::parallel::lock;
 
 /// Exit status of a process that lost a peer mid-run (closed or silent).
@@ -16,8 +16,7 @@ const WORKER_PANIC_EXIT: i32 = 4;
 /// Ends the process at once with `line` and `code`, after the clean-ups
 /// [`on_abort`] named: the other threads may be waiting forever.
 pub(super) fn abort(code: i32, line: &str) -> ! {
-    // Not `eprintln!`, which panics where stderr cannot be written.
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    print_error(line);
     for (_, cleanup) in lock(&ABORT_CLEANUP).iter() {
         cleanup();
     }
