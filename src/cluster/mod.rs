@@ -46,7 +46,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_schema::Schema;
 
 use crate::cluster::components::SharedGraph;
 use crate::cluster::dataflow::Job;
@@ -59,7 +60,7 @@ use crate::exec::parallel::{lock, Tickets};
 use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::Terms;
 use crate::io::commit::commit_staging;
-use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
+use crate::io::parquet::input::{column_list, into_pieces, open_pair_inputs, PairNeeds};
 use crate::io::parquet::pages::{check_string, PagesTable};
 use crate::io::staging::{part_name, Staging};
 
@@ -158,6 +159,27 @@ fn make_folders(staging: &Staging) -> Result<()> {
     for sub in ["clusters", "drop"] {
         let dir = staging.dir().join(sub);
         std::fs::create_dir(&dir).with_context(|| format!("{}: cannot create", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Checks, before a job's first stage runs, that the keys can be read from
+/// the pages table: from `produced`, the schema an earlier stage of the job
+/// will write it with, or else from its files' footers.
+pub(crate) fn check_pages(opts: &ClusterJobOptions, produced: Option<&Schema>) -> Result<()> {
+    let Some(schema) = produced else {
+        return open_pages(opts).map(drop);
+    };
+    let keep = &opts.keep_by;
+    let shown = opts.pages.join(" ");
+    for name in keep.columns() {
+        let field = schema.field_with_name(&name).map_err(|_| {
+            anyhow!(
+                "--keep-by {keep} reads column `{name}`, which the pages table {shown} will not have (columns: {})",
+                column_list(schema)
+            )
+        })?;
+        keep.check_column(&shown, &name, field.data_type())?;
     }
     Ok(())
 }

@@ -28,13 +28,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::cluster::keep_order::KeepOrder;
-use crate::cluster::{run_cluster, ClusterJobOptions};
+use crate::cluster::{check_pages, run_cluster, ClusterJobOptions};
 use crate::exec::runtime::{on_process_0, process_env, ProcessSettings, RuntimeOptions, Timeouts};
 use crate::fingerprint::crawl::TextFields;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
 use crate::io::parquet::input::{
     clean, expand_locations, nested, refuse_output_over_inputs, Columns,
 };
+use crate::io::parquet::output::document_schema;
 use crate::io::staging::{
     copy_into_place, file_exists, is_complete, part_name, remove_file, write_atomically, RunLock,
     Staging,
@@ -462,7 +463,25 @@ impl Job {
                     .with_context(|| format!("{shown}: [match] corpus"))?;
             }
         }
+        if let Some(c) = &self.clustering {
+            self.check_keep_columns(c, produced.as_deref())
+                .with_context(|| format!("{shown}: [cluster]"))?;
+        }
         Ok(())
+    }
+
+    /// Refuses, before any stage runs, keys that read a column the pages
+    /// table lacks: the fingerprint shards' schema if this job writes the
+    /// table, else its files' footers (unless it is the corpus, still
+    /// growing).
+    fn check_keep_columns(&self, c: &ClusterJobOptions, produced: Option<&str>) -> Result<()> {
+        if produced.is_some_and(|out| c.pages.iter().any(|p| p == out)) {
+            return check_pages(c, Some(&document_schema(false)));
+        }
+        if c.pages.iter().any(|p| self.is_growing_corpus(p)) {
+            return Ok(());
+        }
+        check_pages(c, None)
     }
 
     /// Checks that no two stages write to one place, and that no stage

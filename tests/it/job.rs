@@ -201,14 +201,18 @@ fn a_stage_run_again_leaves_no_later_stage_marked_complete() {
     ];
     assert!(marks.iter().all(|mark| mark.exists()));
 
-    // match runs again and commits; cluster then fails (its pages table is
-    // no Parquet), as a night stopped between the two would.
+    // match runs again and commits; cluster then fails (its pages table's
+    // footer reads, its data does not), as a night stopped between the two
+    // would.
     std::fs::remove_file(night.join("pairs/_SUCCESS")).unwrap();
-    std::fs::write(d.join("not-parquet.parquet"), "no").unwrap();
+    let mut shard = std::fs::read(night.join("fingerprints/part-00000.parquet")).unwrap();
+    let half = shard.len() / 2;
+    shard[4..half].fill(0);
+    std::fs::write(d.join("broken.parquet"), shard).unwrap();
     let good = std::fs::read_to_string(d.join("jobs/sample.toml")).unwrap();
     let failing = good.replace(
         "max_cluster_size = 1000",
-        "max_cluster_size = 1000\npages = [\"../not-parquet.parquet\"]",
+        "max_cluster_size = 1000\npages = [\"../broken.parquet\"]",
     );
     let spec = write_spec(d, &failing);
     let stopped = run(d, &[&spec, "--date", NIGHT]);
@@ -606,6 +610,20 @@ fn bad_job_specs_get_one_line() {
                 "input = []",
             ),
             "[fingerprint] input: no input given",
+        ),
+        // A key's column the pages table lacks: the shards fingerprint will
+        // write, or a table the spec names.
+        (
+            good.replace("\"earliest\"]", "\"column:quality:desc\"]"),
+            "[cluster]: --keep-by corpus,rel-canonical,canonical-url,column:quality:desc reads column `quality`",
+        ),
+        (
+            good.replace(
+                "max_cluster_size = 1000",
+                "pages = [\"../data-samples/crawl-fingerprints/part-00000.parquet\"]",
+            )
+            .replace("\"earliest\"]", "\"column:url:asc\"]"),
+            "column `url` has type Utf8, but --keep-by column:url:asc needs a number",
         ),
     ];
     for (text, needle) in cases {
