@@ -1,8 +1,9 @@
 // Loads an HTML file in headless Chromium (Debian's, through playwright-core)
 // and prints, as JSON: the console errors and warnings, page errors, failed
 // requests and any request for other than a local file;
-// for each chart (svg.chart[data-chart]) its bars and points; and writes a
-// screenshot of the whole page.
+// for each chart (svg.chart[data-chart]) its bars and points; the page's
+// width on a phone (375 px wide: more means it scrolls sideways); and
+// writes a screenshot of the whole page.
 //
 //   node check_page.mjs PAGE.html SCREENSHOT.png
 import { chromium } from "playwright-core";
@@ -41,5 +42,7 @@ const charts = await page.evaluate(() => {
   return out;
 });
 await page.screenshot({ path: screenshot, fullPage: true });
+await page.setViewportSize({ width: 375, height: 800 });
+const phone_width = await page.evaluate(() => document.documentElement.scrollWidth);
 await browser.close();
-console.log(JSON.stringify({ errors, charts }));
+console.log(JSON.stringify({ errors, charts, phone_width }));

@@ -1,6 +1,8 @@
 //! Log setup: `tracing` to stderr, quiet unless `RUST_LOG` asks for more;
 //! colours only on a terminal, and never under `NO_COLOR`.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
@@ -25,6 +27,30 @@ pub fn init() {
 pub fn print_error(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Crawled text (a URL, a page's words) as a terminal or a page may show
+/// it: control characters and bidirectional controls are written as
+/// `\u{…}`, so a crawled string can neither drive a terminal (an escape
+/// sequence) nor show itself reversed (U+202E) as another URL.
+pub(crate) fn visible(text: &str) -> Cow<'_, str> {
+    let hidden = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(hidden) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match hidden(c) {
+            true => {
+                let _ = write!(shown, "\\u{{{:04x}}}", c as u32);
+            }
+            false => shown.push(c),
+        }
+    }
+    Cow::Owned(shown)
 }
 
 /// Stderr for log lines, written around a progress bar being drawn.
@@ -54,4 +80,23 @@ pub(crate) fn resident_mib() -> (u64, u64) {
             .map_or(0, |kib| kib / 1024)
     };
     (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_and_bidi_characters_are_shown_as_escapes() {
+        assert!(matches!(
+            visible("https://a.example/ü?q=1"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            visible("https://rtl.example/\u{202e}evil\u{202c}/gpj.exe"),
+            "https://rtl.example/\\u{202e}evil\\u{202c}/gpj.exe"
+        );
+        assert_eq!(visible("a\u{1b}[31mb\0c"), "a\\u{001b}[31mb\\u{0000}c");
+        assert_eq!(visible("line\nnext\ttab"), "line\nnext\ttab");
+    }
 }

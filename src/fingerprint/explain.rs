@@ -26,6 +26,7 @@ use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, UInt64Ar
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
+use crate::exec::logging::visible;
 use crate::fingerprint::crawl::html::{page_text, Extracted};
 use crate::fingerprint::crawl::{record_in_span, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
@@ -172,7 +173,7 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
             let page = one.remove(0);
             match opts.json {
                 true => writeln!(out, "{}", serde_json::to_string_pretty(&page)?),
-                false => writeln!(out, "{}", page.text),
+                false => writeln!(out, "{}", visible(&page.text)),
             }
         }
     };
@@ -579,7 +580,7 @@ fn render_pair(e: &Explanation, color: bool) -> String {
         out.push_str(&format!(
             "--- text of {name} ({} characters, as fingerprinted) ---\n{}\n\n",
             page.text.chars().count(),
-            page.text
+            visible(&page.text)
         ));
     }
     out
@@ -602,12 +603,12 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
     format!(
         "{name}: {} {}\n   simhash {:016x} ({check})\n   record {} bytes {}..{} ({text}); shard {}\n",
         s.id,
-        s.url.as_deref().unwrap_or("(no url)"),
+        visible(s.url.as_deref().unwrap_or("(no url)")),
         s.simhash,
-        s.source.as_deref().unwrap_or("?"),
+        visible(s.source.as_deref().unwrap_or("?")),
         s.offset.unwrap_or(0),
         s.offset.unwrap_or(0) + s.length.unwrap_or(0),
-        s.shard
+        visible(&s.shard)
     )
 }
 
@@ -620,10 +621,11 @@ fn render_diff(parts: &[DiffPart], color: bool) -> String {
     let mut out = String::new();
     for (i, part) in parts.iter().enumerate() {
         // Whitespace after a changed run goes outside its marks.
-        let words = part.text.trim_end();
-        let space = &part.text[words.len()..];
+        let text = visible(&part.text);
+        let words = text.trim_end();
+        let space = &text[words.len()..];
         match part.op {
-            "equal" => out.push_str(&cut_equal(&part.text, i > 0, i + 1 < parts.len())),
+            "equal" => out.push_str(&cut_equal(&text, i > 0, i + 1 < parts.len())),
             "delete" if color => out.push_str(&format!("\x1b[31m{words}\x1b[0m{space}")),
             "insert" if color => out.push_str(&format!("\x1b[32m{words}\x1b[0m{space}")),
             "delete" => out.push_str(&format!("[-{words}-]{space}")),
@@ -666,6 +668,15 @@ mod tests {
             render_diff(&parts, false),
             "the [-cat-]{+dog+} sat on the mat"
         );
+    }
+
+    #[test]
+    fn crawled_escape_sequences_reach_the_terminal_as_text() {
+        let parts = word_diff("see \u{1b}[2J here", "see \u{1b}[31m here");
+        let shown = render_diff(&parts, true);
+        // Only the diff's own colours are escapes; the page's are text.
+        assert_eq!(shown.matches('\u{1b}').count(), 4, "{shown:?}");
+        assert!(shown.contains("\\u{001b}[2J"), "{shown:?}");
     }
 
     #[test]

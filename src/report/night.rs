@@ -112,6 +112,9 @@ fn read_summary(dir: &Path) -> Result<Value> {
 pub(crate) struct SamplePage {
     pub(crate) id: i64,
     pub(crate) url: Option<String>,
+    /// Whether it is among the night's fingerprints (known only when they
+    /// have a `url` column).
+    pub(crate) tonight: bool,
 }
 
 /// A dropped page of a sample, with the page kept for it.
@@ -499,11 +502,18 @@ impl Largest {
         // The fingerprints' URL, else `drop/`'s: the only one a corpus page has.
         let known = |page: &SamplePage| SamplePage {
             id: page.id,
+            tonight: self.urls.contains_key(&page.id),
             url: (self.urls.get(&page.id).cloned().flatten())
                 .or_else(|| page.url.clone())
                 .or_else(|| self.keep_urls.get(&page.id).cloned()),
         };
-        let url = |id: i64| known(&SamplePage { id, url: None });
+        let url = |id: i64| {
+            known(&SamplePage {
+                id,
+                url: None,
+                tonight: false,
+            })
+        };
         let mut clusters: Vec<(u64, i64)> = self.heap.into_iter().map(|Reverse(c)| c).collect();
         clusters.sort_by(|a, b| b.cmp(a));
         clusters
@@ -636,10 +646,12 @@ fn read_drops(
                 page: SamplePage {
                     id,
                     url: urls[r].map(str::to_string),
+                    tonight: false,
                 },
                 keep: SamplePage {
                     id: keep,
                     url: keep_urls[r].map(str::to_string),
+                    tonight: false,
                 },
                 distance: distances.is_valid(r).then(|| distances.value(r)),
                 wide_distance: wides.and_then(|w| w.is_valid(r).then(|| w.value(r))),
@@ -690,7 +702,9 @@ fn read_hosts(
             if wanted.contains(&id) {
                 largest.urls.insert(id, url.map(str::to_string));
             }
-            let host = url.map_or("(no url)", host_of).to_ascii_lowercase();
+            let host = url
+                .map_or("(pages without a URL)", host_of)
+                .to_ascii_lowercase();
             let entry = hosts.entry(host).or_default();
             entry.0 += 1;
             entry.1 += u64::from(is_dropped);
@@ -791,7 +805,11 @@ mod tests {
             largest.see(id, cluster, size);
         }
         largest.index_members();
-        let page = |id| SamplePage { id, url: None };
+        let page = |id| SamplePage {
+            id,
+            url: None,
+            tonight: false,
+        };
         for id in 1..=13 {
             largest.see_drop(id, (50, None), || SampleDrop {
                 page: page(id),

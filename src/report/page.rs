@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::night::{Night, SampleDrop, SamplePage, HOSTS, LARGEST_CLUSTERS};
 use super::svg::{bars, escape, horizontal_bars, lines, log_log};
+use crate::exec::logging::visible;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:980px;color:#222;padding:0 1em}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}\
@@ -17,7 +18,9 @@ th{font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 .stages{display:flex;gap:2em;flex-wrap:wrap;align-items:flex-start}.meta{color:#666}\
 svg.chart{width:100%;height:auto;max-width:760px;display:block;margin:1em 0}\
 svg .title{font-size:15px;font-weight:600}svg .tick,svg .value{font-size:11px;fill:#444}svg .axis-label{font-size:12px}\
-code{font-size:12px;background:#f4f4f4;padding:1px 4px;word-break:break-all}details{margin:.3em 0}";
+code{font-size:12px;background:#f4f4f4;padding:1px 4px;word-break:break-all}details{margin:.3em 0}\
+span[dir]{overflow-wrap:anywhere}.figures td{max-width:24em;overflow-wrap:anywhere}.chart-box{overflow-x:auto}svg.chart{min-width:540px}\
+.warn{background:#fff4e5;border-left:4px solid #c8553d;padding:.4em .8em}nav a{margin-right:1em}";
 
 /// The figures of each stage's summary, by the keys a user asks about.
 const FINGERPRINT_KEYS: &[&str] = &[
@@ -71,7 +74,10 @@ pub(crate) fn render(nights: &[Night]) -> String {
         nights.len(),
         env!("CARGO_PKG_VERSION")
     );
+    html.push_str(&contents(night, nights.len() > 1));
+    html.push_str("<p>A <b>dropped</b> page is a near-duplicate of a page kept in its place: the drop list (<code>drop/</code>) names the pages a crawl can remove or skip.</p>");
     html.push_str(&stage_figures(night));
+    html.push_str(&oversized(night));
     html.push_str(&distances(night));
     html.push_str(&wide_distances(night));
     html.push_str(&cluster_sizes(night));
@@ -140,9 +146,67 @@ fn stage_figures(night: &Night) -> String {
     html
 }
 
+/// Links to the sections the page has.
+fn contents(night: &Night, trends: bool) -> String {
+    let has_pairs = night.dirs.pairs.is_some();
+    let has_clusters = night.dirs.clusters.is_some();
+    let sections = [
+        ("stages", "Stages", true),
+        ("distances", "Pairs by distance", has_pairs),
+        (
+            "wide-distances",
+            "Wide distance",
+            !night.wide_distances.is_empty(),
+        ),
+        ("cluster-sizes", "Cluster sizes", has_clusters),
+        ("kept-by", "Kept by", !night.kept_by.is_empty()),
+        (
+            "hosts",
+            "Hosts",
+            has_clusters && night.dirs.fingerprints.is_some(),
+        ),
+        ("largest", "Largest clusters", has_clusters),
+        ("trends", "Nights", trends),
+    ];
+    let mut html = String::from("<nav aria-label=\"sections\">");
+    for (id, name, _) in sections.iter().filter(|s| s.2) {
+        let _ = write!(html, "<a href=\"#{id}\">{name}</a>");
+    }
+    html.push_str("</nav>");
+    html
+}
+
+/// A warning for clusters above `--max-cluster-size`: one page kept for
+/// thousands is more often a template or a boilerplate page than a copy.
+fn oversized(night: &Night) -> String {
+    let Some(summary) = &night.cluster_summary else {
+        return String::new();
+    };
+    let count = summary["oversized_clusters"].as_u64().unwrap_or(0);
+    if count == 0 {
+        return String::new();
+    }
+    let ids: Vec<String> = summary["oversized"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|c| format!("{} ({} pages)", c["cluster_id"], c["size"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    format!(
+        "<p class=\"warn\" id=\"oversized\"><b>{count} cluster(s) above --max-cluster-size {}</b>: {}. Check their pages before acting on their drops (a shared template or boilerplate can join unrelated pages).</p>",
+        summary["max_cluster_size"],
+        escape(&ids.join(", "))
+    )
+}
+
 fn distances(night: &Night) -> String {
     if night.dirs.pairs.is_none() {
         return String::new();
+    }
+    if night.distances.iter().all(|&n| n == 0) {
+        return "<section id=\"distances\"><h2>Pairs by distance</h2><p>No pairs tonight.</p></section>".to_string();
     }
     let bars_of: Vec<(String, f64)> = night
         .distances
@@ -206,6 +270,9 @@ fn in_ranges(counts: &[u64], most: usize) -> Vec<(String, f64)> {
 fn cluster_sizes(night: &Night) -> String {
     if night.dirs.clusters.is_none() {
         return String::new();
+    }
+    if night.cluster_sizes.is_empty() {
+        return "<section id=\"cluster-sizes\"><h2>Cluster sizes</h2><p>No clusters tonight.</p></section>".to_string();
     }
     let points: Vec<(f64, f64)> = night
         .cluster_sizes
@@ -288,19 +355,31 @@ fn hosts(night: &Night) -> String {
     html
 }
 
-fn page_cell(page: &SamplePage) -> String {
-    match &page.url {
-        Some(url) => format!("{} <span class=\"meta\">({})</span>", escape(url), page.id),
-        None => format!(
-            "id {} <span class=\"meta\">(a corpus page: no URL among tonight's fingerprints or drops)</span>",
-            page.id
-        ),
-    }
+/// A page as the samples show it: its URL (control and bidirectional
+/// characters shown as escapes, laid out left to right) and id, or its id
+/// and why it has no URL.
+fn page_cell(night: &Night, page: &SamplePage) -> String {
+    let why = match (&page.url, page.tonight, night.has_urls) {
+        (Some(url), _, _) => {
+            return format!(
+                "<span dir=\"ltr\">{}</span> <span class=\"meta\">({})</span>",
+                escape(&visible(url)),
+                page.id
+            )
+        }
+        (None, true, _) => "tonight's page, fingerprinted without a URL",
+        (None, false, true) => "a corpus page: no URL among tonight's fingerprints or drops",
+        (None, false, false) => "no URL: the night's fingerprints have none",
+    };
+    format!("id {} <span class=\"meta\">({why})</span>", page.id)
 }
 
 fn largest(night: &Night) -> String {
     if night.dirs.clusters.is_none() {
         return String::new();
+    }
+    if night.largest.is_empty() {
+        return format!("<section id=\"largest\"><h2>The {LARGEST_CLUSTERS} largest clusters</h2><p>No clusters tonight.</p></section>");
     }
     let mut html = format!(
         "<section id=\"largest\"><h2>The {LARGEST_CLUSTERS} largest clusters</h2><table id=\"largest-clusters\"><tr><th>size</th><th>dropped</th><th>representative (kept)</th></tr>"
@@ -314,7 +393,7 @@ fn largest(night: &Night) -> String {
             cluster.representative.id,
             cluster.size,
             cluster.dropped,
-            page_cell(&cluster.representative),
+            page_cell(night, &cluster.representative),
             samples(night, &cluster.kept_sample, &cluster.dropped_sample)
         );
     }
@@ -325,7 +404,11 @@ fn largest(night: &Night) -> String {
 fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String {
     let mut html = String::from("<table class=\"sample\">");
     for page in kept {
-        let _ = write!(html, "<tr><td>kept</td><td>{}</td></tr>", page_cell(page));
+        let _ = write!(
+            html,
+            "<tr><td>kept</td><td>{}</td></tr>",
+            page_cell(night, page)
+        );
     }
     for drop in dropped {
         let distance = drop
@@ -346,8 +429,8 @@ fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String
         let _ = write!(
             html,
             "<tr class=\"drop\"{wide_attribute}><td>dropped, {distance} bits{wide}{kept_by}</td><td>{}<br>in favour of {}<br><code>{}</code></td></tr>",
-            page_cell(&drop.page),
-            page_cell(&drop.keep),
+            page_cell(night, &drop.page),
+            page_cell(night, &drop.keep),
             escape(&explain_command(night, drop))
         );
     }
@@ -380,14 +463,18 @@ fn shell_quoted(text: &str) -> String {
 
 fn trends(nights: &[Night]) -> String {
     let names: Vec<String> = nights.iter().map(|n| n.dirs.name.clone()).collect();
-    let figure = |f: &dyn Fn(&Night) -> Option<u64>| -> Vec<f64> {
-        nights.iter().map(|n| f(n).unwrap_or(0) as f64).collect()
+    // A night without a figure is a gap in its line, never a zero.
+    let figure = |f: &dyn Fn(&Night) -> Option<u64>| -> Vec<Option<f64>> {
+        nights.iter().map(|n| f(n).map(|v| v as f64)).collect()
     };
     let pages = figure(&Night::documents);
     let pairs = figure(&Night::pairs);
-    let rates: Vec<f64> = nights
+    let rates: Vec<Option<f64>> = nights
         .iter()
-        .map(|n| n.dropped().unwrap_or(0) as f64 / n.documents().unwrap_or(0).max(1) as f64)
+        .map(|n| match (n.dropped(), n.documents()) {
+            (Some(dropped), Some(pages)) if pages > 0 => Some(dropped as f64 / pages as f64),
+            _ => None,
+        })
         .collect();
     let mut html = String::from("<section id=\"trends\"><h2>Nights</h2>");
     html.push_str(&lines(
@@ -400,12 +487,13 @@ fn trends(nights: &[Night]) -> String {
     ));
     html.push_str(&lines(
         "trend-drop-rate",
-        "Dropped pages per page fingerprinted",
+        "Drop rate per night",
         "drop rate",
         &names,
         &[("drop rate".into(), rates)],
         true,
     ));
+    html.push_str("<p>The drop rate is a night's dropped pages, corpus pages dropped for it among them, per page it fingerprinted; a night without one of the figures has no point.</p>");
     html.push_str(
         "<table id=\"nights\"><tr><th>night</th><th>pages</th><th>pairs</th><th>dropped</th></tr>",
     );
@@ -427,6 +515,52 @@ fn trends(nights: &[Night]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::PathBuf;
+
+    fn page(id: i64, url: Option<&str>, tonight: bool) -> SamplePage {
+        SamplePage {
+            id,
+            url: url.map(str::to_string),
+            tonight,
+        }
+    }
+
+    #[test]
+    fn a_page_shows_its_url_safely_or_why_it_has_none() {
+        let mut night = Night {
+            has_urls: true,
+            ..Night::default()
+        };
+        let reversed = page(1, Some("https://a.example/\u{202e}exe.gpj<b>"), true);
+        assert_eq!(
+            page_cell(&night, &reversed),
+            "<span dir=\"ltr\">https://a.example/\\u{202e}exe.gpj&lt;b&gt;</span> <span class=\"meta\">(1)</span>"
+        );
+        assert!(page_cell(&night, &page(2, None, true)).contains("tonight's page"));
+        assert!(page_cell(&night, &page(3, None, false)).contains("a corpus page"));
+        night.has_urls = false;
+        assert!(page_cell(&night, &page(3, None, false)).contains("have none"));
+    }
+
+    #[test]
+    fn an_empty_night_says_so_and_oversized_clusters_are_named() {
+        let mut night = Night::default();
+        night.dirs.pairs = Some(PathBuf::from("pairs"));
+        night.dirs.clusters = Some(PathBuf::from("clusters"));
+        night.distances = vec![0; 4];
+        night.cluster_summary = Some(serde_json::json!({
+            "max_cluster_size": 1000,
+            "oversized_clusters": 1,
+            "oversized": [{"cluster_id": -5, "size": 5000}],
+        }));
+        let html = render(&[night]);
+        assert!(html.contains("No pairs tonight."));
+        assert!(!html.contains("data-chart=\"distances\""));
+        assert!(html.contains("No clusters tonight."));
+        assert!(html.contains("1 cluster(s) above --max-cluster-size 1000</b>: -5 (5000 pages)"));
+        assert!(html.contains("<a href=\"#largest\">"));
+        assert!(!html.contains("<a href=\"#trends\">"));
+    }
 
     #[test]
     fn counts_are_bars_of_their_own_until_they_need_ranges() {

@@ -54,8 +54,8 @@ pub(crate) fn short(x: f64) -> String {
 }
 
 /// Ticks from 0 to at least `max`: steps of 1, 2 or 5 times a power of ten,
-/// about five of them.
-fn linear_ticks(max: f64) -> Vec<f64> {
+/// about five of them; whole steps when the values are `counts`.
+fn linear_ticks(max: f64, counts: bool) -> Vec<f64> {
     let max = if max > 0.0 { max } else { 1.0 };
     let rough = max / 5.0;
     let power = 10f64.powf(rough.log10().floor());
@@ -64,6 +64,7 @@ fn linear_ticks(max: f64) -> Vec<f64> {
         .map(|m| m * power)
         .find(|&s| s >= rough)
         .unwrap_or(10.0 * power);
+    let step = if counts { step.max(1.0) } else { step };
     let n = (max / step).ceil() as usize;
     (0..=n).map(|i| i as f64 * step).collect()
 }
@@ -73,7 +74,7 @@ fn open(name: &str, title: &str, x_label: &str, y_label: &str) -> String {
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{t}"><title>{t}</title>"#,
+        r#"<div class="chart-box"><svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{t}"><title>{t}</title>"#,
         t = escape(title)
     );
     let _ = write!(
@@ -126,7 +127,7 @@ fn y_of(value: f64, top: f64) -> f64 {
 fn close(mut svg: String) -> String {
     let _ = write!(
         svg,
-        r##"<line x1="{LEFT}" x2="{}" y1="{b}" y2="{b}" stroke="#333"/><line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{b}" stroke="#333"/></svg>"##,
+        r##"<line x1="{LEFT}" x2="{}" y1="{b}" y2="{b}" stroke="#333"/><line x1="{LEFT}" x2="{LEFT}" y1="{TOP}" y2="{b}" stroke="#333"/></svg></div>"##,
         WIDTH - RIGHT,
         b = HEIGHT - BOTTOM
     );
@@ -142,10 +143,12 @@ pub(crate) fn bars(
     bars: &[(String, f64)],
 ) -> String {
     let mut svg = open(name, title, x_label, y_label);
-    let ticks = linear_ticks(bars.iter().map(|b| b.1).fold(0.0, f64::max));
+    let ticks = linear_ticks(bars.iter().map(|b| b.1).fold(0.0, f64::max), true);
     let top = *ticks.last().unwrap_or(&1.0);
     y_axis(&mut svg, &ticks, top, short);
     let slot = (WIDTH - LEFT - RIGHT) / bars.len().max(1) as f64;
+    let labels = bars.iter().map(|b| b.0.as_str());
+    let every = label_every(labels, slot);
     for (i, (label, value)) in bars.iter().enumerate() {
         let x = LEFT + slot * i as f64 + slot * 0.15;
         let y = y_of(*value, top);
@@ -158,16 +161,37 @@ pub(crate) fn bars(
             l = escape(label),
         );
         let centre = x + slot * 0.35;
-        let _ = write!(
-            svg,
-            r#"<text x="{centre:.1}" y="{:.1}" class="tick" text-anchor="middle">{}</text><text x="{centre:.1}" y="{:.1}" class="value" text-anchor="middle">{}</text>"#,
-            HEIGHT - BOTTOM + 16.0,
-            escape(label),
-            y - 4.0,
-            short(*value)
-        );
+        if i % every == 0 {
+            x_tick(&mut svg, centre, label);
+        }
+        if every == 1 {
+            let _ = write!(
+                svg,
+                r#"<text x="{centre:.1}" y="{:.1}" class="value" text-anchor="middle">{}</text>"#,
+                y - 4.0,
+                short(*value)
+            );
+        }
     }
     close(svg)
+}
+
+/// Every how many categories a label is written under the x axis, for
+/// labels of these lengths in slots `slot` wide not to overprint.
+fn label_every<'a>(labels: impl Iterator<Item = &'a str>, slot: f64) -> usize {
+    let widest = labels.map(|l| l.chars().count()).max().unwrap_or(0);
+    let needed = widest as f64 * 6.5 + 8.0;
+    (needed / slot.max(1.0)).ceil().max(1.0) as usize
+}
+
+/// A category's label under the x axis at `x`.
+fn x_tick(svg: &mut String, x: f64, label: &str) {
+    let _ = write!(
+        svg,
+        r#"<text x="{x:.1}" y="{}" class="tick" text-anchor="middle">{}</text>"#,
+        HEIGHT - BOTTOM + 16.0,
+        escape(label)
+    );
 }
 
 /// Horizontal bars, one per `(label, value, note)`, largest first as given;
@@ -185,12 +209,12 @@ pub(crate) fn horizontal_bars(
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{t}"><title>{t}</title><text x="{}" y="20" class="title" text-anchor="middle">{t}</text>"#,
+        r#"<div class="chart-box"><svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{t}"><title>{t}</title><text x="{}" y="20" class="title" text-anchor="middle">{t}</text>"#,
         WIDTH / 2.0,
         t = escape(title)
     );
     let max = rows.iter().map(|r| r.1).fold(0.0, f64::max);
-    let ticks = linear_ticks(max);
+    let ticks = linear_ticks(max, true);
     let top = *ticks.last().unwrap_or(&1.0);
     let span = WIDTH - left - right;
     let bottom = height - BOTTOM;
@@ -230,7 +254,7 @@ pub(crate) fn horizontal_bars(
     );
     let _ = write!(
         svg,
-        r##"<line x1="{left}" x2="{left}" y1="{TOP}" y2="{bottom}" stroke="#333"/></svg>"##
+        r##"<line x1="{left}" x2="{left}" y1="{TOP}" y2="{bottom}" stroke="#333"/></svg></div>"##
     );
     svg
 }
@@ -285,21 +309,22 @@ pub(crate) fn log_log(
 }
 
 /// Lines over the same categories (nights), one per `(name, values)`, with
-/// a point at each value and a legend.
+/// a point at each value and a legend; a missing value (`None`) is a gap,
+/// not a zero.
 pub(crate) fn lines(
     name: &str,
     title: &str,
     y_label: &str,
     categories: &[String],
-    series: &[(String, Vec<f64>)],
+    series: &[(String, Vec<Option<f64>>)],
     percent: bool,
 ) -> String {
     let mut svg = open(name, title, "night", y_label);
     let max = series
         .iter()
-        .flat_map(|s| s.1.iter().copied())
+        .flat_map(|s| s.1.iter().flatten().copied())
         .fold(0.0, f64::max);
-    let ticks = linear_ticks(max);
+    let ticks = linear_ticks(max, !percent);
     let top = *ticks.last().unwrap_or(&1.0);
     let label = |v: f64| match percent {
         true => format!("{:.1}%", v * 100.0),
@@ -308,28 +333,25 @@ pub(crate) fn lines(
     y_axis(&mut svg, &ticks, top, label);
     let slot = (WIDTH - LEFT - RIGHT) / categories.len().max(1) as f64;
     let x_of = |i: usize| LEFT + slot * (i as f64 + 0.5);
-    for (i, category) in categories.iter().enumerate() {
-        let _ = write!(
-            svg,
-            r#"<text x="{:.1}" y="{}" class="tick" text-anchor="middle">{}</text>"#,
-            x_of(i),
-            HEIGHT - BOTTOM + 16.0,
-            escape(&truncate(category, 16))
-        );
+    let every = label_every(categories.iter().map(String::as_str), slot);
+    for (i, category) in categories.iter().enumerate().step_by(every) {
+        x_tick(&mut svg, x_of(i), category);
     }
     for (s, (series_name, values)) in series.iter().enumerate() {
         let colour = COLOURS[s % COLOURS.len()];
-        let path: Vec<String> = values
-            .iter()
-            .enumerate()
-            .map(|(i, &v)| format!("{:.1},{:.1}", x_of(i), y_of(v, top)))
-            .collect();
-        let _ = write!(
-            svg,
-            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
-            path.join(" ")
-        );
-        for (i, &v) in values.iter().enumerate() {
+        for run in present_runs(values).iter().filter(|run| run.len() > 1) {
+            let path: Vec<String> = run
+                .iter()
+                .map(|&(i, v)| format!("{:.1},{:.1}", x_of(i), y_of(v, top)))
+                .collect();
+            let _ = write!(
+                svg,
+                r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+                path.join(" ")
+            );
+        }
+        for (i, v) in values.iter().enumerate() {
+            let Some(v) = *v else { continue };
             let _ = write!(
                 svg,
                 r#"<circle class="point" data-series="{}" data-x="{}" data-y="{v}" cx="{:.1}" cy="{:.1}" r="4" fill="{colour}"><title>{} {}: {}</title></circle>"#,
@@ -342,17 +364,29 @@ pub(crate) fn lines(
                 label(v)
             );
         }
+        // The legend, right of the title, above the plot.
+        let x = WIDTH - RIGHT - 110.0 * (series.len() - s) as f64;
         let _ = write!(
             svg,
-            r#"<rect x="{}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{}" class="tick">{}</text>"#,
-            LEFT + 10.0 + 150.0 * s as f64,
-            TOP - 4.0,
-            LEFT + 24.0 + 150.0 * s as f64,
-            TOP + 5.0,
+            r#"<rect x="{x}" y="10" width="10" height="10" fill="{colour}"/><text x="{}" y="19" class="tick">{}</text>"#,
+            x + 14.0,
             escape(series_name)
         );
     }
     close(svg)
+}
+
+/// The runs of consecutive values present, each value with its place.
+fn present_runs(values: &[Option<f64>]) -> Vec<Vec<(usize, f64)>> {
+    let mut runs: Vec<Vec<(usize, f64)>> = vec![Vec::new()];
+    for (i, value) in values.iter().enumerate() {
+        match value {
+            Some(v) => runs.last_mut().expect("a run").push((i, *v)),
+            None => runs.push(Vec::new()),
+        }
+    }
+    runs.retain(|run| !run.is_empty());
+    runs
 }
 
 #[cfg(test)]
@@ -361,10 +395,16 @@ mod tests {
 
     #[test]
     fn ticks_cover_the_maximum_in_round_steps() {
-        assert_eq!(linear_ticks(7.0), [0.0, 2.0, 4.0, 6.0, 8.0]);
-        assert_eq!(linear_ticks(100.0), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
-        assert_eq!(linear_ticks(0.0).len(), 6);
-        assert!(*linear_ticks(12_345.0).last().unwrap() >= 12_345.0);
+        assert_eq!(linear_ticks(7.0, true), [0.0, 2.0, 4.0, 6.0, 8.0]);
+        assert_eq!(
+            linear_ticks(100.0, true),
+            [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]
+        );
+        assert_eq!(linear_ticks(0.0, false).len(), 6);
+        // Counts step by whole numbers: no tick at 0.2 pairs.
+        assert_eq!(linear_ticks(0.0, true), [0.0, 1.0]);
+        assert_eq!(linear_ticks(3.0, true), [0.0, 1.0, 2.0, 3.0]);
+        assert!(*linear_ticks(12_345.0, true).last().unwrap() >= 12_345.0);
     }
 
     #[test]
@@ -385,10 +425,31 @@ mod tests {
             "t",
             "y",
             &["a".into(), "b".into()],
-            &[("p".into(), vec![1.0, 2.0])],
+            &[("p".into(), vec![Some(1.0), Some(2.0)])],
             false,
         );
         assert_eq!(svg.matches(r#"class="point""#).count(), 2);
+        // A missing value is a gap: no point, and no line through it.
+        let nights: Vec<String> = (1..=4).map(|d| format!("2026-11-0{d}")).collect();
+        let values = vec![Some(1.0), None, Some(2.0), Some(3.0)];
+        let svg = lines("l", "t", "y", &nights, &[("p".into(), values)], false);
+        assert_eq!(svg.matches(r#"class="point""#).count(), 3);
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        assert!(!svg.contains(r#"data-x="2026-11-02""#));
+        // Thirty nights' labels would overprint: every few is written.
+        let nights: Vec<String> = (1..=30).map(|d| format!("2026-11-{d:02}")).collect();
+        let svg = lines(
+            "l",
+            "t",
+            "y",
+            &nights,
+            &[("p".into(), vec![Some(1.0); 30])],
+            false,
+        );
+        let labels = nights
+            .iter()
+            .filter(|n| svg.contains(&format!(">{n}</text>")));
+        assert!((5..=10).contains(&labels.count()));
         assert_eq!(short(1_234_567.0), "1.2M");
         assert_eq!(short(35_000.0), "35k");
     }

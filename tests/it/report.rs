@@ -309,7 +309,10 @@ fn check_page_urls(html: &str, expected: &Value) {
     for shown in expected["representative_urls"].as_array().unwrap() {
         let id = shown[0].as_i64().unwrap();
         let cell = match shown[1].as_str() {
-            Some(url) => format!("{} <span class=\"meta\">({id})</span>", escape(url)),
+            Some(url) => format!(
+                "<span dir=\"ltr\">{}</span> <span class=\"meta\">({id})</span>",
+                escape(url)
+            ),
             None => format!("id {id} <span class=\"meta\">(a corpus page"),
         };
         assert!(html.contains(&cell), "{cell}");
@@ -321,7 +324,7 @@ fn check_page_urls(html: &str, expected: &Value) {
         );
     }
     assert!(
-        html.contains("in favour of http"),
+        html.contains("in favour of <span dir=\"ltr\">http"),
         "sample drops name their kept page's URL"
     );
 }
@@ -484,6 +487,8 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
             .env("NEARDUP_TEST_CHROMIUM", &chromium),
     );
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    // Long values wrap and charts scroll in their box: no sideways page.
+    assert!(seen["phone_width"].as_u64().unwrap() <= 375, "{seen}");
 
     check_stage_figures(&html, &second);
     let expected = check_night_details(&html, &second);
