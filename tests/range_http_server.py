@@ -2,10 +2,11 @@
 stores' HTTP front ends and CDNs do, for neardup's HTTP input tests.
 Python's own http.server ignores Range.
 
-    python range_http_server.py DIR PORT [FAIL_EVERY]
+    python range_http_server.py DIR PORT [FAIL_EVERY [GONE_FROM]]
 
 With FAIL_EVERY = n, every n-th request gets 503 Service Unavailable, a
-transient error a client must retry.
+transient error a client must retry. With GONE_FROM = b, a range starting
+at byte b or later gets 404, as if the file went away while being read.
 """
 import http.server
 import os
@@ -16,6 +17,7 @@ import threading
 
 class RangeHandler(http.server.SimpleHTTPRequestHandler):
     fail_every = 0
+    gone_from = None
     requests = 0
     lock = threading.Lock()
 
@@ -38,6 +40,10 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
             start, end = 0, size - 1
         else:
             start = int(match.group(1))
+            if self.gone_from is not None and start >= self.gone_from:
+                f.close()
+                self.send_error(404, "gone")
+                return None
             end = min(int(match.group(2)), size - 1) if match.group(2) else size - 1
             if start >= size:
                 f.close()
@@ -69,5 +75,6 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
 if __name__ == "__main__":
     directory, port = sys.argv[1], int(sys.argv[2])
     RangeHandler.fail_every = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+    RangeHandler.gone_from = int(sys.argv[4]) if len(sys.argv) > 4 else None
     handler = lambda *a, **k: RangeHandler(*a, directory=directory, **k)
     http.server.ThreadingHTTPServer(("127.0.0.1", port), handler).serve_forever()

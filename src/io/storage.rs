@@ -41,7 +41,9 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
-use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt};
+use object_store::{
+    coalesce_ranges, MultipartUpload, ObjectStore, ObjectStoreExt, OBJECT_STORE_COALESCE_DEFAULT,
+};
 use parquet::errors::ParquetError;
 use parquet::file::reader::{ChunkReader, Length};
 use url::Url;
@@ -255,11 +257,44 @@ fn glob_takes(pattern: &glob::Pattern, key: &str, extensions: &[&str]) -> bool {
 
 /// The URL, store and key of the object (or prefix) `spec` names.
 fn object_of(spec: &str) -> Result<(Url, Arc<dyn ObjectStore>, ObjectPath)> {
-    let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
-    let key = ObjectPath::from_url_path(url.path())
-        .with_context(|| format!("{spec}: not a valid object path"))?;
+    let (url, key) = parse_object_url(spec)?;
     let store = store_for(&url)?;
     Ok((url, store, key))
+}
+
+/// The URL and key `spec` names. A `#` or a `%` in an object store's URL
+/// is refused: the URL would end at the one and decode the other, so the
+/// key read, written or deleted would not be the one shown.
+fn parse_object_url(spec: &str) -> Result<(Url, ObjectPath)> {
+    let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        if spec.contains('#') {
+            bail!("{spec}: an object key here cannot hold `#` (the URL would end at it)");
+        }
+        if spec.contains('%') {
+            bail!("{spec}: an object key here cannot hold `%` (the URL would decode it)");
+        }
+    }
+    let key = ObjectPath::from_url_path(url.path())
+        .with_context(|| format!("{spec}: not a valid object path"))?;
+    Ok((url, key))
+}
+
+/// The object or prefix an object URL names, spelled one way, so that two
+/// URLs of one place compare equal: the scheme's aliases (`s3a`, `azure`,
+/// `adl`) and case, the bucket's case, and `.`, `..` and `//` in the key.
+/// None for a URL that names no object.
+pub(crate) fn object_place(spec: &str) -> Option<String> {
+    let (url, key) = parse_object_url(spec).ok()?;
+    let scheme = match url.scheme() {
+        "s3a" => "s3",
+        "azure" | "adl" => "az",
+        scheme => scheme,
+    };
+    Some(format!(
+        "{scheme}://{}/{key}",
+        url.authority().to_ascii_lowercase()
+    ))
 }
 
 /// The whole of a small file (a `_summary.json`), local or an object.
@@ -406,12 +441,10 @@ impl fmt::Debug for OutputPrefix {
 impl OutputPrefix {
     /// The prefix a URL names.
     pub(crate) fn parse(spec: &str) -> Result<OutputPrefix> {
-        let url = Url::parse(spec).with_context(|| format!("{spec}: not a valid URL"))?;
+        let (url, prefix) = parse_object_url(spec)?;
         if matches!(url.scheme(), "http" | "https") {
             bail!("{spec}: HTTP URLs are read-only: write to a file system or an object store");
         }
-        let prefix = ObjectPath::from_url_path(url.path())
-            .with_context(|| format!("{spec}: not a valid object path"))?;
         if prefix.as_ref().is_empty() {
             bail!("{spec}: name a prefix inside the bucket, not the bucket itself");
         }
@@ -617,11 +650,12 @@ impl ObjectReader {
         };
         let Fetch { what, task, .. } = fetch;
         let url = self.location.to_string();
+        let failed = |reason: String| {
+            std::io::Error::other(ReadFailed(format!("{url}: cannot read {what} ({reason})")))
+        };
         let mut parts = block_on(task)
-            .map_err(|e| std::io::Error::other(format!("{url}: cannot read {what} ({e})")))?
-            .map_err(|e| {
-                std::io::Error::other(format!("{url}: cannot read {what} ({})", one_line(&e)))
-            })?;
+            .map_err(|e| failed(e.to_string()))?
+            .map_err(|e| failed(one_line(&e)))?;
         self.window = parts.pop().unwrap_or_default();
         self.window_start = self.position;
         self.ahead = self.fetch_window(self.window_start + self.window.len() as u64);
@@ -751,9 +785,55 @@ impl Location {
             return None;
         };
         let (store, path, wanted) = (object.store.clone(), object.path.clone(), ranges.clone());
-        let task = runtime().spawn(async move { store.get_ranges(&path, &wanted).await });
+        let task = runtime().spawn(async move {
+            let whole = |range: Range<u64>| whole_range(store.clone(), path.clone(), range);
+            coalesce_ranges(&wanted, whole, OBJECT_STORE_COALESCE_DEFAULT).await
+        });
         Some(Fetch { ranges, what, task })
     }
+}
+
+/// The bytes of `range` of the object at `path`, all of them: an object
+/// cut since it was listed gives fewer, which is an error here (cut into
+/// ranges, they would panic in `object_store`).
+async fn whole_range(
+    store: Arc<dyn ObjectStore>,
+    path: ObjectPath,
+    range: Range<u64>,
+) -> object_store::Result<Bytes> {
+    let wanted = range.end - range.start;
+    let bytes = store.get_range(&path, range).await?;
+    if bytes.len() as u64 != wanted {
+        return Err(object_store::Error::Generic {
+            store: "neardup",
+            source: format!(
+                "got {} of {wanted} bytes: the object changed since it was listed",
+                bytes.len()
+            )
+            .into(),
+        });
+    }
+    Ok(bytes)
+}
+
+/// A failure to read a file's bytes (a store's request that failed for
+/// good, a disk's error), as against bytes that fail to decode: a reader
+/// that meets one stops, rather than count a bad record and go on.
+#[derive(Debug)]
+pub(crate) struct ReadFailed(String);
+
+impl fmt::Display for ReadFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ReadFailed {}
+
+/// Whether `error`, met while decoding a file, is a failure to read it
+/// ([`ReadFailed`], or the operating system's) rather than bad bytes.
+pub(crate) fn is_read_failure(error: &std::io::Error) -> bool {
+    error.raw_os_error().is_some() || error.get_ref().is_some_and(|e| e.is::<ReadFailed>())
 }
 
 impl RemoteSource {

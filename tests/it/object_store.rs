@@ -60,13 +60,22 @@ impl Server {
     /// A static HTTP server of `dir` that answers byte ranges, and fails
     /// every `fail_every`-th request with 503 (0: none).
     fn http(dir: &Path, fail_every: usize) -> Server {
+        Server::http_with(dir, &[fail_every.to_string()])
+    }
+
+    /// [`Self::http`], its files gone (404) from byte `gone_from` on.
+    fn http_gone_from(dir: &Path, gone_from: u64) -> Server {
+        Server::http_with(dir, &["0".into(), gone_from.to_string()])
+    }
+
+    fn http_with(dir: &Path, options: &[String]) -> Server {
         let port = free_port();
         let mut command = Command::new(python_with("http.server"));
         command
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/range_http_server.py"))
             .arg(dir)
             .arg(port.to_string())
-            .arg(fail_every.to_string());
+            .args(options);
         Server::start(command, port)
     }
 
@@ -381,6 +390,30 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
     let replaced = d.join("replaced");
     download(&server, "results", "pairs", &replaced);
     assert_eq!(parts_of(&replaced).len(), 2, "the old third part is gone");
+
+    // The input named another way is still the input: --overwrite would
+    // have deleted it. A `#` or `%` would put the output elsewhere than
+    // shown: refused.
+    let pairs_as = |out: &str| {
+        let mut list = args(&["cluster", "--pairs", "s3://results/pairs", "--out", out]);
+        list.push("--overwrite".into());
+        list
+    };
+    for (out, needle) in [
+        ("s3a://results/./pairs", "overlaps the input"),
+        ("S3://Results/x/../pairs/", "overlaps the input"),
+        ("s3://results/pairs#v2", "cannot hold `#`"),
+        ("s3://results#v2", "cannot hold `#`"),
+        ("s3://results/p%61irs", "cannot hold `%`"),
+    ] {
+        let output = run(&pairs_as(out));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{out}: {stderr}");
+        assert!(stderr.contains(needle), "{out}: {stderr}");
+    }
+    let intact = d.join("intact");
+    download(&server, "results", "pairs", &intact);
+    assert_eq!(parts_of(&intact), parts_of(&replaced));
 
     // `cluster` and `fingerprint` write there too.
     let clusters = d.join("clusters");
@@ -867,6 +900,64 @@ fn http_inputs_are_read_by_byte_ranges_through_transient_errors_with_the_bytes_o
     command.args(["match", "--self", "--queries", &listing, "--out"]);
     command.arg(d.join("x"));
     assert_fails_with(command, &d.join("x"), &["cannot be listed"]);
+}
+
+/// A shard cut short between its listing and its reading fails the run on
+/// one line naming it: the store's shorter answer was a panic in the
+/// reader's thread.
+#[test]
+fn a_shard_cut_while_the_run_reads_fails_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, c) = inputs(d);
+    let server = Server::s3(&[]);
+    upload(&server, "crawl", &c, "corpus");
+    let mut child = neardup_on(&server)
+        .args(["match", "--self", "--workers", "1", "--queries"])
+        .arg(&q)
+        .args(["--corpus", "s3://crawl/corpus", "--out"])
+        .arg(d.join("pairs"))
+        .env("NEARDUP_TEST_UNIT_DELAY_MS", "300")
+        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("unit read");
+    let last = part_like(&c).pop().unwrap();
+    let cut = d.join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    std::fs::write(cut.join(last.file_name().unwrap()), b"hello\n").unwrap();
+    upload(&server, "crawl", &cut, "corpus");
+    let output = child.wait_with_output().unwrap();
+    let stderr = lines.text_without("unit read");
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let name = last.file_name().unwrap().to_string_lossy();
+    assert!(stderr.contains(&format!("s3://crawl/corpus/{name}")), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!d.join("pairs").exists());
+}
+
+/// A crawl file whose bytes stop coming midway fails the run on one line:
+/// it is not a bad record in a run that commits without the rest.
+#[test]
+fn a_crawl_file_that_cannot_be_read_to_its_end_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/text.wet.gz");
+    // Gzip members one after another, past the reader's first 8 MiB window.
+    let crawl = std::fs::read(sample).unwrap().repeat(30);
+    assert!(crawl.len() > 9 << 20);
+    std::fs::write(d.join("big.wet.gz"), &crawl).unwrap();
+    let server = Server::http_gone_from(d, 8 << 20);
+    let out = d.join("fingerprints");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    command.args(["fingerprint", "--input"]);
+    command.arg(format!("{}/big.wet.gz", server.endpoint()));
+    command.arg("--out").arg(&out);
+    assert_fails_with(command, &out, &["big.wet.gz: cannot read bytes 8388608.."]);
 }
 
 /// The shards directly in `dir` (not below), sorted.

@@ -39,7 +39,7 @@ use super::charset::{content_type, decode_html};
 use super::http::{decode_body, HttpBodies};
 use super::timestamp::parse_rfc3339;
 use super::{url_id, BadRecord, Document, Record, Span};
-use crate::io::storage::{InputReader, Location};
+use crate::io::storage::{is_read_failure, InputReader, Location};
 
 const GZIP_MAGIC: [u8; 3] = [0x1f, 0x8b, 0x08];
 /// Bytes read at a time from a plain file.
@@ -132,6 +132,8 @@ fn read_members(
                 };
                 parse_stream(None, &mut decoded, end, Some(member), http, sink)?;
             }
+            // The file could not be read, not decoded: no record is bad.
+            Err(error) if is_read_failure(&error) => return Err(error.into()),
             Err(error) => {
                 let bad = BadRecord {
                     offset,

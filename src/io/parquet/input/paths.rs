@@ -2,7 +2,7 @@
 //! name, expanded to files (local, or objects in a store).
 
 use super::*;
-use crate::io::storage::split_glob;
+use crate::io::storage::{object_place, split_glob};
 
 /// The Parquet files `specs` name, local or objects (`s3://`, `gs://`,
 /// `az://`, `http(s)://`; see [`crate::io::storage`]): in the order of
@@ -155,12 +155,13 @@ fn within(inner: &str, outer: &str) -> bool {
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
 }
 
-/// A path or URL as one comparable string without a trailing `/`: a URL as
-/// given, a local path made absolute with the part that exists resolved
-/// (symlinks included), so `out`, `./out/` and a link to it are one place.
+/// A path or URL as one comparable string without a trailing `/`: a URL
+/// as [`object_place`] spells it, a local path made absolute with the part
+/// that exists resolved (symlinks included), so `out`, `./out/` and a link
+/// to it are one place, as are `s3a://b/x/./y` and `s3://b/x/y`.
 fn place(spec: &str) -> String {
     let text = match is_url(spec) {
-        true => spec.to_string(),
+        true => object_place(spec).unwrap_or_else(|| spec.to_string()),
         false => resolved(Path::new(spec)).to_string_lossy().into_owned(),
     };
     text.trim_end_matches('/').to_string()
