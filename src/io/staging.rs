@@ -15,12 +15,13 @@
 //! their own, and process 0 alone would otherwise commit a directory
 //! lacking the others' parts.
 //!
-//! One run at a time writes a local output: process 0 holds a lock file
-//! beside the target ([`RunLock`], created only if absent) from staging to
-//! commit, and a second run on the same `--out` stops on one line rather
-//! than both writing the one staging directory. A lock left by a crashed
-//! process of this host is taken over; one from another host names the
-//! file to remove.
+//! One run at a time writes an output: process 0 holds a lock file beside
+//! the target ([`RunLock`], created only if absent; in an object store, an
+//! object put with `If-None-Match: *`) from staging to commit, and a second
+//! run on the same `--out` stops on one line rather than both writing the
+//! one staging directory or prefix. A lock left by a crashed process of
+//! this host is taken over; one from another host names the lock to
+//! remove.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -30,7 +31,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::exec::parallel::lock;
 use crate::exec::runtime::AbortCleanup;
 use crate::io::parquet::input::refuse_output_over_inputs;
-use crate::io::storage::{is_url, OutputPrefix, SUCCESS};
+use crate::io::storage::{is_url, ExclusiveObject, OutputPrefix, SUCCESS};
 
 /// An output directory under construction.
 ///
@@ -176,10 +177,15 @@ impl Staging {
         prefix: OutputPrefix,
         overwrite: bool,
     ) -> Result<Staging> {
+        let lock = RunLock::take(target, "writing this output")?;
         if prefix.exists()? {
             if !overwrite {
+                let unfinished = match prefix.has(SUCCESS)? {
+                    true => "",
+                    false => ", without _SUCCESS: a run that did not finish",
+                };
                 bail!(
-                    "{}: output prefix already exists (use --overwrite to replace it)",
+                    "{}: output prefix already exists{unfinished} (use --overwrite to replace it)",
                     target.display()
                 );
             }
@@ -193,7 +199,7 @@ impl Staging {
             remote: Some(prefix),
             abort_cleanup: None,
             expected: Vec::new(),
-            _lock: None,
+            _lock: Some(lock),
         })
     }
 
@@ -250,6 +256,7 @@ impl Staging {
         self.abort_cleanup = Some(crate::exec::runtime::on_abort(move || {
             let _ = fs::remove_dir_all(&dir);
             if let Some(prefix) = &remote {
+                crate::io::storage::stop_uploads();
                 let _ = prefix.delete_all();
             }
         }));
@@ -330,83 +337,128 @@ impl Drop for Staging {
     }
 }
 
-/// A run's exclusive hold on a local output: a file beside the target,
-/// created only if absent, naming this host and process; removed on drop.
+/// A run's exclusive hold on an output: a file (or an object) beside the
+/// target, created only if absent, naming this host and process; removed
+/// on drop.
 #[derive(Debug)]
 pub(crate) struct RunLock {
-    path: PathBuf,
+    place: LockPlace,
     /// Its removal if the process has to stop at once (a signal, a lost
     /// peer), while it is held.
     _on_abort: AbortCleanup,
 }
 
-impl RunLock {
-    /// Takes the lock of `target`, or fails on one line naming the run
-    /// that holds it. A lock whose process is gone from this host is stale
-    /// (a crash) and taken over. An object store's target has none: its
-    /// outputs are staged locally by each run.
-    pub(crate) fn take_local(target: &Path, what: &str) -> Result<Option<RunLock>> {
-        if is_url(&target.to_string_lossy()) {
-            return Ok(None);
+/// Where a lock is: a local file, or an object beside an object-store
+/// output.
+#[derive(Clone)]
+enum LockPlace {
+    Local(PathBuf),
+    Remote(ExclusiveObject),
+}
+
+impl std::fmt::Debug for LockPlace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LockPlace::Local(path) => write!(f, "{}", path.display()),
+            LockPlace::Remote(object) => write!(f, "{object}"),
         }
-        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent)
-                .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+    }
+}
+
+impl LockPlace {
+    /// The lock of `target`: a hidden sibling, as its staging is.
+    fn of(target: &Path) -> Result<LockPlace> {
+        let shown = target.to_string_lossy();
+        if !is_url(&shown) {
+            let staging = Staging::dir_for(target)?;
+            return Ok(LockPlace::Local(staging.with_extension("neardup-lock")));
         }
-        RunLock::take(target, what).map(Some)
+        let Some((parent, name)) = shown.trim_end_matches('/').rsplit_once('/') else {
+            bail!("{shown}: not an output's URL");
+        };
+        ExclusiveObject::parse(&format!("{parent}/.{name}.neardup-lock")).map(LockPlace::Remote)
     }
 
-    /// [`RunLock::take_local`] of a local `target`, whose run is `what`
-    /// (writing this output, running this night) in the error.
-    fn take(target: &Path, what: &str) -> Result<RunLock> {
-        let path = RunLock::path_for(target)?;
-        let holder = format!("{} {}", host_name(), std::process::id());
-        for _ in 0..2 {
-            match fs::File::create_new(&path) {
+    /// Creates the lock holding `holder`; false if it exists.
+    fn create(&self, holder: &str) -> Result<bool> {
+        match self {
+            LockPlace::Remote(object) => object.create(holder.as_bytes()),
+            LockPlace::Local(path) => match fs::File::create_new(path) {
                 Ok(mut file) => {
                     std::io::Write::write_all(&mut file, holder.as_bytes())
                         .with_context(|| format!("{}: cannot write", path.display()))?;
-                    let removed = path.clone();
-                    let _on_abort = crate::exec::runtime::on_abort(move || {
-                        let _ = fs::remove_file(&removed);
-                    });
-                    return Ok(RunLock { path, _on_abort });
+                    Ok(true)
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let held_by = fs::read_to_string(&path).unwrap_or_default();
-                    if !is_stale(&held_by) {
-                        bail!(
-                            "{}: another run ({}) is {what}; if none is, remove {}",
-                            target.display(),
-                            describe_holder(&held_by),
-                            path.display()
-                        );
-                    }
-                    tracing::warn!(lock = %path.display(), "taking over the lock of a run that is gone");
-                    let _ = fs::remove_file(&path);
-                }
-                Err(e) => {
-                    return Err(e).with_context(|| format!("{}: cannot create", path.display()))
-                }
-            }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
+                Err(e) => Err(e).with_context(|| format!("{}: cannot create", path.display())),
+            },
         }
-        bail!(
-            "{}: cannot take the lock {}: another run keeps taking it",
-            target.display(),
-            path.display()
-        )
     }
 
-    /// The lock file of `target`: a hidden sibling, as its staging is.
-    fn path_for(target: &Path) -> Result<PathBuf> {
-        let staging = Staging::dir_for(target)?;
-        Ok(staging.with_extension("neardup-lock"))
+    fn holder(&self) -> String {
+        match self {
+            LockPlace::Local(path) => fs::read_to_string(path).unwrap_or_default(),
+            LockPlace::Remote(object) => object.read(),
+        }
+    }
+
+    fn remove(&self) {
+        match self {
+            LockPlace::Local(path) => {
+                let _ = fs::remove_file(path);
+            }
+            LockPlace::Remote(object) => object.delete(),
+        }
+    }
+}
+
+impl RunLock {
+    /// Takes the lock of `target` (a local path or an object store's URL),
+    /// making a local target's parent directory first.
+    pub(crate) fn take_beside(target: &Path, what: &str) -> Result<RunLock> {
+        if !is_url(&target.to_string_lossy()) {
+            if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+                fs::create_dir_all(parent)
+                    .with_context(|| format!("{}: cannot create directory", parent.display()))?;
+            }
+        }
+        RunLock::take(target, what)
+    }
+
+    /// Takes the lock of `target`, whose run is `what` (writing this
+    /// output, running this night), or fails on one line naming the run
+    /// that holds it. A lock whose process is gone from this host is stale
+    /// (a crash) and taken over.
+    fn take(target: &Path, what: &str) -> Result<RunLock> {
+        let place = LockPlace::of(target)?;
+        let holder = format!("{} {}", host_name(), std::process::id());
+        for _ in 0..2 {
+            if place.create(&holder)? {
+                let removed = place.clone();
+                let _on_abort = crate::exec::runtime::on_abort(move || removed.remove());
+                return Ok(RunLock { place, _on_abort });
+            }
+            let held_by = place.holder();
+            if !is_stale(&held_by) {
+                bail!(
+                    "{}: another run ({}) is {what}; if none is, remove {place:?}",
+                    target.display(),
+                    describe_holder(&held_by),
+                );
+            }
+            tracing::warn!(lock = ?place, "taking over the lock of a run that is gone");
+            place.remove();
+        }
+        bail!(
+            "{}: cannot take the lock {place:?}: another run keeps taking it",
+            target.display(),
+        )
     }
 }
 
 impl Drop for RunLock {
     fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
+        self.place.remove();
     }
 }
 

@@ -630,7 +630,7 @@ pub(crate) fn run_job(
     let _night = match job.runtime.is_leader() {
         true => {
             let night = job.matching.out.with_extension("night");
-            RunLock::take_local(&night, "running this night")?
+            Some(RunLock::take_beside(&night, "running this night")?)
         }
         false => None,
     };

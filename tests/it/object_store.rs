@@ -902,6 +902,63 @@ fn http_inputs_are_read_by_byte_ranges_through_transient_errors_with_the_bytes_o
     assert_fails_with(command, &d.join("x"), &["cannot be listed"]);
 }
 
+/// One run at a time writes an output in S3: a second, started while the
+/// first writes, stops on one line naming the lock (both committed parts
+/// to one prefix); the lock goes with the first run.
+#[test]
+fn a_second_writer_of_an_s3_output_is_refused_while_the_first_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, c) = inputs(d);
+    let server = Server::s3(&[]);
+    std::fs::create_dir(d.join("empty")).unwrap();
+    upload(&server, "crawl", &d.join("empty"), "empty");
+    let matching = || {
+        let mut command = neardup_on(&server);
+        command
+            .args([
+                "match",
+                "--self",
+                "--workers",
+                "1",
+                "--overwrite",
+                "--queries",
+            ])
+            .arg(&q)
+            .arg("--corpus")
+            .arg(&c)
+            .args(["--out", "s3://crawl/night/pairs"]);
+        command
+    };
+    let mut first = matching()
+        .env("NEARDUP_TEST_UNIT_DELAY_MS", "300")
+        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut first);
+    lines.wait_for("unit read");
+    let second = matching().output().unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("another run (process"), "{stderr}");
+    assert!(
+        stderr.contains("s3://crawl/night/.pairs.neardup-lock"),
+        "{stderr}"
+    );
+    assert!(first.wait().unwrap().success());
+    let got = d.join("got");
+    download(&server, "crawl", "night", &got);
+    assert!(got.join("pairs/_SUCCESS").exists());
+    assert!(
+        !got.join(".pairs.neardup-lock").exists(),
+        "the lock is gone"
+    );
+    assert!(succeeded(&matching().output().unwrap()));
+}
+
 /// A shard cut short between its listing and its reading fails the run on
 /// one line naming it: the store's shorter answer was a panic in the
 /// reader's thread.
@@ -935,7 +992,10 @@ fn a_shard_cut_while_the_run_reads_fails_on_one_line() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     let name = last.file_name().unwrap().to_string_lossy();
-    assert!(stderr.contains(&format!("s3://crawl/corpus/{name}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("s3://crawl/corpus/{name}")),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!d.join("pairs").exists());
 }
