@@ -17,7 +17,7 @@
 //! Each runs on the pairs in two orders: as generated (a cluster's pairs
 //! together, the ids at random places in the table) and sorted by query id,
 //! as `match` writes them (the query side walks the table in order: its
-//! homes are placed in id order, see `Placement` in `src/cluster/components.rs`).
+//! homes are placed in id order, see `Placement` in `src/cluster/components/intern.rs`).
 
 use std::time::Instant;
 

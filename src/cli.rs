@@ -167,7 +167,7 @@ pub struct RunArgs {
 }
 
 /// Where the workers run: threads of this process, and the other processes
-/// of a timely cluster.
+/// of the run (timely processes).
 #[derive(Debug, Args)]
 pub(crate) struct RuntimeArgs {
     /// Worker threads per process (default: every core this process may use).
@@ -188,7 +188,7 @@ pub(crate) struct RuntimeArgs {
 /// out comes from a scheduler's environment ([`crate::exec::scheduler`]).
 #[derive(Clone, Debug, Args)]
 pub(crate) struct ProcessArgs {
-    /// Processes in the cluster (default: the hostfile's length, Slurm's
+    /// Processes of the run (default: the hostfile's length, Slurm's
     /// task count, else 1).
     #[arg(long)]
     pub(crate) processes: Option<usize>,

@@ -16,7 +16,7 @@
 //! - [`io`]: local files and object stores ([`io::storage`]), Parquet in
 //!   and out ([`io::parquet`]), the pair record ([`io::pairs`]) and an
 //!   output's staging and commit ([`io::staging`], [`io::commit`]);
-//! - [`exec`]: one process or a timely cluster of them ([`exec::runtime`]),
+//! - [`exec`]: one process or several timely processes ([`exec::runtime`]),
 //!   threads, sorting, progress and logs;
 //! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page),
 //!   [`gen`] (synthetic data) and [`cli`] (the flags) on top.

@@ -1,4 +1,4 @@
-"""Independent WARC/WET writer and DuckDB reader for tests/fingerprint.rs.
+"""Independent WARC/WET writer and DuckDB reader for tests/it/fingerprint.rs.
 
     warc_writer.py write DIR        writes DIR/sample.warc.gz, DIR/sample.wet.gz
                                     (written by warcio, one gzip member per record)

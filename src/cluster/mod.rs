@@ -72,7 +72,7 @@ fn paths_and_rows(paths: &[String], rows: u64) -> String {
     }
 }
 
-/// Runs `cluster` end to end; on a cluster every process calls this.
+/// Runs `cluster` end to end; on several processes every process calls this.
 pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
     opts.validate()?;

@@ -1,4 +1,4 @@
-//! Liveness of a cluster's processes: every process hears from every peer
+//! Liveness of a run's processes: every process hears from every peer
 //! at least once per `--peer-timeout`, or stops.
 //!
 //! A frozen process (SIGSTOP, a machine swapping), a host that lost power

@@ -1,4 +1,4 @@
-//! How the work runs: one process or a timely cluster of them, the
+//! How the work runs: one process or several timely processes, the
 //! liveness of its processes and the scheduler that launched them; threads,
 //! sorting, progress and logs; arrays on huge pages; dataflow steps that
 //! need all of their input.

@@ -2,7 +2,7 @@
 //! fingerprint shard per input file out.
 //!
 //! Input files are assigned to timely workers statically (file `i` to worker
-//! `i % peers`, counting the workers of every process of a cluster), so shard
+//! `i % peers`, counting the workers of every process of the run), so shard
 //! `part-0000i.parquet` always comes from input file `i` in sorted order,
 //! whatever the number of workers or processes. That worker reads the file;
 //! all workers fingerprint its documents (see [`crate::fingerprint::dataflow`]).
@@ -44,7 +44,7 @@ use crate::io::parquet::output::write_documents;
 use crate::io::staging::{part_name, Staging};
 use crate::io::storage::Location;
 
-/// Runs `fingerprint` end to end and returns its summary. On a cluster every
+/// Runs `fingerprint` end to end and returns its summary. On several processes every
 /// process calls this; process 0 creates the output and commits it.
 pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSummary> {
     let started = Instant::now();

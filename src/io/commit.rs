@@ -2,7 +2,7 @@
 //! report when its work is done; worker 0 merges them and commits the output
 //! (or refuses to, if any worker failed); then every worker learns the
 //! outcome. A process returns only once it knows the outcome, so no process
-//! of a cluster exits 0 before `_SUCCESS` is in place, and a later stage can
+//! of a run exits 0 before `_SUCCESS` is in place, and a later stage can
 //! read this one's output on any of them; when the commit itself fails, the
 //! other processes say that process 0's commit failed, and why.
 //!

@@ -567,7 +567,7 @@ fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
 }
 
 /// The error of a file `tmp` that cannot be made (`verb`: create, write).
-/// In a staging directory that is not there, it is a process of a cluster
+/// In a staging directory that is not there, it is a process of a run
 /// whose `--out` is not the one process 0 made (another disk, another
 /// working directory).
 pub(crate) fn cannot_write(tmp: &Path, verb: &str, error: std::io::Error) -> anyhow::Error {

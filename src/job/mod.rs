@@ -15,7 +15,7 @@
 //! completion marks: a local output keeps its old `_SUCCESS` until the new
 //! one is committed, so a night stopped between two stages would otherwise
 //! find the later one complete, made from the earlier one's old output.
-//! `--force` runs them all. On a cluster every
+//! `--force` runs them all. On several processes every
 //! process runs the same job with its own `--process`; stage outputs are
 //! committed by process 0 before any process moves on.
 
@@ -64,7 +64,7 @@ pub(crate) struct RunOptions {
 }
 
 /// `[runtime]` settings given on the command line, e.g. by
-/// `scripts/cluster-local.sh`, which picks the ports itself.
+/// `scripts/processes-local.sh`, which picks the ports itself.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RuntimeOverrides {
     pub(crate) workers: Option<usize>,

@@ -10,7 +10,7 @@
 //! ([`process_units`]), and a process's workers take its units one at a time
 //! as each finishes the last, so a worker the VM slows (or a slow disk) holds
 //! no other up. Part `p` goes to worker `p % peers`, where workers are
-//! numbered across all processes of a cluster. Each part is sorted before it
+//! numbered across all processes of the run. Each part is sorted before it
 //! is written, so the output bytes depend neither on which worker scanned a
 //! unit nor on how many workers or processes there are.
 //!
@@ -218,7 +218,7 @@ pub(crate) fn run(
 /// end as larger batches, in less peak memory (`scripts/bench.sh`).
 const PROBE_BATCH_ROWS: usize = 1 << 20;
 
-/// Fault-injection hook for the cluster tests: a pause after every unit, so a
+/// Fault-injection hook for the multi-process tests: a pause after every unit, so a
 /// test can kill a process while the others are still scanning.
 const UNIT_DELAY_ENV: &str = "NEARDUP_TEST_UNIT_DELAY_MS";
 

@@ -177,7 +177,7 @@ impl InputSummary {
     }
 }
 
-/// Runs `match` end to end and returns its summary. On a cluster every
+/// Runs `match` end to end and returns its summary. On several processes every
 /// process calls this with its own `--process`; process 0 creates the output
 /// directory and commits it once every worker's parts are written.
 pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {

@@ -1,1043 +1,1979 @@
-//! Cluster mode with real processes on loopback ports: the same bytes as one
-//! process (placed by flags, or by Kubernetes' and Slurm's variables), a
-//! peer killed mid-run, a peer that never starts.
+//! `neardup cluster` against a union-find oracle, across workers and
+//! processes, and the keep/drop policy on a hand-made graph.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
 use std::io::Write;
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
-use crate::common::*;
-use neardup::exec::runtime::read_hostfile;
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
+use neardup::cluster::drop_policy::DropPolicy;
+use neardup::cluster::keep_order::KeepOrder;
+use neardup::cluster::{run_cluster, ClusterJobOptions};
+use neardup::exec::runtime::RuntimeOptions;
 use neardup::gen::SplitMix64;
-use neardup::io::parquet::output::write_fingerprints;
+use neardup::io::pairs::Pair;
+use neardup::io::parquet::output::write_pairs;
 
-fn neardup() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_neardup"))
+use crate::common::parquet_batches;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+/// A pair-graph edge: (query_id, corpus_id, self_pair).
+type Edge = (i64, i64, bool);
+
+/// The distance a test gives the pair of `a` and `b`: 0 to 3, the same in
+/// both directions, and varied enough that "nearest partner" matters.
+fn distance(a: i64, b: i64) -> u8 {
+    let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
+    let mixed = (lo.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ hi).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (mixed >> 62) as u8
 }
 
-/// A hostfile of `n` loopback addresses on ports that were free a moment ago.
-fn hostfile(dir: &Path, n: usize) -> PathBuf {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
-        .collect();
-    let path = dir.join(format!("hosts-{n}"));
-    let mut file = std::fs::File::create(&path).unwrap();
-    writeln!(file, "# {n} local processes").unwrap();
-    for l in &listeners {
-        writeln!(file, "{}", l.local_addr().unwrap()).unwrap();
+/// Writes edges as `match` output parts (the columns `cluster` reads).
+fn write_edges(dir: &Path, edges: &[Edge], parts: usize) -> String {
+    write_edges_as(dir, edges, parts, false)
+}
+
+/// [`write_edges`], as `match --verify` writes them if `verified` (with
+/// [`wide_distance`]).
+fn write_edges_as(dir: &Path, edges: &[Edge], parts: usize, verified: bool) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let per = edges.len().div_ceil(parts).max(1);
+    for (i, chunk) in edges.chunks(per).enumerate() {
+        write_part(&dir.join(format!("part-{i:05}.parquet")), chunk, verified);
     }
-    path
+    dir.display().to_string()
 }
 
-/// Starts process `i` of a cluster running `args`.
-fn spawn(args: &[String], hosts: &Path, i: usize, workers: usize, env: &[(&str, &str)]) -> Child {
-    neardup()
-        .args(args)
-        .args(["--hostfile", &hosts.display().to_string()])
-        .args([
-            "--process",
-            &i.to_string(),
-            "--workers",
-            &workers.to_string(),
-        ])
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Runs `args` on `processes` local processes and returns their outputs.
-fn run_cluster(dir: &Path, args: &[String], processes: usize, workers: usize) -> Vec<Output> {
-    let hosts = hostfile(dir, processes);
-    let children: Vec<Child> = (0..processes)
-        .map(|i| spawn(args, &hosts, i, workers, &[]))
+/// Writes one `match` output part of `edges`.
+fn write_part(path: &Path, edges: &[Edge], verified: bool) {
+    let mut pairs: Vec<Pair> = edges
+        .iter()
+        .map(|&(q, c, self_pair)| Pair {
+            query_id: q,
+            corpus_id: c,
+            query_simhash: 0,
+            corpus_simhash: 0,
+            distance: distance(q, c),
+            self_pair,
+            wide_distance: verified.then(|| wide_distance(q, c)),
+        })
         .collect();
-    children
+    pairs.sort();
+    write_pairs(path, &pairs, verified).unwrap();
+}
+
+/// Union-find with path halving, over ids: the oracle's own, sharing no
+/// code with neardup's.
+struct UnionFind(HashMap<i64, i64>);
+
+impl UnionFind {
+    fn find(&mut self, x: i64) -> i64 {
+        let mut x = *self.0.entry(x).or_insert(x);
+        loop {
+            let parent = self.0[&x];
+            if parent == x {
+                return x;
+            }
+            let grand = self.0[&parent];
+            self.0.insert(x, grand);
+            x = grand;
+        }
+    }
+
+    fn union(&mut self, a: i64, b: i64) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            self.0.insert(ra.max(rb), ra.min(rb));
+        }
+    }
+}
+
+/// Pages already in the corpus: the corpus side of a pair that is not a
+/// `--self` pair.
+fn corpus_pages(edges: &[Edge]) -> HashSet<i64> {
+    edges.iter().filter(|e| !e.2).map(|e| e.1).collect()
+}
+
+/// Priority order's key: corpus pages first under `--corpus-wins`, then ids.
+fn priority(corpus_wins: bool, in_corpus: &HashSet<i64>) -> impl Fn(i64) -> (bool, i64) + '_ {
+    move |id| (!(corpus_wins && in_corpus.contains(&id)), id)
+}
+
+/// The expected `clusters/` rows, `(id, cluster_id, cluster_size)` by id,
+/// under the documented policy.
+fn oracle(edges: &[Edge], corpus_wins: bool) -> ClusterRows {
+    let in_corpus = corpus_pages(edges);
+    oracle_by(edges, priority(corpus_wins, &in_corpus))
+}
+
+/// [`oracle`] with pages ordered by `rank` (the least is kept).
+fn oracle_by<K: Ord>(edges: &[Edge], rank: impl Fn(i64) -> K) -> ClusterRows {
+    let mut uf = UnionFind(HashMap::new());
+    for &(q, c, _) in edges {
+        uf.union(q, c);
+    }
+    let ids: Vec<i64> = uf.0.keys().copied().collect();
+    let mut members: HashMap<i64, Vec<i64>> = HashMap::new();
+    for id in ids {
+        let root = uf.find(id);
+        members.entry(root).or_default().push(id);
+    }
+    let mut rows = Vec::new();
+    for pages in members.values() {
+        let keep = *pages.iter().min_by_key(|&&id| rank(id)).unwrap();
+        rows.extend(pages.iter().map(|&id| (id, keep, pages.len() as u64)));
+    }
+    rows.sort_unstable();
+    rows
+}
+
+/// The expected `drop/` rows of `policy`, sorted by id.
+fn drop_oracle(
+    edges: &[Edge],
+    clusters: &ClusterRows,
+    policy: DropPolicy,
+    corpus_wins: bool,
+) -> DropRows {
+    match policy {
+        DropPolicy::Component => clusters
+            .iter()
+            .filter(|(id, keep, _)| id != keep)
+            .map(|&(id, keep, _)| (id, keep, None))
+            .collect(),
+        DropPolicy::Direct => greedy_oracle(edges, corpus_wins),
+    }
+}
+
+/// The direct policy, sequentially: pages in priority order; a page with a
+/// kept partner earlier in the order drops for the nearest one (then the
+/// earliest in the order); any other page is kept.
+fn greedy_oracle(edges: &[Edge], corpus_wins: bool) -> DropRows {
+    let in_corpus = corpus_pages(edges);
+    greedy_oracle_by(edges, priority(corpus_wins, &in_corpus), &distance)
+}
+
+/// [`greedy_oracle`] with pages ordered by `rank`, pairs `distance` apart
+/// (the nearest is the least).
+fn greedy_oracle_by<K: Ord + Clone, D: Ord + Copy>(
+    edges: &[Edge],
+    rank: impl Fn(i64) -> K,
+    distance: &dyn Fn(i64, i64) -> D,
+) -> Vec<(i64, i64, Option<D>)> {
+    let mut partners: HashMap<i64, Vec<i64>> = HashMap::new();
+    for &(q, c, _) in edges {
+        partners.entry(q).or_default().push(c);
+        partners.entry(c).or_default().push(q);
+    }
+    let mut pages: Vec<i64> = partners.keys().copied().collect();
+    pages.sort_by_key(|&id| rank(id));
+    let mut kept = HashSet::new();
+    let mut drops = Vec::new();
+    for id in pages {
+        let best = partners[&id]
+            .iter()
+            .filter(|&&other| rank(other) < rank(id) && kept.contains(&other))
+            .map(|&other| (distance(id, other), rank(other), other))
+            .min();
+        match best {
+            Some((d, _, keep)) => drops.push((id, keep, Some(d))),
+            None => {
+                kept.insert(id);
+            }
+        }
+    }
+    drops.sort_unstable();
+    drops
+}
+
+/// What the direct policy promises, checked on the input pairs alone: every
+/// drop names a kept partner, with their distance, and no two kept pages
+/// are paired.
+fn check_direct_invariants(edges: &[Edge], clusters: &ClusterRows, drops: &DropRows, name: &str) {
+    let paired: HashSet<(i64, i64)> = edges
+        .iter()
+        .flat_map(|&(q, c, _)| [(q, c), (c, q)])
+        .collect();
+    let dropped: HashSet<i64> = drops.iter().map(|d| d.0).collect();
+    for &(id, keep, d) in drops {
+        assert!(
+            paired.contains(&(id, keep)),
+            "{name}: ({id}, {keep}) is not a pair"
+        );
+        assert!(
+            !dropped.contains(&keep),
+            "{name}: {id} drops for {keep}, which is dropped"
+        );
+        assert_eq!(
+            d,
+            Some(distance(id, keep)),
+            "{name}: distance of ({id}, {keep})"
+        );
+    }
+    for &(q, c, _) in edges {
+        let both_kept = !dropped.contains(&q) && !dropped.contains(&c);
+        assert!(
+            q == c || !both_kept,
+            "{name}: kept pages {q} and {c} are paired"
+        );
+    }
+    let pages: HashSet<i64> = clusters.iter().map(|c| c.0).collect();
+    assert!(
+        dropped.is_subset(&pages),
+        "{name}: a dropped page is in no cluster"
+    );
+}
+
+fn int64s(batch: &arrow_array::RecordBatch, column: usize) -> &[i64] {
+    let values = batch
+        .column(column)
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap();
+    assert_eq!(values.null_count(), 0);
+    values.values()
+}
+
+/// `clusters/` rows: `(id, cluster_id, cluster_size)`.
+type ClusterRows = Vec<(i64, i64, u64)>;
+/// `drop/` rows: `(id, keep_id, distance)`.
+type DropRows = Vec<(i64, i64, Option<u8>)>;
+
+/// `drop/`'s `kept_by` by dropped id.
+fn kept_by(out: &Path) -> HashMap<i64, String> {
+    drop_strings(out, "kept_by")
         .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
+        .map(|(id, name)| (id, name.expect("kept_by is never null")))
         .collect()
 }
 
-fn assert_all_succeeded(outputs: &[Output]) {
-    for (i, o) in outputs.iter().enumerate() {
+/// A string column of `drop/` by dropped id.
+fn drop_strings(out: &Path, name: &str) -> HashMap<i64, Option<String>> {
+    let mut values = HashMap::new();
+    for batch in parquet_batches(&out.join("drop")) {
+        let ids = int64s(&batch, 0);
+        let strings = batch.column_by_name(name).unwrap().as_string::<i32>();
+        for (&id, value) in ids.iter().zip(strings.iter()) {
+            values.insert(id, value.map(str::to_string));
+        }
+    }
+    values
+}
+
+/// `clusters/` rows sorted by id, and `drop/` rows sorted by id.
+fn read_output(out: &Path) -> (ClusterRows, DropRows) {
+    let mut clusters = Vec::new();
+    for batch in parquet_batches(&out.join("clusters")) {
+        let (id, cluster, size) = (int64s(&batch, 0), int64s(&batch, 1), int64s(&batch, 2));
+        clusters.extend((0..batch.num_rows()).map(|r| (id[r], cluster[r], size[r] as u64)));
+    }
+    clusters.sort_unstable();
+    let mut drops = Vec::new();
+    for batch in parquet_batches(&out.join("drop")) {
+        let (id, keep) = (int64s(&batch, 0), int64s(&batch, 1));
+        let d = batch
+            .column(2)
+            .as_any()
+            .downcast_ref::<Int8Array>()
+            .unwrap();
+        drops.extend(
+            (0..batch.num_rows())
+                .map(|r| (id[r], keep[r], d.is_valid(r).then(|| d.value(r) as u8))),
+        );
+    }
+    drops.sort_unstable();
+    (clusters, drops)
+}
+
+fn options(
+    pairs: &str,
+    out: &Path,
+    corpus_wins: bool,
+    policy: DropPolicy,
+    workers: usize,
+    parts: usize,
+) -> ClusterJobOptions {
+    let mut opts = ClusterJobOptions::new(vec![pairs.to_string()], out.to_path_buf());
+    opts.keep_by = KeepOrder::without_pages(corpus_wins);
+    opts.drop_policy = policy;
+    opts.runtime = RuntimeOptions::local(workers);
+    opts.parts = parts;
+    opts.overwrite = true;
+    opts
+}
+
+fn cluster(
+    pairs: &str,
+    out: &Path,
+    corpus_wins: bool,
+    policy: DropPolicy,
+    workers: usize,
+    parts: usize,
+) {
+    run_cluster(&options(pairs, out, corpus_wins, policy, workers, parts)).unwrap();
+    assert!(out.join("_SUCCESS").exists());
+}
+
+/// The output in `out` against both oracles: its clusters are `expected`
+/// (the union-find oracle's) and its drops the drop oracle's.
+fn assert_oracles_agree(
+    out: &Path,
+    edges: &[Edge],
+    expected: &ClusterRows,
+    policy: DropPolicy,
+    corpus_wins: bool,
+    case: &str,
+) -> (ClusterRows, DropRows) {
+    let (clusters, drops) = read_output(out);
+    assert!(
+        clusters == *expected,
+        "{case}: clusters differ from the oracle"
+    );
+    let expected_drops = drop_oracle(edges, expected, policy, corpus_wins);
+    assert!(
+        drops == expected_drops,
+        "{case}: drops differ from the oracle"
+    );
+    // Without keys, a page is kept for being in the corpus or for its id.
+    let in_corpus = corpus_pages(edges);
+    let named = kept_by(out);
+    for &(id, keep, _) in &drops {
+        let by_corpus = corpus_wins && in_corpus.contains(&keep) && !in_corpus.contains(&id);
+        let expected = if by_corpus { "corpus" } else { "id" };
+        assert_eq!(named[&id], expected, "{case}: kept_by of {id} for {keep}");
+    }
+    (clusters, drops)
+}
+
+/// Runs both policies, with and without `--corpus-wins`, and compares every
+/// row with the oracles; the same job as 2 processes of 2 workers (whose
+/// components are joined across processes, where one process's workers
+/// share one union-find) must write the same bytes.
+fn check_against_oracle(edges: &[Edge], name: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), edges, 3);
+    let hosts = dir.path().join("hosts");
+    for corpus_wins in [false, true] {
+        let expected = oracle(edges, corpus_wins);
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            let case = format!("{name}, corpus_wins {corpus_wins}, {policy}");
+            let out = dir.path().join(format!("out-{corpus_wins}-{policy}"));
+            cluster(&pairs, &out, corpus_wins, policy, 2, 3);
+            let (clusters, drops) =
+                assert_oracles_agree(&out, edges, &expected, policy, corpus_wins, &case);
+            if policy == DropPolicy::Direct {
+                check_direct_invariants(edges, &clusters, &drops, &case);
+            }
+            let summary: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+            let sizes: BTreeMap<i64, u64> = expected.iter().map(|&(_, k, s)| (k, s)).collect();
+            assert_eq!(summary["clusters"], sizes.len() as u64, "{case}");
+            assert_eq!(
+                summary["largest_cluster"],
+                sizes.values().max().copied().unwrap_or(0)
+            );
+            assert_eq!(summary["pairs"], edges.len() as u64);
+            assert_eq!(summary["dropped"], drops.len() as u64);
+            assert_eq!(summary["drop_policy"], policy.to_string());
+            let processes = dir.path().join(format!("p2-{corpus_wins}-{policy}"));
+            run_processes(&pairs, &processes, corpus_wins, policy, [2, 2, 3], &hosts);
+            assert!(
+                data_files(&processes) == data_files(&out),
+                "{case}: 2 processes wrote other bytes"
+            );
+        }
+    }
+}
+
+/// Random edges over `nodes` ids; `self_every`-th edges are `--self` pairs.
+fn random_edges(rng: &mut SplitMix64, nodes: u64, edges: usize, first: i64) -> Vec<Edge> {
+    (0..edges)
+        .map(|i| {
+            let q = first + rng.below(nodes) as i64;
+            let c = first + rng.below(nodes) as i64;
+            (q, c, i % 3 == 0)
+        })
+        .collect()
+}
+
+#[test]
+fn many_small_components() {
+    let mut rng = SplitMix64::new(1);
+    check_against_oracle(&random_edges(&mut rng, 20_000, 6_000, 0), "sparse");
+}
+
+#[test]
+fn one_giant_component_with_small_ones() {
+    let mut rng = SplitMix64::new(2);
+    let mut edges = random_edges(&mut rng, 2_000, 8_000, 0);
+    edges.extend(random_edges(&mut rng, 30_000, 5_000, 1_000_000));
+    check_against_oracle(&edges, "giant");
+}
+
+/// A giant component whose pairs, in random order, lie in every file and
+/// so in every process's row groups, as a Spark or DuckDB join writes
+/// them: three and four processes of one worker join it across all of
+/// them, and write the oracles' rows and the bytes of one process.
+#[test]
+fn a_giant_component_in_every_process_row_groups_on_three_and_four_processes() {
+    let mut rng = SplitMix64::new(9);
+    let mut edges = random_edges(&mut rng, 3_000, 9_000, 0);
+    edges.extend(shuffled_chain((10_000..12_000).collect(), 10, 3));
+    edges.extend(random_edges(&mut rng, 20_000, 4_000, 100_000));
+    for i in (1..edges.len()).rev() {
+        edges.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let expected = oracle(&edges, true);
+    let giant_size = expected.iter().map(|&(_, _, size)| size).max().unwrap();
+    let giant: HashSet<i64> = expected
+        .iter()
+        .filter(|&&(_, _, size)| size == giant_size)
+        .map(|&(id, _, _)| id)
+        .collect();
+    assert!(giant.len() > 2_500, "a giant component of {}", giant.len());
+    let parts = 6;
+    for part in edges.chunks(edges.len().div_ceil(parts)) {
+        let in_giant = part.iter().filter(|&&(q, _, _)| giant.contains(&q)).count();
         assert!(
-            o.status.success(),
-            "process {i} failed: {}",
-            String::from_utf8_lossy(&o.stderr)
+            in_giant > 1_000,
+            "a file with {in_giant} of the giant's pairs"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, parts);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let one = dir.path().join(format!("one-{policy}"));
+        cluster(&pairs, &one, true, policy, 1, 3);
+        for processes in [3, 4] {
+            let case = format!("{processes} processes, {policy}");
+            let out = dir.path().join(format!("p{processes}-{policy}"));
+            let hosts = dir.path().join("hosts");
+            run_processes(&pairs, &out, true, policy, [processes, 1, 3], &hosts);
+            assert_oracles_agree(&out, &edges, &expected, policy, true, &case);
+            assert!(
+                data_files(&out) == data_files(&one),
+                "{case}: other bytes than one process"
+            );
+        }
+    }
+}
+
+/// A chain through `ids` in a shuffled order (by `seed`), so that the
+/// order of priority and the order of the chain differ; every
+/// `corpus_every`-th pair says its corpus side is in the corpus.
+fn shuffled_chain(mut ids: Vec<i64>, seed: u64, corpus_every: usize) -> Vec<Edge> {
+    let mut rng = SplitMix64::new(seed);
+    for i in (1..ids.len()).rev() {
+        ids.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    ids.windows(2)
+        .enumerate()
+        .map(|(i, w)| (w[0], w[1], i % corpus_every != 0))
+        .collect()
+}
+
+#[test]
+fn a_100k_page_chain() {
+    let edges = shuffled_chain((0..100_001).collect(), 4, 5);
+    check_against_oracle(&edges, "chain");
+}
+
+/// A chain too long for one slice of rows on its worker's threads (2^17
+/// pages a thread), its drops chosen on a thread of their own while its
+/// `clusters/` rows are written: the rows and drops of its later slices
+/// start where the threads of the one before stopped, in the bytes one
+/// worker writes.
+#[test]
+fn a_chain_of_several_slices_on_several_threads() {
+    let edges = shuffled_chain((0..600_001).map(|i| i * 3 - 900_000).collect(), 11, 3);
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let expected = oracle(&edges, true);
+    let policy = DropPolicy::Direct;
+    let one = dir.path().join("w1");
+    cluster(&pairs, &one, true, policy, 1, 2);
+    for workers in [2, 4] {
+        let case = format!("{workers} workers");
+        let out = dir.path().join(format!("w{workers}"));
+        cluster(&pairs, &out, true, policy, workers, 2);
+        let (clusters, drops) = assert_oracles_agree(&out, &edges, &expected, policy, true, &case);
+        check_direct_invariants(&edges, &clusters, &drops, &case);
+        assert!(
+            data_files(&out) == data_files(&one),
+            "{case}: other bytes than 1 worker"
         );
     }
 }
 
-/// The files of an output directory except the summary (which has timings).
-fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| !p.ends_with("_summary.json"))
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read(&p).unwrap())
-        })
+#[test]
+fn a_100k_leaf_star() {
+    let edges: Vec<Edge> = (1..=100_000)
+        .map(|leaf| (leaf * 7, 350_003, leaf % 2 == 0))
         .collect();
+    check_against_oracle(&edges, "star");
+}
+
+#[test]
+fn a_dense_1000_page_clique() {
+    let mut edges: Vec<Edge> = Vec::new();
+    for a in 0..1_000i64 {
+        for b in a + 1..1_000 {
+            edges.push((b * 3 + 1, a * 3 + 1, (a + b) % 4 != 0));
+        }
+    }
+    check_against_oracle(&edges, "clique");
+}
+
+#[test]
+fn short_chains_self_loops_and_repeated_edges() {
+    let mut edges: Vec<Edge> = (0..3_000).map(|i| (i, i + 1, i % 2 == 0)).collect();
+    edges.extend((0..500).map(|i| (10_000 + 2 * i, 10_000 + 2 * i + 2, false)));
+    edges.extend((0..200).map(|i| (50_000 + i, 50_000 + i, false)));
+    edges.extend((0..1_000).map(|i| (i % 7, (i % 7) + 100, true)));
+    edges.extend_from_slice(&edges.clone()[..700]);
+    // Reversed copies: the graph is undirected.
+    edges.extend((0..300).map(|i| (i + 1, i, false)));
+    check_against_oracle(&edges, "chains");
+}
+
+#[test]
+fn a_page_only_one_process_knows_is_in_the_corpus() {
+    // One pair per file, file i read by worker i % 2, each worker a
+    // process of its own: page 5 is a corpus page only by the pair in file
+    // 1, yet process 0 holds it too; both must rank it first, before page
+    // 3 (so 5 is kept, and 3, 20 and 30 drop for it; ranked by process 0
+    // alone, 3 would be kept and 5 dropped).
+    let edges = vec![(3, 5, true), (30, 5, false), (5, 20, true)];
+    check_against_oracle(&edges, "corpus page seen as such by one worker");
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let out = dir.path().join("out");
+    let hosts = dir.path().join("hosts");
+    run_processes(&pairs, &out, true, DropPolicy::Direct, [2, 1, 2], &hosts);
+    let (clusters, drops) = read_output(&out);
+    assert!(clusters
+        .iter()
+        .all(|&(_, keep, size)| keep == 5 && size == 4));
+    let keeps: Vec<(i64, i64)> = drops.iter().map(|&(id, keep, _)| (id, keep)).collect();
+    assert_eq!(keeps, vec![(3, 5), (20, 5), (30, 5)]);
+}
+
+#[test]
+fn negative_and_extreme_ids() {
+    let edges = vec![
+        (i64::MIN, -5, false),
+        (-5, 0, true),
+        (i64::MAX, i64::MAX - 1, false),
+        (-1, 1, true),
+        (i64::MIN, i64::MAX, true),
+    ];
+    check_against_oracle(&edges, "extreme ids");
+}
+
+/// A random graph whose ids are spread over the whole i64 range, the two
+/// ends included: page ids are hashes of URLs, so the id table's homes in
+/// id order and the parts' ranges meet negative, extreme and far-apart ids
+/// in every row group.
+#[test]
+fn a_random_graph_over_the_whole_id_range() {
+    let mut rng = SplitMix64::new(11);
+    let spread = |id: i64| match id {
+        0 => i64::MIN,
+        1 => i64::MAX,
+        2 => -1,
+        id => (id as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) as i64,
+    };
+    let edges: Vec<Edge> = random_edges(&mut rng, 8_000, 6_000, 0)
+        .into_iter()
+        .chain([(0, 1, false), (1, 2, true), (2, 3, false), (0, 5, true)])
+        .map(|(q, c, self_pair)| (spread(q), spread(c), self_pair))
+        .collect();
+    check_against_oracle(&edges, "ids over the whole range");
+}
+
+#[test]
+fn keep_drop_policy_on_a_hand_made_graph() {
+    // new pages: 2, 4, 5, 7, 20, 55; corpus pages: 9, 30, 40, 50, 60.
+    let edges = vec![
+        (5, 9, false), // new 5 copies corpus 9
+        (5, 7, true),  // new 5 and new 7 copy each other
+        (2, 4, true),  // two new pages only
+        (20, 30, false),
+        (20, 40, false),
+        (50, 60, false), // 50 is new tonight and (below) also in the corpus
+        (55, 50, false),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
+    let out = dir.path().join("corpus-wins");
+    cluster(&pairs, &out, true, DropPolicy::Component, 1, 1);
+    let (clusters, drops) = read_output(&out);
+    assert_eq!(
+        clusters,
+        vec![
+            (2, 2, 2),
+            (4, 2, 2),
+            (5, 9, 3),
+            (7, 9, 3),
+            (9, 9, 3),
+            (20, 30, 3),
+            (30, 30, 3),
+            (40, 30, 3),
+            (50, 50, 3),
+            (55, 50, 3),
+            (60, 50, 3),
+        ]
+    );
+    let component: Vec<(i64, i64)> = drops.iter().map(|d| (d.0, d.1)).collect();
+    assert_eq!(
+        component,
+        vec![
+            (4, 2),
+            (5, 9),
+            (7, 9),
+            (20, 30),
+            (40, 30),
+            (55, 50),
+            (60, 50)
+        ]
+    );
+    assert!(drops.iter().all(|d| d.2.is_none()));
+    // Direct: 7 was paired only with 5, which drops for 9, so 7 is kept.
+    let out = dir.path().join("direct");
+    cluster(&pairs, &out, true, DropPolicy::Direct, 1, 1);
+    let (_, drops) = read_output(&out);
+    let direct: Vec<(i64, i64)> = drops.iter().map(|d| (d.0, d.1)).collect();
+    assert_eq!(direct, vec![(4, 2), (5, 9), (20, 30), (55, 50), (60, 50)]);
+    // Without --corpus-wins the smallest id is kept.
+    let out = dir.path().join("smallest");
+    cluster(&pairs, &out, false, DropPolicy::Component, 1, 1);
+    let (clusters, _) = read_output(&out);
+    let keep: BTreeMap<i64, i64> = clusters.iter().map(|&(id, k, _)| (id, k)).collect();
+    assert_eq!((keep[&9], keep[&40], keep[&60]), (5, 20, 50));
+}
+
+/// Writes a pair file as another tool would: only the id columns and,
+/// optionally, an INT32 `distance`.
+fn write_foreign_pairs(path: &Path, edges: &[Edge], with_distance: bool) {
+    use arrow_array::{ArrayRef, Int32Array, RecordBatch};
+    let mut columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "query_id",
+            Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.0))),
+        ),
+        (
+            "corpus_id",
+            Arc::new(Int64Array::from_iter_values(edges.iter().map(|e| e.1))),
+        ),
+    ];
+    if with_distance {
+        let d = Int32Array::from_iter_values(edges.iter().map(|e| distance(e.0, e.1) as i32));
+        columns.push(("distance", Arc::new(d)));
+    }
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// The error of a one-worker `direct` run that must refuse its input.
+fn refusal(pairs: &str, out: &Path, corpus_wins: bool) -> String {
+    run_cluster(&options(pairs, out, corpus_wins, DropPolicy::Direct, 1, 1))
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn pairs_made_elsewhere_are_clustered_but_not_with_corpus_wins() {
+    let mut rng = SplitMix64::new(5);
+    let edges = random_edges(&mut rng, 3_000, 2_000, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let foreign = dir.path().join("join.parquet");
+    write_foreign_pairs(&foreign, &edges, true);
+    let pairs = foreign.display().to_string();
+    let out = dir.path().join("direct");
+    cluster(&pairs, &out, false, DropPolicy::Direct, 2, 2);
+    let (clusters, drops) = read_output(&out);
+    assert!(clusters == oracle(&edges, false));
+    assert!(drops == greedy_oracle(&edges, false));
+
+    let refused = refusal(&pairs, &dir.path().join("cw"), true);
+    assert!(
+        refused.contains("no column `self_pair`") && refused.contains("--corpus-wins"),
+        "{refused}"
+    );
+    assert!(!dir.path().join("cw").exists());
+
+    let bare = dir.path().join("bare.parquet");
+    write_foreign_pairs(&bare, &edges, false);
+    let bare = bare.display().to_string();
+    let refused = refusal(&bare, &dir.path().join("d"), false);
+    assert!(
+        refused.contains("no column `distance`") && refused.contains("--drop-policy component"),
+        "{refused}"
+    );
+    let out = dir.path().join("component");
+    cluster(&bare, &out, false, DropPolicy::Component, 1, 1);
+    assert!(read_output(&out).0 == oracle(&edges, false));
+}
+
+fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    for sub in ["clusters", "drop"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = format!("{sub}/{}", path.file_name().unwrap().to_string_lossy());
+            files.push((name, std::fs::read(&path).unwrap()));
+        }
+    }
     files.sort();
     files
 }
 
-fn strings(args: &[&str]) -> Vec<String> {
-    args.iter().map(|s| s.to_string()).collect()
-}
-
-/// B and F with planted pairs, as shards with many row groups.
-fn match_inputs(dir: &Path) -> (String, String, usize) {
-    let mut rng = SplitMix64::new(42);
-    let queries = random_rows(&mut rng, 3_000, 0);
-    let mut corpus = planted_corpus(&mut rng, &queries, 300, 5, 20_000, 1_000_000);
-    corpus.extend(queries.iter().take(200).map(|&(id, f)| (id + 5_000_000, f)));
-    let q = dir.join("queries");
-    let c = dir.join("corpus");
-    write_shards(&q, &queries, 2);
-    write_shards(&c, &corpus, 4);
-    let expected = oracle(&queries, &corpus, 3, false).len();
-    (q.display().to_string(), c.display().to_string(), expected)
-}
-
-fn match_args(q: &str, c: Option<&str>, out: &Path, self_join: bool) -> Vec<String> {
-    let mut args = strings(&["match", "--queries", q, "--parts", "3", "--out"]);
-    args.push(out.display().to_string());
-    if let Some(c) = c {
-        args.extend(strings(&["--corpus", c]));
-    }
-    if self_join {
-        args.push("--self".into());
-    }
-    args
-}
-
 #[test]
-fn two_and_three_processes_write_the_bytes_of_one() {
+fn same_bytes_for_1_2_and_4_workers_and_2_and_3_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let (q, c, expected) = match_inputs(dir.path());
-    for (corpus, self_join) in [
-        (Some(c.as_str()), false),
-        (Some(c.as_str()), true),
-        (None, true),
+    let mut rng = SplitMix64::new(3);
+    let mut edges = random_edges(&mut rng, 5_000, 4_000, 0);
+    edges.extend((0..2_000).map(|i| (100_000 + i, 100_001 + i, i % 3 == 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 4);
+    for (corpus_wins, policy) in [
+        (true, DropPolicy::Direct),
+        (true, DropPolicy::Component),
+        (false, DropPolicy::Direct),
+        (false, DropPolicy::Component),
     ] {
-        let one = dir.path().join("one");
-        let status = neardup()
-            .args(match_args(&q, corpus, &one, self_join))
-            .args(["--workers", "2", "--overwrite"])
-            .output()
-            .unwrap();
-        assert!(status.status.success());
-        let baseline = data_files(&one);
-        if corpus.is_some() && !self_join {
-            assert_eq!(read_pairs(&one).len(), expected);
+        let case = format!("{policy}, corpus_wins {corpus_wins}");
+        let base = dir.path().join(format!("w1-{policy}-{corpus_wins}"));
+        cluster(&pairs, &base, corpus_wins, policy, 1, 3);
+        let expected = data_files(&base);
+        for workers in [2, 4] {
+            let out = dir
+                .path()
+                .join(format!("w{workers}-{policy}-{corpus_wins}"));
+            cluster(&pairs, &out, corpus_wins, policy, workers, 3);
+            assert!(data_files(&out) == expected, "{workers} workers, {case}");
         }
-        for (processes, workers) in [(2, 1), (3, 2)] {
-            let out = dir.path().join(format!(
-                "p{processes}-w{workers}-self{self_join}-c{}",
-                corpus.is_some()
-            ));
-            let outputs = run_cluster(
-                dir.path(),
-                &match_args(&q, corpus, &out, self_join),
-                processes,
-                workers,
+        // Three processes: a page's owner, and the bitmaps' ranges, fall
+        // unevenly among them.
+        let processes: &[usize] = if corpus_wins { &[2, 3] } else { &[3] };
+        for &processes in processes {
+            let out = dir
+                .path()
+                .join(format!("p{processes}-{policy}-{corpus_wins}"));
+            run_processes(
+                &pairs,
+                &out,
+                corpus_wins,
+                policy,
+                [processes, 2, 3],
+                &dir.path().join("hosts"),
             );
-            assert_all_succeeded(&outputs);
-            assert!(out.join("_SUCCESS").exists());
-            assert_eq!(
-                data_files(&out),
-                baseline,
-                "{processes} processes x {workers} workers, self {self_join}"
-            );
-            // Every process reports the same totals.
-            let lines: Vec<String> = outputs
-                .iter()
-                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-                .collect();
-            let pairs = |l: &str| l.split(": ").last().unwrap().to_string();
             assert!(
-                lines.iter().all(|l| pairs(l) == pairs(&lines[0])),
-                "{lines:?}"
+                data_files(&out) == expected,
+                "{processes} processes, {case}"
             );
         }
     }
 }
 
-/// A port free on every one of `hosts` a moment ago.
-fn port_free_on(hosts: &[&str]) -> u16 {
-    loop {
-        let first = TcpListener::bind((hosts[0], 0)).unwrap();
-        let port = first.local_addr().unwrap().port();
-        if hosts[1..]
-            .iter()
-            .all(|h| TcpListener::bind((*h, port)).is_ok())
-        {
-            return port;
+/// A file of one large row group (as pyarrow or Spark write them) is cut
+/// into pieces that every worker reads: the rows are each read once, and the
+/// bytes are those of one worker reading it whole.
+#[test]
+fn one_large_row_group_is_shared_by_the_workers_with_the_bytes_of_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(8);
+    let mut edges = random_edges(&mut rng, 150_000, 200_000, 0);
+    edges.extend((1..=100_000).map(|leaf| (leaf * 5 + 1, -7, leaf % 2 == 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
+    let expected = oracle(&edges, true);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let base = dir.path().join(format!("w1-{policy}"));
+        cluster(&pairs, &base, true, policy, 1, 2);
+        assert_oracles_agree(&base, &edges, &expected, policy, true, &policy.to_string());
+        for workers in [2, 4] {
+            let out = dir.path().join(format!("w{workers}-{policy}"));
+            cluster(&pairs, &out, true, policy, workers, 2);
+            assert!(
+                data_files(&out) == data_files(&base),
+                "{workers} workers, {policy}"
+            );
         }
     }
 }
 
-/// Starts `processes` processes of `args` with no placement flags, each
-/// told its place only by the environment `env_of(i)` gives it, logging
-/// how they connect.
-fn run_placed_by_env(
-    args: &[String],
-    processes: usize,
-    env_of: impl Fn(usize) -> Vec<(String, String)>,
-) -> Vec<Output> {
-    let children: Vec<Child> = (0..processes)
+/// `neardup cluster` as `[processes, workers, parts]` on loopback ports.
+fn run_processes(
+    pairs: &str,
+    out: &Path,
+    corpus_wins: bool,
+    policy: DropPolicy,
+    shape: [usize; 3],
+    hosts: &Path,
+) {
+    let extra: &[&str] = if corpus_wins { &["--corpus-wins"] } else { &[] };
+    run_processes_with(pairs, out, extra, policy, shape, hosts);
+}
+
+/// [`run_processes`] with `extra` flags.
+fn run_processes_with(
+    pairs: &str,
+    out: &Path,
+    extra: &[&str],
+    policy: DropPolicy,
+    [processes, workers, parts]: [usize; 3],
+    hosts: &Path,
+) {
+    let listeners: Vec<TcpListener> = (0..processes)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let mut file = File::create(hosts).unwrap();
+    for l in &listeners {
+        writeln!(file, "{}", l.local_addr().unwrap()).unwrap();
+    }
+    drop(listeners);
+    let spawned: Vec<_> = (0..processes)
         .map(|i| {
-            neardup()
-                .args(args)
-                .env_remove("JOB_COMPLETION_INDEX")
-                .env_remove("SLURM_PROCID")
-                .env("RUST_LOG", "neardup=info")
-                .envs(env_of(i))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
+            Command::new(env!("CARGO_BIN_EXE_neardup"))
+                .args(["cluster", "--parts", &parts.to_string(), "--overwrite"])
+                .args(extra)
+                .args(["--drop-policy", &policy.to_string(), "--pairs", pairs])
+                .arg("--out")
+                .arg(out)
+                .arg("--hostfile")
+                .arg(hosts)
+                .args(["--process", &i.to_string()])
+                .args(["--workers", &workers.to_string()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
                 .spawn()
                 .unwrap()
         })
         .collect();
-    children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect()
-}
-
-/// Every process succeeded, took its index from `variable`, and joined
-/// the others (rather than running alone).
-fn assert_all_placed(outputs: &[Output], variable: &str) {
-    assert_all_succeeded(outputs);
-    for (i, o) in outputs.iter().enumerate() {
-        let log = String::from_utf8_lossy(&o.stderr);
-        let from = format!("process index from {variable}");
-        assert!(log.contains(&from), "process {i}: {log}");
-        assert!(log.contains("cluster connected"), "process {i}: {log}");
+    for child in spawned {
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
 }
 
+/// The wide distance a test gives a verified pair: 0 to 40, the same in
+/// both directions, and independent of [`distance`], so that a page's
+/// nearest kept partner over 256 bits is often not its nearest over 64.
+fn wide_distance(a: i64, b: i64) -> u16 {
+    let (lo, hi) = (a.min(b) as u64, a.max(b) as u64);
+    let mixed = (hi.wrapping_mul(0xD6E8_FEB8_6659_FD93) ^ lo).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ((mixed >> 32) % 41) as u16
+}
+
+/// `drop/` rows with both distances: `(id, keep_id, distance,
+/// wide_distance)`, sorted by id.
+fn read_drops_with_wide(out: &Path) -> Vec<(i64, i64, Option<u8>, Option<u16>)> {
+    let mut drops = Vec::new();
+    for batch in parquet_batches(&out.join("drop")) {
+        assert_eq!(batch.schema().field(3).name(), "wide_distance");
+        let (id, keep) = (int64s(&batch, 0), int64s(&batch, 1));
+        let d = batch
+            .column(2)
+            .as_primitive::<arrow_array::types::Int8Type>();
+        let w = batch
+            .column(3)
+            .as_primitive::<arrow_array::types::Int16Type>();
+        drops.extend((0..batch.num_rows()).map(|r| {
+            let wide = w.is_valid(r).then(|| w.value(r) as u16);
+            (
+                id[r],
+                keep[r],
+                d.is_valid(r).then(|| d.value(r) as u8),
+                wide,
+            )
+        }));
+    }
+    drops.sort_unstable();
+    drops
+}
+
+/// Pairs from `match --verify` carry a wide distance: under the direct
+/// policy a page drops for its kept partner nearest by it (then by
+/// distance, then first in priority order), and `drop/` gives both; on any
+/// workers and processes, the same bytes. Pairs of both modes at once are
+/// refused in one line, except under the component policy, which compares
+/// no distances.
 #[test]
-fn processes_placed_by_kubernetes_and_slurm_variables_write_the_bytes_of_one() {
+fn verified_pairs_drop_a_page_for_its_partner_nearest_over_256_bits() {
     let dir = tempfile::tempdir().unwrap();
-    let (q, c, _) = match_inputs(dir.path());
-    let one = dir.path().join("one");
-    let status = neardup()
-        .args(match_args(&q, Some(&c), &one, true))
-        .args(["--workers", "2"])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let baseline = data_files(&one);
+    let d = dir.path();
+    let mut rng = SplitMix64::new(74);
+    let edges = random_edges(&mut rng, 3_000, 6_000, -1_500);
+    let pairs_dir = d.join("pairs");
+    let pairs = write_edges_as(&pairs_dir, &edges, 3, true);
+    for corpus_wins in [false, true] {
+        let in_corpus = corpus_pages(&edges);
+        let rank = priority(corpus_wins, &in_corpus);
+        let nearest = |a, b| (wide_distance(a, b), distance(a, b));
+        let expected: Vec<_> = greedy_oracle_by(&edges, &rank, &nearest)
+            .into_iter()
+            .map(|(id, keep, near)| (id, keep, near.map(|n| n.1), near.map(|n| n.0)))
+            .collect();
+        // The test has teeth: over 64 bits alone, other partners are nearest.
+        let by_distance = greedy_oracle_by(&edges, &rank, &distance);
+        let differ = expected
+            .iter()
+            .zip(&by_distance)
+            .filter(|(a, b)| (a.0, a.1) != (b.0, b.1))
+            .count();
+        assert!(differ > 100, "{differ} drops name another partner");
 
-    // Kubernetes: an Indexed Job's index, peers by a pattern (two loopback
-    // addresses standing for a headless Service's pod names).
-    let port = port_free_on(&["127.0.0.10", "127.0.0.11"]);
-    let out = dir.path().join("kubernetes");
-    let mut args = match_args(&q, Some(&c), &out, true);
-    let pattern = format!("127.0.0.1{{i}}:{port}");
-    args.extend(strings(&[
-        "--hostfile-pattern",
-        &pattern,
-        "--processes",
-        "2",
-    ]));
-    let outputs = run_placed_by_env(&args, 2, |i| {
-        vec![("JOB_COMPLETION_INDEX".into(), i.to_string())]
-    });
-    assert_all_placed(&outputs, "JOB_COMPLETION_INDEX");
-    assert_eq!(data_files(&out), baseline);
+        let out = d.join(format!("direct-{corpus_wins}"));
+        cluster(&pairs, &out, corpus_wins, DropPolicy::Direct, 2, 3);
+        assert!(
+            read_drops_with_wide(&out) == expected,
+            "corpus_wins {corpus_wins}"
+        );
+        let one = d.join(format!("one-{corpus_wins}"));
+        cluster(&pairs, &one, corpus_wins, DropPolicy::Direct, 1, 3);
+        assert!(data_files(&one) == data_files(&out), "1 worker");
+        let processes = d.join(format!("p2-{corpus_wins}"));
+        let shape = [2, 2, 3];
+        run_processes(
+            &pairs,
+            &processes,
+            corpus_wins,
+            DropPolicy::Direct,
+            shape,
+            &d.join("hosts"),
+        );
+        assert!(data_files(&processes) == data_files(&out), "2 processes");
+    }
 
-    // Slurm: rank, task count, node list and tasks per node, nothing else.
-    let port = port_free_on(&["127.0.0.1", "127.0.0.2"]);
-    let out = dir.path().join("slurm");
-    let mut args = match_args(&q, Some(&c), &out, true);
-    args.extend(strings(&["--port", &port.to_string()]));
-    let outputs = run_placed_by_env(&args, 2, |i| {
-        [
-            ("SLURM_PROCID", i.to_string()),
-            ("SLURM_NTASKS", "2".into()),
-            ("SLURM_JOB_NODELIST", "127.0.0.[1-2]".into()),
-            ("SLURM_TASKS_PER_NODE", "1(x2)".into()),
-        ]
-        .map(|(k, v)| (k.to_string(), v))
-        .to_vec()
-    });
-    assert_all_placed(&outputs, "SLURM_PROCID");
-    assert_eq!(data_files(&out), baseline);
-
-    // A flag wins over the environment: told it is process 0 of one, a
-    // Slurm task runs alone.
-    let out = dir.path().join("alone");
-    let mut args = match_args(&q, Some(&c), &out, true);
-    args.extend(strings(&["--workers", "2", "--processes", "1"]));
-    let outputs = run_placed_by_env(&args, 1, |_| {
-        vec![
-            ("SLURM_PROCID".into(), "1".into()),
-            ("SLURM_NTASKS".into(), "2".into()),
-            ("SLURM_JOB_NODELIST".into(), "127.0.0.[1-2]".into()),
-        ]
-    });
-    assert_all_succeeded(&outputs);
-    assert_eq!(data_files(&out), baseline);
-
-    // An index out of range gets one line naming its variable.
-    let out = dir.path().join("bad");
-    let mut args = match_args(&q, Some(&c), &out, true);
-    args.extend(strings(&[
-        "--hostfile-pattern",
-        &pattern,
-        "--processes",
-        "2",
-    ]));
-    let outputs = run_placed_by_env(&args, 1, |_| {
-        vec![("JOB_COMPLETION_INDEX".into(), "2".into())]
-    });
-    let stderr = String::from_utf8_lossy(&outputs[0].stderr);
-    assert!(!outputs[0].status.success());
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("JOB_COMPLETION_INDEX=2 is out of range"),
-        "{stderr}"
-    );
-    assert!(!out.exists());
+    // A night's pairs of the other mode beside them.
+    write_part(&pairs_dir.join("part-99999.parquet"), &edges[..100], false);
+    let out = d.join("mixed");
+    let refused = refusal(&pairs, &out, false);
+    assert_eq!(refused.trim_end().lines().count(), 1, "{refused}");
+    for needle in [
+        "part-99999.parquet: no column `wide_distance`",
+        "part-00000.parquet",
+    ] {
+        assert!(refused.contains(needle), "`{needle}` not in {refused}");
+    }
+    cluster(&pairs, &out, false, DropPolicy::Component, 2, 3);
+    let drops = read_drops_with_wide(&out);
+    assert!(!drops.is_empty());
+    assert!(drops.iter().all(|&(.., d, w)| d.is_none() && w.is_none()));
 }
 
 #[test]
-fn fingerprint_shards_are_the_same_on_two_processes() {
+fn oversized_clusters_are_warned_about_and_listed() {
     let dir = tempfile::tempdir().unwrap();
-    let crawl = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl");
-    let crawl = crawl.display().to_string();
-    let one = dir.path().join("one");
-    let two = dir.path().join("two");
-    let status = neardup()
-        .args(["fingerprint", "--input", &crawl, "--out"])
-        .arg(&one)
+    let mut edges: Vec<Edge> = (0..40).map(|i| (i, i + 1, true)).collect();
+    edges.extend((100..110).map(|i| (i, i + 1, true)));
+    edges.push((200, 201, false));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["cluster", "--max-cluster-size", "5", "--pairs", &pairs])
+        .arg("--out")
+        .arg(&out)
         .output()
         .unwrap();
-    assert!(status.status.success());
-    let mut args = strings(&["fingerprint", "--input", &crawl, "--out"]);
-    args.push(two.display().to_string());
-    let outputs = run_cluster(dir.path(), &args, 2, 1);
-    assert_all_succeeded(&outputs);
-    assert_eq!(data_files(&two), data_files(&one));
-    let summary: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(two.join("_summary.json")).unwrap()).unwrap();
-    assert_eq!(summary["processes"], 2);
-    assert_eq!(summary["files"].as_array().unwrap().len(), 2);
-}
-
-/// Waits for a child, killing it if it outlives `limit` (a hang guard, not a
-/// timing check), and returns its output.
-fn wait_or_kill(mut child: Child, limit: Duration) -> (Output, bool) {
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return (child.wait_with_output().unwrap(), false);
-        }
-        if started.elapsed() > limit {
-            child.kill().unwrap();
-            return (child.wait_with_output().unwrap(), true);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-#[test]
-fn a_peer_killed_mid_run_stops_the_others_and_a_rerun_is_complete() {
-    let dir = tempfile::tempdir().unwrap();
-    let (q, c, expected) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let args = match_args(&q, Some(&c), &out, false);
-    let hosts = hostfile(dir.path(), 3);
-    // Every unit takes 100 ms, so the scan outlasts the kill by seconds.
-    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
-    let mut children: Vec<Option<Child>> = (0..3)
-        .map(|i| {
-            let log = if i == 1 {
-                UNIT_READ_LOG
-            } else {
-                ("RUST_LOG", "info")
-            };
-            Some(spawn(&args, &hosts, i, 1, &[delay, log]))
-        })
-        .collect();
-    let staging = dir.path().join(".pairs.neardup-staging");
-    // Kill process 1 once it has read a unit: the processes are connected
-    // and scanning, well before the scan ends.
-    let mut victim = children[1].take().unwrap();
-    StderrLines::of(&mut victim).wait_for("unit read");
-    victim.kill().unwrap();
-    victim.wait().unwrap();
-    for (i, child) in children.into_iter().enumerate() {
-        let Some(child) = child else { continue };
-        let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !hung,
-            "process {i} did not stop after its peer died: {stderr}"
-        );
-        assert!(!output.status.success(), "process {i} must fail");
-        // Process 1 is lost first, but a survivor may hear first that the
-        // other survivor stopped (having lost process 1 itself): either is
-        // a lost peer, named.
-        let named = (0..3)
-            .filter(|&p| p != i)
-            .any(|p| stderr.contains(&format!("lost process {p} ")));
-        assert!(named, "process {i} should name a lost peer: {stderr}");
-    }
-    assert!(!out.join("_SUCCESS").exists());
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        !out.exists(),
-        "a failed run must not leave the output directory"
+        stderr.contains("2 cluster(s) have more than 5 pages"),
+        "{stderr}"
     );
-    assert!(!staging.exists(), "process 0 removes its staging directory");
-
-    let outputs = run_cluster(dir.path(), &args, 3, 1);
-    assert_all_succeeded(&outputs);
-    assert!(out.join("_SUCCESS").exists());
-    assert_eq!(read_pairs(&out).len(), expected);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["oversized_clusters"], 2);
+    assert_eq!(summary["oversized"][0]["cluster_id"], 0);
+    assert_eq!(summary["oversized"][0]["size"], 41);
+    assert_eq!(summary["oversized"][1]["cluster_id"], 100);
+    assert_eq!(summary["size_histogram"][0]["clusters"], 1); // {200, 201}
 }
 
 #[test]
-fn a_peer_that_never_starts_times_out_with_its_name() {
+fn input_that_is_not_match_output_gets_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let (q, c, _) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let hosts = hostfile(dir.path(), 3);
-    let address = read_hostfile(&hosts).unwrap()[2].clone();
-    let mut args = match_args(&q, Some(&c), &out, false);
-    args.extend(strings(&["--connect-timeout", "1"]));
-    let output = neardup()
-        .args(&args)
-        .args(["--hostfile", &hosts.display().to_string(), "--process", "0"])
+    let shard = dir.path().join("shard.parquet");
+    crate::common::write_shard(&shard, &[(1, 2), (3, 4)]);
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["cluster", "--pairs"])
+        .arg(&shard)
+        .arg("--out")
+        .arg(dir.path().join("out"))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("--connect-timeout"), "{stderr}");
-    assert!(
-        stderr.contains(&format!("process 2 ({address})")) && stderr.contains("process 1"),
-        "{stderr}"
-    );
-    assert!(!out.exists());
+    assert!(stderr.contains("no column `query_id`"), "{stderr}");
+    assert!(!dir.path().join("out").exists());
 }
 
-#[test]
-fn bad_cluster_flags_get_one_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let (q, c, _) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let hosts = hostfile(dir.path(), 2);
-    let hosts = hosts.display().to_string();
-    for (extra, needle) in [
-        (
-            vec!["--processes", "2"],
-            "needs --hostfile or --hostfile-pattern",
-        ),
-        (
-            vec!["--hostfile-pattern", "127.0.0.1:4100", "--processes", "2"],
-            "has no {i}",
-        ),
-        (
-            vec!["--hostfile-pattern", "127.0.0.{i}"],
-            "needs --processes",
-        ),
-        (
-            vec!["--hostfile-pattern", "h{i}", "--processes", "2"],
-            "gives \"h0\", not host:port",
-        ),
-        (
-            vec!["--hostfile", &hosts, "--hostfile-pattern", "h{i}:1"],
-            "not both",
-        ),
-        (
-            vec!["--hostfile", &hosts, "--process", "2"],
-            "--process 2 is out of range",
-        ),
-        (
-            vec!["--hostfile", &hosts, "--processes", "3"],
-            "lists 2 address(es)",
-        ),
-        (
-            vec!["--connect-timeout", "0"],
-            "--connect-timeout 0 is out of range",
-        ),
-        (
-            vec!["--peer-timeout", "0"],
-            "--peer-timeout 0 is out of range",
-        ),
-    ] {
-        let output = neardup()
-            .args(match_args(&q, Some(&c), &out, false))
-            .args(&extra)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(!output.status.success(), "{extra:?}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-        assert!(stderr.contains(needle), "{extra:?}: {stderr}");
-        assert!(!out.exists());
-    }
-}
-
-#[test]
-fn a_worker_that_panics_stops_every_process_with_one_line_and_a_rerun_is_complete() {
-    let dir = tempfile::tempdir().unwrap();
-    let (q, c, expected) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let args = match_args(&q, Some(&c), &out, false);
-    let staging = dir.path().join(".pairs.neardup-staging");
-    let fault = [("NEARDUP_FAULT_PANIC_WORKER", "1")];
-    let stopped = |output: &Output, hung: bool| {
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        assert!(!hung, "a run with a failed worker hung: {stderr}");
-        (output.status.code(), stderr)
-    };
-    // One process of two workers: worker 0 would wait for worker 1 forever.
-    let child = neardup()
-        .args(&args)
-        .args(["--workers", "2"])
-        .envs(fault)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+/// Runs `neardup cluster` on `pairs` and returns its stderr, checking that
+/// it failed with one line and wrote nothing.
+fn one_line_failure(pairs: &Path, extra: &[&str]) -> String {
+    let out = pairs.parent().unwrap().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["cluster", "--pairs"])
+        .arg(pairs)
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .output()
         .unwrap();
-    let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
-    let (code, stderr) = stopped(&output, hung);
-    assert_eq!(code, Some(4), "{stderr}");
-    assert!(
-        stderr.contains("error: worker 1 failed (NEARDUP_FAULT_PANIC_WORKER"),
-        "{stderr}"
-    );
-    assert!(!out.exists() && !staging.exists(), "nothing is left behind");
-    // Two processes of one worker: process 1's worker fails, process 0 then
-    // loses process 1.
-    let hosts = hostfile(dir.path(), 2);
-    let children: Vec<Child> = (0..2).map(|i| spawn(&args, &hosts, i, 1, &fault)).collect();
-    let mut lines = Vec::new();
-    for child in children {
-        let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
-        lines.push(stopped(&output, hung));
-    }
-    assert_eq!(lines[1].0, Some(4), "{}", lines[1].1);
-    assert!(
-        lines[1].1.contains("process 1's worker 0 failed"),
-        "{}",
-        lines[1].1
-    );
-    assert_eq!(lines[0].0, Some(3), "{}", lines[0].1);
-    assert!(lines[0].1.contains("lost process 1 "), "{}", lines[0].1);
-    assert!(!out.exists() && !staging.exists(), "nothing is left behind");
-
-    let outputs = run_cluster(dir.path(), &args, 2, 1);
-    assert_all_succeeded(&outputs);
-    assert_eq!(read_pairs(&out).len(), expected);
-}
-
-/// Sends `signal` (`-STOP`, `-KILL`) to a child with the system's `kill`.
-fn signal(child: &Child, signal: &str) {
-    let status = Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill {signal} failed");
-}
-
-#[test]
-fn a_frozen_peer_stops_the_others_after_the_peer_timeout_and_a_rerun_is_complete() {
-    let dir = tempfile::tempdir().unwrap();
-    let (q, c, expected) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let mut args = match_args(&q, Some(&c), &out, false);
-    args.extend(strings(&["--peer-timeout", "3"]));
-    let hosts = hostfile(dir.path(), 2);
-    let address = read_hostfile(&hosts).unwrap()[1].clone();
-    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
-    let leader = spawn(&args, &hosts, 0, 1, &[delay]);
-    let mut frozen = spawn(&args, &hosts, 1, 1, &[delay, UNIT_READ_LOG]);
-    let staging = dir.path().join(".pairs.neardup-staging");
-    // Frozen once it has read a unit: mid-scan, connected to process 0.
-    StderrLines::of(&mut frozen).wait_for("unit read");
-    // SIGSTOP: the process holds its sockets open and sends nothing, as a
-    // host that lost power or a machine swapping would.
-    signal(&frozen, "-STOP");
-    let (output, hung) = wait_or_kill(leader, Duration::from_secs(60));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    signal(&frozen, "-KILL");
-    let _ = frozen.wait_with_output();
-    assert!(!hung, "process 0 waited for a frozen peer: {stderr}");
-    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(!out.exists(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn missing_columns_and_nulls_get_one_line() {
+    use arrow_array::{ArrayRef, RecordBatch};
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, columns: Vec<(&str, ArrayRef)>| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        let file = path.join("part-00000.parquet");
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(
+            File::create(&file).unwrap(),
+            batch.schema(),
+            None,
+        )
+        .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        file
+    };
+    let ids = || Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef;
+    let no_corpus = write("no-corpus", vec![("query_id", ids())]);
+    let stderr = one_line_failure(&no_corpus, &["--drop-policy", "component"]);
+    assert!(stderr.contains("no column `corpus_id`"), "{stderr}");
+    let with_nulls = Arc::new(Int64Array::from(vec![Some(1), None, Some(3)])) as ArrayRef;
+    let nulls = write(
+        "nulls",
+        vec![("query_id", ids()), ("corpus_id", with_nulls.clone())],
+    );
+    let stderr = one_line_failure(&nulls, &["--drop-policy", "component"]);
     assert!(
-        stderr.contains(&format!(
-            "error: process 1 ({address}) sent nothing for 3s (--peer-timeout); stopping without _SUCCESS"
-        )),
+        stderr.contains("column `corpus_id` has 1 null values"),
         "{stderr}"
     );
-    assert!(!out.exists() && !staging.exists(), "nothing is left behind");
-
-    let outputs = run_cluster(dir.path(), &args, 2, 1);
-    assert_all_succeeded(&outputs);
-    assert_eq!(read_pairs(&out).len(), expected);
-}
-
-/// `command` with SIGINT and SIGHUP as an interactive shell leaves them
-/// to a foreground command (a test run in the background inherits them
-/// ignored, and an ignored signal is never delivered).
-fn with_default_signals(command: &mut Command) -> &mut Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            libc::signal(libc::SIGINT, libc::SIG_DFL);
-            libc::signal(libc::SIGHUP, libc::SIG_DFL);
-            Ok(())
-        })
-    }
-}
-
-#[test]
-fn a_signal_stops_a_run_in_one_line_and_leaves_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let (q, c, expected) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let args = match_args(&q, Some(&c), &out, false);
-    let staging = dir.path().join(".pairs.neardup-staging");
-    for (name, signal_name, code) in [
-        ("-INT", "SIGINT", 130),
-        ("-TERM", "SIGTERM", 143),
-        ("-HUP", "SIGHUP", 129),
-    ] {
-        let mut child = with_default_signals(
-            neardup()
-                .args(&args)
-                .env("NEARDUP_TEST_UNIT_DELAY_MS", "100")
-                .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped()),
-        )
-        .spawn()
-        .unwrap();
-        let mut lines = StderrLines::of(&mut child);
-        lines.wait_for("unit read");
-        assert!(staging.exists(), "{name}: mid-scan, the output is staged");
-        signal(&child, name);
-        let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
-        let stderr = lines.text_without("unit read");
-        assert!(!hung, "{name}: {stderr}");
-        assert_eq!(output.status.code(), Some(code), "{name}: {stderr}");
-        assert_eq!(
-            stderr.trim_end(),
-            format!("error: stopped by {signal_name}; the output in progress is removed, without _SUCCESS")
-        );
-        assert!(
-            !out.exists() && !staging.exists(),
-            "{name}: nothing is left behind"
-        );
-    }
-    let output = neardup().args(&args).output().unwrap();
-    assert!(output.status.success());
-    assert_eq!(read_pairs(&out).len(), expected);
-}
-
-/// `gen` stopped mid-run leaves neither its staging nor its run's lock.
-#[test]
-fn a_signal_stops_gen_and_leaves_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("gen");
-    let mut child = neardup()
-        .args(["gen", "--out", out.to_str().unwrap()])
-        .args([
-            "--queries",
-            "1000",
-            "--corpus",
-            "1000000000",
-            "--shards",
-            "64",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let staged = dir.path().join(".gen.neardup-staging/corpus");
-    while !staged.exists() {
-        assert!(child.try_wait().unwrap().is_none(), "gen ended first");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    signal(&child, "-TERM");
-    let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!hung, "{stderr}");
-    assert_eq!(output.status.code(), Some(143), "{stderr}");
-    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
-    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-    assert!(left.is_empty(), "left behind: {left:?}");
-}
-
-#[test]
-fn a_slow_but_live_peer_does_not_trip_the_peer_timeout() {
-    let dir = tempfile::tempdir().unwrap();
-    // Four row groups: a unit or two per process.
-    let mut rng = SplitMix64::new(7);
-    let rows = random_rows(&mut rng, 800, 0);
-    let (ids, fps): (Vec<i64>, Vec<u64>) = rows.into_iter().unzip();
-    let shard = dir.path().join("queries").join("shard-000.parquet");
-    std::fs::create_dir_all(shard.parent().unwrap()).unwrap();
-    write_fingerprints(&shard, &ids, &fps, 200).unwrap();
-    let q = shard.display().to_string();
-    let out = dir.path().join("pairs");
-    let mut args = match_args(&q, None, &out, true);
-    args.extend(strings(&["--peer-timeout", "1"]));
-    let hosts = hostfile(dir.path(), 2);
-    // Process 1 spends 2.5 s on each of its units, sending nothing on
-    // timely's connection meanwhile: longer than the timeout, which only
-    // silence on the heartbeat connection trips.
-    let leader = spawn(&args, &hosts, 0, 1, &[]);
-    let slow = spawn(
-        &args,
-        &hosts,
-        1,
-        1,
-        &[("NEARDUP_TEST_UNIT_DELAY_MS", "2500")],
+    let far = Arc::new(Int64Array::from(vec![0, 65, 1])) as ArrayRef;
+    let bad_distance = write(
+        "far",
+        vec![("query_id", ids()), ("corpus_id", ids()), ("distance", far)],
     );
-    let mut outputs = Vec::new();
-    for child in [leader, slow] {
-        let (output, hung) = wait_or_kill(child, Duration::from_secs(120));
-        assert!(!hung, "{}", String::from_utf8_lossy(&output.stderr));
-        outputs.push(output);
-    }
-    assert_all_succeeded(&outputs);
-    let single = dir.path().join("single");
-    let single_args = match_args(&q, None, &single, true);
-    let output = neardup().args(&single_args).output().unwrap();
-    assert!(output.status.success());
-    assert_eq!(data_files(&out), data_files(&single));
+    let stderr = one_line_failure(&bad_distance, &[]);
+    assert!(stderr.contains("column `distance` holds 65"), "{stderr}");
+
+    // Nulls in each of the other columns `cluster` reads, where it reads them.
+    let null_query = write(
+        "null-query",
+        vec![("query_id", with_nulls.clone()), ("corpus_id", ids())],
+    );
+    let stderr = one_line_failure(&null_query, &["--drop-policy", "component"]);
+    assert!(
+        stderr.contains("column `query_id` has 1 null values"),
+        "{stderr}"
+    );
+    let null_distance = Arc::new(Int8Array::from(vec![Some(1), Some(2), None])) as ArrayRef;
+    let null_distance = write(
+        "null-distance",
+        vec![
+            ("query_id", ids()),
+            ("corpus_id", ids()),
+            ("distance", null_distance),
+        ],
+    );
+    let stderr = one_line_failure(&null_distance, &[]);
+    assert!(
+        stderr.contains("column `distance` has 1 null values"),
+        "{stderr}"
+    );
+    let flags = Arc::new(BooleanArray::from(vec![Some(true), None, Some(false)])) as ArrayRef;
+    let null_flag = write(
+        "null-self-pair",
+        vec![
+            ("query_id", ids()),
+            ("corpus_id", ids()),
+            ("self_pair", flags),
+        ],
+    );
+    let stderr = one_line_failure(&null_flag, &["--drop-policy", "component", "--corpus-wins"]);
+    assert!(
+        stderr.contains("column `self_pair` has null values"),
+        "{stderr}"
+    );
+
+    // Pairs from a join elsewhere: `--corpus-wins` needs `self_pair`, and
+    // the direct policy needs `distance`; each says so on one line.
+    let joined = write("joined", vec![("query_id", ids()), ("corpus_id", ids())]);
+    let stderr = one_line_failure(&joined, &["--drop-policy", "component", "--corpus-wins"]);
+    assert!(
+        stderr.contains("no column `self_pair`") && stderr.contains("--corpus-wins"),
+        "{stderr}"
+    );
+    let stderr = one_line_failure(&joined, &[]);
+    assert!(
+        stderr.contains("no column `distance`") && stderr.contains("--drop-policy component"),
+        "{stderr}"
+    );
 }
 
-/// Processes started with different settings or inputs would each do their
-/// share of a different job: each stops before the dataflow, on one line
-/// naming the setting, and nothing is written.
+/// With no `--drop-policy`, `cluster` drops by direct evidence: every drop
+/// row names a partner within k and its distance.
 #[test]
-fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference() {
+fn the_direct_policy_is_the_default() {
     let dir = tempfile::tempdir().unwrap();
-    let (q, c, _) = match_inputs(dir.path());
-    let fewer = dir.path().join("fewer");
-    std::fs::create_dir(&fewer).unwrap();
-    std::fs::copy(
-        Path::new(&c).join("shard-000.parquet"),
-        fewer.join("shard-000.parquet"),
-    )
-    .unwrap();
-    let pairs = dir.path().join("pairs").display().to_string();
-    run_ok(&["match", "--queries", &q, "--self", "--out", &pairs]);
+    // A chain 1-2-3: the component rule would drop 2 and 3 for 1; the
+    // direct rule keeps 3, paired only with the dropped 2.
+    let edges = vec![(1, 2, true), (2, 3, true)];
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
     let out = dir.path().join("out");
-    let base = match_args(&q, Some(&c), &out, true);
-    let with = |extra: &[&str]| [base.clone(), strings(extra)].concat();
-    let fewer = fewer.display().to_string();
-    let parts_2: Vec<String> = base
-        .iter()
-        .map(|a| if a == "3" { "2".into() } else { a.clone() })
-        .collect();
-    let cluster_args = strings(&[
-        "cluster",
-        "--pairs",
-        &pairs,
-        "--out",
-        &out.display().to_string(),
-    ]);
-    let cases: Vec<(Vec<String>, Vec<String>, &str)> = vec![
-        (with(&["-k", "3"]), with(&["-k", "4"]), "-k: "),
-        (base.clone(), parts_2, "--parts: "),
-        (
-            base.clone(),
-            match_args(&q, Some(&fewer), &out, true),
-            "corpus: ",
-        ),
-        (
-            base.clone(),
-            strings(&[
-                "cluster",
-                "--pairs",
-                &pairs,
-                "--out",
-                &out.display().to_string(),
-            ]),
-            "stage: ",
-        ),
-        (
-            cluster_args.clone(),
-            [
-                cluster_args.clone(),
-                strings(&["--drop-policy", "component"]),
-            ]
-            .concat(),
-            "--drop-policy: ",
-        ),
-    ];
-    for (first, second, needle) in cases {
-        let hosts = hostfile(dir.path(), 2);
-        let children = [
-            spawn(&first, &hosts, 0, 1, &[]),
-            spawn(&second, &hosts, 1, 1, &[]),
-        ];
-        for (i, child) in children.into_iter().enumerate() {
-            let output = child.wait_with_output().unwrap();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert_eq!(
-                output.status.code(),
-                Some(1),
-                "{needle}, process {i}: {stderr}"
-            );
-            assert_eq!(stderr.trim_end().lines().count(), 1, "{needle}: {stderr}");
-            assert!(stderr.contains("was started with another job"), "{stderr}");
-            assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
-            // Values as the flags take them, not as Rust spells them.
-            if needle == "--drop-policy: " {
-                let (theirs, ours) = match i {
-                    0 => ("component", "direct"),
-                    _ => ("direct", "component"),
+    crate::common::run_ok(&["cluster", "--pairs", &pairs, "--out", out.to_str().unwrap()]);
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["drop_policy"], "direct");
+    let (_, drops) = read_output(&out);
+    let keeps: Vec<(i64, i64)> = drops.iter().map(|&(id, keep, _)| (id, keep)).collect();
+    assert_eq!(keeps, vec![(2, 1)]);
+    assert_eq!(drops[0].2, Some(distance(2, 1)));
+}
+
+/// A page's attributes in a test's pages table.
+#[derive(Clone, Debug)]
+struct PageRow {
+    id: i64,
+    fetch_time: Option<i64>,
+    url: Option<String>,
+    n_chars: i32,
+    quality: Option<f64>,
+}
+
+/// Writes `rows` as a pages table of `files` Parquet files (a TIMESTAMP
+/// fetch time in microseconds, UTC).
+fn write_pages(dir: &Path, rows: &[PageRow], files: usize) -> String {
+    use arrow_array::{
+        Float64Array, Int32Array, RecordBatch, StringArray, TimestampMicrosecondArray,
+    };
+    std::fs::create_dir_all(dir).unwrap();
+    for (i, chunk) in rows.chunks(rows.len().div_ceil(files).max(1)).enumerate() {
+        let batch = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(chunk.iter().map(|r| r.id)))
+                    as arrow_array::ArrayRef,
+            ),
+            (
+                "fetch_time",
+                Arc::new(
+                    TimestampMicrosecondArray::from_iter(chunk.iter().map(|r| r.fetch_time))
+                        .with_timezone("UTC"),
+                ),
+            ),
+            (
+                "url",
+                Arc::new(StringArray::from_iter(chunk.iter().map(|r| r.url.clone()))),
+            ),
+            (
+                "n_chars",
+                Arc::new(Int32Array::from_iter_values(
+                    chunk.iter().map(|r| r.n_chars),
+                )),
+            ),
+            (
+                "quality",
+                Arc::new(Float64Array::from_iter(chunk.iter().map(|r| r.quality))),
+            ),
+        ])
+        .unwrap();
+        let file = File::create(dir.join(format!("pages-{i}.parquet"))).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+    }
+    dir.display().to_string()
+}
+
+/// Pages for the ids of `edges` but every seventh (no row); some with a
+/// second row (the least keys win); times, URLs (https and http, with and
+/// without a tracking query, of several depths and lengths), lengths and
+/// scores drawn from few values, so that every key has ties to pass on.
+fn random_pages(edges: &[Edge], rng: &mut SplitMix64) -> Vec<PageRow> {
+    let mut ids: Vec<i64> = edges.iter().flat_map(|e| [e.0, e.1]).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut rows = Vec::new();
+    for (n, &id) in ids.iter().enumerate() {
+        if n % 7 == 3 {
+            continue;
+        }
+        let copies = if n % 11 == 0 { 2 } else { 1 };
+        for _ in 0..copies {
+            let scheme = if rng.chance(0.5) { "https" } else { "http" };
+            let depth = "d/".repeat(rng.below(3) as usize);
+            let query = if rng.chance(0.3) { "?utm_source=x" } else { "" };
+            let name = "p".repeat(1 + rng.below(3) as usize);
+            rows.push(PageRow {
+                id,
+                fetch_time: (!rng.chance(0.1))
+                    .then(|| 1_700_000_000_000_000 + rng.below(5) as i64 * 1_000_000 - 2_000_000),
+                url: (!rng.chance(0.05))
+                    .then(|| format!("{scheme}://site.example/{depth}{name}{query}")),
+                n_chars: rng.below(4) as i32 * 100,
+                quality: match rng.below(10) {
+                    0 => None,
+                    1 => Some(f64::NAN),
+                    q => Some(q as f64 / 4.0 - 1.0),
+                },
+            });
+        }
+    }
+    // Rows in no particular order, as a crawl writes them.
+    for at in (1..rows.len()).rev() {
+        rows.swap(at, rng.below(at as u64 + 1) as usize);
+    }
+    rows
+}
+
+/// The oracle's priority of a page under `keys`: a tuple that compares as
+/// the documented order does (each key's missing value last, the id last),
+/// computed from `rows` (a page with several rows takes the least), with
+/// the URL parsed by the `url` crate.
+fn keyed_rank<'a>(
+    keys: &'a [&'a str],
+    rows: &'a [PageRow],
+    in_corpus: &'a HashSet<i64>,
+) -> impl Fn(i64) -> KeyedRank + 'a {
+    let canonical = |url: &str| -> i128 {
+        let parsed = url::Url::parse(url).unwrap();
+        let scheme = match parsed.scheme() {
+            "https" => 0,
+            "http" => 1,
+            _ => 2,
+        };
+        let segments = parsed
+            .path_segments()
+            .map_or(0, |s| s.filter(|s| !s.is_empty()).count());
+        let query = i128::from(url.contains('?'));
+        ((scheme * 2 + query) * 1024 + segments as i128) * (1 << 19) + url.len() as i128
+    };
+    let of_row = move |row: &PageRow| -> Vec<(bool, i128)> {
+        keys.iter()
+            .filter(|&&key| key != "corpus")
+            .map(|&key| {
+                let value: Option<i128> = match key {
+                    "earliest" => row.fetch_time.map(i128::from),
+                    "latest" => row.fetch_time.map(|t| -i128::from(t)),
+                    "longest" => Some(-i128::from(row.n_chars)),
+                    "canonical-url" => row.url.as_deref().map(canonical),
+                    // These rows name no canonical page: every row ties,
+                    // before pages without one.
+                    "rel-canonical" => Some(1),
+                    "column:quality:desc" | "column:quality:asc" => {
+                        row.quality.filter(|q| !q.is_nan()).map(|q| {
+                            // f64's total order, as integers.
+                            let bits = q.to_bits() as i64;
+                            let ordered = i128::from(bits ^ (((bits >> 63) as u64) >> 1) as i64);
+                            if key.ends_with("desc") {
+                                -ordered
+                            } else {
+                                ordered
+                            }
+                        })
+                    }
+                    other => panic!("no oracle for {other}"),
                 };
-                let said = format!("--drop-policy: {theirs} there, {ours} here");
-                assert!(stderr.contains(&said), "{stderr}");
-            }
-        }
-        assert!(!out.exists(), "{needle}: an output was written");
-        let staging = dir.path().join(".out.neardup-staging");
-        assert!(!staging.exists(), "{needle}: staging left behind");
-    }
-}
-
-/// A process that fails before its stage connects (an input missing on its
-/// host) tells its peers why, so each stops on one line naming it rather
-/// than waiting out --connect-timeout for a peer that will never come.
-#[test]
-fn a_process_that_fails_on_its_input_stops_its_peers_with_its_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let (q, c, _) = match_inputs(dir.path());
-    let out = dir.path().join("out");
-    let missing = dir.path().join("missing").display().to_string();
-    let hosts = hostfile(dir.path(), 3);
-    let children = [
-        spawn(&match_args(&q, Some(&c), &out, true), &hosts, 0, 1, &[]),
-        spawn(
-            &match_args(&q, Some(&missing), &out, true),
-            &hosts,
-            1,
-            1,
-            &[],
-        ),
-        spawn(&match_args(&q, Some(&c), &out, true), &hosts, 2, 1, &[]),
-    ];
-    for (i, child) in children.into_iter().enumerate() {
-        let output = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
-        assert_eq!(
-            stderr.trim_end().lines().count(),
-            1,
-            "process {i}: {stderr}"
-        );
-        assert!(
-            stderr.contains("missing: no such file"),
-            "process {i}: {stderr}"
-        );
-        if i != 1 {
-            let reason = format!("process {i}: process 1 failed before starting: ");
-            assert!(stderr.contains(&reason), "{stderr}");
-        }
-    }
-    assert!(!out.exists());
-    assert!(!dir.path().join(".out.neardup-staging").exists());
-}
-
-/// Processes that name one relative `--out` from different working
-/// directories do not share it: process 0 must not commit a directory that
-/// lacks the other process's parts, and says why on one line.
-#[test]
-fn an_output_not_shared_by_every_process_is_not_committed() {
-    let dir = tempfile::tempdir().unwrap();
-    let (q, c, _) = match_inputs(dir.path());
-    let args = match_args(&q, Some(&c), Path::new("pairs"), false);
-    let hosts = hostfile(dir.path(), 2);
-    let homes = [dir.path().join("a"), dir.path().join("b")];
-    for home in &homes {
-        std::fs::create_dir(home).unwrap();
-    }
-    // A staging directory left in process 1's directory lets its writes
-    // succeed there, unseen by process 0.
-    std::fs::create_dir(homes[1].join(".pairs.neardup-staging")).unwrap();
-    // Process i runs in homes[i], each naming `pairs` as its --out.
-    let start = |hosts: &Path| -> Vec<Child> {
-        homes
-            .iter()
-            .enumerate()
-            .map(|(i, home)| {
-                let mut command = neardup();
-                command.current_dir(home);
-                command
-                    .args(&args)
-                    .args(["--hostfile", &hosts.display().to_string()])
-                    .args(["--process", &i.to_string(), "--workers", "1"])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
+                (value.is_none(), value.unwrap_or(0))
             })
             .collect()
     };
-    let children = start(&hosts);
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
+    let mut best: HashMap<i64, Vec<(bool, i128)>> = HashMap::new();
+    for row in rows {
+        let key = of_row(row);
+        best.entry(row.id)
+            .and_modify(|least| {
+                if key < *least {
+                    *least = key.clone();
+                }
+            })
+            .or_insert(key);
+    }
+    // A page without a row has no value under any key.
+    let missing: Vec<(bool, i128)> = keys
+        .iter()
+        .filter(|&&key| key != "corpus")
+        .map(|_| (true, 0))
         .collect();
-    let stderr = String::from_utf8_lossy(&outputs[0].stderr);
-    assert_eq!(outputs[0].status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(
-        stderr.contains("storage all processes share") && stderr.contains("part-00001.parquet"),
-        "{stderr}"
-    );
-    let theirs = String::from_utf8_lossy(&outputs[1].stderr);
-    assert_eq!(outputs[1].status.code(), Some(1), "{theirs}");
-    assert!(
-        theirs.contains("process 0's commit failed: ") && theirs.contains("part-00001.parquet"),
-        "{theirs}"
-    );
-    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
+    let corpus_first = keys.first() == Some(&"corpus");
+    move |id| {
+        let mut rank = vec![(corpus_first && !in_corpus.contains(&id), 0)];
+        rank.extend(best.get(&id).cloned().unwrap_or_else(|| missing.clone()));
+        (rank, id)
+    }
+}
 
-    // Without one, process 1 cannot write its part, and says why.
-    std::fs::remove_dir_all(homes[1].join(".pairs.neardup-staging")).unwrap();
-    let hosts = hostfile(dir.path(), 2);
-    let children = start(&hosts);
-    for (i, child) in children.into_iter().enumerate() {
-        let output = child.wait_with_output().unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
-        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+/// A page's priority under keys, as [`keyed_rank`] gives it: whether it
+/// ranks later for the corpus, then each other key's value, then its id.
+type KeyedRank = (Vec<(bool, i128)>, i64);
+
+/// The `kept_by` a page ranked `kept` should name over one ranked
+/// `dropped`, under `keys`: the first key whose values differ, else `id`.
+fn expected_kept_by<'a>(keys: &[&'a str], kept: &KeyedRank, dropped: &KeyedRank) -> &'a str {
+    let named: Vec<&str> = keys.iter().copied().filter(|&k| k != "corpus").collect();
+    let differs = (0..kept.0.len()).find(|&at| kept.0[at] != dropped.0[at]);
+    match differs {
+        Some(0) => "corpus",
+        Some(at) => named[at - 1],
+        None => "id",
+    }
+}
+
+/// The URL `drop/` should name for a page: its first row's with one.
+fn first_urls(rows: &[PageRow]) -> HashMap<i64, String> {
+    let mut urls = HashMap::new();
+    for row in rows {
+        if let Some(url) = &row.url {
+            urls.entry(row.id).or_insert_with(|| url.clone());
+        }
+    }
+    urls
+}
+
+/// `drop/`'s `url` and `keep_url` by dropped id.
+fn drop_urls(out: &Path) -> HashMap<i64, (Option<String>, Option<String>)> {
+    let mut keep_urls = drop_strings(out, "keep_url");
+    drop_strings(out, "url")
+        .into_iter()
+        .map(|(id, url)| (id, (url, keep_urls.remove(&id).flatten())))
+        .collect()
+}
+
+/// The output in `out` of a run under `keys`, ranked by `rank`: its
+/// clusters are `expected`, its drops the drop oracle's (pairs `distance`
+/// apart), each drop names the first key its kept page wins by, and both
+/// pages' URLs as `urls` has them.
+#[allow(clippy::too_many_arguments)]
+fn assert_keyed_output(
+    out: &Path,
+    edges: &[Edge],
+    expected: &ClusterRows,
+    keys: &[&str],
+    rank: impl Fn(i64) -> KeyedRank,
+    distance: &dyn Fn(i64, i64) -> u8,
+    policy: DropPolicy,
+    urls: &HashMap<i64, String>,
+    case: &str,
+) -> (ClusterRows, DropRows) {
+    let (clusters, drops) = read_output(out);
+    assert!(
+        clusters == *expected,
+        "{case}: clusters differ from the oracle"
+    );
+    let expected_drops = match policy {
+        DropPolicy::Direct => greedy_oracle_by(edges, &rank, distance),
+        DropPolicy::Component => drop_oracle(edges, expected, policy, false),
+    };
+    assert!(
+        drops == expected_drops,
+        "{case}: drops differ from the oracle"
+    );
+    let decided = kept_by(out);
+    for &(id, keep, _) in &drops {
+        let expected = expected_kept_by(keys, &rank(keep), &rank(id));
+        assert_eq!(decided[&id], expected, "{case}: kept_by of {id} for {keep}");
+    }
+    let named = drop_urls(out);
+    for &(id, keep, _) in &drops {
+        let expected = (urls.get(&id).cloned(), urls.get(&keep).cloned());
+        assert_eq!(named[&id], expected, "{case}: URLs of {id} and {keep}");
+    }
+    (clusters, drops)
+}
+
+#[test]
+fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(70);
+    // Small random clusters, a chain and a star, some pairs with the corpus.
+    let mut edges = random_edges(&mut rng, 3_000, 2_500, 0);
+    edges.extend((0..300).map(|i| (10_000 + i, 10_001 + i, i % 4 != 0)));
+    edges.extend((1..=200).map(|leaf| (20_000 + leaf, 20_000, leaf % 5 != 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let rows = random_pages(&edges, &mut rng);
+    // A night's table holds every page fetched, most of them in no pair:
+    // rows of other pages, with keys that would win any cluster, among the
+    // rows and in a file of their own.
+    let strangers: Vec<PageRow> = rows
+        .iter()
+        .map(|row| PageRow {
+            id: row.id + 1_000_000_000,
+            fetch_time: Some(0),
+            url: Some("https://a.example/".to_string()),
+            n_chars: 1_000_000,
+            quality: Some(100.0),
+        })
+        .collect();
+    let (among, alone) = strangers.split_at(strangers.len() / 2);
+    let pages = write_pages(&dir.path().join("pages"), &[&rows, among].concat(), 3);
+    write_pages(&dir.path().join("pages/others"), alone, 1);
+    let in_corpus = corpus_pages(&edges);
+    let urls = first_urls(&rows);
+    let orders: [&[&str]; 8] = [
+        &["corpus", "earliest", "canonical-url"],
+        &["earliest"],
+        &["latest"],
+        &["canonical-url"],
+        &["longest"],
+        &["column:quality:desc"],
+        &["corpus", "column:quality:asc", "longest", "latest"],
+        &[
+            "canonical-url",
+            "longest",
+            "earliest",
+            "column:quality:desc",
+        ],
+    ];
+    for keys in orders {
+        let rank = keyed_rank(keys, &rows, &in_corpus);
+        let expected = oracle_by(&edges, &rank);
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            let case = format!("--keep-by {} {policy}", keys.join(","));
+            let out = dir.path().join(format!("out-{}-{policy}", keys.join("+")));
+            let mut opts = options(&pairs, &out, false, policy, 2, 2);
+            opts.keep_by = KeepOrder::parse(&keys.join(",")).unwrap();
+            opts.pages = vec![pages.clone()];
+            run_cluster(&opts).unwrap();
+            let (clusters, drops) = assert_keyed_output(
+                &out, &edges, &expected, keys, &rank, &distance, policy, &urls, &case,
+            );
+            if policy == DropPolicy::Direct {
+                check_direct_invariants(&edges, &clusters, &drops, &case);
+            }
+            let summary: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+            assert_eq!(summary["keep_by"], serde_json::json!(keys), "{case}");
+            assert_eq!(summary["drop_urls"], true, "{case}");
+        }
+    }
+}
+
+#[test]
+fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = SplitMix64::new(73);
+    let mut edges = random_edges(&mut rng, 3_000, 2_500, 0);
+    edges.extend((1..=150).map(|leaf| (40_000 + leaf, 40_000, leaf % 4 == 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 3);
+    let in_corpus = corpus_pages(&edges);
+    // The night's table has its own pages; the corpus the rest, among many
+    // pages of no pair, in row groups most of which hold none of the drops.
+    let (corpus_rows, night_rows): (Vec<PageRow>, Vec<PageRow>) = random_pages(&edges, &mut rng)
+        .into_iter()
+        .partition(|row| in_corpus.contains(&row.id));
+    let pages = write_pages(&dir.path().join("pages"), &night_rows, 2);
+    // The corpus also holds older copies of some of the night's pages under
+    // other URLs, before its own rows: the night's table speaks for the
+    // pages it gives a URL.
+    let with_url = night_rows.iter().filter(|row| row.url.is_some());
+    let stale = with_url.step_by(7).map(|row| PageRow {
+        url: Some(format!("https://stale.example/{}", row.id)),
+        ..row.clone()
+    });
+    let corpus_table: Vec<PageRow> = stale.chain(corpus_rows.iter().cloned()).collect();
+    let corpus = write_pages(&dir.path().join("corpus"), &corpus_table, 2);
+    let others: Vec<PageRow> = (0..40_000)
+        .map(|i| PageRow {
+            id: 1_000_000 + i,
+            fetch_time: None,
+            url: Some(format!("https://other.example/{i}")),
+            n_chars: 0,
+            quality: None,
+        })
+        .collect();
+    let other = write_pages(&dir.path().join("other"), &others, 8);
+    let mut urls = first_urls(&corpus_rows);
+    urls.extend(first_urls(&night_rows));
+    let default = KeepOrder::default_with_pages().to_string();
+    let keys: Vec<&str> = default.split(',').collect();
+    let rank = keyed_rank(&keys, &night_rows, &in_corpus);
+    let expected = oracle_by(&edges, &rank);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let case = format!("--corpus, {policy}");
+        let out = dir.path().join(format!("out-{policy}"));
+        let mut opts = options(&pairs, &out, false, policy, 2, 2);
+        opts.keep_by = KeepOrder::default_with_pages();
+        opts.pages = vec![pages.clone()];
+        opts.corpus = vec![other.clone(), corpus.clone()];
+        run_cluster(&opts).unwrap();
+        let (_, drops) = assert_keyed_output(
+            &out, &edges, &expected, &keys, &rank, &distance, policy, &urls, &case,
+        );
+        let from_corpus = drops.iter().filter(|d| in_corpus.contains(&d.1)).count();
         assert!(
-            stderr.contains("storage all processes share"),
-            "process {i}: {stderr}"
+            from_corpus > 100,
+            "{case}: {from_corpus} drops for corpus pages"
         );
     }
-    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
 }
 
-/// Holds `address` as another program would: accepts every connection and
-/// writes `answer` (nothing: never speaks) on each, keeping them open.
-fn occupy(address: &str, answer: &'static [u8]) -> TcpListener {
-    let listener = TcpListener::bind(address).unwrap();
-    let accepting = listener.try_clone().unwrap();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in accepting.incoming() {
-            let Ok(mut stream) = stream else { break };
-            let _ = stream.write_all(answer);
-            held.push(stream);
-        }
-    });
-    listener
-}
-
-/// A port another program holds: the process that cannot listen there
-/// stops at once naming it and tells its peers, which stop too instead of
-/// waiting out --connect-timeout, whether the program answers nothing or
-/// something; a process that reaches a program that answers, but not as
-/// neardup, stops at once saying so.
 #[test]
-fn a_port_held_by_another_program_stops_every_process_at_once_naming_it() {
+fn keep_by_gives_the_same_bytes_on_any_workers_and_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let (q, c, _) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let mut args = match_args(&q, Some(&c), &out, false);
-    // Far beyond the hang guard below: only the fix stops them before it.
-    args.extend(strings(&["--connect-timeout", "600"]));
-    let cases: [(usize, &'static [u8], [&str; 2]); 3] = [
-        (
-            1,
-            b"",
-            ["process 1 failed before starting: ", "cannot listen on"],
-        ),
-        (
-            0,
-            b"",
-            ["cannot listen on", "process 0 failed before starting: "],
-        ),
-        (
-            0,
-            b"HTTP/1.1 400 Bad Request\r\n\r\n",
-            ["cannot listen on", "answered, but not as neardup"],
-        ),
-    ];
-    for (held, answer, expected) in cases {
-        let hosts = hostfile(dir.path(), 2);
-        let address = read_hostfile(&hosts).unwrap()[held].clone();
-        let _program = occupy(&address, answer);
-        let children: Vec<Child> = (0..2).map(|i| spawn(&args, &hosts, i, 1, &[])).collect();
-        for (i, child) in children.into_iter().enumerate() {
-            let (output, hung) = wait_or_kill(child, Duration::from_secs(120));
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(!hung, "process {i} waited for its peer: {stderr}");
-            assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
-            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-            assert!(stderr.contains(&address), "process {i}: {stderr}");
-            assert!(stderr.contains(expected[i]), "process {i}: {stderr}");
+    let mut rng = SplitMix64::new(71);
+    let mut edges = random_edges(&mut rng, 4_000, 3_500, 0);
+    edges.extend((0..1_500).map(|i| (50_000 + i, 50_001 + i, i % 3 == 0)));
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 4);
+    let rows = random_pages(&edges, &mut rng);
+    let pages = write_pages(&dir.path().join("pages"), &rows, 2);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let run = |workers: usize, name: &str| {
+            let out = dir.path().join(format!("{name}-{policy}"));
+            let mut opts = options(&pairs, &out, false, policy, workers, 3);
+            opts.keep_by = KeepOrder::default_with_pages();
+            opts.pages = vec![pages.clone()];
+            run_cluster(&opts).unwrap();
+            out
+        };
+        let expected = data_files(&run(1, "w1"));
+        for workers in [2, 4] {
+            let out = run(workers, &format!("w{workers}"));
+            assert!(data_files(&out) == expected, "{workers} workers, {policy}");
         }
-        assert!(!out.exists());
+        let out = dir.path().join(format!("p2-{policy}"));
+        run_processes_with(
+            &pairs,
+            &out,
+            &["--pages", &pages],
+            policy,
+            [2, 2, 3],
+            &dir.path().join("hosts"),
+        );
+        assert!(data_files(&out) == expected, "2 processes, {policy}");
     }
 }
 
-/// Two runs on one --out would write one staging directory: the second
-/// stops on one line naming the first, which completes. A lock left by a
-/// process that is gone (a crash) does not block the next run.
 #[test]
-fn a_second_run_on_the_same_output_is_refused_and_a_stale_lock_is_taken_over() {
+fn bad_keep_by_input_gets_one_line() {
     let dir = tempfile::tempdir().unwrap();
-    let (q, c, expected) = match_inputs(dir.path());
-    let out = dir.path().join("pairs");
-    let args = match_args(&q, Some(&c), &out, false);
-    let lock = dir.path().join(".pairs.neardup-lock");
-    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
-    let mut first = neardup()
-        .args(&args)
-        .envs([delay, UNIT_READ_LOG])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = StderrLines::of(&mut first);
-    lines.wait_for("unit read");
-    let second = neardup().args(&args).output().unwrap();
-    let stderr = String::from_utf8_lossy(&second.stderr);
-    assert_eq!(second.status.code(), Some(1), "{stderr}");
-    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    let holder = format!("another run (process {} on ", first.id());
-    assert!(stderr.contains(&holder), "{stderr}");
-    assert!(stderr.contains(&lock.display().to_string()), "{stderr}");
-    let status = first.wait().unwrap();
-    assert!(status.success(), "{}", lines.text_without("unit read"));
-    assert_eq!(read_pairs(&out).len(), expected);
-    assert!(!lock.exists(), "the commit releases the lock");
-
-    // A crashed run's lock: its process is gone from this host.
-    let mut gone = Command::new("true").spawn().unwrap();
-    gone.wait().unwrap();
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    std::fs::write(&lock, format!("{} {}", host.trim(), gone.id())).unwrap();
-    let mut again = args.clone();
-    again.push("--overwrite".into());
-    let output = neardup().args(&again).output().unwrap();
+    let edges: Vec<Edge> = vec![(1, 2, true), (2, 3, false)];
+    let pairs_dir = dir.path().join("pairs");
+    write_edges(&pairs_dir, &edges, 1);
+    let pairs = pairs_dir.join("part-00000.parquet");
+    let rows: Vec<PageRow> = (1..=3)
+        .map(|id| PageRow {
+            id,
+            fetch_time: Some(id),
+            url: Some(format!("https://a/{id}")),
+            n_chars: 5,
+            quality: Some(1.0),
+        })
+        .collect();
+    let pages = write_pages(&dir.path().join("pages"), &rows, 1);
+    let pages_file = format!("{pages}/pages-0.parquet");
+    for (extra, said) in [
+        (
+            vec!["--pages", &pages, "--keep-by", "column:score:desc"],
+            "no column `score`",
+        ),
+        (
+            vec!["--pages", &pages, "--keep-by", "column:url:asc"],
+            "column `url` has type Utf8",
+        ),
+        (
+            vec!["--pages", &pages, "--keep-by", "newest"],
+            "unknown key `newest`",
+        ),
+        (vec!["--keep-by", "earliest"], "give it with --pages"),
+        (
+            vec!["--pages", &pages, "--keep-by", "earliest,corpus"],
+            "corpus can only be the first key",
+        ),
+        (
+            vec!["--pages", &pages, "--corpus-wins", "--keep-by", "earliest"],
+            "give one or the other",
+        ),
+    ] {
+        let error = one_line_failure(&pairs, &extra);
+        assert!(error.contains(said), "{extra:?}: {error}");
+        if said.starts_with("no column") || said.contains("has type") {
+            assert!(
+                error.contains(&pages_file),
+                "{extra:?} names the file: {error}"
+            );
+        }
+    }
+    // Pairs made elsewhere have no `self_pair`: the corpus key cannot work.
+    let bare = dir.path().join("bare").join("pairs.parquet");
+    std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
+    write_foreign_pairs(&bare, &edges, true);
+    let error = one_line_failure(&bare, &["--pages", &pages]);
     assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        error.contains("no column `self_pair`") && error.contains("--keep-by corpus"),
+        "{error}"
     );
-    assert_eq!(read_pairs(&out).len(), expected);
-    assert!(!lock.exists());
+    let error = one_line_failure(&bare, &["--keep-by", "corpus"]);
+    assert!(error.contains("no column `self_pair`"), "{error}");
+
+    // A column read only if there, of another type: refused, not passed
+    // over (the key never applied, or drop/ lost its URLs, unsaid).
+    let typed = |name: &str, column: &str| {
+        use arrow_array::{ArrayRef, RecordBatch, StringArray};
+        let path = dir.path().join(format!("{name}.parquet"));
+        let mut columns = vec![("id", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef)];
+        if column != "url" {
+            let urls = StringArray::from(vec!["https://a/1", "https://a/2", "https://a/3"]);
+            columns.push(("url", Arc::new(urls)));
+        }
+        columns.push((column, Arc::new(Int64Array::from(vec![7, 8, 9]))));
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let file = File::create(&path).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    let int_url = typed("int-url", "url");
+    let int_canonical = typed("int-canonical", "canonical_url");
+    for (extra, file, column) in [
+        (
+            vec!["--pages", &int_url, "--keep-by", "corpus"],
+            &int_url,
+            "url",
+        ),
+        (
+            vec!["--pages", &int_canonical, "--keep-by", "rel-canonical"],
+            &int_canonical,
+            "canonical_url",
+        ),
+        (vec!["--corpus", &int_url], &int_url, "url"),
+    ] {
+        let error = one_line_failure(&pairs, &extra);
+        let said = format!("{file}: column `{column}` has type Int64, expected a string");
+        assert!(error.contains(&said), "{extra:?}: {error}");
+    }
+}
+
+/// Reads a directory of Parquet files whole.
+fn read_table(dir: &Path) -> Vec<arrow_array::RecordBatch> {
+    let mut batches = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "parquet") {
+            let file = File::open(&path).unwrap();
+            let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+                .unwrap()
+                .build()
+                .unwrap();
+            batches.extend(reader.map(|b| b.unwrap()));
+        }
+    }
+    batches
+}
+
+/// Writes `warc_writer.py MODE`'s crawl into `d/crawl`, its fingerprints
+/// into `d/fp` and their pairs (`match --self`) into `d/pairs`.
+fn warcio_crawl_and_pairs(d: &Path, mode: &str) {
+    let crawl = d.join("crawl");
+    crate::common::write_warcio_crawl(mode, &crawl);
+    let (fp, pairs) = (d.join("fp"), d.join("pairs"));
+    let (fp, pairs) = (fp.to_str().unwrap(), pairs.to_str().unwrap());
+    crate::common::run_ok(&[
+        "fingerprint",
+        "--input",
+        crawl.to_str().unwrap(),
+        "--out",
+        fp,
+    ]);
+    crate::common::run_ok(&["match", "--queries", fp, "--self", "--out", pairs]);
+}
+
+/// A warcio crawl in which each original page is the one its sites name
+/// canonical, and every copy has a URL and fetch time the other keys
+/// prefer: the default keys keep the originals, the keys without
+/// `rel-canonical` do not.
+#[test]
+fn the_default_keys_keep_the_page_its_copies_name_canonical() {
+    use arrow_array::cast::AsArray;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    warcio_crawl_and_pairs(d, "canonical");
+    let (fp, pairs) = (d.join("fp"), d.join("pairs"));
+    let (fp, pairs) = (fp.to_str().unwrap(), pairs.to_str().unwrap());
+
+    let mut url_of = HashMap::new();
+    let mut originals = HashSet::new();
+    for batch in read_table(Path::new(fp)) {
+        let ids = int64s(&batch, 0);
+        let urls = batch.column_by_name("url").unwrap().as_string::<i32>();
+        let canonicals = batch.column_by_name("canonical_url").unwrap();
+        let canonicals = canonicals.as_string::<i32>();
+        for (r, &id) in ids.iter().enumerate() {
+            let url = urls.value(r);
+            let names = ["apache-2.0", "gpl-3", "mpl-2.0", "lgpl-2.1"];
+            let name = url.split('/').find(|part| names.contains(part)).unwrap();
+            let original = format!("http://publisher.example/articles/2024/{name}/full-story.html");
+            let named = url == original
+                || url.starts_with("https://publisher.example/amp/")
+                || url.starts_with("https://news.example/");
+            let canonical = canonicals.is_valid(r).then(|| canonicals.value(r));
+            assert_eq!(canonical, named.then_some(original.as_str()), "{url}");
+            if url == original {
+                originals.insert(id);
+            }
+            url_of.insert(id, url.to_string());
+        }
+    }
+    assert_eq!((url_of.len(), originals.len()), (20, 4));
+    // Each dropped page and the key its kept page won by.
+    let dropped = |keep_by: &str| -> HashMap<i64, String> {
+        let out = d.join(format!("clusters-{keep_by}"));
+        crate::common::run_ok(&[
+            "cluster",
+            "--pairs",
+            pairs,
+            "--pages",
+            fp,
+            "--keep-by",
+            keep_by,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        kept_by(&out)
+    };
+    // Every copy is dropped for its original, which wins by naming itself
+    // canonical where the copy names it or nothing.
+    let copies: HashMap<i64, String> = url_of
+        .keys()
+        .filter(|id| !originals.contains(id))
+        .map(|&id| (id, "rel-canonical".to_string()))
+        .collect();
+    assert_eq!(
+        dropped(&KeepOrder::default_with_pages().to_string()),
+        copies
+    );
+    let without = dropped("corpus,canonical-url,earliest");
+    assert!(
+        originals.iter().all(|id| without.contains_key(id)),
+        "the https copies win without rel-canonical"
+    );
+    for (id, key) in &without {
+        assert!(
+            key == "canonical-url" || key == "earliest",
+            "{}: kept by {key}",
+            url_of[id]
+        );
+    }
+}
+
+#[test]
+fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Int32Type, TimestampMicrosecondType};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    warcio_crawl_and_pairs(d, "copies");
+    let (fingerprints, pairs) = (d.join("fp"), d.join("pairs"));
+    let fp = fingerprints.to_str().unwrap();
+
+    let mut rows = Vec::new();
+    for batch in read_table(&fingerprints) {
+        let ids = int64s(&batch, 0);
+        let urls = batch.column_by_name("url").unwrap().as_string::<i32>();
+        let times = batch
+            .column_by_name("fetch_time")
+            .unwrap()
+            .as_primitive::<TimestampMicrosecondType>();
+        let chars = batch
+            .column_by_name("n_chars")
+            .unwrap()
+            .as_primitive::<Int32Type>();
+        for (r, &id) in ids.iter().enumerate() {
+            rows.push(PageRow {
+                id,
+                fetch_time: times.is_valid(r).then(|| times.value(r)),
+                url: Some(urls.value(r).to_string()),
+                n_chars: chars.value(r),
+                quality: None,
+            });
+        }
+    }
+    assert_eq!(rows.len(), 35);
+    assert!(
+        rows.iter().all(|r| r.fetch_time.is_some()),
+        "every page has its WARC-Date"
+    );
+    let mut edges = Vec::new();
+    let mut distances = HashMap::new();
+    for batch in read_table(&pairs) {
+        let (q, c) = (int64s(&batch, 0), int64s(&batch, 1));
+        let d = batch
+            .column_by_name("distance")
+            .unwrap()
+            .as_primitive::<arrow_array::types::Int8Type>();
+        let own = batch.column_by_name("self_pair").unwrap().as_boolean();
+        for r in 0..batch.num_rows() {
+            edges.push((q[r], c[r], own.value(r)));
+            distances.insert((q[r].min(c[r]), q[r].max(c[r])), d.value(r) as u8);
+        }
+    }
+    let distance_of = |a: i64, b: i64| distances[&(a.min(b), a.max(b))];
+    // The copies of each text are near-duplicates (some copies with a line
+    // more or less are too far), so clusters of several copies form.
+    assert!(edges.len() >= 40, "{} pairs", edges.len());
+    let url_of: HashMap<i64, String> = rows
+        .iter()
+        .map(|r| (r.id, r.url.clone().unwrap()))
+        .collect();
+    let in_corpus = HashSet::new();
+    for keys in [
+        &["corpus", "earliest", "canonical-url"][..],
+        &["earliest"],
+        &["latest"],
+        &["canonical-url"],
+        &["longest", "canonical-url"],
+        &["latest", "longest"],
+    ] {
+        let rank = keyed_rank(keys, &rows, &in_corpus);
+        let expected = oracle_by(&edges, &rank);
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            let case = format!("--keep-by {} {policy}", keys.join(","));
+            let out = d.join(format!("out-{}-{policy}", keys.join("+")));
+            crate::common::run_ok(&[
+                "cluster",
+                "--pairs",
+                pairs.to_str().unwrap(),
+                "--pages",
+                fp,
+                "--keep-by",
+                &keys.join(","),
+                "--drop-policy",
+                &policy.to_string(),
+                "--out",
+                out.to_str().unwrap(),
+            ]);
+            let (clusters, _) = assert_keyed_output(
+                &out,
+                &edges,
+                &expected,
+                keys,
+                &rank,
+                &distance_of,
+                policy,
+                &url_of,
+                &case,
+            );
+            // What a crawl engineer reads off the list: the kept copy is the
+            // canonical one, or the first crawled.
+            let kept: HashSet<&str> = clusters.iter().map(|c| url_of[&c.1].as_str()).collect();
+            assert!(kept.len() >= 5, "{case}: {kept:?}");
+            match keys[0] {
+                "canonical-url" => {
+                    assert!(
+                        kept.iter()
+                            .all(|u| u.starts_with("https://licences.example.org/")
+                                && !u.contains('?')),
+                        "{case}: {kept:?}"
+                    )
+                }
+                "corpus" | "earliest" => assert!(
+                    kept.iter().all(|u| u.contains("licences.example.org/")),
+                    "{case}: {kept:?}"
+                ),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// The default keys keep the page a crawl engineer would keep when each
+/// copy was fetched before its original: the https page, not its mobile,
+/// AMP, print, tracking or `index.html` view; and one pair (1 drop) in a
+/// part of its own finishes (its id table once had no empty slot).
+#[test]
+fn the_default_keys_keep_the_original_over_a_view_fetched_earlier() {
+    let dir = tempfile::tempdir().unwrap();
+    let originals_and_views = [
+        (
+            "https://news.example/2026/story",
+            "http://news.example/2026/story",
+        ),
+        (
+            "https://news.example/story",
+            "https://news.example/story?utm_source=feed",
+        ),
+        (
+            "https://www.news.example/story",
+            "https://m.news.example/story",
+        ),
+        (
+            "https://news.example/story",
+            "https://news.example/amp/story",
+        ),
+        (
+            "https://news.example/story",
+            "https://news.example/story/print",
+        ),
+        (
+            "https://news.example/guide/",
+            "https://news.example/guide/index.html",
+        ),
+        (
+            "https://news.example/p?id=7",
+            "https://news.example/p?id=7&print=1",
+        ),
+        (
+            "https://news.example/faq",
+            "https://news.example/faq#shipping",
+        ),
+    ];
+    let mut rows = Vec::new();
+    let mut edges = Vec::new();
+    for (i, (original, view)) in originals_and_views.iter().enumerate() {
+        let (o, v) = (100 + 2 * i as i64, 101 + 2 * i as i64);
+        edges.push((o, v, true));
+        let row = |id, url: &str, fetched: i64| PageRow {
+            id,
+            fetch_time: Some(1_700_000_000_000_000 + fetched),
+            url: Some(url.to_string()),
+            n_chars: 1000,
+            quality: None,
+        };
+        rows.push(row(o, original, 5_000_000));
+        rows.push(row(v, view, 1_000_000));
+    }
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 2);
+    let pages = write_pages(&dir.path().join("pages"), &rows, 2);
+    for parts in [1, 16] {
+        let out = dir.path().join(format!("out-{parts}"));
+        let mut opts = options(&pairs, &out, false, DropPolicy::Direct, 2, parts);
+        opts.pages = vec![pages.clone()];
+        opts.keep_by = KeepOrder::default_with_pages();
+        run_cluster(&opts).unwrap();
+        let (_, drops) = read_output(&out);
+        let dropped: HashSet<i64> = drops.iter().map(|d| d.0).collect();
+        let views: HashSet<i64> = (0..originals_and_views.len() as i64)
+            .map(|i| 101 + 2 * i)
+            .collect();
+        assert_eq!(
+            dropped, views,
+            "{parts} parts: every view dropped, no original"
+        );
+    }
 }

@@ -1,5 +1,5 @@
 //! `neardup run JOB.toml`: the sample job end to end, resuming, the next
-//! night, cluster runs through scripts/cluster-local.sh, the Slurm and
+//! night, cluster runs through scripts/processes-local.sh, the Slurm and
 //! Kubernetes launch examples, and bad specs.
 
 use std::path::{Path, PathBuf};
@@ -342,7 +342,7 @@ fn a_job_on_two_and_three_local_processes_writes_the_bytes_of_one() {
     assert_eq!(expected.len(), 5);
     for n in [2, 3] {
         let dir = scratch();
-        let output = Command::new(repo().join("scripts/cluster-local.sh"))
+        let output = Command::new(repo().join("scripts/processes-local.sh"))
             .current_dir(dir.path())
             .env("NEARDUP", env!("CARGO_BIN_EXE_neardup"))
             .args([
@@ -706,7 +706,7 @@ fn the_slurm_example_runs_a_night_on_two_tasks_with_the_bytes_of_one() {
     assert!(output.status.success(), "{logs:?}");
     for log in &logs {
         assert!(log.contains("process index from SLURM_PROCID"), "{log}");
-        assert!(log.contains("cluster connected"), "{log}");
+        assert!(log.contains("processes connected"), "{log}");
     }
     assert_eq!(night_files(d), expected);
 }

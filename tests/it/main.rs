@@ -6,7 +6,6 @@ mod common;
 
 mod cli;
 mod cluster;
-mod clustering;
 mod duckdb;
 mod exactness;
 mod explain;
@@ -15,5 +14,6 @@ mod fuzz;
 mod job;
 mod layout;
 mod object_store;
+mod processes;
 mod quality;
 mod report;

@@ -7,7 +7,7 @@
 //!
 //! - `corpus` comes from the pairs (a page seen on a pair's corpus side);
 //!   it can only be the first key, so that "ranks first" stays one bit that
-//!   the processes of a cluster combine (one of them may be the only one to
+//!   the processes of a run combine (one of them may be the only one to
 //!   have seen the pair that makes a page a corpus page).
 //! - Every other key comes from a column of the pages table (`--pages`),
 //!   and is encoded into big-endian 32-bit words: the words of a page

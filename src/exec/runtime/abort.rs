@@ -151,7 +151,7 @@ pub(super) fn exit_on_a_failed_thread() {
                 FailedThread::Network { peer } => {
                     let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
                     let line = format!(
-                        "error: lost process {peer} ({address}) of the cluster: {cause}; stopping without _SUCCESS"
+                        "error: lost process {peer} ({address}) of the run: {cause}; stopping without _SUCCESS"
                     );
                     (LOST_PEER_EXIT, line)
                 }

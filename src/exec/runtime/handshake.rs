@@ -78,7 +78,7 @@ pub(super) fn connect_peers(
             .filter(|&p| p != me && (sockets[p].is_none() || heartbeats[p].is_none()))
             .collect();
         if missing.is_empty() {
-            tracing::info!(process = me, peers = addresses.len(), "cluster connected");
+            tracing::info!(process = me, peers = addresses.len(), "processes connected");
             return Ok((sockets, heartbeats));
         }
         if Instant::now() >= deadline {
@@ -264,7 +264,7 @@ fn accept_waiting(
             }
         };
         let Some((index, stream)) = read_peer_index(stream) else {
-            tracing::warn!("dropped a connection that is not a cluster peer");
+            tracing::warn!("dropped a connection that is not a peer of this run");
             continue;
         };
         if index & FAILURE_NOTICE != 0 {
@@ -273,7 +273,7 @@ fn accept_waiting(
         }
         let peer = (index & !HEARTBEAT_CONNECTION) as usize;
         if peer <= me || peer >= sockets.len() {
-            tracing::warn!("dropped a connection that is not a cluster peer");
+            tracing::warn!("dropped a connection that is not a peer of this run");
             continue;
         }
         let mut stream = stream;
@@ -292,7 +292,7 @@ fn accept_waiting(
 fn read_failure_notice(mut stream: TcpStream, me: usize, peer: u64) -> Result<()> {
     let _ = stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
     let Some(notice) = Terms::decode(&mut stream) else {
-        tracing::warn!("dropped a connection that is not a cluster peer");
+        tracing::warn!("dropped a connection that is not a peer of this run");
         return Ok(());
     };
     match notice.error_under(FAILED) {

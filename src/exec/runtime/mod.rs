@@ -1,7 +1,7 @@
-//! The runtime: a dataflow on one process or on a timely cluster of processes
+//! The runtime: a dataflow on one process or on several timely processes
 //! (named `runtime`, as "cluster" names near-duplicate clusters here).
 //!
-//! A cluster is plain timely: processes joined by a list of `host:port`
+//! Several processes are plain timely: processes joined by a list of `host:port`
 //! addresses (a hostfile, a pattern, or a scheduler's node list: see
 //! [`crate::exec::scheduler`]), each with `--workers` threads, exchanging data
 //! over TCP.
@@ -129,7 +129,7 @@ pub fn tell_peers_of_failure(error: &anyhow::Error) {
     }
 }
 
-/// Starts `func` on every worker of this process, joined to the cluster when
+/// Starts `func` on every worker of this process, joined to its peers when
 /// there is more than one process (which must agree on `terms`), like
 /// `timely::execute`.
 pub(crate) fn execute<T, F>(
@@ -161,7 +161,7 @@ where
     let local = ProcessBuilder::new_typed_vector(runtime.workers, hooks.refill.clone(), None);
     let (builders, guard) =
         initialize_networking_from_sockets(local, sockets, runtime.process, runtime.workers, hooks)
-            .context("cannot start the cluster's network threads")?;
+            .context("cannot start the network threads")?;
     let builders = builders.into_iter().map(AllocatorBuilder::Tcp).collect();
     timely::execute::execute_from(
         builders,
@@ -243,7 +243,7 @@ fn hear_outcome_of_process_0(stream: &mut TcpStream, me: usize, stage: &str) -> 
     }
 }
 
-/// The heartbeats of the running dataflow, if on a cluster.
+/// The heartbeats of the running dataflow, if on several processes.
 static HEARTBEATS: Mutex<Option<Heartbeats>> = Mutex::new(None);
 
 /// Beats to every peer and watches them: a peer silent for `timeout` ends

@@ -12,12 +12,12 @@ use crate::exec::scheduler::{Env, Scheduler};
 use super::MAX_WORKERS;
 
 /// Where a job's workers run: threads in this process and, optionally, the
-/// other processes of a cluster.
+/// other processes of the run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RuntimeOptions {
     /// Worker threads per process.
     pub workers: usize,
-    /// Processes in the cluster (1: no networking).
+    /// Processes of the run (1: no networking).
     pub(crate) processes: usize,
     /// This process's index, 0 to `processes - 1`; process 0 commits the output.
     pub(crate) process: usize,

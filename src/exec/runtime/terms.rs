@@ -11,7 +11,7 @@ use anyhow::{bail, Result};
 
 use super::RuntimeOptions;
 
-/// What every process of a cluster must be started with alike: the stage,
+/// What every process of a run must be started with alike: the stage,
 /// its settings and its input files. Processes that differ would each do
 /// their share of a different job, and the output would look complete.
 /// Each process sends its terms to every peer before the dataflow starts,

@@ -96,7 +96,7 @@ fn days_in_month(year: u32, month: u32) -> u32 {
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// algorithm; the inverse of `job::civil_from_days`).
+/// algorithm; the inverse of `job::dates::civil_from_days`).
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };
     let era = year.div_euclid(400);

@@ -2,7 +2,7 @@
 # Runs a job spec as a timely cluster of N processes on this machine, on free
 # loopback ports: the way to try cluster mode on one box.
 #
-#   scripts/cluster-local.sh N JOB.toml [neardup run flags, e.g. --date 2026-11-22 --force]
+#   scripts/processes-local.sh N JOB.toml [neardup run flags, e.g. --date 2026-11-22 --force]
 #
 # Writes a hostfile of N 127.0.0.1 ports, starts `neardup run JOB.toml
 # --hostfile ... --process I` for I in 0..N-1, prints each process's output

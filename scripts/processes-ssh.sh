@@ -2,12 +2,12 @@
 # Runs a job spec on a cluster of hosts over ssh: one process per line of the
 # hostfile (line I, `host:port`, is process I).
 #
-#   scripts/cluster-ssh.sh HOSTFILE JOB.toml [neardup run flags, e.g. --date 2026-11-22]
+#   scripts/processes-ssh.sh HOSTFILE JOB.toml [neardup run flags, e.g. --date 2026-11-22]
 #
 # Every host needs the neardup binary (NEARDUP, default `neardup` on its
 # PATH) and must see HOSTFILE, JOB.toml and every path in the spec at the same
 # absolute paths (shared storage). Ports must be open between the hosts.
-# Each process's output goes to LOGDIR (default ./cluster-logs/) on this
+# Each process's output goes to LOGDIR (default ./process-logs/) on this
 # machine; the script exits non-zero if any process failed. Not run in CI.
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -18,7 +18,7 @@ hostfile=$(realpath "$1")
 spec=$(realpath "$2")
 shift 2
 bin=${NEARDUP:-neardup}
-logs=${LOGDIR:-cluster-logs}
+logs=${LOGDIR:-process-logs}
 mkdir -p "$logs"
 
 mapfile -t hosts < <(grep -v '^[[:space:]]*\(#\|$\)' "$hostfile")
