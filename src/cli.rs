@@ -25,7 +25,7 @@ use crate::fingerprint::{run_fingerprint, FingerprintOptions};
 use crate::gen::{generate, GenOptions};
 use crate::io::parquet::input::{open_inputs, Columns};
 use crate::job;
-use crate::matching::design::{self, BITS};
+use crate::matching::design;
 use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
@@ -531,12 +531,7 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
 
 fn run_plan_command(args: PlanArgs) -> Result<()> {
     check_k(args.k)?;
-    if let Some(m) = args.blocks.filter(|&m| m <= args.k || m > BITS) {
-        bail!(
-            "--blocks {m} is out of range: it must be more than k ({}) and at most 64",
-            args.k
-        );
-    }
+    design::check_blocks_range(args.k, args.blocks)?;
     design::check_table_memory(args.table_memory_mib << 20)?;
     let stored = match args.num_queries {
         Some(n) => n,

@@ -32,7 +32,7 @@ use crate::cluster::summary::ClusterTotals;
 use crate::exec::after_all::after_all_in_slices;
 use crate::exec::runtime::Failure;
 use crate::exec::sorting::pieces_in;
-use crate::io::commit::Report;
+use crate::io::commit::WorkerOutcome;
 
 /// A pair as an owner is sent it: `(slot, slot, closeness)`, its ends'
 /// slots from its source (and once placed, their positions).
@@ -65,7 +65,7 @@ pub(crate) struct ClusterOwner {
     pub(crate) parts: usize,
     /// The key of each word of a page's keys.
     pub(crate) word_keys: Vec<KeptBy>,
-    pub(crate) state: Rc<RefCell<Report<ClusterTotals>>>,
+    pub(crate) state: Rc<RefCell<WorkerOutcome<ClusterTotals>>>,
     pub(crate) failure: Arc<Failure>,
 }
 

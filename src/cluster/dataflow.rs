@@ -49,7 +49,7 @@ use crate::exec::parallel::Tickets;
 use crate::exec::progress::StepCounters;
 use crate::exec::runtime::{self, Failure, Terms};
 use crate::io::commit::{await_outcome, gather_and_commit, report_when_done, Commit};
-use crate::io::commit::{Merge, OutcomeSlot, Report};
+use crate::io::commit::{Merge, OutcomeSlot, WorkerOutcome};
 use crate::io::parquet::pages::PagesTable;
 
 /// What every worker of a process reads.
@@ -100,7 +100,9 @@ pub(crate) fn run(
         let runtime = job.opts.runtime.clone();
         runtime::execute(&runtime, terms, move |worker| {
             let ends = Ends {
-                state: Rc::new(RefCell::new(Report::<ClusterTotals>::new(worker.index()))),
+                state: Rc::new(RefCell::new(WorkerOutcome::<ClusterTotals>::new(
+                    worker.index(),
+                ))),
                 failure: failure.clone(),
                 outcome: outcome.clone(),
                 commit: commit.clone(),
@@ -113,7 +115,7 @@ pub(crate) fn run(
 
 /// Where a worker's totals, failure and outcome go.
 struct Ends {
-    state: Rc<RefCell<Report<ClusterTotals>>>,
+    state: Rc<RefCell<WorkerOutcome<ClusterTotals>>>,
     failure: Arc<Failure>,
     outcome: Arc<OutcomeSlot<ClusterTotals>>,
     commit: Option<Commit<ClusterTotals>>,
@@ -246,7 +248,7 @@ fn route_pages<'scope>(
     job: &Job,
     me: usize,
     peers: usize,
-    state: &Rc<RefCell<Report<ClusterTotals>>>,
+    state: &Rc<RefCell<WorkerOutcome<ClusterTotals>>>,
 ) -> Stream<'scope, u64, Vec<Routed>> {
     let (cells, state, counters) = (cells.clone(), state.clone(), job.counters.clone());
     let opts = &job.opts;

@@ -430,7 +430,7 @@ fn keyed_order<const S: usize>(
         ids[at] = id;
     }
     ids.truncate(len);
-    give_back_spare_pages(&mut ids);
+    release_spare_memory(&mut ids);
     let steps = Steps {
         first_positions: first,
         by_keys,
@@ -464,7 +464,7 @@ fn steps_of<const S: usize>(run: &[[u64; S]], keys: &PlaceKeys<'_>) -> Vec<KeptB
 /// would keep resident through the sweep (a shrink in place frees nothing,
 /// and one that moves holds both copies at once).
 #[cfg_attr(not(unix), allow(unused_variables))]
-fn give_back_spare_pages<T>(items: &mut Vec<T>) {
+fn release_spare_memory<T>(items: &mut Vec<T>) {
     #[cfg(unix)]
     {
         const PAGE: usize = 4096;

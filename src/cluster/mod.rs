@@ -22,7 +22,7 @@
 //! [`crate::cluster::summary`].
 //!
 //! `cluster` (and `run`) set mimalloc's purge delay to 250 ms instead of
-//! 1 s (`main.rs`): each step frees buffers of one size as the next
+//! 1 s ([`crate::exec::allocator`]): each step frees buffers of one size as the next
 //! allocates others, and held for a second they count twice in the peak.
 
 pub(crate) mod cluster_owner;

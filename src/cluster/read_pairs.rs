@@ -35,7 +35,7 @@ use crate::cluster::page_estimate::expected_pages;
 use crate::cluster::summary::ClusterTotals;
 use crate::exec::parallel::{share_of_process, Tickets};
 use crate::exec::runtime::RuntimeOptions;
-use crate::io::commit::Report;
+use crate::io::commit::WorkerOutcome;
 use crate::io::parquet::input::{PairRow, PairUnit, SharedRowGroup};
 use crate::io::parquet::pages::PagesTable;
 
@@ -146,7 +146,7 @@ pub(crate) fn add_pairs(
     worker: usize,
     units: &ProcessUnits,
     log: &mut Option<PairLog>,
-    state: &RefCell<Report<ClusterTotals>>,
+    state: &RefCell<WorkerOutcome<ClusterTotals>>,
     read: &AtomicU64,
 ) -> Result<()> {
     let mut rows = Vec::new();

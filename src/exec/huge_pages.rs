@@ -9,8 +9,9 @@
 //! cost more system time than the TLB saves (on every graph shape,
 //! `scripts/bench_cluster.sh`). Nor the allocator's own memory (mimalloc
 //! is built with `no_thp`): buffers freed and allocated again in other
-//! sizes cost more to back in 2 MiB pieces than they save. `main.rs`
-//! leaves the process's huge pages to what is advised.
+//! sizes cost more to back in 2 MiB pieces than they save.
+//! [`crate::exec::allocator`] leaves the process's huge pages to what is
+//! advised.
 //!
 //! The arrays come from the allocator as any other (fresh memory from the
 //! system, zero and not yet touched), so that once freed the next step's

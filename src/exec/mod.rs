@@ -1,9 +1,10 @@
 //! How the work runs: one process or several timely processes, the
 //! liveness of its processes and the scheduler that launched them; threads,
-//! sorting, progress and logs; arrays on huge pages; dataflow steps that
-//! need all of their input.
+//! sorting, progress and logs; the allocator's settings and arrays on huge
+//! pages; dataflow steps that need all of their input.
 
 pub(crate) mod after_all;
+pub mod allocator;
 pub(crate) mod huge_pages;
 pub(crate) mod liveness;
 pub mod logging;

@@ -48,7 +48,7 @@ use crate::fingerprint::crawl::{read_file, BadRecord, Document, Format, Record, 
 use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{fingerprint_page, fingerprint_with};
 use crate::fingerprint::summary::FileResults;
-use crate::io::commit::Report;
+use crate::io::commit::WorkerOutcome;
 use crate::io::parquet::output::DocumentRows;
 
 /// A batch is sent on once its text reaches this many bytes...
@@ -165,7 +165,7 @@ impl InFlight {
 
 /// What the operators of one worker share.
 pub(crate) struct ReadState {
-    pub(crate) report: Rc<RefCell<Report<FileResults>>>,
+    pub(crate) report: Rc<RefCell<WorkerOutcome<FileResults>>>,
     pub(crate) failure: Arc<Failure>,
     pub(crate) read: FilesRead,
     /// Batches sent and not yet back as rows.
@@ -504,14 +504,14 @@ pub(crate) fn write_shards<'scope>(
     peers: usize,
     state: &ReadState,
     mut write: WriteShard,
-) -> Stream<'scope, u64, Vec<Report<FileResults>>> {
+) -> Stream<'scope, u64, Vec<WorkerOutcome<FileResults>>> {
     let (report, failure, read) = (
         state.report.clone(),
         state.failure.clone(),
         state.read.clone(),
     );
     let (in_flight, wake) = (state.in_flight.clone(), state.wake_reader.clone());
-    rows.unary_frontier::<CapacityContainerBuilder<Vec<Report<FileResults>>>, _, _, _>(
+    rows.unary_frontier::<CapacityContainerBuilder<Vec<WorkerOutcome<FileResults>>>, _, _, _>(
         Exchange::new(move |b: &RowBatch| u64::from(b.file) % peers as u64),
         "WriteShards",
         move |capability, _info| {

@@ -38,7 +38,9 @@ use crate::fingerprint::dataflow::{
 use crate::fingerprint::summary::{
     refuse_unreadable, summarize, FileResult, FileResults, FileSummary, FingerprintSummary,
 };
-use crate::io::commit::{await_outcome, commit_staging, gather_and_commit, OutcomeSlot, Report};
+use crate::io::commit::{
+    await_outcome, commit_staging, gather_and_commit, OutcomeSlot, WorkerOutcome,
+};
 use crate::io::parquet::input::expand_locations_with;
 use crate::io::parquet::output::write_documents;
 use crate::io::staging::{part_name, Staging};
@@ -103,7 +105,7 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
             let (job, counters) = (job.clone(), counters.clone());
             let (commit, outcome) = (commit.clone(), outcome.clone());
             let state = ReadState {
-                report: Rc::new(RefCell::new(Report::new(me))),
+                report: Rc::new(RefCell::new(WorkerOutcome::new(me))),
                 failure: failure.clone(),
                 read: FilesRead::default(),
                 in_flight: Rc::new(RefCell::new(InFlight::new(peers))),

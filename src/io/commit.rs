@@ -29,20 +29,20 @@ use crate::io::staging::Staging;
 
 /// What a worker did, or the error that stopped it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Report<R> {
+pub(crate) struct WorkerOutcome<R> {
     /// Global index of the worker.
     pub(crate) worker: usize,
     pub(crate) body: R,
     pub(crate) error: Option<String>,
 }
 
-impl<R> Report<R> {
+impl<R> WorkerOutcome<R> {
     /// A worker's empty report.
-    pub(crate) fn new(worker: usize) -> Report<R>
+    pub(crate) fn new(worker: usize) -> WorkerOutcome<R>
     where
         R: Default,
     {
-        Report {
+        WorkerOutcome {
             worker,
             body: R::default(),
             error: None,
@@ -179,16 +179,16 @@ pub(crate) fn report_when_done<'scope, D, R, P>(
     input: Stream<'scope, u64, Vec<D>>,
     pact: P,
     name: &str,
-    state: Rc<RefCell<Report<R>>>,
+    state: Rc<RefCell<WorkerOutcome<R>>>,
     failure: Arc<Failure>,
     mut stage: impl FinalStage<D, R> + 'static,
-) -> Stream<'scope, u64, Vec<Report<R>>>
+) -> Stream<'scope, u64, Vec<WorkerOutcome<R>>>
 where
     D: 'static,
     R: Merge,
     P: ParallelizationContract<u64, Vec<D>>,
 {
-    input.unary_frontier::<CapacityContainerBuilder<Vec<Report<R>>>, _, _, _>(
+    input.unary_frontier::<CapacityContainerBuilder<Vec<WorkerOutcome<R>>>, _, _, _>(
         pact,
         name,
         move |capability, _info| {
@@ -224,7 +224,7 @@ where
 /// unless a worker failed, and leaves the outcome in every process's `slot`.
 /// `commit` is needed only on the process of worker 0.
 pub(crate) fn gather_and_commit<'scope, R: Merge>(
-    reports: Stream<'scope, u64, Vec<Report<R>>>,
+    reports: Stream<'scope, u64, Vec<WorkerOutcome<R>>>,
     worker: usize,
     peers: usize,
     commit: Option<Commit<R>>,
@@ -233,11 +233,11 @@ pub(crate) fn gather_and_commit<'scope, R: Merge>(
     let commits_here = commit.is_some();
     let decided = reports
         .unary_frontier::<CapacityContainerBuilder<Vec<(usize, Result<R, Refused>)>>, _, _, _>(
-            Exchange::new(|_: &Report<R>| 0),
+            Exchange::new(|_: &WorkerOutcome<R>| 0),
             "Commit",
             move |capability, _info| {
                 let mut capability = Some(capability);
-                let mut gathered: Vec<Report<R>> = Vec::new();
+                let mut gathered: Vec<WorkerOutcome<R>> = Vec::new();
                 move |(input, frontier), output| {
                     input.for_each(|_time, data| gathered.append(data));
                     if !frontier.is_empty() {
@@ -271,7 +271,7 @@ pub(crate) fn gather_and_commit<'scope, R: Merge>(
 
 /// Merges the reports and commits, unless a worker failed or is missing.
 fn decide<R: Merge>(
-    mut reports: Vec<Report<R>>,
+    mut reports: Vec<WorkerOutcome<R>>,
     peers: usize,
     commit: Option<&Commit<R>>,
 ) -> Result<R, Refused> {

@@ -47,7 +47,7 @@ use crate::exec::runtime::Failure;
 use crate::exec::runtime::{self, RuntimeOptions, Terms};
 use crate::io::commit::{
     await_outcome, gather_and_commit, report_when_done, Commit, FinalStage, Merge, OutcomeSlot,
-    Report,
+    WorkerOutcome,
 };
 
 use crate::exec::parallel::{share_of_process, Tickets};
@@ -166,7 +166,7 @@ pub(crate) fn run(
             let peers = worker.peers();
             let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());
             let (commit, outcome) = (commit.clone(), outcome.clone());
-            let state = Rc::new(RefCell::new(Report::<MatchTotals>::new(index)));
+            let state = Rc::new(RefCell::new(WorkerOutcome::<MatchTotals>::new(index)));
             worker.dataflow::<u64, _, _>(move |scope| {
                 let scan_job = job.clone();
                 let scan_counters = counters.clone();
@@ -231,7 +231,7 @@ fn unit_delay() -> Option<std::time::Duration> {
 /// claimed next, and reusable buffers.
 struct Scanner {
     job: Arc<Job>,
-    state: Rc<RefCell<Report<MatchTotals>>>,
+    state: Rc<RefCell<WorkerOutcome<MatchTotals>>>,
     delay: Option<std::time::Duration>,
     batch: Batch,
     /// The unit (an index of the job's) claimed next, its fetch started.
@@ -253,7 +253,7 @@ struct Batch {
 }
 
 impl Scanner {
-    fn new(job: Arc<Job>, state: Rc<RefCell<Report<MatchTotals>>>) -> Scanner {
+    fn new(job: Arc<Job>, state: Rc<RefCell<WorkerOutcome<MatchTotals>>>) -> Scanner {
         Scanner {
             job,
             state,

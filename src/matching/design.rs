@@ -444,6 +444,17 @@ pub(crate) fn check_table_memory(budget: u64) -> Result<()> {
     Ok(())
 }
 
+/// Refuses a `--blocks` no design at threshold `k` can have: each table
+/// needs more blocks than `k`, and a block at least a bit.
+pub(crate) fn check_blocks_range(k: u32, blocks: Option<u32>) -> Result<()> {
+    match blocks {
+        Some(m) if m <= k || m > BITS => {
+            bail!("--blocks {m} is out of range: it must be more than k ({k}) and at most {BITS}")
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Number of tables for `m` blocks and threshold `k`: `C(m, k)`.
 pub(crate) fn tables_for(m: u32, k: u32) -> u64 {
     let k = k.min(m - k) as u64;

@@ -29,7 +29,7 @@ use crate::io::parquet::schemes;
 use crate::io::parquet::WIDE_BITS;
 use crate::io::staging::{part_name, Staging};
 use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side};
-use crate::matching::design::{Design, BITS, MAX_K};
+use crate::matching::design::{Design, MAX_K};
 use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::tables::{Index, QueryRows, QuerySet};
@@ -91,14 +91,7 @@ impl MatchOptions {
     /// job's, before its first stage runs).
     pub(crate) fn validate(&self) -> Result<()> {
         check_k(self.k)?;
-        if let Some(m) = self.blocks {
-            if m <= self.k || m > BITS {
-                bail!(
-                    "--blocks {m} is out of range: it must be more than k ({}) and at most 64",
-                    self.k
-                );
-            }
-        }
+        design::check_blocks_range(self.k, self.blocks)?;
         if let Some(Threshold::Given(t)) = self.verify_threshold {
             if t > WIDE_BITS {
                 bail!("--verify-threshold {t} is out of range: the wide distance is at most {WIDE_BITS}");

@@ -22,40 +22,67 @@ code{font-size:12px;background:#f4f4f4;padding:1px 4px;word-break:break-all}deta
 span[dir]{overflow-wrap:anywhere}.figures td{max-width:24em;overflow-wrap:anywhere}.chart-box{overflow-x:auto}svg.chart{min-width:540px}\
 .warn{background:#fff4e5;border-left:4px solid #c8553d;padding:.4em .8em}nav a{margin-right:1em}";
 
-/// The figures of each stage's summary, by the keys a user asks about.
-const FINGERPRINT_KEYS: &[&str] = &[
-    "documents",
-    "bad_records",
-    "skipped_records",
-    "html_pages",
-    "main_content_fallbacks",
-    "bytes",
-    "seconds",
-    "documents_per_second",
-    "scheme_name",
-    "scheme",
+/// How a figure is shown.
+#[derive(Clone, Copy)]
+enum Shown {
+    /// A count: `1,234,567`.
+    Count,
+    /// Bytes: `368,823 (369 kB)`.
+    Bytes,
+    /// Seconds, or a rate per second: `0.011`, `738,686`.
+    Seconds,
+    Rate,
+    /// As the summary has it (a name, a list, yes or no).
+    Text,
+}
+
+/// The figures of each stage's summary, by the keys a user asks about: the
+/// summary's key, its label, and how its value is shown.
+const FINGERPRINT_KEYS: &[(&str, &str, Shown)] = &[
+    ("documents", "documents", Shown::Count),
+    ("bad_records", "bad records", Shown::Count),
+    ("skipped_records", "skipped records", Shown::Count),
+    ("html_pages", "HTML pages", Shown::Count),
+    (
+        "main_content_fallbacks",
+        "HTML pages, no main content",
+        Shown::Count,
+    ),
+    ("bytes", "bytes read", Shown::Bytes),
+    ("seconds", "seconds", Shown::Seconds),
+    ("documents_per_second", "documents per second", Shown::Rate),
+    ("scheme_name", "scheme", Shown::Text),
+    ("scheme", "scheme's rules", Shown::Text),
 ];
-const MATCH_KEYS: &[&str] = &[
-    "queries.rows",
-    "corpus.rows",
-    "k",
-    "verify_threshold",
-    "self_join",
-    "candidates",
-    "pairs",
-    "seconds",
-    "rows_per_second",
+const MATCH_KEYS: &[(&str, &str, Shown)] = &[
+    ("queries.rows", "queries (B)", Shown::Count),
+    ("corpus.rows", "corpus rows (F)", Shown::Count),
+    ("k", "k: most bits apart", Shown::Count),
+    (
+        "verify_threshold",
+        "verify threshold (bits of 256)",
+        Shown::Count,
+    ),
+    ("self_join", "B against itself", Shown::Text),
+    ("candidates", "candidates verified", Shown::Count),
+    ("pairs", "pairs", Shown::Count),
+    ("seconds", "seconds", Shown::Seconds),
+    ("rows_per_second", "rows per second", Shown::Rate),
 ];
-const CLUSTER_KEYS: &[&str] = &[
-    "pairs",
-    "pages",
-    "clusters",
-    "dropped",
-    "largest_cluster",
-    "oversized_clusters",
-    "drop_policy",
-    "keep_by",
-    "seconds",
+const CLUSTER_KEYS: &[(&str, &str, Shown)] = &[
+    ("pairs", "pairs", Shown::Count),
+    ("pages", "pages in pairs", Shown::Count),
+    ("clusters", "clusters", Shown::Count),
+    ("dropped", "dropped pages", Shown::Count),
+    ("largest_cluster", "largest cluster (pages)", Shown::Count),
+    (
+        "oversized_clusters",
+        "clusters above --max-cluster-size",
+        Shown::Count,
+    ),
+    ("drop_policy", "drop policy", Shown::Text),
+    ("keep_by", "keep by (--keep-by)", Shown::Text),
+    ("seconds", "seconds", Shown::Seconds),
 ];
 
 /// The page for `nights`, the last of them in detail.
@@ -91,10 +118,10 @@ pub(crate) fn render(nights: &[Night]) -> String {
     html
 }
 
-/// A summary's value at a dotted key, as shown; none for a null, and
-/// none for `candidates` unless the pairs were verified (they are all
-/// candidates then).
-fn shown(summary: &Value, key: &str) -> Option<String> {
+/// A summary's value at a dotted key, as the summary has it (a list
+/// joined by commas); none for a null, and none for `candidates` unless
+/// the pairs were verified (they are all candidates then).
+fn raw(summary: &Value, key: &str) -> Option<String> {
     if key == "candidates" && summary["verify_threshold"].is_null() {
         return None;
     }
@@ -110,9 +137,46 @@ fn shown(summary: &Value, key: &str) -> Option<String> {
             .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
             .collect::<Vec<_>>()
             .join(", "),
-        Value::Number(n) if n.is_f64() => format!("{:.3}", n.as_f64().unwrap_or(0.0)),
         other => other.to_string(),
     })
+}
+
+/// A raw value as a reader takes it in: thousands separated, seconds to
+/// the millisecond, bytes with their size in kB, MB or GB.
+fn shown(raw: &str, how: Shown) -> String {
+    let Ok(number) = raw.parse::<f64>() else {
+        return match raw {
+            "true" => "yes".to_string(),
+            "false" => "no".to_string(),
+            _ => raw.to_string(),
+        };
+    };
+    match how {
+        Shown::Count | Shown::Rate => thousands(number.round() as u64),
+        Shown::Seconds => format!("{number:.3}"),
+        Shown::Bytes => {
+            let (size, unit) = match number {
+                n if n >= 1e9 => (n / 1e9, "GB"),
+                n if n >= 1e6 => (n / 1e6, "MB"),
+                n => (n / 1e3, "kB"),
+            };
+            format!("{} ({size:.1} {unit})", thousands(number as u64))
+        }
+        Shown::Text => raw.to_string(),
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 fn stage_figures(night: &Night) -> String {
@@ -130,13 +194,14 @@ fn stage_figures(night: &Night) -> String {
             html,
             "<table class=\"figures\" data-stage=\"{stage}\"><caption><b>{stage}</b></caption>"
         );
-        for key in keys.iter() {
-            if let Some(value) = shown(summary, key) {
+        for &(key, label, how) in keys.iter() {
+            if let Some(value) = raw(summary, key) {
                 let _ = write!(
                     html,
-                    "<tr><th>{}</th><td class=\"n\" data-key=\"{stage}.{key}\">{}</td></tr>",
-                    escape(&key.replace('_', " ")),
-                    escape(&value)
+                    "<tr><th>{}</th><td class=\"n\" data-key=\"{stage}.{key}\" data-value=\"{}\">{}</td></tr>",
+                    escape(label),
+                    escape(&value),
+                    escape(&shown(&value, how))
                 );
             }
         }
@@ -215,14 +280,15 @@ fn distances(night: &Night) -> String {
         .map(|(d, &n)| (d.to_string(), n as f64))
         .collect();
     format!(
-        "<section id=\"distances\"><h2>Pairs by distance</h2>{}</section>",
+        "<section id=\"distances\"><h2>Pairs by distance</h2>{}{}</section>",
         bars(
             "distances",
             "Pairs by Hamming distance",
             "distance (bits)",
             "pairs",
             &bars_of
-        )
+        ),
+        bars_table(&["distance (bits)", "pairs"], &bars_of)
     )
 }
 
@@ -238,15 +304,54 @@ fn wide_distances(night: &Night) -> String {
     }
     let bars_of = in_ranges(&night.wide_distances, WIDE_BARS);
     format!(
-        "<section id=\"wide-distances\"><h2>Verified pairs by wide distance</h2>{}</section>",
+        "<section id=\"wide-distances\"><h2>Verified pairs by wide distance</h2>{}{}</section>",
         bars(
             "wide-distances",
             "Pairs by bits apart over fingerprint and sketch (256 bits)",
             "wide distance (bits)",
             "pairs",
             &bars_of
-        )
+        ),
+        bars_table(&["wide distance (bits)", "pairs"], &bars_of)
     )
+}
+
+/// A chart's figures as a table, folded under it: what a screen reader
+/// reads, and what a reader copies.
+fn figures_table(header: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let mut html = String::from(
+        "<details class=\"figures-table\"><summary>the figures as a table</summary><table><tr>",
+    );
+    for name in header {
+        let _ = write!(html, "<th>{}</th>", escape(name));
+    }
+    html.push_str("</tr>");
+    for row in rows {
+        html.push_str("<tr>");
+        for (i, cell) in row.iter().enumerate() {
+            let class = if i > 0 { " class=\"n\"" } else { "" };
+            let _ = write!(html, "<td{class}>{}</td>", escape(cell));
+        }
+        html.push_str("</tr>");
+    }
+    html.push_str("</table></details>");
+    html
+}
+
+/// [`figures_table`] of a bar chart's bars.
+fn bars_table(header: &[&str], bars: &[(String, f64)]) -> String {
+    let rows = bars
+        .iter()
+        .map(|(label, n)| vec![label.clone(), thousands(*n as u64)]);
+    figures_table(header, rows)
+}
+
+/// [`figures_table`] of horizontal bars with their notes.
+fn notes_table(header: &[&str], rows: &[(String, f64, String)]) -> String {
+    let rows = rows
+        .iter()
+        .map(|(label, n, note)| vec![label.clone(), thousands(*n as u64), note.clone()]);
+    figures_table(header, rows)
 }
 
 /// `counts` (by value from 0) as at most `most` bars: each value its own
@@ -279,15 +384,19 @@ fn cluster_sizes(night: &Night) -> String {
         .iter()
         .map(|(&size, &count)| (size as f64, count as f64))
         .collect();
+    let rows = points
+        .iter()
+        .map(|&(size, n)| vec![thousands(size as u64), thousands(n as u64)]);
     format!(
-        "<section id=\"cluster-sizes\"><h2>Cluster sizes</h2>{}</section>",
+        "<section id=\"cluster-sizes\"><h2>Cluster sizes</h2>{}{}</section>",
         log_log(
             "cluster-sizes",
             "Clusters by size (log-log)",
             "cluster size (pages)",
             "clusters",
             &points
-        )
+        ),
+        figures_table(&["cluster size (pages)", "clusters"], rows)
     )
 }
 
@@ -306,13 +415,14 @@ fn kept_by(night: &Night) -> String {
         })
         .collect();
     format!(
-        "<section id=\"kept-by\"><h2>Drops by the key that kept their partner</h2>{}<p>The first key of <code>--keep-by</code> under which the kept page ranks before the dropped one; <code>id</code>: every key tied, and the smaller id was kept.</p></section>",
+        "<section id=\"kept-by\"><h2>Drops by the key that kept their partner</h2>{}{}<p>The first key of <code>--keep-by</code> under which the kept page ranks before the dropped one; <code>id</code>: every key tied, and the smaller id was kept.</p></section>",
         horizontal_bars(
             "kept-by",
             "Dropped pages by the key that kept their partner",
-            "dropped pages (the note: their share of the drops)",
+            "dropped pages (and their share of all drops)",
             &rows
-        )
+        ),
+        notes_table(&["key", "dropped pages", "share of all drops"], &rows)
     )
 }
 
@@ -329,7 +439,7 @@ fn hosts(night: &Night) -> String {
         .map(|h| {
             let rate = h.dropped as f64 / h.pages.max(1) as f64;
             (
-                h.host.clone(),
+                visible(&h.host).into_owned(),
                 h.dropped as f64,
                 format!("{:.1}% of {} pages", rate * 100.0, h.pages),
             )
@@ -340,10 +450,14 @@ fn hosts(night: &Night) -> String {
         horizontal_bars(
             "hosts",
             &format!("The {HOSTS} hosts with the most dropped pages"),
-            "dropped pages (the note: the share of the host's pages tonight)",
+            "dropped pages (and the share of the host's pages tonight)",
             &rows
         )
     );
+    html.push_str(&notes_table(
+        &["host", "dropped pages", "share of its pages tonight"],
+        &rows,
+    ));
     if night.drops_outside > 0 {
         let _ = write!(
             html,
@@ -560,6 +674,37 @@ mod tests {
         assert!(html.contains("1 cluster(s) above --max-cluster-size 1000</b>: -5 (5000 pages)"));
         assert!(html.contains("<a href=\"#largest\">"));
         assert!(!html.contains("<a href=\"#trends\">"));
+    }
+
+    #[test]
+    fn each_chart_has_its_figures_as_a_table() {
+        let mut night = Night::default();
+        night.dirs.pairs = Some(PathBuf::from("pairs"));
+        night.distances = vec![5, 0, 1234];
+        let html = distances(&night);
+        assert!(html.contains("<summary>the figures as a table</summary>"));
+        assert!(html.contains("<tr><td>2</td><td class=\"n\">1,234</td></tr>"));
+        night.has_urls = true;
+        night.dirs.clusters = Some(PathBuf::from("clusters"));
+        night.dirs.fingerprints = Some(PathBuf::from("fingerprints"));
+        night.hosts = vec![crate::report::night::HostDrops {
+            host: "a.example\u{202e}".into(),
+            pages: 8,
+            dropped: 1,
+        }];
+        let html = hosts(&night);
+        assert!(html.contains("<td>a.example\\u{202e}</td><td class=\"n\">1</td><td class=\"n\">12.5% of 8 pages</td>"));
+    }
+
+    #[test]
+    fn figures_are_shown_as_a_reader_takes_them_in() {
+        assert_eq!(shown("1234567", Shown::Count), "1,234,567");
+        assert_eq!(shown("999", Shown::Count), "999");
+        assert_eq!(shown("738685.5", Shown::Rate), "738,686");
+        assert_eq!(shown("0.010829008", Shown::Seconds), "0.011");
+        assert_eq!(shown("368823", Shown::Bytes), "368,823 (368.8 kB)");
+        assert_eq!(shown("true", Shown::Text), "yes");
+        assert_eq!(shown("v4", Shown::Text), "v4");
     }
 
     #[test]

@@ -110,8 +110,11 @@ fn stage_figures(html: &str) -> BTreeMap<String, String> {
     html.split("data-key=\"")
         .skip(1)
         .map(|rest| {
+            // The raw value, as the summary has it; the cell shows it
+            // formatted for reading.
             let key = &rest[..rest.find('"').unwrap()];
-            let value = &rest[rest.find('>').unwrap() + 1..rest.find('<').unwrap()];
+            let value = rest.split("data-value=\"").nth(1).unwrap();
+            let value = &value[..value.find('"').unwrap()];
             (key.to_string(), value.to_string())
         })
         .collect()
