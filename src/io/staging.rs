@@ -178,6 +178,12 @@ impl Staging {
         overwrite: bool,
     ) -> Result<Staging> {
         let lock = RunLock::take(target, "writing this output")?;
+        if prefix.is_object()? {
+            bail!(
+                "{}: an object of that name exists: an output is a prefix, give one of its own",
+                target.display()
+            );
+        }
         if prefix.exists()? {
             if !overwrite {
                 let unfinished = match prefix.has(SUCCESS)? {
@@ -561,7 +567,7 @@ fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
         return Ok(None);
     }
     match shown.trim_end_matches('/').rsplit_once('/') {
-        Some((prefix, name)) => Ok(Some((OutputPrefix::parse(prefix)?, name.to_string()))),
+        Some((prefix, name)) => Ok(Some((OutputPrefix::parse_dir(prefix)?, name.to_string()))),
         None => bail!("{shown}: not a file's URL"),
     }
 }

@@ -629,7 +629,7 @@ pub(crate) fn run_job(
     // that the first is rewriting, or run one beside it.
     let _night = match job.runtime.is_leader() {
         true => {
-            let night = job.matching.out.with_extension("night");
+            let night = PathBuf::from(format!("{}.night", job.matching.out.display()));
             Some(RunLock::take_beside(&night, "running this night")?)
         }
         false => None,

@@ -246,12 +246,13 @@ fn match_cluster_and_a_job_read_s3_with_the_bytes_of_local_files() {
     let baseline = parts_of(&local);
     assert_eq!(baseline.len(), 3);
 
-    // A glob for B, a prefix (a "directory", with entries to skip) for F.
+    // A glob for B (a `?` in it, which a URL would take for a query), a
+    // prefix (a "directory", with entries to skip) for F.
     let remote_args = |out: &Path| {
         let mut list = args(&["match", "--self", "--parts", "3"]);
         list.extend(args(&[
             "--queries",
-            "s3://crawl/night/queries/shard-*.parquet",
+            "s3://crawl/night/queries/shard-00?.parquet",
         ]));
         list.extend(args(&["--corpus", "s3://crawl/corpus", "--out"]));
         list.push(out.display().to_string());
@@ -405,6 +406,8 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
         ("s3://results/pairs#v2", "cannot hold `#`"),
         ("s3://results#v2", "cannot hold `#`"),
         ("s3://results/p%61irs", "cannot hold `%`"),
+        ("s3://results/pairs?v2", "overlaps the input"),
+        ("s3://results/other?v2", "cannot hold `?`"),
     ] {
         let output = run(&pairs_as(out));
         let stderr = String::from_utf8_lossy(&output.stderr);

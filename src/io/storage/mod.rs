@@ -190,7 +190,10 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         let prefix_url = Url::parse(literal).with_context(|| format!("{spec}: not a valid URL"))?;
         let prefix = ObjectPath::from_url_path(prefix_url.path())
             .with_context(|| format!("{spec}: not a valid object path"))?;
-        let pattern = glob::Pattern::new(url.path().trim_start_matches('/'))
+        // The key's pattern as written: a URL would take a `?` for a query.
+        let written = spec.split_once("://").map_or(spec, |(_, rest)| rest);
+        let written = written.split_once('/').map_or("", |(_, key)| key);
+        let pattern = glob::Pattern::new(written.trim_start_matches('/'))
             .with_context(|| format!("{spec}: invalid glob pattern"))?;
         let mut found = Vec::new();
         for meta in list(&store, &prefix, spec)? {
@@ -299,15 +302,20 @@ fn parse_object_url(spec: &str) -> Result<(Url, ObjectPath)> {
 /// None for a URL that names no object.
 pub(crate) fn object_place(spec: &str) -> Option<String> {
     let (url, key) = parse_object_url(spec).ok()?;
-    let scheme = match url.scheme() {
-        "s3a" => "s3",
-        "azure" | "adl" => "az",
-        scheme => scheme,
+    let authority = url.authority().to_ascii_lowercase();
+    let (scheme, bucket) = match url.scheme() {
+        "s3a" => ("s3", authority.as_str()),
+        // `abfs(s)://container@account.dfs.core.windows.net/key` names the
+        // container before the `@`.
+        "azure" | "adl" | "abfs" | "abfss" => {
+            let container = authority
+                .split_once('@')
+                .map_or(authority.as_str(), |c| c.0);
+            ("az", container)
+        }
+        scheme => (scheme, authority.as_str()),
     };
-    Some(format!(
-        "{scheme}://{}/{key}",
-        url.authority().to_ascii_lowercase()
-    ))
+    Some(format!("{scheme}://{bucket}/{key}"))
 }
 
 /// The whole of a small file (a `_summary.json`), local or an object.
@@ -546,6 +554,22 @@ mod tests {
             glob_takes(&files, "pairs/x/part-0.parquet", &["parquet"]),
             "a matched prefix is a directory"
         );
+    }
+
+    #[test]
+    fn one_place_has_one_spelling_whatever_the_url_s_alias() {
+        let place = |spec| object_place(spec).unwrap();
+        assert_eq!(place("s3a://Crawl/in/./fp/"), place("s3://crawl/in/fp"));
+        assert_eq!(place("S3://crawl/in/x/../fp"), "s3://crawl/in/fp");
+        for azure in [
+            "azure://crawl/in/fp",
+            "adl://crawl/in/fp",
+            "abfs://crawl/in/fp",
+            "abfss://crawl@account.dfs.core.windows.net/in/fp",
+        ] {
+            assert_eq!(place(azure), "az://crawl/in/fp", "{azure}");
+        }
+        assert_ne!(place("s3://crawl/in/fp"), place("gs://crawl/in/fp"));
     }
 
     #[test]

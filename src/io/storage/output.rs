@@ -23,14 +23,24 @@ impl fmt::Debug for OutputPrefix {
 }
 
 impl OutputPrefix {
-    /// The prefix a URL names.
+    /// The prefix a URL names, an output's: inside a bucket.
     pub(crate) fn parse(spec: &str) -> Result<OutputPrefix> {
+        let prefix = OutputPrefix::parse_dir(spec)?;
+        if prefix.prefix.as_ref().is_empty() {
+            bail!("{spec}: name a prefix inside the bucket, not the bucket itself");
+        }
+        Ok(prefix)
+    }
+
+    /// The prefix a file's URL lies in, which may be its bucket's root
+    /// (`s3://bucket/report.html`).
+    pub(crate) fn parse_dir(spec: &str) -> Result<OutputPrefix> {
         let (url, prefix) = parse_object_url(spec)?;
+        if spec.contains('?') {
+            bail!("{spec}: an output's key cannot hold `?` (the URL would end at it)");
+        }
         if matches!(url.scheme(), "http" | "https") {
             bail!("{spec}: HTTP URLs are read-only: write to a file system or an object store");
-        }
-        if prefix.as_ref().is_empty() {
-            bail!("{spec}: name a prefix inside the bucket, not the bucket itself");
         }
         Ok(OutputPrefix {
             store: store_for(&url)?,
@@ -53,6 +63,16 @@ impl OutputPrefix {
             store: Arc::new(object_store::memory::InMemory::new()),
             url: url.to_string(),
             prefix: ObjectPath::from("out"),
+        }
+    }
+
+    /// Whether an object has the prefix's own name (`.../report.html`):
+    /// an output there would lie beside it, not replace it.
+    pub(crate) fn is_object(&self) -> Result<bool> {
+        match block_on(self.store.head(&self.prefix)) {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => bail!("{}: {}", self.url, one_line(&e)),
         }
     }
 
