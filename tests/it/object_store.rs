@@ -141,6 +141,14 @@ for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=p
     assert!(status.success());
 }
 
+/// Downloads one object: `endpoint bucket key path`.
+const DOWNLOAD_ONE: &str = r#"
+import sys, boto3
+endpoint, bucket, key, path = sys.argv[1:]
+boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+             aws_secret_access_key="test", region_name="us-east-1").download_file(bucket, key, path)
+"#;
+
 /// `neardup` with the S3 credentials and endpoint of `server`.
 fn neardup_on(server: &Server) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
@@ -414,6 +422,15 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
         assert_eq!(output.status.code(), Some(1), "{out}: {stderr}");
         assert!(stderr.contains(needle), "{out}: {stderr}");
     }
+    // An object of the output's name: the output would lie beside it.
+    let object = d.join("object");
+    std::fs::create_dir_all(&object).unwrap();
+    std::fs::write(object.join("report.html"), "<p>a page</p>").unwrap();
+    upload(&server, "results", &object, "night");
+    let output = run(&pairs_as("s3://results/night/report.html"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("an object of that name exists"), "{stderr}");
     let intact = d.join("intact");
     download(&server, "results", "pairs", &intact);
     assert_eq!(parts_of(&intact), parts_of(&replaced));
@@ -699,6 +716,22 @@ fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
         );
     }
     assert_eq!(report_marks(&d.join("reports/two-nights.html")), trend);
+    // A page at the bucket's root is a file there too.
+    two_nights("s3://crawl/jobs", "s3://crawl/two-nights.html");
+    let page = d.join("root.html");
+    let status = Command::new(python_with("boto3"))
+        .args([
+            "-c",
+            DOWNLOAD_ONE,
+            &server.endpoint(),
+            "crawl",
+            "two-nights.html",
+        ])
+        .arg(&page)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(report_marks(&page), trend);
 }
 
 /// The `data-*` attributes of the report at `page`, in order: what the
