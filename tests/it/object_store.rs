@@ -759,6 +759,21 @@ fn report_marks(page: &Path) -> Vec<String> {
     kept
 }
 
+/// Starts `command` slowed by `delay_ms` after each row group it reads,
+/// and returns once it has read one: a test can act mid-scan.
+fn start_mid_scan(command: &mut Command, delay_ms: &str) -> (Child, StderrLines) {
+    let mut child = command
+        .env("NEARDUP_TEST_UNIT_DELAY_MS", delay_ms)
+        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("unit read");
+    (child, lines)
+}
+
 /// A job whose outputs are in S3, stopped by SIGTERM in its second
 /// stage: the first stage's committed output stays (only the output in
 /// progress is removed), and a rerun resumes from it.
@@ -783,16 +798,9 @@ fn a_job_stopped_mid_stage_keeps_its_committed_stages_in_s3() {
         ),
     )
     .unwrap();
-    let mut child = neardup_on(&server)
-        .args(["run", &spec.display().to_string()])
-        .env("NEARDUP_TEST_UNIT_DELAY_MS", "100")
-        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = StderrLines::of(&mut child);
-    lines.wait_for("unit read");
+    let mut run = neardup_on(&server);
+    run.args(["run", &spec.display().to_string()]);
+    let (child, lines) = start_mid_scan(&mut run, "100");
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -975,15 +983,7 @@ fn a_second_writer_of_an_s3_output_is_refused_while_the_first_writes() {
             .args(["--out", "s3://crawl/night/pairs"]);
         command
     };
-    let mut first = matching()
-        .env("NEARDUP_TEST_UNIT_DELAY_MS", "300")
-        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = StderrLines::of(&mut first);
-    lines.wait_for("unit read");
+    let (mut first, _lines) = start_mid_scan(&mut matching(), "300");
     let second = matching().output().unwrap();
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(1), "{stderr}");
@@ -1014,19 +1014,13 @@ fn a_shard_cut_while_the_run_reads_fails_on_one_line() {
     let (q, c) = inputs(d);
     let server = Server::s3(&[]);
     upload(&server, "crawl", &c, "corpus");
-    let mut child = neardup_on(&server)
+    let mut matching = neardup_on(&server);
+    matching
         .args(["match", "--self", "--workers", "1", "--queries"])
         .arg(&q)
         .args(["--corpus", "s3://crawl/corpus", "--out"])
-        .arg(d.join("pairs"))
-        .env("NEARDUP_TEST_UNIT_DELAY_MS", "300")
-        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = StderrLines::of(&mut child);
-    lines.wait_for("unit read");
+        .arg(d.join("pairs"));
+    let (child, lines) = start_mid_scan(&mut matching, "300");
     let last = part_like(&c).pop().unwrap();
     let cut = d.join("cut");
     std::fs::create_dir(&cut).unwrap();
