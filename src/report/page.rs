@@ -101,18 +101,30 @@ pub(crate) fn render(nights: &[Night]) -> String {
         nights.len(),
         env!("CARGO_PKG_VERSION")
     );
-    html.push_str(&contents(night, nights.len() > 1));
+    // Each section as (id, link text, its HTML: empty when the night has
+    // nothing for it, and then no link either).
+    let trend = match nights.len() > 1 {
+        true => trends(nights),
+        false => String::new(),
+    };
+    let sections = [
+        ("stages", "Stages", stage_figures(night)),
+        ("distances", "Pairs by distance", distances(night)),
+        ("wide-distances", "Wide distance", wide_distances(night)),
+        ("cluster-sizes", "Cluster sizes", cluster_sizes(night)),
+        ("kept-by", "Kept by", kept_by(night)),
+        ("hosts", "Hosts", hosts(night)),
+        ("largest", "Largest clusters", largest(night)),
+        ("trends", "Nights", trend),
+    ];
+    html.push_str(&contents(&sections));
     html.push_str("<p>A <b>dropped</b> page is a near-duplicate of a page kept in its place: the drop list (<code>drop/</code>) names the pages a crawl can remove or skip.</p>");
-    html.push_str(&stage_figures(night));
-    html.push_str(&oversized(night));
-    html.push_str(&distances(night));
-    html.push_str(&wide_distances(night));
-    html.push_str(&cluster_sizes(night));
-    html.push_str(&kept_by(night));
-    html.push_str(&hosts(night));
-    html.push_str(&largest(night));
-    if nights.len() > 1 {
-        html.push_str(&trends(nights));
+    for (i, (_, _, section)) in sections.iter().enumerate() {
+        html.push_str(section);
+        if i == 0 {
+            // The warning right under the stages' figures that count them.
+            html.push_str(&oversized(night));
+        }
     }
     html.push_str("</body></html>\n");
     html
@@ -212,29 +224,9 @@ fn stage_figures(night: &Night) -> String {
 }
 
 /// Links to the sections the page has.
-fn contents(night: &Night, trends: bool) -> String {
-    let has_pairs = night.dirs.pairs.is_some();
-    let has_clusters = night.dirs.clusters.is_some();
-    let sections = [
-        ("stages", "Stages", true),
-        ("distances", "Pairs by distance", has_pairs),
-        (
-            "wide-distances",
-            "Wide distance",
-            !night.wide_distances.is_empty(),
-        ),
-        ("cluster-sizes", "Cluster sizes", has_clusters),
-        ("kept-by", "Kept by", !night.kept_by.is_empty()),
-        (
-            "hosts",
-            "Hosts",
-            has_clusters && night.dirs.fingerprints.is_some(),
-        ),
-        ("largest", "Largest clusters", has_clusters),
-        ("trends", "Nights", trends),
-    ];
+fn contents(sections: &[(&str, &str, String)]) -> String {
     let mut html = String::from("<nav aria-label=\"sections\">");
-    for (id, name, _) in sections.iter().filter(|s| s.2) {
+    for (id, name, _) in sections.iter().filter(|s| !s.2.is_empty()) {
         let _ = write!(html, "<a href=\"#{id}\">{name}</a>");
     }
     html.push_str("</nav>");

@@ -32,11 +32,8 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
-use std::io::{Cursor, Read};
-use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
@@ -46,11 +43,7 @@ use object_store::azure::MicrosoftAzureBuilder;
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
-use object_store::{
-    coalesce_ranges, MultipartUpload, ObjectStore, ObjectStoreExt, OBJECT_STORE_COALESCE_DEFAULT,
-};
-use parquet::errors::ParquetError;
-use parquet::file::reader::{ChunkReader, Length};
+use object_store::{ObjectStore, ObjectStoreExt};
 use url::Url;
 
 use crate::exec::parallel::lock;
@@ -444,6 +437,7 @@ pub(crate) fn has_extension(name: &str, extension: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::{Cursor, Read};
 
     #[test]
     fn objects_are_opened_at_once_in_order_and_the_first_error_in_order_wins() {

@@ -2,7 +2,21 @@
 //! `_SUCCESS` last; the uploads in flight, which a stopping run waits for;
 //! and an object created only if absent, a run's lock.
 
-use super::*;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use futures::TryStreamExt;
+use object_store::path::Path as ObjectPath;
+use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt};
+
+use super::{block_on, object_of, one_line, parse_object_url, store_for, SUCCESS};
+use crate::exec::parallel::lock;
 
 /// An output prefix in an object store (`s3://bucket/nights/pairs`).
 /// Object stores have no atomic rename, so an output there is committed
@@ -262,9 +276,9 @@ impl fmt::Display for ExclusiveObject {
 impl ExclusiveObject {
     /// The object `spec` names (a URL).
     pub(crate) fn parse(spec: &str) -> Result<ExclusiveObject> {
-        let (url, key) = parse_object_url(spec)?;
+        let (_, store, key) = object_of(spec)?;
         Ok(ExclusiveObject {
-            store: store_for(&url)?,
+            store,
             url: spec.to_string(),
             key,
         })

@@ -1,7 +1,14 @@
 //! Crawl files read from their start, seekable: a local file, or an object
 //! read a window at a time by ranged requests.
 
-use super::*;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+
+use anyhow::{Context, Result};
+use bytes::Bytes;
+
+use super::{block_on, one_line, Fetch, Location};
 
 /// Bytes of an object read per request by an [`InputReader`]: large enough
 /// that a request's latency is small beside its transfer.

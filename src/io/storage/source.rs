@@ -1,7 +1,20 @@
 //! A file's bytes for Parquet's readers: a local file, or an object whose
 //! footer and column chunks are fetched ahead in as few requests as can be.
 
-use super::*;
+use std::fs::File;
+use std::io::{Cursor, Read};
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use anyhow::Result;
+use bytes::Bytes;
+use object_store::path::Path as ObjectPath;
+use object_store::{coalesce_ranges, ObjectStore, ObjectStoreExt, OBJECT_STORE_COALESCE_DEFAULT};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{ChunkReader, Length};
+
+use super::{block_on, one_line, runtime, Location, RemoteObject};
+use crate::exec::parallel::lock;
 
 /// A file's bytes for Parquet's readers.
 pub(crate) enum Source {
