@@ -1191,8 +1191,7 @@ fn log_lines_on_a_terminal_clear_the_progress_bar_first() {
             &before[before.len().saturating_sub(60)..]
         );
     }
-    assert!(
-        bytes.contains("reading pairs"),
-        "a bar was drawn: {bytes:?}"
-    );
+    // A frame of the bar (its elapsed time), whatever step it showed: the
+    // step's name depends on when the bar's ticker ran.
+    assert!(bytes.contains("[00:00:"), "a bar was drawn: {bytes:?}");
 }
