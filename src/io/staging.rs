@@ -15,13 +15,13 @@
 //! their own, and process 0 alone would otherwise commit a directory
 //! lacking the others' parts.
 //!
-//! One run at a time writes an output: process 0 holds a lock file beside
-//! the target ([`RunLock`], created only if absent; in an object store, an
-//! object put with `If-None-Match: *`) from staging to commit, and a second
-//! run on the same `--out` stops on one line rather than both writing the
-//! one staging directory or prefix. A lock left by a crashed process of
-//! this host is taken over; one from another host names the lock to
-//! remove.
+//! One run at a time writes an output: process 0 holds a lock beside the
+//! target ([`RunLock`]: a file it `flock`s; in an object store, an object
+//! put with `If-None-Match: *`) from staging to commit, and a second run on
+//! the same `--out` stops on one line rather than both writing the one
+//! staging directory or prefix. A crashed run's lock file is free again;
+//! its lock object is taken over if its process was of this host, and
+//! otherwise named as the one to remove.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -344,11 +344,19 @@ impl Drop for Staging {
 }
 
 /// A run's exclusive hold on an output: a file (or an object) beside the
-/// target, created only if absent, naming this host and process; removed
-/// on drop.
+/// target, naming this host and process; removed on drop.
+///
+/// A local lock file is also `flock`ed while held: the kernel releases it
+/// however the process ends, so a crashed run's file is simply taken, and
+/// two runs taking it at once cannot both win. An object has no such lock:
+/// one whose process is gone from this host is taken over by a put made
+/// only if the object is still the version read.
 #[derive(Debug)]
 pub(crate) struct RunLock {
     place: LockPlace,
+    /// A local lock's open file, holding the `flock` until it is closed,
+    /// after the file's removal.
+    _held: Option<File>,
     /// Its removal if the process has to stop at once (a signal, a lost
     /// peer), while it is held.
     _on_abort: AbortCleanup,
@@ -385,29 +393,6 @@ impl LockPlace {
         ExclusiveObject::parse(&format!("{parent}/.{name}.neardup-lock")).map(LockPlace::Remote)
     }
 
-    /// Creates the lock holding `holder`; false if it exists.
-    fn create(&self, holder: &str) -> Result<bool> {
-        match self {
-            LockPlace::Remote(object) => object.create(holder.as_bytes()),
-            LockPlace::Local(path) => match fs::File::create_new(path) {
-                Ok(mut file) => {
-                    std::io::Write::write_all(&mut file, holder.as_bytes())
-                        .with_context(|| format!("{}: cannot write", path.display()))?;
-                    Ok(true)
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-                Err(e) => Err(e).with_context(|| format!("{}: cannot create", path.display())),
-            },
-        }
-    }
-
-    fn holder(&self) -> String {
-        match self {
-            LockPlace::Local(path) => fs::read_to_string(path).unwrap_or_default(),
-            LockPlace::Remote(object) => object.read(),
-        }
-    }
-
     fn remove(&self) {
         match self {
             LockPlace::Local(path) => {
@@ -417,6 +402,12 @@ impl LockPlace {
         }
     }
 }
+
+/// The holder (`host pid`) of a lock that could not be taken.
+struct HeldBy(String);
+
+/// Attempts at a lock that other runs keep releasing and taking meanwhile.
+const LOCK_TRIES: usize = 3;
 
 impl RunLock {
     /// Takes the lock of `target` (a local path or an object store's URL),
@@ -433,33 +424,92 @@ impl RunLock {
 
     /// Takes the lock of `target`, whose run is `what` (writing this
     /// output, running this night), or fails on one line naming the run
-    /// that holds it. A lock whose process is gone from this host is stale
-    /// (a crash) and taken over.
+    /// that holds it.
     fn take(target: &Path, what: &str) -> Result<RunLock> {
         let place = LockPlace::of(target)?;
         let holder = format!("{} {}", host_name(), std::process::id());
-        for _ in 0..2 {
-            if place.create(&holder)? {
-                let removed = place.clone();
-                let _on_abort = crate::exec::runtime::on_abort(move || removed.remove());
-                return Ok(RunLock { place, _on_abort });
-            }
-            let held_by = place.holder();
-            if !is_stale(&held_by) {
-                bail!(
-                    "{}: another run ({}) is {what}; if none is, remove {place:?}",
-                    target.display(),
-                    describe_holder(&held_by),
-                );
-            }
-            tracing::warn!(lock = ?place, "taking over the lock of a run that is gone");
-            place.remove();
-        }
-        bail!(
-            "{}: cannot take the lock {place:?}: another run keeps taking it",
-            target.display(),
-        )
+        let taken = match &place {
+            LockPlace::Local(path) => lock_file(path, &holder)?.map(Some),
+            LockPlace::Remote(object) => lock_object(object, &holder)?.map(|()| None),
+        };
+        let _held = taken.map_err(|HeldBy(held_by)| {
+            anyhow!(
+                "{}: another run ({}) is {what}; if none is, remove {place:?}",
+                target.display(),
+                describe_holder(&held_by),
+            )
+        })?;
+        let removed = place.clone();
+        let _on_abort = crate::exec::runtime::on_abort(move || removed.remove());
+        Ok(RunLock {
+            place,
+            _held,
+            _on_abort,
+        })
     }
+}
+
+/// Opens and `flock`s the lock file `path`, writing `holder` into it.
+fn lock_file(path: &Path, holder: &str) -> Result<Result<File, HeldBy>> {
+    for _ in 0..LOCK_TRIES {
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("{}: cannot create", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Ok(Err(HeldBy(fs::read_to_string(path).unwrap_or_default())))
+            }
+            Err(fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("{}: cannot lock", path.display()))
+            }
+        }
+        // A run releasing the lock removes the file before closing it: the
+        // lock just taken may be on a file no longer there.
+        if !is_same_file(&file, path) {
+            continue;
+        }
+        file.set_len(0)
+            .and_then(|()| std::io::Write::write_all(&mut file, holder.as_bytes()))
+            .with_context(|| format!("{}: cannot write", path.display()))?;
+        return Ok(Ok(file));
+    }
+    bail!(
+        "{}: cannot take the lock: other runs keep taking it",
+        path.display()
+    )
+}
+
+/// Whether the open `file` is the one at `path`.
+fn is_same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Creates the lock object holding `holder`, or takes over a stale one.
+fn lock_object(object: &ExclusiveObject, holder: &str) -> Result<Result<(), HeldBy>> {
+    for _ in 0..LOCK_TRIES {
+        if object.create(holder.as_bytes())? {
+            return Ok(Ok(()));
+        }
+        // None: released since, so created next time round.
+        let Some(seen) = object.read() else { continue };
+        if !is_stale(&seen.text) {
+            return Ok(Err(HeldBy(seen.text)));
+        }
+        tracing::warn!(lock = %object, "taking over the lock of a run that is gone");
+        if object.replace(seen, holder.as_bytes())? {
+            return Ok(Ok(()));
+        }
+    }
+    bail!("{object}: cannot take the lock: other runs keep taking it")
 }
 
 impl Drop for RunLock {
@@ -647,5 +697,96 @@ mod tests {
             assert!(prefix.has(name).unwrap(), "{name}");
         }
         assert!(!dir.path().exists(), "the local staging is removed");
+    }
+
+    /// A lock's holder text naming a process of this host that has ended.
+    fn gone_holder() -> String {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        format!("{} {}", host_name(), child.id())
+    }
+
+    /// How many of `runs` threads, started together, take a lock with
+    /// `take`, each holding what it took until all have tried.
+    fn winners<T: Send>(runs: usize, take: impl Fn(usize) -> Option<T> + Sync) -> usize {
+        let barrier = std::sync::Barrier::new(runs);
+        std::thread::scope(|scope| {
+            let tries: Vec<_> = (0..runs)
+                .map(|run| {
+                    let (take, barrier) = (&take, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        let held = take(run);
+                        barrier.wait();
+                        held.is_some()
+                    })
+                })
+                .collect();
+            tries
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .filter(|&won| won)
+                .count()
+        })
+    }
+
+    #[test]
+    fn a_lock_file_is_held_by_one_run_and_free_once_its_holder_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("pairs");
+        let file = dir.path().join(".pairs.neardup-lock");
+        let held = RunLock::take(&target, "writing this output").unwrap();
+        let holder = format!("process {} on {}", std::process::id(), host_name());
+        let refused = RunLock::take(&target, "writing this output").unwrap_err();
+        assert!(refused.to_string().contains(&holder), "{refused}");
+        drop(held);
+        assert!(!file.exists(), "released");
+
+        // A file left by a crash holds no lock, whoever it names.
+        for left in [
+            gone_holder(),
+            format!("{} {}", host_name(), std::process::id()),
+        ] {
+            fs::write(&file, left).unwrap();
+            let taken = RunLock::take(&target, "writing this output").unwrap();
+            let text = fs::read_to_string(&file).unwrap();
+            assert_eq!(text, format!("{} {}", host_name(), std::process::id()));
+            drop(taken);
+        }
+
+        // Runs taking it at once, over and over: one wins each time.
+        for round in 0..20 {
+            fs::write(&file, gone_holder()).unwrap();
+            let won = winners(4, |_| RunLock::take(&target, "writing this output").ok());
+            assert_eq!(won, 1, "round {round}");
+        }
+    }
+
+    #[test]
+    fn a_stale_lock_object_is_taken_over_by_one_run() {
+        let object = ExclusiveObject::in_memory("memory:///.pairs.neardup-lock");
+        assert!(object.create(b"host-a 1").unwrap());
+        assert!(!object.create(b"host-b 2").unwrap(), "exclusive");
+        // Two runs read the same stale version: the first put wins.
+        let (first, second) = (object.read().unwrap(), object.read().unwrap());
+        assert!(object.replace(first, b"host-c 3").unwrap());
+        assert!(!object.replace(second, b"host-d 4").unwrap());
+        assert_eq!(object.read().unwrap().text, "host-c 3");
+
+        let live = format!("{} {}", host_name(), std::process::id());
+        for round in 0..20 {
+            object.delete();
+            assert!(object.create(gone_holder().as_bytes()).unwrap());
+            let won = winners(4, |_| {
+                matches!(lock_object(&object, &live), Ok(Ok(()))).then_some(())
+            });
+            assert_eq!(won, 1, "round {round}");
+        }
+        // One whose process runs, or of another host, is not taken over.
+        for held in [live, "another-host 1".to_string()] {
+            object.delete();
+            assert!(object.create(held.as_bytes()).unwrap());
+            assert!(matches!(lock_object(&object, "me 1"), Ok(Err(HeldBy(by))) if by == held));
+        }
     }
 }

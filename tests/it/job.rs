@@ -241,9 +241,12 @@ fn a_second_run_of_a_night_is_refused_while_the_first_runs() {
     let night = d.join("sample-output").join(NIGHT);
     std::fs::create_dir_all(&night).unwrap();
     let lock = night.join(".pairs.night.neardup-lock");
-    // Held by a live process of this host: this test's.
+    // Held by a live process of this host: this test's, which locks it as
+    // a run does.
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     std::fs::write(&lock, format!("{} {}", host.trim(), std::process::id())).unwrap();
+    let held = std::fs::File::open(&lock).unwrap();
+    held.try_lock().unwrap();
     let second = run(d, &["jobs/sample.toml", "--date", NIGHT]);
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(1), "{stderr}");
@@ -255,7 +258,7 @@ fn a_second_run_of_a_night_is_refused_while_the_first_runs() {
     );
     assert!(!night.join("fingerprints").exists(), "a stage ran");
 
-    std::fs::remove_file(&lock).unwrap();
+    drop(held);
     let first = run(d, &["jobs/sample.toml", "--date", NIGHT]);
     assert_eq!(verbs(&first).len(), 5);
     assert!(!lock.exists(), "the run releases its lock");

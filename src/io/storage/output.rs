@@ -259,12 +259,20 @@ pub(crate) fn stop_uploads() {
 }
 
 /// A small object created only if absent (a run's lock): the store's
-/// conditional put (`If-None-Match: *`) makes two runs' creations exclusive.
+/// conditional put (`If-None-Match: *`) makes two runs' creations
+/// exclusive, and its `If-Match` on the version read makes two runs'
+/// takeovers of a stale one exclusive too.
 #[derive(Clone)]
 pub(crate) struct ExclusiveObject {
     store: Arc<dyn ObjectStore>,
     url: String,
     key: ObjectPath,
+}
+
+/// An [`ExclusiveObject`]'s text, with the version it was read at.
+pub(crate) struct Seen {
+    pub(crate) text: String,
+    version: object_store::UpdateVersion,
 }
 
 impl fmt::Display for ExclusiveObject {
@@ -284,25 +292,56 @@ impl ExclusiveObject {
         })
     }
 
+    /// An object in a fresh in-memory store, for tests.
+    #[cfg(test)]
+    pub(crate) fn in_memory(url: &str) -> ExclusiveObject {
+        ExclusiveObject {
+            store: Arc::new(object_store::memory::InMemory::new()),
+            url: url.to_string(),
+            key: ObjectPath::from("lock"),
+        }
+    }
+
     /// Creates the object holding `bytes`; false if it exists.
     pub(crate) fn create(&self, bytes: &[u8]) -> Result<bool> {
+        self.put(object_store::PutMode::Create, bytes)
+    }
+
+    /// Replaces the object by one holding `bytes` if it is still as `seen`;
+    /// false if another run replaced or deleted it since.
+    pub(crate) fn replace(&self, seen: Seen, bytes: &[u8]) -> Result<bool> {
+        self.put(object_store::PutMode::Update(seen.version), bytes)
+    }
+
+    fn put(&self, mode: object_store::PutMode, bytes: &[u8]) -> Result<bool> {
         let options = object_store::PutOptions {
-            mode: object_store::PutMode::Create,
+            mode,
             ..Default::default()
         };
         let payload = Bytes::copy_from_slice(bytes).into();
         match block_on(self.store.put_opts(&self.key, payload, options)) {
             Ok(_) => Ok(true),
-            Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
-            Err(e) => bail!("{}: cannot create ({})", self.url, one_line(&e)),
+            Err(
+                object_store::Error::AlreadyExists { .. }
+                | object_store::Error::Precondition { .. }
+                | object_store::Error::NotFound { .. },
+            ) => Ok(false),
+            Err(e) => bail!("{}: cannot write ({})", self.url, one_line(&e)),
         }
     }
 
-    /// The object's text; empty if it is gone.
-    pub(crate) fn read(&self) -> String {
-        let got = block_on(async { self.store.get(&self.key).await?.bytes().await });
-        got.map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default()
+    /// The object's text and version; None if it is gone (or unreadable).
+    pub(crate) fn read(&self) -> Option<Seen> {
+        block_on(async {
+            let got = self.store.get(&self.key).await?;
+            let version = object_store::UpdateVersion {
+                e_tag: got.meta.e_tag.clone(),
+                version: got.meta.version.clone(),
+            };
+            let text = String::from_utf8_lossy(&got.bytes().await?).into_owned();
+            Ok::<_, object_store::Error>(Seen { text, version })
+        })
+        .ok()
     }
 
     /// Deletes the object, if it is there.
