@@ -42,7 +42,7 @@ use crate::cluster::local_clusters::{Routed, Router, RouterInput};
 use crate::cluster::options::ClusterJobOptions;
 use crate::cluster::part_runs::{owner_run, RunSlice};
 use crate::cluster::part_writer::{writer_of, PartWriter};
-use crate::cluster::read_pairs::{add_pairs, write_keys, ProcessUnits};
+use crate::cluster::read_pairs::{add_pairs, write_keys, KeyRows, ProcessUnits};
 use crate::cluster::summary::ClusterTotals;
 use crate::exec::logging::resident_mib;
 use crate::exec::parallel::Tickets;
@@ -66,6 +66,10 @@ pub(crate) struct Job {
     /// The pages table of `--pages`, and its units to read, a ticket each.
     pub(crate) pages: Option<Arc<PagesTable>>,
     pub(crate) page_units: Tickets,
+    /// The corpus of `--corpus`, whose pages rank as the corpus's and
+    /// whose rows are keyed too, and its units to read.
+    pub(crate) corpus: Option<Arc<PagesTable>>,
+    pub(crate) corpus_units: Tickets,
     /// Where `drop/`'s keys and URLs come from, if it needs them.
     pub(crate) drop_evidence: Option<Arc<EvidenceSources>>,
     /// Pairs read and the step reached, for the progress bar.
@@ -214,12 +218,25 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
         started,
         "pairs read into the process's union-find",
     );
-    if let Some(table) = job.pages.as_ref().filter(|_| opts.keep_by.words() > 0) {
+    let keep = &opts.keep_by;
+    let keyed = keep.words() > 0;
+    let tables = [
+        (&job.pages, &job.page_units, KeyRows::Pages, keyed),
+        (
+            &job.corpus,
+            &job.corpus_units,
+            KeyRows::Corpus,
+            keyed || keep.corpus_first(),
+        ),
+    ];
+    for (table, units, rows, needed) in tables {
+        let Some(table) = table.as_ref().filter(|_| needed) else {
+            continue;
+        };
         job.counters.reach(READING_KEYS);
-        let keep = &opts.keep_by;
-        let written = job.graph.write_keys(local, |writer| {
-            write_keys(table, keep, &job.page_units, writer)
-        });
+        let written = job
+            .graph
+            .write_keys(local, |writer| write_keys(table, keep, units, rows, writer));
         if let Err(error) = written {
             ends.state.borrow_mut().fail(error, &ends.failure);
         }

@@ -47,7 +47,7 @@ use crate::io::parquet::pages::{string_values, PagesTable};
 /// handed over so far.
 pub(crate) struct EvidenceSources {
     pages: Option<Arc<PagesTable>>,
-    corpus: Option<PagesTable>,
+    corpus: Option<Arc<PagesTable>>,
     /// The process's workers, each of which hands its plain parts over once.
     workers: usize,
     handed: Mutex<Handed>,
@@ -73,7 +73,7 @@ impl EvidenceSources {
     /// come).
     pub(crate) fn of(
         pages: &Option<Arc<PagesTable>>,
-        corpus: Option<PagesTable>,
+        corpus: Option<Arc<PagesTable>>,
         workers: usize,
     ) -> Option<Arc<EvidenceSources>> {
         let urls = corpus.is_some() || pages.as_ref().is_some_and(|t| t.has_optional(0));
@@ -84,11 +84,6 @@ impl EvidenceSources {
             handed: Mutex::default(),
         };
         urls.then(|| Arc::new(sources))
-    }
-
-    /// The corpus read for URLs, if any.
-    pub(crate) fn corpus(&self) -> Option<&PagesTable> {
-        self.corpus.as_ref()
     }
 
     /// Takes a worker's plain parts, none or several; each of the

@@ -99,11 +99,10 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         }
     }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
-    let drop_evidence = EvidenceSources::of(&pages, open_corpus(opts)?, opts.runtime.workers);
-    let corpus_rows = drop_evidence
-        .as_ref()
-        .and_then(|sources| sources.corpus())
-        .map_or(0, |table| table.rows());
+    let corpus = open_corpus(opts)?.map(Arc::new);
+    let corpus_rows = corpus.as_ref().map_or(0, |table| table.rows());
+    let drop_evidence =
+        EvidenceSources::of(&pages, corpus_urls(opts, &corpus), opts.runtime.workers);
     let with_urls = drop_evidence.is_some();
     let summary_of = move |opts: &ClusterJobOptions, totals: &ClusterTotals| -> ClusterSummary {
         ClusterSummary::of(opts, totals, started, pages_rows, with_urls)
@@ -135,6 +134,8 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
         graph: SharedGraph::new(keep.corpus_first(), opts.runtime.workers, keep.words()),
         page_units: Tickets::new(pages.as_ref().map_or(0, |table| table.units())),
         pages,
+        corpus_units: Tickets::new(corpus.as_ref().map_or(0, |table| table.units())),
+        corpus,
         drop_evidence,
         counters: Arc::default(),
     });
@@ -212,23 +213,51 @@ fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     Ok(Some(table))
 }
 
-/// Opens the corpus of `--corpus` for its ids and URLs, if given; a corpus
-/// without URLs is passed over with a warning.
+/// Opens the corpus of `--corpus`, if given: for its ids (the pages
+/// already in it), the keys' columns and `url`, each where a file has it.
 fn open_corpus(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     if opts.corpus.is_empty() {
         return Ok(None);
     }
+    let keep = &opts.keep_by;
+    let strings: Vec<&str> = std::iter::once(URL)
+        .chain(keep.optional_columns())
+        .collect();
+    let columns = keep.columns();
+    // `url` first: `drop/` asks for it as optional column 0.
+    let optional: Vec<&str> = strings
+        .iter()
+        .copied()
+        .chain(columns.iter().map(String::as_str))
+        .collect();
+    let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
+        keep.check_column(file, column, data_type)?;
+        match strings.contains(&column) {
+            true => check_string(file, column, data_type),
+            false => Ok(()),
+        }
+    };
     let table = PagesTable::open(
         "--corpus",
         &opts.corpus,
         &[],
         |_, _, _| Ok(()),
-        &[URL],
-        check_string,
+        &optional,
+        check,
     )?;
-    if !table.has_optional(0) {
-        tracing::warn!(corpus = ?opts.corpus, "no file of --corpus has a `url` column: drop/ has no keep_url for pages kept from it");
-        return Ok(None);
-    }
     Ok(Some(table))
+}
+
+/// The corpus as a source of `drop/`'s URLs: passed over, with a warning,
+/// if no file of it has them.
+fn corpus_urls(
+    opts: &ClusterJobOptions,
+    corpus: &Option<Arc<PagesTable>>,
+) -> Option<Arc<PagesTable>> {
+    let corpus = corpus.as_ref()?;
+    if !corpus.has_optional(0) {
+        tracing::warn!(corpus = ?opts.corpus, "no file of --corpus has a `url` column: drop/ has no keep_url for pages kept from it");
+        return None;
+    }
+    Some(corpus.clone())
 }

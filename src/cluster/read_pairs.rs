@@ -109,23 +109,44 @@ impl UnitRows<'_> {
     }
 }
 
-/// Reads the pages table's row groups, as many as this worker gets to,
-/// and writes the keys of the rows that are pages of the graph.
+/// Which table's rows [`write_keys`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeyRows {
+    /// `--pages`: the keys of its rows.
+    Pages,
+    /// `--corpus`: its rows' pages are corpus pages, and their keys are
+    /// read where it has the columns.
+    Corpus,
+}
+
+/// Reads the pages table's row groups (as many as this worker gets to)
+/// and writes the keys of their rows that are pages of the graph, only
+/// the keys' columns read; under [`KeyRows::Corpus`], also marks those
+/// pages as the corpus's.
 pub(crate) fn write_keys(
     table: &PagesTable,
     keep: &KeepOrder,
     units: &Tickets,
+    rows: KeyRows,
     writer: &mut KeyWriter<'_>,
 ) -> Result<()> {
+    let columns = keep.columns();
+    let optional = keep.optional_columns();
+    let read: Vec<&str> = columns.iter().map(String::as_str).chain(optional).collect();
     let mut keys = Vec::new();
     while let Some(unit) = units.take() {
-        table.read_unit(unit, |ids, batch, location| {
+        table.read_unit_columns(unit, &read, |ids, batch, location| {
             if writer.find(ids) == 0 {
                 return Ok(());
             }
-            keys.clear();
-            keep.encode(batch, location, |row| writer.is_page(row), &mut keys)?;
-            writer.write(&keys);
+            if rows == KeyRows::Corpus {
+                writer.mark_in_corpus();
+            }
+            if keep.words() > 0 {
+                keys.clear();
+                keep.encode(batch, location, |row| writer.is_page(row), &mut keys)?;
+                writer.write(&keys);
+            }
             Ok(())
         })?;
     }

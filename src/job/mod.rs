@@ -94,7 +94,7 @@ pub(crate) struct Job {
 /// keys default to `corpus,rel-canonical,canonical-url,earliest` when
 /// there is a pages table (the job fingerprints the night, whose shards
 /// have those columns, or `pages` names one), else to the corpus alone; `corpus_wins = false` leaves the corpus key out. The
-/// corpus gives `drop/` its pages' URLs unless `corpus_urls = false`.
+/// corpus is read for its pages (`--corpus`) unless `corpus_pages = false`.
 fn cluster_options(
     c: &ClusterSpec,
     matching: &MatchOptions,
@@ -119,7 +119,7 @@ fn cluster_options(
         None if o.keep_by.words() > 0 || fingerprints => matching.queries.clone(),
         None => Vec::new(),
     };
-    if c.corpus_urls {
+    if c.corpus_pages {
         o.corpus = matching.corpus.clone();
     }
     o.drop_policy = c.drop_policy;

@@ -68,10 +68,11 @@ pub(crate) struct ClusterSpec {
     pub(crate) max_cluster_size: u64,
     #[serde(default = "one")]
     pub(crate) parts: usize,
-    /// `drop/`'s `keep_url` for pages kept from the corpus, read from
-    /// `[match] corpus` (its ids in full).
-    #[serde(default = "yes")]
-    pub(crate) corpus_urls: bool,
+    /// `[match] corpus` read as `cluster --corpus`: which pages are
+    /// already in it, their keys, and `drop/`'s `keep_url` for pages kept
+    /// from it (its ids in full). Once named `corpus_urls`.
+    #[serde(default = "yes", alias = "corpus_urls")]
+    pub(crate) corpus_pages: bool,
 }
 
 /// Where the workers run (`[runtime]`).

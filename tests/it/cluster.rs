@@ -1490,7 +1490,7 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
     let pages = write_pages(&dir.path().join("pages"), &night_rows, 2);
     // The corpus also holds older copies of some of the night's pages under
     // other URLs, before its own rows: the night's table speaks for the
-    // pages it gives a URL.
+    // URLs of the pages it gives one.
     let with_url = night_rows.iter().filter(|row| row.url.is_some());
     let stale = with_url.step_by(7).map(|row| PageRow {
         url: Some(format!("https://stale.example/{}", row.id)),
@@ -1512,7 +1512,14 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
     urls.extend(first_urls(&night_rows));
     let default = KeepOrder::default_with_pages().to_string();
     let keys: Vec<&str> = default.split(',').collect();
-    let rank = keyed_rank(&keys, &night_rows, &in_corpus);
+    // A page of the corpus's shards is a corpus page, paired on a corpus
+    // side or not (a page fetched again tonight), and its rows there are
+    // keyed with the night's.
+    let mut in_corpus = in_corpus;
+    in_corpus.extend(corpus_table.iter().map(|row| row.id));
+    let mut all_rows = night_rows.clone();
+    all_rows.extend(corpus_table.iter().cloned());
+    let rank = keyed_rank(&keys, &all_rows, &in_corpus);
     let expected = oracle_by(&edges, &rank);
     for policy in [DropPolicy::Direct, DropPolicy::Component] {
         let case = format!("--corpus, {policy}");
@@ -1530,6 +1537,66 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
             from_corpus > 100,
             "{case}: {from_corpus} drops for corpus pages"
         );
+    }
+}
+
+/// A crawl's second night: the page kept on the first is fetched again
+/// (so it pairs with the copy dropped for it, now in the corpus, and not
+/// with itself), and a new copy pairs with two corpus pages the night's
+/// table has no row for. Both stay as the first night left them: a page
+/// of the corpus's shards ranks as a corpus page, and is keyed by its
+/// rows there.
+#[test]
+fn the_page_kept_last_night_is_kept_again_when_fetched_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |id: i64, fetch_time: i64, url: &str| PageRow {
+        id,
+        fetch_time: Some(fetch_time),
+        url: Some(url.to_string()),
+        n_chars: 100,
+        quality: None,
+    };
+    let (kept, mirror) = (1, 2);
+    let (new_copy, copy, original) = (10, 12, 13);
+    let edges: Vec<Edge> = vec![
+        (kept, mirror, true),
+        (new_copy, copy, true),
+        (new_copy, original, true),
+    ];
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
+    let night = vec![
+        row(kept, 200, "https://site.example/a"),
+        row(new_copy, 200, "http://scraper.example/2026/12/p"),
+    ];
+    let pages = write_pages(&dir.path().join("pages"), &night, 1);
+    let corpus_rows = vec![
+        row(kept, 100, "https://site.example/a"),
+        row(mirror, 100, "http://mirror.example/copies/a"),
+        row(copy, 100, "http://copy.example/x/y/p"),
+        row(original, 100, "https://orig.example/p"),
+    ];
+    let corpus = write_pages(&dir.path().join("corpus"), &corpus_rows, 1);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        for (keyed, workers) in [(true, 1), (true, 2), (false, 2)] {
+            let case = format!("{policy}, keys {keyed}, {workers} workers");
+            let out = dir.path().join(format!("out-{policy}-{keyed}-{workers}"));
+            let mut opts = options(&pairs, &out, true, policy, workers, 1);
+            if keyed {
+                opts.keep_by = KeepOrder::default_with_pages();
+                opts.pages = vec![pages.clone()];
+            }
+            opts.corpus = vec![corpus.clone()];
+            run_cluster(&opts).unwrap();
+            let (clusters, drops) = read_output(&out);
+            let dropped: HashMap<i64, i64> = drops.iter().map(|d| (d.0, d.1)).collect();
+            assert_eq!(dropped.get(&mirror), Some(&kept), "{case}: {drops:?}");
+            assert!(!dropped.contains_key(&kept), "{case}: {drops:?}");
+            if keyed {
+                let cluster_of: HashMap<i64, i64> = clusters.iter().map(|c| (c.0, c.1)).collect();
+                assert_eq!(cluster_of[&new_copy], original, "{case}: {clusters:?}");
+                assert!(!dropped.contains_key(&original), "{case}: {drops:?}");
+            }
+        }
     }
 }
 

@@ -74,6 +74,18 @@ impl KeyWriter<'_> {
         self.pages[row] != MISSING
     }
 
+    /// Marks the pages of the rows last found ([`Self::find`]) as pages of
+    /// the corpus: the rows are the corpus's own. Keys may be written to
+    /// the same flags at once, so the mark is a locked `or`.
+    pub(crate) fn mark_in_corpus(&self) {
+        for &page in self.pages.iter().filter(|&&page| page != MISSING) {
+            let flags = self.arrays.flags.get(page as usize);
+            if flags.load(Relaxed) & IN_CORPUS == 0 {
+                flags.fetch_or(IN_CORPUS, Relaxed);
+            }
+        }
+    }
+
     /// Writes the keys of the rows last found ([`Self::find`]) that are
     /// pages of the graph; `keys` holds [`Self::words`] a row.
     pub(crate) fn write(&mut self, keys: &[u32]) {

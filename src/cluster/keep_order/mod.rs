@@ -5,11 +5,15 @@
 //! before, and by the smallest id last, so that the order is total and a
 //! run gives the same bytes on any number of workers or processes.
 //!
-//! - `corpus` comes from the pairs (a page seen on a pair's corpus side);
-//!   it can only be the first key, so that "ranks first" stays one bit that
+//! - `corpus` comes from the pairs (a page seen on a pair's corpus side)
+//!   and from the corpus's shards (`--corpus`: a page of tonight's batch
+//!   fetched before pairs with its copies, never with itself); it can
+//!   only be the first key, so that "ranks first" stays one bit that
 //!   the processes of a run combine (one of them may be the only one to
 //!   have seen the pair that makes a page a corpus page).
-//! - Every other key comes from a column of the pages table (`--pages`),
+//! - Every other key comes from a column of the pages table (`--pages`,
+//!   and `--corpus` where its files have the column: the keys a page won
+//!   by last night still count when it is only in the corpus),
 //!   and is encoded into big-endian 32-bit words: the words of a page
 //!   compare, word by word, as the page's keys do. A page without a row,
 //!   or with a null, gets all ones, so it sorts after every page with a
@@ -380,7 +384,8 @@ impl KeepOrder {
     /// a row), `location` naming the batch in errors. Only the rows
     /// `wanted` are keyed (the others' words are [`NO_VALUE`]): a pages
     /// table holds every page of the night, most of them in no pair, and
-    /// keying a URL costs more than reading it.
+    /// keying a URL costs more than reading it. A key whose column the
+    /// batch lacks (a corpus shard without it) leaves its words so too.
     pub(crate) fn encode(
         &self,
         batch: &RecordBatch,
@@ -397,9 +402,10 @@ impl KeepOrder {
             let Some(name) = key.column() else {
                 continue;
             };
-            let column = batch
-                .column_by_name(name)
-                .ok_or_else(|| anyhow!("{location}: no column `{name}`"))?;
+            let Some(column) = batch.column_by_name(name) else {
+                at += key.words();
+                continue;
+            };
             match key {
                 KeepKey::CanonicalUrl => {
                     let urls = string_values(column, name, location)?;

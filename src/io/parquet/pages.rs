@@ -112,19 +112,8 @@ impl PagesTable {
         pairs.iter().find(|pair| pair.key == key)?.value.clone()
     }
 
-    /// Reads unit `unit`, a batch at a time: `each(ids, batch, location)`,
-    /// the batch holding the columns read (an optional one may be missing).
-    pub(crate) fn read_unit(
-        &self,
-        unit: usize,
-        each: impl FnMut(&[i64], &RecordBatch, &str) -> Result<()>,
-    ) -> Result<()> {
-        let file = &self.files[self.units[unit].0];
-        self.read_roots(unit, &file.roots, each)
-    }
-
-    /// [`Self::read_unit`] for the id and `columns` alone (those of them
-    /// the file has).
+    /// Reads unit `unit`'s id and `columns` (those of them the file was
+    /// opened with), a batch at a time: `each(ids, batch, location)`.
     pub(crate) fn read_unit_columns(
         &self,
         unit: usize,
