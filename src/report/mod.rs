@@ -104,6 +104,19 @@ fn expand_night(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(matched)
 }
 
+/// Refuses an `out` that exists and is not a report: a crawl file, a
+/// shard or a job spec named by mistake would be replaced.
+fn refuse_replacing_another_file(out: &Path) -> Result<()> {
+    let shown = out.to_string_lossy();
+    let start = page::PAGE_START.as_bytes();
+    match crate::io::storage::read_head(&shown, start.len() as u64)? {
+        Some(head) if head != start => bail!(
+            "{shown}: exists and is not a neardup report; remove it, or give --out another file"
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// Writes the report of `opts.nights` to `opts.out`.
 pub(crate) fn run_report(opts: &ReportOptions) -> Result<ReportSummary> {
     let started = Instant::now();
@@ -122,6 +135,7 @@ pub(crate) fn run_report(opts: &ReportOptions) -> Result<ReportSummary> {
         .map(|dir| dir.display().to_string())
         .collect();
     refuse_output_over_inputs(&opts.out, &stages)?;
+    refuse_replacing_another_file(&opts.out)?;
     let rows = Arc::new(AtomicU64::new(0));
     let total = night::rows_to_read(last);
     let progress = RowsProgress::start(opts.progress, total, rows.clone());

@@ -85,15 +85,22 @@ const CLUSTER_KEYS: &[(&str, &str, Shown)] = &[
     ("seconds", "seconds", Shown::Seconds),
 ];
 
+/// How every report begins, up to its night's name: what marks a file as
+/// a report that `report --out` may replace.
+pub(crate) const PAGE_START: &str = concat!(
+    "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+    "<meta name=\"viewport\" content=\"width=device-width\"><title>neardup report: "
+);
+const TITLE_START: &str = "neardup report: ";
+
 /// The page for `nights`, the last of them in detail.
 pub(crate) fn render(nights: &[Night]) -> String {
     let night = nights.last().expect("at least one night");
     let mut html = String::new();
-    let title = format!("neardup report: {}", night.dirs.name);
+    let title = escape(&night.dirs.name);
     let _ = write!(
         html,
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{t}</title><style>{STYLE}</style></head><body><h1>{t}</h1>",
-        t = escape(&title)
+        "{PAGE_START}{title}</title><style>{STYLE}</style></head><body><h1>{TITLE_START}{title}</h1>",
     );
     let _ = write!(
         html,

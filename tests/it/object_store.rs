@@ -703,6 +703,17 @@ fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
         assert!(succeeded(&output), "{root}");
     };
     two_nights("s3://crawl/jobs", "s3://crawl/reports/two-nights.html");
+    // Written again over itself, but never over an object that is no
+    // report: a corpus shard here.
+    two_nights("s3://crawl/jobs", "s3://crawl/reports/two-nights.html");
+    let shard = "s3://crawl/jobs/corpus/2026-11-22/part-00000.parquet";
+    let refused = neardup_on(&server)
+        .args(["report", "s3://crawl/jobs/2026-11-23", "--out", shard])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is not a neardup report"), "{stderr}");
     two_nights(
         &disk.display().to_string(),
         &d.join("two-nights.html").display().to_string(),

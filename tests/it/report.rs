@@ -563,7 +563,8 @@ fn report_refuses_a_missing_or_empty_night_in_one_line() {
 /// A stage output without _SUCCESS may be partial: the report refuses it
 /// on one line naming it, as it does a stage's summary it cannot read. An
 /// --out that is a directory is refused too, and leaves no temporary file
-/// beside it; so is one inside a stage's output.
+/// beside it; so is one inside a stage's output, and an existing file
+/// that is not a report.
 #[test]
 fn report_refuses_an_unfinished_stage_a_bad_summary_and_an_out_in_a_stage() {
     let dir = tempfile::tempdir().unwrap();
@@ -597,6 +598,27 @@ fn report_refuses_an_unfinished_stage_a_bad_summary_and_an_out_in_a_stage() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
         assert!(stderr.contains("the output overlaps the input"), "{stderr}");
         assert_eq!(std::fs::read(&target).ok(), before, "{into}");
+    }
+
+    // A file that is not a report (a corpus shard, a crawl file, the job
+    // spec) is not replaced; a report is, as a rerun writes it again.
+    let shard = d.join("corpus-shard.parquet");
+    std::fs::copy(night.join("pairs/part-00000.parquet"), &shard).unwrap();
+    for target in [shard, job.clone()] {
+        let before = std::fs::read(&target).unwrap();
+        let out = neardup(&["report", night_arg, "--out", target.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.contains("exists and is not a neardup report"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), before);
+    }
+    let page = d.join("again.html");
+    for _ in 0..2 {
+        run_ok(&["report", night_arg, "--out", page.to_str().unwrap()]);
     }
 
     // A summary that is not JSON, or names no stage, is an error naming

@@ -32,6 +32,7 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -321,6 +322,32 @@ pub(crate) fn read_whole(spec: &str) -> Result<Bytes> {
     let (_, store, key) = object_of(spec)?;
     block_on(async { store.get(&key).await?.bytes().await })
         .map_err(|error| anyhow::anyhow!("{spec}: cannot read ({})", one_line(&error)))
+}
+
+/// The first `bytes` bytes of a file (fewer if it is shorter), local or an
+/// object; None if there is no such file.
+pub(crate) fn read_head(spec: &str, bytes: u64) -> Result<Option<Bytes>> {
+    if !is_url(spec) {
+        let file = match File::open(spec) {
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            opened => opened.with_context(|| format!("{spec}: cannot open"))?,
+        };
+        let mut head = Vec::new();
+        file.take(bytes)
+            .read_to_end(&mut head)
+            .with_context(|| format!("{spec}: cannot read"))?;
+        return Ok(Some(head.into()));
+    }
+    let (_, store, key) = object_of(spec)?;
+    let head = block_on(async {
+        let size = store.head(&key).await?.size;
+        store.get_range(&key, 0..size.min(bytes)).await
+    });
+    match head {
+        Ok(head) => Ok(Some(head)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(error) => bail!("{spec}: cannot read ({})", one_line(&error)),
+    }
 }
 
 /// The directories right below a local directory, or the prefixes right
