@@ -266,7 +266,7 @@ pub struct MatchArgs {
     pub(crate) out: PathBuf,
     /// Largest Hamming distance that counts as a near-duplicate (0 to 10;
     /// default 3, under --verify the candidates' k, 6).
-    #[arg(short)]
+    #[arg(short, allow_negative_numbers = true)]
     pub(crate) k: Option<u32>,
     /// Quality mode: find candidates within k, then keep a pair only if
     /// its fingerprints and sketches together (256 bits) differ in at most
@@ -318,7 +318,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub(crate) num_queries: Option<u64>,
     /// Largest Hamming distance (0 to 10).
-    #[arg(short, default_value_t = 3)]
+    #[arg(short, default_value_t = 3, allow_negative_numbers = true)]
     pub(crate) k: u32,
     /// Number of blocks m instead of the automatic choice.
     #[arg(long)]
@@ -448,12 +448,30 @@ pub fn parse() -> Cli {
             error.exit()
         }
         Err(error) => {
-            let text = error.render().to_string();
-            let line = text.lines().next().unwrap_or("error: invalid arguments");
+            let line = one_line_usage_error(&error.render().to_string());
             crate::exec::logging::print_error(&format!("{line} (see --help)"));
             std::process::exit(1)
         }
     }
+}
+
+/// clap's message for a command line it refuses, on one line: its lines
+/// before the usage, which name what is missing and the values or the
+/// near spelling it takes.
+fn one_line_usage_error(text: &str) -> String {
+    let said: Vec<&str> = text
+        .lines()
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    let Some((first, rest)) = said.split_first() else {
+        return "error: invalid arguments".to_string();
+    };
+    rest.iter().fold(first.to_string(), |line, next| {
+        let joint = if line.ends_with(':') { " " } else { "; " };
+        line + joint + next
+    })
 }
 
 /// Runs a parsed command line.

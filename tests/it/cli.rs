@@ -1096,7 +1096,32 @@ fn flags_the_parser_refuses_get_one_line_and_exit_code_1() {
             vec!["match", "--queries", &good, "--self", "--threshold", "4"],
             "'--threshold'",
         ),
-        (vec!["clusters"], "'clusters'"),
+        (
+            vec!["clusters"],
+            "'clusters'; tip: a similar subcommand exists: 'cluster'",
+        ),
+        // What is missing, the near spelling and the values taken are said
+        // on the one line.
+        (
+            vec!["match", "--out", "x"],
+            "not provided: --queries <QUERIES>",
+        ),
+        (
+            vec!["match", "--queries", &good, "--self", "--overwirte"],
+            "found; tip: a similar argument exists: '--overwrite'",
+        ),
+        (
+            vec![
+                "cluster",
+                "--pairs",
+                &good,
+                "--out",
+                "o",
+                "--drop-policy",
+                "all",
+            ],
+            "[possible values: direct, component]",
+        ),
     ] {
         let out = neardup(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
