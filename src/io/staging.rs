@@ -141,6 +141,14 @@ impl Staging {
                 target.display()
             );
         }
+        if target.is_file() {
+            bail!("{}: is a file; an output is a directory", target.display());
+        }
+        if target.exists() {
+            if let Some(file) = first_foreign_file(target)? {
+                bail!(not_an_output(target, &file.display()));
+            }
+        }
         let staging = Staging::dir_for(target)?;
         if let Some(parent) = staging.parent() {
             fs::create_dir_all(parent)
@@ -194,6 +202,9 @@ impl Staging {
                     "{}: output prefix already exists{unfinished} (use --overwrite to replace it)",
                     target.display()
                 );
+            }
+            if let Some(object) = prefix.first_foreign(is_output_file)? {
+                bail!(not_an_output(target, &object));
             }
             prefix.delete_all()?;
         }
@@ -341,6 +352,41 @@ impl Drop for Staging {
             }
         }
     }
+}
+
+/// Whether a file of an output's, named `name`, is one neardup writes:
+/// `--overwrite` replaces only a directory or prefix holding nothing else,
+/// so that a mistyped `--out` cannot delete other data.
+fn is_output_file(name: &str) -> bool {
+    matches!(
+        name,
+        SUCCESS | "_summary.json" | "_sources.json" | "planted.parquet"
+    ) || (name.starts_with("part-") && name.ends_with(".parquet"))
+}
+
+/// The first file under `dir` (at any depth) that neardup does not write.
+fn first_foreign_file(dir: &Path) -> Result<Option<PathBuf>> {
+    let entries = fs::read_dir(dir).with_context(|| format!("{}: cannot list", dir.display()))?;
+    for entry in entries {
+        let entry = entry.with_context(|| format!("{}: cannot list", dir.display()))?;
+        let path = entry.path();
+        let foreign = match entry.file_type().map(|kind| kind.is_dir()) {
+            Ok(true) => first_foreign_file(&path)?,
+            _ => (!is_output_file(&entry.file_name().to_string_lossy())).then_some(path),
+        };
+        if foreign.is_some() {
+            return Ok(foreign);
+        }
+    }
+    Ok(None)
+}
+
+/// The refusal of `--overwrite` over `target`, which holds `file`.
+fn not_an_output(target: &Path, file: &dyn std::fmt::Display) -> String {
+    format!(
+        "{}: not a neardup output ({file} is none of its files), so --overwrite does not replace it; remove it yourself, or give --out another path",
+        target.display()
+    )
 }
 
 /// A run's exclusive hold on an output: a file (or an object) beside the

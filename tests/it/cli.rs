@@ -235,6 +235,8 @@ fn k_out_of_range_is_refused() {
     );
 }
 
+/// An existing --out is refused without --overwrite, and with it unless
+/// it holds only what neardup writes.
 #[test]
 fn an_existing_output_directory_is_refused_unless_overwrite() {
     let dir = tempfile::tempdir().unwrap();
@@ -258,17 +260,37 @@ fn an_existing_output_directory_is_refused_unless_overwrite() {
     );
     assert!(out.join("keep.txt").exists() && !out.join("_SUCCESS").exists());
 
-    let result = neardup(&[
-        "match",
-        "--queries",
-        &good,
-        "--self",
-        "--out",
-        out.to_str().unwrap(),
-        "--overwrite",
-    ]);
-    assert!(result.status.success());
-    assert!(out.join("_SUCCESS").exists() && !out.join("keep.txt").exists());
+    // --overwrite replaces only what neardup writes: a directory holding
+    // anything else, at any depth, is someone's (a mistyped --out).
+    let overwrite = || {
+        neardup(&[
+            "match",
+            "--queries",
+            &good,
+            "--self",
+            "--out",
+            out.to_str().unwrap(),
+            "--overwrite",
+        ])
+    };
+    let result = overwrite();
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("keep.txt is none of its files"), "{stderr}");
+    assert!(out.join("keep.txt").exists());
+    std::fs::remove_file(out.join("keep.txt")).unwrap();
+    std::fs::create_dir(out.join("sub")).unwrap();
+    std::fs::write(out.join("sub/part-00000.parquet"), "x").unwrap();
+    assert!(overwrite().status.success(), "an empty directory, parts");
+    assert!(out.join("_SUCCESS").exists() && !out.join("sub").exists());
+
+    // A neardup output, finished or with its _SUCCESS removed to run again.
+    std::fs::remove_file(out.join("_SUCCESS")).unwrap();
+    assert!(overwrite().status.success());
+    std::fs::write(out.join("notes.md"), "mine").unwrap();
+    assert_eq!(overwrite().status.code(), Some(1));
+    assert!(out.join("notes.md").exists() && out.join("_SUCCESS").exists());
 }
 
 #[test]

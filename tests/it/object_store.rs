@@ -393,6 +393,22 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
     let kept = d.join("kept");
     download(&server, "results", "pairs", &kept);
     assert_eq!(parts_of(&kept), baseline);
+    // Not over another tool's objects, though.
+    let theirs = d.join("theirs");
+    std::fs::create_dir_all(theirs.join("2026")).unwrap();
+    std::fs::write(theirs.join("2026/events.json"), "{}").unwrap();
+    upload(&server, "results", &theirs, "theirs");
+    let mut over_theirs = matching_in("s3://results/theirs", "2");
+    over_theirs.push("--overwrite".into());
+    let output = run(&over_theirs);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("theirs/2026/events.json is none of its files"),
+        "{stderr}"
+    );
+    download(&server, "results", "theirs", &d.join("theirs-after"));
+    assert!(d.join("theirs-after/2026/events.json").exists());
     let mut overwrite = matching_in("s3://results/pairs", "2");
     overwrite.push("--overwrite".into());
     assert!(succeeded(&run(&overwrite)));

@@ -116,6 +116,18 @@ impl OutputPrefix {
         }
     }
 
+    /// The first object under the prefix whose name (its last part) is not
+    /// `ours`, if any.
+    pub(crate) fn first_foreign(&self, ours: impl Fn(&str) -> bool) -> Result<Option<String>> {
+        let listed: Vec<object_store::ObjectMeta> =
+            block_on(self.store.list(Some(&self.prefix)).try_collect())
+                .map_err(|e| anyhow::anyhow!("{}: cannot list ({})", self.url, one_line(&e)))?;
+        let foreign = listed
+            .into_iter()
+            .find(|meta| !ours(meta.location.filename().unwrap_or_default()));
+        Ok(foreign.map(|meta| meta.location.to_string()))
+    }
+
     /// Deletes every object under the prefix, `_SUCCESS` first, so that no
     /// reader takes a half-deleted output for a complete one.
     pub(crate) fn delete_all(&self) -> Result<()> {
