@@ -26,6 +26,13 @@
                                     (the raw HTTP a proxy records), and a corrupt gzip
                                     body; and DIR/manifest.json (the page, each URL
                                     and its record's offset)
+    warc_writer.py statuses DIR     writes DIR/statuses.warc.gz: on four sites, a
+                                    page, a redirect and a "Not Found" with the
+                                    server's stock bodies, a server error, and pages
+                                    with nothing to read (an empty body, a script-only
+                                    app shell, an image); and DIR/manifest.json (the
+                                    URLs of the pages, of the other responses, and of
+                                    the empty pages)
 """
 import datetime
 import io
@@ -329,6 +336,56 @@ def encoded(out):
     (Path(out) / "manifest.json").write_text(json.dumps(manifest))
 
 
+def statuses(out):
+    """Responses that are not pages, and pages with nothing to read, on
+    four sites, beside one real page each."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    def stock(title, text):
+        # Apache's stock body: the same on every site it serves.
+        return (f"<!DOCTYPE HTML PUBLIC \"-//IETF//DTD HTML 2.0//EN\">\n<html><head>\n"
+                f"<title>{title}</title>\n</head><body>\n<h1>{title.split(' ', 1)[1]}</h1>\n"
+                f"<p>{text}</p>\n<hr>\n<address>Apache/2.4.62 (Debian) Server at "
+                f"example Port 443</address>\n</body></html>\n")
+
+    sites = ["alpha.example", "beta.example", "gamma.example", "delta.example"]
+    topics = ["tides and the moon", "bread and yeast", "bridges and steel", "bees and clover"]
+    responses, manifest = [], {"pages": [], "others": [], "empty": []}
+    for site, topic in zip(sites, topics):
+        page = (f"<html><head><title>{topic}</title></head><body><main><h1>On {topic}</h1>"
+                + "".join(f"<p>Paragraph {i} of a page about {topic}, written for {site}, "
+                          f"with its own words on {topic.split()[0]}.</p>" for i in range(6))
+                + "</main></body></html>")
+        responses.append((f"https://{site}/", "200 OK", page, "pages"))
+        moved = stock("301 Moved Permanently",
+                      "The document has moved <a href=\"https://www.example/\">here</a>.")
+        responses.append((f"http://{site}/old", "301 Moved Permanently", moved, "others"))
+        missing = stock("404 Not Found", "The requested URL was not found on this server.")
+        responses.append((f"https://{site}/gone", "404 Not Found", missing, "others"))
+        responses.append((f"https://{site}/error", "500 Internal Server Error",
+                          stock("500 Internal Server Error",
+                                "The server encountered an internal error."), "others"))
+        responses.append((f"https://{site}/blank", "200 OK", "<html><body></body></html>",
+                          "empty"))
+        responses.append((f"https://{site}/app", "200 OK",
+                          "<!doctype html><html><head><script src=\"/app.js\"></script>"
+                          "<script>window.boot()</script></head><body><div id=\"root\"></div>"
+                          "</body></html>", "empty"))
+        responses.append((f"https://{site}/photo", "200 OK",
+                          "<html><body><img src=\"/photo.jpg\" alt=\"\"></body></html>",
+                          "empty"))
+    with open(Path(out) / "statuses.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for url, status, body, kind in responses:
+            headers = StatusAndHeaders(status, [("Content-Type", "text/html; charset=utf-8")],
+                                       protocol="HTTP/1.1")
+            w.write_record(w.create_warc_record(
+                url, "response", payload=io.BytesIO(body.encode()), http_headers=headers))
+            manifest[kind].append(url)
+    (Path(out) / "manifest.json").write_text(json.dumps(manifest))
+
+
 OPERANDS = ["vdst", "vcc", "src0", "src1", "vsrc1", "sdst", "ssrc0", "ssrc1", "simm16", "m0",
             "exec", "scc"]
 
@@ -387,5 +444,6 @@ if __name__ == "__main__":
         "copies": copies,
         "encoded": encoded,
         "canonical": canonical,
+        "statuses": statuses,
     }
     commands[sys.argv[1]](sys.argv[2])

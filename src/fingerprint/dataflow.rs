@@ -77,9 +77,27 @@ pub(crate) struct RowBatch {
     /// The worker that fingerprinted it: its batch's [`DocumentBatch::to`].
     pub(crate) by: u32,
     pub(crate) rows: DocumentRows,
+    pub(crate) counts: PageCounts,
+}
+
+/// Counts of a batch's documents, or a file's.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct PageCounts {
     pub(crate) html_pages: u64,
     /// HTML pages whose main content was empty.
     pub(crate) fallbacks: u64,
+    /// Documents with nothing to fingerprint (no text, or none the
+    /// features read), left out: every one would get fingerprint 0, and
+    /// empty pages of different sites would pair as copies.
+    pub(crate) empty: u64,
+}
+
+impl PageCounts {
+    fn add(&mut self, other: PageCounts) {
+        self.html_pages += other.html_pages;
+        self.fallbacks += other.fallbacks;
+        self.empty += other.empty;
+    }
 }
 
 /// What reading a file found besides its documents.
@@ -452,13 +470,13 @@ pub(crate) fn fingerprint_batches<'scope>(
 /// The rows of a batch's documents, HTML pages by the text `scheme` chooses.
 fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     let mut rows = DocumentRows::default();
-    let (mut html_pages, mut fallbacks) = (0, 0);
+    let mut counts = PageCounts::default();
     for document in batch.documents {
         let (f, canonical) = match document.html {
             true => {
                 let page = html::page_text(&document.text, scheme.html);
-                html_pages += 1;
-                fallbacks += u64::from(page.fell_back);
+                counts.html_pages += 1;
+                counts.fallbacks += u64::from(page.fell_back);
                 let canonical = page
                     .canonical
                     .as_deref()
@@ -472,6 +490,10 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
                 None,
             ),
         };
+        if f.n_features == 0 {
+            counts.empty += 1;
+            continue;
+        }
         rows.canonical_urls.push(canonical);
         rows.sketches.extend(f.sketch);
         rows.ids.push(document.id);
@@ -487,8 +509,7 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
         seq: batch.seq,
         by: batch.to,
         rows,
-        html_pages,
-        fallbacks,
+        counts,
     }
 }
 
@@ -559,7 +580,7 @@ pub(crate) fn write_shards<'scope>(
 pub(crate) fn in_reading_order(
     found: &FileRead,
     mut batches: Vec<RowBatch>,
-) -> Result<(DocumentRows, u64, u64)> {
+) -> Result<(DocumentRows, PageCounts)> {
     batches.sort_unstable_by_key(|b| b.seq);
     let complete = batches.len() == found.batches as usize
         && batches.iter().enumerate().all(|(i, b)| b.seq as usize == i);
@@ -571,13 +592,12 @@ pub(crate) fn in_reading_order(
         );
     }
     let mut rows = DocumentRows::default();
-    let (mut html_pages, mut fallbacks) = (0, 0);
+    let mut counts = PageCounts::default();
     for batch in batches {
         rows.append(batch.rows);
-        html_pages += batch.html_pages;
-        fallbacks += batch.fallbacks;
+        counts.add(batch.counts);
     }
-    Ok((rows, html_pages, fallbacks))
+    Ok((rows, counts))
 }
 
 #[cfg(test)]

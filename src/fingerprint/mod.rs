@@ -192,7 +192,7 @@ fn write_shard(
     found: FileRead,
     batches: Vec<RowBatch>,
 ) -> Result<FileResult> {
-    let (rows, html_pages, fallbacks) = in_reading_order(&found, batches)
+    let (rows, counts) = in_reading_order(&found, batches)
         .with_context(|| format!("{path}: cannot gather its rows"))?;
     // Only WARC files hold HTML pages; their shards' scheme names the text
     // chosen from them.
@@ -211,8 +211,9 @@ fn write_shard(
         documents: rows.ids.len() as u64,
         bad_records: found.bad.len() as u64,
         skipped_records: found.skipped,
-        html_pages,
-        main_content_fallbacks: fallbacks,
+        html_pages: counts.html_pages,
+        main_content_fallbacks: counts.fallbacks,
+        empty_pages: counts.empty,
         charsets: found.charsets,
         charset_guesses: found.charset_guesses,
         scheme,

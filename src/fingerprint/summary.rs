@@ -43,6 +43,9 @@ pub(crate) struct FileSummary {
     /// HTML pages whose main content was empty, fingerprinted on all their
     /// text (`--html-text main`).
     pub(crate) main_content_fallbacks: u64,
+    /// Documents with nothing to fingerprint, left out of the shard.
+    #[serde(default)]
+    pub(crate) empty_pages: u64,
     /// HTML pages decoded from another encoding than UTF-8, by the
     /// Encoding Standard's name for it (`GBK`, `Shift_JIS`).
     #[serde(default)]
@@ -80,6 +83,9 @@ pub(crate) struct FingerprintSummary {
     pub(crate) documents: u64,
     pub(crate) bad_records: u64,
     pub(crate) skipped_records: u64,
+    /// Documents with nothing to fingerprint (no text, or none the
+    /// features read): left out, as their fingerprints would all be 0.
+    pub(crate) empty_pages: u64,
     /// The first bad records, with file and offset.
     pub(crate) bad: Vec<FileBadRecord>,
     /// Bytes of the input files as stored (compressed, for `.gz`).
@@ -98,7 +104,7 @@ impl FingerprintSummary {
     /// The one line printed at the end of a run.
     pub(crate) fn line(&self, out: &Path) -> String {
         format!(
-            "fingerprinted {} documents from {} file(s): {} of files at {:.1} MB/s, {} of documents at {:.1} MB/s ({} workers, features {}): {} bad and {} skipped records -> {}",
+            "fingerprinted {} documents from {} file(s): {} of files at {:.1} MB/s, {} of documents at {:.1} MB/s ({} workers, features {}): {} bad and {} skipped records, {} empty pages left out -> {}",
             self.documents,
             self.files.len(),
             human_bytes(self.bytes),
@@ -109,6 +115,7 @@ impl FingerprintSummary {
             self.features,
             self.bad_records,
             self.skipped_records,
+            self.empty_pages,
             out.display()
         )
     }
@@ -203,6 +210,7 @@ pub(crate) fn summarize(
         documents,
         bad_records: files.iter().map(|f| f.bad_records).sum(),
         skipped_records: files.iter().map(|f| f.skipped_records).sum(),
+        empty_pages: files.iter().map(|f| f.empty_pages).sum(),
         bad,
         bytes,
         document_bytes,

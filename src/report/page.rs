@@ -42,6 +42,7 @@ const FINGERPRINT_KEYS: &[(&str, &str, Shown)] = &[
     ("documents", "documents", Shown::Count),
     ("bad_records", "bad records", Shown::Count),
     ("skipped_records", "skipped records", Shown::Count),
+    ("empty_pages", "empty pages, left out", Shown::Count),
     ("html_pages", "HTML pages", Shown::Count),
     (
         "main_content_fallbacks",

@@ -1539,3 +1539,60 @@ fn a_run_with_no_readable_record_fails_on_one_line() {
     assert_eq!(summary(&out)["bad_records"], 20);
     assert_eq!(summary(&out)["documents"], 20);
 }
+
+/// Responses that are not pages (a redirect, a "Not Found", a server
+/// error, each the server's stock body, the same on every site) and pages
+/// with nothing to read (an empty body, an app shell, an image) are left
+/// out and counted: before, all of them paired across four unrelated
+/// sites (84 pairs among 28 records). The sites' own pages are kept.
+#[test]
+fn responses_that_are_not_pages_and_empty_pages_are_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = dir.path().join("crawl");
+    std::fs::create_dir_all(&crawl).unwrap();
+    let status = Command::new(python_with("warcio"))
+        .args([&helper(), "statuses", crawl.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(crawl.join("manifest.json")).unwrap())
+            .unwrap();
+    std::fs::remove_file(crawl.join("manifest.json")).unwrap();
+    let urls = |kind: &str| -> Vec<String> {
+        let list = manifest[kind].as_array().unwrap();
+        list.iter()
+            .map(|u| u.as_str().unwrap().to_string())
+            .collect()
+    };
+    let out = dir.path().join("fp");
+    fingerprint_into(&crawl, &out, &[]);
+    let mut kept: Vec<i64> = read_documents(&out.join("part-00000.parquet"))
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect();
+    kept.sort_unstable();
+    let mut pages: Vec<i64> = urls("pages").iter().map(|u| url_id(u)).collect();
+    pages.sort_unstable();
+    assert_eq!(kept, pages);
+    let s = summary(&out);
+    assert_eq!(
+        s["skipped_records"].as_u64(),
+        Some(urls("others").len() as u64)
+    );
+    assert_eq!(s["empty_pages"].as_u64(), Some(urls("empty").len() as u64));
+    assert_eq!(s["files"][0]["empty_pages"], s["empty_pages"]);
+
+    let pairs = dir.path().join("pairs");
+    let out_arg = out.to_str().unwrap();
+    let matched = neardup(&[
+        "match",
+        "--queries",
+        out_arg,
+        "--self",
+        "--out",
+        pairs.to_str().unwrap(),
+    ]);
+    assert!(matched.status.success());
+    assert!(String::from_utf8_lossy(&matched.stdout).contains(": 0 pairs"));
+}

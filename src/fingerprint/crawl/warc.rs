@@ -445,7 +445,7 @@ fn to_record(
         };
         let (http_headers, payload) = (&body[..split], &body[split + 4..]);
         let content_type = content_type(http_headers);
-        if !content_type.is_some_and(is_html) {
+        if !content_type.is_some_and(is_html) || !is_success(http_headers) {
             return Record::Skipped;
         }
         let payload = match http {
@@ -478,6 +478,23 @@ fn to_record(
         fetch_time,
         span,
     })
+}
+
+/// Whether an HTTP response's status line says 2xx: a redirect's or an
+/// error's body (a server's stock "Moved" or "Not Found" page) is not the
+/// page, and the same stock body on many sites would pair them. A status
+/// line that cannot be read passes.
+fn is_success(http_headers: &[u8]) -> bool {
+    let status_line = http_headers
+        .split(|&b| b == b'\n')
+        .next()
+        .unwrap_or_default();
+    let mut words = status_line.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    let (Some(version), Some(code)) = (words.next(), words.next()) else {
+        return true;
+    };
+    let is_code = code.len() == 3 && code.iter().all(u8::is_ascii_digit);
+    !(version.starts_with(b"HTTP/") && is_code) || code[0] == b'2'
 }
 
 /// `text/html`, `application/xhtml+xml` and the like.
@@ -974,5 +991,23 @@ mod tests {
                 format!("bad {truncated_at} truncated record"),
             ]
         );
+    }
+
+    #[test]
+    fn only_2xx_responses_are_pages_and_an_unreadable_status_line_passes() {
+        for (headers, page) in [
+            ("HTTP/1.1 200 OK\r\nContent-Type: text/html", true),
+            ("HTTP/1.0 206 Partial Content", true),
+            ("HTTP/2 203", true),
+            ("HTTP/1.1 301 Moved Permanently", false),
+            ("HTTP/1.1 304 Not Modified", false),
+            ("HTTP/1.1  404 Not Found", false),
+            ("HTTP/1.1 503", false),
+            ("Content-Type: text/html", true),
+            ("HTTP/1.1 OK", true),
+            ("", true),
+        ] {
+            assert_eq!(is_success(headers.as_bytes()), page, "{headers:?}");
+        }
     }
 }
