@@ -256,7 +256,12 @@ fn corpus_urls(
 ) -> Option<Arc<PagesTable>> {
     let corpus = corpus.as_ref()?;
     if !corpus.has_optional(0) {
-        tracing::warn!(corpus = ?opts.corpus, "no file of --corpus has a `url` column: drop/ has no keep_url for pages kept from it");
+        let shown = match opts.corpus.as_slice() {
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} and {} more", rest.len()),
+            [] => String::new(),
+        };
+        tracing::warn!("--corpus {shown}: no file has a `url` column, so drop/ has no keep_url for pages kept from the corpus");
         return None;
     }
     Some(corpus.clone())

@@ -31,7 +31,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::exec::parallel::lock;
 use crate::exec::runtime::AbortCleanup;
 use crate::io::parquet::input::refuse_output_over_inputs;
-use crate::io::storage::{is_url, ExclusiveObject, OutputPrefix, SUCCESS};
+use crate::io::storage::{is_url, ExclusiveObject, OutputPrefix, SUCCESS, SUMMARY};
 
 /// An output directory under construction.
 ///
@@ -360,7 +360,7 @@ impl Drop for Staging {
 fn is_output_file(name: &str) -> bool {
     matches!(
         name,
-        SUCCESS | "_summary.json" | "_sources.json" | "planted.parquet"
+        SUCCESS | SUMMARY | "_sources.json" | "planted.parquet"
     ) || (name.starts_with("part-") && name.ends_with(".parquet"))
 }
 

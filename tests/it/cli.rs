@@ -1242,3 +1242,44 @@ fn log_lines_on_a_terminal_clear_the_progress_bar_first() {
     // step's name depends on when the bar's ticker ran.
     assert!(bytes.contains("[00:00:"), "a bar was drawn: {bytes:?}");
 }
+
+/// A stage output with its summary but no _SUCCESS did not finish (or is
+/// being written again): read as an input, it would give a part of the
+/// pairs as if they were all. It is refused, naming it; pairs written by
+/// another tool (no summary) are read, and so is the output once done.
+#[test]
+fn an_unfinished_output_is_refused_as_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let pairs = dir.path().join("pairs");
+    let pairs_arg = pairs.to_str().unwrap();
+    let matched = neardup(&["match", "--queries", &good, "--self", "--out", pairs_arg]);
+    assert!(matched.status.success());
+    let cluster = |out: &str| {
+        let out = dir.path().join(out);
+        neardup(&[
+            "cluster",
+            "--pairs",
+            pairs_arg,
+            "--out",
+            out.to_str().unwrap(),
+        ])
+    };
+    assert!(cluster("done").status.success());
+    std::fs::remove_file(pairs.join("_SUCCESS")).unwrap();
+    for input in [pairs_arg.to_string(), format!("{}/*", dir.path().display())] {
+        let out = dir.path().join("partial");
+        let refused = neardup(&["cluster", "--pairs", &input, "--out", out.to_str().unwrap()]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        let said = format!("{pairs_arg}: a neardup output without _SUCCESS");
+        assert!(stderr.contains(&said), "{stderr}");
+        assert!(!out.exists());
+    }
+    std::fs::remove_file(pairs.join("_summary.json")).unwrap();
+    assert!(
+        cluster("elsewhere").status.success(),
+        "pairs of another tool"
+    );
+}

@@ -379,6 +379,28 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
     download(&server, "results", "two", &two);
     assert_eq!(parts_of(&two), baseline);
     assert!(two.join("_SUCCESS").exists());
+    // Without its _SUCCESS, it is an output whose stage did not finish:
+    // refused as an input.
+    let unmark = "import sys, boto3\nboto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id='test', aws_secret_access_key='test', region_name='us-east-1').delete_object(Bucket='results', Key='two/_SUCCESS')";
+    let status = Command::new(python_with("boto3"))
+        .args(["-c", unmark, &server.endpoint()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let partial = args(&[
+        "cluster",
+        "--pairs",
+        "s3://results/two",
+        "--out",
+        "s3://results/c-two",
+    ]);
+    let output = run(&partial);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("s3://results/two: a neardup output without _SUCCESS"),
+        "{stderr}"
+    );
 
     // An existing prefix is refused, and left as it was; --overwrite
     // replaces it.

@@ -385,7 +385,34 @@ fn list(
         block_on(store.list(Some(prefix)).try_collect())
             .map_err(|error| anyhow::anyhow!("{spec}: cannot list ({})", one_line(&error)))?;
     listed.sort_by(|a, b| a.location.cmp(&b.location));
+    let keys: std::collections::HashSet<&str> =
+        listed.iter().map(|meta| meta.location.as_ref()).collect();
+    for meta in &listed {
+        let key = meta.location.as_ref();
+        if let Some(dir) = key.strip_suffix(SUMMARY).filter(|dir| dir.ends_with('/')) {
+            if !keys.contains(format!("{dir}{SUCCESS}").as_str()) {
+                let root = spec.find("://").map_or("", |at| {
+                    let rest = &spec[at + 3..];
+                    &spec[..at + 3 + rest.find('/').unwrap_or(rest.len())]
+                });
+                bail!(unfinished_output(&format!(
+                    "{root}/{}",
+                    dir.trim_end_matches('/')
+                )));
+            }
+        }
+    }
     Ok(listed)
+}
+
+/// A stage's summary, written into its output just before `_SUCCESS`.
+pub(crate) const SUMMARY: &str = "_summary.json";
+
+/// The refusal of an input directory `dir` that holds a summary but no
+/// `_SUCCESS`: a neardup output whose stage failed, or is being written
+/// again, so its parts may be a mix or a part.
+pub(crate) fn unfinished_output(dir: &str) -> String {
+    format!("{dir}: a neardup output without {SUCCESS}: the stage writing it did not finish; run it again")
 }
 
 /// An `object_store` error on one line: its messages nest the HTTP

@@ -2,7 +2,7 @@
 //! name, expanded to files (local, or objects in a store).
 
 use super::*;
-use crate::io::storage::{object_place, split_glob};
+use crate::io::storage::{object_place, split_glob, unfinished_output, SUCCESS, SUMMARY};
 
 /// The Parquet files `specs` name, local or objects (`s3://`, `gs://`,
 /// `az://`, `http(s)://`; see [`crate::io::storage`]): in the order of
@@ -85,10 +85,13 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
 pub(super) fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot list directory", dir.display()))?;
+    let (mut summary, mut success) = (false, false);
     for entry in entries {
         let entry = entry.with_context(|| format!("{}: cannot list directory", dir.display()))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
+        summary |= name == SUMMARY;
+        success |= name == SUCCESS;
         if name.starts_with('_') || name.starts_with('.') {
             continue;
         }
@@ -98,6 +101,9 @@ pub(super) fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathB
         } else if extensions.iter().any(|e| has_extension(&name, e)) {
             out.push(path);
         }
+    }
+    if summary && !success {
+        bail!(unfinished_output(&dir.display().to_string()));
     }
     Ok(())
 }
