@@ -1190,6 +1190,22 @@ fn an_unwritable_stderr_loses_the_logs_not_the_run() {
     assert_eq!(failed.code(), Some(1));
 }
 
+/// `text` without the cursor moves it ends in (`ESC [ n A`, `ESC [ n B`,
+/// carriage returns).
+fn without_cursor_moves(mut text: &str) -> &str {
+    loop {
+        let trimmed = text.trim_end_matches('\r');
+        let moved = trimmed
+            .strip_suffix(['A', 'B'])
+            .map(|rest| rest.trim_end_matches(|c: char| c.is_ascii_digit()))
+            .and_then(|rest| rest.strip_suffix("\u{1b}["));
+        match moved {
+            Some(rest) => text = rest,
+            None => return trimmed,
+        }
+    }
+}
+
 /// On a terminal, a log line written while a progress bar is drawn clears
 /// the bar first: no line starts after the bar's text, and no frame of it
 /// is left above the logs. Run under `script`, the terminal a user has.
@@ -1231,7 +1247,9 @@ fn log_lines_on_a_terminal_clear_the_progress_bar_first() {
     for at in lines {
         // The line's start: its timestamp (27 bytes), dimmed on a terminal.
         let start = bytes[..at].rfind(dim).unwrap_or(at);
-        let before = &bytes[..start];
+        // A bar of several lines is cleared line by line, the cursor then
+        // moved back up to the first: moves after the last clear are fine.
+        let before = without_cursor_moves(&bytes[..start]);
         assert!(
             before.is_empty() || before.ends_with('\n') || before.ends_with("\u{1b}[2K"),
             "a log line after the bar's text: {:?}",

@@ -647,6 +647,7 @@ fn bad_job_specs_get_one_line() {
 /// of its command, one task per node of `FAKE_SRUN_NODES`, each with the
 /// variables a step's tasks get, and fails if any task fails.
 const FAKE_SRUN: &str = r#"#!/usr/bin/env bash
+while [[ $1 == --* ]]; do shift; done
 n=$FAKE_SRUN_TASKS
 pids=()
 for ((i = 0; i < n; i++)); do
