@@ -177,7 +177,11 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
             }
         }
     };
-    written.context("cannot write to stdout")
+    match written {
+        // A reader that stopped early (`| head`) has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        written => written.context("cannot write to stdout"),
+    }
 }
 
 /// The pages `wanted` (ids or URLs) in the shards of `specs`, in the order

@@ -208,6 +208,14 @@ fn explain_prints_the_hashed_texts_their_distance_and_the_changed_words() {
     assert_eq!(by_id, text);
     let plain = run_ok(&["explain", same, more, "--fingerprints", fp]);
     assert!(plain.contains(same) && plain.contains(more), "{plain}");
+    // Into `| head`, which stops reading: quietly, with success.
+    crate::cli::succeeds_into_a_closed_pipe(Command::new(env!("CARGO_BIN_EXE_neardup")).args([
+        "explain",
+        same,
+        more,
+        "--fingerprints",
+        fp,
+    ]));
     assert!(
         plain.contains("{+Share this page with a friend.+}"),
         "{plain}"
