@@ -381,6 +381,18 @@ fn schemes_of(queries: &[FingerprintFile], corpus: &[FingerprintFile]) -> Vec<sc
 /// (see [`schemes::check_same`]).
 fn same_schemes(files: &[schemes::SchemeOf], allow_mixed: bool) -> Result<Vec<String>> {
     let (schemes, mixed) = schemes::check_same(files, allow_mixed)?;
+    let unrecorded: Vec<&schemes::SchemeOf> = files.iter().filter(|f| f.scheme.is_none()).collect();
+    if let (Some(first), false) = (unrecorded.first(), schemes.is_empty()) {
+        // A shard rewritten by another tool (a DuckDB COPY, a Spark job)
+        // loses the scheme neardup recorded: nothing checks it any more.
+        tracing::warn!(
+            "{} ({}) and {} more file(s) record no fingerprint scheme: they are matched against `{}` unchecked",
+            first.path,
+            first.side,
+            unrecorded.len() - 1,
+            schemes.join(" | ")
+        );
+    }
     if mixed {
         tracing::warn!(
             "matching fingerprints of {} schemes (--allow-mixed-schemes): {}",

@@ -1213,19 +1213,30 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     write_shard(&other.join("part-0.parquet"), &[(1, 5), (2, 7)]);
     assert_eq!(shard_scheme(&other.join("part-0.parquet")), None);
     let pairs = path("pairs-other");
-    run_ok(&[
+    let other_arg = other.to_str().unwrap();
+    let matched = neardup(&[
         "match",
         "--queries",
         &path("v1"),
         "--corpus",
-        other.to_str().unwrap(),
+        other_arg,
         "--out",
         &pairs,
     ]);
+    assert!(matched.status.success());
     assert_eq!(
         summary(&out("pairs-other"))["schemes"],
         serde_json::json!([v1])
     );
+    // ... said on one line: a shard rewritten by DuckDB or Spark has lost
+    // its scheme, and nothing checks it against B's.
+    let stderr = String::from_utf8_lossy(&matched.stderr);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let said = format!(
+        "{} (F) and 0 more file(s) record no fingerprint scheme",
+        other.join("part-0.parquet").display()
+    );
+    assert!(stderr.contains(&said) && stderr.contains(&v1), "{stderr}");
 }
 
 /// A WARC's shard records its HTML mode and a WET's does not: the two are
