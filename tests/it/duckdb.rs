@@ -159,6 +159,58 @@ fn duckdb_reads_sketches_and_recomputes_the_wide_distance() {
     assert_eq!(report["joined"], ours.len() as u64);
     assert_eq!(report["wrong_wide"], 0);
 
+    // The shards rewritten by DuckDB hold the sketches as BLOBs
+    // (variable-length binary): verified alike. A BLOB of another length
+    // is an error naming it.
+    let copied = dir.path().join("copied");
+    let copy = r#"
+import sys, duckdb
+data, out, short = sys.argv[1:4]
+db = duckdb.connect()
+for side in ["queries", "corpus"]:
+    db.sql(f"copy (select * from '{data}/{side}/*.parquet') to '{out}/{side}.parquet'")
+db.sql(f"copy (select id, simhash, sketch[1:23] as sketch from '{data}/corpus/*.parquet') to '{short}'")
+"#;
+    std::fs::create_dir_all(&copied).unwrap();
+    let short = dir.path().join("short.parquet");
+    let status = Command::new(&python)
+        .args(["-c", copy])
+        .args([&data, &copied, &short])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let again = dir.path().join("pairs-copied");
+    let copied_side = |side: &str| copied.join(format!("{side}.parquet")).display().to_string();
+    run_ok(&[
+        "match",
+        "--queries",
+        &copied_side("queries"),
+        "--corpus",
+        &copied_side("corpus"),
+        "--self",
+        "--verify",
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert_eq!(read_pairs(&again), ours);
+    let refused = neardup(&[
+        "match",
+        "--queries",
+        &copied_side("queries"),
+        "--corpus",
+        short.to_str().unwrap(),
+        "--verify",
+        "--out",
+        dir.path().join("pairs-short").to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("holds a value of 23 bytes, expected 24"),
+        "{stderr}"
+    );
+
     // The drops of verified pairs: DuckDB reads `wide_distance` as
     // SMALLINT, and each drop's two distances are its pair's; `kept_by`,
     // dictionary-encoded, as VARCHAR (without keys, every page is kept for

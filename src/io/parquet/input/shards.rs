@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::io::parquet::{sketch_of_bytes, Sketch, SKETCH_BYTES, SKETCH_COLUMN};
+use arrow_array::cast::AsArray;
 use arrow_array::FixedSizeBinaryArray;
 
 /// Names of the two columns neardup reads.
@@ -122,9 +123,13 @@ impl FingerprintFile {
             );
         };
         let found = schema.field(root).data_type();
-        if *found != DataType::FixedSizeBinary(SKETCH_BYTES as i32) {
+        // A shard rewritten by DuckDB (BLOB) or Spark (BinaryType) holds
+        // the same bytes as variable-length binary: read, each value
+        // checked to be a sketch's length.
+        let binary = matches!(found, DataType::Binary | DataType::LargeBinary);
+        if *found != DataType::FixedSizeBinary(SKETCH_BYTES as i32) && !binary {
             bail!(
-                "{}: column `{SKETCH_COLUMN}` has type {found}, expected FIXED_LEN_BYTE_ARRAY({SKETCH_BYTES})",
+                "{}: column `{SKETCH_COLUMN}` has type {found}, expected FIXED_LEN_BYTE_ARRAY({SKETCH_BYTES}) or binary values of {SKETCH_BYTES} bytes",
                 self.path
             );
         }
@@ -165,11 +170,22 @@ impl FingerprintFile {
             let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
             let location = || format!("{shown} (row group {rg})");
             let column = non_null_column(&batch, SKETCH_COLUMN, &location)?;
-            let sketches = column
-                .as_any()
-                .downcast_ref::<FixedSizeBinaryArray>()
-                .expect("checked by check_sketch");
-            out.extend(sketches.iter().flatten().map(sketch_of_bytes));
+            if let Some(fixed) = column.as_any().downcast_ref::<FixedSizeBinaryArray>() {
+                out.extend(fixed.iter().flatten().map(sketch_of_bytes));
+                continue;
+            }
+            let values: Vec<&[u8]> = match column.data_type() {
+                DataType::Binary => column.as_binary::<i32>().iter().flatten().collect(),
+                _ => column.as_binary::<i64>().iter().flatten().collect(),
+            };
+            if let Some(bad) = values.iter().find(|v| v.len() != SKETCH_BYTES) {
+                bail!(
+                    "{}: column `{SKETCH_COLUMN}` holds a value of {} bytes, expected {SKETCH_BYTES}",
+                    location(),
+                    bad.len()
+                );
+            }
+            out.extend(values.into_iter().map(sketch_of_bytes));
         }
         Ok(())
     }
