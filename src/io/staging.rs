@@ -675,12 +675,16 @@ fn object_file(path: &Path) -> Result<Option<(OutputPrefix, String)>> {
 pub(crate) fn cannot_write(tmp: &Path, verb: &str, error: std::io::Error) -> anyhow::Error {
     let parent = tmp.parent().unwrap_or(Path::new("."));
     let in_staging = parent.to_string_lossy().ends_with(".neardup-staging");
-    match error.kind() == std::io::ErrorKind::NotFound && in_staging && !parent.exists() {
-        true => anyhow!(
+    let missing = error.kind() == std::io::ErrorKind::NotFound && !parent.exists();
+    match (missing, in_staging) {
+        (true, true) => anyhow!(
             "{}: no such staging directory here: --out must be on storage all processes share",
             parent.display()
         ),
-        false => anyhow!(error).context(format!("{}: cannot {verb}", tmp.display())),
+        // The file's own name, not its temporary one, for a directory
+        // that is not there.
+        (true, false) => anyhow!("{}: no such directory", parent.display()),
+        _ => anyhow!(error).context(format!("{}: cannot {verb}", tmp.display())),
     }
 }
 

@@ -620,6 +620,16 @@ fn report_refuses_an_unfinished_stage_a_bad_summary_and_an_out_in_a_stage() {
     for _ in 0..2 {
         run_ok(&["report", night_arg, "--out", page.to_str().unwrap()]);
     }
+    // A directory that is not there is named, not the page's temporary.
+    let nowhere = d.join("nowhere/r.html");
+    let out = neardup(&["report", night_arg, "--out", nowhere.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let said = format!("{}: no such directory", d.join("nowhere").display());
+    assert!(
+        stderr.contains(&said) && !stderr.contains("r.html.tmp"),
+        "{stderr}"
+    );
 
     // A summary that is not JSON, or names no stage, is an error naming
     // it, not a stage left out of the page.
