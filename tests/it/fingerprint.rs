@@ -1361,6 +1361,20 @@ const V9_ENCODED: [(&str, u64); 5] = [
     ("corrupt", 0x9d39efd1eadc0760),
 ];
 
+/// Writes the warcio crawl of the helper's `command` into `crawl`, and
+/// returns the manifest it wrote beside it (removed: it is no crawl file).
+fn write_crawl_with_manifest(command: &str, crawl: &Path) -> Value {
+    std::fs::create_dir_all(crawl).unwrap();
+    let status = Command::new(python_with("warcio"))
+        .args([&helper(), command, crawl.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(crawl.join("manifest.json")).unwrap();
+    std::fs::remove_file(crawl.join("manifest.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
 /// A page sent plain, gzip-encoded, chunked, and chunked and gzipped, as a
 /// recording proxy stores the raw HTTP (warcio writes the WARC): under
 /// v10, the default, all four give the plain page's fingerprint, a corrupt
@@ -1371,16 +1385,7 @@ const V9_ENCODED: [(&str, u64); 5] = [
 fn pages_sent_compressed_or_in_chunks_are_the_plain_page_from_v10_on() {
     let dir = tempfile::tempdir().unwrap();
     let crawl = dir.path().join("crawl");
-    std::fs::create_dir_all(&crawl).unwrap();
-    let status = Command::new(python_with("warcio"))
-        .args([&helper(), "encoded", crawl.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(crawl.join("manifest.json")).unwrap())
-            .unwrap();
-    std::fs::remove_file(crawl.join("manifest.json")).unwrap();
+    let manifest = write_crawl_with_manifest("encoded", &crawl);
     let url = |name: &str| format!("https://encoded.example/{name}");
     let fingerprints = |out: &Path| -> BTreeMap<i64, u64> {
         read_documents(&out.join("part-00000.parquet"))
@@ -1560,16 +1565,7 @@ fn a_run_with_no_readable_record_fails_on_one_line() {
 fn responses_that_are_not_pages_and_empty_pages_are_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let crawl = dir.path().join("crawl");
-    std::fs::create_dir_all(&crawl).unwrap();
-    let status = Command::new(python_with("warcio"))
-        .args([&helper(), "statuses", crawl.to_str().unwrap()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(crawl.join("manifest.json")).unwrap())
-            .unwrap();
-    std::fs::remove_file(crawl.join("manifest.json")).unwrap();
+    let manifest = write_crawl_with_manifest("statuses", &crawl);
     let urls = |kind: &str| -> Vec<String> {
         let list = manifest[kind].as_array().unwrap();
         list.iter()
