@@ -314,7 +314,7 @@ impl Staging {
     /// Writes `summary` as `_summary.json`, then commits.
     pub(crate) fn commit_with_summary(self, summary: &impl serde::Serialize) -> Result<()> {
         write_atomically(
-            &self.staging.join("_summary.json"),
+            &self.staging.join(SUMMARY),
             &serde_json::to_vec_pretty(summary)?,
         )?;
         self.commit()

@@ -34,7 +34,7 @@ use crate::io::parquet::output::{DROP_URL, KEEP_URL, KEPT_BY};
 use crate::io::parquet::pages::string_values;
 use crate::io::parquet::WIDE_DISTANCE;
 use crate::io::staging::{file_exists, is_complete};
-use crate::io::storage::{read_whole, subdirectories, Location};
+use crate::io::storage::{read_whole, subdirectories, Location, SUMMARY};
 
 /// The largest clusters shown.
 pub(crate) const LARGEST_CLUSTERS: usize = 20;
@@ -75,7 +75,7 @@ impl NightDirs {
         for sub in subdirs.into_iter().map(PathBuf::from) {
             // A directory of another kind is passed over; a summary that
             // names no stage would leave the stage out of the page unsaid.
-            if !file_exists(&sub.join("_summary.json"))? {
+            if !file_exists(&sub.join(SUMMARY))? {
                 continue;
             }
             let summary = read_summary(&sub)?;
@@ -85,7 +85,7 @@ impl NightDirs {
                 _ if summary.get("clusters").is_some() => &mut found.clusters,
                 _ => bail!(
                     "{}: not the summary of a fingerprint, match or cluster output",
-                    sub.join("_summary.json").display()
+                    sub.join(SUMMARY).display()
                 ),
             };
             slot.get_or_insert(sub);
@@ -101,7 +101,7 @@ impl NightDirs {
 }
 
 fn read_summary(dir: &Path) -> Result<Value> {
-    let path = dir.join("_summary.json");
+    let path = dir.join(SUMMARY);
     let text = read_whole(&path.to_string_lossy())?;
     serde_json::from_slice(&text).with_context(|| format!("{}: not JSON", path.display()))
 }

@@ -244,14 +244,17 @@ fn an_existing_output_directory_is_refused_unless_overwrite() {
     let out = dir.path().join("existing");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("keep.txt"), "mine").unwrap();
-    let result = neardup(&[
-        "match",
-        "--queries",
-        &good,
-        "--self",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let out_arg = out.to_str().unwrap();
+    let to_out = |extra: &[&str]| {
+        neardup(
+            &[
+                &["match", "--queries", &good, "--self", "--out", out_arg],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let result = to_out(&[]);
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(!result.status.success());
     assert!(
@@ -262,17 +265,7 @@ fn an_existing_output_directory_is_refused_unless_overwrite() {
 
     // --overwrite replaces only what neardup writes: a directory holding
     // anything else, at any depth, is someone's (a mistyped --out).
-    let overwrite = || {
-        neardup(&[
-            "match",
-            "--queries",
-            &good,
-            "--self",
-            "--out",
-            out.to_str().unwrap(),
-            "--overwrite",
-        ])
-    };
+    let overwrite = || to_out(&["--overwrite"]);
     let result = overwrite();
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert_eq!(result.status.code(), Some(1), "{stderr}");

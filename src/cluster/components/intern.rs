@@ -447,13 +447,11 @@ impl Arrays {
 
     pub(super) fn mark_in_corpus(&self, page: Page) {
         let flags = self.flags.get(page as usize);
-        // Read first: a star's centre is marked by every pair. The page's
-        // flags were set before its page was given out, and only this flag
-        // is set since, so a plain store (no locked instruction) loses
-        // nothing.
-        let now = flags.load(Relaxed);
-        if now & IN_CORPUS == 0 {
-            flags.store(now | IN_CORPUS, Relaxed);
+        // Read first: a star's centre is marked by every pair, and the
+        // locked `or` (keys may be written to the same flags at once, from
+        // the corpus's rows) is then taken about once a page.
+        if flags.load(Relaxed) & IN_CORPUS == 0 {
+            flags.fetch_or(IN_CORPUS, Relaxed);
         }
     }
 }

@@ -75,14 +75,10 @@ impl KeyWriter<'_> {
     }
 
     /// Marks the pages of the rows last found ([`Self::find`]) as pages of
-    /// the corpus: the rows are the corpus's own. Keys may be written to
-    /// the same flags at once, so the mark is a locked `or`.
+    /// the corpus: the rows are the corpus's own.
     pub(crate) fn mark_in_corpus(&self) {
         for &page in self.pages.iter().filter(|&&page| page != MISSING) {
-            let flags = self.arrays.flags.get(page as usize);
-            if flags.load(Relaxed) & IN_CORPUS == 0 {
-                flags.fetch_or(IN_CORPUS, Relaxed);
-            }
+            self.arrays.mark_in_corpus(page);
         }
     }
 

@@ -385,24 +385,28 @@ fn list(
         block_on(store.list(Some(prefix)).try_collect())
             .map_err(|error| anyhow::anyhow!("{spec}: cannot list ({})", one_line(&error)))?;
     listed.sort_by(|a, b| a.location.cmp(&b.location));
+    refuse_unfinished(&listed, spec)?;
+    Ok(listed)
+}
+
+/// Refuses a listing that holds a neardup output without `_SUCCESS` (see
+/// [`unfinished_output`]), named by its URL.
+fn refuse_unfinished(listed: &[object_store::ObjectMeta], spec: &str) -> Result<()> {
     let keys: std::collections::HashSet<&str> =
         listed.iter().map(|meta| meta.location.as_ref()).collect();
-    for meta in &listed {
-        let key = meta.location.as_ref();
-        if let Some(dir) = key.strip_suffix(SUMMARY).filter(|dir| dir.ends_with('/')) {
-            if !keys.contains(format!("{dir}{SUCCESS}").as_str()) {
-                let root = spec.find("://").map_or("", |at| {
-                    let rest = &spec[at + 3..];
-                    &spec[..at + 3 + rest.find('/').unwrap_or(rest.len())]
-                });
-                bail!(unfinished_output(&format!(
-                    "{root}/{}",
-                    dir.trim_end_matches('/')
-                )));
-            }
-        }
-    }
-    Ok(listed)
+    let unfinished = (listed.iter())
+        .filter_map(|meta| meta.location.as_ref().strip_suffix(SUMMARY))
+        .find(|dir| dir.ends_with('/') && !keys.contains(format!("{dir}{SUCCESS}").as_str()));
+    let Some(dir) = unfinished else {
+        return Ok(());
+    };
+    let root = Url::parse(spec).map_or(String::new(), |url| {
+        format!("{}://{}", url.scheme(), url.authority())
+    });
+    bail!(unfinished_output(&format!(
+        "{root}/{}",
+        dir.trim_end_matches('/')
+    )))
 }
 
 /// A stage's summary, written into its output just before `_SUCCESS`.
