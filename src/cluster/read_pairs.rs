@@ -192,6 +192,7 @@ pub(crate) fn add_pairs(
         writer: graph.writer(),
         ends: Vec::new(),
         share: units.pairs().div_ceil(graph.workers()),
+        same_page_pairs: 0,
     };
     let mut add = |rows: &[PairRow], group: &SharedRowGroup| -> Result<()> {
         state.borrow_mut().body.pairs += rows.len() as u64;
@@ -213,6 +214,7 @@ pub(crate) fn add_pairs(
         rows.clear();
         unit = units.next_unit();
     }
+    state.borrow_mut().body.same_page_pairs += adder.same_page_pairs;
     Ok(())
 }
 
@@ -229,6 +231,8 @@ struct PairAdder<'a> {
     /// An even share of the process's pairs: the first chunk of the pair
     /// log has room for that many, later ones for an eighth of it.
     share: usize,
+    /// Pairs of a page with itself, passed over.
+    same_page_pairs: u64,
 }
 
 impl PairAdder<'_> {
@@ -246,10 +250,16 @@ impl PairAdder<'_> {
                 group.path()
             );
         }
+        // A page paired with itself (a self-join without `a.id != b.id`)
+        // says nothing: kept, it would make a cluster of one.
+        let other_pages = |r: &&PairRow| r.query != r.corpus;
         let pairs = batch
             .iter()
+            .filter(other_pages)
             .map(|r| (r.query, r.corpus, r.corpus_in_corpus));
         self.writer.add_pairs(pairs, &mut self.ends);
+        let same_page = batch.len() - self.ends.len() / 2;
+        self.same_page_pairs += same_page as u64;
         if let Some(log) = log {
             let chunk = if log.is_empty() {
                 self.share
@@ -257,7 +267,10 @@ impl PairAdder<'_> {
                 self.share / 8
             };
             log.make_room(batch.len(), chunk.max(1));
-            let nearness = batch.iter().map(|r| closeness(r.distance, r.wide_distance));
+            let nearness = batch
+                .iter()
+                .filter(other_pages)
+                .map(|r| closeness(r.distance, r.wide_distance));
             log.extend(&self.ends, nearness);
         }
         Ok(())

@@ -15,6 +15,8 @@ use crate::io::commit::Merge;
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub(crate) struct ClusterTotals {
     pub(crate) pairs: u64,
+    /// Pairs of a page with itself, passed over.
+    pub(crate) same_page_pairs: u64,
     pub(crate) pages: u64,
     pub(crate) clusters: u64,
     pub(crate) dropped: u64,
@@ -28,6 +30,7 @@ pub(crate) struct ClusterTotals {
 impl Merge for ClusterTotals {
     fn merge(&mut self, other: Self) {
         self.pairs += other.pairs;
+        self.same_page_pairs += other.same_page_pairs;
         self.pages += other.pages;
         self.clusters += other.clusters;
         self.dropped += other.dropped;
@@ -78,6 +81,8 @@ pub struct ClusterSummary {
     pub(crate) processes: usize,
     pub(crate) parts: usize,
     pub(crate) pairs: u64,
+    /// Pairs of a page with itself, passed over.
+    pub(crate) same_page_pairs: u64,
     pub(crate) pages: u64,
     pub(crate) clusters: u64,
     pub(crate) dropped: u64,
@@ -101,6 +106,12 @@ impl ClusterSummary {
         pages_rows: u64,
         drop_urls: bool,
     ) -> ClusterSummary {
+        if totals.same_page_pairs > 0 {
+            tracing::warn!(
+                "{} pair(s) of a page with itself passed over (a self-join without a.id != b.id writes them)",
+                totals.same_page_pairs
+            );
+        }
         let mut oversized = totals.oversized.clone();
         oversized.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         if let Some(&(largest, _)) = oversized.first() {
@@ -122,6 +133,7 @@ impl ClusterSummary {
             processes: opts.runtime.processes,
             parts: opts.parts,
             pairs: totals.pairs,
+            same_page_pairs: totals.same_page_pairs,
             pages: totals.pages,
             clusters: totals.clusters,
             dropped: totals.dropped,

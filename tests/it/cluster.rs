@@ -95,9 +95,13 @@ impl UnionFind {
 }
 
 /// Pages already in the corpus: the corpus side of a pair that is not a
-/// `--self` pair.
+/// `--self` pair (a pair of a page with itself is passed over whole).
 fn corpus_pages(edges: &[Edge]) -> HashSet<i64> {
-    edges.iter().filter(|e| !e.2).map(|e| e.1).collect()
+    edges
+        .iter()
+        .filter(|e| !e.2 && e.0 != e.1)
+        .map(|e| e.1)
+        .collect()
 }
 
 /// Priority order's key: corpus pages first under `--corpus-wins`, then ids.
@@ -115,7 +119,8 @@ fn oracle(edges: &[Edge], corpus_wins: bool) -> ClusterRows {
 /// [`oracle`] with pages ordered by `rank` (the least is kept).
 fn oracle_by<K: Ord>(edges: &[Edge], rank: impl Fn(i64) -> K) -> ClusterRows {
     let mut uf = UnionFind(HashMap::new());
-    for &(q, c, _) in edges {
+    // A page paired with itself is passed over: it makes no cluster.
+    for &(q, c, _) in edges.iter().filter(|e| e.0 != e.1) {
         uf.union(q, c);
     }
     let ids: Vec<i64> = uf.0.keys().copied().collect();
@@ -378,6 +383,8 @@ fn check_against_oracle(edges: &[Edge], name: &str) {
                 sizes.values().max().copied().unwrap_or(0)
             );
             assert_eq!(summary["pairs"], edges.len() as u64);
+            let same_page = edges.iter().filter(|e| e.0 == e.1).count();
+            assert_eq!(summary["same_page_pairs"], same_page as u64, "{case}");
             assert_eq!(summary["dropped"], drops.len() as u64);
             assert_eq!(summary["drop_policy"], policy.to_string());
             let processes = dir.path().join(format!("p2-{corpus_wins}-{policy}"));
@@ -1001,6 +1008,34 @@ fn oversized_clusters_are_warned_about_and_listed() {
     assert_eq!(summary["oversized"][0]["size"], 41);
     assert_eq!(summary["oversized"][1]["cluster_id"], 100);
     assert_eq!(summary["size_histogram"][0]["clusters"], 1); // {200, 201}
+}
+
+#[test]
+fn pairs_of_a_page_with_itself_are_passed_over_with_a_warning() {
+    // A self-join that forgot `a.id != b.id`: every page paired with itself.
+    let dir = tempfile::tempdir().unwrap();
+    let mut edges: Vec<Edge> = (0..6).map(|i| (i, i, false)).collect();
+    edges.extend([(0, 1, false), (4, 5, true)]);
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 2);
+    let out = dir.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["cluster", "--workers", "2", "--pairs", &pairs])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("6 pair(s) of a page with itself passed over"),
+        "{stderr}"
+    );
+    let (clusters, drops) = read_output(&out);
+    assert_eq!(clusters, vec![(0, 0, 2), (1, 0, 2), (4, 4, 2), (5, 4, 2)]);
+    assert_eq!(
+        drops,
+        vec![(1, 0, Some(distance(0, 1))), (5, 4, Some(distance(4, 5)))]
+    );
 }
 
 #[test]
