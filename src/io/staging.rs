@@ -154,7 +154,7 @@ impl Staging {
             fs::create_dir_all(parent)
                 .with_context(|| format!("{}: cannot create directory", parent.display()))?;
         }
-        let lock = RunLock::take(target, "writing this output")?;
+        let lock = RunLock::take(target, "writing this output", Vec::new())?;
         if staging.exists() {
             fs::remove_dir_all(&staging).with_context(|| {
                 format!(
@@ -185,7 +185,7 @@ impl Staging {
         prefix: OutputPrefix,
         overwrite: bool,
     ) -> Result<Staging> {
-        let lock = RunLock::take(target, "writing this output")?;
+        let lock = RunLock::take(target, "writing this output", Vec::new())?;
         if prefix.is_object()? {
             bail!(
                 "{}: an object of that name exists: an output is a prefix, give one of its own",
@@ -400,6 +400,10 @@ fn not_an_output(target: &Path, file: &dyn std::fmt::Display) -> String {
 #[derive(Debug)]
 pub(crate) struct RunLock {
     place: LockPlace,
+    /// The directories made for a local lock, deepest first: removed with
+    /// it while empty, so a run stopped before its first output leaves no
+    /// empty night behind.
+    made: Vec<PathBuf>,
     /// A local lock's open file, holding the `flock` until it is closed,
     /// after the file's removal.
     _held: Option<File>,
@@ -459,19 +463,22 @@ impl RunLock {
     /// Takes the lock of `target` (a local path or an object store's URL),
     /// making a local target's parent directory first.
     pub(crate) fn take_beside(target: &Path, what: &str) -> Result<RunLock> {
-        if !is_url(&target.to_string_lossy()) {
-            if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
-                fs::create_dir_all(parent)
-                    .with_context(|| format!("{}: cannot create directory", parent.display()))?;
-            }
+        let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
+        let made = match (is_url(&target.to_string_lossy()), parent) {
+            (false, Some(parent)) => make_dirs(parent)?,
+            _ => Vec::new(),
+        };
+        let taken = RunLock::take(target, what, made.clone());
+        if taken.is_err() {
+            remove_empty_dirs(&made);
         }
-        RunLock::take(target, what)
+        taken
     }
 
     /// Takes the lock of `target`, whose run is `what` (writing this
     /// output, running this night), or fails on one line naming the run
-    /// that holds it.
-    fn take(target: &Path, what: &str) -> Result<RunLock> {
+    /// that holds it; `made` are the directories made for it.
+    fn take(target: &Path, what: &str, made: Vec<PathBuf>) -> Result<RunLock> {
         let place = LockPlace::of(target)?;
         let holder = format!("{} {}", host_name(), std::process::id());
         let taken = match &place {
@@ -485,13 +492,39 @@ impl RunLock {
                 describe_holder(&held_by),
             )
         })?;
-        let removed = place.clone();
-        let _on_abort = crate::exec::runtime::on_abort(move || removed.remove());
+        let (removed, dirs) = (place.clone(), made.clone());
+        let _on_abort = crate::exec::runtime::on_abort(move || {
+            removed.remove();
+            remove_empty_dirs(&dirs);
+        });
         Ok(RunLock {
             place,
+            made,
             _held,
             _on_abort,
         })
+    }
+}
+
+/// Makes `dir` and its missing parents; gives those it made, deepest first.
+fn make_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .filter(|d| !d.as_os_str().is_empty())
+        .take_while(|d| !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    fs::create_dir_all(dir)
+        .with_context(|| format!("{}: cannot create directory", dir.display()))?;
+    Ok(missing)
+}
+
+/// Removes `dirs` (deepest first) as long as they are empty.
+fn remove_empty_dirs(dirs: &[PathBuf]) {
+    for dir in dirs {
+        if fs::remove_dir(dir).is_err() {
+            return;
+        }
     }
 }
 
@@ -561,6 +594,7 @@ fn lock_object(object: &ExclusiveObject, holder: &str) -> Result<Result<(), Held
 impl Drop for RunLock {
     fn drop(&mut self) {
         self.place.remove();
+        remove_empty_dirs(&self.made);
     }
 }
 
@@ -785,9 +819,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("pairs");
         let file = dir.path().join(".pairs.neardup-lock");
-        let held = RunLock::take(&target, "writing this output").unwrap();
+        let held = RunLock::take(&target, "writing this output", Vec::new()).unwrap();
         let holder = format!("process {} on {}", std::process::id(), host_name());
-        let refused = RunLock::take(&target, "writing this output").unwrap_err();
+        let refused = RunLock::take(&target, "writing this output", Vec::new()).unwrap_err();
         assert!(refused.to_string().contains(&holder), "{refused}");
         drop(held);
         assert!(!file.exists(), "released");
@@ -798,7 +832,7 @@ mod tests {
             format!("{} {}", host_name(), std::process::id()),
         ] {
             fs::write(&file, left).unwrap();
-            let taken = RunLock::take(&target, "writing this output").unwrap();
+            let taken = RunLock::take(&target, "writing this output", Vec::new()).unwrap();
             let text = fs::read_to_string(&file).unwrap();
             assert_eq!(text, format!("{} {}", host_name(), std::process::id()));
             drop(taken);
@@ -807,9 +841,36 @@ mod tests {
         // Runs taking it at once, over and over: one wins each time.
         for round in 0..20 {
             fs::write(&file, gone_holder()).unwrap();
-            let won = winners(4, |_| RunLock::take(&target, "writing this output").ok());
+            let won = winners(4, |_| {
+                RunLock::take(&target, "writing this output", Vec::new()).ok()
+            });
             assert_eq!(won, 1, "round {round}");
         }
+    }
+
+    #[test]
+    fn a_lock_beside_removes_the_directories_it_made_while_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let night = dir.path().join("nights/2026-12-06");
+        let target = night.join("pairs.night");
+        drop(RunLock::take_beside(&target, "running this night").unwrap());
+        assert!(
+            !dir.path().join("nights").exists(),
+            "both made, both removed"
+        );
+
+        let held = RunLock::take_beside(&target, "running this night").unwrap();
+        fs::create_dir(night.join("fingerprints")).unwrap();
+        drop(held);
+        assert!(
+            night.join("fingerprints").exists(),
+            "a stage's output stays"
+        );
+
+        fs::remove_dir(night.join("fingerprints")).unwrap();
+        let held = RunLock::take_beside(&target, "running this night").unwrap();
+        drop(held);
+        assert!(night.exists(), "a directory it found is not its to remove");
     }
 
     #[test]

@@ -33,9 +33,10 @@ use crate::exec::runtime::{on_process_0, process_env, ProcessSettings, RuntimeOp
 use crate::fingerprint::crawl::TextFields;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
 use crate::io::parquet::input::{
-    clean, expand_locations, nested, refuse_output_over_inputs, Columns,
+    clean, expand_locations, nested, refuse_output_over_inputs, Columns, FingerprintFile,
 };
 use crate::io::parquet::output::document_schema;
+use crate::io::parquet::schemes::{check_same, SchemeOf};
 use crate::io::staging::{
     copy_into_place, file_exists, is_complete, part_name, remove_file, write_atomically, RunLock,
     Staging,
@@ -189,8 +190,13 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
             .collect()
     };
 
-    let runtime = runtime_options(&spec.runtime, opts, &resolve)
-        .with_context(|| format!("{shown}: [runtime]"))?;
+    // A hostfile or process number from the command line is not the
+    // spec's to answer for: its error names the flag or file already.
+    let runtime = match any_process_flag(&opts.overrides.processes) {
+        true => runtime_options(&spec.runtime, opts, &resolve)?,
+        false => runtime_options(&spec.runtime, opts, &resolve)
+            .with_context(|| format!("{shown}: [runtime]"))?,
+    };
 
     let fingerprint = match &spec.fingerprint {
         Some(f) => Some(
@@ -369,6 +375,22 @@ fn runtime_options(
     RuntimeOptions::from_settings(workers, &settings, timeouts, &process_env)
 }
 
+/// Whether the command line gave any of the process settings.
+fn any_process_flag(flags: &ProcessSettings) -> bool {
+    let ProcessSettings {
+        processes,
+        process,
+        hostfile,
+        hostfile_pattern,
+        port,
+    } = flags;
+    processes.is_some()
+        || process.is_some()
+        || hostfile.is_some()
+        || hostfile_pattern.is_some()
+        || port.is_some()
+}
+
 /// Sets `matching`'s options from the keys of `[match]`.
 fn set_match_options(m: &MatchSpec, matching: &mut MatchOptions) {
     (matching.k, matching.verify_threshold) =
@@ -463,11 +485,49 @@ impl Job {
                     .with_context(|| format!("{shown}: [match] corpus"))?;
             }
         }
+        if let Some(f) = &self.fingerprint {
+            self.check_corpus_scheme(f)
+                .with_context(|| format!("{shown}: [fingerprint] scheme"))?;
+        }
         if let Some(c) = &self.clustering {
             self.check_keep_columns(c, produced.as_deref())
                 .with_context(|| format!("{shown}: [cluster]"))?;
         }
         Ok(())
+    }
+
+    /// Refuses, before the night is fingerprinted, a scheme whose
+    /// fingerprints `match` would refuse to compare with the corpus's: the
+    /// first corpus file that records a scheme (of the first few: a
+    /// footer read each) stands for the corpus (`match` refuses a corpus
+    /// of mixed schemes anyway). Compared as a
+    /// text shard's scheme, which is comparable to the same scheme's HTML
+    /// shards whatever their HTML mode: `match` still checks that.
+    fn check_corpus_scheme(&self, f: &FingerprintOptions) -> Result<()> {
+        if self.matching.allow_mixed_schemes {
+            return Ok(());
+        }
+        let files = self.corpus_files().unwrap_or_default();
+        let recorded = files.iter().take(SCHEME_FILES).find_map(|file| {
+            let location = expand_locations(std::slice::from_ref(file)).ok()?;
+            let opened = FingerprintFile::open(location.first()?, &self.matching.columns);
+            // A file match cannot read is for match to name.
+            let scheme = opened.ok()?.scheme()?;
+            Some(SchemeOf {
+                side: "F",
+                path: file.clone(),
+                scheme: Some(scheme),
+            })
+        });
+        let Some(corpus) = recorded else {
+            return Ok(());
+        };
+        let tonight = SchemeOf {
+            side: "B",
+            path: f.out.display().to_string(),
+            scheme: Some(f.scheme.describe(false)),
+        };
+        check_same(&[tonight, corpus], false).map(|_| ())
     }
 
     /// Refuses, before any stage runs, keys that read a column the pages
@@ -589,6 +649,9 @@ impl Job {
         Ok(files)
     }
 }
+
+/// Corpus files whose footers are read for a scheme when a spec loads.
+const SCHEME_FILES: usize = 16;
 
 /// A TOML error on one line: where it is, the key, and what is wrong.
 fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {

@@ -389,10 +389,10 @@ fn write_spec(dir: &Path, text: &str) -> String {
     "jobs/bad.toml".to_string()
 }
 
-/// A night fingerprinted under another scheme than its corpus is refused at
-/// `match`, on one line naming both schemes, with nothing that looks
-/// complete left behind; `allow_mixed_schemes` in the spec's `[match]`
-/// lets the same night through.
+/// A night to be fingerprinted under another scheme than its corpus is
+/// refused before any stage runs, on one line naming the spec's key and
+/// both schemes; `allow_mixed_schemes` in the spec's `[match]` lets the
+/// same night through.
 #[test]
 fn a_night_of_another_scheme_is_refused_unless_the_spec_allows_it() {
     let dir = scratch();
@@ -406,22 +406,27 @@ fn a_night_of_another_scheme_is_refused_unless_the_spec_allows_it() {
     assert!(!refused.status.success());
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     for needle in [
-        "fingerprint schemes differ",
+        "jobs/bad.toml: [fingerprint] scheme: fingerprint schemes differ",
         "features=words",
         "features=script(",
     ] {
         assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
     }
     let night = d.join("sample-output").join(NIGHT);
-    assert!(night.join("fingerprints/_SUCCESS").exists());
-    assert!(!night.join("pairs/_SUCCESS").exists());
+    assert!(!night.join("fingerprints").exists());
 
     let allowed = v1.replace("self = true", "self = true\nallow_mixed_schemes = true");
     let spec = write_spec(d, &allowed);
     let output = run(d, &[&spec, "--date", NIGHT]);
     assert_eq!(
         verbs(&output),
-        ["skipped", "matched", "clustered", "appended", "reported"]
+        [
+            "fingerprinted",
+            "matched",
+            "clustered",
+            "appended",
+            "reported"
+        ]
     );
 }
 
@@ -870,4 +875,82 @@ fn when_process_0_fails_to_append_every_process_fails() {
         "{stderr}"
     );
     assert!(!batch.join("_SUCCESS").exists());
+}
+
+/// A night stopped (SIGTERM mid-scan) or failed in its first stage leaves
+/// no empty night directory behind: the lock's directories go with it.
+#[test]
+fn a_night_stopped_before_its_first_output_leaves_no_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut rng = neardup::gen::SplitMix64::new(3);
+    let (ids, fps): (Vec<i64>, Vec<u64>) = random_rows(&mut rng, 400, 0).into_iter().unzip();
+    let queries = d.join("queries.parquet");
+    neardup::io::parquet::output::write_fingerprints(&queries, &ids, &fps, 100).unwrap();
+    std::fs::write(d.join("broken.parquet"), "not parquet").unwrap();
+    let spec = |queries: &str| {
+        let path = d.join("night.toml");
+        let text = format!(
+            "[match]\nqueries = [\"{queries}\"]\nself = true\nout = \"nights/{{date}}/pairs\"\n"
+        );
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let nights = d.join("nights");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(d)
+        .args(["run", &spec("queries.parquet"), "--date", NIGHT])
+        .env("NEARDUP_TEST_UNIT_DELAY_MS", "100")
+        .env(UNIT_READ_LOG.0, UNIT_READ_LOG.1)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("unit read");
+    assert!(nights.join(NIGHT).exists(), "mid-scan, the night is there");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = lines.text_without("unit read");
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert!(!nights.exists(), "stopped: {stderr}");
+
+    let failed = run(d, &[&spec("broken.parquet"), "--date", NIGHT]);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("broken.parquet"), "{stderr}");
+    assert!(!nights.exists(), "failed: {stderr}");
+}
+
+/// A bad `--hostfile` or `--process` on the command line is named as the
+/// flag it is, not as the spec's `[runtime]`.
+#[test]
+fn a_bad_process_flag_is_not_blamed_on_the_spec() {
+    let dir = scratch();
+    let d = dir.path();
+    std::fs::write(d.join("hosts"), "127.0.0.1:4700\n").unwrap();
+    for (flags, needle) in [
+        (
+            &["--hostfile", "missing-hosts"][..],
+            "missing-hosts: cannot read hostfile",
+        ),
+        (
+            &["--hostfile", "hosts", "--process", "3"][..],
+            "--process 3 is out of range",
+        ),
+    ] {
+        let mut args = vec!["jobs/sample.toml", "--date", NIGHT];
+        args.extend(flags);
+        let refused = run(d, &args);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert_eq!(refused.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(needle), "{stderr}");
+        assert!(!stderr.contains("sample.toml"), "{stderr}");
+    }
 }

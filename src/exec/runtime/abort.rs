@@ -17,7 +17,9 @@ const WORKER_PANIC_EXIT: i32 = 4;
 /// [`on_abort`] named: the other threads may be waiting forever.
 pub(super) fn abort(code: i32, line: &str) -> ! {
     print_error(line);
-    for (_, cleanup) in lock(&ABORT_CLEANUP).iter() {
+    // The latest first, as values are dropped: an output's staging goes
+    // before the lock whose directory is removed once empty.
+    for (_, cleanup) in lock(&ABORT_CLEANUP).iter().rev() {
         cleanup();
     }
     std::process::exit(code);
