@@ -4,8 +4,8 @@
 //! 1. `fingerprint` the night's crawl into B;
 //! 2. `match` B against the corpus F and against itself;
 //! 3. `cluster` the pairs into clusters and a keep/drop list;
-//! 4. `append` B to the corpus as a new batch directory, so the next night
-//!    sees tonight's pages;
+//! 4. `append` B, without tonight's drops, to the corpus as a new batch
+//!    directory, so the next night sees tonight's pages (see [`append`]);
 //! 5. `report`: the night as one HTML page, `report.html` beside the
 //!    stages' outputs (see [`crate::report`]).
 //!
@@ -19,6 +19,7 @@
 //! process runs the same job with its own `--process`; stage outputs are
 //! committed by process 0 before any process moves on.
 
+mod append;
 mod dates;
 mod spec;
 
@@ -37,10 +38,7 @@ use crate::io::parquet::input::{
 };
 use crate::io::parquet::output::document_schema;
 use crate::io::parquet::schemes::{check_same, SchemeOf};
-use crate::io::staging::{
-    copy_into_place, file_exists, is_complete, part_name, remove_file, write_atomically, RunLock,
-    Staging,
-};
+use crate::io::staging::{file_exists, is_complete, remove_file, RunLock};
 use crate::io::storage::{is_url, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
@@ -48,6 +46,7 @@ use crate::matching::verify;
 use crate::matching::{run_match, MatchOptions};
 use crate::report::{run_report, NightDirs, ReportOptions};
 
+use append::append_batch;
 pub(crate) use dates::{check_date, today};
 use spec::{ClusterSpec, FingerprintSpec, JobSpec, MatchSpec, RuntimeSpec};
 
@@ -761,8 +760,9 @@ pub(crate) fn run_job(
         let queries = job.matching.queries.clone();
         stage("append", batch.clone(), StageOutput::Committed, &mut || {
             let elsewhere = format!("process {}: appending is process 0's", job.runtime.process);
+            let drops = job.clustering.as_ref().map(|c| c.out.join("drop"));
             on_process_0(&job.runtime, "append", elsewhere, || {
-                append_batch(&queries, &f.0, &batch)
+                append_batch(&queries, drops.as_deref(), &f.0, &batch)
             })
         })?;
     }
@@ -773,35 +773,6 @@ pub(crate) fn run_job(
         })?;
     }
     Ok(reports)
-}
-
-/// Copies B's shards into `batch` (a new directory, or prefix, of the
-/// corpus), committed as any output is, with `_SUCCESS` last: tomorrow's
-/// match reads the whole batch or none of it (directory inputs skip hidden
-/// and `_` entries).
-fn append_batch(queries: &[String], corpus: &Path, batch: &Path) -> Result<String> {
-    let files = expand_locations(queries)?;
-    if !is_url(&corpus.to_string_lossy()) {
-        fs::create_dir_all(corpus)
-            .with_context(|| format!("{}: cannot create", corpus.display()))?;
-    }
-    let staging = Staging::create(batch, true)?;
-    let mut bytes = 0;
-    for (i, file) in files.iter().enumerate() {
-        bytes += copy_into_place(file, &staging.dir().join(part_name(i)))?;
-    }
-    let manifest: Vec<String> = files.iter().map(|f| f.to_string()).collect();
-    write_atomically(
-        &staging.dir().join("_sources.json"),
-        &serde_json::to_vec_pretty(&manifest)?,
-    )?;
-    staging.commit()?;
-    Ok(format!(
-        "appended {} shard(s), {} bytes -> {}",
-        files.len(),
-        bytes,
-        batch.display()
-    ))
 }
 
 #[cfg(test)]

@@ -174,7 +174,7 @@ pub(crate) struct MatchSpec {
     pub(crate) simhash_column: Option<String>,
 }
 
-/// Stage 4 (`[append]`): B becomes `corpus/batch/`.
+/// Stage 4 (`[append]`): B, without the night's drops, becomes `corpus/batch/`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AppendSpec {

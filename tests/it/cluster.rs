@@ -981,6 +981,20 @@ fn verified_pairs_drop_a_page_for_its_partner_nearest_over_256_bits() {
     assert!(drops.iter().all(|&(.., d, w)| d.is_none() && w.is_none()));
 }
 
+/// Runs `neardup cluster ARGS --out OUT`, which must succeed; its stderr.
+fn cluster_cli(args: &[&str], out: &Path) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .arg("cluster")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    stderr
+}
+
 #[test]
 fn oversized_clusters_are_warned_about_and_listed() {
     let dir = tempfile::tempdir().unwrap();
@@ -989,14 +1003,7 @@ fn oversized_clusters_are_warned_about_and_listed() {
     edges.push((200, 201, false));
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["cluster", "--max-cluster-size", "5", "--pairs", &pairs])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = cluster_cli(&["--max-cluster-size", "5", "--pairs", &pairs], &out);
     assert!(
         stderr.contains("2 cluster(s) have more than 5 pages"),
         "{stderr}"
@@ -1018,14 +1025,7 @@ fn pairs_of_a_page_with_itself_are_passed_over_with_a_warning() {
     edges.extend([(0, 1, false), (4, 5, true)]);
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 2);
     let out = dir.path().join("out");
-    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .args(["cluster", "--workers", "2", "--pairs", &pairs])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = cluster_cli(&["--workers", "2", "--pairs", &pairs], &out);
     assert!(
         stderr.contains("6 pair(s) of a page with itself passed over"),
         "{stderr}"

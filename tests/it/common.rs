@@ -390,3 +390,16 @@ pub fn json_of(command: &mut Command) -> serde_json::Value {
     assert!(out.status.success(), "{command:?}: {stderr}");
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The `neardup.scheme` key of a shard's Parquet metadata.
+pub fn shard_scheme(path: &Path) -> Option<String> {
+    let file = std::fs::File::open(path).unwrap();
+    let reader =
+        parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+    let metadata = reader.metadata().file_metadata();
+    metadata
+        .key_value_metadata()?
+        .iter()
+        .find(|kv| kv.key == "neardup.scheme")
+        .and_then(|kv| kv.value.clone())
+}

@@ -1074,18 +1074,6 @@ fn an_independent_implementation_of_the_documented_algorithm_agrees() {
     }
 }
 
-/// The `neardup.scheme` key of a shard's Parquet metadata.
-fn shard_scheme(path: &Path) -> Option<String> {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
-    let metadata = reader.metadata().file_metadata();
-    metadata
-        .key_value_metadata()?
-        .iter()
-        .find(|kv| kv.key == "neardup.scheme")
-        .and_then(|kv| kv.value.clone())
-}
-
 #[test]
 fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,6 +3,7 @@
 pub mod input;
 pub mod output;
 pub(crate) mod pages;
+pub(crate) mod rewrite;
 pub(crate) mod schemes;
 
 /// The Parquet key-value metadata key that holds a fingerprint shard's

@@ -381,14 +381,7 @@ pub(crate) fn write_documents(
         super::METADATA_KEY.to_string(),
         scheme.to_string(),
     )];
-    let layout = FileLayout {
-        schema: schema.clone(),
-        zstd_level: STORED_ZSTD_LEVEL,
-        sorting: None,
-        key_values: Some(key_values),
-        group_rows: ROW_GROUP_ROWS,
-        raw: false,
-    };
+    let layout = FileLayout::fingerprint_shard(schema.clone(), key_values);
     write_parquet(path, layout, n, |range| {
         let mut columns: Vec<ArrayRef> = vec![
             Arc::new(Int64Array::from(rows.ids[range.clone()].to_vec())),
@@ -467,6 +460,19 @@ pub(crate) struct FileLayout {
 }
 
 impl FileLayout {
+    /// A fingerprint shard's: in row groups of [`ROW_GROUP_ROWS`], with
+    /// `key_values` (its scheme).
+    pub(crate) fn fingerprint_shard(schema: SchemaRef, key_values: Vec<KeyValue>) -> FileLayout {
+        FileLayout {
+            schema,
+            zstd_level: STORED_ZSTD_LEVEL,
+            sorting: None,
+            key_values: Some(key_values),
+            group_rows: ROW_GROUP_ROWS,
+            raw: false,
+        }
+    }
+
     /// A `cluster` output part's: sorted by its first column (the page's
     /// id), in row groups of [`ROW_GROUP_ROWS`].
     pub(crate) fn cluster_part(schema: SchemaRef, raw: bool) -> FileLayout {
@@ -571,10 +577,20 @@ impl OpenParquet {
 
     /// Writes the footer and renames the file into place.
     pub(crate) fn close(self) -> Result<()> {
+        self.close_sized().map(|_| ())
+    }
+
+    /// [`Self::close`], giving the file's size (once placed, a file bound
+    /// for an object store is no longer here to ask).
+    pub(crate) fn close_sized(self) -> Result<u64> {
         self.writer
             .close()
             .map_err(|error| writing_error(&self.path, error))?;
-        place_written(&self.tmp, &self.path, self.local)
+        let size = fs::metadata(&self.tmp)
+            .map_err(|e| cannot_write(&self.tmp, "read", e))?
+            .len();
+        place_written(&self.tmp, &self.path, self.local)?;
+        Ok(size)
     }
 
     /// This file written on instead a row group at a time, the columns of
@@ -647,10 +663,20 @@ impl ColumnwiseParquet {
 
     /// Writes the footer and renames the file into place.
     pub(crate) fn close(self) -> Result<()> {
+        self.close_sized().map(|_| ())
+    }
+
+    /// [`Self::close`], giving the file's size (once placed, a file bound
+    /// for an object store is no longer here to ask).
+    pub(crate) fn close_sized(self) -> Result<u64> {
         self.writer
             .close()
             .map_err(|error| writing_error(&self.path, error))?;
-        place_written(&self.tmp, &self.path, self.local)
+        let size = fs::metadata(&self.tmp)
+            .map_err(|e| cannot_write(&self.tmp, "read", e))?
+            .len();
+        place_written(&self.tmp, &self.path, self.local)?;
+        Ok(size)
     }
 }
 

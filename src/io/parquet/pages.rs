@@ -138,27 +138,40 @@ impl PagesTable {
     ) -> Result<()> {
         let (f, rg) = self.units[unit];
         let file = &self.files[f];
-        let shown = &file.path;
-        let source = open_row_group(shown, &file.metadata, rg, roots)?;
-        let builder =
-            ParquetRecordBatchReaderBuilder::new_with_metadata(source, file.metadata.clone());
-        let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
-        let reader = builder
-            .with_row_groups(vec![rg])
-            .with_projection(mask)
-            .with_batch_size(BATCH_ROWS)
-            .build()
-            .with_context(|| format!("{shown}: cannot read row group {rg}"))?;
-        let location = format!("{shown} (row group {rg})");
-        let mut ids = Vec::with_capacity(BATCH_ROWS);
-        for batch in reader {
-            let batch = batch.with_context(|| format!("{shown}: cannot decode row group {rg}"))?;
-            ids.clear();
-            integer_column(&batch, ID, &|| location.clone(), &mut ids)?;
-            each(&ids, &batch, &location)?;
-        }
-        Ok(())
+        let location = format!("{} (row group {rg})", file.path);
+        read_row_group(&file.path, &file.metadata, rg, roots, |ids, batch| {
+            each(ids, batch, &location)
+        })
     }
+}
+
+/// Reads the `roots` columns of row group `rg` of the file at `path`, a
+/// batch at a time: `each(ids, batch)`, the ids read from its `id` column.
+pub(crate) fn read_row_group(
+    path: &Location,
+    metadata: &ArrowReaderMetadata,
+    rg: usize,
+    roots: &[usize],
+    mut each: impl FnMut(&[i64], &RecordBatch) -> Result<()>,
+) -> Result<()> {
+    let source = open_row_group(path, metadata, rg, roots)?;
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(source, metadata.clone());
+    let mask = ProjectionMask::roots(builder.parquet_schema(), roots.iter().copied());
+    let reader = builder
+        .with_row_groups(vec![rg])
+        .with_projection(mask)
+        .with_batch_size(BATCH_ROWS)
+        .build()
+        .with_context(|| format!("{path}: cannot read row group {rg}"))?;
+    let location = || format!("{path} (row group {rg})");
+    let mut ids = Vec::with_capacity(BATCH_ROWS);
+    for batch in reader {
+        let batch = batch.with_context(|| format!("{path}: cannot decode row group {rg}"))?;
+        ids.clear();
+        integer_column(&batch, ID, &location, &mut ids)?;
+        each(&ids, &batch)?;
+    }
+    Ok(())
 }
 
 impl PagesFile {
