@@ -910,7 +910,20 @@ fn object_store_failures_get_one_line_naming_the_url_and_leave_nothing() {
     assert_fails_with(
         matching(&server, "s3://no-bucket/queries"),
         &out,
-        &["s3://no-bucket/queries", "NoSuchBucket"],
+        &[
+            "s3://no-bucket/queries",
+            "NoSuchBucket: The specified bucket does not exist",
+        ],
+    );
+    // An output in a bucket that is not there: said so, not taken for a
+    // lock other runs keep taking.
+    assert_fails_with(
+        matching_to(&server, "s3://crawl/queries", "s3://no-bucket/pairs"),
+        &out,
+        &[
+            "s3://no-bucket/.pairs.neardup-lock: cannot write",
+            "NoSuchBucket: The specified bucket does not exist",
+        ],
     );
     assert_fails_with(
         matching(&server, "s3://crawl/nothing-here"),

@@ -422,11 +422,43 @@ pub(crate) fn unfinished_output(dir: &str) -> String {
 /// An `object_store` error on one line: its messages nest the HTTP
 /// client's, which may hold line breaks.
 fn one_line(error: &object_store::Error) -> String {
-    error
+    let text = error
         .to_string()
         .split_whitespace()
         .collect::<Vec<_>>()
-        .join(" ")
+        .join(" ");
+    without_xml_body(&text)
+}
+
+/// `text` with a store's XML error body (S3's, Azure's) cut to its code and
+/// message: the request and host ids, the XML declaration and its tags say
+/// nothing to the reader of one line.
+fn without_xml_body(text: &str) -> String {
+    let Some(start) = text.find("<?xml").or_else(|| text.find("<Error>")) else {
+        return text.to_string();
+    };
+    let end = text
+        .rfind("</Error>")
+        .map_or(text.len(), |at| at + "</Error>".len());
+    let body = &text[start..end];
+    let element = |name: &str| {
+        let open = format!("<{name}>");
+        let from = body.find(&open)? + open.len();
+        let to = body[from..].find(&format!("</{name}>"))? + from;
+        Some(body[from..to].to_string())
+    };
+    let message = element("Message").map(|m| match m.find(" RequestId:") {
+        // Azure's message goes on with the request's id and time.
+        Some(at) => m[..at].to_string(),
+        None => m,
+    });
+    let said = match (element("Code"), message) {
+        (Some(code), Some(message)) => format!("{code}: {message}"),
+        (Some(code), None) => code,
+        (None, Some(message)) => message,
+        (None, None) => return text.to_string(),
+    };
+    format!("{}{said}{}", &text[..start], &text[end..])
 }
 
 /// The runtime every `object_store` call runs on.
@@ -495,6 +527,22 @@ pub(crate) fn has_extension(name: &str, extension: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stores_xml_error_body_is_cut_to_its_code_and_message() {
+        let s3 = "cannot list (Server returned non-2xx status code: 404 Not Found: <?xml version=\"1.0\" encoding=\"utf-8\"?> <Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message><BucketName>b</BucketName><RequestId>nt8X</RequestId><HostId>9Gjj=</HostId></Error>)";
+        assert_eq!(
+            without_xml_body(s3),
+            "cannot list (Server returned non-2xx status code: 404 Not Found: NoSuchBucket: The specified bucket does not exist)"
+        );
+        let azure = "404 Not Found: <?xml version=\"1.0\" encoding=\"utf-8\"?> <Error> <Code>ContainerNotFound</Code> <Message>The specified container does not exist. RequestId:5f2a Time:2026-12-06T03:40:00.000Z</Message> </Error>";
+        assert_eq!(
+            without_xml_body(azure),
+            "404 Not Found: ContainerNotFound: The specified container does not exist."
+        );
+        let plain = "connection refused";
+        assert_eq!(without_xml_body(plain), plain);
+    }
     use std::io::{Cursor, Read};
 
     #[test]

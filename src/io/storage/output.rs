@@ -326,6 +326,9 @@ impl ExclusiveObject {
     }
 
     fn put(&self, mode: object_store::PutMode, bytes: &[u8]) -> Result<bool> {
+        // Gone since it was read: an update's race lost. A create's is no
+        // race: the bucket or container is missing.
+        let lost_if_gone = matches!(mode, object_store::PutMode::Update(_));
         let options = object_store::PutOptions {
             mode,
             ..Default::default()
@@ -335,9 +338,9 @@ impl ExclusiveObject {
             Ok(_) => Ok(true),
             Err(
                 object_store::Error::AlreadyExists { .. }
-                | object_store::Error::Precondition { .. }
-                | object_store::Error::NotFound { .. },
+                | object_store::Error::Precondition { .. },
             ) => Ok(false),
+            Err(object_store::Error::NotFound { .. }) if lost_if_gone => Ok(false),
             Err(e) => bail!("{}: cannot write ({})", self.url, one_line(&e)),
         }
     }
