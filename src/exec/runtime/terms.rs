@@ -76,15 +76,26 @@ impl Terms {
     }
 
     pub(super) fn decode(stream: &mut TcpStream) -> Option<Terms> {
+        Terms::read(stream).ok()
+    }
+
+    /// [`Self::decode`], saying why nothing was read.
+    fn read(stream: &mut TcpStream) -> Result<Terms, Unread> {
+        let unread = |error: std::io::Error| match error.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Unread::TimedOut,
+            _ => Unread::Closed,
+        };
         let mut length = [0u8; 4];
-        stream.read_exact(&mut length).ok()?;
+        stream.read_exact(&mut length).map_err(unread)?;
         let length = u32::from_be_bytes(length) as usize;
         if length > MAX_TERMS_BYTES {
-            return None;
+            return Err(Unread::Garbled);
         }
         let mut text = vec![0u8; length];
-        stream.read_exact(&mut text).ok()?;
-        serde_json::from_slice(&text).ok().map(Terms)
+        stream.read_exact(&mut text).map_err(unread)?;
+        serde_json::from_slice(&text)
+            .map(Terms)
+            .map_err(|_| Unread::Garbled)
     }
 
     /// Where `theirs` first differs from these, in one line.
@@ -111,6 +122,15 @@ impl Terms {
     }
 }
 
+/// Why a peer's terms were not read.
+enum Unread {
+    /// The connection ended first: the peer stopped, or was killed.
+    Closed,
+    TimedOut,
+    /// Bytes that are no terms: another program, or another version.
+    Garbled,
+}
+
 /// The term that stands for all others when a process failed before its
 /// stage could start; its value is the error.
 pub(super) const FAILED: &str = "failed before starting";
@@ -132,18 +152,68 @@ pub(super) fn agree(
     for (peer, stream) in heartbeats.iter_mut().enumerate() {
         let Some(stream) = stream else { continue };
         stream.set_read_timeout(Some(timeout))?;
-        let theirs = Terms::decode(stream);
+        let theirs = Terms::read(stream);
         stream.set_read_timeout(None)?;
-        if let Some(error) = theirs.as_ref().and_then(|t| t.error_under(FAILED)) {
+        if let Some(error) = theirs.as_ref().ok().and_then(|t| t.error_under(FAILED)) {
             bail!("process {me}: process {peer} failed before starting: {error}");
         }
         match theirs.map(|theirs| terms.difference(&theirs)) {
-            None => bail!("process {me}: process {peer} sent no job terms: is it running this neardup?"),
-            Some(Some(difference)) => bail!(
+            Err(Unread::Closed) => bail!(
+                "process {me}: process {peer} closed its connection before sending its job terms: it stopped (see its log) or was killed"
+            ),
+            Err(Unread::TimedOut) => bail!(
+                "process {me}: process {peer} sent no job terms within {}s: is it running this neardup?",
+                timeout.as_secs_f64()
+            ),
+            Err(Unread::Garbled) => bail!(
+                "process {me}: process {peer} sent something other than job terms: is it running this neardup?"
+            ),
+            Ok(Some(difference)) => bail!(
                 "process {me}: process {peer} was started with another job ({difference}); start every process with the same command"
             ),
-            Some(None) => {}
+            Ok(None) => {}
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// `agree`'s error when the peer's end of a heartbeat does `peer`.
+    fn refusal(peer: impl FnOnce(TcpStream)) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let ours = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        peer(listener.accept().unwrap().0);
+        let mut heartbeats = [None, Some(ours)];
+        let terms = Terms(vec![("stage".into(), "match".into())]);
+        let timeout = Duration::from_millis(200);
+        agree(&mut heartbeats, 0, &terms, timeout)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_peer_that_sends_no_terms_is_named_with_why() {
+        let closed = refusal(drop);
+        assert!(
+            closed.contains("process 1 closed its connection before sending"),
+            "{closed}"
+        );
+        let mut kept = None;
+        let silent = refusal(|stream| kept = Some(stream));
+        assert!(
+            silent.contains("process 1 sent no job terms within 0.2s"),
+            "{silent}"
+        );
+        let garbled = refusal(|mut stream| {
+            stream.write_all(&[0, 0, 0, 3, b'x', b'y', b'z']).unwrap();
+        });
+        assert!(
+            garbled.contains("process 1 sent something other than job terms"),
+            "{garbled}"
+        );
+    }
 }
