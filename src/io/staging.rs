@@ -228,8 +228,9 @@ impl Staging {
     pub(crate) fn dir_for(target: &Path) -> Result<PathBuf> {
         if let Some(prefix) = remote_target(target)? {
             let key = xxhash_rust::xxh3::xxh3_64(target.to_string_lossy().as_bytes());
-            let name = format!("neardup-staging-{key:016x}-{}", std::process::id());
-            let dir = std::env::temp_dir().join(name);
+            let of_target = format!("neardup-staging-{key:016x}-{}-", host_name());
+            remove_stale_staging(&std::env::temp_dir(), &of_target);
+            let dir = std::env::temp_dir().join(format!("{of_target}{}", std::process::id()));
             fs::create_dir_all(&dir)
                 .with_context(|| format!("{}: cannot create directory", dir.display()))?;
             let mut remote = lock(&REMOTE_STAGING);
@@ -619,10 +620,33 @@ fn is_stale(holder: &str) -> bool {
     let Ok(pid) = pid.parse::<libc::pid_t>() else {
         return false;
     };
+    host == host_name() && is_gone(pid)
+}
+
+/// Whether no process `pid` runs on this host.
+fn is_gone(pid: libc::pid_t) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
-    let gone = unsafe { libc::kill(pid, 0) } != 0
-        && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-    host == host_name() && gone
+    let refused = unsafe { libc::kill(pid, 0) } != 0;
+    refused && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
+
+/// Removes the local stagings in `tmp` named `{of_target}{pid}` whose
+/// process is gone: a run killed outright (SIGKILL, the OOM killer) of
+/// the same output on this host, which could not remove its own.
+fn remove_stale_staging(tmp: &Path, of_target: &str) {
+    let Ok(entries) = fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name.to_str().and_then(|name| name.strip_prefix(of_target));
+        if let Some(Ok(pid)) = pid.map(str::parse::<libc::pid_t>) {
+            if is_gone(pid) {
+                tracing::info!(dir = %entry.path().display(), "removing a killed run's staging");
+                let _ = fs::remove_dir_all(entry.path());
+            }
+        }
+    }
 }
 
 /// A lock's holder in words: "process 123 on host-a".
@@ -846,6 +870,31 @@ mod tests {
             });
             assert_eq!(won, 1, "round {round}");
         }
+    }
+
+    #[test]
+    fn a_killed_runs_staging_of_the_same_output_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        child.wait().unwrap();
+        let (gone, live) = (child.id(), std::process::id());
+        let of_target = format!("neardup-staging-00ff-{}-", host_name());
+        let names = [
+            format!("{of_target}{gone}"),
+            format!("{of_target}{live}"),
+            format!("neardup-staging-00ff-another-host-{gone}"),
+            format!("neardup-staging-0aaa-{}-{gone}", host_name()),
+        ];
+        for name in &names {
+            fs::create_dir(tmp.path().join(name)).unwrap();
+        }
+        remove_stale_staging(tmp.path(), &of_target);
+        let left: Vec<bool> = names.iter().map(|n| tmp.path().join(n).exists()).collect();
+        assert_eq!(
+            left,
+            [false, true, true, true],
+            "only the gone process's, of this output and host"
+        );
     }
 
     #[test]
