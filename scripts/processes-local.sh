@@ -5,9 +5,10 @@
 #   scripts/processes-local.sh N JOB.toml [neardup run flags, e.g. --date 2026-11-22 --force]
 #
 # Writes a hostfile of N 127.0.0.1 ports, starts `neardup run JOB.toml
-# --hostfile ... --process I` for I in 0..N-1, prints each process's output
-# and exits non-zero if any process failed. NEARDUP (default: the release
-# binary, built if missing) names the binary.
+# --hostfile ... --process I` for I in 0..N-1, prints each process's lines
+# as they come, marked [process I], and exits non-zero if any process
+# failed. NEARDUP (default: the release binary, built if missing) names the
+# binary; python3 picks the ports.
 set -euo pipefail
 if [ $# -lt 2 ]; then
     echo "usage: $0 N JOB.toml [run flags...]" >&2
@@ -37,7 +38,9 @@ PY
 
 pids=()
 for ((i = 0; i < n; i++)); do
-    "$bin" run "$spec" --hostfile "$hostfile" --process "$i" "$@" > "$work/p$i.log" 2>&1 &
+    # pipefail: the pipeline fails if the process does.
+    "$bin" run "$spec" --hostfile "$hostfile" --process "$i" "$@" 2>&1 \
+        | sed -u "s/^/[process $i] /" &
     pids+=($!)
 done
 status=0
@@ -45,8 +48,5 @@ for ((i = 0; i < n; i++)); do
     if ! wait "${pids[$i]}"; then
         status=1
     fi
-done
-for ((i = 0; i < n; i++)); do
-    sed "s/^/[process $i] /" "$work/p$i.log"
 done
 exit $status

@@ -398,6 +398,19 @@ fn a_job_on_two_and_three_local_processes_writes_the_bytes_of_one() {
         }
         assert_eq!(night_files(dir.path()), expected, "{n} processes");
     }
+    // A process that fails fails the script, its line marked.
+    let failed = Command::new(repo().join("scripts/processes-local.sh"))
+        .current_dir(one.path())
+        .env("NEARDUP", env!("CARGO_BIN_EXE_neardup"))
+        .args(["2", "jobs/missing.toml"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    assert_eq!(failed.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("[process 1] error: jobs/missing.toml: cannot read"),
+        "{stdout}"
+    );
 }
 
 fn write_spec(dir: &Path, text: &str) -> String {
