@@ -8,9 +8,9 @@
 //! tomorrow, ranked by its next keys against the page it was dropped for:
 //! it could win, and that page be dropped in turn, so that acting on both
 //! nights' drop lists drops both; and a later copy of it would be dropped
-//! for a page already deleted. A shard with none of them is copied byte
-//! for byte; the others are rewritten without those rows, every column and
-//! the scheme kept.
+//! for a page already deleted. The shards are rewritten without those
+//! rows, every column and the scheme kept; a night without drops (or a job
+//! without `[cluster]`) copies them byte for byte.
 
 use std::collections::HashSet;
 use std::fs;
