@@ -154,7 +154,7 @@ impl Staging {
             fs::create_dir_all(parent)
                 .with_context(|| format!("{}: cannot create directory", parent.display()))?;
         }
-        let lock = RunLock::take(target, "writing this output", Vec::new())?;
+        let lock = RunLock::take(target, "writing this output")?;
         if staging.exists() {
             fs::remove_dir_all(&staging).with_context(|| {
                 format!(
@@ -185,7 +185,7 @@ impl Staging {
         prefix: OutputPrefix,
         overwrite: bool,
     ) -> Result<Staging> {
-        let lock = RunLock::take(target, "writing this output", Vec::new())?;
+        let lock = RunLock::take(target, "writing this output")?;
         if prefix.is_object()? {
             bail!(
                 "{}: an object of that name exists: an output is a prefix, give one of its own",
@@ -469,7 +469,7 @@ impl RunLock {
             (false, Some(parent)) => make_dirs(parent)?,
             _ => Vec::new(),
         };
-        let taken = RunLock::take(target, what, made.clone());
+        let taken = RunLock::take_making(target, what, made.clone());
         if taken.is_err() {
             remove_empty_dirs(&made);
         }
@@ -478,8 +478,13 @@ impl RunLock {
 
     /// Takes the lock of `target`, whose run is `what` (writing this
     /// output, running this night), or fails on one line naming the run
-    /// that holds it; `made` are the directories made for it.
-    fn take(target: &Path, what: &str, made: Vec<PathBuf>) -> Result<RunLock> {
+    /// that holds it.
+    fn take(target: &Path, what: &str) -> Result<RunLock> {
+        RunLock::take_making(target, what, Vec::new())
+    }
+
+    /// [`Self::take`], with `made` the directories made for the lock.
+    fn take_making(target: &Path, what: &str, made: Vec<PathBuf>) -> Result<RunLock> {
         let place = LockPlace::of(target)?;
         let holder = format!("{} {}", host_name(), std::process::id());
         let taken = match &place {
@@ -843,9 +848,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("pairs");
         let file = dir.path().join(".pairs.neardup-lock");
-        let held = RunLock::take(&target, "writing this output", Vec::new()).unwrap();
+        let held = RunLock::take(&target, "writing this output").unwrap();
         let holder = format!("process {} on {}", std::process::id(), host_name());
-        let refused = RunLock::take(&target, "writing this output", Vec::new()).unwrap_err();
+        let refused = RunLock::take(&target, "writing this output").unwrap_err();
         assert!(refused.to_string().contains(&holder), "{refused}");
         drop(held);
         assert!(!file.exists(), "released");
@@ -856,7 +861,7 @@ mod tests {
             format!("{} {}", host_name(), std::process::id()),
         ] {
             fs::write(&file, left).unwrap();
-            let taken = RunLock::take(&target, "writing this output", Vec::new()).unwrap();
+            let taken = RunLock::take(&target, "writing this output").unwrap();
             let text = fs::read_to_string(&file).unwrap();
             assert_eq!(text, format!("{} {}", host_name(), std::process::id()));
             drop(taken);
@@ -865,9 +870,7 @@ mod tests {
         // Runs taking it at once, over and over: one wins each time.
         for round in 0..20 {
             fs::write(&file, gone_holder()).unwrap();
-            let won = winners(4, |_| {
-                RunLock::take(&target, "writing this output", Vec::new()).ok()
-            });
+            let won = winners(4, |_| RunLock::take(&target, "writing this output").ok());
             assert_eq!(won, 1, "round {round}");
         }
     }

@@ -51,7 +51,8 @@ pub(super) fn append_batch(
             continue;
         }
         let copied = copy_without(file, &left_out, &to)?;
-        (bytes, rows_left_out) = (bytes + copied.bytes, rows_left_out + copied.left_out);
+        bytes += copied.bytes;
+        rows_left_out += copied.left_out;
     }
     let manifest: Vec<String> = files.iter().map(|f| f.to_string()).collect();
     write_atomically(

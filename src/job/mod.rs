@@ -39,7 +39,7 @@ use crate::io::parquet::input::{
 use crate::io::parquet::output::document_schema;
 use crate::io::parquet::schemes::{check_same, SchemeOf};
 use crate::io::staging::{file_exists, is_complete, remove_file, RunLock};
-use crate::io::storage::{is_url, SUCCESS};
+use crate::io::storage::{is_url, Location, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
@@ -506,16 +506,14 @@ impl Job {
         if self.matching.allow_mixed_schemes {
             return Ok(());
         }
-        let files = self.corpus_files().unwrap_or_default();
+        let files = self.corpus_locations().unwrap_or_default();
         let recorded = files.iter().take(SCHEME_FILES).find_map(|file| {
-            let location = expand_locations(std::slice::from_ref(file)).ok()?;
-            let opened = FingerprintFile::open(location.first()?, &self.matching.columns);
             // A file match cannot read is for match to name.
-            let scheme = opened.ok()?.scheme()?;
+            let opened = FingerprintFile::open(file, &self.matching.columns);
             Some(SchemeOf {
                 side: "F",
-                path: file.clone(),
-                scheme: Some(scheme),
+                path: file.to_string(),
+                scheme: Some(opened.ok()?.scheme()?),
             })
         });
         let Some(corpus) = recorded else {
@@ -631,6 +629,12 @@ impl Job {
     /// tonight's own batch (a rerun after the append must not match B
     /// against itself as corpus).
     fn corpus_files(&self) -> Result<Vec<String>> {
+        let files = self.corpus_locations()?;
+        Ok(files.iter().map(|f| f.to_string()).collect())
+    }
+
+    /// [`Self::corpus_files`], as the listing gives them.
+    fn corpus_locations(&self) -> Result<Vec<Location>> {
         let tonight = self.batch_dir().map(|t| format!("{}/", t.display()));
         let mut files = Vec::new();
         for spec in &self.matching.corpus {
@@ -639,11 +643,10 @@ impl Job {
                 Err(_) if self.is_growing_corpus(spec) => continue,
                 expanded => expanded?,
             };
-            for file in expanded.iter().map(|f| f.to_string()) {
-                if !tonight.as_ref().is_some_and(|t| file.starts_with(t)) {
-                    files.push(file);
-                }
-            }
+            let in_tonight = |file: &Location| {
+                (tonight.as_ref()).is_some_and(|t| file.to_string().starts_with(t))
+            };
+            files.extend(expanded.into_iter().filter(|file| !in_tonight(file)));
         }
         Ok(files)
     }

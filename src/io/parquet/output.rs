@@ -663,20 +663,10 @@ impl ColumnwiseParquet {
 
     /// Writes the footer and renames the file into place.
     pub(crate) fn close(self) -> Result<()> {
-        self.close_sized().map(|_| ())
-    }
-
-    /// [`Self::close`], giving the file's size (once placed, a file bound
-    /// for an object store is no longer here to ask).
-    pub(crate) fn close_sized(self) -> Result<u64> {
         self.writer
             .close()
             .map_err(|error| writing_error(&self.path, error))?;
-        let size = fs::metadata(&self.tmp)
-            .map_err(|e| cannot_write(&self.tmp, "read", e))?
-            .len();
-        place_written(&self.tmp, &self.path, self.local)?;
-        Ok(size)
+        place_written(&self.tmp, &self.path, self.local)
     }
 }
 
