@@ -116,9 +116,11 @@ pub struct ClusterCommandArgs {
     /// columns; files, directories, globs or object-store URLs.
     #[arg(long, num_args = 1..)]
     pub(crate) pages: Vec<String>,
-    /// The corpus's fingerprint shards (match's --corpus): drop/'s keep_url
-    /// for pages kept from it. Its ids are read in full, its URLs only in
-    /// row groups that hold a kept page.
+    /// The corpus's fingerprint shards (match's --corpus): its pages are
+    /// corpus pages, the longest held (earliest fetch_time there) first;
+    /// drop/'s keep_url for pages kept from it. Its ids and the keys'
+    /// columns are read in full, its URLs only in row groups that hold a
+    /// kept page.
     #[arg(long, num_args = 1..)]
     pub(crate) corpus: Vec<String>,
     /// The same as --keep-by corpus.

@@ -221,7 +221,12 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
     let keep = &opts.keep_by;
     let keyed = keep.words() > 0;
     let tables = [
-        (&job.pages, &job.page_units, KeyRows::Pages, keyed),
+        (
+            &job.pages,
+            &job.page_units,
+            KeyRows::Pages,
+            keep.reads_pages(),
+        ),
         (
             &job.corpus,
             &job.corpus_units,

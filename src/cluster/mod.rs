@@ -76,6 +76,7 @@ fn paths_and_rows(paths: &[String], rows: u64) -> String {
 pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
     opts.validate()?;
+    let opts = &opts.holding_corpus()?;
     crate::exec::runtime::stage_starting(&opts.runtime);
     let keep = &opts.keep_by;
     let needs = PairNeeds {
@@ -190,7 +191,7 @@ pub(crate) fn check_pages(opts: &ClusterJobOptions, produced: Option<&Schema>) -
 fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     let keep = &opts.keep_by;
     if opts.pages.is_empty() {
-        if keep.words() > 0 {
+        if keep.reads_pages() {
             bail!("--keep-by {keep} reads the pages table: give it with --pages");
         }
         return Ok(None);
@@ -223,7 +224,7 @@ fn open_corpus(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
     let strings: Vec<&str> = std::iter::once(URL)
         .chain(keep.optional_columns())
         .collect();
-    let columns = keep.columns();
+    let columns = keep.corpus_columns();
     // `url` first: `drop/` asks for it as optional column 0.
     let optional: Vec<&str> = strings
         .iter()

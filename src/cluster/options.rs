@@ -62,6 +62,19 @@ impl ClusterJobOptions {
         if self.max_cluster_size == 0 {
             bail!("--max-cluster-size must be at least 1 (every cluster has a page)");
         }
-        Ok(())
+        self.holding_corpus().map(drop)
+    }
+
+    /// These options with the keep order of a run given the corpus or
+    /// not ([`KeepOrder::holding_corpus`]).
+    pub(crate) fn holding_corpus(&self) -> Result<ClusterJobOptions> {
+        let keep_by = self
+            .keep_by
+            .clone()
+            .holding_corpus(!self.corpus.is_empty())?;
+        Ok(ClusterJobOptions {
+            keep_by,
+            ..self.clone()
+        })
     }
 }

@@ -130,7 +130,11 @@ pub(crate) fn write_keys(
     rows: KeyRows,
     writer: &mut KeyWriter<'_>,
 ) -> Result<()> {
-    let columns = keep.columns();
+    let in_corpus = rows == KeyRows::Corpus;
+    let columns = match in_corpus {
+        true => keep.corpus_columns(),
+        false => keep.columns(),
+    };
     let optional = keep.optional_columns();
     let read: Vec<&str> = columns.iter().map(String::as_str).chain(optional).collect();
     let mut keys = Vec::new();
@@ -139,12 +143,13 @@ pub(crate) fn write_keys(
             if writer.find(ids) == 0 {
                 return Ok(());
             }
-            if rows == KeyRows::Corpus {
+            if in_corpus {
                 writer.mark_in_corpus();
             }
             if keep.words() > 0 {
                 keys.clear();
-                keep.encode(batch, location, |row| writer.is_page(row), &mut keys)?;
+                let wanted = |row| writer.is_page(row);
+                keep.encode(batch, location, wanted, in_corpus, &mut keys)?;
                 writer.write(&keys);
             }
             Ok(())

@@ -116,7 +116,7 @@ fn cluster_options(
     };
     o.pages = match &c.pages {
         Some(pages) => resolve_all(pages),
-        None if o.keep_by.words() > 0 || fingerprints => matching.queries.clone(),
+        None if o.keep_by.reads_pages() || fingerprints => matching.queries.clone(),
         None => Vec::new(),
     };
     if c.corpus_pages {

@@ -1289,13 +1289,19 @@ fn random_pages(edges: &[Edge], rng: &mut SplitMix64) -> Vec<PageRow> {
 
 /// The oracle's priority of a page under `keys`: a tuple that compares as
 /// the documented order does (each key's missing value last, the id last),
-/// computed from `rows` (a page with several rows takes the least), with
-/// the URL parsed by the `url` crate.
+/// computed from `rows` and the rows of `--corpus` if given (a page with
+/// several rows takes the least), with the URL parsed by the `url` crate.
+/// With `corpus` first and `--corpus` given, corpus pages rank among
+/// themselves by the earliest fetch time of their corpus rows (none: the
+/// longest held) before the other keys.
 fn keyed_rank<'a>(
     keys: &'a [&'a str],
     rows: &'a [PageRow],
+    corpus: Option<&'a [PageRow]>,
     in_corpus: &'a HashSet<i64>,
 ) -> impl Fn(i64) -> KeyedRank + 'a {
+    let corpus_first = keys.first() == Some(&"corpus");
+    let held = corpus.filter(|_| corpus_first);
     let canonical = |url: &str| -> i128 {
         let parsed = url::Url::parse(url).unwrap();
         let scheme = match parsed.scheme() {
@@ -1339,9 +1345,17 @@ fn keyed_rank<'a>(
             })
             .collect()
     };
+    let held_since = |row: &PageRow, of_corpus: bool| match of_corpus {
+        true => (false, row.fetch_time.map_or(0, i128::from)),
+        false => (true, 0),
+    };
+    let night = rows.iter().map(|row| (row, false));
+    let all = night.chain(corpus.into_iter().flatten().map(|row| (row, true)));
     let mut best: HashMap<i64, Vec<(bool, i128)>> = HashMap::new();
-    for row in rows {
-        let key = of_row(row);
+    for (row, of_corpus) in all {
+        let mut key = Vec::new();
+        key.extend(held.map(|_| held_since(row, of_corpus)));
+        key.extend(of_row(row));
         best.entry(row.id)
             .and_modify(|least| {
                 if key < *least {
@@ -1351,12 +1365,8 @@ fn keyed_rank<'a>(
             .or_insert(key);
     }
     // A page without a row has no value under any key.
-    let missing: Vec<(bool, i128)> = keys
-        .iter()
-        .filter(|&&key| key != "corpus")
-        .map(|_| (true, 0))
-        .collect();
-    let corpus_first = keys.first() == Some(&"corpus");
+    let held_words = usize::from(held.is_some());
+    let missing = vec![(true, 0); keys.len() - usize::from(corpus_first) + held_words];
     move |id| {
         let mut rank = vec![(corpus_first && !in_corpus.contains(&id), 0)];
         rank.extend(best.get(&id).cloned().unwrap_or_else(|| missing.clone()));
@@ -1365,17 +1375,20 @@ fn keyed_rank<'a>(
 }
 
 /// A page's priority under keys, as [`keyed_rank`] gives it: whether it
-/// ranks later for the corpus, then each other key's value, then its id.
+/// ranks later for the corpus, then the time it has been held if it is
+/// ranked by it, then each other key's value, then its id.
 type KeyedRank = (Vec<(bool, i128)>, i64);
 
 /// The `kept_by` a page ranked `kept` should name over one ranked
 /// `dropped`, under `keys`: the first key whose values differ, else `id`.
 fn expected_kept_by<'a>(keys: &[&'a str], kept: &KeyedRank, dropped: &KeyedRank) -> &'a str {
     let named: Vec<&str> = keys.iter().copied().filter(|&k| k != "corpus").collect();
+    // The corpus flag, and the time held when it is ranked by.
+    let corpus_values = kept.0.len() - named.len();
     let differs = (0..kept.0.len()).find(|&at| kept.0[at] != dropped.0[at]);
     match differs {
-        Some(0) => "corpus",
-        Some(at) => named[at - 1],
+        Some(at) if at < corpus_values => "corpus",
+        Some(at) => named[at - corpus_values],
         None => "id",
     }
 }
@@ -1486,7 +1499,7 @@ fn the_page_kept_follows_every_key_and_combination_of_keep_by() {
         ],
     ];
     for keys in orders {
-        let rank = keyed_rank(keys, &rows, &in_corpus);
+        let rank = keyed_rank(keys, &rows, None, &in_corpus);
         let expected = oracle_by(&edges, &rank);
         for policy in [DropPolicy::Direct, DropPolicy::Component] {
             let case = format!("--keep-by {} {policy}", keys.join(","));
@@ -1552,9 +1565,7 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
     // keyed with the night's.
     let mut in_corpus = in_corpus;
     in_corpus.extend(corpus_table.iter().map(|row| row.id));
-    let mut all_rows = night_rows.clone();
-    all_rows.extend(corpus_table.iter().cloned());
-    let rank = keyed_rank(&keys, &all_rows, &in_corpus);
+    let rank = keyed_rank(&keys, &night_rows, Some(&corpus_table), &in_corpus);
     let expected = oracle_by(&edges, &rank);
     for policy in [DropPolicy::Direct, DropPolicy::Component] {
         let case = format!("--corpus, {policy}");
@@ -1571,6 +1582,21 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
         assert!(
             from_corpus > 100,
             "{case}: {from_corpus} drops for corpus pages"
+        );
+        // Every process reads the corpus's times held: the same bytes.
+        let processes = dir.path().join(format!("p2-{policy}"));
+        let extra = ["--pages", &pages, "--corpus", &other, &corpus];
+        run_processes_with(
+            &pairs,
+            &processes,
+            &extra,
+            policy,
+            [2, 1, 2],
+            &dir.path().join("hosts"),
+        );
+        assert!(
+            data_files(&processes) == data_files(&out),
+            "{case}, 2 processes"
         );
     }
 }
@@ -1631,6 +1657,66 @@ fn the_page_kept_last_night_is_kept_again_when_fetched_again() {
                 assert_eq!(cluster_of[&new_copy], original, "{case}: {clusters:?}");
                 assert!(!dropped.contains_key(&original), "{case}: {drops:?}");
             }
+        }
+    }
+}
+
+/// Night 2 dropped the https copy for the mirror the corpus held since
+/// night 1; night 3 kept the copy (an ad made it differ) and appended it;
+/// on night 4 the ad is gone and the two pair as corpus pages. The mirror,
+/// held longer, is kept again, though the copy's URL is the more
+/// canonical; two pages held since the same time go by the next keys.
+#[test]
+fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = |id: i64, fetch_time: Option<i64>, url: &str| PageRow {
+        id,
+        fetch_time,
+        url: Some(url.to_string()),
+        n_chars: 100,
+        quality: None,
+    };
+    let (mirror, copy) = (1, 2);
+    let (older, newer) = (11, 12);
+    let (twin_a, twin_b) = (21, 22);
+    let edges: Vec<Edge> = vec![
+        (copy, mirror, true),
+        (newer, older, true),
+        (twin_a, twin_b, true),
+    ];
+    let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
+    let night = vec![
+        row(copy, Some(400), "https://site.example/a"),
+        row(newer, Some(400), "https://news.example/b"),
+    ];
+    let pages = write_pages(&dir.path().join("pages"), &night, 1);
+    let corpus_rows = vec![
+        row(mirror, Some(100), "http://mirror.example/copies/a"),
+        row(copy, Some(300), "https://site.example/a"),
+        // A corpus shard from before fetch times: held the longest.
+        row(older, None, "http://old.example/copies/b"),
+        row(newer, Some(200), "https://news.example/b"),
+        row(twin_a, Some(200), "http://twin.example/a/b/c"),
+        row(twin_b, Some(200), "https://twin.example/c"),
+    ];
+    let corpus = write_pages(&dir.path().join("corpus"), &corpus_rows, 2);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        for workers in [1, 2] {
+            let case = format!("{policy}, {workers} workers");
+            let out = dir.path().join(format!("out-{policy}-{workers}"));
+            let mut opts = options(&pairs, &out, false, policy, workers, 2);
+            opts.keep_by = KeepOrder::default_with_pages();
+            opts.pages = vec![pages.clone()];
+            opts.corpus = vec![corpus.clone()];
+            run_cluster(&opts).unwrap();
+            let (_, drops) = read_output(&out);
+            let dropped: HashMap<i64, i64> = drops.iter().map(|d| (d.0, d.1)).collect();
+            let expected = HashMap::from([(copy, mirror), (newer, older), (twin_a, twin_b)]);
+            assert_eq!(dropped, expected, "{case}");
+            let by = kept_by(&out);
+            assert_eq!(by[&copy], "corpus", "{case}");
+            assert_eq!(by[&newer], "corpus", "{case}");
+            assert_eq!(by[&twin_a], "canonical-url", "{case}");
         }
     }
 }
@@ -1952,7 +2038,7 @@ fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
         &["longest", "canonical-url"],
         &["latest", "longest"],
     ] {
-        let rank = keyed_rank(keys, &rows, &in_corpus);
+        let rank = keyed_rank(keys, &rows, None, &in_corpus);
         let expected = oracle_by(&edges, &rank);
         for policy in [DropPolicy::Direct, DropPolicy::Component] {
             let case = format!("--keep-by {} {policy}", keys.join(","));

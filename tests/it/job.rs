@@ -984,3 +984,102 @@ fn a_bad_process_flag_is_not_blamed_on_the_spec() {
         assert!(!stderr.contains("sample.toml"), "{stderr}");
     }
 }
+
+/// Four nights of a crawl (JSONL with fetch times): the https copy of a
+/// page the corpus held since night 1 is dropped for it on night 2, kept
+/// and appended on night 3 (it was replaced for a night), and on night 4,
+/// the same again, meets the page as a corpus page too. The page held
+/// longest is kept again, though the copy's URL is the more canonical: no
+/// page any night kept is dropped later, and the copy's drops agree.
+#[test]
+fn a_page_kept_one_night_is_not_dropped_for_a_copy_that_came_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let article = "The harbour council met on Tuesday to discuss the new ferry timetable. \
+        Residents asked for earlier sailings in winter, when the road over the pass is closed, \
+        and for a shelter at the north pier. The council agreed to publish a draft in March \
+        and to hold two public meetings before any change takes effect next summer.";
+    let notice = "This page is being updated. Our editors are reviewing the article after a \
+        reader pointed out an error in the figures for freight tonnage, which were taken from \
+        last year's annual report instead of this year's. Please check back tomorrow.";
+    let other = |night: usize| {
+        format!(
+            "Weather for night {night}: light winds from the west, clear skies over the hills, \
+            frost in sheltered valleys and fog patches by the estuary until mid morning."
+        )
+    };
+    let (mirror, copy) = (1_i64, 2_i64);
+    let record = |id: i64, url: &str, text: &str, night: usize| {
+        serde_json::json!({
+            "id": id, "url": url, "text": text,
+            "fetched": format!("2026-11-0{night}T03:00:00Z"),
+        })
+        .to_string()
+    };
+    let nights: [Vec<String>; 4] = [
+        vec![record(
+            mirror,
+            "http://mirror.example/copies/ferry",
+            article,
+            1,
+        )],
+        vec![record(copy, "https://harbour.example/ferry", article, 2)],
+        vec![record(copy, "https://harbour.example/ferry", notice, 3)],
+        vec![record(copy, "https://harbour.example/ferry", article, 4)],
+    ];
+    std::fs::create_dir_all(d.join("crawl")).unwrap();
+    for (n, records) in nights.iter().enumerate() {
+        let mut lines = records.clone();
+        lines.push(record(
+            100 + n as i64,
+            "https://weather.example/",
+            &other(n + 1),
+            n + 1,
+        ));
+        let path = d.join(format!("crawl/2026-11-0{}.jsonl", n + 1));
+        std::fs::write(path, lines.join("\n") + "\n").unwrap();
+    }
+    std::fs::create_dir_all(d.join("jobs")).unwrap();
+    std::fs::write(
+        d.join("jobs/nights.toml"),
+        r#"
+[runtime]
+workers = 2
+[fingerprint]
+input = ["../crawl/{date}.jsonl"]
+out = "../out/{date}/fingerprints"
+time_field = "fetched"
+[match]
+corpus = ["../out/corpus"]
+out = "../out/{date}/pairs"
+self = true
+[cluster]
+out = "../out/{date}/clusters"
+[append]
+corpus = "../out/corpus"
+batch = "{date}"
+"#,
+    )
+    .unwrap();
+    let mut drops = Vec::new();
+    for night in 1..=4 {
+        let date = format!("2026-11-0{night}");
+        let output = run(d, &["jobs/nights.toml", "--date", &date]);
+        assert!(
+            output.status.success(),
+            "night {night}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let drop_dir = d.join("out").join(&date).join("clusters/drop");
+        let rows: Vec<(i64, i64)> = drop_rows(&drop_dir)
+            .into_iter()
+            .map(|(id, keep, ..)| (id, keep))
+            .collect();
+        drops.push(rows);
+    }
+    assert_eq!(
+        drops,
+        [vec![], vec![(copy, mirror)], vec![], vec![(copy, mirror)]],
+        "drops by night"
+    );
+}

@@ -10,7 +10,13 @@
 //!   fetched before pairs with its copies, never with itself); it can
 //!   only be the first key, so that "ranks first" stays one bit that
 //!   the processes of a run combine (one of them may be the only one to
-//!   have seen the pair that makes a page a corpus page).
+//!   have seen the pair that makes a page a corpus page). With
+//!   `--corpus`, corpus pages then rank by how long the corpus has held
+//!   them: the earliest `fetch_time` of their rows there, in two words
+//!   before the other keys' ([`KeepOrder::holding_corpus`]). Otherwise a
+//!   page dropped for a corpus page, kept on a later night (it changed)
+//!   and so appended, would meet that page again as a corpus page and win
+//!   by the next keys: the drop lists of the two nights would drop both.
 //! - Every other key comes from a column of the pages table (`--pages`,
 //!   and `--corpus` where its files have the column: the keys a page won
 //!   by last night still count when it is only in the corpus),
@@ -121,7 +127,8 @@ pub(crate) const BY_ID: &str = "id";
 /// One key of `--keep-by`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum KeepKey {
-    /// Pages already in the corpus first.
+    /// Pages already in the corpus first (with `--corpus`, the longest
+    /// held first: [`KeepOrder::holding_corpus`]).
     Corpus,
     /// The earliest `fetch_time` first.
     Earliest,
@@ -229,7 +236,15 @@ impl fmt::Display for KeepKey {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KeepOrder {
     keys: Vec<KeepKey>,
+    /// Whether corpus pages rank among themselves by how long the corpus
+    /// has held them ([`Self::holding_corpus`]): [`HELD_WORDS`] words
+    /// before the other keys', the `corpus` key's.
+    held: bool,
 }
+
+/// Words of a corpus page's held-since time: the earliest `fetch_time` of
+/// its rows in `--corpus`.
+const HELD_WORDS: usize = 2;
 
 impl KeepOrder {
     /// The order of `keys`: `corpus` only first, each key once, and at most
@@ -243,15 +258,38 @@ impl KeepOrder {
                 bail!("--keep-by: {key} is given twice");
             }
         }
-        let order = KeepOrder { keys };
-        if order.words() > MAX_KEY_WORDS {
+        let order = KeepOrder { keys, held: false };
+        order.check_width()?;
+        Ok(order)
+    }
+
+    /// Refuses keys wider than [`MAX_KEY_WORDS`].
+    fn check_width(&self) -> Result<()> {
+        if self.words() > MAX_KEY_WORDS {
+            let corpus = match self.held {
+                true => "8 with --corpus",
+                false => "none",
+            };
             bail!(
-                "--keep-by {order}: the keys take {} bytes a page, more than {} (corpus takes none, rel-canonical, canonical-url and longest 4, every other key 8)",
-                4 * order.words(),
+                "--keep-by {self}: the keys take {} bytes a page, more than {} (corpus takes {corpus}, rel-canonical, canonical-url and longest 4, every other key 8)",
+                4 * self.words(),
                 4 * MAX_KEY_WORDS
             );
         }
-        Ok(order)
+        Ok(())
+    }
+
+    /// This order for a run given the corpus's shards (`corpus_given`):
+    /// with `corpus` first, corpus pages rank among themselves by the
+    /// earliest `fetch_time` of their rows there, the longest held first.
+    /// A page dropped for a corpus page one night and kept on a later one
+    /// (it had changed) then loses to that page again when the two meet,
+    /// as the first night decided, whatever the next keys say. A corpus
+    /// row without a time (an older shard) counts as held the longest.
+    pub(crate) fn holding_corpus(mut self, corpus_given: bool) -> Result<KeepOrder> {
+        self.held = corpus_given && self.corpus_first();
+        self.check_width()?;
+        Ok(self)
     }
 
     /// Parses `--keep-by`'s comma-separated keys.
@@ -272,6 +310,7 @@ impl KeepOrder {
             } else {
                 Vec::new()
             },
+            held: false,
         }
     }
 
@@ -304,6 +343,7 @@ impl KeepOrder {
                 KeepKey::CanonicalUrl,
                 KeepKey::Earliest,
             ],
+            held: false,
         }
     }
 
@@ -312,9 +352,15 @@ impl KeepOrder {
         self.keys.first() == Some(&KeepKey::Corpus)
     }
 
-    /// Words a page's keys take (0: the order needs no pages table).
+    /// Words a page's keys take (0: no key is read from a table).
     pub(crate) fn words(&self) -> usize {
-        self.keys.iter().map(KeepKey::words).sum()
+        let held = if self.held { HELD_WORDS } else { 0 };
+        held + self.keys.iter().map(KeepKey::words).sum::<usize>()
+    }
+
+    /// Whether a key reads the pages table (`corpus` reads none).
+    pub(crate) fn reads_pages(&self) -> bool {
+        self.keys.iter().any(|key| key.words() > 0)
     }
 
     /// The pages table's columns the keys read, each once, in key order.
@@ -324,6 +370,16 @@ impl KeepOrder {
             if !columns.iter().any(|c| c == column) {
                 columns.push(column.to_string());
             }
+        }
+        columns
+    }
+
+    /// The corpus's columns the keys read: the pages table's, and
+    /// `fetch_time` for how long a page has been held.
+    pub(crate) fn corpus_columns(&self) -> Vec<String> {
+        let mut columns = self.columns();
+        if self.held && !columns.iter().any(|c| c == FETCH_TIME) {
+            columns.push(FETCH_TIME.to_string());
         }
         columns
     }
@@ -338,9 +394,13 @@ impl KeepOrder {
     /// The key each word of a page's words belongs to: a difference first
     /// found at word `w` is a difference under key `word_keys()[w]`.
     pub(crate) fn word_keys(&self) -> Vec<KeptBy> {
+        let held = if self.held { HELD_WORDS } else { 0 };
         let each =
             |(place, key): (usize, &KeepKey)| std::iter::repeat_n(KeptBy(place as u8), key.words());
-        self.keys.iter().enumerate().flat_map(each).collect()
+        let keys = self.keys.iter().enumerate().flat_map(each);
+        std::iter::repeat_n(KeptBy::CORPUS, held)
+            .chain(keys)
+            .collect()
     }
 
     /// The keys as `--keep-by` spells them, for `_summary.json`.
@@ -362,7 +422,9 @@ impl KeepOrder {
         name: &str,
         data_type: &DataType,
     ) -> Result<()> {
-        for key in self.keys.iter().filter(|key| key.column() == Some(name)) {
+        let held = (self.held && name == FETCH_TIME).then_some(&KeepKey::Corpus);
+        let keys = self.keys.iter().filter(|key| key.column() == Some(name));
+        for key in keys.chain(held) {
             let fits = match key {
                 KeepKey::CanonicalUrl | KeepKey::RelCanonical => is_string(data_type),
                 KeepKey::Longest => data_type.is_integer(),
@@ -386,11 +448,13 @@ impl KeepOrder {
     /// table holds every page of the night, most of them in no pair, and
     /// keying a URL costs more than reading it. A key whose column the
     /// batch lacks (a corpus shard without it) leaves its words so too.
+    /// Only the corpus's rows (`in_corpus`) give a held-since time.
     pub(crate) fn encode(
         &self,
         batch: &RecordBatch,
         location: &str,
         wanted: impl Fn(usize) -> bool,
+        in_corpus: bool,
         out: &mut Vec<u32>,
     ) -> Result<()> {
         let words = self.words();
@@ -398,6 +462,12 @@ impl KeepOrder {
         out.resize(start + words * batch.num_rows(), NO_VALUE);
         let rows = &mut out[start..];
         let mut at = 0;
+        if self.held {
+            if in_corpus {
+                encode_held(batch, location, &wanted, rows, words)?;
+            }
+            at = HELD_WORDS;
+        }
         for key in &self.keys {
             let Some(name) = key.column() else {
                 continue;
@@ -448,6 +518,28 @@ impl KeepOrder {
         }
         Ok(())
     }
+}
+
+/// Writes the held-since words of the corpus rows of `batch` `wanted`
+/// into `rows` (`words` a row): their `fetch_time`, or zero, the longest
+/// held, for a row without one.
+fn encode_held(
+    batch: &RecordBatch,
+    location: &str,
+    wanted: &impl Fn(usize) -> bool,
+    rows: &mut [u32],
+    words: usize,
+) -> Result<()> {
+    let times = match batch.column_by_name(FETCH_TIME) {
+        Some(column) => ordered_values(column, FETCH_TIME, location)?,
+        None => vec![None; batch.num_rows()],
+    };
+    for (row, time) in of_rows(times, wanted) {
+        let time = time.unwrap_or(0).min(u64::MAX - 1);
+        rows[row * words] = (time >> 32) as u32;
+        rows[row * words + 1] = time as u32;
+    }
+    Ok(())
 }
 
 /// The items of `values` with their rows, of the rows `wanted` alone.
@@ -612,12 +704,14 @@ mod tests {
         let with = RecordBatch::try_from_iter([(URL, urls.clone()), (CANONICAL_URL, canonicals)]);
         let mut words = Vec::new();
         order
-            .encode(&with.unwrap(), "t", |_| true, &mut words)
+            .encode(&with.unwrap(), "t", |_| true, false, &mut words)
             .unwrap();
         assert_eq!(words, vec![0, 2, 1]);
         let without = RecordBatch::try_from_iter([(URL, urls)]).unwrap();
         words.clear();
-        order.encode(&without, "t", |_| true, &mut words).unwrap();
+        order
+            .encode(&without, "t", |_| true, false, &mut words)
+            .unwrap();
         assert_eq!(words, vec![1, 1, 1]);
     }
 
@@ -638,6 +732,72 @@ mod tests {
             let error = KeepOrder::parse(spec).unwrap_err().to_string();
             assert!(error.contains(said), "{spec}: {error}");
         }
+    }
+
+    #[test]
+    fn corpus_rows_give_the_time_held_first_and_other_rows_none() {
+        let keys = KeepOrder::parse("corpus,canonical-url").unwrap();
+        assert_eq!(keys.clone().holding_corpus(false).unwrap(), keys);
+        assert_eq!(
+            KeepOrder::parse("earliest")
+                .unwrap()
+                .holding_corpus(true)
+                .unwrap(),
+            KeepOrder::parse("earliest").unwrap(),
+            "corpus is not a key: no time held"
+        );
+        let order = keys.holding_corpus(true).unwrap();
+        assert_eq!((order.words(), order.reads_pages()), (3, true));
+        assert_eq!(
+            order.word_keys(),
+            [KeptBy::CORPUS, KeptBy::CORPUS, KeptBy(1)]
+        );
+        assert_eq!(order.columns(), [URL]);
+        assert_eq!(order.corpus_columns(), [URL, FETCH_TIME]);
+        assert_eq!(order.to_string(), "corpus,canonical-url");
+        let times = Arc::new(TimestampSecondArray::from(vec![Some(300), Some(100), None]));
+        let urls = Arc::new(StringArray::from(vec!["https://a/"; 3]));
+        let batch = RecordBatch::try_from_iter([
+            (FETCH_TIME, times as ArrayRef),
+            (URL, urls.clone() as ArrayRef),
+        ])
+        .unwrap();
+        let encoded = |batch: &RecordBatch, in_corpus: bool| {
+            let mut words = Vec::new();
+            order
+                .encode(batch, "t", |_| true, in_corpus, &mut words)
+                .unwrap();
+            words.chunks(3).map(<[u32]>::to_vec).collect::<Vec<_>>()
+        };
+        let corpus = encoded(&batch, true);
+        // Held the longest first; a row without a time, before any.
+        assert!(corpus[2] < corpus[1] && corpus[1] < corpus[0], "{corpus:?}");
+        assert_eq!(corpus[2][..2], [0, 0]);
+        assert!(corpus.iter().all(|row| row[2] == corpus[0][2]));
+        // The night's rows are held since no time: after every corpus row.
+        let night = encoded(&batch, false);
+        assert!(night.iter().all(|row| row[..2] == [NO_VALUE; 2]));
+        assert!(corpus.iter().all(|row| row < &night[0]));
+        // A corpus shard without times: every page held the longest.
+        let untimed = RecordBatch::try_from_iter([(URL, urls as ArrayRef)]).unwrap();
+        assert!(encoded(&untimed, true).iter().all(|row| row[..2] == [0, 0]));
+        // Held-since words count toward the width.
+        let wide = "corpus,column:a:asc,column:b:asc,column:c:asc,longest";
+        let error = KeepOrder::parse(wide)
+            .unwrap()
+            .holding_corpus(true)
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("corpus takes 8 with --corpus"),
+            "{error}"
+        );
+        let error = order
+            .check_column("c.parquet", FETCH_TIME, &DataType::Utf8)
+            .unwrap_err();
+        assert!(
+            error.to_string().contains("c.parquet: column `fetch_time`"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -677,7 +837,9 @@ mod tests {
         ])
         .unwrap();
         let mut words = Vec::new();
-        order.encode(&batch, "t", |_| true, &mut words).unwrap();
+        order
+            .encode(&batch, "t", |_| true, false, &mut words)
+            .unwrap();
         let rows: Vec<&[u32]> = words.chunks(order.words()).collect();
         // Earliest first (a time before 1970 included); then the greatest q;
         // then https, fewer segments; a page with no time last.
@@ -691,7 +853,7 @@ mod tests {
         // Rows not wanted are not keyed; the wanted ones are keyed as before.
         let mut some = Vec::new();
         order
-            .encode(&batch, "t", |row| row % 2 == 1, &mut some)
+            .encode(&batch, "t", |row| row % 2 == 1, false, &mut some)
             .unwrap();
         for (row, (all, wanted)) in rows.iter().zip(some.chunks(order.words())).enumerate() {
             match row % 2 {
@@ -718,7 +880,9 @@ mod tests {
         for column in columns {
             let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
             let mut words = Vec::new();
-            order.encode(&batch, "t", |_| true, &mut words).unwrap();
+            order
+                .encode(&batch, "t", |_| true, false, &mut words)
+                .unwrap();
             let rows: Vec<&[u32]> = words.chunks(2).collect();
             assert!(rows.windows(2).all(|w| w[0] < w[1]), "{rows:?}");
             assert!(rows.iter().all(|row| row != &[NO_VALUE, NO_VALUE]));
@@ -729,7 +893,9 @@ mod tests {
         )])
         .unwrap();
         let mut words = Vec::new();
-        order.encode(&nan, "t", |_| true, &mut words).unwrap();
+        order
+            .encode(&nan, "t", |_| true, false, &mut words)
+            .unwrap();
         assert_eq!(words, vec![NO_VALUE, NO_VALUE], "NaN is no value");
     }
 
@@ -756,7 +922,9 @@ mod tests {
         for column in columns {
             let batch = RecordBatch::try_from_iter([("n_chars", column)]).unwrap();
             let mut words = Vec::new();
-            order.encode(&batch, "t", |_| true, &mut words).unwrap();
+            order
+                .encode(&batch, "t", |_| true, false, &mut words)
+                .unwrap();
             assert!(words[..3].windows(2).all(|w| w[0] < w[1]), "{words:?}");
             assert_eq!(words[2], words[3], "below zero counts as zero");
             assert!(words[3] < NO_VALUE);
