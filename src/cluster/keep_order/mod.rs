@@ -281,11 +281,9 @@ impl KeepOrder {
 
     /// This order for a run given the corpus's shards (`corpus_given`):
     /// with `corpus` first, corpus pages rank among themselves by the
-    /// earliest `fetch_time` of their rows there, the longest held first.
-    /// A page dropped for a corpus page one night and kept on a later one
-    /// (it had changed) then loses to that page again when the two meet,
-    /// as the first night decided, whatever the next keys say. A corpus
-    /// row without a time (an older shard) counts as held the longest.
+    /// earliest `fetch_time` of their rows there, the longest held first
+    /// (see the module's doc). A corpus row without a time (an older
+    /// shard) counts as held the longest.
     pub(crate) fn holding_corpus(mut self, corpus_given: bool) -> Result<KeepOrder> {
         self.held = corpus_given && self.corpus_first();
         self.check_width()?;
