@@ -26,6 +26,11 @@
 //! fetch all of it. A worker gathers its units' rows into 1M-row batches for
 //! the kernel ([`crate::matching::probe`]).
 //!
+//! With `--self`, a corpus row whose id B holds is the older version of a
+//! page fetched again: its matches are passed over before they are
+//! expanded ([`Job::superseded`], a binary search a match, not a row), and
+//! B's own row pairs in its place in the self-join.
+//!
 //! A reducer sorts, de-duplicates and writes its parts, holding at most
 //! `--pair-memory-mib` of pairs and spilling the rest as sorted runs
 //! ([`crate::matching::pair_runs`]), then reports to worker 0, which commits.
@@ -107,6 +112,18 @@ pub(crate) struct Job {
     pub(crate) pair_memory: u64,
     /// `--verify`'s threshold and B's sketches.
     pub(crate) verify: Option<Verification>,
+    /// With `--self` and a corpus, B's ids: a corpus row of one of them is
+    /// an older version of a page B holds, and pairs through B's row only.
+    pub(crate) superseded: Option<SortedIds>,
+}
+
+/// Distinct ids, ascending.
+pub(crate) struct SortedIds(pub(crate) Vec<i64>);
+
+impl SortedIds {
+    fn contains(&self, id: i64) -> bool {
+        self.0.binary_search(&id).is_ok()
+    }
 }
 
 impl Job {
@@ -332,6 +349,10 @@ impl Scanner {
             &mut self.scratch,
             &mut self.matches,
         );
+        if let Some(b) = job.superseded.as_ref().filter(|_| side == Side::Corpus) {
+            let ids = &self.batch.ids;
+            self.matches.retain(|m| !b.contains(ids[m.row as usize]));
+        }
         if job.verify.is_some() && side == Side::Corpus {
             let rows = self.matches.iter().map(|m| m.row).collect();
             self.sketches

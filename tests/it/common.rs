@@ -62,8 +62,12 @@ pub fn write_shards(dir: &Path, rows: &[(i64, u64)], shards: usize) -> Vec<Strin
     paths
 }
 
-/// Every pair within k, by comparing all of them.
+/// Every pair within k, by comparing all of them; with `self_join`, a
+/// corpus row whose id B also holds is an older version of that page and
+/// pairs with nothing (B's row pairs in its place).
 pub fn oracle(queries: &[(i64, u64)], corpus: &[(i64, u64)], k: u32, self_join: bool) -> Vec<Pair> {
+    let in_b: std::collections::HashSet<i64> = queries.iter().map(|q| q.0).collect();
+    let current = |c: &(i64, u64)| !(self_join && in_b.contains(&c.0));
     let mut out = Vec::new();
     let mut consider =
         |(qid, qf): (i64, u64), (cid, cf): (i64, u64), keep: bool, self_pair: bool| {
@@ -81,7 +85,7 @@ pub fn oracle(queries: &[(i64, u64)], corpus: &[(i64, u64)], k: u32, self_join: 
             }
         };
     for &q in queries {
-        for &c in corpus {
+        for &c in corpus.iter().filter(|c| current(c)) {
             consider(q, c, q.0 != c.0, false);
         }
         if self_join {

@@ -164,6 +164,48 @@ fn self_join_with_and_without_corpus() {
     }
 }
 
+/// A crawl fetches most pages again: the corpus holds older versions of
+/// B's pages under their ids (unchanged, edited a little, rewritten), and
+/// it and B hold copies of those versions. With `--self`, B's row is a page's newest: its corpus
+/// rows pair with nothing, so no pair rests on a version since replaced,
+/// and no two pages pair twice. Without `--self`, they still pair.
+#[test]
+fn with_self_a_page_fetched_again_pairs_through_its_newest_row() {
+    let mut rng = SplitMix64::new(29);
+    let mut queries = random_rows(&mut rng, 400, 0);
+    let mut corpus = planted_corpus(&mut rng, &queries, 60, 3, 5_000, 10_000);
+    for at in (0..400).step_by(3) {
+        let (id, f) = queries[at];
+        let bits = [0, 2, 30][at % 9 / 3];
+        let older = rng.flip_bits(f, bits);
+        corpus.push((id, older));
+        // Copies of the older version: one held, one new tonight.
+        corpus.push((20_000 + id, rng.flip_bits(older, 1)));
+        queries.push((30_000 + id, rng.flip_bits(older, 1)));
+    }
+    for k in [0, 3, 4] {
+        check("fetched again, self", &queries, Some(&corpus), k, true, 2);
+        check(
+            "fetched again, no self",
+            &queries,
+            Some(&corpus),
+            k,
+            false,
+            3,
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let in_b: std::collections::HashSet<i64> = queries.iter().map(|q| q.0).collect();
+    let through_old = |self_join: bool| {
+        let out = run(dir.path(), &queries, Some(&corpus), 3, self_join, 2, 1);
+        let pairs = read_pairs(&out);
+        let old = |p: &&Pair| !p.self_pair && in_b.contains(&p.corpus_id);
+        pairs.iter().filter(old).count()
+    };
+    assert_eq!(through_old(true), 0);
+    assert!(through_old(false) > 100);
+}
+
 #[test]
 fn parts_are_byte_identical_for_1_2_and_4_workers() {
     let mut rng = SplitMix64::new(19);

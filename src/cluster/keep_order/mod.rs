@@ -7,7 +7,8 @@
 //!
 //! - `corpus` comes from the pairs (a page seen on a pair's corpus side)
 //!   and from the corpus's shards (`--corpus`: a page of tonight's batch
-//!   fetched before pairs with its copies, never with itself); it can
+//!   fetched before pairs through tonight's row alone under `match
+//!   --self`, so no pair shows it on a corpus side); it can
 //!   only be the first key, so that "ranks first" stays one bit that
 //!   the processes of a run combine (one of them may be the only one to
 //!   have seen the pair that makes a page a corpus page). With
