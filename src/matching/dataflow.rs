@@ -28,7 +28,7 @@
 //!
 //! With `--self`, a corpus row whose id B holds is the older version of a
 //! page fetched again: its matches are passed over before they are
-//! expanded ([`Job::superseded`], a binary search a match, not a row), and
+//! expanded ([`Job::superseded`], a lookup a match, not a row), and
 //! B's own row pairs in its place in the self-join.
 //!
 //! A reducer sorts, de-duplicates and writes its parts, holding at most
@@ -114,15 +114,43 @@ pub(crate) struct Job {
     pub(crate) verify: Option<Verification>,
     /// With `--self` and a corpus, B's ids: a corpus row of one of them is
     /// an older version of a page B holds, and pairs through B's row only.
-    pub(crate) superseded: Option<SortedIds>,
+    pub(crate) superseded: Option<IdSet>,
 }
 
-/// Distinct ids, ascending.
-pub(crate) struct SortedIds(pub(crate) Vec<i64>);
+/// A set of ids, asked once a match: a bitmap of about a byte an id,
+/// hashed, answers most of them from the caches, and only its hits
+/// search the sorted ids, each a walk of cache misses.
+pub(crate) struct IdSet {
+    sorted: Vec<i64>,
+    bits: Vec<u64>,
+    shift: u32,
+}
 
-impl SortedIds {
-    fn contains(&self, id: i64) -> bool {
-        self.0.binary_search(&id).is_ok()
+impl IdSet {
+    /// The set of `sorted`, distinct ids in ascending order.
+    pub(crate) fn new(sorted: Vec<i64>) -> IdSet {
+        let bits_log2 = (sorted.len().max(64) * 8)
+            .next_power_of_two()
+            .trailing_zeros();
+        let mut set = IdSet {
+            bits: vec![0; 1 << (bits_log2 - 6)],
+            shift: 64 - bits_log2,
+            sorted,
+        };
+        for at in 0..set.sorted.len() {
+            let bit = set.bit(set.sorted[at]);
+            set.bits[bit >> 6] |= 1 << (bit & 63);
+        }
+        set
+    }
+
+    fn bit(&self, id: i64) -> usize {
+        ((id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    pub(crate) fn contains(&self, id: i64) -> bool {
+        let bit = self.bit(id);
+        self.bits[bit >> 6] & (1 << (bit & 63)) != 0 && self.sorted.binary_search(&id).is_ok()
     }
 }
 
@@ -474,6 +502,26 @@ impl FinalStage<Pair, MatchTotals> for Reducer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_id_set_holds_its_ids_and_no_other() {
+        let mut rng = crate::gen::SplitMix64::new(5);
+        let hashed: Vec<i64> = (0..5_000).map(|_| rng.next_u64() as i64).collect();
+        let counted: Vec<i64> = (-300..3_000).collect();
+        for ids in [hashed, counted, vec![], vec![i64::MIN, 0, i64::MAX]] {
+            let mut sorted = ids.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            let set = IdSet::new(sorted);
+            assert!(ids.iter().all(|&id| set.contains(id)));
+            let others = (0..20_000)
+                .map(|_| rng.next_u64() as i64)
+                .chain(3_000..6_000);
+            for id in others.filter(|id| !ids.contains(id)) {
+                assert!(!set.contains(id), "{id}");
+            }
+        }
+    }
 
     fn unit(side: Side, file: usize, row_group: usize, rows: u64) -> ScanUnit {
         let unit = Unit {

@@ -28,7 +28,7 @@ use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, Fingerpr
 use crate::io::parquet::schemes;
 use crate::io::parquet::WIDE_BITS;
 use crate::io::staging::{part_name, Staging};
-use crate::matching::dataflow::{process_units, Job, MatchTotals, ScanUnit, Side, SortedIds};
+use crate::matching::dataflow::{process_units, IdSet, Job, MatchTotals, ScanUnit, Side};
 use crate::matching::design::{Design, MAX_K};
 use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
@@ -215,7 +215,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     // With `--self`, B's rows are the newest of their pages: a corpus row
     // of a page B holds again is an older version, compared by B's row.
     let superseded = (opts.self_join && !inputs.corpus_files.is_empty())
-        .then(|| SortedIds(queries.sorted_ids()));
+        .then(|| IdSet::new(queries.sorted_ids()));
     let (index, parts) = build_tables(opts, queries)?;
     if let Some(staging) = &mut staging {
         staging.expect_parts((0..parts.len()).map(|p| part_name(p).into()));
