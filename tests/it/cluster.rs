@@ -1601,6 +1601,17 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
     }
 }
 
+/// A page's row with a fetch time and URL alone.
+fn url_row(id: i64, fetch_time: Option<i64>, url: &str) -> PageRow {
+    PageRow {
+        id,
+        fetch_time,
+        url: Some(url.to_string()),
+        n_chars: 100,
+        quality: None,
+    }
+}
+
 /// A crawl's second night: the page kept on the first is fetched again
 /// (so it pairs with the copy dropped for it, now in the corpus, and not
 /// with itself), and a new copy pairs with two corpus pages the night's
@@ -1610,13 +1621,7 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
 #[test]
 fn the_page_kept_last_night_is_kept_again_when_fetched_again() {
     let dir = tempfile::tempdir().unwrap();
-    let row = |id: i64, fetch_time: i64, url: &str| PageRow {
-        id,
-        fetch_time: Some(fetch_time),
-        url: Some(url.to_string()),
-        n_chars: 100,
-        quality: None,
-    };
+    let row = |id: i64, fetch_time: i64, url: &str| url_row(id, Some(fetch_time), url);
     let (kept, mirror) = (1, 2);
     let (new_copy, copy, original) = (10, 12, 13);
     let edges: Vec<Edge> = vec![
@@ -1669,13 +1674,7 @@ fn the_page_kept_last_night_is_kept_again_when_fetched_again() {
 #[test]
 fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
     let dir = tempfile::tempdir().unwrap();
-    let row = |id: i64, fetch_time: Option<i64>, url: &str| PageRow {
-        id,
-        fetch_time,
-        url: Some(url.to_string()),
-        n_chars: 100,
-        quality: None,
-    };
+    let row = url_row;
     let (mirror, copy) = (1, 2);
     let (older, newer) = (11, 12);
     let (twin_a, twin_b) = (21, 22);
