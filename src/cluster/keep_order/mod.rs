@@ -435,7 +435,11 @@ impl KeepOrder {
                     KeepKey::Longest => "an integer",
                     _ => "a number, timestamp or date",
                 };
-                bail!("{location}: column `{name}` has type {data_type}, but --keep-by {key} needs {expected}");
+                let reads = match key {
+                    KeepKey::Corpus => " (how long a corpus page has been held)",
+                    _ => "",
+                };
+                bail!("{location}: column `{name}` has type {data_type}, but --keep-by {key}{reads} needs {expected}");
             }
         }
         Ok(())
@@ -793,10 +797,8 @@ mod tests {
         let error = order
             .check_column("c.parquet", FETCH_TIME, &DataType::Utf8)
             .unwrap_err();
-        assert!(
-            error.to_string().contains("c.parquet: column `fetch_time`"),
-            "{error}"
-        );
+        let said = "c.parquet: column `fetch_time` has type Utf8, but --keep-by corpus (how long a corpus page has been held) needs a number";
+        assert!(error.to_string().contains(said), "{error}");
     }
 
     #[test]
