@@ -62,7 +62,9 @@ impl ClusterJobOptions {
         if self.max_cluster_size == 0 {
             bail!("--max-cluster-size must be at least 1 (every cluster has a page)");
         }
-        self.holding_corpus().map(drop)
+        // The corpus key's words count toward the keys' width.
+        let corpus_given = !self.corpus.is_empty();
+        self.keep_by.clone().holding_corpus(corpus_given).map(drop)
     }
 
     /// These options with the keep order of a run given the corpus or

@@ -214,9 +214,15 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
 
     // With `--self`, B's rows are the newest of their pages: a corpus row
     // of a page B holds again is an older version, compared by B's row.
-    let superseded = (opts.self_join && !inputs.corpus_files.is_empty())
-        .then(|| IdSet::new(queries.sorted_ids()));
-    let (index, parts) = build_tables(opts, queries)?;
+    let supersedes = opts.self_join && !inputs.corpus_files.is_empty();
+    // B's ids are sorted only when asked for: one part needs no boundaries.
+    let sorted_ids = match opts.parts > 1 || supersedes {
+        true => queries.sorted_ids(),
+        false => Vec::new(),
+    };
+    let parts = Parts::from_sorted_ids(&sorted_ids, opts.parts);
+    let superseded = supersedes.then(|| IdSet::new(sorted_ids));
+    let index = build_tables(opts, queries)?;
     if let Some(staging) = &mut staging {
         staging.expect_parts((0..parts.len()).map(|p| part_name(p).into()));
     }
@@ -335,9 +341,8 @@ impl Inputs {
     }
 }
 
-/// Chooses the kernel and the table design for B and builds the tables,
-/// and the parts B's ids split the output into.
-fn build_tables(opts: &MatchOptions, queries: QuerySet) -> Result<(Index, Parts)> {
+/// Chooses the kernel and the table design for B and builds the tables.
+fn build_tables(opts: &MatchOptions, queries: QuerySet) -> Result<Index> {
     let (kernel, why) = Kernel::choose(opts.kernel)?;
     let stored = queries.groups() as u64;
     design::check_blocks(stored, opts.k, opts.blocks, opts.table_memory)?;
@@ -354,17 +359,11 @@ fn build_tables(opts: &MatchOptions, queries: QuerySet) -> Result<(Index, Parts)
         why,
         "table design"
     );
-    // B's ids are sorted only to split the output into parts: one part
-    // needs no boundaries, so the build skips the sort.
-    let parts = match opts.parts {
-        1 => Parts::from_sorted_ids(&[], 1),
-        parts => Parts::from_sorted_ids(&queries.sorted_ids(), parts),
-    };
     let building = Instant::now();
     let index = Index::build(plan.design, queries, opts.runtime.workers).probed_by(kernel);
     let seconds = building.elapsed().as_secs_f64();
     tracing::info!(seconds, "tables built");
-    Ok((index, parts))
+    Ok(index)
 }
 
 /// The scheme each file of B and F records.

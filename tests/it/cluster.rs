@@ -1674,7 +1674,6 @@ fn the_page_kept_last_night_is_kept_again_when_fetched_again() {
 #[test]
 fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
     let dir = tempfile::tempdir().unwrap();
-    let row = url_row;
     let (mirror, copy) = (1, 2);
     let (older, newer) = (11, 12);
     let (twin_a, twin_b) = (21, 22);
@@ -1685,18 +1684,18 @@ fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
     ];
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
     let night = vec![
-        row(copy, Some(400), "https://site.example/a"),
-        row(newer, Some(400), "https://news.example/b"),
+        url_row(copy, Some(400), "https://site.example/a"),
+        url_row(newer, Some(400), "https://news.example/b"),
     ];
     let pages = write_pages(&dir.path().join("pages"), &night, 1);
     let corpus_rows = vec![
-        row(mirror, Some(100), "http://mirror.example/copies/a"),
-        row(copy, Some(300), "https://site.example/a"),
+        url_row(mirror, Some(100), "http://mirror.example/copies/a"),
+        url_row(copy, Some(300), "https://site.example/a"),
         // A corpus shard from before fetch times: held the longest.
-        row(older, None, "http://old.example/copies/b"),
-        row(newer, Some(200), "https://news.example/b"),
-        row(twin_a, Some(200), "http://twin.example/a/b/c"),
-        row(twin_b, Some(200), "https://twin.example/c"),
+        url_row(older, None, "http://old.example/copies/b"),
+        url_row(newer, Some(200), "https://news.example/b"),
+        url_row(twin_a, Some(200), "http://twin.example/a/b/c"),
+        url_row(twin_b, Some(200), "https://twin.example/c"),
     ];
     let corpus = write_pages(&dir.path().join("corpus"), &corpus_rows, 2);
     for policy in [DropPolicy::Direct, DropPolicy::Component] {

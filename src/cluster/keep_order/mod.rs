@@ -510,9 +510,8 @@ impl KeepOrder {
                     for (row, value) in of_rows(values, &wanted) {
                         if let Some(value) = value {
                             let value = if key.descending() { !value } else { value };
-                            let value = value.min(u64::MAX - 1);
-                            rows[row * words + at] = (value >> 32) as u32;
-                            rows[row * words + at + 1] = value as u32;
+                            let at = row * words + at;
+                            rows[at..at + 2].copy_from_slice(&two_words(value));
                         }
                     }
                 }
@@ -538,11 +537,16 @@ fn encode_held(
         None => vec![None; batch.num_rows()],
     };
     for (row, time) in of_rows(times, wanted) {
-        let time = time.unwrap_or(0).min(u64::MAX - 1);
-        rows[row * words] = (time >> 32) as u32;
-        rows[row * words + 1] = time as u32;
+        let at = row * words;
+        rows[at..at + HELD_WORDS].copy_from_slice(&two_words(time.unwrap_or(0)));
     }
     Ok(())
+}
+
+/// A value as two big-endian words, clamped below [`NO_VALUE`]'s.
+fn two_words(value: u64) -> [u32; 2] {
+    let value = value.min(u64::MAX - 1);
+    [(value >> 32) as u32, value as u32]
 }
 
 /// The items of `values` with their rows, of the rows `wanted` alone.
