@@ -6,6 +6,10 @@
 //! its length without the line break, so that the range is the JSON object.
 //! A gzipped file gives none, as no range of it is one line.
 //!
+//! Gzipped data that does not decode (a file cut short, a damaged member)
+//! ends the file as one bad record, after the lines decoded before it, as
+//! a WARC file cut short does; a failure to read the file is an error.
+//!
 //! A UTF-8 byte order mark at the very start of the (decompressed) text,
 //! as Windows tools write one, is passed over: the first line's range
 //! begins after it. Anywhere else it is part of its line.
@@ -18,7 +22,7 @@ use serde_json::Value;
 
 use super::timestamp::parse_rfc3339;
 use super::{url_id, BadRecord, Document, Record, Span, TextFields};
-use crate::io::storage::Location;
+use crate::io::storage::{is_read_failure, Location};
 
 /// Reads every line of a JSONL file; a line that is not a JSON object with a
 /// string text field and an id (an integer id field, or a url to hash), or
@@ -44,9 +48,18 @@ pub(crate) fn read(
     let mut offset = 0u64;
     loop {
         line.clear();
-        let n = input
-            .read_until(b'\n', &mut line)
-            .with_context(|| format!("{path}: cannot read at offset {offset}"))?;
+        let n = match input.read_until(b'\n', &mut line) {
+            Ok(n) => n,
+            Err(error) if gzipped && !is_read_failure(&error) => {
+                let reason = format!("bad gzip data: {error}");
+                let end = offset + line.len() as u64;
+                return sink(Record::Bad(BadRecord { offset, reason }), end);
+            }
+            Err(error) => {
+                return Err(error)
+                    .with_context(|| format!("{path}: cannot read at offset {offset}"))
+            }
+        };
         if n == 0 {
             return Ok(());
         }
@@ -201,6 +214,62 @@ mod tests {
         let line_start = |i: usize| lines[..i].iter().map(|l| l.len() as u64 + 1).sum::<u64>();
         assert_eq!(offsets, vec![line_start(2), line_start(3), line_start(5)]);
         assert_eq!(got.len(), lines.len() - 1, "the blank line is no record");
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gz, bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// A gzipped file cut in the middle or damaged there, gzipped whole or a
+    /// member a line, keeps the documents of the lines before the damage,
+    /// and the damage is a bad record that ends the file (a damaged
+    /// member's decoder may first give wrong bytes, bad lines of their own).
+    #[test]
+    fn damaged_gzip_keeps_the_lines_before_the_damage() {
+        let lines: Vec<String> = (0..200u64)
+            .map(|i| {
+                let words: String = (0..40u64)
+                    .map(|j| format!("{:x} ", (i * 100 + j).wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+                    .collect();
+                format!("{{\"id\": {i}, \"text\": \"{words}\"}}\n")
+            })
+            .collect();
+        let ids = |records: &[Record]| -> Vec<i64> {
+            let documents = records.iter().filter_map(|r| match r {
+                Record::Document(d) => Some(d.id),
+                _ => None,
+            });
+            documents.collect()
+        };
+        let whole = gzip(lines.concat().as_bytes());
+        let members: Vec<u8> = lines.iter().flat_map(|l| gzip(l.as_bytes())).collect();
+        let mut damaged = whole.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle..middle + 64].fill(0xAA);
+        for (layout, file, cut) in [
+            ("whole, cut", whole[..whole.len() / 2].to_vec(), true),
+            (
+                "a member a line, cut",
+                members[..members.len() / 2].to_vec(),
+                true,
+            ),
+            ("whole, damaged", damaged, false),
+        ] {
+            let got = read_bytes(&file, &TextFields::default());
+            let (last, documents) = got.split_last().unwrap();
+            let Record::Bad(bad) = last else {
+                panic!("{layout}: {last:?}")
+            };
+            assert!(bad.reason.starts_with("bad gzip data"), "{layout}: {bad:?}");
+            let kept = ids(documents);
+            if cut {
+                assert_eq!(kept.len(), documents.len(), "{layout}: one bad record");
+            }
+            assert!(kept.len() > 20, "{layout}: {} kept", kept.len());
+            assert_eq!(kept, (0..kept.len() as i64).collect::<Vec<_>>(), "{layout}");
+        }
     }
 
     fn read_bytes(bytes: &[u8], fields: &TextFields) -> Vec<Record> {
