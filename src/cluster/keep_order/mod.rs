@@ -48,9 +48,9 @@ use std::fmt;
 use anyhow::{anyhow, bail, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Date64Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type,
-    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
-    TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    Date32Type, Date64Type, Decimal128Type, Decimal32Type, Decimal64Type, Float32Type, Float64Type,
+    Int16Type, Int32Type, Int64Type, Int8Type, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
@@ -572,6 +572,9 @@ fn is_numeric(data_type: &DataType) -> bool {
             data_type,
             DataType::Float32
                 | DataType::Float64
+                | DataType::Decimal32(..)
+                | DataType::Decimal64(..)
+                | DataType::Decimal128(..)
                 | DataType::Timestamp(..)
                 | DataType::Date32
                 | DataType::Date64
@@ -599,9 +602,15 @@ fn counts(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<Option<u3
     Ok(values.into_iter().map(|v| v.map(count)).collect())
 }
 
+/// 10 to the power of a decimal's `scale` (negative: a multiple of 10).
+fn ten_to(scale: i8) -> f64 {
+    10f64.powi(i32::from(scale))
+}
+
 /// A numeric column's values as unsigned words in the same order (None
 /// for nulls and NaN); timestamps and dates in microseconds, whatever
-/// their unit.
+/// their unit; decimals (DuckDB's type for a literal such as `0.95`) as
+/// floats, so that files of other scales, or of floats, compare.
 fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<Option<u64>>> {
     fn signed(v: i64) -> u64 {
         (v as u64) ^ (1 << 63)
@@ -634,6 +643,15 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
         DataType::UInt64 => map!(UInt64Type, Some),
         DataType::Float32 => map!(Float32Type, |v: f32| float(v.into())),
         DataType::Float64 => map!(Float64Type, float),
+        DataType::Decimal32(_, scale) => {
+            map!(Decimal32Type, |v: i32| float(f64::from(v) / ten_to(*scale)))
+        }
+        DataType::Decimal64(_, scale) => {
+            map!(Decimal64Type, |v: i64| float(v as f64 / ten_to(*scale)))
+        }
+        DataType::Decimal128(_, scale) => {
+            map!(Decimal128Type, |v: i128| float(v as f64 / ten_to(*scale)))
+        }
         DataType::Timestamp(TimeUnit::Second, _) => {
             map!(TimestampSecondType, |v: i64| Some(signed(
                 v.saturating_mul(1_000_000)
@@ -667,7 +685,10 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_array::{Float64Array, Int32Array, Int64Array, StringArray, TimestampSecondArray};
+    use arrow_array::{
+        Decimal128Array, Decimal32Array, Float64Array, Int32Array, Int64Array, StringArray,
+        TimestampSecondArray,
+    };
     use std::sync::Arc;
 
     #[test]
@@ -881,8 +902,20 @@ mod tests {
                 7.5,
                 f64::INFINITY,
             ])),
+            Arc::new(
+                Decimal128Array::from(vec![-(10i128.pow(30)), -1, 0, 95, 10i128.pow(30)])
+                    .with_precision_and_scale(38, 2)
+                    .unwrap(),
+            ),
+            Arc::new(
+                Decimal32Array::from(vec![-999, -1, 0, 95, 999])
+                    .with_precision_and_scale(3, 2)
+                    .unwrap(),
+            ),
         ];
         for column in columns {
+            let data_type = column.data_type().clone();
+            order.check_column("t", "v", &data_type).unwrap();
             let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
             let mut words = Vec::new();
             order
@@ -902,6 +935,30 @@ mod tests {
             .encode(&nan, "t", |_| true, false, &mut words)
             .unwrap();
         assert_eq!(words, vec![NO_VALUE, NO_VALUE], "NaN is no value");
+    }
+
+    /// Decimals of other scales, and floats, compare by their values: a
+    /// pages table written in parts may hold the column in several types.
+    #[test]
+    fn decimals_of_any_scale_compare_with_each_other_and_with_floats() {
+        let order = KeepOrder::parse("column:v:asc").unwrap();
+        let words_of = |column: ArrayRef| {
+            let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
+            let mut words = Vec::new();
+            order
+                .encode(&batch, "t", |_| true, false, &mut words)
+                .unwrap();
+            (words[0], words[1])
+        };
+        let decimal = |value: i128, scale: i8| {
+            let array = Decimal128Array::from(vec![value]);
+            words_of(Arc::new(array.with_precision_and_scale(20, scale).unwrap()))
+        };
+        let float = |value: f64| words_of(Arc::new(Float64Array::from(vec![value])));
+        assert_eq!(decimal(95, 2), decimal(950, 3));
+        assert_eq!(decimal(95, 2), float(0.95));
+        assert!(decimal(95, 2) < decimal(951, 3));
+        assert!(decimal(-5, 1) < float(-0.4));
     }
 
     #[test]
