@@ -26,12 +26,25 @@ use crate::gen::{generate, GenOptions};
 use crate::io::parquet::input::{open_inputs, Columns};
 use crate::job;
 use crate::matching::design;
+use crate::matching::design::MAX_K;
 use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 
 /// Exact near-duplicate detection for 64-bit simhash fingerprints.
+/// `-k` as given: a negative or non-integer k is out of range too (clap
+/// named the range of a `u32`), in [`check_k`]'s words.
+fn parse_k(text: &str) -> Result<u32, String> {
+    let k = text.parse::<i64>().ok().and_then(|k| u32::try_from(k).ok());
+    match k {
+        Some(k) if check_k(k).is_ok() => Ok(k),
+        _ => Err(format!(
+            "-k {text} is out of range: k must be between 0 and {MAX_K}"
+        )),
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "neardup", version, about, propagate_version = true)]
 pub struct Cli {
@@ -268,7 +281,7 @@ pub struct MatchArgs {
     pub(crate) out: PathBuf,
     /// Largest Hamming distance that counts as a near-duplicate (0 to 10;
     /// default 3, under --verify the candidates' k, 6).
-    #[arg(short, allow_negative_numbers = true)]
+    #[arg(short, allow_negative_numbers = true, value_parser = parse_k)]
     pub(crate) k: Option<u32>,
     /// Quality mode: find candidates within k, then keep a pair only if
     /// its fingerprints and sketches together (256 bits) differ in at most
@@ -320,7 +333,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub(crate) num_queries: Option<u64>,
     /// Largest Hamming distance (0 to 10).
-    #[arg(short, default_value_t = 3, allow_negative_numbers = true)]
+    #[arg(short, default_value_t = 3, allow_negative_numbers = true, value_parser = parse_k)]
     pub(crate) k: u32,
     /// Number of blocks m instead of the automatic choice.
     #[arg(long)]
@@ -591,7 +604,7 @@ fn plan_report(
     writeln!(out, "design: {}", d.describe())?;
     writeln!(
         out,
-        "expected candidates per probe: {:.3}",
+        "expected candidates per probe: {:.4}",
         d.expected_candidates
     )?;
     writeln!(out, "{}", kernel_line(kernel, why))?;

@@ -194,6 +194,11 @@ fn k_out_of_range_is_refused() {
     );
     assert_fails(
         dir.path(),
+        &["--queries", &good, "--self", "-k", "-1"],
+        "-k -1 is out of range: k must be between 0 and 10",
+    );
+    assert_fails(
+        dir.path(),
         &["--queries", &good, "--self", "-k", "3", "--blocks", "3"],
         "--blocks 3 is out of range",
     );
