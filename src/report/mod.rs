@@ -58,25 +58,37 @@ impl ReportSummary {
 }
 
 /// The nights of `dirs` (night directories, in the order given; a glob
-/// in a directory's last part stands for the directories it matches, in
-/// name order).
+/// in a directory's last part stands for the directories it matches that
+/// hold stage outputs, in name order: a job's corpus, or its logs, often
+/// lie beside its nights).
 pub(crate) fn discover_nights(dirs: &[PathBuf]) -> Result<Vec<NightDirs>> {
     if dirs.is_empty() {
         bail!("give at least one night directory");
     }
     let mut nights = Vec::new();
     for dir in dirs {
-        for night in expand_night(dir)? {
-            nights.push(NightDirs::discover(&night)?);
+        let Some(matched) = expand_night(dir)? else {
+            nights.push(NightDirs::discover(dir)?);
+            continue;
+        };
+        let before = nights.len();
+        for night in matched {
+            nights.extend(NightDirs::discover_any(&night)?);
+        }
+        if nights.len() == before {
+            bail!(
+                "{}: no directory this pattern matches holds stage outputs (subdirectories with a _summary.json of fingerprint, match or cluster)",
+                dir.display()
+            );
         }
     }
     Ok(nights)
 }
 
-/// The directories a night's spec names: itself, or those its last part's
-/// glob matches. A store cannot be globbed by the shell, so `neardup
-/// report 's3://crawl/nights/*'` is expanded here, as a local one may be.
-fn expand_night(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The directories a glob in `dir`'s last part matches (None: `dir` has
+/// no glob). A store cannot be globbed by the shell, so `neardup report
+/// 's3://crawl/nights/*'` is expanded here, as a local one may be.
+fn expand_night(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
     let shown = dir.to_string_lossy();
     let trimmed = shown.trim_end_matches('/');
     let (parent, last) = match trimmed.rsplit_once('/') {
@@ -85,7 +97,7 @@ fn expand_night(dir: &Path) -> Result<Vec<PathBuf>> {
         None => (".", trimmed),
     };
     if !last.contains(['*', '?', '[']) {
-        return Ok(vec![dir.to_path_buf()]);
+        return Ok(None);
     }
     let pattern =
         glob::Pattern::new(last).with_context(|| format!("{shown}: invalid glob pattern"))?;
@@ -101,7 +113,7 @@ fn expand_night(dir: &Path) -> Result<Vec<PathBuf>> {
     if matched.is_empty() {
         bail!("{shown}: no night directories match this pattern");
     }
-    Ok(matched)
+    Ok(Some(matched))
 }
 
 /// Refuses an `out` that exists and is not a report: a crawl file, a

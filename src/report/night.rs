@@ -34,7 +34,7 @@ use crate::io::parquet::output::{DROP_URL, KEEP_URL, KEPT_BY};
 use crate::io::parquet::pages::string_values;
 use crate::io::parquet::WIDE_DISTANCE;
 use crate::io::staging::{file_exists, is_complete};
-use crate::io::storage::{read_whole, subdirectories, Location, SUMMARY};
+use crate::io::storage::{is_url, read_whole, subdirectories, Location, SUMMARY};
 
 /// The largest clusters shown.
 pub(crate) const LARGEST_CLUSTERS: usize = 20;
@@ -63,8 +63,19 @@ impl NightDirs {
             .flatten()
     }
 
-    /// The stage outputs among `dir`'s subdirectories.
+    /// The stage outputs among `dir`'s subdirectories; none is an error.
     pub(crate) fn discover(dir: &Path) -> Result<NightDirs> {
+        match Self::discover_any(dir)? {
+            Some(found) => Ok(found),
+            None => bail!(
+                "{}: no stage outputs (subdirectories with a _summary.json of fingerprint, match or cluster)",
+                dir.display()
+            ),
+        }
+    }
+
+    /// The stage outputs among `dir`'s subdirectories, if it has any.
+    pub(crate) fn discover_any(dir: &Path) -> Result<Option<NightDirs>> {
         let subdirs = subdirectories(&dir.to_string_lossy())?;
         let mut found = NightDirs {
             name: dir
@@ -90,13 +101,8 @@ impl NightDirs {
             };
             slot.get_or_insert(sub);
         }
-        if found.fingerprints.is_none() && found.pairs.is_none() && found.clusters.is_none() {
-            bail!(
-                "{}: no stage outputs (subdirectories with a _summary.json of fingerprint, match or cluster)",
-                dir.display()
-            );
-        }
-        Ok(found)
+        let none = found.stages().next().is_none();
+        Ok((!none).then_some(found))
     }
 }
 
@@ -261,7 +267,9 @@ fn refuse_incomplete(dir: &Path) -> Result<()> {
 }
 
 /// The shards a sample pair's pages are in: the night's fingerprints and
-/// the corpus `match` read (its files' directories).
+/// the corpus `match` read (its files' directories), local ones as
+/// absolute paths, so that a command copied from the page runs from any
+/// directory (the page is often opened far from where the job ran).
 fn explain_fingerprints(dirs: &NightDirs, match_summary: &Option<Value>) -> Vec<String> {
     let mut specs: Vec<String> = dirs
         .fingerprints
@@ -274,7 +282,18 @@ fn explain_fingerprints(dirs: &NightDirs, match_summary: &Option<Value>) -> Vec<
         .map(|files| files.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     specs.extend(corpus_directories(&corpus));
-    specs
+    specs.into_iter().map(absolute).collect()
+}
+
+/// A local path from the working directory, else `spec` as it is.
+fn absolute(spec: String) -> String {
+    if is_url(&spec) {
+        return spec;
+    }
+    match std::path::absolute(&spec) {
+        Ok(path) => path.display().to_string(),
+        Err(_) => spec,
+    }
 }
 
 /// The most corpus directories an `explain` command lists one by one.

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::night::{Night, SampleDrop, SamplePage, HOSTS, LARGEST_CLUSTERS};
+use super::night::{LargeCluster, Night, SampleDrop, SamplePage, HOSTS, LARGEST_CLUSTERS};
 use super::svg::{bars, escape, horizontal_bars, lines, log_log};
 use crate::exec::logging::visible;
 
@@ -449,7 +449,10 @@ fn hosts(night: &Night) -> String {
         "<section id=\"hosts\"><h2>Drops by host</h2>{}",
         horizontal_bars(
             "hosts",
-            &format!("The {HOSTS} hosts with the most dropped pages"),
+            &match rows.len() < HOSTS {
+                true => "Every host with dropped pages".to_string(),
+                false => format!("The {HOSTS} hosts with the most dropped pages"),
+            },
             "dropped pages (and the share of the host's pages tonight)",
             &rows
         )
@@ -508,14 +511,16 @@ fn largest(night: &Night) -> String {
             cluster.size,
             cluster.dropped,
             page_cell(night, &cluster.representative),
-            samples(night, &cluster.kept_sample, &cluster.dropped_sample)
+            samples(night, cluster)
         );
     }
     html.push_str("</table></section>");
     html
 }
 
-fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String {
+/// A cluster's sample pages, kept and dropped, and how many it has besides.
+fn samples(night: &Night, cluster: &LargeCluster) -> String {
+    let (kept, dropped) = (&cluster.kept_sample, &cluster.dropped_sample);
     let mut html = String::from("<table class=\"sample\">");
     for page in kept {
         let _ = write!(
@@ -546,6 +551,16 @@ fn samples(night: &Night, kept: &[SamplePage], dropped: &[SampleDrop]) -> String
             page_cell(night, &drop.page),
             page_cell(night, &drop.keep),
             escape(&explain_command(night, drop))
+        );
+    }
+    let more = cluster
+        .size
+        .saturating_sub((kept.len() + dropped.len()) as u64);
+    if more > 0 {
+        let _ = write!(
+            html,
+            "<tr class=\"more\" data-more=\"{more}\"><td colspan=\"2\">and {} more (clusters/ lists every page with its cluster_id)</td></tr>",
+            thousands(more)
         );
     }
     html.push_str("</table>");

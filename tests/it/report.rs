@@ -299,6 +299,23 @@ fn check_night_details(html: &str, night: &Path) -> Value {
         })
         .collect();
     assert_eq!(rows, expected_largest);
+    // Each cluster's sample shows some pages and counts the rest.
+    let samples = html.split("<tr class=\"cluster\"").skip(1);
+    for (sample, &(size, id, _)) in samples.zip(&rows) {
+        let sample = &sample[..sample.find("</details>").unwrap()];
+        let shown =
+            sample.matches("<tr><td>kept</td>").count() + sample.matches("class=\"drop\"").count();
+        let more: Vec<u64> = attributes(sample, "class=\"more\"", "data-more")
+            .iter()
+            .map(|m| m.parse().unwrap())
+            .collect();
+        assert!(more.iter().all(|&m| m > 0), "{id}: {sample}");
+        assert_eq!(
+            shown as u64 + more.iter().sum::<u64>(),
+            size,
+            "{id}: {sample}"
+        );
+    }
     check_page_urls(html, &expected);
     expected
 }
@@ -428,10 +445,35 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
         assert!(out.status.success(), "{args:?}: {stderr}");
         assert!(String::from_utf8_lossy(&out.stdout).contains("distance: "));
     }
+    // A report of a night named from its parent runs its commands from
+    // anywhere: the page is opened far from where the job ran.
+    let elsewhere = d.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let report = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(d)
+        .args(["report", "nights/2026-12-02", "--out", "relative.html"])
+        .output()
+        .unwrap();
+    assert!(report.status.success(), "{report:?}");
+    let relative = std::fs::read_to_string(d.join("relative.html")).unwrap();
+    let command = relative.split("<code>neardup explain ").nth(1).unwrap();
+    let command = unescape(&command[..command.find("</code>").unwrap()]);
+    let out = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(&elsewhere)
+        .arg("explain")
+        .args(command.split_whitespace())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{command}: {out:?}");
 
     // Two nights: the trends, one point per night and series.
     let html = report_page(&[&first, &second], &d.join("both.html"));
     check_night_details(&html, &second);
+    // A glob passes over what lies beside the nights with no stage output
+    // (a job's corpus, its logs).
+    std::fs::create_dir_all(d.join("nights/logs/old")).unwrap();
+    let globbed = report_page(&[&d.join("nights/*")], &d.join("globbed.html"));
+    assert!(globbed == html, "the glob's page is the two nights'");
     let volume = chart(&html, "trend-volume");
     assert_eq!(attributes(volume, "class=\"point\"", "data-y").len(), 4);
     let rows: Vec<String> = attributes(&html, "class=\"night\"", "data-night");
@@ -564,6 +606,10 @@ fn report_refuses_a_missing_or_empty_night_in_one_line() {
     std::fs::create_dir(&empty).unwrap();
     std::fs::create_dir(empty.join("pairs")).unwrap();
     check(&empty, "empty: no stage outputs");
+    check(
+        &dir.path().join("emp*"),
+        "emp*: no directory this pattern matches holds stage outputs",
+    );
     check(
         &dir.path().join("night-*"),
         "night-*: no night directories match this pattern",
