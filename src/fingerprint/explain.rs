@@ -83,6 +83,8 @@ pub(crate) struct ExplainedPage {
     /// The fingerprint of `text` under the shard's scheme.
     #[serde(serialize_with = "as_hex")]
     pub(crate) recomputed: u64,
+    /// Characters of `text` once normalised, as the shards' `n_chars` counts.
+    pub(crate) n_chars: u32,
     /// The shard's scheme, as its description names it.
     #[serde(skip)]
     pub(crate) scheme: Scheme,
@@ -249,8 +251,9 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
         .map(|(page, want)| {
             page.with_context(|| {
                 format!(
-                    "{want}: no page with this id or URL in --fingerprints {} ({files} row groups)",
-                    specs.join(" ")
+                    "{want}: no page with this id or URL in --fingerprints {} ({files} row group{})",
+                    specs.join(" "),
+                    if files == 1 { "" } else { "s" }
                 )
             })
         })
@@ -336,10 +339,11 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
             ..Extracted::default()
         },
     };
-    let recomputed = fingerprint_page(&page.text, &page.headings, &scheme.simhash, false).simhash;
+    let recomputed = fingerprint_page(&page.text, &page.headings, &scheme.simhash, false);
     Ok(ExplainedPage {
         stored,
-        recomputed,
+        recomputed: recomputed.simhash,
+        n_chars: recomputed.n_chars,
         scheme,
         html: document.html,
         main_content_fallback: page.fell_back,
@@ -582,8 +586,9 @@ fn render_pair(e: &Explanation, color: bool) -> String {
     }
     for (name, page) in [("A", &e.a), ("B", &e.b)] {
         out.push_str(&format!(
-            "--- text of {name} ({} characters, as fingerprinted) ---\n{}\n\n",
+            "--- text of {name}, as fingerprinted ({} characters; {} once normalised, as n_chars counts) ---\n{}\n\n",
             page.text.chars().count(),
+            page.n_chars,
             visible(&page.text)
         ));
     }
@@ -619,7 +624,10 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
 /// The diff's parts, equal runs longer than twice [`CONTEXT_WORDS`] cut
 /// to their ends; red and green on a terminal, `[-…-]` and `{+…+}` else.
 fn render_diff(parts: &[DiffPart], color: bool) -> String {
-    if parts.iter().all(|part| part.op == "equal") {
+    // A change of whitespace alone (a line break for a space) is no change
+    // of words: marked, it would show as empty marks.
+    let blank = |part: &DiffPart| part.text.trim().is_empty();
+    if parts.iter().all(|part| part.op == "equal" || blank(part)) {
         return "(the same words)".to_string();
     }
     let mut out = String::new();
@@ -630,6 +638,8 @@ fn render_diff(parts: &[DiffPart], color: bool) -> String {
         let space = &text[words.len()..];
         match part.op {
             "equal" => out.push_str(&cut_equal(&text, i > 0, i + 1 < parts.len())),
+            "delete" if blank(part) => {}
+            _ if blank(part) => out.push_str(&text),
             "delete" if color => out.push_str(&format!("\x1b[31m{words}\x1b[0m{space}")),
             "insert" if color => out.push_str(&format!("\x1b[32m{words}\x1b[0m{space}")),
             "delete" => out.push_str(&format!("[-{words}-]{space}")),
@@ -671,6 +681,21 @@ mod tests {
         assert_eq!(
             render_diff(&parts, false),
             "the [-cat-]{+dog+} sat on the mat"
+        );
+    }
+
+    /// Texts that differ in whitespace alone have the same words; where
+    /// words change too, a change of whitespace shows no empty marks.
+    #[test]
+    fn a_change_of_whitespace_alone_is_no_change_of_words() {
+        let same = word_diff("the cat sat.\n", "the cat sat.\n ");
+        assert!(same.iter().any(|p| p.op != "equal"), "{same:?}");
+        assert_eq!(render_diff(&same, false), "(the same words)");
+        let shown = render_diff(&word_diff("a cat sat.\n", "a dog sat.\n "), false);
+        assert!(shown.contains("[-cat-]{+dog+}"), "{shown}");
+        assert!(
+            !shown.contains("[--]") && !shown.contains("{++}"),
+            "{shown}"
         );
     }
 
