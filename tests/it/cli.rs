@@ -1286,7 +1286,13 @@ fn an_unfinished_output_is_refused_as_an_input() {
     };
     assert!(cluster("done").status.success());
     std::fs::remove_file(pairs.join("_SUCCESS")).unwrap();
-    for input in [pairs_arg.to_string(), format!("{}/*", dir.path().display())] {
+    // Named as a directory, by a glob of directories or of files, or a file.
+    for input in [
+        pairs_arg.to_string(),
+        format!("{}/*", dir.path().display()),
+        format!("{pairs_arg}/*.parquet"),
+        format!("{pairs_arg}/part-00000.parquet"),
+    ] {
         let out = dir.path().join("partial");
         let refused = neardup(&["cluster", "--pairs", &input, "--out", out.to_str().unwrap()]);
         let stderr = String::from_utf8_lossy(&refused.stderr);

@@ -387,20 +387,21 @@ fn outputs_in_s3_are_committed_without_rename_with_the_bytes_of_local_outputs() 
         .status()
         .unwrap();
     assert!(status.success());
-    let partial = args(&[
-        "cluster",
-        "--pairs",
+    // Named as a prefix, by a glob, or one of its objects.
+    for pairs in [
         "s3://results/two",
-        "--out",
-        "s3://results/c-two",
-    ]);
-    let output = run(&partial);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("s3://results/two: a neardup output without _SUCCESS"),
-        "{stderr}"
-    );
+        "s3://results/two/*.parquet",
+        "s3://results/two/part-00000.parquet",
+    ] {
+        let partial = args(&["cluster", "--pairs", pairs, "--out", "s3://results/c-two"]);
+        let output = run(&partial);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{pairs}: {stderr}");
+        assert!(
+            stderr.contains("s3://results/two: a neardup output without _SUCCESS"),
+            "{pairs}: {stderr}"
+        );
+    }
 
     // An existing prefix is refused, and left as it was; --overwrite
     // replaces it.

@@ -201,7 +201,11 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         return Ok(found);
     }
     match block_on(store.head(&key)) {
-        Ok(meta) => return Ok(vec![object(meta.location, meta.size)]),
+        Ok(meta) if http => return Ok(vec![object(meta.location, meta.size)]),
+        Ok(meta) => {
+            refuse_unfinished_parent(&store, &meta.location, spec)?;
+            return Ok(vec![object(meta.location, meta.size)]);
+        }
         Err(object_store::Error::NotFound { .. }) => {}
         Err(error) => bail!("{spec}: {}", one_line(&error)),
     }
@@ -407,6 +411,30 @@ fn refuse_unfinished(listed: &[object_store::ObjectMeta], spec: &str) -> Result<
         "{root}/{}",
         dir.trim_end_matches('/')
     )))
+}
+
+/// Refuses an object named alone in a neardup output without `_SUCCESS`,
+/// as a listing of its prefix is refused.
+fn refuse_unfinished_parent(
+    store: &Arc<dyn ObjectStore>,
+    object: &ObjectPath,
+    spec: &str,
+) -> Result<()> {
+    let parts: Vec<_> = object.parts().collect();
+    let Some((_, dir)) = parts.split_last() else {
+        return Ok(());
+    };
+    let dir = ObjectPath::from_iter(dir.iter().cloned());
+    let exists = |name: &str| match block_on(store.head(&dir.clone().join(name))) {
+        Ok(_) => Ok(true),
+        Err(object_store::Error::NotFound { .. }) => Ok(false),
+        Err(error) => Err(anyhow::anyhow!("{spec}: {}", one_line(&error))),
+    };
+    if exists(SUMMARY)? && !exists(SUCCESS)? {
+        let shown = spec.rsplit_once('/').map_or(spec, |(dir, _)| dir);
+        bail!(unfinished_output(shown));
+    }
+    Ok(())
 }
 
 /// A stage's summary, written into its output just before `_SUCCESS`.

@@ -50,6 +50,7 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
                 );
             }
         } else if path.is_file() {
+            refuse_unfinished_parent(path)?;
             files.push(path.to_path_buf());
         } else if spec.contains(['*', '?', '[']) {
             let before = files.len();
@@ -67,6 +68,7 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
                 if entry.is_dir() {
                     collect_files(&entry, extensions, &mut files)?;
                 } else if entry.is_file() {
+                    refuse_unfinished_parent(&entry)?;
                     files.push(entry);
                 }
             }
@@ -80,6 +82,16 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
     files.sort();
     files.dedup();
     Ok(files)
+}
+
+/// Refuses a file named alone (or by a glob) in a neardup output without
+/// `_SUCCESS`, as its directory is refused.
+fn refuse_unfinished_parent(file: &Path) -> Result<()> {
+    let dir = file.parent().unwrap_or(Path::new("."));
+    if dir.join(SUMMARY).is_file() && !dir.join(SUCCESS).exists() {
+        bail!(unfinished_output(&dir.display().to_string()));
+    }
+    Ok(())
 }
 
 pub(super) fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Result<()> {
