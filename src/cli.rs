@@ -13,8 +13,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::KeepOrder;
-use crate::cluster::{run_cluster, ClusterJobOptions};
-use crate::exec::progress::human;
+use crate::cluster::{run_cluster, ClusterOptions};
+use crate::exec::progress::human_bytes;
 use crate::exec::runtime::{
     default_workers, process_env, ProcessSettings, RuntimeOptions, Timeouts,
 };
@@ -64,7 +64,7 @@ pub enum Command {
     /// Turn crawl text (WARC, WET, JSONL, Parquet) into simhash fingerprint shards.
     Fingerprint(FingerprintArgs),
     /// Group `match` pairs into clusters of near-duplicates and list the pages to drop.
-    Cluster(ClusterCommandArgs),
+    Cluster(ClusterArgs),
     /// Run a job spec (TOML): fingerprint, match, cluster, append, report; finished stages are skipped.
     Run(RunArgs),
     /// Why two pages matched: their fingerprinted texts, a word diff and the features behind the differing bits.
@@ -110,7 +110,7 @@ pub struct ExplainArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct ClusterCommandArgs {
+pub struct ClusterArgs {
     /// `match` outputs: directories, part files or globs.
     #[arg(long, required = true, num_args = 1..)]
     pub(crate) pairs: Vec<String>,
@@ -662,10 +662,6 @@ fn count_distinct_fingerprints(specs: &[String], columns: &Columns) -> Result<u6
     Ok(read_queries(&files, &units, columns, threads)?.groups() as u64)
 }
 
-fn human_bytes(bytes: u64) -> String {
-    format!("{}B", human(bytes as f64))
-}
-
 fn run_gen_command(args: GenArgs) -> Result<()> {
     let opts = GenOptions {
         out: args.out.clone(),
@@ -749,8 +745,8 @@ fn run_job_command(args: RunArgs) -> Result<()> {
     printed
 }
 
-fn run_cluster_command(args: ClusterCommandArgs) -> Result<()> {
-    let opts = ClusterJobOptions {
+fn run_cluster_command(args: ClusterArgs) -> Result<()> {
+    let opts = ClusterOptions {
         pairs: args.pairs,
         out: args.out.clone(),
         keep_by: KeepOrder::resolve(

@@ -18,13 +18,15 @@
 //!   output's staging and commit ([`io::staging`], [`io::commit`]);
 //! - [`exec`]: one process or several timely processes ([`exec::runtime`]),
 //!   threads, sorting, progress and logs;
-//! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page),
-//!   [`gen`] (synthetic data) and [`cli`] (the flags) on top.
+//! - [`gen`]: synthetic data, shared as `io` and `exec` are (the stages'
+//!   tests draw their random numbers from it);
+//! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page)
+//!   and [`cli`] (the flags) on top.
 //!
 //! Beside `src/`: `tests/it/` (the integration tests, one binary, a module
 //! per surface, with their Python helpers in `tests/`), `benches/` (probe,
 //! fingerprint and union-find), `scripts/` (the test command, benchmarks,
-//! quality evaluations, sample makers, cluster launchers), `jobs/` (job
+//! quality evaluations, sample makers, launchers of several processes), `jobs/` (job
 //! specs, Kubernetes and Slurm files) and `data-samples/`.
 //!
 //! The modules' docs are the design notes, most of them on modules private

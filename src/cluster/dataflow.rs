@@ -39,7 +39,7 @@ use crate::cluster::join::{
     FilterChunk, JoinedClusters, SharedFilter, SharedPages,
 };
 use crate::cluster::local_clusters::{Routed, Router, RouterInput};
-use crate::cluster::options::ClusterJobOptions;
+use crate::cluster::options::ClusterOptions;
 use crate::cluster::part_runs::{owner_run, RunSlice};
 use crate::cluster::part_writer::{writer_of, PartWriter};
 use crate::cluster::read_pairs::{add_pairs, write_keys, KeyRows, ProcessUnits};
@@ -54,7 +54,7 @@ use crate::io::parquet::pages::PagesTable;
 
 /// What every worker of a process reads.
 pub(crate) struct Job {
-    pub(crate) opts: ClusterJobOptions,
+    pub(crate) opts: ClusterOptions,
     /// This process's share of the pairs' row groups.
     pub(crate) units: ProcessUnits,
     /// Pairs in every process's share, which sizes the bitmap of shared pages.
@@ -89,8 +89,8 @@ const SPLITTING: usize = 2;
 const JOINING: usize = 3;
 const WRITING: usize = 4;
 
-/// Runs the dataflow on this process's workers, joined to the rest of the
-/// cluster, and waits until worker 0 has committed (with `commit`, given on
+/// Runs the dataflow on this process's workers, joined to the run's other
+/// processes, and waits until worker 0 has committed (with `commit`, given on
 /// process 0 only) or refused to. Returns the job's totals.
 pub(crate) fn run(
     job: Arc<Job>,
@@ -178,7 +178,7 @@ fn run_worker(worker: &mut Worker, job: &Arc<Job>, ends: Ends) {
             job.opts.keep_by.words(),
         );
         let routed = route_pages(resolved, &cells, job, me, peers, &ends.state);
-        let (to_owners, decided) = routed.ok_err(|routed: Routed| routed);
+        let (to_owners, decided) = routed.ok_err(Routed::split);
         let owner = ClusterOwner {
             run: owner_run(me as u32),
             parts: job.opts.parts,

@@ -35,8 +35,24 @@ use crate::exec::parallel::prefetch;
 use crate::io::commit::Merge;
 use std::sync::Arc;
 
-/// A record for a joined cluster's owner, or a row decided here.
-pub(crate) type Routed = Result<Addressed, RunSlice>;
+/// What a worker's routing gives: a record for a joined cluster's owner,
+/// or rows decided here, on their way to their part's writer.
+#[derive(Clone)]
+pub(crate) enum Routed {
+    ToOwner(Addressed),
+    Decided(RunSlice),
+}
+
+impl Routed {
+    /// The owner's records as `Ok`, the decided rows as `Err`, for
+    /// timely's `ok_err`.
+    pub(crate) fn split(self) -> Result<Addressed, RunSlice> {
+        match self {
+            Routed::ToOwner(addressed) => Ok(addressed),
+            Routed::Decided(rows) => Err(rows),
+        }
+    }
+}
 
 /// Pages or pairs routed per slice: small enough that a slice's records
 /// flow on before the next is made, large enough that slices cost nothing.
@@ -319,7 +335,7 @@ impl Router {
             Stage::Drops {
                 drops, mut cursor, ..
             } => {
-                let give = &mut |slice| give(Err(slice));
+                let give = &mut |slice| give(Routed::Decided(slice));
                 let mut sink = Giving {
                     rows: &mut self.rows,
                     give,
@@ -478,7 +494,7 @@ impl Router {
                 ids,
                 keys,
             };
-            give(Ok((owner as u32, pages)));
+            give(Routed::ToOwner((owner as u32, pages)));
         }
     }
 
@@ -486,7 +502,10 @@ impl Router {
         let pairs = std::mem::take(&mut self.outbox[owner].pairs);
         if !pairs.is_empty() {
             let source = self.input.worker;
-            give(Ok((owner as u32, Assigned::Pairs { source, pairs })));
+            give(Routed::ToOwner((
+                owner as u32,
+                Assigned::Pairs { source, pairs },
+            )));
         }
     }
 
@@ -568,7 +587,7 @@ impl Router {
             policy: self.input.policy,
             max_size: self.input.max_size,
         };
-        let give = &mut |slice| give(Err(slice));
+        let give = &mut |slice| give(Routed::Decided(slice));
         if threads == 1 {
             let mut sink = Giving {
                 rows: &mut self.rows,

@@ -40,7 +40,7 @@ pub(crate) mod part_writer;
 pub(crate) mod read_pairs;
 pub(crate) mod summary;
 
-pub use options::ClusterJobOptions;
+pub use options::ClusterOptions;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -73,7 +73,7 @@ fn paths_and_rows(paths: &[String], rows: u64) -> String {
 }
 
 /// Runs `cluster` end to end; on several processes every process calls this.
-pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
+pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
     opts.validate()?;
     let opts = &opts.holding_corpus()?;
@@ -105,7 +105,7 @@ pub fn run_cluster(opts: &ClusterJobOptions) -> Result<ClusterSummary> {
     let drop_evidence =
         EvidenceSources::of(&pages, corpus_urls(opts, &corpus), opts.runtime.workers);
     let with_urls = drop_evidence.is_some();
-    let summary_of = move |opts: &ClusterJobOptions, totals: &ClusterTotals| -> ClusterSummary {
+    let summary_of = move |opts: &ClusterOptions, totals: &ClusterTotals| -> ClusterSummary {
         ClusterSummary::of(opts, totals, started, pages_rows, with_urls)
     };
     let (commit, written) = {
@@ -168,7 +168,7 @@ fn make_folders(staging: &Staging) -> Result<()> {
 /// Checks, before a job's first stage runs, that the keys can be read from
 /// the pages table: from `produced`, the schema an earlier stage of the job
 /// will write it with, or else from its files' footers.
-pub(crate) fn check_pages(opts: &ClusterJobOptions, produced: Option<&Schema>) -> Result<()> {
+pub(crate) fn check_pages(opts: &ClusterOptions, produced: Option<&Schema>) -> Result<()> {
     let Some(schema) = produced else {
         return open_pages(opts).map(drop);
     };
@@ -188,7 +188,7 @@ pub(crate) fn check_pages(opts: &ClusterJobOptions, produced: Option<&Schema>) -
 
 /// Opens the pages table of `--pages`, with the columns the keys need and
 /// `url` where it has one; checks that the keys and the table go together.
-fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
+fn open_pages(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
     let keep = &opts.keep_by;
     if opts.pages.is_empty() {
         if keep.reads_pages() {
@@ -216,7 +216,7 @@ fn open_pages(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
 
 /// Opens the corpus of `--corpus`, if given: for its ids (the pages
 /// already in it), the keys' columns and `url`, each where a file has it.
-fn open_corpus(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
+fn open_corpus(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
     if opts.corpus.is_empty() {
         return Ok(None);
     }
@@ -251,10 +251,7 @@ fn open_corpus(opts: &ClusterJobOptions) -> Result<Option<PagesTable>> {
 
 /// The corpus as a source of `drop/`'s URLs: passed over, with a warning,
 /// if no file of it has them.
-fn corpus_urls(
-    opts: &ClusterJobOptions,
-    corpus: &Option<Arc<PagesTable>>,
-) -> Option<Arc<PagesTable>> {
+fn corpus_urls(opts: &ClusterOptions, corpus: &Option<Arc<PagesTable>>) -> Option<Arc<PagesTable>> {
     let corpus = corpus.as_ref()?;
     if !corpus.has_optional(0) {
         let shown = match opts.corpus.as_slice() {

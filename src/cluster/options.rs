@@ -10,7 +10,7 @@ use crate::exec::runtime::RuntimeOptions;
 
 /// Options of `neardup cluster`.
 #[derive(Clone, Debug)]
-pub struct ClusterJobOptions {
+pub struct ClusterOptions {
     /// `match` outputs: directories, files or globs.
     pub(crate) pairs: Vec<String>,
     pub(crate) out: PathBuf,
@@ -33,11 +33,11 @@ pub struct ClusterJobOptions {
     pub(crate) progress: bool,
 }
 
-impl ClusterJobOptions {
+impl ClusterOptions {
     /// Options with the CLI's defaults, on one worker of one process (the
     /// CLI's workers default to every core).
-    pub fn new(pairs: Vec<String>, out: PathBuf) -> ClusterJobOptions {
-        ClusterJobOptions {
+    pub fn new(pairs: Vec<String>, out: PathBuf) -> ClusterOptions {
+        ClusterOptions {
             pairs,
             out,
             keep_by: KeepOrder::default(),
@@ -69,12 +69,12 @@ impl ClusterJobOptions {
 
     /// These options with the keep order of a run given the corpus or
     /// not ([`KeepOrder::holding_corpus`]).
-    pub(crate) fn holding_corpus(&self) -> Result<ClusterJobOptions> {
+    pub(crate) fn holding_corpus(&self) -> Result<ClusterOptions> {
         let keep_by = self
             .keep_by
             .clone()
             .holding_corpus(!self.corpus.is_empty())?;
-        Ok(ClusterJobOptions {
+        Ok(ClusterOptions {
             keep_by,
             ..self.clone()
         })

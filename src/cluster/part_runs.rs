@@ -12,8 +12,8 @@
 //! twice over in fresh memory).
 //!
 //! Slices are of 65,536 rows (fewer with many parts). Part `p`'s
-//! `clusters/` file is written by worker `p % workers`, its `drop/` file by
-//! the worker half the workers further on, so with one part two workers
+//! `clusters/` file is written by worker `p % peers` (the workers of every
+//! process), its `drop/` file by the worker half the peers further on, so with one part two workers
 //! write the two files at once. Each producer ends every run it may give
 //! with a marked last slice (empty if it has no rows), and a writer hands
 //! Parquet every 65,536 rows below the least id all unfinished runs have

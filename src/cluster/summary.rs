@@ -7,7 +7,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::drop_policy::DropPolicy;
-use crate::cluster::options::ClusterJobOptions;
+use crate::cluster::options::ClusterOptions;
 use crate::exec::progress::human;
 use crate::io::commit::Merge;
 
@@ -100,7 +100,7 @@ impl ClusterSummary {
     /// `totals`, having read `pages_rows` rows of the pages table; warns of
     /// oversized clusters.
     pub(crate) fn of(
-        opts: &ClusterJobOptions,
+        opts: &ClusterOptions,
         totals: &ClusterTotals,
         started: Instant,
         pages_rows: u64,

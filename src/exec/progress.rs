@@ -213,6 +213,11 @@ impl RowsProgress {
     }
 }
 
+/// `1234567` bytes as `1.23MB`.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    format!("{}B", human(bytes as f64))
+}
+
 /// `1234567.0` as `1.23M`.
 pub(crate) fn human(x: f64) -> String {
     match x {

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::exec::progress::human;
+use crate::exec::progress::human_bytes;
 use crate::fingerprint::crawl::html::PageText;
 use crate::fingerprint::crawl::{BadRecord, Format};
 use crate::fingerprint::options::FingerprintOptions;
@@ -119,10 +119,6 @@ impl FingerprintSummary {
             out.display()
         )
     }
-}
-
-fn human_bytes(bytes: u64) -> String {
-    format!("{}B", human(bytes as f64))
 }
 
 /// Every file's result, gathered from all workers.

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 
 use crate::cluster::keep_order::KeepOrder;
-use crate::cluster::{check_pages, run_cluster, ClusterJobOptions};
+use crate::cluster::{check_pages, run_cluster, ClusterOptions};
 use crate::exec::runtime::{on_process_0, process_env, ProcessSettings, RuntimeOptions, Timeouts};
 use crate::fingerprint::crawl::TextFields;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
@@ -83,7 +83,7 @@ pub(crate) struct Job {
     pub(crate) runtime: RuntimeOptions,
     pub(crate) fingerprint: Option<FingerprintOptions>,
     pub(crate) matching: MatchOptions,
-    pub(crate) clustering: Option<ClusterJobOptions>,
+    pub(crate) clustering: Option<ClusterOptions>,
     pub(crate) append: Option<(PathBuf, String)>,
     /// The report's file, unless `[report] enabled = false`.
     pub(crate) report: Option<PathBuf>,
@@ -101,9 +101,9 @@ fn cluster_options(
     fingerprints: bool,
     resolve: &dyn Fn(&str) -> PathBuf,
     resolve_all: &dyn Fn(&[String]) -> Vec<String>,
-) -> Result<ClusterJobOptions> {
+) -> Result<ClusterOptions> {
     let pairs = vec![matching.out.display().to_string()];
-    let mut o = ClusterJobOptions::new(pairs, resolve(&c.out));
+    let mut o = ClusterOptions::new(pairs, resolve(&c.out));
     let with_pages = fingerprints || c.pages.is_some();
     o.keep_by = match (&c.keep_by, c.corpus_wins) {
         (Some(_), Some(_)) => bail!("give keep_by or corpus_wins, not both"),
@@ -241,7 +241,7 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
         ),
         None => None,
     };
-    let clustering = clustering.map(|mut o: ClusterJobOptions| {
+    let clustering = clustering.map(|mut o: ClusterOptions| {
         o.runtime = runtime.clone();
         o.overwrite = true;
         o.progress = opts.progress;
@@ -531,7 +531,7 @@ impl Job {
     /// table lacks: the fingerprint shards' schema if this job writes the
     /// table, else its files' footers (unless it is the corpus, still
     /// growing).
-    fn check_keep_columns(&self, c: &ClusterJobOptions, produced: Option<&str>) -> Result<()> {
+    fn check_keep_columns(&self, c: &ClusterOptions, produced: Option<&str>) -> Result<()> {
         if produced.is_some_and(|out| c.pages.iter().any(|p| p == out)) {
             return check_pages(c, Some(&document_schema(false)));
         }

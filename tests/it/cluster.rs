@@ -14,7 +14,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::{Array, BooleanArray, Int64Array, Int8Array};
 use neardup::cluster::drop_policy::DropPolicy;
 use neardup::cluster::keep_order::KeepOrder;
-use neardup::cluster::{run_cluster, ClusterJobOptions};
+use neardup::cluster::{run_cluster, ClusterOptions};
 use neardup::exec::runtime::RuntimeOptions;
 use neardup::gen::SplitMix64;
 use neardup::io::pairs::Pair;
@@ -302,8 +302,8 @@ fn options(
     policy: DropPolicy,
     workers: usize,
     parts: usize,
-) -> ClusterJobOptions {
-    let mut opts = ClusterJobOptions::new(vec![pairs.to_string()], out.to_path_buf());
+) -> ClusterOptions {
+    let mut opts = ClusterOptions::new(vec![pairs.to_string()], out.to_path_buf());
     opts.keep_by = KeepOrder::without_pages(corpus_wins);
     opts.drop_policy = policy;
     opts.runtime = RuntimeOptions::local(workers);

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::cluster::components::{Components, Label, Page};
 use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
 
-/// A component of one worker's union-find: `(worker, local root)`.
+/// A component of one worker's share: `(worker, local root)`.
 pub(crate) type Node = (u32, Page);
 
 /// A local component's least label as the join carries it: a [`Label`]

@@ -1,9 +1,12 @@
-//! Connected components on timely: every worker's union-find over its share
-//! of the pairs, joined where workers saw the same page; each worker then
-//! learns which of its local components were joined, and into which cluster.
+//! Connected components across processes, on timely: each worker holds
+//! whole components of its process's union-find (its share, see
+//! [`crate::cluster::components`]), so workers of one process never share a
+//! page; the shares are joined where workers of different processes saw
+//! the same page, and each worker then learns which of its local
+//! components were joined, and into which cluster.
 //!
 //! ```text
-//!   local union-find (every worker: its row groups)
+//!   each worker's share of its process's union-find
 //!     --a bit per page, each range of the bitmap to its worker--> bits set by two workers or more
 //!     --those bits, to every worker--> the sightings of pages whose bit is among them
 //!     --each (id, worker, rank, local root), by a hash of the id--> find shared pages (as they come)

@@ -14,7 +14,7 @@ use crate::cluster::components::{Chunked, Components, KeyedPage, Page, MISSING};
 use crate::exec::after_all::{after_all_in_slices, as_it_comes};
 use crate::exec::parallel::prefetch;
 
-/// A page as one worker's union-find holds it: `(id, worker and rank,
+/// A page as one worker's share holds it: `(id, worker and rank,
 /// local root, page)`, the rank (whether the page ranks first, as that
 /// worker saw it) in the lowest bit. The page comes back with its joins, so
 /// that its worker marks it by index rather than looking its id up.
