@@ -349,6 +349,9 @@ pub struct Extracted {
     /// body, as written (search engines ignore one in the body, where a
     /// page's content, copied from elsewhere, may carry another page's).
     pub canonical: Option<String>,
+    /// The `href` of the page's first `<base>` before its body, as
+    /// written: a relative canonical link is resolved against it.
+    pub base: Option<String>,
 }
 
 /// The text of an HTML page under `mode`.
@@ -362,11 +365,13 @@ pub fn page_text(html: &str, mode: PageText) -> Extracted {
     }
     reader.end_block();
     let canonical = reader.canonical.take();
+    let base = reader.base.take();
     let all = |reader: PageReader, fell_back| Extracted {
         text: reader.all,
         headings: Vec::new(),
         fell_back,
         canonical: canonical.clone(),
+        base: base.clone(),
     };
     match mode {
         PageText::All => all(reader, false),
@@ -376,17 +381,28 @@ pub fn page_text(html: &str, mode: PageText) -> Extracted {
                 headings,
                 fell_back: false,
                 canonical,
+                base,
             },
             None => all(reader, true),
         },
     }
 }
 
-/// A canonical link's `href` as an absolute http(s) URL, resolved against
-/// the page's URL `page` when relative; none if it names no such URL.
-pub(crate) fn resolve_canonical(href: &str, page: Option<&str>) -> Option<String> {
-    let base = page.and_then(|page| url::Url::parse(page).ok());
-    let url = match base {
+/// A canonical link's `href` as an absolute http(s) URL, resolved when
+/// relative against the page's `<base href>` (itself resolved against the
+/// page's URL) or else the page's URL `page`, as a browser resolves it;
+/// none if it names no such URL.
+pub(crate) fn resolve_canonical(
+    href: &str,
+    base: Option<&str>,
+    page: Option<&str>,
+) -> Option<String> {
+    let page = page.and_then(|page| url::Url::parse(page).ok());
+    let declared = base.and_then(|base| match &page {
+        Some(page) => page.join(base).ok(),
+        None => url::Url::parse(base).ok(),
+    });
+    let url = match declared.or(page) {
         Some(base) => base.join(href).ok()?,
         None => url::Url::parse(href).ok()?,
     };
@@ -434,6 +450,8 @@ struct PageReader {
     /// The first `<link rel="canonical">`'s `href`, and whether the body
     /// has begun (after which none is taken).
     canonical: Option<String>,
+    /// The first `<base>`'s `href`, taken before the body as the canonical.
+    base: Option<String>,
     in_body: bool,
 }
 
@@ -496,9 +514,19 @@ impl PageReader {
         }
     }
 
-    /// Takes the first canonical link before the body begins.
+    /// Takes the first canonical link and the first base URL before the
+    /// body begins.
     fn see_head_element(&mut self, name: &[u8], attributes: &Attributes) {
         self.in_body |= name == b"body";
+        let href = || {
+            attributes
+                .get("href")
+                .map(str::trim)
+                .filter(|h| !h.is_empty())
+        };
+        if !self.in_body && self.base.is_none() && name == b"base" {
+            self.base = href().map(str::to_string);
+        }
         if self.in_body || self.canonical.is_some() || name != b"link" {
             return;
         }
@@ -506,8 +534,7 @@ impl PageReader {
             rel.split_ascii_whitespace()
                 .any(|r| r.eq_ignore_ascii_case("canonical"))
         });
-        let href = attributes.get("href").map(str::trim);
-        if let (true, Some(href)) = (canonical, href.filter(|h| !h.is_empty())) {
+        if let (true, Some(href)) = (canonical, href()) {
             self.canonical = Some(href.to_string());
         }
     }
@@ -1026,7 +1053,7 @@ mod main_content_tests {
         );
 
         let page = Some("https://news.example/2026/story?id=1");
-        let resolved = |href| resolve_canonical(href, page);
+        let resolved = |href| resolve_canonical(href, None, page);
         assert_eq!(
             resolved("/a/story").as_deref(),
             Some("https://news.example/a/story")
@@ -1040,11 +1067,29 @@ mod main_content_tests {
             Some("https://cdn.example/x")
         );
         assert_eq!(resolved("mailto:a@b.example"), None);
-        assert_eq!(resolve_canonical("/a", None), None);
+        assert_eq!(resolve_canonical("/a", None, None), None);
         assert_eq!(
-            resolve_canonical("http://a.example", None).as_deref(),
+            resolve_canonical("http://a.example", None, None).as_deref(),
             Some("http://a.example/")
         );
+        // A <base href> before the body is what a relative link is
+        // resolved against, itself resolved against the page's URL.
+        let page = "http://s.example/blog/post.html";
+        let html = r#"<head><base href="/"><link rel="canonical" href="blog/post.html"></head>"#;
+        let found = page_text(html, PageText::Main(MainRules::CURRENT));
+        assert_eq!(found.base.as_deref(), Some("/"));
+        let canonical = found.canonical.as_deref().unwrap();
+        assert_eq!(
+            resolve_canonical(canonical, found.base.as_deref(), Some(page)).as_deref(),
+            Some(page)
+        );
+        let absolute_base = Some("https://cdn.example/x/");
+        assert_eq!(
+            resolve_canonical("y", absolute_base, Some(page)).as_deref(),
+            Some("https://cdn.example/x/y")
+        );
+        let in_body = r#"<body><base href="/elsewhere/"></body>"#;
+        assert_eq!(page_text(in_body, PageText::All).base, None);
     }
 
     #[test]

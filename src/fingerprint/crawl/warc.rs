@@ -440,10 +440,12 @@ fn to_record(
             Err(_) => return bad("invalid UTF-8 in conversion record"),
         }
     } else if kind.eq_ignore_ascii_case(b"response") {
-        let Some(split) = find(body, b"\r\n\r\n") else {
+        let Some((http_headers, payload)) = http_parts(body) else {
+            if !is_http_record(headers) {
+                return Record::Skipped;
+            }
             return bad("response record without an HTTP header block");
         };
-        let (http_headers, payload) = (&body[..split], &body[split + 4..]);
         let content_type = content_type(http_headers);
         if !content_type.is_some_and(is_html) || !is_success(http_headers) {
             return Record::Skipped;
@@ -477,6 +479,29 @@ fn to_record(
         charset,
         fetch_time,
         span,
+    })
+}
+
+/// An HTTP response's header block and payload, split at the first blank
+/// line: `\r\n\r\n`, or, in a response with none, `\n\n` (a server that
+/// ends its header lines with a bare line feed, which browsers and warcio
+/// read; wget stores such a response as sent).
+fn http_parts(body: &[u8]) -> Option<(&[u8], &[u8])> {
+    if let Some(split) = find(body, b"\r\n\r\n") {
+        return Some((&body[..split], &body[split + 4..]));
+    }
+    let split = find(body, b"\n\n")?;
+    Some((&body[..split], &body[split + 2..]))
+}
+
+/// Whether a response record may hold HTTP: its `Content-Type` is
+/// `application/http` or absent. Heritrix records each host's DNS lookup
+/// (`dns:` URIs, `text/dns`) and whois answers as responses too; they are
+/// no pages, not bad records.
+fn is_http_record(headers: &[(&str, &[u8])]) -> bool {
+    header(headers, "Content-Type").is_none_or(|value| {
+        let value = value.trim_ascii();
+        value.len() >= 16 && value[..16].eq_ignore_ascii_case(b"application/http")
     })
 }
 
@@ -795,6 +820,52 @@ mod tests {
             "{got:?}"
         );
         assert_eq!(got[2], "doc http://b/ Hello web");
+    }
+
+    /// A response whose header lines end in a bare line feed is read as
+    /// one ending in `\r\n`, with the same fingerprint text; Heritrix's
+    /// `dns:` and whois responses are skipped, not bad; a response of
+    /// `application/http` without a header block is still bad.
+    #[test]
+    fn bare_line_feed_headers_are_read_and_non_http_responses_skipped() {
+        let http = "application/http; msgtype=response";
+        let page = b"<html><body><p>A page served with bare line feeds.</p></body></html>";
+        let response = |eol: &str| {
+            let head = format!("HTTP/1.1 200 OK{eol}Content-Type: text/html{eol}{eol}");
+            [head.as_bytes(), page].concat()
+        };
+        let dns = b"20261201000000\nexample.com.\t300\tIN\tA\t192.0.2.1\n";
+        let file = [
+            record("response", "http://a/", http, &response("\r\n")),
+            record("response", "http://b/", http, &response("\n")),
+            record("response", "dns:example.com", "text/dns", dns),
+            record(
+                "response",
+                "whois://whois.iana.org/example",
+                "text/plain",
+                b"domain: EXAMPLE",
+            ),
+            record("response", "http://c/", http, b"no header block at all"),
+        ]
+        .concat();
+        let got = read_all(&file);
+        let texts: Vec<&str> = got
+            .iter()
+            .filter_map(|r| match r {
+                Record::Document(d) => Some(d.text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts.len(), 2, "{got:?}");
+        assert_eq!(texts[0], texts[1]);
+        assert!(
+            matches!(got[2], Record::Skipped) && matches!(got[3], Record::Skipped),
+            "{got:?}"
+        );
+        assert!(
+            matches!(&got[4], Record::Bad(b) if b.reason.contains("HTTP header block")),
+            "{got:?}"
+        );
     }
 
     /// A file cut in the middle, plain, gzipped per record or gzipped
