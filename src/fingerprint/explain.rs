@@ -73,6 +73,9 @@ pub(crate) struct StoredPage {
     pub(crate) scheme: Option<String>,
     /// The shard the page was found in.
     pub(crate) shard: String,
+    /// How many rows `--fingerprints` holds for the page (a page fetched
+    /// again has one a fetch).
+    pub(crate) rows: usize,
 }
 
 /// A page with the text it was fingerprinted from.
@@ -152,7 +155,7 @@ fn sketch_as_hex<S: serde::Serializer>(
 
 /// Runs `neardup explain`, writing to stdout.
 pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
-    let stored = find_pages(&opts.fingerprints, &opts.pages)?;
+    let stored = closest_rows(find_pages(&opts.fingerprints, &opts.pages)?);
     let fields = TextFields {
         text: opts.text_field.clone(),
         ..TextFields::default()
@@ -186,9 +189,39 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
     }
 }
 
+/// Of each page's rows, the one explained: for two pages, the two rows
+/// closest in fingerprint (the rows `match` pairs, when a page fetched
+/// again has rows of other content), else the first found.
+fn closest_rows(mut found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
+    let rows = |pages: &[StoredPage]| pages.len();
+    if let [a, b] = &found[..] {
+        let pairs = (0..a.len()).flat_map(|i| (0..b.len()).map(move |j| (i, j)));
+        let apart = |&(i, j): &(usize, usize)| (a[i].simhash ^ b[j].simhash).count_ones();
+        let (i, j) = pairs.min_by_key(apart).unwrap_or((0, 0));
+        let (ra, rb) = (rows(a), rows(b));
+        let (mut second, mut first) = (found.remove(1), found.remove(0));
+        let (mut a, mut b) = (first.swap_remove(i), second.swap_remove(j));
+        (a.rows, b.rows) = (ra, rb);
+        return vec![a, b];
+    }
+    let chosen = found.into_iter().map(|mut pages| {
+        let rows = pages.len();
+        if rows > 1 {
+            tracing::warn!(
+                "{}: {rows} rows in --fingerprints (fetched {rows} times); the first found is shown",
+                pages[0].id
+            );
+        }
+        let mut page = pages.swap_remove(0);
+        page.rows = rows;
+        page
+    });
+    chosen.collect()
+}
+
 /// The pages `wanted` (ids or URLs) in the shards of `specs`, in the order
-/// asked, each the first row found.
-pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<StoredPage>> {
+/// asked, each with every row found, in the order read.
+pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Vec<StoredPage>>> {
     const COLUMNS: [&str; 6] = [
         "url",
         "simhash",
@@ -206,11 +239,8 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
         |_, _, _| Ok(()),
     )?;
     let ids: Vec<Option<i64>> = wanted.iter().map(|w| w.parse().ok()).collect();
-    let mut found: Vec<Option<StoredPage>> = vec![None; wanted.len()];
+    let mut found: Vec<Vec<StoredPage>> = vec![Vec::new(); wanted.len()];
     for unit in 0..table.units() {
-        if found.iter().all(Option::is_some) {
-            break;
-        }
         let shard = table.unit_path(unit).to_string();
         let scheme = table.unit_metadata(unit, METADATA_KEY);
         table.read_unit_columns(unit, &COLUMNS, |row_ids, batch, location| {
@@ -226,8 +256,8 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
                         Some(wanted_id) => wanted_id == id,
                         None => url == Some(want.as_str()),
                     };
-                    if hit && found[w].is_none() {
-                        found[w] = Some(StoredPage {
+                    if hit {
+                        found[w].push(StoredPage {
                             id,
                             url: at(&urls, row),
                             simhash: required_i64(batch, "simhash", row, location)? as u64,
@@ -237,6 +267,7 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
                             sketch: optional_sketch(batch, row),
                             scheme: scheme.clone(),
                             shard: shard.clone(),
+                            rows: 1,
                         });
                     }
                 }
@@ -248,8 +279,8 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Stor
     found
         .into_iter()
         .zip(wanted)
-        .map(|(page, want)| {
-            page.with_context(|| {
+        .map(|(rows, want)| {
+            (!rows.is_empty()).then_some(rows).with_context(|| {
                 format!(
                     "{want}: no page with this id or URL in --fingerprints {} ({files} row group{})",
                     specs.join(" "),
@@ -609,7 +640,7 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
         (true, false) => "HTML, main content",
         (true, true) => "HTML, no main content found: all its text",
     };
-    format!(
+    let mut head = format!(
         "{name}: {} {}\n   simhash {:016x} ({check})\n   record {} bytes {}..{} ({text}); shard {}\n",
         s.id,
         visible(s.url.as_deref().unwrap_or("(no url)")),
@@ -618,7 +649,14 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
         s.offset.unwrap_or(0),
         s.offset.unwrap_or(0) + s.length.unwrap_or(0),
         visible(&s.shard)
-    )
+    );
+    if s.rows > 1 {
+        head.push_str(&format!(
+            "   one of {} rows of this page in --fingerprints: the one nearest the other page\n",
+            s.rows
+        ));
+    }
+    head
 }
 
 /// The diff's parts, equal runs longer than twice [`CONTEXT_WORDS`] cut
@@ -682,6 +720,45 @@ mod tests {
             render_diff(&parts, false),
             "the [-cat-]{+dog+} sat on the mat"
         );
+    }
+
+    /// A page fetched twice, first with other content: the pair explained
+    /// is the rows `match` paired, the two nearest, each counting its rows.
+    #[test]
+    fn a_page_of_several_rows_is_explained_by_its_row_nearest_the_other() {
+        let row = |id: i64, simhash: u64, shard: &str| StoredPage {
+            id,
+            url: None,
+            simhash,
+            source: None,
+            offset: None,
+            length: None,
+            sketch: None,
+            scheme: None,
+            shard: shard.to_string(),
+            rows: 1,
+        };
+        let x = vec![row(1, 0xFFFF_0000, "jan-1"), row(1, 0x0F0F, "jan-5")];
+        let y = vec![row(2, 0x0F0E, "jan-5")];
+        let chosen = closest_rows(vec![x.clone(), y.clone()]);
+        assert_eq!((chosen[0].shard.as_str(), chosen[0].rows), ("jan-5", 2));
+        assert_eq!((chosen[1].shard.as_str(), chosen[1].rows), ("jan-5", 1));
+        let swapped = closest_rows(vec![y, x.clone()]);
+        assert_eq!((swapped[1].shard.as_str(), swapped[1].rows), ("jan-5", 2));
+        let alone = closest_rows(vec![x]);
+        assert_eq!((alone[0].shard.as_str(), alone[0].rows), ("jan-1", 2));
+        let page = ExplainedPage {
+            stored: chosen.into_iter().next().unwrap(),
+            recomputed: 0x0F0F,
+            n_chars: 0,
+            scheme: Scheme::default(),
+            html: false,
+            main_content_fallback: false,
+            text: String::new(),
+            headings: Vec::new(),
+        };
+        let head = render_page_head("A", &page);
+        assert!(head.contains("one of 2 rows of this page"), "{head}");
     }
 
     /// Texts that differ in whitespace alone have the same words; where
