@@ -471,7 +471,8 @@ pub(crate) fn fingerprint_batches<'scope>(
 fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     let mut rows = DocumentRows::default();
     let mut counts = PageCounts::default();
-    for document in batch.documents {
+    for mut document in batch.documents {
+        scheme.target_uri.apply(&mut document);
         let (f, canonical) = match document.html {
             true => {
                 let page = html::page_text(&document.text, scheme.html);

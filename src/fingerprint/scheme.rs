@@ -57,6 +57,11 @@
 //!   carries. On every record without such codings its fingerprints are
 //!   `v9`'s; its text shards are `v9`'s and meet them, its HTML shards do
 //!   not meet `v9`'s.
+//! - `v11`: `v10` with a WARC response's `WARC-Target-URI` written in angle
+//!   brackets (`<http://…>`, as wget 1.21 writes it) taken without them for
+//!   `url` and the id made of it (`uri=unbracketed`). Its fingerprints are
+//!   `v10`'s; its text shards are `v10`'s and meet them, its HTML shards do
+//!   not meet `v10`'s, whose ids of such pages differ.
 //!
 //! A named scheme (`--scheme NAME`) fixes the features, weights, HTML
 //! text and HTTP decoding, so it is never combined with `--features`,
@@ -68,6 +73,7 @@ use anyhow::{bail, Result};
 
 use crate::fingerprint::crawl::html::{HtmlText, MainRules, PageText};
 use crate::fingerprint::crawl::http::HttpBodies;
+use crate::fingerprint::crawl::TargetUri;
 use crate::fingerprint::simhash::{Features, ScriptRule, SimhashOptions};
 use crate::io::parquet::schemes::SKETCH_PART;
 
@@ -80,6 +86,10 @@ const ALGORITHM: &str = "simhash64/1";
 /// v10 wrote none.
 const HTTP_DECODED_PART: &str = " http=decoded";
 
+/// What the scheme string of an HTML shard says last when a WARC response's
+/// `WARC-Target-URI` lost wget's angle brackets (v11 on); nothing before.
+const UNBRACKETED_PART: &str = " uri=unbracketed";
+
 /// Everything that decides a page's fingerprint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scheme {
@@ -90,6 +100,8 @@ pub struct Scheme {
     pub sketch: bool,
     /// Whether HTTP response bodies (WARC responses) are decoded first.
     pub http: HttpBodies,
+    /// How a WARC response's `WARC-Target-URI` becomes its `url` and id.
+    pub target_uri: TargetUri,
 }
 
 const WORDS_TF_STOP_WORDS: SimhashOptions = SimhashOptions {
@@ -120,6 +132,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::All,
             sketch: false,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -129,6 +142,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::FIRST),
             sketch: false,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -138,6 +152,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::FIRST),
             sketch: false,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -147,6 +162,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::SECOND),
             sketch: false,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -156,6 +172,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::SECOND),
             sketch: false,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -165,6 +182,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::THIRD),
             sketch: false,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -174,6 +192,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::THIRD),
             sketch: true,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -183,6 +202,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::FOURTH),
             sketch: true,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -192,6 +212,7 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::FIFTH),
             sketch: true,
             http: HttpBodies::Raw,
+            target_uri: TargetUri::AsWritten,
         },
     ),
     (
@@ -201,6 +222,17 @@ const NAMED: &[(&str, Scheme)] = &[
             html: PageText::Main(MainRules::FIFTH),
             sketch: true,
             http: HttpBodies::Decoded,
+            target_uri: TargetUri::AsWritten,
+        },
+    ),
+    (
+        "v11",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::FIFTH),
+            sketch: true,
+            http: HttpBodies::Decoded,
+            target_uri: TargetUri::Unbracketed,
         },
     ),
 ];
@@ -247,6 +279,9 @@ impl Scheme {
             scheme.push_str(&format!(" html={}", self.html));
             if self.http == HttpBodies::Decoded {
                 scheme.push_str(HTTP_DECODED_PART);
+            }
+            if self.target_uri == TargetUri::Unbracketed {
+                scheme.push_str(UNBRACKETED_PART);
             }
         }
         scheme
@@ -323,6 +358,7 @@ impl Scheme {
             html: html.map_or(default.html, PageText::from),
             sketch: default.sketch,
             http: default.http,
+            target_uri: default.target_uri,
         })
     }
 
@@ -368,11 +404,16 @@ impl Scheme {
             .filter(|scheme| !scheme.sketch)
             .chain(flagged.flat_map(|simhash| {
                 html_modes.into_iter().flat_map(move |html| {
-                    [HttpBodies::Raw, HttpBodies::Decoded].map(|http| Scheme {
-                        simhash,
-                        html,
-                        sketch: false,
-                        http,
+                    let bodies = [HttpBodies::Raw, HttpBodies::Decoded];
+                    let uris = [TargetUri::AsWritten, TargetUri::Unbracketed];
+                    bodies.into_iter().flat_map(move |http| {
+                        uris.map(|target_uri| Scheme {
+                            simhash,
+                            html,
+                            sketch: false,
+                            http,
+                            target_uri,
+                        })
                     })
                 })
             }))
@@ -384,6 +425,7 @@ impl Scheme {
                     (false, true) => Some(Scheme {
                         html: Scheme::default().html,
                         http: Scheme::default().http,
+                        target_uri: Scheme::default().target_uri,
                         ..scheme
                     }),
                     _ => None,
@@ -434,7 +476,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v10");
+        assert_eq!(name, "v11");
     }
 
     #[test]
@@ -505,16 +547,39 @@ mod tests {
             },
             v9
         );
+        // v11 takes wget's bracketed target URIs without the brackets:
+        // v10's text shards, other HTML shards (their ids differ).
+        let v11 = Scheme::named("v11").unwrap();
+        assert_eq!(v11.describe(false), sketched);
+        assert_eq!(
+            v11.describe(true),
+            format!("{sketched} html=main/5 http=decoded uri=unbracketed")
+        );
+        assert!(comparable(&v10.describe(false), &v11.describe(true)));
+        assert!(!comparable(&v10.describe(true), &v11.describe(true)));
+        let as_written = TargetUri::AsWritten;
+        assert_eq!(
+            Scheme {
+                target_uri: as_written,
+                ..v11
+            },
+            v10
+        );
         let no_sketch = Scheme::from_flags(None, None, false, false, None, true).unwrap();
         assert_eq!(
             no_sketch.describe(true),
-            format!("{text} html=main/5 http=decoded")
+            format!("{text} html=main/5 http=decoded uri=unbracketed")
         );
         assert_eq!(no_sketch.name(), None);
         // Before v10 no scheme decoded HTTP bodies, nor said so.
-        for (name, scheme) in &NAMED[..NAMED.len() - 1] {
+        for (name, scheme) in &NAMED[..NAMED.len() - 2] {
             assert_eq!(scheme.http, HttpBodies::Raw, "{name}");
             assert!(!scheme.describe(true).contains("http="), "{name}");
+        }
+        // Before v11 none took a target URI but as written.
+        for (name, scheme) in &NAMED[..NAMED.len() - 1] {
+            assert_eq!(scheme.target_uri, as_written, "{name}");
+            assert!(!scheme.describe(true).contains("uri="), "{name}");
         }
     }
 
@@ -528,7 +593,7 @@ mod tests {
         let from = Scheme::from_flags;
         let flags = from(None, None, false, false, Some(HtmlText::Main), false).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v10"));
+        assert_eq!(flags.name(), Some("v11"));
     }
 
     #[test]
@@ -571,11 +636,11 @@ mod tests {
         assert!(error.to_string().contains("--scheme v1"), "{error}");
         let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
         assert!(error.to_string().contains("--html-text"), "{error}");
-        let error = from(Some("v11"), None, false, false, None).unwrap_err();
+        let error = from(Some("v12"), None, false, false, None).unwrap_err();
         assert!(
             error
                 .to_string()
-                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8, v9, v10)"),
+                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11)"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();

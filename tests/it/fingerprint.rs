@@ -157,7 +157,7 @@ fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
         .find(|f| f["format"] == "warc");
     let warc_scheme = warc_shard.unwrap()["scheme"].as_str().unwrap();
     assert!(
-        warc_scheme.ends_with(" html=main/5 http=decoded"),
+        warc_scheme.ends_with(" html=main/5 http=decoded uri=unbracketed"),
         "{warc_scheme}"
     );
 
@@ -361,8 +361,11 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
         let s = summary(&out);
         assert_eq!(s["files"][0]["format"], "warc", "{name}");
         let scheme = shard_scheme(&shards[0]).unwrap();
-        // Flags without a name take the default's HTTP decoding.
-        let http = if name == "all" { " http=decoded" } else { "" };
+        // Flags without a name take the default's HTTP decoding and URIs.
+        let http = match name == "all" {
+            true => " http=decoded uri=unbracketed",
+            false => "",
+        };
         assert!(
             scheme.ends_with(&format!(" html={mode}{http}")),
             "{name}: {scheme}"
@@ -1117,10 +1120,10 @@ fn shards_record_their_scheme_and_match_refuses_mixed_ones() {
     );
     let default = shard_scheme(&shard("default")).unwrap();
     assert!(default.contains("features=script("), "{default}");
-    assert_eq!(summary(&out("default"))["scheme_name"], "v10");
-    // --no-sketch leaves v10's sketch out: a scheme without a name, whose
+    assert_eq!(summary(&out("default"))["scheme_name"], "v11");
+    // --no-sketch leaves v11's sketch out: a scheme without a name, whose
     // text shards are v6's, byte for byte but for what names the tool's run
-    // (v10 differs from v6 only in HTML pages and the sketch).
+    // (v11 differs from v6 only in HTML pages and the sketch).
     by_scheme("v6");
     let no_sketch = ["fingerprint", "--input", input, "--no-sketch", "--out"];
     run_ok(&[&no_sketch[..], &[&path("no-sketch")]].concat());
@@ -1316,7 +1319,7 @@ fn a_sphinx_sites_reference_pages_are_told_apart_by_their_lists_of_links() {
     let summary: Value =
         serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
     assert_eq!(
-        summary["scheme_name"], "v10",
+        summary["scheme_name"], "v11",
         "the default: v6's text of these pages, headings weighed, with a sketch"
     );
     let (id, _) = v6["https://isa.example/inst_07.html"];
@@ -1365,7 +1368,7 @@ fn write_crawl_with_manifest(command: &str, crawl: &Path) -> Value {
 
 /// A page sent plain, gzip-encoded, chunked, and chunked and gzipped, as a
 /// recording proxy stores the raw HTTP (warcio writes the WARC): under
-/// v10, the default, all four give the plain page's fingerprint, a corrupt
+/// v10 and v11, the default, all four give the plain page's fingerprint, a corrupt
 /// gzip body is a bad record at its record's offset, and `explain` reads
 /// the pages back decoded; under v9 every body is read as stored, and the
 /// fingerprints are the ones v9 always gave.
@@ -1400,12 +1403,12 @@ fn pages_sent_compressed_or_in_chunks_are_the_plain_page_from_v10_on() {
     }
     assert_eq!(got.len(), 4);
     let s = summary(&default);
-    assert_eq!(s["scheme_name"], "v10");
+    assert_eq!(s["scheme_name"], "v11");
     assert!(
         s["scheme"]
             .as_str()
             .unwrap()
-            .ends_with(" html=main/5 http=decoded"),
+            .ends_with(" html=main/5 http=decoded uri=unbracketed"),
         "{s}"
     );
     assert_eq!(
@@ -1590,4 +1593,66 @@ fn responses_that_are_not_pages_and_empty_pages_are_left_out() {
     ]);
     assert!(matched.status.success());
     assert!(String::from_utf8_lossy(&matched.stdout).contains(": 0 pairs"));
+}
+
+/// wget 1.21 writes `WARC-Target-URI: <http://…>`. From v11 on the brackets
+/// are left out of `url` and its id, which are then another tool's, and a
+/// relative canonical link resolves; v10 keeps them, and `match` refuses to
+/// compare the two schemes' HTML shards, whose ids of such pages differ.
+#[test]
+fn wget_s_bracketed_target_uris_are_plain_urls_from_v11_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = r#"<html><head><link rel="canonical" href="/docs/page.html"></head><body><main><p>A page wget fetched, with a canonical link of its own and words enough to fingerprint.</p></main></body></html>"#;
+    let http = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n{page}");
+    let record = format!(
+        "WARC/1.0\r\nWARC-Type: response\r\nWARC-Target-URI: <http://w.example/docs/page.html>\r\nWARC-Date: 2026-12-01T00:00:00Z\r\nWARC-Record-ID: <urn:uuid:1>\r\nContent-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n{http}\r\n\r\n",
+        http.len()
+    );
+    let crawl = dir.path().join("crawl");
+    std::fs::create_dir(&crawl).unwrap();
+    std::fs::write(crawl.join("wget.warc"), record).unwrap();
+    let rows = |out: &Path| {
+        let file = std::fs::File::open(out.join("part-00000.parquet")).unwrap();
+        let reader = ParquetRecordBatchReaderBuilder::try_new(file).unwrap();
+        let batch = reader.build().unwrap().next().unwrap().unwrap();
+        let column = |name: &str| {
+            batch
+                .column_by_name(name)
+                .unwrap()
+                .as_string::<i32>()
+                .clone()
+        };
+        let id = batch
+            .column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        let (url, canonical) = (column("url"), column("canonical_url"));
+        let canonical = canonical
+            .is_valid(0)
+            .then(|| canonical.value(0).to_string());
+        (id.value(0), url.value(0).to_string(), canonical)
+    };
+    let (v10, v11) = (dir.path().join("v10"), dir.path().join("v11"));
+    fingerprint_into(&crawl, &v10, &["--scheme", "v10"]);
+    fingerprint_into(&crawl, &v11, &[]);
+    let bracketed = "<http://w.example/docs/page.html>";
+    assert_eq!(rows(&v10), (url_id(bracketed), bracketed.to_string(), None));
+    let plain = "http://w.example/docs/page.html";
+    let expected = (url_id(plain), plain.to_string(), Some(plain.to_string()));
+    assert_eq!(rows(&v11), expected);
+
+    let out = dir.path().join("pairs");
+    let refused = neardup(&[
+        "match",
+        "--queries",
+        v11.to_str().unwrap(),
+        "--corpus",
+        v10.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("uri=unbracketed"), "{stderr}");
+    assert!(!out.exists());
 }

@@ -784,7 +784,7 @@ mod main_content_tests {
             TEMPLATE.replace("{BODY}", REFERENCE_MARKED),
             TEMPLATE.replace("{BODY}", NUMBERED_LISTING),
         ];
-        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6", "v8", "v9", "v10"]
+        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6", "v8", "v9", "v10", "v11"]
             .iter()
             .map(|name| {
                 let scheme = Scheme::named(name).unwrap();
@@ -847,7 +847,8 @@ mod main_content_tests {
         v6: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 09221a51f70eea7f
         v8: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 512a1654970b7275
         v9: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff
-        v10: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff";
+        v10: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff
+        v11: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff";
 
     /// v9's sketches of the seven pages, in turn.
     const GOLDEN_HTML_SKETCHES_V9: &str = "

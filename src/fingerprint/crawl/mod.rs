@@ -50,6 +50,38 @@ pub struct Document {
     pub(crate) span: Option<Span>,
 }
 
+/// How a WARC response's `WARC-Target-URI` becomes the page's `url`, and
+/// the id made of it: as written, or without the angle brackets wget 1.21
+/// writes around it (`<http://…>`, as WARC 1.0's examples did), which
+/// another tool's crawl of the page leaves out, and which no URL parser
+/// reads (the page's relative canonical link did not resolve).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetUri {
+    AsWritten,
+    Unbracketed,
+}
+
+impl TargetUri {
+    /// Takes an HTML page's URL, and the id made of it, by this rule.
+    pub(crate) fn apply(self, document: &mut Document) {
+        if self == TargetUri::AsWritten || !document.html {
+            return;
+        }
+        let Some(url) = &document.url else {
+            return;
+        };
+        let inner = url.strip_prefix('<').and_then(|u| u.strip_suffix('>'));
+        let Some(inner) = inner.map(str::trim).filter(|u| !u.is_empty()) else {
+            return;
+        };
+        let inner = inner.to_string();
+        if document.id == url_id(url) {
+            document.id = url_id(&inner);
+        }
+        document.url = Some(inner);
+    }
+}
+
 /// A record that could not be read, and where it starts in its file (for a
 /// gzipped WARC/WET file: the offset of its gzip member, as in Common Crawl's
 /// indexes; for JSONL: the line's first byte).
@@ -184,5 +216,54 @@ pub(crate) fn record_in_span(
         Format::Jsonl => Ok(jsonl::parse_line(bytes, fields, None)
             .unwrap_or_else(|reason| Record::Bad(BadRecord { offset: 0, reason }))),
         Format::Parquet => anyhow::bail!("Parquet input rows have no byte span"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Under `Unbracketed`, an HTML page's bracketed target URI loses its
+    /// brackets, and its id is the plain URL's, as another tool's crawl of
+    /// the page gives; a given id, text records and `AsWritten` are kept.
+    #[test]
+    fn a_bracketed_target_uri_is_taken_without_its_brackets() {
+        let page = |url: &str, id: i64, html: bool| Document {
+            id,
+            url: Some(url.to_string()),
+            text: String::new(),
+            html,
+            charset: None,
+            fetch_time: None,
+            span: None,
+        };
+        let bracketed = "<http://a.example/x>";
+        let taken = |rule: TargetUri, mut document: Document| {
+            rule.apply(&mut document);
+            (document.url.unwrap(), document.id)
+        };
+        let plain = (
+            "http://a.example/x".to_string(),
+            url_id("http://a.example/x"),
+        );
+        let from_url = page(bracketed, url_id(bracketed), true);
+        assert_eq!(taken(TargetUri::Unbracketed, from_url), plain);
+        let given_id = page(bracketed, 7, true);
+        assert_eq!(taken(TargetUri::Unbracketed, given_id).1, 7);
+        for (rule, document) in [
+            (
+                TargetUri::AsWritten,
+                page(bracketed, url_id(bracketed), true),
+            ),
+            (
+                TargetUri::Unbracketed,
+                page(bracketed, url_id(bracketed), false),
+            ),
+        ] {
+            let kept = (bracketed.to_string(), url_id(bracketed));
+            assert_eq!(taken(rule, document), kept, "{rule:?}");
+        }
+        let half = page("<http://a.example/x", 1, true);
+        assert_eq!(taken(TargetUri::Unbracketed, half).0, "<http://a.example/x");
     }
 }
