@@ -563,7 +563,6 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
 }
 
 fn run_plan_command(args: PlanArgs) -> Result<()> {
-    check_k(args.k)?;
     design::check_blocks_range(args.k, args.blocks)?;
     design::check_table_memory(args.table_memory_mib << 20)?;
     let stored = match args.num_queries {

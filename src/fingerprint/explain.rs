@@ -192,31 +192,30 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
 /// Of each page's rows, the one explained: for two pages, the two rows
 /// closest in fingerprint (the rows `match` pairs, when a page fetched
 /// again has rows of other content), else the first found.
-fn closest_rows(mut found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
-    let rows = |pages: &[StoredPage]| pages.len();
-    if let [a, b] = &found[..] {
-        let pairs = (0..a.len()).flat_map(|i| (0..b.len()).map(move |j| (i, j)));
-        let apart = |&(i, j): &(usize, usize)| (a[i].simhash ^ b[j].simhash).count_ones();
-        let (i, j) = pairs.min_by_key(apart).unwrap_or((0, 0));
-        let (ra, rb) = (rows(a), rows(b));
-        let (mut second, mut first) = (found.remove(1), found.remove(0));
-        let (mut a, mut b) = (first.swap_remove(i), second.swap_remove(j));
-        (a.rows, b.rows) = (ra, rb);
-        return vec![a, b];
-    }
-    let chosen = found.into_iter().map(|mut pages| {
+fn closest_rows(found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
+    let chosen = match &found[..] {
+        [a, b] => {
+            let pairs = (0..a.len()).flat_map(|i| (0..b.len()).map(move |j| (i, j)));
+            let apart = |&(i, j): &(usize, usize)| (a[i].simhash ^ b[j].simhash).count_ones();
+            let (i, j) = pairs.min_by_key(apart).unwrap_or((0, 0));
+            vec![i, j]
+        }
+        _ => vec![0; found.len()],
+    };
+    let alone = found.len() == 1;
+    let taken = found.into_iter().zip(chosen).map(|(mut pages, at)| {
         let rows = pages.len();
-        if rows > 1 {
+        if alone && rows > 1 {
             tracing::warn!(
                 "{}: {rows} rows in --fingerprints (fetched {rows} times); the first found is shown",
                 pages[0].id
             );
         }
-        let mut page = pages.swap_remove(0);
+        let mut page = pages.swap_remove(at);
         page.rows = rows;
         page
     });
-    chosen.collect()
+    taken.collect()
 }
 
 /// The pages `wanted` (ids or URLs) in the shards of `specs`, in the order

@@ -644,13 +644,16 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
         DataType::Float32 => map!(Float32Type, |v: f32| float(v.into())),
         DataType::Float64 => map!(Float64Type, float),
         DataType::Decimal32(_, scale) => {
-            map!(Decimal32Type, |v: i32| float(f64::from(v) / ten_to(*scale)))
+            let unit = ten_to(*scale);
+            map!(Decimal32Type, |v: i32| float(f64::from(v) / unit))
         }
         DataType::Decimal64(_, scale) => {
-            map!(Decimal64Type, |v: i64| float(v as f64 / ten_to(*scale)))
+            let unit = ten_to(*scale);
+            map!(Decimal64Type, |v: i64| float(v as f64 / unit))
         }
         DataType::Decimal128(_, scale) => {
-            map!(Decimal128Type, |v: i128| float(v as f64 / ten_to(*scale)))
+            let unit = ten_to(*scale);
+            map!(Decimal128Type, |v: i128| float(v as f64 / unit))
         }
         DataType::Timestamp(TimeUnit::Second, _) => {
             map!(TimestampSecondType, |v: i64| Some(signed(
