@@ -3,12 +3,12 @@
 //! numbers into, in segments that grow without moving.
 
 use super::*;
-use crate::exec::huge_pages::zeroed_on_huge_pages;
+use crate::exec::huge_pages::FreshZeroed;
 
 /// Zeroed memory, on huge pages where it is large enough: every array
 /// by page is read at random.
-pub(super) fn zeroed<T: bytemuck::Zeroable>(n: usize) -> Box<[T]> {
-    zeroed_on_huge_pages(n)
+pub(super) fn zeroed<T: bytemuck::Zeroable>(n: usize) -> FreshZeroed<T> {
+    FreshZeroed::on_huge_pages(n)
 }
 
 /// Pages per segment of a [`Segmented`] array.
@@ -18,7 +18,7 @@ pub(super) const SEGMENT_BITS: u32 = 22;
 /// without copying what it holds or stopping the workers for long, and
 /// never holds more than the pages handed out and a segment.
 #[derive(Debug, Default)]
-pub(super) struct Segmented<T>(pub(super) Vec<Box<[T]>>);
+pub(super) struct Segmented<T>(pub(super) Vec<FreshZeroed<T>>);
 
 impl<T: bytemuck::Zeroable> Segmented<T> {
     pub(super) fn len(&self) -> usize {
@@ -43,7 +43,7 @@ impl<T: bytemuck::Zeroable> Segmented<T> {
 #[derive(Debug, Default)]
 pub(super) struct PageKeys {
     pub(super) words: usize,
-    pub(super) segments: Vec<Box<[AtomicU32]>>,
+    pub(super) segments: Vec<FreshZeroed<AtomicU32>>,
 }
 
 impl PageKeys {
@@ -114,13 +114,12 @@ pub(super) type Slot = [AtomicU64; 2];
 
 /// The id table: open addressing with linear probing, in parts of equal
 /// size (a slot's part is the top bits of its home, and probing wraps
-/// within the part), so that the workers first touch the parts at once.
-/// One allocation, not one per part: once the forest is done, the table's
-/// memory is freed in one piece, which the split's arrays then reuse
-/// without touching fresh memory.
+/// within the part), so that the workers first touch the parts at once:
+/// one mapping of fresh memory ([`FreshZeroed`]), backed part by part by
+/// the workers in parallel, and given back whole once the forest is done.
 #[derive(Debug, Default)]
 pub(super) struct IdTable {
-    pub(super) slots: Box<[Slot]>,
+    pub(super) slots: FreshZeroed<Slot>,
     pub(super) part_bits: u32,
     pub(super) placement: Placement,
 }
@@ -245,8 +244,9 @@ impl IdTable {
         let (parts, part_bits) = IdTable::parts_for(wanted);
         let slots = parts << part_bits;
         IdTable {
-            // 4 KiB pages: see `exec::huge_pages` for why.
-            slots: bytemuck::allocation::zeroed_slice_box(slots),
+            // 4 KiB pages: see `exec::huge_pages` for why. Fresh memory,
+            // so the workers back it in parallel (`touch_parts`).
+            slots: FreshZeroed::new(slots),
             part_bits,
             placement: match range {
                 Some(range) => Placement::ordered(range, slots),

@@ -49,8 +49,9 @@
 //! pages ([`crate::cluster::page_estimate`]), at 3/2 of it in parts of a
 //! power of two slots, or fewer if the linear estimate is near
 //! ([`SharedGraph::prepare`]): a table twice too large costs cache and TLB
-//! misses on every lookup, a low estimate one doubling. It is one allocation,
-//! each worker first touching its own share, freed once the forest is done.
+//! misses on every lookup, a low estimate one doubling. It is one mapping of
+//! fresh memory, each worker first touching its own share, unmapped once
+//! the forest is done.
 //!
 //! **The forest.** The arrays by page (id, node, flags, worker) grow in
 //! segments of 2^22 pages, never copied. A page's node is one 8-byte word:
