@@ -7,6 +7,13 @@
 //! final name as soon as it is complete (from a local staging directory,
 //! by the worker that wrote it), `_SUCCESS` is written last by process 0
 //! once every worker has reported, and a failed run deletes what it wrote.
+//! `_UNFINISHED` goes first and is deleted after `_SUCCESS`: a run killed
+//! outright cannot delete its files, and readers refuse them by it.
+//!
+//! A stop (a signal, a lost peer) removes the output in progress, but
+//! waits for a commit under way ([`crate::exec::runtime::AbortCleanup`]):
+//! removed halfway through, the staging would be renamed into place
+//! holding part of its files, or none, and then marked complete.
 //!
 //! Before a local commit, process 0 checks that every part the stage
 //! should have is in staging ([`Staging::expect_parts`]): processes that
@@ -20,8 +27,9 @@
 //! put with `If-None-Match: *`) from staging to commit, and a second run on
 //! the same `--out` stops on one line rather than both writing the one
 //! staging directory or prefix. A crashed run's lock file is free again;
-//! its lock object is taken over if its process was of this host, and
-//! otherwise named as the one to remove.
+//! its lock object is taken over if its process was of this host (gone,
+//! or its pid now another process's: a lock records its process's start),
+//! and otherwise named as the one to remove.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -31,7 +39,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use crate::exec::parallel::lock;
 use crate::exec::runtime::AbortCleanup;
 use crate::io::parquet::input::refuse_output_over_inputs;
-use crate::io::storage::{is_url, ExclusiveObject, OutputPrefix, SUCCESS, SUMMARY};
+use crate::io::storage::{
+    is_url, ExclusiveObject, OutputPrefix, SOURCES, SUCCESS, SUMMARY, UNFINISHED,
+};
 
 /// An output directory under construction.
 ///
@@ -208,6 +218,7 @@ impl Staging {
             }
             prefix.delete_all()?;
         }
+        prefix.put(UNFINISHED, Default::default())?;
         let staging = Staging::dir_for(target)?;
         Ok(Staging {
             target: target.to_path_buf(),
@@ -322,11 +333,24 @@ impl Staging {
     }
 
     /// Moves the staged directory to the target and writes `_SUCCESS` last.
+    /// A stop meanwhile (a signal) waits for it: removing the staging
+    /// directory halfway would leave `_SUCCESS` over what was left of it.
     pub(crate) fn commit(mut self) -> Result<()> {
+        let cleanup = self.abort_cleanup.take();
+        let moved = match &cleanup {
+            Some(cleanup) => cleanup.disarm_after(|| self.move_into_place()),
+            None => self.move_into_place(),
+        };
+        self.abort_cleanup = cleanup;
+        moved
+    }
+
+    fn move_into_place(&mut self) -> Result<()> {
         if let Some(prefix) = &self.remote {
             // Every part was uploaded by its writer before it reported.
             prefix.put(SUCCESS, Default::default())?;
             self.committed = true;
+            let _ = prefix.delete(UNFINISHED);
             let _ = fs::remove_dir_all(&self.staging);
             return Ok(());
         }
@@ -361,7 +385,7 @@ impl Drop for Staging {
 fn is_output_file(name: &str) -> bool {
     matches!(
         name,
-        SUCCESS | SUMMARY | "_sources.json" | "planted.parquet"
+        SUCCESS | SUMMARY | SOURCES | UNFINISHED | "planted.parquet"
     ) || (name.starts_with("part-") && name.ends_with(".parquet"))
 }
 
@@ -469,7 +493,9 @@ impl RunLock {
             (false, Some(parent)) => make_dirs(parent)?,
             _ => Vec::new(),
         };
-        let taken = RunLock::take_making(target, what, made.clone());
+        // Named by its directory: `target` is only the lock's name.
+        let shown = parent.unwrap_or(Path::new("."));
+        let taken = RunLock::take_making(target, shown, what, made.clone());
         if taken.is_err() {
             remove_empty_dirs(&made);
         }
@@ -480,13 +506,14 @@ impl RunLock {
     /// output, running this night), or fails on one line naming the run
     /// that holds it.
     fn take(target: &Path, what: &str) -> Result<RunLock> {
-        RunLock::take_making(target, what, Vec::new())
+        RunLock::take_making(target, target, what, Vec::new())
     }
 
-    /// [`Self::take`], with `made` the directories made for the lock.
-    fn take_making(target: &Path, what: &str, made: Vec<PathBuf>) -> Result<RunLock> {
+    /// [`Self::take`], with `made` the directories made for the lock, and
+    /// the run's work named by `shown` in a refusal.
+    fn take_making(target: &Path, shown: &Path, what: &str, made: Vec<PathBuf>) -> Result<RunLock> {
         let place = LockPlace::of(target)?;
-        let holder = format!("{} {}", host_name(), std::process::id());
+        let holder = this_holder();
         let taken = match &place {
             LockPlace::Local(path) => lock_file(path, &holder)?.map(Some),
             LockPlace::Remote(object) => lock_object(object, &holder)?.map(|()| None),
@@ -494,7 +521,7 @@ impl RunLock {
         let _held = taken.map_err(|HeldBy(held_by)| {
             anyhow!(
                 "{}: another run ({}) is {what}; if none is, remove {place:?}",
-                target.display(),
+                shown.display(),
                 describe_holder(&held_by),
             )
         })?;
@@ -616,16 +643,42 @@ fn host_name() -> String {
     }
 }
 
-/// Whether a lock's `holder` (`host pid`) is a process of this host that
-/// no longer runs. One on another host cannot be checked from here.
+/// This process as a lock names it: `host pid@start`, its start in the
+/// kernel's clock ticks since boot (where `/proc` tells it), so that the
+/// same pid used again is not taken for the holder: in a container,
+/// neardup is often pid 1, in every pod that runs after a killed one.
+fn this_holder() -> String {
+    let pid = std::process::id();
+    match process_start(pid as libc::pid_t) {
+        Some(start) => format!("{} {pid}@{start}", host_name()),
+        None => format!("{} {pid}", host_name()),
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (field 22 of
+/// `/proc/PID/stat`, after the command name, which may hold spaces).
+fn process_start(pid: libc::pid_t) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, after_name) = stat.rsplit_once(')')?;
+    after_name.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether a lock's `holder` (`host pid`, or `host pid@start`) is a
+/// process of this host that no longer runs, or whose pid another process
+/// has taken since. One on another host cannot be checked from here.
 fn is_stale(holder: &str) -> bool {
-    let Some((host, pid)) = holder.trim().rsplit_once(' ') else {
+    let Some((host, process)) = holder.trim().rsplit_once(' ') else {
         return false;
+    };
+    let (pid, start) = match process.split_once('@') {
+        Some((pid, start)) => (pid, start.parse::<u64>().ok()),
+        None => (process, None),
     };
     let Ok(pid) = pid.parse::<libc::pid_t>() else {
         return false;
     };
-    host == host_name() && is_gone(pid)
+    let reused = || start.is_some_and(|start| process_start(pid).is_some_and(|now| now != start));
+    host == host_name() && (is_gone(pid) || reused())
 }
 
 /// Whether no process `pid` runs on this host.
@@ -657,7 +710,10 @@ fn remove_stale_staging(tmp: &Path, of_target: &str) {
 /// A lock's holder in words: "process 123 on host-a".
 fn describe_holder(holder: &str) -> String {
     match holder.trim().rsplit_once(' ') {
-        Some((host, pid)) => format!("process {pid} on {host}"),
+        Some((host, process)) => {
+            let pid = process.split_once('@').map_or(process, |(pid, _)| pid);
+            format!("process {pid} on {host}")
+        }
         None => "unknown".to_string(),
     }
 }
@@ -813,10 +869,14 @@ mod tests {
     }
 
     /// A lock's holder text naming a process of this host that has ended.
-    fn gone_holder() -> String {
+    fn gone_pid() -> u32 {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         child.wait().unwrap();
-        format!("{} {}", host_name(), child.id())
+        child.id()
+    }
+
+    fn gone_holder() -> String {
+        format!("{} {}", host_name(), gone_pid())
     }
 
     /// How many of `runs` threads, started together, take a lock with
@@ -856,14 +916,11 @@ mod tests {
         assert!(!file.exists(), "released");
 
         // A file left by a crash holds no lock, whoever it names.
-        for left in [
-            gone_holder(),
-            format!("{} {}", host_name(), std::process::id()),
-        ] {
+        for left in [gone_holder(), this_holder()] {
             fs::write(&file, left).unwrap();
             let taken = RunLock::take(&target, "writing this output").unwrap();
             let text = fs::read_to_string(&file).unwrap();
-            assert_eq!(text, format!("{} {}", host_name(), std::process::id()));
+            assert_eq!(text, this_holder());
             drop(taken);
         }
 
@@ -926,6 +983,26 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_naming_a_running_pid_that_started_later_is_stale() {
+        let pid = std::process::id();
+        let start = process_start(pid as libc::pid_t).expect("/proc on Linux");
+        let host = host_name();
+        assert_eq!(this_holder(), format!("{host} {pid}@{start}"));
+        assert!(!is_stale(&this_holder()));
+        // A pod started again after a kill: its pid 1 is another process.
+        assert!(is_stale(&format!(
+            "{host} {pid}@{}",
+            start.saturating_sub(1)
+        )));
+        assert!(!is_stale(&format!("another-host {pid}@{}", start + 1)));
+        assert!(is_stale(&format!("{host} {}@{start}", gone_pid())));
+        assert_eq!(
+            describe_holder(&this_holder()),
+            format!("process {pid} on {host}")
+        );
+    }
+
+    #[test]
     fn a_stale_lock_object_is_taken_over_by_one_run() {
         let object = ExclusiveObject::in_memory("memory:///.pairs.neardup-lock");
         assert!(object.create(b"host-a 1").unwrap());
@@ -936,7 +1013,7 @@ mod tests {
         assert!(!object.replace(second, b"host-d 4").unwrap());
         assert_eq!(object.read().unwrap().text, "host-c 3");
 
-        let live = format!("{} {}", host_name(), std::process::id());
+        let live = this_holder();
         for round in 0..20 {
             object.delete();
             assert!(object.create(gone_holder().as_bytes()).unwrap());
@@ -945,8 +1022,11 @@ mod tests {
             });
             assert_eq!(won, 1, "round {round}");
         }
-        // One whose process runs, or of another host, is not taken over.
-        for held in [live, "another-host 1".to_string()] {
+        // One whose process runs, or of another host, is not taken over:
+        // in the format before start times too.
+        let pid = std::process::id();
+        let live_without_start = format!("{} {pid}", host_name());
+        for held in [live, live_without_start, "another-host 1".to_string()] {
             object.delete();
             assert!(object.create(held.as_bytes()).unwrap());
             assert!(matches!(lock_object(&object, "me 1"), Ok(Err(HeldBy(by))) if by == held));

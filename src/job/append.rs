@@ -22,7 +22,7 @@ use crate::io::parquet::input::expand_locations;
 use crate::io::parquet::pages::PagesTable;
 use crate::io::parquet::rewrite::copy_without;
 use crate::io::staging::{copy_into_place, part_name, write_atomically, Staging};
-use crate::io::storage::is_url;
+use crate::io::storage::{is_url, SOURCES};
 
 /// Copies B's shards (`queries`) into `batch`, a new directory or prefix
 /// of `corpus`, without the pages of the `drop/` output `drops` (if the
@@ -56,7 +56,7 @@ pub(super) fn append_batch(
     }
     let manifest: Vec<String> = files.iter().map(|f| f.to_string()).collect();
     write_atomically(
-        &staging.dir().join("_sources.json"),
+        &staging.dir().join(SOURCES),
         &serde_json::to_vec_pretty(&manifest)?,
     )?;
     staging.commit()?;

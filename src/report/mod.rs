@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use crate::exec::progress::RowsProgress;
 use crate::io::parquet::input::refuse_output_over_inputs;
 use crate::io::staging::write_file;
-use crate::io::storage::subdirectories;
+use crate::io::storage::{is_url, subdirectories, OutputPrefix};
 pub(crate) use night::NightDirs;
 
 /// What `neardup report` was asked.
@@ -129,18 +129,32 @@ fn refuse_replacing_another_file(out: &Path) -> Result<()> {
     }
 }
 
+/// Refuses an `out` that is a directory, or a prefix holding objects: a
+/// report written over its name would hide them from every reader that
+/// takes the name for an object.
+fn refuse_a_directory(out: &Path) -> Result<()> {
+    let shown = out.to_string_lossy();
+    let directory = match is_url(&shown) {
+        true => OutputPrefix::parse(&shown).and_then(|prefix| prefix.exists())?,
+        false => out.is_dir(),
+    };
+    if directory {
+        let what = match is_url(&shown) {
+            true => "a prefix holding objects",
+            false => "a directory",
+        };
+        bail!("{shown}: is {what}; give --out the HTML file to write");
+    }
+    Ok(())
+}
+
 /// Writes the report of `opts.nights` to `opts.out`.
 pub(crate) fn run_report(opts: &ReportOptions) -> Result<ReportSummary> {
     let started = Instant::now();
     let Some((last, earlier)) = opts.nights.split_last() else {
         bail!("give at least one night directory");
     };
-    if opts.out.is_dir() {
-        bail!(
-            "{}: is a directory; give --out the HTML file to write",
-            opts.out.display()
-        );
-    }
+    refuse_a_directory(&opts.out)?;
     // The page may go beside a night's stages, never into one.
     let stages: Vec<String> = (opts.nights.iter())
         .flat_map(NightDirs::stages)

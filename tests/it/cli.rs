@@ -1307,4 +1307,14 @@ fn an_unfinished_output_is_refused_as_an_input() {
         cluster("elsewhere").status.success(),
         "pairs of another tool"
     );
+    // A corpus batch of a job's append stage has no summary but its list
+    // of sources: without _SUCCESS, it is as unfinished.
+    std::fs::write(pairs.join("_sources.json"), "[]").unwrap();
+    let refused = cluster("partial");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{pairs_arg}: a neardup output without _SUCCESS")),
+        "{stderr}"
+    );
 }

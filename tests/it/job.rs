@@ -276,6 +276,11 @@ fn a_second_run_of_a_night_is_refused_while_the_first_runs() {
         stderr.contains(&holder) && stderr.contains("running this night"),
         "{stderr}"
     );
+    // Named by the night's directory, not the lock's made-up name.
+    assert!(
+        stderr.contains(&format!("sample-output/{NIGHT}: another run")),
+        "{stderr}"
+    );
     assert!(!night.join("fingerprints").exists(), "a stage ran");
 
     drop(held);

@@ -753,6 +753,18 @@ fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("is not a neardup report"), "{stderr}");
+    // Nor over a prefix, which an object of its name would hide.
+    let refused = neardup_on(&server)
+        .args(["report", "s3://crawl/jobs/2026-11-23", "--out"])
+        .arg("s3://crawl/jobs/corpus")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("s3://crawl/jobs/corpus: is a prefix holding objects"),
+        "{stderr}"
+    );
     two_nights(
         &disk.display().to_string(),
         &d.join("two-nights.html").display().to_string(),
@@ -1047,6 +1059,22 @@ fn a_second_writer_of_an_s3_output_is_refused_while_the_first_writes() {
         command
     };
     let (mut first, _lines) = start_mid_scan(&mut matching(), "300");
+    // A reader meanwhile finds an output not yet complete.
+    let reading = |pairs: &str| {
+        let out = d.join("clusters");
+        neardup_on(&server)
+            .args(["cluster", "--pairs", pairs, "--out"])
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
+    let refused = reading("s3://crawl/night/pairs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("s3://crawl/night/pairs: a neardup output without _SUCCESS"),
+        "{stderr}"
+    );
     let second = matching().output().unwrap();
     let stderr = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(1), "{stderr}");
@@ -1064,7 +1092,21 @@ fn a_second_writer_of_an_s3_output_is_refused_while_the_first_writes() {
         !got.join(".pairs.neardup-lock").exists(),
         "the lock is gone"
     );
+    assert!(!got.join("pairs/_UNFINISHED").exists(), "and its marker");
     assert!(succeeded(&matching().output().unwrap()));
+
+    // A run killed outright (SIGKILL, the OOM killer) cannot remove what
+    // it wrote: its marker says it did not finish, and the next run takes
+    // over its lock.
+    let (mut killed, _lines) = start_mid_scan(&mut matching(), "300");
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let refused = reading("s3://crawl/night/pairs");
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("without _SUCCESS"), "{stderr}");
+    assert!(succeeded(&matching().output().unwrap()));
+    assert!(succeeded(&reading("s3://crawl/night/pairs")));
 }
 
 /// A shard cut short between its listing and its reading fails the run on

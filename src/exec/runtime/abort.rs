@@ -37,6 +37,22 @@ type Cleanup = Box<dyn Fn() + Send>;
 #[derive(Debug)]
 pub(crate) struct AbortCleanup(u64);
 
+impl AbortCleanup {
+    /// Runs `commit` with stops held off, and drops this clean-up if it
+    /// succeeds (if not, it stays while `self` lives): a stop that comes meanwhile (a signal, a lost peer) waits
+    /// for it, then finds the output committed, where running the clean-up
+    /// halfway through the commit would have left a complete-looking
+    /// output holding part of its files, or none.
+    pub(crate) fn disarm_after<T, E>(&self, commit: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        let mut cleanups = lock(&ABORT_CLEANUP);
+        let committed = commit();
+        if committed.is_ok() {
+            cleanups.retain(|(key, _)| *key != self.0);
+        }
+        committed
+    }
+}
+
 impl Drop for AbortCleanup {
     fn drop(&mut self) {
         lock(&ABORT_CLEANUP).retain(|(key, _)| *key != self.0);
@@ -181,6 +197,28 @@ pub(super) fn exit_on_a_failed_thread() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stop_waits_for_a_commit_and_then_finds_its_clean_up_gone() {
+        let registered = |key: u64| lock(&ABORT_CLEANUP).iter().any(|(k, _)| *k == key);
+        let committed = on_abort(|| panic!("a committed output's clean-up ran"));
+        let key = committed.0;
+        let done: Result<(), ()> = committed.disarm_after(|| {
+            // `abort` takes this lock before it runs any clean-up.
+            assert!(ABORT_CLEANUP.try_lock().is_err(), "a stop would not wait");
+            Ok(())
+        });
+        assert_eq!(done, Ok(()));
+        assert!(!registered(key));
+        // A failed commit keeps its clean-up while its guard lives.
+        let failed = on_abort(|| ());
+        let key = failed.0;
+        let refused = failed.disarm_after(|| Err::<(), _>("cannot rename"));
+        assert_eq!(refused, Err("cannot rename"));
+        assert!(registered(key));
+        drop(failed);
+        assert!(!registered(key));
+    }
 
     #[test]
     fn timely_threads_are_told_apart_by_name() {

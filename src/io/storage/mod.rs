@@ -396,21 +396,20 @@ fn list(
 /// Refuses a listing that holds a neardup output without `_SUCCESS` (see
 /// [`unfinished_output`]), named by its URL.
 fn refuse_unfinished(listed: &[object_store::ObjectMeta], spec: &str) -> Result<()> {
-    let keys: std::collections::HashSet<&str> =
-        listed.iter().map(|meta| meta.location.as_ref()).collect();
-    let unfinished = (listed.iter())
-        .filter_map(|meta| meta.location.as_ref().strip_suffix(SUMMARY))
-        .find(|dir| dir.ends_with('/') && !keys.contains(format!("{dir}{SUCCESS}").as_str()));
-    let Some(dir) = unfinished else {
+    let mut by_dir: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for meta in listed {
+        if let Some((dir, name)) = meta.location.as_ref().rsplit_once('/') {
+            by_dir.entry(dir).or_default().push(name);
+        }
+    }
+    let unfinished = (by_dir.into_iter()).find(|(_, names)| is_unfinished(names.iter().copied()));
+    let Some((dir, _)) = unfinished else {
         return Ok(());
     };
     let root = Url::parse(spec).map_or(String::new(), |url| {
         format!("{}://{}", url.scheme(), url.authority())
     });
-    bail!(unfinished_output(&format!(
-        "{root}/{}",
-        dir.trim_end_matches('/')
-    )))
+    bail!(unfinished_output(&format!("{root}/{dir}")))
 }
 
 /// Refuses an object named alone in a neardup output without `_SUCCESS`,
@@ -430,7 +429,11 @@ fn refuse_unfinished_parent(
         Err(object_store::Error::NotFound { .. }) => Ok(false),
         Err(error) => Err(anyhow::anyhow!("{spec}: {}", one_line(&error))),
     };
-    if exists(SUMMARY)? && !exists(SUCCESS)? {
+    let mut marked = false;
+    for marker in OUTPUT_MARKERS {
+        marked = marked || exists(marker)?;
+    }
+    if marked && !exists(SUCCESS)? {
         let shown = spec.rsplit_once('/').map_or(spec, |(dir, _)| dir);
         bail!(unfinished_output(shown));
     }
@@ -544,6 +547,30 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
 
 /// Marker written last into a complete output, a directory or a prefix.
 pub(crate) const SUCCESS: &str = "_SUCCESS";
+
+/// An append stage's list of the shards its corpus batch copies.
+pub(crate) const SOURCES: &str = "_sources.json";
+
+/// Marker written first into an output in an object store, where parts
+/// go under their final names as they are done, and removed once
+/// `_SUCCESS` is in: parts beside it are a run's that is still writing
+/// or was killed.
+pub(crate) const UNFINISHED: &str = "_UNFINISHED";
+
+/// Files only a neardup output holds: a directory or prefix with one of
+/// them and without `_SUCCESS` is an output whose stage did not finish.
+pub(crate) const OUTPUT_MARKERS: [&str; 3] = [SUMMARY, SOURCES, UNFINISHED];
+
+/// Whether a directory or prefix holding a file of each of `names` is a
+/// neardup output whose stage did not finish.
+pub(crate) fn is_unfinished<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
+    let (mut marked, mut succeeded) = (false, false);
+    for name in names.by_ref() {
+        marked |= OUTPUT_MARKERS.contains(&name);
+        succeeded |= name == SUCCESS;
+    }
+    marked && !succeeded
+}
 
 /// Whether a file name ends in `.` and `extension` (which may itself hold
 /// dots, as `warc.gz`).

@@ -2,7 +2,9 @@
 //! name, expanded to files (local, or objects in a store).
 
 use super::*;
-use crate::io::storage::{object_place, split_glob, unfinished_output, SUCCESS, SUMMARY};
+use crate::io::storage::{
+    is_unfinished, object_place, split_glob, unfinished_output, OUTPUT_MARKERS, SUCCESS,
+};
 
 /// The Parquet files `specs` name, local or objects (`s3://`, `gs://`,
 /// `az://`, `http(s)://`; see [`crate::io::storage`]): in the order of
@@ -88,7 +90,10 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
 /// `_SUCCESS`, as its directory is refused.
 fn refuse_unfinished_parent(file: &Path) -> Result<()> {
     let dir = file.parent().unwrap_or(Path::new("."));
-    if dir.join(SUMMARY).is_file() && !dir.join(SUCCESS).exists() {
+    let marked = OUTPUT_MARKERS
+        .iter()
+        .any(|marker| dir.join(marker).is_file());
+    if marked && !dir.join(SUCCESS).exists() {
         bail!(unfinished_output(&dir.display().to_string()));
     }
     Ok(())
@@ -97,13 +102,14 @@ fn refuse_unfinished_parent(file: &Path) -> Result<()> {
 pub(super) fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) -> Result<()> {
     let entries = std::fs::read_dir(dir)
         .with_context(|| format!("{}: cannot list directory", dir.display()))?;
-    let (mut summary, mut success) = (false, false);
+    let mut names = Vec::new();
     for entry in entries {
         let entry = entry.with_context(|| format!("{}: cannot list directory", dir.display()))?;
         let name = entry.file_name();
         let name = name.to_string_lossy();
-        summary |= name == SUMMARY;
-        success |= name == SUCCESS;
+        if name.starts_with('_') {
+            names.push(name.to_string());
+        }
         if name.starts_with('_') || name.starts_with('.') {
             continue;
         }
@@ -114,7 +120,7 @@ pub(super) fn collect_files(dir: &Path, extensions: &[&str], out: &mut Vec<PathB
             out.push(path);
         }
     }
-    if summary && !success {
+    if is_unfinished(names.iter().map(String::as_str)) {
         bail!(unfinished_output(&dir.display().to_string()));
     }
     Ok(())
