@@ -274,6 +274,16 @@ fn match_cluster_and_a_job_read_s3_with_the_bytes_of_local_files() {
         .unwrap();
     assert!(succeeded(&output));
     assert_eq!(parts_of(&remote), baseline);
+    // An `http://` endpoint is plain HTTP by choice, as boto3 takes it:
+    // no `AWS_ALLOW_HTTP` needed (object_store alone says "builder error").
+    let plain = d.join("plain");
+    let output = neardup_on(&server)
+        .env_remove("AWS_ALLOW_HTTP")
+        .args(remote_args(&plain))
+        .output()
+        .unwrap();
+    assert!(succeeded(&output));
+    assert_eq!(parts_of(&plain), baseline);
 
     // Two processes, each reading its share of the row groups from S3.
     let two = d.join("two");

@@ -12,7 +12,8 @@
 //!
 //! Credentials and endpoints come from each cloud's usual environment
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
-//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`; `GOOGLE_APPLICATION_CREDENTIALS`;
+//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, implied by an `http://` endpoint;
+//! `GOOGLE_APPLICATION_CREDENTIALS`;
 //! `AZURE_STORAGE_*`), as `object_store`'s builders read it.
 //!
 //! How reads go: a Parquet file's footer comes from one request for its
@@ -509,6 +510,22 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
     runtime().block_on(future)
 }
 
+/// Whether the S3 endpoint the environment names is plain HTTP (a local
+/// MinIO or moto): the user's explicit choice of transport, as for an
+/// `http://` input, and how boto3 and the AWS CLI take it.
+fn plain_http_endpoint() -> bool {
+    ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
+        .iter()
+        .filter_map(|name| std::env::var(name).ok())
+        .any(|endpoint| endpoint.trim().to_ascii_lowercase().starts_with("http://"))
+}
+
+/// `AWS_ALLOW_HTTP` as `object_store` reads it, which an explicit
+/// `with_allow_http` would otherwise override.
+fn allow_http_set() -> bool {
+    std::env::var("AWS_ALLOW_HTTP").is_ok_and(|value| value.trim().eq_ignore_ascii_case("true"))
+}
+
 /// The store for a URL's scheme and bucket (or host), made once and
 /// shared: its client keeps connections open across files.
 fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
@@ -521,6 +538,7 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     let built: object_store::Result<Arc<dyn ObjectStore>> = match url.scheme() {
         "s3" | "s3a" => AmazonS3Builder::from_env()
             .with_url(url.as_str())
+            .with_allow_http(plain_http_endpoint() || allow_http_set())
             .build()
             .map(|s| Arc::new(s) as _),
         "gs" => GoogleCloudStorageBuilder::from_env()
