@@ -11,15 +11,19 @@
 //! gone or cut off does not, and its peers stop after one timeout.
 //!
 //! A peer that closes its side (it finished, or it died and timely reports
-//! that) is simply no longer watched.
+//! that) is no longer watched. Between a job's stages no dataflow runs to
+//! report it: the next stage's connection asks [`Heartbeats::closed`],
+//! since a peer keeps its beats until every process has joined that stage.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+
+use crate::exec::parallel::lock;
 
 /// Beats per timeout: a peer is taken as silent only after missing several.
 const BEATS_PER_TIMEOUT: u32 = 4;
@@ -32,6 +36,8 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 pub(crate) struct Heartbeats {
     stopped: Arc<AtomicBool>,
     sockets: Vec<TcpStream>,
+    /// The peers that closed their side.
+    closed: Arc<Mutex<Vec<usize>>>,
 }
 
 impl Heartbeats {
@@ -44,6 +50,7 @@ impl Heartbeats {
         silent: impl Fn(usize) + Send + Sync + 'static,
     ) -> Result<Heartbeats> {
         let stopped = Arc::new(AtomicBool::new(false));
+        let closed = Arc::new(Mutex::new(Vec::new()));
         let silent = Arc::new(silent);
         let mut sockets = Vec::with_capacity(peers.len());
         let mut beating = Vec::with_capacity(peers.len());
@@ -61,12 +68,15 @@ impl Heartbeats {
                     .context("cannot share a heartbeat socket")?,
             );
             sockets.push(socket);
-            let (stopped, silent) = (stopped.clone(), silent.clone());
+            let (stopped, silent, closed) = (stopped.clone(), silent.clone(), closed.clone());
             std::thread::Builder::new()
                 .name(format!("neardup:watch-{peer}"))
                 .spawn(move || {
-                    if !hears_until_closed(watched) && !stopped.load(Ordering::SeqCst) {
-                        silent(peer);
+                    let heard_close = hears_until_closed(watched);
+                    match (stopped.load(Ordering::SeqCst), heard_close) {
+                        (true, _) => {}
+                        (false, true) => lock(&closed).push(peer),
+                        (false, false) => silent(peer),
                     }
                 })
                 .context("cannot start a heartbeat thread")?;
@@ -77,7 +87,16 @@ impl Heartbeats {
             .name("neardup:beat".into())
             .spawn(move || beat(beating, period, &flag))
             .context("cannot start the heartbeat thread")?;
-        Ok(Heartbeats { stopped, sockets })
+        Ok(Heartbeats {
+            stopped,
+            sockets,
+            closed,
+        })
+    }
+
+    /// The peers that closed their side (finished, or gone).
+    pub(crate) fn closed(&self) -> Vec<usize> {
+        lock(&self.closed).clone()
     }
 
     /// Stops beating and watching: the peers see this side close.
@@ -172,6 +191,8 @@ mod tests {
         .unwrap();
         drop(far);
         assert!(heard.recv_timeout(5 * timeout).is_err());
+        // Told to whoever asks: between stages, nothing else would tell.
+        assert_eq!(watching.closed(), [1]);
         watching.stop();
     }
 }

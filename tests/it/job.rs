@@ -915,6 +915,50 @@ fn when_process_0_fails_to_append_every_process_fails() {
     assert!(!batch.join("_SUCCESS").exists());
 }
 
+/// A process lost between a job's stages (gone once one is committed)
+/// stops the others within `--peer-timeout` as a peer lost mid-stage does,
+/// not after `--connect-timeout` as if it had never started; the committed
+/// stage stays, for the rerun.
+#[test]
+fn a_process_lost_between_stages_stops_the_others_as_a_lost_peer() {
+    let dir = scratch();
+    let night = dir.path().join("sample-output").join(NIGHT);
+    let hosts = two_local_addresses(dir.path());
+    let children: Vec<std::process::Child> = (0..2)
+        .map(|i| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+            command
+                .current_dir(dir.path())
+                .args(["run", "jobs/sample.toml", "--date", NIGHT, "--workers", "1"])
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string()])
+                .args(["--peer-timeout", "2", "--connect-timeout", "300"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            if i == 1 {
+                command.env("NEARDUP_FAULT_EXIT_BEFORE_STAGE", "match");
+            }
+            command.spawn().unwrap()
+        })
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    assert_eq!(outputs[1].status.code(), Some(9), "the injected exit");
+    let stderr = String::from_utf8_lossy(&outputs[0].stderr);
+    assert_eq!(outputs[0].status.code(), Some(3), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("error: lost process 1 (127.0.0.1:")
+            && stderr.contains("between stages")
+            && stderr.contains("within 2s (--peer-timeout)"),
+        "{stderr}"
+    );
+    assert!(night.join("fingerprints/_SUCCESS").exists());
+    assert!(!night.join("pairs/_SUCCESS").exists());
+}
+
 /// A night stopped (SIGTERM mid-scan) or failed in its first stage leaves
 /// no empty night directory behind: the lock's directories go with it.
 #[test]

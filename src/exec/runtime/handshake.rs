@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use socket2::{SockRef, TcpKeepalive};
 
+use super::abort::{abort, LOST_PEER_EXIT};
 use super::terms::{Terms, FAILED};
+use crate::exec::liveness::Heartbeats;
 
 /// How long a connecting peer has to send its index.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -44,16 +46,26 @@ pub(super) type PeerSockets = Vec<Option<TcpStream>>;
 /// How long a failed process tries to reach its peers to tell them.
 pub(super) const TELL_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The heartbeats of a job's previous stage, kept while the next one
+/// connects, and how long a peer that closed them has to join it.
+pub(super) type PreviousStage<'a> = Option<(&'a Heartbeats, Duration)>;
+
 /// Connects this process to every other one, twice (timely's connection
 /// and a heartbeat connection): it accepts the higher-numbered processes on
 /// its own address and connects to the lower-numbered ones, until all are
-/// connected or `timeout` has passed.
+/// connected or `timeout` has passed. A peer that closed its heartbeats of
+/// the `previous` stage and has not joined within its grace is lost: the
+/// process stops as on a peer lost mid-stage, rather than waiting out
+/// `timeout` (every peer keeps its beats until all have joined, so none
+/// closes them on its way here).
 pub(super) fn connect_peers(
     addresses: &[String],
     me: usize,
     timeout: Duration,
+    previous: PreviousStage<'_>,
 ) -> Result<(PeerSockets, PeerSockets)> {
     let deadline = Instant::now() + timeout;
+    let mut lost_since: Option<Instant> = None;
     let listener = listen(addresses, me, timeout)?;
     listener
         .set_nonblocking(true)
@@ -80,6 +92,22 @@ pub(super) fn connect_peers(
         if missing.is_empty() {
             tracing::info!(process = me, peers = addresses.len(), "processes connected");
             return Ok((sockets, heartbeats));
+        }
+        if let Some((beats, grace)) = previous {
+            let lost = beats.closed().into_iter().find(|p| missing.contains(p));
+            if let Some(peer) = lost {
+                let since = *lost_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= grace {
+                    abort(
+                        LOST_PEER_EXIT,
+                        &format!(
+                            "error: lost process {peer} ({}) between stages: its connection closed and it did not join the next stage within {}s (--peer-timeout); stopping without _SUCCESS",
+                            addresses[peer],
+                            grace.as_secs_f64()
+                        ),
+                    );
+                }
+            }
         }
         if Instant::now() >= deadline {
             let names: Vec<String> = missing
@@ -320,7 +348,7 @@ mod tests {
     #[test]
     fn connect_names_the_peer_that_never_came() {
         let addresses = vec![free_address(), free_address()];
-        let error = connect_peers(&addresses, 0, Duration::from_millis(300))
+        let error = connect_peers(&addresses, 0, Duration::from_millis(300), None)
             .unwrap_err()
             .to_string();
         let expected = format!("not connected to process 1 ({})", addresses[1]);
@@ -338,9 +366,10 @@ mod tests {
         let second = addresses.clone();
         let joiner = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
-            connect_peers(&second, 1, Duration::from_secs(10)).unwrap()
+            connect_peers(&second, 1, Duration::from_secs(10), None).unwrap()
         });
-        let (sockets, heartbeats) = connect_peers(&addresses, 0, Duration::from_secs(10)).unwrap();
+        let (sockets, heartbeats) =
+            connect_peers(&addresses, 0, Duration::from_secs(10), None).unwrap();
         let (their_sockets, their_heartbeats) = joiner.join().unwrap();
         assert!(sockets[0].is_none() && sockets[1].is_some());
         assert!(their_sockets[0].is_some() && their_sockets[1].is_none());

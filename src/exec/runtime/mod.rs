@@ -121,7 +121,7 @@ pub fn tell_peers_of_failure(error: &anyhow::Error) {
         return;
     };
     let timeout = runtime.connect_timeout.min(TELL_TIMEOUT);
-    if let Ok((_, mut heartbeats)) = connect_peers(&addresses, runtime.process, timeout) {
+    if let Ok((_, mut heartbeats)) = connect_peers(&addresses, runtime.process, timeout, None) {
         let bytes = Terms::error(FAILED, error).encode();
         for stream in heartbeats.iter_mut().flatten() {
             let _ = stream.write_all(&bytes);
@@ -178,21 +178,38 @@ where
 fn join_processes(runtime: &RuntimeOptions, terms: &Terms) -> Result<PeerSockets> {
     lock(&NOT_YET_CONNECTED).take();
     let addresses = runtime.addresses()?;
-    // A job's stages each connect anew: the previous stage's beats end.
-    if let Some(previous) = lock(&HEARTBEATS).take() {
-        previous.stop();
-    }
+    exit_before_stage_if_told(terms);
+    // A job's stages each connect anew; the previous stage's beats go on
+    // until every process has joined this one, so that a peer lost between
+    // stages is told from one still on its way.
+    let previous = lock(&HEARTBEATS).take();
+    let grace = previous.as_ref().map(|beats| (beats, runtime.peer_timeout));
     let (sockets, mut heartbeats) =
-        connect_peers(&addresses, runtime.process, runtime.connect_timeout)?;
+        connect_peers(&addresses, runtime.process, runtime.connect_timeout, grace)?;
     agree(
         &mut heartbeats,
         runtime.process,
         terms,
         runtime.connect_timeout,
     )?;
+    if let Some(previous) = previous {
+        previous.stop();
+    }
     *lock(&PEER_ADDRESSES) = (addresses, runtime.process);
     *lock(&HEARTBEATS) = Some(watch_peers(heartbeats, runtime.peer_timeout)?);
     Ok(sockets)
+}
+
+/// Names a stage before which the process exits at once, as a process
+/// killed between a job's stages would: fault injection for the tests of
+/// [`handshake::connect_peers`].
+const EXIT_FAULT_VAR: &str = "NEARDUP_FAULT_EXIT_BEFORE_STAGE";
+
+fn exit_before_stage_if_told(terms: &Terms) {
+    let told = std::env::var(EXIT_FAULT_VAR).ok();
+    if told.is_some_and(|stage| terms.stage() == Some(stage.as_str())) {
+        std::process::exit(9);
+    }
 }
 
 /// The outcome term of a step of process 0 alone that failed; its value is

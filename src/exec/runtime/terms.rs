@@ -34,6 +34,13 @@ impl Terms {
         ])
     }
 
+    /// The stage these terms are of.
+    pub(super) fn stage(&self) -> Option<&str> {
+        (self.0.iter())
+            .find(|(name, _)| name == "stage")
+            .map(|(_, stage)| stage.as_str())
+    }
+
     pub(crate) fn with(self, name: &str, value: impl std::fmt::Debug) -> Terms {
         self.with_text(name, format!("{value:?}"))
     }
