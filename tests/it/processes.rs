@@ -390,6 +390,8 @@ fn a_peer_killed_mid_run_stops_the_others_and_a_rerun_is_complete() {
             .filter(|&p| p != i)
             .any(|p| stderr.contains(&format!("lost process {p} ")));
         assert!(named, "process {i} should name a lost peer: {stderr}");
+        let errors = stderr.lines().filter(|l| l.starts_with("error: ")).count();
+        assert_eq!(errors, 1, "process {i} stops with one line: {stderr}");
     }
     assert!(!out.join("_SUCCESS").exists());
     assert!(

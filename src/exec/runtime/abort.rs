@@ -2,6 +2,7 @@
 //! removed ([`on_abort`]): a lost peer, a worker thread's panic, or SIGINT,
 //! SIGTERM or SIGHUP.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
 use crate::exec::logging::print_error;
@@ -16,6 +17,14 @@ const WORKER_PANIC_EXIT: i32 = 4;
 /// Ends the process at once with `line` and `code`, after the clean-ups
 /// [`on_abort`] named: the other threads may be waiting forever.
 pub(super) fn abort(code: i32, line: &str) -> ! {
+    // One line: a lost peer is often told by several threads at once (each
+    // connection's, a peer that stopped in turn), and the first ends it.
+    static ABORTING: AtomicBool = AtomicBool::new(false);
+    if ABORTING.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
     print_error(line);
     // The latest first, as values are dropped: an output's staging goes
     // before the lock whose directory is removed once empty.
