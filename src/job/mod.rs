@@ -269,6 +269,7 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     };
     job.check_inputs()?;
     job.check_outputs()?;
+    job.warn_unless_the_corpus_is_matched();
     Ok(job)
 }
 
@@ -617,12 +618,34 @@ impl Job {
         outputs
     }
 
-    /// Whether `spec` is the append stage's corpus directory, which the
-    /// first night has not created yet.
+    /// Whether `spec` is the append stage's corpus directory, or a path or
+    /// glob inside it, which the first night has not filled yet.
     fn is_growing_corpus(&self, spec: &str) -> bool {
-        self.append
-            .as_ref()
-            .is_some_and(|(corpus, _)| Path::new(spec) == corpus)
+        self.append.as_ref().is_some_and(|(corpus, _)| {
+            let corpus = corpus.display().to_string();
+            let corpus = corpus.trim_end_matches('/');
+            let spec = spec.trim_end_matches('/');
+            spec == corpus || spec.starts_with(&format!("{corpus}/"))
+        })
+    }
+
+    /// Warns when tonight's batch goes where no night's match looks: the
+    /// pages appended would never be matched again.
+    fn warn_unless_the_corpus_is_matched(&self) {
+        let Some((corpus, _)) = &self.append else {
+            return;
+        };
+        if !self
+            .matching
+            .corpus
+            .iter()
+            .any(|spec| self.is_growing_corpus(spec))
+        {
+            tracing::warn!(
+                "[append] corpus {} is not in [match] corpus: the pages it gets will never be matched",
+                corpus.display()
+            );
+        }
     }
 
     /// The corpus files for tonight's match: the spec's inputs, without

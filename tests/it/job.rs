@@ -915,6 +915,44 @@ fn when_process_0_fails_to_append_every_process_fails() {
     assert!(!batch.join("_SUCCESS").exists());
 }
 
+/// The job's corpus named by a glob inside it runs on the first night,
+/// when the glob matches nothing yet, and matches the batches after; a
+/// corpus match never reads is warned of.
+#[test]
+fn a_corpus_glob_inside_the_appended_corpus_runs_from_the_first_night() {
+    let dir = scratch();
+    let sample = std::fs::read_to_string(dir.path().join("jobs/sample.toml")).unwrap();
+    let globbed = sample.replace(
+        "\"../sample-output/corpus\",\n]",
+        "\"../sample-output/corpus/*/*.parquet\",\n]",
+    );
+    assert_ne!(globbed, sample);
+    std::fs::write(dir.path().join("jobs/globbed.toml"), &globbed).unwrap();
+    let first = run(dir.path(), &["jobs/globbed.toml", "--date", NIGHT]);
+    assert_eq!(verbs(&first).len(), 5);
+    assert!(String::from_utf8_lossy(&first.stderr).is_empty());
+    let second = run(dir.path(), &["jobs/globbed.toml", "--date", "2026-11-23"]);
+    let printed = String::from_utf8_lossy(&second.stdout);
+    let matched = printed.lines().find(|l| l.starts_with("match: ")).unwrap();
+    let first_printed = String::from_utf8_lossy(&first.stdout);
+    let first_matched = first_printed
+        .lines()
+        .find(|l| l.starts_with("match: "))
+        .unwrap();
+    assert_ne!(matched, first_matched, "the batch appended is matched");
+
+    let unmatched = sample.replace("    \"../sample-output/corpus\",\n", "");
+    assert_ne!(unmatched, sample);
+    std::fs::write(dir.path().join("jobs/unmatched.toml"), unmatched).unwrap();
+    let output = run(dir.path(), &["jobs/unmatched.toml", "--date", "2026-11-24"]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("sample-output/corpus is not in [match] corpus"),
+        "{stderr}"
+    );
+}
+
 /// A process lost between a job's stages (gone once one is committed)
 /// stops the others within `--peer-timeout` as a peer lost mid-stage does,
 /// not after `--connect-timeout` as if it had never started; the committed
