@@ -753,6 +753,20 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     }
 }
 
+/// Removes the output directory `dir` (a local path or a prefix's URL)
+/// and all it holds, if it is there.
+pub(crate) fn remove_output(dir: &Path) -> Result<()> {
+    if let Some(prefix) = remote_target(dir)? {
+        return prefix.delete_all();
+    }
+    match fs::remove_dir_all(dir) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            Err(error).with_context(|| format!("{}: cannot remove", dir.display()))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Whether the file `path` (a local path or an object's URL) exists.
 pub(crate) fn file_exists(path: &Path) -> Result<bool> {
     match object_file(path)? {

@@ -38,8 +38,8 @@ use crate::io::parquet::input::{
 };
 use crate::io::parquet::output::document_schema;
 use crate::io::parquet::schemes::{check_same, SchemeOf};
-use crate::io::staging::{file_exists, is_complete, remove_file, RunLock};
-use crate::io::storage::{is_url, Location, SUCCESS};
+use crate::io::staging::{file_exists, is_complete, remove_file, remove_output, RunLock};
+use crate::io::storage::{is_url, Location, NoFiles, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
@@ -662,8 +662,9 @@ impl Job {
         let mut files = Vec::new();
         for spec in &self.matching.corpus {
             let expanded = match expand_locations(std::slice::from_ref(spec)) {
-                // The job's own corpus is missing or empty until the first append.
-                Err(_) if self.is_growing_corpus(spec) => continue,
+                // The job's own corpus is missing or empty until the first
+                // append; an unfinished batch in it is refused, not skipped.
+                Err(error) if self.is_growing_corpus(spec) && error.is::<NoFiles>() => continue,
                 expanded => expanded?,
             };
             let in_tonight = |file: &Location| {
@@ -698,11 +699,16 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
 /// Removes the completion marks of the stages after `name`: their outputs
 /// were made from what `name` is about to replace, so a run stopped before
 /// they are made again must not find them complete (a local output keeps
-/// its old `_SUCCESS` until the new one is committed).
+/// its old `_SUCCESS` until the new one is committed). The corpus batch
+/// goes whole: every night's match reads the corpus, and would refuse it
+/// as an unfinished output.
 fn unmark_later_stages(marks: &[(&'static str, PathBuf)], name: &str) -> Result<()> {
     let later = marks.iter().skip_while(|(stage, _)| *stage != name).skip(1);
-    for (_, mark) in later {
-        remove_file(mark)?;
+    for (stage, mark) in later {
+        match (*stage, mark.parent()) {
+            ("append", Some(batch)) => remove_output(batch)?,
+            _ => remove_file(mark)?,
+        }
     }
     Ok(())
 }

@@ -951,6 +951,18 @@ fn a_corpus_glob_inside_the_appended_corpus_runs_from_the_first_night() {
         stderr.contains("sample-output/corpus is not in [match] corpus"),
         "{stderr}"
     );
+
+    // A batch without _SUCCESS (a killed --force rerun) is refused however
+    // the corpus is named: never read as complete, nor passed over.
+    let batch = dir.path().join("sample-output/corpus").join(NIGHT);
+    std::fs::remove_file(batch.join("_SUCCESS")).unwrap();
+    for spec in ["jobs/sample.toml", "jobs/globbed.toml"] {
+        let output = run(dir.path(), &[spec, "--date", "2026-11-25"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{spec}: {stderr}");
+        let said = format!("corpus/{NIGHT}: a neardup output without _SUCCESS");
+        assert!(stderr.contains(&said), "{spec}: {stderr}");
+    }
 }
 
 /// A process lost between a job's stages (gone once one is committed)

@@ -197,7 +197,7 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
             }
         }
         if found.is_empty() {
-            bail!("{spec}: no objects match this pattern");
+            bail!(NoFiles(format!("{spec}: no objects match this pattern")));
         }
         return Ok(found);
     }
@@ -211,7 +211,7 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         Err(error) => bail!("{spec}: {}", one_line(&error)),
     }
     if http {
-        bail!("{spec}: no such object");
+        bail!(NoFiles(format!("{spec}: no such object")));
     }
     let mut found = Vec::new();
     for meta in list(&store, &key, spec)? {
@@ -228,10 +228,10 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         }
     }
     if found.is_empty() {
-        bail!(
+        bail!(NoFiles(format!(
             "{spec}: no such object, and no .{} objects under it",
             extensions.join(" or .")
-        );
+        )));
     }
     Ok(found)
 }
@@ -562,6 +562,20 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     stores.insert(root, store.clone());
     Ok(store)
 }
+
+/// An input that names no file (yet): an empty directory or prefix, a
+/// glob matching nothing, a path not there. A job's own corpus is
+/// allowed to be so before its first append.
+#[derive(Debug)]
+pub(crate) struct NoFiles(pub(crate) String);
+
+impl std::fmt::Display for NoFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NoFiles {}
 
 /// Marker written last into a complete output, a directory or a prefix.
 pub(crate) const SUCCESS: &str = "_SUCCESS";

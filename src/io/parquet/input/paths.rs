@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::io::storage::{
-    is_unfinished, object_place, split_glob, unfinished_output, OUTPUT_MARKERS, SUCCESS,
+    is_unfinished, object_place, split_glob, unfinished_output, NoFiles, OUTPUT_MARKERS, SUCCESS,
 };
 
 /// The Parquet files `specs` name, local or objects (`s3://`, `gs://`,
@@ -46,10 +46,10 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
             let before = files.len();
             collect_files(path, extensions, &mut files)?;
             if files.len() == before {
-                bail!(
+                bail!(NoFiles(format!(
                     "{spec}: directory contains no .{} files",
                     extensions.join(" or .")
-                );
+                )));
             }
         } else if path.is_file() {
             refuse_unfinished_parent(path)?;
@@ -75,10 +75,10 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
                 }
             }
             if files.len() == before {
-                bail!("{spec}: no files match this pattern");
+                bail!(NoFiles(format!("{spec}: no files match this pattern")));
             }
         } else {
-            bail!("{spec}: no such file or directory");
+            bail!(NoFiles(format!("{spec}: no such file or directory")));
         }
     }
     files.sort();
