@@ -134,7 +134,10 @@ fn first_set(env: Env, names: &[&'static str]) -> Result<(&'static str, String)>
             return Ok((name, value));
         }
     }
-    bail!("SLURM_PROCID is set but {} is not", names.join(" nor "))
+    match names {
+        [one] => bail!("SLURM_PROCID is set but {one} is not"),
+        _ => bail!("SLURM_PROCID is set but neither {} is", names.join(" nor ")),
+    }
 }
 
 fn number(name: &str, value: &str) -> Result<usize> {
@@ -345,7 +348,7 @@ mod tests {
             (&[("SLURM_PROCID", "x")], "SLURM_PROCID=\"x\""),
             (
                 &[("SLURM_PROCID", "0"), ("SLURM_JOB_NODELIST", "a")],
-                "SLURM_STEP_NUM_TASKS nor SLURM_NTASKS",
+                "SLURM_PROCID is set but neither SLURM_STEP_NUM_TASKS nor SLURM_NTASKS is",
             ),
             (
                 &[

@@ -278,7 +278,19 @@ pub fn read_hostfile(path: &Path) -> Result<Vec<String>> {
                 number + 1
             );
         }
+        if let Some(first) = addresses.iter().position(|a| a == line) {
+            // Both processes would listen there, or one would connect to
+            // itself and wait out --connect-timeout.
+            bail!(
+                "{}: line {}: {line} is process {first}'s address too; each process needs its own",
+                path.display(),
+                number + 1
+            );
+        }
         addresses.push(line.to_string());
+    }
+    if addresses.is_empty() {
+        bail!("{}: lists no host:port", path.display());
     }
     Ok(addresses)
 }
@@ -320,6 +332,19 @@ mod tests {
             error.contains("line 2") && error.contains("host-b"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn a_hostfile_naming_an_address_twice_or_none_is_refused() {
+        let file = hostfile("# two processes\n127.0.0.1:4000\n127.0.0.1:4000\n");
+        let error = read_hostfile(file.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("line 3: 127.0.0.1:4000 is process 0's address too"),
+            "{error}"
+        );
+        let file = hostfile("# nobody yet\n\n");
+        let error = read_hostfile(file.path()).unwrap_err().to_string();
+        assert!(error.ends_with("lists no host:port"), "{error}");
     }
 
     #[test]
