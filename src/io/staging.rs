@@ -667,13 +667,10 @@ fn process_start(pid: libc::pid_t) -> Option<u64> {
 /// process of this host that no longer runs, or whose pid another process
 /// has taken since. One on another host cannot be checked from here.
 fn is_stale(holder: &str) -> bool {
-    let Some((host, process)) = holder.trim().rsplit_once(' ') else {
+    let Some((host, pid, start)) = holder_parts(holder) else {
         return false;
     };
-    let (pid, start) = match process.split_once('@') {
-        Some((pid, start)) => (pid, start.parse::<u64>().ok()),
-        None => (process, None),
-    };
+    let start = start.and_then(|start| start.parse::<u64>().ok());
     let Ok(pid) = pid.parse::<libc::pid_t>() else {
         return false;
     };
@@ -709,13 +706,19 @@ fn remove_stale_staging(tmp: &Path, of_target: &str) {
 
 /// A lock's holder in words: "process 123 on host-a".
 fn describe_holder(holder: &str) -> String {
-    match holder.trim().rsplit_once(' ') {
-        Some((host, process)) => {
-            let pid = process.split_once('@').map_or(process, |(pid, _)| pid);
-            format!("process {pid} on {host}")
-        }
+    match holder_parts(holder) {
+        Some((host, pid, _)) => format!("process {pid} on {host}"),
         None => "unknown".to_string(),
     }
+}
+
+/// A lock's holder, `host pid` or `host pid@start`, as `(host, pid, start)`.
+fn holder_parts(holder: &str) -> Option<(&str, &str, Option<&str>)> {
+    let (host, process) = holder.trim().rsplit_once(' ')?;
+    Some(match process.split_once('@') {
+        Some((pid, start)) => (host, pid, Some(start)),
+        None => (host, process, None),
+    })
 }
 
 /// Copies a file (local, or an object) to `path` through a temporary name,

@@ -48,10 +48,11 @@ pub(crate) struct AbortCleanup(u64);
 
 impl AbortCleanup {
     /// Runs `commit` with stops held off, and drops this clean-up if it
-    /// succeeds (if not, it stays while `self` lives): a stop that comes meanwhile (a signal, a lost peer) waits
-    /// for it, then finds the output committed, where running the clean-up
-    /// halfway through the commit would have left a complete-looking
-    /// output holding part of its files, or none.
+    /// succeeds (if not, it stays while `self` lives): a stop that comes
+    /// meanwhile (a signal, a lost peer) waits for it, then finds the
+    /// output committed, where running the clean-up halfway through the
+    /// commit would have left a complete-looking output holding part of
+    /// its files, or none.
     pub(crate) fn disarm_after<T, E>(&self, commit: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         let mut cleanups = lock(&ABORT_CLEANUP);
         let committed = commit();

@@ -430,11 +430,13 @@ fn refuse_unfinished_parent(
         Err(object_store::Error::NotFound { .. }) => Ok(false),
         Err(error) => Err(anyhow::anyhow!("{spec}: {}", one_line(&error))),
     };
-    let mut marked = false;
-    for marker in OUTPUT_MARKERS {
-        marked = marked || exists(marker)?;
+    let mut present = Vec::new();
+    for name in OUTPUT_MARKERS.into_iter().chain([SUCCESS]) {
+        if exists(name)? {
+            present.push(name);
+        }
     }
-    if marked && !exists(SUCCESS)? {
+    if is_unfinished(present.into_iter()) {
         let shown = spec.rsplit_once('/').map_or(spec, |(dir, _)| dir);
         bail!(unfinished_output(shown));
     }
@@ -595,9 +597,9 @@ pub(crate) const OUTPUT_MARKERS: [&str; 3] = [SUMMARY, SOURCES, UNFINISHED];
 
 /// Whether a directory or prefix holding a file of each of `names` is a
 /// neardup output whose stage did not finish.
-pub(crate) fn is_unfinished<'a>(mut names: impl Iterator<Item = &'a str>) -> bool {
+pub(crate) fn is_unfinished<'a>(names: impl Iterator<Item = &'a str>) -> bool {
     let (mut marked, mut succeeded) = (false, false);
-    for name in names.by_ref() {
+    for name in names {
         marked |= OUTPUT_MARKERS.contains(&name);
         succeeded |= name == SUCCESS;
     }

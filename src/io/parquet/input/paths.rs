@@ -90,10 +90,8 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
 /// `_SUCCESS`, as its directory is refused.
 fn refuse_unfinished_parent(file: &Path) -> Result<()> {
     let dir = file.parent().unwrap_or(Path::new("."));
-    let marked = OUTPUT_MARKERS
-        .iter()
-        .any(|marker| dir.join(marker).is_file());
-    if marked && !dir.join(SUCCESS).exists() {
+    let present = OUTPUT_MARKERS.into_iter().chain([SUCCESS]);
+    if is_unfinished(present.filter(|name| dir.join(name).exists())) {
         bail!(unfinished_output(&dir.display().to_string()));
     }
     Ok(())
