@@ -208,7 +208,8 @@ pub(crate) struct ProcessArgs {
     #[arg(long)]
     pub(crate) processes: Option<usize>,
     /// This process's index; 0 commits the output (default: the
-    /// scheduler's, JOB_COMPLETION_INDEX or SLURM_PROCID, else 0).
+    /// scheduler's, JOB_COMPLETION_INDEX or SLURM_PROCID; needed with
+    /// several processes and neither).
     #[arg(long)]
     pub(crate) process: Option<usize>,
     /// One host:port per line; line i is process i.

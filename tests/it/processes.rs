@@ -444,7 +444,14 @@ fn bad_cluster_flags_get_one_line() {
             "needs --hostfile or --hostfile-pattern",
         ),
         (
-            vec!["--hostfile-pattern", "127.0.0.1:4100", "--processes", "2"],
+            vec![
+                "--hostfile-pattern",
+                "127.0.0.1:4100",
+                "--processes",
+                "2",
+                "--process",
+                "1",
+            ],
             "has no {i}",
         ),
         (
@@ -452,7 +459,14 @@ fn bad_cluster_flags_get_one_line() {
             "needs --processes",
         ),
         (
-            vec!["--hostfile-pattern", "h{i}", "--processes", "2"],
+            vec![
+                "--hostfile-pattern",
+                "h{i}",
+                "--processes",
+                "2",
+                "--process",
+                "0",
+            ],
             "gives \"h0\", not host:port",
         ),
         (
@@ -464,8 +478,12 @@ fn bad_cluster_flags_get_one_line() {
             "--process 2 is out of range",
         ),
         (
-            vec!["--hostfile", &hosts, "--processes", "3"],
+            vec!["--hostfile", &hosts, "--processes", "3", "--process", "1"],
             "lists 2 address(es)",
+        ),
+        (
+            vec!["--hostfile", &hosts],
+            "2 processes need --process on each",
         ),
         (
             vec!["--connect-timeout", "0"],

@@ -191,7 +191,8 @@ impl ProcessSettings {
     /// `(process, processes, peers)`. Flags win; what they leave out comes
     /// from a scheduler (Kubernetes' `JOB_COMPLETION_INDEX`, Slurm's
     /// `SLURM_PROCID`, task count and node list), else from the defaults:
-    /// the hostfile's length, process 0. A scheduler's index is taken only
+    /// the hostfile's length, and process 0 for a run of one process (several
+    /// need an index each). A scheduler's index is taken only
     /// for a run of several processes, so a single-process run is the same
     /// wherever it runs.
     pub(crate) fn resolve(&self, env: Env) -> Result<(usize, usize, Option<Peers>)> {
@@ -237,6 +238,14 @@ impl ProcessSettings {
                 );
                 scheduler.process()
             }
+            // Each process left at 0 would take process 0's address, and
+            // the second to start would fail to listen or wait for peers
+            // that never come.
+            (None, _) if processes > 1 && peers.is_some() => bail!(
+                "{processes} processes need --process on each (its index, 0 to {}; \
+                 or a scheduler's JOB_COMPLETION_INDEX or SLURM_PROCID)",
+                processes - 1
+            ),
             (None, _) => 0,
         };
         Ok((process, processes, peers))
@@ -408,6 +417,17 @@ mod tests {
             ..ProcessSettings::default()
         };
         assert_eq!(alone.resolve(&env_of(SLURM)).unwrap().0, 0);
+        // Several processes and no index at all: refused, not process 0.
+        let unnumbered = ProcessSettings {
+            processes: Some(2),
+            hostfile_pattern: Some("h{i}:1".into()),
+            ..ProcessSettings::default()
+        };
+        let error = unnumbered.resolve(&env_of(&[])).unwrap_err().to_string();
+        assert!(
+            error.starts_with("2 processes need --process on each (its index, 0 to 1"),
+            "{error}"
+        );
         const POD: &[(&str, &str)] = &[("JOB_COMPLETION_INDEX", "3")];
         let pods = ProcessSettings {
             processes: Some(4),
