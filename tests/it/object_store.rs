@@ -986,6 +986,66 @@ fn object_store_failures_get_one_line_naming_the_url_and_leave_nothing() {
     assert!(!out.exists(), "{stderr}");
 }
 
+/// Puts an empty object at each of `keys`, as a folder's marker.
+fn put_empty(server: &Server, bucket: &str, keys: &[&str]) {
+    let script = r#"
+import sys, boto3
+endpoint, bucket, *keys = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="test",
+                  aws_secret_access_key="test", region_name="us-east-1")
+for key in keys:
+    s3.put_object(Bucket=bucket, Key=key, Body=b"")
+"#;
+    let status = Command::new(python_with("boto3"))
+        .args(["-c", script, &server.endpoint(), bucket])
+        .args(keys)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// An empty object of a prefix's own name, a folder's marker (ADLS Gen2
+/// keeps one per directory, S3 tools make them), neither hides the objects
+/// under it nor stops an output there; alone, it is named as the input.
+#[test]
+fn an_empty_object_of_a_prefix_name_is_a_folder_not_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, c) = inputs(d);
+    let server = Server::s3(&[]);
+    upload(&server, "crawl", &q, "queries");
+    upload(&server, "crawl", &c, "corpus");
+    put_empty(&server, "crawl", &["queries", "corpus", "pairs", "empty"]);
+    let matching = |queries: &str, corpus: &str, out: &str| {
+        neardup_on(&server)
+            .args(["match", "--self", "--parts", "2", "--queries", queries])
+            .args(["--corpus", corpus, "--out", out])
+            .output()
+            .unwrap()
+    };
+    let local = d.join("local");
+    let (q, c) = (q.display().to_string(), c.display().to_string());
+    assert!(succeeded(&matching(&q, &c, &local.display().to_string())));
+    let output = matching(
+        "s3://crawl/queries",
+        "s3://crawl/corpus",
+        "s3://crawl/pairs",
+    );
+    assert!(succeeded(&output));
+    let remote = d.join("remote");
+    download(&server, "crawl", "pairs", &remote);
+    assert_eq!(parts_of(&remote), parts_of(&local));
+    assert!(remote.join("_SUCCESS").exists());
+
+    let out = d.join("none");
+    let output = matching("s3://crawl/empty", &c, &out.display().to_string());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("s3://crawl/empty"), "{stderr}");
+    assert!(!out.exists());
+}
+
 #[test]
 fn http_inputs_are_read_by_byte_ranges_through_transient_errors_with_the_bytes_of_local_files() {
     let dir = tempfile::tempdir().unwrap();

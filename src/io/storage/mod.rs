@@ -201,8 +201,13 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         }
         return Ok(found);
     }
+    // An empty object of the prefix's own name is most often a folder's
+    // marker (ADLS Gen2 keeps one per directory, some S3 tools make them):
+    // the objects under it are the input, and the object only if none are.
+    let mut marker = None;
     match block_on(store.head(&key)) {
         Ok(meta) if http => return Ok(vec![object(meta.location, meta.size)]),
+        Ok(meta) if meta.size == 0 => marker = Some(meta),
         Ok(meta) => {
             refuse_unfinished_parent(&store, &meta.location, spec)?;
             return Ok(vec![object(meta.location, meta.size)]);
@@ -226,6 +231,10 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
         if !skipped && extensions.iter().any(|e| has_extension(name, e)) {
             found.push(object(meta.location, meta.size));
         }
+    }
+    if let (true, Some(meta)) = (found.is_empty(), marker) {
+        refuse_unfinished_parent(&store, &meta.location, spec)?;
+        return Ok(vec![object(meta.location, meta.size)]);
     }
     if found.is_empty() {
         bail!(NoFiles(format!(

@@ -81,10 +81,11 @@ impl OutputPrefix {
     }
 
     /// Whether an object has the prefix's own name (`.../report.html`):
-    /// an output there would lie beside it, not replace it.
+    /// an output there would lie beside it, not replace it. An empty one is
+    /// a folder's marker (see [`super::expand_remote`]), not a file.
     pub(crate) fn is_object(&self) -> Result<bool> {
         match block_on(self.store.head(&self.prefix)) {
-            Ok(_) => Ok(true),
+            Ok(meta) => Ok(meta.size > 0),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
             Err(e) => bail!("{}: {}", self.url, one_line(&e)),
         }
