@@ -3,7 +3,8 @@
 // requests and any request for other than a local file;
 // for each chart (svg.chart[data-chart]) its bars and points; the page's
 // width on a phone (375 px wide: more means it scrolls sideways); and
-// writes a screenshot of the whole page.
+// writes a screenshot of the whole page. The phone's width is taken with
+// every fold (<details>) open.
 //
 //   node check_page.mjs PAGE.html SCREENSHOT.png
 import { chromium } from "playwright-core";
@@ -43,6 +44,10 @@ const charts = await page.evaluate(() => {
 });
 await page.screenshot({ path: screenshot, fullPage: true });
 await page.setViewportSize({ width: 375, height: 800 });
-const phone_width = await page.evaluate(() => document.documentElement.scrollWidth);
+// Every fold open: a reader on a phone opens the samples too.
+const phone_width = await page.evaluate(() => {
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  return document.documentElement.scrollWidth;
+});
 await browser.close();
 console.log(JSON.stringify({ errors, charts, phone_width }));

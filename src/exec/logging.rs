@@ -29,16 +29,39 @@ pub fn print_error(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// Crawled text (a URL, a page's words) as a terminal or a page may show
-/// it: control characters and bidirectional controls are written as
-/// `\u{…}`, so a crawled string can neither drive a terminal (an escape
-/// sequence) nor show itself reversed (U+202E) as another URL.
+/// Crawled text (a page's words) as a terminal or a page may show it:
+/// control characters other than line breaks and tabs, bidirectional
+/// controls and invisible characters are written as `\u{…}`, so a crawled
+/// string can neither drive a terminal (an escape sequence) nor show
+/// itself reversed (U+202E) as another text.
 pub(crate) fn visible(text: &str) -> Cow<'_, str> {
-    let hidden = |c: char| {
-        (c.is_control() && c != '\n' && c != '\t')
-            || matches!(c, '\u{061c}' | '\u{200b}'..='\u{200f}' | '\u{feff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
-    if !text.chars().any(hidden) {
+    escaped_where(text, |c| {
+        (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
+    })
+}
+
+/// A one-line value (a URL, a host, a name) as [`visible`] shows text, its
+/// line breaks and tabs escaped too: two URLs that differ only there, or
+/// in a character that shows as nothing, never look the same.
+pub(crate) fn visible_line(text: &str) -> Cow<'_, str> {
+    escaped_where(text, |c| c.is_control() || is_invisible(c))
+}
+
+/// Characters that show as nothing or reorder the text around them: the
+/// format characters (Unicode's Cf: bidirectional controls, zero widths,
+/// the soft hyphen, word joiners, tags) and the fillers that render blank.
+fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{00ad}' | '\u{034f}' | '\u{061c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}'
+        | '\u{17b5}' | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{feff}'
+        | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e007f}')
+}
+
+/// `text` with each character that `hidden` takes written as `\u{…}`.
+fn escaped_where(text: &str, hidden: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&hidden) {
         return Cow::Borrowed(text);
     }
     let mut shown = String::with_capacity(text.len() + 8);
@@ -98,5 +121,15 @@ mod tests {
         );
         assert_eq!(visible("a\u{1b}[31mb\0c"), "a\\u{001b}[31mb\\u{0000}c");
         assert_eq!(visible("line\nnext\ttab"), "line\nnext\ttab");
+        // Characters that show as nothing, in text and in a URL.
+        assert_eq!(visible("soft\u{ad}hy\u{2060}"), "soft\\u{00ad}hy\\u{2060}");
+        assert_eq!(
+            visible_line("https://ws.example/x\ny\t\u{2063}\u{34f}"),
+            "https://ws.example/x\\u{000a}y\\u{0009}\\u{2063}\\u{034f}"
+        );
+        assert!(matches!(
+            visible_line("https://例え.jp/ü"),
+            Cow::Borrowed(_)
+        ));
     }
 }

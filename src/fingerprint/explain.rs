@@ -26,7 +26,7 @@ use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, UInt64Ar
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
-use crate::exec::logging::visible;
+use crate::exec::logging::{visible, visible_line};
 use crate::fingerprint::crawl::html::{page_text, Extracted};
 use crate::fingerprint::crawl::{record_in_span, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
@@ -642,12 +642,12 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
     let mut head = format!(
         "{name}: {} {}\n   simhash {:016x} ({check})\n   record {} bytes {}..{} ({text}); shard {}\n",
         s.id,
-        visible(s.url.as_deref().unwrap_or("(no url)")),
+        visible_line(s.url.as_deref().unwrap_or("(no url)")),
         s.simhash,
-        visible(s.source.as_deref().unwrap_or("?")),
+        visible_line(s.source.as_deref().unwrap_or("?")),
         s.offset.unwrap_or(0),
         s.offset.unwrap_or(0) + s.length.unwrap_or(0),
-        visible(&s.shard)
+        visible_line(&s.shard)
     );
     if s.rows > 1 {
         head.push_str(&format!(

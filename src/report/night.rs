@@ -8,11 +8,14 @@
 //!    `match --verify`), for the histograms;
 //! 2. the clusters' `id`, `cluster_id` and `cluster_size`, for the sizes
 //!    and the largest clusters (their members, up to [`MEMBERS_KEPT`]);
-//! 3. the drops, whose ids are kept in a set, and the fingerprints' `id`
-//!    and `url`, for pages and drops by host and the samples' URLs. A
-//!    corpus page is not among the night's fingerprints: its URL, when
-//!    `cluster` had the corpus's, is the `keep_url` of a page dropped in
-//!    its favour.
+//! 3. the drops, whose ids are kept in a set, and the night's pages' `id`
+//!    and `url`, for pages and drops by host and the samples' URLs; a page
+//!    fetched twice is counted once (a set of the ids seen). The night's
+//!    pages are the fingerprint stage's output, else the files `match`
+//!    read as B, when they are still where it read them (a job whose
+//!    fingerprints are made elsewhere names them as `[match] queries`). A
+//!    corpus page is not among them: its URL, when `cluster` had the
+//!    corpus's, is the `keep_url` of a page dropped in its favour.
 //!
 //! A stage output without `_SUCCESS` (a stage that failed or is still
 //! running) is refused, naming it: its files may be partial, and a page
@@ -175,7 +178,10 @@ pub(crate) struct Night {
     /// Drops whose page is not in the night's fingerprints (corpus pages),
     /// or all drops when the fingerprints have no URLs.
     pub(crate) drops_outside: u64,
-    /// Whether the night's fingerprints have URLs (hosts can be shown).
+    /// The night's pages, as specs: the fingerprint stage's output, else
+    /// the files `match` read as B if they are there; empty: neither.
+    pub(crate) pages: Vec<String>,
+    /// Whether the night's pages have URLs (hosts can be shown).
     pub(crate) has_urls: bool,
     /// Drops by the key their kept page won by (`drop/`'s `kept_by`), most
     /// first; empty for outputs of versions without it.
@@ -222,7 +228,8 @@ pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Re
         cluster_summary: dirs.clusters.as_deref().map(read_summary).transpose()?,
         ..Night::default()
     };
-    night.explain_fingerprints = explain_fingerprints(&dirs, &night.match_summary);
+    night.pages = night_pages(&dirs, &night.match_summary)?;
+    night.explain_fingerprints = explain_fingerprints(&night.pages, &night.match_summary);
     night.dirs = dirs;
     if !details {
         return Ok(night);
@@ -239,12 +246,9 @@ pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Re
     night.cluster_sizes = sizes;
     let (dropped, kept_by) = read_drops(&clusters.join("drop"), &mut largest, rows)?;
     night.kept_by = kept_by;
-    let with_urls = match &night.dirs.fingerprints {
-        Some(fingerprints) => has_column(fingerprints, "url")?,
-        None => false,
-    };
-    if let (Some(fingerprints), true) = (&night.dirs.fingerprints, with_urls) {
-        let (hosts, found) = read_hosts(fingerprints, &dropped, &mut largest, rows)?;
+    let pages = expand_locations(&night.pages)?;
+    if has_column_in(&pages, "url")? {
+        let (hosts, found) = read_hosts(&pages, &dropped, &mut largest, rows)?;
         night.drops_outside = dropped.len() as u64 - found;
         night.hosts = hosts;
         night.has_urls = true;
@@ -266,22 +270,41 @@ fn refuse_incomplete(dir: &Path) -> Result<()> {
     }
 }
 
-/// The shards a sample pair's pages are in: the night's fingerprints and
-/// the corpus `match` read (its files' directories), local ones as
-/// absolute paths, so that a command copied from the page runs from any
-/// directory (the page is often opened far from where the job ran).
-fn explain_fingerprints(dirs: &NightDirs, match_summary: &Option<Value>) -> Vec<String> {
-    let mut specs: Vec<String> = dirs
-        .fingerprints
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    let corpus: Vec<&str> = match_summary
+/// The night's pages ([`Night::pages`]): the fingerprint stage's output,
+/// else the files `match` read as B, if every one is still there (a
+/// relative path is read from the working directory, as `match` read it).
+fn night_pages(dirs: &NightDirs, match_summary: &Option<Value>) -> Result<Vec<String>> {
+    if let Some(dir) = &dirs.fingerprints {
+        return Ok(vec![dir.display().to_string()]);
+    }
+    let queries = summary_files(match_summary, "queries");
+    for file in &queries {
+        if !file_exists(Path::new(file))? {
+            return Ok(Vec::new());
+        }
+    }
+    Ok(queries.into_iter().map(str::to_string).collect())
+}
+
+/// The files a match summary lists for `side` (`queries` or `corpus`).
+fn summary_files<'a>(match_summary: &'a Option<Value>, side: &str) -> Vec<&'a str> {
+    match_summary
         .as_ref()
-        .and_then(|s| s.get("corpus")?.get("files")?.as_array())
+        .and_then(|s| s.get(side)?.get("files")?.as_array())
         .map(|files| files.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    specs.extend(corpus_directories(&corpus));
+        .unwrap_or_default()
+}
+
+/// The shards a sample pair's pages are in: the night's pages and the
+/// corpus `match` read (its files' directories), local ones as absolute
+/// paths, so that a command copied from the page runs from any directory
+/// (the page is often opened far from where the job ran).
+fn explain_fingerprints(pages: &[String], match_summary: &Option<Value>) -> Vec<String> {
+    let mut specs: Vec<String> = match pages {
+        [dir] => vec![dir.clone()],
+        files => corpus_directories(&files.iter().map(String::as_str).collect::<Vec<_>>()),
+    };
+    specs.extend(corpus_directories(&summary_files(match_summary, "corpus")));
     specs.into_iter().map(absolute).collect()
 }
 
@@ -331,7 +354,11 @@ fn corpus_directories(files: &[&str]) -> Vec<String> {
 
 /// Whether the first Parquet file under `dir` has column `name`.
 fn has_column(dir: &Path, name: &str) -> Result<bool> {
-    let files = parquet_files(dir)?;
+    has_column_in(&parquet_files(dir)?, name)
+}
+
+/// Whether the first of `files` has column `name`.
+fn has_column_in(files: &[Location], name: &str) -> Result<bool> {
     let Some(first) = files.first() else {
         return Ok(false);
     };
@@ -700,22 +727,26 @@ pub(crate) fn host_of(url: &str) -> &str {
     }
 }
 
-/// Pages and drops by host over the night's fingerprints (the hosts with
-/// the most drops), how many drops were found among them, and the samples'
-/// URLs.
+/// Pages and drops by host over the night's pages (the hosts with the
+/// most drops), how many drops were found among them, and the samples'
+/// URLs. A page met again (fetched twice) counts once, under its first URL.
 fn read_hosts(
-    dir: &Path,
+    pages: &[Location],
     dropped: &HashSet<i64>,
     largest: &mut Largest,
     rows: &AtomicU64,
 ) -> Result<(Vec<HostDrops>, u64)> {
     let wanted = largest.sample_ids();
     let mut hosts: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut seen: HashSet<i64> = HashSet::new();
     let mut found = 0u64;
-    read_columns(&parquet_files(dir)?, &["id", "url"], |batch, file| {
+    read_columns(pages, &["id", "url"], |batch, file| {
         let ids = int64_column(batch, "id", file)?;
         for (r, url) in string_column(batch, "url", file)?.into_iter().enumerate() {
             let id = ids.value(r);
+            if !seen.insert(id) {
+                continue;
+            }
             let is_dropped = dropped.contains(&id);
             found += u64::from(is_dropped);
             if wanted.contains(&id) {

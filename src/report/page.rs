@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::night::{LargeCluster, Night, SampleDrop, SamplePage, HOSTS, LARGEST_CLUSTERS};
 use super::svg::{bars, escape, horizontal_bars, lines, log_log};
-use crate::exec::logging::visible;
+use crate::exec::logging::visible_line;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:980px;color:#222;padding:0 1em}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}\
@@ -20,7 +20,10 @@ svg.chart{width:100%;height:auto;max-width:760px;display:block;margin:1em 0}\
 svg .title{font-size:15px;font-weight:600}svg .tick,svg .value{font-size:11px;fill:#444}svg .axis-label{font-size:12px}\
 code{font-size:12px;background:#f4f4f4;padding:1px 4px;word-break:break-all}details{margin:.3em 0}\
 span[dir]{overflow-wrap:anywhere}.figures td{max-width:24em;overflow-wrap:anywhere}.chart-box{overflow-x:auto}svg.chart{min-width:540px}\
-.warn{background:#fff4e5;border-left:4px solid #c8553d;padding:.4em .8em}nav a{margin-right:1em}";
+.warn{background:#fff4e5;border-left:4px solid #c8553d;padding:.4em .8em}nav a{margin-right:1em}\
+#largest-clusters,.sample{width:100%;table-layout:fixed}#largest-clusters th:nth-child(-n+2){width:4.5em}\
+.sample td:first-child{width:30%}#largest-clusters td{overflow-wrap:anywhere}\
+@media (max-width:600px){#largest-clusters th:nth-child(-n+2){width:3.3em}.sample td,.sample td:first-child{display:block;width:auto;padding-left:0}.sample td:first-child{font-weight:600;padding-top:.5em}}";
 
 /// How a figure is shown.
 #[derive(Clone, Copy)]
@@ -98,7 +101,7 @@ const TITLE_START: &str = "neardup report: ";
 pub(crate) fn render(nights: &[Night]) -> String {
     let night = nights.last().expect("at least one night");
     let mut html = String::new();
-    let title = escape(&night.dirs.name);
+    let title = escape(&visible_line(&night.dirs.name));
     let _ = write!(
         html,
         "{PAGE_START}{title}</title><style>{STYLE}</style></head><body><h1>{TITLE_START}{title}</h1>",
@@ -186,6 +189,14 @@ fn shown(raw: &str, how: Shown) -> String {
     }
 }
 
+/// `n` things, `one` or `many` of them: `1 page`, `1,234 pages`.
+fn count_of(n: u64, one: &str, many: &str) -> String {
+    match n {
+        1 => format!("1 {one}"),
+        n => format!("{} {many}", thousands(n)),
+    }
+}
+
 /// `1234567` as `1,234,567`.
 fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -206,8 +217,10 @@ fn stage_figures(night: &Night) -> String {
         ("match", &night.match_summary, MATCH_KEYS),
         ("cluster", &night.cluster_summary, CLUSTER_KEYS),
     ];
+    let mut missing = Vec::new();
     for (stage, summary, keys) in stages {
         let Some(summary) = summary else {
+            missing.push(stage);
             continue;
         };
         let _ = write!(
@@ -227,7 +240,19 @@ fn stage_figures(night: &Night) -> String {
         }
         html.push_str("</table>");
     }
-    html.push_str("</div></section>");
+    html.push_str("</div>");
+    if !missing.is_empty() {
+        let _ = write!(
+            html,
+            "<p class=\"meta\" id=\"missing-stages\">No {} output in this night's directory: {} not shown.</p>",
+            missing.join(" or "),
+            match missing.as_slice() {
+                ["fingerprint"] => "its figures are",
+                _ => "their figures, and the sections made from them, are",
+            }
+        );
+    }
+    html.push_str("</section>");
     html
 }
 
@@ -427,11 +452,25 @@ fn kept_by(night: &Night) -> String {
 }
 
 fn hosts(night: &Night) -> String {
-    if night.dirs.clusters.is_none() || night.dirs.fingerprints.is_none() {
+    if night.dirs.clusters.is_none() {
         return String::new();
     }
+    let without =
+        |why: &str| format!("<section id=\"hosts\"><h2>Drops by host</h2><p>{why}</p></section>");
+    if night.pages.is_empty() {
+        return without("No hosts to count: the night has no fingerprint output, and the files <code>match</code> read as B are not where it read them.");
+    }
     if !night.has_urls {
-        return "<section id=\"hosts\"><h2>Drops by host</h2><p>The night's fingerprints have no <code>url</code> column: no hosts to count.</p></section>".to_string();
+        return without("The night's pages have no <code>url</code> column: no hosts to count.");
+    }
+    if night.hosts.is_empty() {
+        return without(&format!(
+            "No page dropped tonight is among the night's pages{}.",
+            match night.drops_outside {
+                0 => String::new(),
+                n => format!(" ({} dropped: corpus pages)", count_of(n, "page", "pages")),
+            }
+        ));
     }
     let rows: Vec<(String, f64, String)> = night
         .hosts
@@ -439,9 +478,13 @@ fn hosts(night: &Night) -> String {
         .map(|h| {
             let rate = h.dropped as f64 / h.pages.max(1) as f64;
             (
-                visible(&h.host).into_owned(),
+                visible_line(&h.host).into_owned(),
                 h.dropped as f64,
-                format!("{:.1}% of {} pages", rate * 100.0, h.pages),
+                format!(
+                    "{:.1}% of {}",
+                    rate * 100.0,
+                    count_of(h.pages, "page", "pages")
+                ),
             )
         })
         .collect();
@@ -464,25 +507,40 @@ fn hosts(night: &Night) -> String {
     if night.drops_outside > 0 {
         let _ = write!(
             html,
-            "<p>{} dropped pages are not among tonight's fingerprints (corpus pages): not counted by host.</p>",
-            night.drops_outside
+            "<p>{} not among tonight's pages (corpus pages): not counted by host.</p>",
+            match night.drops_outside {
+                1 => "1 dropped page is".to_string(),
+                n => format!("{} dropped pages are", thousands(n)),
+            }
         );
     }
     html.push_str("</section>");
     html
 }
 
-/// A page as the samples show it: its URL (control and bidirectional
-/// characters shown as escapes, laid out left to right) and id, or its id
-/// and why it has no URL.
+/// The most characters of a URL a sample shows: a crawl's longest URLs
+/// (tens of kilobytes of query string) would make the page unreadable.
+const URL_SHOWN: usize = 300;
+
+/// A page as the samples show it: its URL (control, bidirectional and
+/// invisible characters shown as escapes, laid out left to right, cut
+/// after [`URL_SHOWN`] characters) and id, or its id and why it has no URL.
 fn page_cell(night: &Night, page: &SamplePage) -> String {
     let why = match (&page.url, page.tonight, night.has_urls) {
         (Some(url), _, _) => {
+            let url = visible_line(url);
+            let cut = match url.char_indices().nth(URL_SHOWN) {
+                Some((at, _)) => format!(
+                    "{}… <span class=\"meta\">({} more characters)</span>",
+                    escape(&url[..at]),
+                    thousands((url.chars().count() - URL_SHOWN) as u64)
+                ),
+                None => escape(&url),
+            };
             return format!(
-                "<span dir=\"ltr\">{}</span> <span class=\"meta\">({})</span>",
-                escape(&visible(url)),
+                "<span dir=\"ltr\">{cut}</span> <span class=\"meta\">({})</span>",
                 page.id
-            )
+            );
         }
         (None, true, _) => "tonight's page, fingerprinted without a URL",
         (None, false, true) => "a corpus page: no URL among tonight's fingerprints or drops",
@@ -495,11 +553,16 @@ fn largest(night: &Night) -> String {
     if night.dirs.clusters.is_none() {
         return String::new();
     }
+    let heading = match night.largest.len() {
+        n if n >= LARGEST_CLUSTERS => format!("The {LARGEST_CLUSTERS} largest clusters"),
+        1 => "The night's one cluster".to_string(),
+        n => format!("The night's {n} clusters, largest first"),
+    };
     if night.largest.is_empty() {
-        return format!("<section id=\"largest\"><h2>The {LARGEST_CLUSTERS} largest clusters</h2><p>No clusters tonight.</p></section>");
+        return "<section id=\"largest\"><h2>Largest clusters</h2><p>No clusters tonight.</p></section>".to_string();
     }
     let mut html = format!(
-        "<section id=\"largest\"><h2>The {LARGEST_CLUSTERS} largest clusters</h2><table id=\"largest-clusters\"><tr><th>size</th><th>dropped</th><th>representative (kept)</th></tr>"
+        "<section id=\"largest\"><h2>{heading}</h2><table id=\"largest-clusters\"><tr><th>size</th><th>dropped</th><th>representative (kept)</th></tr>"
     );
     for cluster in &night.largest {
         let _ = write!(
@@ -530,9 +593,11 @@ fn samples(night: &Night, cluster: &LargeCluster) -> String {
         );
     }
     for drop in dropped {
-        let distance = drop
-            .distance
-            .map_or_else(|| "?".to_string(), |d| d.to_string());
+        // Under the component policy a drop has no pair of its own.
+        let distance = drop.distance.map_or_else(
+            || " (same cluster)".to_string(),
+            |d| format!(", {}", count_of(d.max(0) as u64, "bit", "bits")),
+        );
         // Verified drops: the wide distance, as an attribute and in words.
         let (wide_attribute, wide) = match drop.wide_distance {
             Some(w) => (
@@ -541,16 +606,18 @@ fn samples(night: &Night, cluster: &LargeCluster) -> String {
             ),
             None => Default::default(),
         };
-        let kept_by = drop
-            .kept_by
-            .as_deref()
-            .map_or_else(String::new, |key| format!(", kept by {}", escape(key)));
+        let kept_by = drop.kept_by.as_deref().map_or_else(String::new, |key| {
+            format!(", kept by {}", escape(&visible_line(key)))
+        });
         let _ = write!(
             html,
-            "<tr class=\"drop\"{wide_attribute}><td>dropped, {distance} bits{wide}{kept_by}</td><td>{}<br>in favour of {}<br><code>{}</code></td></tr>",
+            "<tr class=\"drop\"{wide_attribute}><td>dropped{distance}{wide}{kept_by}</td><td>{}<br>in favour of {}{}</td></tr>",
             page_cell(night, &drop.page),
             page_cell(night, &drop.keep),
-            escape(&explain_command(night, drop))
+            explain_command(night, drop).map_or_else(String::new, |command| format!(
+                "<br><code>{}</code>",
+                escape(&command)
+            ))
         );
     }
     let more = cluster
@@ -567,8 +634,12 @@ fn samples(night: &Night, cluster: &LargeCluster) -> String {
     html
 }
 
-/// The command that explains a sample pair.
-pub(crate) fn explain_command(night: &Night, drop: &SampleDrop) -> String {
+/// The command that explains a sample pair; none without fingerprints to
+/// find its pages in.
+pub(crate) fn explain_command(night: &Night, drop: &SampleDrop) -> Option<String> {
+    if night.explain_fingerprints.is_empty() {
+        return None;
+    }
     let mut command = format!(
         "neardup explain {} {} --fingerprints",
         drop.page.id, drop.keep.id
@@ -577,7 +648,7 @@ pub(crate) fn explain_command(night: &Night, drop: &SampleDrop) -> String {
         command.push(' ');
         command.push_str(&shell_quoted(spec));
     }
-    command
+    Some(command)
 }
 
 fn shell_quoted(text: &str) -> String {
@@ -627,14 +698,14 @@ fn trends(nights: &[Night]) -> String {
         "<table id=\"nights\"><tr><th>night</th><th>pages</th><th>pairs</th><th>dropped</th></tr>",
     );
     for night in nights {
-        let cell = |v: Option<u64>| v.map_or_else(|| "-".to_string(), |v| v.to_string());
+        let cell = |v: Option<u64>| v.map_or_else(|| "-".to_string(), thousands);
         let _ = write!(
             html,
             "<tr class=\"night\" data-night=\"{n}\"><td>{n}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
             cell(night.documents()),
             cell(night.pairs()),
             cell(night.dropped()),
-            n = escape(&night.dirs.name)
+            n = escape(&visible_line(&night.dirs.name))
         );
     }
     html.push_str("</table></section>");
@@ -664,6 +735,17 @@ mod tests {
         assert_eq!(
             page_cell(&night, &reversed),
             "<span dir=\"ltr\">https://a.example/\\u{202e}exe.gpj&lt;b&gt;</span> <span class=\"meta\">(1)</span>"
+        );
+        // Two URLs that differ where nothing shows never look the same.
+        let hidden = page(4, Some("https://ws.example/x\ny\u{2060}"), true);
+        assert!(page_cell(&night, &hidden).contains("https://ws.example/x\\u{000a}y\\u{2060}<"));
+        // A URL of 50,000 characters shows its first 300.
+        let long = format!("https://a.example/?q={}", "é".repeat(50_000));
+        let cell = page_cell(&night, &page(5, Some(&long), true));
+        assert!(cell.len() < 1_000, "{cell}");
+        assert!(
+            cell.contains("… <span class=\"meta\">(49,721 more characters)</span>"),
+            "{cell}"
         );
         assert!(page_cell(&night, &page(2, None, true)).contains("tonight's page"));
         assert!(page_cell(&night, &page(3, None, false)).contains("a corpus page"));
@@ -701,7 +783,7 @@ mod tests {
         assert!(html.contains("<tr><td>2</td><td class=\"n\">1,234</td></tr>"));
         night.has_urls = true;
         night.dirs.clusters = Some(PathBuf::from("clusters"));
-        night.dirs.fingerprints = Some(PathBuf::from("fingerprints"));
+        night.pages = vec!["fingerprints".into()];
         night.hosts = vec![crate::report::night::HostDrops {
             host: "a.example\u{202e}".into(),
             pages: 8,
@@ -709,6 +791,32 @@ mod tests {
         }];
         let html = hosts(&night);
         assert!(html.contains("<td>a.example\\u{202e}</td><td class=\"n\">1</td><td class=\"n\">12.5% of 8 pages</td>"));
+    }
+
+    #[test]
+    fn a_section_without_figures_says_why_in_words() {
+        let mut night = Night::default();
+        night.dirs.clusters = Some(PathBuf::from("clusters"));
+        night.has_urls = true;
+        night.drops_outside = 1;
+        assert!(hosts(&night).contains("the night has no fingerprint output, and the files"));
+        night.pages = vec!["in/night.parquet".into()];
+        // Drops, none of tonight's pages among them: a sentence, no chart.
+        let html = hosts(&night);
+        assert!(html.contains("No page dropped tonight is among the night's pages (1 page dropped: corpus pages)."), "{html}");
+        assert!(!html.contains("<svg"));
+        // A night without a cluster output says so under the stages.
+        night.match_summary = Some(serde_json::json!({"pairs": 3}));
+        night.dirs.clusters = None;
+        let html = stage_figures(&night);
+        assert!(
+            html.contains("No fingerprint or cluster output in this night's directory"),
+            "{html}"
+        );
+        assert_eq!(
+            (count_of(1, "bit", "bits"), count_of(1234, "bit", "bits")),
+            ("1 bit".into(), "1,234 bits".into())
+        );
     }
 
     #[test]

@@ -214,10 +214,17 @@ fn report_page(nights: &[&Path], page: &Path) -> String {
 
 /// Checks the charts and the largest clusters against DuckDB's figures.
 fn check_night_details(html: &str, night: &Path) -> Value {
+    check_night_over(html, night, None)
+}
+
+/// [`check_night_details`] of a night whose pages are `pages` (a glob),
+/// not its fingerprint stage's output.
+fn check_night_over(html: &str, night: &Path, pages: Option<&str>) -> Value {
     let expected = json_of(
         Command::new(python_with("duckdb"))
             .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/report_expect.py"))
-            .arg(night),
+            .arg(night)
+            .args(pages),
     );
 
     // Pairs by distance, 0 to k, and verified pairs by wide distance, 0 to
@@ -427,24 +434,9 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
     }
     assert!(report_page(&[&second], &d.join("before-wide.html")) == html);
 
-    // Every sample pair's command explains it.
-    let commands: Vec<String> = html
-        .split("<code>neardup explain ")
-        .skip(1)
-        .map(|rest| unescape(&rest[..rest.find("</code>").unwrap()]))
-        .collect();
-    // Every command runs as printed: the sample corpus's shards, like the
-    // night's, say where each record lies.
-    assert!(!commands.is_empty());
-    for command in &commands {
-        let args: Vec<&str> = std::iter::once("explain")
-            .chain(command.split_whitespace())
-            .collect();
-        let out = neardup(&args);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "{args:?}: {stderr}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("distance: "));
-    }
+    // Every sample pair's command explains it, as printed: the sample
+    // corpus's shards, like the night's, say where each record lies.
+    run_explain_commands(&html);
     // A report of a night named from its parent runs its commands from
     // anywhere: the page is opened far from where the job ran.
     let elsewhere = d.join("elsewhere");
@@ -508,6 +500,71 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
             .unwrap();
         assert!((rate - dropped / documents).abs() < 1e-12);
     }
+}
+
+/// Runs every sample pair's `explain` command as the page prints it.
+fn run_explain_commands(html: &str) {
+    let commands: Vec<String> = html
+        .split("<code>neardup explain ")
+        .skip(1)
+        .map(|rest| unescape(&rest[..rest.find("</code>").unwrap()]))
+        .collect();
+    assert!(!commands.is_empty());
+    for command in &commands {
+        let args: Vec<&str> = std::iter::once("explain")
+            .chain(command.split_whitespace())
+            .collect();
+        let out = neardup(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("distance: "));
+    }
+}
+
+/// A job whose fingerprints are made elsewhere (no `[fingerprint]`; its
+/// B, `[match] queries`, has the pages' URLs), some pages fetched twice:
+/// the page counts hosts over B, each page once, and its `explain`
+/// commands name B. With B gone from where `match` read it, the page says
+/// why it has no hosts.
+#[test]
+fn a_night_without_a_fingerprint_stage_counts_hosts_over_its_b_each_page_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl-fingerprints");
+    let b = d.join("b");
+    std::fs::create_dir(&b).unwrap();
+    for (from, to) in [(0, 0), (1, 1), (0, 2)] {
+        let name = |i| format!("part-0000{i}.parquet");
+        std::fs::copy(samples.join(name(from)), b.join(name(to))).unwrap();
+    }
+    let spec = "[runtime]\nworkers = 2\n\n[match]\nqueries = [\"b\"]\nout = \"nights/{date}/pairs\"\nself = true\n\n[cluster]\nout = \"nights/{date}/clusters\"\n";
+    std::fs::write(d.join("job.toml"), spec).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(d)
+        .args(["run", "job.toml", "--date", "2026-12-01"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let night = d.join("nights/2026-12-01");
+    let html = std::fs::read_to_string(night.join("report.html")).unwrap();
+    assert!(html.contains("No fingerprint output in this night's directory"));
+    let pages = format!("{}/*.parquet", b.display());
+    let expected = check_night_over(&html, &night, Some(&pages));
+    assert!(!expected["hosts"].as_array().unwrap().is_empty());
+    assert!(
+        !html.contains("not among tonight's pages"),
+        "every drop is B's"
+    );
+    assert!(html.contains(&format!("--fingerprints {}</code>", b.display())));
+    run_explain_commands(&html);
+
+    std::fs::rename(&b, d.join("b-moved")).unwrap();
+    let html = report_page(&[&night], &d.join("moved.html"));
+    assert!(html.contains("No hosts to count: the night has no fingerprint output, and the files"));
+    assert!(
+        !html.contains("neardup explain"),
+        "no command that cannot run"
+    );
 }
 
 #[test]
