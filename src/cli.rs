@@ -121,7 +121,8 @@ pub struct ClusterArgs {
     /// ties of the one before, then the smallest id. Keys: corpus (first
     /// only), earliest, latest, rel-canonical, canonical-url, longest,
     /// column:NAME:asc|desc [default: corpus,rel-canonical,canonical-url,earliest
-    /// with --pages, else the smallest id]
+    /// with --pages (without corpus for pairs with no self_pair), else the
+    /// smallest id]
     #[arg(long, value_name = "KEY,...")]
     pub(crate) keep_by: Option<String>,
     /// The table of page attributes the keys read (and drop/'s URLs): the

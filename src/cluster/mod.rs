@@ -76,16 +76,18 @@ fn paths_and_rows(paths: &[String], rows: u64) -> String {
 pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
     let started = Instant::now();
     opts.validate()?;
-    let opts = &opts.holding_corpus()?;
     crate::exec::runtime::stage_starting(&opts.runtime);
-    let keep = &opts.keep_by;
     let needs = PairNeeds {
-        self_pair: keep.corpus_first(),
+        self_pair: opts.keep_by.needs_self_pair(),
         distance: opts.drop_policy == DropPolicy::Direct,
     };
+    let units = open_pair_inputs(&opts.pairs, needs)?;
+    let tell_corpus = units.iter().all(|unit| unit.has_self_pair);
+    let opts = &opts.holding_corpus(tell_corpus)?;
+    let keep = &opts.keep_by;
     let peers = opts.runtime.workers * opts.runtime.processes;
     let pages = open_pages(opts)?.map(Arc::new);
-    let units = into_pieces(open_pair_inputs(&opts.pairs, needs)?, peers);
+    let units = into_pieces(units, peers);
     let mut staging = Staging::for_job(
         &opts.out,
         opts.overwrite,

@@ -69,10 +69,8 @@ impl ClusterOptions {
 
     /// These options with the keep order of a run given the corpus or
     /// not ([`KeepOrder::holding_corpus`]).
-    pub(crate) fn holding_corpus(&self) -> Result<ClusterOptions> {
-        let keep_by = self
-            .keep_by
-            .clone()
+    pub(crate) fn holding_corpus(&self, tell_corpus: bool) -> Result<ClusterOptions> {
+        let keep_by = (self.keep_by.clone().for_pairs(tell_corpus))
             .holding_corpus(!self.corpus.is_empty())?;
         Ok(ClusterOptions {
             keep_by,

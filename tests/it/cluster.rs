@@ -1805,11 +1805,12 @@ fn bad_keep_by_input_gets_one_line() {
             );
         }
     }
-    // Pairs made elsewhere have no `self_pair`: the corpus key cannot work.
+    // Pairs made elsewhere have no `self_pair`: the corpus key, asked
+    // for, cannot work (the default order leaves it out: tests/it/spark.rs).
     let bare = dir.path().join("bare").join("pairs.parquet");
     std::fs::create_dir_all(bare.parent().unwrap()).unwrap();
     write_foreign_pairs(&bare, &edges, true);
-    let error = one_line_failure(&bare, &["--pages", &pages]);
+    let error = one_line_failure(&bare, &["--pages", &pages, "--keep-by", "corpus,earliest"]);
     assert!(
         error.contains("no column `self_pair`") && error.contains("--keep-by corpus"),
         "{error}"

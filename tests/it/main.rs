@@ -17,3 +17,4 @@ mod object_store;
 mod processes;
 mod quality;
 mod report;
+mod spark;

@@ -32,8 +32,9 @@
 //!
 //! Without `--keep-by`, the order is
 //! `corpus,rel-canonical,canonical-url,earliest` when a pages table is
-//! given, else the smallest id alone (or `corpus` first with
-//! `--corpus-wins`). A page with several rows in the table keeps its
+//! given (without `corpus` for pairs made elsewhere, which have no
+//! `self_pair` to tell corpus pages by), else the smallest id alone (or
+//! `corpus` first with `--corpus-wins`). A page with several rows in the table keeps its
 //! least words, whichever row came first. A page's words are held beside
 //! it in the union-find's arrays, so the keys' width is memory per page:
 //! they may take at most `MAX_KEY_WORDS` words.
@@ -241,6 +242,9 @@ pub struct KeepOrder {
     /// has held them ([`Self::holding_corpus`]): [`HELD_WORDS`] words
     /// before the other keys', the `corpus` key's.
     held: bool,
+    /// Whether no key was asked for: the default order, whose `corpus` key
+    /// pairs made elsewhere may not support ([`Self::for_pairs`]).
+    by_default: bool,
 }
 
 /// Words of a corpus page's held-since time: the earliest `fetch_time` of
@@ -259,7 +263,11 @@ impl KeepOrder {
                 bail!("--keep-by: {key} is given twice");
             }
         }
-        let order = KeepOrder { keys, held: false };
+        let order = KeepOrder {
+            keys,
+            held: false,
+            by_default: false,
+        };
         order.check_width()?;
         Ok(order)
     }
@@ -310,6 +318,7 @@ impl KeepOrder {
                 Vec::new()
             },
             held: false,
+            by_default: false,
         }
     }
 
@@ -343,7 +352,24 @@ impl KeepOrder {
                 KeepKey::Earliest,
             ],
             held: false,
+            by_default: true,
         }
+    }
+
+    /// Whether corpus pages come first and the pairs must say which pages
+    /// are (their `self_pair`): asked for, not the default's.
+    pub(crate) fn needs_self_pair(&self) -> bool {
+        self.corpus_first() && !self.by_default
+    }
+
+    /// This order for pairs that say (`tell_corpus`) or do not say which
+    /// pages are the corpus's: the default order leaves out its `corpus`
+    /// key for pairs made elsewhere (no `self_pair`), as asked keys never are.
+    pub(crate) fn for_pairs(mut self, tell_corpus: bool) -> KeepOrder {
+        if self.by_default && !tell_corpus && self.corpus_first() {
+            self.keys.remove(0);
+        }
+        self
     }
 
     /// Whether corpus pages come first.

@@ -6,9 +6,15 @@
 //! A column pyarrow wrote from a `DictionaryArray` carries its dictionary
 //! type in the file's Arrow schema, and arrow-rs would decode it as one
 //! (`Dictionary(Int32, Int64)` for an id). Every footer is read with that
-//! type replaced by its value type ([`without_dictionaries`]), so the
+//! type replaced by its value type ([`as_read`]), so the
 //! decoder unpacks such a column into plain values, and each check and
 //! reader sees the INT64, string or timestamp it accepts.
+//!
+//! Spark writes timestamps as INT96 by default (a Julian day and the
+//! nanoseconds of that day), which arrow-rs decodes as nanoseconds since
+//! 1970 in an i64: silently wrong before 1677-09-21 and after 2262-04-11,
+//! where Spark's `0001-01-01` and `9999-12-31` placeholders lie. They are
+//! read as microseconds instead, Spark's own precision, exact for any year.
 
 mod pair_files;
 mod paths;
@@ -30,12 +36,13 @@ use arrow_array::types::{
 use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, Int64Array, RecordBatch, UInt64Array,
 };
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
     ParquetRecordBatchReaderBuilder, RowSelection, RowSelector,
 };
 use parquet::arrow::ProjectionMask;
+use parquet::basic::Type as PhysicalType;
 
 use crate::exec::parallel::lock;
 use crate::io::storage::{expand_remote, has_extension, is_url, open_all, Fetch, Location, Source};
@@ -211,34 +218,47 @@ pub(crate) fn read_footer(path: &Location) -> Result<ArrowReaderMetadata> {
 }
 
 /// Parses the footer of `source`, the file at `path` (its footer
-/// prefetched), dictionary-typed columns read as their values.
+/// prefetched), its columns typed as they are read ([`as_read`]).
 pub(crate) fn load_footer(source: &Source, path: &Location) -> Result<ArrowReaderMetadata> {
     ArrowReaderMetadata::load(source, ArrowReaderOptions::new())
-        .and_then(without_dictionaries)
+        .and_then(as_read)
         .map_err(|e| anyhow!("{path}: not a readable Parquet file ({e})"))
 }
 
-/// `metadata` with each top-level dictionary column's type replaced by its
-/// value type: given as the schema to read, it makes the decoder unpack the
-/// dictionary (see the module doc). Unchanged if there is none.
-fn without_dictionaries(
-    metadata: ArrowReaderMetadata,
-) -> parquet::errors::Result<ArrowReaderMetadata> {
+/// `metadata` with each top-level dictionary column typed as its values,
+/// and each INT96 timestamp as microseconds: given as the schema to read,
+/// it makes the decoder unpack the dictionary and convert the INT96
+/// without overflow (see the module doc). Unchanged if there is neither.
+fn as_read(metadata: ArrowReaderMetadata) -> parquet::errors::Result<ArrowReaderMetadata> {
+    let int96: Vec<&str> = (metadata.metadata().file_metadata().schema_descr().columns())
+        .iter()
+        .filter(|column| column.physical_type() == PhysicalType::INT96)
+        .filter(|column| column.path().parts().len() == 1)
+        .map(|column| column.name())
+        .collect();
+    let read_as = |field: &Field| match field.data_type() {
+        DataType::Dictionary(_, value) => Some(*value.clone()),
+        DataType::Timestamp(TimeUnit::Nanosecond, zone)
+            if int96.contains(&field.name().as_str()) =>
+        {
+            Some(DataType::Timestamp(TimeUnit::Microsecond, zone.clone()))
+        }
+        _ => None,
+    };
     let schema = metadata.schema();
-    let is_dictionary = |field: &Arc<Field>| matches!(field.data_type(), DataType::Dictionary(..));
-    if !schema.fields().iter().any(is_dictionary) {
+    if !schema.fields().iter().any(|field| read_as(field).is_some()) {
         return Ok(metadata);
     }
-    let plain: Vec<Field> = schema
+    let fields: Vec<Field> = schema
         .fields()
         .iter()
-        .map(|field| match field.data_type() {
-            DataType::Dictionary(_, value) => field.as_ref().clone().with_data_type(*value.clone()),
-            _ => field.as_ref().clone(),
+        .map(|field| match read_as(field) {
+            Some(data_type) => field.as_ref().clone().with_data_type(data_type),
+            None => field.as_ref().clone(),
         })
         .collect();
-    let plain = Schema::new_with_metadata(plain, schema.metadata().clone());
-    let options = ArrowReaderOptions::new().with_schema(Arc::new(plain));
+    let schema = Schema::new_with_metadata(fields, schema.metadata().clone());
+    let options = ArrowReaderOptions::new().with_schema(Arc::new(schema));
     ArrowReaderMetadata::try_new(metadata.metadata().clone(), options)
 }
 

@@ -43,7 +43,7 @@ pub(crate) struct PairUnit {
     /// Rows in the piece (the whole row group's, as its footer says, until
     /// it is cut).
     pub(crate) rows: usize,
-    pub(super) has_self_pair: bool,
+    pub(crate) has_self_pair: bool,
     pub(super) has_distance: bool,
     /// Read only with `distance`.
     pub(super) has_wide_distance: bool,
