@@ -335,11 +335,19 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
     let id = stored.id;
     let (Some(source), Some(offset), Some(length)) = (&stored.source, stored.offset, stored.length)
     else {
-        bail!(
-            "page {id} ({}): no `source`, `offset` and `length` to read its record back from \
-             (its shard lacks the columns, or no byte range holds the record alone)",
-            stored.shard
-        );
+        match &stored.source {
+            Some(source) => bail!(
+                "page {id} ({}): its record in {source} has no byte range of its own to read it \
+                 back by (Parquet and JSONL.gz input, or a record sharing its gzip member): \
+                 explain reads WARC, WET and plain JSONL records",
+                stored.shard
+            ),
+            None => bail!(
+                "page {id} ({}): no `source`, `offset` and `length` to read its record back from \
+                 (its shard lacks the columns)",
+                stored.shard
+            ),
+        }
     };
     let description = stored
         .scheme

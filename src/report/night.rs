@@ -18,8 +18,11 @@
 //!    corpus's, is the `keep_url` of a page dropped in its favour.
 //!
 //! A stage output without `_SUCCESS` (a stage that failed or is still
-//! running) is refused, naming it: its files may be partial, and a page
-//! built from them would look like a complete night.
+//! running) is refused in the night shown in detail, naming it: its files
+//! may be partial, and a page built from them would look like a complete
+//! night. In an earlier night, one of the trends, it is left out and named
+//! ([`Night::unfinished`]): its figures are gaps, and one failed night does
+//! not keep a month of nights from their report.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet};
@@ -189,6 +192,8 @@ pub(crate) struct Night {
     /// The fingerprint shards `neardup explain` needs for the samples: the
     /// night's and the corpus's.
     pub(crate) explain_fingerprints: Vec<String>,
+    /// Stages of an earlier night left out: their outputs have no `_SUCCESS`.
+    pub(crate) unfinished: Vec<&'static str>,
 }
 
 impl Night {
@@ -218,11 +223,23 @@ pub(crate) fn number(summary: &Option<Value>, path: &[&str]) -> Option<u64> {
 
 /// Reads the night's summaries and outputs; `rows` counts the rows read,
 /// for progress.
-pub(crate) fn read_night(dirs: NightDirs, rows: &AtomicU64, details: bool) -> Result<Night> {
-    for dir in dirs.stages() {
-        refuse_incomplete(dir)?;
+pub(crate) fn read_night(mut dirs: NightDirs, rows: &AtomicU64, details: bool) -> Result<Night> {
+    let mut unfinished = Vec::new();
+    for (stage, slot) in [
+        ("fingerprint", &mut dirs.fingerprints),
+        ("match", &mut dirs.pairs),
+        ("cluster", &mut dirs.clusters),
+    ] {
+        let Some(dir) = slot else { continue };
+        if details {
+            refuse_incomplete(dir)?;
+        } else if !is_complete(dir)? {
+            unfinished.push(stage);
+            *slot = None;
+        }
     }
     let mut night = Night {
+        unfinished,
         fingerprint_summary: dirs.fingerprints.as_deref().map(read_summary).transpose()?,
         match_summary: dirs.pairs.as_deref().map(read_summary).transpose()?,
         cluster_summary: dirs.clusters.as_deref().map(read_summary).transpose()?,

@@ -694,6 +694,23 @@ fn trends(nights: &[Night]) -> String {
         true,
     ));
     html.push_str("<p>The drop rate is a night's dropped pages, corpus pages dropped for it among them, per page it fingerprinted; a night without one of the figures has no point.</p>");
+    let unfinished: Vec<String> = (nights.iter())
+        .filter(|night| !night.unfinished.is_empty())
+        .map(|night| {
+            format!(
+                "{} ({})",
+                escape(&visible_line(&night.dirs.name)),
+                night.unfinished.join(", ")
+            )
+        })
+        .collect();
+    if !unfinished.is_empty() {
+        let _ = write!(
+            html,
+            "<p class=\"warn\" id=\"unfinished\">Stages that did not finish (no <code>_SUCCESS</code>), left out: {}.</p>",
+            unfinished.join("; ")
+        );
+    }
     html.push_str(
         "<table id=\"nights\"><tr><th>night</th><th>pages</th><th>pairs</th><th>dropped</th></tr>",
     );

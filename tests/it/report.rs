@@ -769,4 +769,12 @@ fn report_refuses_an_unfinished_stage_a_bad_summary_and_an_out_in_a_stage() {
     let named = format!("{}: no _SUCCESS", night.join("pairs").display());
     assert!(stderr.contains(&named), "{stderr}");
     assert!(!page.exists());
+
+    // The same night before a finished one: a gap in the trends, named.
+    run_ok(&["run", job.to_str().unwrap(), "--date", "2026-12-02"]);
+    let html = report_page(&[&d.join("nights/*")], &page);
+    assert!(html.contains("left out: 2026-12-01 (match).</p>"), "{html}");
+    let row = html.split("data-night=\"2026-12-01\">").nth(1).unwrap();
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert_eq!(row.matches("<td class=\"n\">-</td>").count(), 1, "{row}");
 }
