@@ -1334,16 +1334,51 @@ fn the_crawl_pipeline_in_azure_blob_storage_writes_the_bytes_of_local_files() {
     let local = d.join("local");
     run(&local.display().to_string());
     run("az://crawl/night");
+    // A connection string alone, as the Azure CLI, azcopy and the SDKs
+    // take it: account, key and blob endpoint.
+    let connection = format!(
+        "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={AZURITE_KEY};\
+         BlobEndpoint={}/devstoreaccount1;",
+        server.endpoint()
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .env("AZURE_STORAGE_CONNECTION_STRING", &connection)
+        .args([
+            "match",
+            "--queries",
+            "az://crawl/night/fp",
+            "--self",
+            "--workers",
+            "2",
+        ])
+        .args(["--out", "az://crawl/connected/pairs"])
+        .output()
+        .unwrap();
+    assert!(succeeded(&output));
     let downloaded = d.join("downloaded");
     let script = "
 container = blobs.get_container_client('crawl')
-for blob in container.list_blobs(name_starts_with='night/'):
-    path = os.path.join(sys.argv[1], os.path.relpath(blob.name, 'night'))
+for blob in container.list_blobs(name_starts_with=sys.argv[2] + '/'):
+    path = os.path.join(sys.argv[1], os.path.relpath(blob.name, sys.argv[2]))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, 'wb') as f:
         f.write(container.download_blob(blob.name).readall())
 ";
-    azure_client(&server, script, &[&downloaded.display().to_string()]);
+    azure_client(
+        &server,
+        script,
+        &[&downloaded.display().to_string(), "night"],
+    );
+    let connected = d.join("connected");
+    azure_client(
+        &server,
+        script,
+        &[&connected.display().to_string(), "connected"],
+    );
+    assert_eq!(
+        parts_of(&connected.join("pairs")),
+        parts_of(&local.join("pairs"))
+    );
     for parts in ["fp", "pairs", "clusters/clusters", "clusters/drop"] {
         let (mine, theirs) = (
             parts_of(&local.join(parts)),

@@ -41,7 +41,7 @@ use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::aws::AmazonS3Builder;
-use object_store::azure::MicrosoftAzureBuilder;
+use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
@@ -564,7 +564,7 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
             )
             .build()
             .map(|s| Arc::new(s) as _),
-        _ => MicrosoftAzureBuilder::from_env()
+        _ => azure_from_env()?
             .with_url(url.as_str())
             .build()
             .map(|s| Arc::new(s) as _),
@@ -572,6 +572,43 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     let store = built.map_err(|e| anyhow::anyhow!("{root}: cannot set up ({})", one_line(&e)))?;
     stores.insert(root, store.clone());
     Ok(store)
+}
+
+/// Azure's settings from the environment: the `AZURE_STORAGE_*` variables,
+/// and over them a connection string (`AZURE_STORAGE_CONNECTION_STRING`,
+/// which the Azure CLI, azcopy and the SDKs take): its account, key, SAS,
+/// blob endpoint (an `http://` one is plain HTTP by choice) or emulator.
+fn azure_from_env() -> Result<MicrosoftAzureBuilder> {
+    const VARIABLE: &str = "AZURE_STORAGE_CONNECTION_STRING";
+    let mut builder = MicrosoftAzureBuilder::from_env();
+    let Ok(text) = std::env::var(VARIABLE) else {
+        return Ok(builder);
+    };
+    let parts = text
+        .split(';')
+        .map(str::trim)
+        .filter(|part| !part.is_empty());
+    for (at, part) in parts.enumerate() {
+        // Never shown: a part may be a key.
+        let Some((key, value)) = part.split_once('=') else {
+            bail!("{VARIABLE}: part {} is not Key=Value", at + 1);
+        };
+        builder = match key {
+            "AccountName" => builder.with_account(value),
+            "AccountKey" => builder.with_access_key(value),
+            "SharedAccessSignature" => builder.with_config(AzureConfigKey::SasKey, value),
+            "BlobEndpoint" => builder
+                .with_endpoint(value.trim_end_matches('/').to_string())
+                .with_allow_http(value.starts_with("http://")),
+            "UseDevelopmentStorage" => {
+                builder.with_use_emulator(value.eq_ignore_ascii_case("true"))
+            }
+            // The protocol and suffix only make the default endpoint, which
+            // the account names; the other services' endpoints are not read.
+            _ => builder,
+        };
+    }
+    Ok(builder)
 }
 
 /// An input that names no file (yet): an empty directory or prefix, a
