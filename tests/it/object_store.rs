@@ -986,6 +986,83 @@ fn object_store_failures_get_one_line_naming_the_url_and_leave_nothing() {
     assert!(!out.exists(), "{stderr}");
 }
 
+/// An S3 profile in the files the AWS CLI writes (`~/.aws/credentials`,
+/// `~/.aws/config`): `AWS_PROFILE` alone gives the keys, region and
+/// endpoint. A profile not there, or one that gets its keys another way,
+/// is one line naming it.
+#[test]
+fn an_aws_profile_in_the_cli_files_gives_keys_region_and_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, _) = inputs(d);
+    let server = Server::s3(&[]);
+    upload(&server, "crawl", &q, "queries");
+    let home = d.join("home");
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(
+        home.join(".aws/credentials"),
+        "[default]\naws_access_key_id = nobody\naws_secret_access_key = nothing\n\n\
+         [crawl]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .unwrap();
+    std::fs::write(
+        home.join(".aws/config"),
+        format!(
+            "[profile crawl]\nregion = us-east-1\nendpoint_url = {}\n\n\
+             [profile sso]\nsso_session = corp\nregion = us-east-1\n",
+            server.endpoint()
+        ),
+    )
+    .unwrap();
+    let matching = |profile: &str, out: &Path| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+        for name in [
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_REGION",
+            "AWS_ENDPOINT_URL",
+        ] {
+            command.env_remove(name);
+        }
+        command
+            .env("HOME", &home)
+            .env("AWS_PROFILE", profile)
+            .args([
+                "match",
+                "--self",
+                "--queries",
+                "s3://crawl/queries",
+                "--out",
+            ])
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let (local, remote) = (d.join("local"), d.join("remote"));
+    run_ok(&[
+        "match",
+        "--self",
+        "--queries",
+        &q.display().to_string(),
+        "--out",
+        &local.display().to_string(),
+    ]);
+    assert!(succeeded(&matching("crawl", &remote)));
+    assert_eq!(parts_of(&remote), parts_of(&local));
+    for (profile, said) in [
+        ("nightly", "AWS_PROFILE=nightly: no such profile"),
+        ("sso", "AWS profile `sso` gets its keys by `sso_session`"),
+    ] {
+        let out = d.join(profile);
+        let output = matching(profile, &out);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(said), "{stderr}");
+        assert!(!out.exists());
+    }
+}
+
 /// Puts an empty object at each of `keys`, as a folder's marker.
 fn put_empty(server: &Server, bucket: &str, keys: &[&str]) {
     let script = r#"

@@ -12,9 +12,9 @@
 //!
 //! Credentials and endpoints come from each cloud's usual environment
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
-//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, implied by an `http://` endpoint;
-//! `GOOGLE_APPLICATION_CREDENTIALS`;
-//! `AZURE_STORAGE_*`), as `object_store`'s builders read it.
+//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, implied by an `http://` endpoint,
+//! and the AWS profile files; `GOOGLE_APPLICATION_CREDENTIALS`;
+//! `AZURE_STORAGE_*`), as `object_store`'s builders and [`settings`] read it.
 //!
 //! How reads go: a Parquet file's footer comes from one request for its
 //! last 64 KiB (16 files' footers asked for at once, so thousands of shards
@@ -40,8 +40,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
 use futures::TryStreamExt;
-use object_store::aws::AmazonS3Builder;
-use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::http::HttpBuilder;
 use object_store::path::Path as ObjectPath;
@@ -52,6 +50,7 @@ use crate::exec::parallel::lock;
 
 mod output;
 mod reader;
+mod settings;
 mod source;
 
 pub(crate) use output::{stop_uploads, ExclusiveObject, OutputPrefix};
@@ -521,22 +520,6 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
     runtime().block_on(future)
 }
 
-/// Whether the S3 endpoint the environment names is plain HTTP (a local
-/// MinIO or moto): the user's explicit choice of transport, as for an
-/// `http://` input, and how boto3 and the AWS CLI take it.
-fn plain_http_endpoint() -> bool {
-    ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
-        .iter()
-        .filter_map(|name| std::env::var(name).ok())
-        .any(|endpoint| endpoint.trim().to_ascii_lowercase().starts_with("http://"))
-}
-
-/// `AWS_ALLOW_HTTP` as `object_store` reads it, which an explicit
-/// `with_allow_http` would otherwise override.
-fn allow_http_set() -> bool {
-    std::env::var("AWS_ALLOW_HTTP").is_ok_and(|value| value.trim().eq_ignore_ascii_case("true"))
-}
-
 /// The store for a URL's scheme and bucket (or host), made once and
 /// shared: its client keeps connections open across files.
 fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
@@ -547,9 +530,8 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
         return Ok(store.clone());
     }
     let built: object_store::Result<Arc<dyn ObjectStore>> = match url.scheme() {
-        "s3" | "s3a" => AmazonS3Builder::from_env()
+        "s3" | "s3a" => settings::s3_from_env()?
             .with_url(url.as_str())
-            .with_allow_http(plain_http_endpoint() || allow_http_set())
             .build()
             .map(|s| Arc::new(s) as _),
         "gs" => GoogleCloudStorageBuilder::from_env()
@@ -564,7 +546,7 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
             )
             .build()
             .map(|s| Arc::new(s) as _),
-        _ => azure_from_env()?
+        _ => settings::azure_from_env()?
             .with_url(url.as_str())
             .build()
             .map(|s| Arc::new(s) as _),
@@ -572,43 +554,6 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
     let store = built.map_err(|e| anyhow::anyhow!("{root}: cannot set up ({})", one_line(&e)))?;
     stores.insert(root, store.clone());
     Ok(store)
-}
-
-/// Azure's settings from the environment: the `AZURE_STORAGE_*` variables,
-/// and over them a connection string (`AZURE_STORAGE_CONNECTION_STRING`,
-/// which the Azure CLI, azcopy and the SDKs take): its account, key, SAS,
-/// blob endpoint (an `http://` one is plain HTTP by choice) or emulator.
-fn azure_from_env() -> Result<MicrosoftAzureBuilder> {
-    const VARIABLE: &str = "AZURE_STORAGE_CONNECTION_STRING";
-    let mut builder = MicrosoftAzureBuilder::from_env();
-    let Ok(text) = std::env::var(VARIABLE) else {
-        return Ok(builder);
-    };
-    let parts = text
-        .split(';')
-        .map(str::trim)
-        .filter(|part| !part.is_empty());
-    for (at, part) in parts.enumerate() {
-        // Never shown: a part may be a key.
-        let Some((key, value)) = part.split_once('=') else {
-            bail!("{VARIABLE}: part {} is not Key=Value", at + 1);
-        };
-        builder = match key {
-            "AccountName" => builder.with_account(value),
-            "AccountKey" => builder.with_access_key(value),
-            "SharedAccessSignature" => builder.with_config(AzureConfigKey::SasKey, value),
-            "BlobEndpoint" => builder
-                .with_endpoint(value.trim_end_matches('/').to_string())
-                .with_allow_http(value.starts_with("http://")),
-            "UseDevelopmentStorage" => {
-                builder.with_use_emulator(value.eq_ignore_ascii_case("true"))
-            }
-            // The protocol and suffix only make the default endpoint, which
-            // the account names; the other services' endpoints are not read.
-            _ => builder,
-        };
-    }
-    Ok(builder)
 }
 
 /// An input that names no file (yet): an empty directory or prefix, a
