@@ -53,6 +53,7 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     opts.runtime.validate()?;
     runtime::stage_starting(&opts.runtime);
     let inputs = input_files(opts)?;
+    refuse_an_unread_time_field(opts, &inputs)?;
     let mut staging = Staging::for_job(
         &opts.out,
         opts.overwrite,
@@ -179,6 +180,23 @@ pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(Location, Fo
             Ok((path, format, bytes))
         })
         .collect()
+}
+
+/// Refuses a time field when every input is WARC or WET: their records
+/// take their fetch time from `WARC-Date`, and the field, accepted, would
+/// seem to have been read.
+fn refuse_an_unread_time_field(
+    opts: &FingerprintOptions,
+    inputs: &[(Location, Format, u64)],
+) -> Result<()> {
+    let crawl_only =
+        (inputs.iter()).all(|(_, format, _)| matches!(format, Format::Warc | Format::Wet));
+    match (&opts.fields.time, crawl_only) {
+        (Some(field), true) => bail!(
+            "time field `{field}` is given, but the input is WARC or WET, whose records take their fetch time from WARC-Date: leave it out (it is for JSONL and Parquet)"
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// Writes one input file's shard from its rows, gathered from the workers

@@ -975,7 +975,15 @@ fn read_documents(path: &Path) -> Vec<(i64, u64)> {
 fn bad_input_gets_one_line_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
-    let cases: [(&[&str], &str); 3] = [
+    let wet = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data-samples/crawl/text.wet.gz")
+        .display()
+        .to_string();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--input", &wet, "--time-field", "fetched"],
+            "time field `fetched` is given, but the input is WARC or WET",
+        ),
         (
             &["--input", "/nonexistent/crawl.warc.gz"],
             "/nonexistent/crawl.warc.gz: no such file",
