@@ -63,6 +63,7 @@ impl RuntimeOptions {
         env: Env,
     ) -> Result<RuntimeOptions> {
         let (process, processes, peers) = settings.resolve(env)?;
+        let indexed = settings.process.is_some() || Scheduler::detect(env)?.is_some();
         let options = RuntimeOptions {
             workers,
             processes,
@@ -72,6 +73,16 @@ impl RuntimeOptions {
             peer_timeout: seconds("--peer-timeout", timeouts.peer)?,
         };
         options.validate()?;
+        // Each process left at 0 would take process 0's address, and the
+        // second to start would fail to listen or wait for peers that never
+        // come. Checked last: a bad hostfile or pattern says more.
+        if processes > 1 && !indexed {
+            bail!(
+                "{processes} processes need --process on each (its index, 0 to {}; \
+                 or a scheduler's JOB_COMPLETION_INDEX or SLURM_PROCID)",
+                processes - 1
+            );
+        }
         Ok(options)
     }
 
@@ -191,8 +202,8 @@ impl ProcessSettings {
     /// `(process, processes, peers)`. Flags win; what they leave out comes
     /// from a scheduler (Kubernetes' `JOB_COMPLETION_INDEX`, Slurm's
     /// `SLURM_PROCID`, task count and node list), else from the defaults:
-    /// the hostfile's length, and process 0 for a run of one process (several
-    /// need an index each). A scheduler's index is taken only
+    /// the hostfile's length, process 0 (several processes need an index
+    /// each: [`RuntimeOptions::from_settings`]). A scheduler's index is taken only
     /// for a run of several processes, so a single-process run is the same
     /// wherever it runs.
     pub(crate) fn resolve(&self, env: Env) -> Result<(usize, usize, Option<Peers>)> {
@@ -238,14 +249,6 @@ impl ProcessSettings {
                 );
                 scheduler.process()
             }
-            // Each process left at 0 would take process 0's address, and
-            // the second to start would fail to listen or wait for peers
-            // that never come.
-            (None, _) if processes > 1 && peers.is_some() => bail!(
-                "{processes} processes need --process on each (its index, 0 to {}; \
-                 or a scheduler's JOB_COMPLETION_INDEX or SLURM_PROCID)",
-                processes - 1
-            ),
             (None, _) => 0,
         };
         Ok((process, processes, peers))
@@ -423,7 +426,13 @@ mod tests {
             hostfile_pattern: Some("h{i}:1".into()),
             ..ProcessSettings::default()
         };
-        let error = unnumbered.resolve(&env_of(&[])).unwrap_err().to_string();
+        let timeouts = Timeouts {
+            connect: 1.0,
+            peer: 1.0,
+        };
+        let error = RuntimeOptions::from_settings(1, &unnumbered, timeouts, &env_of(&[]))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("2 processes need --process on each (its index, 0 to 1"),
             "{error}"
