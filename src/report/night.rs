@@ -182,7 +182,8 @@ pub(crate) struct Night {
     /// or all drops when the fingerprints have no URLs.
     pub(crate) drops_outside: u64,
     /// The night's pages, as specs: the fingerprint stage's output, else
-    /// the files `match` read as B if they are there; empty: neither.
+    /// the files `match` read as B if they are there; empty: neither, or
+    /// a night of the trends alone (not read).
     pub(crate) pages: Vec<String>,
     /// Whether the night's pages have URLs (hosts can be shown).
     pub(crate) has_urls: bool,
@@ -245,12 +246,13 @@ pub(crate) fn read_night(mut dirs: NightDirs, rows: &AtomicU64, details: bool) -
         cluster_summary: dirs.clusters.as_deref().map(read_summary).transpose()?,
         ..Night::default()
     };
+    if !details {
+        night.dirs = dirs;
+        return Ok(night);
+    }
     night.pages = night_pages(&dirs, &night.match_summary)?;
     night.explain_fingerprints = explain_fingerprints(&night.pages, &night.match_summary);
     night.dirs = dirs;
-    if !details {
-        return Ok(night);
-    }
     if let Some(pairs) = &night.dirs.pairs {
         let k = number(&night.match_summary, &["k"]).unwrap_or(3);
         let threshold = number(&night.match_summary, &["verify_threshold"]);
