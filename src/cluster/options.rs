@@ -67,8 +67,9 @@ impl ClusterOptions {
         self.keep_by.clone().holding_corpus(corpus_given).map(drop)
     }
 
-    /// These options with the keep order of a run given the corpus or
-    /// not ([`KeepOrder::holding_corpus`]).
+    /// These options with the keep order of a run given the corpus or not
+    /// ([`KeepOrder::holding_corpus`]), on pairs that tell corpus pages or
+    /// not (`tell_corpus`: every pair file has `self_pair`; [`KeepOrder::for_pairs`]).
     pub(crate) fn holding_corpus(&self, tell_corpus: bool) -> Result<ClusterOptions> {
         let keep_by = (self.keep_by.clone().for_pairs(tell_corpus))
             .holding_corpus(!self.corpus.is_empty())?;

@@ -508,10 +508,7 @@ fn hosts(night: &Night) -> String {
         let _ = write!(
             html,
             "<p>{} not among tonight's pages (corpus pages): not counted by host.</p>",
-            match night.drops_outside {
-                1 => "1 dropped page is".to_string(),
-                n => format!("{} dropped pages are", thousands(n)),
-            }
+            count_of(night.drops_outside, "dropped page is", "dropped pages are")
         );
     }
     html.push_str("</section>");
@@ -553,14 +550,14 @@ fn largest(night: &Night) -> String {
     if night.dirs.clusters.is_none() {
         return String::new();
     }
+    if night.largest.is_empty() {
+        return "<section id=\"largest\"><h2>Largest clusters</h2><p>No clusters tonight.</p></section>".to_string();
+    }
     let heading = match night.largest.len() {
         n if n >= LARGEST_CLUSTERS => format!("The {LARGEST_CLUSTERS} largest clusters"),
         1 => "The night's one cluster".to_string(),
         n => format!("The night's {n} clusters, largest first"),
     };
-    if night.largest.is_empty() {
-        return "<section id=\"largest\"><h2>Largest clusters</h2><p>No clusters tonight.</p></section>".to_string();
-    }
     let mut html = format!(
         "<section id=\"largest\"><h2>{heading}</h2><table id=\"largest-clusters\"><tr><th>size</th><th>dropped</th><th>representative (kept)</th></tr>"
     );

@@ -63,11 +63,10 @@ impl RuntimeOptions {
         env: Env,
     ) -> Result<RuntimeOptions> {
         let (process, processes, peers) = settings.resolve(env)?;
-        let indexed = settings.process.is_some() || Scheduler::detect(env)?.is_some();
         let options = RuntimeOptions {
             workers,
             processes,
-            process,
+            process: process.unwrap_or(0),
             peers,
             connect_timeout: seconds("--connect-timeout", timeouts.connect)?,
             peer_timeout: seconds("--peer-timeout", timeouts.peer)?,
@@ -76,7 +75,7 @@ impl RuntimeOptions {
         // Each process left at 0 would take process 0's address, and the
         // second to start would fail to listen or wait for peers that never
         // come. Checked last: a bad hostfile or pattern says more.
-        if processes > 1 && !indexed {
+        if processes > 1 && process.is_none() {
             bail!(
                 "{processes} processes need --process on each (its index, 0 to {}; \
                  or a scheduler's JOB_COMPLETION_INDEX or SLURM_PROCID)",
@@ -202,11 +201,11 @@ impl ProcessSettings {
     /// `(process, processes, peers)`. Flags win; what they leave out comes
     /// from a scheduler (Kubernetes' `JOB_COMPLETION_INDEX`, Slurm's
     /// `SLURM_PROCID`, task count and node list), else from the defaults:
-    /// the hostfile's length, process 0 (several processes need an index
-    /// each: [`RuntimeOptions::from_settings`]). A scheduler's index is taken only
+    /// the hostfile's length, no process index (process 0 of one process;
+    /// several need an index each: [`RuntimeOptions::from_settings`]). A scheduler's index is taken only
     /// for a run of several processes, so a single-process run is the same
     /// wherever it runs.
-    pub(crate) fn resolve(&self, env: Env) -> Result<(usize, usize, Option<Peers>)> {
+    pub(crate) fn resolve(&self, env: Env) -> Result<(Option<usize>, usize, Option<Peers>)> {
         let scheduler = Scheduler::detect(env)?;
         let slurm = match &scheduler {
             Some(Scheduler::Slurm(step)) => Some(step),
@@ -232,7 +231,7 @@ impl ProcessSettings {
             (None, None) => 1,
         };
         let process = match (self.process, &scheduler) {
-            (Some(i), _) => i,
+            (Some(i), _) => Some(i),
             (None, Some(scheduler)) if processes > 1 => {
                 if scheduler.process() >= processes {
                     bail!(
@@ -247,9 +246,9 @@ impl ProcessSettings {
                     "process index from {}",
                     scheduler.index_variable()
                 );
-                scheduler.process()
+                Some(scheduler.process())
             }
-            (None, _) => 0,
+            (None, _) => None,
         };
         Ok((process, processes, peers))
     }
@@ -400,26 +399,32 @@ mod tests {
         ];
         let from_slurm = ProcessSettings::default().resolve(&env_of(SLURM)).unwrap();
         let peers = Peers::Slurm(vec!["n1:4100".into(), "n2:4100".into()]);
-        assert_eq!(from_slurm, (1, 2, Some(peers)));
+        assert_eq!(from_slurm, (Some(1), 2, Some(peers)));
         let port = ProcessSettings {
             port: Some(9),
             ..ProcessSettings::default()
         };
         let peers = Peers::Slurm(vec!["n1:9".into(), "n2:9".into()]);
-        assert_eq!(port.resolve(&env_of(SLURM)).unwrap(), (1, 2, Some(peers)));
+        assert_eq!(
+            port.resolve(&env_of(SLURM)).unwrap(),
+            (Some(1), 2, Some(peers))
+        );
         let flagged = ProcessSettings {
             process: Some(0),
             hostfile_pattern: Some("h{i}:1".into()),
             ..ProcessSettings::default()
         };
         let pattern = Some(Peers::Pattern("h{i}:1".into()));
-        assert_eq!(flagged.resolve(&env_of(SLURM)).unwrap(), (0, 2, pattern));
+        assert_eq!(
+            flagged.resolve(&env_of(SLURM)).unwrap(),
+            (Some(0), 2, pattern)
+        );
         // One process: the scheduler's index is not taken.
         let alone = ProcessSettings {
             processes: Some(1),
             ..ProcessSettings::default()
         };
-        assert_eq!(alone.resolve(&env_of(SLURM)).unwrap().0, 0);
+        assert_eq!(alone.resolve(&env_of(SLURM)).unwrap().0, None);
         // Several processes and no index at all: refused, not process 0.
         let unnumbered = ProcessSettings {
             processes: Some(2),
@@ -444,17 +449,17 @@ mod tests {
             ..ProcessSettings::default()
         };
         let (process, processes, peers) = pods.resolve(&env_of(POD)).unwrap();
-        assert_eq!((process, processes), (3, 4));
+        assert_eq!((process, processes), (Some(3), 4));
         let opts = RuntimeOptions {
             processes,
-            process,
+            process: 3,
             peers,
             ..RuntimeOptions::default()
         };
         assert_eq!(opts.addresses().unwrap()[3], "neardup-3.neardup:4100");
         assert_eq!(
             ProcessSettings::default().resolve(&env_of(&[])).unwrap(),
-            (0, 1, None)
+            (None, 1, None)
         );
     }
 
