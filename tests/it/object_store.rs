@@ -1063,6 +1063,50 @@ fn an_aws_profile_in_the_cli_files_gives_keys_region_and_endpoint() {
     }
 }
 
+/// With no keys in the environment or the profile files, S3 asks the
+/// instance metadata endpoint for a role's; where it fails (a laptop), the
+/// one line says which credentials to set, not only the endpoint's address.
+#[test]
+fn s3_without_credentials_says_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    for name in [
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_CONFIG_FILE",
+        "AWS_SHARED_CREDENTIALS_FILE",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ] {
+        command.env_remove(name);
+    }
+    // A closed port: refused at once, where the real address may hang.
+    let metadata = format!("http://127.0.0.1:{}", free_port());
+    command
+        .env("HOME", dir.path())
+        .env("AWS_METADATA_ENDPOINT", metadata)
+        .args([
+            "match",
+            "--self",
+            "--queries",
+            "s3://crawl/queries",
+            "--out",
+        ])
+        .arg(&out);
+    assert_fails_with(
+        command,
+        &out,
+        &[
+            "s3://crawl/queries",
+            "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE",
+        ],
+    );
+}
+
 /// Puts an empty object at each of `keys`, as a folder's marker.
 fn put_empty(server: &Server, bucket: &str, keys: &[&str]) {
     let script = r#"

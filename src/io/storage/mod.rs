@@ -469,7 +469,25 @@ fn one_line(error: &object_store::Error) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    without_xml_body(&text)
+    with_credentials_hint(without_xml_body(&text))
+}
+
+/// `text` led by what to set when it is the instance metadata endpoint's
+/// failure: S3 asks it for a role's keys only when the environment and
+/// the profile files give none, so on a laptop it means no credentials,
+/// and the endpoint's address alone would not say so.
+fn with_credentials_hint(text: String) -> String {
+    let asked_metadata = ["/latest/api/token", "/latest/meta-data/"]
+        .iter()
+        .any(|path| text.contains(path));
+    if !asked_metadata {
+        return text;
+    }
+    format!(
+        "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE \
+         (~/.aws/credentials); without them a pod's or instance's role is asked for, and \
+         the instance metadata endpoint failed ({text})"
+    )
 }
 
 /// `text` with a store's XML error body (S3's, Azure's) cut to its code and
@@ -607,6 +625,21 @@ pub(crate) fn has_extension(name: &str, extension: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_metadata_endpoints_failure_says_credentials_are_missing() {
+        let imds =
+            "Generic S3 error: Error performing PUT http://169.254.169.254/latest/api/token \
+                    in 1ms - Server returned non-2xx status code: 403 Forbidden";
+        let told = with_credentials_hint(imds.to_string());
+        assert!(
+            told.starts_with("no AWS credentials: set AWS_ACCESS_KEY_ID"),
+            "{told}"
+        );
+        assert!(told.ends_with(&format!("({imds})")), "{told}");
+        let other = "Generic S3 error: Error performing GET http://s3.local/b/k - 403 Forbidden";
+        assert_eq!(with_credentials_hint(other.to_string()), other);
+    }
 
     #[test]
     fn a_stores_xml_error_body_is_cut_to_its_code_and_message() {
