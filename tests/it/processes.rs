@@ -832,6 +832,26 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
         let staging = dir.path().join(".out.neardup-staging");
         assert!(!staging.exists(), "{needle}: staging left behind");
     }
+    // Another hostfile on process 1 that still connects: its own line,
+    // which no peer reads, names another interface.
+    let hosts = hostfile(dir.path(), 2);
+    let lines = std::fs::read_to_string(&hosts).unwrap();
+    let own = lines.lines().last().unwrap();
+    let other = dir.path().join("hosts-other");
+    let port = own.rsplit(':').next().unwrap();
+    std::fs::write(&other, lines.replace(own, &format!("0.0.0.0:{port}"))).unwrap();
+    let children = [
+        spawn(&base, &hosts, 0, 1, &[]),
+        spawn(&base, &other, 1, 1, &[]),
+    ];
+    for child in children {
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("the processes' addresses: "), "{stderr}");
+    }
+    assert!(!out.exists(), "another hostfile: an output was written");
 }
 
 /// A process that fails before its stage connects (an input missing on its

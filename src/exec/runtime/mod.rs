@@ -178,6 +178,11 @@ where
 fn join_processes(runtime: &RuntimeOptions, terms: &Terms) -> Result<PeerSockets> {
     lock(&NOT_YET_CONNECTED).take();
     let addresses = runtime.addresses()?;
+    // Another hostfile on one process may still connect (a process's own
+    // line is read by it alone), yet says it was started otherwise.
+    let terms = &terms
+        .clone()
+        .with_shown("the processes' addresses", addresses.join(" "));
     exit_before_stage_if_told(terms);
     // A job's stages each connect anew; the previous stage's beats go on
     // until every process has joined this one, so that a peer lost between
