@@ -104,7 +104,16 @@ pub struct ExplainArgs {
     /// The most features shown.
     #[arg(long, default_value_t = 10)]
     pub(crate) top: usize,
-    /// The text field of JSONL records, as `fingerprint` was given it.
+    /// The id field or column of JSONL and Parquet input, as `fingerprint`
+    /// was given it.
+    #[arg(long, default_value = "id")]
+    pub(crate) id_field: String,
+    /// The url field or column of JSONL and Parquet input, as `fingerprint`
+    /// was given it.
+    #[arg(long, default_value = "url")]
+    pub(crate) url_field: String,
+    /// The text field or column of JSONL and Parquet input, as
+    /// `fingerprint` was given it.
     #[arg(long, default_value = "text")]
     pub(crate) text_field: String,
 }
@@ -531,7 +540,12 @@ fn run_explain_command(args: ExplainArgs) -> Result<()> {
         fingerprints: args.fingerprints,
         json: args.json,
         top_features: args.top,
-        text_field: args.text_field,
+        fields: TextFields {
+            id: args.id_field,
+            url: args.url_field,
+            text: args.text_field,
+            time: None,
+        },
     })
 }
 

@@ -28,7 +28,7 @@ use similar::{ChangeTag, TextDiff};
 
 use crate::exec::logging::{visible, visible_line};
 use crate::fingerprint::crawl::html::{page_text, Extracted};
-use crate::fingerprint::crawl::{record_in_span, Format, Record, TextFields};
+use crate::fingerprint::crawl::{read_file, record_in_span, Document, Format, Record, TextFields};
 use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{
     feature_list, fingerprint_page, hash_feature, heading_copies, FeatureList,
@@ -51,8 +51,9 @@ pub(crate) struct ExplainOptions {
     pub(crate) json: bool,
     /// The most features shown.
     pub(crate) top_features: usize,
-    /// The text field of JSONL input, as `fingerprint --text-field` had it.
-    pub(crate) text_field: String,
+    /// The id, url and text fields of JSONL and Parquet input, as
+    /// `fingerprint` was given them.
+    pub(crate) fields: TextFields,
 }
 
 /// A page as its shard holds it.
@@ -156,13 +157,9 @@ fn sketch_as_hex<S: serde::Serializer>(
 /// Runs `neardup explain`, writing to stdout.
 pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
     let stored = closest_rows(find_pages(&opts.fingerprints, &opts.pages)?);
-    let fields = TextFields {
-        text: opts.text_field.clone(),
-        ..TextFields::default()
-    };
     let pages = stored
         .into_iter()
-        .map(|page| explain_page(page, &fields))
+        .map(|page| explain_page(page, &opts.fields))
         .collect::<Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
@@ -332,22 +329,13 @@ fn required_i64(batch: &RecordBatch, name: &str, row: usize, location: &str) -> 
 
 /// The page's record read back and its text chosen as `fingerprint` chose it.
 fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage> {
-    let id = stored.id;
-    let (Some(source), Some(offset), Some(length)) = (&stored.source, stored.offset, stored.length)
-    else {
-        match &stored.source {
-            Some(source) => bail!(
-                "page {id} ({}): its record in {source} has no byte range of its own to read it \
-                 back by (Parquet and JSONL.gz input, or a record sharing its gzip member): \
-                 explain reads WARC, WET and plain JSONL records",
-                stored.shard
-            ),
-            None => bail!(
-                "page {id} ({}): no `source`, `offset` and `length` to read its record back from \
-                 (its shard lacks the columns)",
-                stored.shard
-            ),
-        }
+    let Some(source) = &stored.source else {
+        bail!(
+            "page {} ({}): no `source`, `offset` and `length` to read its record back from \
+             (its shard lacks the columns)",
+            stored.id,
+            stored.shard
+        );
     };
     let description = stored
         .scheme
@@ -361,14 +349,19 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
     })?;
     let location = source_location(source, &stored.shard)?;
     let format = Format::from_path(&location)?;
-    let bytes = read_span(&location, offset, length)?;
-    let end = offset + length;
-    let document = match record_in_span(&bytes, format, fields, scheme.http)
-        .with_context(|| format!("{source}, bytes {offset}..{end}"))?
-    {
-        Record::Document(document) => document,
-        Record::Bad(bad) => bail!("{source}, bytes {offset}..{end}: {}", bad.reason),
-        Record::Skipped => bail!("{source}, bytes {offset}..{end}: a record with no text"),
+    let document = match (stored.offset, stored.length) {
+        (Some(offset), Some(length)) => {
+            let bytes = read_span(&location, offset, length)?;
+            let end = offset + length;
+            match record_in_span(&bytes, format, fields, scheme.http)
+                .with_context(|| format!("{source}, bytes {offset}..{end}"))?
+            {
+                Record::Document(document) => document,
+                Record::Bad(bad) => bail!("{source}, bytes {offset}..{end}: {}", bad.reason),
+                Record::Skipped => bail!("{source}, bytes {offset}..{end}: a record with no text"),
+            }
+        }
+        _ => document_of_page(&location, format, fields, &scheme, &stored)?,
     };
     let page = match document.html {
         true => page_text(&document.text, scheme.html),
@@ -388,6 +381,51 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
         text: page.text,
         headings: page.headings,
     })
+}
+
+/// Page `stored`'s record in a file whose records have no byte range of
+/// their own (a Parquet table, JSONL.gz, WARC records sharing a gzip
+/// member): the file read whole as `fingerprint` read it, for the page's
+/// records; of a page fetched more than once there, the one whose text
+/// gives the stored fingerprint.
+fn document_of_page(
+    location: &Location,
+    format: Format,
+    fields: &TextFields,
+    scheme: &Scheme,
+    stored: &StoredPage,
+) -> Result<Document> {
+    let mut records = Vec::new();
+    read_file(location, format, fields, scheme.http, &mut |record, _| {
+        if let Record::Document(mut document) = record {
+            scheme.target_uri.apply(&mut document);
+            if document.id == stored.id {
+                records.push(document);
+            }
+        }
+        Ok(())
+    })?;
+    let gives_stored = |document: &Document| {
+        let page = match document.html {
+            true => page_text(&document.text, scheme.html),
+            false => Extracted {
+                text: document.text.clone(),
+                ..Extracted::default()
+            },
+        };
+        fingerprint_page(&page.text, &page.headings, &scheme.simhash, false).simhash
+            == stored.simhash
+    };
+    let chosen = records.iter().position(gives_stored).unwrap_or(0);
+    (chosen < records.len())
+        .then(|| records.swap_remove(chosen))
+        .with_context(|| {
+            format!(
+                "page {} ({}): no record of it in {location} (read whole, as its records have no \
+                 byte range of their own): give --id-field and --url-field as fingerprint had them",
+                stored.id, stored.shard
+            )
+        })
 }
 
 /// The file a shard's `source` names: an object URL, or a local path as

@@ -26,6 +26,70 @@ fn fingerprinted_copies(dir: &Path) -> PathBuf {
     fingerprints
 }
 
+/// A table with its own column names, holding a page fetched twice:
+/// `explain` given the names reads the row whose text gives the stored
+/// fingerprint; without them, one line says which flags to give.
+#[test]
+fn explain_finds_a_parquet_pages_row_by_the_columns_fingerprint_was_given() {
+    use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("pages.parquet");
+    let texts = [
+        "the first fetch of the page said one thing about rivers and hills",
+        "a page about something else entirely, with its own long sentence",
+        "the second fetch of the page said another thing about lakes and woods",
+    ];
+    let batch = RecordBatch::try_from_iter([
+        ("doc", Arc::new(Int64Array::from(vec![7, 8, 7])) as ArrayRef),
+        ("body", Arc::new(StringArray::from(texts.to_vec()))),
+    ])
+    .unwrap();
+    let file = std::fs::File::create(&table).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let shards = dir.path().join("fp").display().to_string();
+    let table = table.display().to_string();
+    let fields = ["--id-field", "doc", "--text-field", "body"];
+    run_ok(
+        &[
+            &["fingerprint", "--input", &table, "--out", &shards][..],
+            &fields,
+        ]
+        .concat(),
+    );
+    // The stored row of page 7 nearest page 8 is one of its two fetches;
+    // the text read back is the one that gives it.
+    let explain = |extra: &[&str]| {
+        neardup(
+            &[
+                &["explain", "7", "8", "--fingerprints", &shards, "--json"][..],
+                extra,
+            ]
+            .concat(),
+        )
+    };
+    let output = explain(&fields);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let (a, b) = (&json["a"], &json["b"]);
+    assert!(
+        [texts[0], texts[2]].contains(&a["text"].as_str().unwrap()),
+        "{a}"
+    );
+    assert_eq!(b["text"], texts[1]);
+    for page in [a, b] {
+        assert_eq!(page["recomputed"], page["simhash"], "{page}");
+    }
+    let output = explain(&[]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("pages.parquet"), "{stderr}");
+}
+
 /// A crawl fingerprinted from its own directory by a relative path is
 /// explained from any other: the source is found from above the shard.
 #[test]
