@@ -77,6 +77,11 @@ pub(crate) struct FingerprintSummary {
     pub(crate) features: String,
     pub(crate) log_weights: bool,
     pub(crate) stop_words: bool,
+    /// The JSONL fields or Parquet columns read, which `explain` needs
+    /// again to find a page's row.
+    pub(crate) id_field: String,
+    pub(crate) url_field: String,
+    pub(crate) text_field: String,
     pub(crate) workers: usize,
     pub(crate) processes: usize,
     pub(crate) files: Vec<FileSummary>,
@@ -201,6 +206,9 @@ pub(crate) fn summarize(
         features: opts.scheme.simhash.features.to_string(),
         log_weights: opts.scheme.simhash.log_weights,
         stop_words: opts.scheme.simhash.stop_words,
+        id_field: opts.fields.id.clone(),
+        url_field: opts.fields.url.clone(),
+        text_field: opts.fields.text.clone(),
         workers: opts.runtime.workers,
         processes: opts.runtime.processes,
         documents,

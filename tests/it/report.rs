@@ -521,6 +521,53 @@ fn run_explain_commands(html: &str) {
     }
 }
 
+/// A night fingerprinted from a Parquet table with its own column names:
+/// its sample pairs' `explain` commands give them, and run as printed,
+/// reading each page's row back from the table.
+#[test]
+fn explain_commands_of_a_night_from_a_parquet_table_give_its_columns() {
+    use arrow_array::{ArrayRef, Int64Array, StringArray};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "a page copied word for word to another site, with its own long sentence";
+    let other = "a page about something else entirely, which nothing else copies at all";
+    let batch = RecordBatch::try_from_iter([
+        ("doc", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
+        (
+            "link",
+            Arc::new(StringArray::from(vec![
+                "https://a.example/copy",
+                "https://b.example/copy",
+                "https://c.example/other",
+            ])),
+        ),
+        ("body", Arc::new(StringArray::from(vec![text, text, other]))),
+    ])
+    .unwrap();
+    std::fs::create_dir(d.join("table")).unwrap();
+    let file = std::fs::File::create(d.join("table/pages.parquet")).unwrap();
+    let mut writer = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let spec = "[runtime]\nworkers = 1\n\n[fingerprint]\ninput = [\"table\"]\n\
+                out = \"nights/{date}/fingerprints\"\nid_field = \"doc\"\nurl_field = \"link\"\n\
+                text_field = \"body\"\n\n[match]\nout = \"nights/{date}/pairs\"\n\n\
+                [cluster]\nout = \"nights/{date}/clusters\"\n";
+    std::fs::write(d.join("job.toml"), spec).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(d)
+        .args(["run", "job.toml", "--date", "2026-12-01"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let html = std::fs::read_to_string(d.join("nights/2026-12-01/report.html")).unwrap();
+    assert!(
+        html.contains(" --id-field doc --url-field link --text-field body</code>"),
+        "{html}"
+    );
+    run_explain_commands(&html);
+}
+
 /// A job whose fingerprints are made elsewhere (no `[fingerprint]`; its
 /// B, `[match] queries`, has the pages' URLs), some pages fetched twice:
 /// the page counts hosts over B, each page once, and its `explain`
