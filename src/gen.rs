@@ -160,6 +160,7 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
         &query_sketches,
         opts.row_group_rows,
     )?;
+    tracing::info!(rows = opts.queries, "queries written");
 
     let shard_results: Vec<Result<Vec<Pair>>> = std::thread::scope(|scope| {
         let threads = std::thread::available_parallelism()
@@ -172,6 +173,7 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
                     let mut planted = Vec::new();
                     for shard in (t..opts.shards).step_by(threads) {
                         planted.extend(write_corpus_shard(opts, shard, queries, dir)?);
+                        tracing::info!(shard, "corpus shard written");
                     }
                     Ok(planted)
                 })
@@ -190,6 +192,7 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
     }
     sort_and_dedup(&mut planted);
     write_pairs(&dir.join("planted.parquet"), &planted, false)?;
+    tracing::info!(pairs = planted.len(), "planted pairs written");
     staging.commit()?;
     Ok(GenSummary {
         planted: planted.len(),

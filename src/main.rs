@@ -13,7 +13,9 @@ fn main() -> ExitCode {
     neardup::exec::logging::init();
     let cli = neardup::cli::parse();
     neardup::exec::allocator::tune(matches!(cli.command, Command::Cluster(_) | Command::Run(_)));
-    match neardup::cli::run(cli) {
+    let ran = neardup::cli::run(cli);
+    neardup::exec::runtime::yield_to_a_stop();
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             neardup::exec::logging::print_error(&format!("error: {error:#}"));

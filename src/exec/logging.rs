@@ -1,5 +1,6 @@
 //! Log setup: `tracing` to stderr, quiet unless `RUST_LOG` asks for more;
-//! colours only on a terminal, and never under `NO_COLOR`.
+//! colours only on a terminal, and never under `NO_COLOR`, `CLICOLOR=0`
+//! or `TERM=dumb`.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -10,7 +11,7 @@ use tracing_subscriber::EnvFilter;
 /// Installs the stderr subscriber; `RUST_LOG=info` shows the run's stages.
 pub fn init() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let colours = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let colours = colours_on(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(colours)
@@ -20,6 +21,16 @@ pub fn init() {
         // loses the logs; reporting that on stderr would panic.
         .log_internal_errors(false)
         .try_init();
+}
+
+/// Whether to colour what goes to `stream`: a terminal that is not `dumb`,
+/// unless `NO_COLOR` is set or `CLICOLOR` is `0`, as most tools take them.
+pub(crate) fn colours_on(stream: &impl IsTerminal) -> bool {
+    let variable = |name| std::env::var_os(name);
+    stream.is_terminal()
+        && variable("NO_COLOR").is_none()
+        && variable("TERM").is_none_or(|term| term != "dumb")
+        && variable("CLICOLOR").is_none_or(|setting| setting != "0")
 }
 
 /// Writes `line` to stderr, ignoring a stderr that cannot be written (a

@@ -59,6 +59,14 @@ pub(crate) fn write_around_bar(bytes: &[u8]) -> std::io::Result<()> {
     }
 }
 
+/// Clears the bar being drawn, for good: the process is ending on a line
+/// of its own, which the bar's last frame would otherwise sit above.
+pub(crate) fn clear_bar() {
+    if let Some(bar) = lock(&DRAWN).take() {
+        bar.finish_and_clear();
+    }
+}
+
 /// A progress bar redrawn by a background thread from shared counters, so
 /// the workers never touch the terminal. Draws nothing unless stderr is a
 /// terminal.

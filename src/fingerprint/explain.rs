@@ -18,7 +18,7 @@
 //! two sums the way the two bits differ.
 
 use std::collections::HashMap;
-use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -162,7 +162,7 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
         .map(|page| explain_page(page, &opts.fields))
         .collect::<Result<Vec<_>>>()?;
     let mut out = std::io::stdout().lock();
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let color = crate::exec::logging::colours_on(&std::io::stdout());
     let written = match <[ExplainedPage; 2]>::try_from(pages) {
         Ok([a, b]) => {
             let explanation = explain_pair(a, b, opts.top_features);

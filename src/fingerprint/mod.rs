@@ -54,6 +54,12 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     runtime::stage_starting(&opts.runtime);
     let inputs = input_files(opts)?;
     refuse_an_unread_time_field(opts, &inputs)?;
+    tracing::info!(
+        files = inputs.len(),
+        bytes = inputs.iter().map(|(_, _, bytes)| bytes).sum::<u64>(),
+        scheme = opts.scheme.name().unwrap_or("given by flags"),
+        "fingerprint started"
+    );
     let mut staging = Staging::for_job(
         &opts.out,
         opts.overwrite,
@@ -137,6 +143,12 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
                         let shard = dir.join(part_name(file as usize));
                         let result =
                             write_shard(path, *format, *bytes, &shard, opts, found, batches)?;
+                        tracing::info!(
+                            file = %path,
+                            documents = result.0.documents,
+                            bad_records = result.0.bad_records,
+                            "shard written"
+                        );
                         report.borrow_mut().body.0.push(result);
                         Ok(())
                     })

@@ -1,7 +1,10 @@
 //! Writing results so that a reader never mistakes a failed run for a
 //! finished one: everything goes to a staging directory beside the target,
-//! each file under a temporary name renamed into place, the directory is
-//! renamed to the target when complete, and `_SUCCESS` comes last.
+//! each file under a temporary name renamed into place, `_SUCCESS` last,
+//! and the directory is renamed to the target when complete: a run that
+//! cannot write `_SUCCESS` (a full disk) leaves the target as it was. A
+//! target that appeared while the run wrote (another program's) is not
+//! replaced unless `--overwrite` was given and it holds only an output.
 //!
 //! An object store has no rename: there, each file is uploaded under its
 //! final name as soon as it is complete (from a local staging directory,
@@ -60,6 +63,8 @@ pub(crate) struct Staging {
     abort_cleanup: Option<AbortCleanup>,
     /// Files (relative to the staging directory) the commit requires.
     expected: Vec<PathBuf>,
+    /// Whether an existing target may be replaced (`--overwrite`).
+    overwrite: bool,
     /// This run's hold on a local target, released once the staging is
     /// committed or removed (it is dropped after [`Drop for Staging`]).
     _lock: Option<RunLock>,
@@ -182,6 +187,7 @@ impl Staging {
             remote: None,
             abort_cleanup: None,
             expected: Vec::new(),
+            overwrite,
             _lock: Some(lock),
         })
     }
@@ -227,6 +233,7 @@ impl Staging {
             remote: Some(prefix),
             abort_cleanup: None,
             expected: Vec::new(),
+            overwrite,
             _lock: Some(lock),
         })
     }
@@ -355,15 +362,35 @@ impl Staging {
             return Ok(());
         }
         self.check_parts_present()?;
+        crate::exec::runtime::pause_in_commit_if_told();
+        File::create(self.staging.join(SUCCESS))
+            .with_context(|| format!("{}: cannot write {SUCCESS}", self.target.display()))?;
         if self.target.exists() {
+            self.refuse_replacing_what_appeared()?;
             fs::remove_dir_all(&self.target)
                 .with_context(|| format!("{}: cannot replace old output", self.target.display()))?;
         }
         fs::rename(&self.staging, &self.target)
             .with_context(|| format!("{}: cannot move output into place", self.target.display()))?;
         self.committed = true;
-        File::create(self.target.join(SUCCESS))
-            .with_context(|| format!("{}: cannot write {SUCCESS}", self.target.display()))?;
+        Ok(())
+    }
+
+    /// Refuses to replace a target that is there at the commit: without
+    /// `--overwrite` it was not there at the start, and what appeared since
+    /// is another run's or program's; with it, it must still hold only an
+    /// output's files.
+    fn refuse_replacing_what_appeared(&self) -> Result<()> {
+        let target = &self.target;
+        if !self.overwrite {
+            bail!(
+                "{}: appeared while this run wrote its output (another program's?); nothing is committed, and it is left as it is",
+                target.display()
+            );
+        }
+        if let Some(file) = first_foreign_file(target)? {
+            bail!(not_an_output(target, &file.display()));
+        }
         Ok(())
     }
 }
@@ -738,12 +765,15 @@ pub(crate) fn copy_into_place(source: &crate::io::storage::Location, path: &Path
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = temporary_name(path);
     prepare_parent(path)?;
-    fs::write(&tmp, bytes).map_err(|e| cannot_write(&tmp, "write", e))?;
-    // A file that cannot be placed (a directory in the way) leaves no
-    // temporary behind.
-    place(&tmp, path).inspect_err(|_| {
+    // A file that cannot be written (a full disk) or placed (a directory
+    // in the way) leaves no temporary behind.
+    let remove_tmp = |_: &_| {
         let _ = fs::remove_file(&tmp);
-    })
+    };
+    fs::write(&tmp, bytes)
+        .map_err(|e| cannot_write(&tmp, "write", e))
+        .inspect_err(remove_tmp)?;
+    place(&tmp, path).inspect_err(remove_tmp)
 }
 
 /// Writes the file `path` (a local path or an object's URL) whole or not
@@ -853,7 +883,80 @@ mod tests {
             remote: Some(prefix.clone()),
             abort_cleanup: None,
             expected: Vec::new(),
+            overwrite: false,
             _lock: None,
+        }
+    }
+
+    /// A file that cannot be written whole (a full disk: its temporary
+    /// name leads to `/dev/full`) fails naming it and leaves no temporary.
+    #[test]
+    fn a_file_written_to_a_full_disk_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.html");
+        let tmp = temporary_name(&path);
+        std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+        let error = format!("{:#}", write_atomically(&path, b"<html>").unwrap_err());
+        assert!(error.contains("No space left on device"), "{error}");
+        assert!(!tmp.exists() && tmp.symlink_metadata().is_err() && !path.exists());
+    }
+
+    /// A staging of `target` holding one part, as a stage leaves it.
+    fn staged(target: &Path, overwrite: bool) -> Staging {
+        let staging = Staging::create(target, overwrite).unwrap();
+        fs::write(staging.dir().join(part_name(0)), "part").unwrap();
+        staging
+    }
+
+    /// What appeared at the target while a run wrote is left as it is:
+    /// another program's directory without `--overwrite`, and with it, one
+    /// holding a file no output holds.
+    #[test]
+    fn a_commit_leaves_what_appeared_at_its_target_meanwhile() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        let staging = staged(&target, false);
+        fs::create_dir_all(target.join("pairs")).unwrap();
+        fs::write(target.join("pairs").join(SUCCESS), "").unwrap();
+        let error = staging.commit().unwrap_err().to_string();
+        assert!(error.contains("appeared while this run wrote"), "{error}");
+        assert!(target.join("pairs").join(SUCCESS).exists());
+        assert!(!target.join(SUCCESS).exists());
+
+        let old = dir.path().join("old");
+        staged(&old, false).commit().unwrap();
+        let staging = staged(&old, true);
+        fs::write(old.join("notes.txt"), "mine").unwrap();
+        let error = staging.commit().unwrap_err().to_string();
+        assert!(error.contains("not a neardup output"), "{error}");
+        assert!(old.join("notes.txt").exists());
+        fs::remove_file(old.join("notes.txt")).unwrap();
+        staged(&old, true).commit().unwrap();
+        assert!(old.join(SUCCESS).exists() && old.join(part_name(0)).exists());
+        let left: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 2, "staging or locks left: {left:?}");
+    }
+
+    /// A commit that cannot write `_SUCCESS` leaves nothing at the target
+    /// (an old output replaced with `--overwrite` stays): it is written in
+    /// staging, before the rename.
+    #[test]
+    fn a_commit_that_cannot_write_its_success_marker_leaves_the_target_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out");
+        for overwrite in [false, true] {
+            let staging = staged(&target, overwrite);
+            // A directory where the marker goes: creating it as a file fails.
+            fs::create_dir(staging.dir().join(SUCCESS)).unwrap();
+            let error = staging.commit().unwrap_err().to_string();
+            assert!(error.contains("cannot write _SUCCESS"), "{error}");
+            match overwrite {
+                false => assert!(!target.exists()),
+                true => assert_eq!(fs::read(target.join(part_name(0))).unwrap(), b"old"),
+            }
+            let old = staged(&target, true);
+            fs::write(old.dir().join(part_name(0)), "old").unwrap();
+            old.commit().unwrap();
         }
     }
 

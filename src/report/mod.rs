@@ -165,14 +165,17 @@ pub(crate) fn run_report(opts: &ReportOptions) -> Result<ReportSummary> {
     let rows = Arc::new(AtomicU64::new(0));
     let total = night::rows_to_read(last);
     let progress = RowsProgress::start(opts.progress, total, rows.clone());
+    tracing::info!(nights = opts.nights.len(), rows = total, "report started");
     let mut nights = earlier
         .iter()
         .map(|dirs| night::read_night(dirs.clone(), &rows, false))
         .collect::<Result<Vec<_>>>()?;
     nights.push(night::read_night(last.clone(), &rows, true)?);
     progress.finish();
+    tracing::info!(seconds = started.elapsed().as_secs_f64(), "nights read");
     let html = page::render(&nights);
     write_file(&opts.out, html.as_bytes())?;
+    tracing::info!(bytes = html.len(), out = %opts.out.display(), "report written");
     Ok(ReportSummary {
         nights: nights.len(),
         rows_read: rows.load(Ordering::Relaxed),

@@ -1000,7 +1000,8 @@ fn an_output_over_an_input_is_refused_even_with_overwrite() {
 }
 
 /// A glob reads as Spark reads one: a matched directory as a directory
-/// input, and matched names that start with `_` or `.` skipped.
+/// input, and what a wildcard reaches through a name that starts with `_`
+/// or `.` skipped: a killed run's staging directory beside an output.
 #[test]
 fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
     let dir = tempfile::tempdir().unwrap();
@@ -1012,7 +1013,14 @@ fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
         std::fs::write(fp.join("_SUCCESS"), "").unwrap();
         std::fs::write(fp.join("_summary.json"), "{}").unwrap();
         std::fs::write(fp.join(".part-1.parquet.tmp"), "partial").unwrap();
+        let staging = d.join(format!("nights/{night}/.fp.neardup-staging"));
+        write_shard(
+            &staging.join("part-0.parquet"),
+            &random_rows(&mut rng, 40, 0),
+        );
     }
+    let killed = d.join("nights/.c.neardup-staging/fp/part-0.parquet");
+    write_shard(&killed, &random_rows(&mut rng, 40, 0));
     let p = |rel: &str| d.join(rel).display().to_string();
     let pairs_of = |queries: &[String], out: &str| {
         let mut args = vec!["match", "--self", "-k", "10", "--out", out];
@@ -1026,6 +1034,8 @@ fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
     assert_eq!(pairs_of(&[p("nights/*/fp")], &p("by-dirs")), listed);
     let files = [p("nights/a/fp/*"), p("nights/b/fp/*")];
     assert_eq!(pairs_of(&files, &p("by-files")), listed);
+    let deep = [p("nights/*/*/*.parquet")];
+    assert_eq!(pairs_of(&deep, &p("by-deep-files")), listed);
 }
 
 /// `gen` refuses a rate outside 0..=1 (or not a number), a distance
@@ -1191,6 +1201,16 @@ fn an_unwritable_stderr_loses_the_logs_not_the_run() {
     assert_eq!(failed.code(), Some(1));
 }
 
+/// Whether `line` sets a colour or a style (`ESC [ n m`), not only moves
+/// the cursor or clears.
+fn has_colour(line: &str) -> bool {
+    line.split('\u{1b}').skip(1).any(|after| {
+        let code = after.strip_prefix('[').unwrap_or("");
+        let end = code.find(|c: char| !c.is_ascii_digit() && c != ';');
+        end.is_some_and(|at| code[at..].starts_with('m'))
+    })
+}
+
 /// `text` without the cursor moves it ends in (`ESC [ n A`, `ESC [ n B`,
 /// carriage returns).
 fn without_cursor_moves(mut text: &str) -> &str {
@@ -1260,6 +1280,24 @@ fn log_lines_on_a_terminal_clear_the_progress_bar_first() {
     // A frame of the bar (its elapsed time), whatever step it showed: the
     // step's name depends on when the bar's ticker ran.
     assert!(bytes.contains("[00:00:"), "a bar was drawn: {bytes:?}");
+    // A terminal that takes no escapes gets the logs plain, and no bar.
+    for setting in ["TERM=dumb", "CLICOLOR=0"] {
+        let plain = Command::new("script")
+            .args([
+                "-qec",
+                &format!("{setting} {}", command.replace("clusters", setting)),
+                "/dev/null",
+            ])
+            .output()
+            .unwrap();
+        let bytes = String::from_utf8_lossy(&plain.stdout);
+        assert!(plain.status.success(), "{setting}: {bytes}");
+        assert!(bytes.contains(" INFO"), "{setting}: {bytes:?}");
+        let coloured = bytes
+            .lines()
+            .filter(|line| line.contains(" INFO") && has_colour(line));
+        assert_eq!(coloured.count(), 0, "{setting}: {bytes:?}");
+    }
 }
 
 /// A stage output with its summary but no _SUCCESS did not finish (or is

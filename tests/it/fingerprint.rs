@@ -134,6 +134,31 @@ fn summary(out: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("_summary.json")).unwrap()).unwrap()
 }
 
+/// `RUST_LOG=info` logs fingerprint's steps to stderr, a line a shard;
+/// stdout holds the summary line alone.
+#[test]
+fn fingerprint_logs_its_steps_at_info() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl");
+    let out = dir.path().join("fp");
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .env("RUST_LOG", "info")
+        .args(["fingerprint", "--input", crawl.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("fingerprint started"), "{stderr}");
+    let shards = crate::common::part_files(&out).len();
+    assert_eq!(stderr.matches("shard written").count(), shards, "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.starts_with("fingerprinted "), "{stdout}");
+}
+
 #[test]
 fn warcio_files_are_read_record_for_record_and_duckdb_reads_the_shards() {
     let dir = tempfile::tempdir().unwrap();

@@ -667,6 +667,39 @@ fn a_signal_stops_a_run_in_one_line_and_leaves_nothing_behind() {
     assert_eq!(read_pairs(&out).len(), expected);
 }
 
+/// A signal that comes as the output is committed waits for the commit,
+/// then stops the process with one line that says the output is complete,
+/// and a non-zero exit; no second line, no exit 0.
+#[test]
+fn a_signal_during_a_commit_waits_for_it_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, expected) = match_inputs(dir.path());
+    let out = dir.path().join("pairs");
+    let args = match_args(&q, Some(&c), &out, false);
+    let mut child = with_default_signals(
+        neardup()
+            .args(&args)
+            .env("NEARDUP_TEST_PAUSE_IN_COMMIT", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .spawn()
+    .unwrap();
+    let mut lines = StderrLines::of(&mut child);
+    lines.wait_for("committing");
+    signal(&child, "-TERM");
+    let (output, hung) = wait_or_kill(child, Duration::from_secs(60));
+    let stderr = lines.text_without("committing");
+    assert!(!hung, "{stderr}");
+    assert_eq!(output.status.code(), Some(143), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: stopped by SIGTERM once the output being committed was complete, with _SUCCESS; nothing after it runs"
+    );
+    assert!(out.join("_SUCCESS").exists());
+    assert_eq!(read_pairs(&out).len(), expected);
+}
+
 /// `gen` stopped mid-run leaves neither its staging nor its run's lock.
 #[test]
 fn a_signal_stops_gen_and_leaves_nothing_behind() {

@@ -14,24 +14,67 @@ pub(super) const LOST_PEER_EXIT: i32 = 3;
 /// Exit status of a process one of whose worker threads panicked.
 const WORKER_PANIC_EXIT: i32 = 4;
 
+/// Set once the process is stopping at once: the first stop ends it.
+static ABORTING: AtomicBool = AtomicBool::new(false);
+
+/// Set when a commit under way as a stop came finished first.
+static COMMITTED_WHILE_STOPPING: AtomicBool = AtomicBool::new(false);
+
 /// Ends the process at once with `line` and `code`, after the clean-ups
 /// [`on_abort`] named: the other threads may be waiting forever.
 pub(super) fn abort(code: i32, line: &str) -> ! {
+    stop(code, |_| line.to_string())
+}
+
+/// [`abort`] with the line as `line_for` gives it, told whether a commit
+/// under way finished first. The clean-ups' lock is taken before the line
+/// is printed (a commit under way ends first) and held until the exit, so
+/// no thread commits, or fails for want of, an output being removed.
+fn stop(code: i32, line_for: impl FnOnce(bool) -> String) -> ! {
     // One line: a lost peer is often told by several threads at once (each
     // connection's, a peer that stopped in turn), and the first ends it.
-    static ABORTING: AtomicBool = AtomicBool::new(false);
     if ABORTING.swap(true, Ordering::SeqCst) {
-        loop {
-            std::thread::park();
-        }
+        park_forever();
     }
-    print_error(line);
+    let cleanups = lock(&ABORT_CLEANUP);
+    crate::exec::progress::clear_bar();
+    print_error(&line_for(COMMITTED_WHILE_STOPPING.load(Ordering::SeqCst)));
     // The latest first, as values are dropped: an output's staging goes
     // before the lock whose directory is removed once empty.
-    for (_, cleanup) in lock(&ABORT_CLEANUP).iter().rev() {
+    for (_, cleanup) in cleanups.iter().rev() {
         cleanup();
     }
     std::process::exit(code);
+}
+
+fn park_forever() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Names a test's pause in a local commit until a stop comes: the commit
+/// logs `committing` and waits for the stop, which then waits for it.
+const PAUSE_IN_COMMIT_VAR: &str = "NEARDUP_TEST_PAUSE_IN_COMMIT";
+
+/// Fault injection for the tests of a stop during a commit.
+pub(crate) fn pause_in_commit_if_told() {
+    if std::env::var_os(PAUSE_IN_COMMIT_VAR).is_none() {
+        return;
+    }
+    print_error("committing");
+    while !ABORTING.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Leaves the ending of the process to a stop under way, if one is: the
+/// main thread, done (a commit the stop waited for) or failing (its output
+/// removed beneath it), must neither exit 0 nor print a second line.
+pub fn yield_to_a_stop() {
+    if ABORTING.load(Ordering::SeqCst) {
+        park_forever();
+    }
 }
 
 /// What to remove when the process stops at once (a lost peer, a failed
@@ -58,6 +101,9 @@ impl AbortCleanup {
         let committed = commit();
         if committed.is_ok() {
             cleanups.retain(|(key, _)| *key != self.0);
+            if ABORTING.load(Ordering::SeqCst) {
+                COMMITTED_WHILE_STOPPING.store(true, Ordering::SeqCst);
+            }
         }
         committed
     }
@@ -126,10 +172,16 @@ fn stop_on_first(signals: libc::sigset_t) {
         libc::SIGTERM => "SIGTERM",
         _ => "SIGHUP",
     };
-    abort(
-        128 + signal,
-        &format!("error: stopped by {name}; the output in progress is removed, without _SUCCESS"),
-    );
+    stop(128 + signal, |committed| {
+        match committed {
+        true => format!(
+            "error: stopped by {name} once the output being committed was complete, with _SUCCESS; nothing after it runs"
+        ),
+        false => {
+            format!("error: stopped by {name}; the output in progress is removed, without _SUCCESS")
+        }
+    }
+    });
 }
 
 /// Every process's address, to name a lost peer, and this process's index

@@ -258,6 +258,9 @@ pub(crate) fn split_glob(spec: &str) -> Option<(&str, &str)> {
 /// key, a directory, which gives the objects below it whose names end in
 /// one of `extensions`, skipping parts that start with `_` or `.`.
 fn glob_takes(pattern: &glob::Pattern, key: &str, extensions: &[&str]) -> bool {
+    if reaches_hidden(pattern.as_str(), key) {
+        return false;
+    }
     let options = glob::MatchOptions {
         require_literal_separator: true,
         ..glob::MatchOptions::new()
@@ -275,6 +278,22 @@ fn glob_takes(pattern: &glob::Pattern, key: &str, extensions: &[&str]) -> bool {
             && !hidden(above[depth - 1])
             && !below.iter().any(|part| hidden(part))
             && has_extension
+    })
+}
+
+/// Whether a glob's wildcard reached a hidden part of `path`: a part that
+/// starts with `_` or `.` where the pattern's part at that depth does not
+/// (a killed run's staging directory, Spark's `_temporary`), or any such
+/// part below the pattern's. Both are `/`-separated from the same root.
+pub(crate) fn reaches_hidden(pattern: &str, path: &str) -> bool {
+    let pattern: Vec<&str> = pattern.split('/').collect();
+    path.split('/').enumerate().any(|(depth, part)| {
+        let Some(first) = part.chars().next().filter(|c| matches!(c, '_' | '.')) else {
+            return false;
+        };
+        !pattern
+            .get(depth)
+            .is_some_and(|given| given.starts_with(first))
     })
 }
 
@@ -763,6 +782,15 @@ mod tests {
         assert!(glob_takes(&files, "pairs/part-0.parquet", &["parquet"]));
         assert!(!glob_takes(&files, "pairs/_SUCCESS", &["parquet"]));
         assert!(!glob_takes(&files, "pairs/.staging", &["parquet"]));
+        assert!(
+            !takes("nights/.a.neardup-staging/fp/part-0.parquet"),
+            "a * takes no hidden part"
+        );
+        let hidden = glob::Pattern::new("nights/.a*/fp").unwrap();
+        assert!(
+            glob_takes(&hidden, "nights/.a/fp/part-0.parquet", &["parquet"]),
+            "a hidden part the pattern names"
+        );
         assert!(
             glob_takes(&files, "pairs/x/part-0.parquet", &["parquet"]),
             "a matched prefix is a directory"

@@ -3,7 +3,8 @@
 
 use super::*;
 use crate::io::storage::{
-    is_unfinished, object_place, split_glob, unfinished_output, NoFiles, OUTPUT_MARKERS, SUCCESS,
+    is_unfinished, object_place, reaches_hidden, split_glob, unfinished_output, NoFiles,
+    OUTPUT_MARKERS, SUCCESS,
 };
 
 /// The Parquet files `specs` name, local or objects (`s3://`, `gs://`,
@@ -57,14 +58,14 @@ pub(crate) fn expand_paths_with(specs: &[String], extensions: &[&str]) -> Result
         } else if spec.contains(['*', '?', '[']) {
             let before = files.len();
             // As Spark reads a glob: a matched directory is read as a
-            // directory input, and matched names starting `_` or `.` (a
-            // `_SUCCESS`, a staging directory) are skipped.
+            // directory input, and what a wildcard reached through a name
+            // starting `_` or `.` (a `_SUCCESS`, a killed run's staging
+            // directory) is skipped.
             for entry in
                 glob::glob(spec).with_context(|| format!("{spec}: invalid glob pattern"))?
             {
                 let entry = entry.with_context(|| format!("{spec}: cannot read a match"))?;
-                let name = entry.file_name().unwrap_or_default().to_string_lossy();
-                if name.starts_with(['_', '.']) {
+                if reaches_hidden(spec, &entry.to_string_lossy()) {
                     continue;
                 }
                 if entry.is_dir() {
