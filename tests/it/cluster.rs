@@ -2164,3 +2164,51 @@ fn the_default_keys_keep_the_original_over_a_view_fetched_earlier() {
         );
     }
 }
+
+/// An unsigned count under `:desc` (inlinks, 0 and 1 for most pages) keeps
+/// the page with the greater count, and names the key; so does a signed
+/// column's least value under `:desc`.
+#[test]
+fn an_unsigned_count_under_desc_keeps_the_greater_count() {
+    use arrow_array::{ArrayRef, RecordBatch, UInt32Array};
+    let dir = tempfile::tempdir().unwrap();
+    let pairs_dir = dir.path().join("pairs");
+    write_edges(&pairs_dir, &[(1, 2, true)], 1);
+    let columns: [(&str, ArrayRef); 2] = [
+        ("inlinks", Arc::new(UInt32Array::from(vec![0, 1]))),
+        (
+            "rank",
+            Arc::new(Int64Array::from(vec![i64::MIN, i64::MIN + 1])),
+        ),
+    ];
+    for (name, values) in columns {
+        let pages = dir.path().join(format!("pages-{name}.parquet"));
+        let ids: ArrayRef = Arc::new(Int64Array::from(vec![1, 2]));
+        let batch = RecordBatch::try_from_iter([("id", ids), (name, values)]).unwrap();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(
+            std::fs::File::create(&pages).unwrap(),
+            batch.schema(),
+            None,
+        )
+        .unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let out = dir.path().join(format!("out-{name}"));
+        let key = format!("column:{name}:desc");
+        crate::common::run_ok(&[
+            "cluster",
+            "--pairs",
+            pairs_dir.to_str().unwrap(),
+            "--pages",
+            pages.to_str().unwrap(),
+            "--keep-by",
+            &key,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let (_, drops) = read_output(&out);
+        let dropped: Vec<(i64, i64)> = drops.iter().map(|d| (d.0, d.1)).collect();
+        assert_eq!(dropped, [(1, 2)], "{key}");
+        assert_eq!(kept_by(&out)[&1], key);
+    }
+}

@@ -535,9 +535,8 @@ impl KeepOrder {
                     let values = ordered_values(column, name, location)?;
                     for (row, value) in of_rows(values, &wanted) {
                         if let Some(value) = value {
-                            let value = if key.descending() { !value } else { value };
                             let at = row * words + at;
-                            rows[at..at + 2].copy_from_slice(&two_words(value));
+                            rows[at..at + 2].copy_from_slice(&two_words(value, key.descending()));
                         }
                     }
                 }
@@ -564,14 +563,22 @@ fn encode_held(
     };
     for (row, time) in of_rows(times, wanted) {
         let at = row * words;
-        rows[at..at + HELD_WORDS].copy_from_slice(&two_words(time.unwrap_or(0)));
+        rows[at..at + HELD_WORDS].copy_from_slice(&two_words(time.unwrap_or(0), false));
     }
     Ok(())
 }
 
-/// A value as two big-endian words, clamped below [`NO_VALUE`]'s.
-fn two_words(value: u64) -> [u32; 2] {
+/// An ordered value as two big-endian words, `descending` or not, below
+/// [`NO_VALUE`]'s: of the 2^64 values, the greatest two share a word pair
+/// (in either direction; an unsigned column's 0 and 1 under `desc` did,
+/// where a count meets them).
+fn two_words(value: u64, descending: bool) -> [u32; 2] {
     let value = value.min(u64::MAX - 1);
+    let value = if descending {
+        u64::MAX - 1 - value
+    } else {
+        value
+    };
     [(value >> 32) as u32, value as u32]
 }
 
@@ -920,8 +927,22 @@ mod tests {
 
     #[test]
     fn every_numeric_type_orders_as_its_values() {
-        let order = KeepOrder::parse("column:v:asc").unwrap();
+        for (direction, descending) in [("asc", false), ("desc", true)] {
+            let order = KeepOrder::parse(&format!("column:v:{direction}")).unwrap();
+            numeric_types_order_as_their_values(&order, descending);
+        }
+    }
+
+    fn numeric_types_order_as_their_values(order: &KeepOrder, descending: bool) {
         let columns: Vec<ArrayRef> = vec![
+            Arc::new(arrow_array::UInt8Array::from(vec![0, 1, 2, 200, u8::MAX])),
+            Arc::new(arrow_array::UInt64Array::from(vec![
+                0,
+                1,
+                2,
+                u64::MAX - 2,
+                u64::MAX - 1,
+            ])),
             Arc::new(Int32Array::from(vec![i32::MIN, -1, 0, 7, i32::MAX])),
             Arc::new(Int64Array::from(vec![i64::MIN, -1, 0, 7, i64::MAX])),
             Arc::new(Float64Array::from(vec![
@@ -951,7 +972,11 @@ mod tests {
                 .encode(&batch, "t", |_| true, false, &mut words)
                 .unwrap();
             let rows: Vec<&[u32]> = words.chunks(2).collect();
-            assert!(rows.windows(2).all(|w| w[0] < w[1]), "{rows:?}");
+            let in_order = |w: &[&[u32]]| match descending {
+                false => w[0] < w[1],
+                true => w[0] > w[1],
+            };
+            assert!(rows.windows(2).all(in_order), "{data_type}: {rows:?}");
             assert!(rows.iter().all(|row| row != &[NO_VALUE, NO_VALUE]));
         }
         let nan = RecordBatch::try_from_iter([(
