@@ -1015,16 +1015,7 @@ fn an_aws_profile_in_the_cli_files_gives_keys_region_and_endpoint() {
     )
     .unwrap();
     let matching = |profile: &str, out: &Path| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
-        for name in [
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "AWS_REGION",
-            "AWS_ENDPOINT_URL",
-        ] {
-            command.env_remove(name);
-        }
-        command
+        without_aws_settings()
             .env("HOME", &home)
             .env("AWS_PROFILE", profile)
             .args([
@@ -1063,19 +1054,17 @@ fn an_aws_profile_in_the_cli_files_gives_keys_region_and_endpoint() {
     }
 }
 
-/// With no keys in the environment or the profile files, S3 asks the
-/// instance metadata endpoint for a role's; where it fails (a laptop), the
-/// one line says which credentials to set, not only the endpoint's address.
-#[test]
-fn s3_without_credentials_says_what_to_set() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out");
+/// neardup with none of the AWS settings of the environment the tests run
+/// in: keys, profile, region, endpoint, and the files and roles they name.
+fn without_aws_settings() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
     for name in [
         "AWS_ACCESS_KEY_ID",
         "AWS_SECRET_ACCESS_KEY",
         "AWS_SESSION_TOKEN",
         "AWS_PROFILE",
+        "AWS_REGION",
+        "AWS_ENDPOINT_URL",
         "AWS_CONFIG_FILE",
         "AWS_SHARED_CREDENTIALS_FILE",
         "AWS_WEB_IDENTITY_TOKEN_FILE",
@@ -1084,6 +1073,17 @@ fn s3_without_credentials_says_what_to_set() {
     ] {
         command.env_remove(name);
     }
+    command
+}
+
+/// With no keys in the environment or the profile files, S3 asks the
+/// instance metadata endpoint for a role's; where it fails (a laptop), the
+/// one line says which credentials to set, not only the endpoint's address.
+#[test]
+fn s3_without_credentials_says_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut command = without_aws_settings();
     // A closed port: refused at once, where the real address may hang.
     let metadata = format!("http://127.0.0.1:{}", free_port());
     command

@@ -502,6 +502,17 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
     }
 }
 
+/// Runs job spec `spec` in `dir` for night 2026-12-01; it must succeed.
+fn run_night_of(dir: &Path, spec: &str) {
+    std::fs::write(dir.join("job.toml"), spec).unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(dir)
+        .args(["run", "job.toml", "--date", "2026-12-01"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+}
+
 /// Runs every sample pair's `explain` command as the page prints it.
 fn run_explain_commands(html: &str) {
     let commands: Vec<String> = html
@@ -553,13 +564,7 @@ fn explain_commands_of_a_night_from_a_parquet_table_give_its_columns() {
                 out = \"nights/{date}/fingerprints\"\nid_field = \"doc\"\nurl_field = \"link\"\n\
                 text_field = \"body\"\n\n[match]\nout = \"nights/{date}/pairs\"\n\n\
                 [cluster]\nout = \"nights/{date}/clusters\"\n";
-    std::fs::write(d.join("job.toml"), spec).unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .current_dir(d)
-        .args(["run", "job.toml", "--date", "2026-12-01"])
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{run:?}");
+    run_night_of(d, spec);
     let html = std::fs::read_to_string(d.join("nights/2026-12-01/report.html")).unwrap();
     assert!(
         html.contains(" --id-field doc --url-field link --text-field body</code>"),
@@ -585,13 +590,7 @@ fn a_night_without_a_fingerprint_stage_counts_hosts_over_its_b_each_page_once() 
         std::fs::copy(samples.join(name(from)), b.join(name(to))).unwrap();
     }
     let spec = "[runtime]\nworkers = 2\n\n[match]\nqueries = [\"b\"]\nout = \"nights/{date}/pairs\"\nself = true\n\n[cluster]\nout = \"nights/{date}/clusters\"\n";
-    std::fs::write(d.join("job.toml"), spec).unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_neardup"))
-        .current_dir(d)
-        .args(["run", "job.toml", "--date", "2026-12-01"])
-        .output()
-        .unwrap();
-    assert!(run.status.success(), "{run:?}");
+    run_night_of(d, spec);
     let night = d.join("nights/2026-12-01");
     let html = std::fs::read_to_string(night.join("report.html")).unwrap();
     assert!(html.contains("No fingerprint output in this night's directory"));
