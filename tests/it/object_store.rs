@@ -1015,17 +1015,8 @@ fn an_aws_profile_in_the_cli_files_gives_keys_region_and_endpoint() {
     )
     .unwrap();
     let matching = |profile: &str, out: &Path| {
-        without_aws_settings()
-            .env("HOME", &home)
+        s3_match_without_aws_settings(&home, out)
             .env("AWS_PROFILE", profile)
-            .args([
-                "match",
-                "--self",
-                "--queries",
-                "s3://crawl/queries",
-                "--out",
-            ])
-            .arg(out)
             .output()
             .unwrap()
     };
@@ -1054,9 +1045,10 @@ fn an_aws_profile_in_the_cli_files_gives_keys_region_and_endpoint() {
     }
 }
 
-/// neardup with none of the AWS settings of the environment the tests run
-/// in: keys, profile, region, endpoint, and the files and roles they name.
-fn without_aws_settings() -> Command {
+/// `match --self` of `s3://crawl/queries` into `out`, with `home` as HOME
+/// and none of the AWS settings of the environment the tests run in: keys,
+/// profile, region, endpoint, and the files and roles they name.
+fn s3_match_without_aws_settings(home: &Path, out: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
     for name in [
         "AWS_ACCESS_KEY_ID",
@@ -1074,6 +1066,16 @@ fn without_aws_settings() -> Command {
         command.env_remove(name);
     }
     command
+        .env("HOME", home)
+        .args([
+            "match",
+            "--self",
+            "--queries",
+            "s3://crawl/queries",
+            "--out",
+        ])
+        .arg(out);
+    command
 }
 
 /// With no keys in the environment or the profile files, S3 asks the
@@ -1083,20 +1085,10 @@ fn without_aws_settings() -> Command {
 fn s3_without_credentials_says_what_to_set() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let mut command = without_aws_settings();
+    let mut command = s3_match_without_aws_settings(dir.path(), &out);
     // A closed port: refused at once, where the real address may hang.
     let metadata = format!("http://127.0.0.1:{}", free_port());
-    command
-        .env("HOME", dir.path())
-        .env("AWS_METADATA_ENDPOINT", metadata)
-        .args([
-            "match",
-            "--self",
-            "--queries",
-            "s3://crawl/queries",
-            "--out",
-        ])
-        .arg(&out);
+    command.env("AWS_METADATA_ENDPOINT", metadata);
     assert_fails_with(
         command,
         &out,
