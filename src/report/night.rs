@@ -176,7 +176,8 @@ pub(crate) struct Night {
     /// Clusters by size.
     pub(crate) cluster_sizes: BTreeMap<u64, u64>,
     pub(crate) largest: Vec<LargeCluster>,
-    /// The hosts with the most drops, most first.
+    /// Every host with a drop, the most drops first (the page shows the
+    /// first [`HOSTS`]).
     pub(crate) hosts: Vec<HostDrops>,
     /// Drops whose page is not in the night's fingerprints (corpus pages),
     /// or all drops when the fingerprints have no URLs.
@@ -746,9 +747,9 @@ pub(crate) fn host_of(url: &str) -> &str {
     }
 }
 
-/// Pages and drops by host over the night's pages (the hosts with the
-/// most drops), how many drops were found among them, and the samples'
-/// URLs. A page met again (fetched twice) counts once, under its first URL.
+/// Pages and drops by host over the night's pages (every host with a
+/// drop, the most drops first), how many drops were found among them, and
+/// the samples' URLs. A page met again (fetched twice) counts once, under its first URL.
 fn read_hosts(
     pages: &[Location],
     dropped: &HashSet<i64>,
@@ -791,7 +792,6 @@ fn read_hosts(
         })
         .collect();
     hosts.sort_by(|a, b| b.dropped.cmp(&a.dropped).then_with(|| a.host.cmp(&b.host)));
-    hosts.truncate(HOSTS);
     Ok((hosts, found))
 }
 

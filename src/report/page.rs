@@ -472,8 +472,8 @@ fn hosts(night: &Night) -> String {
             }
         ));
     }
-    let rows: Vec<(String, f64, String)> = night
-        .hosts
+    let (shown, left_out) = night.hosts.split_at(night.hosts.len().min(HOSTS));
+    let rows: Vec<(String, f64, String)> = shown
         .iter()
         .map(|h| {
             let rate = h.dropped as f64 / h.pages.max(1) as f64;
@@ -492,7 +492,7 @@ fn hosts(night: &Night) -> String {
         "<section id=\"hosts\"><h2>Drops by host</h2>{}",
         horizontal_bars(
             "hosts",
-            &match rows.len() < HOSTS {
+            &match left_out.is_empty() {
                 true => "Every host with dropped pages".to_string(),
                 false => format!("The {HOSTS} hosts with the most dropped pages"),
             },
@@ -504,6 +504,15 @@ fn hosts(night: &Night) -> String {
         &["host", "dropped pages", "share of its pages tonight"],
         &rows,
     ));
+    if !left_out.is_empty() {
+        let dropped: u64 = left_out.iter().map(|h| h.dropped).sum();
+        let _ = write!(
+            html,
+            "<p class=\"more-hosts\">Not shown: {}, with {}.</p>",
+            count_of(left_out.len() as u64, "more host", "more hosts"),
+            count_of(dropped, "dropped page", "dropped pages")
+        );
+    }
     if night.drops_outside > 0 {
         let _ = write!(
             html,
@@ -817,6 +826,35 @@ mod tests {
         }];
         let html = hosts(&night);
         assert!(html.contains("<td>a.example\\u{202e}</td><td class=\"n\">1</td><td class=\"n\">12.5% of 8 pages</td>"));
+    }
+
+    /// Beyond the hosts shown, one line counts the hosts and drops left
+    /// out: a crawl has thousands of hosts with a drop.
+    #[test]
+    fn the_hosts_left_out_are_counted_in_a_line() {
+        let mut night = Night {
+            has_urls: true,
+            ..Night::default()
+        };
+        night.dirs.clusters = Some(PathBuf::from("clusters"));
+        night.pages = vec!["fingerprints".into()];
+        night.hosts = (0..HOSTS + 2)
+            .map(|i| crate::report::night::HostDrops {
+                host: format!("h{i}.example"),
+                pages: 10,
+                dropped: 3,
+            })
+            .collect();
+        let html = hosts(&night);
+        assert!(html.contains(&format!("The {HOSTS} hosts with the most dropped pages")));
+        assert!(
+            html.contains("Not shown: 2 more hosts, with 6 dropped pages."),
+            "{html}"
+        );
+        assert!(!html.contains(&format!("h{HOSTS}.example")));
+        night.hosts.truncate(HOSTS);
+        let html = hosts(&night);
+        assert!(html.contains("Every host with dropped pages") && !html.contains("more-hosts"));
     }
 
     #[test]
