@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     let cli = neardup::cli::parse();
     neardup::exec::allocator::tune(matches!(cli.command, Command::Cluster(_) | Command::Run(_)));
     let ran = neardup::cli::run(cli);
-    neardup::exec::runtime::yield_to_a_stop();
+    neardup::exec::runtime::claim_the_exit();
     match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

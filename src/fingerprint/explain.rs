@@ -685,14 +685,17 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
         (true, false) => "HTML, main content",
         (true, true) => "HTML, no main content found: all its text",
     };
+    let span = match (s.offset, s.length) {
+        (Some(offset), Some(length)) => format!("bytes {offset}..{}", offset + length),
+        // A row of a table, or a record sharing its gzip member.
+        _ => "(read whole: no byte range of its own)".to_string(),
+    };
     let mut head = format!(
-        "{name}: {} {}\n   simhash {:016x} ({check})\n   record {} bytes {}..{} ({text}); shard {}\n",
+        "{name}: {} {}\n   simhash {:016x} ({check})\n   record {} {span} ({text}); shard {}\n",
         s.id,
         visible_line(s.url.as_deref().unwrap_or("(no url)")),
         s.simhash,
         visible_line(s.source.as_deref().unwrap_or("?")),
-        s.offset.unwrap_or(0),
-        s.offset.unwrap_or(0) + s.length.unwrap_or(0),
         visible_line(&s.shard)
     );
     if s.rows > 1 {

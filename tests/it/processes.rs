@@ -694,7 +694,7 @@ fn a_signal_during_a_commit_waits_for_it_and_says_so() {
     assert_eq!(output.status.code(), Some(143), "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "error: stopped by SIGTERM once the output being committed was complete, with _SUCCESS; nothing after it runs"
+        "error: stopped by SIGTERM once its output was committed, complete with _SUCCESS; nothing after it runs"
     );
     assert!(out.join("_SUCCESS").exists());
     assert_eq!(read_pairs(&out).len(), expected);

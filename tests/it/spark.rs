@@ -171,4 +171,7 @@ fn explain_reads_a_page_from_parquet_input_back_from_its_table() {
         assert_eq!(page["text"], text, "{page}");
         assert_eq!(page["recomputed"], page["simhash"], "{page}");
     }
+    let text = run_ok(&["explain", "1", "3", "--fingerprints", &out]);
+    let read_whole = format!("record {input} (read whole: no byte range of its own)");
+    assert_eq!(text.matches(&read_whole).count(), 2, "{text}");
 }

@@ -17,13 +17,26 @@ const WORKER_PANIC_EXIT: i32 = 4;
 /// Set once the process is stopping at once: the first stop ends it.
 static ABORTING: AtomicBool = AtomicBool::new(false);
 
-/// Set when a commit under way as a stop came finished first.
-static COMMITTED_WHILE_STOPPING: AtomicBool = AtomicBool::new(false);
+/// Whether this process's latest output was committed, and no other begun
+/// since: a stop then removes nothing, and says so.
+static LATEST_OUTPUT_COMMITTED: AtomicBool = AtomicBool::new(false);
+
+/// How the line of a stop for a lost peer or a failed worker ends.
+const WITHOUT_SUCCESS: &str = "; stopping without _SUCCESS";
 
 /// Ends the process at once with `line` and `code`, after the clean-ups
-/// [`on_abort`] named: the other threads may be waiting forever.
+/// [`on_abort`] named: the other threads may be waiting forever. A line
+/// that says the output is left without `_SUCCESS` says otherwise when it
+/// was committed first (the stop waited for the commit).
 pub(super) fn abort(code: i32, line: &str) -> ! {
-    stop(code, |_| line.to_string())
+    stop(code, |committed| {
+        match (committed, line.strip_suffix(WITHOUT_SUCCESS)) {
+            (true, Some(cause)) => {
+                format!("{cause}; stopping once this process's output was committed, with _SUCCESS")
+            }
+            _ => line.to_string(),
+        }
+    })
 }
 
 /// [`abort`] with the line as `line_for` gives it, told whether a commit
@@ -38,7 +51,7 @@ fn stop(code: i32, line_for: impl FnOnce(bool) -> String) -> ! {
     }
     let cleanups = lock(&ABORT_CLEANUP);
     crate::exec::progress::clear_bar();
-    print_error(&line_for(COMMITTED_WHILE_STOPPING.load(Ordering::SeqCst)));
+    print_error(&line_for(LATEST_OUTPUT_COMMITTED.load(Ordering::SeqCst)));
     // The latest first, as values are dropped: an output's staging goes
     // before the lock whose directory is removed once empty.
     for (_, cleanup) in cleanups.iter().rev() {
@@ -68,11 +81,12 @@ pub(crate) fn pause_in_commit_if_told() {
     }
 }
 
-/// Leaves the ending of the process to a stop under way, if one is: the
-/// main thread, done (a commit the stop waited for) or failing (its output
-/// removed beneath it), must neither exit 0 nor print a second line.
-pub fn yield_to_a_stop() {
-    if ABORTING.load(Ordering::SeqCst) {
+/// Claims the ending of the process for the main thread, done or failing,
+/// unless a stop under way has it (then waits for the stop to end it): the
+/// main thread must neither exit 0 nor print a second line after a stop's,
+/// and a signal that comes once the run is done is not taken.
+pub fn claim_the_exit() {
+    if ABORTING.swap(true, Ordering::SeqCst) {
         park_forever();
     }
 }
@@ -101,9 +115,7 @@ impl AbortCleanup {
         let committed = commit();
         if committed.is_ok() {
             cleanups.retain(|(key, _)| *key != self.0);
-            if ABORTING.load(Ordering::SeqCst) {
-                COMMITTED_WHILE_STOPPING.store(true, Ordering::SeqCst);
-            }
+            LATEST_OUTPUT_COMMITTED.store(true, Ordering::SeqCst);
         }
         committed
     }
@@ -121,6 +133,7 @@ pub(crate) fn on_abort(cleanup: impl Fn() + Send + 'static) -> AbortCleanup {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let key = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     lock(&ABORT_CLEANUP).push((key, Box::new(cleanup)));
+    LATEST_OUTPUT_COMMITTED.store(false, Ordering::SeqCst);
     AbortCleanup(key)
 }
 
@@ -175,7 +188,7 @@ fn stop_on_first(signals: libc::sigset_t) {
     stop(128 + signal, |committed| {
         match committed {
         true => format!(
-            "error: stopped by {name} once the output being committed was complete, with _SUCCESS; nothing after it runs"
+            "error: stopped by {name} once its output was committed, complete with _SUCCESS; nothing after it runs"
         ),
         false => {
             format!("error: stopped by {name}; the output in progress is removed, without _SUCCESS")

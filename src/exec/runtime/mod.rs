@@ -53,9 +53,9 @@ use timely::worker::Worker;
 use crate::exec::liveness::Heartbeats;
 use crate::exec::parallel::lock;
 
-pub(crate) use abort::{on_abort, pause_in_commit_if_told, AbortCleanup};
 #[cfg(unix)]
-pub use abort::{stop_on_signals, yield_to_a_stop};
+pub use abort::{claim_the_exit, stop_on_signals};
+pub(crate) use abort::{on_abort, pause_in_commit_if_told, AbortCleanup};
 pub(crate) use options::{process_env, ProcessSettings, Timeouts};
 pub use options::{read_hostfile, RuntimeOptions};
 pub(crate) use terms::Terms;

@@ -282,19 +282,18 @@ fn glob_takes(pattern: &glob::Pattern, key: &str, extensions: &[&str]) -> bool {
 }
 
 /// Whether a glob's wildcard reached a hidden part of `path`: a part that
-/// starts with `_` or `.` where the pattern's part at that depth does not
-/// (a killed run's staging directory, Spark's `_temporary`), or any such
-/// part below the pattern's. Both are `/`-separated from the same root.
+/// starts with `_` or `.` (a killed run's staging directory, Spark's
+/// `_temporary`) which no part of the pattern names, that is, matches
+/// without a leading wildcard. Depths are not compared: the glob library
+/// drops a leading `./`, and `**` spans several parts.
 pub(crate) fn reaches_hidden(pattern: &str, path: &str) -> bool {
-    let pattern: Vec<&str> = pattern.split('/').collect();
-    path.split('/').enumerate().any(|(depth, part)| {
-        let Some(first) = part.chars().next().filter(|c| matches!(c, '_' | '.')) else {
-            return false;
-        };
-        !pattern
-            .get(depth)
-            .is_some_and(|given| given.starts_with(first))
-    })
+    let named: Vec<glob::Pattern> = (pattern.split('/'))
+        .filter(|part| !part.starts_with(['*', '?']))
+        .filter_map(|part| glob::Pattern::new(part).ok())
+        .collect();
+    (path.split('/'))
+        .filter(|part| part.starts_with(['_', '.']) && !matches!(*part, "." | ".."))
+        .any(|part| !named.iter().any(|given| given.matches(part)))
 }
 
 /// The URL, store and key of the object (or prefix) `spec` names.
@@ -786,6 +785,22 @@ mod tests {
             !takes("nights/.a.neardup-staging/fp/part-0.parquet"),
             "a * takes no hidden part"
         );
+        for (pattern, path) in [
+            ("./d/_y/*.parquet", "d/_y/p.parquet"),
+            ("d/**/.x/*.parquet", "d/.x/p.parquet"),
+            ("d//_y/*.parquet", "d/_y/p.parquet"),
+            ("d/[_]y/*.parquet", "d/_y/p.parquet"),
+            ("../d/*", "../d/p.parquet"),
+        ] {
+            assert!(!reaches_hidden(pattern, path), "{pattern} names {path}");
+        }
+        for (pattern, path) in [
+            ("./*/*.parquet", "n2/.n2.neardup-staging/p.parquet"),
+            ("./*/*.parquet", ".n2.neardup-staging/p.parquet"),
+            ("d/**/*.parquet", "d/a/_temporary/p.parquet"),
+        ] {
+            assert!(reaches_hidden(pattern, path), "{pattern} reaches {path}");
+        }
         let hidden = glob::Pattern::new("nights/.a*/fp").unwrap();
         assert!(
             glob_takes(&hidden, "nights/.a/fp/part-0.parquet", &["parquet"]),
