@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use crate::exec::progress::RowsProgress;
 use crate::io::parquet::input::refuse_output_over_inputs;
 use crate::io::staging::write_file;
-use crate::io::storage::{is_url, subdirectories, OutputPrefix};
+use crate::io::storage::{is_url, reaches_hidden, subdirectories, OutputPrefix};
 pub(crate) use night::NightDirs;
 
 /// What `neardup report` was asked.
@@ -106,7 +106,7 @@ fn expand_night(dir: &Path) -> Result<Option<Vec<PathBuf>>> {
         .filter(|sub| {
             sub.rsplit('/')
                 .next()
-                .is_some_and(|name| pattern.matches(name))
+                .is_some_and(|name| pattern.matches(name) && !reaches_hidden(last, name))
         })
         .map(PathBuf::from)
         .collect();

@@ -464,6 +464,13 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
     // A glob passes over what lies beside the nights with no stage output
     // (a job's corpus, its logs).
     std::fs::create_dir_all(d.join("nights/logs/old")).unwrap();
+    // Nor does it take a hidden directory holding a stage's output.
+    let hidden = d.join("nights/_tmp/pairs");
+    std::fs::create_dir_all(&hidden).unwrap();
+    for file in std::fs::read_dir(second.join("pairs")).unwrap() {
+        let file = file.unwrap().path();
+        std::fs::copy(&file, hidden.join(file.file_name().unwrap())).unwrap();
+    }
     let globbed = report_page(&[&d.join("nights/*")], &d.join("globbed.html"));
     assert!(globbed == html, "the glob's page is the two nights'");
     let volume = chart(&html, "trend-volume");
