@@ -363,13 +363,7 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
         }
         _ => document_of_page(&location, format, fields, &scheme, &stored)?,
     };
-    let page = match document.html {
-        true => page_text(&document.text, scheme.html),
-        false => Extracted {
-            text: document.text,
-            ..Extracted::default()
-        },
-    };
+    let page = fingerprinted_text(&document, &scheme);
     let recomputed = fingerprint_page(&page.text, &page.headings, &scheme.simhash, false);
     Ok(ExplainedPage {
         stored,
@@ -405,27 +399,33 @@ fn document_of_page(
         }
         Ok(())
     })?;
+    if records.is_empty() {
+        bail!(
+            "page {} ({}): no record of it in {location} (read whole, as its records have no \
+             byte range of their own): give --id-field and --url-field as fingerprint had them",
+            stored.id,
+            stored.shard
+        );
+    }
     let gives_stored = |document: &Document| {
-        let page = match document.html {
-            true => page_text(&document.text, scheme.html),
-            false => Extracted {
-                text: document.text.clone(),
-                ..Extracted::default()
-            },
-        };
+        let page = fingerprinted_text(document, scheme);
         fingerprint_page(&page.text, &page.headings, &scheme.simhash, false).simhash
             == stored.simhash
     };
     let chosen = records.iter().position(gives_stored).unwrap_or(0);
-    (chosen < records.len())
-        .then(|| records.swap_remove(chosen))
-        .with_context(|| {
-            format!(
-                "page {} ({}): no record of it in {location} (read whole, as its records have no \
-                 byte range of their own): give --id-field and --url-field as fingerprint had them",
-                stored.id, stored.shard
-            )
-        })
+    Ok(records.swap_remove(chosen))
+}
+
+/// The text of `document` that `fingerprint` hashed under `scheme`: an
+/// HTML page's as its rules extract it, a text record's whole.
+fn fingerprinted_text(document: &Document, scheme: &Scheme) -> Extracted {
+    match document.html {
+        true => page_text(&document.text, scheme.html),
+        false => Extracted {
+            text: document.text.clone(),
+            ..Extracted::default()
+        },
+    }
 }
 
 /// The file a shard's `source` names: an object URL, or a local path as

@@ -749,7 +749,8 @@ pub(crate) fn host_of(url: &str) -> &str {
 
 /// Pages and drops by host over the night's pages (every host with a
 /// drop, the most drops first), how many drops were found among them, and
-/// the samples' URLs. A page met again (fetched twice) counts once, under its first URL.
+/// the samples' URLs. A page met again (fetched twice) counts once, under
+/// its first URL.
 fn read_hosts(
     pages: &[Location],
     dropped: &HashSet<i64>,

@@ -186,14 +186,11 @@ fn stop_on_first(signals: libc::sigset_t) {
         _ => "SIGHUP",
     };
     stop(128 + signal, |committed| {
-        match committed {
-        true => format!(
-            "error: stopped by {name} once its output was committed, complete with _SUCCESS; nothing after it runs"
-        ),
-        false => {
-            format!("error: stopped by {name}; the output in progress is removed, without _SUCCESS")
-        }
-    }
+        let outcome = match committed {
+            true => " once its output was committed, complete with _SUCCESS; nothing after it runs",
+            false => "; the output in progress is removed, without _SUCCESS",
+        };
+        format!("error: stopped by {name}{outcome}")
     });
 }
 

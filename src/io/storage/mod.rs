@@ -252,11 +252,11 @@ pub(crate) fn split_glob(spec: &str) -> Option<(&str, &str)> {
     Some((literal, spec[literal.len()..].trim_start_matches('/')))
 }
 
-/// Whether a glob takes the object `key`, as a local glob takes files: the
-/// pattern matches the key (a `*` stays within one part of it) and its name
-/// does not start with `_` or `.`; or the pattern matches a prefix of the
-/// key, a directory, which gives the objects below it whose names end in
-/// one of `extensions`, skipping parts that start with `_` or `.`.
+/// Whether a glob takes the object `key`, as a local glob takes files,
+/// unless its wildcard reached a hidden part ([`reaches_hidden`]): the
+/// pattern matches the key (a `*` stays within one part of it); or the
+/// pattern matches a prefix of the key, a directory, which gives the
+/// objects below it whose names end in one of `extensions`.
 fn glob_takes(pattern: &glob::Pattern, key: &str, extensions: &[&str]) -> bool {
     if reaches_hidden(pattern.as_str(), key) {
         return false;
@@ -265,20 +265,13 @@ fn glob_takes(pattern: &glob::Pattern, key: &str, extensions: &[&str]) -> bool {
         require_literal_separator: true,
         ..glob::MatchOptions::new()
     };
-    let hidden = |part: &str| part.starts_with(['_', '.']);
+    if pattern.matches_with(key, options) {
+        return true;
+    }
     let parts: Vec<&str> = key.split('/').collect();
     let name = parts.last().copied().unwrap_or("");
-    if pattern.matches_with(key, options) {
-        return !hidden(name);
-    }
-    let has_extension = extensions.iter().any(|e| has_extension(name, e));
-    (1..parts.len()).any(|depth| {
-        let (above, below) = parts.split_at(depth);
-        pattern.matches_with(&above.join("/"), options)
-            && !hidden(above[depth - 1])
-            && !below.iter().any(|part| hidden(part))
-            && has_extension
-    })
+    extensions.iter().any(|e| has_extension(name, e))
+        && (1..parts.len()).any(|depth| pattern.matches_with(&parts[..depth].join("/"), options))
 }
 
 /// Whether a glob's wildcard reached a hidden part of `path`: a part that
