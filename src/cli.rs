@@ -105,17 +105,18 @@ pub struct ExplainArgs {
     #[arg(long, default_value_t = 10)]
     pub(crate) top: usize,
     /// The id field or column of JSONL and Parquet input, as `fingerprint`
-    /// was given it.
-    #[arg(long, default_value = "id")]
-    pub(crate) id_field: String,
-    /// The url field or column of JSONL and Parquet input, as `fingerprint`
-    /// was given it.
-    #[arg(long, default_value = "url")]
-    pub(crate) url_field: String,
-    /// The text field or column of JSONL and Parquet input, as
-    /// `fingerprint` was given it.
-    #[arg(long, default_value = "text")]
-    pub(crate) text_field: String,
+    /// was given it (default: as its _summary.json beside the shard
+    /// records, else id).
+    #[arg(long)]
+    pub(crate) id_field: Option<String>,
+    /// The url field or column of JSONL and Parquet input (default: as
+    /// recorded, else url).
+    #[arg(long)]
+    pub(crate) url_field: Option<String>,
+    /// The text field or column of JSONL and Parquet input (default: as
+    /// recorded, else text).
+    #[arg(long)]
+    pub(crate) text_field: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -535,16 +536,16 @@ fn run_explain_command(args: ExplainArgs) -> Result<()> {
         (true, _) => anyhow::bail!("--text takes one page, not {}", args.pages.len()),
         (false, _) => anyhow::bail!("give two pages to compare, or one with --text"),
     }
-    crate::fingerprint::explain::run_explain(&crate::fingerprint::explain::ExplainOptions {
+    use crate::fingerprint::explain::{run_explain, ExplainOptions, GivenFields};
+    run_explain(&ExplainOptions {
         pages: args.pages,
         fingerprints: args.fingerprints,
         json: args.json,
         top_features: args.top,
-        fields: TextFields {
+        fields: GivenFields {
             id: args.id_field,
             url: args.url_field,
             text: args.text_field,
-            time: None,
         },
     })
 }

@@ -17,9 +17,11 @@
                                     with a line more or less, for cluster --keep-by
     warc_writer.py canonical DIR    writes DIR/canonical.warc.gz: real texts, each an
                                     original page (http, a deep path, fetched last)
-                                    naming itself canonical by a relative link, its
-                                    AMP view and a syndicated copy naming it, a copy
-                                    naming none, and a copy whose content carries a
+                                    naming itself canonical by a relative and an
+                                    absolute link, its AMP view naming it, a
+                                    syndicated copy naming it in an HTTP Link
+                                    header, a copy whose two links name different
+                                    pages, and a copy whose content carries a
                                     canonical link in its body
     warc_writer.py encoded DIR      writes DIR/encoded.warc.gz: one HTML page sent
                                     plain, gzip-encoded, chunked, chunked and gzipped
@@ -249,9 +251,10 @@ def canonical(out):
 
     licences = Path("/usr/share/common-licenses")
     names = ["Apache-2.0", "GPL-3", "MPL-2.0", "LGPL-2.1"]
-    headers = StatusAndHeaders(
-        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
-    )
+    def headers(extra):
+        return StatusAndHeaders(
+            "200 OK", [("Content-Type", "text/html; charset=utf-8")] + extra, protocol="HTTP/1.1"
+        )
     with open(Path(out) / "canonical.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
         for n, licence in enumerate(names):
@@ -261,20 +264,21 @@ def canonical(out):
             path = f"/articles/2024/{name}/full-story.html"
             original = "http://publisher.example" + path
             link = '<link rel="canonical" href="{}">'
+            in_header = [("Link", f'<https://cdn.example/s.css>; rel=preload, <{original}>; rel="canonical"')]
             pages = [
-                # (URL, days after the first crawl, head, start of the body)
-                (original, 6, link.format(path), ""),
-                (f"https://publisher.example/amp/{name}", 0, link.format(original), ""),
-                (f"https://news.example/{name}", 1, link.format(original), ""),
-                (f"https://copy.example/{name}", 2, "", ""),
-                (f"https://t.example/{name}", 3, "", link.format(f"https://t.example/{name}")),
+                # (URL, days after the first crawl, head, start of the body, HTTP headers)
+                (original, 6, link.format(path) + link.format(original), "", []),
+                (f"https://publisher.example/amp/{name}", 0, link.format(original), "", []),
+                (f"https://news.example/{name}", 1, "", "", in_header),
+                (f"https://copy.example/{name}", 2, link.format("/") + link.format(original), "", []),
+                (f"https://t.example/{name}", 3, "", link.format(f"https://t.example/{name}"), []),
             ]
-            for url, days, head, body in pages:
+            for url, days, head, body, extra in pages:
                 html = f"<html><head><title>{name}</title>{head}</head><body>{body}{main}</body></html>"
                 date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
                 record = w.create_warc_record(
                     url, "response",
-                    payload=io.BytesIO(html.encode()), http_headers=headers,
+                    payload=io.BytesIO(html.encode()), http_headers=headers(extra),
                     warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
                 )
                 w.write_record(record)

@@ -478,9 +478,12 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
                 let page = html::page_text(&document.text, scheme.html);
                 counts.html_pages += 1;
                 counts.fallbacks += u64::from(page.fell_back);
-                let canonical = page.canonical.as_deref().and_then(|href| {
-                    html::resolve_canonical(href, page.base.as_deref(), document.url.as_deref())
-                });
+                let canonical = html::canonical_of(
+                    &page.canonicals,
+                    &document.header_canonicals,
+                    page.base.as_deref(),
+                    document.url.as_deref(),
+                );
                 let f =
                     fingerprint_page(&page.text, &page.headings, &scheme.simhash, scheme.sketch);
                 (f, canonical)

@@ -9,6 +9,11 @@
 //! one: they differ only if the file changed since, or the scheme's rules
 //! did (which a published scheme never does).
 //!
+//! A Parquet or JSONL input is read with the id, url and text fields that
+//! `fingerprint` recorded in the `_summary.json` beside the shard, unless
+//! the command line names them: shards copied without their summary, or
+//! made by another tool, need the flags.
+//!
 //! For two pages it shows a word diff of the texts and the features that
 //! push the bits the two fingerprints disagree on, and, when both shards
 //! hold sketches, the pages' wide distance: what `match --verify` compares.
@@ -51,9 +56,58 @@ pub(crate) struct ExplainOptions {
     pub(crate) json: bool,
     /// The most features shown.
     pub(crate) top_features: usize,
-    /// The id, url and text fields of JSONL and Parquet input, as
-    /// `fingerprint` was given them.
-    pub(crate) fields: TextFields,
+    /// The id, url and text fields of JSONL and Parquet input named on the
+    /// command line.
+    pub(crate) fields: GivenFields,
+}
+
+/// The input fields named on the command line; each one not named is the
+/// one `fingerprint` recorded beside the shard, else its default.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GivenFields {
+    pub(crate) id: Option<String>,
+    pub(crate) url: Option<String>,
+    pub(crate) text: Option<String>,
+}
+
+/// The fields to read the input of `shard` with: those given, else those
+/// in the `_summary.json` of the shard's directory, else the defaults.
+fn fields_for(shard: &str, given: &GivenFields) -> TextFields {
+    let recorded = recorded_fields(shard);
+    let field = |given: &Option<String>, key: &str, default: String| {
+        given
+            .clone()
+            .or_else(|| recorded.as_ref()?[key].as_str().map(str::to_string))
+            .unwrap_or(default)
+    };
+    let defaults = TextFields::default();
+    TextFields {
+        id: field(&given.id, "id_field", defaults.id),
+        url: field(&given.url, "url_field", defaults.url),
+        text: field(&given.text, "text_field", defaults.text),
+        time: None,
+    }
+}
+
+/// The `_summary.json` beside `shard`, if it has one that reads as JSON.
+fn recorded_fields(shard: &str) -> Option<serde_json::Value> {
+    let (dir, _) = shard.rsplit_once('/')?;
+    let summary = format!("{dir}/_summary.json");
+    let read = crate::io::storage::read_head(&summary, u64::MAX);
+    let bytes = match read {
+        Ok(bytes) => bytes?,
+        Err(error) => {
+            tracing::warn!("{error:#}; the input fields are the flags' defaults");
+            return None;
+        }
+    };
+    serde_json::from_slice(&bytes)
+        .map_err(|error| {
+            tracing::warn!(
+                "{summary}: not JSON ({error}); the input fields are the flags' defaults"
+            )
+        })
+        .ok()
 }
 
 /// A page as its shard holds it.
@@ -328,7 +382,7 @@ fn required_i64(batch: &RecordBatch, name: &str, row: usize, location: &str) -> 
 }
 
 /// The page's record read back and its text chosen as `fingerprint` chose it.
-fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage> {
+fn explain_page(stored: StoredPage, given: &GivenFields) -> Result<ExplainedPage> {
     let Some(source) = &stored.source else {
         bail!(
             "page {} ({}): no `source`, `offset` and `length` to read its record back from \
@@ -349,6 +403,7 @@ fn explain_page(stored: StoredPage, fields: &TextFields) -> Result<ExplainedPage
     })?;
     let location = source_location(source, &stored.shard)?;
     let format = Format::from_path(&location)?;
+    let fields = &fields_for(&stored.shard, given);
     let document = match (stored.offset, stored.length) {
         (Some(offset), Some(length)) => {
             let bytes = read_span(&location, offset, length)?;
@@ -402,9 +457,13 @@ fn document_of_page(
     if records.is_empty() {
         bail!(
             "page {} ({}): no record of it in {location} (read whole, as its records have no \
-             byte range of their own): give --id-field and --url-field as fingerprint had them",
+             byte range of their own) by id field `{}`, url field `{}` and text field `{}`: \
+             give --id-field, --url-field and --text-field as fingerprint had them",
             stored.id,
-            stored.shard
+            stored.shard,
+            fields.id,
+            fields.url,
+            fields.text
         );
     }
     let gives_stored = |document: &Document| {

@@ -542,9 +542,12 @@ impl RunLock {
         let place = LockPlace::of(target)?;
         let holder = this_holder();
         let taken = match &place {
-            LockPlace::Local(path) => lock_file(path, &holder)?.map(Some),
-            LockPlace::Remote(object) => lock_object(object, &holder)?.map(|()| None),
-        };
+            LockPlace::Local(path) => lock_file(path, &holder).map(|held| held.map(Some)),
+            LockPlace::Remote(object) => {
+                lock_object(object, &holder).map(|held| held.map(|()| None))
+            }
+        }
+        .with_context(|| format!("{}: cannot take the lock for {what}", shown.display()))?;
         let _held = taken.map_err(|HeldBy(held_by)| {
             anyhow!(
                 "{}: another run ({}) is {what}; if none is, remove {place:?}",
@@ -612,9 +615,14 @@ fn lock_file(path: &Path, holder: &str) -> Result<Result<File, HeldBy>> {
         if !is_same_file(&file, path) {
             continue;
         }
-        file.set_len(0)
-            .and_then(|()| std::io::Write::write_all(&mut file, holder.as_bytes()))
-            .with_context(|| format!("{}: cannot write", path.display()))?;
+        let written = file
+            .set_len(0)
+            .and_then(|()| std::io::Write::write_all(&mut file, holder.as_bytes()));
+        if let Err(e) = written {
+            // Ours, and empty or cut short (a full disk): none to leave behind.
+            let _ = fs::remove_file(path);
+            return Err(e).with_context(|| format!("{}: cannot write", path.display()));
+        }
         return Ok(Ok(file));
     }
     bail!(

@@ -696,6 +696,15 @@ impl SmallDisk {
         self.run_command(env!("CARGO_BIN_EXE_neardup"), args)
     }
 
+    /// Runs `neardup args` on the disk once a file `filler` has filled it.
+    fn run_when_full(&self, args: &[&str]) -> DiskRun {
+        let fill_then_run = "cat /dev/zero > \"$0/filler\" 2>/dev/null; exec \"$@\"";
+        let disk = self.dir.to_str().unwrap();
+        let neardup = env!("CARGO_BIN_EXE_neardup");
+        let args = [&["-c", fill_then_run, disk, neardup][..], args].concat();
+        self.run_command("sh", &args)
+    }
+
     fn run_command(&self, program: &str, args: &[&str]) -> DiskRun {
         // $1 the disk, $2 the listing, then the command; the command's
         // exit status is the shell's.
@@ -837,6 +846,36 @@ fn match_and_cluster_on_a_full_disk_fail_cleanly_and_complete_with_room() {
     let clusters = dir.path().join("clusters");
     assert!(neardup(&strs(&clustering(&clusters))).status.success());
     assert!(clusters.join("_SUCCESS").exists());
+}
+
+/// A lock that cannot be written is removed, not left empty beside the
+/// output it names.
+#[test]
+fn a_lock_on_a_full_disk_is_not_left_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(disk) = SmallDisk::new(dir.path()) else {
+        return;
+    };
+    let queries = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/fingerprints/queries");
+    let out = disk.dir.join("pairs");
+    let args = [
+        "match",
+        "--queries",
+        queries.to_str().unwrap(),
+        "--self",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let failed = disk.run_when_full(&args);
+    let stderr = String::from_utf8_lossy(&failed.output.stderr);
+    assert_eq!(failed.output.status.code(), Some(1), "{stderr}");
+    let line = format!(
+        "{}: cannot take the lock for writing this output: {}: cannot write: No space left on device",
+        out.display(),
+        disk.dir.join(".pairs.neardup-lock").display()
+    );
+    assert!(stderr.contains(&line), "{stderr}");
+    assert_eq!(failed.left, ["filler"], "nothing but the filler");
 }
 
 /// `--verify` on shards without a sketch is one clear line naming the file.

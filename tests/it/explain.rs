@@ -27,8 +27,9 @@ fn fingerprinted_copies(dir: &Path) -> PathBuf {
 }
 
 /// A table with its own column names, holding a page fetched twice:
-/// `explain` given the names reads the row whose text gives the stored
-/// fingerprint; without them, one line says which flags to give.
+/// `explain` reads the row whose text gives the stored fingerprint, by the
+/// columns `fingerprint` recorded beside its shards, or by those given;
+/// with neither, one line names the fields it tried and the flags to give.
 #[test]
 fn explain_finds_a_parquet_pages_row_by_the_columns_fingerprint_was_given() {
     use arrow_array::{ArrayRef, Int64Array, RecordBatch, StringArray};
@@ -70,24 +71,82 @@ fn explain_finds_a_parquet_pages_row_by_the_columns_fingerprint_was_given() {
             .concat(),
         )
     };
-    let output = explain(&fields);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let (a, b) = (&json["a"], &json["b"]);
-    assert!(
-        [texts[0], texts[2]].contains(&a["text"].as_str().unwrap()),
-        "{a}"
+    let explained = |extra: &[&str]| {
+        let output = explain(extra);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{extra:?}: {stderr}");
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let (a, b) = (&json["a"], &json["b"]);
+        assert!(
+            [texts[0], texts[2]].contains(&a["text"].as_str().unwrap()),
+            "{a}"
+        );
+        assert_eq!(b["text"], texts[1]);
+        for page in [a, b] {
+            assert_eq!(page["recomputed"], page["simhash"], "{page}");
+        }
+    };
+    explained(&fields);
+    explained(&[]);
+    let refused = |extra: &[&str], tried: &str| {
+        let output = explain(extra);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("pages.parquet"), "{stderr}");
+        assert!(stderr.contains(tried), "{stderr}");
+    };
+    refused(
+        &["--text-field", "text"],
+        "no text column `text` (--text-field)",
     );
-    assert_eq!(b["text"], texts[1]);
-    for page in [a, b] {
-        assert_eq!(page["recomputed"], page["simhash"], "{page}");
-    }
+    // Shards copied without their summary: the defaults, then the flags.
+    std::fs::remove_file(dir.path().join("fp/_summary.json")).unwrap();
+    refused(&[], "no text column `text` (--text-field)");
+    explained(&fields);
+}
+
+/// A JSONL.gz page is read by the text field `fingerprint` recorded; a
+/// field named wrongly finds no record, and the line names the fields tried.
+#[test]
+fn explain_reads_jsonl_by_the_recorded_text_field_and_names_a_wrong_one() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("pages.jsonl.gz");
+    let text = "a page whose text is in a field of its own name, long enough to hash";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    writeln!(gz, "{}", serde_json::json!({"id": 7, "body": text})).unwrap();
+    std::fs::write(&input, gz.finish().unwrap()).unwrap();
+    let shards = dir.path().join("fp").display().to_string();
+    let input = input.display().to_string();
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        &input,
+        "--text-field",
+        "body",
+        "--out",
+        &shards,
+    ]);
+    let explain = |extra: &[&str]| {
+        let args = [
+            &["explain", "--text", "7", "--fingerprints", &shards][..],
+            extra,
+        ]
+        .concat();
+        neardup(&args)
+    };
     let output = explain(&[]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), text);
+    let output = explain(&["--text-field", "text"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("pages.parquet"), "{stderr}");
+    assert!(
+        stderr.contains("by id field `id`, url field `url` and text field `text`: give --id-field, --url-field and --text-field"),
+        "{stderr}"
+    );
 }
 
 /// A crawl fingerprinted from its own directory by a relative path is

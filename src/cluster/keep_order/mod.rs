@@ -649,7 +649,8 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
         (v as u64) ^ (1 << 63)
     }
     fn float(v: f64) -> Option<u64> {
-        let bits = v.to_bits();
+        // -0.0 + 0.0 is +0.0: the two zeros are one value, not two ranks.
+        let bits = (v + 0.0).to_bits();
         (!v.is_nan()).then_some(if bits >> 63 == 1 {
             !bits
         } else {
@@ -757,12 +758,23 @@ mod tests {
         assert_eq!(key(Some("https://publisher.example/story")), 2);
         assert_eq!(rel_canonical_key(None, Some(page)), 2);
         assert_eq!(rel_canonical_key(None, None), 1);
+        // A site's home page named from within it is a template's mistake.
+        assert_eq!(key(Some("https://news.example/")), 1);
+        assert_eq!(key(Some("https://news.example")), 1);
+        assert_eq!(key(Some("https://elsewhere.example/#top")), 1);
+        assert_eq!(key(Some("https://news.example/?lang=en")), 2);
+        let home = |url, canonical| rel_canonical_key(Some(url), Some(canonical));
+        assert_eq!(
+            home("https://www.news.example/", "https://news.example/"),
+            2
+        );
+        assert_eq!(home("https://news.example/", "https://news.example"), 0);
         // Through a batch: a file without the column names no canonical.
         let order = KeepOrder::parse("rel-canonical").unwrap();
         let urls: ArrayRef = Arc::new(StringArray::from(vec![Some(page), Some(page), None]));
         let canonicals: ArrayRef = Arc::new(StringArray::from(vec![
             Some(page),
-            Some("https://elsewhere.example/"),
+            Some("https://elsewhere.example/story"),
             None,
         ]));
         let with = RecordBatch::try_from_iter([(URL, urls.clone()), (CANONICAL_URL, canonicals)]);
@@ -1013,6 +1025,9 @@ mod tests {
         assert_eq!(decimal(95, 2), float(0.95));
         assert!(decimal(95, 2) < decimal(951, 3));
         assert!(decimal(-5, 1) < float(-0.4));
+        assert_eq!(float(-0.0), float(0.0), "the two zeros tie");
+        assert_eq!(float(-0.0), decimal(0, 2));
+        assert!(float(-f64::MIN_POSITIVE) < float(-0.0));
     }
 
     #[test]

@@ -2,22 +2,25 @@
 //! looks like the page's own address rather than another view of it, and
 //! `rel-canonical`, whether the page's canonical link names itself.
 
-/// A key of `canonical-url` as one word, least first: the scheme (https,
-/// http, any other) in the top two bits, then whether the URL names
-/// another view of a page (a mobile or AMP host, [`variant_host`]; an AMP,
-/// print or mobile segment or query key, or a directory's default page,
-/// [`path_segments`], [`variant_query`]; a fragment), such URLs coming
-/// after the page's own, then whether there is a query string,
-/// then the path's segments (nine bits), then the URL's length in bytes
-/// (nineteen bits); segments and lengths beyond their bits count as the
-/// most they hold. Every page's URL is keyed, so its `:`, `/`, `?`, `#`
+/// A key of `canonical-url` as one word, least first: whether the URL
+/// names another view of a page (a mobile or AMP host, [`variant_host`];
+/// an AMP, print or mobile segment or query key, a tracking query key, or
+/// a directory's default page, [`path_segments`], [`variant_query`]; a
+/// fragment; a scheme or host in capitals, [`in_capitals`]) in the top
+/// bit, such URLs coming after the page's own, whatever their scheme;
+/// then the scheme (https, http, any other) in two bits, then whether
+/// there is a query string, then the path's segments (nine bits), then
+/// the URL's length in bytes (nineteen bits); segments and lengths beyond
+/// their bits count as the most they hold. Every page's URL is keyed, so its `:`, `/`, `?`, `#`
 /// and `@` are found a vector at a time, not by `str`'s splits.
 pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let bytes = url.as_bytes();
     let colons = memchr::memchr_iter(b':', bytes);
     let mut after_scheme = colons.filter(|&at| bytes[at + 1..].starts_with(b"//"));
+    let mut capitals = false;
     let (scheme, rest) = match after_scheme.next() {
         Some(at) => {
+            capitals = in_capitals(&bytes[..at]);
             let is = |name: &str| url[..at].eq_ignore_ascii_case(name);
             let scheme = if is("https") {
                 0
@@ -33,13 +36,15 @@ pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let parts = UrlParts::of(rest);
     let (segments, variant_path) = path_segments(parts.path);
     let variant = parts.fragment
+        || capitals
+        || in_capitals(without_user(parts.host))
         || variant_path
         || variant_host(parts.host)
         || parts.query.is_some_and(variant_query);
     let segments = segments.min(511) as u32;
     let length = url.len().min((1 << 19) - 1) as u32;
-    scheme << 30
-        | (variant as u32) << 29
+    (variant as u32) << 31
+        | scheme << 29
         | (parts.query.is_some() as u32) << 28
         | segments << 19
         | length
@@ -76,6 +81,10 @@ const VARIANT_HOSTS: &[&str] = &["m.", "mobile.", "amp.", "print."];
 /// Path segments and query keys of a page's AMP, print or mobile view.
 const VARIANT_PARTS: &[&str] = &["amp", "print", "printable", "mobile"];
 
+/// Query keys that track where a visitor came from: the page is the same
+/// without them. Keys starting `utm_` too.
+const TRACKING_KEYS: &[&str] = &["fbclid", "gclid", "msclkid", "mc_cid", "mc_eid", "yclid"];
+
 /// A directory's default page, the same page as the directory itself.
 const INDEX_PAGES: &[&str] = &[
     "index.html",
@@ -111,10 +120,7 @@ fn path_segments(path: &[u8]) -> (usize, bool) {
 /// Whether a host (after any `user@`) begins with a mobile or AMP prefix
 /// that leaves a domain of two labels: `m.org` is a site.
 fn variant_host(host: &[u8]) -> bool {
-    let host = match memchr::memrchr(b'@', host) {
-        Some(at) => &host[at + 1..],
-        None => host,
-    };
+    let host = without_user(host);
     VARIANT_HOSTS.iter().any(|prefix| {
         host.len() >= prefix.len()
             && host[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
@@ -122,27 +128,61 @@ fn variant_host(host: &[u8]) -> bool {
     })
 }
 
+/// A URL's authority without the user name and password before an `@`.
+fn without_user(host: &[u8]) -> &[u8] {
+    match memchr::memrchr(b'@', host) {
+        Some(at) => &host[at + 1..],
+        None => host,
+    }
+}
+
+/// Whether a scheme or host has capitals: both are read in any case, so
+/// `HTTPS://DOCS.EXAMPLE/` is the page's address spelled otherwise than
+/// its links and browsers spell it.
+fn in_capitals(part: &[u8]) -> bool {
+    part.iter().any(u8::is_ascii_uppercase)
+}
+
 /// Whether a query has a key (before any `=`) that is a [`VARIANT_PARTS`]
-/// name.
+/// name or tracks the visitor ([`TRACKING_KEYS`], `utm_...`).
 fn variant_query(query: &[u8]) -> bool {
     query.split(|&byte| byte == b'&').any(|pair| {
         let key = pair.split(|&byte| byte == b'=').next().unwrap_or(&[]);
-        is_one_of(key, VARIANT_PARTS)
+        is_one_of(key, VARIANT_PARTS) || is_tracking_key(key)
     })
+}
+
+fn is_tracking_key(key: &[u8]) -> bool {
+    (key.len() > 4 && key[..4].eq_ignore_ascii_case(b"utm_")) || is_one_of(key, TRACKING_KEYS)
 }
 
 /// A key of `rel-canonical`: 0 for a page whose canonical link names
 /// itself (as URLs, whatever their fragments), 1 for one without a link,
 /// 2 for one whose link names another page: the site says that page is
-/// the one to keep.
+/// the one to keep. A link from a page within a site to a site's home page
+/// counts as none: it is a template's mistake (every page of the site
+/// naming its home), which would lose each page to a copy naming nothing.
 pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u32 {
     let Some(canonical) = canonical else {
         return 1;
     };
-    match url.is_some_and(|url| same_page(url, canonical)) {
-        true => 0,
+    if url.is_some_and(|url| same_page(url, canonical)) {
+        return 0;
+    }
+    match is_home_page(canonical) && !url.is_some_and(is_home_page) {
+        true => 1,
         false => 2,
     }
+}
+
+/// Whether a URL names a site's home page: no path but `/`, no query.
+fn is_home_page(url: &str) -> bool {
+    let bytes = url.as_bytes();
+    let Some(at) = memchr::memmem::find(bytes, b"://") else {
+        return false;
+    };
+    let parts = UrlParts::of(&bytes[at + 3..]);
+    parts.path.is_empty() && parts.query.is_none()
 }
 
 /// Whether two URLs name the same page: equal as the URL Standard parses
@@ -341,22 +381,22 @@ mod tests {
     }
 
     #[test]
-    fn canonical_urls_rank_by_scheme_then_variant_then_query_then_segments_then_length() {
+    fn canonical_urls_rank_by_variant_then_scheme_then_query_then_segments_then_length() {
         let ranked = [
             "https://a.org/x/y",
             "https://a.org/x/yy",
             "https://a.org/x/y/z",
             "https://a.org/x/y/z/",
             "https://a.org/?s=1",
+            "http://a.org/",
+            "ftp://a.org/",
+            "a.org/x",
             "https://m.a.org/x",
             "https://a.org/x#comments",
             "https://a.org/amp/x",
             "https://a.org/x/index.html",
             "https://a.org/x?print=1",
-            "http://a.org/",
             "http://a.org/x?utm_source=feed",
-            "ftp://a.org/",
-            "a.org/x",
         ];
         let keys: Vec<u32> = ranked.iter().map(|url| canonical_url_key(url)).collect();
         assert!(keys.windows(2).all(|w| w[0] <= w[1]), "{keys:?}");
@@ -371,6 +411,15 @@ mod tests {
             ("https://a.org/story", "https://a.org/story#history"),
             ("https://a.org/p?id=5", "https://a.org/p?id=5&print=1"),
             ("https://a.org/p?id=5", "https://a.org/p?amp&id=5"),
+            (
+                "http://a.org/x",
+                "https://a.org/x?utm_source=hn&utm_medium=link",
+            ),
+            ("http://a.org/x", "https://a.org/print/x"),
+            ("https://a.org/p?id=5", "https://a.org/p?id=5&fbclid=Iw1"),
+            ("https://docs.a.org/Install", "https://DOCS.A.ORG/Install"),
+            ("https://a.org/x", "HTTPS://a.org/x"),
+            ("https://u:P@a.org/x", "https://u:p@A.org/x"),
         ] {
             assert!(
                 canonical_url_key(page) < canonical_url_key(view),
@@ -383,16 +432,18 @@ mod tests {
             "https://a.org/amplifiers/x",
             "https://a.org/printers",
             "https://a.org/x?printer=1",
+            "https://a.org/x?utm_=1&utm",
+            "https://a.org/x?gclid_x=1",
             "https://m.org/x",
         ] {
-            assert_eq!(canonical_url_key(page) >> 29 & 1, 0, "{page}");
+            assert_eq!(canonical_url_key(page) >> 31, 0, "{page}");
         }
-        // A trailing slash or a fragment adds no segment; the scheme's case
-        // does not matter.
+        // A trailing slash or a fragment adds no segment; a scheme in
+        // capitals is the same scheme.
         let segments = |url| canonical_url_key(url) >> 19 & 511;
         assert_eq!(segments("https://a.org/x/y/"), 2);
         assert_eq!(segments("HTTPS://a.org/x/y#z/w"), 2);
-        assert_eq!(canonical_url_key("HTTPS://a.org/") >> 30, 0);
+        assert_eq!(canonical_url_key("HTTPS://a.org/") >> 29 & 3, 0);
         assert!(canonical_url_key(&format!("https://a.org/{}", "x".repeat(1 << 20))) < NO_VALUE);
     }
 
@@ -423,6 +474,8 @@ mod tests {
             "PRINT",
             "printable",
             "mobile",
+            "utm_",
+            "gclid",
             "index.html",
             "Default.aspx",
             "index.htm",
@@ -472,11 +525,22 @@ mod tests {
             None => (before_fragment, None),
         };
         let (host, path) = address.split_once('/').unwrap_or((address, ""));
-        let variant = fragment || is_variant_ref(host, path, query.unwrap_or(""));
+        let scheme_capitals = url
+            .split_once("://")
+            .is_some_and(|(scheme, _)| scheme.chars().any(|c| c.is_ascii_uppercase()));
+        let host_capitals = host
+            .rsplit_once('@')
+            .map_or(host, |(_, host)| host)
+            .chars()
+            .any(|c| c.is_ascii_uppercase());
+        let variant = fragment
+            || scheme_capitals
+            || host_capitals
+            || is_variant_ref(host, path, query.unwrap_or(""));
         let segments = path.split('/').filter(|s| !s.is_empty()).count().min(511) as u32;
         let length = url.len().min((1 << 19) - 1) as u32;
-        scheme << 30
-            | (variant as u32) << 29
+        (variant as u32) << 31
+            | scheme << 29
             | (query.is_some() as u32) << 28
             | segments << 19
             | length
@@ -498,6 +562,13 @@ mod tests {
         variant_host
             || segments.any(|segment| is(segment, VARIANT_PARTS))
             || is(last, INDEX_PAGES)
-            || query_keys.any(|key| is(key, VARIANT_PARTS))
+            || query_keys.any(|key| {
+                is(key, VARIANT_PARTS)
+                    || is(key, TRACKING_KEYS)
+                    || key
+                        .get(..4)
+                        .is_some_and(|start| start.eq_ignore_ascii_case("utm_"))
+                        && key.len() > 4
+            })
     }
 }

@@ -345,10 +345,11 @@ pub struct Extracted {
     pub headings: Vec<Range<usize>>,
     /// Whether `main` found no main content and gave all the text instead.
     pub fell_back: bool,
-    /// The `href` of the page's first `<link rel="canonical">` before its
-    /// body, as written (search engines ignore one in the body, where a
-    /// page's content, copied from elsewhere, may carry another page's).
-    pub canonical: Option<String>,
+    /// The `href`s of the page's `<link rel="canonical">`s before its
+    /// body, as written, each once (search engines ignore one in the body,
+    /// where a page's content, copied from elsewhere, may carry another
+    /// page's); [`canonical_of`] takes them with the HTTP header's.
+    pub canonicals: Vec<String>,
     /// The `href` of the page's first `<base>` before its body, as
     /// written: a relative canonical link is resolved against it.
     pub base: Option<String>,
@@ -364,13 +365,13 @@ pub fn page_text(html: &str, mode: PageText) -> Extracted {
         reader.token(token);
     }
     reader.end_block();
-    let canonical = reader.canonical.take();
+    let canonicals = std::mem::take(&mut reader.canonicals);
     let base = reader.base.take();
     let all = |reader: PageReader, fell_back| Extracted {
         text: reader.all,
         headings: Vec::new(),
         fell_back,
-        canonical: canonical.clone(),
+        canonicals: canonicals.clone(),
         base: base.clone(),
     };
     match mode {
@@ -380,12 +381,32 @@ pub fn page_text(html: &str, mode: PageText) -> Extracted {
                 text,
                 headings,
                 fell_back: false,
-                canonical,
+                canonicals,
                 base,
             },
             None => all(reader, true),
         },
     }
+}
+
+/// The page's canonical URL: the one its head's canonical links (`hrefs`,
+/// resolved against its `<base href>` and URL `page`) and its HTTP `Link`
+/// header's (`header`, against `page`) all name; none when they name
+/// different URLs, as search engines take conflicting links (a template's
+/// link to the home page beside the page's own, say) to name none.
+pub(crate) fn canonical_of(
+    hrefs: &[String],
+    header: &[String],
+    base: Option<&str>,
+    page: Option<&str>,
+) -> Option<String> {
+    let in_head = hrefs.iter().map(|href| resolve_canonical(href, base, page));
+    let in_header = header
+        .iter()
+        .map(|href| resolve_canonical(href, None, page));
+    let mut named = in_head.chain(in_header).flatten();
+    let first = named.next()?;
+    named.all(|url| url == first).then_some(first)
 }
 
 /// A canonical link's `href` as an absolute http(s) URL, resolved when
@@ -447,9 +468,9 @@ struct PageReader {
     main: usize,
     links: usize,
     headings: usize,
-    /// The first `<link rel="canonical">`'s `href`, and whether the body
-    /// has begun (after which none is taken).
-    canonical: Option<String>,
+    /// The `<link rel="canonical">`s' `href`s, each once, and whether the
+    /// body has begun (after which none is taken).
+    canonicals: Vec<String>,
     /// The first `<base>`'s `href`, taken before the body as the canonical.
     base: Option<String>,
     in_body: bool,
@@ -514,8 +535,8 @@ impl PageReader {
         }
     }
 
-    /// Takes the first canonical link and the first base URL before the
-    /// body begins.
+    /// Takes the canonical links and the first base URL before the body
+    /// begins.
     fn see_head_element(&mut self, name: &[u8], attributes: &Attributes) {
         self.in_body |= name == b"body";
         let href = || {
@@ -527,7 +548,7 @@ impl PageReader {
         if !self.in_body && self.base.is_none() && name == b"base" {
             self.base = href().map(str::to_string);
         }
-        if self.in_body || self.canonical.is_some() || name != b"link" {
+        if self.in_body || name != b"link" {
             return;
         }
         let canonical = attributes.get("rel").is_some_and(|rel| {
@@ -535,7 +556,9 @@ impl PageReader {
                 .any(|r| r.eq_ignore_ascii_case("canonical"))
         });
         if let (true, Some(href)) = (canonical, href()) {
-            self.canonical = Some(href.to_string());
+            if !self.canonicals.iter().any(|seen| seen == href) {
+                self.canonicals.push(href.to_string());
+            }
         }
     }
 
@@ -1026,31 +1049,26 @@ mod main_content_tests {
     }
 
     #[test]
-    fn the_first_canonical_link_before_the_body_is_taken_and_resolved() {
-        let canonical = |html: &str| page_text(html, PageText::Main(MainRules::CURRENT)).canonical;
+    fn the_canonical_links_before_the_body_are_taken_and_resolved() {
+        let canonicals =
+            |html: &str| page_text(html, PageText::Main(MainRules::CURRENT)).canonicals;
         let head =
             |links: &str| format!("<html><head>{links}</head><body><p>Text.</p></body></html>");
         assert_eq!(
-            canonical(&head(r#"<link rel="canonical" href="/a/story">"#)).as_deref(),
-            Some("/a/story")
+            canonicals(&head(r#"<link rel="canonical" href="/a/story">"#)),
+            ["/a/story"]
         );
-        let two = r#"<LINK REL="Canonical alternate" HREF=" https://x.example/1 "><link rel=canonical href=/2>"#;
-        assert_eq!(
-            canonical(&head(two)).as_deref(),
-            Some("https://x.example/1")
-        );
-        assert_eq!(
-            canonical(&head(r#"<link rel="stylesheet" href="/s.css">"#)),
-            None
-        );
-        assert_eq!(canonical(&head(r#"<link rel="canonical" href="">"#)), None);
+        let two = r#"<LINK REL="Canonical alternate" HREF=" https://x.example/1 "><link rel=canonical href=/2><link rel=canonical href=/2>"#;
+        assert_eq!(canonicals(&head(two)), ["https://x.example/1", "/2"]);
+        assert!(canonicals(&head(r#"<link rel="stylesheet" href="/s.css">"#)).is_empty());
+        assert!(canonicals(&head(r#"<link rel="canonical" href="">"#)).is_empty());
         // One in the body, copied with a page's content, is not the page's.
         let in_body =
             r#"<html><body><link rel="canonical" href="https://other.example/">Text</body></html>"#;
-        assert_eq!(canonical(in_body), None);
+        assert!(canonicals(in_body).is_empty());
         assert_eq!(
-            page_text(&head(two), PageText::All).canonical.as_deref(),
-            Some("https://x.example/1")
+            page_text(&head(two), PageText::All).canonicals,
+            ["https://x.example/1", "/2"]
         );
 
         let page = Some("https://news.example/2026/story?id=1");
@@ -1079,9 +1097,8 @@ mod main_content_tests {
         let html = r#"<head><base href="/"><link rel="canonical" href="blog/post.html"></head>"#;
         let found = page_text(html, PageText::Main(MainRules::CURRENT));
         assert_eq!(found.base.as_deref(), Some("/"));
-        let canonical = found.canonical.as_deref().unwrap();
         assert_eq!(
-            resolve_canonical(canonical, found.base.as_deref(), Some(page)).as_deref(),
+            canonical_of(&found.canonicals, &[], found.base.as_deref(), Some(page)).as_deref(),
             Some(page)
         );
         let absolute_base = Some("https://cdn.example/x/");
@@ -1091,6 +1108,40 @@ mod main_content_tests {
         );
         let in_body = r#"<body><base href="/elsewhere/"></body>"#;
         assert_eq!(page_text(in_body, PageText::All).base, None);
+    }
+
+    #[test]
+    fn canonical_links_that_name_different_urls_name_none() {
+        let page = Some("https://docs.example/cli/install");
+        let of = |head: &[&str], header: &[&str]| {
+            let strings = |hrefs: &[&str]| hrefs.iter().map(|h| h.to_string()).collect::<Vec<_>>();
+            canonical_of(&strings(head), &strings(header), None, page)
+        };
+        let own = Some("https://docs.example/cli/install".to_string());
+        assert_eq!(of(&["/cli/install"], &[]), own);
+        assert_eq!(
+            of(&["install", "https://docs.example/cli/install"], &[]),
+            own,
+            "one URL, two spellings"
+        );
+        assert_eq!(
+            of(&[], &["https://docs.example/cli/install"]),
+            own,
+            "the header alone"
+        );
+        assert_eq!(of(&["/cli/install"], &["/cli/install"]), own);
+        assert_eq!(
+            of(&["/", "/cli/install"], &[]),
+            None,
+            "a template's home link beside the page's"
+        );
+        assert_eq!(of(&["/cli/install"], &["https://other.example/"]), None);
+        assert_eq!(
+            of(&["mailto:a@b.example", "/cli/install"], &[]),
+            own,
+            "a link to no page is passed over"
+        );
+        assert_eq!(of(&[], &[]), None);
     }
 
     #[test]

@@ -166,6 +166,7 @@ pub(super) fn parse_line(
         charset: None,
         fetch_time,
         span,
+        header_canonicals: Vec::new(),
     }))
 }
 

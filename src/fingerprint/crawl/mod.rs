@@ -48,6 +48,9 @@ pub struct Document {
     pub(crate) fetch_time: Option<i64>,
     /// Where the record lies in its file, when one range holds it alone.
     pub(crate) span: Option<Span>,
+    /// The canonical links of a WARC response's HTTP `Link` headers, as
+    /// written ([`warc::link_header_canonicals`]).
+    pub(crate) header_canonicals: Vec<String>,
 }
 
 /// How a WARC response's `WARC-Target-URI` becomes the page's `url`, and
@@ -236,6 +239,7 @@ mod tests {
             charset: None,
             fetch_time: None,
             span: None,
+            header_canonicals: Vec::new(),
         };
         let bracketed = "<http://a.example/x>";
         let taken = |rule: TargetUri, mut document: Document| {

@@ -38,8 +38,8 @@ pub(crate) fn read(
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer);
     let schema = builder.schema().clone();
     let find = |name: &str| schema.index_of(name).ok();
-    let text_index =
-        find(&fields.text).ok_or_else(|| anyhow!("{shown}: no text column `{}`", fields.text))?;
+    let text_index = find(&fields.text)
+        .ok_or_else(|| anyhow!("{shown}: no text column `{}` (--text-field)", fields.text))?;
     let id_index = find(&fields.id);
     let url_index = find(&fields.url);
     // A column named other than the default was asked for: its absence is
@@ -55,7 +55,7 @@ pub(crate) fn read(
     }
     if id_index.is_none() && url_index.is_none() {
         bail!(
-            "{shown}: neither an id column `{}` nor a url column `{}`",
+            "{shown}: neither an id column `{}` nor a url column `{}` (--id-field, --url-field)",
             fields.id,
             fields.url
         );
@@ -243,6 +243,7 @@ impl Columns<'_> {
             charset: None,
             fetch_time,
             span: None,
+            header_canonicals: Vec::new(),
         })
     }
 }

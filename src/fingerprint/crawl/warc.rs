@@ -434,6 +434,7 @@ fn to_record(
             reason: reason.to_string(),
         })
     };
+    let mut header_canonicals = Vec::new();
     let (text, html, charset) = if kind.eq_ignore_ascii_case(b"conversion") {
         match std::str::from_utf8(body) {
             Ok(text) => (text.to_string(), false, None),
@@ -458,6 +459,7 @@ fn to_record(
             },
         };
         let (page, charset) = decode_html(&payload, content_type, url.as_deref());
+        header_canonicals = link_header_canonicals(http_headers);
         (page.into_owned(), true, charset)
     } else {
         return Record::Skipped;
@@ -479,6 +481,54 @@ fn to_record(
         charset,
         fetch_time,
         span,
+        header_canonicals,
+    })
+}
+
+/// The targets of an HTTP response's `Link` headers with `rel="canonical"`
+/// (RFC 8288: `<URL>; rel="canonical"`, several links a header, comma
+/// separated), as written: a server can name a page's canonical URL there
+/// instead of in its HTML.
+pub(crate) fn link_header_canonicals(http_headers: &[u8]) -> Vec<String> {
+    let mut found = Vec::new();
+    for line in http_headers.split(|&b| b == b'\n') {
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if !line[..colon].trim_ascii().eq_ignore_ascii_case(b"link") {
+            continue;
+        }
+        let value = String::from_utf8_lossy(&line[colon + 1..]);
+        let mut rest = value.as_ref();
+        // Each link is `<target>` and its parameters, up to the next `<`
+        // (a target's own commas are inside its brackets).
+        while let Some(open) = rest.find('<') {
+            let Some(close) = rest[open..].find('>').map(|at| open + at) else {
+                break;
+            };
+            let target = rest[open + 1..close].trim();
+            let params_end = rest[close..].find('<').map_or(rest.len(), |at| close + at);
+            if is_canonical_rel(&rest[close + 1..params_end]) && !target.is_empty() {
+                found.push(target.to_string());
+            }
+            rest = &rest[params_end..];
+        }
+    }
+    found
+}
+
+/// Whether a link's parameters (`; rel="canonical"`, `;rel=canonical`)
+/// hold the relation `canonical`.
+fn is_canonical_rel(params: &str) -> bool {
+    params.split(';').any(|param| {
+        let Some((name, value)) = param.split_once('=') else {
+            return false;
+        };
+        let value = value.trim().trim_end_matches(',').trim().trim_matches('"');
+        name.trim().eq_ignore_ascii_case("rel")
+            && value
+                .split_ascii_whitespace()
+                .any(|rel| rel.eq_ignore_ascii_case("canonical"))
     })
 }
 
@@ -612,6 +662,30 @@ mod tests {
                 b"HTTP/1.1 200 OK\r\nContent-Type: image/png\r\n\r\n\x89PNG",
             ),
         ]
+    }
+
+    #[test]
+    fn a_responses_link_header_canonicals_are_taken() {
+        let headers = "HTTP/1.1 200 OK\r\nLink: <https://cdn.example/s.css>; rel=preload, \
+                       <https://a.example/p,q>; rel=\"canonical\"\r\nlink:</x>;REL=\"Canonical alternate\"\r\n\
+                       Content-Type: text/html";
+        assert_eq!(
+            link_header_canonicals(headers.as_bytes()),
+            ["https://a.example/p,q", "/x"]
+        );
+        let others = "HTTP/1.1 200 OK\r\nLink: <https://a.example/2>; rel=next\r\nX-Link: <a>; rel=canonical";
+        assert!(link_header_canonicals(others.as_bytes()).is_empty());
+        let body = format!("{headers}\r\n\r\n<html><body><p>Hello</p></body></html>");
+        let response = record(
+            "response",
+            "http://b/",
+            "application/http; msgtype=response",
+            body.as_bytes(),
+        );
+        let [Record::Document(document)] = &read_all(&response)[..] else {
+            panic!("one document");
+        };
+        assert_eq!(document.header_canonicals, ["https://a.example/p,q", "/x"]);
     }
 
     #[test]
