@@ -91,8 +91,19 @@ fn fields_for(shard: &str, given: &GivenFields) -> TextFields {
 
 /// The `_summary.json` beside `shard`, if it has one that reads as JSON.
 fn recorded_fields(shard: &str) -> Option<serde_json::Value> {
-    let (dir, _) = shard.rsplit_once('/')?;
-    let summary = format!("{dir}/_summary.json");
+    let summary = match (is_url(shard), shard.rsplit_once('/')) {
+        (true, Some((dir, _))) => format!("{dir}/_summary.json"),
+        (true, None) => return None,
+        (false, _) => {
+            let dir = Path::new(shard)
+                .parent()
+                .filter(|dir| !dir.as_os_str().is_empty());
+            dir.unwrap_or(Path::new("."))
+                .join("_summary.json")
+                .display()
+                .to_string()
+        }
+    };
     let read = crate::io::storage::read_head(&summary, u64::MAX);
     let bytes = match read {
         Ok(bytes) => bytes?,

@@ -641,8 +641,10 @@ fn samples(night: &Night, cluster: &LargeCluster) -> String {
 }
 
 /// The command that explains a sample pair; none without fingerprints to
-/// find its pages in. `explain` reads a Parquet or JSONL.gz input by the
-/// fields `fingerprint` recorded beside its shards.
+/// find its pages in. A page's row in a Parquet or JSONL.gz input is found
+/// by the fields `fingerprint` read, given when not the defaults: `explain`
+/// reads them beside a night's shards, but the corpus's appended copies
+/// have no fingerprint summary.
 pub(crate) fn explain_command(night: &Night, drop: &SampleDrop) -> Option<String> {
     if night.explain_fingerprints.is_empty() {
         return None;
@@ -654,6 +656,17 @@ pub(crate) fn explain_command(night: &Night, drop: &SampleDrop) -> Option<String
     for spec in &night.explain_fingerprints {
         command.push(' ');
         command.push_str(&shell_quoted(spec));
+    }
+    // `explain`'s defaults, as `fingerprint`'s.
+    for (key, flag, default) in [
+        ("id_field", "--id-field", "id"),
+        ("url_field", "--url-field", "url"),
+        ("text_field", "--text-field", "text"),
+    ] {
+        let given = (night.fingerprint_summary.as_ref()).and_then(|summary| summary[key].as_str());
+        if let Some(field) = given.filter(|field| *field != default) {
+            command.push_str(&format!(" {flag} {}", shell_quoted(field)));
+        }
     }
     Some(command)
 }

@@ -139,6 +139,20 @@ fn explain_reads_jsonl_by_the_recorded_text_field_and_names_a_wrong_one() {
     let output = explain(&[]);
     assert!(output.status.success(), "{output:?}");
     assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), text);
+    // A shard named from its own directory finds the summary beside it.
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .current_dir(&shards)
+        .args([
+            "explain",
+            "--text",
+            "7",
+            "--fingerprints",
+            "part-00000.parquet",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), text);
     let output = explain(&["--text-field", "text"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");

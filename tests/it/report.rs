@@ -511,10 +511,15 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
 
 /// Runs job spec `spec` in `dir` for night 2026-12-01; it must succeed.
 fn run_night_of(dir: &Path, spec: &str) {
+    run_night_on(dir, spec, "2026-12-01");
+}
+
+/// Runs `spec` as `dir`'s job for the night of `date`.
+fn run_night_on(dir: &Path, spec: &str, date: &str) {
     std::fs::write(dir.join("job.toml"), spec).unwrap();
     let run = Command::new(env!("CARGO_BIN_EXE_neardup"))
         .current_dir(dir)
-        .args(["run", "job.toml", "--date", "2026-12-01"])
+        .args(["run", "job.toml", "--date", date])
         .output()
         .unwrap();
     assert!(run.status.success(), "{run:?}");
@@ -539,45 +544,69 @@ fn run_explain_commands(html: &str) {
     }
 }
 
-/// A night fingerprinted from a Parquet table with its own column names:
-/// its sample pairs' `explain` commands run as printed, reading each
-/// page's row back from the table by the columns `fingerprint` recorded.
+/// Nights fingerprinted from a Parquet table with its own column names:
+/// their sample pairs' `explain` commands give them, and run as printed,
+/// reading each page's row back from the table; on the second night the
+/// kept page is a corpus page, whose appended shard has no fingerprint
+/// summary for `explain` to read the names from.
 #[test]
-fn explain_commands_of_a_night_from_a_parquet_table_read_its_columns() {
+fn explain_commands_of_a_night_from_a_parquet_table_give_its_columns() {
     use arrow_array::{ArrayRef, Int64Array, StringArray};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let text = "a page copied word for word to another site, with its own long sentence";
     let other = "a page about something else entirely, which nothing else copies at all";
-    let batch = RecordBatch::try_from_iter([
-        ("doc", Arc::new(Int64Array::from(vec![1, 2, 3])) as ArrayRef),
-        (
-            "link",
-            Arc::new(StringArray::from(vec![
-                "https://a.example/copy",
-                "https://b.example/copy",
-                "https://c.example/other",
-            ])),
-        ),
-        ("body", Arc::new(StringArray::from(vec![text, text, other]))),
-    ])
-    .unwrap();
-    std::fs::create_dir(d.join("table")).unwrap();
-    let file = std::fs::File::create(d.join("table/pages.parquet")).unwrap();
-    let mut writer = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-    let spec = "[runtime]\nworkers = 1\n\n[fingerprint]\ninput = [\"table\"]\n\
-                out = \"nights/{date}/fingerprints\"\nid_field = \"doc\"\nurl_field = \"link\"\n\
-                text_field = \"body\"\n\n[match]\nout = \"nights/{date}/pairs\"\n\n\
-                [cluster]\nout = \"nights/{date}/clusters\"\n";
-    run_night_of(d, spec);
-    let html = std::fs::read_to_string(d.join("nights/2026-12-01/report.html")).unwrap();
-    assert!(html.contains("neardup explain "), "{html}");
-    assert!(
-        !html.contains("--text-field"),
-        "explain reads the fields itself"
+    let write_table = |date: &str, ids: Vec<i64>, links: Vec<&str>, bodies: Vec<&str>| {
+        let batch = RecordBatch::try_from_iter([
+            ("doc", Arc::new(Int64Array::from(ids)) as ArrayRef),
+            ("link", Arc::new(StringArray::from(links))),
+            ("body", Arc::new(StringArray::from(bodies))),
+        ])
+        .unwrap();
+        let table = d.join("tables").join(date);
+        std::fs::create_dir_all(&table).unwrap();
+        let file = std::fs::File::create(table.join("pages.parquet")).unwrap();
+        let mut writer = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+    };
+    write_table(
+        "2026-12-01",
+        vec![1, 2, 3],
+        vec![
+            "https://a.example/copy",
+            "https://b.example/copy",
+            "https://c.example/other",
+        ],
+        vec![text, text, other],
     );
+    let spec = "[runtime]\nworkers = 1\n\n[fingerprint]\ninput = [\"tables/{date}\"]\n\
+                out = \"nights/{date}/fingerprints\"\nid_field = \"doc\"\nurl_field = \"link\"\n\
+                text_field = \"body\"\n\n[match]\ncorpus = [\"corpus\"]\nout = \"nights/{date}/pairs\"\n\n\
+                [cluster]\nout = \"nights/{date}/clusters\"\n\n[append]\ncorpus = \"corpus\"\nbatch = \"{date}\"\n";
+    std::fs::create_dir(d.join("corpus")).unwrap();
+    run_night_on(d, spec, "2026-12-01");
+    let flags = " --id-field doc --url-field link --text-field body</code>";
+    let html = std::fs::read_to_string(d.join("nights/2026-12-01/report.html")).unwrap();
+    assert!(html.contains(flags), "{html}");
+    run_explain_commands(&html);
+    // Tonight's copy of page 1, which the corpus holds since last night.
+    write_table(
+        "2026-12-02",
+        vec![4, 5],
+        vec!["https://d.example/copy", "https://e.example/new"],
+        vec![
+            text,
+            "a page that is new tonight and like no other page in the crawl",
+        ],
+    );
+    run_night_on(d, spec, "2026-12-02");
+    let html = std::fs::read_to_string(d.join("nights/2026-12-02/report.html")).unwrap();
+    assert!(
+        html.contains("neardup explain 4 1 --fingerprints"),
+        "{html}"
+    );
+    assert!(html.contains(flags), "{html}");
     run_explain_commands(&html);
 }
 

@@ -769,6 +769,18 @@ mod tests {
             2
         );
         assert_eq!(home("https://news.example/", "https://news.example"), 0);
+        assert_eq!(
+            home("https://partner.example/story", "https://news.example/"),
+            1
+        );
+        // A view of the home page names it rightly.
+        for view in [
+            "https://news.example/?utm_source=x",
+            "https://news.example/index.html",
+            "https://news.example/?page=2",
+        ] {
+            assert_eq!(home(view, "https://news.example/"), 2, "{view}");
+        }
         // Through a batch: a file without the column names no canonical.
         let order = KeepOrder::parse("rel-canonical").unwrap();
         let urls: ArrayRef = Arc::new(StringArray::from(vec![Some(page), Some(page), None]));

@@ -37,7 +37,7 @@ pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let (segments, variant_path) = path_segments(parts.path);
     let variant = parts.fragment
         || capitals
-        || in_capitals(without_user(parts.host))
+        || host_in_capitals(parts.host)
         || variant_path
         || variant_host(parts.host)
         || parts.query.is_some_and(variant_query);
@@ -143,6 +143,13 @@ fn in_capitals(part: &[u8]) -> bool {
     part.iter().any(u8::is_ascii_uppercase)
 }
 
+/// [`in_capitals`] for a host, after any `user@`: an IPv6 address is
+/// written in hex digits of either case.
+fn host_in_capitals(host: &[u8]) -> bool {
+    let host = without_user(host);
+    host.first() != Some(&b'[') && in_capitals(host)
+}
+
 /// Whether a query has a key (before any `=`) that is a [`VARIANT_PARTS`]
 /// name or tracks the visitor ([`TRACKING_KEYS`], `utm_...`).
 fn variant_query(query: &[u8]) -> bool {
@@ -159,9 +166,11 @@ fn is_tracking_key(key: &[u8]) -> bool {
 /// A key of `rel-canonical`: 0 for a page whose canonical link names
 /// itself (as URLs, whatever their fragments), 1 for one without a link,
 /// 2 for one whose link names another page: the site says that page is
-/// the one to keep. A link from a page within a site to a site's home page
-/// counts as none: it is a template's mistake (every page of the site
-/// naming its home), which would lose each page to a copy naming nothing.
+/// the one to keep. A link from a page below a site's home to a home page
+/// (any site's) counts as none: it is a template's mistake (every page of
+/// the site naming its home), which would lose each page to a copy naming
+/// nothing. A view of the home page (`/index.html`, `/?utm_source=...`)
+/// naming it is no such mistake.
 pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u32 {
     let Some(canonical) = canonical else {
         return 1;
@@ -169,20 +178,27 @@ pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u
     if url.is_some_and(|url| same_page(url, canonical)) {
         return 0;
     }
-    match is_home_page(canonical) && !url.is_some_and(is_home_page) {
+    let below_home = |url: &str| path_of(url).is_some_and(|(path, _)| !is_home_path(path));
+    let names_home = path_of(canonical).is_some_and(|(path, query)| path.is_empty() && !query);
+    match names_home && url.is_some_and(below_home) {
         true => 1,
         false => 2,
     }
 }
 
-/// Whether a URL names a site's home page: no path but `/`, no query.
-fn is_home_page(url: &str) -> bool {
+/// A URL's path (after the host's `/`) and whether it has a query; none
+/// for a URL without a scheme.
+fn path_of(url: &str) -> Option<(&[u8], bool)> {
     let bytes = url.as_bytes();
-    let Some(at) = memchr::memmem::find(bytes, b"://") else {
-        return false;
-    };
+    let at = memchr::memmem::find(bytes, b"://")?;
     let parts = UrlParts::of(&bytes[at + 3..]);
-    parts.path.is_empty() && parts.query.is_none()
+    Some((parts.path, parts.query.is_some()))
+}
+
+/// Whether a path is a site's home: empty, or a directory's default page
+/// ([`INDEX_PAGES`]) alone.
+fn is_home_path(path: &[u8]) -> bool {
+    path.is_empty() || is_one_of(path, INDEX_PAGES)
 }
 
 /// Whether two URLs name the same page: equal as the URL Standard parses
@@ -420,6 +436,7 @@ mod tests {
             ("https://docs.a.org/Install", "https://DOCS.A.ORG/Install"),
             ("https://a.org/x", "HTTPS://a.org/x"),
             ("https://u:P@a.org/x", "https://u:p@A.org/x"),
+            ("https://[2001:DB8::1]/x", "https://[2001:DB8::1]/x#a"),
         ] {
             assert!(
                 canonical_url_key(page) < canonical_url_key(view),
@@ -483,6 +500,7 @@ mod tests {
             "x",
             "%2F",
             ":",
+            "[",
         ];
         let mut state = 7i64;
         for _ in 0..200_000 {
@@ -528,11 +546,9 @@ mod tests {
         let scheme_capitals = url
             .split_once("://")
             .is_some_and(|(scheme, _)| scheme.chars().any(|c| c.is_ascii_uppercase()));
-        let host_capitals = host
-            .rsplit_once('@')
-            .map_or(host, |(_, host)| host)
-            .chars()
-            .any(|c| c.is_ascii_uppercase());
+        let bare_host = host.rsplit_once('@').map_or(host, |(_, host)| host);
+        let host_capitals =
+            !bare_host.starts_with('[') && bare_host.chars().any(|c| c.is_ascii_uppercase());
         let variant = fragment
             || scheme_capitals
             || host_capitals

@@ -406,7 +406,13 @@ pub(crate) fn canonical_of(
         .map(|href| resolve_canonical(href, None, page));
     let mut named = in_head.chain(in_header).flatten();
     let first = named.next()?;
-    named.all(|url| url == first).then_some(first)
+    let page_of = |url: &str| {
+        url.split_once('#')
+            .map_or(url, |(page, _)| page)
+            .to_string()
+    };
+    let page = page_of(&first);
+    named.all(|url| page_of(&url) == page).then_some(first)
 }
 
 /// A canonical link's `href` as an absolute http(s) URL, resolved when
@@ -476,6 +482,21 @@ struct PageReader {
     in_body: bool,
 }
 
+/// The elements a document's head holds (and `html` and `head`
+/// themselves): any other element begins the body.
+const HEAD_ELEMENTS: &[&[u8]] = &[
+    b"html",
+    b"head",
+    b"title",
+    b"meta",
+    b"link",
+    b"base",
+    b"style",
+    b"script",
+    b"noscript",
+    b"template",
+];
+
 impl PageReader {
     fn token(&mut self, token: Token) {
         match token {
@@ -536,9 +557,14 @@ impl PageReader {
     }
 
     /// Takes the canonical links and the first base URL before the body
-    /// begins.
+    /// begins: at `<body>`, or at the first element a head cannot hold,
+    /// as a browser's parser opens the body there (a page may write no
+    /// `<body>`). A link in a `<template>` is inert.
     fn see_head_element(&mut self, name: &[u8], attributes: &Attributes) {
-        self.in_body |= name == b"body";
+        self.in_body |= !HEAD_ELEMENTS.contains(&name);
+        if self.open.iter().any(|open| open.name == b"template") {
+            return;
+        }
         let href = || {
             attributes
                 .get("href")
@@ -1062,10 +1088,18 @@ mod main_content_tests {
         assert_eq!(canonicals(&head(two)), ["https://x.example/1", "/2"]);
         assert!(canonicals(&head(r#"<link rel="stylesheet" href="/s.css">"#)).is_empty());
         assert!(canonicals(&head(r#"<link rel="canonical" href="">"#)).is_empty());
-        // One in the body, copied with a page's content, is not the page's.
+        // One in the body, copied with a page's content, is not the page's,
+        // nor one after the first element of the body of a page that writes
+        // no <body>, nor one in a template.
         let in_body =
             r#"<html><body><link rel="canonical" href="https://other.example/">Text</body></html>"#;
         assert!(canonicals(in_body).is_empty());
+        let no_body = r#"<head><link rel=canonical href=/c1></head><main><p>Text</p><link rel=canonical href=https://other.example/></main>"#;
+        assert_eq!(canonicals(no_body), ["/c1"]);
+        let no_head_end = r#"<title>T</title><link rel=canonical href=/c2><p>Text<link rel=canonical href=/elsewhere>"#;
+        assert_eq!(canonicals(no_head_end), ["/c2"]);
+        let template = r#"<head><template><link rel=canonical href=/t></template><link rel=canonical href=/c3></head>"#;
+        assert_eq!(canonicals(template), ["/c3"]);
         assert_eq!(
             page_text(&head(two), PageText::All).canonicals,
             ["https://x.example/1", "/2"]
@@ -1130,6 +1164,11 @@ mod main_content_tests {
             "the header alone"
         );
         assert_eq!(of(&["/cli/install"], &["/cli/install"]), own);
+        assert_eq!(
+            of(&["/cli/install"], &["/cli/install#top"]),
+            own,
+            "a fragment is the same page"
+        );
         assert_eq!(
             of(&["/", "/cli/install"], &[]),
             None,

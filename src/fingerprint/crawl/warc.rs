@@ -488,7 +488,8 @@ fn to_record(
 /// The targets of an HTTP response's `Link` headers with `rel="canonical"`
 /// (RFC 8288: `<URL>; rel="canonical"`, several links a header, comma
 /// separated), as written: a server can name a page's canonical URL there
-/// instead of in its HTML.
+/// instead of in its HTML. A link with an `anchor` is about another
+/// resource; a header that is not UTF-8 names no URL to trust.
 pub(crate) fn link_header_canonicals(http_headers: &[u8]) -> Vec<String> {
     let mut found = Vec::new();
     for line in http_headers.split(|&b| b == b'\n') {
@@ -498,38 +499,68 @@ pub(crate) fn link_header_canonicals(http_headers: &[u8]) -> Vec<String> {
         if !line[..colon].trim_ascii().eq_ignore_ascii_case(b"link") {
             continue;
         }
-        let value = String::from_utf8_lossy(&line[colon + 1..]);
-        let mut rest = value.as_ref();
+        let Ok(mut rest) = std::str::from_utf8(&line[colon + 1..]) else {
+            continue;
+        };
         // Each link is `<target>` and its parameters, up to the next `<`
-        // (a target's own commas are inside its brackets).
+        // outside quotes (a target's own commas are inside its brackets).
         while let Some(open) = rest.find('<') {
             let Some(close) = rest[open..].find('>').map(|at| open + at) else {
                 break;
             };
             let target = rest[open + 1..close].trim();
-            let params_end = rest[close..].find('<').map_or(rest.len(), |at| close + at);
-            if is_canonical_rel(&rest[close + 1..params_end]) && !target.is_empty() {
+            let (params, end) = link_params(&rest[close + 1..]);
+            let canonical = params.iter().any(|(name, rels)| {
+                name == "rel"
+                    && rels
+                        .split_ascii_whitespace()
+                        .any(|rel| rel.eq_ignore_ascii_case("canonical"))
+            });
+            let anchored = params.iter().any(|(name, _)| name == "anchor");
+            if canonical && !anchored && !target.is_empty() {
                 found.push(target.to_string());
             }
-            rest = &rest[params_end..];
+            rest = &rest[close + 1 + end..];
         }
     }
     found
 }
 
-/// Whether a link's parameters (`; rel="canonical"`, `;rel=canonical`)
-/// hold the relation `canonical`.
-fn is_canonical_rel(params: &str) -> bool {
-    params.split(';').any(|param| {
-        let Some((name, value)) = param.split_once('=') else {
-            return false;
-        };
-        let value = value.trim().trim_end_matches(',').trim().trim_matches('"');
-        name.trim().eq_ignore_ascii_case("rel")
-            && value
-                .split_ascii_whitespace()
-                .any(|rel| rel.eq_ignore_ascii_case("canonical"))
-    })
+/// A link's parameters (`; rel="canonical"; title="a; b"`), read up to the
+/// next `<` outside quotes: `(name, value)` pairs, names in lower case and
+/// values unquoted; gives where they end.
+fn link_params(text: &str) -> (Vec<(String, String)>, usize) {
+    let mut params = Vec::new();
+    let (mut name, mut value) = (String::new(), String::new());
+    let (mut in_value, mut quoted) = (false, false);
+    let mut end = text.len();
+    for (at, c) in text.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '<' if !quoted => {
+                end = at;
+                break;
+            }
+            ';' | ',' if !quoted => {
+                push_param(&mut params, &mut name, &mut value);
+                in_value = false;
+            }
+            '=' if !quoted && !in_value => in_value = true,
+            c if in_value => value.push(c),
+            c => name.push(c),
+        }
+    }
+    push_param(&mut params, &mut name, &mut value);
+    (params, end)
+}
+
+fn push_param(params: &mut Vec<(String, String)>, name: &mut String, value: &mut String) {
+    let taken = (name.trim().to_ascii_lowercase(), value.trim().to_string());
+    if !taken.0.is_empty() {
+        params.push(taken);
+    }
+    name.clear();
+    value.clear();
 }
 
 /// An HTTP response's header block and payload, split at the first blank
@@ -675,6 +706,21 @@ mod tests {
         );
         let others = "HTTP/1.1 200 OK\r\nLink: <https://a.example/2>; rel=next\r\nX-Link: <a>; rel=canonical";
         assert!(link_header_canonicals(others.as_bytes()).is_empty());
+        let quoted =
+            "Link: <https://s.example/c12>; title=\"see <b>; rel=canonical\"; rel=canonical";
+        assert_eq!(
+            link_header_canonicals(quoted.as_bytes()),
+            ["https://s.example/c12"]
+        );
+        let anchored = "Link: <https://s.example/a>; rel=canonical; anchor=\"/other\"";
+        assert!(link_header_canonicals(anchored.as_bytes()).is_empty());
+        assert!(
+            link_header_canonicals(b"Link: <https://s.example/t>; title=\"rel=canonical\"")
+                .is_empty()
+        );
+        assert!(
+            link_header_canonicals(b"Link: <https://r.example/caf\xe9>; rel=canonical").is_empty()
+        );
         let body = format!("{headers}\r\n\r\n<html><body><p>Hello</p></body></html>");
         let response = record(
             "response",
