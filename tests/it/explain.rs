@@ -100,9 +100,13 @@ fn explain_finds_a_parquet_pages_row_by_the_columns_fingerprint_was_given() {
         &["--text-field", "text"],
         "no text column `text` (--text-field)",
     );
-    // Shards copied without their summary: the defaults, then the flags.
+    // Shards copied without their summary: the defaults, each missing
+    // column named at once, then the flags.
     std::fs::remove_file(dir.path().join("fp/_summary.json")).unwrap();
-    refused(&[], "no text column `text` (--text-field)");
+    refused(
+        &[],
+        "no text column `text` (--text-field); neither an id column `id` nor a url column `url` (--id-field, --url-field)",
+    );
     explained(&fields);
 }
 

@@ -38,28 +38,36 @@ pub(crate) fn read(
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer);
     let schema = builder.schema().clone();
     let find = |name: &str| schema.index_of(name).ok();
-    let text_index = find(&fields.text)
-        .ok_or_else(|| anyhow!("{shown}: no text column `{}` (--text-field)", fields.text))?;
+    let text_index = find(&fields.text);
     let id_index = find(&fields.id);
     let url_index = find(&fields.url);
+    // Every missing column is named at once: a table of other names needs
+    // all three flags, and one line at a time would take three runs.
+    let mut missing = Vec::new();
+    if text_index.is_none() {
+        missing.push(format!("no text column `{}` (--text-field)", fields.text));
+    }
     // A column named other than the default was asked for: its absence is
     // a typo, which would give every page a URL hash or no URL.
     let defaults = TextFields::default();
-    for (index, name, default, flag) in [
+    let typos: Vec<String> = [
         (id_index, &fields.id, &defaults.id, "--id-field"),
         (url_index, &fields.url, &defaults.url, "--url-field"),
-    ] {
-        if index.is_none() && name != default {
-            bail!("{shown}: no column `{name}` ({flag})");
-        }
+    ]
+    .into_iter()
+    .filter(|(index, name, default, _)| index.is_none() && name != default)
+    .map(|(_, name, _, flag)| format!("no column `{name}` ({flag})"))
+    .collect();
+    if typos.is_empty() && id_index.is_none() && url_index.is_none() {
+        missing.push(format!(
+            "neither an id column `{}` nor a url column `{}` (--id-field, --url-field)",
+            fields.id, fields.url
+        ));
     }
-    if id_index.is_none() && url_index.is_none() {
-        bail!(
-            "{shown}: neither an id column `{}` nor a url column `{}` (--id-field, --url-field)",
-            fields.id,
-            fields.url
-        );
-    }
+    missing.extend(typos);
+    let Some(text_index) = text_index.filter(|_| missing.is_empty()) else {
+        bail!("{shown}: {}", missing.join("; "));
+    };
     for (index, name) in [(Some(text_index), &fields.text), (url_index, &fields.url)] {
         if let Some(i) = index {
             let t = schema.field(i).data_type();
