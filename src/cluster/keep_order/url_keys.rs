@@ -15,28 +15,19 @@
 /// and `@` are found a vector at a time, not by `str`'s splits.
 pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let bytes = url.as_bytes();
-    let colons = memchr::memchr_iter(b':', bytes);
-    let mut after_scheme = colons.filter(|&at| bytes[at + 1..].starts_with(b"//"));
-    let mut capitals = false;
-    let (scheme, rest) = match after_scheme.next() {
-        Some(at) => {
-            capitals = in_capitals(&bytes[..at]);
-            let is = |name: &str| url[..at].eq_ignore_ascii_case(name);
-            let scheme = if is("https") {
-                0
-            } else if is("http") {
-                1
-            } else {
-                2
-            };
-            (scheme, &bytes[at + 3..])
-        }
-        None => (2, bytes),
+    let (scheme, rest) = match scheme_end(bytes) {
+        Some(at) => (&bytes[..at], &bytes[at + 3..]),
+        None => (&[][..], bytes),
+    };
+    let scheme_rank = match scheme {
+        _ if scheme.eq_ignore_ascii_case(b"https") => 0,
+        _ if scheme.eq_ignore_ascii_case(b"http") => 1,
+        _ => 2,
     };
     let parts = UrlParts::of(rest);
     let (segments, variant_path) = path_segments(parts.path);
     let variant = parts.fragment
-        || capitals
+        || in_capitals(scheme)
         || host_in_capitals(parts.host)
         || variant_path
         || variant_host(parts.host)
@@ -44,10 +35,15 @@ pub(crate) fn canonical_url_key(url: &str) -> u32 {
     let segments = segments.min(511) as u32;
     let length = url.len().min((1 << 19) - 1) as u32;
     (variant as u32) << 31
-        | scheme << 29
+        | scheme_rank << 29
         | (parts.query.is_some() as u32) << 28
         | segments << 19
         | length
+}
+
+/// Where a URL's scheme ends: at the first `:` followed by `//`.
+fn scheme_end(bytes: &[u8]) -> Option<usize> {
+    memchr::memchr_iter(b':', bytes).find(|&at| bytes[at + 1..].starts_with(b"//"))
 }
 
 /// A URL after its scheme, cut as the key reads it: the host (up to the
@@ -190,7 +186,7 @@ pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u
 /// for a URL without a scheme.
 fn path_of(url: &str) -> Option<(&[u8], bool)> {
     let bytes = url.as_bytes();
-    let at = memchr::memmem::find(bytes, b"://")?;
+    let at = scheme_end(bytes)?;
     let parts = UrlParts::of(&bytes[at + 3..]);
     Some((parts.path, parts.query.is_some()))
 }

@@ -406,13 +406,14 @@ pub(crate) fn canonical_of(
         .map(|href| resolve_canonical(href, None, page));
     let mut named = in_head.chain(in_header).flatten();
     let first = named.next()?;
-    let page_of = |url: &str| {
-        url.split_once('#')
-            .map_or(url, |(page, _)| page)
-            .to_string()
-    };
-    let page = page_of(&first);
-    named.all(|url| page_of(&url) == page).then_some(first)
+    let page = without_fragment(&first);
+    let agree = named.all(|url| without_fragment(&url) == page);
+    agree.then_some(first)
+}
+
+/// A URL up to any `#`: the page it names.
+fn without_fragment(url: &str) -> &str {
+    url.split_once('#').map_or(url, |(page, _)| page)
 }
 
 /// A canonical link's `href` as an absolute http(s) URL, resolved when
