@@ -35,10 +35,12 @@
 //!   one test for zero a row; for a larger k it counts by a nibble table
 //!   (`vpshufb`). Longer buckets loop on. Every line the first vectors of a
 //!   bucket read is prefetched 16 rows ahead (a bucket of about a line starts
-//!   mid-line, so it nearly always spans two); a bucket with an entry near
-//!   the row is only noted, and checked after the loop, where its cache
-//!   misses overlap; the directory is read through bucket numbers masked to
-//!   its size, unchecked;
+//!   mid-line, so it nearly always spans two), and its directory entry 32
+//!   rows ahead, so that reading it for that prefetch waits on no miss (a
+//!   directory larger than L2 stalled the loop there); a bucket with an
+//!   entry near the row is only noted, and checked after the loop, where its
+//!   cache misses overlap; the directory is read through bucket numbers
+//!   masked to its size, unchecked;
 //! - the *filter-word* kernel (every other CPU, which the planner gives many
 //!   tables of long keys) runs three tight loops per table and partition:
 //!   probe keys for 256 rows at a time; one load of a filter word and one bit

@@ -9,11 +9,17 @@
 use std::arch::x86_64::*;
 
 use super::{keep_if_owned, probe_partitioned, Match, Scratch, KEY_CHUNK, LINE_RESIDUES};
+use crate::exec::parallel::prefetch;
 use crate::matching::kernel::Simd;
 use crate::matching::tables::{Index, RESIDUE_PADDING};
 
 /// How many rows ahead the lines of a bucket's first vectors are prefetched.
 const PREFETCH_ROWS: usize = 16;
+
+/// How many rows ahead a bucket's directory entry is prefetched, so that
+/// the prefetch of its lines `PREFETCH_ROWS` ahead reads it from the cache:
+/// a directory larger than L2 otherwise stalls the loop on that read.
+const PREFETCH_DIRECTORY_ROWS: usize = 2 * PREFETCH_ROWS;
 
 /// How many buckets with entries near ahead the first such entry's whole
 /// fingerprint is prefetched, when they are checked after the loop.
@@ -204,9 +210,9 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
     // SAFETY: the caller's features are the ones `C` needs.
     let bound = unsafe { C::splat(index.design.k + 1) };
     near_buckets.clear();
-    // Keys of a chunk's rows and of the next `PREFETCH_ROWS` (zero past
-    // the end), so that every row prefetches with no test.
-    let mut keys = [0u32; KEY_CHUNK + PREFETCH_ROWS];
+    // Keys of a chunk's rows and of the next `PREFETCH_DIRECTORY_ROWS`
+    // (zero past the end), so that every row prefetches with no test.
+    let mut keys = [0u32; KEY_CHUNK + PREFETCH_DIRECTORY_ROWS];
     for (c, chunk) in fingerprints.chunks(KEY_CHUNK).enumerate() {
         let from = c * KEY_CHUNK;
         let ahead = &fingerprints[from..fingerprints.len().min(from + keys.len())];
@@ -216,6 +222,10 @@ unsafe fn probe_slice<C: NearLanes, const VECTORS: usize>(
             let bucket_of = |key: u32| (key >> shift) as usize & (buckets - 1);
             // SAFETY: `bucket_of` is below `buckets` and `offsets` has
             // `buckets + 1` entries.
+            prefetch(unsafe {
+                offsets.get_unchecked(bucket_of(keys[j + PREFETCH_DIRECTORY_ROWS]))
+            });
+            // SAFETY: as above.
             let ahead = unsafe { *offsets.get_unchecked(bucket_of(keys[j + PREFETCH_ROWS])) };
             prefetch_lines(residues, ahead as usize, C::LANES * VECTORS);
             let b = bucket_of(keys[j]);
