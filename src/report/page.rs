@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::night::{LargeCluster, Night, SampleDrop, SamplePage, HOSTS, LARGEST_CLUSTERS};
 use super::svg::{bars, escape, horizontal_bars, lines, log_log};
 use crate::exec::logging::visible_line;
+use crate::fingerprint::crawl::TextFields;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:980px;color:#222;padding:0 1em}\
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #ccc}\
@@ -657,14 +658,15 @@ pub(crate) fn explain_command(night: &Night, drop: &SampleDrop) -> Option<String
         command.push(' ');
         command.push_str(&shell_quoted(spec));
     }
-    // `explain`'s defaults, as `fingerprint`'s.
+    // `explain`'s defaults are `fingerprint`'s.
+    let defaults = TextFields::default();
     for (key, flag, default) in [
-        ("id_field", "--id-field", "id"),
-        ("url_field", "--url-field", "url"),
-        ("text_field", "--text-field", "text"),
+        ("id_field", "--id-field", &defaults.id),
+        ("url_field", "--url-field", &defaults.url),
+        ("text_field", "--text-field", &defaults.text),
     ] {
         let given = (night.fingerprint_summary.as_ref()).and_then(|summary| summary[key].as_str());
-        if let Some(field) = given.filter(|field| *field != default) {
+        if let Some(field) = given.filter(|field| field != default) {
             command.push_str(&format!(" {flag} {}", shell_quoted(field)));
         }
     }
