@@ -198,7 +198,8 @@ fn is_home_path(path: &[u8]) -> bool {
 }
 
 /// Whether two URLs name the same page: equal as the URL Standard parses
-/// them, fragments aside, or the same text where either does not parse.
+/// them, fragments aside and percent-escapes normalized
+/// ([`escapes_normalized`]), or the same text where either does not parse.
 /// The same text is the same page whether or not it parses, and two plain
 /// http(s) URLs ([`PlainUrl`]) compare as they are: parsing costs far more,
 /// and every page with a canonical link is compared.
@@ -221,9 +222,42 @@ fn parsed_same_page(url: &str, canonical: &str) -> bool {
         })
     };
     match (page(url), page(canonical)) {
-        (Some(a), Some(b)) => a == b,
+        (Some(a), Some(b)) => {
+            a == b || escapes_normalized(a.as_str()) == escapes_normalized(b.as_str())
+        }
         _ => url == canonical,
     }
+}
+
+/// A URL with its percent-escapes as RFC 3986 (6.2.2) compares them: an
+/// escaped letter, digit, `-`, `.`, `_` or `~` decoded, any other escape's
+/// hex digits in capitals. The URL Standard keeps escapes as written, and
+/// sites write a page's canonical link with escapes its crawled URL lacks
+/// (`/%63` for `/c`) or in the other case (`%c3%a9` for `%C3%A9`).
+fn escapes_normalized(url: &str) -> String {
+    let bytes = url.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let escaped = bytes.get(at + 1..at + 3).filter(|_| bytes[at] == b'%');
+        match escaped.and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()) {
+            Some(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => {
+                out.push(byte);
+                at += 3;
+            }
+            Some(_) => {
+                out.push(b'%');
+                out.extend(bytes[at + 1..at + 3].iter().map(u8::to_ascii_uppercase));
+                at += 3;
+            }
+            None => {
+                out.push(bytes[at]);
+                at += 1;
+            }
+        }
+    }
+    // Only ASCII was decoded, and every other byte kept: still UTF-8.
+    String::from_utf8(out).expect("a URL with ASCII escapes decoded")
 }
 
 /// An http(s) URL that the URL Standard leaves as it is but for the case
@@ -345,6 +379,12 @@ mod tests {
             "/x/..",
             "/x/../y",
             "/%2e/x",
+            "/%7Eu",
+            "/%63%316",
+            "/c16",
+            "/%c3%a9",
+            "/%C3%A9",
+            "/%2F",
             "/a b",
             "/~u",
             "/a-b_c.d",
@@ -390,6 +430,30 @@ mod tests {
             plain > 10_000,
             "only {plain} pairs were compared as plain URLs"
         );
+    }
+
+    #[test]
+    fn a_canonical_link_names_its_page_whatever_escapes_either_writes() {
+        let names_itself = |url, canonical| rel_canonical_key(Some(url), Some(canonical)) == 0;
+        for (url, canonical) in [
+            ("https://a.org/c16", "https://a.org/%63%316"),
+            ("https://a.org/%7Eu/x", "https://a.org/~u/x"),
+            ("https://a.org/caf%C3%A9", "https://a.org/caf%c3%a9"),
+            ("https://a.org/café", "https://a.org/caf%c3%a9"),
+            ("https://a.org/p?q=%41%2f", "https://a.org/p?q=A%2F"),
+        ] {
+            assert!(names_itself(url, canonical), "{url} {canonical}");
+            assert!(names_itself(canonical, url), "{canonical} {url}");
+        }
+        // An escaped `/`, `?` or `%` is no plain one: another page.
+        for (url, canonical) in [
+            ("https://a.org/x/y", "https://a.org/x%2Fy"),
+            ("https://a.org/x?y", "https://a.org/x%3Fy"),
+            ("https://a.org/%25", "https://a.org/%2525"),
+            ("https://a.org/%6", "https://a.org/%06"),
+        ] {
+            assert!(!names_itself(url, canonical), "{url} {canonical}");
+        }
     }
 
     #[test]
