@@ -239,8 +239,11 @@ fn escapes_normalized(url: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut at = 0;
     while at < bytes.len() {
-        let escaped = bytes.get(at + 1..at + 3).filter(|_| bytes[at] == b'%');
-        match escaped.and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()) {
+        let escaped = bytes
+            .get(at + 1..at + 3)
+            .filter(|hex| bytes[at] == b'%' && hex.iter().all(u8::is_ascii_hexdigit));
+        let hex_digit = |digit: u8| (digit as char).to_digit(16).unwrap_or(0) as u8;
+        match escaped.map(|hex| hex_digit(hex[0]) << 4 | hex_digit(hex[1])) {
             Some(byte) if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) => {
                 out.push(byte);
                 at += 3;
@@ -451,6 +454,7 @@ mod tests {
             ("https://a.org/x?y", "https://a.org/x%3Fy"),
             ("https://a.org/%25", "https://a.org/%2525"),
             ("https://a.org/%6", "https://a.org/%06"),
+            ("https://a.org/x%+Ay", "https://a.org/x%0Ay"),
         ] {
             assert!(!names_itself(url, canonical), "{url} {canonical}");
         }
