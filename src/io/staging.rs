@@ -25,11 +25,12 @@
 //! their own, and process 0 alone would otherwise commit a directory
 //! lacking the others' parts.
 //!
-//! One run at a time writes an output: process 0 holds a lock beside the
-//! target ([`RunLock`]: a file it `flock`s; in an object store, an object
-//! put with `If-None-Match: *`) from staging to commit, and a second run on
-//! the same `--out` stops on one line rather than both writing the one
-//! staging directory or prefix. A crashed run's lock file is free again;
+//! One run at a time writes an output: process 0 holds a lock from staging
+//! to commit ([`RunLock`]: a file beside the target that it `flock`s; in an
+//! object store, an object inside the prefix, [`LOCK`], put with
+//! `If-None-Match: *`, so that a role allowed only `out/*` can run), and a
+//! second run on the same `--out` stops on one line rather than both
+//! writing the one staging directory or prefix. A crashed run's lock file is free again;
 //! its lock object is taken over if its process was of this host (gone,
 //! or its pid now another process's: a lock records its process's start),
 //! and otherwise named as the one to remove.
@@ -43,7 +44,7 @@ use crate::exec::parallel::lock;
 use crate::exec::runtime::AbortCleanup;
 use crate::io::parquet::input::refuse_output_over_inputs;
 use crate::io::storage::{
-    is_url, ExclusiveObject, OutputPrefix, SOURCES, SUCCESS, SUMMARY, UNFINISHED,
+    is_url, ExclusiveObject, OutputPrefix, LOCK, SOURCES, SUCCESS, SUMMARY, UNFINISHED,
 };
 
 /// An output directory under construction.
@@ -412,7 +413,7 @@ impl Drop for Staging {
 fn is_output_file(name: &str) -> bool {
     matches!(
         name,
-        SUCCESS | SUMMARY | SOURCES | UNFINISHED | "planted.parquet"
+        SUCCESS | SUMMARY | SOURCES | UNFINISHED | LOCK | "planted.parquet"
     ) || (name.starts_with("part-") && name.ends_with(".parquet"))
 }
 
@@ -441,8 +442,9 @@ fn not_an_output(target: &Path, file: &dyn std::fmt::Display) -> String {
     )
 }
 
-/// A run's exclusive hold on an output: a file (or an object) beside the
-/// target, naming this host and process; removed on drop.
+/// A run's exclusive hold on an output: a file beside the target (or an
+/// object inside its prefix), naming this host and process; removed on
+/// drop.
 ///
 /// A local lock file is also `flock`ed while held: the kernel releases it
 /// however the process ends, so a crashed run's file is simply taken, and
@@ -464,8 +466,7 @@ pub(crate) struct RunLock {
     _on_abort: AbortCleanup,
 }
 
-/// Where a lock is: a local file, or an object beside an object-store
-/// output.
+/// Where a lock is: a local file, or an object in an object store.
 #[derive(Clone)]
 enum LockPlace {
     Local(PathBuf),
@@ -482,14 +483,19 @@ impl std::fmt::Debug for LockPlace {
 }
 
 impl LockPlace {
-    /// The lock of `target`: a hidden sibling, as its staging is.
-    fn of(target: &Path) -> Result<LockPlace> {
+    /// The lock of `target`: a hidden sibling, as its staging is; in an
+    /// object store, [`LOCK`] inside the prefix, unless it goes `beside`.
+    fn of(target: &Path, beside: bool) -> Result<LockPlace> {
         let shown = target.to_string_lossy();
         if !is_url(&shown) {
             let staging = Staging::dir_for(target)?;
             return Ok(LockPlace::Local(staging.with_extension("neardup-lock")));
         }
-        let Some((parent, name)) = shown.trim_end_matches('/').rsplit_once('/') else {
+        let url = shown.trim_end_matches('/');
+        if !beside {
+            return ExclusiveObject::parse(&format!("{url}/{LOCK}")).map(LockPlace::Remote);
+        }
+        let Some((parent, name)) = url.rsplit_once('/') else {
             bail!("{shown}: not an output's URL");
         };
         ExclusiveObject::parse(&format!("{parent}/.{name}.neardup-lock")).map(LockPlace::Remote)
@@ -513,7 +519,7 @@ const LOCK_TRIES: usize = 3;
 
 impl RunLock {
     /// Takes the lock of `target` (a local path or an object store's URL),
-    /// making a local target's parent directory first.
+    /// beside it, making a local target's parent directory first.
     pub(crate) fn take_beside(target: &Path, what: &str) -> Result<RunLock> {
         let parent = target.parent().filter(|p| !p.as_os_str().is_empty());
         let made = match (is_url(&target.to_string_lossy()), parent) {
@@ -522,24 +528,30 @@ impl RunLock {
         };
         // Named by its directory: `target` is only the lock's name.
         let shown = parent.unwrap_or(Path::new("."));
-        let taken = RunLock::take_making(target, shown, what, made.clone());
+        let taken = RunLock::take_making(target, shown, what, true, made.clone());
         if taken.is_err() {
             remove_empty_dirs(&made);
         }
         taken
     }
 
-    /// Takes the lock of `target`, whose run is `what` (writing this
-    /// output, running this night), or fails on one line naming the run
-    /// that holds it.
+    /// Takes the lock of the output `target`, whose run is `what` (writing
+    /// this output), or fails on one line naming the run that holds it.
     fn take(target: &Path, what: &str) -> Result<RunLock> {
-        RunLock::take_making(target, target, what, Vec::new())
+        RunLock::take_making(target, target, what, false, Vec::new())
     }
 
-    /// [`Self::take`], with `made` the directories made for the lock, and
-    /// the run's work named by `shown` in a refusal.
-    fn take_making(target: &Path, shown: &Path, what: &str, made: Vec<PathBuf>) -> Result<RunLock> {
-        let place = LockPlace::of(target)?;
+    /// [`Self::take`], the lock `beside` the target or not, with `made` the
+    /// directories made for it, and the run's work named by `shown` in a
+    /// refusal.
+    fn take_making(
+        target: &Path,
+        shown: &Path,
+        what: &str,
+        beside: bool,
+        made: Vec<PathBuf>,
+    ) -> Result<RunLock> {
+        let place = LockPlace::of(target, beside)?;
         let holder = this_holder();
         let taken = match &place {
             LockPlace::Local(path) => lock_file(path, &holder).map(|held| held.map(Some)),

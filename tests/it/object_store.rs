@@ -944,7 +944,7 @@ fn object_store_failures_get_one_line_naming_the_url_and_leave_nothing() {
         matching_to(&server, "s3://crawl/queries", "s3://no-bucket/pairs"),
         &out,
         &[
-            "s3://no-bucket/.pairs.neardup-lock: cannot write",
+            "s3://no-bucket/pairs/_neardup-lock: cannot write",
             "NoSuchBucket: The specified bucket does not exist",
         ],
     );
@@ -1021,14 +1021,7 @@ fn an_aws_profile_in_the_cli_files_gives_keys_region_and_endpoint() {
             .unwrap()
     };
     let (local, remote) = (d.join("local"), d.join("remote"));
-    run_ok(&[
-        "match",
-        "--self",
-        "--queries",
-        &q.display().to_string(),
-        "--out",
-        &local.display().to_string(),
-    ]);
+    match_self_locally(&q, &local);
     assert!(succeeded(&matching("crawl", &remote)));
     assert_eq!(parts_of(&remote), parts_of(&local));
     for (profile, said) in [
@@ -1264,7 +1257,7 @@ fn a_second_writer_of_an_s3_output_is_refused_while_the_first_writes() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("another run (process"), "{stderr}");
     assert!(
-        stderr.contains("s3://crawl/night/.pairs.neardup-lock"),
+        stderr.contains("s3://crawl/night/pairs/_neardup-lock"),
         "{stderr}"
     );
     assert!(first.wait().unwrap().success());
@@ -1272,7 +1265,7 @@ fn a_second_writer_of_an_s3_output_is_refused_while_the_first_writes() {
     download(&server, "crawl", "night", &got);
     assert!(got.join("pairs/_SUCCESS").exists());
     assert!(
-        !got.join(".pairs.neardup-lock").exists(),
+        !got.join("pairs/_neardup-lock").exists(),
         "the lock is gone"
     );
     assert!(!got.join("pairs/_UNFINISHED").exists(), "and its marker");
@@ -1290,6 +1283,135 @@ fn a_second_writer_of_an_s3_output_is_refused_while_the_first_writes() {
     assert!(stderr.contains("without _SUCCESS"), "{stderr}");
     assert!(succeeded(&matching().output().unwrap()));
     assert!(succeeded(&reading("s3://crawl/night/pairs")));
+}
+
+/// Sets up moto's IAM for [`a_role_allowed_only_its_output_prefix_writes_the_output`]
+/// (`endpoint queries-dir`): its first three requests make an
+/// administrator, who makes the bucket, uploads the queries and makes a
+/// role allowed to read `queries/` and write `night/pairs/*` only. Prints
+/// both roles' keys.
+const LIMITED_ROLE: &str = r#"
+import json, os, sys, boto3
+endpoint, root = sys.argv[1:]
+def client(kind, key="test", secret="test"):
+    return boto3.client(kind, endpoint_url=endpoint, aws_access_key_id=key,
+                        aws_secret_access_key=secret, region_name="us-east-1")
+def user(iam, name, statements):
+    iam.create_user(UserName=name)
+    policy = {"Version": "2012-10-17", "Statement": statements}
+    iam.put_user_policy(UserName=name, PolicyName=name, PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    return key["AccessKeyId"], key["SecretAccessKey"]
+admin = user(client("iam"), "admin", [{"Effect": "Allow", "Action": "*", "Resource": "*"}])
+s3 = client("s3", *admin)
+s3.create_bucket(Bucket="crawl")
+for dirpath, _, files in os.walk(root):
+    for name in files:
+        path = os.path.join(dirpath, name)
+        s3.upload_file(path, "crawl", "queries/" + os.path.relpath(path, root))
+night = user(client("iam", *admin), "night", [
+    {"Effect": "Allow", "Action": "s3:*", "Resource": "arn:aws:s3:::crawl/night/pairs/*"},
+    {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::crawl/queries/*"},
+    {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::crawl"},
+    # moto lets a DeleteObjects request (object_store's delete) through only
+    # with this, then checks each key against the bucket's policy; AWS
+    # checks each key against the role's.
+    {"Effect": "Allow", "Action": "s3:DeleteObject", "Resource": "arn:aws:s3:::crawl"},
+])
+print(*admin, *night)
+"#;
+
+/// Downloads `night/pairs/` into `dir` and prints every key of the bucket
+/// (`endpoint key secret dir`).
+const FETCH_AS: &str = r#"
+import os, sys, boto3
+endpoint, key, secret, root = sys.argv[1:]
+s3 = boto3.client("s3", endpoint_url=endpoint, aws_access_key_id=key,
+                  aws_secret_access_key=secret, region_name="us-east-1")
+for item in s3.list_objects_v2(Bucket="crawl").get("Contents", []):
+    print(item["Key"])
+    if item["Key"].startswith("night/pairs/"):
+        path = os.path.join(root, os.path.relpath(item["Key"], "night/pairs"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        s3.download_file("crawl", item["Key"], path)
+"#;
+
+/// `match --self` of the local `queries` into `out`, the bytes to compare.
+fn match_self_locally(queries: &Path, out: &Path) {
+    let (queries, out) = (queries.display().to_string(), out.display().to_string());
+    run_ok(&["match", "--self", "--queries", &queries, "--out", &out]);
+}
+
+/// What a boto3 script (`script args...`) prints; it must succeed.
+fn boto3_stdout(script_and_args: &[&str]) -> String {
+    let output = Command::new(python_with("boto3"))
+        .arg("-c")
+        .args(script_and_args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A role allowed to write only its output's prefix (`night/pairs/*`), as
+/// a team's IAM policy grants a nightly job, writes and then overwrites
+/// its output there: the run's lock lies inside the prefix, and nothing is
+/// written beside it. Checked by moto's IAM, which refuses what AWS would.
+#[test]
+fn a_role_allowed_only_its_output_prefix_writes_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (q, _) = inputs(d);
+    let server = Server::s3(&[("INITIAL_NO_AUTH_ACTION_COUNT", "3")]);
+    let endpoint = server.endpoint();
+    let keys = boto3_stdout(&[LIMITED_ROLE, &endpoint, &q.display().to_string()]);
+    let [admin_key, admin_secret, night_key, night_secret] =
+        keys.split_whitespace().collect::<Vec<_>>()[..]
+    else {
+        panic!("four keys: {keys}")
+    };
+    let local = d.join("local");
+    match_self_locally(&q, &local);
+    let matching = |out: &str, extra: &[&str]| {
+        neardup_on(&server)
+            .env("AWS_ACCESS_KEY_ID", night_key)
+            .env("AWS_SECRET_ACCESS_KEY", night_secret)
+            .args(["match", "--self", "--queries", "s3://crawl/queries"])
+            .args(["--out", out])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    // The role may not write beside its prefix: the server does refuse it.
+    let beside = matching("s3://crawl/night/other", &[]);
+    let stderr = String::from_utf8_lossy(&beside.stderr);
+    assert_eq!(beside.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("403 Forbidden"), "{stderr}");
+    assert!(succeeded(&matching("s3://crawl/night/pairs", &[])));
+    // The first run removed its lock: the second takes no stale one over.
+    let again = matching("s3://crawl/night/pairs", &["--overwrite"]);
+    assert!(succeeded(&again));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!stderr.contains("lock"), "{stderr}");
+    let got = d.join("got");
+    let got_arg = got.display().to_string();
+    let listed = boto3_stdout(&[FETCH_AS, &endpoint, admin_key, admin_secret, &got_arg]);
+    for key in listed.lines() {
+        assert!(
+            key.starts_with("queries/") || key.starts_with("night/pairs/"),
+            "{key}"
+        );
+    }
+    assert!(
+        listed.lines().any(|key| key == "night/pairs/_SUCCESS"),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("_neardup-lock"),
+        "the lock is gone: {listed}"
+    );
+    assert_eq!(parts_of(&got), parts_of(&local));
 }
 
 /// A shard cut short between its listing and its reading fails the run on

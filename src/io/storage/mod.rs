@@ -203,7 +203,10 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
     // An empty object of the prefix's own name is most often a folder's
     // marker (ADLS Gen2 keeps one per directory, some S3 tools make them):
     // the objects under it are the input, and the object only if none are.
-    let mut marker = None;
+    // A role allowed to read only `prefix/*` may not read the name itself:
+    // then the objects under it are the input, and the refusal is said if
+    // there are none.
+    let (mut marker, mut denied) = (None, None);
     match block_on(store.head(&key)) {
         Ok(meta) if http => return Ok(vec![object(meta.location, meta.size)]),
         Ok(meta) if meta.size == 0 => marker = Some(meta),
@@ -212,6 +215,7 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
             return Ok(vec![object(meta.location, meta.size)]);
         }
         Err(object_store::Error::NotFound { .. }) => {}
+        Err(error @ object_store::Error::PermissionDenied { .. }) if !http => denied = Some(error),
         Err(error) => bail!("{spec}: {}", one_line(&error)),
     }
     if http {
@@ -234,6 +238,9 @@ pub(crate) fn expand_remote(spec: &str, extensions: &[&str]) -> Result<Vec<Locat
     if let (true, Some(meta)) = (found.is_empty(), marker) {
         refuse_unfinished_parent(&store, &meta.location, spec)?;
         return Ok(vec![object(meta.location, meta.size)]);
+    }
+    if let (true, Some(error)) = (found.is_empty(), denied) {
+        bail!("{spec}: {}", one_line(&error));
     }
     if found.is_empty() {
         bail!(NoFiles(format!(
@@ -610,6 +617,11 @@ pub(crate) const SOURCES: &str = "_sources.json";
 /// `_SUCCESS` is in: parts beside it are a run's that is still writing
 /// or was killed.
 pub(crate) const UNFINISHED: &str = "_UNFINISHED";
+
+/// The lock of a run writing an output in an object store, inside its
+/// prefix: a role allowed to write only `out/*` can take it. It is not
+/// part of the output: a prefix holding only a lock does not exist.
+pub(crate) const LOCK: &str = "_neardup-lock";
 
 /// Files only a neardup output holds: a directory or prefix with one of
 /// them and without `_SUCCESS` is an output whose stage did not finish.

@@ -15,7 +15,7 @@ use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{MultipartUpload, ObjectStore, ObjectStoreExt};
 
-use super::{block_on, object_of, one_line, parse_object_url, store_for, SUCCESS};
+use super::{block_on, object_of, one_line, parse_object_url, store_for, LOCK, SUCCESS};
 use crate::exec::parallel::lock;
 
 /// An output prefix in an object store (`s3://bucket/nights/pairs`).
@@ -82,21 +82,31 @@ impl OutputPrefix {
 
     /// Whether an object has the prefix's own name (`.../report.html`):
     /// an output there would lie beside it, not replace it. An empty one is
-    /// a folder's marker (see [`super::expand_remote`]), not a file.
+    /// a folder's marker (see [`super::expand_remote`]), not a file. A role
+    /// allowed only `out/*` may not read `out` itself: then it is taken
+    /// for none (the run can write its prefix, as its lock showed).
     pub(crate) fn is_object(&self) -> Result<bool> {
         match block_on(self.store.head(&self.prefix)) {
             Ok(meta) => Ok(meta.size > 0),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(object_store::Error::PermissionDenied { .. }) => {
+                tracing::debug!(prefix = %self.url, "not allowed to read the prefix's own name");
+                Ok(false)
+            }
             Err(e) => bail!("{}: {}", self.url, one_line(&e)),
         }
     }
 
-    /// Whether any object is under the prefix.
+    /// Whether any object is under the prefix but a run's [`LOCK`].
     pub(crate) fn exists(&self) -> Result<bool> {
+        let lock = self.child(LOCK);
         let mut listing = self.store.list(Some(&self.prefix));
-        match block_on(listing.try_next()) {
-            Ok(first) => Ok(first.is_some()),
-            Err(e) => bail!("{}: cannot list ({})", self.url, one_line(&e)),
+        loop {
+            match block_on(listing.try_next()) {
+                Ok(Some(meta)) if meta.location == lock => continue,
+                Ok(first) => return Ok(first.is_some()),
+                Err(e) => bail!("{}: cannot list ({})", self.url, one_line(&e)),
+            }
         }
     }
 
@@ -130,7 +140,8 @@ impl OutputPrefix {
     }
 
     /// Deletes every object under the prefix, `_SUCCESS` first, so that no
-    /// reader takes a half-deleted output for a complete one.
+    /// reader takes a half-deleted output for a complete one; a run's
+    /// [`LOCK`] is its holder's to remove.
     pub(crate) fn delete_all(&self) -> Result<()> {
         let failed = |e: object_store::Error| {
             anyhow::anyhow!("{}: cannot delete ({})", self.url, one_line(&e))
@@ -138,7 +149,8 @@ impl OutputPrefix {
         self.delete(SUCCESS)?;
         let listed: Vec<object_store::ObjectMeta> =
             block_on(self.store.list(Some(&self.prefix)).try_collect()).map_err(failed)?;
-        for meta in listed {
+        let lock = self.child(LOCK);
+        for meta in listed.into_iter().filter(|meta| meta.location != lock) {
             match block_on(self.store.delete(&meta.location)) {
                 Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(failed(e)),
@@ -360,9 +372,13 @@ impl ExclusiveObject {
         .ok()
     }
 
-    /// Deletes the object, if it is there.
+    /// Deletes the object, if it is there; a failure is only warned of (a
+    /// lock left behind names itself to the next run).
     pub(crate) fn delete(&self) {
-        let _ = block_on(self.store.delete(&self.key));
+        match block_on(self.store.delete(&self.key)) {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => tracing::warn!("{}: cannot delete ({})", self.url, one_line(&e)),
+        }
     }
 }
 
@@ -373,6 +389,23 @@ const UPLOAD_PART: u64 = 16 << 20;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_runs_lock_is_no_part_of_its_output() {
+        let prefix = OutputPrefix::in_memory("memory:///out");
+        prefix.put(LOCK, Bytes::from_static(b"host 1")).unwrap();
+        assert!(!prefix.exists().unwrap(), "a prefix holding only a lock");
+        prefix
+            .put("part-0.parquet", Bytes::from_static(b"x"))
+            .unwrap();
+        prefix.put(SUCCESS, Bytes::new()).unwrap();
+        assert!(prefix.exists().unwrap());
+        prefix.delete_all().unwrap();
+        assert!(!prefix.has("part-0.parquet").unwrap());
+        assert!(!prefix.has(SUCCESS).unwrap());
+        assert!(prefix.has(LOCK).unwrap(), "its holder removes it");
+        assert!(!prefix.exists().unwrap());
+    }
 
     #[test]
     fn a_stopping_run_waits_for_the_uploads_in_flight_and_starts_none() {
