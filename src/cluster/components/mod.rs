@@ -63,6 +63,19 @@
 //! child, so a halving that read a stale grandparent still points up, and
 //! only roots are linked.
 //!
+//! **Why not fewer reads a pair.** On pairs in random order a pair costs
+//! about as much to intern (its two slots) as to link (its two nodes and
+//! their parents), and two ideas to cut the reads were modelled outside
+//! the job and dropped (issue 73). A page's parent kept in its slot,
+//! which interning has just read, linked no faster, and the arrays by page
+//! then need the pages numbered again once the forest is done, a random
+//! read a page. Skipping the pairs that lie inside a giant component once a
+//! sample has found it (Afforest: Sutton, Ben-Nun and Barak, IPDPS 2018)
+//! saves little in a list of pairs: a pair's nodes must be read to know it
+//! lies inside (the very reads of its finds on a compressed forest), and a
+//! random giant component only forms once the pairs in outnumber half its
+//! pages.
+//!
 //! **The shares.** Each worker points the pages of a range at their roots;
 //! a page that ranks first marks its root, so the count reads no flag at
 //! random. Each component falls to one worker: the few big enough to
