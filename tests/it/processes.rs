@@ -383,13 +383,12 @@ fn a_peer_killed_mid_run_stops_the_others_and_a_rerun_is_complete() {
             "process {i} did not stop after its peer died: {stderr}"
         );
         assert!(!output.status.success(), "process {i} must fail");
-        // Process 1 is lost first, but a survivor may hear first that the
-        // other survivor stopped (having lost process 1 itself): either is
-        // a lost peer, named.
-        let named = (0..3)
-            .filter(|&p| p != i)
-            .any(|p| stderr.contains(&format!("lost process {p} ")));
-        assert!(named, "process {i} should name a lost peer: {stderr}");
+        // A survivor may hear first that the other survivor stopped, for
+        // process 1: it names process 1 all the same.
+        assert!(
+            stderr.contains("lost process 1 "),
+            "process {i} should name process 1: {stderr}"
+        );
         let errors = stderr.lines().filter(|l| l.starts_with("error: ")).count();
         assert_eq!(errors, 1, "process {i} stops with one line: {stderr}");
     }
@@ -568,6 +567,46 @@ fn signal(child: &Child, signal: &str) {
         .status()
         .unwrap();
     assert!(status.success(), "kill {signal} failed");
+}
+
+/// Process 1 freezes; process 0 stops for it first (a shorter
+/// `--peer-timeout`), and process 2 sees process 0 go before it has
+/// given up on process 1 itself: it names process 1 all the same, as
+/// process 0 told it before it stopped.
+#[test]
+fn a_survivor_names_the_process_another_survivor_stopped_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let (q, c, _) = match_inputs(dir.path());
+    let args = match_args(&q, Some(&c), &dir.path().join("pairs"), false);
+    let with_timeout =
+        |seconds: &str| [args.clone(), strings(&["--peer-timeout", seconds])].concat();
+    let hosts = hostfile(dir.path(), 3);
+    let frozen_at = read_hostfile(&hosts).unwrap()[1].clone();
+    let delay = ("NEARDUP_TEST_UNIT_DELAY_MS", "100");
+    // Process 2 beats every 2.5 s, well within process 0's 4 s, and would
+    // give up on process 1 only after 10 s.
+    let first = spawn(&with_timeout("4"), &hosts, 0, 1, &[delay]);
+    let mut frozen = spawn(&with_timeout("4"), &hosts, 1, 1, &[delay, UNIT_READ_LOG]);
+    let last = spawn(&with_timeout("10"), &hosts, 2, 1, &[delay]);
+    StderrLines::of(&mut frozen).wait_for("unit read");
+    signal(&frozen, "-STOP");
+    let outputs: Vec<(Output, bool)> = [first, last]
+        .into_iter()
+        .map(|child| wait_or_kill(child, Duration::from_secs(60)))
+        .collect();
+    signal(&frozen, "-KILL");
+    let _ = frozen.wait_with_output();
+    let said = [
+        format!("error: process 1 ({frozen_at}) sent nothing for 4s (--peer-timeout)"),
+        format!("error: lost process 1 ({frozen_at}) of the run (process 0 stopped for it)"),
+    ];
+    for ((output, hung), said) in outputs.iter().zip(said) {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!hung, "{stderr}");
+        assert_eq!(output.status.code(), Some(3), "{stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(&said), "{said}: {stderr}");
+    }
 }
 
 #[test]

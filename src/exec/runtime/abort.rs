@@ -239,10 +239,25 @@ pub(super) fn exit_on_a_failed_thread() {
             let (addresses, process) = lock(&PEER_ADDRESSES).clone();
             let (code, line) = match failed {
                 FailedThread::Network { peer } => {
-                    let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
-                    let line = format!(
-                        "error: lost process {peer} ({address}) of the run: {cause}; stopping without _SUCCESS"
-                    );
+                    // The peer may have stopped for another that was lost:
+                    // that one is named, and the others are told of it. A
+                    // peer that stopped for this process (it heard nothing
+                    // from it) is the one named.
+                    let notices = super::peer_notices();
+                    let lost = notices.as_ref().and_then(|n| n.lost_through(peer));
+                    let lost = lost.filter(|&lost| lost != process).unwrap_or(peer);
+                    if let Some(notices) = notices {
+                        notices.tell_lost(lost);
+                    }
+                    let address = addresses.get(lost).map(String::as_str).unwrap_or("?");
+                    let line = match lost == peer {
+                        true => format!(
+                            "error: lost process {peer} ({address}) of the run: {cause}{WITHOUT_SUCCESS}"
+                        ),
+                        false => format!(
+                            "error: lost process {lost} ({address}) of the run (process {peer} stopped for it){WITHOUT_SUCCESS}"
+                        ),
+                    };
                     (LOST_PEER_EXIT, line)
                 }
                 FailedThread::Worker { index } => {

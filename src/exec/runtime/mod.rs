@@ -41,7 +41,7 @@ mod terms;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -50,7 +50,7 @@ use timely::communication::allocator::ProcessBuilder;
 use timely::communication::{AllocatorBuilder, Hooks, WorkerGuards};
 use timely::worker::Worker;
 
-use crate::exec::liveness::Heartbeats;
+use crate::exec::liveness::{Heartbeats, PeerNotices};
 use crate::exec::parallel::lock;
 
 #[cfg(unix)]
@@ -268,6 +268,12 @@ fn hear_outcome_of_process_0(stream: &mut TcpStream, me: usize, stage: &str) -> 
 /// The heartbeats of the running dataflow, if on several processes.
 static HEARTBEATS: Mutex<Option<Heartbeats>> = Mutex::new(None);
 
+/// What the peers of the running dataflow said of a lost process (none:
+/// one process, or between stages).
+fn peer_notices() -> Option<Arc<PeerNotices>> {
+    lock(&HEARTBEATS).as_ref().map(Heartbeats::notices)
+}
+
 /// Beats to every peer and watches them: a peer silent for `timeout` ends
 /// this process with one line naming it.
 fn watch_peers(heartbeats: PeerSockets, timeout: Duration) -> Result<Heartbeats> {
@@ -277,6 +283,9 @@ fn watch_peers(heartbeats: PeerSockets, timeout: Duration) -> Result<Heartbeats>
         .filter_map(|(peer, socket)| Some((peer, socket?)))
         .collect();
     Heartbeats::start(peers, timeout, move |peer| {
+        if let Some(notices) = peer_notices() {
+            notices.tell_lost(peer);
+        }
         let (addresses, _) = lock(&PEER_ADDRESSES).clone();
         let address = addresses.get(peer).map(String::as_str).unwrap_or("?");
         abort::abort(
