@@ -48,14 +48,13 @@ const STOP_CHECK: Duration = Duration::from_millis(50);
 /// (a job's stages each connect anew) or when the process exits.
 pub(crate) struct Heartbeats {
     stopped: Arc<AtomicBool>,
-    sockets: Vec<TcpStream>,
     /// The peers that closed their side.
     closed: Arc<Mutex<Vec<usize>>>,
     notices: Arc<PeerNotices>,
 }
 
 /// What peers said of a lost process before they stopped, and the
-/// sockets on which to say it in turn.
+/// sockets on which to say it in turn (shut down when the beats stop).
 pub(crate) struct PeerNotices {
     told: Mutex<Told>,
     changed: Condvar,
@@ -135,7 +134,6 @@ impl Heartbeats {
             timeout,
             sockets: Mutex::default(),
         });
-        let mut sockets = Vec::with_capacity(peers.len());
         let mut beating = Vec::with_capacity(peers.len());
         for (peer, socket) in peers {
             socket
@@ -149,8 +147,7 @@ impl Heartbeats {
             };
             let watched = share()?;
             beating.push(share()?);
-            lock(&notices.sockets).push(share()?);
-            sockets.push(socket);
+            lock(&notices.sockets).push(socket);
             let (stopped, silent, closed) = (stopped.clone(), silent.clone(), closed.clone());
             let notices = notices.clone();
             std::thread::Builder::new()
@@ -176,7 +173,6 @@ impl Heartbeats {
             .context("cannot start the heartbeat thread")?;
         Ok(Heartbeats {
             stopped,
-            sockets,
             closed,
             notices,
         })
@@ -195,7 +191,7 @@ impl Heartbeats {
     /// Stops beating and watching: the peers see this side close.
     pub(crate) fn stop(self) {
         self.stopped.store(true, Ordering::SeqCst);
-        for socket in &self.sockets {
+        for socket in lock(&self.notices.sockets).iter() {
             let _ = socket.shutdown(Shutdown::Both);
         }
     }
