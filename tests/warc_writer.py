@@ -23,6 +23,17 @@
                                     header, a copy whose two links name different
                                     pages, and a copy whose content carries a
                                     canonical link in its body
+    warc_writer.py canonical-uncrawled DIR
+                                    the same without the original pages: the pages
+                                    the links name were never crawled
+    warc_writer.py canonical-docs DIR
+                                    writes DIR/docs.warc.gz and DIR/manifest.json from
+                                    the real pages that name their site's copy
+                                    canonical (Node.js's API docs, Underscore's home):
+                                    each at a mirror as it is, at a shorter URL with
+                                    its canonical link cut out and fetched first, and
+                                    every other one at the URL it names; exits 3 if
+                                    this machine has no such pages
     warc_writer.py encoded DIR      writes DIR/encoded.warc.gz: one HTML page sent
                                     plain, gzip-encoded, chunked, chunked and gzipped
                                     (the raw HTTP a proxy records), and a corrupt gzip
@@ -243,9 +254,10 @@ def copies(out):
                 w.write_record(record)
 
 
-def canonical(out):
+def canonical(out, crawled=True):
     """Copies of pages whose sites name the original with rel="canonical",
-    every copy with a URL and a fetch time the other keys would prefer."""
+    every copy with a URL and a fetch time the other keys would prefer;
+    the originals themselves only if `crawled`."""
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
@@ -273,7 +285,7 @@ def canonical(out):
                 (f"https://copy.example/{name}", 2, link.format("/") + link.format(original), "", []),
                 (f"https://t.example/{name}", 3, "", link.format(f"https://t.example/{name}"), []),
             ]
-            for url, days, head, body, extra in pages:
+            for url, days, head, body, extra in pages[0 if crawled else 1:]:
                 html = f"<html><head><title>{name}</title>{head}</head><body>{body}{main}</body></html>"
                 date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
                 record = w.create_warc_record(
@@ -282,6 +294,54 @@ def canonical(out):
                     warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
                 )
                 w.write_record(record)
+
+
+def canonical_docs(out):
+    """Real pages with canonical links, mirrored and copied: which page of
+    each does cluster keep?"""
+    import glob
+    import re
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    files = sorted(glob.glob("/usr/share/doc/nodejs/api/*.html"))
+    files += glob.glob("/usr/share/doc/libjs-underscore/index.html")
+    link = re.compile(r'<link rel="canonical" href="([^"]+)"\s*/?>\n?')
+    pages = []
+    for file in files:
+        html = Path(file).read_text(encoding="utf-8")
+        found = link.search(html)
+        if found:
+            pages.append((file, html, found))
+    if len(pages) < 20:
+        print(f"only {len(pages)} pages with a canonical link on this machine", file=sys.stderr)
+        sys.exit(3)
+    headers = StatusAndHeaders(
+        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+    )
+    manifest = []
+    with open(Path(out) / "docs.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for n, (file, html, found) in enumerate(pages):
+            site, name = file.split("/")[-2:]
+            page = Path(name).stem if site == "api" else site
+            named = found.group(1)
+            copy = html[:found.start()] + html[found.end():]
+            group = [
+                # (URL, role, days after the first crawl, HTML)
+                (f"https://copy.example/{page}", "copy", 0, copy),
+                (f"https://mirror.example/docs/{site}/{name}", "mirror", 1, html),
+            ]
+            if n % 2 == 0:
+                group.append((named, "original", 2, html))
+            for url, role, days, body in group:
+                date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
+                w.write_record(w.create_warc_record(
+                    url, "response", payload=io.BytesIO(body.encode()), http_headers=headers,
+                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                ))
+                manifest.append({"url": url, "role": role, "page": page})
+    (Path(out) / "manifest.json").write_text(json.dumps(manifest))
 
 
 def encoded(out):
@@ -448,6 +508,8 @@ if __name__ == "__main__":
         "copies": copies,
         "encoded": encoded,
         "canonical": canonical,
+        "canonical-uncrawled": lambda out: canonical(out, crawled=False),
+        "canonical-docs": canonical_docs,
         "statuses": statuses,
     }
     commands[sys.argv[1]](sys.argv[2])

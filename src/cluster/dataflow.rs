@@ -234,6 +234,10 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
             keyed || keep.corpus_first(),
         ),
     ];
+    // A canonical link names another page only in a file with the column,
+    // optional column 1 (after `url`) where the keys read it.
+    let mut both = [&job.pages, &job.corpus].into_iter().flatten();
+    let named = both.any(|table| table.has_optional(1));
     for (table, units, rows, needed) in tables {
         let Some(table) = table.as_ref().filter(|_| needed) else {
             continue;
@@ -241,7 +245,10 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
         job.counters.reach(READING_KEYS);
         let written = job
             .graph
-            .write_keys(local, |writer| write_keys(table, keep, units, rows, writer));
+            .write_keys(local, keep.rel_canonical_word(), |writer| {
+                let lists_pages = named && rows == KeyRows::Pages;
+                write_keys(table, keep, units, rows, lists_pages, writer)
+            });
         if let Err(error) = written {
             ends.state.borrow_mut().fail(error, &ends.failure);
         }

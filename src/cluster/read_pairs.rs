@@ -30,7 +30,7 @@ use crate::cluster::components::{
     GraphWriter, KeyWriter, Page, PageEstimate, PairLog, SharedGraph, MAX_PROCESS_PAGES,
 };
 use crate::cluster::drop_policy::closeness;
-use crate::cluster::keep_order::KeepOrder;
+use crate::cluster::keep_order::{KeepOrder, RowKeys};
 use crate::cluster::page_estimate::expected_pages;
 use crate::cluster::summary::ClusterTotals;
 use crate::exec::parallel::{share_of_process, Tickets};
@@ -122,12 +122,15 @@ pub(crate) enum KeyRows {
 /// Reads the pages table's row groups (as many as this worker gets to)
 /// and writes the keys of their rows that are pages of the graph, only
 /// the keys' columns read; under [`KeyRows::Corpus`], also marks those
-/// pages as the corpus's.
+/// pages as the corpus's. With `lists_pages`, the pages of every row are
+/// listed for the canonical links that name them
+/// ([`KeepOrder::list_pages`]).
 pub(crate) fn write_keys(
     table: &PagesTable,
     keep: &KeepOrder,
     units: &Tickets,
     rows: KeyRows,
+    lists_pages: bool,
     writer: &mut KeyWriter<'_>,
 ) -> Result<()> {
     let in_corpus = rows == KeyRows::Corpus;
@@ -137,9 +140,13 @@ pub(crate) fn write_keys(
     };
     let optional = keep.optional_columns();
     let read: Vec<&str> = columns.iter().map(String::as_str).chain(optional).collect();
-    let mut keys = Vec::new();
+    let mut keys = RowKeys::default();
     while let Some(unit) = units.take() {
         table.read_unit_columns(unit, &read, |ids, batch, location| {
+            if lists_pages {
+                keep.list_pages(batch, location, &mut keys)?;
+                writer.list(&mut keys.listed);
+            }
             if writer.find(ids) == 0 {
                 return Ok(());
             }

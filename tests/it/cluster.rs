@@ -1973,6 +1973,157 @@ fn the_default_keys_keep_the_page_its_copies_name_canonical() {
     }
 }
 
+/// The same crawl without the originals: the pages the links name were
+/// never crawled. A page naming one ranks as if it named itself, so the
+/// site's syndicated copy is kept (its AMP view loses to it by URL), not a
+/// copy that names nothing and has the shorter URL (the key ranked those
+/// first before). The same bytes on 1 and 2 workers and 2 processes, each
+/// of which lists every page of the table.
+#[test]
+fn a_page_naming_a_page_never_crawled_wins_over_copies_naming_none() {
+    use arrow_array::cast::AsArray;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    warcio_crawl_and_pairs(d, "canonical-uncrawled");
+    let (fp, pairs) = (d.join("fp"), d.join("pairs"));
+    let mut url_of = HashMap::new();
+    for batch in read_table(&fp) {
+        let urls = batch.column_by_name("url").unwrap().as_string::<i32>();
+        for (&id, url) in int64s(&batch, 0).iter().zip(urls.iter()) {
+            url_of.insert(id, url.unwrap().to_string());
+        }
+    }
+    assert_eq!(url_of.len(), 16);
+    let outs = ["1", "2"].map(|workers| {
+        let out = d.join(format!("clusters-{workers}"));
+        crate::common::run_ok(&[
+            "cluster",
+            "--pairs",
+            pairs.to_str().unwrap(),
+            "--pages",
+            fp.to_str().unwrap(),
+            "--workers",
+            workers,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        out
+    });
+    let (_, drops) = read_output(&outs[0]);
+    let by = kept_by(&outs[0]);
+    assert_eq!(drops.len(), 12, "each of 4 clusters keeps one page");
+    for &(id, keep_id, ..) in &drops {
+        let (url, kept) = (&url_of[&id], &url_of[&keep_id]);
+        assert!(
+            kept.starts_with("https://news.example/"),
+            "{url} dropped for {kept}"
+        );
+        let expected = match url.starts_with("https://publisher.example/amp/") {
+            true => "canonical-url",
+            false => "rel-canonical",
+        };
+        assert_eq!(by[&id], expected, "{url} dropped for {kept}");
+    }
+    assert_eq!(data_files(&outs[0]), data_files(&outs[1]), "2 workers");
+    let processes = d.join("clusters-p2");
+    let pages = ["--pages", fp.to_str().unwrap()];
+    let shape = [2, 1, 1];
+    run_processes_with(
+        pairs.to_str().unwrap(),
+        &processes,
+        &pages,
+        DropPolicy::Direct,
+        shape,
+        &d.join("hosts"),
+    );
+    assert_eq!(data_files(&outs[0]), data_files(&processes), "2 processes");
+}
+
+/// Real pages that name their site's copy canonical (Node.js's API docs and
+/// Underscore's home, as Debian ships them), each at a mirror as it is, at
+/// a shorter URL with its link cut out (a scraper's copy, fetched first),
+/// and every other one also at the URL its link names. The default keys
+/// keep the page named where it was crawled, else the mirror: never the
+/// copy, which the key ranked first when the page named was not crawled.
+#[test]
+fn real_pages_keep_the_page_their_canonical_links_name_else_their_mirror() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let crawl = d.join("crawl");
+    std::fs::create_dir_all(&crawl).unwrap();
+    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
+    let status = Command::new(crate::common::python_with("warcio"))
+        .arg(&helper)
+        .args(["canonical-docs", crawl.to_str().unwrap()])
+        .status()
+        .unwrap();
+    if status.code() == Some(3) {
+        eprintln!("skipped: no pages with canonical links here (Debian's nodejs docs)");
+        return;
+    }
+    assert!(status.success(), "warc_writer.py canonical-docs");
+    let path = |name: &str| d.join(name).to_str().unwrap().to_string();
+    let warc = crawl.join("docs.warc.gz");
+    let fp = path("fp");
+    let run = |args: &[&str]| crate::common::run_ok(args);
+    run(&[
+        "fingerprint",
+        "--input",
+        warc.to_str().unwrap(),
+        "--out",
+        &fp,
+    ]);
+    run(&["match", "--queries", &fp, "--self", "--out", &path("pairs")]);
+    let out = path("clusters");
+    run(&[
+        "cluster",
+        "--pairs",
+        &path("pairs"),
+        "--pages",
+        &fp,
+        "--out",
+        &out,
+    ]);
+
+    let manifest = std::fs::read_to_string(crawl.join("manifest.json")).unwrap();
+    let manifest: Vec<serde_json::Value> = serde_json::from_str(&manifest).unwrap();
+    let mut page_of = HashMap::new();
+    for batch in read_table(Path::new(&fp)) {
+        let urls = batch.column_by_name("url").unwrap().as_string::<i32>();
+        for (&id, url) in int64s(&batch, 0).iter().zip(urls.iter()) {
+            let record = manifest.iter().find(|r| r["url"] == url.unwrap()).unwrap();
+            let field = |name: &str| record[name].as_str().unwrap().to_string();
+            page_of.insert(id, (field("page"), field("role")));
+        }
+    }
+    let (clusters, drops) = read_output(Path::new(&out));
+    let dropped: HashMap<i64, i64> = drops.iter().map(|&(id, keep, _)| (id, keep)).collect();
+    let mut kept_of: HashMap<&str, Vec<&str>> = HashMap::new();
+    for &(id, ..) in &clusters {
+        let (page, role) = &page_of[&id];
+        match dropped.get(&id) {
+            Some(keep) => assert_eq!(&page_of[keep].0, page, "{role} dropped for another page"),
+            None => kept_of
+                .entry(page.as_str())
+                .or_default()
+                .push(role.as_str()),
+        }
+    }
+    let with_original: HashSet<&str> = page_of
+        .values()
+        .filter(|(_, role)| role == "original")
+        .map(|(page, _)| page.as_str())
+        .collect();
+    assert!(kept_of.len() >= 60, "{} pages paired", kept_of.len());
+    for (page, kept) in &kept_of {
+        let expected = match with_original.contains(page) {
+            true => "original",
+            false => "mirror",
+        };
+        assert_eq!(kept, &[expected], "{page}");
+    }
+}
+
 #[test]
 fn a_warcio_crawl_of_copies_keeps_the_page_each_key_asks_for() {
     use arrow_array::cast::AsArray;

@@ -76,6 +76,11 @@ impl PageKeys {
         }
     }
 
+    /// Sets word `at` of a page's keys.
+    pub(super) fn write_word(&self, page: Page, at: usize, word: u32) {
+        self.slot(page)[at].store(!word, Relaxed);
+    }
+
     /// A page's keys, padded with zeros.
     pub(super) fn get(&self, page: Page) -> KeyWords {
         let mut keys = [0; MAX_KEY_WORDS];

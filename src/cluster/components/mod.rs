@@ -117,11 +117,30 @@ pub use page::*;
 pub use share::*;
 pub use writers::*;
 
-use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
+#[cfg(test)]
+use crate::cluster::keep_order::RowKeys;
+use crate::cluster::keep_order::{KeepOrder, KeyWords, MAX_KEY_WORDS};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::lock;
 use crate::exec::parallel::prefetch;
 use crate::exec::runtime::MAX_WORKERS;
+
+/// Which of `hashes` (sorted) some list of `lists` (each sorted) holds: one
+/// pass along each list, read in order rather than searched at random (a
+/// night's table lists millions of pages).
+fn held_by_any(lists: &[Vec<u64>], hashes: &[u64]) -> Vec<bool> {
+    let mut held = vec![false; hashes.len()];
+    for list in lists {
+        let mut at = 0;
+        for (hash, held) in hashes.iter().zip(&mut held) {
+            while list.get(at).is_some_and(|listed| listed < hash) {
+                at += 1;
+            }
+            *held |= list.get(at) == Some(hash);
+        }
+    }
+    held
+}
 
 /// The pages and components of one process, built by its `workers` at once
 /// ([`SharedGraph::writer`]), then split among them
@@ -132,9 +151,12 @@ pub struct SharedGraph {
     workers: usize,
     /// Words of keys a page ([`crate::cluster::keep_order::KeepOrder::words`]).
     key_words: usize,
-    /// Rows of the pages table for pages whose keys were already written,
-    /// `(page, keys)`: the least keys are kept, whichever came first.
-    repeats: Mutex<Vec<(Page, KeyWords)>>,
+    /// Rows of the pages table for pages whose keys were already written.
+    repeats: Mutex<Vec<Repeat>>,
+    /// Hashes of the pages the pages table lists, each worker's sorted:
+    /// whether a canonical link names one of them
+    /// ([`crate::cluster::keep_order::KeepOrder::named_word`]).
+    listed: RwLock<Vec<Vec<u64>>>,
     barrier: Barrier,
     building: RwLock<Arrays>,
     /// Page numbers handed out (in blocks).
@@ -177,6 +199,7 @@ impl SharedGraph {
             workers,
             key_words,
             repeats: Mutex::new(Vec::new()),
+            listed: RwLock::new(Vec::new()),
             barrier: Barrier::new(workers),
             building: RwLock::new(Arrays::default()),
             pages: AtomicUsize::new(0),
@@ -314,11 +337,14 @@ impl SharedGraph {
     /// them) once it has added all its pairs, when pages have keys: `fill`
     /// writes the keys of the rows it reads (the workers share the pages
     /// table's row groups) through a [`KeyWriter`]. A page with several
-    /// rows keeps the least keys, whichever row came first. Every worker
-    /// must call this, even one that failed: the others wait for it.
+    /// rows keeps the least keys, whichever row came first. Word `named_at`
+    /// of a row whose canonical link names another page is set once every
+    /// row is read ([`Self::name_pages`]). Every worker must call this, even
+    /// one that failed: the others wait for it.
     pub(crate) fn write_keys(
         &self,
         worker: usize,
+        named_at: Option<usize>,
         fill: impl FnOnce(&mut KeyWriter<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         // Every worker has added its pairs: the id table is only read now.
@@ -331,24 +357,60 @@ impl SharedGraph {
                 homes: Vec::new(),
                 pages: Vec::new(),
                 repeats: Vec::new(),
+                naming: Vec::new(),
+                listed: Vec::new(),
                 matched: 0,
             };
             let result = fill(&mut writer);
             tracing::debug!(worker, rows = writer.matched, "keys written");
             lock(&self.repeats).extend(writer.repeats);
+            if !writer.listed.is_empty() {
+                radsort::sort(&mut writer.listed[..]);
+                writer.listed.dedup();
+                let mut listed = self.listed.write().unwrap_or_else(|e| e.into_inner());
+                listed.push(writer.listed);
+            }
+            self.name_pages(&arrays, named_at, writer.naming);
             result
         };
         self.barrier.wait();
         if worker == 0 {
             let arrays = self.building.read().unwrap_or_else(|e| e.into_inner());
-            for (page, keys) in std::mem::take(&mut *lock(&self.repeats)) {
-                if keys < arrays.keys.get(page) {
-                    arrays.keys.write(page, &keys[..self.key_words]);
+            let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
+            for mut repeat in std::mem::take(&mut *lock(&self.repeats)) {
+                if let (Some(at), Some(names)) = (named_at, repeat.names) {
+                    let listed = lists.iter().any(|list| list.binary_search(&names).is_ok());
+                    repeat.keys[at] = KeepOrder::named_word(repeat.keys[at], listed);
+                }
+                if repeat.keys < arrays.keys.get(repeat.page) {
+                    arrays
+                        .keys
+                        .write(repeat.page, &repeat.keys[..self.key_words]);
                 }
             }
         }
         // The split starts by waiting for every worker.
         result
+    }
+
+    /// Once every worker has read its rows of the pages table: sets word
+    /// `named_at` of each page in `naming` whose keys this worker wrote
+    /// first, by whether the table lists the page its link names.
+    fn name_pages(&self, arrays: &Arrays, named_at: Option<usize>, mut naming: Vec<(Page, u64)>) {
+        let Some(at) = named_at else {
+            return;
+        };
+        self.barrier.wait();
+        radsort::sort_by_key(&mut naming, |&(_, names)| names);
+        let names: Vec<u64> = naming.iter().map(|&(_, names)| names).collect();
+        let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
+        let listed = held_by_any(&lists, &names);
+        for (&(page, _), listed) in naming.iter().zip(listed) {
+            let word = arrays.keys.get(page)[at];
+            arrays
+                .keys
+                .write_word(page, at, KeepOrder::named_word(word, listed));
+        }
     }
 
     /// Called by each of the process's workers, `worker` its index among
@@ -372,6 +434,9 @@ impl SharedGraph {
         }
         self.barrier.wait();
         if worker == 0 {
+            drop(std::mem::take(
+                &mut *self.listed.write().unwrap_or_else(|e| e.into_inner()),
+            ));
             let mut arrays =
                 std::mem::take(&mut *self.building.write().unwrap_or_else(|e| e.into_inner()));
             let ids = std::mem::take(&mut arrays.ids);
@@ -782,22 +847,38 @@ mod tests {
     fn keys_order_representatives_as_the_oracle_does() {
         // Two words of keys from few values (ties go on to the id); every
         // fifth id has no row, every third a second row (the least wins);
-        // rows of ids no pair names are no page's.
-        let keys_of = |id: i64, row: u64| [(mix(id) ^ row) as u32 % 3, (mix(id) >> 40) as u32 % 2];
+        // rows of ids no pair names are no page's. A quarter of the rows
+        // name another page by the second word, which waits on the pages
+        // listed (half of them, spread over the workers' rows).
+        let named = |id: i64, row: u64| {
+            let names = mix(id ^ row as i64);
+            names.is_multiple_of(4).then_some(names)
+        };
+        // As read, the second word of a row naming a page: another page's,
+        // or a home page's (a template's mistake if it was crawled).
+        let read_word = |names: u64| 2 + (names >> 4) as u32 % 2;
+        let keys_of = |id: i64, row: u64| {
+            let second = match named(id, row) {
+                Some(names) => KeepOrder::named_word(read_word(names), names.is_multiple_of(8)),
+                None => (mix(id) >> 40) as u32 % 2,
+            };
+            [(mix(id) ^ row) as u32 % 3, second]
+        };
         for (pairs, ids, corpus_wins) in [(20_000, 30_000, false), (8_000, 2_000, true)] {
             let edges = random_pairs(pairs, ids, 5 + ids);
-            let mut rows: Vec<(i64, [u32; 2])> = Vec::new();
+            let mut rows: Vec<(i64, u64)> = Vec::new();
             for id in ids_of(&edges).into_iter().chain([i64::MIN + 1, 42]) {
                 let n = mix(id) % 15;
                 if !n.is_multiple_of(5) {
-                    rows.push((id, keys_of(id, 0)));
+                    rows.push((id, 0));
                 }
                 if n.is_multiple_of(3) {
-                    rows.push((id, keys_of(id, 1)));
+                    rows.push((id, 1));
                 }
             }
             let least: HashMap<i64, [u32; 2]> =
-                rows.iter().fold(HashMap::new(), |mut m, &(id, k)| {
+                rows.iter().fold(HashMap::new(), |mut m, &(id, row)| {
+                    let k = keys_of(id, row);
                     let e = m.entry(id).or_insert(k);
                     *e = (*e).min(k);
                     m
@@ -810,10 +891,28 @@ mod tests {
             let expected = oracle_by(&edges, label);
             for workers in [1, 3] {
                 let graph = SharedGraph::new(corpus_wins, workers, 2);
+                // A chunk's rows as read: a named page's word as a link to
+                // another, and half the pages named, listed.
+                let written_keys = |chunk: &[(i64, u64)]| {
+                    let mut written = RowKeys::default();
+                    for (at, &(id, row)) in chunk.iter().enumerate() {
+                        let mut words = keys_of(id, row);
+                        if let Some(names) = named(id, row) {
+                            words[1] = read_word(names);
+                            written.naming.push((at, names));
+                            if names.is_multiple_of(8) {
+                                written.listed.push(names);
+                            }
+                        }
+                        written.words.extend(words);
+                    }
+                    written
+                };
                 let shares: Vec<WorkerShare> = std::thread::scope(|scope| {
                     let handles: Vec<_> = (0..workers)
                         .map(|w| {
                             let (graph, edges, rows) = (&graph, &edges, &rows);
+                            let written_keys = &written_keys;
                             scope.spawn(move || {
                                 graph.prepare(w, PageEstimate::exact(0), None);
                                 let mut writer = graph.writer();
@@ -824,15 +923,18 @@ mod tests {
                                     }
                                 }
                                 graph
-                                    .write_keys(w, |keys| {
-                                        for (n, chunk) in rows.chunks(100).enumerate() {
+                                    .write_keys(w, Some(1), |keys| {
+                                        let chunks: Vec<_> = rows.chunks(100).collect();
+                                        for (n, chunk) in chunks.iter().enumerate() {
                                             if n % workers == w {
                                                 let ids: Vec<i64> =
                                                     chunk.iter().map(|r| r.0).collect();
-                                                let words: Vec<u32> =
-                                                    chunk.iter().flat_map(|r| r.1).collect();
+                                                let written = written_keys(chunk);
+                                                // Pages another worker's rows name.
+                                                let next = chunks[(n + 1) % chunks.len()];
+                                                keys.list(&mut written_keys(next).listed);
                                                 keys.find(&ids);
-                                                keys.write(&words);
+                                                keys.write(&written);
                                             }
                                         }
                                         Ok(())

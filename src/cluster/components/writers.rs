@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::*;
-use crate::cluster::keep_order::{KeyWords, MAX_KEY_WORDS};
+use crate::cluster::keep_order::{KeyWords, RowKeys, MAX_KEY_WORDS};
 use crate::exec::parallel::prefetch;
 
 /// A worker's current block of page numbers.
@@ -40,7 +40,13 @@ pub(crate) struct KeyWriter<'a> {
     pub(super) homes: Vec<usize>,
     /// A batch's pages ([`MISSING`]: a row of no page).
     pub(super) pages: Vec<Page>,
-    pub(super) repeats: Vec<(Page, KeyWords)>,
+    pub(super) repeats: Vec<Repeat>,
+    /// Pages whose keys were first written by a row whose canonical link
+    /// names another page, with that page's hash
+    /// ([`crate::cluster::keep_order::RowKeys::naming`]).
+    pub(super) naming: Vec<(Page, u64)>,
+    /// Hashes of the pages the pages table's rows are.
+    pub(super) listed: Vec<u64>,
     /// Rows whose id is a page of the graph.
     pub(super) matched: usize,
 }
@@ -82,14 +88,24 @@ impl KeyWriter<'_> {
         }
     }
 
+    /// Adds the hashes of pages the pages table lists
+    /// ([`crate::cluster::keep_order::KeepOrder::list_pages`]).
+    pub(crate) fn list(&mut self, hashes: &mut Vec<u64>) {
+        self.listed.append(hashes);
+    }
+
     /// Writes the keys of the rows last found ([`Self::find`]) that are
-    /// pages of the graph; `keys` holds [`Self::words`] a row.
-    pub(crate) fn write(&mut self, keys: &[u32]) {
-        debug_assert_eq!(keys.len(), self.pages.len() * self.words);
+    /// pages of the graph; `keys.words` holds [`Self::words`] a row.
+    pub(crate) fn write(&mut self, keys: &RowKeys) {
+        debug_assert_eq!(keys.words.len(), self.pages.len() * self.words);
         let arrays = self.arrays;
         let pages = &self.pages;
-        let rows = keys.chunks_exact(self.words.max(1));
+        let rows = keys.words.chunks_exact(self.words.max(1));
+        let mut naming = keys.naming.iter().peekable();
         for (at, (&page, row)) in pages.iter().zip(rows).enumerate() {
+            let names = naming
+                .next_if(|&&(row, _)| row == at)
+                .map(|&(_, hash)| hash);
             if let Some(&ahead) = pages.get(at + LOOKAHEAD).filter(|&&p| p != MISSING) {
                 prefetch(arrays.flags.get(ahead as usize));
                 arrays.keys.prefetch(ahead);
@@ -100,13 +116,24 @@ impl KeyWriter<'_> {
             let flags = arrays.flags.get(page as usize).fetch_or(HAS_KEYS, Relaxed);
             if flags & HAS_KEYS == 0 {
                 arrays.keys.write(page, row);
+                self.naming.extend(names.map(|hash| (page, hash)));
             } else {
-                let mut repeat = [0; MAX_KEY_WORDS];
-                repeat[..row.len()].copy_from_slice(row);
-                self.repeats.push((page, repeat));
+                let mut keys = [0; MAX_KEY_WORDS];
+                keys[..row.len()].copy_from_slice(row);
+                self.repeats.push(Repeat { page, keys, names });
             }
         }
     }
+}
+
+/// A row of the pages table for a page whose keys were already written:
+/// the least keys are kept, whichever came first.
+#[derive(Debug)]
+pub(crate) struct Repeat {
+    pub(super) page: Page,
+    pub(super) keys: KeyWords,
+    /// The hash of the page its canonical link names, if another.
+    pub(super) names: Option<u64>,
 }
 
 /// One worker's handle on a [`SharedGraph`] being built.

@@ -40,7 +40,14 @@
 //! they may take at most `MAX_KEY_WORDS` words.
 //!
 //! The keys read from URLs (`canonical-url`, `rel-canonical`) are
-//! [`url_keys`]'s.
+//! [`url_keys`]'s. Whether a canonical link that names another page
+//! defers to it depends on the whole pages table: a page the table does
+//! not list was never crawled, and cannot be kept instead. So the
+//! `rel-canonical` word of such a row waits until every row is read: the
+//! workers hash the page each row is ([`KeepOrder::list_pages`]) and the
+//! page each link names ([`RowKeys::naming`]) as they read, and set the
+//! word once the hashes are sorted ([`KeepOrder::named_word`]). Every
+//! process reads the whole table, so every process lists the same pages.
 
 mod url_keys;
 
@@ -60,7 +67,8 @@ use serde::{Deserialize, Serialize};
 /// The column `rel-canonical` reads beside `url`, where a file has it.
 pub(crate) use crate::io::parquet::output::CANONICAL_URL;
 use crate::io::parquet::pages::{is_string, string_values};
-pub(crate) use url_keys::{canonical_url_key, rel_canonical_key};
+pub(crate) use url_keys::{canonical_url_key, page_hash, rel_canonical_key};
+use url_keys::{NAMES_ANOTHER, NAMES_HOME, NAMES_ITSELF, NAMES_NONE};
 
 /// The most words a page's keys may take: 32 bytes.
 pub(crate) const MAX_KEY_WORDS: usize = 8;
@@ -141,8 +149,9 @@ pub(crate) enum KeepKey {
     /// directory's index page, a fragment), then no query string, then the
     /// fewest path segments, then the shortest URL.
     CanonicalUrl,
-    /// A page whose canonical link names itself, then one with none, then
-    /// one that names another page ([`rel_canonical_key`]).
+    /// A page whose canonical link names itself or a page the pages
+    /// table does not list, then one with none, then one that names a page
+    /// the table lists ([`rel_canonical_key`], [`KeepOrder::named_word`]).
     RelCanonical,
     /// The most `n_chars` first.
     Longest,
@@ -409,6 +418,53 @@ impl KeepOrder {
         columns
     }
 
+    /// The place of `rel-canonical`'s word among a page's words, if it is
+    /// a key: a row whose link names another page has it
+    /// [`NAMES_ANOTHER`] or [`NAMES_HOME`] until the pages table is read
+    /// ([`Self::named_word`]).
+    pub(crate) fn rel_canonical_word(&self) -> Option<usize> {
+        let held = if self.held { HELD_WORDS } else { 0 };
+        let place = self.keys.iter().position(|k| *k == KeepKey::RelCanonical)?;
+        Some(held + self.keys[..place].iter().map(KeepKey::words).sum::<usize>())
+    }
+
+    /// `rel-canonical`'s word for a page whose link names another page,
+    /// `word` its word as read ([`rel_canonical_key`]), `listed` whether
+    /// the pages table lists the page named. A page naming one the crawl
+    /// does not hold is the site's own copy of it (an AMP view, a URL with
+    /// a tracking query, a mirror), and ranks as if it named itself: else a
+    /// copy that names nothing, a scraper's, would win over it. A scraper
+    /// that copies the link names the same page, and ties.
+    pub(crate) fn named_word(word: u32, listed: bool) -> u32 {
+        match (word, listed) {
+            (_, false) => NAMES_ITSELF,
+            (NAMES_HOME, true) => NAMES_NONE,
+            (_, true) => NAMES_ANOTHER,
+        }
+    }
+
+    /// Appends the hashes ([`page_hash`]) of the pages that the rows of the
+    /// pages table's `batch` are, when `rel-canonical` is a key: the pages
+    /// its canonical links may name ([`Self::named_word`]).
+    pub(crate) fn list_pages(
+        &self,
+        batch: &RecordBatch,
+        location: &str,
+        out: &mut RowKeys,
+    ) -> Result<()> {
+        if !self.keys.contains(&KeepKey::RelCanonical) {
+            return Ok(());
+        }
+        let Some(column) = batch.column_by_name(URL) else {
+            return Ok(());
+        };
+        for url in string_values(column, URL, location)?.flatten() {
+            let hash = page_hash(url, &mut out.scratch);
+            out.listed.push(hash);
+        }
+        Ok(())
+    }
+
     /// The columns the keys read where a file has them: `canonical_url`
     /// for `rel-canonical` (fingerprint shards from before it have none).
     pub(crate) fn optional_columns(&self) -> Vec<&'static str> {
@@ -471,8 +527,10 @@ impl KeepOrder {
         Ok(())
     }
 
-    /// Appends the words of every row of `batch` to `out` ([`Self::words`]
-    /// a row), `location` naming the batch in errors. Only the rows
+    /// Appends the words of every row of `batch` to `out.words`
+    /// ([`Self::words`] a row) and its rows whose canonical link names
+    /// another page to `out.naming`, `location` naming the batch in
+    /// errors. Only the rows
     /// `wanted` are keyed (the others' words are [`NO_VALUE`]): a pages
     /// table holds every page of the night, most of them in no pair, and
     /// keying a URL costs more than reading it. A key whose column the
@@ -484,12 +542,13 @@ impl KeepOrder {
         location: &str,
         wanted: impl Fn(usize) -> bool,
         in_corpus: bool,
-        out: &mut Vec<u32>,
+        out: &mut RowKeys,
     ) -> Result<()> {
         let words = self.words();
-        let start = out.len();
-        out.resize(start + words * batch.num_rows(), NO_VALUE);
-        let rows = &mut out[start..];
+        let first_row = out.words.len() / words.max(1);
+        let start = out.words.len();
+        out.words.resize(start + words * batch.num_rows(), NO_VALUE);
+        let rows = &mut out.words[start..];
         let mut at = 0;
         if self.held {
             if in_corpus {
@@ -521,7 +580,12 @@ impl KeepOrder {
                     };
                     let urls = string_values(column, name, location)?.zip(canonicals);
                     for (row, (url, canonical)) in of_rows(urls, &wanted) {
-                        rows[row * words + at] = rel_canonical_key(url, canonical);
+                        let key = rel_canonical_key(url, canonical);
+                        rows[row * words + at] = key;
+                        if let (NAMES_ANOTHER | NAMES_HOME, Some(named)) = (key, canonical) {
+                            let hash = page_hash(named, &mut out.scratch);
+                            out.naming.push((first_row + row, hash));
+                        }
                     }
                 }
                 KeepKey::Longest => {
@@ -544,6 +608,28 @@ impl KeepOrder {
             at += key.words();
         }
         Ok(())
+    }
+}
+
+/// The keys of rows of a pages table ([`KeepOrder::encode`]).
+#[derive(Debug, Default)]
+pub(crate) struct RowKeys {
+    /// [`KeepOrder::words`] a row.
+    pub(crate) words: Vec<u32>,
+    /// The rows whose canonical link names another page, with that page's
+    /// hash ([`page_hash`]), in row order: their `rel-canonical` word waits
+    /// on the whole table ([`KeepOrder::named_word`]).
+    pub(crate) naming: Vec<(usize, u64)>,
+    /// Hashes of the pages the table's rows are ([`KeepOrder::list_pages`]).
+    pub(crate) listed: Vec<u64>,
+    scratch: Vec<u8>,
+}
+
+impl RowKeys {
+    /// Empties the rows' words and names, the pages listed kept.
+    pub(crate) fn clear(&mut self) {
+        self.words.clear();
+        self.naming.clear();
     }
 }
 
@@ -758,10 +844,19 @@ mod tests {
         assert_eq!(key(Some("https://publisher.example/story")), 2);
         assert_eq!(rel_canonical_key(None, Some(page)), 2);
         assert_eq!(rel_canonical_key(None, None), 1);
-        // A site's home page named from within it is a template's mistake.
-        assert_eq!(key(Some("https://news.example/")), 1);
-        assert_eq!(key(Some("https://news.example")), 1);
-        assert_eq!(key(Some("https://elsewhere.example/#top")), 1);
+        // A site's home page named from within it is a template's mistake
+        // if the home was crawled; one not crawled is named like any other.
+        assert_eq!(key(Some("https://news.example/")), NAMES_HOME);
+        assert_eq!(key(Some("https://news.example")), NAMES_HOME);
+        assert_eq!(key(Some("https://elsewhere.example/#top")), NAMES_HOME);
+        for (word, listed, named) in [
+            (NAMES_ANOTHER, true, NAMES_ANOTHER),
+            (NAMES_ANOTHER, false, NAMES_ITSELF),
+            (NAMES_HOME, true, NAMES_NONE),
+            (NAMES_HOME, false, NAMES_ITSELF),
+        ] {
+            assert_eq!(KeepOrder::named_word(word, listed), named);
+        }
         assert_eq!(key(Some("https://news.example/?lang=en")), 2);
         let home = |url, canonical| rel_canonical_key(Some(url), Some(canonical));
         assert_eq!(
@@ -771,7 +866,7 @@ mod tests {
         assert_eq!(home("https://news.example/", "https://news.example"), 0);
         assert_eq!(
             home("https://partner.example/story", "https://news.example/"),
-            1
+            NAMES_HOME
         );
         // A view of the home page names it rightly.
         for view in [
@@ -790,17 +885,25 @@ mod tests {
             None,
         ]));
         let with = RecordBatch::try_from_iter([(URL, urls.clone()), (CANONICAL_URL, canonicals)]);
-        let mut words = Vec::new();
+        let mut keys = RowKeys::default();
         order
-            .encode(&with.unwrap(), "t", |_| true, false, &mut words)
+            .encode(&with.unwrap(), "t", |_| true, false, &mut keys)
             .unwrap();
-        assert_eq!(words, vec![0, 2, 1]);
+        assert_eq!(keys.words, vec![0, 2, 1]);
+        // The second row's word waits on the pages table listing the page.
+        let elsewhere = page_hash("https://elsewhere.example/story#top", &mut Vec::new());
+        assert_eq!(keys.naming, [(1, elsewhere)]);
         let without = RecordBatch::try_from_iter([(URL, urls)]).unwrap();
-        words.clear();
+        assert_eq!(encoded_words(&order, &without, false), vec![1, 1, 1]);
+    }
+
+    /// The words of every row of `batch`.
+    fn encoded_words(order: &KeepOrder, batch: &RecordBatch, in_corpus: bool) -> Vec<u32> {
+        let mut keys = RowKeys::default();
         order
-            .encode(&without, "t", |_| true, false, &mut words)
+            .encode(batch, "t", |_| true, in_corpus, &mut keys)
             .unwrap();
-        assert_eq!(words, vec![1, 1, 1]);
+        keys.words
     }
 
     #[test]
@@ -851,10 +954,7 @@ mod tests {
         ])
         .unwrap();
         let encoded = |batch: &RecordBatch, in_corpus: bool| {
-            let mut words = Vec::new();
-            order
-                .encode(batch, "t", |_| true, in_corpus, &mut words)
-                .unwrap();
+            let words = encoded_words(&order, batch, in_corpus);
             words.chunks(3).map(<[u32]>::to_vec).collect::<Vec<_>>()
         };
         let corpus = encoded(&batch, true);
@@ -922,10 +1022,7 @@ mod tests {
             ),
         ])
         .unwrap();
-        let mut words = Vec::new();
-        order
-            .encode(&batch, "t", |_| true, false, &mut words)
-            .unwrap();
+        let words = encoded_words(&order, &batch, false);
         let rows: Vec<&[u32]> = words.chunks(order.words()).collect();
         // Earliest first (a time before 1970 included); then the greatest q;
         // then https, fewer segments; a page with no time last.
@@ -937,11 +1034,12 @@ mod tests {
         assert!(rows[4][..2].iter().all(|&w| w == NO_VALUE));
 
         // Rows not wanted are not keyed; the wanted ones are keyed as before.
-        let mut some = Vec::new();
+        let mut some = RowKeys::default();
         order
             .encode(&batch, "t", |row| row % 2 == 1, false, &mut some)
             .unwrap();
-        for (row, (all, wanted)) in rows.iter().zip(some.chunks(order.words())).enumerate() {
+        let some = some.words.chunks(order.words());
+        for (row, (all, wanted)) in rows.iter().zip(some).enumerate() {
             match row % 2 {
                 1 => assert_eq!(wanted, *all, "row {row}"),
                 _ => assert!(wanted.iter().all(|&w| w == NO_VALUE), "row {row}"),
@@ -991,10 +1089,7 @@ mod tests {
             let data_type = column.data_type().clone();
             order.check_column("t", "v", &data_type).unwrap();
             let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
-            let mut words = Vec::new();
-            order
-                .encode(&batch, "t", |_| true, false, &mut words)
-                .unwrap();
+            let words = encoded_words(order, &batch, false);
             let rows: Vec<&[u32]> = words.chunks(2).collect();
             let in_order = |w: &[&[u32]]| match descending {
                 false => w[0] < w[1],
@@ -1008,10 +1103,7 @@ mod tests {
             Arc::new(Float64Array::from(vec![f64::NAN])) as ArrayRef,
         )])
         .unwrap();
-        let mut words = Vec::new();
-        order
-            .encode(&nan, "t", |_| true, false, &mut words)
-            .unwrap();
+        let words = encoded_words(order, &nan, false);
         assert_eq!(words, vec![NO_VALUE, NO_VALUE], "NaN is no value");
     }
 
@@ -1022,10 +1114,7 @@ mod tests {
         let order = KeepOrder::parse("column:v:asc").unwrap();
         let words_of = |column: ArrayRef| {
             let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
-            let mut words = Vec::new();
-            order
-                .encode(&batch, "t", |_| true, false, &mut words)
-                .unwrap();
+            let words = encoded_words(&order, &batch, false);
             (words[0], words[1])
         };
         let decimal = |value: i128, scale: i8| {
@@ -1064,10 +1153,7 @@ mod tests {
         ];
         for column in columns {
             let batch = RecordBatch::try_from_iter([("n_chars", column)]).unwrap();
-            let mut words = Vec::new();
-            order
-                .encode(&batch, "t", |_| true, false, &mut words)
-                .unwrap();
+            let words = encoded_words(&order, &batch, false);
             assert!(words[..3].windows(2).all(|w| w[0] < w[1]), "{words:?}");
             assert_eq!(words[2], words[3], "below zero counts as zero");
             assert!(words[3] < NO_VALUE);

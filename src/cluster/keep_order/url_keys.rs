@@ -159,27 +159,63 @@ fn is_tracking_key(key: &[u8]) -> bool {
     (key.len() > 4 && key[..4].eq_ignore_ascii_case(b"utm_")) || is_one_of(key, TRACKING_KEYS)
 }
 
-/// A key of `rel-canonical`: 0 for a page whose canonical link names
-/// itself (as URLs, whatever their fragments), 1 for one without a link,
-/// 2 for one whose link names another page: the site says that page is
-/// the one to keep. A link from a page below a site's home to a home page
-/// (any site's) counts as none: it is a template's mistake (every page of
-/// the site naming its home), which would lose each page to a copy naming
-/// nothing. A view of the home page (`/index.html`, `/?utm_source=...`)
-/// naming it is no such mistake.
+/// A key of `rel-canonical`: [`NAMES_ITSELF`] for a page whose canonical
+/// link names itself (as URLs, whatever their fragments), [`NAMES_NONE`]
+/// for one without a link, [`NAMES_ANOTHER`] for one whose link names
+/// another page: the site says that page is the one to keep, if the pages
+/// table lists it ([`crate::cluster::keep_order::KeepOrder::named_word`]
+/// gives the final word). A link from a page below a site's home to a home
+/// page (any site's) is [`NAMES_HOME`]: if that home was crawled, the link
+/// is a template's mistake (every page of the site naming its home), which
+/// would lose each page to a copy naming nothing, and counts as none. A
+/// view of the home page (`/index.html`, `/?utm_source=...`) naming it is
+/// no such mistake.
 pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u32 {
     let Some(canonical) = canonical else {
-        return 1;
+        return NAMES_NONE;
     };
     if url.is_some_and(|url| same_page(url, canonical)) {
-        return 0;
+        return NAMES_ITSELF;
     }
     let below_home = |url: &str| path_of(url).is_some_and(|(path, _)| !is_home_path(path));
     let names_home = path_of(canonical).is_some_and(|(path, query)| path.is_empty() && !query);
     match names_home && url.is_some_and(below_home) {
-        true => 1,
-        false => 2,
+        true => NAMES_HOME,
+        false => NAMES_ANOTHER,
     }
+}
+
+/// [`rel_canonical_key`]'s words, least first; [`NAMES_HOME`] is only ever
+/// a row's word until the pages table is read.
+pub(crate) const NAMES_ITSELF: u32 = 0;
+pub(crate) const NAMES_NONE: u32 = 1;
+pub(crate) const NAMES_ANOTHER: u32 = 2;
+pub(crate) const NAMES_HOME: u32 = 3;
+
+/// A hash of the page a URL names: the same for two URLs exactly when
+/// [`same_page`] says they name the same page (a plain URL is hashed as
+/// the URL Standard writes it, without parsing), `scratch` holding the
+/// text hashed.
+pub(crate) fn page_hash(url: &str, scratch: &mut Vec<u8>) -> u64 {
+    scratch.clear();
+    match PlainUrl::of(url) {
+        // Most URLs a crawl stores are so: hashed without a copy.
+        Some(plain) if plain.as_written => return xxhash_rust::xxh3::xxh3_64(url.as_bytes()),
+        Some(plain) => plain.write_parsed(scratch),
+        None => match url::Url::parse(url) {
+            Ok(mut parsed) => {
+                parsed.set_fragment(None);
+                scratch.extend_from_slice(escapes_normalized(parsed.as_str()).as_bytes());
+            }
+            // Text that does not parse is only ever the same page as itself;
+            // a tag byte no URL starts with keeps it apart from one that does.
+            Err(_) => {
+                scratch.push(0);
+                scratch.extend_from_slice(url.as_bytes());
+            }
+        },
+    }
+    xxhash_rust::xxh3::xxh3_64(scratch)
 }
 
 /// A URL's path (after the host's `/`) and whether it has a query; none
@@ -274,6 +310,9 @@ struct PlainUrl<'a> {
     host: &'a [u8],
     path: &'a [u8],
     query: Option<&'a [u8]>,
+    /// Whether the text is already as the URL Standard writes it: scheme
+    /// and host in small letters, a `/` after the host, no fragment.
+    as_written: bool,
 }
 
 impl<'a> PlainUrl<'a> {
@@ -290,30 +329,62 @@ impl<'a> PlainUrl<'a> {
         };
         let parts = UrlParts::of(rest);
         // The host is held to fewer bytes below; the `/` and `?` between the
-        // parts are plain.
-        let plain = |part: &[u8]| part.iter().all(|&byte| is_plain(byte));
-        if !plain(parts.path) || !parts.query.is_none_or(plain) {
+        // parts are plain. Every page's URL is read: a table says which
+        // bytes are which, rather than a comparison per kind.
+        let all = |part: &[u8], class: u8| {
+            // No branch a byte, which the loop's unrolling rewards.
+            let each = |ok, &byte: &u8| ok & BYTE_CLASSES[byte as usize];
+            part.iter().fold(class, each) == class
+        };
+        if !all(parts.path, PLAIN) || !parts.query.is_none_or(|query| all(query, PLAIN)) {
             return None;
         }
         let host = parts.host;
-        let last_label = host.rsplit(|&byte| byte == b'.').next().unwrap_or(&[]);
-        let host_plain = host
-            .iter()
-            .all(|&byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'.')
+        // The classes every byte of the host has, and those some byte has.
+        let (every, some) = host.iter().fold((HOST, 0), |(every, some), &byte| {
+            let classes = BYTE_CLASSES[byte as usize];
+            (every & classes, some | classes)
+        });
+        let last_label = &host[memchr::memrchr(b'.', host).map_or(0, |at| at + 1)..];
+        let host_plain = every == HOST
             && last_label.first().is_some_and(u8::is_ascii_alphabetic)
-            && !host
-                .split(|&byte| byte == b'.')
-                .any(|label| label.len() >= 4 && label[..4].eq_ignore_ascii_case(b"xn--"));
-        let dot_segment = parts
-            .path
-            .split(|&byte| byte == b'/')
-            .any(|s| s == b"." || s == b"..");
+            && (some & DASH == 0
+                || !host
+                    .split(|&byte| byte == b'.')
+                    .any(|label| label.len() >= 4 && label[..4].eq_ignore_ascii_case(b"xn--")));
+        let path = parts.path;
+        let dot_segment = (path.first() == Some(&b'.')
+            || memchr::memmem::find(path, b"/.").is_some())
+            && path
+                .split(|&byte| byte == b'/')
+                .any(|s| s == b"." || s == b"..");
+        let scheme_len = bytes.len() - rest.len();
+        let as_written = !parts.fragment
+            && rest.get(host.len()) == Some(&b'/')
+            && !in_capitals(&bytes[..scheme_len])
+            && some & UPPER == 0;
         (host_plain && !dot_segment).then_some(PlainUrl {
             https,
             host,
             path: parts.path,
             query: parts.query,
+            as_written,
         })
+    }
+
+    /// Writes the URL as the URL Standard serializes it, its fragment
+    /// left out: every byte of a plain URL stands as it is, but for the
+    /// scheme's and host's case and a `/` after the host.
+    fn write_parsed(&self, out: &mut Vec<u8>) {
+        let scheme: &[u8] = if self.https { b"https://" } else { b"http://" };
+        out.extend_from_slice(scheme);
+        out.extend(self.host.iter().map(u8::to_ascii_lowercase));
+        out.push(b'/');
+        out.extend_from_slice(self.path);
+        if let Some(query) = self.query {
+            out.push(b'?');
+            out.extend_from_slice(query);
+        }
     }
 
     fn same_page(&self, other: &PlainUrl<'_>) -> bool {
@@ -324,10 +395,39 @@ impl<'a> PlainUrl<'a> {
     }
 }
 
-/// Whether a byte stands in a [`PlainUrl`] as it is, whatever its place.
-fn is_plain(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"-._~/?&=".contains(&byte)
-}
+/// [`BYTE_CLASSES`]: a byte that stands in a [`PlainUrl`] as it is,
+/// whatever its place; a byte of a plain host; a capital; a `-`.
+const PLAIN: u8 = 1;
+const HOST: u8 = 2;
+const UPPER: u8 = 4;
+const DASH: u8 = 8;
+
+/// Each byte's classes: [`PLAIN`], [`HOST`], [`UPPER`], [`DASH`].
+static BYTE_CLASSES: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let b = byte as u8;
+        if b.is_ascii_alphanumeric() {
+            classes[byte] = PLAIN | HOST;
+        }
+        byte += 1;
+    }
+    let mut at = 0;
+    let marks = b"-._~/?&=";
+    while at < marks.len() {
+        classes[marks[at] as usize] |= PLAIN;
+        at += 1;
+    }
+    classes[b'-' as usize] |= HOST | DASH;
+    classes[b'.' as usize] |= HOST;
+    let mut capital = b'A';
+    while capital <= b'Z' {
+        classes[capital as usize] |= UPPER;
+        capital += 1;
+    }
+    classes
+};
 
 #[cfg(test)]
 mod tests {
@@ -336,7 +436,7 @@ mod tests {
     use crate::cluster::keep_order::NO_VALUE;
 
     #[test]
-    fn plain_urls_compare_as_the_url_standard_parses_them() {
+    fn plain_urls_compare_and_hash_as_the_url_standard_parses_them() {
         // Pairs of URLs made of pieces, plain and not (ports, users, IP
         // addresses, IDNA, dot segments, escapes, spaces), each beside a
         // respelling of itself or another URL.
@@ -405,6 +505,7 @@ mod tests {
             options[(state as u64 % options.len() as u64) as usize]
         };
         let mut plain = 0;
+        let mut scratch = Vec::new();
         for _ in 0..300_000 {
             let url = [
                 pick(&starts),
@@ -427,7 +528,10 @@ mod tests {
             };
             let (a, b) = (url.concat(), other.concat());
             plain += usize::from(PlainUrl::of(&a).is_some() && PlainUrl::of(&b).is_some());
-            assert_eq!(same_page(&a, &b), parsed_same_page(&a, &b), "{a:?} {b:?}");
+            let same = same_page(&a, &b);
+            assert_eq!(same, parsed_same_page(&a, &b), "{a:?} {b:?}");
+            let mut hash = |url| page_hash(url, &mut scratch);
+            assert_eq!(same, hash(&a) == hash(&b), "{a:?} {b:?}");
         }
         assert!(
             plain > 10_000,
