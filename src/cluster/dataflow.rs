@@ -44,6 +44,7 @@ use crate::cluster::part_runs::{owner_run, RunSlice};
 use crate::cluster::part_writer::{writer_of, PartWriter};
 use crate::cluster::read_pairs::{add_pairs, write_keys, KeyRows, ProcessUnits};
 use crate::cluster::summary::ClusterTotals;
+use crate::cluster::OPTIONAL_CANONICAL_URL;
 use crate::exec::logging::resident_mib;
 use crate::exec::parallel::Tickets;
 use crate::exec::progress::StepCounters;
@@ -234,10 +235,9 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
             keyed || keep.corpus_first(),
         ),
     ];
-    // A canonical link names another page only in a file with the column,
-    // optional column 1 (after `url`) where the keys read it.
+    // A canonical link names another page only in a file with the column.
     let mut both = [&job.pages, &job.corpus].into_iter().flatten();
-    let named = both.any(|table| table.has_optional(1));
+    let named = both.any(|table| table.has_optional(OPTIONAL_CANONICAL_URL));
     for (table, units, rows, needed) in tables {
         let Some(table) = table.as_ref().filter(|_| needed) else {
             continue;

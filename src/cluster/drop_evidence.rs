@@ -38,6 +38,7 @@ use parquet::arrow::ProjectionMask;
 
 use crate::cluster::components::mix;
 use crate::cluster::keep_order::URL;
+use crate::cluster::OPTIONAL_URL;
 use crate::exec::parallel::{in_chunks, in_parallel, lock, prefetch};
 use crate::io::parquet::output::{FileLayout, OpenParquet, DROP_URL, KEEP_URL, ROW_GROUP_ROWS};
 use crate::io::parquet::pages::{string_values, PagesTable};
@@ -76,7 +77,7 @@ impl EvidenceSources {
         corpus: Option<Arc<PagesTable>>,
         workers: usize,
     ) -> Option<Arc<EvidenceSources>> {
-        let urls = corpus.is_some() || pages.as_ref().is_some_and(|t| t.has_optional(0));
+        let urls = corpus.is_some() || pages.as_ref().is_some_and(|t| t.has_optional(OPTIONAL_URL));
         let sources = EvidenceSources {
             pages: pages.clone(),
             corpus,

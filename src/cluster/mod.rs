@@ -188,6 +188,12 @@ pub(crate) fn check_pages(opts: &ClusterOptions, produced: Option<&Schema>) -> R
     Ok(())
 }
 
+/// Where `url` stands among the optional columns of `--pages` and
+/// `--corpus` ([`open_pages`], [`open_corpus`]), and `canonical_url` after
+/// it where the keys read it.
+pub(crate) const OPTIONAL_URL: usize = 0;
+pub(crate) const OPTIONAL_CANONICAL_URL: usize = 1;
+
 /// Opens the pages table of `--pages`, with the columns the keys need and
 /// `url` where it has one; checks that the keys and the table go together.
 fn open_pages(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
@@ -255,7 +261,7 @@ fn open_corpus(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
 /// if no file of it has them.
 fn corpus_urls(opts: &ClusterOptions, corpus: &Option<Arc<PagesTable>>) -> Option<Arc<PagesTable>> {
     let corpus = corpus.as_ref()?;
-    if !corpus.has_optional(0) {
+    if !corpus.has_optional(OPTIONAL_URL) {
         let shown = match opts.corpus.as_slice() {
             [one] => one.clone(),
             [first, rest @ ..] => format!("{first} and {} more", rest.len()),

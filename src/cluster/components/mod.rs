@@ -125,14 +125,14 @@ use crate::exec::parallel::lock;
 use crate::exec::parallel::prefetch;
 use crate::exec::runtime::MAX_WORKERS;
 
-/// Which of `hashes` (sorted) some list of `lists` (each sorted) holds: one
-/// pass along each list, read in order rather than searched at random (a
-/// night's table lists millions of pages).
-fn held_by_any(lists: &[Vec<u64>], hashes: &[u64]) -> Vec<bool> {
-    let mut held = vec![false; hashes.len()];
+/// Which of the pages `naming` names (sorted by hash) some list of `lists`
+/// (each sorted) holds: one pass along each list, read in order rather than
+/// searched at random (a night's table lists millions of pages).
+fn held_by_any(lists: &[Vec<u64>], naming: &[(Page, u64)]) -> Vec<bool> {
+    let mut held = vec![false; naming.len()];
     for list in lists {
         let mut at = 0;
-        for (hash, held) in hashes.iter().zip(&mut held) {
+        for ((_, hash), held) in naming.iter().zip(&mut held) {
             while list.get(at).is_some_and(|listed| listed < hash) {
                 at += 1;
             }
@@ -402,9 +402,8 @@ impl SharedGraph {
         };
         self.barrier.wait();
         radsort::sort_by_key(&mut naming, |&(_, names)| names);
-        let names: Vec<u64> = naming.iter().map(|&(_, names)| names).collect();
         let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
-        let listed = held_by_any(&lists, &names);
+        let listed = held_by_any(&lists, &naming);
         for (&(page, _), listed) in naming.iter().zip(listed) {
             let word = arrays.keys.get(page)[at];
             arrays
