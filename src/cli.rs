@@ -409,7 +409,7 @@ pub struct FingerprintArgs {
     /// Input format (default: from each file's name).
     #[arg(long, value_enum)]
     pub(crate) format: Option<Format>,
-    /// A named fingerprint scheme (v11, the default; v10, v9, ..., v1), fixing features,
+    /// A named fingerprint scheme (v12, the default; v11, v10, ..., v1), fixing features,
     /// weights, HTML text and HTTP decoding: to fingerprint as an older corpus was.
     #[arg(long, conflicts_with_all = ["features", "log_weights", "keep_stop_words", "html_text"])]
     pub(crate) scheme: Option<String>,

@@ -34,6 +34,13 @@
                                     its canonical link cut out and fetched first, and
                                     every other one at the URL it names; exits 3 if
                                     this machine has no such pages
+    warc_writer.py read-the-docs DIR
+                                    writes DIR/rtd.warc.gz and DIR/manifest.json from
+                                    real pages in Read the Docs' Sphinx theme (QEMU's
+                                    tool manuals, as Debian ships them): each as it is
+                                    and, at another URL, with a site-wide announcement
+                                    before the theme's wrapper; exits 3 if this
+                                    machine has none
     warc_writer.py encoded DIR      writes DIR/encoded.warc.gz: one HTML page sent
                                     plain, gzip-encoded, chunked, chunked and gzipped
                                     (the raw HTTP a proxy records), and a corrupt gzip
@@ -344,6 +351,43 @@ def canonical_docs(out):
     (Path(out) / "manifest.json").write_text(json.dumps(manifest))
 
 
+def read_the_docs(out):
+    """Real pages whose role="main" content lies inside wrappers the theme
+    names for navigation (`wy-grid-for-nav`, `wy-nav-content`)."""
+    import glob
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    wrapper = '<div class="wy-grid-for-nav">'
+    files = [f for f in sorted(glob.glob("/usr/share/doc/qemu-utils/*.html"))
+             if wrapper in Path(f).read_text(encoding="utf-8")]
+    if len(files) < 3:
+        print(f"only {len(files)} Read the Docs pages on this machine", file=sys.stderr)
+        sys.exit(3)
+    banner = ('<div class="announcement"><p>Version 10.1 has been released! '
+              'Read the release notes for what changed.</p></div>')
+    headers = StatusAndHeaders(
+        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
+    )
+    manifest = []
+    with open(Path(out) / "rtd.warc.gz", "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for n, file in enumerate(files):
+            html = Path(file).read_text(encoding="utf-8")
+            name = Path(file).name
+            for url, body, bannered in [
+                (f"https://www.qemu.org/docs/master/tools/{name}", html, False),
+                (f"https://qemu.example/tools/{name}", html.replace(wrapper, banner + wrapper, 1), True),
+            ]:
+                date = FIRST_DATE + datetime.timedelta(seconds=2 * n + bannered)
+                w.write_record(w.create_warc_record(
+                    url, "response", payload=io.BytesIO(body.encode()), http_headers=headers,
+                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
+                ))
+                manifest.append({"url": url, "page": name, "banner": bannered})
+    (Path(out) / "manifest.json").write_text(json.dumps(manifest))
+
+
 def encoded(out):
     """The same page in HTTP responses as a recording proxy stores them:
     compressed and in chunks. The gzip bodies are Python's zlib at level 9
@@ -510,6 +554,7 @@ if __name__ == "__main__":
         "canonical": canonical,
         "canonical-uncrawled": lambda out: canonical(out, crawled=False),
         "canonical-docs": canonical_docs,
+        "read-the-docs": read_the_docs,
         "statuses": statuses,
     }
     commands[sys.argv[1]](sys.argv[2])

@@ -12,7 +12,7 @@
 //! `features=script(han>=200:words,han<200:chars:4,other:chars:5)`), the
 //! stop words (`en+zh` or `none`) and, for shards of WARC files only, the
 //! text of an HTML page: `all`, `main` (the first main-content rules),
-//! `main/2` to `main/5` (the later revisions), followed by `http=decoded`
+//! `main/2` to `main/6` (the later revisions), followed by `http=decoded`
 //! when HTTP response bodies were decoded (see
 //! [`crate::fingerprint::crawl::http`]). Shards of text (WET, JSONL,
 //! Parquet) leave both out, so text shards of two schemes that differ
@@ -62,6 +62,12 @@
 //!   `url` and the id made of it (`uri=unbracketed`). Its fingerprints are
 //!   `v10`'s; its text shards are `v10`'s and meet them, its HTML shards do
 //!   not meet `v10`'s, whose ids of such pages differ.
+//! - `v12`: `v11` with the sixth main-content rules (`html=main/6`: a
+//!   `main` or `role="main"` element is content inside an element that
+//!   only its class or id words mark as boilerplate, as Read the Docs'
+//!   theme wraps its content). Its fingerprints are `v11`'s on every page
+//!   without such a wrapper; its text shards are `v11`'s and meet them, its
+//!   HTML shards do not meet `v11`'s.
 //!
 //! A named scheme (`--scheme NAME`) fixes the features, weights, HTML
 //! text and HTTP decoding, so it is never combined with `--features`,
@@ -235,6 +241,16 @@ const NAMED: &[(&str, Scheme)] = &[
             target_uri: TargetUri::Unbracketed,
         },
     ),
+    (
+        "v12",
+        Scheme {
+            simhash: SCRIPT_LONG_HAN_WORDS,
+            html: PageText::Main(MainRules::SIXTH),
+            sketch: true,
+            http: HttpBodies::Decoded,
+            target_uri: TargetUri::Unbracketed,
+        },
+    ),
 ];
 
 impl Default for Scheme {
@@ -382,6 +398,7 @@ impl Scheme {
             PageText::Main(MainRules::THIRD),
             PageText::Main(MainRules::FOURTH),
             PageText::Main(MainRules::FIFTH),
+            PageText::Main(MainRules::SIXTH),
         ];
         let features = [
             Features::Words,
@@ -476,7 +493,7 @@ mod tests {
         let (name, scheme) = NAMED[NAMED.len() - 1];
         assert_eq!(scheme, Scheme::default());
         assert_eq!(Scheme::default().name(), Some(name));
-        assert_eq!(name, "v11");
+        assert_eq!(name, "v12");
     }
 
     #[test]
@@ -565,19 +582,36 @@ mod tests {
             },
             v10
         );
+        // v12 changed only the main-content rules.
+        let v12 = Scheme::named("v12").unwrap();
+        assert_eq!(v12.describe(false), sketched);
+        assert_eq!(
+            v12.describe(true),
+            format!("{sketched} html=main/6 http=decoded uri=unbracketed")
+        );
+        assert!(comparable(&v11.describe(false), &v12.describe(true)));
+        assert!(!comparable(&v11.describe(true), &v12.describe(true)));
+        assert_eq!(
+            Scheme {
+                html: PageText::Main(MainRules::FIFTH),
+                ..v12
+            },
+            v11
+        );
         let no_sketch = Scheme::from_flags(None, None, false, false, None, true).unwrap();
         assert_eq!(
             no_sketch.describe(true),
-            format!("{text} html=main/5 http=decoded uri=unbracketed")
+            format!("{text} html=main/6 http=decoded uri=unbracketed")
         );
         assert_eq!(no_sketch.name(), None);
         // Before v10 no scheme decoded HTTP bodies, nor said so.
-        for (name, scheme) in &NAMED[..NAMED.len() - 2] {
+        let before = |named: &'static str| NAMED.iter().take_while(move |(name, _)| *name != named);
+        for (name, scheme) in before("v10") {
             assert_eq!(scheme.http, HttpBodies::Raw, "{name}");
             assert!(!scheme.describe(true).contains("http="), "{name}");
         }
         // Before v11 none took a target URI but as written.
-        for (name, scheme) in &NAMED[..NAMED.len() - 1] {
+        for (name, scheme) in before("v11") {
             assert_eq!(scheme.target_uri, as_written, "{name}");
             assert!(!scheme.describe(true).contains("uri="), "{name}");
         }
@@ -593,7 +627,7 @@ mod tests {
         let from = Scheme::from_flags;
         let flags = from(None, None, false, false, Some(HtmlText::Main), false).unwrap();
         assert_eq!(flags, Scheme::default());
-        assert_eq!(flags.name(), Some("v11"));
+        assert_eq!(flags.name(), Some("v12"));
     }
 
     #[test]
@@ -636,11 +670,11 @@ mod tests {
         assert!(error.to_string().contains("--scheme v1"), "{error}");
         let error = from(Some("v1"), None, false, false, Some(HtmlText::All)).unwrap_err();
         assert!(error.to_string().contains("--html-text"), "{error}");
-        let error = from(Some("v12"), None, false, false, None).unwrap_err();
+        let error = from(Some("v13"), None, false, false, None).unwrap_err();
         assert!(
             error
                 .to_string()
-                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11)"),
+                .contains("known: v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12)"),
             "{error}"
         );
         let error = from(None, None, true, false, None).unwrap_err();

@@ -24,6 +24,8 @@
 //! - boilerplate outside `main` and `article` only: `header`, and the class
 //!   or id words `header`, `masthead`, `banner`;
 //! - never boilerplate: `html`, `body`, `main`, `article`, `role="main"`;
+//!   and from the sixth rules, an element left out by its class or id
+//!   words alone does not hide a `main` or `role="main"` inside it;
 //! - when the page marks its content, only the blocks inside it are kept;
 //! - a code listing's line-number gutter, from the fourth rules;
 //! - a heading's text (`h1` to `h3`) is marked, from the fifth rules;
@@ -49,7 +51,14 @@
 //! `html=main/5`), which marks where the kept text holds a heading (`h1`
 //! to `h3`, [`Extracted::headings`]), whose features then weigh four times
 //! (`simhash::headings`): sibling pages of a generator share most of their
-//! text and differ in their headings.
+//! text and differ in their headings; and the sixth (since v12,
+//! `html=main/6`), under which a `main` or `role="main"` element is content
+//! even inside an element whose class or id words mark boilerplate: Read
+//! the Docs' Sphinx theme wraps its `role="main"` in `wy-grid-for-nav` and
+//! `wy-nav-content`, so every such page lost its content, and pages whose
+//! only other text was a site-wide banner all had one fingerprint. An
+//! element, role or `hidden` still hides everything inside it: those are
+//! the author's word, a class is a guess.
 
 use std::ops::Range;
 
@@ -108,8 +117,13 @@ impl MainRules {
     /// template's text but not their headings (a generated reference
     /// page's, a "moved" stub's) are not one page.
     pub const FIFTH: MainRules = MainRules(5);
+    /// Since `v12`: marked main content (`main`, `role="main"`) is kept
+    /// inside elements that only their class or id words mark as
+    /// boilerplate (Read the Docs' theme wraps its content in
+    /// `wy-nav-content`, which hid the whole page).
+    pub const SIXTH: MainRules = MainRules(6);
     /// The rules `--html-text main` means.
-    pub(crate) const CURRENT: MainRules = MainRules::FIFTH;
+    pub(crate) const CURRENT: MainRules = MainRules::SIXTH;
 }
 
 impl Default for MainRules {
@@ -437,12 +451,28 @@ pub(crate) fn resolve_canonical(
     matches!(url.scheme(), "http" | "https").then(|| url.to_string())
 }
 
+/// Why an element's text is left out, if it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Boilerplate {
+    No,
+    /// By its element, role, `hidden` or line-number class.
+    Declared,
+    /// By the words of its class or id only: a guess, which marked main
+    /// content inside it overrides from the sixth rules.
+    ByWords,
+}
+
 /// An open element and what it makes of the text inside it.
 struct Open {
     name: Vec<u8>,
     hidden: bool,
-    boilerplate: bool,
+    boilerplate: Boilerplate,
+    /// The element marks the main content (`main`, `article`, `role="main"`).
     main: bool,
+    /// The element is `main` or `role="main"` under the sixth rules: the
+    /// class-word boilerplate around it does not hide it. What
+    /// [`PageReader::words_floor`] was when it opened.
+    floor_below: Option<usize>,
     link: bool,
     heading: bool,
 }
@@ -471,7 +501,13 @@ struct PageReader {
     block_in_heading: bool,
     open: Vec<Open>,
     hidden: usize,
+    /// Open elements left out by their element, role or `hidden`.
     boilerplate: usize,
+    /// Open elements left out by their class or id words, and how many of
+    /// them are outside the innermost open `main` that overrides them
+    /// (sixth rules): text is outside boilerplate when none is beyond that.
+    by_words: usize,
+    words_floor: usize,
     main: usize,
     links: usize,
     headings: usize,
@@ -512,10 +548,14 @@ impl PageReader {
                 if tag.self_closing || VOID.contains(&name.as_slice()) {
                     return;
                 }
+                let role_main = attributes.get("role") == Some("main");
+                let overrides_words =
+                    self.rules >= MainRules::SIXTH && (name.as_slice() == b"main" || role_main);
                 let open = Open {
                     hidden: HIDDEN.contains(&name.as_slice()),
                     boilerplate: self.is_boilerplate(&name, &attributes),
-                    main: MAIN.contains(&name.as_slice()) || attributes.get("role") == Some("main"),
+                    main: MAIN.contains(&name.as_slice()) || role_main,
+                    floor_below: overrides_words.then_some(self.words_floor),
                     // A link to a place in the page (a heading's own
                     // anchor) is not navigation away from it.
                     link: name == b"a"
@@ -534,7 +574,9 @@ impl PageReader {
                     self.end_block();
                 }
                 if let Some(at) = self.open.iter().rposition(|o| o.name == name) {
-                    for open in self.open.split_off(at) {
+                    // Innermost first, so that each restores the floor
+                    // the element outside it set.
+                    for open in self.open.split_off(at).into_iter().rev() {
                         self.enter(&open, -1);
                     }
                 }
@@ -542,7 +584,7 @@ impl PageReader {
             Token::String(text) if self.hidden == 0 => {
                 let text = String::from_utf8_lossy(&text);
                 self.all.push_str(&text);
-                if self.boilerplate == 0 {
+                if !self.in_boilerplate() {
                     let chars = text.chars().filter(|c| !c.is_whitespace()).count();
                     self.content.push_str(&text);
                     self.block_chars += chars;
@@ -597,38 +639,53 @@ impl PageReader {
             }
         };
         add(&mut self.hidden, open.hidden);
-        add(&mut self.boilerplate, open.boilerplate);
+        // Before the rules of the sixth, class words hide as elements do.
+        let by_words = open.boilerplate == Boilerplate::ByWords && self.rules >= MainRules::SIXTH;
+        add(
+            &mut self.boilerplate,
+            open.boilerplate != Boilerplate::No && !by_words,
+        );
+        add(&mut self.by_words, by_words);
+        if let Some(below) = open.floor_below {
+            self.words_floor = if by > 0 { self.by_words } else { below };
+        }
         add(&mut self.main, open.main);
         add(&mut self.links, open.link);
         add(&mut self.headings, open.heading);
     }
 
-    fn is_boilerplate(&self, name: &[u8], attributes: &Attributes) -> bool {
+    /// Whether text here is left out: inside an element that declares
+    /// boilerplate, or one marked by its words beyond the innermost `main`.
+    fn in_boilerplate(&self) -> bool {
+        self.boilerplate > 0 || self.by_words > self.words_floor
+    }
+
+    fn is_boilerplate(&self, name: &[u8], attributes: &Attributes) -> Boilerplate {
         let second = self.rules >= MainRules::SECOND;
         // Inside the marked content, a header is the article's.
         let may_be_page_header =
             self.main == 0 && !(second && NEVER_OUTER_BOILERPLATE.contains(&name));
         if BOILERPLATE.contains(&name) || (may_be_page_header && OUTER_BOILERPLATE.contains(&name))
         {
-            return true;
+            return Boilerplate::Declared;
         }
         // The page's root elements carry page-wide state (`<html
         // class="sidebar-visible">`), and a main element is content.
         if NEVER_BOILERPLATE.contains(&name) || attributes.get("role") == Some("main") {
-            return false;
+            return Boilerplate::No;
         }
         if attributes.get("hidden").is_some() || attributes.get("aria-hidden") == Some("true") {
-            return true;
+            return Boilerplate::Declared;
         }
         if let Some(role) = attributes.get("role") {
             if BOILERPLATE_ROLES.contains(&role.trim()) {
-                return true;
+                return Boilerplate::Declared;
             }
         }
         if self.rules >= MainRules::FOURTH && is_line_number_gutter(attributes) {
-            return true;
+            return Boilerplate::Declared;
         }
-        ["class", "id"].iter().any(|key| {
+        let by_words = ["class", "id"].iter().any(|key| {
             attributes.get(key).is_some_and(|value| {
                 value
                     .split(|c: char| c.is_whitespace() || c == '-' || c == '_')
@@ -640,7 +697,11 @@ impl PageReader {
                                 && OUTER_BOILERPLATE_WORDS.contains(&word.as_str()))
                     })
             })
-        })
+        });
+        match by_words {
+            true => Boilerplate::ByWords,
+            false => Boilerplate::No,
+        }
     }
 
     fn end_block(&mut self) {
@@ -833,27 +894,29 @@ mod main_content_tests {
             TEMPLATE.replace("{BODY}", MDBOOK_UNMARKED),
             TEMPLATE.replace("{BODY}", REFERENCE_MARKED),
             TEMPLATE.replace("{BODY}", NUMBERED_LISTING),
+            TEMPLATE.replace("{BODY}", READ_THE_DOCS),
         ];
-        let got: Vec<String> = ["v1", "v2", "v3", "v4", "v5", "v6", "v8", "v9", "v10", "v11"]
-            .iter()
-            .map(|name| {
-                let scheme = Scheme::named(name).unwrap();
-                let values: Vec<String> = pages
-                    .iter()
-                    .map(|page| {
-                        let page = page_text(page, scheme.html);
-                        let f =
-                            fingerprint_page(&page.text, &page.headings, &scheme.simhash, false);
-                        format!(
-                            "{:016x}{}",
-                            f.simhash,
-                            if page.fell_back { "*" } else { "" }
-                        )
-                    })
-                    .collect();
-                format!("{name}: {}", values.join(" "))
-            })
-            .collect();
+        let got: Vec<String> = [
+            "v1", "v2", "v3", "v4", "v5", "v6", "v8", "v9", "v10", "v11", "v12",
+        ]
+        .iter()
+        .map(|name| {
+            let scheme = Scheme::named(name).unwrap();
+            let values: Vec<String> = pages
+                .iter()
+                .map(|page| {
+                    let page = page_text(page, scheme.html);
+                    let f = fingerprint_page(&page.text, &page.headings, &scheme.simhash, false);
+                    format!(
+                        "{:016x}{}",
+                        f.simhash,
+                        if page.fell_back { "*" } else { "" }
+                    )
+                })
+                .collect();
+            format!("{name}: {}", values.join(" "))
+        })
+        .collect();
         let expected: Vec<&str> = GOLDEN_HTML
             .lines()
             .map(str::trim)
@@ -877,7 +940,7 @@ mod main_content_tests {
         assert_ne!(got[0], got[1].replace("v2", "v1"));
     }
 
-    /// Per named scheme, the seven pages above (a `*`: main content fell
+    /// Per named scheme, the eight pages above (a `*`: main content fell
     /// back to all the text). v4 differs from v3 on the fifth page only,
     /// whose headings and popup the second rules read otherwise; v5 from v4
     /// on the short Chinese page only; v6 from v5 on the sixth page only,
@@ -887,20 +950,24 @@ mod main_content_tests {
     /// a feature of the page's, which the fifth rules weigh more (the
     /// Chinese page's two-character heading is shorter than its 4-grams);
     /// v10 from v9 on none, as it differs only on HTTP bodies sent encoded
-    /// (pinned in `crawl/warc.rs` and `tests/it/fingerprint.rs`).
+    /// (pinned in `crawl/warc.rs` and `tests/it/fingerprint.rs`), nor v11
+    /// (only ids of bracketed target URIs); v12 from v11 on the last page
+    /// only, whose content the sixth rules find inside Read the Docs'
+    /// wrappers (every scheme from v3 to v11 fingerprints its banner).
     const GOLDEN_HTML: &str = "
-        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602 34fdd4c683df828e 36ad0436af5fa216
-        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643 b00444290884104a 73cda4567f5cf8c2
-        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* 7796adf762d2da1b 4095f4b75988f851 09221a51f70eea7f
-        v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f
-        v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f
-        v6: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 09221a51f70eea7f
-        v8: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 512a1654970b7275
-        v9: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff
-        v10: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff
-        v11: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff";
+        v1: ccb236e2af7f8276 34f4c683815b029c 14bdc4878b1f828a 34bdc4c7af5b869e 14f946d3ab5f8602 34fdd4c683df828e 36ad0436af5fa216 14f10007887d8ea2
+        v2: c8b232e069e60162 6556c78bc1cb498c ca42c4104816e048 34bdc4c7af5b869e* 98e17657ebf70643 b00444290884104a 73cda4567f5cf8c2 c8303d072c99fbd9
+        v3: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* 7796adf762d2da1b 4095f4b75988f851 09221a51f70eea7f 2287393060045bf9
+        v4: 30f44af296fb7338 6556c78bc1cb498c a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f 2287393060045bf9
+        v5: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 4095f4b75988f851 09221a51f70eea7f 2287393060045bf9
+        v6: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 09221a51f70eea7f 2287393060045bf9
+        v8: 30f44af296fb7338 4e5461a2b53a9296 a0ca38c7365baff4 713db9311f24e4c9* f9cf8b73e2c2ca1b 0aa63467e8c1f5d1 512a1654970b7275 2287393060045bf9
+        v9: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff 2287393060045bf9
+        v10: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff 2287393060045bf9
+        v11: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff 2287393060045bf9
+        v12: 20a45aba17b36bb8 4e5461a2b53a9296 80deb8c7a6f3bb90 713db9311f24e4c9* f0dfec23e3c2a213 1ea73427ebc9f771 730a1614070378ff 5fcce04c9c676682";
 
-    /// v9's sketches of the seven pages, in turn.
+    /// v9's sketches of the eight pages, in turn.
     const GOLDEN_HTML_SKETCHES_V9: &str = "
         bd1c09f61ef80eba980c8eb0c5b68d881bfd98fbbba6e7e8
         11c98ac0b96e97fb0eabab00b9ad628001d4ba453b814103
@@ -908,7 +975,8 @@ mod main_content_tests {
         a1bf060b84b0e62a0895f546db78425035065a71a2177981
         ddc160fb15c70234444d09bc6bcb799235e28775ec135a0c
         6dd9940b0fa43a78afc6999be13aedd583b55c3db297ba80
-        6141236a69276d7f161c8a0da535f66f83424a6e05381d61";
+        6141236a69276d7f161c8a0da535f66f83424a6e05381d61
+        56c81a602a2cb047bb12c16430d8071787330888d0282396";
 
     /// A generated reference page's body, marked as Sphinx marks it: what
     /// tells it from its siblings is a list of links.
@@ -921,6 +989,60 @@ mod main_content_tests {
         let page = TEMPLATE.replace("{BODY}", body);
         let text = page_text(&page, PageText::Main(rules)).text;
         text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// A page in Read the Docs' Sphinx theme (as QEMU's manuals are): its
+    /// `role="main"` inside wrappers whose classes say `nav`, and a
+    /// site-wide announcement before them.
+    const READ_THE_DOCS: &str = r##"<div class="announcement">Version 9.0 is out</div>
+        <div class="wy-grid-for-nav">
+        <nav data-toggle="wy-nav-shift" class="wy-nav-side"><div class="wy-menu">
+        <a href="/system">System emulation</a> <a href="/tools">Tools</a></div></nav>
+        <section data-toggle="wy-nav-shift" class="wy-nav-content-wrap">
+        <nav class="wy-nav-top"><a href="/">QEMU</a></nav>
+        <div class="wy-nav-content"><div class="rst-content">
+        <div role="navigation" aria-label="Page navigation"><ul class="wy-breadcrumbs"><li>Tools</li></ul></div>
+        <div class="version-note">Docs for the development tree</div>
+        <div role="main" class="document"><div itemprop="articleBody"><section id="qemu-img">
+        <h1>qemu-img</h1><p>qemu-img allows you to create, convert and modify images offline.</p>
+        <div class="related-topics">See also qemu-nbd</div></section></div></div>
+        <footer>Built with Sphinx</footer></div></div></section></div>"##;
+
+    #[test]
+    fn marked_content_inside_wrappers_named_for_navigation_is_kept_from_the_sixth_rules() {
+        let sixth = page_text(
+            &TEMPLATE.replace("{BODY}", READ_THE_DOCS),
+            PageText::Main(MainRules::SIXTH),
+        );
+        let text = sixth.text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(
+            (text.as_str(), sixth.fell_back),
+            (
+                "qemu-img qemu-img allows you to create, convert and modify images offline.",
+                false
+            )
+        );
+        assert_eq!(sixth.headings.len(), 1);
+        // Before, the wrappers hid it: the banner was the page.
+        assert_eq!(
+            words_by(READ_THE_DOCS, MainRules::FIFTH),
+            "Version 9.0 is out"
+        );
+        // An element or a role still hides a main inside it, and the
+        // words of an element inside the main still hide it.
+        for hiding in ["nav", "aside"] {
+            let body = format!("<{hiding}><main><p>Inside</p></main></{hiding}><p>Outside</p>");
+            assert_eq!(words_by(&body, MainRules::SIXTH), "Outside", "{hiding}");
+        }
+        let body = "<div role=\"navigation\"><div role=\"main\">Inside</div></div><p>Outside</p>";
+        assert_eq!(words_by(body, MainRules::SIXTH), "Outside");
+        let body = "<div class=\"sidebar\"><p>Beside</p><main><p>Inside</p>\
+                    <div class=\"share\">Share</div></main><p>After</p></div><p>Outside</p>";
+        assert_eq!(words_by(body, MainRules::SIXTH), "Inside");
+        // Nested: closing the inner main restores the outer one's floor.
+        let body = "<div class=\"nav\"><main><div class=\"menu\"><main><p>Deep</p></main>\
+                    <p>Menu</p></div><p>Kept</p></main></div>";
+        assert_eq!(words_by(body, MainRules::SIXTH), "Deep Kept");
     }
 
     #[test]

@@ -117,7 +117,7 @@ impl FingerprintFile {
         let schema = self.metadata.schema();
         let Some(root) = self.sketch_root else {
             bail!(
-                "{}: no column `{SKETCH_COLUMN}` (columns: {}): --verify needs shards fingerprinted with a sketch (scheme v7 or later, as the default v11, without --no-sketch)",
+                "{}: no column `{SKETCH_COLUMN}` (columns: {}): --verify needs shards fingerprinted with a sketch (scheme v7 or later, as the default v12, without --no-sketch)",
                 self.path,
                 column_list(schema)
             );
