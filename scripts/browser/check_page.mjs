@@ -2,9 +2,11 @@
 // and prints, as JSON: the console errors and warnings, page errors, failed
 // requests and any request for other than a local file;
 // for each chart (svg.chart[data-chart]) its bars and points; the page's
-// width on a phone (375 px wide: more means it scrolls sideways); and
-// writes a screenshot of the whole page. The phone's width is taken with
-// every fold (<details>) open.
+// width on a phone (375 px wide: more means it scrolls sideways); on the
+// phone, the charts whose titles are cut off by their scrolling box and
+// the table headers whose text overflows their cell; and writes a
+// screenshot of the whole page. The phone's figures are taken with every
+// fold (<details>) open.
 //
 //   node check_page.mjs PAGE.html SCREENSHOT.png
 import { chromium } from "playwright-core";
@@ -45,9 +47,18 @@ const charts = await page.evaluate(() => {
 await page.screenshot({ path: screenshot, fullPage: true });
 await page.setViewportSize({ width: 375, height: 800 });
 // Every fold open: a reader on a phone opens the samples too.
-const phone_width = await page.evaluate(() => {
+const phone = await page.evaluate(() => {
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
-  return document.documentElement.scrollWidth;
+  const cut_titles = [];
+  for (const svg of document.querySelectorAll("svg.chart")) {
+    const box = svg.parentElement.getBoundingClientRect();
+    const title = svg.querySelector("text.title").getBoundingClientRect();
+    if (title.left < box.left || title.right > box.right) cut_titles.push(svg.dataset.chart);
+  }
+  const overflowing_headers = [...document.querySelectorAll("th")]
+    .filter((th) => th.scrollWidth > th.clientWidth)
+    .map((th) => th.textContent);
+  return { width: document.documentElement.scrollWidth, cut_titles, overflowing_headers };
 });
 await browser.close();
-console.log(JSON.stringify({ errors, charts, phone_width }));
+console.log(JSON.stringify({ errors, charts, phone_width: phone.width, phone }));

@@ -82,7 +82,55 @@ pub(crate) fn discover_nights(dirs: &[PathBuf]) -> Result<Vec<NightDirs>> {
             );
         }
     }
+    refuse_a_night_twice(&nights)?;
+    warn_of_dates_out_of_order(&nights);
     Ok(nights)
+}
+
+/// Refuses a night given twice (by two names, or a name and a glob): it
+/// would be two points of the trends.
+fn refuse_a_night_twice(nights: &[NightDirs]) -> Result<()> {
+    let mut seen = std::collections::HashSet::new();
+    for night in nights {
+        let stages: Vec<String> = night
+            .stages()
+            .map(|dir| std::path::absolute(dir).unwrap_or_else(|_| dir.clone()))
+            .map(|dir| dir.to_string_lossy().trim_end_matches('/').to_string())
+            .collect();
+        if !seen.insert(stages) {
+            bail!(
+                "night {} is given twice: give each night once, oldest first",
+                night.name
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Warns when nights named by date (`2026-12-01`) are not given oldest
+/// first: the last given is the one shown in detail, and the trends run
+/// in the order given.
+fn warn_of_dates_out_of_order(nights: &[NightDirs]) {
+    let is_date = |name: &str| {
+        let b = name.as_bytes();
+        b.len() == 10
+            && b[4] == b'-'
+            && b[7] == b'-'
+            && b.iter()
+                .enumerate()
+                .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+    };
+    if !nights.iter().all(|night| is_date(&night.name)) {
+        return;
+    }
+    if let Some(pair) = nights.windows(2).find(|pair| pair[0].name > pair[1].name) {
+        tracing::warn!(
+            "night {} is given before night {}: the trends run in the order given, and the last night given ({}) is the one shown in detail; give them oldest first",
+            pair[0].name,
+            pair[1].name,
+            nights[nights.len() - 1].name
+        );
+    }
 }
 
 /// The directories a glob in `dir`'s last part matches (None: `dir` has

@@ -20,11 +20,18 @@ th{font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums}\
 svg.chart{width:100%;height:auto;max-width:760px;display:block;margin:1em 0}\
 svg .title{font-size:15px;font-weight:600}svg .tick,svg .value{font-size:11px;fill:#444}svg .axis-label{font-size:12px}\
 code{font-size:12px;background:#f4f4f4;padding:1px 4px;word-break:break-all}details{margin:.3em 0}\
-span[dir]{overflow-wrap:anywhere}.figures td{max-width:24em;overflow-wrap:anywhere}.chart-box{overflow-x:auto}svg.chart{min-width:540px}\
+span[dir]{overflow-wrap:anywhere}.figures td{max-width:24em;overflow-wrap:anywhere}.chart-box{overflow-x:auto;scrollbar-width:thin;scrollbar-color:#999 #eee;\
+background:linear-gradient(to right,#fff 30%,#fff0),linear-gradient(to left,#fff 30%,#fff0) 100% 0,\
+radial-gradient(farthest-side at 0 50%,#0003,#0000),radial-gradient(farthest-side at 100% 50%,#0003,#0000) 100% 0;\
+background-repeat:no-repeat;background-size:40px 100%,40px 100%,14px 100%,14px 100%;background-attachment:local,local,scroll,scroll}\
+.chart-box::-webkit-scrollbar{height:8px}.chart-box::-webkit-scrollbar-thumb{background:#999;border-radius:4px}\
+.chart-box::-webkit-scrollbar-track{background:#eee}svg.chart{min-width:540px}\
+.legend{margin:-.5em 0 1em}.legend span{margin-right:1.5em;white-space:nowrap}.swatch{display:inline-block;width:10px;height:10px;margin-right:4px}\
 .warn{background:#fff4e5;border-left:4px solid #c8553d;padding:.4em .8em}nav a{margin-right:1em}\
-#largest-clusters,.sample{width:100%;table-layout:fixed}#largest-clusters th:nth-child(-n+2){width:4.5em}\
-.sample td:first-child{width:30%}#largest-clusters td{overflow-wrap:anywhere}\
-@media (max-width:600px){#largest-clusters th:nth-child(-n+2){width:3.3em}.sample td,.sample td:first-child{display:block;width:auto;padding-left:0}.sample td:first-child{font-weight:600;padding-top:.5em}}";
+#largest-clusters,.sample{width:100%;table-layout:fixed}#largest-clusters th:nth-child(-n+2){width:5.5em}\
+.sample td:first-child{width:30%}#largest-clusters td{overflow-wrap:anywhere}tr.cluster-sample>td{padding-top:0}\
+@media (max-width:600px){#largest-clusters td,#largest-clusters th{padding:2px 4px}#largest-clusters th:nth-child(-n+2){width:4.8em}\
+.sample td,.sample td:first-child{display:block;width:auto;padding-left:0}.sample td:first-child{font-weight:600;padding-top:.5em}}";
 
 /// How a figure is shown.
 #[derive(Clone, Copy)]
@@ -333,7 +340,7 @@ fn wide_distances(night: &Night) -> String {
         "<section id=\"wide-distances\"><h2>Verified pairs by wide distance</h2>{}{}</section>",
         bars(
             "wide-distances",
-            "Pairs by bits apart over fingerprint and sketch (256 bits)",
+            "Pairs by wide distance, of 256 bits",
             "wide distance (bits)",
             "pairs",
             &bars_of
@@ -574,7 +581,7 @@ fn largest(night: &Night) -> String {
     for cluster in &night.largest {
         let _ = write!(
             html,
-            "<tr class=\"cluster\" data-size=\"{}\" data-dropped=\"{}\" data-id=\"{}\"><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}<details><summary>sample</summary>{}</details></td></tr>",
+            "<tr class=\"cluster\" data-size=\"{}\" data-dropped=\"{}\" data-id=\"{}\"><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr><tr class=\"cluster-sample\"><td colspan=\"3\"><details><summary>sample</summary>{}</details></td></tr>",
             cluster.size,
             cluster.dropped,
             cluster.representative.id,

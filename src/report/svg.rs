@@ -15,6 +15,9 @@ const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
 const TOP: f64 = 36.0;
 const BOTTOM: f64 = 52.0;
+/// Where a title starts: at the left, so that on a phone, where a chart
+/// keeps its width and scrolls in its box, the title shows whole.
+const TITLE_X: f64 = 8.0;
 
 /// Colours of the series, in order.
 const COLOURS: [&str; 4] = ["#3b6ea5", "#c8553d", "#4f9d69", "#8e6c8a"];
@@ -79,8 +82,7 @@ fn open(name: &str, title: &str, x_label: &str, y_label: &str) -> String {
     );
     let _ = write!(
         svg,
-        r#"<text x="{}" y="20" class="title" text-anchor="middle">{}</text>"#,
-        WIDTH / 2.0,
+        r#"<text x="{TITLE_X}" y="20" class="title">{}</text>"#,
         escape(title)
     );
     let _ = write!(
@@ -209,8 +211,7 @@ pub(crate) fn horizontal_bars(
     let mut svg = String::new();
     let _ = write!(
         svg,
-        r#"<div class="chart-box"><svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{t}"><title>{t}</title><text x="{}" y="20" class="title" text-anchor="middle">{t}</text>"#,
-        WIDTH / 2.0,
+        r#"<div class="chart-box"><svg class="chart" data-chart="{name}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="{t}"><title>{t}</title><text x="{TITLE_X}" y="20" class="title">{t}</text>"#,
         t = escape(title)
     );
     let max = rows.iter().map(|r| r.1).fold(0.0, f64::max);
@@ -364,16 +365,21 @@ pub(crate) fn lines(
                 label(v)
             );
         }
-        // The legend, right of the title, above the plot.
-        let x = WIDTH - RIGHT - 110.0 * (series.len() - s) as f64;
+    }
+    let mut chart = close(svg);
+    // The legend under the chart, outside its box: on a phone the box
+    // scrolls, and a legend inside it was scrolled out of sight.
+    chart.push_str("<p class=\"legend\">");
+    for (s, (series_name, _)) in series.iter().enumerate() {
         let _ = write!(
-            svg,
-            r#"<rect x="{x}" y="10" width="10" height="10" fill="{colour}"/><text x="{}" y="19" class="tick">{}</text>"#,
-            x + 14.0,
+            chart,
+            r#"<span><span class="swatch" style="background:{}"></span>{}</span>"#,
+            COLOURS[s % COLOURS.len()],
             escape(series_name)
         );
     }
-    close(svg)
+    chart.push_str("</p>");
+    chart
 }
 
 /// The runs of consecutive values present, each value with its place.

@@ -378,6 +378,32 @@ fn the_report_of_two_nights_shows_what_the_outputs_hold() {
     assert!(again.contains("report: skipped"), "{again}");
 
     let (first, second) = (d.join("nights/2026-12-01"), d.join("nights/2026-12-02"));
+    // Nights out of date order are named in a warning; a night given twice
+    // (here by its path and by a glob) is refused on one line.
+    let in_order = |nights: &[&Path]| {
+        let mut args = vec!["report".to_string()];
+        args.extend(nights.iter().map(|n| n.to_str().unwrap().to_string()));
+        args.extend([
+            "--out".to_string(),
+            d.join("order.html").display().to_string(),
+        ]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        neardup(&args)
+    };
+    let backwards = in_order(&[&second, &first]);
+    assert!(backwards.status.success(), "{backwards:?}");
+    let said = String::from_utf8_lossy(&backwards.stderr);
+    assert!(
+        said.contains("night 2026-12-02 is given before night 2026-12-01"),
+        "{said}"
+    );
+    let forwards = in_order(&[&first, &second]);
+    assert!(forwards.stderr.is_empty(), "{forwards:?}");
+    let twice = in_order(&[&first, &d.join("nights/2026-12-0[1]")]);
+    assert!(!twice.status.success());
+    let said = String::from_utf8_lossy(&twice.stderr);
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(said.contains("night 2026-12-01 is given twice"), "{said}");
     // The stage's page and the command's are the same page.
     let html = report_page(&[&second], &d.join("report.html"));
     assert_eq!(
@@ -682,8 +708,20 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
             .env("NEARDUP_TEST_CHROMIUM", &chromium),
     );
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
-    // Long values wrap and charts scroll in their box: no sideways page.
+    // Long values wrap and charts scroll in their box: no sideways page;
+    // yet every chart's title shows whole, and every header fits its cell.
     assert!(seen["phone_width"].as_u64().unwrap() <= 375, "{seen}");
+    assert_eq!(seen["phone"]["cut_titles"], serde_json::json!([]), "{seen}");
+    assert_eq!(
+        seen["phone"]["overflowing_headers"],
+        serde_json::json!([]),
+        "{seen}"
+    );
+    // The trends' legend is outside the scrolling box, beside the page.
+    assert!(
+        html.contains("<p class=\"legend\">"),
+        "a legend under the trends"
+    );
 
     check_stage_figures(&html, &second);
     let expected = check_night_details(&html, &second);
