@@ -28,6 +28,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, UInt64Array};
+use arrow_schema::DataType;
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
@@ -291,15 +292,26 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Vec<
         "length",
         SKETCH_COLUMN,
     ];
+    // A shard's `simhash` is what a pair is explained by: a file without
+    // it (a cluster output, say) is named, not one of its rows.
+    let simhash = |file: &str, name: &str, kind: &DataType| match kind {
+        DataType::Int64 | DataType::UInt64 => Ok(()),
+        other => bail!("{file}: column `{name}` has type {other}, expected INT64 (or UINT64)"),
+    };
     let table = PagesTable::open(
         "--fingerprints",
         specs,
-        &[],
-        |_, _, _| Ok(()),
+        &["simhash".to_string()],
+        simhash,
         &COLUMNS,
         |_, _, _| Ok(()),
     )?;
-    let ids: Vec<Option<i64>> = wanted.iter().map(|w| w.parse().ok()).collect();
+    // An id as its unsigned value too (other tools print the hash so): the
+    // same 64 bits.
+    let ids: Vec<Option<i64>> = wanted
+        .iter()
+        .map(|w| (w.parse().ok()).or_else(|| w.parse::<u64>().ok().map(|id| id as i64)))
+        .collect();
     let mut found: Vec<Vec<StoredPage>> = vec![Vec::new(); wanted.len()];
     for unit in 0..table.units() {
         let shard = table.unit_path(unit).to_string();
@@ -509,7 +521,10 @@ fn source_location(source: &str, shard: &str) -> Result<Location> {
         files.into_iter().next()
     };
     let relative = !is_url(source) && !is_url(shard) && Path::new(source).is_relative();
-    let above_shard = Path::new(shard).ancestors().skip(1).filter(|_| relative);
+    // Made absolute, so that a shard named relative to a directory below
+    // the root `fingerprint` ran in still has that root above it.
+    let shard_path = std::path::absolute(shard).unwrap_or_else(|_| shard.into());
+    let above_shard = shard_path.ancestors().skip(1).filter(|_| relative);
     let mut candidates = std::iter::once(source.to_string())
         .chain(above_shard.map(|dir| dir.join(source).display().to_string()));
     candidates

@@ -183,24 +183,45 @@ fn a_crawl_fingerprinted_by_a_relative_path_is_explained_from_elsewhere() {
     let elsewhere = dir.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     let fp = dir.path().join("night/fp");
-    let explained = Command::new(binary)
-        .current_dir(&elsewhere)
-        .args(["explain", "https://licences.example.org/apache-2.0"])
-        .args([
-            "https://licences.example.org/archive/2024/apache-2.0",
-            "--json",
-        ])
-        .arg("--fingerprints")
-        .arg(&fp)
-        .output()
-        .unwrap();
-    assert!(explained.status.success(), "{explained:?}");
-    let json: Value = serde_json::from_slice(&explained.stdout).unwrap();
-    for page in [&json["a"], &json["b"]] {
-        assert_eq!(page["source"], "./crawl/../crawl/copies.warc.gz");
-        let text = page["text"].as_str().unwrap();
-        assert!(text.contains("Apache License"), "{text}");
+    // From elsewhere, and from inside the shards' directory with the
+    // shards named relative to it (the night's root is above, not in,
+    // the relative path).
+    for (from, shards) in [(elsewhere, fp.clone()), (fp, ".".into())] {
+        let explained = Command::new(binary)
+            .current_dir(&from)
+            .args(["explain", "https://licences.example.org/apache-2.0"])
+            .args([
+                "https://licences.example.org/archive/2024/apache-2.0",
+                "--json",
+            ])
+            .arg("--fingerprints")
+            .arg(&shards)
+            .output()
+            .unwrap();
+        assert!(explained.status.success(), "{from:?}: {explained:?}");
+        let json: Value = serde_json::from_slice(&explained.stdout).unwrap();
+        for page in [&json["a"], &json["b"]] {
+            assert_eq!(page["source"], "./crawl/../crawl/copies.warc.gz");
+            let text = page["text"].as_str().unwrap();
+            assert!(text.contains("Apache License"), "{text}");
+        }
     }
+    // An id given as its unsigned value (as xxhash prints it) is the page
+    // of those 64 bits: the archived copy's id is negative.
+    let id =
+        neardup::fingerprint::crawl::url_id("https://licences.example.org/archive/2024/apache-2.0");
+    assert!(id < 0);
+    let unsigned = (id as u64).to_string();
+    let by_unsigned = run_ok(&[
+        "explain",
+        &unsigned,
+        "https://licences.example.org/apache-2.0",
+        "--json",
+        "--fingerprints",
+        dir.path().join("night/fp").to_str().unwrap(),
+    ]);
+    let json: Value = serde_json::from_str(&by_unsigned).unwrap();
+    assert_eq!(json["a"]["id"], id, "{json}");
 }
 
 /// `simhash_reference.py`'s fingerprint of `text` under the default
@@ -366,6 +387,20 @@ fn explain_prints_the_hashed_texts_their_distance_and_the_changed_words() {
     assert!(plain.contains(&wide), "{plain}");
 }
 
+/// DuckDB's answer to `sql` (its first value, as Python prints it; nothing
+/// for a statement), `{path}` in it standing for `path`.
+fn duckdb_on(path: &Path, sql: &str) -> String {
+    let script = "import sys, duckdb\n\
+                  r = duckdb.sql(sys.argv[1].replace('{path}', sys.argv[2]))\n\
+                  if r is not None: print(r.fetchone()[0])";
+    let out = Command::new(python_with("duckdb"))
+        .args(["-c", script, sql, path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 #[test]
 fn explain_refuses_bad_input_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -384,6 +419,23 @@ fn explain_refuses_bad_input_in_one_line() {
     one_error(
         &["explain", "--text", "12345", "--fingerprints", fp],
         "12345: no page with this id or URL",
+    );
+    // A cluster's output, which has ids but no fingerprints: the file is
+    // named, not one of its rows.
+    let drops = dir.path().join("drop.parquet");
+    duckdb_on(
+        &drops,
+        "copy (select 12345::bigint id, 1::bigint keep_id) to '{path}'",
+    );
+    one_error(
+        &[
+            "explain",
+            "12345",
+            "1",
+            "--fingerprints",
+            drops.to_str().unwrap(),
+        ],
+        "no column `simhash` (columns: id, keep_id), which --fingerprints must have",
     );
     // A missing shard directory.
     let missing = dir.path().join("nowhere");
@@ -409,21 +461,9 @@ fn explain_refuses_bad_input_in_one_line() {
         "10",
     ]);
     let queries = generated.join("queries");
-    let first: Value = {
-        let out = Command::new(python_with("duckdb"))
-            .args([
-                "-c",
-                "import sys, duckdb; print(duckdb.sql(f\"select id from '{sys.argv[1]}/*.parquet' limit 1\").fetchone()[0])",
-                queries.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
+    let first: Value = duckdb_on(&queries, "select id from '{path}/*.parquet' limit 1")
+        .parse()
+        .unwrap();
     one_error(
         &[
             "explain",
