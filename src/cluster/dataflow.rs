@@ -249,8 +249,12 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
                 let lists_pages = named && rows == KeyRows::Pages;
                 write_keys(table, keep, units, rows, lists_pages, writer)
             });
-        if let Err(error) = written {
-            ends.state.borrow_mut().fail(error, &ends.failure);
+        match written {
+            Err(error) => ends.state.borrow_mut().fail(error, &ends.failure),
+            Ok(0) if local == 0 && rows == KeyRows::Pages && job.graph.pages() > 0 => {
+                warn_of_no_page_rows(&opts.pages)
+            }
+            Ok(_) => {}
         }
         log_step(me, job.graph.pages(), started, "keys of pages read");
     }
@@ -259,6 +263,15 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
     let step = "components split among the process's workers";
     log_step(me, share.by_id.len(), started, step);
     share
+}
+
+/// Warns that no row of `--pages` is a page of the pairs: its keys then
+/// rank every page alike (a table of another night, say).
+fn warn_of_no_page_rows(pages: &[String]) {
+    tracing::warn!(
+        "--pages {}: no row's id is a page of the pairs, so no key read from it ranks any page (is it the table of these pairs' night?)",
+        pages.join(" ")
+    );
 }
 
 /// Logs the end of a worker's step begun at `started`: its pages, time

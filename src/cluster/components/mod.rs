@@ -153,6 +153,9 @@ pub struct SharedGraph {
     key_words: usize,
     /// Rows of the pages table for pages whose keys were already written.
     repeats: Mutex<Vec<Repeat>>,
+    /// Rows of the table being read that are pages of the graph, summed
+    /// over the workers.
+    matched_rows: AtomicUsize,
     /// Hashes of the pages the pages table lists, each worker's sorted:
     /// whether a canonical link names one of them
     /// ([`crate::cluster::keep_order::KeepOrder::named_word`]).
@@ -199,6 +202,7 @@ impl SharedGraph {
             workers,
             key_words,
             repeats: Mutex::new(Vec::new()),
+            matched_rows: AtomicUsize::new(0),
             listed: RwLock::new(Vec::new()),
             barrier: Barrier::new(workers),
             building: RwLock::new(Arrays::default()),
@@ -340,14 +344,20 @@ impl SharedGraph {
     /// rows keeps the least keys, whichever row came first. Word `named_at`
     /// of a row whose canonical link names another page is set once every
     /// row is read ([`Self::name_pages`]). Every worker must call this, even
-    /// one that failed: the others wait for it.
+    /// one that failed: the others wait for it. Gives how many rows of the
+    /// table, read by all the process's workers, are pages of the graph.
     pub(crate) fn write_keys(
         &self,
         worker: usize,
         named_at: Option<usize>,
         fill: impl FnOnce(&mut KeyWriter<'_>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<usize> {
         // Every worker has added its pairs: the id table is only read now.
+        self.barrier.wait();
+        if worker == 0 {
+            self.matched_rows.store(0, Relaxed);
+        }
+        // Worker 0 has cleared the count of an earlier table.
         self.barrier.wait();
         let result = {
             let arrays = self.building.read().unwrap_or_else(|e| e.into_inner());
@@ -363,6 +373,7 @@ impl SharedGraph {
             };
             let result = fill(&mut writer);
             tracing::debug!(worker, rows = writer.matched, "keys written");
+            self.matched_rows.fetch_add(writer.matched, Relaxed);
             lock(&self.repeats).extend(writer.repeats);
             if !writer.listed.is_empty() {
                 radsort::sort(&mut writer.listed[..]);
@@ -390,7 +401,7 @@ impl SharedGraph {
             }
         }
         // The split starts by waiting for every worker.
-        result
+        result.map(|()| self.matched_rows.load(Relaxed))
     }
 
     /// Once every worker has read its rows of the pages table: sets word
@@ -853,13 +864,14 @@ mod tests {
             let names = mix(id ^ row as i64);
             names.is_multiple_of(4).then_some(names)
         };
-        // As read, the second word of a row naming a page: another page's,
-        // or a home page's (a template's mistake if it was crawled).
-        let read_word = |names: u64| 2 + (names >> 4) as u32 % 2;
+        // As read, the second word of a row naming a page: another page of
+        // its site, a home page (a template's mistake if it was crawled),
+        // or a page of another site; else itself, or none.
+        let read_word = |names: u64| 3 + (names >> 4) as u32 % 3;
         let keys_of = |id: i64, row: u64| {
             let second = match named(id, row) {
                 Some(names) => KeepOrder::named_word(read_word(names), names.is_multiple_of(8)),
-                None => (mix(id) >> 40) as u32 % 2,
+                None => [0, 2][(mix(id) >> 40) as usize % 2],
             };
             [(mix(id) ^ row) as u32 % 3, second]
         };

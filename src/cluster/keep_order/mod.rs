@@ -68,7 +68,9 @@ use serde::{Deserialize, Serialize};
 pub(crate) use crate::io::parquet::output::CANONICAL_URL;
 use crate::io::parquet::pages::{is_string, string_values};
 pub(crate) use url_keys::{canonical_url_key, page_hash, rel_canonical_key};
-use url_keys::{NAMES_ANOTHER, NAMES_HOME, NAMES_ITSELF, NAMES_NONE};
+use url_keys::{
+    NAMES_ANOTHER, NAMES_ELSEWHERE, NAMES_HOME, NAMES_ITSELF, NAMES_NONE, NAMES_OTHER_SITE,
+};
 
 /// The most words a page's keys may take: 32 bytes.
 pub(crate) const MAX_KEY_WORDS: usize = 8;
@@ -430,16 +432,19 @@ impl KeepOrder {
 
     /// `rel-canonical`'s word for a page whose link names another page,
     /// `word` its word as read ([`rel_canonical_key`]), `listed` whether
-    /// the pages table lists the page named. A page naming one the crawl
-    /// does not hold is the site's own copy of it (an AMP view, a URL with
-    /// a tracking query, a mirror), and ranks as if it named itself: else a
-    /// copy that names nothing, a scraper's, would win over it. A scraper
-    /// that copies the link names the same page, and ties.
+    /// the pages table lists the page named. A page of the named page's
+    /// site naming one the crawl does not hold is the site's own copy of it
+    /// (an AMP view, a URL with a tracking query), and ranks as if it named
+    /// itself: else a copy that names nothing, a scraper's, would win over
+    /// it. A page of another site naming it (a syndicated copy, a mirror,
+    /// or a scraper that kept the link) ranks after the site's own and
+    /// before a copy naming nothing.
     pub(crate) fn named_word(word: u32, listed: bool) -> u32 {
         match (word, listed) {
-            (_, false) => NAMES_ITSELF,
             (NAMES_HOME, true) => NAMES_NONE,
             (_, true) => NAMES_ANOTHER,
+            (NAMES_OTHER_SITE, false) => NAMES_ELSEWHERE,
+            (_, false) => NAMES_ITSELF,
         }
     }
 
@@ -582,7 +587,9 @@ impl KeepOrder {
                     for (row, (url, canonical)) in of_rows(urls, &wanted) {
                         let key = rel_canonical_key(url, canonical);
                         rows[row * words + at] = key;
-                        if let (NAMES_ANOTHER | NAMES_HOME, Some(named)) = (key, canonical) {
+                        if let (NAMES_ANOTHER | NAMES_HOME | NAMES_OTHER_SITE, Some(named)) =
+                            (key, canonical)
+                        {
                             let hash = page_hash(named, &mut out.scratch);
                             out.naming.push((first_row + row, hash));
                         }
@@ -836,14 +843,38 @@ mod tests {
     fn a_page_naming_itself_canonical_comes_first_and_one_naming_another_last() {
         let page = "https://news.example/story";
         let key = |canonical| rel_canonical_key(Some(page), canonical);
-        assert_eq!(key(Some(page)), 0);
-        assert_eq!(key(Some("https://news.example/story#top")), 0);
-        assert_eq!(key(Some("HTTPS://News.Example:443/story")), 0);
-        assert_eq!(key(None), 1);
-        assert_eq!(key(Some("https://news.example/story/")), 2);
-        assert_eq!(key(Some("https://publisher.example/story")), 2);
-        assert_eq!(rel_canonical_key(None, Some(page)), 2);
-        assert_eq!(rel_canonical_key(None, None), 1);
+        assert_eq!(key(Some(page)), NAMES_ITSELF);
+        assert_eq!(key(Some("https://news.example/story#top")), NAMES_ITSELF);
+        assert_eq!(key(Some("HTTPS://News.Example:443/story")), NAMES_ITSELF);
+        assert_eq!(key(None), NAMES_NONE);
+        assert_eq!(key(Some("https://news.example/story/")), NAMES_ANOTHER);
+        assert_eq!(
+            key(Some("https://publisher.example/story")),
+            NAMES_OTHER_SITE
+        );
+        assert_eq!(rel_canonical_key(None, Some(page)), NAMES_ANOTHER);
+        assert_eq!(rel_canonical_key(None, None), NAMES_NONE);
+        // The same site: a www., mobile or AMP host, a port, a user, case;
+        // a relative link. Not a subdomain, nor a suffix of the host.
+        for same in [
+            "https://www.news.example/a",
+            "http://AMP.News.Example:8080/a",
+            "https://user@m.news.example/a",
+            "/a",
+        ] {
+            assert_eq!(key(Some(same)), NAMES_ANOTHER, "{same}");
+        }
+        for other in [
+            "https://sport.news.example/a",
+            "https://oldnews.example/a",
+            "https://amp.example/a",
+        ] {
+            assert_eq!(key(Some(other)), NAMES_OTHER_SITE, "{other}");
+        }
+        let www =
+            |canonical| rel_canonical_key(Some("https://www.news.example/x"), Some(canonical));
+        assert_eq!(www("https://news.example/y"), NAMES_ANOTHER);
+        assert_eq!(www("https://www2.news.example/y"), NAMES_OTHER_SITE);
         // A site's home page named from within it is a template's mistake
         // if the home was crawled; one not crawled is named like any other.
         assert_eq!(key(Some("https://news.example/")), NAMES_HOME);
@@ -852,18 +883,23 @@ mod tests {
         for (word, listed, named) in [
             (NAMES_ANOTHER, true, NAMES_ANOTHER),
             (NAMES_ANOTHER, false, NAMES_ITSELF),
+            (NAMES_OTHER_SITE, true, NAMES_ANOTHER),
+            (NAMES_OTHER_SITE, false, NAMES_ELSEWHERE),
             (NAMES_HOME, true, NAMES_NONE),
             (NAMES_HOME, false, NAMES_ITSELF),
         ] {
             assert_eq!(KeepOrder::named_word(word, listed), named);
         }
-        assert_eq!(key(Some("https://news.example/?lang=en")), 2);
+        assert_eq!(key(Some("https://news.example/?lang=en")), NAMES_ANOTHER);
         let home = |url, canonical| rel_canonical_key(Some(url), Some(canonical));
         assert_eq!(
             home("https://www.news.example/", "https://news.example/"),
-            2
+            NAMES_ANOTHER
         );
-        assert_eq!(home("https://news.example/", "https://news.example"), 0);
+        assert_eq!(
+            home("https://news.example/", "https://news.example"),
+            NAMES_ITSELF
+        );
         assert_eq!(
             home("https://partner.example/story", "https://news.example/"),
             NAMES_HOME
@@ -874,7 +910,7 @@ mod tests {
             "https://news.example/index.html",
             "https://news.example/?page=2",
         ] {
-            assert_eq!(home(view, "https://news.example/"), 2, "{view}");
+            assert_eq!(home(view, "https://news.example/"), NAMES_ANOTHER, "{view}");
         }
         // Through a batch: a file without the column names no canonical.
         let order = KeepOrder::parse("rel-canonical").unwrap();
@@ -889,12 +925,12 @@ mod tests {
         order
             .encode(&with.unwrap(), "t", |_| true, false, &mut keys)
             .unwrap();
-        assert_eq!(keys.words, vec![0, 2, 1]);
+        assert_eq!(keys.words, vec![NAMES_ITSELF, NAMES_OTHER_SITE, NAMES_NONE]);
         // The second row's word waits on the pages table listing the page.
         let elsewhere = page_hash("https://elsewhere.example/story#top", &mut Vec::new());
         assert_eq!(keys.naming, [(1, elsewhere)]);
         let without = RecordBatch::try_from_iter([(URL, urls)]).unwrap();
-        assert_eq!(encoded_words(&order, &without, false), vec![1, 1, 1]);
+        assert_eq!(encoded_words(&order, &without, false), vec![NAMES_NONE; 3]);
     }
 
     /// The words of every row of `batch`.

@@ -162,11 +162,13 @@ fn is_tracking_key(key: &[u8]) -> bool {
 /// A key of `rel-canonical`: [`NAMES_ITSELF`] for a page whose canonical
 /// link names itself (as URLs, whatever their fragments), [`NAMES_NONE`]
 /// for one without a link, [`NAMES_ANOTHER`] for one whose link names
-/// another page: the site says that page is the one to keep, if the pages
-/// table lists it ([`crate::cluster::keep_order::KeepOrder::named_word`]
-/// gives the final word). A link from a page below a site's home to a home
-/// page (any site's) is [`NAMES_HOME`]: if that home was crawled, the link
-/// is a template's mistake (every page of the site naming its home), which
+/// another page of its own site, [`NAMES_OTHER_SITE`] for one naming a
+/// page of another site ([`same_site`]): the site says that page is the one
+/// to keep, if the pages table lists it
+/// ([`crate::cluster::keep_order::KeepOrder::named_word`] gives the final
+/// word). A link from a page below a site's home to a home page (any
+/// site's) is [`NAMES_HOME`]: if that home was crawled, the link is a
+/// template's mistake (every page of the site naming its home), which
 /// would lose each page to a copy naming nothing, and counts as none. A
 /// view of the home page (`/index.html`, `/?utm_source=...`) naming it is
 /// no such mistake.
@@ -179,18 +181,58 @@ pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u
     }
     let below_home = |url: &str| path_of(url).is_some_and(|(path, _)| !is_home_path(path));
     let names_home = path_of(canonical).is_some_and(|(path, query)| path.is_empty() && !query);
-    match names_home && url.is_some_and(below_home) {
-        true => NAMES_HOME,
-        false => NAMES_ANOTHER,
+    match (names_home && url.is_some_and(below_home), url) {
+        (true, _) => NAMES_HOME,
+        (false, Some(url)) if !same_site(url, canonical) => NAMES_OTHER_SITE,
+        (false, _) => NAMES_ANOTHER,
     }
 }
 
-/// [`rel_canonical_key`]'s words, least first; [`NAMES_HOME`] is only ever
-/// a row's word until the pages table is read.
+/// [`rel_canonical_key`]'s words, least first. The last three are a row's
+/// word only until the pages table is read
+/// ([`crate::cluster::keep_order::KeepOrder::named_word`]): a page never
+/// crawled named by a page of its own site makes that page its site's own
+/// copy ([`NAMES_ITSELF`]); named from another site, a copy there
+/// (syndicated, or a scraper's that kept the link) ranks after the site's
+/// own and before copies naming nothing ([`NAMES_ELSEWHERE`]).
 pub(crate) const NAMES_ITSELF: u32 = 0;
-pub(crate) const NAMES_NONE: u32 = 1;
-pub(crate) const NAMES_ANOTHER: u32 = 2;
-pub(crate) const NAMES_HOME: u32 = 3;
+pub(crate) const NAMES_ELSEWHERE: u32 = 1;
+pub(crate) const NAMES_NONE: u32 = 2;
+pub(crate) const NAMES_ANOTHER: u32 = 3;
+pub(crate) const NAMES_HOME: u32 = 4;
+pub(crate) const NAMES_OTHER_SITE: u32 = 5;
+const _: () = assert!(NAMES_ITSELF < NAMES_ELSEWHERE && NAMES_ELSEWHERE < NAMES_NONE);
+const _: () = assert!(NAMES_NONE < NAMES_ANOTHER);
+
+/// Whether two absolute URLs are pages of one site: their hosts alike but
+/// for case, a user, a port, and a leading `www.` or a mobile or AMP prefix
+/// ([`VARIANT_HOSTS`]), as `amp.news.example` and `www.news.example` are.
+/// A link without a scheme (a team's table may hold relative ones) is its
+/// page's site.
+fn same_site(url: &str, canonical: &str) -> bool {
+    match (site_of(url), site_of(canonical)) {
+        (Some(a), Some(b)) => a.eq_ignore_ascii_case(b),
+        (_, None) => true,
+        (None, Some(_)) => false,
+    }
+}
+
+/// A URL's host as [`same_site`] compares it.
+fn site_of(url: &str) -> Option<&[u8]> {
+    let bytes = url.as_bytes();
+    let host = without_user(UrlParts::of(&bytes[scheme_end(bytes)? + 3..]).host);
+    let host = match memchr::memrchr(b':', host) {
+        Some(colon) if !host.ends_with(b"]") => &host[..colon],
+        _ => host,
+    };
+    let prefixes = std::iter::once("www.").chain(VARIANT_HOSTS.iter().copied());
+    let bare = prefixes
+        .filter(|prefix| host.len() > prefix.len())
+        .find(|prefix| host[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes()))
+        .map(|prefix| &host[prefix.len()..])
+        .filter(|rest| rest.contains(&b'.'));
+    Some(bare.unwrap_or(host))
+}
 
 /// A hash of the page a URL names: the same for two URLs exactly when
 /// [`same_page`] says they name the same page (a plain URL is hashed as
