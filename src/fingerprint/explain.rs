@@ -223,6 +223,18 @@ fn sketch_as_hex<S: serde::Serializer>(
 /// Runs `neardup explain`, writing to stdout.
 pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
     let stored = closest_rows(find_pages(&opts.fingerprints, &opts.pages)?);
+    if let [a, b] = &stored[..] {
+        // Two fetches of one page compare; one row with itself says nothing.
+        if (a.id, &a.shard, a.offset) == (b.id, &b.shard, b.offset) {
+            bail!(
+                "{} and {} are the same row of one page (id {}): give two pages, or --text {} for its text",
+                opts.pages[0],
+                opts.pages[1],
+                a.id,
+                opts.pages[0]
+            );
+        }
+    }
     let pages = stored
         .into_iter()
         .map(|page| explain_page(page, &opts.fields))

@@ -420,6 +420,18 @@ fn explain_refuses_bad_input_in_one_line() {
         &["explain", "--text", "12345", "--fingerprints", fp],
         "12345: no page with this id or URL",
     );
+    // One page twice (by its id and its URL): nothing to compare.
+    one_error(
+        &[
+            "explain",
+            "https://licences.example.org/apache-2.0",
+            &neardup::fingerprint::crawl::url_id("https://licences.example.org/apache-2.0")
+                .to_string(),
+            "--fingerprints",
+            fp,
+        ],
+        "are the same row of one page",
+    );
     // A cluster's output, which has ids but no fingerprints: the file is
     // named, not one of its rows.
     let drops = dir.path().join("drop.parquet");

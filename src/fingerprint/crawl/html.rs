@@ -639,7 +639,7 @@ impl PageReader {
             }
         };
         add(&mut self.hidden, open.hidden);
-        // Before the rules of the sixth, class words hide as elements do.
+        // Before the sixth rules, class words hide as elements do.
         let by_words = open.boilerplate == Boilerplate::ByWords && self.rules >= MainRules::SIXTH;
         add(
             &mut self.boilerplate,
