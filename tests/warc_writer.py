@@ -224,10 +224,26 @@ def read(shards):
     print(json.dumps({"types": types, "rows": rows}, ensure_ascii=False))
 
 
+def html_headers(extra=(), status="200 OK"):
+    """An HTML response's status line and headers, `extra` after them."""
+    from warcio.statusandheaders import StatusAndHeaders
+
+    return StatusAndHeaders(
+        status, [("Content-Type", "text/html; charset=utf-8")] + list(extra), protocol="HTTP/1.1"
+    )
+
+
+def write_response(w, url, html, headers, date):
+    """Writes the HTTP response `html` (text) of `url`, dated `date`."""
+    w.write_record(w.create_warc_record(
+        url, "response", payload=io.BytesIO(html.encode()), http_headers=headers,
+        warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
+    ))
+
+
 def copies(out):
     """Pages copied under several URLs, in an order unlike their dates, so
     that no key's choice is the first record's or the smallest id's."""
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     licences = Path("/usr/share/common-licenses")
@@ -240,9 +256,7 @@ def copies(out):
         ("http://licences.example.org/{name}", 0, "less"),
         ("https://copy.example.com/{name}?ref=1", 2, "same"),
     ]
-    headers = StatusAndHeaders(
-        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
-    )
+    headers = html_headers()
     with open(Path(out) / "copies.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
         for n, name in enumerate(names):
@@ -253,27 +267,17 @@ def copies(out):
                 body = body[:-1] if text == "less" else body
                 html = "<html><body><main>" + "".join(f"<p>{p}</p>" for p in body) + "</main></body></html>"
                 date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
-                record = w.create_warc_record(
-                    pattern.format(name=name.lower()), "response",
-                    payload=io.BytesIO(html.encode()), http_headers=headers,
-                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
-                )
-                w.write_record(record)
+                write_response(w, pattern.format(name=name.lower()), html, headers, date)
 
 
 def canonical(out, crawled=True):
     """Copies of pages whose sites name the original with rel="canonical",
     every copy with a URL and a fetch time the other keys would prefer;
     the originals themselves only if `crawled`."""
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     licences = Path("/usr/share/common-licenses")
     names = ["Apache-2.0", "GPL-3", "MPL-2.0", "LGPL-2.1"]
-    def headers(extra):
-        return StatusAndHeaders(
-            "200 OK", [("Content-Type", "text/html; charset=utf-8")] + extra, protocol="HTTP/1.1"
-        )
     with open(Path(out) / "canonical.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
         for n, licence in enumerate(names):
@@ -295,12 +299,7 @@ def canonical(out, crawled=True):
             for url, days, head, body, extra in pages[0 if crawled else 1:]:
                 html = f"<html><head><title>{name}</title>{head}</head><body>{body}{main}</body></html>"
                 date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
-                record = w.create_warc_record(
-                    url, "response",
-                    payload=io.BytesIO(html.encode()), http_headers=headers(extra),
-                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
-                )
-                w.write_record(record)
+                write_response(w, url, html, html_headers(extra), date)
 
 
 def canonical_docs(out):
@@ -308,7 +307,6 @@ def canonical_docs(out):
     each does cluster keep?"""
     import glob
     import re
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     files = sorted(glob.glob("/usr/share/doc/nodejs/api/*.html"))
@@ -323,9 +321,7 @@ def canonical_docs(out):
     if len(pages) < 20:
         print(f"only {len(pages)} pages with a canonical link on this machine", file=sys.stderr)
         sys.exit(3)
-    headers = StatusAndHeaders(
-        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
-    )
+    headers = html_headers()
     manifest = []
     with open(Path(out) / "docs.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
@@ -343,10 +339,7 @@ def canonical_docs(out):
                 group.append((named, "original", 2, html))
             for url, role, days, body in group:
                 date = FIRST_DATE + datetime.timedelta(days=days, seconds=n)
-                w.write_record(w.create_warc_record(
-                    url, "response", payload=io.BytesIO(body.encode()), http_headers=headers,
-                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
-                ))
+                write_response(w, url, body, headers, date)
                 manifest.append({"url": url, "role": role, "page": page})
     (Path(out) / "manifest.json").write_text(json.dumps(manifest))
 
@@ -355,7 +348,6 @@ def read_the_docs(out):
     """Real pages whose role="main" content lies inside wrappers the theme
     names for navigation (`wy-grid-for-nav`, `wy-nav-content`)."""
     import glob
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     wrapper = '<div class="wy-grid-for-nav">'
@@ -366,9 +358,7 @@ def read_the_docs(out):
         sys.exit(3)
     banner = ('<div class="announcement"><p>Version 10.1 has been released! '
               'Read the release notes for what changed.</p></div>')
-    headers = StatusAndHeaders(
-        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
-    )
+    headers = html_headers()
     manifest = []
     with open(Path(out) / "rtd.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
@@ -380,10 +370,7 @@ def read_the_docs(out):
                 (f"https://qemu.example/tools/{name}", html.replace(wrapper, banner + wrapper, 1), True),
             ]:
                 date = FIRST_DATE + datetime.timedelta(seconds=2 * n + bannered)
-                w.write_record(w.create_warc_record(
-                    url, "response", payload=io.BytesIO(body.encode()), http_headers=headers,
-                    warc_headers_dict={"WARC-Date": date.strftime("%Y-%m-%dT%H:%M:%SZ")},
-                ))
+                write_response(w, url, body, headers, date)
                 manifest.append({"url": url, "page": name, "banner": bannered})
     (Path(out) / "manifest.json").write_text(json.dumps(manifest))
 
@@ -393,7 +380,6 @@ def encoded(out):
     compressed and in chunks. The gzip bodies are Python's zlib at level 9
     with no time in their header, the same bytes on every run."""
     import gzip
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     paragraphs = [
@@ -434,9 +420,7 @@ def encoded(out):
     with open(Path(out) / "encoded.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
         for url, body, codings in responses:
-            headers = StatusAndHeaders(
-                "200 OK", [("Content-Type", "text/html; charset=utf-8")] + codings,
-                protocol="HTTP/1.1")
+            headers = html_headers(codings)
             offset = f.tell()
             w.write_record(w.create_warc_record(
                 url, "response", payload=io.BytesIO(body), http_headers=headers))
@@ -447,7 +431,6 @@ def encoded(out):
 def statuses(out):
     """Responses that are not pages, and pages with nothing to read, on
     four sites, beside one real page each."""
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     def stock(title, text):
@@ -486,8 +469,7 @@ def statuses(out):
     with open(Path(out) / "statuses.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
         for url, status, body, kind in responses:
-            headers = StatusAndHeaders(status, [("Content-Type", "text/html; charset=utf-8")],
-                                       protocol="HTTP/1.1")
+            headers = html_headers(status=status)
             w.write_record(w.create_warc_record(
                 url, "response", payload=io.BytesIO(body.encode()), http_headers=headers))
             manifest[kind].append(url)
@@ -507,7 +489,6 @@ def sphinx(out):
     import glob
     import os
     import subprocess
-    from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
     src = Path(out) / "src"
@@ -531,9 +512,7 @@ def sphinx(out):
     site = Path(out) / "site"
     subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src), str(site)],
                    check=True)
-    headers = StatusAndHeaders(
-        "200 OK", [("Content-Type", "text/html; charset=utf-8")], protocol="HTTP/1.1"
-    )
+    headers = html_headers()
     with open(Path(out) / "sphinx.warc.gz", "wb") as f:
         w = WARCWriter(f, gzip=True)
         for file in sorted(glob.glob(f"{site}/*.html")):

@@ -28,7 +28,6 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use arrow_array::{Array, FixedSizeBinaryArray, Int64Array, RecordBatch, UInt64Array};
-use arrow_schema::DataType;
 use serde::Serialize;
 use similar::{ChangeTag, TextDiff};
 
@@ -40,7 +39,7 @@ use crate::fingerprint::simhash::{
     feature_list, fingerprint_page, hash_feature, heading_copies, FeatureList,
 };
 use crate::io::parquet::input::expand_locations_with;
-use crate::io::parquet::pages::{string_values, PagesTable};
+use crate::io::parquet::pages::{check_int64, string_values, PagesTable};
 use crate::io::parquet::{
     sketch_of_bytes, wide_distance, Sketch, METADATA_KEY, SKETCH_BYTES, SKETCH_COLUMN,
 };
@@ -306,15 +305,11 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Vec<
     ];
     // A shard's `simhash` is what a pair is explained by: a file without
     // it (a cluster output, say) is named, not one of its rows.
-    let simhash = |file: &str, name: &str, kind: &DataType| match kind {
-        DataType::Int64 | DataType::UInt64 => Ok(()),
-        other => bail!("{file}: column `{name}` has type {other}, expected INT64 (or UINT64)"),
-    };
     let table = PagesTable::open(
         "--fingerprints",
         specs,
         &["simhash".to_string()],
-        simhash,
+        check_int64,
         &COLUMNS,
         |_, _, _| Ok(()),
     )?;

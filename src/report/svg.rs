@@ -22,6 +22,11 @@ const TITLE_X: f64 = 8.0;
 /// Colours of the series, in order.
 const COLOURS: [&str; 4] = ["#3b6ea5", "#c8553d", "#4f9d69", "#8e6c8a"];
 
+/// The colour of series `s`, its line's and its legend's.
+fn series_colour(s: usize) -> &'static str {
+    COLOURS[s % COLOURS.len()]
+}
+
 /// Escapes text for HTML and SVG.
 pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -339,7 +344,7 @@ pub(crate) fn lines(
         x_tick(&mut svg, x_of(i), category);
     }
     for (s, (series_name, values)) in series.iter().enumerate() {
-        let colour = COLOURS[s % COLOURS.len()];
+        let colour = series_colour(s);
         for run in present_runs(values).iter().filter(|run| run.len() > 1) {
             let path: Vec<String> = run
                 .iter()
@@ -374,7 +379,7 @@ pub(crate) fn lines(
         let _ = write!(
             chart,
             r#"<span><span class="swatch" style="background:{}"></span>{}</span>"#,
-            COLOURS[s % COLOURS.len()],
+            series_colour(s),
             escape(series_name)
         );
     }

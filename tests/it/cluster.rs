@@ -2092,18 +2092,10 @@ fn real_pages_keep_the_page_their_canonical_links_name_else_their_mirror() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let crawl = d.join("crawl");
-    std::fs::create_dir_all(&crawl).unwrap();
-    let helper = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/warc_writer.py");
-    let status = Command::new(crate::common::python_with("warcio"))
-        .arg(&helper)
-        .args(["canonical-docs", crawl.to_str().unwrap()])
-        .status()
-        .unwrap();
-    if status.code() == Some(3) {
-        eprintln!("skipped: no pages with canonical links here (Debian's nodejs docs)");
+    let pages = "pages with canonical links (Debian's nodejs docs)";
+    if !crate::common::write_warcio_crawl_of_real_pages("canonical-docs", &crawl, pages) {
         return;
     }
-    assert!(status.success(), "warc_writer.py canonical-docs");
     let path = |name: &str| d.join(name).to_str().unwrap().to_string();
     let warc = crawl.join("docs.warc.gz");
     let fp = path("fp");

@@ -188,13 +188,15 @@ pub(crate) fn rel_canonical_key(url: Option<&str>, canonical: Option<&str>) -> u
     }
 }
 
-/// [`rel_canonical_key`]'s words, least first. The last three are a row's
-/// word only until the pages table is read
+/// [`rel_canonical_key`]'s words, least first. A row naming another page
+/// ([`NAMES_ANOTHER`], of its own site, [`NAMES_HOME`] or
+/// [`NAMES_OTHER_SITE`]) has its final word once the pages table is read
 /// ([`crate::cluster::keep_order::KeepOrder::named_word`]): a page never
 /// crawled named by a page of its own site makes that page its site's own
 /// copy ([`NAMES_ITSELF`]); named from another site, a copy there
 /// (syndicated, or a scraper's that kept the link) ranks after the site's
-/// own and before copies naming nothing ([`NAMES_ELSEWHERE`]).
+/// own and before copies naming nothing ([`NAMES_ELSEWHERE`]); a page
+/// crawled is deferred to ([`NAMES_ANOTHER`]).
 pub(crate) const NAMES_ITSELF: u32 = 0;
 pub(crate) const NAMES_ELSEWHERE: u32 = 1;
 pub(crate) const NAMES_NONE: u32 = 2;

@@ -20,6 +20,7 @@ use parquet::arrow::ProjectionMask;
 use super::timestamp::parse_rfc3339;
 use super::{url_id, BadRecord, Document, Record, TextFields};
 use crate::io::parquet::input::load_footer;
+use crate::io::parquet::pages::check_int64;
 use crate::io::storage::Location;
 
 /// Reads every row; a row with a null text, with neither an id nor a url, or
@@ -77,13 +78,7 @@ pub(crate) fn read(
         }
     }
     if let Some(i) = id_index {
-        let t = schema.field(i).data_type();
-        if !matches!(t, DataType::Int64 | DataType::UInt64) {
-            bail!(
-                "{shown}: column `{}` has type {t}, expected INT64 (or UINT64)",
-                fields.id
-            );
-        }
+        check_int64(&shown.to_string(), &fields.id, schema.field(i).data_type())?;
     }
     let time_index = match &fields.time {
         Some(name) => {

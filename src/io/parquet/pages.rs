@@ -193,12 +193,7 @@ impl PagesFile {
             )
         };
         let (id_root, id) = schema.column_with_name(ID).ok_or_else(|| missing(ID))?;
-        if !matches!(id.data_type(), DataType::Int64 | DataType::UInt64) {
-            bail!(
-                "{shown}: column `{ID}` has type {}, expected INT64 (or UINT64)",
-                id.data_type()
-            );
-        }
+        check_int64(&shown, ID, id.data_type())?;
         let mut roots = vec![id_root];
         for name in required {
             let (root, field) = schema.column_with_name(name).ok_or_else(|| missing(name))?;
@@ -226,6 +221,15 @@ impl PagesFile {
             .index_of(name)
             .is_ok_and(|index| self.roots.contains(&index))
     }
+}
+
+/// Refuses column `name` of `file` unless it holds 64-bit integers (ids,
+/// fingerprints: INT64, or UINT64 as some writers give them).
+pub(crate) fn check_int64(file: &str, name: &str, data_type: &DataType) -> Result<()> {
+    if !matches!(data_type, DataType::Int64 | DataType::UInt64) {
+        bail!("{file}: column `{name}` has type {data_type}, expected INT64 (or UINT64)");
+    }
+    Ok(())
 }
 
 /// Refuses column `name` of `file` unless it holds strings ([`is_string`]).

@@ -3,6 +3,7 @@
 //! column, read for chosen rows only.
 
 use super::*;
+use crate::io::parquet::pages::check_int64;
 use crate::io::parquet::{sketch_of_bytes, Sketch, SKETCH_BYTES, SKETCH_COLUMN};
 use arrow_array::cast::AsArray;
 use arrow_array::FixedSizeBinaryArray;
@@ -66,12 +67,8 @@ impl FingerprintFile {
                     column_list(schema)
                 )
             })?;
-            match field.data_type() {
-                DataType::Int64 | DataType::UInt64 => Ok(index),
-                other => {
-                    bail!("{shown}: column `{name}` has type {other}, expected INT64 (or UINT64)")
-                }
-            }
+            check_int64(&shown.to_string(), name, field.data_type())?;
+            Ok(index)
         };
         let id_root = root(&columns.id)?;
         let simhash_root = root(&columns.simhash)?;
