@@ -197,7 +197,7 @@ def ranged_read(source, offset, length):
 
 
 COLUMNS = ["id", "url", "simhash", "sketch", "n_features", "n_chars", "fetch_time", "source", "offset",
-           "length", "canonical_url"]
+           "length", "canonical_url", "main_content"]
 
 
 def read(shards):

@@ -473,11 +473,15 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
     let mut counts = PageCounts::default();
     for mut document in batch.documents {
         scheme.target_uri.apply(&mut document);
-        let (f, canonical) = match document.html {
+        let (f, canonical, main_content) = match document.html {
             true => {
                 let page = html::page_text(&document.text, scheme.html);
                 counts.html_pages += 1;
                 counts.fallbacks += u64::from(page.fell_back);
+                let main_content = match scheme.html {
+                    html::PageText::Main(_) => Some(!page.fell_back),
+                    html::PageText::All => None,
+                };
                 let canonical = html::canonical_of(
                     &page.canonicals,
                     &document.header_canonicals,
@@ -486,10 +490,11 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
                 );
                 let f =
                     fingerprint_page(&page.text, &page.headings, &scheme.simhash, scheme.sketch);
-                (f, canonical)
+                (f, canonical, main_content)
             }
             false => (
                 fingerprint_with(&document.text, &scheme.simhash, scheme.sketch),
+                None,
                 None,
             ),
         };
@@ -498,6 +503,7 @@ fn fingerprint_batch(batch: DocumentBatch, scheme: &Scheme) -> RowBatch {
             continue;
         }
         rows.canonical_urls.push(canonical);
+        rows.main_content.push(main_content);
         rows.sketches.extend(f.sketch);
         rows.ids.push(document.id);
         rows.urls.push(document.url);

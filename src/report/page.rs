@@ -57,7 +57,7 @@ const FINGERPRINT_KEYS: &[(&str, &str, Shown)] = &[
     ("html_pages", "HTML pages", Shown::Count),
     (
         "main_content_fallbacks",
-        "HTML pages, no main content",
+        "HTML pages, no main content (main_content = false)",
         Shown::Count,
     ),
     ("bytes", "bytes read", Shown::Bytes),

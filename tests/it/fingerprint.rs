@@ -79,7 +79,7 @@ fn read_with_duckdb(out: &Path) -> Value {
 }
 
 /// DuckDB's types of a fingerprint shard's columns.
-const SHARD_TYPES: [&str; 11] = [
+const SHARD_TYPES: [&str; 12] = [
     "BIGINT",
     "VARCHAR",
     "BIGINT",
@@ -91,6 +91,7 @@ const SHARD_TYPES: [&str; 11] = [
     "BIGINT",
     "BIGINT",
     "VARCHAR",
+    "BOOLEAN",
 ];
 
 /// Checks every shard row of the warcio sample against its manifest: the
@@ -313,8 +314,9 @@ fn shards_are_identical_for_any_worker_count() {
 /// Every named scheme and `--html-text all` on the warcio crawl: each
 /// WARC page's fingerprint is the library's for the scheme's text of the
 /// page, the shards record the HTML mode, fallbacks are counted only where
-/// main content is asked for, and the text shard (WET) is the same under
-/// schemes that differ only in their HTML mode.
+/// main content is asked for and marked in `main_content` (false: the page
+/// fell back; null: none looked for), and the text shard (WET) is the same
+/// under schemes that differ only in their HTML mode.
 #[test]
 fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
     let dir = tempfile::tempdir().unwrap();
@@ -367,6 +369,7 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
         args.extend(flags);
         run_ok(&args);
         let options = Scheme::named(simhash_of).unwrap().simhash;
+        let mut main_content = std::collections::BTreeMap::new();
         let expected: std::collections::BTreeMap<i64, u64> = manifest["warc"]
             .as_array()
             .unwrap()
@@ -375,6 +378,8 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
                 let (url, page) = (r["url"].as_str().unwrap(), r["html"].as_str().unwrap());
                 let page = html::page_text(page, mode);
                 let f = fingerprint_page(&page.text, &page.headings, &options, false);
+                let found = (mode != PageText::All).then_some(!page.fell_back);
+                main_content.insert(url_id(url), found);
                 (url_id(url), f.simhash)
             })
             .collect();
@@ -383,6 +388,9 @@ fn named_schemes_and_html_modes_fingerprint_warc_pages_as_they_say() {
         let got: std::collections::BTreeMap<i64, u64> =
             read_documents(&shards[0]).into_iter().collect();
         assert_eq!(got, expected, "{name}");
+        assert_eq!(read_main_content(&shards[0]), main_content, "{name}");
+        let text = read_main_content(&shards[1]);
+        assert!(text.values().all(Option::is_none), "{name}: {text:?}");
         let s = summary(&out);
         assert_eq!(s["files"][0]["format"], "warc", "{name}");
         let scheme = shard_scheme(&shards[0]).unwrap();
@@ -965,6 +973,25 @@ fn fingerprint_columns(path: &Path) -> Vec<RecordBatch> {
     reader
         .map(|batch| batch.unwrap().project(&[0, 1, 2, 3, 4]).unwrap())
         .collect()
+}
+
+/// `main_content` of a shard's pages, by id.
+fn read_main_content(path: &Path) -> std::collections::BTreeMap<i64, Option<bool>> {
+    let reader = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path).unwrap())
+        .unwrap()
+        .build()
+        .unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for batch in reader {
+        let batch = batch.unwrap();
+        let ids = batch
+            .column_by_name("id")
+            .unwrap()
+            .as_primitive::<Int64Type>();
+        let found = batch.column_by_name("main_content").unwrap().as_boolean();
+        out.extend(ids.values().iter().copied().zip(found.iter()));
+    }
+    out
 }
 
 /// `(id, simhash)` of a fingerprint shard.

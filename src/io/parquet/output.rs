@@ -314,6 +314,9 @@ pub(crate) struct DocumentRows {
     pub(crate) sketches: Vec<super::Sketch>,
     /// The `canonical_url` column: an HTML page's `rel="canonical"` link.
     pub(crate) canonical_urls: Vec<Option<String>>,
+    /// The `main_content` column: whether an HTML page's main content was
+    /// found (null where none was looked for).
+    pub(crate) main_content: Vec<Option<bool>>,
 }
 
 impl DocumentRows {
@@ -328,6 +331,7 @@ impl DocumentRows {
         self.spans.append(&mut other.spans);
         self.sketches.append(&mut other.sketches);
         self.canonical_urls.append(&mut other.canonical_urls);
+        self.main_content.append(&mut other.main_content);
     }
 }
 
@@ -351,6 +355,7 @@ pub(crate) fn document_schema(sketch: bool) -> SchemaRef {
         Some(Field::new("offset", DataType::Int64, true)),
         Some(Field::new("length", DataType::Int64, true)),
         Some(Field::new(CANONICAL_URL, DataType::Utf8, true)),
+        Some(Field::new(MAIN_CONTENT, DataType::Boolean, true)),
     ];
     Arc::new(Schema::new(
         fields.into_iter().flatten().collect::<Vec<_>>(),
@@ -362,8 +367,10 @@ pub(crate) fn document_schema(sketch: bool) -> SchemaRef {
 /// FIXED_LEN_BYTE_ARRAY(24), see [`super::Sketch`]), `n_features`, `n_chars`, `fetch_time`
 /// (TIMESTAMP in microseconds, UTC; null when unknown), `source` (the input
 /// file, in every row), `offset` and `length` (the record's bytes in
-/// `source`; null when no range holds it alone) and `canonical_url` (an
-/// HTML page's canonical link, absolute; else null); the fingerprint
+/// `source`; null when no range holds it alone), `canonical_url` (an
+/// HTML page's canonical link, absolute; else null) and `main_content`
+/// (false for an HTML page fingerprinted on all its text because no main
+/// content was found; null where none was looked for); the fingerprint
 /// scheme goes into the key-value metadata.
 ///
 /// `source` is made into a column a row group at a time, one value
@@ -395,7 +402,7 @@ pub(crate) fn write_documents(
         if sketched {
             columns.push(sketch_column(&rows.sketches[range.clone()])?);
         }
-        columns.extend::<[ArrayRef; 7]>([
+        columns.extend::<[ArrayRef; 8]>([
             Arc::new(Int32Array::from_iter_values(
                 rows.n_features[range.clone()].iter().map(|&x| x as i32),
             )),
@@ -421,8 +428,11 @@ pub(crate) fn write_documents(
                     .map(|s| s.map(|s| s.length as i64)),
             )),
             Arc::new(StringArray::from_iter(
-                rows.canonical_urls[range].iter().map(|u| u.as_deref()),
+                rows.canonical_urls[range.clone()]
+                    .iter()
+                    .map(|u| u.as_deref()),
             )),
+            Arc::new(BooleanArray::from(rows.main_content[range].to_vec())),
         ]);
         Ok(RecordBatch::try_new(schema.clone(), columns)?)
     })
@@ -430,6 +440,8 @@ pub(crate) fn write_documents(
 
 /// A fingerprint shard's column of canonical links.
 pub(crate) const CANONICAL_URL: &str = "canonical_url";
+/// A fingerprint shard's column of whether main content was found.
+pub(crate) const MAIN_CONTENT: &str = "main_content";
 
 /// The field of a shard's sketches: FIXED_LEN_BYTE_ARRAY(24).
 fn sketch_field() -> Field {
