@@ -32,7 +32,6 @@ use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
 use crate::matching::{check_k, read_queries, run_match, MatchOptions};
 
-/// Exact near-duplicate detection for 64-bit simhash fingerprints.
 /// `-k` as given: a negative or non-integer k is out of range too (clap
 /// named the range of a `u32`), in [`check_k`]'s words.
 fn parse_k(text: &str) -> Result<u32, String> {
@@ -141,7 +140,8 @@ pub struct ClusterArgs {
     #[arg(long, num_args = 1..)]
     pub(crate) pages: Vec<String>,
     /// The corpus's fingerprint shards (match's --corpus): its pages are
-    /// corpus pages, the longest held (earliest fetch_time there) first;
+    /// corpus pages, the longest held first (since their batch, an output
+    /// committed with _SUCCESS, was complete: its latest fetch_time);
     /// drop/'s keep_url for pages kept from it. Its ids and the keys'
     /// columns are read in full, its URLs only in row groups that hold a
     /// kept page.

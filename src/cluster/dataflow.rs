@@ -42,7 +42,7 @@ use crate::cluster::local_clusters::{Routed, Router, RouterInput};
 use crate::cluster::options::ClusterOptions;
 use crate::cluster::part_runs::{owner_run, RunSlice};
 use crate::cluster::part_writer::{writer_of, PartWriter};
-use crate::cluster::read_pairs::{add_pairs, write_keys, KeyRows, ProcessUnits};
+use crate::cluster::read_pairs::{add_pairs, list_named_rows, write_keys, KeyRows, ProcessUnits};
 use crate::cluster::summary::ClusterTotals;
 use crate::cluster::OPTIONAL_CANONICAL_URL;
 use crate::exec::logging::resident_mib;
@@ -71,6 +71,12 @@ pub(crate) struct Job {
     /// whose rows are keyed too, and its units to read.
     pub(crate) corpus: Option<Arc<PagesTable>>,
     pub(crate) corpus_units: Tickets,
+    /// The corpus's units again, for the URLs of pages named
+    /// ([`SharedGraph::list_named`]).
+    pub(crate) corpus_list_units: Tickets,
+    /// The held-since time of each of the corpus's units
+    /// ([`crate::cluster::keep_order::KeepOrder::held_since`]).
+    pub(crate) corpus_held_since: Vec<u64>,
     /// Where `drop/`'s keys and URLs come from, if it needs them.
     pub(crate) drop_evidence: Option<Arc<EvidenceSources>>,
     /// Pairs read and the step reached, for the progress bar.
@@ -219,38 +225,65 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
         started,
         "pairs read into the process's union-find",
     );
+    read_keys(job, me, ends, started);
+    job.counters.reach(SPLITTING);
+    let share = job.graph.split(local, pairs);
+    let step = "components split among the process's workers";
+    log_step(me, share.by_id.len(), started, step);
+    share
+}
+
+/// A table whose rows key pages ([`write_keys`]).
+struct KeyTable<'a> {
+    table: Option<&'a PagesTable>,
+    units: &'a Tickets,
+    rows: KeyRows,
+    /// The held-since time of each unit (the corpus's).
+    held_since: &'a [u64],
+}
+
+/// Reads the keys of the pages of this worker's share of each table's
+/// rows into the process's union-find, then the corpus's URLs where a
+/// canonical link names a page the pages table does not list, and sets
+/// the words that wait on every table. Every local worker comes here,
+/// even after a failure.
+fn read_keys(job: &Job, me: usize, ends: &Ends, started: Instant) {
+    let opts = &job.opts;
+    let local = me % opts.runtime.workers;
     let keep = &opts.keep_by;
     let keyed = keep.words() > 0;
-    let tables = [
-        (
-            &job.pages,
-            &job.page_units,
-            KeyRows::Pages,
-            keep.reads_pages(),
-        ),
-        (
-            &job.corpus,
-            &job.corpus_units,
-            KeyRows::Corpus,
-            keyed || keep.corpus_first(),
-        ),
-    ];
+    let pages = KeyTable {
+        table: job.pages.as_deref().filter(|_| keep.reads_pages()),
+        units: &job.page_units,
+        rows: KeyRows::Pages,
+        held_since: &[],
+    };
+    let corpus = KeyTable {
+        table: job
+            .corpus
+            .as_deref()
+            .filter(|_| keyed || keep.corpus_first()),
+        units: &job.corpus_units,
+        rows: KeyRows::Corpus,
+        held_since: &job.corpus_held_since,
+    };
     // A canonical link names another page only in a file with the column.
     let mut both = [&job.pages, &job.corpus].into_iter().flatten();
-    let named = both.any(|table| table.has_optional(OPTIONAL_CANONICAL_URL));
-    for (table, units, rows, needed) in tables {
-        let Some(table) = table.as_ref().filter(|_| needed) else {
+    let named = keep.rel_canonical_word().is_some()
+        && both.any(|table| table.has_optional(OPTIONAL_CANONICAL_URL));
+    let fail = |error| ends.state.borrow_mut().fail(error, &ends.failure);
+    for key_table in [&pages, &corpus] {
+        let Some(table) = key_table.table else {
             continue;
         };
         job.counters.reach(READING_KEYS);
-        let written = job
-            .graph
-            .write_keys(local, keep.rel_canonical_word(), |writer| {
-                let lists_pages = named && rows == KeyRows::Pages;
-                write_keys(table, keep, units, rows, lists_pages, writer)
-            });
+        let (units, rows, held_since) = (key_table.units, key_table.rows, key_table.held_since);
+        let written = job.graph.write_keys(local, |writer| {
+            let lists_pages = named && rows == KeyRows::Pages;
+            write_keys(table, keep, units, rows, held_since, lists_pages, writer)
+        });
         match written {
-            Err(error) => ends.state.borrow_mut().fail(error, &ends.failure),
+            Err(error) => fail(error),
             Ok(0) if local == 0 && rows == KeyRows::Pages && job.graph.pages() > 0 => {
                 warn_of_no_page_rows(&opts.pages)
             }
@@ -258,11 +291,17 @@ fn read_and_split(job: &Job, me: usize, ends: &Ends) -> WorkerShare {
         }
         log_step(me, job.graph.pages(), started, "keys of pages read");
     }
-    job.counters.reach(SPLITTING);
-    let share = job.graph.split(local, pairs);
-    let step = "components split among the process's workers";
-    log_step(me, share.by_id.len(), started, step);
-    share
+    if let Some(table) = corpus.table.filter(|_| named) {
+        let listed = job.graph.list_named(local, |unlisted, found| {
+            list_named_rows(table, keep, &job.corpus_list_units, unlisted, found)
+        });
+        if let Err(error) = listed {
+            fail(error);
+        }
+        log_step(me, job.graph.pages(), started, "corpus pages named listed");
+    }
+    job.graph
+        .finish_keys(local, keep.rel_canonical_word(), keep.held_words());
 }
 
 /// Warns that no row of `--pages` is a page of the pairs: its keys then

@@ -104,6 +104,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
     let corpus = open_corpus(opts)?.map(Arc::new);
     let corpus_rows = corpus.as_ref().map_or(0, |table| table.rows());
+    let corpus_held_since = keep.held_since(corpus.as_deref())?;
     let drop_evidence =
         EvidenceSources::of(&pages, corpus_urls(opts, &corpus), opts.runtime.workers);
     let with_urls = drop_evidence.is_some();
@@ -138,6 +139,8 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
         page_units: Tickets::new(pages.as_ref().map_or(0, |table| table.units())),
         pages,
         corpus_units: Tickets::new(corpus.as_ref().map_or(0, |table| table.units())),
+        corpus_list_units: Tickets::new(corpus.as_ref().map_or(0, |table| table.units())),
+        corpus_held_since,
         corpus,
         drop_evidence,
         counters: Arc::default(),

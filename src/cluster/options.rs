@@ -19,8 +19,11 @@ pub struct ClusterOptions {
     /// The pages table the keys are read from (`--pages`): files,
     /// directories or globs; none for an order by corpus and id alone.
     pub pages: Vec<String>,
-    /// The corpus's shards (`--corpus`), which `drop/`'s URLs come from
-    /// for the pages the pages table lacks.
+    /// The corpus's shards (`--corpus`): its pages are corpus pages,
+    /// ranked by how long it has held them
+    /// ([`crate::cluster::keep_order::KeepOrder::held_since`]) and keyed by
+    /// its rows too; `drop/`'s URLs come from it for the pages the pages
+    /// table lacks.
     pub corpus: Vec<String>,
     /// How pages are chosen for `drop/`.
     pub drop_policy: DropPolicy,

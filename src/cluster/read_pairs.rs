@@ -30,7 +30,7 @@ use crate::cluster::components::{
     GraphWriter, KeyWriter, Page, PageEstimate, PairLog, SharedGraph, MAX_PROCESS_PAGES,
 };
 use crate::cluster::drop_policy::closeness;
-use crate::cluster::keep_order::{KeepOrder, RowKeys};
+use crate::cluster::keep_order::{KeepOrder, PageSet, RowKeys, URL};
 use crate::cluster::page_estimate::expected_pages;
 use crate::cluster::summary::ClusterTotals;
 use crate::exec::parallel::{share_of_process, Tickets};
@@ -122,22 +122,21 @@ pub(crate) enum KeyRows {
 /// Reads the pages table's row groups (as many as this worker gets to)
 /// and writes the keys of their rows that are pages of the graph, only
 /// the keys' columns read; under [`KeyRows::Corpus`], also marks those
-/// pages as the corpus's. With `lists_pages`, the pages of every row are
-/// listed for the canonical links that name them
-/// ([`KeepOrder::list_pages`]).
+/// pages as the corpus's, held since `held_since` of their unit (empty
+/// unless corpus pages rank by it: [`KeepOrder::held_since`]). With
+/// `lists_pages`, the pages of every row are listed for the canonical
+/// links that name them ([`KeepOrder::list_pages`]).
 pub(crate) fn write_keys(
     table: &PagesTable,
     keep: &KeepOrder,
     units: &Tickets,
     rows: KeyRows,
+    held_since: &[u64],
     lists_pages: bool,
     writer: &mut KeyWriter<'_>,
 ) -> Result<()> {
     let in_corpus = rows == KeyRows::Corpus;
-    let columns = match in_corpus {
-        true => keep.corpus_columns(),
-        false => keep.columns(),
-    };
+    let columns = keep.columns();
     let optional = keep.optional_columns();
     let read: Vec<&str> = columns.iter().map(String::as_str).chain(optional).collect();
     let mut keys = RowKeys::default();
@@ -156,10 +155,31 @@ pub(crate) fn write_keys(
             if keep.words() > 0 {
                 keys.clear();
                 let wanted = |row| writer.is_page(row);
-                keep.encode(batch, location, wanted, in_corpus, &mut keys)?;
+                let since = held_since.get(unit).copied();
+                keep.encode(batch, location, wanted, since, &mut keys)?;
                 writer.write(&keys);
             }
             Ok(())
+        })?;
+    }
+    Ok(())
+}
+
+/// Reads the URLs of the corpus's row groups (as many as this worker gets
+/// to) and puts into `found` the hashes of the pages among `unlisted`
+/// that its rows are ([`KeepOrder::list_named`]): the corpus holds too
+/// many rows to list them all, as the pages table's are.
+pub(crate) fn list_named_rows(
+    table: &PagesTable,
+    keep: &KeepOrder,
+    units: &Tickets,
+    unlisted: &PageSet,
+    found: &mut Vec<u64>,
+) -> Result<()> {
+    let mut scratch = Vec::new();
+    while let Some(unit) = units.take() {
+        table.read_unit_columns(unit, &[URL], |_, batch, location| {
+            keep.list_named(batch, location, unlisted, &mut scratch, found)
         })?;
     }
     Ok(())

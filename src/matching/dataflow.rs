@@ -49,7 +49,7 @@ use timely::dataflow::operators::generic::operator::source;
 
 use crate::exec::progress::Counters;
 use crate::exec::runtime::Failure;
-use crate::exec::runtime::{self, RuntimeOptions, Terms};
+use crate::exec::runtime::{execute, RuntimeOptions, Terms};
 use crate::io::commit::{
     await_outcome, gather_and_commit, report_when_done, Commit, FinalStage, Merge, OutcomeSlot,
     WorkerOutcome,
@@ -192,12 +192,12 @@ impl Merge for MatchTotals {
     }
 }
 
-/// Runs the dataflow on this process's workers, joined to the rest of the
-/// cluster, and waits until worker 0 has committed (with `commit`, given on
+/// Runs the dataflow on this process's workers, joined to the other
+/// processes of the run, and waits until worker 0 has committed (with `commit`, given on
 /// process 0 only) or refused to. Returns the job's totals.
 pub(crate) fn run(
     job: Arc<Job>,
-    cluster: &RuntimeOptions,
+    runtime: &RuntimeOptions,
     terms: &Terms,
     counters: Arc<Counters>,
     commit: Option<Commit<MatchTotals>>,
@@ -206,7 +206,7 @@ pub(crate) fn run(
     let outcome = Arc::new(OutcomeSlot::default());
     let guards = {
         let (failure, outcome) = (failure.clone(), outcome.clone());
-        runtime::execute(cluster, terms, move |worker| {
+        execute(runtime, terms, move |worker| {
             let index = worker.index();
             let peers = worker.peers();
             let (job, counters, failure) = (job.clone(), counters.clone(), failure.clone());

@@ -1291,17 +1291,18 @@ fn random_pages(edges: &[Edge], rng: &mut SplitMix64) -> Vec<PageRow> {
 /// the documented order does (each key's missing value last, the id last),
 /// computed from `rows` and the rows of `--corpus` if given (a page with
 /// several rows takes the least), with the URL parsed by the `url` crate.
-/// With `corpus` first and `--corpus` given, corpus pages rank among
-/// themselves by the earliest fetch time of their corpus rows (none: the
-/// longest held) before the other keys.
+/// With `corpus` first and `--corpus` given (as `batches`, each a
+/// committed directory), corpus pages rank among themselves by the time
+/// of the first batch holding them, its latest fetch time (none: the
+/// longest held), before the other keys.
 fn keyed_rank<'a>(
     keys: &'a [&'a str],
     rows: &'a [PageRow],
-    corpus: Option<&'a [PageRow]>,
+    batches: Option<&'a [Vec<PageRow>]>,
     in_corpus: &'a HashSet<i64>,
 ) -> impl Fn(i64) -> KeyedRank + 'a {
     let corpus_first = keys.first() == Some(&"corpus");
-    let held = corpus.filter(|_| corpus_first);
+    let held = batches.filter(|_| corpus_first);
     let canonical = |url: &str| -> i128 {
         let parsed = url::Url::parse(url).unwrap();
         let scheme = match parsed.scheme() {
@@ -1348,27 +1349,35 @@ fn keyed_rank<'a>(
             })
             .collect()
     };
-    let held_since = |row: &PageRow, of_corpus: bool| match of_corpus {
-        true => (false, row.fetch_time.map_or(0, i128::from)),
-        false => (true, 0),
+    let complete = |batch: &[PageRow]| {
+        let latest = batch.iter().filter_map(|row| row.fetch_time).max();
+        (false, latest.map_or(i128::MIN, i128::from))
     };
-    let night = rows.iter().map(|row| (row, false));
-    let all = night.chain(corpus.into_iter().flatten().map(|row| (row, true)));
+    let night = rows.iter().map(|row| (row, (true, 0)));
+    let corpus = batches.into_iter().flatten().flat_map(|batch| {
+        let since = complete(batch);
+        batch.iter().map(move |row| (row, since))
+    });
+    // A page with several rows takes its least time held, and apart from
+    // it the least of its rows' other keys.
+    let held_words = usize::from(held.is_some());
     let mut best: HashMap<i64, Vec<(bool, i128)>> = HashMap::new();
-    for (row, of_corpus) in all {
+    for (row, since) in night.chain(corpus) {
         let mut key = Vec::new();
-        key.extend(held.map(|_| held_since(row, of_corpus)));
+        key.extend(held.map(|_| since));
         key.extend(of_row(row));
         best.entry(row.id)
             .and_modify(|least| {
-                if key < *least {
+                let since = least[..held_words].iter().chain(&key[..held_words]).min();
+                let since: Vec<(bool, i128)> = since.into_iter().copied().collect();
+                if key[held_words..] < least[held_words..] {
                     *least = key.clone();
                 }
+                least[..held_words].copy_from_slice(&since);
             })
             .or_insert(key);
     }
     // A page without a row has no value under any key.
-    let held_words = usize::from(held.is_some());
     let missing = vec![(true, 0); keys.len() - usize::from(corpus_first) + held_words];
     move |id| {
         let mut rank = vec![(corpus_first && !in_corpus.contains(&id), 0)];
@@ -1548,7 +1557,27 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
         ..row.clone()
     });
     let corpus_table: Vec<PageRow> = stale.chain(corpus_rows.iter().cloned()).collect();
-    let corpus = write_pages(&dir.path().join("corpus"), &corpus_table, 2);
+    // Three nights' batches, fetched a day apart (not in the order their
+    // directories sort in), each ranked by its latest fetch time.
+    let day = 86_400_000_000;
+    let batches: Vec<Vec<PageRow>> = corpus_table
+        .chunks(corpus_table.len().div_ceil(3))
+        .zip([2, 0, 1])
+        .map(|(rows, days)| {
+            let later = |row: &PageRow| PageRow {
+                fetch_time: row.fetch_time.map(|t| t + days * day),
+                ..row.clone()
+            };
+            rows.iter().map(later).collect()
+        })
+        .collect();
+    let corpus = dir.path().join("corpus");
+    for (night, batch) in batches.iter().enumerate() {
+        let night = corpus.join(format!("2026-12-0{}", night + 1));
+        write_pages(&night, batch, 2);
+        std::fs::write(night.join("_SUCCESS"), "").unwrap();
+    }
+    let corpus = corpus.display().to_string();
     let others: Vec<PageRow> = (0..40_000)
         .map(|i| PageRow {
             id: 1_000_000 + i,
@@ -1568,7 +1597,7 @@ fn keep_urls_of_pages_kept_from_the_corpus_come_from_the_corpus() {
     // keyed with the night's.
     let mut in_corpus = in_corpus;
     in_corpus.extend(corpus_table.iter().map(|row| row.id));
-    let rank = keyed_rank(&keys, &night_rows, Some(&corpus_table), &in_corpus);
+    let rank = keyed_rank(&keys, &night_rows, Some(&batches), &in_corpus);
     let expected = oracle_by(&edges, &rank);
     for policy in [DropPolicy::Direct, DropPolicy::Component] {
         let case = format!("--corpus, {policy}");
@@ -1673,17 +1702,24 @@ fn the_page_kept_last_night_is_kept_again_when_fetched_again() {
 /// night 1; night 3 kept the copy (an ad made it differ) and appended it;
 /// on night 4 the ad is gone and the two pair as corpus pages. The mirror,
 /// held longer, is kept again, though the copy's URL is the more
-/// canonical; two pages held since the same time go by the next keys.
+/// canonical. A page is held since its batch (a committed directory) was
+/// complete, at its latest fetch, not since its own fetch: two pages of
+/// one batch go by the next keys whatever minutes apart they were fetched,
+/// a page of an earlier batch fetched late in it wins over one of a later
+/// batch fetched before it, and a stray old page in a batch changes
+/// nothing.
 #[test]
 fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
     let dir = tempfile::tempdir().unwrap();
     let (mirror, copy) = (1, 2);
     let (older, newer) = (11, 12);
     let (twin_a, twin_b) = (21, 22);
+    let (late_in_first, early_in_second) = (31, 32);
     let edges: Vec<Edge> = vec![
         (copy, mirror, true),
         (newer, older, true),
         (twin_a, twin_b, true),
+        (late_in_first, early_in_second, true),
     ];
     let pairs = write_edges(&dir.path().join("pairs"), &edges, 1);
     let night = vec![
@@ -1691,16 +1727,39 @@ fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
         url_row(newer, Some(400), "https://news.example/b"),
     ];
     let pages = write_pages(&dir.path().join("pages"), &night, 1);
-    let corpus_rows = vec![
-        url_row(mirror, Some(100), "http://mirror.example/copies/a"),
-        url_row(copy, Some(300), "https://site.example/a"),
+    let batches = [
         // A corpus shard from before fetch times: held the longest.
-        url_row(older, None, "http://old.example/copies/b"),
-        url_row(newer, Some(200), "https://news.example/b"),
-        url_row(twin_a, Some(200), "http://twin.example/a/b/c"),
-        url_row(twin_b, Some(200), "https://twin.example/c"),
+        (
+            "archive",
+            vec![url_row(older, None, "http://old.example/copies/b")],
+        ),
+        (
+            "2026-12-01",
+            vec![
+                url_row(mirror, Some(100), "http://mirror.example/copies/a"),
+                url_row(twin_a, Some(200), "http://twin.example/a/b/c"),
+                url_row(twin_b, Some(260), "https://twin.example/c"),
+                url_row(late_in_first, Some(150), "http://late.example/a/b/c"),
+            ],
+        ),
+        (
+            "2026-12-02",
+            vec![
+                url_row(newer, Some(300), "https://news.example/b"),
+                url_row(early_in_second, Some(120), "https://early.example/c"),
+                url_row(41, Some(10), "https://stray.example/old"),
+            ],
+        ),
+        (
+            "2026-12-03",
+            vec![url_row(copy, Some(350), "https://site.example/a")],
+        ),
     ];
-    let corpus = write_pages(&dir.path().join("corpus"), &corpus_rows, 2);
+    let corpus = dir.path().join("corpus");
+    for (batch, rows) in &batches {
+        write_pages(&corpus.join(batch), rows, 2);
+        std::fs::write(corpus.join(batch).join("_SUCCESS"), "").unwrap();
+    }
     for policy in [DropPolicy::Direct, DropPolicy::Component] {
         for workers in [1, 2] {
             let case = format!("{policy}, {workers} workers");
@@ -1708,17 +1767,222 @@ fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
             let mut opts = options(&pairs, &out, false, policy, workers, 2);
             opts.keep_by = KeepOrder::default_with_pages();
             opts.pages = vec![pages.clone()];
-            opts.corpus = vec![corpus.clone()];
+            opts.corpus = vec![corpus.display().to_string()];
             run_cluster(&opts).unwrap();
             let (_, drops) = read_output(&out);
             let dropped: HashMap<i64, i64> = drops.iter().map(|d| (d.0, d.1)).collect();
-            let expected = HashMap::from([(copy, mirror), (newer, older), (twin_a, twin_b)]);
+            let expected = HashMap::from([
+                (copy, mirror),
+                (newer, older),
+                (twin_a, twin_b),
+                (early_in_second, late_in_first),
+            ]);
             assert_eq!(dropped, expected, "{case}");
             let by = kept_by(&out);
             assert_eq!(by[&copy], "corpus", "{case}");
             assert_eq!(by[&newer], "corpus", "{case}");
             assert_eq!(by[&twin_a], "canonical-url", "{case}");
+            assert_eq!(by[&early_in_second], "corpus", "{case}");
         }
+    }
+}
+
+/// Two pages of one corpus batch, fetched again tonight and scored by the
+/// night's table alone (the archive has no score): they tie on the time
+/// held, and the score ranks them, as the night's keys would rank new
+/// pages. The corpus row, held since a time, took the place of the
+/// night's row whole, and the lower-scored page with the shorter URL won.
+#[test]
+fn the_nights_keys_rank_corpus_pages_of_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (short, scored) = (1, 2);
+    let pairs = write_edges(&dir.path().join("pairs"), &[(short, scored, true)], 1);
+    let corpus = dir.path().join("corpus").join("archive");
+    let archive = [
+        url_row(short, Some(100), "https://site.example/a"),
+        url_row(scored, Some(200), "https://site.example/a/b/c"),
+    ];
+    write_pages(&corpus, &archive, 1);
+    std::fs::write(corpus.join("_SUCCESS"), "").unwrap();
+    let score = |row: PageRow, quality: f64| PageRow {
+        quality: Some(quality),
+        ..row
+    };
+    let night = [
+        score(url_row(short, Some(500), "https://site.example/a"), 0.1),
+        score(
+            url_row(scored, Some(500), "https://site.example/a/b/c"),
+            0.9,
+        ),
+    ];
+    let pages = write_pages(&dir.path().join("pages"), &night, 1);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let out = dir.path().join(format!("out-{policy}"));
+        let mut opts = options(&pairs, &out, false, policy, 2, 1);
+        opts.keep_by = KeepOrder::parse("corpus,column:quality:desc,canonical-url").unwrap();
+        opts.pages = vec![pages.clone()];
+        opts.corpus = vec![corpus.display().to_string()];
+        run_cluster(&opts).unwrap();
+        let (_, drops) = read_output(&out);
+        let dropped: HashMap<i64, i64> = drops.iter().map(|d| (d.0, d.1)).collect();
+        assert_eq!(dropped, HashMap::from([(short, scored)]), "{policy}");
+        assert_eq!(kept_by(&out)[&short], "column:quality:desc", "{policy}");
+    }
+}
+
+/// Writes pages with canonical links, `(id, url, canonical_url)`, as one
+/// committed batch (or a night's table) in `dir`.
+fn write_linked_pages(dir: &Path, rows: &[(i64, &str, Option<&str>)]) -> String {
+    use arrow_array::{RecordBatch, StringArray, TimestampMicrosecondArray};
+    std::fs::create_dir_all(dir).unwrap();
+    let column = |values: Vec<Option<&str>>| Arc::new(StringArray::from(values));
+    let batch = RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0)))
+                as arrow_array::ArrayRef,
+        ),
+        ("url", column(rows.iter().map(|r| Some(r.1)).collect())),
+        ("canonical_url", column(rows.iter().map(|r| r.2).collect())),
+        (
+            "fetch_time",
+            Arc::new(
+                TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.0))
+                    .with_timezone("UTC"),
+            ),
+        ),
+    ])
+    .unwrap();
+    let file = File::create(dir.join("part-00000.parquet")).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    std::fs::write(dir.join("_SUCCESS"), "").unwrap();
+    dir.display().to_string()
+}
+
+/// An archive (one batch, never deduplicated) holds an article and its
+/// alias, whose link names it, and a site's AMP view and a syndicated
+/// copy that both name a page never crawled. Whichever of them a night
+/// crawls again, or none (a new copy pairs with them), the same page is
+/// kept: the article, which the corpus holds though the night's table
+/// does not list it, and the AMP view. A page kept one night and dropped
+/// the next would leave acting on both drop lists with neither.
+#[test]
+fn a_canonical_link_to_a_corpus_page_ranks_alike_whichever_pages_a_night_crawls() {
+    let dir = tempfile::tempdir().unwrap();
+    let (article, alias, amp, copy, new, other_new) = (1, 2, 3, 4, 9, 8);
+    let article_url = "https://site.example/docs/a.html";
+    let rows = [
+        (article, article_url, Some(article_url)),
+        (alias, "https://site.example/a", Some(article_url)),
+        (
+            amp,
+            "https://amp.site.example/b",
+            Some("https://site.example/b"),
+        ),
+        (
+            copy,
+            "https://news.example/b",
+            Some("https://site.example/b"),
+        ),
+        (new, "https://copy.example/x", None),
+        (other_new, "https://copy.example/y", None),
+    ];
+    let corpus = write_linked_pages(&dir.path().join("corpus/archive"), &rows[..4]);
+    let nights: [(&str, Vec<usize>, Vec<Edge>); 4] = [
+        ("alias", vec![1], vec![(alias, article, false)]),
+        ("both", vec![0, 1], vec![(alias, article, true)]),
+        ("amp", vec![2], vec![(amp, copy, false)]),
+        (
+            "none",
+            vec![4, 5],
+            vec![
+                (new, article, false),
+                (new, alias, false),
+                (other_new, amp, false),
+                (other_new, copy, false),
+            ],
+        ),
+    ];
+    for (night, crawled, edges) in nights {
+        let crawled: Vec<_> = crawled.iter().map(|&at| rows[at]).collect();
+        let pages = write_linked_pages(&dir.path().join(night).join("pages"), &crawled);
+        let pairs = write_edges(&dir.path().join(night).join("pairs"), &edges, 1);
+        for policy in [DropPolicy::Direct, DropPolicy::Component] {
+            let case = format!("{night}, {policy}");
+            let out = dir.path().join(night).join(format!("out-{policy}"));
+            let mut opts = options(&pairs, &out, false, policy, 2, 1);
+            opts.keep_by = KeepOrder::default_with_pages();
+            opts.pages = vec![pages.clone()];
+            opts.corpus = vec![corpus.clone()];
+            run_cluster(&opts).unwrap();
+            let (_, drops) = read_output(&out);
+            let dropped: HashSet<i64> = drops.iter().map(|d| d.0).collect();
+            assert!(
+                !dropped.contains(&article) && !dropped.contains(&amp),
+                "{case}: {drops:?}"
+            );
+            // Each is dropped for the page it pairs with, or (a new copy
+            // pairing with both) under `component`, for the cluster's first.
+            let paired = |id| edges.iter().any(|e| e.0 == id || e.1 == id);
+            let for_first = night != "none" || policy == DropPolicy::Component;
+            for id in [alias, copy]
+                .into_iter()
+                .filter(|&id| paired(id) && for_first)
+            {
+                assert!(dropped.contains(&id), "{case}: {drops:?}");
+            }
+            if night == "none" {
+                let processes = dir.path().join(night).join(format!("p2-{policy}"));
+                let extra = ["--pages", &pages, "--corpus", &corpus];
+                let hosts = dir.path().join("hosts");
+                run_processes_with(&pairs, &processes, &extra, policy, [2, 1, 1], &hosts);
+                assert!(
+                    data_files(&processes) == data_files(&out),
+                    "{case}: 2 processes"
+                );
+            }
+        }
+    }
+}
+
+/// Spark writes INT96 times, whose statistics Parquet readers do not
+/// order: the output it committed is held since its latest time (9999,
+/// page 4's), read from the column. So a page of a batch complete in 5000
+/// is held longer than its page 3, fetched in 2026.
+#[test]
+fn a_batch_spark_wrote_is_held_since_its_latest_int96_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    let spark = corpus.join("2026-11-01");
+    std::fs::create_dir_all(&spark).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spark");
+    std::fs::copy(
+        fixture.join("pages-int96.parquet"),
+        spark.join("part-00000.parquet"),
+    )
+    .unwrap();
+    let in_5000 = 95_617_584_000_000_000;
+    let other = corpus.join("2026-12-01");
+    write_pages(
+        &other,
+        &[url_row(7, Some(in_5000), "https://b.example/7")],
+        1,
+    );
+    for batch in [&spark, &other] {
+        std::fs::write(batch.join("_SUCCESS"), "").unwrap();
+    }
+    let pairs = write_edges(&dir.path().join("pairs"), &[(7, 3, true)], 1);
+    for policy in [DropPolicy::Direct, DropPolicy::Component] {
+        let out = dir.path().join(format!("out-{policy}"));
+        let mut opts = options(&pairs, &out, false, policy, 2, 1);
+        opts.keep_by = KeepOrder::parse("corpus").unwrap();
+        opts.corpus = vec![corpus.display().to_string()];
+        run_cluster(&opts).unwrap();
+        let (_, drops) = read_output(&out);
+        let dropped: HashMap<i64, i64> = drops.iter().map(|d| (d.0, d.1)).collect();
+        assert_eq!(dropped, HashMap::from([(3, 7)]), "{policy}");
     }
 }
 

@@ -119,7 +119,7 @@ pub use writers::*;
 
 #[cfg(test)]
 use crate::cluster::keep_order::RowKeys;
-use crate::cluster::keep_order::{KeepOrder, KeyWords, MAX_KEY_WORDS};
+use crate::cluster::keep_order::{least_keys, KeepOrder, KeyWords, PageSet, MAX_KEY_WORDS};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::lock;
 use crate::exec::parallel::prefetch;
@@ -142,6 +142,19 @@ fn held_by_any(lists: &[Vec<u64>], naming: &[(Page, u64)]) -> Vec<bool> {
     held
 }
 
+/// Sets word `at` of each page in `naming`, whose first row's link names
+/// the page of the hash beside it, by whether one of `lists` lists it.
+fn name_pages(arrays: &Arrays, lists: &[Vec<u64>], at: usize, mut naming: Vec<(Page, u64)>) {
+    radsort::sort_by_key(&mut naming, |&(_, names)| names);
+    let listed = held_by_any(lists, &naming);
+    for (&(page, _), listed) in naming.iter().zip(listed) {
+        let word = arrays.keys.get(page)[at];
+        arrays
+            .keys
+            .write_word(page, at, KeepOrder::named_word(word, listed));
+    }
+}
+
 /// The pages and components of one process, built by its `workers` at once
 /// ([`SharedGraph::writer`]), then split among them
 /// ([`SharedGraph::split`]).
@@ -153,6 +166,13 @@ pub struct SharedGraph {
     key_words: usize,
     /// Rows of the pages table for pages whose keys were already written.
     repeats: Mutex<Vec<Repeat>>,
+    /// Pages whose keys were first written by a row whose canonical link
+    /// names another page, with that page's hash: their word waits on
+    /// every table ([`Self::finish_keys`]).
+    naming: Mutex<Vec<(Page, u64)>>,
+    /// The hashes of pages named that no table read so far lists
+    /// ([`Self::list_named`]).
+    unlisted: RwLock<PageSet>,
     /// Rows of the table being read that are pages of the graph, summed
     /// over the workers.
     matched_rows: AtomicUsize,
@@ -202,6 +222,8 @@ impl SharedGraph {
             workers,
             key_words,
             repeats: Mutex::new(Vec::new()),
+            naming: Mutex::new(Vec::new()),
+            unlisted: RwLock::new(PageSet::default()),
             matched_rows: AtomicUsize::new(0),
             listed: RwLock::new(Vec::new()),
             barrier: Barrier::new(workers),
@@ -338,18 +360,16 @@ impl SharedGraph {
     }
 
     /// Called by each of the process's workers (`worker` its index among
-    /// them) once it has added all its pairs, when pages have keys: `fill`
-    /// writes the keys of the rows it reads (the workers share the pages
-    /// table's row groups) through a [`KeyWriter`]. A page with several
-    /// rows keeps the least keys, whichever row came first. Word `named_at`
-    /// of a row whose canonical link names another page is set once every
-    /// row is read ([`Self::name_pages`]). Every worker must call this, even
-    /// one that failed: the others wait for it. Gives how many rows of the
-    /// table, read by all the process's workers, are pages of the graph.
+    /// them) once it has added all its pairs, when pages have keys, once a
+    /// table: `fill` writes the keys of the rows it reads (the workers
+    /// share the table's row groups) through a [`KeyWriter`]. The words
+    /// that wait on every table are set by [`Self::finish_keys`]. Every
+    /// worker must call this, even one that failed: the others wait for
+    /// it. Gives how many rows of the table, read by all the process's
+    /// workers, are pages of the graph.
     pub(crate) fn write_keys(
         &self,
         worker: usize,
-        named_at: Option<usize>,
         fill: impl FnOnce(&mut KeyWriter<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<usize> {
         // Every worker has added its pairs: the id table is only read now.
@@ -375,52 +395,95 @@ impl SharedGraph {
             tracing::debug!(worker, rows = writer.matched, "keys written");
             self.matched_rows.fetch_add(writer.matched, Relaxed);
             lock(&self.repeats).extend(writer.repeats);
-            if !writer.listed.is_empty() {
-                radsort::sort(&mut writer.listed[..]);
-                writer.listed.dedup();
-                let mut listed = self.listed.write().unwrap_or_else(|e| e.into_inner());
-                listed.push(writer.listed);
-            }
-            self.name_pages(&arrays, named_at, writer.naming);
+            lock(&self.naming).extend(writer.naming);
+            self.add_listed(writer.listed);
             result
         };
+        self.barrier.wait();
+        result.map(|()| self.matched_rows.load(Relaxed))
+    }
+
+    /// Keeps `listed`, hashes of pages a table lists, sorted.
+    fn add_listed(&self, mut listed: Vec<u64>) {
+        if listed.is_empty() {
+            return;
+        }
+        radsort::sort(&mut listed[..]);
+        listed.dedup();
+        let mut lists = self.listed.write().unwrap_or_else(|e| e.into_inner());
+        lists.push(listed);
+    }
+
+    /// Called by each of the process's workers after [`Self::write_keys`]:
+    /// the pages named that no table has listed, and `list(unlisted,
+    /// found)` puts into `found` those of them a table (the corpus, whose
+    /// rows are too many to list all) holds, from the rows this worker
+    /// reads. Not called with none unlisted. Every worker must call this.
+    pub(crate) fn list_named(
+        &self,
+        worker: usize,
+        list: impl FnOnce(&PageSet, &mut Vec<u64>) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        if worker == 0 {
+            let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
+            let mut named: Vec<(Page, u64)> = lock(&self.naming).clone();
+            let repeats = lock(&self.repeats);
+            named.extend(repeats.iter().filter_map(|r| r.names.map(|n| (r.page, n))));
+            radsort::sort_by_key(&mut named, |&(_, names)| names);
+            let held = held_by_any(&lists, &named);
+            let mut unlisted: Vec<u64> = named
+                .iter()
+                .zip(held)
+                .filter(|(_, held)| !held)
+                .map(|(&(_, names), _)| names)
+                .collect();
+            unlisted.dedup();
+            *self.unlisted.write().unwrap_or_else(|e| e.into_inner()) =
+                PageSet::of_sorted(unlisted);
+        }
+        self.barrier.wait();
+        let result = {
+            let unlisted = self.unlisted.read().unwrap_or_else(|e| e.into_inner());
+            let mut found = Vec::new();
+            let result = match unlisted.is_empty() {
+                true => Ok(()),
+                false => list(&unlisted, &mut found),
+            };
+            self.add_listed(found);
+            result
+        };
+        self.barrier.wait();
+        result
+    }
+
+    /// Called by each of the process's workers once every table's keys
+    /// are written: sets word `named_at` of each page whose first row's
+    /// canonical link names another page, by whether a table lists that
+    /// page, and gives a page with several rows the least keys, its first
+    /// `held` words (the corpus's held-since time) taken apart
+    /// ([`least_keys`]). Every worker must call this.
+    pub(crate) fn finish_keys(&self, worker: usize, named_at: Option<usize>, held: usize) {
         self.barrier.wait();
         if worker == 0 {
             let arrays = self.building.read().unwrap_or_else(|e| e.into_inner());
             let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
+            let naming = std::mem::take(&mut *lock(&self.naming));
+            if let Some(at) = named_at {
+                name_pages(&arrays, &lists, at, naming);
+            }
             for mut repeat in std::mem::take(&mut *lock(&self.repeats)) {
                 if let (Some(at), Some(names)) = (named_at, repeat.names) {
                     let listed = lists.iter().any(|list| list.binary_search(&names).is_ok());
                     repeat.keys[at] = KeepOrder::named_word(repeat.keys[at], listed);
                 }
-                if repeat.keys < arrays.keys.get(repeat.page) {
-                    arrays
-                        .keys
-                        .write(repeat.page, &repeat.keys[..self.key_words]);
+                let written = arrays.keys.get(repeat.page);
+                let least = least_keys(&repeat.keys, &written, held);
+                if least != written {
+                    arrays.keys.write(repeat.page, &least[..self.key_words]);
                 }
             }
         }
         // The split starts by waiting for every worker.
-        result.map(|()| self.matched_rows.load(Relaxed))
-    }
-
-    /// Once every worker has read its rows of the pages table: sets word
-    /// `named_at` of each page in `naming` whose keys this worker wrote
-    /// first, by whether the table lists the page its link names.
-    fn name_pages(&self, arrays: &Arrays, named_at: Option<usize>, mut naming: Vec<(Page, u64)>) {
-        let Some(at) = named_at else {
-            return;
-        };
-        self.barrier.wait();
-        radsort::sort_by_key(&mut naming, |&(_, names)| names);
-        let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
-        let listed = held_by_any(&lists, &naming);
-        for (&(page, _), listed) in naming.iter().zip(listed) {
-            let word = arrays.keys.get(page)[at];
-            arrays
-                .keys
-                .write_word(page, at, KeepOrder::named_word(word, listed));
-        }
     }
 
     /// Called by each of the process's workers, `worker` its index among
@@ -934,7 +997,7 @@ mod tests {
                                     }
                                 }
                                 graph
-                                    .write_keys(w, Some(1), |keys| {
+                                    .write_keys(w, |keys| {
                                         let chunks: Vec<_> = rows.chunks(100).collect();
                                         for (n, chunk) in chunks.iter().enumerate() {
                                             if n % workers == w {
@@ -951,6 +1014,7 @@ mod tests {
                                         Ok(())
                                     })
                                     .unwrap();
+                                graph.finish_keys(w, Some(1), 0);
                                 graph.split(w, None)
                             })
                         })

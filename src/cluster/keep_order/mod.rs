@@ -13,8 +13,8 @@
 //!   the processes of a run combine (one of them may be the only one to
 //!   have seen the pair that makes a page a corpus page). With
 //!   `--corpus`, corpus pages then rank by how long the corpus has held
-//!   them: the earliest `fetch_time` of their rows there, in two words
-//!   before the other keys' ([`KeepOrder::holding_corpus`]). Otherwise a
+//!   them: since the first batch that holds them was complete, in two
+//!   words before the other keys' ([`held_since`]). Otherwise a
 //!   page dropped for a corpus page, kept on a later night (it changed)
 //!   and so appended, would meet that page again as a corpus page and win
 //!   by the next keys: the drop lists of the two nights would drop both.
@@ -35,20 +35,30 @@
 //! given (without `corpus` for pairs made elsewhere, which have no
 //! `self_pair` to tell corpus pages by), else the smallest id alone (or
 //! `corpus` first with `--corpus-wins`). A page with several rows in the table keeps its
-//! least words, whichever row came first. A page's words are held beside
+//! least words, whichever row came first, the held-since time apart
+//! ([`least_keys`]: a corpus row would otherwise always win over the
+//! night's row of its page, whose other keys would be lost). A page's words are held beside
 //! it in the union-find's arrays, so the keys' width is memory per page:
 //! they may take at most `MAX_KEY_WORDS` words.
 //!
 //! The keys read from URLs (`canonical-url`, `rel-canonical`) are
 //! [`url_keys`]'s. Whether a canonical link that names another page
-//! defers to it depends on the whole pages table: a page the table does
-//! not list was never crawled, and cannot be kept instead. So the
-//! `rel-canonical` word of such a row waits until every row is read: the
-//! workers hash the page each row is ([`KeepOrder::list_pages`]) and the
-//! page each link names ([`RowKeys::naming`]) as they read, and set the
-//! word once the hashes are sorted ([`KeepOrder::named_word`]). Every
-//! process reads the whole table, so every process lists the same pages.
+//! defers to it depends on every page crawled: a page that neither the
+//! pages table nor the corpus holds was never crawled, and cannot be kept
+//! instead. So the `rel-canonical` word of such a row waits until every
+//! row is read: the workers hash the page each row of the pages table is
+//! ([`KeepOrder::list_pages`]) and the page each link names
+//! ([`RowKeys::naming`]) as they read; then they read the corpus's URLs
+//! again for the pages named that the pages table lacks
+//! ([`KeepOrder::list_named`]: the corpus has too many rows to hash them
+//! all in memory, and a link from a corpus row may name a page read
+//! before it), and set the word once the hashes are sorted
+//! ([`KeepOrder::named_word`]). Every process reads the whole of both
+//! tables, so a page named is crawled or not in every process alike: a
+//! page held only in the corpus ranks the same whether or not a night
+//! crawled the page naming it.
 
+mod held_since;
 mod url_keys;
 
 use std::fmt;
@@ -66,7 +76,7 @@ use serde::{Deserialize, Serialize};
 
 /// The column `rel-canonical` reads beside `url`, where a file has it.
 pub(crate) use crate::io::parquet::output::CANONICAL_URL;
-use crate::io::parquet::pages::{is_string, string_values};
+use crate::io::parquet::pages::{is_string, string_values, PagesTable};
 pub(crate) use url_keys::{canonical_url_key, page_hash, rel_canonical_key};
 use url_keys::{
     NAMES_ANOTHER, NAMES_ELSEWHERE, NAMES_HOME, NAMES_ITSELF, NAMES_NONE, NAMES_OTHER_SITE,
@@ -151,9 +161,9 @@ pub(crate) enum KeepKey {
     /// directory's index page, a fragment), then no query string, then the
     /// fewest path segments, then the shortest URL.
     CanonicalUrl,
-    /// A page whose canonical link names itself or a page the pages
-    /// table does not list, then one with none, then one that names a page
-    /// the table lists ([`rel_canonical_key`], [`KeepOrder::named_word`]).
+    /// A page whose canonical link names itself or a page never crawled,
+    /// then one with none, then one that names a page crawled
+    /// ([`rel_canonical_key`], [`KeepOrder::named_word`]).
     RelCanonical,
     /// The most `n_chars` first.
     Longest,
@@ -258,8 +268,8 @@ pub struct KeepOrder {
     by_default: bool,
 }
 
-/// Words of a corpus page's held-since time: the earliest `fetch_time` of
-/// its rows in `--corpus`.
+/// Words of a corpus page's held-since time: the time of the first batch
+/// of `--corpus` that holds it ([`held_since`]).
 const HELD_WORDS: usize = 2;
 
 impl KeepOrder {
@@ -300,14 +310,31 @@ impl KeepOrder {
     }
 
     /// This order for a run given the corpus's shards (`corpus_given`):
-    /// with `corpus` first, corpus pages rank among themselves by the
-    /// earliest `fetch_time` of their rows there, the longest held first
-    /// (see the module's doc). A corpus row without a time (an older
-    /// shard) counts as held the longest.
+    /// with `corpus` first, corpus pages rank among themselves by how long
+    /// the corpus has held them, the longest held first ([`held_since`]).
     pub(crate) fn holding_corpus(mut self, corpus_given: bool) -> Result<KeepOrder> {
         self.held = corpus_given && self.corpus_first();
         self.check_width()?;
         Ok(self)
+    }
+
+    /// The words of the held-since time, first of a page's: none unless
+    /// corpus pages rank by it.
+    pub(crate) fn held_words(&self) -> usize {
+        if self.held {
+            HELD_WORDS
+        } else {
+            0
+        }
+    }
+
+    /// The held-since time of each unit (row group) of the corpus `table`,
+    /// its batch's ([`held_since`]); none unless corpus pages rank by it.
+    pub(crate) fn held_since(&self, table: Option<&PagesTable>) -> Result<Vec<u64>> {
+        match table {
+            Some(table) if self.held => held_since::batch_times(table),
+            _ => Ok(Vec::new()),
+        }
     }
 
     /// Parses `--keep-by`'s comma-separated keys.
@@ -390,7 +417,7 @@ impl KeepOrder {
 
     /// Words a page's keys take (0: no key is read from a table).
     pub(crate) fn words(&self) -> usize {
-        let held = if self.held { HELD_WORDS } else { 0 };
+        let held = self.held_words();
         held + self.keys.iter().map(KeepKey::words).sum::<usize>()
     }
 
@@ -411,7 +438,8 @@ impl KeepOrder {
     }
 
     /// The corpus's columns the keys read: the pages table's, and
-    /// `fetch_time` for how long a page has been held.
+    /// `fetch_time` for how long a page has been held
+    /// ([`Self::held_since`]).
     pub(crate) fn corpus_columns(&self) -> Vec<String> {
         let mut columns = self.columns();
         if self.held && !columns.iter().any(|c| c == FETCH_TIME) {
@@ -425,14 +453,14 @@ impl KeepOrder {
     /// [`NAMES_ANOTHER`] or [`NAMES_HOME`] until the pages table is read
     /// ([`Self::named_word`]).
     pub(crate) fn rel_canonical_word(&self) -> Option<usize> {
-        let held = if self.held { HELD_WORDS } else { 0 };
+        let held = self.held_words();
         let place = self.keys.iter().position(|k| *k == KeepKey::RelCanonical)?;
         Some(held + self.keys[..place].iter().map(KeepKey::words).sum::<usize>())
     }
 
     /// `rel-canonical`'s word for a page whose link names another page,
     /// `word` its word as read ([`rel_canonical_key`]), `listed` whether
-    /// the pages table lists the page named. A page of the named page's
+    /// the pages table or the corpus holds the page named. A page of the named page's
     /// site naming one the crawl does not hold is the site's own copy of it
     /// (an AMP view, a URL with a tracking query), and ranks as if it named
     /// itself: else a copy that names nothing, a scraper's, would win over
@@ -470,6 +498,28 @@ impl KeepOrder {
         Ok(())
     }
 
+    /// Puts into `found` the hashes of the pages among `unlisted` that the
+    /// rows of `batch` are.
+    pub(crate) fn list_named(
+        &self,
+        batch: &RecordBatch,
+        location: &str,
+        unlisted: &PageSet,
+        scratch: &mut Vec<u8>,
+        found: &mut Vec<u64>,
+    ) -> Result<()> {
+        let Some(column) = batch.column_by_name(URL) else {
+            return Ok(());
+        };
+        for url in string_values(column, URL, location)?.flatten() {
+            let hash = page_hash(url, scratch);
+            if unlisted.contains(hash) {
+                found.push(hash);
+            }
+        }
+        Ok(())
+    }
+
     /// The columns the keys read where a file has them: `canonical_url`
     /// for `rel-canonical` (fingerprint shards from before it have none).
     pub(crate) fn optional_columns(&self) -> Vec<&'static str> {
@@ -480,7 +530,7 @@ impl KeepOrder {
     /// The key each word of a page's words belongs to: a difference first
     /// found at word `w` is a difference under key `word_keys()[w]`.
     pub(crate) fn word_keys(&self) -> Vec<KeptBy> {
-        let held = if self.held { HELD_WORDS } else { 0 };
+        let held = self.held_words();
         let each =
             |(place, key): (usize, &KeepKey)| std::iter::repeat_n(KeptBy(place as u8), key.words());
         let keys = self.keys.iter().enumerate().flat_map(each);
@@ -532,21 +582,21 @@ impl KeepOrder {
         Ok(())
     }
 
-    /// Appends the words of every row of `batch` to `out.words`
-    /// ([`Self::words`] a row) and its rows whose canonical link names
-    /// another page to `out.naming`, `location` naming the batch in
-    /// errors. Only the rows
-    /// `wanted` are keyed (the others' words are [`NO_VALUE`]): a pages
-    /// table holds every page of the night, most of them in no pair, and
-    /// keying a URL costs more than reading it. A key whose column the
-    /// batch lacks (a corpus shard without it) leaves its words so too.
-    /// Only the corpus's rows (`in_corpus`) give a held-since time.
+    /// Appends the words of every row of the record batch `batch` to
+    /// `out.words` ([`Self::words`] a row) and its rows whose canonical
+    /// link names another page to `out.naming`, `location` naming the
+    /// rows in errors. Only the rows `wanted` are keyed (the others' words
+    /// are [`NO_VALUE`]): a pages table holds every page of the night, most
+    /// of them in no pair, and keying a URL costs more than reading it. A
+    /// key whose column the rows lack (a corpus shard without it) leaves
+    /// its words so too. Only the corpus's rows give a held-since time
+    /// (`held_since`, their corpus batch's: [`Self::held_since`]).
     pub(crate) fn encode(
         &self,
         batch: &RecordBatch,
         location: &str,
         wanted: impl Fn(usize) -> bool,
-        in_corpus: bool,
+        held_since: Option<u64>,
         out: &mut RowKeys,
     ) -> Result<()> {
         let words = self.words();
@@ -556,8 +606,11 @@ impl KeepOrder {
         let rows = &mut out.words[start..];
         let mut at = 0;
         if self.held {
-            if in_corpus {
-                encode_held(batch, location, &wanted, rows, words)?;
+            if let Some(since) = held_since {
+                let since = two_words(since, false);
+                for row in (0..batch.num_rows()).filter(|&row| wanted(row)) {
+                    rows[row * words..][..HELD_WORDS].copy_from_slice(&since);
+                }
             }
             at = HELD_WORDS;
         }
@@ -640,25 +693,58 @@ impl RowKeys {
     }
 }
 
-/// Writes the held-since words of the corpus rows of `batch` `wanted`
-/// into `rows` (`words` a row): their `fetch_time`, or zero, the longest
-/// held, for a row without one.
-fn encode_held(
-    batch: &RecordBatch,
-    location: &str,
-    wanted: &impl Fn(usize) -> bool,
-    rows: &mut [u32],
-    words: usize,
-) -> Result<()> {
-    let times = match batch.column_by_name(FETCH_TIME) {
-        Some(column) => ordered_values(column, FETCH_TIME, location)?,
-        None => vec![None; batch.num_rows()],
-    };
-    for (row, time) in of_rows(times, wanted) {
-        let at = row * words;
-        rows[at..at + HELD_WORDS].copy_from_slice(&two_words(time.unwrap_or(0), false));
+/// Hashes of pages ([`page_hash`]), looked up once for each row of the
+/// corpus: a bitmap of their top bits, small enough for the cache, turns
+/// away most rows before the sorted hashes are searched.
+#[derive(Debug, Default)]
+pub(crate) struct PageSet {
+    hashes: Vec<u64>,
+    bits: Vec<u64>,
+    shift: u32,
+}
+
+impl PageSet {
+    /// The set of `hashes`, sorted and without repeats.
+    pub(crate) fn of_sorted(hashes: Vec<u64>) -> PageSet {
+        // About 16 bits a page: one row in 16 passes the bitmap in vain.
+        let bits = (hashes.len() * 16).next_power_of_two().max(64);
+        let shift = 64 - bits.trailing_zeros();
+        let mut set = PageSet {
+            bits: vec![0; bits / 64],
+            shift,
+            hashes: Vec::new(),
+        };
+        for &hash in &hashes {
+            let bit = set.bit(hash);
+            set.bits[bit / 64] |= 1 << (bit % 64);
+        }
+        set.hashes = hashes;
+        set
     }
-    Ok(())
+
+    fn bit(&self, hash: u64) -> usize {
+        (hash >> self.shift) as usize
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
+    pub(crate) fn contains(&self, hash: u64) -> bool {
+        let bit = self.bit(hash);
+        self.bits[bit / 64] & (1 << (bit % 64)) != 0 && self.hashes.binary_search(&hash).is_ok()
+    }
+}
+
+/// The keys of a page with rows keyed `a` and `b`: the least held-since
+/// words of the first `held` (only a corpus row has them), and the least
+/// of the rest. Taken whole, a corpus row would always win over the
+/// night's row of the page, and a key only the night's table has (a
+/// team's quality score) would be lost.
+pub(crate) fn least_keys(a: &KeyWords, b: &KeyWords, held: usize) -> KeyWords {
+    let mut least = if a[held..] <= b[held..] { *a } else { *b };
+    least[..held].copy_from_slice(std::cmp::min(&a[..held], &b[..held]));
+    least
 }
 
 /// An ordered value as two big-endian words, `descending` or not, below
@@ -923,21 +1009,21 @@ mod tests {
         let with = RecordBatch::try_from_iter([(URL, urls.clone()), (CANONICAL_URL, canonicals)]);
         let mut keys = RowKeys::default();
         order
-            .encode(&with.unwrap(), "t", |_| true, false, &mut keys)
+            .encode(&with.unwrap(), "t", |_| true, None, &mut keys)
             .unwrap();
         assert_eq!(keys.words, vec![NAMES_ITSELF, NAMES_OTHER_SITE, NAMES_NONE]);
         // The second row's word waits on the pages table listing the page.
         let elsewhere = page_hash("https://elsewhere.example/story#top", &mut Vec::new());
         assert_eq!(keys.naming, [(1, elsewhere)]);
         let without = RecordBatch::try_from_iter([(URL, urls)]).unwrap();
-        assert_eq!(encoded_words(&order, &without, false), vec![NAMES_NONE; 3]);
+        assert_eq!(encoded_words(&order, &without, None), vec![NAMES_NONE; 3]);
     }
 
     /// The words of every row of `batch`.
-    fn encoded_words(order: &KeepOrder, batch: &RecordBatch, in_corpus: bool) -> Vec<u32> {
+    fn encoded_words(order: &KeepOrder, batch: &RecordBatch, since: Option<u64>) -> Vec<u32> {
         let mut keys = RowKeys::default();
         order
-            .encode(batch, "t", |_| true, in_corpus, &mut keys)
+            .encode(batch, "t", |_| true, since, &mut keys)
             .unwrap();
         keys.words
     }
@@ -989,22 +1075,21 @@ mod tests {
             (URL, urls.clone() as ArrayRef),
         ])
         .unwrap();
-        let encoded = |batch: &RecordBatch, in_corpus: bool| {
-            let words = encoded_words(&order, batch, in_corpus);
+        let encoded = |batch: &RecordBatch, since: Option<u64>| {
+            let words = encoded_words(&order, batch, since);
             words.chunks(3).map(<[u32]>::to_vec).collect::<Vec<_>>()
         };
-        let corpus = encoded(&batch, true);
-        // Held the longest first; a row without a time, before any.
-        assert!(corpus[2] < corpus[1] && corpus[1] < corpus[0], "{corpus:?}");
-        assert_eq!(corpus[2][..2], [0, 0]);
+        // Every row of a batch is held since its batch, whatever its own
+        // time: the next keys decide between them.
+        let corpus = encoded(&batch, Some(5 << 32 | 7));
+        assert!(corpus.iter().all(|row| row[..2] == [5, 7]), "{corpus:?}");
         assert!(corpus.iter().all(|row| row[2] == corpus[0][2]));
+        // A batch complete earlier is held the longer.
+        assert!(encoded(&batch, Some(0)).iter().all(|row| row < &corpus[0]));
         // The night's rows are held since no time: after every corpus row.
-        let night = encoded(&batch, false);
+        let night = encoded(&batch, None);
         assert!(night.iter().all(|row| row[..2] == [NO_VALUE; 2]));
         assert!(corpus.iter().all(|row| row < &night[0]));
-        // A corpus shard without times: every page held the longest.
-        let untimed = RecordBatch::try_from_iter([(URL, urls as ArrayRef)]).unwrap();
-        assert!(encoded(&untimed, true).iter().all(|row| row[..2] == [0, 0]));
         // Held-since words count toward the width.
         let wide = "corpus,column:a:asc,column:b:asc,column:c:asc,longest";
         let error = KeepOrder::parse(wide)
@@ -1058,7 +1143,7 @@ mod tests {
             ),
         ])
         .unwrap();
-        let words = encoded_words(&order, &batch, false);
+        let words = encoded_words(&order, &batch, None);
         let rows: Vec<&[u32]> = words.chunks(order.words()).collect();
         // Earliest first (a time before 1970 included); then the greatest q;
         // then https, fewer segments; a page with no time last.
@@ -1072,7 +1157,7 @@ mod tests {
         // Rows not wanted are not keyed; the wanted ones are keyed as before.
         let mut some = RowKeys::default();
         order
-            .encode(&batch, "t", |row| row % 2 == 1, false, &mut some)
+            .encode(&batch, "t", |row| row % 2 == 1, None, &mut some)
             .unwrap();
         let some = some.words.chunks(order.words());
         for (row, (all, wanted)) in rows.iter().zip(some).enumerate() {
@@ -1125,7 +1210,7 @@ mod tests {
             let data_type = column.data_type().clone();
             order.check_column("t", "v", &data_type).unwrap();
             let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
-            let words = encoded_words(order, &batch, false);
+            let words = encoded_words(order, &batch, None);
             let rows: Vec<&[u32]> = words.chunks(2).collect();
             let in_order = |w: &[&[u32]]| match descending {
                 false => w[0] < w[1],
@@ -1139,7 +1224,7 @@ mod tests {
             Arc::new(Float64Array::from(vec![f64::NAN])) as ArrayRef,
         )])
         .unwrap();
-        let words = encoded_words(order, &nan, false);
+        let words = encoded_words(order, &nan, None);
         assert_eq!(words, vec![NO_VALUE, NO_VALUE], "NaN is no value");
     }
 
@@ -1150,7 +1235,7 @@ mod tests {
         let order = KeepOrder::parse("column:v:asc").unwrap();
         let words_of = |column: ArrayRef| {
             let batch = RecordBatch::try_from_iter([("v", column)]).unwrap();
-            let words = encoded_words(&order, &batch, false);
+            let words = encoded_words(&order, &batch, None);
             (words[0], words[1])
         };
         let decimal = |value: i128, scale: i8| {
@@ -1165,6 +1250,48 @@ mod tests {
         assert_eq!(float(-0.0), float(0.0), "the two zeros tie");
         assert_eq!(float(-0.0), decimal(0, 2));
         assert!(float(-f64::MIN_POSITIVE) < float(-0.0));
+    }
+
+    #[test]
+    fn a_page_set_holds_exactly_its_hashes() {
+        let mut state = 7u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            state ^ state >> 29
+        };
+        let mut hashes: Vec<u64> = (0..5_000).map(|_| next()).collect();
+        hashes.extend([0, u64::MAX]);
+        hashes.sort_unstable();
+        let set = PageSet::of_sorted(hashes.clone());
+        assert!(hashes.iter().all(|&h| set.contains(h)));
+        let others = (0..50_000)
+            .map(|_| next())
+            .filter(|h| hashes.binary_search(h).is_err());
+        assert!(others.take(40_000).all(|h| !set.contains(h)));
+        let empty = PageSet::of_sorted(Vec::new());
+        assert!(empty.is_empty() && !empty.contains(0));
+    }
+
+    #[test]
+    fn a_page_takes_its_least_time_held_and_apart_from_it_its_least_keys() {
+        let keys = |words: &[u32]| {
+            let mut keys = [0; MAX_KEY_WORDS];
+            keys[..words.len()].copy_from_slice(words);
+            keys
+        };
+        // The corpus's row, held since [0, 5] without a score; the night's,
+        // held since no time, scored 3.
+        let corpus = keys(&[0, 5, NO_VALUE, NO_VALUE, 9]);
+        let night = keys(&[NO_VALUE, NO_VALUE, 0, 3, 1]);
+        for (a, b) in [(&corpus, &night), (&night, &corpus)] {
+            assert_eq!(least_keys(a, b, 2), keys(&[0, 5, 0, 3, 1]));
+        }
+        // Without held words, the least keys whole.
+        assert_eq!(least_keys(&corpus, &night, 0), corpus);
+        let other = keys(&[0, 4, 0, 3, 2]);
+        assert_eq!(least_keys(&night, &other, 2), keys(&[0, 4, 0, 3, 1]));
     }
 
     #[test]
@@ -1189,7 +1316,7 @@ mod tests {
         ];
         for column in columns {
             let batch = RecordBatch::try_from_iter([("n_chars", column)]).unwrap();
-            let words = encoded_words(&order, &batch, false);
+            let words = encoded_words(&order, &batch, None);
             assert!(words[..3].windows(2).all(|w| w[0] < w[1]), "{words:?}");
             assert_eq!(words[2], words[3], "below zero counts as zero");
             assert!(words[3] < NO_VALUE);

@@ -8,6 +8,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::DataType;
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
@@ -23,6 +24,8 @@ pub(crate) const ID: &str = "id";
 /// The files of a pages table, checked, and their row groups.
 #[derive(Debug)]
 pub(crate) struct PagesTable {
+    /// The paths as given.
+    specs: Vec<String>,
     files: Vec<PagesFile>,
     /// `(file, row group)`, in path order.
     units: Vec<(usize, usize)>,
@@ -33,6 +36,8 @@ pub(crate) struct PagesTable {
 #[derive(Debug)]
 struct PagesFile {
     path: Location,
+    /// Which of the paths given named the file.
+    spec: usize,
     metadata: ArrowReaderMetadata,
     /// The root columns read: the id, the required columns, and those
     /// optional ones the file has.
@@ -53,13 +58,22 @@ impl PagesTable {
         optional: &[&str],
         optional_check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
     ) -> Result<PagesTable> {
-        let locations = expand_locations(specs)?;
+        let mut locations = Vec::new();
+        let mut spec_of = Vec::new();
+        for (at, spec) in specs.iter().enumerate() {
+            let found = expand_locations(std::slice::from_ref(spec))?;
+            spec_of.extend(std::iter::repeat_n(at, found.len()));
+            locations.extend(found);
+        }
         if locations.is_empty() {
             bail!("{flag} {}: no Parquet files found", specs.join(" "));
         }
-        let files = open_all(&locations, |path| {
+        let mut files = open_all(&locations, |path| {
             PagesFile::open(flag, path, required, &check, optional, &optional_check)
         })?;
+        for (file, spec) in files.iter_mut().zip(spec_of) {
+            file.spec = spec;
+        }
         let has_optional = optional
             .iter()
             .map(|name| files.iter().any(|file| file.has(name)))
@@ -72,6 +86,7 @@ impl PagesTable {
             })
             .collect();
         Ok(PagesTable {
+            specs: specs.to_vec(),
             files,
             units,
             has_optional,
@@ -98,6 +113,43 @@ impl PagesTable {
     /// The file unit `unit` is a row group of.
     pub(crate) fn unit_path(&self, unit: usize) -> &Location {
         &self.files[self.units[unit].0].path
+    }
+
+    /// The path given that named unit `unit`'s file.
+    pub(crate) fn unit_spec(&self, unit: usize) -> &str {
+        &self.specs[self.files[self.units[unit].0].spec]
+    }
+
+    /// The directory (or prefix) of unit `unit`'s file, as given.
+    pub(crate) fn unit_directory(&self, unit: usize) -> String {
+        let path = self.unit_path(unit).to_string();
+        match path.rsplit_once('/') {
+            Some((directory, _)) => directory.to_string(),
+            None => String::new(),
+        }
+    }
+
+    /// The greatest value of column `name` in unit `unit` by its row
+    /// group's statistics, as a one-row array of the column's type: null
+    /// where the statistics give none. `None` if the file was not opened
+    /// with the column.
+    pub(crate) fn unit_statistics_max(&self, unit: usize, name: &str) -> Result<Option<ArrayRef>> {
+        let (f, rg) = self.units[unit];
+        let file = &self.files[f];
+        if !file.has(name) {
+            return Ok(None);
+        }
+        let metadata = file.metadata.metadata();
+        let converter = StatisticsConverter::try_new(
+            name,
+            file.metadata.schema(),
+            file.metadata.parquet_schema(),
+        )
+        .with_context(|| format!("{}: column `{name}`", file.path))?;
+        let maxes = converter
+            .row_group_maxes(std::iter::once(metadata.row_group(rg)))
+            .with_context(|| format!("{}: statistics of column `{name}`", file.path))?;
+        Ok(Some(maxes))
     }
 
     /// The value of `key` in the footer's key-value metadata of unit
@@ -210,6 +262,7 @@ impl PagesFile {
         roots.dedup();
         Ok(PagesFile {
             path: path.clone(),
+            spec: 0,
             metadata,
             roots,
         })

@@ -439,6 +439,21 @@ fn refuse_unfinished(listed: &[object_store::ObjectMeta], spec: &str) -> Result<
     bail!(unfinished_output(&format!("{root}/{dir}")))
 }
 
+/// Whether the directory or prefix `dir` holds `_SUCCESS`: an output
+/// committed as a whole (neardup's, Spark's).
+pub(crate) fn is_committed(dir: &str) -> Result<bool> {
+    if !is_url(dir) {
+        return Ok(Path::new(dir).join(SUCCESS).is_file());
+    }
+    let (url, prefix) = parse_object_url(dir)?;
+    let store = store_for(&url)?;
+    match block_on(store.head(&prefix.join(SUCCESS))) {
+        Ok(_) => Ok(true),
+        Err(object_store::Error::NotFound { .. }) => Ok(false),
+        Err(error) => bail!("{dir}/{SUCCESS}: {}", one_line(&error)),
+    }
+}
+
 /// Refuses an object named alone in a neardup output without `_SUCCESS`,
 /// as a listing of its prefix is refused.
 fn refuse_unfinished_parent(
