@@ -140,11 +140,11 @@ pub struct ClusterArgs {
     #[arg(long, num_args = 1..)]
     pub(crate) pages: Vec<String>,
     /// The corpus's fingerprint shards (match's --corpus): its pages are
-    /// corpus pages, the longest held first (since their batch, an output
-    /// committed with _SUCCESS, was complete: its latest fetch_time);
-    /// drop/'s keep_url for pages kept from it. Its ids and the keys'
-    /// columns are read in full, its URLs only in row groups that hold a
-    /// kept page.
+    /// corpus pages, the longest held first (since their batch was
+    /// complete, at its latest fetch_time; a batch is an output committed
+    /// with _SUCCESS, else each path given); drop/'s keep_url for pages
+    /// kept from it. Its ids and the keys' columns are read in full, and
+    /// its URLs again for pages canonical links name.
     #[arg(long, num_args = 1..)]
     pub(crate) corpus: Vec<String>,
     /// The same as --keep-by corpus.
@@ -460,6 +460,14 @@ pub struct FingerprintArgs {
 /// Parses the command line. A usage error is one line on stderr and exit
 /// code 1, as every other error is (clap's own is several lines and 2);
 /// help and the version print as clap prints them.
+impl Command {
+    /// Whether the command frees big buffers step after step (`cluster`,
+    /// and `run`, which may cluster): see [`crate::exec::allocator::tune`].
+    pub fn frees_big_buffers(&self) -> bool {
+        matches!(self, Command::Cluster(_) | Command::Run(_))
+    }
+}
+
 pub fn parse() -> Cli {
     use clap::error::ErrorKind;
     match Cli::try_parse() {

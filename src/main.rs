@@ -1,7 +1,5 @@
 use std::process::ExitCode;
 
-use neardup::cli::Command;
-
 /// mimalloc keeps freed memory for reuse where glibc returns large blocks to
 /// the kernel, so big per-stage buffers are not faulted in and zeroed again.
 #[global_allocator]
@@ -12,7 +10,7 @@ fn main() -> ExitCode {
     neardup::exec::runtime::stop_on_signals();
     neardup::exec::logging::init();
     let cli = neardup::cli::parse();
-    neardup::exec::allocator::tune(matches!(cli.command, Command::Cluster(_) | Command::Run(_)));
+    neardup::exec::allocator::tune(cli.command.frees_big_buffers());
     let ran = neardup::cli::run(cli);
     neardup::exec::runtime::claim_the_exit();
     match ran {

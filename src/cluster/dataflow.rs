@@ -278,7 +278,8 @@ fn read_keys(job: &Job, me: usize, ends: &Ends, started: Instant) {
         };
         job.counters.reach(READING_KEYS);
         let (units, rows, held_since) = (key_table.units, key_table.rows, key_table.held_since);
-        let written = job.graph.write_keys(local, |writer| {
+        let of_corpus = rows == KeyRows::Corpus;
+        let written = job.graph.write_keys(local, of_corpus, |writer| {
             let lists_pages = named && rows == KeyRows::Pages;
             write_keys(table, keep, units, rows, held_since, lists_pages, writer)
         });
@@ -300,8 +301,7 @@ fn read_keys(job: &Job, me: usize, ends: &Ends, started: Instant) {
         }
         log_step(me, job.graph.pages(), started, "corpus pages named listed");
     }
-    job.graph
-        .finish_keys(local, keep.rel_canonical_word(), keep.held_words());
+    job.graph.finish_keys(local, keep.rel_canonical_word());
 }
 
 /// Warns that no row of `--pages` is a page of the pairs: its keys then

@@ -40,8 +40,9 @@ use crate::cluster::components::mix;
 use crate::cluster::keep_order::URL;
 use crate::cluster::OPTIONAL_URL;
 use crate::exec::parallel::{in_chunks, in_parallel, lock, prefetch};
+use crate::io::parquet::columns::string_values;
 use crate::io::parquet::output::{FileLayout, OpenParquet, DROP_URL, KEEP_URL, ROW_GROUP_ROWS};
-use crate::io::parquet::pages::{string_values, PagesTable};
+use crate::io::parquet::pages::PagesTable;
 
 /// Where `drop/`'s URLs come from: the pages table, then the corpus for
 /// the pages the table lacks; and the plain parts of the process's workers

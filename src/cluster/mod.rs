@@ -60,8 +60,9 @@ use crate::exec::parallel::{lock, Tickets};
 use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::Terms;
 use crate::io::commit::commit_staging;
-use crate::io::parquet::input::{column_list, into_pieces, open_pair_inputs, PairNeeds};
-use crate::io::parquet::pages::{check_string, PagesTable};
+use crate::io::parquet::columns::{check_string, column_list};
+use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
+use crate::io::parquet::pages::PagesTable;
 use crate::io::staging::{part_name, Staging};
 
 /// Paths as given and the rows they hold, as a term: `none` for no paths.

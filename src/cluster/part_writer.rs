@@ -673,7 +673,8 @@ mod tests {
     fn the_last_worker_to_hand_over_gives_every_part_its_urls() -> Result<()> {
         use crate::cluster::drop_evidence::{EvidenceSources, PlainPart};
         use crate::cluster::keep_order::URL;
-        use crate::io::parquet::pages::{check_string, PagesTable};
+        use crate::io::parquet::columns::check_string;
+        use crate::io::parquet::pages::PagesTable;
         use arrow_array::cast::AsArray;
         use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
         use parquet::arrow::ArrowWriter;

@@ -1,4 +1,6 @@
-//! Progress on a terminal, silence in a pipe.
+//! Progress on a terminal, silence in a pipe: the bar every stage draws
+//! its own ([`Progress`]; `match`'s and `fingerprint`'s are in their
+//! stages), and the bars of jobs that read rows and then go through steps.
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -9,23 +11,6 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::exec::parallel::lock;
-
-/// `match`'s live counters, for progress and the summary.
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    pub(crate) units_done: AtomicU64,
-    pub(crate) corpus_rows: AtomicU64,
-    pub(crate) self_rows: AtomicU64,
-    pub(crate) pairs_found: AtomicU64,
-    pub(crate) pairs_written: AtomicU64,
-}
-
-/// `fingerprint`'s live counters, for the progress bar.
-#[derive(Debug, Default)]
-pub(crate) struct TextCounters {
-    pub(crate) bytes: AtomicU64,
-    pub(crate) documents: AtomicU64,
-}
 
 /// Live counters of a job that reads rows and then goes through steps of
 /// its own: rows read, and the furthest step any worker has reached.
@@ -78,7 +63,7 @@ pub(crate) struct Progress {
 impl Progress {
     /// Starts a bar of length `len` when `enabled` and stderr is a terminal;
     /// every 200 ms `update` gives its position and message.
-    fn start(
+    pub(crate) fn start(
         enabled: bool,
         len: u64,
         template: &str,
@@ -118,54 +103,6 @@ impl Progress {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-    }
-}
-
-/// The `match` scan's bar: row groups, rows, rate, pairs.
-pub(crate) struct ScanProgress;
-
-impl ScanProgress {
-    pub(crate) fn start(enabled: bool, units: u64, rows: u64, counters: Arc<Counters>) -> Progress {
-        let started = Instant::now();
-        Progress::start(
-            enabled,
-            units,
-            "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} row groups  {msg}",
-            move || {
-                let scanned = counters.corpus_rows.load(Ordering::Relaxed)
-                    + counters.self_rows.load(Ordering::Relaxed);
-                let rate = scanned as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                let message = format!(
-                    "{}/{} rows, {}/s, {} pairs",
-                    human(scanned as f64),
-                    human(rows as f64),
-                    human(rate),
-                    counters.pairs_found.load(Ordering::Relaxed)
-                );
-                (counters.units_done.load(Ordering::Relaxed), message)
-            },
-        )
-    }
-}
-
-/// The `fingerprint` bar: bytes read, documents, rate.
-pub(crate) struct BytesProgress;
-
-impl BytesProgress {
-    pub(crate) fn start(enabled: bool, bytes: u64, counters: Arc<TextCounters>) -> Progress {
-        let started = Instant::now();
-        Progress::start(
-            enabled,
-            bytes,
-            "{spinner} [{elapsed_precise}] {bar:30} {bytes}/{total_bytes}  {msg}",
-            move || {
-                let read = counters.bytes.load(Ordering::Relaxed);
-                let documents = counters.documents.load(Ordering::Relaxed);
-                let rate = read as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                let message = format!("{} documents, {}B/s", human(documents as f64), human(rate));
-                (read, message)
-            },
-        )
     }
 }
 

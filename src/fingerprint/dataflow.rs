@@ -40,11 +40,11 @@ use timely::dataflow::operators::Capability;
 use timely::dataflow::{Scope, Stream};
 use timely::scheduling::{Activator, SyncActivator};
 
-use crate::exec::progress::TextCounters;
 use crate::exec::runtime::Failure;
 use crate::fingerprint::crawl::html;
 use crate::fingerprint::crawl::http::HttpBodies;
 use crate::fingerprint::crawl::{read_file, BadRecord, Document, Format, Record, TextFields};
+use crate::fingerprint::progress::TextCounters;
 use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{fingerprint_page, fingerprint_with};
 use crate::fingerprint::summary::FileResults;

@@ -38,8 +38,9 @@ use crate::fingerprint::scheme::Scheme;
 use crate::fingerprint::simhash::{
     feature_list, fingerprint_page, hash_feature, heading_copies, FeatureList,
 };
+use crate::io::parquet::columns::{check_int64, string_values};
 use crate::io::parquet::input::expand_locations_with;
-use crate::io::parquet::pages::{check_int64, string_values, PagesTable};
+use crate::io::parquet::pages::PagesTable;
 use crate::io::parquet::{
     sketch_of_bytes, wide_distance, Sketch, METADATA_KEY, SKETCH_BYTES, SKETCH_COLUMN,
 };

@@ -11,6 +11,7 @@ pub mod crawl;
 pub(crate) mod dataflow;
 pub(crate) mod explain;
 pub(crate) mod options;
+pub(crate) mod progress;
 pub mod scheme;
 pub mod simhash;
 pub(crate) mod summary;
@@ -26,8 +27,6 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::exec::parallel::lock;
-use crate::exec::progress::BytesProgress;
-use crate::exec::progress::TextCounters;
 use crate::exec::runtime::Failure;
 use crate::exec::runtime::{self, Terms};
 use crate::fingerprint::crawl::Format;
@@ -35,6 +34,7 @@ use crate::fingerprint::dataflow::{
     fingerprint_batches, in_reading_order, read_documents, write_shards, FileRead, FilesRead,
     InFlight, InputFile, ReadState, RowBatch,
 };
+use crate::fingerprint::progress::{BytesProgress, TextCounters};
 use crate::fingerprint::summary::{
     refuse_unreadable, summarize, FileResult, FileResults, FileSummary, FingerprintSummary,
 };

@@ -507,8 +507,9 @@ impl Job {
         if self.matching.allow_mixed_schemes {
             return Ok(());
         }
-        let files = self.corpus_locations().unwrap_or_default();
-        let recorded = files.iter().take(SCHEME_FILES).find_map(|file| {
+        let paths = self.corpus_locations().unwrap_or_default();
+        let files = paths.iter().flat_map(|(_, files)| files);
+        let recorded = files.take(SCHEME_FILES).find_map(|file| {
             // A file match cannot read is for match to name.
             let opened = FingerprintFile::open(file, &self.matching.columns);
             Some(SchemeOf {
@@ -652,14 +653,34 @@ impl Job {
     /// tonight's own batch (a rerun after the append must not match B
     /// against itself as corpus).
     fn corpus_files(&self) -> Result<Vec<String>> {
-        let files = self.corpus_locations()?;
-        Ok(files.iter().map(|f| f.to_string()).collect())
+        let files = self
+            .corpus_locations()?
+            .into_iter()
+            .flat_map(|(_, files)| files);
+        Ok(files.map(|f| f.to_string()).collect())
     }
 
-    /// [`Self::corpus_files`], as the listing gives them.
-    fn corpus_locations(&self) -> Result<Vec<Location>> {
+    /// The corpus for tonight's cluster: each path as given, whose files
+    /// without `_SUCCESS` above them are one batch
+    /// ([`crate::cluster::keep_order::KeepOrder::held_since`]), or its
+    /// files where tonight's batch lies in it (each of the job's batches
+    /// has `_SUCCESS`).
+    fn corpus_paths(&self) -> Result<Vec<String>> {
+        let mut paths = Vec::new();
+        for (spec, files) in self.corpus_locations()? {
+            match spec {
+                Some(spec) => paths.push(spec.clone()),
+                None => paths.extend(files.iter().map(|f| f.to_string())),
+            }
+        }
+        Ok(paths)
+    }
+
+    /// [`Self::corpus_files`], as the listing gives them, by path given:
+    /// the path, unless tonight's batch was left out of its files.
+    fn corpus_locations(&self) -> Result<Vec<(Option<&String>, Vec<Location>)>> {
         let tonight = self.batch_dir().map(|t| format!("{}/", t.display()));
-        let mut files = Vec::new();
+        let mut paths = Vec::new();
         for spec in &self.matching.corpus {
             let expanded = match expand_locations(std::slice::from_ref(spec)) {
                 // The job's own corpus is missing or empty until the first
@@ -670,9 +691,15 @@ impl Job {
             let in_tonight = |file: &Location| {
                 (tonight.as_ref()).is_some_and(|t| file.to_string().starts_with(t))
             };
-            files.extend(expanded.into_iter().filter(|file| !in_tonight(file)));
+            let listed = expanded.len();
+            let files: Vec<Location> = expanded.into_iter().filter(|f| !in_tonight(f)).collect();
+            if files.is_empty() {
+                continue;
+            }
+            let given = (files.len() == listed).then_some(spec);
+            paths.push((given, files));
         }
-        Ok(files)
+        Ok(paths)
     }
 }
 
@@ -782,7 +809,7 @@ pub(crate) fn run_job(
             &mut || {
                 let mut c = c.clone();
                 if !c.corpus.is_empty() {
-                    c.corpus = job.corpus_files()?;
+                    c.corpus = job.corpus_paths()?;
                 }
                 Ok(run_cluster(&c)?.line(&c.out))
             },

@@ -47,7 +47,6 @@ use timely::container::CapacityContainerBuilder;
 use timely::dataflow::channels::pact::Exchange;
 use timely::dataflow::operators::generic::operator::source;
 
-use crate::exec::progress::Counters;
 use crate::exec::runtime::Failure;
 use crate::exec::runtime::{execute, RuntimeOptions, Terms};
 use crate::io::commit::{
@@ -62,6 +61,7 @@ use crate::io::parquet::wide_distance;
 use crate::io::staging::part_name;
 use crate::matching::pair_runs::PairRuns;
 use crate::matching::probe::{probe, Match, Scratch};
+use crate::matching::progress::ScanCounters;
 use crate::matching::tables::Index;
 use crate::matching::verify::{BatchUnit, CandidateSketches, Verification};
 
@@ -199,7 +199,7 @@ pub(crate) fn run(
     job: Arc<Job>,
     runtime: &RuntimeOptions,
     terms: &Terms,
-    counters: Arc<Counters>,
+    counters: Arc<ScanCounters>,
     commit: Option<Commit<MatchTotals>>,
 ) -> Result<MatchTotals> {
     let failure = Arc::new(Failure::default());
@@ -321,7 +321,7 @@ impl Scanner {
     /// Reads the process's next unit into the batch, probing the batch when
     /// it is full, when the side changes, or once no unit is left, and hands
     /// every pair found to `emit`. Returns whether there may be units left.
-    fn next_unit(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) -> Result<bool> {
+    fn next_unit(&mut self, counters: &ScanCounters, emit: &mut dyn FnMut(Pair)) -> Result<bool> {
         let Some((at, fetched)) = self.ahead.take().or_else(|| self.claim()) else {
             self.probe_batch(counters, emit)?;
             return Ok(false);
@@ -361,7 +361,7 @@ impl Scanner {
     }
 
     /// Probes the gathered rows and empties the batch.
-    fn probe_batch(&mut self, counters: &Counters, emit: &mut dyn FnMut(Pair)) -> Result<()> {
+    fn probe_batch(&mut self, counters: &ScanCounters, emit: &mut dyn FnMut(Pair)) -> Result<()> {
         let Some(side) = self.batch.side else {
             return Ok(());
         };
@@ -454,12 +454,12 @@ struct Reducer {
     job: Arc<Job>,
     worker: usize,
     peers: usize,
-    counters: Arc<Counters>,
+    counters: Arc<ScanCounters>,
     pairs: PairRuns,
 }
 
 impl Reducer {
-    fn new(job: Arc<Job>, worker: usize, peers: usize, counters: Arc<Counters>) -> Reducer {
+    fn new(job: Arc<Job>, worker: usize, peers: usize, counters: Arc<ScanCounters>) -> Reducer {
         let spill_dir = job.out_dir.join(format!("_spill-{worker}"));
         let wide = job.verify.is_some();
         let pairs = PairRuns::new(spill_dir, job.parts.len(), job.pair_memory, wide);

@@ -7,6 +7,7 @@ pub mod kernel;
 pub(crate) mod lead_groups;
 pub(crate) mod pair_runs;
 pub mod probe;
+pub(crate) mod progress;
 pub mod tables;
 pub mod verify;
 
@@ -19,8 +20,7 @@ use serde::Serialize;
 
 use crate::exec::parallel::lock;
 use crate::exec::parallel::{in_parallel, Tickets};
-use crate::exec::progress::Counters;
-use crate::exec::progress::{human, ScanProgress};
+use crate::exec::progress::human;
 use crate::exec::runtime::{RuntimeOptions, Terms};
 use crate::io::commit::commit_staging;
 use crate::io::pairs::Parts;
@@ -32,6 +32,7 @@ use crate::matching::dataflow::{process_units, IdSet, Job, MatchTotals, ScanUnit
 use crate::matching::design::{Design, MAX_K};
 use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
+use crate::matching::progress::{ScanCounters, ScanProgress};
 use crate::matching::tables::{Index, QueryRows, QuerySet};
 use crate::matching::verify::{QuerySketches, Threshold, Verification};
 
@@ -272,7 +273,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         verify,
         superseded,
     });
-    let counters = Arc::new(Counters::default());
+    let counters = Arc::new(ScanCounters::default());
     let progress = ScanProgress::start(opts.progress, local_units, local_rows, counters.clone());
     let (commit, written) = {
         let (summary, opts) = (summary.clone(), opts.clone());

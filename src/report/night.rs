@@ -35,9 +35,9 @@ use arrow_array::types::{Int16Type, Int8Type};
 use arrow_array::{Array, ArrowPrimitiveType, Int64Array, PrimitiveArray, RecordBatch};
 use serde_json::Value;
 
+use crate::io::parquet::columns::string_values;
 use crate::io::parquet::input::{expand_locations, read_columns};
 use crate::io::parquet::output::{DROP_URL, KEEP_URL, KEPT_BY};
-use crate::io::parquet::pages::string_values;
 use crate::io::parquet::WIDE_DISTANCE;
 use crate::io::staging::{file_exists, is_complete};
 use crate::io::storage::{is_url, read_whole, subdirectories, Location, SUMMARY};

@@ -1087,6 +1087,90 @@ fn a_bad_process_flag_is_not_blamed_on_the_spec() {
     }
 }
 
+/// An archive the corpus was seeded with, copied without `_SUCCESS` (as a
+/// DuckDB or pyarrow export is), one shard per crawl file: an AMP view
+/// fetched minutes before the page it is a view of. A night that crawls
+/// both again keeps the page, by its URL: the archive is one batch, its
+/// pages held alike. `run` gave the cluster stage the archive's files,
+/// each a batch of its own, and the view, held minutes longer, was kept.
+#[test]
+fn a_run_holds_an_archive_without_success_as_one_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = "The harbour council met on Tuesday to discuss the new ferry timetable. \
+        Residents asked for earlier sailings in winter, when the road over the pass is closed, \
+        and for a shelter at the north pier. The council agreed to publish a draft in March.";
+    let (view, page) = (
+        "https://amp.harbour.example/ferry",
+        "https://harbour.example/ferry",
+    );
+    let record = |url: &str, minute: u32, day: u32| {
+        serde_json::json!({"url": url, "text": text,
+            "fetched": format!("2026-11-{day:02}T03:{minute:02}:00Z")})
+        .to_string()
+    };
+    std::fs::create_dir_all(d.join("archive-crawl")).unwrap();
+    std::fs::write(d.join("archive-crawl/a.jsonl"), record(view, 1, 1) + "\n").unwrap();
+    std::fs::write(d.join("archive-crawl/b.jsonl"), record(page, 5, 1) + "\n").unwrap();
+    let archive_fp = d.join("archive-fp");
+    run_ok(&[
+        "fingerprint",
+        "--input",
+        d.join("archive-crawl").to_str().unwrap(),
+        "--time-field",
+        "fetched",
+        "--out",
+        archive_fp.to_str().unwrap(),
+    ]);
+    std::fs::create_dir_all(d.join("archive")).unwrap();
+    for shard in part_files(&archive_fp) {
+        std::fs::copy(&shard, d.join("archive").join(shard.file_name().unwrap())).unwrap();
+    }
+    std::fs::create_dir_all(d.join("crawl")).unwrap();
+    let tonight = [record(view, 1, 20), record(page, 5, 20)].join("\n") + "\n";
+    std::fs::write(d.join("crawl/2026-11-20.jsonl"), tonight).unwrap();
+    write_jsonl_job(d, r#"["../archive/*.parquet", "../out/corpus"]"#);
+    let id = neardup::fingerprint::crawl::url_id;
+    let dropped = night_drops(d, "2026-11-20");
+    assert_eq!(dropped, [(id(view), id(page))]);
+}
+
+/// Writes `jobs/night.toml`: a night of `crawl/{date}.jsonl` (fetch times
+/// in `fetched`) matched against `corpus` (a TOML list) and itself,
+/// clustered, and appended to `out/corpus`.
+fn write_jsonl_job(d: &Path, corpus: &str) {
+    std::fs::create_dir_all(d.join("jobs")).unwrap();
+    let spec = r#"
+[runtime]
+workers = 2
+[fingerprint]
+input = ["../crawl/{date}.jsonl"]
+out = "../out/{date}/fingerprints"
+time_field = "fetched"
+[match]
+corpus = CORPUS
+out = "../out/{date}/pairs"
+[cluster]
+out = "../out/{date}/clusters"
+[append]
+corpus = "../out/corpus"
+batch = "{date}"
+"#;
+    std::fs::write(d.join("jobs/night.toml"), spec.replace("CORPUS", corpus)).unwrap();
+}
+
+/// Runs `jobs/night.toml` for `date` and gives its drops: `(id, keep_id)`.
+fn night_drops(d: &Path, date: &str) -> Vec<(i64, i64)> {
+    let output = run(d, &["jobs/night.toml", "--date", date]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{date}: {stderr}");
+    let drop_dir = d.join("out").join(date).join("clusters/drop");
+    drop_rows(&drop_dir)
+        .into_iter()
+        .map(|(id, keep, ..)| (id, keep))
+        .collect()
+}
+
 /// Four nights of a crawl (JSONL with fetch times): the https copy of a
 /// page the corpus held since night 1 is dropped for it on night 2, kept
 /// and appended on night 3 (it was replaced for a night), and on night 4,
@@ -1141,44 +1225,10 @@ fn a_page_kept_one_night_is_not_dropped_for_a_copy_that_came_back() {
         let path = d.join(format!("crawl/2026-11-0{}.jsonl", n + 1));
         std::fs::write(path, lines.join("\n") + "\n").unwrap();
     }
-    std::fs::create_dir_all(d.join("jobs")).unwrap();
-    std::fs::write(
-        d.join("jobs/nights.toml"),
-        r#"
-[runtime]
-workers = 2
-[fingerprint]
-input = ["../crawl/{date}.jsonl"]
-out = "../out/{date}/fingerprints"
-time_field = "fetched"
-[match]
-corpus = ["../out/corpus"]
-out = "../out/{date}/pairs"
-self = true
-[cluster]
-out = "../out/{date}/clusters"
-[append]
-corpus = "../out/corpus"
-batch = "{date}"
-"#,
-    )
-    .unwrap();
-    let mut drops = Vec::new();
-    for night in 1..=4 {
-        let date = format!("2026-11-0{night}");
-        let output = run(d, &["jobs/nights.toml", "--date", &date]);
-        assert!(
-            output.status.success(),
-            "night {night}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let drop_dir = d.join("out").join(&date).join("clusters/drop");
-        let rows: Vec<(i64, i64)> = drop_rows(&drop_dir)
-            .into_iter()
-            .map(|(id, keep, ..)| (id, keep))
-            .collect();
-        drops.push(rows);
-    }
+    write_jsonl_job(d, r#"["../out/corpus"]"#);
+    let drops: Vec<Vec<(i64, i64)>> = (1..=4)
+        .map(|night| night_drops(d, &format!("2026-11-0{night}")))
+        .collect();
     assert_eq!(
         drops,
         [vec![], vec![(copy, mirror)], vec![], vec![(copy, mirror)]],

@@ -119,7 +119,7 @@ pub use writers::*;
 
 #[cfg(test)]
 use crate::cluster::keep_order::RowKeys;
-use crate::cluster::keep_order::{least_keys, KeepOrder, KeyWords, PageSet, MAX_KEY_WORDS};
+use crate::cluster::keep_order::{KeepOrder, KeyWords, PageSet, MAX_KEY_WORDS};
 use crate::exec::parallel::in_chunks;
 use crate::exec::parallel::lock;
 use crate::exec::parallel::prefetch;
@@ -128,7 +128,7 @@ use crate::exec::runtime::MAX_WORKERS;
 /// Which of the pages `naming` names (sorted by hash) some list of `lists`
 /// (each sorted) holds: one pass along each list, read in order rather than
 /// searched at random (a night's table lists millions of pages).
-fn held_by_any(lists: &[Vec<u64>], naming: &[(Page, u64)]) -> Vec<bool> {
+fn held_by_any(lists: &[&Vec<u64>], naming: &[(Page, u64)]) -> Vec<bool> {
     let mut held = vec![false; naming.len()];
     for list in lists {
         let mut at = 0;
@@ -142,9 +142,22 @@ fn held_by_any(lists: &[Vec<u64>], naming: &[(Page, u64)]) -> Vec<bool> {
     held
 }
 
+/// Keeps `hashes` in `lists`, sorted and without repeats.
+fn add_sorted(lists: &RwLock<Vec<Vec<u64>>>, mut hashes: Vec<u64>) {
+    if hashes.is_empty() {
+        return;
+    }
+    radsort::sort(&mut hashes[..]);
+    hashes.dedup();
+    lists
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(hashes);
+}
+
 /// Sets word `at` of each page in `naming`, whose first row's link names
 /// the page of the hash beside it, by whether one of `lists` lists it.
-fn name_pages(arrays: &Arrays, lists: &[Vec<u64>], at: usize, mut naming: Vec<(Page, u64)>) {
+fn name_pages(arrays: &Arrays, lists: &[&Vec<u64>], at: usize, mut naming: Vec<(Page, u64)>) {
     radsort::sort_by_key(&mut naming, |&(_, names)| names);
     let listed = held_by_any(lists, &naming);
     for (&(page, _), listed) in naming.iter().zip(listed) {
@@ -166,13 +179,17 @@ pub struct SharedGraph {
     key_words: usize,
     /// Rows of the pages table for pages whose keys were already written.
     repeats: Mutex<Vec<Repeat>>,
-    /// Pages whose keys were first written by a row whose canonical link
-    /// names another page, with that page's hash: their word waits on
-    /// every table ([`Self::finish_keys`]).
+    /// Pages whose keys were first written by a row of the pages table
+    /// whose canonical link names another page, with that page's hash:
+    /// their word waits on every table ([`Self::finish_keys`]).
     naming: Mutex<Vec<(Page, u64)>>,
-    /// The hashes of pages named that no table read so far lists
-    /// ([`Self::list_named`]).
-    unlisted: RwLock<PageSet>,
+    /// The same for rows of the corpus.
+    corpus_naming: Mutex<Vec<(Page, u64)>>,
+    /// The hashes of every page named ([`Self::list_named`]).
+    named: RwLock<PageSet>,
+    /// Hashes of the pages named that the corpus holds, each worker's
+    /// sorted.
+    held: RwLock<Vec<Vec<u64>>>,
     /// Rows of the table being read that are pages of the graph, summed
     /// over the workers.
     matched_rows: AtomicUsize,
@@ -223,7 +240,9 @@ impl SharedGraph {
             key_words,
             repeats: Mutex::new(Vec::new()),
             naming: Mutex::new(Vec::new()),
-            unlisted: RwLock::new(PageSet::default()),
+            corpus_naming: Mutex::new(Vec::new()),
+            named: RwLock::new(PageSet::default()),
+            held: RwLock::new(Vec::new()),
             matched_rows: AtomicUsize::new(0),
             listed: RwLock::new(Vec::new()),
             barrier: Barrier::new(workers),
@@ -370,6 +389,7 @@ impl SharedGraph {
     pub(crate) fn write_keys(
         &self,
         worker: usize,
+        of_corpus: bool,
         fill: impl FnOnce(&mut KeyWriter<'_>) -> anyhow::Result<()>,
     ) -> anyhow::Result<usize> {
         // Every worker has added its pairs: the id table is only read now.
@@ -394,62 +414,51 @@ impl SharedGraph {
             let result = fill(&mut writer);
             tracing::debug!(worker, rows = writer.matched, "keys written");
             self.matched_rows.fetch_add(writer.matched, Relaxed);
-            lock(&self.repeats).extend(writer.repeats);
-            lock(&self.naming).extend(writer.naming);
-            self.add_listed(writer.listed);
+            let repeats = writer.repeats.into_iter();
+            lock(&self.repeats).extend(repeats.map(|repeat| Repeat {
+                of_corpus,
+                ..repeat
+            }));
+            let naming = match of_corpus {
+                true => &self.corpus_naming,
+                false => &self.naming,
+            };
+            lock(naming).extend(writer.naming);
+            add_sorted(&self.listed, writer.listed);
             result
         };
         self.barrier.wait();
         result.map(|()| self.matched_rows.load(Relaxed))
     }
 
-    /// Keeps `listed`, hashes of pages a table lists, sorted.
-    fn add_listed(&self, mut listed: Vec<u64>) {
-        if listed.is_empty() {
-            return;
-        }
-        radsort::sort(&mut listed[..]);
-        listed.dedup();
-        let mut lists = self.listed.write().unwrap_or_else(|e| e.into_inner());
-        lists.push(listed);
-    }
-
     /// Called by each of the process's workers after [`Self::write_keys`]:
-    /// the pages named that no table has listed, and `list(unlisted,
-    /// found)` puts into `found` those of them a table (the corpus, whose
-    /// rows are too many to list all) holds, from the rows this worker
-    /// reads. Not called with none unlisted. Every worker must call this.
+    /// `list(named, found)` puts into `found` the pages among those named
+    /// that the corpus holds (it has too many rows to list them all, as
+    /// the pages table's are), from the rows this worker reads; not called
+    /// with none named. Every worker must call this.
     pub(crate) fn list_named(
         &self,
         worker: usize,
         list: impl FnOnce(&PageSet, &mut Vec<u64>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         if worker == 0 {
-            let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
-            let mut named: Vec<(Page, u64)> = lock(&self.naming).clone();
+            let firsts = [&self.naming, &self.corpus_naming].map(|n| lock(n).clone());
             let repeats = lock(&self.repeats);
-            named.extend(repeats.iter().filter_map(|r| r.names.map(|n| (r.page, n))));
-            radsort::sort_by_key(&mut named, |&(_, names)| names);
-            let held = held_by_any(&lists, &named);
-            let mut unlisted: Vec<u64> = named
-                .iter()
-                .zip(held)
-                .filter(|(_, held)| !held)
-                .map(|(&(_, names), _)| names)
-                .collect();
-            unlisted.dedup();
-            *self.unlisted.write().unwrap_or_else(|e| e.into_inner()) =
-                PageSet::of_sorted(unlisted);
+            let mut named: Vec<u64> = firsts.iter().flatten().map(|&(_, names)| names).collect();
+            named.extend(repeats.iter().filter_map(|repeat| repeat.names));
+            radsort::sort(&mut named[..]);
+            named.dedup();
+            *self.named.write().unwrap_or_else(|e| e.into_inner()) = PageSet::of_sorted(named);
         }
         self.barrier.wait();
         let result = {
-            let unlisted = self.unlisted.read().unwrap_or_else(|e| e.into_inner());
+            let named = self.named.read().unwrap_or_else(|e| e.into_inner());
             let mut found = Vec::new();
-            let result = match unlisted.is_empty() {
+            let result = match named.is_empty() {
                 true => Ok(()),
-                false => list(&unlisted, &mut found),
+                false => list(&named, &mut found),
             };
-            self.add_listed(found);
+            add_sorted(&self.held, found);
             result
         };
         self.barrier.wait();
@@ -458,28 +467,41 @@ impl SharedGraph {
 
     /// Called by each of the process's workers once every table's keys
     /// are written: sets word `named_at` of each page whose first row's
-    /// canonical link names another page, by whether a table lists that
-    /// page, and gives a page with several rows the least keys, its first
-    /// `held` words (the corpus's held-since time) taken apart
-    /// ([`least_keys`]). Every worker must call this.
-    pub(crate) fn finish_keys(&self, worker: usize, named_at: Option<usize>, held: usize) {
+    /// canonical link names another page, by whether that page was
+    /// crawled, and gives a page with several rows the least keys,
+    /// whichever row came first. A page named by a row of the pages table
+    /// was crawled if either table holds it; one named by a corpus row, if
+    /// the corpus does: whether a night crawled it says nothing a corpus
+    /// page may rank by on every night (a page crawled tonight alone may be
+    /// dropped tonight). Every worker must call this.
+    pub(crate) fn finish_keys(&self, worker: usize, named_at: Option<usize>) {
         self.barrier.wait();
         if worker == 0 {
             let arrays = self.building.read().unwrap_or_else(|e| e.into_inner());
-            let lists = self.listed.read().unwrap_or_else(|e| e.into_inner());
-            let naming = std::mem::take(&mut *lock(&self.naming));
-            if let Some(at) = named_at {
-                name_pages(&arrays, &lists, at, naming);
+            let listed = self.listed.read().unwrap_or_else(|e| e.into_inner());
+            let held = self.held.read().unwrap_or_else(|e| e.into_inner());
+            let by_corpus: Vec<&Vec<u64>> = held.iter().collect();
+            let by_either: Vec<&Vec<u64>> = listed.iter().chain(held.iter()).collect();
+            let lists = |of_corpus: bool| match of_corpus {
+                true => &by_corpus[..],
+                false => &by_either[..],
+            };
+            for (naming, of_corpus) in [(&self.naming, false), (&self.corpus_naming, true)] {
+                let naming = std::mem::take(&mut *lock(naming));
+                if let Some(at) = named_at {
+                    name_pages(&arrays, lists(of_corpus), at, naming);
+                }
             }
             for mut repeat in std::mem::take(&mut *lock(&self.repeats)) {
                 if let (Some(at), Some(names)) = (named_at, repeat.names) {
+                    let lists = lists(repeat.of_corpus);
                     let listed = lists.iter().any(|list| list.binary_search(&names).is_ok());
                     repeat.keys[at] = KeepOrder::named_word(repeat.keys[at], listed);
                 }
-                let written = arrays.keys.get(repeat.page);
-                let least = least_keys(&repeat.keys, &written, held);
-                if least != written {
-                    arrays.keys.write(repeat.page, &least[..self.key_words]);
+                if repeat.keys < arrays.keys.get(repeat.page) {
+                    arrays
+                        .keys
+                        .write(repeat.page, &repeat.keys[..self.key_words]);
                 }
             }
         }
@@ -507,8 +529,13 @@ impl SharedGraph {
         }
         self.barrier.wait();
         if worker == 0 {
+            for lists in [&self.listed, &self.held] {
+                drop(std::mem::take(
+                    &mut *lists.write().unwrap_or_else(|e| e.into_inner()),
+                ));
+            }
             drop(std::mem::take(
-                &mut *self.listed.write().unwrap_or_else(|e| e.into_inner()),
+                &mut *self.named.write().unwrap_or_else(|e| e.into_inner()),
             ));
             let mut arrays =
                 std::mem::take(&mut *self.building.write().unwrap_or_else(|e| e.into_inner()));
@@ -997,7 +1024,7 @@ mod tests {
                                     }
                                 }
                                 graph
-                                    .write_keys(w, |keys| {
+                                    .write_keys(w, false, |keys| {
                                         let chunks: Vec<_> = rows.chunks(100).collect();
                                         for (n, chunk) in chunks.iter().enumerate() {
                                             if n % workers == w {
@@ -1014,7 +1041,7 @@ mod tests {
                                         Ok(())
                                     })
                                     .unwrap();
-                                graph.finish_keys(w, Some(1), 0);
+                                graph.finish_keys(w, Some(1));
                                 graph.split(w, None)
                             })
                         })

@@ -120,7 +120,12 @@ impl KeyWriter<'_> {
             } else {
                 let mut keys = [0; MAX_KEY_WORDS];
                 keys[..row.len()].copy_from_slice(row);
-                self.repeats.push(Repeat { page, keys, names });
+                self.repeats.push(Repeat {
+                    page,
+                    keys,
+                    names,
+                    of_corpus: false,
+                });
             }
         }
     }
@@ -134,6 +139,8 @@ pub(crate) struct Repeat {
     pub(super) keys: KeyWords,
     /// The hash of the page its canonical link names, if another.
     pub(super) names: Option<u64>,
+    /// Whether the row is the corpus's.
+    pub(super) of_corpus: bool,
 }
 
 /// One worker's handle on a [`SharedGraph`] being built.

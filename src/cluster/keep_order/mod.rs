@@ -35,9 +35,12 @@
 //! given (without `corpus` for pairs made elsewhere, which have no
 //! `self_pair` to tell corpus pages by), else the smallest id alone (or
 //! `corpus` first with `--corpus-wins`). A page with several rows in the table keeps its
-//! least words, whichever row came first, the held-since time apart
-//! ([`least_keys`]: a corpus row would otherwise always win over the
-//! night's row of its page, whose other keys would be lost). A page's words are held beside
+//! least words, whichever row came first: a corpus row, held since a
+//! time, before the night's row of its page. So a corpus page ranks by its
+//! corpus rows alike every night, whichever pages a night crawls again
+//! (a key only the night's table has, a team's score, ties corpus pages,
+//! as ranking by tonight's rows where a night has them would swap two
+//! corpus pages on the nights that crawled only one). A page's words are held beside
 //! it in the union-find's arrays, so the keys' width is memory per page:
 //! they may take at most `MAX_KEY_WORDS` words.
 //!
@@ -56,7 +59,10 @@
 //! ([`KeepOrder::named_word`]). Every process reads the whole of both
 //! tables, so a page named is crawled or not in every process alike: a
 //! page held only in the corpus ranks the same whether or not a night
-//! crawled the page naming it.
+//! crawled the page naming it. A corpus row's link names a crawled page
+//! only if the corpus holds it: a corpus page ranks by its corpus rows,
+//! alike every night, and a page crawled tonight alone may be dropped
+//! tonight.
 
 mod held_since;
 mod url_keys;
@@ -74,9 +80,10 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{DataType, TimeUnit};
 use serde::{Deserialize, Serialize};
 
+use crate::io::parquet::columns::{is_string, string_values};
 /// The column `rel-canonical` reads beside `url`, where a file has it.
 pub(crate) use crate::io::parquet::output::CANONICAL_URL;
-use crate::io::parquet::pages::{is_string, string_values, PagesTable};
+use crate::io::parquet::pages::PagesTable;
 pub(crate) use url_keys::{canonical_url_key, page_hash, rel_canonical_key};
 use url_keys::{
     NAMES_ANOTHER, NAMES_ELSEWHERE, NAMES_HOME, NAMES_ITSELF, NAMES_NONE, NAMES_OTHER_SITE,
@@ -460,7 +467,8 @@ impl KeepOrder {
 
     /// `rel-canonical`'s word for a page whose link names another page,
     /// `word` its word as read ([`rel_canonical_key`]), `listed` whether
-    /// the pages table or the corpus holds the page named. A page of the named page's
+    /// the page named was crawled
+    /// ([`crate::cluster::components::SharedGraph::finish_keys`]). A page of the named page's
     /// site naming one the crawl does not hold is the site's own copy of it
     /// (an AMP view, a URL with a tracking query), and ranks as if it named
     /// itself: else a copy that names nothing, a scraper's, would win over
@@ -734,17 +742,6 @@ impl PageSet {
         let bit = self.bit(hash);
         self.bits[bit / 64] & (1 << (bit % 64)) != 0 && self.hashes.binary_search(&hash).is_ok()
     }
-}
-
-/// The keys of a page with rows keyed `a` and `b`: the least held-since
-/// words of the first `held` (only a corpus row has them), and the least
-/// of the rest. Taken whole, a corpus row would always win over the
-/// night's row of the page, and a key only the night's table has (a
-/// team's quality score) would be lost.
-pub(crate) fn least_keys(a: &KeyWords, b: &KeyWords, held: usize) -> KeyWords {
-    let mut least = if a[held..] <= b[held..] { *a } else { *b };
-    least[..held].copy_from_slice(std::cmp::min(&a[..held], &b[..held]));
-    least
 }
 
 /// An ordered value as two big-endian words, `descending` or not, below
@@ -1272,26 +1269,6 @@ mod tests {
         assert!(others.take(40_000).all(|h| !set.contains(h)));
         let empty = PageSet::of_sorted(Vec::new());
         assert!(empty.is_empty() && !empty.contains(0));
-    }
-
-    #[test]
-    fn a_page_takes_its_least_time_held_and_apart_from_it_its_least_keys() {
-        let keys = |words: &[u32]| {
-            let mut keys = [0; MAX_KEY_WORDS];
-            keys[..words.len()].copy_from_slice(words);
-            keys
-        };
-        // The corpus's row, held since [0, 5] without a score; the night's,
-        // held since no time, scored 3.
-        let corpus = keys(&[0, 5, NO_VALUE, NO_VALUE, 9]);
-        let night = keys(&[NO_VALUE, NO_VALUE, 0, 3, 1]);
-        for (a, b) in [(&corpus, &night), (&night, &corpus)] {
-            assert_eq!(least_keys(a, b, 2), keys(&[0, 5, 0, 3, 1]));
-        }
-        // Without held words, the least keys whole.
-        assert_eq!(least_keys(&corpus, &night, 0), corpus);
-        let other = keys(&[0, 4, 0, 3, 2]);
-        assert_eq!(least_keys(&night, &other, 2), keys(&[0, 4, 0, 3, 1]));
     }
 
     #[test]

@@ -19,8 +19,8 @@ use parquet::arrow::ProjectionMask;
 
 use super::timestamp::parse_rfc3339;
 use super::{url_id, BadRecord, Document, Record, TextFields};
+use crate::io::parquet::columns::check_int64;
 use crate::io::parquet::input::load_footer;
-use crate::io::parquet::pages::check_int64;
 use crate::io::storage::Location;
 
 /// Reads every row; a row with a null text, with neither an id nor a url, or

@@ -1,5 +1,6 @@
 //! Parquet in and out.
 
+pub(crate) mod columns;
 pub mod input;
 pub mod output;
 pub(crate) mod pages;

@@ -5,14 +5,14 @@
 //! time, so a corpus of billions of rows may be named.
 
 use anyhow::{anyhow, bail, Context, Result};
-use arrow_array::cast::AsArray;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::DataType;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
-use super::input::{column_list, expand_locations, integer_column, open_row_group, read_footer};
+use super::columns::{check_int64, column_list, integer_column};
+use super::input::{expand_locations, open_row_group, read_footer};
 use crate::io::storage::{open_all, Location};
 
 /// Rows decoded per batch: a batch's strings (URLs) stay a few megabytes.
@@ -274,45 +274,4 @@ impl PagesFile {
             .index_of(name)
             .is_ok_and(|index| self.roots.contains(&index))
     }
-}
-
-/// Refuses column `name` of `file` unless it holds 64-bit integers (ids,
-/// fingerprints: INT64, or UINT64 as some writers give them).
-pub(crate) fn check_int64(file: &str, name: &str, data_type: &DataType) -> Result<()> {
-    if !matches!(data_type, DataType::Int64 | DataType::UInt64) {
-        bail!("{file}: column `{name}` has type {data_type}, expected INT64 (or UINT64)");
-    }
-    Ok(())
-}
-
-/// Refuses column `name` of `file` unless it holds strings ([`is_string`]).
-pub(crate) fn check_string(file: &str, name: &str, data_type: &DataType) -> Result<()> {
-    if !is_string(data_type) {
-        bail!("{file}: column `{name}` has type {data_type}, expected a string");
-    }
-    Ok(())
-}
-
-/// Whether a column of this type holds strings as Parquet writers give them
-/// (arrow-rs and pyarrow: UTF8, large; DuckDB and Polars: views).
-pub(crate) fn is_string(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-    )
-}
-
-/// A string column's values (None for nulls); `name` and `location` say
-/// which column in the error for another type.
-pub(crate) fn string_values<'a>(
-    column: &'a ArrayRef,
-    name: &str,
-    location: &str,
-) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>> {
-    Ok(match column.data_type() {
-        DataType::Utf8 => Box::new(column.as_string::<i32>().iter()),
-        DataType::LargeUtf8 => Box::new(column.as_string::<i64>().iter()),
-        DataType::Utf8View => Box::new(column.as_string_view().iter()),
-        other => bail!("{location}: column `{name}` has type {other}, expected a string"),
-    })
 }

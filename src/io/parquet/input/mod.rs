@@ -33,9 +33,7 @@ use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
-use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, Int64Array, RecordBatch, UInt64Array,
-};
+use arrow_array::{Array, ArrayRef, ArrowPrimitiveType, BooleanArray, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, TimeUnit};
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReader,
@@ -45,6 +43,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as PhysicalType;
 
 use crate::exec::parallel::lock;
+use crate::io::parquet::columns::{column_list, integer_column, non_null_column};
 use crate::io::storage::{expand_remote, has_extension, is_url, open_all, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a
@@ -52,40 +51,6 @@ use crate::io::storage::{expand_remote, has_extension, is_url, open_all, Fetch, 
 /// (512 KB per column) that the allocator reuses the decoder's buffers
 /// instead of mapping and zeroing fresh memory for each batch.
 const BATCH_ROWS: usize = 1 << 16;
-
-/// Appends an INT64 or UINT64 column to `out`, its 64-bit patterns as `T`
-/// (`i64` or `u64`), refusing nulls. A byte copy: a loop converting each
-/// value was a visible share of a scan's time.
-pub(crate) fn integer_column<T: bytemuck::Pod>(
-    batch: &RecordBatch,
-    name: &str,
-    location: &dyn Fn() -> String,
-    out: &mut Vec<T>,
-) -> Result<()> {
-    const { assert!(std::mem::size_of::<T>() == 8, "a 64-bit integer") };
-    let column = non_null_column(batch, name, location)?;
-    if let Some(values) = column.as_any().downcast_ref::<Int64Array>() {
-        out.extend_from_slice(bytemuck::cast_slice(values.values()));
-    } else if let Some(values) = column.as_any().downcast_ref::<UInt64Array>() {
-        out.extend_from_slice(bytemuck::cast_slice(values.values()));
-    } else {
-        bail!(
-            "{}: column `{name}` has type {}, expected INT64 (or UINT64)",
-            location(),
-            column.data_type()
-        );
-    }
-    Ok(())
-}
-
-pub(crate) fn column_list(schema: &arrow_schema::Schema) -> String {
-    schema
-        .fields()
-        .iter()
-        .map(|f| f.name().as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// The pieces of one row group that a process reads, read by a single reader
 /// that the process's workers take batches from in turn. DuckDB writes each
@@ -329,25 +294,6 @@ pub(crate) fn open_row_group(
         source.receive(fetch)?;
     }
     Ok(source)
-}
-
-/// A batch's column `name`, which must be there without nulls.
-fn non_null_column<'b>(
-    batch: &'b RecordBatch,
-    name: &str,
-    location: &dyn Fn() -> String,
-) -> Result<&'b ArrayRef> {
-    let column = batch
-        .column_by_name(name)
-        .ok_or_else(|| anyhow!("{}: no column `{name}`", location()))?;
-    if column.null_count() > 0 {
-        bail!(
-            "{}: column `{name}` has {} null values",
-            location(),
-            column.null_count()
-        );
-    }
-    Ok(column)
 }
 
 fn values<T: ArrowPrimitiveType>(column: &ArrayRef) -> Vec<i128>

@@ -3,7 +3,7 @@
 //! column, read for chosen rows only.
 
 use super::*;
-use crate::io::parquet::pages::check_int64;
+use crate::io::parquet::columns::check_int64;
 use crate::io::parquet::{sketch_of_bytes, Sketch, SKETCH_BYTES, SKETCH_COLUMN};
 use arrow_array::cast::AsArray;
 use arrow_array::FixedSizeBinaryArray;
