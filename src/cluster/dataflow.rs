@@ -293,8 +293,8 @@ fn read_keys(job: &Job, me: usize, ends: &Ends, started: Instant) {
         log_step(me, job.graph.pages(), started, "keys of pages read");
     }
     if let Some(table) = corpus.table.filter(|_| named) {
-        let listed = job.graph.list_named(local, |unlisted, found| {
-            list_named_rows(table, keep, &job.corpus_list_units, unlisted, found)
+        let listed = job.graph.list_named(local, |named, found| {
+            list_named_rows(table, &job.corpus_list_units, named, found)
         });
         if let Err(error) = listed {
             fail(error);

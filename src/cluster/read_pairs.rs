@@ -30,7 +30,7 @@ use crate::cluster::components::{
     GraphWriter, KeyWriter, Page, PageEstimate, PairLog, SharedGraph, MAX_PROCESS_PAGES,
 };
 use crate::cluster::drop_policy::closeness;
-use crate::cluster::keep_order::{KeepOrder, PageSet, RowKeys, URL};
+use crate::cluster::keep_order::{list_named, KeepOrder, PageSet, RowKeys, URL};
 use crate::cluster::page_estimate::expected_pages;
 use crate::cluster::summary::ClusterTotals;
 use crate::exec::parallel::{share_of_process, Tickets};
@@ -167,19 +167,18 @@ pub(crate) fn write_keys(
 
 /// Reads the URLs of the corpus's row groups (as many as this worker gets
 /// to) and puts into `found` the hashes of the pages among `unlisted`
-/// that its rows are ([`KeepOrder::list_named`]): the corpus holds too
+/// that its rows are ([`list_named`]): the corpus holds too
 /// many rows to list them all, as the pages table's are.
 pub(crate) fn list_named_rows(
     table: &PagesTable,
-    keep: &KeepOrder,
     units: &Tickets,
-    unlisted: &PageSet,
+    named: &PageSet,
     found: &mut Vec<u64>,
 ) -> Result<()> {
     let mut scratch = Vec::new();
     while let Some(unit) = units.take() {
         table.read_unit_columns(unit, &[URL], |_, batch, location| {
-            keep.list_named(batch, location, unlisted, &mut scratch, found)
+            list_named(batch, location, named, &mut scratch, found)
         })?;
     }
     Ok(())

@@ -1087,6 +1087,12 @@ fn a_bad_process_flag_is_not_blamed_on_the_spec() {
     }
 }
 
+/// A news article's text, crawled under several URLs by the night jobs below.
+const FERRY_ARTICLE: &str = "The harbour council met on Tuesday to discuss the new ferry \
+    timetable. Residents asked for earlier sailings in winter, when the road over the pass is \
+    closed, and for a shelter at the north pier. The council agreed to publish a draft in March \
+    and to hold two public meetings before any change takes effect next summer.";
+
 /// An archive the corpus was seeded with, copied without `_SUCCESS` (as a
 /// DuckDB or pyarrow export is), one shard per crawl file: an AMP view
 /// fetched minutes before the page it is a view of. A night that crawls
@@ -1097,9 +1103,7 @@ fn a_bad_process_flag_is_not_blamed_on_the_spec() {
 fn a_run_holds_an_archive_without_success_as_one_batch() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let text = "The harbour council met on Tuesday to discuss the new ferry timetable. \
-        Residents asked for earlier sailings in winter, when the road over the pass is closed, \
-        and for a shelter at the north pier. The council agreed to publish a draft in March.";
+    let text = FERRY_ARTICLE;
     let (view, page) = (
         "https://amp.harbour.example/ferry",
         "https://harbour.example/ferry",
@@ -1181,10 +1185,7 @@ fn night_drops(d: &Path, date: &str) -> Vec<(i64, i64)> {
 fn a_page_kept_one_night_is_not_dropped_for_a_copy_that_came_back() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let article = "The harbour council met on Tuesday to discuss the new ferry timetable. \
-        Residents asked for earlier sailings in winter, when the road over the pass is closed, \
-        and for a shelter at the north pier. The council agreed to publish a draft in March \
-        and to hold two public meetings before any change takes effect next summer.";
+    let article = FERRY_ARTICLE;
     let notice = "This page is being updated. Our editors are reviewing the article after a \
         reader pointed out an error in the figures for freight tonnage, which were taken from \
         last year's annual report instead of this year's. Please check back tomorrow.";

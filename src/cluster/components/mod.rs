@@ -442,10 +442,11 @@ impl SharedGraph {
         list: impl FnOnce(&PageSet, &mut Vec<u64>) -> anyhow::Result<()>,
     ) -> anyhow::Result<()> {
         if worker == 0 {
-            let firsts = [&self.naming, &self.corpus_naming].map(|n| lock(n).clone());
-            let repeats = lock(&self.repeats);
-            let mut named: Vec<u64> = firsts.iter().flatten().map(|&(_, names)| names).collect();
-            named.extend(repeats.iter().filter_map(|repeat| repeat.names));
+            let mut named: Vec<u64> = Vec::new();
+            for naming in [&self.naming, &self.corpus_naming] {
+                named.extend(lock(naming).iter().map(|&(_, names)| names));
+            }
+            named.extend(lock(&self.repeats).iter().filter_map(|repeat| repeat.names));
             radsort::sort(&mut named[..]);
             named.dedup();
             *self.named.write().unwrap_or_else(|e| e.into_inner()) = PageSet::of_sorted(named);

@@ -20,6 +20,7 @@
 //! the run's clock (a crawler's clock set wrong) is warned of: every page
 //! of it ranks after every other corpus page.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
@@ -39,12 +40,11 @@ pub(super) fn batch_times(table: &PagesTable) -> Result<Vec<u64>> {
     let mut batch_of = Vec::with_capacity(table.units());
     for unit in 0..table.units() {
         let (directory, spec) = (table.unit_directory(unit), table.unit_spec(unit));
-        let batch = match batches.get(&(directory.clone(), spec)) {
-            Some(batch) => batch.clone(),
-            None => {
-                let batch = committed_batch(&directory, spec)?;
-                batches.insert((directory, spec), batch.clone());
-                batch
+        let batch = match batches.entry((directory, spec)) {
+            Entry::Occupied(known) => known.get().clone(),
+            Entry::Vacant(new) => {
+                let batch = committed_batch(&new.key().0, spec)?;
+                new.insert(batch).clone()
             }
         };
         let (latest, clock) = latest_time(table, unit)?;

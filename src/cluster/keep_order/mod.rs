@@ -53,7 +53,7 @@
 //! ([`KeepOrder::list_pages`]) and the page each link names
 //! ([`RowKeys::naming`]) as they read; then they read the corpus's URLs
 //! again for the pages named that the pages table lacks
-//! ([`KeepOrder::list_named`]: the corpus has too many rows to hash them
+//! ([`list_named`]: the corpus has too many rows to hash them
 //! all in memory, and a link from a corpus row may name a page read
 //! before it), and set the word once the hashes are sorted
 //! ([`KeepOrder::named_word`]). Every process reads the whole of both
@@ -496,36 +496,8 @@ impl KeepOrder {
         if !self.keys.contains(&KeepKey::RelCanonical) {
             return Ok(());
         }
-        let Some(column) = batch.column_by_name(URL) else {
-            return Ok(());
-        };
-        for url in string_values(column, URL, location)?.flatten() {
-            let hash = page_hash(url, &mut out.scratch);
-            out.listed.push(hash);
-        }
-        Ok(())
-    }
-
-    /// Puts into `found` the hashes of the pages among `unlisted` that the
-    /// rows of `batch` are.
-    pub(crate) fn list_named(
-        &self,
-        batch: &RecordBatch,
-        location: &str,
-        unlisted: &PageSet,
-        scratch: &mut Vec<u8>,
-        found: &mut Vec<u64>,
-    ) -> Result<()> {
-        let Some(column) = batch.column_by_name(URL) else {
-            return Ok(());
-        };
-        for url in string_values(column, URL, location)?.flatten() {
-            let hash = page_hash(url, scratch);
-            if unlisted.contains(hash) {
-                found.push(hash);
-            }
-        }
-        Ok(())
+        let listed = &mut out.listed;
+        page_hashes(batch, location, &mut out.scratch, |hash| listed.push(hash))
     }
 
     /// The columns the keys read where a file has them: `canonical_url`
@@ -699,6 +671,39 @@ impl RowKeys {
         self.words.clear();
         self.naming.clear();
     }
+}
+
+/// Puts into `found` the hashes of the pages among `named` that the rows
+/// of `batch` are.
+pub(crate) fn list_named(
+    batch: &RecordBatch,
+    location: &str,
+    named: &PageSet,
+    scratch: &mut Vec<u8>,
+    found: &mut Vec<u64>,
+) -> Result<()> {
+    page_hashes(batch, location, scratch, |hash| {
+        if named.contains(hash) {
+            found.push(hash);
+        }
+    })
+}
+
+/// Gives `each` the hash ([`page_hash`]) of the page each row of `batch`
+/// with a URL is.
+fn page_hashes(
+    batch: &RecordBatch,
+    location: &str,
+    scratch: &mut Vec<u8>,
+    mut each: impl FnMut(u64),
+) -> Result<()> {
+    let Some(column) = batch.column_by_name(URL) else {
+        return Ok(());
+    };
+    for url in string_values(column, URL, location)?.flatten() {
+        each(page_hash(url, scratch));
+    }
+    Ok(())
 }
 
 /// Hashes of pages ([`page_hash`]), looked up once for each row of the
