@@ -55,7 +55,7 @@ use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::URL;
 use crate::cluster::read_pairs::ProcessUnits;
-use crate::cluster::summary::{ClusterSummary, ClusterTotals};
+use crate::cluster::summary::{ClusterSummary, ClusterTotals, InputsRead};
 use crate::exec::parallel::{lock, Tickets};
 use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::Terms;
@@ -105,15 +105,20 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
     let corpus = open_corpus(opts)?.map(Arc::new);
     let corpus_rows = corpus.as_ref().map_or(0, |table| table.rows());
-    let corpus_held_since = keep.held_since(corpus.as_deref())?;
+    let batches = keep.held_since(corpus.as_deref())?;
     let drop_evidence =
         EvidenceSources::of(&pages, corpus_urls(opts, &corpus), opts.runtime.workers);
-    let with_urls = drop_evidence.is_some();
+    let read = Arc::new(InputsRead {
+        pages_rows,
+        corpus_rows,
+        corpus_batches: batches.listed,
+        drop_urls: drop_evidence.is_some(),
+    });
     let summary_of = move |opts: &ClusterOptions, totals: &ClusterTotals| -> ClusterSummary {
-        ClusterSummary::of(opts, totals, started, pages_rows, with_urls)
+        ClusterSummary::of(opts, totals, started, &read)
     };
     let (commit, written) = {
-        let opts = opts.clone();
+        let (opts, summary_of) = (opts.clone(), summary_of.clone());
         commit_staging(staging, move |totals: &ClusterTotals| {
             Ok(summary_of(&opts, totals))
         })
@@ -141,7 +146,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
         pages,
         corpus_units: Tickets::new(corpus.as_ref().map_or(0, |table| table.units())),
         corpus_list_units: Tickets::new(corpus.as_ref().map_or(0, |table| table.units())),
-        corpus_held_since,
+        corpus_held_since: batches.unit_times,
         corpus,
         drop_evidence,
         counters: Arc::default(),

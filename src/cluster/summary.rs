@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::drop_policy::DropPolicy;
+use crate::cluster::keep_order::CorpusBatch;
 use crate::cluster::options::ClusterOptions;
 use crate::exec::progress::human;
 use crate::io::commit::Merge;
@@ -63,6 +64,19 @@ pub(crate) struct Oversized {
     pub(crate) size: u64,
 }
 
+/// What a run learnt of its tables before the dataflow.
+#[derive(Debug)]
+pub(crate) struct InputsRead {
+    /// Rows of the pages table and of the corpus, read by each process.
+    pub(crate) pages_rows: u64,
+    pub(crate) corpus_rows: u64,
+    /// The corpus's batches, the longest held first (none unless corpus
+    /// pages rank by how long they have been held).
+    pub(crate) corpus_batches: Vec<CorpusBatch>,
+    /// Whether `drop/` has `url` and `keep_url`.
+    pub(crate) drop_urls: bool,
+}
+
 /// What a run did; written to `_summary.json`.
 #[derive(Debug, Serialize)]
 pub struct ClusterSummary {
@@ -73,6 +87,11 @@ pub struct ClusterSummary {
     pub(crate) pages_table: Vec<String>,
     /// Rows of the pages table, read by each process.
     pub(crate) pages_table_rows: u64,
+    /// `--corpus` as given, and its rows.
+    pub(crate) corpus: Vec<String>,
+    pub(crate) corpus_rows: u64,
+    /// Its batches, the longest held first, with the times they rank by.
+    pub(crate) corpus_batches: Vec<CorpusBatch>,
     /// Whether `drop/` has `url` and `keep_url`.
     pub(crate) drop_urls: bool,
     pub(crate) corpus_wins: bool,
@@ -97,14 +116,12 @@ pub struct ClusterSummary {
 
 impl ClusterSummary {
     /// The summary of a run of `opts` begun at `started` that found
-    /// `totals`, having read `pages_rows` rows of the pages table; warns of
-    /// oversized clusters.
+    /// `totals` and `read` its tables; warns of oversized clusters.
     pub(crate) fn of(
         opts: &ClusterOptions,
         totals: &ClusterTotals,
         started: Instant,
-        pages_rows: u64,
-        drop_urls: bool,
+        read: &InputsRead,
     ) -> ClusterSummary {
         if totals.same_page_pairs > 0 {
             tracing::warn!(
@@ -125,8 +142,11 @@ impl ClusterSummary {
             inputs: opts.pairs.clone(),
             keep_by: opts.keep_by.names(),
             pages_table: opts.pages.clone(),
-            pages_table_rows: pages_rows,
-            drop_urls,
+            pages_table_rows: read.pages_rows,
+            corpus: opts.corpus.clone(),
+            corpus_rows: read.corpus_rows,
+            corpus_batches: read.corpus_batches.clone(),
+            drop_urls: read.drop_urls,
             corpus_wins: opts.keep_by.corpus_first(),
             drop_policy: opts.drop_policy,
             workers: opts.runtime.workers,

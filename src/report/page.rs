@@ -141,8 +141,9 @@ pub(crate) fn render(nights: &[Night]) -> String {
     for (i, (_, _, section)) in sections.iter().enumerate() {
         html.push_str(section);
         if i == 0 {
-            // The warning right under the stages' figures that count them.
+            // The warnings right under the stages' figures.
             html.push_str(&oversized(night));
+            html.push_str(&future_batches(night));
         }
     }
     html.push_str("</body></html>\n");
@@ -296,6 +297,29 @@ fn oversized(night: &Night) -> String {
         "<p class=\"warn\" id=\"oversized\"><b>{count} cluster(s) above --max-cluster-size {}</b>: {}. Check their pages before acting on their drops (a shared template or boilerplate can join unrelated pages).</p>",
         summary["max_cluster_size"],
         escape(&ids.join(", "))
+    )
+}
+
+/// A warning for corpus batches dated after the run: their pages rank as
+/// held the shortest, so a crawler's clock set wrong drops them.
+fn future_batches(night: &Night) -> String {
+    let Some(summary) = &night.cluster_summary else {
+        return String::new();
+    };
+    let batches: Vec<&str> = summary["corpus_batches"]
+        .as_array()
+        .map(|list| {
+            let after = list.iter().filter(|b| b["after_now"] == true);
+            after.filter_map(|b| b["batch"].as_str()).collect()
+        })
+        .unwrap_or_default();
+    if batches.is_empty() {
+        return String::new();
+    }
+    format!(
+        "<p class=\"warn\" id=\"future-batches\"><b>{} corpus batch(es) dated after the run</b>: {}. Their pages rank as held the shortest, after every other corpus page: check the crawler's clock.</p>",
+        batches.len(),
+        escape(&batches.join(", "))
     )
 }
 
@@ -800,7 +824,7 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_night_says_so_and_oversized_clusters_are_named() {
+    fn an_empty_night_says_so_and_oversized_clusters_and_future_batches_are_named() {
         let mut night = Night::default();
         night.dirs.pairs = Some(PathBuf::from("pairs"));
         night.dirs.clusters = Some(PathBuf::from("clusters"));
@@ -809,12 +833,17 @@ mod tests {
             "max_cluster_size": 1000,
             "oversized_clusters": 1,
             "oversized": [{"cluster_id": -5, "size": 5000}],
+            "corpus_batches": [
+                {"batch": "corpus/2026-12-01", "after_now": false},
+                {"batch": "corpus/2099-01-01", "after_now": true},
+            ],
         }));
         let html = render(&[night]);
         assert!(html.contains("No pairs tonight."));
         assert!(!html.contains("data-chart=\"distances\""));
         assert!(html.contains("No clusters tonight."));
         assert!(html.contains("1 cluster(s) above --max-cluster-size 1000</b>: -5 (5000 pages)"));
+        assert!(html.contains("1 corpus batch(es) dated after the run</b>: corpus/2099-01-01."));
         assert!(html.contains("<a href=\"#largest\">"));
         assert!(!html.contains("<a href=\"#trends\">"));
     }

@@ -1750,6 +1750,15 @@ fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
             "2026-12-03",
             vec![url_row(copy, Some(350), "https://site.example/a")],
         ),
+        // A crawler's clock set wrong: its batch is held the shortest.
+        (
+            "clock-wrong",
+            vec![url_row(
+                51,
+                Some(4_102_444_800_000_000),
+                "https://x.example/",
+            )],
+        ),
     ];
     let corpus = dir.path().join("corpus");
     for (batch, rows) in &batches {
@@ -1779,6 +1788,33 @@ fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
             assert_eq!(by[&newer], "corpus", "{case}");
             assert_eq!(by[&twin_a], "canonical-url", "{case}");
             assert_eq!(by[&early_in_second], "corpus", "{case}");
+            // `_summary.json` lists the batches in the order they rank.
+            let summary: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+            let listed: Vec<(String, u64, Option<&str>, bool)> = summary["corpus_batches"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| {
+                    let batch = b["batch"].as_str().unwrap();
+                    let name = batch
+                        .strip_prefix(&format!("{}/", corpus.display()))
+                        .unwrap();
+                    let time = b["latest_fetch_time"].as_str();
+                    let groups = b["row_groups"].as_u64().unwrap();
+                    (name.to_string(), groups, time, b["after_now"] == true)
+                })
+                .collect();
+            let expected = [
+                ("archive", 1, None, false),
+                ("2026-12-01", 2, Some("1970-01-01T00:00:00.000260Z"), false),
+                ("2026-12-02", 2, Some("1970-01-01T00:00:00.000300Z"), false),
+                ("2026-12-03", 1, Some("1970-01-01T00:00:00.000350Z"), false),
+                ("clock-wrong", 1, Some("2100-01-01T00:00:00Z"), true),
+            ]
+            .map(|(name, groups, time, after)| (name.to_string(), groups, time, after));
+            assert_eq!(listed, expected, "{case}");
+            assert_eq!(summary["corpus_rows"], 10, "{case}");
         }
     }
 }

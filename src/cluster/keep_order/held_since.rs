@@ -18,25 +18,58 @@
 //! process gives a page the same time. A batch without times (shards from
 //! before `fetch_time`) is held since 0: the longest. A batch timed after
 //! the run's clock (a crawler's clock set wrong) is warned of: every page
-//! of it ranks after every other corpus page.
+//! of it ranks after every other corpus page. `_summary.json` lists the
+//! batches with their times, so that a `kept_by = corpus` can be checked.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Result;
+use arrow_array::temporal_conversions::timestamp_us_to_datetime;
 use arrow_schema::DataType;
+use serde::Serialize;
 
 use super::{ordered_values, FETCH_TIME};
 use crate::io::parquet::pages::PagesTable;
 use crate::io::storage::is_committed;
 
-/// The time of the batch of each unit (row group) of the corpus `table`.
-pub(super) fn batch_times(table: &PagesTable) -> Result<Vec<u64>> {
+/// The corpus's batches: the time of each unit's, and the list.
+#[derive(Debug, Default)]
+pub(crate) struct CorpusBatches {
+    /// The time of each unit (row group)'s batch, in unit order.
+    pub(crate) unit_times: Vec<u64>,
+    /// The batches, the longest held first.
+    pub(crate) listed: Vec<CorpusBatch>,
+}
+
+/// One batch of the corpus, as `_summary.json` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub(crate) struct CorpusBatch {
+    /// The committed directory, or the `--corpus` path as given.
+    pub(crate) batch: String,
+    pub(crate) row_groups: u64,
+    /// Its latest `fetch_time`: RFC 3339 in UTC for a timestamp or date,
+    /// else the column's number; none: held the longest.
+    pub(crate) latest_fetch_time: Option<String>,
+    /// Whether that time is after the run's clock (warned of).
+    pub(crate) after_now: bool,
+}
+
+/// A batch's latest time, with the type of the column it came from, and
+/// its row groups.
+#[derive(Debug, Default)]
+struct Timing {
+    latest: Option<(u64, DataType)>,
+    row_groups: u64,
+}
+
+/// The batches of the units (row groups) of the corpus `table` and their
+/// times; warns of the batches timed after now.
+pub(super) fn batch_times(table: &PagesTable) -> Result<CorpusBatches> {
     let started = Instant::now();
     let mut batches: HashMap<(String, &str), String> = HashMap::new();
-    let mut times: HashMap<String, Option<u64>> = HashMap::new();
-    let mut clock_times = true;
+    let mut times: HashMap<String, Timing> = HashMap::new();
     let mut batch_of = Vec::with_capacity(table.units());
     for unit in 0..table.units() {
         let (directory, spec) = (table.unit_directory(unit), table.unit_spec(unit));
@@ -47,43 +80,92 @@ pub(super) fn batch_times(table: &PagesTable) -> Result<Vec<u64>> {
                 new.insert(batch).clone()
             }
         };
-        let (latest, clock) = latest_time(table, unit)?;
-        clock_times &= clock;
-        let time = times.entry(batch.clone()).or_default();
-        *time = [*time, latest].into_iter().flatten().max();
+        let latest = latest_time(table, unit)?;
+        let timing = times.entry(batch.clone()).or_default();
+        timing.row_groups += 1;
+        if latest.as_ref().map(|l| l.0) > timing.latest.as_ref().map(|l| l.0) {
+            timing.latest = latest;
+        }
         batch_of.push(batch);
     }
-    if clock_times {
-        warn_of_future_batches(&times);
+    let unit_times = batch_of
+        .iter()
+        .map(|batch| times[batch].latest.as_ref().map_or(0, |l| l.0))
+        .collect();
+    let listed = listed(times, now());
+    for batch in listed.iter().filter(|batch| batch.after_now) {
+        tracing::warn!(
+            "--corpus {}: its latest fetch_time is after now, so every page of it ranks as held the shortest (a crawler's clock set wrong?)",
+            batch.batch
+        );
     }
     let seconds = started.elapsed().as_secs_f64();
-    tracing::info!(batches = times.len(), seconds, "corpus batches timed");
-    Ok(batch_of
-        .iter()
-        .map(|batch| times[batch].unwrap_or(0))
-        .collect())
+    tracing::info!(batches = listed.len(), seconds, "corpus batches timed");
+    Ok(CorpusBatches { unit_times, listed })
 }
 
-/// Warns of each batch whose time, a clock time, is after now.
-fn warn_of_future_batches(times: &HashMap<String, Option<u64>>) {
+/// The run's clock as a clock time's order ([`super::ordered_values`]).
+fn now() -> u64 {
     let since_epoch = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let now = (since_epoch.as_micros() as u64) ^ (1 << 63);
-    for batch in batches_after(times, now) {
-        tracing::warn!("--corpus {batch}: its latest fetch_time is after now, so every page of it ranks as held the shortest (a crawler's clock set wrong?)");
-    }
+    (since_epoch.as_micros() as u64) ^ (1 << 63)
 }
 
-/// The batches timed after `now`, in order.
-fn batches_after(times: &HashMap<String, Option<u64>>, now: u64) -> Vec<&String> {
-    let mut after: Vec<&String> = times
-        .iter()
-        .filter(|(_, time)| time.is_some_and(|time| time > now))
-        .map(|(batch, _)| batch)
+/// The batches timed by `times`, the longest held first (then by name),
+/// each marked if its time is a clock time after `now`.
+fn listed(times: HashMap<String, Timing>, now: u64) -> Vec<CorpusBatch> {
+    let mut order: Vec<(u64, String, Timing)> = times
+        .into_iter()
+        .map(|(batch, timing)| (timing.latest.as_ref().map_or(0, |l| l.0), batch, timing))
         .collect();
-    after.sort();
-    after
+    order.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    order
+        .into_iter()
+        .map(|(_, batch, timing)| CorpusBatch {
+            batch,
+            row_groups: timing.row_groups,
+            after_now: timing
+                .latest
+                .as_ref()
+                .is_some_and(|(time, data_type)| is_clock(data_type) && *time > now),
+            latest_fetch_time: timing
+                .latest
+                .map(|(time, data_type)| shown_time(time, &data_type)),
+        })
+        .collect()
+}
+
+/// Whether a column of `data_type` holds clock times, not numbers of some
+/// other unit.
+fn is_clock(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
+    )
+}
+
+/// A value in the order [`super::ordered_values`] gives it, shown as the
+/// column of `data_type` held it: a clock time in RFC 3339 (UTC).
+fn shown_time(ordered: u64, data_type: &DataType) -> String {
+    let signed = (ordered ^ (1 << 63)) as i64;
+    match data_type {
+        _ if is_clock(data_type) => timestamp_us_to_datetime(signed).map_or_else(
+            || signed.to_string(),
+            |time| format!("{time}Z").replacen(' ', "T", 1),
+        ),
+        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
+            ordered.to_string()
+        }
+        _ if data_type.is_integer() => signed.to_string(),
+        _ => {
+            let bits = match ordered >> 63 {
+                1 => ordered & !(1 << 63),
+                _ => !ordered,
+            };
+            f64::from_bits(bits).to_string()
+        }
+    }
 }
 
 /// The batch of a file in `directory`, named by the path `spec`: the
@@ -112,19 +194,15 @@ fn committed_batch(directory: &str, spec: &str) -> Result<String> {
 }
 
 /// The latest `fetch_time` of unit `unit`, from its statistics or else
-/// its column (`None` if it has none), and whether the column holds clock
-/// times (not numbers of some other unit).
-fn latest_time(table: &PagesTable, unit: usize) -> Result<(Option<u64>, bool)> {
+/// its column, with the column's type (`None` if it has no time).
+fn latest_time(table: &PagesTable, unit: usize) -> Result<Option<(u64, DataType)>> {
     let Some(maxes) = table.unit_statistics_max(unit, FETCH_TIME)? else {
-        return Ok((None, true));
+        return Ok(None);
     };
-    let clock = matches!(
-        maxes.data_type(),
-        DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
-    );
+    let data_type = maxes.data_type().clone();
     let location = table.unit_path(unit).to_string();
     if let Some(latest) = ordered_values(&maxes, FETCH_TIME, &location)?[0] {
-        return Ok((Some(latest), clock));
+        return Ok(Some((latest, data_type)));
     }
     let mut latest = None;
     table.read_unit_columns(unit, &[FETCH_TIME], |_, batch, location| {
@@ -134,7 +212,7 @@ fn latest_time(table: &PagesTable, unit: usize) -> Result<(Option<u64>, bool)> {
         }
         Ok(())
     })?;
-    Ok((latest, clock))
+    Ok(latest.map(|latest| (latest, data_type)))
 }
 
 #[cfg(test)]
@@ -203,7 +281,8 @@ mod tests {
         let specs = ["corpus", "hive"].map(|name| at(name).display().to_string());
         let none = |_: &str, _: &str, _: &arrow_schema::DataType| Ok(());
         let table = PagesTable::open("--corpus", &specs, &[], none, &[FETCH_TIME], none).unwrap();
-        let times = batch_times(&table).unwrap();
+        let batches = batch_times(&table).unwrap();
+        let times = &batches.unit_times;
         // Night 2's time was read from its column.
         for unit in 3..5 {
             let maxes = table.unit_statistics_max(unit, FETCH_TIME).unwrap();
@@ -223,13 +302,55 @@ mod tests {
         let glob = format!("{}/*/*.parquet", at("corpus").display());
         let night = at("corpus/1").display().to_string();
         assert_eq!(committed_batch(&night, &glob).unwrap(), night);
-        // Batches timed after the clock are named, those without times not.
+        // The list: the longest held first, with each batch's time.
+        let shown: Vec<(&str, u64, Option<&str>, bool)> = batches
+            .listed
+            .iter()
+            .map(|b| {
+                let name = b.batch.rsplit('/').next().unwrap();
+                (
+                    name,
+                    b.row_groups,
+                    b.latest_fetch_time.as_deref(),
+                    b.after_now,
+                )
+            })
+            .collect();
+        let expected = [
+            ("old", 2, None, false),
+            ("hive", 2, Some("1970-01-01T00:00:00.000250Z"), false),
+            ("2", 2, Some("1970-01-01T00:00:00.000700Z"), false),
+            ("1", 3, Some("1970-01-01T00:00:00.000900Z"), false),
+        ];
+        assert_eq!(shown, expected);
+        // Batches timed after the clock are marked; those without times,
+        // or whose times are not clock times, are not.
+        let timing = |micros: Option<i64>, data_type: DataType| Timing {
+            latest: micros.map(|micros| (time(micros), data_type)),
+            row_groups: 1,
+        };
+        let clock = || DataType::Timestamp(arrow_schema::TimeUnit::Microsecond, None);
         let times = HashMap::from([
-            ("b".to_string(), Some(time(800))),
-            ("a".to_string(), Some(time(900))),
-            ("c".to_string(), Some(time(700))),
-            ("old".to_string(), None),
+            ("b".to_string(), timing(Some(800), clock())),
+            ("a".to_string(), timing(Some(900), DataType::Date32)),
+            ("c".to_string(), timing(Some(700), clock())),
+            ("n".to_string(), timing(Some(1000), DataType::Int64)),
+            ("old".to_string(), timing(None, clock())),
         ]);
-        assert_eq!(batches_after(&times, time(750)), ["a", "b"]);
+        let after: Vec<(String, Option<String>, bool)> = listed(times, time(750))
+            .into_iter()
+            .map(|b| (b.batch, b.latest_fetch_time, b.after_now))
+            .collect();
+        let expected = [
+            ("old", None, false),
+            ("c", Some("1970-01-01T00:00:00.000700Z"), false),
+            ("b", Some("1970-01-01T00:00:00.000800Z"), true),
+            ("a", Some("1970-01-01T00:00:00.000900Z"), true),
+            ("n", Some("1000"), false),
+        ]
+        .map(|(b, t, after)| (b.to_string(), t.map(str::to_string), after));
+        assert_eq!(after, expected);
+        assert_eq!(shown_time(time(-5), &DataType::Int32), "-5");
+        assert_eq!(shown_time(5, &DataType::UInt64), "5");
     }
 }

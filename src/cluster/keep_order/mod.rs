@@ -84,6 +84,7 @@ use crate::io::parquet::columns::{is_string, string_values};
 /// The column `rel-canonical` reads beside `url`, where a file has it.
 pub(crate) use crate::io::parquet::output::CANONICAL_URL;
 use crate::io::parquet::pages::PagesTable;
+pub(crate) use held_since::{CorpusBatch, CorpusBatches};
 pub(crate) use url_keys::{canonical_url_key, page_hash, rel_canonical_key};
 use url_keys::{
     NAMES_ANOTHER, NAMES_ELSEWHERE, NAMES_HOME, NAMES_ITSELF, NAMES_NONE, NAMES_OTHER_SITE,
@@ -335,12 +336,13 @@ impl KeepOrder {
         }
     }
 
-    /// The held-since time of each unit (row group) of the corpus `table`,
-    /// its batch's ([`held_since`]); none unless corpus pages rank by it.
-    pub(crate) fn held_since(&self, table: Option<&PagesTable>) -> Result<Vec<u64>> {
+    /// The batches of the corpus `table` and the held-since time of each
+    /// unit (row group), its batch's ([`held_since`]); none unless corpus
+    /// pages rank by it.
+    pub(crate) fn held_since(&self, table: Option<&PagesTable>) -> Result<CorpusBatches> {
         match table {
             Some(table) if self.held => held_since::batch_times(table),
-            _ => Ok(Vec::new()),
+            _ => Ok(CorpusBatches::default()),
         }
     }
 
