@@ -5,7 +5,6 @@
 // job spec's table, not a link.
 #![allow(rustdoc::broken_intra_doc_links)]
 
-use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
@@ -14,7 +13,6 @@ use clap::{Args, Parser, Subcommand};
 use crate::cluster::drop_policy::DropPolicy;
 use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{run_cluster, ClusterOptions};
-use crate::exec::progress::human_bytes;
 use crate::exec::runtime::{
     default_workers, process_env, ProcessSettings, RuntimeOptions, Timeouts,
 };
@@ -603,63 +601,7 @@ fn run_plan_command(args: PlanArgs) -> Result<()> {
         args.blocks,
         kernel.probe_cost(),
     );
-    print_all(&plan_report(stored, args.k, &plan, (kernel, why))?)
-}
-
-/// `plan`'s line on the probe kernel: what runs, and why.
-fn kernel_line(kernel: Kernel, why: &str) -> String {
-    format!(
-        "kernel: {} (--kernel {}: {why})",
-        kernel.runs(),
-        kernel.flag()
-    )
-}
-
-/// What `neardup plan` prints for `plan` over `stored` fingerprints at `k`.
-fn plan_report(
-    stored: u64,
-    k: u32,
-    plan: &design::Plan,
-    (kernel, why): (Kernel, &str),
-) -> Result<String, std::fmt::Error> {
-    let d = &plan.design;
-    let mut out = String::new();
-    writeln!(out, "{} distinct query fingerprints, k = {}", stored, k)?;
-    writeln!(out, "design: {}", d.describe())?;
-    writeln!(
-        out,
-        "expected candidates per probe: {:.4}",
-        d.expected_candidates
-    )?;
-    writeln!(out, "{}", kernel_line(kernel, why))?;
-    writeln!(
-        out,
-        "table memory: {} bytes ({})",
-        d.memory_bytes,
-        human_bytes(d.memory_bytes)
-    )?;
-    writeln!(out, "tables (exact blocks -> key bits, bucket index bits):")?;
-    for (i, t) in d.tables.iter().enumerate() {
-        writeln!(
-            out,
-            "  {i:>4}: blocks {:?} -> {} key bits, {} index bits",
-            t.blocks, t.key_bits, t.index_bits
-        )?;
-    }
-    writeln!(out, "alternatives:")?;
-    for c in &plan.considered {
-        writeln!(
-            out,
-            "  m={:<3} {:>5} tables  {:>12.4} candidates/probe  {:>10}  {:>8.1} ns/row  {}",
-            c.m,
-            c.tables,
-            c.expected_candidates,
-            human_bytes(c.memory_bytes),
-            c.row_ns,
-            c.verdict
-        )?;
-    }
-    Ok(out)
+    print_all(&plan.report(stored, args.k, &kernel.line(why)))
 }
 
 /// Prints one line of a command's summary; see [`print_all`].

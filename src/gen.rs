@@ -20,6 +20,7 @@ use crate::io::pairs::{sort_and_dedup, Pair};
 use crate::io::parquet::output::{write_pairs, write_sketched_fingerprints};
 use crate::io::parquet::Sketch;
 use crate::io::staging::{part_name, Staging};
+use crate::random::SplitMix64;
 
 /// Options of `neardup gen`.
 #[derive(Clone, Debug)]
@@ -51,57 +52,18 @@ pub(crate) struct GenSummary {
     pub(crate) planted: usize,
 }
 
-/// SplitMix64: tiny, fast, and fixed forever, so a seed names the same data
-/// in every version of neardup (a crate's generator may change its stream).
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
+/// A random sketch.
+fn random_sketch(rng: &mut SplitMix64) -> Sketch {
+    std::array::from_fn(|_| rng.next_u64())
+}
 
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64(seed)
+/// `sketch` with up to `most` random bits flipped.
+fn near_sketch(rng: &mut SplitMix64, mut sketch: Sketch, most: u64) -> Sketch {
+    for _ in 0..rng.below(most + 1) {
+        let bit = rng.below(64 * sketch.len() as u64) as usize;
+        sketch[bit / 64] ^= 1 << (bit % 64);
     }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        ((self.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p
-    }
-
-    /// Flips exactly `d` distinct bits of `f`.
-    pub fn flip_bits(&mut self, mut f: u64, d: u32) -> u64 {
-        let mut flipped = 0u64;
-        while flipped.count_ones() < d {
-            flipped |= 1 << self.below(64);
-        }
-        f ^= flipped;
-        f
-    }
-
-    /// A random sketch.
-    fn sketch(&mut self) -> Sketch {
-        std::array::from_fn(|_| self.next_u64())
-    }
-
-    /// `sketch` with up to `most` random bits flipped.
-    fn near_sketch(&mut self, mut sketch: Sketch, most: u64) -> Sketch {
-        for _ in 0..self.below(most + 1) {
-            let bit = self.below(64 * sketch.len() as u64) as usize;
-            sketch[bit / 64] ^= 1 << (bit % 64);
-        }
-        sketch
-    }
+    sketch
 }
 
 /// The most rows `gen` makes in memory at once: the queries, or a corpus
@@ -131,7 +93,7 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
             let d = rng.below(opts.max_distance as u64 + 1) as u32;
             let f = rng.flip_bits(query_fps[j as usize], d);
             if opts.sketch {
-                let near = rng.near_sketch(query_sketches[j as usize], MAX_SKETCH_FLIPS);
+                let near = near_sketch(&mut rng, query_sketches[j as usize], MAX_SKETCH_FLIPS);
                 query_sketches.push(near);
             }
             planted.push(Pair {
@@ -146,7 +108,7 @@ pub(crate) fn generate(opts: &GenOptions) -> Result<GenSummary> {
             f
         } else {
             if opts.sketch {
-                query_sketches.push(rng.sketch());
+                query_sketches.push(random_sketch(&mut rng));
             }
             rng.next_u64()
         };
@@ -270,7 +232,7 @@ fn write_corpus_shard(
             let d = rng.below(opts.max_distance as u64 + 1) as u32;
             let f = rng.flip_bits(query_fps[q], d);
             if opts.sketch {
-                sketches.push(rng.near_sketch(query_sketches[q], MAX_SKETCH_FLIPS));
+                sketches.push(near_sketch(&mut rng, query_sketches[q], MAX_SKETCH_FLIPS));
             }
             planted.push(Pair {
                 query_id: q as i64,
@@ -284,7 +246,7 @@ fn write_corpus_shard(
             f
         } else {
             if opts.sketch {
-                sketches.push(rng.sketch());
+                sketches.push(random_sketch(&mut rng));
             }
             rng.next_u64()
         };

@@ -1,7 +1,7 @@
 //! neardup: exact batch near-duplicate detection of 64-bit simhash
 //! fingerprints, after Manku, Jain and Das Sarma (WWW 2007), on timely dataflow.
 //!
-//! Three stages, each a folder, over two shared parts; a stage imports the
+//! Three stages, each a folder, over three shared parts; a stage imports the
 //! shared parts and never another stage, and the shared parts import no
 //! stage (`tests/it/layout.rs` checks it):
 //!
@@ -18,10 +18,10 @@
 //!   output's staging and commit ([`io::staging`], [`io::commit`]);
 //! - [`exec`]: one process or several timely processes ([`exec::runtime`]),
 //!   threads, sorting, progress and logs;
-//! - [`gen`]: synthetic data, shared as `io` and `exec` are (the stages'
-//!   tests draw their random numbers from it);
-//! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page)
-//!   and [`cli`] (the flags) on top.
+//! - [`random`]: SplitMix64, the stream the tests and `gen` draw from and
+//!   the finaliser that mixes a word's bits;
+//! - [`job`] (the nightly workflow), [`report`] (a night as an HTML page),
+//!   [`gen`] (synthetic shards) and [`cli`] (the flags) on top.
 //!
 //! Beside `src/`: `tests/it/` (the integration tests, one binary, a module
 //! per surface, with their Python helpers in `tests/`), `benches/` (probe,
@@ -43,4 +43,5 @@ pub mod gen;
 pub mod io;
 pub mod job;
 pub mod matching;
+pub mod random;
 pub mod report;

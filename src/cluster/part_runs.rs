@@ -637,7 +637,7 @@ mod tests {
         // rows at a time: every row comes out once, in id order, and
         // after each slice exactly the rows below every unfinished run's
         // last id have come out.
-        let mut rng = crate::gen::SplitMix64::new(5);
+        let mut rng = crate::random::SplitMix64::new(5);
         for runs in [1usize, 2, 3] {
             let mut all: Vec<Vec<MemberRow>> = vec![Vec::new(); runs];
             for id in 0..5_000i64 {

@@ -505,7 +505,7 @@ mod tests {
 
     #[test]
     fn an_id_set_holds_its_ids_and_no_other() {
-        let mut rng = crate::gen::SplitMix64::new(5);
+        let mut rng = crate::random::SplitMix64::new(5);
         let hashed: Vec<i64> = (0..5_000).map(|_| rng.next_u64() as i64).collect();
         let counted: Vec<i64> = (-300..3_000).collect();
         for ids in [hashed, counted, vec![], vec![i64::MIN, 0, i64::MAX]] {
@@ -556,7 +556,7 @@ mod tests {
 
     #[test]
     fn a_process_takes_its_corpus_units_first_each_side_largest_first() {
-        let mut rng = crate::gen::SplitMix64::new(4);
+        let mut rng = crate::random::SplitMix64::new(4);
         let units: Vec<ScanUnit> = (0..40)
             .map(|i| {
                 let side = if i % 3 == 0 {

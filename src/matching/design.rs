@@ -34,6 +34,8 @@
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::exec::progress::human_bytes;
+
 /// Bits in a fingerprint.
 pub(crate) const BITS: u32 = 64;
 /// Largest supported distance threshold.
@@ -343,6 +345,43 @@ pub struct Plan {
     pub(crate) considered: Vec<Considered>,
 }
 
+impl Plan {
+    /// What `neardup plan` prints for this plan over `stored` fingerprints
+    /// at `k`, the kernel's line `kernel_line` among the figures.
+    pub fn report(&self, stored: u64, k: u32, kernel_line: &str) -> String {
+        let d = &self.design;
+        let mut out = format!("{stored} distinct query fingerprints, k = {k}\n");
+        out += &format!("design: {}\n", d.describe());
+        out += &format!(
+            "expected candidates per probe: {:.4}\n",
+            d.expected_candidates
+        );
+        out += &format!("{kernel_line}\n");
+        let memory = human_bytes(d.memory_bytes);
+        out += &format!("table memory: {} bytes ({memory})\n", d.memory_bytes);
+        out += "tables (exact blocks -> key bits, bucket index bits):\n";
+        for (i, t) in d.tables.iter().enumerate() {
+            out += &format!(
+                "  {i:>4}: blocks {:?} -> {} key bits, {} index bits\n",
+                t.blocks, t.key_bits, t.index_bits
+            );
+        }
+        out += "alternatives:\n";
+        for c in &self.considered {
+            out += &format!(
+                "  m={:<3} {:>5} tables  {:>12.4} candidates/probe  {:>10}  {:>8.1} ns/row  {}\n",
+                c.m,
+                c.tables,
+                c.expected_candidates,
+                human_bytes(c.memory_bytes),
+                c.row_ns,
+                c.verdict
+            );
+        }
+        out
+    }
+}
+
 /// Chooses `m` for `stored` distinct fingerprints and threshold `k`.
 ///
 /// More blocks mean longer keys and so fewer candidates per probe, but
@@ -554,14 +593,8 @@ mod tests {
 
     #[test]
     fn every_pair_within_k_has_an_owner_sharing_its_bucket() {
-        let mut state = 7u64;
-        let mut next = || {
-            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        };
+        let mut rng = crate::random::SplitMix64::new(7);
+        let mut next = || rng.next_u64();
         for k in 0..=MAX_K {
             let plan = plan(
                 1 << 20,

@@ -86,6 +86,11 @@ impl Kernel {
     /// `_summary.json`. A wide kernel takes every design whole, even one of
     /// under a candidate a probe: a vector over an empty or one-entry
     /// bucket is no dearer than a filter word, with no second miss.
+    /// `plan`'s line on the kernel: what runs, and `why`.
+    pub fn line(self, why: &str) -> String {
+        format!("kernel: {} (--kernel {}: {why})", self.runs(), self.flag())
+    }
+
     pub fn runs(self) -> &'static str {
         match self {
             Kernel::Avx512 => "wide buckets, AVX-512",

@@ -254,7 +254,7 @@ fn pairs_of(batch: &RecordBatch) -> Vec<Pair> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::SplitMix64;
+    use crate::random::SplitMix64;
 
     /// With `wide`, verified pairs, of wide distances that tell repeats
     /// of a pair apart.

@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn rows_sort_as_a_comparison_sort_would() {
-        let mut rng = crate::gen::SplitMix64::new(3);
+        let mut rng = crate::random::SplitMix64::new(3);
         // Below and above the size that scatters first; fingerprints
         // crowded into a few hundred of the scatter's buckets, and spread.
         for (n, spread) in [(50_000, false), (300_000, false), (300_000, true)] {
@@ -579,7 +579,7 @@ mod tests {
 
     #[test]
     fn residues_hold_32_bits_outside_the_key_where_they_can_and_never_add_distance() {
-        let mut rng = crate::gen::SplitMix64::new(9);
+        let mut rng = crate::random::SplitMix64::new(9);
         for (n, k, m) in [
             (1 << 20, 3, 4),
             (1 << 20, 3, 5),
@@ -622,7 +622,7 @@ mod tests {
 
     #[test]
     fn tables_built_from_lead_orders_equal_one_counting_sort() {
-        let mut rng = crate::gen::SplitMix64::new(7);
+        let mut rng = crate::random::SplitMix64::new(7);
         for (n, k, m) in [
             (0, 3, 5),
             (1, 3, 5),

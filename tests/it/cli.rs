@@ -8,8 +8,8 @@ use std::sync::Arc;
 use crate::common::*;
 use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{Field, Schema};
-use neardup::gen::SplitMix64;
 use neardup::matching::kernel::Kernel;
+use neardup::random::SplitMix64;
 use parquet::arrow::ArrowWriter;
 
 fn write_batch(path: &Path, columns: Vec<(&str, ArrayRef)>) {

@@ -16,9 +16,9 @@ use neardup::cluster::drop_policy::DropPolicy;
 use neardup::cluster::keep_order::KeepOrder;
 use neardup::cluster::{run_cluster, ClusterOptions};
 use neardup::exec::runtime::RuntimeOptions;
-use neardup::gen::SplitMix64;
 use neardup::io::pairs::Pair;
 use neardup::io::parquet::output::write_pairs;
+use neardup::random::SplitMix64;
 
 use crate::common::parquet_batches;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;

@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use arrow_array::{Array, BooleanArray, Int16Array, Int64Array, Int8Array};
-use neardup::gen::SplitMix64;
 use neardup::io::pairs::Pair;
 use neardup::io::parquet::output::{write_fingerprints, write_sketched_fingerprints};
 use neardup::io::parquet::Sketch;
 use neardup::matching::{run_match, MatchOptions};
+use neardup::random::SplitMix64;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub type Rows = Vec<(i64, u64)>;

@@ -6,13 +6,13 @@ use crate::common::*;
 use std::collections::HashMap;
 use std::path::Path;
 
-use neardup::gen::SplitMix64;
 use neardup::io::pairs::Pair;
 use neardup::io::parquet::output::write_fingerprints;
 use neardup::io::parquet::Sketch;
 use neardup::matching::kernel::Kernel;
 use neardup::matching::verify::Threshold;
 use neardup::matching::{run_match, MatchOptions};
+use neardup::random::SplitMix64;
 
 fn check(
     name: &str,

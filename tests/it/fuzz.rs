@@ -10,7 +10,7 @@
 //! `tests/cargo-fuzz/` (`cargo fuzz`, not run here).
 
 use crate::common::neardup;
-use neardup::gen::SplitMix64;
+use neardup::random::SplitMix64;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 

@@ -707,7 +707,7 @@ exit $status
 /// Two loopback addresses standing for two nodes, `127.x.y.[1-2]`, whose
 /// port 4100 (the example's) was free a moment ago.
 fn two_nodes_with_port_4100_free() -> String {
-    let mut rng = neardup::gen::SplitMix64::new(std::process::id() as u64);
+    let mut rng = neardup::random::SplitMix64::new(std::process::id() as u64);
     loop {
         let (x, y) = (rng.next_u64() % 200 + 20, rng.next_u64() % 250);
         let free =
@@ -1015,7 +1015,7 @@ fn a_process_lost_between_stages_stops_the_others_as_a_lost_peer() {
 fn a_night_stopped_before_its_first_output_leaves_no_directory() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let mut rng = neardup::gen::SplitMix64::new(3);
+    let mut rng = neardup::random::SplitMix64::new(3);
     let (ids, fps): (Vec<i64>, Vec<u64>) = random_rows(&mut rng, 400, 0).into_iter().unzip();
     let queries = d.join("queries.parquet");
     neardup::io::parquet::output::write_fingerprints(&queries, &ids, &fps, 100).unwrap();

@@ -1,6 +1,6 @@
 //! The layout's rule, read from the code: three stages (`fingerprint`,
 //! `matching`, `cluster`), each a folder, over shared parts (`io`, `exec`,
-//! `gen`); a stage imports only shared parts, a shared part imports no
+//! `random`); a stage imports only shared parts, a shared part imports no
 //! stage, and no two top-level modules import each other, however
 //! indirectly. Imports are the `crate::` paths of `src/` (comments left
 //! out).
@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const STAGES: [&str; 3] = ["fingerprint", "matching", "cluster"];
-const SHARED: [&str; 3] = ["io", "exec", "gen"];
+const SHARED: [&str; 3] = ["io", "exec", "random"];
 
 /// Every top-level module's imports of other top-level modules, each with
 /// a file that makes it.

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use arrow_array::cast::AsArray;
 use arrow_array::RecordBatch;
-use neardup::gen::SplitMix64;
+use neardup::random::SplitMix64;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 fn free_port() -> u16 {

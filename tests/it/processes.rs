@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use neardup::exec::runtime::read_hostfile;
-use neardup::gen::SplitMix64;
 use neardup::io::parquet::output::write_fingerprints;
+use neardup::random::SplitMix64;
 
 fn neardup() -> Command {
     Command::new(env!("CARGO_BIN_EXE_neardup"))

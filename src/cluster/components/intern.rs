@@ -467,8 +467,5 @@ impl Arrays {
 /// multiplicative structure of their own (`x * A mod p`, as one tool
 /// scatters ids) leave most of a table's slots empty and crowd the rest.
 pub fn mix(id: i64) -> u64 {
-    let mut z = id as u64;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    crate::random::mix(id as u64)
 }

@@ -155,7 +155,7 @@ impl Extend<u64> for HashChunks<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gen::SplitMix64;
+    use crate::random::SplitMix64;
 
     /// The algorithm as defined, with nothing clever: one float sum per
     /// bit, and log weights over the distinct hashes in hash order.

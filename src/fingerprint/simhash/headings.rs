@@ -24,7 +24,7 @@
 //! bits lets nearly every feature past with one test, and the few that
 //! pass are looked up among the headings' features.
 
-use super::sketch::mix;
+use crate::random::mix;
 
 /// How many times a heading's features count.
 pub const HEADING_WEIGHT: u64 = 4;

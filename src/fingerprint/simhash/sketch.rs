@@ -24,6 +24,7 @@
 
 use super::sums::{log_weight, sign_bits, BitCounts};
 pub use crate::io::parquet::Sketch;
+use crate::random::{mix, GOLDEN};
 
 /// Words of the sketch.
 pub const SKETCH_WORDS: usize = std::mem::size_of::<Sketch>() / 8;
@@ -35,16 +36,6 @@ pub const SKETCH_BITS: usize = 64 * SKETCH_WORDS;
 #[inline(always)]
 fn sketch_words(hash: u64) -> Sketch {
     std::array::from_fn(|j| mix(hash.wrapping_add((j as u64 + 1).wrapping_mul(GOLDEN))))
-}
-
-const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
-
-/// SplitMix64's finaliser.
-#[inline(always)]
-pub(super) fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 /// The sketch's bits counted occurrence by occurrence, under term

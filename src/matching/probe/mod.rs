@@ -478,7 +478,7 @@ mod tests {
         // 3,000 queries, 1,200 of them sharing their first 16 bits (one
         // bucket of 1,200 entries in a 4-table design at k = 3), the rest
         // random; corpus rows near both.
-        let mut rng = crate::gen::SplitMix64::new(5);
+        let mut rng = crate::random::SplitMix64::new(5);
         let rows: Vec<(u64, i64)> = (0..3_000)
             .map(|i| {
                 let f = rng.next_u64();
