@@ -53,7 +53,7 @@ use crate::cluster::components::SharedGraph;
 use crate::cluster::dataflow::Job;
 use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
-use crate::cluster::keep_order::URL;
+use crate::cluster::keep_order::{ColumnKinds, URL};
 use crate::cluster::read_pairs::ProcessUnits;
 use crate::cluster::summary::{ClusterSummary, ClusterTotals, InputsRead};
 use crate::exec::parallel::{lock, Tickets};
@@ -87,7 +87,8 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
     let opts = &opts.holding_corpus(tell_corpus)?;
     let keep = &opts.keep_by;
     let peers = opts.runtime.workers * opts.runtime.processes;
-    let pages = open_pages(opts)?.map(Arc::new);
+    let kinds = ColumnKinds::default();
+    let pages = open_pages(opts, &kinds)?.map(Arc::new);
     let units = into_pieces(units, peers);
     let mut staging = Staging::for_job(
         &opts.out,
@@ -103,7 +104,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
         }
     }
     let pages_rows = pages.as_ref().map_or(0, |table| table.rows());
-    let corpus = open_corpus(opts)?.map(Arc::new);
+    let corpus = open_corpus(opts, &kinds)?.map(Arc::new);
     let corpus_rows = corpus.as_ref().map_or(0, |table| table.rows());
     let batches = keep.held_since(corpus.as_deref())?;
     let drop_evidence =
@@ -181,7 +182,7 @@ fn make_folders(staging: &Staging) -> Result<()> {
 /// will write it with, or else from its files' footers.
 pub(crate) fn check_pages(opts: &ClusterOptions, produced: Option<&Schema>) -> Result<()> {
     let Some(schema) = produced else {
-        return open_pages(opts).map(drop);
+        return open_pages(opts, &ColumnKinds::default()).map(drop);
     };
     let keep = &opts.keep_by;
     let shown = opts.pages.join(" ");
@@ -205,7 +206,7 @@ pub(crate) const OPTIONAL_CANONICAL_URL: usize = 1;
 
 /// Opens the pages table of `--pages`, with the columns the keys need and
 /// `url` where it has one; checks that the keys and the table go together.
-fn open_pages(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
+fn open_pages(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<PagesTable>> {
     let keep = &opts.keep_by;
     if opts.pages.is_empty() {
         if keep.reads_pages() {
@@ -214,7 +215,8 @@ fn open_pages(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
         return Ok(None);
     }
     let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
-        keep.check_column(file, column, data_type)
+        keep.check_column(file, column, data_type)?;
+        kinds.check(file, column, data_type)
     };
     // `url` first: `drop/` asks for it as optional column 0.
     let optional: Vec<&str> = std::iter::once(URL)
@@ -233,7 +235,7 @@ fn open_pages(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
 
 /// Opens the corpus of `--corpus`, if given: for its ids (the pages
 /// already in it), the keys' columns and `url`, each where a file has it.
-fn open_corpus(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
+fn open_corpus(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<PagesTable>> {
     if opts.corpus.is_empty() {
         return Ok(None);
     }
@@ -250,6 +252,7 @@ fn open_corpus(opts: &ClusterOptions) -> Result<Option<PagesTable>> {
         .collect();
     let check = |file: &str, column: &str, data_type: &arrow_schema::DataType| {
         keep.check_column(file, column, data_type)?;
+        kinds.check(file, column, data_type)?;
         match strings.contains(&column) {
             true => check_string(file, column, data_type),
             false => Ok(()),

@@ -306,11 +306,16 @@ fn future_batches(night: &Night) -> String {
     let Some(summary) = &night.cluster_summary else {
         return String::new();
     };
-    let batches: Vec<&str> = summary["corpus_batches"]
+    // Each path in `<code>`, which breaks anywhere: a long path overflows a
+    // phone's screen otherwise.
+    let batches: Vec<String> = summary["corpus_batches"]
         .as_array()
         .map(|list| {
             let after = list.iter().filter(|b| b["after_now"] == true);
-            after.filter_map(|b| b["batch"].as_str()).collect()
+            let paths = after.filter_map(|b| b["batch"].as_str());
+            paths
+                .map(|path| format!("<code>{}</code>", escape(path)))
+                .collect()
         })
         .unwrap_or_default();
     if batches.is_empty() {
@@ -319,7 +324,7 @@ fn future_batches(night: &Night) -> String {
     format!(
         "<p class=\"warn\" id=\"future-batches\"><b>{} corpus batch(es) dated after the run</b>: {}. Their pages rank as held the shortest, after every other corpus page: check the crawler's clock.</p>",
         batches.len(),
-        escape(&batches.join(", "))
+        batches.join(", ")
     )
 }
 
@@ -843,7 +848,9 @@ mod tests {
         assert!(!html.contains("data-chart=\"distances\""));
         assert!(html.contains("No clusters tonight."));
         assert!(html.contains("1 cluster(s) above --max-cluster-size 1000</b>: -5 (5000 pages)"));
-        assert!(html.contains("1 corpus batch(es) dated after the run</b>: corpus/2099-01-01."));
+        assert!(html.contains(
+            "1 corpus batch(es) dated after the run</b>: <code>corpus/2099-01-01</code>."
+        ));
         assert!(html.contains("<a href=\"#largest\">"));
         assert!(!html.contains("<a href=\"#trends\">"));
     }

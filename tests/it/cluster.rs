@@ -1819,6 +1819,103 @@ fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
     }
 }
 
+/// A committed output is one batch however its files are given: whole,
+/// file by file from its partitions (a Spark output's `date=` folders), or
+/// by a glob, however spelt. Given file by file, a partition's file was a
+/// batch of its own, timed by its own latest fetch, and the page of the
+/// batch completed later was kept.
+#[test]
+fn a_committed_output_is_one_batch_however_its_files_are_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let (in_x, in_y) = (1, 2);
+    let pairs = write_edges(&dir.path().join("pairs"), &[(in_x, in_y, true)], 1);
+    let night = [
+        url_row(in_x, Some(400), "https://x.example/a"),
+        url_row(in_y, Some(400), "https://y.example/b"),
+    ];
+    let pages = write_pages(&dir.path().join("pages"), &night, 1);
+    // X's first partition was fetched before Y, its second after: X was
+    // complete after Y.
+    let corpus = dir.path().join("corpus");
+    let x1 = [url_row(in_x, Some(100), "https://x.example/a")];
+    write_pages(&corpus.join("x/date=1"), &x1, 1);
+    let x2 = [url_row(3, Some(300), "https://x.example/c")];
+    write_pages(&corpus.join("x/date=2"), &x2, 1);
+    let y = [url_row(in_y, Some(200), "https://y.example/b")];
+    write_pages(&corpus.join("y"), &y, 1);
+    for batch in ["x", "y"] {
+        std::fs::write(corpus.join(batch).join("_SUCCESS"), "").unwrap();
+    }
+    let at = |path: &str| format!("{}/{path}", corpus.display());
+    let ways = [
+        vec![at("x"), at("y")],
+        vec![
+            at("x/date=1/pages-0.parquet"),
+            at("x/date=2/pages-0.parquet"),
+            at("y/pages-0.parquet"),
+        ],
+        vec![at("./x/*/*.parquet"), at("y/")],
+    ];
+    for (way, corpus_paths) in ways.into_iter().enumerate() {
+        let out = dir.path().join(format!("out-{way}"));
+        let mut opts = options(&pairs, &out, false, DropPolicy::Direct, 2, 1);
+        opts.keep_by = KeepOrder::default_with_pages();
+        opts.pages = vec![pages.clone()];
+        opts.corpus = corpus_paths;
+        run_cluster(&opts).unwrap();
+        let (_, drops) = read_output(&out);
+        let dropped: Vec<(i64, i64)> = drops.iter().map(|d| (d.0, d.1)).collect();
+        assert_eq!(dropped, [(in_x, in_y)], "way {way}");
+        assert_eq!(kept_by(&out)[&in_x], "corpus", "way {way}");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+        let batches: Vec<&str> = summary["corpus_batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["batch"].as_str().unwrap())
+            .collect();
+        assert_eq!(batches, [at("y"), at("x")], "way {way}");
+    }
+    // A batch whose fetch_time is epoch seconds cannot rank beside
+    // timestamps: one line names both files, and nothing is written.
+    let seconds = corpus.join("z/pages-0.parquet");
+    std::fs::create_dir_all(seconds.parent().unwrap()).unwrap();
+    let batch = arrow_array::RecordBatch::try_from_iter([
+        (
+            "id",
+            Arc::new(Int64Array::from(vec![4])) as arrow_array::ArrayRef,
+        ),
+        (
+            "fetch_time",
+            Arc::new(Int64Array::from(vec![1_764_000_000])),
+        ),
+    ])
+    .unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(File::create(&seconds).unwrap(), batch.schema(), None)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let out = dir.path().join("out-mixed");
+    let shown = out.display().to_string();
+    let (x, z) = (at("x"), at("z"));
+    let args = [
+        "cluster", "--pairs", &pairs, "--out", &shown, "--pages", &pages, "--corpus", &x, &z,
+    ];
+    let output = crate::common::neardup(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    let expected = format!(
+        "{}: column `fetch_time` holds integers (Int64), but in ",
+        seconds.display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(stderr.contains("it holds times or dates"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(!out.exists());
+}
+
 /// Two pages of one corpus batch (the archive has no score), scored by
 /// the night's table on the nights that crawl them again: a corpus page
 /// ranks by its corpus rows, so the same page is kept on a night that

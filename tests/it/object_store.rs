@@ -716,6 +716,22 @@ fn two_nights_of_a_job_in_s3_append_and_match_as_on_disk() {
         assert_eq!(parts_of(&got.join(stage)), parts, "{stage}");
     }
     assert!(got.join("corpus/2026-11-23/_SUCCESS").exists());
+    // The second night ranked the same corpus batches, each named in its
+    // store: the base shard (no _SUCCESS: the corpus path), then night 1.
+    let batches = |root: &Path, prefix: &str| -> Vec<(String, serde_json::Value)> {
+        let summary = root.join("2026-11-23/clusters/_summary.json");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(summary).unwrap()).unwrap();
+        let listed = summary["corpus_batches"].as_array().unwrap().iter();
+        let name = |b: &serde_json::Value| b["batch"].as_str().unwrap().replacen(prefix, "", 1);
+        listed
+            .map(|b| (name(b), b["latest_fetch_time"].clone()))
+            .collect()
+    };
+    let on_disk = batches(&disk, &disk.display().to_string());
+    assert_eq!(on_disk, batches(&got, "s3://crawl/jobs"));
+    let names: Vec<&str> = on_disk.iter().map(|b| b.0.as_str()).collect();
+    assert_eq!(names, ["/corpus", "/corpus/2026-11-22"]);
     // The second night matched against the first night's batch too.
     let rows = |root: &Path, date: &str| {
         let summary = std::fs::read_to_string(root.join(date).join("pairs/_summary.json")).unwrap();

@@ -697,8 +697,19 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
         run_ok(&["run", job.to_str().unwrap(), "--date", date]);
     }
     let (first, second) = (d.join("nights/2026-12-01"), d.join("nights/2026-12-02"));
+    // A corpus batch dated after the run, with a path longer than a phone
+    // is wide: its warning wraps too.
+    let cluster_summary = second.join("clusters/_summary.json");
+    let mut summary_json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&cluster_summary).unwrap()).unwrap();
+    let long_path = format!("s3://crawl-archive/corpus/{}/2099-01-01", "x".repeat(120));
+    summary_json["corpus_batches"] = serde_json::json!([
+        {"batch": long_path, "row_groups": 1, "latest_fetch_time": "2099-01-01T00:00:00Z", "after_now": true},
+    ]);
+    std::fs::write(&cluster_summary, summary_json.to_string()).unwrap();
     let page = d.join("report.html");
     let html = report_page(&[&first, &second], &page);
+    assert!(html.contains("1 corpus batch(es) dated after the run"));
     let shot = d.join("report.png");
     let seen = json_of(
         Command::new("node")

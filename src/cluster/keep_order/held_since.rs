@@ -2,9 +2,10 @@
 //! since the first batch of it that holds the page was complete.
 //!
 //! A batch is an output committed whole: the nearest directory above a
-//! file, up to the path given, that holds `_SUCCESS` (each night `append`
-//! writes, a `fingerprint` or Spark output), else the path given (a
-//! DuckDB or pyarrow archive, however partitioned). It was complete at its
+//! file that holds `_SUCCESS` (each night `append` writes, a `fingerprint`
+//! or Spark output), however its files were given (the directory, a glob,
+//! or files in its partitions), else the path given (a DuckDB or pyarrow
+//! archive, however partitioned). It was complete at its
 //! latest `fetch_time`: no page of it was fetched after it was written,
 //! while an old page refetched into it (a crawl's stray old segment) says
 //! nothing of when it came. The pages of one batch tie, so the next keys
@@ -69,6 +70,7 @@ struct Timing {
 pub(super) fn batch_times(table: &PagesTable) -> Result<CorpusBatches> {
     let started = Instant::now();
     let mut batches: HashMap<(String, &str), String> = HashMap::new();
+    let mut committed = HashMap::new();
     let mut times: HashMap<String, Timing> = HashMap::new();
     let mut batch_of = Vec::with_capacity(table.units());
     for unit in 0..table.units() {
@@ -76,7 +78,7 @@ pub(super) fn batch_times(table: &PagesTable) -> Result<CorpusBatches> {
         let batch = match batches.entry((directory, spec)) {
             Entry::Occupied(known) => known.get().clone(),
             Entry::Vacant(new) => {
-                let batch = committed_batch(&new.key().0, spec)?;
+                let batch = committed_batch(&new.key().0, spec, &mut committed)?;
                 new.insert(batch).clone()
             }
         };
@@ -154,9 +156,6 @@ fn shown_time(ordered: u64, data_type: &DataType) -> String {
             || signed.to_string(),
             |time| format!("{time}Z").replacen(' ', "T", 1),
         ),
-        DataType::UInt8 | DataType::UInt16 | DataType::UInt32 | DataType::UInt64 => {
-            ordered.to_string()
-        }
         _ if data_type.is_integer() => signed.to_string(),
         _ => {
             let bits = match ordered >> 63 {
@@ -169,27 +168,67 @@ fn shown_time(ordered: u64, data_type: &DataType) -> String {
 }
 
 /// The batch of a file in `directory`, named by the path `spec`: the
-/// nearest directory at or above it, up to the one `spec` names (or
-/// names files in), that holds `_SUCCESS`; else `spec`.
-fn committed_batch(directory: &str, spec: &str) -> Result<String> {
+/// nearest directory at or above it that holds `_SUCCESS` (to a bucket's
+/// root; `committed` remembers the directories looked at), else `spec`;
+/// either named without `.` segments or a trailing `/`, so that one batch
+/// has one name however a path spells it. Above the path `spec` names, a
+/// directory that cannot be looked at (a role allowed only the corpus's
+/// prefix) ends the search rather than the run.
+fn committed_batch(
+    directory: &str,
+    spec: &str,
+    committed: &mut HashMap<String, bool>,
+) -> Result<String> {
+    let spec = tidy(spec);
     let fixed = spec
         .find(['*', '?', '['])
-        .map_or(spec, |glob| &spec[..glob]);
-    let reaches_spec = |at: &str| {
-        fixed
-            .strip_prefix(at)
-            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
-            || at.is_empty()
+        .map_or(&*spec, |glob| &spec[..glob]);
+    let above_spec = |at: &str| {
+        let rest = fixed.strip_prefix(at);
+        rest.is_some_and(|rest| rest.starts_with('/') && rest.len() > 1)
     };
-    let mut at = directory;
-    loop {
-        if is_committed(at)? {
-            return Ok(at.to_string());
+    let mut at = tidy(directory);
+    while !at.is_empty() {
+        let is = match committed.get(&at) {
+            Some(&is) => is,
+            None => match is_committed(&at) {
+                Ok(is) => *committed.entry(at.clone()).or_insert(is),
+                Err(_) if above_spec(&at) => break,
+                Err(error) => return Err(error),
+            },
+        };
+        if is {
+            return Ok(at);
         }
-        match at.rsplit_once('/') {
-            Some((up, _)) if !reaches_spec(at) => at = up,
-            _ => return Ok(spec.to_string()),
+        match parent_directory(&at) {
+            Some(up) => at = up.to_string(),
+            None => break,
         }
+    }
+    Ok(spec)
+}
+
+/// The directory above `at`; none above a bucket (`s3://bucket`) or a
+/// relative path's first directory, or for the root.
+fn parent_directory(at: &str) -> Option<&str> {
+    let (up, _) = at.rsplit_once('/')?;
+    let in_bucket = |url_path: &str| url_path.contains('/');
+    match at.split_once("://") {
+        Some((_, path)) if !in_bucket(path) => None,
+        _ => Some(up).filter(|up| !up.is_empty()),
+    }
+}
+
+/// `path` without `.` segments or trailing `/`s (a URL's `//` stays).
+fn tidy(path: &str) -> String {
+    let segments: Vec<&str> = path.split('/').filter(|s| *s != ".").collect();
+    let last = segments
+        .iter()
+        .rposition(|s| !s.is_empty())
+        .map_or(0, |i| i + 1);
+    match last {
+        0 if path.starts_with('/') => "/".to_string(),
+        _ => segments[..last].join("/"),
     }
 }
 
@@ -220,7 +259,7 @@ mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
-    use arrow_array::{ArrayRef, Int64Array, RecordBatch, TimestampMicrosecondArray};
+    use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, TimestampMicrosecondArray};
     use parquet::arrow::ArrowWriter;
     use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
@@ -298,10 +337,27 @@ mod tests {
         // was committed.
         let glob = format!("{}/*/*.parquet", at("hive").display());
         let host = at("hive/host=a").display().to_string();
-        assert_eq!(committed_batch(&host, &glob).unwrap(), glob);
+        let known = &mut HashMap::new();
+        assert_eq!(committed_batch(&host, &glob, known).unwrap(), glob);
         let glob = format!("{}/*/*.parquet", at("corpus").display());
         let night = at("corpus/1").display().to_string();
-        assert_eq!(committed_batch(&night, &glob).unwrap(), night);
+        assert_eq!(committed_batch(&night, &glob, known).unwrap(), night);
+        // A file in a committed output's partition, given alone, is of
+        // that output; a path's spellings name one batch.
+        std::fs::create_dir_all(at("corpus/1/host=a")).unwrap();
+        let partition = format!("{}/./host=a/", at("corpus/1").display());
+        let file = format!("{partition}x.parquet");
+        assert_eq!(committed_batch(&partition, &file, known).unwrap(), night);
+        let hive = at("hive").display().to_string();
+        let spelt = format!("{}/./hive//", dir.path().display());
+        assert_eq!(committed_batch(&host, &spelt, known).unwrap(), hive);
+        assert_eq!(tidy("./a/./b/"), "a/b");
+        assert_eq!(tidy("s3://bucket/a/"), "s3://bucket/a");
+        assert_eq!(tidy("/"), "/");
+        assert_eq!(parent_directory("s3://bucket/a"), Some("s3://bucket"));
+        assert_eq!(parent_directory("s3://bucket"), None);
+        assert_eq!(parent_directory("/a"), None);
+        assert_eq!(parent_directory("a"), None);
         // The list: the longest held first, with each batch's time.
         let shown: Vec<(&str, u64, Option<&str>, bool)> = batches
             .listed
@@ -351,6 +407,17 @@ mod tests {
         .map(|(b, t, after)| (b.to_string(), t.map(str::to_string), after));
         assert_eq!(after, expected);
         assert_eq!(shown_time(time(-5), &DataType::Int32), "-5");
-        assert_eq!(shown_time(5, &DataType::UInt64), "5");
+        assert_eq!(shown_time(time(5), &DataType::UInt64), "5");
+        let real = |v: f64| {
+            ordered_values(
+                &(Arc::new(Float64Array::from(vec![v])) as ArrayRef),
+                "t",
+                "f",
+            )
+            .unwrap()[0]
+                .unwrap()
+        };
+        assert_eq!(shown_time(real(-2.0), &DataType::Float64), "-2");
+        assert_eq!(shown_time(real(1.5), &DataType::Float64), "1.5");
     }
 }

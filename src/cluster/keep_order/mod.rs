@@ -67,7 +67,9 @@
 mod held_since;
 mod url_keys;
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Result};
 use arrow_array::cast::AsArray;
@@ -807,13 +809,9 @@ fn counts(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<Option<u3
     if !data_type.is_integer() {
         bail!("{location}: column `{name}` has type {data_type}, expected an integer");
     }
-    // [`ordered_values`] flips a signed integer's sign bit and leaves an
-    // unsigned one as it is.
-    let signed = data_type.is_signed_integer();
-    let count = move |ordered: u64| match signed {
-        true => ((ordered ^ 1 << 63) as i64).clamp(0, i64::from(MOST)) as u32,
-        false => ordered.min(u64::from(MOST)) as u32,
-    };
+    // [`ordered_values`] gives every integer as a signed one, sign bit
+    // flipped.
+    let count = |ordered: u64| ((ordered ^ 1 << 63) as i64).clamp(0, i64::from(MOST)) as u32;
     let values = ordered_values(column, name, location)?;
     Ok(values.into_iter().map(|v| v.map(count)).collect())
 }
@@ -854,10 +852,13 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
         DataType::Int16 => map!(Int16Type, |v| Some(signed(v.into()))),
         DataType::Int32 => map!(Int32Type, |v| Some(signed(v.into()))),
         DataType::Int64 => map!(Int64Type, |v| Some(signed(v))),
-        DataType::UInt8 => map!(UInt8Type, |v| Some(v.into())),
-        DataType::UInt16 => map!(UInt16Type, |v| Some(v.into())),
-        DataType::UInt32 => map!(UInt32Type, |v| Some(v.into())),
-        DataType::UInt64 => map!(UInt64Type, Some),
+        // Unsigned as signed, so that the two compare (2^63 and more tie).
+        DataType::UInt8 => map!(UInt8Type, |v| Some(signed(v.into()))),
+        DataType::UInt16 => map!(UInt16Type, |v| Some(signed(v.into()))),
+        DataType::UInt32 => map!(UInt32Type, |v| Some(signed(v.into()))),
+        DataType::UInt64 => map!(UInt64Type, |v| Some(
+            i64::try_from(v).map_or(u64::MAX, signed)
+        )),
         DataType::Float32 => map!(Float32Type, |v: f32| float(v.into())),
         DataType::Float64 => map!(Float64Type, float),
         DataType::Decimal32(_, scale) => {
@@ -892,7 +893,7 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
         }
         DataType::Date32 => {
             map!(Date32Type, |v: i32| Some(signed(
-                i64::from(v) * 86_400_000_000
+                i64::from(v).saturating_mul(86_400_000_000)
             )))
         }
         DataType::Date64 => map!(Date64Type, |v: i64| Some(signed(v.saturating_mul(1_000)))),
@@ -900,6 +901,60 @@ fn ordered_values(column: &ArrayRef, name: &str, location: &str) -> Result<Vec<O
             "{location}: column `{name}` has type {other}, expected a number, timestamp or date"
         ),
     })
+}
+
+/// What a numeric column's values are, for their order
+/// ([`ordered_values`]): values of two kinds have no common order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ValueKind {
+    Clock,
+    Integer,
+    Real,
+}
+
+impl ValueKind {
+    fn of(data_type: &DataType) -> Option<ValueKind> {
+        Some(match data_type {
+            DataType::Timestamp(..) | DataType::Date32 | DataType::Date64 => ValueKind::Clock,
+            data_type if data_type.is_integer() => ValueKind::Integer,
+            data_type if is_numeric(data_type) => ValueKind::Real,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for ValueKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ValueKind::Clock => "times or dates",
+            ValueKind::Integer => "integers",
+            ValueKind::Real => "floating-point or decimal numbers",
+        })
+    }
+}
+
+/// The kind of each key column's values, from the first file that has it:
+/// a key compares a column's values across every file of `--pages` and
+/// `--corpus`, so a file whose column holds another kind (epoch seconds
+/// beside timestamps) is refused rather than ranked out of order.
+#[derive(Debug, Default)]
+pub(crate) struct ColumnKinds(Mutex<HashMap<String, (ValueKind, String)>>);
+
+impl ColumnKinds {
+    /// Records or checks the kind of column `name` of type `data_type` in
+    /// `file`.
+    pub(crate) fn check(&self, file: &str, name: &str, data_type: &DataType) -> Result<()> {
+        let Some(kind) = ValueKind::of(data_type) else {
+            return Ok(());
+        };
+        let mut seen = crate::exec::parallel::lock(&self.0);
+        let entry = seen.entry(name.to_string());
+        let (first, first_file) = entry.or_insert_with(|| (kind, file.to_string()));
+        if *first != kind {
+            bail!("{file}: column `{name}` holds {kind} ({data_type}), but in {first_file} it holds {first}: the keys cannot order the two together; write it as one kind in every file");
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -1172,6 +1227,50 @@ mod tests {
         }
     }
 
+    /// Integers compare whatever their width and sign, and so do times of
+    /// any unit and dates; a column of another kind than its first file's
+    /// is refused, naming both files.
+    #[test]
+    fn values_of_one_kind_compare_across_types_and_other_kinds_are_refused() {
+        let first = |column: ArrayRef| ordered_values(&column, "v", "f").unwrap()[0].unwrap();
+        let five = first(Arc::new(Int64Array::from(vec![5])));
+        assert_eq!(
+            first(Arc::new(arrow_array::UInt32Array::from(vec![5]))),
+            five
+        );
+        assert_eq!(
+            first(Arc::new(arrow_array::UInt64Array::from(vec![5]))),
+            five
+        );
+        let seconds = first(Arc::new(TimestampSecondArray::from(vec![86_400])));
+        assert_eq!(
+            first(Arc::new(arrow_array::Date32Array::from(vec![1]))),
+            seconds
+        );
+        let huge = first(Arc::new(arrow_array::UInt64Array::from(vec![u64::MAX])));
+        assert_eq!(huge, first(Arc::new(Int64Array::from(vec![i64::MAX]))));
+
+        let kinds = ColumnKinds::default();
+        let micros = DataType::Timestamp(TimeUnit::Microsecond, None);
+        kinds.check("a.parquet", FETCH_TIME, &micros).unwrap();
+        kinds
+            .check("b.parquet", FETCH_TIME, &DataType::Date32)
+            .unwrap();
+        kinds
+            .check("a.parquet", N_CHARS, &DataType::UInt32)
+            .unwrap();
+        kinds.check("b.parquet", N_CHARS, &DataType::Int64).unwrap();
+        kinds.check("b.parquet", URL, &DataType::Utf8).unwrap();
+        let error = kinds
+            .check("c.parquet", FETCH_TIME, &DataType::Int64)
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("c.parquet: column `fetch_time` holds integers (Int64), but in a.parquet it holds times or dates"), "{error}");
+        assert!(kinds
+            .check("c.parquet", N_CHARS, &DataType::Float64)
+            .is_err());
+    }
+
     #[test]
     fn every_numeric_type_orders_as_its_values() {
         for (direction, descending) in [("asc", false), ("desc", true)] {
@@ -1187,8 +1286,8 @@ mod tests {
                 0,
                 1,
                 2,
-                u64::MAX - 2,
-                u64::MAX - 1,
+                1 << 62,
+                (1 << 63) - 3,
             ])),
             Arc::new(Int32Array::from(vec![i32::MIN, -1, 0, 7, i32::MAX])),
             Arc::new(Int64Array::from(vec![i64::MIN, -1, 0, 7, i64::MAX])),
