@@ -6,27 +6,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use crate::common::*;
-use arrow_array::{ArrayRef, Int32Array, Int64Array, RecordBatch, StringArray};
-use arrow_schema::{Field, Schema};
+use arrow_array::{ArrayRef, Int32Array, Int64Array, StringArray};
 use neardup::matching::kernel::Kernel;
 use neardup::random::SplitMix64;
-use parquet::arrow::ArrowWriter;
-
-fn write_batch(path: &Path, columns: Vec<(&str, ArrayRef)>) {
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|(n, a)| Field::new(*n, a.data_type().clone(), true))
-        .collect();
-    let batch = RecordBatch::try_new(
-        Arc::new(Schema::new(fields)),
-        columns.into_iter().map(|(_, a)| a).collect(),
-    )
-    .unwrap();
-    let mut writer =
-        ArrowWriter::try_new(std::fs::File::create(path).unwrap(), batch.schema(), None).unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
-}
 
 /// Runs a failing `match` and checks the contract: non-zero exit, one stderr
 /// line naming `needle`, no output directory, no staging leftovers.

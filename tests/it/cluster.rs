@@ -1881,22 +1881,16 @@ fn a_committed_output_is_one_batch_however_its_files_are_given() {
     // timestamps: one line names both files, and nothing is written.
     let seconds = corpus.join("z/pages-0.parquet");
     std::fs::create_dir_all(seconds.parent().unwrap()).unwrap();
-    let batch = arrow_array::RecordBatch::try_from_iter([
-        (
-            "id",
-            Arc::new(Int64Array::from(vec![4])) as arrow_array::ArrayRef,
-        ),
-        (
-            "fetch_time",
-            Arc::new(Int64Array::from(vec![1_764_000_000])),
-        ),
-    ])
-    .unwrap();
-    let mut writer =
-        parquet::arrow::ArrowWriter::try_new(File::create(&seconds).unwrap(), batch.schema(), None)
-            .unwrap();
-    writer.write(&batch).unwrap();
-    writer.close().unwrap();
+    crate::common::write_batch(
+        &seconds,
+        vec![
+            ("id", Arc::new(Int64Array::from(vec![4]))),
+            (
+                "fetch_time",
+                Arc::new(Int64Array::from(vec![1_764_000_000])),
+            ),
+        ],
+    );
     let out = dir.path().join("out-mixed");
     let shown = out.display().to_string();
     let (x, z) = (at("x"), at("z"));

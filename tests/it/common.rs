@@ -15,6 +15,24 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 pub type Rows = Vec<(i64, u64)>;
 
+/// Writes `columns` (all nullable) as one Parquet file at `path`.
+pub fn write_batch(path: &Path, columns: Vec<(&str, arrow_array::ArrayRef)>) {
+    let fields: Vec<arrow_schema::Field> = columns
+        .iter()
+        .map(|(n, a)| arrow_schema::Field::new(*n, a.data_type().clone(), true))
+        .collect();
+    let batch = arrow_array::RecordBatch::try_new(
+        std::sync::Arc::new(arrow_schema::Schema::new(fields)),
+        columns.into_iter().map(|(_, a)| a).collect(),
+    )
+    .unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(File::create(path).unwrap(), batch.schema(), None)
+            .unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
 /// Writes rows as a shard with small row groups, so every file has several units.
 pub fn write_shard(path: &Path, rows: &[(i64, u64)]) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

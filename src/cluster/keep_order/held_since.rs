@@ -31,7 +31,7 @@ use arrow_array::temporal_conversions::timestamp_us_to_datetime;
 use arrow_schema::DataType;
 use serde::Serialize;
 
-use super::{ordered_values, FETCH_TIME};
+use super::{ordered_values, ValueKind, FETCH_TIME};
 use crate::io::parquet::pages::PagesTable;
 use crate::io::storage::is_committed;
 
@@ -65,6 +65,17 @@ struct Timing {
     row_groups: u64,
 }
 
+impl Timing {
+    fn latest_time(&self) -> Option<u64> {
+        self.latest.as_ref().map(|(time, _)| *time)
+    }
+
+    /// The time its pages rank by: none ranks as held the longest.
+    fn rank_time(&self) -> u64 {
+        self.latest_time().unwrap_or(0)
+    }
+}
+
 /// The batches of the units (row groups) of the corpus `table` and their
 /// times; warns of the batches timed after now.
 pub(super) fn batch_times(table: &PagesTable) -> Result<CorpusBatches> {
@@ -85,14 +96,14 @@ pub(super) fn batch_times(table: &PagesTable) -> Result<CorpusBatches> {
         let latest = latest_time(table, unit)?;
         let timing = times.entry(batch.clone()).or_default();
         timing.row_groups += 1;
-        if latest.as_ref().map(|l| l.0) > timing.latest.as_ref().map(|l| l.0) {
+        if latest.as_ref().map(|(time, _)| *time) > timing.latest_time() {
             timing.latest = latest;
         }
         batch_of.push(batch);
     }
     let unit_times = batch_of
         .iter()
-        .map(|batch| times[batch].latest.as_ref().map_or(0, |l| l.0))
+        .map(|batch| times[batch].rank_time())
         .collect();
     let listed = listed(times, now());
     for batch in listed.iter().filter(|batch| batch.after_now) {
@@ -119,7 +130,7 @@ fn now() -> u64 {
 fn listed(times: HashMap<String, Timing>, now: u64) -> Vec<CorpusBatch> {
     let mut order: Vec<(u64, String, Timing)> = times
         .into_iter()
-        .map(|(batch, timing)| (timing.latest.as_ref().map_or(0, |l| l.0), batch, timing))
+        .map(|(batch, timing)| (timing.rank_time(), batch, timing))
         .collect();
     order.sort_unstable_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     order
@@ -141,10 +152,7 @@ fn listed(times: HashMap<String, Timing>, now: u64) -> Vec<CorpusBatch> {
 /// Whether a column of `data_type` holds clock times, not numbers of some
 /// other unit.
 fn is_clock(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Timestamp(..) | DataType::Date32 | DataType::Date64
-    )
+    ValueKind::of(data_type) == Some(ValueKind::Clock)
 }
 
 /// A value in the order [`super::ordered_values`] gives it, shown as the
@@ -192,7 +200,10 @@ fn committed_batch(
         let is = match committed.get(&at) {
             Some(&is) => is,
             None => match is_committed(&at) {
-                Ok(is) => *committed.entry(at.clone()).or_insert(is),
+                Ok(is) => {
+                    committed.insert(at.clone(), is);
+                    is
+                }
                 Err(_) if above_spec(&at) => break,
                 Err(error) => return Err(error),
             },
