@@ -733,7 +733,7 @@ fn unmark_later_stages(marks: &[(&'static str, PathBuf)], name: &str) -> Result<
     let later = marks.iter().skip_while(|(stage, _)| *stage != name).skip(1);
     for (stage, mark) in later {
         match (*stage, mark.parent()) {
-            ("append", Some(batch)) => remove_output(batch)?,
+            ("append", Some(batch)) => remove_output(batch).context("[append] batch")?,
             _ => remove_file(mark)?,
         }
     }

@@ -1236,3 +1236,51 @@ fn a_page_kept_one_night_is_not_dropped_for_a_copy_that_came_back() {
         "drops by night"
     );
 }
+
+/// A directory at the night's corpus batch path that neardup did not write
+/// (a team's own archive of that date) is refused on one line, before any
+/// stage runs, and left as it was; a file there too. The night's first
+/// stage used to remove the batch path whole, however it was made.
+#[test]
+fn a_night_leaves_what_it_did_not_write_at_its_batch_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let date = "2026-11-20";
+    std::fs::create_dir_all(d.join("crawl")).unwrap();
+    let record = serde_json::json!({"url": "https://harbour.example/ferry",
+        "text": FERRY_ARTICLE, "fetched": "2026-11-20T03:00:00Z"});
+    std::fs::write(d.join(format!("crawl/{date}.jsonl")), format!("{record}\n")).unwrap();
+    write_jsonl_job(d, r#"["../out/corpus"]"#);
+    let shown = format!("out/corpus/{date}");
+    let batch = d.join(&shown);
+    std::fs::create_dir_all(&batch).unwrap();
+    let notes = batch.join("notes.txt");
+    std::fs::write(&notes, "the team's own").unwrap();
+    let output = run(d, &["jobs/night.toml", "--date", date]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let refusal =
+        format!("[append] batch: {shown}: not a neardup output ({shown}/notes.txt is none");
+    assert!(stderr.contains(&refusal), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the team's own");
+    assert!(!d.join("out").join(date).exists(), "no stage ran");
+
+    std::fs::remove_dir_all(&batch).unwrap();
+    std::fs::write(&batch, "a file").unwrap();
+    let output = run(d, &["jobs/night.toml", "--date", date]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let refusal = format!("[append] batch: {shown}: is a file, not a neardup output");
+    assert!(stderr.contains(&refusal), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&batch).unwrap(), "a file");
+
+    std::fs::remove_file(&batch).unwrap();
+    let output = run(d, &["jobs/night.toml", "--date", date]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(batch.join("_SUCCESS").exists());
+}

@@ -156,7 +156,7 @@ impl Staging {
         }
         if target.exists() {
             if let Some(file) = first_foreign_file(target)? {
-                bail!(not_an_output(target, &file.display()));
+                bail!(not_an_output(target, &file.display(), NOT_REPLACED));
             }
         }
         let staging = Staging::dir_for(target)?;
@@ -215,7 +215,7 @@ impl Staging {
                 );
             }
             if let Some(object) = prefix.first_foreign(is_output_file)? {
-                bail!(not_an_output(target, &object));
+                bail!(not_an_output(target, &object, NOT_REPLACED));
             }
             prefix.delete_all()?;
         }
@@ -384,7 +384,7 @@ impl Staging {
             );
         }
         if let Some(file) = first_foreign_file(target)? {
-            bail!(not_an_output(target, &file.display()));
+            bail!(not_an_output(target, &file.display(), NOT_REPLACED));
         }
         Ok(())
     }
@@ -428,10 +428,18 @@ fn first_foreign_file(dir: &Path) -> Result<Option<PathBuf>> {
     Ok(None)
 }
 
-/// The refusal of `--overwrite` over `target`, which holds `file`.
-fn not_an_output(target: &Path, file: &dyn std::fmt::Display) -> String {
+/// Why `--overwrite` leaves a directory that is not an output.
+const NOT_REPLACED: &str =
+    "--overwrite does not replace it; remove it yourself, or give --out another path";
+
+/// Why [`remove_output`] leaves a directory that is not an output.
+const NOT_REMOVED: &str = "it is not removed; remove it yourself, or give the output another path";
+
+/// The refusal to replace or remove `target`, which holds `file`: `so`
+/// says what is not done and what to do instead.
+fn not_an_output(target: &Path, file: &dyn std::fmt::Display, so: &str) -> String {
     format!(
-        "{}: not a neardup output ({file} is none of its files), so --overwrite does not replace it; remove it yourself, or give --out another path",
+        "{}: not a neardup output ({file} is none of its files), so {so}",
         target.display()
     )
 }
@@ -472,10 +480,27 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Removes the output directory `dir` (a local path or a prefix's URL)
-/// and all it holds, if it is there.
+/// and all it holds, if it is there; refused, with nothing removed, if it
+/// holds a file neardup does not write (a team's own archive of that name).
 pub(crate) fn remove_output(dir: &Path) -> Result<()> {
     if let Some(prefix) = remote_target(dir)? {
+        if let Some(object) = prefix.first_foreign(is_output_file)? {
+            bail!(not_an_output(dir, &object, NOT_REMOVED));
+        }
         return prefix.delete_all();
+    }
+    if dir.is_file() {
+        bail!(
+            "{}: is a file, not a neardup output, so {NOT_REMOVED}",
+            dir.display()
+        );
+    }
+    let foreign = match dir.is_dir() {
+        true => first_foreign_file(dir)?,
+        false => None,
+    };
+    if let Some(file) = foreign {
+        bail!(not_an_output(dir, &file.display(), NOT_REMOVED));
     }
     match fs::remove_dir_all(dir) {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
