@@ -139,13 +139,16 @@ impl Merge for FileResults {
 /// One file's summary and its bad records.
 pub(crate) type FileResult = (FileSummary, Vec<BadRecord>);
 
-/// Refuses a run none of whose records could be read, and some of whose
-/// were bad (a WET file read as JSONL, a file that is no WARC): its shards
-/// would be empty, every record a warning. Among readable files, each file
-/// none of whose records could be read is named in one warning (a crawler's
-/// file cut inside its first record), and the run goes on.
+/// Refuses a run none of whose records could be read: some were bad (a
+/// WET file read as JSONL, a file that is no WARC), and its shards would be
+/// empty, every record a warning; or there were none (every file empty: a
+/// crawler stopped before it wrote), and an empty night would be committed
+/// and later skipped as done. Among readable files, each file none of whose
+/// records could be read is named in one warning (a crawler's file cut
+/// inside its first record), as is each empty one, and the run goes on.
 pub(crate) fn refuse_unreadable(results: &[FileResult]) -> Result<()> {
-    let read = |f: &FileSummary| f.documents > 0 || f.skipped_records > 0;
+    let read = |f: &FileSummary| f.documents > 0 || f.skipped_records > 0 || f.empty_pages > 0;
+    refuse_empty(results, read)?;
     let unreadable = results
         .iter()
         .filter(|(f, bad)| !read(f) && !bad.is_empty());
@@ -164,6 +167,26 @@ pub(crate) fn refuse_unreadable(results: &[FileResult]) -> Result<()> {
             bail!("{line}; {bad_records} bad records in all and none read: is --format right?");
         }
         tracing::warn!("{line}");
+    }
+    Ok(())
+}
+
+/// Refuses a run whose files hold no record at all, read or bad; warns of
+/// each empty file beside others that hold records.
+fn refuse_empty(results: &[FileResult], read: impl Fn(&FileSummary) -> bool) -> Result<()> {
+    let empty = |f: &FileSummary| !read(f) && f.bad_records == 0;
+    let mut empties = results.iter().map(|(f, _)| f).filter(|f| empty(f));
+    if results.iter().all(|(f, _)| empty(f)) {
+        if let Some(first) = empties.next() {
+            let others = results.len() - 1;
+            bail!(
+                "{}: holds no record, nor do the {others} other input file(s): an empty crawl (a crawler stopped before it wrote?)",
+                first.file
+            );
+        }
+    }
+    for file in empties {
+        tracing::warn!("{}: holds no record", file.file);
     }
     Ok(())
 }

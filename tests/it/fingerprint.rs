@@ -1590,7 +1590,8 @@ fn pages_sent_compressed_or_in_chunks_are_the_plain_page_from_v10_on() {
 
 /// A run none of whose records could be read (a WET file read as JSONL, a
 /// file that is no WARC) fails on one line naming the file, and commits
-/// nothing; beside readable files, such a file is one warning. A file's
+/// nothing; beside readable files, such a file is one warning. So does a
+/// run of empty files, and an empty file beside others warns. A file's
 /// bad records are logged up to ten, then one line says the rest are not.
 #[test]
 fn a_run_with_no_readable_record_fails_on_one_line() {
@@ -1640,6 +1641,34 @@ fn a_run_with_no_readable_record_fails_on_one_line() {
     assert_eq!(warned.len(), 1, "{stderr}");
     assert!(warned[0].contains("garbage.warc: no record could be read as warc"));
     assert_eq!(summary(&out)["bad_records"], 1);
+
+    // A crawl of empty files (a crawler stopped before it wrote) fails on
+    // one line too; beside a readable file, an empty one is a warning.
+    let empty = d.join("empty.warc.gz");
+    std::fs::write(&empty, "").unwrap();
+    let empty_s = empty.to_str().unwrap();
+    let out_empty = d.join("fp-empty");
+    let out_empty_s = out_empty.to_str().unwrap();
+    let run = neardup(&["fingerprint", "--out", out_empty_s, "--input", empty_s]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    let refusal = format!("error: {empty_s}: holds no record, nor do the 0 other input file(s)");
+    assert!(stderr.starts_with(&refusal), "{stderr}");
+    assert!(!out_empty.exists());
+    let run = neardup(&[
+        "fingerprint",
+        "--out",
+        out_empty_s,
+        "--input",
+        empty_s,
+        wet_s,
+    ]);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    let warned: Vec<&str> = stderr.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warned.len(), 1, "{stderr}");
+    assert!(warned[0].contains(&format!("{empty_s}: holds no record")));
 
     // Many bad lines among good ones: ten logged, then one line.
     let jsonl = d.join("docs.jsonl");
