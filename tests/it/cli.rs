@@ -1022,7 +1022,8 @@ fn an_output_over_an_input_is_refused_even_with_overwrite() {
 
 /// A glob reads as Spark reads one: a matched directory as a directory
 /// input, and what a wildcard reaches through a name that starts with `_`
-/// or `.` skipped: a killed run's staging directory beside an output.
+/// or `.` skipped: a killed run's staging directory beside an output. A
+/// file named twice is read once.
 #[test]
 fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
     let dir = tempfile::tempdir().unwrap();
@@ -1057,6 +1058,16 @@ fn a_glob_reads_the_directories_it_matches_and_skips_hidden_names() {
     assert_eq!(pairs_of(&files, &p("by-files")), listed);
     let deep = [p("nights/*/*/*.parquet")];
     assert_eq!(pairs_of(&deep, &p("by-deep-files")), listed);
+    // A file named twice (a directory and a glob into it) is read once.
+    let twice = [p("nights/a/fp"), p("nights/b/fp"), p("nights/a/fp/*")];
+    assert_eq!(pairs_of(&twice, &p("twice")), listed);
+    let rows = |out: &str| {
+        let summary = std::fs::read(Path::new(out).join("_summary.json")).unwrap();
+        let summary: serde_json::Value = serde_json::from_slice(&summary).unwrap();
+        summary["rows_scanned"].as_u64().unwrap()
+    };
+    assert_eq!(rows(&p("twice")), 80);
+    assert_eq!(rows(&p("twice")), rows(&p("listed")));
 }
 
 /// `gen` refuses a rate outside 0..=1 (or not a number), a distance

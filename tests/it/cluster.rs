@@ -1821,7 +1821,7 @@ fn the_page_held_longest_is_kept_when_two_corpus_pages_meet() {
 
 /// A committed output is one batch however its files are given: whole,
 /// file by file from its partitions (a Spark output's `date=` folders), or
-/// by a glob, however spelt. Given file by file, a partition's file was a
+/// by a glob, however spelt, and a file named twice counts once. Given file by file, a partition's file was a
 /// batch of its own, timed by its own latest fetch, and the page of the
 /// batch completed later was kept.
 #[test]
@@ -1855,6 +1855,8 @@ fn a_committed_output_is_one_batch_however_its_files_are_given() {
             at("y/pages-0.parquet"),
         ],
         vec![at("./x/*/*.parquet"), at("y/")],
+        // Each file named twice is read once.
+        vec![at("x"), at("y"), at("x/date=1/pages-0.parquet"), at("y/")],
     ];
     for (way, corpus_paths) in ways.into_iter().enumerate() {
         let out = dir.path().join(format!("out-{way}"));
@@ -1876,6 +1878,14 @@ fn a_committed_output_is_one_batch_however_its_files_are_given() {
             .map(|b| b["batch"].as_str().unwrap())
             .collect();
         assert_eq!(batches, [at("y"), at("x")], "way {way}");
+        let row_groups: Vec<u64> = summary["corpus_batches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["row_groups"].as_u64().unwrap())
+            .collect();
+        assert_eq!(row_groups, [1, 2], "way {way}");
+        assert_eq!(summary["corpus_rows"], 3, "way {way}");
     }
     // A batch whose fetch_time is epoch seconds cannot rank beside
     // timestamps: one line names both files, and nothing is written.

@@ -4,6 +4,8 @@
 //! table of quality scores. Only those columns are read, a row group at a
 //! time, so a corpus of billions of rows may be named.
 
+use std::collections::HashSet;
+
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::DataType;
@@ -12,7 +14,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReader
 use parquet::arrow::ProjectionMask;
 
 use super::columns::{check_int64, column_list, integer_column};
-use super::input::{expand_locations, open_row_group, read_footer};
+use super::input::{expand_locations, not_seen, open_row_group, read_footer};
 use crate::io::storage::{open_all, Location};
 
 /// Rows decoded per batch: a batch's strings (URLs) stay a few megabytes.
@@ -60,8 +62,13 @@ impl PagesTable {
     ) -> Result<PagesTable> {
         let mut locations = Vec::new();
         let mut spec_of = Vec::new();
+        let mut seen = HashSet::new();
         for (at, spec) in specs.iter().enumerate() {
-            let found = expand_locations(std::slice::from_ref(spec))?;
+            let found = not_seen(
+                spec,
+                expand_locations(std::slice::from_ref(spec))?,
+                &mut seen,
+            );
             spec_of.extend(std::iter::repeat_n(at, found.len()));
             locations.extend(found);
         }

@@ -1,6 +1,8 @@
 //! Paths and globs: what `--queries`, `--corpus`, `--input` and `--pairs`
 //! name, expanded to files (local, or objects in a store).
 
+use std::collections::HashSet;
+
 use super::*;
 use crate::io::storage::{
     is_unfinished, object_place, reaches_hidden, split_glob, unfinished_output, NoFiles,
@@ -21,17 +23,39 @@ pub(crate) fn expand_locations_with(
     extensions: &[&str],
 ) -> Result<Vec<Location>> {
     let mut files = Vec::new();
+    let mut seen = HashSet::new();
     for spec in specs {
-        match is_url(spec) {
-            true => files.extend(expand_remote(spec, extensions)?),
-            false => files.extend(
-                expand_paths_with(std::slice::from_ref(spec), extensions)?
-                    .into_iter()
-                    .map(Location::Local),
-            ),
-        }
+        let found = match is_url(spec) {
+            true => expand_remote(spec, extensions)?,
+            false => expand_paths_with(std::slice::from_ref(spec), extensions)?
+                .into_iter()
+                .map(Location::Local)
+                .collect(),
+        };
+        files.extend(not_seen(spec, found, &mut seen));
     }
     Ok(files)
+}
+
+/// The files of `found` (what `spec` names) that no earlier spec named,
+/// by [`place`], each added to `seen`: a file named twice (`--corpus a
+/// --corpus a/part-0.parquet`, or a directory and a glob into it) is
+/// read once, not counted and matched twice.
+pub(crate) fn not_seen(
+    spec: &str,
+    found: Vec<Location>,
+    seen: &mut HashSet<String>,
+) -> Vec<Location> {
+    let before = found.len();
+    let new: Vec<Location> = found
+        .into_iter()
+        .filter(|file| seen.insert(place(&file.to_string())))
+        .collect();
+    if new.len() < before {
+        let again = before - new.len();
+        tracing::warn!("{spec}: {again} file(s) named by an earlier path too; each is read once");
+    }
+    new
 }
 
 /// The local files `specs` name, taking from directories the files whose
