@@ -11,10 +11,12 @@
 //!
 //! A stage whose output already has `_SUCCESS` is skipped, so a failed night
 //! resumes where it stopped; once one stage runs, every later stage runs too,
-//! since its input changed. Process 0 first removes the later stages'
-//! completion marks: a local output keeps its old `_SUCCESS` until the new
-//! one is committed, so a night stopped between two stages would otherwise
-//! find the later one complete, made from the earlier one's old output.
+//! since its input changed. Process 0 removes the later stages' completion
+//! marks just before the stage commits its new output: a local output
+//! keeps its old `_SUCCESS` until the new one is committed, so a night
+//! stopped between two stages would otherwise find the later one complete,
+//! made from the earlier one's old output; and a rerun (`--force`) stopped
+//! before its first commit leaves the night as it was, its corpus batch too.
 //! `--force` runs them all. On several processes every
 //! process runs the same job with its own `--process`; stage outputs are
 //! committed by process 0 before any process moves on.
@@ -38,7 +40,9 @@ use crate::io::parquet::input::{
 };
 use crate::io::parquet::output::document_schema;
 use crate::io::parquet::schemes::{check_same, SchemeOf};
-use crate::io::staging::{file_exists, is_complete, remove_file, remove_output, RunLock};
+use crate::io::staging::{
+    before_commit, file_exists, is_complete, remove_file, remove_output, BeforeCommit, RunLock,
+};
 use crate::io::storage::{is_url, Location, NoFiles, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
@@ -724,8 +728,8 @@ fn describe_toml_error(text: &str, error: &toml::de::Error) -> String {
 }
 
 /// Removes the completion marks of the stages after `name`: their outputs
-/// were made from what `name` is about to replace, so a run stopped before
-/// they are made again must not find them complete (a local output keeps
+/// were made from what `name` is replacing, so a run stopped before they
+/// are made again must not find them complete (a local output keeps
 /// its old `_SUCCESS` until the new one is committed). The corpus batch
 /// goes whole: every night's match reads the corpus, and would refuse it
 /// as an unfinished output.
@@ -771,11 +775,14 @@ pub(crate) fn run_job(
             Some(why) => StageOutcome::Skipped(why),
             None => {
                 rerun = true;
-                if job.runtime.is_leader() {
-                    unmark_later_stages(&marks, name)?;
-                }
+                let unmark = job.runtime.is_leader().then(|| {
+                    let marks = marks.clone();
+                    before_commit(&out, move || unmark_later_stages(&marks, name))
+                });
                 tracing::info!(stage = name, out = %out.display(), "running stage");
-                StageOutcome::Ran(run().with_context(|| format!("stage {name}"))?)
+                let line = run().with_context(|| format!("stage {name}"))?;
+                unmark.map_or(Ok(()), BeforeCommit::finish)?;
+                StageOutcome::Ran(line)
             }
         };
         let entry = (name, outcome);

@@ -1284,3 +1284,50 @@ fn a_night_leaves_what_it_did_not_write_at_its_batch_path() {
     );
     assert!(batch.join("_SUCCESS").exists());
 }
+
+/// A rerun (`--force`) that fails before its first stage commits leaves
+/// the night as it was: every stage still complete, its corpus batch
+/// still there. The marks used to go as the first stage started, the
+/// corpus batch whole, so a rerun stopped early took the night out of the
+/// corpus until it was run again.
+#[test]
+fn a_rerun_stopped_before_its_first_commit_leaves_the_night_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let date = "2026-11-20";
+    std::fs::create_dir_all(d.join("crawl")).unwrap();
+    let record = serde_json::json!({"url": "https://harbour.example/ferry",
+        "text": FERRY_ARTICLE, "fetched": "2026-11-20T03:00:00Z"});
+    let crawl = d.join(format!("crawl/{date}.jsonl"));
+    std::fs::write(&crawl, format!("{record}\n")).unwrap();
+    write_jsonl_job(d, r#"["../out/corpus"]"#);
+    let first = run(d, &["jobs/night.toml", "--date", date]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let night = d.join("out").join(date);
+    let batch = d.join("out/corpus").join(date);
+    let marks = [
+        night.join("fingerprints/_SUCCESS"),
+        night.join("pairs/_SUCCESS"),
+        night.join("clusters/_SUCCESS"),
+        batch.join("_SUCCESS"),
+        night.join("report.html"),
+    ];
+    assert!(marks.iter().all(|mark| mark.exists()));
+    let appended = part_files(&batch);
+    assert!(!appended.is_empty());
+
+    // The crawl file emptied: the rerun's fingerprint stage fails.
+    std::fs::write(&crawl, "").unwrap();
+    let rerun = run(d, &["jobs/night.toml", "--date", date, "--force"]);
+    let stderr = String::from_utf8_lossy(&rerun.stderr);
+    assert!(!rerun.status.success(), "{stderr}");
+    assert!(stderr.contains("stage fingerprint"), "{stderr}");
+    for mark in &marks {
+        assert!(mark.exists(), "{} is gone", mark.display());
+    }
+    assert_eq!(part_files(&batch), appended);
+}

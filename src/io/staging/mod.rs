@@ -29,6 +29,7 @@
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 
@@ -334,10 +335,12 @@ impl Staging {
         self.commit()
     }
 
-    /// Moves the staged directory to the target and writes `_SUCCESS` last.
-    /// A stop meanwhile (a signal) waits for it: removing the staging
-    /// directory halfway would leave `_SUCCESS` over what was left of it.
+    /// Moves the staged directory to the target and writes `_SUCCESS` last,
+    /// after what was asked to be done first ([`before_commit`]). A stop
+    /// meanwhile (a signal) waits for it: removing the staging directory
+    /// halfway would leave `_SUCCESS` over what was left of it.
     pub(crate) fn commit(mut self) -> Result<()> {
+        run_before_commit(&self.target)?;
         let cleanup = self.abort_cleanup.take();
         let moved = match &cleanup {
             Some(cleanup) => cleanup.disarm_after(|| self.move_into_place()),
@@ -399,6 +402,52 @@ impl Drop for Staging {
             }
         }
     }
+}
+
+/// What is to be done just before an output is committed, by its target.
+type Action = Box<dyn FnOnce() -> Result<()> + Send>;
+
+static BEFORE_COMMIT: Mutex<Vec<(PathBuf, Action)>> = Mutex::new(Vec::new());
+
+/// An action [`before_commit`] holds for a target until that output's
+/// commit takes it; [`BeforeCommit::finish`] runs it if none did, and
+/// dropping this forgets it unrun.
+#[must_use]
+pub(crate) struct BeforeCommit(PathBuf);
+
+/// Has `action` done just before the output at `target` is committed, on
+/// whichever thread commits it: a job unmarks the stages after one only
+/// once that stage's new output is whole (see [`crate::job`]), so that a
+/// rerun stopped before then leaves the night as it was.
+pub(crate) fn before_commit(
+    target: &Path,
+    action: impl FnOnce() -> Result<()> + Send + 'static,
+) -> BeforeCommit {
+    lock(&BEFORE_COMMIT).push((target.to_path_buf(), Box::new(action)));
+    BeforeCommit(target.to_path_buf())
+}
+
+impl BeforeCommit {
+    /// Runs the action if no commit of its target took it.
+    pub(crate) fn finish(self) -> Result<()> {
+        run_before_commit(&self.0)
+    }
+}
+
+impl Drop for BeforeCommit {
+    fn drop(&mut self) {
+        take_before_commit(&self.0);
+    }
+}
+
+fn take_before_commit(target: &Path) -> Option<Action> {
+    let mut actions = lock(&BEFORE_COMMIT);
+    let at = actions.iter().position(|(held, _)| held == target)?;
+    Some(actions.swap_remove(at).1)
+}
+
+fn run_before_commit(target: &Path) -> Result<()> {
+    take_before_commit(target).map_or(Ok(()), |action| action())
 }
 
 /// Whether a file of an output's, named `name`, is one neardup writes:
