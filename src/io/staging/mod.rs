@@ -286,7 +286,7 @@ impl Staging {
     fn remove_on_abort(&mut self) {
         let (dir, remote) = (self.staging.clone(), self.remote.clone());
         self.abort_cleanup = Some(crate::exec::runtime::on_abort(move || {
-            let _ = fs::remove_dir_all(&dir);
+            remove_while_written(&dir);
             if let Some(prefix) = &remote {
                 crate::io::storage::stop_uploads();
                 let _ = prefix.delete_all();
@@ -402,6 +402,22 @@ impl Drop for Staging {
             }
         }
     }
+}
+
+/// Removes the directory `dir` while workers may still be writing parts in
+/// it (a stop does not wait for them): renamed aside first, so that no
+/// file is created at its path any more, then removed. Removed in place, it
+/// kept every part created while it was being emptied (hundreds, of an
+/// output of thousands of parts).
+fn remove_while_written(dir: &Path) {
+    let mut aside = dir.as_os_str().to_owned();
+    aside.push(".removing");
+    let aside = PathBuf::from(aside);
+    let gone = match fs::rename(dir, &aside) {
+        Ok(()) => aside,
+        Err(_) => dir.to_path_buf(),
+    };
+    let _ = fs::remove_dir_all(&gone);
 }
 
 /// What is to be done just before an output is committed, by its target.
@@ -649,6 +665,35 @@ mod tests {
 
     /// A file that cannot be written whole (a full disk: its temporary
     /// name leads to `/dev/full`) fails naming it and leaves no temporary.
+    /// A directory removed while a thread keeps writing files in it is
+    /// gone once the thread can write no more, and nothing is left beside it.
+    #[test]
+    fn a_directory_removed_while_written_leaves_nothing() {
+        let parent = tempfile::tempdir().unwrap();
+        let dir = parent.path().join(".out.neardup-staging");
+        fs::create_dir(&dir).unwrap();
+        let writer = {
+            let dir = dir.clone();
+            std::thread::spawn(move || {
+                let mut written = 0;
+                while written < 200_000
+                    && fs::write(dir.join(format!("part-{written}")), "x").is_ok()
+                {
+                    written += 1;
+                }
+                written
+            })
+        };
+        while fs::read_dir(&dir).map_or(true, |mut entries| entries.next().is_none()) {
+            std::thread::yield_now();
+        }
+        remove_while_written(&dir);
+        let written = writer.join().unwrap();
+        assert!(written < 200_000, "the writer never stopped");
+        let left: Vec<_> = fs::read_dir(parent.path()).unwrap().collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
+
     #[test]
     fn a_file_written_to_a_full_disk_leaves_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
