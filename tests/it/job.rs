@@ -1237,20 +1237,29 @@ fn a_page_kept_one_night_is_not_dropped_for_a_copy_that_came_back() {
     );
 }
 
+/// Writes `jobs/night.toml` ([`write_jsonl_job`], its own corpus) and a
+/// crawl of one page for `date`; gives the crawl's path.
+fn write_one_page_night(d: &Path, date: &str) -> PathBuf {
+    std::fs::create_dir_all(d.join("crawl")).unwrap();
+    let record = serde_json::json!({"url": "https://harbour.example/ferry",
+        "text": FERRY_ARTICLE, "fetched": format!("{date}T03:00:00Z")});
+    let crawl = d.join(format!("crawl/{date}.jsonl"));
+    std::fs::write(&crawl, format!("{record}\n")).unwrap();
+    write_jsonl_job(d, r#"["../out/corpus"]"#);
+    crawl
+}
+
 /// A directory at the night's corpus batch path that neardup did not write
-/// (a team's own archive of that date) is refused on one line, before any
-/// stage runs, and left as it was; a file there too. The night's first
-/// stage used to remove the batch path whole, however it was made.
+/// (a team's own archive of that date) is refused on one line, nothing of
+/// the night is committed, and it is left as it was; a file there too. The
+/// night's first stage used to remove the batch path whole, however it was
+/// made.
 #[test]
 fn a_night_leaves_what_it_did_not_write_at_its_batch_path() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let date = "2026-11-20";
-    std::fs::create_dir_all(d.join("crawl")).unwrap();
-    let record = serde_json::json!({"url": "https://harbour.example/ferry",
-        "text": FERRY_ARTICLE, "fetched": "2026-11-20T03:00:00Z"});
-    std::fs::write(d.join(format!("crawl/{date}.jsonl")), format!("{record}\n")).unwrap();
-    write_jsonl_job(d, r#"["../out/corpus"]"#);
+    write_one_page_night(d, date);
     let shown = format!("out/corpus/{date}");
     let batch = d.join(&shown);
     std::fs::create_dir_all(&batch).unwrap();
@@ -1264,7 +1273,7 @@ fn a_night_leaves_what_it_did_not_write_at_its_batch_path() {
     assert!(stderr.contains(&refusal), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "the team's own");
-    assert!(!d.join("out").join(date).exists(), "no stage ran");
+    assert!(!d.join("out").join(date).exists(), "no stage committed");
 
     std::fs::remove_dir_all(&batch).unwrap();
     std::fs::write(&batch, "a file").unwrap();
@@ -1295,12 +1304,7 @@ fn a_rerun_stopped_before_its_first_commit_leaves_the_night_whole() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let date = "2026-11-20";
-    std::fs::create_dir_all(d.join("crawl")).unwrap();
-    let record = serde_json::json!({"url": "https://harbour.example/ferry",
-        "text": FERRY_ARTICLE, "fetched": "2026-11-20T03:00:00Z"});
-    let crawl = d.join(format!("crawl/{date}.jsonl"));
-    std::fs::write(&crawl, format!("{record}\n")).unwrap();
-    write_jsonl_job(d, r#"["../out/corpus"]"#);
+    let crawl = write_one_page_night(d, date);
     let first = run(d, &["jobs/night.toml", "--date", date]);
     assert!(
         first.status.success(),

@@ -663,8 +663,6 @@ mod tests {
         }
     }
 
-    /// A file that cannot be written whole (a full disk: its temporary
-    /// name leads to `/dev/full`) fails naming it and leaves no temporary.
     /// A directory removed while a thread keeps writing files in it is
     /// gone once the thread can write no more, and nothing is left beside it.
     #[test]
@@ -694,6 +692,8 @@ mod tests {
         assert!(left.is_empty(), "{left:?}");
     }
 
+    /// A file that cannot be written whole (a full disk: its temporary
+    /// name leads to `/dev/full`) fails naming it and leaves no temporary.
     #[test]
     fn a_file_written_to_a_full_disk_leaves_no_temporary() {
         let dir = tempfile::tempdir().unwrap();
