@@ -18,8 +18,10 @@
 //! made from the earlier one's old output; and a rerun (`--force`) stopped
 //! before its first commit leaves the night as it was, its corpus batch too.
 //! `--force` runs them all. On several processes every
-//! process runs the same job with its own `--process`; stage outputs are
-//! committed by process 0 before any process moves on.
+//! process runs the same job with its own `--process`, having first agreed
+//! with the others on the date, `--force` and which stages it skips (a
+//! process that skipped a stage its peers run would leave them waiting);
+//! stage outputs are committed by process 0 before any process moves on.
 
 mod append;
 mod dates;
@@ -32,7 +34,9 @@ use anyhow::{bail, Context, Result};
 
 use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{check_pages, run_cluster, ClusterOptions};
-use crate::exec::runtime::{on_process_0, process_env, ProcessSettings, RuntimeOptions, Timeouts};
+use crate::exec::runtime::{
+    self, on_process_0, process_env, ProcessSettings, RuntimeOptions, Terms, Timeouts,
+};
 use crate::fingerprint::crawl::TextFields;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
 use crate::io::parquet::input::{
@@ -41,7 +45,7 @@ use crate::io::parquet::input::{
 use crate::io::parquet::output::document_schema;
 use crate::io::parquet::schemes::{check_same, SchemeOf};
 use crate::io::staging::{
-    before_commit, file_exists, is_complete, remove_file, remove_output, BeforeCommit, RunLock,
+    before_commit, file_exists, remove_file, remove_output, BeforeCommit, RunLock,
 };
 use crate::io::storage::{is_url, Location, NoFiles, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
@@ -84,6 +88,8 @@ pub(crate) struct RuntimeOverrides {
 #[derive(Debug)]
 pub(crate) struct Job {
     pub(crate) spec_path: PathBuf,
+    /// The night, as `--date` gave it.
+    pub(crate) date: String,
     pub(crate) runtime: RuntimeOptions,
     pub(crate) fingerprint: Option<FingerprintOptions>,
     pub(crate) matching: MatchOptions,
@@ -138,27 +144,6 @@ pub(crate) enum StageOutcome {
     Ran(String),
     /// Skipped, its output complete: why it counts as complete.
     Skipped(String),
-}
-
-/// What a stage writes, which says when it is complete.
-#[derive(Clone, Copy)]
-enum StageOutput {
-    /// A directory (or prefix), complete once it has `_SUCCESS`.
-    Committed,
-    /// One file, written whole or not at all.
-    File,
-}
-
-impl StageOutput {
-    /// Why `out` is complete, if it is.
-    fn complete(self, out: &Path) -> Result<Option<String>> {
-        Ok(match self {
-            StageOutput::Committed => {
-                is_complete(out)?.then(|| format!("{} has _SUCCESS", out.display()))
-            }
-            StageOutput::File => file_exists(out)?.then(|| format!("{} exists", out.display())),
-        })
-    }
 }
 
 /// A stage's name and outcome.
@@ -264,6 +249,7 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
     });
     let job = Job {
         spec_path: opts.spec.clone(),
+        date: opts.date.clone(),
         runtime,
         fingerprint,
         matching,
@@ -584,9 +570,8 @@ impl Job {
         Ok(())
     }
 
-    /// Each stage's output, with the spec's name for it.
     /// Each stage's name and the file whose presence makes it complete
-    /// ([`StageOutput::complete`]), in the order they run.
+    /// (its `_SUCCESS`, or the report), in the order they run.
     fn completion_marks(&self) -> Vec<(&'static str, PathBuf)> {
         let mut marks = Vec::new();
         if let Some(f) = &self.fingerprint {
@@ -744,6 +729,42 @@ fn unmark_later_stages(marks: &[(&'static str, PathBuf)], name: &str) -> Result<
     Ok(())
 }
 
+/// Why each of the first stages is complete, up to the first that is not
+/// (none if `force`): the stages a run skips. Decided before the first
+/// stage runs, since every stage after one that runs runs too.
+fn complete_stages(marks: &[(&'static str, PathBuf)], force: bool) -> Result<Vec<String>> {
+    let mut complete = Vec::new();
+    for (_, mark) in marks.iter().take_while(|_| !force) {
+        if !file_exists(mark)? {
+            break;
+        }
+        complete.push(match (mark.file_name(), mark.parent()) {
+            (Some(name), Some(out)) if name == SUCCESS => {
+                format!("{} has {SUCCESS}", out.display())
+            }
+            _ => format!("{} exists", mark.display()),
+        });
+    }
+    Ok(complete)
+}
+
+/// On several processes, checks that every process runs the same night
+/// the same way before any stage starts: the date, `--force`, the stages'
+/// outputs and which stages each skips. A process started without
+/// `--force`, or seeing other outputs on its host, would otherwise skip
+/// stages its peers run and exit 0 while they waited for it.
+fn agree_on_the_night(job: &Job, force: bool, skipped: usize) -> Result<()> {
+    let marks = job.completion_marks();
+    let outputs: Vec<String> = marks.iter().map(|(_, m)| m.display().to_string()).collect();
+    let first = marks.get(skipped).map_or("none", |(name, _)| name);
+    let terms = Terms::new("run", &job.runtime)
+        .with_shown("--date", &job.date)
+        .with_shown("--force", force)
+        .with_shown("the stages' outputs", outputs.join(" "))
+        .with_shown("the first stage to run", first);
+    runtime::agree_with_peers(&job.runtime, &terms)
+}
+
 /// Runs the job's stages, skipping those already complete unless `force`.
 pub(crate) fn run_job(
     job: &Job,
@@ -759,72 +780,54 @@ pub(crate) fn run_job(
         }
         false => None,
     };
-    let mut reports = Vec::new();
-    let mut rerun = force;
     let marks = job.completion_marks();
-    let mut stage = |name: &'static str,
-                     out: PathBuf,
-                     kind: StageOutput,
-                     run: &mut dyn FnMut() -> Result<String>|
-     -> Result<()> {
-        let complete = match rerun {
-            true => None,
-            false => kind.complete(&out)?,
-        };
-        let outcome = match complete {
-            Some(why) => StageOutcome::Skipped(why),
-            None => {
-                rerun = true;
-                let unmark = job.runtime.is_leader().then(|| {
-                    let marks = marks.clone();
-                    before_commit(&out, move || unmark_later_stages(&marks, name))
-                });
-                tracing::info!(stage = name, out = %out.display(), "running stage");
-                let line = run().with_context(|| format!("stage {name}"))?;
-                unmark.map_or(Ok(()), BeforeCommit::finish)?;
-                StageOutcome::Ran(line)
-            }
-        };
-        let entry = (name, outcome);
-        report(&entry);
-        reports.push(entry);
-        Ok(())
-    };
-    if let Some(f) = &job.fingerprint {
-        stage(
-            "fingerprint",
-            f.out.clone(),
-            StageOutput::Committed,
-            &mut || Ok(run_fingerprint(f)?.line(&f.out)),
-        )?;
-    }
-    stage(
-        "match",
-        job.matching.out.clone(),
-        StageOutput::Committed,
-        &mut || {
-            let mut opts = job.matching.clone();
-            opts.corpus = job.corpus_files()?;
-            Ok(run_match(&opts)?.line(&opts.out))
-        },
-    )?;
-    if let Some(c) = &job.clustering {
-        stage(
-            "cluster",
-            c.out.clone(),
-            StageOutput::Committed,
-            &mut || {
-                let mut c = c.clone();
-                if !c.corpus.is_empty() {
-                    c.corpus = job.corpus_paths()?;
+    runtime::stage_starting(&job.runtime);
+    let complete = complete_stages(&marks, force)?;
+    agree_on_the_night(job, force, complete.len())?;
+    let mut complete = complete.into_iter();
+    let mut reports = Vec::new();
+    let mut stage =
+        |name: &'static str, out: PathBuf, run: &mut dyn FnMut() -> Result<String>| -> Result<()> {
+            let outcome = match complete.next() {
+                Some(why) => StageOutcome::Skipped(why),
+                None => {
+                    let unmark = job.runtime.is_leader().then(|| {
+                        let marks = marks.clone();
+                        before_commit(&out, move || unmark_later_stages(&marks, name))
+                    });
+                    tracing::info!(stage = name, out = %out.display(), "running stage");
+                    let line = run().with_context(|| format!("stage {name}"))?;
+                    unmark.map_or(Ok(()), BeforeCommit::finish)?;
+                    StageOutcome::Ran(line)
                 }
-                Ok(run_cluster(&c)?.line(&c.out))
-            },
-        )?;
+            };
+            let entry = (name, outcome);
+            report(&entry);
+            reports.push(entry);
+            Ok(())
+        };
+    if let Some(f) = &job.fingerprint {
+        stage("fingerprint", f.out.clone(), &mut || {
+            Ok(run_fingerprint(f)?.line(&f.out))
+        })?;
+    }
+    stage("match", job.matching.out.clone(), &mut || {
+        let mut opts = job.matching.clone();
+        opts.corpus = job.corpus_files()?;
+        Ok(run_match(&opts)?.line(&opts.out))
+    })?;
+    if let Some(c) = &job.clustering {
+        stage("cluster", c.out.clone(), &mut || {
+            let mut c = c.clone();
+            if !c.corpus.is_empty() {
+                c.corpus = job.corpus_paths()?;
+            }
+            Ok(run_cluster(&c)?.line(&c.out))
+        })?;
     }
     if let (Some(batch), Some(f)) = (job.batch_dir(), job.append.as_ref()) {
         let queries = job.matching.queries.clone();
-        stage("append", batch.clone(), StageOutput::Committed, &mut || {
+        stage("append", batch.clone(), &mut || {
             let elsewhere = format!("process {}: appending is process 0's", job.runtime.process);
             let drops = job.clustering.as_ref().map(|c| c.out.join("drop"));
             on_process_0(&job.runtime, "append", elsewhere, || {
@@ -833,7 +836,7 @@ pub(crate) fn run_job(
         })?;
     }
     if let Some(out) = &job.report {
-        stage("report", out.clone(), StageOutput::File, &mut || {
+        stage("report", out.clone(), &mut || {
             let elsewhere = format!("process {}: the report is process 0's", job.runtime.process);
             on_process_0(&job.runtime, "report", elsewhere, || job.write_report(out))
         })?;

@@ -866,6 +866,68 @@ fn two_local_addresses(dir: &Path) -> PathBuf {
     path
 }
 
+/// `run jobs/sample.toml` for [`NIGHT`] on two local processes of one
+/// worker, each process's command amended by `amend(process, command)`.
+fn run_night_on_two_processes(dir: &Path, amend: impl Fn(usize, &mut Command)) -> Vec<Output> {
+    let hosts = two_local_addresses(dir);
+    let children: Vec<std::process::Child> = (0..2)
+        .map(|i| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+            command
+                .current_dir(dir)
+                .args(["run", "jobs/sample.toml", "--date", NIGHT, "--workers", "1"])
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            amend(i, &mut command);
+            command.spawn().unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
+/// `--force` given to one process of a run, not the others: every process
+/// stops before any stage with one line naming the difference, and the
+/// complete night stays as it was. Process 1 used to skip every stage and
+/// exit 0 while process 0 reran them and waited for it.
+#[test]
+fn processes_that_differ_on_force_stop_before_the_first_stage() {
+    let dir = scratch();
+    let night = dir.path().join("sample-output").join(NIGHT);
+    run(dir.path(), &["jobs/sample.toml", "--date", NIGHT]);
+    let before = night_files(dir.path());
+    let outputs = run_night_on_two_processes(dir.path(), |i, command| {
+        if i == 0 {
+            command.arg("--force");
+        }
+    });
+    for (i, output) in outputs.iter().enumerate() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "process {i}: {stderr}"
+        );
+        let (there, here) = match i {
+            0 => ("false", "true"),
+            _ => ("true", "false"),
+        };
+        let said = format!("was started with another job (--force: {there} there, {here} here)");
+        assert!(stderr.contains(&said), "process {i}: {stderr}");
+        assert!(
+            output.stdout.is_empty(),
+            "process {i}: no stage ran or skipped"
+        );
+    }
+    assert_eq!(night_files(dir.path()), before);
+    assert!(night.join("report.html").exists());
+}
+
 /// The append is process 0's alone; when it fails, process 1 must not exit
 /// 0 as if the night were complete, but say that process 0's append failed.
 #[test]
@@ -881,24 +943,7 @@ fn when_process_0_fails_to_append_every_process_fails() {
         night.join("fingerprints/part-09999.parquet"),
     )
     .unwrap();
-    let hosts = two_local_addresses(dir.path());
-    let children: Vec<std::process::Child> = (0..2)
-        .map(|i| {
-            Command::new(env!("CARGO_BIN_EXE_neardup"))
-                .current_dir(dir.path())
-                .args(["run", "jobs/sample.toml", "--date", NIGHT, "--workers", "1"])
-                .args(["--hostfile", &hosts.display().to_string()])
-                .args(["--process", &i.to_string()])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let outputs = run_night_on_two_processes(dir.path(), |_, _| {});
     for (i, output) in outputs.iter().enumerate() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
@@ -973,28 +1018,12 @@ fn a_corpus_glob_inside_the_appended_corpus_runs_from_the_first_night() {
 fn a_process_lost_between_stages_stops_the_others_as_a_lost_peer() {
     let dir = scratch();
     let night = dir.path().join("sample-output").join(NIGHT);
-    let hosts = two_local_addresses(dir.path());
-    let children: Vec<std::process::Child> = (0..2)
-        .map(|i| {
-            let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
-            command
-                .current_dir(dir.path())
-                .args(["run", "jobs/sample.toml", "--date", NIGHT, "--workers", "1"])
-                .args(["--hostfile", &hosts.display().to_string()])
-                .args(["--process", &i.to_string()])
-                .args(["--peer-timeout", "2", "--connect-timeout", "300"])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped());
-            if i == 1 {
-                command.env("NEARDUP_FAULT_EXIT_BEFORE_STAGE", "match");
-            }
-            command.spawn().unwrap()
-        })
-        .collect();
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let outputs = run_night_on_two_processes(dir.path(), |i, command| {
+        command.args(["--peer-timeout", "2", "--connect-timeout", "300"]);
+        if i == 1 {
+            command.env("NEARDUP_FAULT_EXIT_BEFORE_STAGE", "match");
+        }
+    });
     assert_eq!(outputs[1].status.code(), Some(9), "the injected exit");
     let stderr = String::from_utf8_lossy(&outputs[0].stderr);
     assert_eq!(outputs[0].status.code(), Some(3), "{stderr}");

@@ -172,6 +172,16 @@ where
     .map_err(|e| anyhow!("cannot start timely workers: {e}"))
 }
 
+/// Connects this process to its peers only to check that they agree on
+/// `terms` (a job's plan, before its first stage), then lets the
+/// connections go: each stage connects anew.
+pub(crate) fn agree_with_peers(runtime: &RuntimeOptions, terms: &Terms) -> Result<()> {
+    if runtime.processes == 1 {
+        return Ok(());
+    }
+    join_processes(runtime, terms).map(drop)
+}
+
 /// Connects this process to its peers for a stage, which they must agree
 /// on (`terms`), and watches their heartbeats; returns the connections
 /// that are not the heartbeats', for timely or for [`on_process_0`].
