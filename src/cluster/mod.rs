@@ -64,6 +64,7 @@ use crate::io::parquet::columns::{check_string, column_list};
 use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
 use crate::io::parquet::pages::PagesTable;
 use crate::io::staging::{part_name, Staging};
+use crate::io::storage::{tails_digest, Location};
 
 /// Paths as given and the rows they hold, as a term: `none` for no paths.
 fn paths_and_rows(paths: &[String], rows: u64) -> String {
@@ -136,7 +137,13 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
         .with("--out", &opts.out)
         .with("pairs", pair_units)
         .with_shown("--pages", paths_and_rows(&opts.pages, pages_rows))
-        .with_shown("--corpus", paths_and_rows(&opts.corpus, corpus_rows));
+        .with_shown("--corpus", paths_and_rows(&opts.corpus, corpus_rows))
+        .with_input_tails(&opts.runtime, || {
+            let mut pair_files: Vec<&Location> = units.iter().map(|unit| &unit.path).collect();
+            pair_files.dedup_by(|a, b| a.to_string() == b.to_string());
+            let tables = pages.iter().chain(&corpus).flat_map(|table| table.files());
+            tails_digest(pair_files.into_iter().chain(tables))
+        })?;
     let job = Arc::new(Job {
         opts: opts.clone(),
         total_pairs: units.iter().map(|unit| unit.rows as u64).sum(),

@@ -44,7 +44,7 @@ use crate::io::commit::{
 use crate::io::parquet::input::expand_locations_with;
 use crate::io::parquet::output::write_documents;
 use crate::io::staging::{part_name, Staging};
-use crate::io::storage::Location;
+use crate::io::storage::{tails_digest, Location};
 
 /// Runs `fingerprint` end to end and returns its summary. On several processes every
 /// process calls this; process 0 creates the output and commits it.
@@ -100,7 +100,10 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
         .with_shown("--scheme", opts.scheme.name().unwrap_or("given by flags"))
         .with("scheme", opts.scheme)
         .with("--out", &opts.out)
-        .with("inputs", files);
+        .with("inputs", files)
+        .with_input_tails(&opts.runtime, || {
+            tails_digest(inputs.iter().map(|(file, _, _)| file))
+        })?;
     let failure = Arc::new(Failure::default());
     let outcome = Arc::new(OutcomeSlot::default());
     let job = Arc::new((inputs, opts.clone(), dir));

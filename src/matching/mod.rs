@@ -28,6 +28,7 @@ use crate::io::parquet::input::{into_finer_units, open_inputs, Columns, Fingerpr
 use crate::io::parquet::schemes;
 use crate::io::parquet::WIDE_BITS;
 use crate::io::staging::{part_name, Staging};
+use crate::io::storage::tails_digest;
 use crate::matching::dataflow::{process_units, IdSet, Job, MatchTotals, ScanUnit, Side};
 use crate::matching::design::{Design, MAX_K};
 use crate::matching::kernel::Kernel;
@@ -255,7 +256,11 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         .with("columns", &opts.columns)
         .with("--out", &opts.out)
         .with("queries", files_and_rows(&inputs.query_files))
-        .with("corpus", files_and_rows(&inputs.corpus_files));
+        .with("corpus", files_and_rows(&inputs.corpus_files))
+        .with_input_tails(&opts.runtime, || {
+            let files = inputs.query_files.iter().chain(&inputs.corpus_files);
+            tails_digest(files.map(|file| &file.path))
+        })?;
     let mine = process_units(&units, opts.runtime.processes, opts.runtime.process);
     let local_rows = mine.iter().map(|&u| units[u].unit.rows).sum();
     let local_units = mine.len() as u64;

@@ -1153,3 +1153,117 @@ fn a_second_run_on_the_same_output_is_refused_and_a_stale_lock_is_taken_over() {
     assert_eq!(read_pairs(&out).len(), expected);
     assert!(!lock.exists());
 }
+
+/// Rows as a Parquet file of two INT64 columns `names` whose size and
+/// footer depend on the row count alone: no compression, dictionary or
+/// statistics.
+fn write_plain_table(path: &Path, names: [&str; 2], rows: &[(i64, u64)]) {
+    use parquet::basic::Compression;
+    use parquet::file::properties::{EnabledStatistics, WriterProperties};
+    let ids: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    let fps: Vec<i64> = rows.iter().map(|r| r.1 as i64).collect();
+    let batch = arrow_array::RecordBatch::try_from_iter([
+        (
+            names[0],
+            std::sync::Arc::new(arrow_array::Int64Array::from(ids)) as _,
+        ),
+        (
+            names[1],
+            std::sync::Arc::new(arrow_array::Int64Array::from(fps)) as _,
+        ),
+    ])
+    .unwrap();
+    let properties = WriterProperties::builder()
+        .set_compression(Compression::UNCOMPRESSED)
+        .set_dictionary_enabled(false)
+        .set_statistics_enabled(EnabledStatistics::None)
+        .set_max_row_group_row_count(Some(1_000))
+        .build();
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer =
+        parquet::arrow::ArrowWriter::try_new(file, batch.schema(), Some(properties)).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// Two hosts whose input of one name and size holds other rows (a stale
+/// copy): the processes stop before the dataflow on one line saying so,
+/// for match's fingerprints, cluster's pairs and fingerprint's crawl text
+/// alike. They used
+/// to compare names and sizes only, and wrote wrong pairs with exit 0.
+#[test]
+fn processes_reading_other_bytes_under_one_name_stop_before_the_dataflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let hosts: Vec<PathBuf> = (0..2)
+        .map(|i| dir.path().join(format!("host{i}")))
+        .collect();
+    for (i, host) in hosts.iter().enumerate() {
+        std::fs::create_dir(host).unwrap();
+        let mut rng = SplitMix64::new(7 + i as u64);
+        let rows = random_rows(&mut rng, 5_000, 0);
+        write_plain_table(&host.join("q.parquet"), ["id", "simhash"], &rows);
+        let pairs: Vec<(i64, u64)> = rows.iter().map(|&(id, f)| (id, f >> 50)).collect();
+        write_plain_table(&host.join("p.parquet"), ["query_id", "corpus_id"], &pairs);
+        let letter = if i == 0 { 'a' } else { 'b' };
+        let doc = format!(
+            "{{\"id\": 1, \"text\": \"{}\"}}\n",
+            letter.to_string().repeat(40)
+        );
+        std::fs::write(host.join("docs.jsonl"), doc).unwrap();
+    }
+    for name in ["q.parquet", "p.parquet", "docs.jsonl"] {
+        let sizes: Vec<u64> = (hosts.iter())
+            .map(|host| host.join(name).metadata().unwrap().len())
+            .collect();
+        assert_eq!(
+            sizes[0], sizes[1],
+            "{name}: the hosts' files differ in size"
+        );
+    }
+    let out = dir.path().join("out").display().to_string();
+    for stage in [
+        strings(&["match", "--queries", "q.parquet", "--self", "--out", &out]),
+        strings(&["fingerprint", "--input", "docs.jsonl", "--out", &out]),
+        strings(&[
+            "cluster",
+            "--pairs",
+            "p.parquet",
+            "--drop-policy",
+            "component",
+        ])
+        .into_iter()
+        .chain(strings(&["--out", &out]))
+        .collect(),
+    ] {
+        let addresses = hostfile(dir.path(), 2);
+        let children: Vec<Child> = (0..2)
+            .map(|i| {
+                neardup()
+                    .current_dir(&hosts[i])
+                    .args(&stage)
+                    .args(["--hostfile", &addresses.display().to_string()])
+                    .args(["--process", &i.to_string(), "--workers", "1"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for (i, child) in children.into_iter().enumerate() {
+            let output = child.wait_with_output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(1), "{}, {i}: {stderr}", stage[0]);
+            assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+            let said = format!(
+                "process {} reads other bytes under the same input file names and sizes",
+                1 - i
+            );
+            assert!(stderr.contains(&said), "{}: {stderr}", stage[0]);
+        }
+        assert!(
+            !Path::new(&out).exists(),
+            "{}: an output was written",
+            stage[0]
+        );
+    }
+}

@@ -51,6 +51,20 @@ impl Terms {
         self.with_text(name, value.to_string())
     }
 
+    /// With the digest of the input files' bytes (`digest`, computed only
+    /// on several processes: it reads every file's end), under
+    /// [`INPUT_TAILS`].
+    pub(crate) fn with_input_tails(
+        self,
+        runtime: &RuntimeOptions,
+        digest: impl FnOnce() -> Result<u64>,
+    ) -> Result<Terms> {
+        Ok(match runtime.processes > 1 {
+            true => self.with_text(INPUT_TAILS, format!("{:016x}", digest()?)),
+            false => self,
+        })
+    }
+
     fn with_text(mut self, name: &str, value: String) -> Terms {
         let value = match value.len() > TERM_SHOWN {
             true => format!("#{:016x}", xxhash_rust::xxh3::xxh3_64(value.as_bytes())),
@@ -105,8 +119,9 @@ impl Terms {
             .map_err(|_| Unread::Garbled)
     }
 
-    /// Where `theirs` first differs from these, in one line.
-    fn difference(&self, theirs: &Terms) -> Option<String> {
+    /// Where `theirs` first differs from these, in one line, and the name
+    /// of the term.
+    fn difference(&self, theirs: &Terms) -> Option<(String, String)> {
         let find = |terms: &Terms, name: &str| {
             terms
                 .0
@@ -123,8 +138,10 @@ impl Terms {
                     Some(v) if v.starts_with('#') => "other files or values".to_string(),
                     Some(v) => v.clone(),
                 };
-                (ours != theirs)
-                    .then(|| format!("{name}: {} there, {} here", shown(&theirs), shown(&ours)))
+                (ours != theirs).then(|| {
+                    let line = format!("{name}: {} there, {} here", shown(&theirs), shown(&ours));
+                    (name.to_string(), line)
+                })
             })
     }
 }
@@ -137,6 +154,10 @@ enum Unread {
     /// Bytes that are no terms: another program, or another version.
     Garbled,
 }
+
+/// The term of the input files' bytes ([`Terms::with_input_tails`]), after
+/// their names and sizes: files that differ there differ in content.
+const INPUT_TAILS: &str = "the input files' last 64 KiB";
 
 /// The term that stands for all others when a process failed before its
 /// stage could start; its value is the error.
@@ -175,7 +196,10 @@ pub(super) fn agree(
             Err(Unread::Garbled) => bail!(
                 "process {me}: process {peer} sent something other than job terms: is it running this neardup?"
             ),
-            Ok(Some(difference)) => bail!(
+            Ok(Some((name, _))) if name == INPUT_TAILS => bail!(
+                "process {me}: process {peer} reads other bytes under the same input file names and sizes (their last 64 KiB differ): every process must read the same files"
+            ),
+            Ok(Some((_, difference))) => bail!(
                 "process {me}: process {peer} was started with another job ({difference}); start every process with the same command"
             ),
             Ok(None) => {}

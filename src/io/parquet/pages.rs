@@ -105,6 +105,11 @@ impl PagesTable {
         self.units.len()
     }
 
+    /// The files, in path order.
+    pub(crate) fn files(&self) -> impl Iterator<Item = &Location> {
+        self.files.iter().map(|file| &file.path)
+    }
+
     /// Rows in all.
     pub(crate) fn rows(&self) -> u64 {
         let rows = |file: &PagesFile| file.metadata.metadata().file_metadata().num_rows();

@@ -158,6 +158,18 @@ pub(crate) fn open_all<T: Send>(
     opened.into_iter().flatten().collect()
 }
 
+/// One digest of every file's last 64 KiB ([`Source::tail_digest`]), in
+/// order: what the processes of a run compare, besides names and sizes,
+/// to know they read the same files.
+pub(crate) fn tails_digest<'a>(files: impl IntoIterator<Item = &'a Location>) -> Result<u64> {
+    let files: Vec<Location> = files.into_iter().cloned().collect();
+    let digests = open_all(&files, |file| {
+        (file.open()?.tail_digest()).with_context(|| format!("{file}: cannot read its end"))
+    })?;
+    let bytes: Vec<u8> = digests.iter().flat_map(|d| d.to_le_bytes()).collect();
+    Ok(xxhash_rust::xxh3::xxh3_64(&bytes))
+}
+
 /// Expands URLs and local specs (files, directories, globs) into files, in
 /// order; see [`crate::io::parquet::input::expand_paths_with`] for the local
 /// rules, which objects follow too: a prefix is a directory (its objects

@@ -34,6 +34,17 @@ pub(crate) struct RemoteSource {
 const FOOTER_GUESS: u64 = 64 * 1024;
 
 impl Source {
+    /// xxh3 of the file's last [`FOOTER_GUESS`] bytes (all of a smaller
+    /// file): a Parquet file's footer and the data written just before it,
+    /// which tell apart two files of one name and size but other rows
+    /// without reading them whole (for an object, one request).
+    pub(crate) fn tail_digest(&self) -> Result<u64> {
+        let size = self.len();
+        let start = size.saturating_sub(FOOTER_GUESS);
+        let tail = self.get_bytes(start, (size - start) as usize)?;
+        Ok(xxhash_rust::xxh3::xxh3_64(&tail))
+    }
+
     /// Fetches the end of a remote file, where its footer is.
     pub(crate) fn prefetch_footer(&self) -> Result<()> {
         let size = self.len();
