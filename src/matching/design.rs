@@ -343,9 +343,33 @@ pub(crate) struct Considered {
 pub struct Plan {
     pub design: Design,
     pub(crate) considered: Vec<Considered>,
+    /// The memory budget, if the design needs more: no design fits it.
+    over_budget: Option<u64>,
 }
 
 impl Plan {
+    /// Refuses a design whose tables need more than the memory budget:
+    /// `match` would take that memory (tens of GB at a billion queries)
+    /// where `--table-memory-mib` promised less.
+    pub(crate) fn refuse_over_budget(&self) -> Result<()> {
+        match self.over_budget {
+            Some(budget) => bail!("{}", self.over_budget_line(budget)),
+            None => Ok(()),
+        }
+    }
+
+    fn over_budget_line(&self, budget: u64) -> String {
+        let d = &self.design;
+        format!(
+            "no table design fits --table-memory-mib {}: the smallest, {} tables (m = {}), needs {} MiB; give --table-memory-mib {} or more, or match B in smaller batches",
+            budget >> 20,
+            d.tables.len(),
+            d.m(),
+            d.memory_bytes.div_ceil(1 << 20),
+            d.memory_bytes.div_ceil(1 << 20),
+        )
+    }
+
     /// What `neardup plan` prints for this plan over `stored` fingerprints
     /// at `k`, the kernel's line `kernel_line` among the figures.
     pub fn report(&self, stored: u64, k: u32, kernel_line: &str) -> String {
@@ -359,6 +383,9 @@ impl Plan {
         out += &format!("{kernel_line}\n");
         let memory = human_bytes(d.memory_bytes);
         out += &format!("table memory: {} bytes ({memory})\n", d.memory_bytes);
+        if let Some(budget) = self.over_budget {
+            out += &format!("match refuses this: {}\n", self.over_budget_line(budget));
+        }
         out += "tables (exact blocks -> key bits, bucket index bits):\n";
         for (i, t) in d.tables.iter().enumerate() {
             out += &format!(
@@ -389,8 +416,8 @@ impl Plan {
 /// `memory_budget`, the smallest whose probes `cost` estimates within
 /// [`NEAR_ENOUGH`] of the cheapest a corpus row ([`ProbeCost::row_ns`]),
 /// since the estimate cannot tell nearer designs apart and memory is
-/// dear too; when none fits, `m = k + 1` (the fewest tables possible).
-/// `forced_m` overrides the choice.
+/// dear too; when none fits, `m = k + 1` (the fewest tables possible),
+/// marked over the budget. `forced_m` overrides the choice.
 pub fn plan(
     stored: u64,
     k: u32,
@@ -417,6 +444,7 @@ pub fn plan(
         .map(Design::m);
     let chosen_m = forced_m.or(smallest_cheap).unwrap_or(k + 1);
     let verdict = |d: &Design| match (d.m() == chosen_m, forced_m.is_some()) {
+        (true, _) if !fits(d) => "chosen, over the memory budget",
         (true, true) => "chosen (--blocks)",
         (true, false) => "chosen",
         (false, true) => "not requested (--blocks)",
@@ -441,7 +469,12 @@ pub fn plan(
             design
         }
     };
-    Plan { design, considered }
+    let over_budget = (!fits(&design)).then_some(memory_budget);
+    Plan {
+        design,
+        considered,
+        over_budget,
+    }
 }
 
 /// The most tables `--blocks` may ask for: the planner never considers more
@@ -714,5 +747,28 @@ mod tests {
             p.design.memory_bytes
         );
         assert_eq!(p.design.m(), 4);
+        assert!(p.refuse_over_budget().is_ok());
+    }
+
+    /// A budget no design fits is not passed over in silence: the plan
+    /// says so, and match refuses it naming the memory that would do.
+    #[test]
+    fn a_budget_no_design_fits_is_refused_with_the_memory_needed() {
+        let p = plan(1 << 20, 3, 1 << 20, None, Kernel::Portable.probe_cost());
+        assert_eq!(p.design.m(), 4);
+        let needed = p.design.memory_bytes.div_ceil(1 << 20);
+        assert!(needed > 1, "{needed}");
+        let error = p.refuse_over_budget().unwrap_err().to_string();
+        let said = format!("no table design fits --table-memory-mib 1: the smallest, 4 tables (m = 4), needs {needed} MiB; give --table-memory-mib {needed} or more");
+        assert!(error.starts_with(&said), "{error}");
+        let report = p.report(1 << 20, 3, "kernel");
+        assert!(
+            report.contains(&format!("match refuses this: {said}")),
+            "{report}"
+        );
+        assert!(
+            report.contains("chosen, over the memory budget"),
+            "{report}"
+        );
     }
 }

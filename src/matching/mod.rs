@@ -359,6 +359,7 @@ fn build_tables(opts: &MatchOptions, queries: QuerySet) -> Result<Index> {
         opts.blocks,
         kernel.probe_cost(),
     );
+    plan.refuse_over_budget()?;
     tracing::info!(
         design = %plan.design.describe(),
         kernel = kernel.runs(),

@@ -202,6 +202,16 @@ fn k_out_of_range_is_refused() {
         ],
         "more than --table-memory-mib 1",
     );
+    // No design fits: the fewest tables over 100k fingerprints need more.
+    let many = dir.path().join("many.parquet");
+    let mut rng = neardup::random::SplitMix64::new(5);
+    write_shard(&many, &random_rows(&mut rng, 100_000, 0));
+    let many = many.display().to_string();
+    assert_fails(
+        dir.path(),
+        &["--queries", &many, "--self", "--table-memory-mib", "1"],
+        "no table design fits --table-memory-mib 1: the smallest, 4 tables (m = 4), needs ",
+    );
     assert_fails(
         dir.path(),
         &["--queries", &good, "--self", "--pair-memory-mib", "0"],
