@@ -140,6 +140,9 @@ pub(crate) struct StoredPage {
     pub(crate) scheme: Option<String>,
     /// The shard the page was found in.
     pub(crate) shard: String,
+    /// Which `--fingerprints` path holds the shard (0: the first).
+    #[serde(skip)]
+    pub(crate) path: usize,
     /// How many rows `--fingerprints` holds for the page (a page fetched
     /// again has one a fetch).
     pub(crate) rows: usize,
@@ -266,8 +269,14 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
 
 /// Of each page's rows, the one explained: for two pages, the two rows
 /// closest in fingerprint (the rows `match` pairs, when a page fetched
-/// again has rows of other content), else the first found.
+/// again has rows of other content), else the first found. Only a page's
+/// rows in the first `--fingerprints` path that holds it count: the
+/// night's shards come first (as in the report's command), and `match`
+/// pairs a page the night fetched again by its new row, passing over
+/// its older rows in the corpus.
 fn closest_rows(found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
+    let totals: Vec<usize> = found.iter().map(Vec::len).collect();
+    let found: Vec<Vec<StoredPage>> = found.into_iter().map(in_first_path).collect();
     let chosen = match &found[..] {
         [a, b] => {
             let pairs = (0..a.len()).flat_map(|i| (0..b.len()).map(move |j| (i, j)));
@@ -278,8 +287,8 @@ fn closest_rows(found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
         _ => vec![0; found.len()],
     };
     let alone = found.len() == 1;
-    let taken = found.into_iter().zip(chosen).map(|(mut pages, at)| {
-        let rows = pages.len();
+    let taken = found.into_iter().zip(chosen).zip(totals);
+    let taken = taken.map(|((mut pages, at), rows)| {
         if alone && rows > 1 {
             tracing::warn!(
                 "{}: {rows} rows in --fingerprints (fetched {rows} times); the first found is shown",
@@ -291,6 +300,14 @@ fn closest_rows(found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
         page
     });
     taken.collect()
+}
+
+/// The rows of `rows` (a page's, in path order) in the first path that holds
+/// any.
+fn in_first_path(mut rows: Vec<StoredPage>) -> Vec<StoredPage> {
+    let first = rows.iter().map(|row| row.path).min().unwrap_or(0);
+    rows.retain(|row| row.path == first);
+    rows
 }
 
 /// The pages `wanted` (ids or URLs) in the shards of `specs`, in the order
@@ -323,6 +340,7 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Vec<
     let mut found: Vec<Vec<StoredPage>> = vec![Vec::new(); wanted.len()];
     for unit in 0..table.units() {
         let shard = table.unit_path(unit).to_string();
+        let path = (specs.iter().position(|spec| spec == table.unit_spec(unit))).unwrap_or(0);
         let scheme = table.unit_metadata(unit, METADATA_KEY);
         table.read_unit_columns(unit, &COLUMNS, |row_ids, batch, location| {
             let urls = optional_strings(batch, "url", location)?;
@@ -348,6 +366,7 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Vec<
                             sketch: optional_sketch(batch, row),
                             scheme: scheme.clone(),
                             shard: shard.clone(),
+                            path,
                             rows: 1,
                         });
                     }
@@ -793,7 +812,7 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
     );
     if s.rows > 1 {
         head.push_str(&format!(
-            "   one of {} rows of this page in --fingerprints: the one nearest the other page\n",
+            "   one of {} rows of this page in --fingerprints: the one nearest the other page, of the first path holding it\n",
             s.rows
         ));
     }
@@ -877,6 +896,7 @@ mod tests {
             sketch: None,
             scheme: None,
             shard: shard.to_string(),
+            path: 0,
             rows: 1,
         };
         let x = vec![row(1, 0xFFFF_0000, "jan-1"), row(1, 0x0F0F, "jan-5")];
@@ -884,7 +904,7 @@ mod tests {
         let chosen = closest_rows(vec![x.clone(), y.clone()]);
         assert_eq!((chosen[0].shard.as_str(), chosen[0].rows), ("jan-5", 2));
         assert_eq!((chosen[1].shard.as_str(), chosen[1].rows), ("jan-5", 1));
-        let swapped = closest_rows(vec![y, x.clone()]);
+        let swapped = closest_rows(vec![y.clone(), x.clone()]);
         assert_eq!((swapped[1].shard.as_str(), swapped[1].rows), ("jan-5", 2));
         let alone = closest_rows(vec![x]);
         assert_eq!((alone[0].shard.as_str(), alone[0].rows), ("jan-1", 2));
@@ -900,6 +920,17 @@ mod tests {
         };
         let head = render_page_head("A", &page);
         assert!(head.contains("one of 2 rows of this page"), "{head}");
+
+        // Fetched again tonight (the first path) with an edit: tonight's
+        // row is the one match paired, not the corpus's older copy (the
+        // second path) that equals the other page.
+        let old = StoredPage {
+            path: 1,
+            ..row(1, 0x0F0E, "corpus/jan-1")
+        };
+        let x = vec![old, row(1, 0x0F01, "night")];
+        let chosen = closest_rows(vec![x, y]);
+        assert_eq!((chosen[0].shard.as_str(), chosen[0].rows), ("night", 2));
     }
 
     /// Texts that differ in whitespace alone have the same words; where
