@@ -47,6 +47,29 @@ fn good_shard(dir: &Path) -> String {
     path.display().to_string()
 }
 
+/// More workers than four a core are warned of once (they add memory, not
+/// speed; thousands fail at start as if neardup had a bug), and still run.
+#[test]
+fn workers_far_beyond_the_cores_are_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = good_shard(dir.path());
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let out = dir.path().join("out").display().to_string();
+    for (workers, warned) in [(4 * cores, false), (4 * cores + 1, true)] {
+        let workers = workers.to_string();
+        let args = ["match", "--queries", &good, "--self", "--out", &out];
+        let output = neardup(&[&args[..], &["--overwrite", "--workers", &workers]].concat());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        let said = format!("--workers {workers} is more than 4 times the {cores} core(s)");
+        assert_eq!(
+            stderr.matches(&said).count(),
+            usize::from(warned),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn missing_input_is_named() {
     let dir = tempfile::tempdir().unwrap();

@@ -95,6 +95,25 @@ pub(crate) fn default_workers() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// Warns, once a process, of more workers than [`OVERSUBSCRIBED`] times
+/// the cores: each worker is a thread with buffers of its own, so they add
+/// memory and no speed, and thousands of them exhaust a host's memory or
+/// threads (a worker then fails at start, which reads like a bug).
+fn warn_of_workers_beyond_the_cores(workers: usize) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let cores = default_workers();
+    if workers > OVERSUBSCRIBED * cores {
+        WARNED.call_once(|| {
+            tracing::warn!(
+                "--workers {workers} is more than {OVERSUBSCRIBED} times the {cores} core(s) this process may use: more workers add memory, not speed"
+            )
+        });
+    }
+}
+
+/// Workers a core beyond which [`warn_of_workers_beyond_the_cores`] warns.
+const OVERSUBSCRIBED: usize = 4;
+
 /// Names a worker (its index among all workers) that panics as it starts:
 /// fault injection for the tests of [`abort::exit_on_a_failed_thread`].
 const PANIC_FAULT_VAR: &str = "NEARDUP_FAULT_PANIC_WORKER";
@@ -142,6 +161,7 @@ where
     F: Fn(&mut Worker) -> T + Send + Sync + 'static,
 {
     runtime.validate()?;
+    warn_of_workers_beyond_the_cores(runtime.workers);
     exit_on_a_failed_thread();
     let faulty: Option<usize> = std::env::var(PANIC_FAULT_VAR)
         .ok()
