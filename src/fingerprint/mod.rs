@@ -95,11 +95,14 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
         .map(|(file, _, bytes)| (file.to_string(), *bytes))
         .collect();
     let terms = Terms::new("fingerprint", &opts.runtime)
-        .with("--format", opts.format.map(|f| f.to_string()))
+        .with_shown(
+            "--format",
+            opts.format.map_or("by name".into(), |f| f.to_string()),
+        )
         .with("fields", &opts.fields)
         .with_shown("--scheme", opts.scheme.name().unwrap_or("given by flags"))
         .with("scheme", opts.scheme)
-        .with("--out", &opts.out)
+        .with_shown("--out", opts.out.display())
         .with("inputs", files)
         .with_input_tails(&opts.runtime, || {
             tails_digest(inputs.iter().map(|(file, _, _)| file))

@@ -247,14 +247,20 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         scan_started: Instant::now(),
     }));
     let terms = Terms::new("match", &opts.runtime)
-        .with("-k", opts.k)
-        .with("--self", opts.self_join)
-        .with("--parts", opts.parts)
-        .with("--blocks", opts.blocks)
-        .with("--table-memory-mib", opts.table_memory >> 20)
-        .with("--verify-threshold", inputs.verify_threshold)
+        .with_shown("-k", opts.k)
+        .with_shown("--self", opts.self_join)
+        .with_shown("--parts", opts.parts)
+        .with_shown(
+            "--blocks",
+            opts.blocks.map_or("automatic".into(), |m| m.to_string()),
+        )
+        .with_shown("--table-memory-mib", opts.table_memory >> 20)
+        .with_shown(
+            "--verify-threshold",
+            (inputs.verify_threshold).map_or("none".into(), |t| t.to_string()),
+        )
         .with("columns", &opts.columns)
-        .with("--out", &opts.out)
+        .with_shown("--out", opts.out.display())
         .with("queries", files_and_rows(&inputs.query_files))
         .with("corpus", files_and_rows(&inputs.corpus_files))
         .with_input_tails(&opts.runtime, || {

@@ -846,6 +846,7 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
     ]);
     let cases: Vec<(Vec<String>, Vec<String>, &str)> = vec![
         (with(&["-k", "3"]), with(&["-k", "4"]), "-k: "),
+        (with(&["--blocks", "5"]), base.clone(), "--blocks: "),
         (base.clone(), parts_2, "--parts: "),
         (
             base.clone(),
@@ -891,12 +892,18 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
             assert!(stderr.contains("was started with another job"), "{stderr}");
             assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
             // Values as the flags take them, not as Rust spells them.
-            if needle == "--drop-policy: " {
-                let (theirs, ours) = match i {
-                    0 => ("component", "direct"),
-                    _ => ("direct", "component"),
+            let values = match needle {
+                "--drop-policy: " => Some(("direct", "component")),
+                "--blocks: " => Some(("5", "automatic")),
+                _ => None,
+            };
+            if let Some((first, second)) = values {
+                let (theirs, ours) = if i == 0 {
+                    (second, first)
+                } else {
+                    (first, second)
                 };
-                let said = format!("--drop-policy: {theirs} there, {ours} here");
+                let said = format!("{needle}{theirs} there, {ours} here");
                 assert!(stderr.contains(&said), "{stderr}");
             }
         }
