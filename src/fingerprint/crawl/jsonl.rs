@@ -112,6 +112,17 @@ fn shown(value: &Value) -> String {
     }
 }
 
+/// Why number `n` is no id: JSON parses an integer beyond 64 bits as a
+/// float, which prints as `1e+23`, not as written.
+fn not_an_id(field: &str, n: &serde_json::Number) -> String {
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 => {
+            format!("field `{field}` is an integer beyond 64 bits (about {f:.3e})")
+        }
+        _ => format!("field `{field}` is not an integer: {n}"),
+    }
+}
+
 pub(super) fn parse_line(
     line: &[u8],
     fields: &TextFields,
@@ -134,7 +145,7 @@ pub(super) fn parse_line(
         (Some(Value::Number(n)), _) => n
             .as_i64()
             .or_else(|| n.as_u64().map(|u| u as i64))
-            .ok_or_else(|| format!("field `{}` is not a 64-bit integer: {n}", fields.id))?,
+            .ok_or_else(|| not_an_id(&fields.id, n))?,
         (Some(Value::Null) | None, Some(url)) => url_id(url),
         (Some(other), _) => {
             return Err(format!("field `{}` is not an integer: {other}", fields.id))
@@ -215,6 +226,28 @@ mod tests {
         let line_start = |i: usize| lines[..i].iter().map(|l| l.len() as u64 + 1).sum::<u64>();
         assert_eq!(offsets, vec![line_start(2), line_start(3), line_start(5)]);
         assert_eq!(got.len(), lines.len() - 1, "the blank line is no record");
+    }
+
+    /// An id beyond 64 bits is said to be so, not printed as the float
+    /// JSON parsed it into (`1e+23`); an unsigned 64-bit id is its bits.
+    #[test]
+    fn ids_beyond_64_bits_or_fractions_are_named_as_such() {
+        let id = |json: &str| {
+            let line = format!(r#"{{"id": {json}, "text": "x"}}"#);
+            parse_line(line.as_bytes(), &TextFields::default(), None).map(|record| match record {
+                Record::Document(document) => document.id,
+                other => panic!("{other:?}"),
+            })
+        };
+        assert_eq!(id("18446744073709551615"), Ok(-1));
+        assert_eq!(
+            id("99999999999999999999999"),
+            Err("field `id` is an integer beyond 64 bits (about 1.000e23)".to_string())
+        );
+        assert_eq!(
+            id("3.5"),
+            Err("field `id` is not an integer: 3.5".to_string())
+        );
     }
 
     fn gzip(bytes: &[u8]) -> Vec<u8> {
