@@ -1108,6 +1108,35 @@ fn s3_without_credentials_says_what_to_set() {
     );
 }
 
+/// Azure without an account in the environment or the URL: the one line
+/// names the variables to set and the URL forms, not only `object_store`'s
+/// "Account must be specified".
+#[test]
+fn azure_without_an_account_says_what_to_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neardup"));
+    for (name, _) in std::env::vars().filter(|(name, _)| name.starts_with("AZURE_")) {
+        command.env_remove(name);
+    }
+    command.args([
+        "match",
+        "--queries",
+        "az://crawl/queries",
+        "--self",
+        "--out",
+    ]);
+    command.arg(&out);
+    assert_fails_with(
+        command,
+        &out,
+        &[
+            "az://crawl: cannot set up",
+            "Azure reads AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY, or AZURE_STORAGE_CONNECTION_STRING",
+        ],
+    );
+}
+
 /// Puts an empty object at each of `keys`, as a folder's marker.
 fn put_empty(server: &Server, bucket: &str, keys: &[&str]) {
     let script = r#"

@@ -614,9 +614,23 @@ fn store_for(url: &Url) -> Result<Arc<dyn ObjectStore>> {
             .build()
             .map(|s| Arc::new(s) as _),
     };
-    let store = built.map_err(|e| anyhow::anyhow!("{root}: cannot set up ({})", one_line(&e)))?;
+    let store = built.map_err(|e| {
+        let hint = setup_hint(url.scheme());
+        anyhow::anyhow!("{root}: cannot set up ({}){hint}", one_line(&e))
+    })?;
     stores.insert(root, store.clone());
     Ok(store)
+}
+
+/// Where a store of `scheme` takes its account and credentials from, for
+/// the line of a store that could not be set up.
+fn setup_hint(scheme: &str) -> &'static str {
+    match scheme {
+        "s3" | "s3a" => "; S3 reads AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION and AWS_ENDPOINT_URL, or the AWS profile files",
+        "gs" => "; Google Cloud Storage reads GOOGLE_APPLICATION_CREDENTIALS",
+        "http" | "https" => "",
+        _ => "; Azure reads AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY, or AZURE_STORAGE_CONNECTION_STRING, for URLs az://CONTAINER/PATH or abfss://CONTAINER@ACCOUNT.dfs.core.windows.net/PATH",
+    }
 }
 
 /// An input that names no file (yet): an empty directory or prefix, a
