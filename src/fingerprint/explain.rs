@@ -269,14 +269,14 @@ pub(crate) fn run_explain(opts: &ExplainOptions) -> Result<()> {
 
 /// Of each page's rows, the one explained: for two pages, the two rows
 /// closest in fingerprint (the rows `match` pairs, when a page fetched
-/// again has rows of other content), else the first found. Only a page's
-/// rows in the first `--fingerprints` path that holds it count: the
+/// again has rows of other content), else the first found. A page the
+/// first `--fingerprints` path holds counts its rows there alone: the
 /// night's shards come first (as in the report's command), and `match`
 /// pairs a page the night fetched again by its new row, passing over
-/// its older rows in the corpus.
+/// its older rows in the corpus (where every row counts).
 fn closest_rows(found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
     let totals: Vec<usize> = found.iter().map(Vec::len).collect();
-    let found: Vec<Vec<StoredPage>> = found.into_iter().map(in_first_path).collect();
+    let found: Vec<Vec<StoredPage>> = found.into_iter().map(tonights_if_any).collect();
     let chosen = match &found[..] {
         [a, b] => {
             let pairs = (0..a.len()).flat_map(|i| (0..b.len()).map(move |j| (i, j)));
@@ -302,11 +302,12 @@ fn closest_rows(found: Vec<Vec<StoredPage>>) -> Vec<StoredPage> {
     taken.collect()
 }
 
-/// The rows of `rows` (a page's, in path order) in the first path that holds
-/// any.
-fn in_first_path(mut rows: Vec<StoredPage>) -> Vec<StoredPage> {
-    let first = rows.iter().map(|row| row.path).min().unwrap_or(0);
-    rows.retain(|row| row.path == first);
+/// A page's rows in the first `--fingerprints` path if it has any there,
+/// else all of them.
+fn tonights_if_any(mut rows: Vec<StoredPage>) -> Vec<StoredPage> {
+    if rows.iter().any(|row| row.path == 0) {
+        rows.retain(|row| row.path == 0);
+    }
     rows
 }
 
@@ -812,7 +813,7 @@ fn render_page_head(name: &str, page: &ExplainedPage) -> String {
     );
     if s.rows > 1 {
         head.push_str(&format!(
-            "   one of {} rows of this page in --fingerprints: the one nearest the other page, of the first path holding it\n",
+            "   one of {} rows of this page in --fingerprints: the one nearest the other page (of the first path's, if it holds any)\n",
             s.rows
         ));
     }
@@ -929,8 +930,19 @@ mod tests {
             ..row(1, 0x0F0E, "corpus/jan-1")
         };
         let x = vec![old, row(1, 0x0F01, "night")];
-        let chosen = closest_rows(vec![x, y]);
+        let chosen = closest_rows(vec![x, y.clone()]);
         assert_eq!((chosen[0].shard.as_str(), chosen[0].rows), ("night", 2));
+        // Only in the corpus's paths: every row counts, the nearest shown.
+        let in_corpus = |path, simhash, shard| StoredPage {
+            path,
+            ..row(1, simhash, shard)
+        };
+        let x = vec![
+            in_corpus(1, 0x0F01, "archive"),
+            in_corpus(2, 0x0F0E, "batch"),
+        ];
+        let chosen = closest_rows(vec![x, y]);
+        assert_eq!((chosen[0].shard.as_str(), chosen[0].rows), ("batch", 2));
     }
 
     /// Texts that differ in whitespace alone have the same words; where

@@ -185,6 +185,9 @@ pub(crate) fn load(opts: &RunOptions) -> Result<Job> {
         false => runtime_options(&spec.runtime, opts, &resolve)
             .with_context(|| format!("{shown}: [runtime]"))?,
     };
+    // A spec this process then refuses (an input missing on its host) is
+    // told to its peers, which would otherwise wait out --connect-timeout.
+    runtime::stage_starting(&runtime);
 
     let fingerprint = match &spec.fingerprint {
         Some(f) => Some(

@@ -316,16 +316,48 @@ fn summary_files<'a>(match_summary: &'a Option<Value>, side: &str) -> Vec<&'a st
 }
 
 /// The shards a sample pair's pages are in: the night's pages and the
-/// corpus `match` read (its files' directories), local ones as absolute
-/// paths, so that a command copied from the page runs from any directory
-/// (the page is often opened far from where the job ran).
+/// corpus `match` read (its files' directories, or the files themselves
+/// where a directory holds others), local ones as absolute paths, so that
+/// a command copied from the page runs from any directory (the page is
+/// often opened far from where the job ran).
 fn explain_fingerprints(pages: &[String], match_summary: &Option<Value>) -> Vec<String> {
     let mut specs: Vec<String> = match pages {
         [dir] => vec![dir.clone()],
-        files => corpus_directories(&files.iter().map(String::as_str).collect::<Vec<_>>()),
+        files => read_files(&files.iter().map(String::as_str).collect::<Vec<_>>()),
     };
-    specs.extend(corpus_directories(&summary_files(match_summary, "corpus")));
+    specs.extend(read_files(&summary_files(match_summary, "corpus")));
     specs.into_iter().map(absolute).collect()
+}
+
+/// Paths that name `files` and no other fingerprint file: their
+/// directories ([`corpus_directories`]), except that a directory holding
+/// files `match` did not read (an archive of which the job names one
+/// shard) is given as the files read, since `explain` would find a page's
+/// row there that no pair came from.
+fn read_files(files: &[&str]) -> Vec<String> {
+    let holds_others = |dir: &str| {
+        let listed = parquet_files(Path::new(dir)).unwrap_or_default();
+        listed
+            .iter()
+            .any(|file| !files.contains(&file.to_string().as_str()))
+    };
+    let directories = corpus_directories(files);
+    if !directories.iter().any(|dir| holds_others(dir)) {
+        return directories;
+    }
+    let mut specs = Vec::new();
+    for file in files {
+        let dir = file
+            .rsplit_once('/')
+            .map_or(".", |(dir, _)| dir)
+            .to_string();
+        match holds_others(&dir) {
+            true => specs.push(file.to_string()),
+            false if !specs.contains(&dir) => specs.push(dir),
+            false => {}
+        }
+    }
+    specs
 }
 
 /// A local path from the working directory, else `spec` as it is.
@@ -839,6 +871,33 @@ mod tests {
         let roots: Vec<String> = (1..=5).map(|d| format!("/d{d}/f.parquet")).collect();
         let roots: Vec<&str> = roots.iter().map(String::as_str).collect();
         assert_eq!(corpus_directories(&roots).len(), 5);
+    }
+
+    /// A directory of which match read some files is named by those files,
+    /// so that explain finds no row there that no pair came from.
+    #[test]
+    fn a_directory_match_read_in_part_is_given_as_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (archive, batch) = (dir.path().join("archive"), dir.path().join("batch"));
+        for (folder, names) in [
+            (&archive, ["a.parquet", "b.parquet"]),
+            (&batch, ["c.parquet", "d.parquet"]),
+        ] {
+            std::fs::create_dir(folder).unwrap();
+            for name in names {
+                std::fs::write(folder.join(name), "").unwrap();
+            }
+        }
+        let path = |folder: &Path, name: &str| folder.join(name).display().to_string();
+        let (a, c, d) = (
+            path(&archive, "a.parquet"),
+            path(&batch, "c.parquet"),
+            path(&batch, "d.parquet"),
+        );
+        let whole = read_files(&[&c, &d]);
+        assert_eq!(whole, [batch.display().to_string()]);
+        let part = read_files(&[&a, &c, &d]);
+        assert_eq!(part, [a.clone(), batch.display().to_string()]);
     }
 
     #[test]

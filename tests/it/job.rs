@@ -928,6 +928,34 @@ fn processes_that_differ_on_force_stop_before_the_first_stage() {
     assert!(night.join("report.html").exists());
 }
 
+/// A process whose spec it refuses (an input missing on its host) tells
+/// its peers why at once: they stop with its reason, not after waiting out
+/// --connect-timeout for a process that will never connect.
+#[test]
+fn a_process_that_refuses_the_spec_tells_its_peers_why() {
+    let dir = scratch();
+    let without_inputs = scratch();
+    std::fs::remove_file(without_inputs.path().join("data-samples")).unwrap();
+    let outputs = run_night_on_two_processes(dir.path(), |i, command| {
+        command.args(["--connect-timeout", "300"]);
+        if i == 0 {
+            command.current_dir(without_inputs.path());
+        }
+    });
+    let missing = "data-samples/crawl/text.wet.gz";
+    for (i, output) in outputs.iter().enumerate() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+        assert!(stderr.contains(missing), "process {i}: {stderr}");
+    }
+    let stderr = String::from_utf8_lossy(&outputs[1].stderr);
+    assert!(
+        stderr.contains("process 1: process 0 failed before starting: "),
+        "{stderr}"
+    );
+    assert!(!dir.path().join("sample-output").join(NIGHT).exists());
+}
+
 /// The append is process 0's alone; when it fails, process 1 must not exit
 /// 0 as if the night were complete, but say that process 0's append failed.
 #[test]
