@@ -28,7 +28,7 @@ use crate::matching::design::MAX_K;
 use crate::matching::kernel::Kernel;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
-use crate::matching::{check_k, read_queries, run_match, MatchOptions};
+use crate::matching::{bytes_of_mib, check_k, read_queries, run_match, MatchOptions};
 
 /// `-k` as given: a negative or non-integer k is out of range too (clap
 /// named the range of a `u32`), in [`check_k`]'s words.
@@ -576,9 +576,9 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
         overwrite: args.overwrite,
         columns: args.columns.columns(),
         blocks: args.blocks,
-        table_memory: args.table_memory_mib << 20,
+        table_memory: bytes_of_mib(args.table_memory_mib),
         kernel: args.kernel,
-        pair_memory: args.pair_memory_mib << 20,
+        pair_memory: bytes_of_mib(args.pair_memory_mib),
         progress: true,
     };
     let summary = run_match(&opts)?;
@@ -587,17 +587,22 @@ fn run_match_command(args: MatchArgs) -> Result<()> {
 
 fn run_plan_command(args: PlanArgs) -> Result<()> {
     design::check_blocks_range(args.k, args.blocks)?;
-    design::check_table_memory(args.table_memory_mib << 20)?;
+    design::check_table_memory(bytes_of_mib(args.table_memory_mib))?;
     let stored = match args.num_queries {
         Some(n) => n,
         None => count_distinct_fingerprints(&args.queries, &args.columns.columns())?,
     };
     let (kernel, why) = Kernel::choose(args.kernel)?;
-    design::check_blocks(stored, args.k, args.blocks, args.table_memory_mib << 20)?;
+    design::check_blocks(
+        stored,
+        args.k,
+        args.blocks,
+        bytes_of_mib(args.table_memory_mib),
+    )?;
     let plan = design::plan(
         stored,
         args.k,
-        args.table_memory_mib << 20,
+        bytes_of_mib(args.table_memory_mib),
         args.blocks,
         kernel.probe_cost(),
     );

@@ -51,7 +51,7 @@ use crate::io::storage::{is_url, Location, NoFiles, SUCCESS};
 use crate::matching::design::DEFAULT_TABLE_MEMORY;
 use crate::matching::pair_runs::DEFAULT_PAIR_MEMORY_MIB;
 use crate::matching::verify;
-use crate::matching::{run_match, MatchOptions};
+use crate::matching::{bytes_of_mib, run_match, MatchOptions};
 use crate::report::{run_report, NightDirs, ReportOptions};
 
 use append::append_batch;
@@ -395,8 +395,8 @@ fn set_match_options(m: &MatchSpec, matching: &mut MatchOptions) {
     matching.kernel = m.kernel;
     matching.table_memory = m
         .table_memory_mib
-        .map_or(DEFAULT_TABLE_MEMORY, |mib| mib << 20);
-    matching.pair_memory = m.pair_memory_mib.unwrap_or(DEFAULT_PAIR_MEMORY_MIB) << 20;
+        .map_or(DEFAULT_TABLE_MEMORY, |mib| bytes_of_mib(mib));
+    matching.pair_memory = bytes_of_mib(m.pair_memory_mib.unwrap_or(DEFAULT_PAIR_MEMORY_MIB));
     matching.columns = Columns {
         id: m.id_column.clone().unwrap_or_else(|| "id".into()),
         simhash: m.simhash_column.clone().unwrap_or_else(|| "simhash".into()),

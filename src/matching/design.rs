@@ -494,13 +494,11 @@ pub(crate) fn check_blocks(stored: u64, k: u32, forced_m: Option<u32>, budget: u
             "--blocks {m}: {tables} tables at k = {k}, more than {MAX_TABLES}; give fewer blocks"
         );
     }
-    let least = tables
-        .saturating_mul(stored.max(1))
-        .saturating_mul(ENTRY_BYTES);
-    if least > budget {
+    let needed = Design::new(stored, k, m).memory_bytes.div_ceil(1 << 20);
+    if needed > budget >> 20 {
+        let fewer = if m > k + 1 { " or fewer blocks" } else { "" };
         bail!(
-            "--blocks {m}: {tables} tables of {stored} fingerprints need at least {} MiB, more than --table-memory-mib {}; give fewer blocks or more memory",
-            least.div_ceil(1 << 20),
+            "--blocks {m}: {tables} tables of {stored} fingerprints need {needed} MiB, more than --table-memory-mib {}; give --table-memory-mib {needed}{fewer}",
             budget >> 20
         );
     }
@@ -748,6 +746,25 @@ mod tests {
         );
         assert_eq!(p.design.m(), 4);
         assert!(p.refuse_over_budget().is_ok());
+    }
+
+    /// The memory a refused `--blocks` names is enough, and a MiB less is
+    /// not: the figure is the design's, not a lower bound.
+    #[test]
+    fn the_memory_a_refused_blocks_names_is_enough() {
+        let cost = Kernel::Portable.probe_cost();
+        for (stored, k, m) in [(1_000_000, 3, 4), (300_000, 3, 6), (5, 2, 3)] {
+            let needed = Design::new(stored, k, m).memory_bytes.div_ceil(1 << 20);
+            let said = check_blocks(stored, k, Some(m), 0).unwrap_err().to_string();
+            assert!(
+                said.contains(&format!("give --table-memory-mib {needed}")),
+                "{said}"
+            );
+            assert!(check_blocks(stored, k, Some(m), (needed - 1) << 20).is_err() || needed == 1);
+            assert!(check_blocks(stored, k, Some(m), needed << 20).is_ok());
+            let p = plan(stored, k, needed << 20, Some(m), cost);
+            assert!(p.refuse_over_budget().is_ok(), "{stored} {k} {m}");
+        }
     }
 
     /// A budget no design fits is not passed over in silence: the plan

@@ -299,6 +299,12 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
     Ok(committed.unwrap_or_else(|| lock(&summary).finish(opts, totals)))
 }
 
+/// `mib` MiB in bytes; a figure beyond any machine's memory is as good as
+/// no limit (shifted, it would wrap around to a small one).
+pub(crate) fn bytes_of_mib(mib: u64) -> u64 {
+    mib.saturating_mul(1 << 20)
+}
+
 /// Each file's path and rows, which every process must see alike.
 fn files_and_rows(files: &[FingerprintFile]) -> Vec<(String, u64)> {
     files

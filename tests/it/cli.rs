@@ -246,6 +246,22 @@ fn k_out_of_range_is_refused() {
         &["--queries", &good, "--self", "--table-memory-mib", "0"],
         no_tables,
     );
+    // A budget beyond any machine's (2^44 MiB: 2^64 bytes) is no limit,
+    // not wrapped around to none.
+    let huge = neardup(&[
+        "plan",
+        "--num-queries",
+        "1000",
+        "--table-memory-mib",
+        "17592186044416",
+    ]);
+    let stdout = String::from_utf8_lossy(&huge.stdout);
+    assert!(
+        huge.status.success(),
+        "{}",
+        String::from_utf8_lossy(&huge.stderr)
+    );
+    assert!(!stdout.contains("refuses"), "{stdout}");
     let plan = neardup(&["plan", "--num-queries", "1000", "--table-memory-mib", "0"]);
     let stderr = String::from_utf8_lossy(&plan.stderr);
     assert!(!plan.status.success());
