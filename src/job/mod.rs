@@ -395,7 +395,7 @@ fn set_match_options(m: &MatchSpec, matching: &mut MatchOptions) {
     matching.kernel = m.kernel;
     matching.table_memory = m
         .table_memory_mib
-        .map_or(DEFAULT_TABLE_MEMORY, |mib| bytes_of_mib(mib));
+        .map_or(DEFAULT_TABLE_MEMORY, bytes_of_mib);
     matching.pair_memory = bytes_of_mib(m.pair_memory_mib.unwrap_or(DEFAULT_PAIR_MEMORY_MIB));
     matching.columns = Columns {
         id: m.id_column.clone().unwrap_or_else(|| "id".into()),
