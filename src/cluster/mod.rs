@@ -125,17 +125,21 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
             Ok(summary_of(&opts, totals))
         })
     };
-    let pair_units: Vec<(String, usize, usize)> = units
-        .iter()
-        .map(|unit| (unit.path.to_string(), unit.row_group, unit.rows))
-        .collect();
+    let mut pair_files: Vec<(String, u64)> = Vec::new();
+    for unit in &units {
+        let path = unit.path.to_string();
+        match pair_files.last_mut() {
+            Some((last, rows)) if *last == path => *rows += unit.rows as u64,
+            _ => pair_files.push((path, unit.rows as u64)),
+        }
+    }
     let terms = Terms::new("cluster", &opts.runtime)
         .with_shown("--keep-by", &opts.keep_by)
         .with_shown("--drop-policy", opts.drop_policy)
         .with_shown("--parts", opts.parts)
         .with_shown("--max-cluster-size", opts.max_cluster_size)
         .with_shown("--out", opts.out.display())
-        .with("pairs", pair_units)
+        .with_files("pairs", &pair_files, "rows")
         .with_shown("--pages", paths_and_rows(&opts.pages, pages_rows))
         .with_shown("--corpus", paths_and_rows(&opts.corpus, corpus_rows))
         .with_input_tails(&opts.runtime, || {

@@ -103,7 +103,7 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
         .with_shown("--scheme", opts.scheme.name().unwrap_or("given by flags"))
         .with("scheme", opts.scheme)
         .with_shown("--out", opts.out.display())
-        .with("inputs", files)
+        .with_files("inputs", &files, "bytes")
         .with_input_tails(&opts.runtime, || {
             tails_digest(inputs.iter().map(|(file, _, _)| file))
         })?;

@@ -35,7 +35,7 @@ use anyhow::{bail, Context, Result};
 use crate::cluster::keep_order::KeepOrder;
 use crate::cluster::{check_pages, run_cluster, ClusterOptions};
 use crate::exec::runtime::{
-    self, on_process_0, process_env, ProcessSettings, RuntimeOptions, Terms, Timeouts,
+    self, on_process_0, process_env, ProcessSettings, RuntimeOptions, Terms, Timeouts, FIRST_STAGE,
 };
 use crate::fingerprint::crawl::TextFields;
 use crate::fingerprint::{input_files, run_fingerprint, FingerprintOptions};
@@ -764,7 +764,7 @@ fn agree_on_the_night(job: &Job, force: bool, skipped: usize) -> Result<()> {
         .with_shown("--date", &job.date)
         .with_shown("--force", force)
         .with_shown("the stages' outputs", outputs.join(" "))
-        .with_shown("the first stage to run", first);
+        .with_shown(FIRST_STAGE, first);
     runtime::agree_with_peers(&job.runtime, &terms)
 }
 

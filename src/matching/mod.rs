@@ -261,8 +261,8 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         )
         .with("columns", &opts.columns)
         .with_shown("--out", opts.out.display())
-        .with("queries", files_and_rows(&inputs.query_files))
-        .with("corpus", files_and_rows(&inputs.corpus_files))
+        .with_files("queries", &files_and_rows(&inputs.query_files), "rows")
+        .with_files("corpus", &files_and_rows(&inputs.corpus_files), "rows")
         .with_input_tails(&opts.runtime, || {
             let files = inputs.query_files.iter().chain(&inputs.corpus_files);
             tails_digest(files.map(|file| &file.path))

@@ -926,6 +926,26 @@ fn processes_that_differ_on_force_stop_before_the_first_stage() {
     }
     assert_eq!(night_files(dir.path()), before);
     assert!(night.join("report.html").exists());
+
+    // Process 1 on a host where the night's outputs are not there (the
+    // same relative paths from another directory): it would run the
+    // stages process 0 skips, which is said as such.
+    let elsewhere = scratch();
+    let outputs = run_night_on_two_processes(dir.path(), |i, command| {
+        if i == 1 {
+            command.current_dir(elsewhere.path());
+        }
+    });
+    for (i, output) in outputs.iter().enumerate() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "process {i}: {stderr}");
+        assert!(
+            stderr.contains("would run other stages of the night (the first stage to run: ")
+                && stderr.contains("it sees other outputs"),
+            "process {i}: {stderr}"
+        );
+    }
+    assert!(!elsewhere.path().join("sample-output").exists());
 }
 
 /// A process whose spec it refuses (an input missing on its host) tells

@@ -897,6 +897,12 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
                 "--blocks: " => Some(("5", "automatic")),
                 _ => None,
             };
+            // Files counted with their rows, or listed if few: never Rust's
+            // dump of a list, nor "other files" on both sides.
+            if needle == "corpus: " {
+                assert!(stderr.contains(" 4 files of "), "{stderr}");
+                assert!(stderr.contains("shard-000.parquet ("), "{stderr}");
+            }
             if let Some((first, second)) = values {
                 let (theirs, ours) = if i == 0 {
                     (second, first)

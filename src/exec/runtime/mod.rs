@@ -58,7 +58,7 @@ pub use abort::{claim_the_exit, stop_on_signals};
 pub(crate) use abort::{on_abort, pause_in_commit_if_told, AbortCleanup};
 pub(crate) use options::{process_env, ProcessSettings, Timeouts};
 pub use options::{read_hostfile, RuntimeOptions};
-pub(crate) use terms::Terms;
+pub(crate) use terms::{Terms, FIRST_STAGE};
 
 use abort::{exit_on_a_failed_thread, LOST_PEER_EXIT, PEER_ADDRESSES};
 use handshake::{connect_peers, PeerSockets, TELL_TIMEOUT};

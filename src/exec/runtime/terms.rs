@@ -51,6 +51,28 @@ impl Terms {
         self.with_text(name, value.to_string())
     }
 
+    /// With input files and a size of each (`unit`: rows, bytes): listed
+    /// if short, else counted with a hash of the list, so that a mismatch
+    /// line says how many files and rows each process has.
+    pub(crate) fn with_files(mut self, name: &str, files: &[(String, u64)], unit: &str) -> Terms {
+        let listed: Vec<String> = (files.iter())
+            .map(|(file, size)| format!("{file} ({size} {unit})"))
+            .collect();
+        let listed = listed.join(", ");
+        let value = match listed.len() > TERM_SHOWN {
+            true => format!(
+                "{} files of {} {unit} (list #{:016x})",
+                files.len(),
+                files.iter().map(|(_, size)| size).sum::<u64>(),
+                xxhash_rust::xxh3::xxh3_64(listed.as_bytes())
+            ),
+            false if files.is_empty() => "none".to_string(),
+            false => listed,
+        };
+        self.0.push((name.to_string(), value));
+        self
+    }
+
     /// With the digest of the input files' bytes (`digest`, computed only
     /// on several processes: it reads every file's end), under
     /// [`INPUT_TAILS`].
@@ -159,6 +181,10 @@ enum Unread {
 /// their names and sizes: files that differ there differ in content.
 const INPUT_TAILS: &str = "the input files' last 64 KiB";
 
+/// The term of a job's first stage to run, which each process decides from
+/// the outputs it sees: processes that differ there see other outputs.
+pub(crate) const FIRST_STAGE: &str = "the first stage to run";
+
 /// The term that stands for all others when a process failed before its
 /// stage could start; its value is the error.
 pub(super) const FAILED: &str = "failed before starting";
@@ -198,6 +224,9 @@ pub(super) fn agree(
             ),
             Ok(Some((name, _))) if name == INPUT_TAILS => bail!(
                 "process {me}: process {peer} reads other bytes under the same input file names and sizes (their last 64 KiB differ): every process must read the same files"
+            ),
+            Ok(Some((name, difference))) if name == FIRST_STAGE => bail!(
+                "process {me}: process {peer} would run other stages of the night ({difference}): it sees other outputs (a _SUCCESS or report on one host only?); every process must see the same outputs"
             ),
             Ok(Some((_, difference))) => bail!(
                 "process {me}: process {peer} was started with another job ({difference}); start every process with the same command"
