@@ -125,28 +125,30 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
             Ok(summary_of(&opts, totals))
         })
     };
-    let mut pair_files: Vec<(String, u64)> = Vec::new();
+    // Each pair file once, with its rows: its units come in a run.
+    let mut pair_files: Vec<(&Location, String, u64)> = Vec::new();
     for unit in &units {
         let path = unit.path.to_string();
         match pair_files.last_mut() {
-            Some((last, rows)) if *last == path => *rows += unit.rows as u64,
-            _ => pair_files.push((path, unit.rows as u64)),
+            Some((_, last, rows)) if *last == path => *rows += unit.rows as u64,
+            _ => pair_files.push((&unit.path, path, unit.rows as u64)),
         }
     }
+    let pair_rows: Vec<(String, u64)> = (pair_files.iter())
+        .map(|(_, path, rows)| (path.clone(), *rows))
+        .collect();
     let terms = Terms::new("cluster", &opts.runtime)
         .with_shown("--keep-by", &opts.keep_by)
         .with_shown("--drop-policy", opts.drop_policy)
         .with_shown("--parts", opts.parts)
         .with_shown("--max-cluster-size", opts.max_cluster_size)
         .with_shown("--out", opts.out.display())
-        .with_files("pairs", &pair_files, "rows")
+        .with_files("pairs", &pair_rows, "rows")
         .with_shown("--pages", paths_and_rows(&opts.pages, pages_rows))
         .with_shown("--corpus", paths_and_rows(&opts.corpus, corpus_rows))
         .with_input_tails(&opts.runtime, || {
-            let mut pair_files: Vec<&Location> = units.iter().map(|unit| &unit.path).collect();
-            pair_files.dedup_by(|a, b| a.to_string() == b.to_string());
             let tables = pages.iter().chain(&corpus).flat_map(|table| table.files());
-            tails_digest(pair_files.into_iter().chain(tables))
+            tails_digest(pair_files.iter().map(|(file, _, _)| *file).chain(tables))
         })?;
     let job = Arc::new(Job {
         opts: opts.clone(),

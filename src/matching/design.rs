@@ -255,6 +255,12 @@ impl Design {
     }
 
     /// Number of blocks.
+    /// The tables' memory in whole MiB, rounded up: the least
+    /// `--table-memory-mib` that fits them.
+    pub(crate) fn memory_mib(&self) -> u64 {
+        self.memory_bytes.div_ceil(1 << 20)
+    }
+
     pub(crate) fn m(&self) -> u32 {
         self.blocks.len() as u32
     }
@@ -360,13 +366,12 @@ impl Plan {
 
     fn over_budget_line(&self, budget: u64) -> String {
         let d = &self.design;
+        let needed = d.memory_mib();
         format!(
-            "no table design fits --table-memory-mib {}: the smallest, {} tables (m = {}), needs {} MiB; give --table-memory-mib {} or more, or match B in smaller batches",
+            "no table design fits --table-memory-mib {}: the smallest, {} tables (m = {}), needs {needed} MiB; give --table-memory-mib {needed} or more, or match B in smaller batches",
             budget >> 20,
             d.tables.len(),
             d.m(),
-            d.memory_bytes.div_ceil(1 << 20),
-            d.memory_bytes.div_ceil(1 << 20),
         )
     }
 
@@ -494,7 +499,7 @@ pub(crate) fn check_blocks(stored: u64, k: u32, forced_m: Option<u32>, budget: u
             "--blocks {m}: {tables} tables at k = {k}, more than {MAX_TABLES}; give fewer blocks"
         );
     }
-    let needed = Design::new(stored, k, m).memory_bytes.div_ceil(1 << 20);
+    let needed = Design::new(stored, k, m).memory_mib();
     if needed > budget >> 20 {
         let fewer = if m > k + 1 { " or fewer blocks" } else { "" };
         bail!(
@@ -754,7 +759,7 @@ mod tests {
     fn the_memory_a_refused_blocks_names_is_enough() {
         let cost = Kernel::Portable.probe_cost();
         for (stored, k, m) in [(1_000_000, 3, 4), (300_000, 3, 6), (5, 2, 3)] {
-            let needed = Design::new(stored, k, m).memory_bytes.div_ceil(1 << 20);
+            let needed = Design::new(stored, k, m).memory_mib();
             let said = check_blocks(stored, k, Some(m), 0).unwrap_err().to_string();
             assert!(
                 said.contains(&format!("give --table-memory-mib {needed}")),
@@ -773,7 +778,7 @@ mod tests {
     fn a_budget_no_design_fits_is_refused_with_the_memory_needed() {
         let p = plan(1 << 20, 3, 1 << 20, None, Kernel::Portable.probe_cost());
         assert_eq!(p.design.m(), 4);
-        let needed = p.design.memory_bytes.div_ceil(1 << 20);
+        let needed = p.design.memory_mib();
         assert!(needed > 1, "{needed}");
         let error = p.refuse_over_budget().unwrap_err().to_string();
         let said = format!("no table design fits --table-memory-mib 1: the smallest, 4 tables (m = 4), needs {needed} MiB; give --table-memory-mib {needed} or more");

@@ -335,29 +335,33 @@ fn explain_fingerprints(pages: &[String], match_summary: &Option<Value>) -> Vec<
 /// shard) is given as the files read, since `explain` would find a page's
 /// row there that no pair came from.
 fn read_files(files: &[&str]) -> Vec<String> {
+    let read: std::collections::HashSet<&str> = files.iter().copied().collect();
     let holds_others = |dir: &str| {
         let listed = parquet_files(Path::new(dir)).unwrap_or_default();
         listed
             .iter()
-            .any(|file| !files.contains(&file.to_string().as_str()))
+            .any(|file| !read.contains(file.to_string().as_str()))
     };
     let directories = corpus_directories(files);
     if !directories.iter().any(|dir| holds_others(dir)) {
         return directories;
     }
     let mut specs = Vec::new();
+    let mut partly_read = std::collections::HashMap::new();
     for file in files {
-        let dir = file
-            .rsplit_once('/')
-            .map_or(".", |(dir, _)| dir)
-            .to_string();
-        match holds_others(&dir) {
+        let dir = parent_of(file);
+        match *partly_read.entry(dir).or_insert_with(|| holds_others(dir)) {
             true => specs.push(file.to_string()),
-            false if !specs.contains(&dir) => specs.push(dir),
+            false if !specs.iter().any(|spec| spec == dir) => specs.push(dir.to_string()),
             false => {}
         }
     }
     specs
+}
+
+/// The directory (or prefix) of `file`, as named.
+fn parent_of(file: &str) -> &str {
+    file.rsplit_once('/').map_or(".", |(dir, _)| dir)
 }
 
 /// A local path from the working directory, else `spec` as it is.
@@ -381,7 +385,7 @@ const LISTED_DIRECTORIES: usize = 4;
 fn corpus_directories(files: &[&str]) -> Vec<String> {
     let mut parents: Vec<&str> = Vec::new();
     for file in files {
-        let parent = file.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let parent = parent_of(file);
         if !parents.contains(&parent) {
             parents.push(parent);
         }

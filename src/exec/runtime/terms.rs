@@ -61,10 +61,10 @@ impl Terms {
         let listed = listed.join(", ");
         let value = match listed.len() > TERM_SHOWN {
             true => format!(
-                "{} files of {} {unit} (list #{:016x})",
+                "{} files of {} {unit} (list {})",
                 files.len(),
                 files.iter().map(|(_, size)| size).sum::<u64>(),
-                xxhash_rust::xxh3::xxh3_64(listed.as_bytes())
+                hash_of(&listed)
             ),
             false if files.is_empty() => "none".to_string(),
             false => listed,
@@ -89,7 +89,7 @@ impl Terms {
 
     fn with_text(mut self, name: &str, value: String) -> Terms {
         let value = match value.len() > TERM_SHOWN {
-            true => format!("#{:016x}", xxhash_rust::xxh3::xxh3_64(value.as_bytes())),
+            true => hash_of(&value),
             false => value,
         };
         self.0.push((name.to_string(), value));
@@ -166,6 +166,11 @@ impl Terms {
                 })
             })
     }
+}
+
+/// A long term's value as sent: `#` and its hash.
+fn hash_of(text: &str) -> String {
+    format!("#{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 
 /// Why a peer's terms were not read.
