@@ -43,7 +43,7 @@ use crate::io::commit::{
 };
 use crate::io::parquet::input::expand_locations_with;
 use crate::io::parquet::output::write_documents;
-use crate::io::staging::{part_name, Staging};
+use crate::io::staging::{mark_process_present, part_name, Staging};
 use crate::io::storage::{tails_digest, Location};
 
 /// Runs `fingerprint` end to end and returns its summary. On several processes every
@@ -68,6 +68,7 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     )?;
     if let Some(staging) = &mut staging {
         staging.expect_parts((0..inputs.len()).map(|i| part_name(i).into()));
+        staging.expect_processes(opts.runtime.processes);
     }
     let dir = Staging::dir_for(&opts.out)?;
     let local_bytes: u64 = inputs
@@ -99,9 +100,8 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
             "--format",
             opts.format.map_or("by name".into(), |f| f.to_string()),
         )
-        .with("fields", &opts.fields)
-        .with_shown("--scheme", opts.scheme.name().unwrap_or("given by flags"))
-        .with("scheme", opts.scheme)
+        .with_all_shown(opts.fields.as_flags())
+        .with_all_shown(opts.scheme.as_flags())
         .with_shown("--out", opts.out.display())
         .with_files("inputs", &files, "bytes")
         .with_input_tails(&opts.runtime, || {
@@ -124,6 +124,13 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
                 in_flight: Rc::new(RefCell::new(InFlight::new(peers))),
                 wake_reader: Rc::default(),
             };
+            let (out, dir) = (&job.1.out, &job.2);
+            if me % job.1.runtime.workers == 0 {
+                let marked = mark_process_present(out, dir, job.1.runtime.process);
+                if let Err(error) = marked {
+                    state.report.borrow_mut().fail(error, &failure);
+                }
+            }
             worker.dataflow::<u64, _, _>(move |scope| {
                 let (inputs, opts, _) = &*job;
                 let mine: Vec<InputFile> = inputs

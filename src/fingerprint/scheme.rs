@@ -303,6 +303,22 @@ impl Scheme {
         scheme
     }
 
+    /// The scheme as the flags that choose it, each with its value, then
+    /// its name (which also tells what no flag does: HTTP decoding, the
+    /// rule of a WARC-Target-URI): processes that must fingerprint alike
+    /// name the first flag in which they differ.
+    pub(crate) fn as_flags(&self) -> [(&'static str, String); 6] {
+        let options = &self.simhash;
+        [
+            ("--features", options.features.to_string()),
+            ("--log-weights", options.log_weights.to_string()),
+            ("--keep-stop-words", (!options.stop_words).to_string()),
+            ("--html-text", self.html.to_string()),
+            ("--no-sketch", (!self.sketch).to_string()),
+            ("--scheme", self.name().unwrap_or("none").to_string()),
+        ]
+    }
+
     /// The scheme's name, when it has one.
     pub(crate) fn name(&self) -> Option<&'static str> {
         NAMED

@@ -246,7 +246,12 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
         started,
         scan_started: Instant::now(),
     }));
+    // --verify-threshold before -k, which verifying widens.
     let terms = Terms::new("match", &opts.runtime)
+        .with_shown(
+            "--verify-threshold",
+            (inputs.verify_threshold).map_or("none".into(), |t| t.to_string()),
+        )
         .with_shown("-k", opts.k)
         .with_shown("--self", opts.self_join)
         .with_shown("--parts", opts.parts)
@@ -255,11 +260,7 @@ pub fn run_match(opts: &MatchOptions) -> Result<MatchSummary> {
             opts.blocks.map_or("automatic".into(), |m| m.to_string()),
         )
         .with_shown("--table-memory-mib", opts.table_memory >> 20)
-        .with_shown(
-            "--verify-threshold",
-            (inputs.verify_threshold).map_or("none".into(), |t| t.to_string()),
-        )
-        .with("columns", &opts.columns)
+        .with_all_shown(opts.columns.as_flags())
         .with_shown("--out", opts.out.display())
         .with_files("queries", &files_and_rows(&inputs.query_files), "rows")
         .with_files("corpus", &files_and_rows(&inputs.corpus_files), "rows")

@@ -844,6 +844,14 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
         "--out",
         &out.display().to_string(),
     ]);
+    let crawl = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl");
+    let fingerprint_args = strings(&[
+        "fingerprint",
+        "--input",
+        &crawl.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
     let cases: Vec<(Vec<String>, Vec<String>, &str)> = vec![
         (with(&["-k", "3"]), with(&["-k", "4"]), "-k: "),
         (with(&["--blocks", "5"]), base.clone(), "--blocks: "),
@@ -873,6 +881,16 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
             .concat(),
             "--drop-policy: ",
         ),
+        (
+            fingerprint_args.clone(),
+            [fingerprint_args.clone(), strings(&["--no-sketch"])].concat(),
+            "--no-sketch: ",
+        ),
+        (
+            fingerprint_args.clone(),
+            [fingerprint_args.clone(), strings(&["--text-field", "body"])].concat(),
+            "--text-field: ",
+        ),
     ];
     for (first, second, needle) in cases {
         let hosts = hostfile(dir.path(), 2);
@@ -895,6 +913,8 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
             let values = match needle {
                 "--drop-policy: " => Some(("direct", "component")),
                 "--blocks: " => Some(("5", "automatic")),
+                "--no-sketch: " => Some(("false", "true")),
+                "--text-field: " => Some(("text", "body")),
                 _ => None,
             };
             // Files counted with their rows, or listed if few: never Rust's
@@ -999,24 +1019,7 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
     // succeed there, unseen by process 0.
     std::fs::create_dir(homes[1].join(".pairs.neardup-staging")).unwrap();
     // Process i runs in homes[i], each naming `pairs` as its --out.
-    let start = |hosts: &Path| -> Vec<Child> {
-        homes
-            .iter()
-            .enumerate()
-            .map(|(i, home)| {
-                let mut command = neardup();
-                command.current_dir(home);
-                command
-                    .args(&args)
-                    .args(["--hostfile", &hosts.display().to_string()])
-                    .args(["--process", &i.to_string(), "--workers", "1"])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect()
-    };
+    let start = |hosts: &Path| start_in_homes(&homes, &args, hosts);
     let children = start(&hosts);
     let outputs: Vec<Output> = children
         .into_iter()
@@ -1041,6 +1044,13 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
     std::fs::remove_dir_all(homes[1].join(".pairs.neardup-staging")).unwrap();
     let hosts = hostfile(dir.path(), 2);
     let children = start(&hosts);
+    assert_each_stops_on_unshared_storage(children);
+    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
+}
+
+/// Asserts that each process stops on one line saying that `--out` must
+/// be shared.
+fn assert_each_stops_on_unshared_storage(children: Vec<Child>) {
     for (i, child) in children.into_iter().enumerate() {
         let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -1051,7 +1061,80 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
             "process {i}: {stderr}"
         );
     }
-    assert!(!homes[0].join("pairs").exists(), "nothing is committed");
+}
+
+/// Starts process i of `args` in `homes[i]`, one worker each.
+fn start_in_homes(homes: &[PathBuf], args: &[String], hosts: &Path) -> Vec<Child> {
+    (homes.iter().enumerate())
+        .map(|(i, home)| {
+            neardup()
+                .current_dir(home)
+                .args(args)
+                .args(["--hostfile", &hosts.display().to_string()])
+                .args(["--process", &i.to_string(), "--workers", "1"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// A fingerprint of fewer files than processes: process 1 writes no
+/// shard, yet an `--out` it does not share is refused as one with parts
+/// is, and a shared one holds the shard alone, as one process writes it.
+#[test]
+fn a_process_that_writes_no_shard_still_shares_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl/pages.warc.gz");
+    let args = |out: &str| {
+        strings(&[
+            "fingerprint",
+            "--input",
+            &warc.display().to_string(),
+            "--out",
+            out,
+        ])
+    };
+    let alone = dir.path().join("alone");
+    let output = neardup()
+        .args(args(&alone.display().to_string()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let shared = dir.path().join("shared").display().to_string();
+    assert_all_succeeded(&run_cluster(dir.path(), &args(&shared), 2, 1));
+    assert_eq!(data_files(Path::new(&shared)), data_files(&alone));
+
+    let homes = [dir.path().join("a"), dir.path().join("b")];
+    for home in &homes {
+        std::fs::create_dir(home).unwrap();
+    }
+    // Process 1 finds no staging directory where it runs.
+    let children = start_in_homes(&homes, &args("shards"), &hostfile(dir.path(), 2));
+    assert_each_stops_on_unshared_storage(children);
+    assert!(!homes[0].join("shards").exists(), "nothing is committed");
+
+    // One left there by an earlier run: process 0 finds no mark of it.
+    std::fs::create_dir(homes[1].join(".shards.neardup-staging")).unwrap();
+    let children = start_in_homes(&homes, &args("shards"), &hostfile(dir.path(), 2));
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    let stderr = String::from_utf8_lossy(&outputs[0].stderr);
+    assert_eq!(outputs[0].status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("process 1 did not write to")
+            && stderr.contains("storage all processes share"),
+        "{stderr}"
+    );
+    assert_eq!(outputs[1].status.code(), Some(1));
+    assert!(!homes[0].join("shards").exists(), "nothing is committed");
 }
 
 /// Holds `address` as another program would: accepts every connection and

@@ -41,14 +41,18 @@ impl Terms {
             .map(|(_, stage)| stage.as_str())
     }
 
-    pub(crate) fn with(self, name: &str, value: impl std::fmt::Debug) -> Terms {
-        self.with_text(name, format!("{value:?}"))
-    }
-
     /// A term as its flag's value is written (a mismatch names it so, not
     /// as Rust spells the value).
     pub(crate) fn with_shown(self, name: &str, value: impl std::fmt::Display) -> Terms {
         self.with_text(name, value.to_string())
+    }
+
+    /// [`Self::with_shown`] for each of `terms`.
+    pub(crate) fn with_all_shown(
+        self,
+        terms: impl IntoIterator<Item = (&'static str, String)>,
+    ) -> Terms {
+        (terms.into_iter()).fold(self, |all, (name, value)| all.with_shown(name, value))
     }
 
     /// With input files and a size of each (`unit`: rows, bytes): listed

@@ -178,6 +178,18 @@ pub(crate) struct TextFields {
     pub(crate) time: Option<String>,
 }
 
+impl TextFields {
+    /// The fields as the flags that name them, each with its value.
+    pub(crate) fn as_flags(&self) -> [(&'static str, String); 4] {
+        [
+            ("--id-field", self.id.clone()),
+            ("--url-field", self.url.clone()),
+            ("--text-field", self.text.clone()),
+            ("--time-field", self.time.clone().unwrap_or("none".into())),
+        ]
+    }
+}
+
 impl Default for TextFields {
     fn default() -> Self {
         TextFields {

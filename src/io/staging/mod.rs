@@ -23,7 +23,10 @@
 //! name one relative `--out` from different working directories, or mount
 //! different disks there, each write their parts to a staging directory of
 //! their own, and process 0 alone would otherwise commit a directory
-//! lacking the others' parts.
+//! lacking the others' parts. A process that writes no part (a stage of
+//! fewer files than workers) leaves a mark of its own there instead
+//! ([`Staging::expect_processes`], [`mark_process_present`]), removed
+//! before the commit.
 //!
 //! One run at a time writes an output: [`RunLock`] (in `lock.rs`).
 
@@ -305,25 +308,45 @@ impl Staging {
         self.expected.extend(parts);
     }
 
+    /// Makes the commit require the mark of each process but 0
+    /// ([`mark_process_present`]) among `processes`: a stage whose
+    /// processes may write no part (fewer input files than workers) still
+    /// finds a process that writes to a staging directory of its own.
+    pub(crate) fn expect_processes(&mut self, processes: usize) {
+        self.expected
+            .extend((1..processes).map(|process| PathBuf::from(process_mark(process))));
+    }
+
     /// Fails, naming the first part missing from a local staging
-    /// directory, if any is: another process wrote it elsewhere.
+    /// directory, if any is: another process wrote it elsewhere. The
+    /// processes' marks found are removed, so as not to be committed.
     fn check_parts_present(&self) -> Result<()> {
-        let missing: Vec<&PathBuf> = self
-            .expected
-            .iter()
-            .filter(|part| !self.staging.join(part).is_file())
-            .collect();
-        let Some(first) = missing.first() else {
-            return Ok(());
-        };
-        bail!(
-            "{}: part {} ({} of {} missing) is not in {}; nothing is committed: --out must be on storage all processes share",
-            self.target.display(),
-            first.display(),
-            missing.len(),
-            self.expected.len(),
-            self.staging.display()
-        )
+        let (marks, parts): (Vec<&PathBuf>, Vec<&PathBuf>) =
+            (self.expected.iter()).partition(|part| is_process_mark(part));
+        let absent = |part: &&&PathBuf| !self.staging.join(part).is_file();
+        if let Some(mark) = marks.iter().find(absent) {
+            bail!(
+                "{}: process {} did not write to {}; nothing is committed: --out must be on storage all processes share",
+                self.target.display(),
+                process_of_mark(mark),
+                self.staging.display()
+            );
+        }
+        let missing: Vec<&&PathBuf> = parts.iter().filter(absent).collect();
+        if let Some(first) = missing.first() {
+            bail!(
+                "{}: part {} ({} of {} missing) is not in {}; nothing is committed: --out must be on storage all processes share",
+                self.target.display(),
+                first.display(),
+                missing.len(),
+                parts.len(),
+                self.staging.display()
+            );
+        }
+        for mark in marks {
+            let _ = fs::remove_file(self.staging.join(mark));
+        }
+        Ok(())
     }
 
     /// Writes `summary` as `_summary.json`, then commits.
@@ -627,6 +650,37 @@ pub(crate) fn cannot_write(tmp: &Path, verb: &str, error: std::io::Error) -> any
         (true, false) => anyhow!("{}: no such directory", parent.display()),
         _ => anyhow!(error).context(format!("{}: cannot {verb}", tmp.display())),
     }
+}
+
+/// The name of process `process`'s mark in a staging directory.
+fn process_mark(process: usize) -> String {
+    format!("{PROCESS_MARK_PREFIX}{process}")
+}
+
+const PROCESS_MARK_PREFIX: &str = ".written-by-process-";
+
+fn is_process_mark(part: &Path) -> bool {
+    part.to_string_lossy().starts_with(PROCESS_MARK_PREFIX)
+}
+
+fn process_of_mark(mark: &Path) -> String {
+    let name = mark.to_string_lossy();
+    name.trim_start_matches(PROCESS_MARK_PREFIX).to_string()
+}
+
+/// Leaves this process's mark in the local staging directory `dir` of an
+/// output that process 0 commits ([`Staging::expect_processes`]), or fails
+/// as a write there would: the directory is not here, so this process
+/// does not share `--out` with process 0. An output bound for an object
+/// store needs none: each process uploads to the one prefix.
+pub(crate) fn mark_process_present(out: &Path, dir: &Path, process: usize) -> Result<()> {
+    if process == 0 || remote_target(out)?.is_some() {
+        return Ok(());
+    }
+    let mark = dir.join(process_mark(process));
+    File::create(&mark)
+        .map(drop)
+        .map_err(|e| cannot_write(&mark, "create", e))
 }
 
 /// The temporary name of `path` while it is written: hidden, beside it.

@@ -15,6 +15,16 @@ pub struct Columns {
     pub(crate) simhash: String,
 }
 
+impl Columns {
+    /// The columns as the flags that name them, each with its value.
+    pub(crate) fn as_flags(&self) -> [(&'static str, String); 2] {
+        [
+            ("--id-column", self.id.clone()),
+            ("--simhash-column", self.simhash.clone()),
+        ]
+    }
+}
+
 impl Default for Columns {
     fn default() -> Self {
         Columns {
