@@ -128,8 +128,9 @@ pub struct ClusterArgs {
     /// ties of the one before, then the smallest id. Keys: corpus (first
     /// only), earliest, latest, rel-canonical, canonical-url, longest,
     /// column:NAME:asc|desc [default: corpus,rel-canonical,canonical-url,earliest
-    /// with --pages (without corpus for pairs with no self_pair), else the
-    /// smallest id]
+    /// with --pages, else corpus with --corpus, else the smallest id; corpus
+    /// is left out when neither --corpus nor a pair file's self_pair says
+    /// which pages are the corpus's]
     #[arg(long, value_name = "KEY,...")]
     pub(crate) keep_by: Option<String>,
     /// The table of page attributes the keys read (and drop/'s URLs): the
@@ -145,7 +146,8 @@ pub struct ClusterArgs {
     /// its URLs again for pages canonical links name.
     #[arg(long, num_args = 1..)]
     pub(crate) corpus: Vec<String>,
-    /// The same as --keep-by corpus.
+    /// The default order, whose corpus key is then required: pairs that
+    /// cannot tell corpus pages (no self_pair, no --corpus) are refused.
     #[arg(long)]
     pub(crate) corpus_wins: bool,
     /// direct: drop a page only for a kept page it is paired with (the
@@ -724,6 +726,7 @@ fn run_cluster_command(args: ClusterArgs) -> Result<()> {
             args.keep_by.as_deref(),
             args.corpus_wins,
             !args.pages.is_empty(),
+            !args.corpus.is_empty(),
         )?,
         pages: args.pages,
         corpus: args.corpus,

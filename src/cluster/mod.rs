@@ -61,7 +61,7 @@ use crate::exec::progress::StepsProgress;
 use crate::exec::runtime::Terms;
 use crate::io::commit::commit_staging;
 use crate::io::parquet::columns::{check_string, column_list};
-use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds};
+use crate::io::parquet::input::{into_pieces, open_pair_inputs, PairNeeds, PairUnit};
 use crate::io::parquet::pages::PagesTable;
 use crate::io::staging::{part_name, Staging};
 use crate::io::storage::{tails_digest, Location};
@@ -80,12 +80,13 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
     opts.validate()?;
     crate::exec::runtime::stage_starting(&opts.runtime);
     let needs = PairNeeds {
-        self_pair: opts.keep_by.needs_self_pair(),
+        self_pair: opts.keep_by.needs_self_pair(!opts.corpus.is_empty()),
         distance: opts.drop_policy == DropPolicy::Direct,
     };
     let units = open_pair_inputs(&opts.pairs, needs)?;
-    let tell_corpus = units.iter().all(|unit| unit.has_self_pair);
+    let tell_corpus = units.iter().any(|unit| unit.has_self_pair);
     let opts = &opts.holding_corpus(tell_corpus)?;
+    warn_of_pairs_without_self_pair(opts, &units);
     let keep = &opts.keep_by;
     let peers = opts.runtime.workers * opts.runtime.processes;
     let kinds = ColumnKinds::default();
@@ -244,6 +245,22 @@ fn open_pages(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<Pages
         check_string,
     )?;
     Ok(Some(table))
+}
+
+/// Warns of a pair file without `self_pair` among others with it when
+/// corpus pages come first and only `self_pair` says which they are (no
+/// `--corpus`): its pages are taken as new ones, unless another file's
+/// pairs say otherwise.
+fn warn_of_pairs_without_self_pair(opts: &ClusterOptions, units: &[PairUnit]) {
+    let Some(file) = units.iter().find(|unit| !unit.has_self_pair) else {
+        return;
+    };
+    if opts.keep_by.corpus_first() && opts.corpus.is_empty() {
+        tracing::warn!(
+            "{}: no column `self_pair`, so its pairs do not say which pages are the corpus's: a corpus page only they name may be dropped for a new page; give --corpus (its pages are the corpus's) or neardup match outputs alone",
+            file.path
+        );
+    }
 }
 
 /// Opens the corpus of `--corpus`, if given: for its ids (the pages

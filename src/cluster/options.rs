@@ -72,10 +72,11 @@ impl ClusterOptions {
 
     /// These options with the keep order of a run given the corpus or not
     /// ([`KeepOrder::holding_corpus`]), on pairs that tell corpus pages or
-    /// not (`tell_corpus`: every pair file has `self_pair`; [`KeepOrder::for_pairs`]).
+    /// not (`tell_corpus`: a pair file has `self_pair`; [`KeepOrder::for_pairs`]).
     pub(crate) fn holding_corpus(&self, tell_corpus: bool) -> Result<ClusterOptions> {
-        let keep_by = (self.keep_by.clone().for_pairs(tell_corpus))
-            .holding_corpus(!self.corpus.is_empty())?;
+        let corpus_given = !self.corpus.is_empty();
+        let keep_by = (self.keep_by.clone().for_pairs(tell_corpus, corpus_given))
+            .holding_corpus(corpus_given)?;
         Ok(ClusterOptions {
             keep_by,
             ..self.clone()

@@ -731,6 +731,71 @@ fn pairs_made_elsewhere_are_clustered_but_not_with_corpus_wins() {
     assert!(read_output(&out).0 == oracle(&edges, false));
 }
 
+/// Corpus pages come first by default wherever something says which they
+/// are: a match output's `self_pair` beside a pair file without it (named
+/// in a warning), or `--corpus` without `--pages`; and `--corpus-wins`
+/// with `--pages` is the default order.
+#[test]
+fn corpus_pages_come_first_by_default_wherever_something_says_which_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    // New page 1 pairs with corpus page 2, fetched later: `earliest` alone
+    // would keep 1.
+    let matched = write_edges(&dir.path().join("matched"), &[(1, 2, false)], 1);
+    let join = dir.path().join("join.parquet");
+    write_foreign_pairs(&join, &[(50, 51, false)], true);
+    let join = join.display().to_string();
+    let rows = [(1, 1), (2, 5), (50, 1), (51, 1)]
+        .map(|(id, time)| url_row(id, Some(time), &format!("https://a.example/{id}")));
+    let pages = write_pages(&dir.path().join("pages"), &rows, 1);
+    let drops = |out: &Path| -> Vec<(i64, i64)> {
+        let (_, drops) = read_output(out);
+        drops.iter().map(|&(id, keep, _)| (id, keep)).collect()
+    };
+
+    let out = dir.path().join("mixed");
+    let stderr = cluster_cli(&["--pairs", &matched, &join, "--pages", &pages], &out);
+    assert!(
+        stderr.contains("join.parquet: no column `self_pair`"),
+        "{stderr}"
+    );
+    assert_eq!(drops(&out), vec![(1, 2), (51, 50)]);
+    assert_eq!(kept_by(&out)[&1], "corpus");
+
+    // Page 51 is in the corpus's shards; the join cannot say so.
+    let corpus = write_pages(&dir.path().join("corpus"), &rows[3..], 1);
+    let out = dir.path().join("corpus-alone");
+    cluster_cli(&["--pairs", &join, "--corpus", &corpus], &out);
+    assert_eq!(drops(&out), vec![(50, 51)]);
+    assert_eq!(kept_by(&out)[&50], "corpus");
+
+    let out = dir.path().join("corpus-wins");
+    cluster_cli(
+        &["--pairs", &matched, "--pages", &pages, "--corpus-wins"],
+        &out,
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("_summary.json")).unwrap()).unwrap();
+    let default = KeepOrder::default_with_pages().to_string();
+    let keys: Vec<&str> = default.split(',').collect();
+    assert_eq!(summary["keep_by"], serde_json::json!(keys));
+    let refused = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args([
+            "cluster",
+            "--pairs",
+            &join,
+            "--pages",
+            &pages,
+            "--corpus-wins",
+            "--out",
+        ])
+        .arg(dir.path().join("refused"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("no column `self_pair`"), "{stderr}");
+    assert!(!refused.status.success());
+}
+
 fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files = Vec::new();
     for sub in ["clusters", "drop"] {

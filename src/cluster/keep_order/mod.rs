@@ -274,7 +274,8 @@ pub struct KeepOrder {
     /// before the other keys', the `corpus` key's.
     held: bool,
     /// Whether no key was asked for: the default order, whose `corpus` key
-    /// pairs made elsewhere may not support ([`Self::for_pairs`]).
+    /// pairs made elsewhere, without `--corpus`, may not support
+    /// ([`Self::for_pairs`]).
     by_default: bool,
 }
 
@@ -371,20 +372,33 @@ impl KeepOrder {
         }
     }
 
-    /// The order of `--keep-by` (`spec`), of its alias `--corpus-wins`, or
-    /// else the default: [`Self::default_with_pages`] when a pages table is
-    /// given, else by id alone.
+    /// The order of `--keep-by` (`spec`), or else the default:
+    /// [`Self::default_with_pages`] when a pages table is given, else corpus
+    /// pages first when `--corpus` is (it says which pages are the
+    /// corpus's), else by id alone. `--corpus-wins` asks for the default's
+    /// `corpus` key, so that pairs which cannot support it are refused
+    /// rather than it being left out (as a job's `corpus_wins = true`).
     pub(crate) fn resolve(
         spec: Option<&str>,
         corpus_wins: bool,
         has_pages: bool,
+        has_corpus: bool,
     ) -> Result<KeepOrder> {
+        let default = match has_pages {
+            true => KeepOrder::default_with_pages(),
+            false => KeepOrder {
+                by_default: true,
+                ..KeepOrder::without_pages(corpus_wins || has_corpus)
+            },
+        };
         match (spec, corpus_wins) {
-            (Some(_), true) => bail!("--corpus-wins is --keep-by corpus: give one or the other"),
+            (Some(_), true) => bail!("--corpus-wins asks for the default order's corpus key: give one or the other of it and --keep-by"),
             (Some(spec), false) => KeepOrder::parse(spec),
-            (None, true) => Ok(KeepOrder::without_pages(true)),
-            (None, false) if has_pages => Ok(KeepOrder::default_with_pages()),
-            (None, false) => Ok(KeepOrder::without_pages(false)),
+            (None, true) => Ok(KeepOrder {
+                by_default: false,
+                ..default
+            }),
+            (None, false) => Ok(default),
         }
     }
 
@@ -406,16 +420,18 @@ impl KeepOrder {
     }
 
     /// Whether corpus pages come first and the pairs must say which pages
-    /// are (their `self_pair`): asked for, not the default's.
-    pub(crate) fn needs_self_pair(&self) -> bool {
-        self.corpus_first() && !self.by_default
+    /// are (their `self_pair`): asked for, not the default's, and without
+    /// `--corpus` (`corpus_given`), whose pages are the corpus's.
+    pub(crate) fn needs_self_pair(&self, corpus_given: bool) -> bool {
+        self.corpus_first() && !self.by_default && !corpus_given
     }
 
     /// This order for pairs that say (`tell_corpus`) or do not say which
-    /// pages are the corpus's: the default order leaves out its `corpus`
-    /// key for pairs made elsewhere (no `self_pair`), as asked keys never are.
-    pub(crate) fn for_pairs(mut self, tell_corpus: bool) -> KeepOrder {
-        if self.by_default && !tell_corpus && self.corpus_first() {
+    /// pages are the corpus's: without `--corpus` (`corpus_given`) the
+    /// default order leaves out its `corpus` key for pairs made elsewhere
+    /// (no `self_pair`), as asked keys never are.
+    pub(crate) fn for_pairs(mut self, tell_corpus: bool, corpus_given: bool) -> KeepOrder {
+        if self.by_default && !tell_corpus && !corpus_given && self.corpus_first() {
             self.keys.remove(0);
         }
         self

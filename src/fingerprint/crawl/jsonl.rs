@@ -10,6 +10,12 @@
 //! ends the file as one bad record, after the lines decoded before it, as
 //! a WARC file cut short does; a failure to read the file is an error.
 //!
+//! A field named by a flag other than its default (`--id-field`,
+//! `--url-field`), or the time field, that no object of a file has is a
+//! typo, refused as a Parquet column of that name would be: a record may
+//! lack a field, but a file none of whose records has it would silently
+//! give every page a URL hash, no URL or no fetch time.
+//!
 //! A UTF-8 byte order mark at the very start of the (decompressed) text,
 //! as Windows tools write one, is passed over: the first line's range
 //! begins after it. Anywhere else it is part of its line.
@@ -46,6 +52,7 @@ pub(crate) fn read(
     let mut input = BufReader::new(input);
     let mut line = Vec::new();
     let mut offset = 0u64;
+    let mut found = FieldsFound::default();
     loop {
         line.clear();
         let n = match input.read_until(b'\n', &mut line) {
@@ -61,7 +68,7 @@ pub(crate) fn read(
             }
         };
         if n == 0 {
-            return Ok(());
+            return found.refuse_absent(path, fields);
         }
         let bom = leading_bom_len(&line, offset);
         let (content, start) = (&line[bom..], offset + bom as u64);
@@ -75,12 +82,13 @@ pub(crate) fn read(
             offset: start,
             length: line_length(content) as u64,
         });
-        let record = parse_line(content, fields, span).unwrap_or_else(|reason| {
-            Record::Bad(BadRecord {
-                offset: start,
-                reason,
-            })
-        });
+        let record =
+            parse_line_noting(content, fields, span, &mut found).unwrap_or_else(|reason| {
+                Record::Bad(BadRecord {
+                    offset: start,
+                    reason,
+                })
+            });
         sink(record, offset)?;
     }
 }
@@ -123,14 +131,64 @@ fn not_an_id(field: &str, n: &serde_json::Number) -> String {
     }
 }
 
+/// Which of the fields named were found in some object of a file.
+#[derive(Default)]
+struct FieldsFound {
+    objects: bool,
+    id: bool,
+    url: bool,
+    time: bool,
+}
+
+impl FieldsFound {
+    fn note(&mut self, object: &serde_json::Map<String, Value>, fields: &TextFields) {
+        self.objects = true;
+        self.id |= object.contains_key(&fields.id);
+        self.url |= object.contains_key(&fields.url);
+        self.time |= (fields.time.as_ref()).is_some_and(|time| object.contains_key(time));
+    }
+
+    /// Refuses a field asked for by name (not its default) that no object
+    /// of the file `path` has.
+    fn refuse_absent(&self, path: &Location, fields: &TextFields) -> Result<()> {
+        let defaults = TextFields::default();
+        let absent = |field: &str, flag: &str| format!("no object has a field `{field}` ({flag})");
+        let mut missing = Vec::new();
+        if !self.id && fields.id != defaults.id {
+            missing.push(absent(&fields.id, "--id-field"));
+        }
+        if !self.url && fields.url != defaults.url {
+            missing.push(absent(&fields.url, "--url-field"));
+        }
+        if let Some(time) = fields.time.as_ref().filter(|_| !self.time) {
+            missing.push(absent(time, "--time-field"));
+        }
+        match self.objects && !missing.is_empty() {
+            true => anyhow::bail!("{path}: {}", missing.join("; ")),
+            false => Ok(()),
+        }
+    }
+}
+
 pub(super) fn parse_line(
     line: &[u8],
     fields: &TextFields,
     span: Option<Span>,
 ) -> Result<Record, String> {
+    parse_line_noting(line, fields, span, &mut FieldsFound::default())
+}
+
+/// [`parse_line`], noting in `found` which fields its object has.
+fn parse_line_noting(
+    line: &[u8],
+    fields: &TextFields,
+    span: Option<Span>,
+    found: &mut FieldsFound,
+) -> Result<Record, String> {
     let text = std::str::from_utf8(line).map_err(|_| "invalid UTF-8".to_string())?;
     let value: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
     let object = value.as_object().ok_or("not a JSON object")?;
+    found.note(object, fields);
     let text = match object.get(&fields.text) {
         Some(Value::String(s)) => s.clone(),
         Some(_) => return Err(format!("field `{}` is not a string", fields.text)),
@@ -359,6 +417,39 @@ mod tests {
         .concat();
         let got = read_bytes(&inner, &fields);
         assert!(matches!(&got[1], Record::Bad(b) if b.reason.starts_with("invalid JSON")));
+    }
+
+    /// A field named by a flag that no object has is a typo, refused on
+    /// one line naming each; one that some object lacks is not, nor a
+    /// default name no object has (the id is then the URL's hash).
+    #[test]
+    fn a_named_field_no_object_has_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("docs.jsonl");
+        let lines = [
+            r#"{"ident": 1, "link": "https://a.example/", "text": "a", "fetched": "2024-05-01T12:34:56Z"}"#,
+            r#"{"url": "https://b.example/", "text": "b"}"#,
+        ];
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let read_with = |id: &str, url: &str, time: &str| {
+            let fields = TextFields {
+                id: id.into(),
+                url: url.into(),
+                time: Some(time.into()),
+                ..TextFields::default()
+            };
+            read(&Location::Local(path.clone()), &fields, &mut |_, _| Ok(()))
+        };
+        read_with("ident", "link", "fetched").unwrap();
+        read_with("id", "url", "fetched").unwrap();
+        let error = read_with("idnt", "lnk", "fetchd").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            format!(
+                "{}: no object has a field `idnt` (--id-field); no object has a field `lnk` (--url-field); no object has a field `fetchd` (--time-field)",
+                path.display()
+            )
+        );
     }
 
     #[test]
