@@ -3,7 +3,8 @@
 //!
 //! Input files are assigned to timely workers statically (file `i` to worker
 //! `i % peers`, counting the workers of every process of the run), so shard
-//! `part-0000i.parquet` always comes from input file `i` in sorted order,
+//! `part-0000i.parquet` always comes from input file `i` (in the order the
+//! inputs are given, each directory's or glob's files sorted),
 //! whatever the number of workers or processes. That worker reads the file;
 //! all workers fingerprint its documents (see [`crate::fingerprint::dataflow`]).
 
@@ -180,7 +181,8 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
     Ok(summarize(results.0, opts, started.elapsed().as_secs_f64()))
 }
 
-/// The input files in sorted order, each with its format and size.
+/// The input files in the order given, each directory's or glob's files
+/// sorted, each with its format and size.
 pub(crate) fn input_files(opts: &FingerprintOptions) -> Result<Vec<(Location, Format, u64)>> {
     if opts.inputs.is_empty() {
         bail!("no input given: name the crawl files or directories");

@@ -481,6 +481,8 @@ impl Job {
         if let Some(f) = &self.fingerprint {
             self.check_corpus_scheme(f)
                 .with_context(|| format!("{shown}: [fingerprint] scheme"))?;
+            self.check_sketches_for_verify(f)
+                .with_context(|| format!("{shown}: [match] verify"))?;
         }
         if let Some(c) = &self.clustering {
             self.check_keep_columns(c, produced.as_deref())
@@ -520,6 +522,20 @@ impl Job {
             scheme: Some(f.scheme.describe(false)),
         };
         check_same(&[tonight, corpus], false).map(|_| ())
+    }
+
+    /// Refuses a match that verifies its pairs on the night's shards when
+    /// they will have no sketch to verify with: `match` would fail once
+    /// the night is fingerprinted.
+    fn check_sketches_for_verify(&self, f: &FingerprintOptions) -> Result<()> {
+        if self.matching.verify_threshold.is_none() || f.scheme.sketch {
+            return Ok(());
+        }
+        let scheme = match f.scheme.name() {
+            Some(name) => format!("scheme {name}"),
+            None => "no_sketch = true".to_string(),
+        };
+        bail!("verify = true needs the night's shards to have sketches, and [fingerprint] {scheme} leaves them out: fingerprint with sketches (v7 or later, without no_sketch) or leave verify out")
     }
 
     /// Refuses, before any stage runs, keys that read a column the pages

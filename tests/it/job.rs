@@ -582,6 +582,10 @@ fn bad_job_specs_get_one_line() {
             "verify_threshold needs verify = true",
         ),
         (
+            good.replace("k = 3", "k = 3\nverify = true"),
+            "[fingerprint] scheme v4 leaves them out",
+        ),
+        (
             good.replace("text.wet.gz", "missing.wet.gz"),
             "missing.wet.gz: no such file",
         ),
