@@ -475,12 +475,15 @@ pub fn parse() -> Cli {
         Err(error)
             if matches!(
                 error.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
             ) =>
         {
             error.exit()
+        }
+        // No command: the help, as a flag error (clap's own exit is 2).
+        Err(error) if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = error.print();
+            std::process::exit(1)
         }
         Err(error) => {
             let line = one_line_usage_error(&error.render().to_string());

@@ -103,8 +103,19 @@ pub(crate) struct Job {
 /// night's fingerprints (`match`'s queries) unless `pages` names one. The
 /// keys default to `corpus,rel-canonical,canonical-url,earliest` when
 /// there is a pages table (the job fingerprints the night, whose shards
-/// have those columns, or `pages` names one), else to the corpus alone; `corpus_wins = false` leaves the corpus key out. The
-/// corpus is read for its pages (`--corpus`) unless `corpus_pages = false`.
+/// have those columns; `pages` names one; or the queries, fingerprinted
+/// elsewhere, have them too), else to the corpus alone; `corpus_wins =
+/// false` leaves the corpus key out. The corpus is read for its pages
+/// (`--corpus`) unless `corpus_pages = false`.
+/// Whether `queries` (the night's fingerprints, made elsewhere) have the
+/// columns the default keys read, as a night's own shards do.
+fn have_default_key_columns(queries: &[String]) -> bool {
+    let mut probe = ClusterOptions::new(Vec::new(), PathBuf::new());
+    probe.pages = queries.to_vec();
+    probe.keep_by = KeepOrder::default_with_pages();
+    check_pages(&probe, None).is_ok()
+}
+
 fn cluster_options(
     c: &ClusterSpec,
     matching: &MatchOptions,
@@ -114,7 +125,9 @@ fn cluster_options(
 ) -> Result<ClusterOptions> {
     let pairs = vec![matching.out.display().to_string()];
     let mut o = ClusterOptions::new(pairs, resolve(&c.out));
-    let with_pages = fingerprints || c.pages.is_some();
+    let with_pages = fingerprints
+        || c.pages.is_some()
+        || (c.keep_by.is_none() && have_default_key_columns(&matching.queries));
     o.keep_by = match (&c.keep_by, c.corpus_wins) {
         (Some(_), Some(_)) => bail!("give keep_by or corpus_wins, not both"),
         (Some(keys), None) => KeepOrder::parse(&keys.join(","))?,

@@ -1250,6 +1250,10 @@ fn flags_the_parser_refuses_get_one_line_and_exit_code_1() {
     let help = neardup(&["match", "--help"]);
     assert_eq!(help.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&help.stdout).lines().count() > 10);
+    // No command at all: the help, on stderr, as a flag error.
+    let bare = neardup(&[]);
+    assert_eq!(bare.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("Commands:"));
 }
 
 /// A stderr that cannot be written (a full disk; a reader gone, as

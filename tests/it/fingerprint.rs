@@ -714,6 +714,35 @@ fn read_attributes(path: &Path) -> Vec<Attributes> {
 const MAY_1_12_34_56: i64 = 1_714_566_896_000_000;
 const FEB_29_23_59_59: i64 = 1_709_251_199_000_000;
 
+/// An input file that gives no document is named in a warning (its shard
+/// is empty); the run goes on, and a file with documents is not named.
+#[test]
+fn a_file_without_documents_is_named_in_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in");
+    std::fs::create_dir(&input).unwrap();
+    std::fs::write(input.join("good.jsonl"), r#"{"id": 1, "text": "a page"}"#).unwrap();
+    std::fs::write(input.join("empty.jsonl"), "not json\nnor this\n").unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_neardup"))
+        .args(["fingerprint", "--input"])
+        .arg(&input)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("no documents"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("empty.jsonl: no documents (0 records skipped, 2 bad)"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn jsonl_lines_give_their_time_field_and_their_range() {
     let dir = tempfile::tempdir().unwrap();

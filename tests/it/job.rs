@@ -421,6 +421,43 @@ fn a_job_on_two_and_three_local_processes_writes_the_bytes_of_one() {
     );
 }
 
+/// A job without `[fingerprint]` clusters with its queries as the pages
+/// table when they have the default keys' columns (neardup's shards), so
+/// its keys and `drop/`'s URLs are a fingerprinting job's; queries of ids
+/// and fingerprints alone leave the keys to the corpus.
+#[test]
+fn a_job_without_fingerprint_reads_its_queries_as_pages_when_they_can_be() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let shards = repo().join("data-samples/crawl-fingerprints/part-00000.parquet");
+    let bare = d.join("bare.parquet");
+    let mut rng = neardup::random::SplitMix64::new(9);
+    let (ids, fps): (Vec<i64>, Vec<u64>) = random_rows(&mut rng, 50, 0).into_iter().unzip();
+    neardup::io::parquet::output::write_fingerprints(&bare, &ids, &fps, 100).unwrap();
+    for (name, queries, keys) in [
+        (
+            "shards",
+            shards.display().to_string(),
+            vec!["corpus", "rel-canonical", "canonical-url", "earliest"],
+        ),
+        ("bare", bare.display().to_string(), vec!["corpus"]),
+    ] {
+        let spec = d.join(format!("{name}.toml"));
+        let text = format!(
+            "[match]\nqueries = [\"{queries}\"]\nout = \"{name}/{{date}}/pairs\"\n[cluster]\nout = \"{name}/{{date}}/clusters\"\n"
+        );
+        std::fs::write(&spec, text).unwrap();
+        let output = run(d, &[&spec.display().to_string(), "--date", NIGHT]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{name}: {stderr}");
+        let summary = d.join(name).join(NIGHT).join("clusters/_summary.json");
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(summary).unwrap()).unwrap();
+        assert_eq!(summary["keep_by"], serde_json::json!(keys), "{name}");
+        assert_eq!(summary["drop_urls"], name == "shards", "{name}");
+    }
+}
+
 fn write_spec(dir: &Path, text: &str) -> String {
     let path = dir.join("jobs/bad.toml");
     std::fs::write(&path, text).unwrap();
