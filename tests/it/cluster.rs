@@ -796,6 +796,58 @@ fn corpus_pages_come_first_by_default_wherever_something_says_which_they_are() {
     assert!(!refused.status.success());
 }
 
+/// Ids of narrower integers (a join over INTEGER ids, as DuckDB and Spark
+/// write it), in the pairs and the pages table, are the same pages as
+/// INT64 ids: the same bytes out, their keys read alike.
+#[test]
+fn narrow_integer_ids_are_the_pages_of_their_values() {
+    use arrow_array::{ArrayRef, Int32Array, UInt16Array};
+    let dir = tempfile::tempdir().unwrap();
+    let edges = [(1, 2), (2, 3), (-5, 7), (7, 9)];
+    let scores = [(1, 4), (2, 9), (3, 1), (-5, 2), (7, 8), (9, 8)];
+    let write = |name: &str, narrow: bool| {
+        let ids = |values: Vec<i64>| -> ArrayRef {
+            match narrow {
+                true => Arc::new(Int32Array::from_iter_values(
+                    values.iter().map(|&v| v as i32),
+                )),
+                false => Arc::new(Int64Array::from_iter_values(values)),
+            }
+        };
+        let pairs = dir.path().join(format!("{name}-pairs.parquet"));
+        crate::common::write_batch(
+            &pairs,
+            vec![
+                ("query_id", ids(edges.iter().map(|e| e.0).collect())),
+                ("corpus_id", ids(edges.iter().map(|e| e.1).collect())),
+                ("distance", Arc::new(Int32Array::from(vec![1; edges.len()]))),
+            ],
+        );
+        let pages = dir.path().join(format!("{name}-pages.parquet"));
+        let score = UInt16Array::from_iter_values(scores.iter().map(|s| s.1));
+        crate::common::write_batch(
+            &pages,
+            vec![
+                ("id", ids(scores.iter().map(|s| s.0).collect())),
+                ("score", Arc::new(score)),
+            ],
+        );
+        let out = dir.path().join(name);
+        let (pairs, pages) = (pairs.display().to_string(), pages.display().to_string());
+        let keys = ["--keep-by", "column:score:desc"];
+        cluster_cli(
+            &[&["--pairs", &pairs, "--pages", &pages], &keys[..]].concat(),
+            &out,
+        );
+        out
+    };
+    let (narrow, wide) = (write("narrow", true), write("wide", false));
+    assert_eq!(data_files(&narrow), data_files(&wide));
+    let (_, drops) = read_output(&narrow);
+    let drops: Vec<(i64, i64)> = drops.iter().map(|&(id, keep, _)| (id, keep)).collect();
+    assert_eq!(drops, vec![(-5, 7), (1, 2), (3, 2), (9, 7)]);
+}
+
 fn data_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files = Vec::new();
     for sub in ["clusters", "drop"] {

@@ -29,6 +29,74 @@ pub(crate) fn integer_column<T: bytemuck::Pod>(
     Ok(())
 }
 
+/// Appends a column of page ids to `out`, refusing nulls: INT64 and
+/// UINT64 as [`integer_column`] takes them, narrower integers widened by
+/// their sign (a join over INTEGER ids, as DuckDB and Spark write it).
+pub(crate) fn id_column(
+    batch: &RecordBatch,
+    name: &str,
+    location: &dyn Fn() -> String,
+    out: &mut Vec<i64>,
+) -> Result<()> {
+    use arrow_array::types::{Int16Type, Int32Type, Int8Type, UInt16Type, UInt32Type, UInt8Type};
+    let column = non_null_column(batch, name, location)?;
+    match column.data_type() {
+        DataType::Int8 => out.extend(
+            column
+                .as_primitive::<Int8Type>()
+                .values()
+                .iter()
+                .map(|&v| v as i64),
+        ),
+        DataType::Int16 => out.extend(
+            column
+                .as_primitive::<Int16Type>()
+                .values()
+                .iter()
+                .map(|&v| v as i64),
+        ),
+        DataType::Int32 => out.extend(
+            column
+                .as_primitive::<Int32Type>()
+                .values()
+                .iter()
+                .map(|&v| v as i64),
+        ),
+        DataType::UInt8 => out.extend(
+            column
+                .as_primitive::<UInt8Type>()
+                .values()
+                .iter()
+                .map(|&v| v as i64),
+        ),
+        DataType::UInt16 => out.extend(
+            column
+                .as_primitive::<UInt16Type>()
+                .values()
+                .iter()
+                .map(|&v| v as i64),
+        ),
+        DataType::UInt32 => out.extend(
+            column
+                .as_primitive::<UInt32Type>()
+                .values()
+                .iter()
+                .map(|&v| v as i64),
+        ),
+        _ => return integer_column(batch, name, location, out),
+    }
+    Ok(())
+}
+
+/// Refuses column `name` of `file` unless it holds page ids: integers of
+/// any width ([`id_column`]).
+pub(crate) fn check_id(file: &str, name: &str, data_type: &DataType) -> Result<()> {
+    if !data_type.is_integer() {
+        bail!("{file}: column `{name}` has type {data_type}, expected an integer (INT64)");
+    }
+    Ok(())
+}
+
 /// A schema's column names, for errors that name what a file has.
 pub(crate) fn column_list(schema: &arrow_schema::Schema) -> String {
     schema

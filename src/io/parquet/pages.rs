@@ -13,7 +13,7 @@ use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ParquetRecordBatchReaderBuilder};
 use parquet::arrow::ProjectionMask;
 
-use super::columns::{check_int64, column_list, integer_column};
+use super::columns::{check_id, column_list, id_column};
 use super::input::{expand_locations, not_seen, open_row_group, read_footer};
 use crate::io::storage::{open_all, Location};
 
@@ -232,7 +232,7 @@ pub(crate) fn read_row_group(
     for batch in reader {
         let batch = batch.with_context(|| format!("{path}: cannot decode row group {rg}"))?;
         ids.clear();
-        integer_column(&batch, ID, &location, &mut ids)?;
+        id_column(&batch, ID, &location, &mut ids)?;
         each(&ids, &batch)?;
     }
     Ok(())
@@ -257,7 +257,7 @@ impl PagesFile {
             )
         };
         let (id_root, id) = schema.column_with_name(ID).ok_or_else(|| missing(ID))?;
-        check_int64(&shown, ID, id.data_type())?;
+        check_id(&shown, ID, id.data_type())?;
         let mut roots = vec![id_root];
         for name in required {
             let (root, field) = schema.column_with_name(name).ok_or_else(|| missing(name))?;

@@ -43,7 +43,7 @@ use parquet::arrow::ProjectionMask;
 use parquet::basic::Type as PhysicalType;
 
 use crate::exec::parallel::lock;
-use crate::io::parquet::columns::{column_list, integer_column, non_null_column};
+use crate::io::parquet::columns::{column_list, id_column, integer_column, non_null_column};
 use crate::io::storage::{expand_remote, has_extension, is_url, open_all, Fetch, Location, Source};
 
 /// Rows decoded per batch when streaming a row group: bounds the memory of a

@@ -148,9 +148,9 @@ pub(super) fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<P
     let type_of = |name: &str| schema.field_with_name(name).ok().map(|f| f.data_type());
     for name in ["query_id", "corpus_id"] {
         match type_of(name) {
-            Some(DataType::Int64 | DataType::UInt64) => {}
+            Some(t) if t.is_integer() => {}
             Some(other) => bail!(
-                "{shown}: column `{name}` has type {other}, expected INT64 (is this `neardup match` output?)"
+                "{shown}: column `{name}` has type {other}, expected an integer (INT64; is this `neardup match` output?)"
             ),
             None => bail!(
                 "{shown}: no column `{name}` (columns: {}; is this `neardup match` output?)",
@@ -254,8 +254,8 @@ impl PairBatches {
         corpus.clear();
         distances.clear();
         wide.clear();
-        integer_column(&batch, "query_id", &location, queries)?;
-        integer_column(&batch, "corpus_id", &location, corpus)?;
+        id_column(&batch, "query_id", &location, queries)?;
+        id_column(&batch, "corpus_id", &location, corpus)?;
         let flags = match self.unit.has_self_pair {
             true => Some(
                 batch
