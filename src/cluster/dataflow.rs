@@ -285,7 +285,7 @@ fn read_keys(job: &Job, me: usize, ends: &Ends, started: Instant) {
         });
         match written {
             Err(error) => fail(error),
-            Ok(0) if local == 0 && rows == KeyRows::Pages && job.graph.pages() > 0 => {
+            Ok(Some(0)) if local == 0 && rows == KeyRows::Pages && job.graph.pages() > 0 => {
                 warn_of_no_page_rows(&opts.pages)
             }
             Ok(_) => {}

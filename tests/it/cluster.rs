@@ -796,6 +796,35 @@ fn corpus_pages_come_first_by_default_wherever_something_says_which_they_are() {
     assert!(!refused.status.success());
 }
 
+/// A pages table with a null id fails on one line whichever worker
+/// reads it: no warning that no row names a page of the pairs (the rows
+/// that do were not counted, their worker having failed).
+#[test]
+fn a_null_id_in_the_pages_table_gives_one_line_on_any_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = dir.path().join("pairs.parquet");
+    write_foreign_pairs(&pairs, &[(1, 2, false)], true);
+    let pages = dir.path().join("pages.parquet");
+    crate::common::write_batch(
+        &pages,
+        vec![
+            (
+                "id",
+                Arc::new(Int64Array::from(vec![Some(1), Some(2), None])),
+            ),
+            ("score", Arc::new(Int64Array::from(vec![1, 2, 3]))),
+        ],
+    );
+    let pages = pages.display().to_string();
+    let keys = ["--pages", &pages, "--keep-by", "column:score:desc"];
+    // Four workers: the row group's reader is another than worker 0 in
+    // most runs.
+    for _ in 0..4 {
+        let error = one_line_failure(&pairs, &[&keys[..], &["--workers", "4"]].concat());
+        assert!(error.contains("null"), "{error}");
+    }
+}
+
 /// Ids of narrower integers (a join over INTEGER ids, as DuckDB and Spark
 /// write it), in the pairs and the pages table, are the same pages as
 /// INT64 ids: the same bytes out, their keys read alike.

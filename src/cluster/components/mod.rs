@@ -102,7 +102,9 @@
 //! share of the components); the graph that ties them is here.
 
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed, Release};
-use std::sync::atomic::{AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+};
 use std::sync::{Arc, Barrier, Mutex, RwLock, RwLockReadGuard};
 
 mod forest;
@@ -193,6 +195,9 @@ pub struct SharedGraph {
     /// Rows of the table being read that are pages of the graph, summed
     /// over the workers.
     matched_rows: AtomicUsize,
+    /// Whether a worker failed to read its rows of the table being read:
+    /// [`Self::matched_rows`] is then short.
+    keys_failed: AtomicBool,
     /// Hashes of the pages the pages table lists, each worker's sorted:
     /// whether a canonical link names one of them
     /// ([`crate::cluster::keep_order::KeepOrder::named_word`]).
@@ -244,6 +249,7 @@ impl SharedGraph {
             named: RwLock::new(PageSet::default()),
             held: RwLock::new(Vec::new()),
             matched_rows: AtomicUsize::new(0),
+            keys_failed: AtomicBool::new(false),
             listed: RwLock::new(Vec::new()),
             barrier: Barrier::new(workers),
             building: RwLock::new(Arrays::default()),
@@ -385,17 +391,18 @@ impl SharedGraph {
     /// that wait on every table are set by [`Self::finish_keys`]. Every
     /// worker must call this, even one that failed: the others wait for
     /// it. Gives how many rows of the table, read by all the process's
-    /// workers, are pages of the graph.
+    /// workers, are pages of the graph, if none of them failed.
     pub(crate) fn write_keys(
         &self,
         worker: usize,
         of_corpus: bool,
         fill: impl FnOnce(&mut KeyWriter<'_>) -> anyhow::Result<()>,
-    ) -> anyhow::Result<usize> {
+    ) -> anyhow::Result<Option<usize>> {
         // Every worker has added its pairs: the id table is only read now.
         self.barrier.wait();
         if worker == 0 {
             self.matched_rows.store(0, Relaxed);
+            self.keys_failed.store(false, Relaxed);
         }
         // Worker 0 has cleared the count of an earlier table.
         self.barrier.wait();
@@ -414,6 +421,9 @@ impl SharedGraph {
             let result = fill(&mut writer);
             tracing::debug!(worker, rows = writer.matched, "keys written");
             self.matched_rows.fetch_add(writer.matched, Relaxed);
+            if result.is_err() {
+                self.keys_failed.store(true, Relaxed);
+            }
             let repeats = writer.repeats.into_iter();
             lock(&self.repeats).extend(repeats.map(|repeat| Repeat {
                 of_corpus,
@@ -428,7 +438,8 @@ impl SharedGraph {
             result
         };
         self.barrier.wait();
-        result.map(|()| self.matched_rows.load(Relaxed))
+        let failed = self.keys_failed.load(Relaxed);
+        result.map(|()| (!failed).then(|| self.matched_rows.load(Relaxed)))
     }
 
     /// Called by each of the process's workers after [`Self::write_keys`]:
