@@ -109,6 +109,7 @@ pub fn run_cluster(opts: &ClusterOptions) -> Result<ClusterSummary> {
     let corpus = open_corpus(opts, &kinds)?.map(Arc::new);
     let corpus_rows = corpus.as_ref().map_or(0, |table| table.rows());
     let batches = keep.held_since(corpus.as_deref())?;
+    warn_of_no_canonical_links(opts, [&pages, &corpus]);
     let drop_evidence =
         EvidenceSources::of(&pages, corpus_urls(opts, &corpus), opts.runtime.workers);
     let read = Arc::new(InputsRead {
@@ -297,6 +298,19 @@ fn open_corpus(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<Page
         check,
     )?;
     Ok(Some(table))
+}
+
+/// Warns of a `rel-canonical` key asked for (not the default's) that no
+/// file of `--pages` or `--corpus` can rank by: without a
+/// `canonical_url` column it ties every page.
+fn warn_of_no_canonical_links(opts: &ClusterOptions, tables: [&Option<Arc<PagesTable>>; 2]) {
+    let keep = &opts.keep_by;
+    let asked = keep.rel_canonical_word().is_some() && !keep.is_default();
+    let linked =
+        (tables.iter().copied().flatten()).any(|table| table.has_optional(OPTIONAL_CANONICAL_URL));
+    if asked && !linked {
+        tracing::warn!("--keep-by {keep}: no file of --pages or --corpus has a `canonical_url` column, so rel-canonical ranks no page (every page ties on it)");
+    }
 }
 
 /// The corpus as a source of `drop/`'s URLs: passed over, with a warning,

@@ -96,16 +96,26 @@ impl NightDirs {
                 continue;
             }
             let summary = read_summary(&sub)?;
-            let slot = match () {
-                _ if summary.get("scheme").is_some() => &mut found.fingerprints,
-                _ if summary.get("queries").is_some() => &mut found.pairs,
-                _ if summary.get("clusters").is_some() => &mut found.clusters,
+            let (slot, stage) = match () {
+                _ if summary.get("scheme").is_some() => (&mut found.fingerprints, "fingerprint"),
+                _ if summary.get("queries").is_some() => (&mut found.pairs, "match"),
+                _ if summary.get("clusters").is_some() => (&mut found.clusters, "cluster"),
                 _ => bail!(
                     "{}: not the summary of a fingerprint, match or cluster output",
                     sub.join(SUMMARY).display()
                 ),
             };
-            slot.get_or_insert(sub);
+            // Which of two is the night's, nothing says: the page would
+            // show one beside another's figures.
+            if let Some(first) = slot {
+                bail!(
+                    "{}: two {stage} outputs, {} and {}: a night's report shows one of each stage; report a directory holding one",
+                    dir.display(),
+                    first.display(),
+                    sub.display()
+                );
+            }
+            *slot = Some(sub);
         }
         let none = found.stages().next().is_none();
         Ok((!none).then_some(found))

@@ -825,6 +825,30 @@ fn a_null_id_in_the_pages_table_gives_one_line_on_any_worker() {
     }
 }
 
+/// `--keep-by rel-canonical` on tables without `canonical_url` ranks no
+/// page by it, and says so; with the column, or under the default order
+/// (a team's table may well lack it), nothing is said.
+#[test]
+fn rel_canonical_without_canonical_links_is_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = dir.path().join("pairs.parquet");
+    write_foreign_pairs(&pairs, &[(1, 2, false)], true);
+    let pairs = pairs.display().to_string();
+    let rows = [1, 2].map(|id| url_row(id, Some(id), &format!("https://a.example/{id}")));
+    let pages = write_pages(&dir.path().join("pages"), &rows, 1);
+    let run = |name: &str, keys: &[&str]| {
+        let args = [&["--pairs", &pairs, "--pages", &pages][..], keys].concat();
+        cluster_cli(&args, &dir.path().join(name))
+    };
+    let stderr = run("asked", &["--keep-by", "rel-canonical,earliest"]);
+    assert!(
+        stderr.contains("no file of --pages or --corpus has a `canonical_url` column"),
+        "{stderr}"
+    );
+    let stderr = run("default", &[]);
+    assert!(!stderr.contains("canonical_url"), "{stderr}");
+}
+
 /// Ids of narrower integers (a join over INTEGER ids, as DuckDB and Spark
 /// write it), in the pairs and the pages table, are the same pages as
 /// INT64 ids: the same bytes out, their keys read alike.

@@ -892,6 +892,28 @@ fn report_refuses_an_unfinished_stage_a_bad_summary_and_an_out_in_a_stage() {
     }
     std::fs::write(&summary, kept).unwrap();
 
+    // Two outputs of one stage (another -k run beside the night's): which
+    // is the night's, nothing says.
+    let other = night.join("pairs-k6");
+    let copied = Command::new("cp")
+        .arg("-r")
+        .arg(night.join("pairs"))
+        .arg(&other)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let page = d.join("r.html");
+    let out = neardup(&["report", night_arg, "--out", page.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("two match outputs") && stderr.contains("pairs-k6"),
+        "{stderr}"
+    );
+    assert!(!page.exists());
+    std::fs::remove_dir_all(&other).unwrap();
+
     std::fs::remove_file(night.join("pairs/_SUCCESS")).unwrap();
     let page = d.join("r.html");
     let out = neardup(&["report", night_arg, "--out", page.to_str().unwrap()]);

@@ -437,6 +437,11 @@ impl KeepOrder {
         self
     }
 
+    /// Whether no key was asked for.
+    pub(crate) fn is_default(&self) -> bool {
+        self.by_default
+    }
+
     /// Whether corpus pages come first.
     pub(crate) fn corpus_first(&self) -> bool {
         self.keys.first() == Some(&KeepKey::Corpus)
