@@ -53,7 +53,7 @@ use crate::cluster::components::SharedGraph;
 use crate::cluster::dataflow::Job;
 use crate::cluster::drop_evidence::EvidenceSources;
 use crate::cluster::drop_policy::DropPolicy;
-use crate::cluster::keep_order::{ColumnKinds, URL};
+use crate::cluster::keep_order::{ColumnKinds, KeepOrder, URL};
 use crate::cluster::read_pairs::ProcessUnits;
 use crate::cluster::summary::{ClusterSummary, ClusterTotals, InputsRead};
 use crate::exec::parallel::{lock, Tickets};
@@ -219,6 +219,16 @@ pub(crate) fn check_pages(opts: &ClusterOptions, produced: Option<&Schema>) -> R
 pub(crate) const OPTIONAL_URL: usize = 0;
 pub(crate) const OPTIONAL_CANONICAL_URL: usize = 1;
 
+/// What reads the keys' columns, as an error about a missing one says.
+fn keys_reader(keep: &KeepOrder) -> String {
+    match keep.is_default() {
+        true => format!(
+            "--keep-by {keep} reads (the default with --pages; give --keep-by to choose others)"
+        ),
+        false => format!("--keep-by {keep} reads"),
+    }
+}
+
 /// Opens the pages table of `--pages`, with the columns the keys need and
 /// `url` where it has one; checks that the keys and the table go together.
 fn open_pages(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<PagesTable>> {
@@ -240,7 +250,7 @@ fn open_pages(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<Pages
     let table = PagesTable::open(
         "--pages",
         &opts.pages,
-        &keep.columns(),
+        (&keep.columns(), &keys_reader(keep)),
         check,
         &optional,
         check_string,
@@ -292,7 +302,7 @@ fn open_corpus(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<Page
     let table = PagesTable::open(
         "--corpus",
         &opts.corpus,
-        &[],
+        (&[], ""),
         |_, _, _| Ok(()),
         &optional,
         check,

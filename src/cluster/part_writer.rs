@@ -697,7 +697,7 @@ mod tests {
         let pages = PagesTable::open(
             "--pages",
             &[table],
-            &[],
+            (&[], ""),
             |_, _, _| Ok(()),
             &[URL],
             check_string,

@@ -327,7 +327,7 @@ pub(crate) fn find_pages(specs: &[String], wanted: &[String]) -> Result<Vec<Vec<
     let table = PagesTable::open(
         "--fingerprints",
         specs,
-        &["simhash".to_string()],
+        (&["simhash".to_string()], "--fingerprints must have"),
         check_int64,
         &COLUMNS,
         |_, _, _| Ok(()),

@@ -71,7 +71,7 @@ pub(super) fn append_batch(
 fn dropped_ids(drops: &Path) -> Result<HashSet<i64>> {
     let spec = drops.display().to_string();
     let none = |_: &str, _: &str, _: &arrow_schema::DataType| Ok(());
-    let table = PagesTable::open("drop/", &[spec], &[], none, &[], none)?;
+    let table = PagesTable::open("drop/", &[spec], (&[], ""), none, &[], none)?;
     let mut ids = HashSet::new();
     for unit in 0..table.units() {
         table.read_unit_columns(unit, &[], |batch_ids, _, _| {

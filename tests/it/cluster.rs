@@ -2412,7 +2412,27 @@ fn bad_keep_by_input_gets_one_line() {
         .collect();
     let pages = write_pages(&dir.path().join("pages"), &rows, 1);
     let pages_file = format!("{pages}/pages-0.parquet");
+    // A table of ids and URLs: no fetch_time for the default's `earliest`.
+    let urls_only = dir.path().join("urls.parquet");
+    crate::common::write_batch(
+        &urls_only,
+        vec![
+            ("id", Arc::new(Int64Array::from(vec![1, 2]))),
+            (
+                "url",
+                Arc::new(arrow_array::StringArray::from(vec![
+                    "https://a/1",
+                    "https://a/2",
+                ])),
+            ),
+        ],
+    );
+    let urls_only = urls_only.display().to_string();
     for (extra, said) in [
+        (
+            vec!["--pages", &urls_only],
+            "urls.parquet: no column `fetch_time` (columns: id, url), which --keep-by corpus,rel-canonical,canonical-url,earliest reads (the default with --pages",
+        ),
         (
             vec!["--pages", &pages, "--keep-by", "column:score:desc"],
             "no column `score`",

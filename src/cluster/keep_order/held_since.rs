@@ -330,7 +330,8 @@ mod tests {
         write_times(&at("hive/host=b/y.parquet"), &[Some(250)], true, true);
         let specs = ["corpus", "hive"].map(|name| at(name).display().to_string());
         let none = |_: &str, _: &str, _: &arrow_schema::DataType| Ok(());
-        let table = PagesTable::open("--corpus", &specs, &[], none, &[FETCH_TIME], none).unwrap();
+        let table =
+            PagesTable::open("--corpus", &specs, (&[], ""), none, &[FETCH_TIME], none).unwrap();
         let batches = batch_times(&table).unwrap();
         let times = &batches.unit_times;
         // Night 2's time was read from its column.

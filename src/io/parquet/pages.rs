@@ -48,14 +48,15 @@ struct PagesFile {
 
 impl PagesTable {
     /// Opens the files of `specs` (given with `flag`, which errors name),
-    /// each of which must have `id` and every column of `required`, each
-    /// checked by `check(file, column, type)`; the columns of `optional`
+    /// each of which must have `id` and every column of `required` (which
+    /// `required_by` reads, as an error says), each checked by
+    /// `check(file, column, type)`; the columns of `optional`
     /// are read where a file has them, checked by `optional_check` (a
     /// column of another type is refused, not passed over unsaid).
     pub(crate) fn open(
         flag: &str,
         specs: &[String],
-        required: &[String],
+        (required, required_by): (&[String], &str),
         check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
         optional: &[&str],
         optional_check: impl Fn(&str, &str, &DataType) -> Result<()> + Sync,
@@ -76,6 +77,7 @@ impl PagesTable {
             bail!("{flag} {}: no Parquet files found", specs.join(" "));
         }
         let mut files = open_all(&locations, |path| {
+            let required = (required, required_by);
             PagesFile::open(flag, path, required, &check, optional, &optional_check)
         })?;
         for (file, spec) in files.iter_mut().zip(spec_of) {
@@ -242,7 +244,7 @@ impl PagesFile {
     fn open(
         flag: &str,
         path: &Location,
-        required: &[String],
+        (required, required_by): (&[String], &str),
         check: &impl Fn(&str, &str, &DataType) -> Result<()>,
         optional: &[&str],
         optional_check: &impl Fn(&str, &str, &DataType) -> Result<()>,
@@ -250,17 +252,19 @@ impl PagesFile {
         let metadata = read_footer(path)?;
         let schema = metadata.schema();
         let shown = path.to_string();
-        let missing = |name: &str| {
+        let missing = |name: &str, reader: &str| {
             anyhow!(
-                "{shown}: no column `{name}` (columns: {}), which {flag} must have",
+                "{shown}: no column `{name}` (columns: {}), which {reader}",
                 column_list(schema)
             )
         };
-        let (id_root, id) = schema.column_with_name(ID).ok_or_else(|| missing(ID))?;
+        let id_reader = format!("{flag} must have");
+        let (id_root, id) = (schema.column_with_name(ID)).ok_or_else(|| missing(ID, &id_reader))?;
         check_id(&shown, ID, id.data_type())?;
         let mut roots = vec![id_root];
         for name in required {
-            let (root, field) = schema.column_with_name(name).ok_or_else(|| missing(name))?;
+            let (root, field) =
+                (schema.column_with_name(name)).ok_or_else(|| missing(name, required_by))?;
             check(&shown, name, field.data_type())?;
             roots.push(root);
         }
