@@ -102,7 +102,7 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
             opts.format.map_or("by name".into(), |f| f.to_string()),
         )
         .with_all_shown(opts.fields.as_flags())
-        .with_all_shown(opts.scheme.as_flags())
+        .with_shown("the scheme", opts.scheme.as_flags())
         .with_shown("--out", opts.out.display())
         .with_files("inputs", &files, "bytes")
         .with_input_tails(&opts.runtime, || {
@@ -163,7 +163,6 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
                             bad_records = result.0.bad_records,
                             "shard written"
                         );
-                        warn_of_no_documents(&result.0);
                         report.borrow_mut().body.0.push(result);
                         Ok(())
                     })
@@ -180,20 +179,6 @@ pub(crate) fn run_fingerprint(opts: &FingerprintOptions) -> Result<FingerprintSu
         return Ok(summary);
     }
     Ok(summarize(results.0, opts, started.elapsed().as_secs_f64()))
-}
-
-/// Warns of an input file that gave no document: its shard is empty,
-/// which a night's totals alone would not show (every record skipped, as
-/// a WARC of images or redirects, or bad).
-fn warn_of_no_documents(file: &FileSummary) {
-    if file.documents == 0 {
-        tracing::warn!(
-            "{}: no documents ({} records skipped, {} bad): its shard is empty",
-            file.file,
-            file.skipped_records,
-            file.bad_records
-        );
-    }
 }
 
 /// The input files in the order given, each directory's or glob's files

@@ -303,20 +303,42 @@ impl Scheme {
         scheme
     }
 
-    /// The scheme as the flags that choose it, each with its value, then
-    /// its name (which also tells what no flag does: HTTP decoding, the
-    /// rule of a WARC-Target-URI): processes that must fingerprint alike
-    /// name the first flag in which they differ.
-    pub(crate) fn as_flags(&self) -> [(&'static str, String); 6] {
-        let options = &self.simhash;
-        [
-            ("--features", options.features.to_string()),
-            ("--log-weights", options.log_weights.to_string()),
-            ("--keep-stop-words", (!options.stop_words).to_string()),
-            ("--html-text", self.html.to_string()),
-            ("--no-sketch", (!self.sketch).to_string()),
-            ("--scheme", self.name().unwrap_or("none").to_string()),
-        ]
+    /// The scheme as the flags that choose it: `--scheme NAME` for a named
+    /// one (with `--no-sketch` for one without its sketch), else the flags
+    /// that differ from the default's. Processes that must fingerprint
+    /// alike show it when they differ.
+    pub(crate) fn as_flags(&self) -> String {
+        let with_sketch = Scheme {
+            sketch: true,
+            ..*self
+        };
+        match (self.name(), with_sketch.name()) {
+            (Some(name), _) => return format!("--scheme {name}"),
+            (None, Some(name)) => return format!("--scheme {name} --no-sketch"),
+            (None, None) => {}
+        }
+        let (options, default) = (&self.simhash, Scheme::default());
+        let mut flags = Vec::new();
+        if options.features != default.simhash.features {
+            flags.push(format!("--features {}", options.features));
+        }
+        if options.log_weights {
+            flags.push("--log-weights".to_string());
+        }
+        if !options.stop_words {
+            flags.push("--keep-stop-words".to_string());
+        }
+        if self.html != default.html {
+            let text = match self.html {
+                PageText::All => HtmlText::All,
+                PageText::Main(_) => HtmlText::Main,
+            };
+            flags.push(format!("--html-text {text}"));
+        }
+        if !self.sketch {
+            flags.push("--no-sketch".to_string());
+        }
+        flags.join(" ")
     }
 
     /// The scheme's name, when it has one.
@@ -470,6 +492,27 @@ impl Scheme {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scheme shows as the flags that choose it: a named one by its
+    /// name, one of flags by those that differ from the default.
+    #[test]
+    fn a_scheme_shows_as_its_flags() {
+        let flags = |scheme: Option<&str>, features: Option<&str>, keep: bool, no_sketch: bool| {
+            Scheme::from_flags(scheme, features, false, keep, None, no_sketch)
+                .unwrap()
+                .as_flags()
+        };
+        assert_eq!(flags(None, None, false, false), "--scheme v12");
+        assert_eq!(flags(Some("v7"), None, false, false), "--scheme v7");
+        assert_eq!(
+            flags(Some("v11"), None, false, true),
+            "--scheme v11 --no-sketch"
+        );
+        assert_eq!(
+            flags(None, Some("words"), true, true),
+            "--features words --keep-stop-words --no-sketch"
+        );
+    }
     use crate::io::parquet::schemes::comparable;
 
     #[test]

@@ -146,9 +146,20 @@ pub(crate) type FileResult = (FileSummary, Vec<BadRecord>);
 /// and later skipped as done. Among readable files, each file none of whose
 /// records could be read is named in one warning (a crawler's file cut
 /// inside its first record), as is each empty one, and the run goes on.
+/// So is a file whose records were read and gave no document (a WARC of
+/// images or redirects): its shard is empty too.
 pub(crate) fn refuse_unreadable(results: &[FileResult]) -> Result<()> {
     let read = |f: &FileSummary| f.documents > 0 || f.skipped_records > 0 || f.empty_pages > 0;
     refuse_empty(results, read)?;
+    for (file, _) in results.iter().filter(|(f, _)| read(f) && f.documents == 0) {
+        tracing::warn!(
+            "{}: no documents (records skipped: {}, pages without text: {}, bad: {}): its shard is empty",
+            file.file,
+            file.skipped_records,
+            file.empty_pages,
+            file.bad_records
+        );
+    }
     let unreadable = results
         .iter()
         .filter(|(f, bad)| !read(f) && !bad.is_empty());

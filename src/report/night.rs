@@ -90,6 +90,10 @@ impl NightDirs {
             ..NightDirs::default()
         };
         for sub in subdirs.into_iter().map(PathBuf::from) {
+            // A hidden directory is a stage's staging, not an output.
+            if is_hidden(&sub) {
+                continue;
+            }
             // A directory of another kind is passed over; a summary that
             // names no stage would leave the stage out of the page unsaid.
             if !file_exists(&sub.join(SUMMARY))? {
@@ -120,6 +124,11 @@ impl NightDirs {
         let none = found.stages().next().is_none();
         Ok((!none).then_some(found))
     }
+}
+
+fn is_hidden(dir: &Path) -> bool {
+    let name = dir.file_name().map(|name| name.to_string_lossy());
+    name.is_some_and(|name| name.starts_with('.'))
 }
 
 fn read_summary(dir: &Path) -> Result<Value> {

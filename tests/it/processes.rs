@@ -884,7 +884,7 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
         (
             fingerprint_args.clone(),
             [fingerprint_args.clone(), strings(&["--no-sketch"])].concat(),
-            "--no-sketch: ",
+            "the scheme: ",
         ),
         (
             fingerprint_args.clone(),
@@ -913,7 +913,7 @@ fn processes_started_with_different_jobs_stop_on_one_line_naming_the_difference(
             let values = match needle {
                 "--drop-policy: " => Some(("direct", "component")),
                 "--blocks: " => Some(("5", "automatic")),
-                "--no-sketch: " => Some(("false", "true")),
+                "the scheme: " => Some(("--scheme v12", "--scheme v12 --no-sketch")),
                 "--text-field: " => Some(("text", "body")),
                 _ => None,
             };
@@ -1050,7 +1050,8 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
 
 /// Asserts that each process stops on one line saying that `--out` must
 /// be shared.
-fn assert_each_stops_on_unshared_storage(children: Vec<Child>) {
+fn assert_each_stops_on_unshared_storage(children: Vec<Child>) -> Vec<String> {
+    let mut lines = Vec::new();
     for (i, child) in children.into_iter().enumerate() {
         let output = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
@@ -1060,7 +1061,9 @@ fn assert_each_stops_on_unshared_storage(children: Vec<Child>) {
             stderr.contains("storage all processes share"),
             "process {i}: {stderr}"
         );
+        lines.push(stderr.into_owned());
     }
+    lines
 }
 
 /// Starts process i of `args` in `homes[i]`, one worker each.
@@ -1114,9 +1117,12 @@ fn a_process_that_writes_no_shard_still_shares_the_output() {
     for home in &homes {
         std::fs::create_dir(home).unwrap();
     }
-    // Process 1 finds no staging directory where it runs.
+    // Process 1 finds no staging directory where it runs, and every
+    // process says so.
     let children = start_in_homes(&homes, &args("shards"), &hostfile(dir.path(), 2));
-    assert_each_stops_on_unshared_storage(children);
+    for line in assert_each_stops_on_unshared_storage(children) {
+        assert!(line.contains("process 1: "), "{line}");
+    }
     assert!(!homes[0].join("shards").exists(), "nothing is committed");
 
     // One left there by an earlier run: process 0 finds no mark of it.
@@ -1332,19 +1338,7 @@ fn processes_reading_other_bytes_under_one_name_stop_before_the_dataflow() {
         .collect(),
     ] {
         let addresses = hostfile(dir.path(), 2);
-        let children: Vec<Child> = (0..2)
-            .map(|i| {
-                neardup()
-                    .current_dir(&hosts[i])
-                    .args(&stage)
-                    .args(["--hostfile", &addresses.display().to_string()])
-                    .args(["--process", &i.to_string(), "--workers", "1"])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
+        let children = start_in_homes(&hosts, &stage, &addresses);
         for (i, child) in children.into_iter().enumerate() {
             let output = child.wait_with_output().unwrap();
             let stderr = String::from_utf8_lossy(&output.stderr);

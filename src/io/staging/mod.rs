@@ -680,7 +680,7 @@ pub(crate) fn mark_process_present(out: &Path, dir: &Path, process: usize) -> Re
     let mark = dir.join(process_mark(process));
     File::create(&mark)
         .map(drop)
-        .map_err(|e| cannot_write(&mark, "create", e))
+        .map_err(|e| cannot_write(&mark, "create", e).context(format!("process {process}")))
 }
 
 /// The temporary name of `path` while it is written: hidden, beside it.

@@ -162,7 +162,7 @@ pub(super) fn pair_file_units(path: &Location, needs: PairNeeds) -> Result<Vec<P
         Some(DataType::Boolean) => true,
         Some(other) => bail!("{shown}: column `self_pair` has type {other}, expected BOOLEAN"),
         None if needs.self_pair => bail!(
-            "{shown}: no column `self_pair`, so corpus pages cannot be told from new ones: --keep-by corpus (or --corpus-wins) needs `neardup match` output; leave the corpus key out"
+            "{shown}: no column `self_pair`, so corpus pages cannot be told from new ones: --keep-by corpus (or --corpus-wins) needs `neardup match` output or --corpus (whose pages are the corpus's); else leave the corpus key out"
         ),
         None => false,
     };
