@@ -315,10 +315,7 @@ fn open_corpus(opts: &ClusterOptions, kinds: &ColumnKinds) -> Result<Option<Page
 /// `canonical_url` column it ties every page.
 fn warn_of_no_canonical_links(opts: &ClusterOptions, tables: [&Option<Arc<PagesTable>>; 2]) {
     let keep = &opts.keep_by;
-    // --corpus-wins asks for the default order too.
-    let default = KeepOrder::default_with_pages().to_string();
-    let asked =
-        keep.rel_canonical_word().is_some() && !keep.is_default() && keep.to_string() != default;
+    let asked = keep.rel_canonical_word().is_some() && !keep.is_default();
     let linked =
         (tables.iter().copied().flatten()).any(|table| table.has_optional(OPTIONAL_CANONICAL_URL));
     if asked && !linked {

@@ -286,7 +286,11 @@ pub(crate) fn read_night(mut dirs: NightDirs, rows: &AtomicU64, details: bool) -
     let (dropped, kept_by) = read_drops(&clusters.join("drop"), &mut largest, rows)?;
     night.kept_by = kept_by;
     let pages = expand_locations(&night.pages)?;
-    if has_column_in(&pages, "url")? {
+    let with_urls = (pages.iter())
+        .map(|file| has_column_in(std::slice::from_ref(file), "url"))
+        .collect::<Result<Vec<bool>>>()?;
+    if with_urls.contains(&true) {
+        let pages: Vec<(&Location, bool)> = pages.iter().zip(with_urls).collect();
         let (hosts, found) = read_hosts(&pages, &dropped, &mut largest, rows)?;
         night.drops_outside = dropped.len() as u64 - found;
         night.hosts = hosts;
@@ -805,9 +809,10 @@ pub(crate) fn host_of(url: &str) -> &str {
 /// Pages and drops by host over the night's pages (every host with a
 /// drop, the most drops first), how many drops were found among them, and
 /// the samples' URLs. A page met again (fetched twice) counts once, under
-/// its first URL.
+/// its first URL; the pages of a file without `url` (each with whether it
+/// has one) count as pages without a URL.
 fn read_hosts(
-    pages: &[Location],
+    pages: &[(&Location, bool)],
     dropped: &HashSet<i64>,
     largest: &mut Largest,
     rows: &AtomicU64,
@@ -816,28 +821,38 @@ fn read_hosts(
     let mut hosts: HashMap<String, (u64, u64)> = HashMap::new();
     let mut seen: HashSet<i64> = HashSet::new();
     let mut found = 0u64;
-    read_columns(pages, &["id", "url"], |batch, file| {
-        let ids = int64_column(batch, "id", file)?;
-        for (r, url) in string_column(batch, "url", file)?.into_iter().enumerate() {
-            let id = ids.value(r);
-            if !seen.insert(id) {
-                continue;
+    for &(file, has_url) in pages {
+        let columns: &[&str] = match has_url {
+            true => &["id", "url"],
+            false => &["id"],
+        };
+        read_columns(std::slice::from_ref(file), columns, |batch, file| {
+            let ids = int64_column(batch, "id", file)?;
+            let urls = match has_url {
+                true => string_column(batch, "url", file)?,
+                false => vec![None; batch.num_rows()],
+            };
+            for (r, url) in urls.into_iter().enumerate() {
+                let id = ids.value(r);
+                if !seen.insert(id) {
+                    continue;
+                }
+                let is_dropped = dropped.contains(&id);
+                found += u64::from(is_dropped);
+                if wanted.contains(&id) {
+                    largest.urls.insert(id, url.map(str::to_string));
+                }
+                let host = url
+                    .map_or("(pages without a URL)", host_of)
+                    .to_ascii_lowercase();
+                let entry = hosts.entry(host).or_default();
+                entry.0 += 1;
+                entry.1 += u64::from(is_dropped);
             }
-            let is_dropped = dropped.contains(&id);
-            found += u64::from(is_dropped);
-            if wanted.contains(&id) {
-                largest.urls.insert(id, url.map(str::to_string));
-            }
-            let host = url
-                .map_or("(pages without a URL)", host_of)
-                .to_ascii_lowercase();
-            let entry = hosts.entry(host).or_default();
-            entry.0 += 1;
-            entry.1 += u64::from(is_dropped);
-        }
-        rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
-        Ok(())
-    })?;
+            rows.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+            Ok(())
+        })?;
+    }
     let mut hosts: Vec<HostDrops> = hosts
         .into_iter()
         .filter(|(_, (_, dropped))| *dropped > 0)

@@ -770,6 +770,32 @@ fn a_real_browser_loads_the_report_without_errors_and_draws_every_mark() {
     );
 }
 
+/// A night whose pages (B, fingerprinted elsewhere) are files with URLs
+/// beside files of ids and fingerprints alone: the report counts the
+/// latter as pages without a URL, rather than failing after the stages
+/// have committed.
+#[test]
+fn a_night_of_files_with_and_without_urls_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let queries = d.join("queries");
+    std::fs::create_dir(&queries).unwrap();
+    let shards = Path::new(env!("CARGO_MANIFEST_DIR")).join("data-samples/crawl-fingerprints");
+    std::fs::copy(shards.join("part-00000.parquet"), queries.join("a.parquet")).unwrap();
+    let mut rng = neardup::random::SplitMix64::new(4);
+    let (ids, fps): (Vec<i64>, Vec<u64>) = crate::common::random_rows(&mut rng, 30, 1 << 40)
+        .into_iter()
+        .unzip();
+    neardup::io::parquet::output::write_fingerprints(&queries.join("b.parquet"), &ids, &fps, 10)
+        .unwrap();
+    let spec = d.join("night.toml");
+    let text = "[match]\nqueries = [\"queries\"]\nout = \"nights/{date}/pairs\"\n[cluster]\nout = \"nights/{date}/clusters\"\n";
+    std::fs::write(&spec, text).unwrap();
+    run_ok(&["run", spec.to_str().unwrap(), "--date", "2026-12-01"]);
+    let html = std::fs::read_to_string(d.join("nights/2026-12-01/report.html")).unwrap();
+    assert!(html.contains("hosts"), "{html}");
+}
+
 #[test]
 fn report_refuses_a_missing_or_empty_night_in_one_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -277,6 +277,9 @@ pub struct KeepOrder {
     /// pairs made elsewhere, without `--corpus`, may not support
     /// ([`Self::for_pairs`]).
     by_default: bool,
+    /// Whether the default's `corpus` key was asked for (`--corpus-wins`):
+    /// pairs that cannot support it are then refused, not passed over.
+    corpus_required: bool,
 }
 
 /// Words of a corpus page's held-since time: the time of the first batch
@@ -299,6 +302,7 @@ impl KeepOrder {
             keys,
             held: false,
             by_default: false,
+            corpus_required: false,
         };
         order.check_width()?;
         Ok(order)
@@ -369,6 +373,7 @@ impl KeepOrder {
             },
             held: false,
             by_default: false,
+            corpus_required: false,
         }
     }
 
@@ -395,7 +400,7 @@ impl KeepOrder {
             (Some(_), true) => bail!("--corpus-wins asks for the default order's corpus key: give one or the other of it and --keep-by"),
             (Some(spec), false) => KeepOrder::parse(spec),
             (None, true) => Ok(KeepOrder {
-                by_default: false,
+                corpus_required: true,
                 ..default
             }),
             (None, false) => Ok(default),
@@ -416,6 +421,7 @@ impl KeepOrder {
             ],
             held: false,
             by_default: true,
+            corpus_required: false,
         }
     }
 
@@ -423,7 +429,8 @@ impl KeepOrder {
     /// are (their `self_pair`): asked for, not the default's, and without
     /// `--corpus` (`corpus_given`), whose pages are the corpus's.
     pub(crate) fn needs_self_pair(&self, corpus_given: bool) -> bool {
-        self.corpus_first() && !self.by_default && !corpus_given
+        let asked = !self.by_default || self.corpus_required;
+        self.corpus_first() && asked && !corpus_given
     }
 
     /// This order for pairs that say (`tell_corpus`) or do not say which
@@ -431,13 +438,15 @@ impl KeepOrder {
     /// default order leaves out its `corpus` key for pairs made elsewhere
     /// (no `self_pair`), as asked keys never are.
     pub(crate) fn for_pairs(mut self, tell_corpus: bool, corpus_given: bool) -> KeepOrder {
-        if self.by_default && !tell_corpus && !corpus_given && self.corpus_first() {
+        let optional = self.by_default && !self.corpus_required;
+        if optional && !tell_corpus && !corpus_given && self.corpus_first() {
             self.keys.remove(0);
         }
         self
     }
 
-    /// Whether no key was asked for.
+    /// Whether no key was asked for (`--corpus-wins` asks for none but the
+    /// default's).
     pub(crate) fn is_default(&self) -> bool {
         self.by_default
     }
