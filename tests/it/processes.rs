@@ -55,8 +55,12 @@ fn run_cluster(dir: &Path, args: &[String], processes: usize, workers: usize) ->
     let children: Vec<Child> = (0..processes)
         .map(|i| spawn(args, &hosts, i, workers, &[]))
         .collect();
-    children
-        .into_iter()
+    wait_all(children)
+}
+
+/// Each child's output, in order, once it has exited.
+fn wait_all(children: Vec<Child>) -> Vec<Output> {
+    (children.into_iter())
         .map(|c| c.wait_with_output().unwrap())
         .collect()
 }
@@ -204,10 +208,7 @@ fn run_placed_by_env(
                 .unwrap()
         })
         .collect();
-    children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect()
+    wait_all(children)
 }
 
 /// Every process succeeded, took its index from `variable`, and joined
@@ -1021,10 +1022,7 @@ fn an_output_not_shared_by_every_process_is_not_committed() {
     // Process i runs in homes[i], each naming `pairs` as its --out.
     let start = |hosts: &Path| start_in_homes(&homes, &args, hosts);
     let children = start(&hosts);
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let outputs = wait_all(children);
     let stderr = String::from_utf8_lossy(&outputs[0].stderr);
     assert_eq!(outputs[0].status.code(), Some(1), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
@@ -1100,15 +1098,8 @@ fn a_process_that_writes_no_shard_still_shares_the_output() {
         ])
     };
     let alone = dir.path().join("alone");
-    let output = neardup()
-        .args(args(&alone.display().to_string()))
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let alone_args = args(&alone.display().to_string());
+    run_ok(&alone_args.iter().map(String::as_str).collect::<Vec<_>>());
     let shared = dir.path().join("shared").display().to_string();
     assert_all_succeeded(&run_cluster(dir.path(), &args(&shared), 2, 1));
     assert_eq!(data_files(Path::new(&shared)), data_files(&alone));
@@ -1128,10 +1119,7 @@ fn a_process_that_writes_no_shard_still_shares_the_output() {
     // One left there by an earlier run: process 0 finds no mark of it.
     std::fs::create_dir(homes[1].join(".shards.neardup-staging")).unwrap();
     let children = start_in_homes(&homes, &args("shards"), &hostfile(dir.path(), 2));
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let outputs = wait_all(children);
     let stderr = String::from_utf8_lossy(&outputs[0].stderr);
     assert_eq!(outputs[0].status.code(), Some(1), "{stderr}");
     assert!(

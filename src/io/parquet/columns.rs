@@ -41,51 +41,30 @@ pub(crate) fn id_column(
     use arrow_array::types::{Int16Type, Int32Type, Int8Type, UInt16Type, UInt32Type, UInt8Type};
     let column = non_null_column(batch, name, location)?;
     match column.data_type() {
-        DataType::Int8 => out.extend(
-            column
-                .as_primitive::<Int8Type>()
-                .values()
-                .iter()
-                .map(|&v| v as i64),
-        ),
-        DataType::Int16 => out.extend(
-            column
-                .as_primitive::<Int16Type>()
-                .values()
-                .iter()
-                .map(|&v| v as i64),
-        ),
-        DataType::Int32 => out.extend(
-            column
-                .as_primitive::<Int32Type>()
-                .values()
-                .iter()
-                .map(|&v| v as i64),
-        ),
-        DataType::UInt8 => out.extend(
-            column
-                .as_primitive::<UInt8Type>()
-                .values()
-                .iter()
-                .map(|&v| v as i64),
-        ),
-        DataType::UInt16 => out.extend(
-            column
-                .as_primitive::<UInt16Type>()
-                .values()
-                .iter()
-                .map(|&v| v as i64),
-        ),
-        DataType::UInt32 => out.extend(
-            column
-                .as_primitive::<UInt32Type>()
-                .values()
-                .iter()
-                .map(|&v| v as i64),
-        ),
+        DataType::Int8 => widen::<Int8Type>(column, out),
+        DataType::Int16 => widen::<Int16Type>(column, out),
+        DataType::Int32 => widen::<Int32Type>(column, out),
+        DataType::UInt8 => widen::<UInt8Type>(column, out),
+        DataType::UInt16 => widen::<UInt16Type>(column, out),
+        DataType::UInt32 => widen::<UInt32Type>(column, out),
         _ => return integer_column(batch, name, location, out),
     }
     Ok(())
+}
+
+/// Appends a column of integers narrower than 64 bits, of type `T`, to
+/// `out` by value.
+fn widen<T: arrow_array::ArrowPrimitiveType>(column: &ArrayRef, out: &mut Vec<i64>)
+where
+    T::Native: Into<i64>,
+{
+    out.extend(
+        column
+            .as_primitive::<T>()
+            .values()
+            .iter()
+            .map(|&v| v.into()),
+    );
 }
 
 /// Refuses column `name` of `file` unless it holds page ids: integers of
